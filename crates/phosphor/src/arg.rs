@@ -1,0 +1,184 @@
+//! Argument values: how each Rust type becomes an 8-byte word.
+//!
+//! Integers, floats, bools and pointers are stored inline. A `&str` (any lifetime) or `String` is
+//! copied into continuation records, cut at [`MAX_DYN_STR_BYTES`] on a char boundary and flagged
+//! when cut. A [`Static`] string costs no copy: only its address and length are stored.
+
+use phosphor_format::{pack_static_str, ArgType, MAX_DYN_STR_BYTES};
+
+/// A `&'static str` argument stored by address, with no copy.
+///
+/// Plain `&str` arguments are copied because their lifetime is unknown; wrap string literals and
+/// other static strings in `Static` to save the copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Static(pub &'static str);
+
+/// A value that can be an event argument.
+pub trait Arg {
+    /// How the value is stored.
+    const TYPE: ArgType;
+    /// The 8-byte word; for dynamic strings, the stored length.
+    fn word(&self) -> u64;
+    /// The bytes to copy into continuation records (dynamic strings only) and whether they were cut.
+    #[inline(always)]
+    fn bytes(&self) -> (&[u8], bool) {
+        (&[], false)
+    }
+    /// Whether the value was cut when packed into its word (static strings only).
+    #[inline(always)]
+    fn word_truncated(&self) -> bool {
+        false
+    }
+}
+
+macro_rules! int_arg {
+    ($ty:ident, $t:ty) => {
+        impl Arg for $t {
+            const TYPE: ArgType = ArgType::$ty;
+            #[inline(always)]
+            fn word(&self) -> u64 {
+                *self as u64
+            }
+        }
+    };
+}
+int_arg!(I64, i8);
+int_arg!(I64, i16);
+int_arg!(I64, i32);
+int_arg!(I64, i64);
+int_arg!(I64, isize);
+int_arg!(U64, u8);
+int_arg!(U64, u16);
+int_arg!(U64, u32);
+int_arg!(U64, u64);
+int_arg!(U64, usize);
+
+impl Arg for f64 {
+    const TYPE: ArgType = ArgType::F64;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        self.to_bits()
+    }
+}
+
+impl Arg for f32 {
+    const TYPE: ArgType = ArgType::F64;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        f64::from(*self).to_bits()
+    }
+}
+
+impl Arg for bool {
+    const TYPE: ArgType = ArgType::Bool;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        u64::from(*self)
+    }
+}
+
+impl<T: ?Sized> Arg for *const T {
+    const TYPE: ArgType = ArgType::Pointer;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        self.cast::<()>() as usize as u64
+    }
+}
+
+impl<T: ?Sized> Arg for *mut T {
+    const TYPE: ArgType = ArgType::Pointer;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        self.cast::<()>() as usize as u64
+    }
+}
+
+impl Arg for Static {
+    const TYPE: ArgType = ArgType::StaticStr;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        pack_static_str(self.0.as_ptr() as usize, self.0.len()).0
+    }
+    #[inline(always)]
+    fn word_truncated(&self) -> bool {
+        pack_static_str(self.0.as_ptr() as usize, self.0.len()).1
+    }
+}
+
+/// The longest prefix of `s` of at most [`MAX_DYN_STR_BYTES`] bytes that ends on a char boundary.
+fn bounded(s: &str) -> (&[u8], bool) {
+    if s.len() <= MAX_DYN_STR_BYTES {
+        return (s.as_bytes(), false);
+    }
+    let mut end = MAX_DYN_STR_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&s.as_bytes()[..end], true)
+}
+
+impl Arg for &str {
+    const TYPE: ArgType = ArgType::DynStr;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        bounded(self).0.len() as u64
+    }
+    #[inline(always)]
+    fn bytes(&self) -> (&[u8], bool) {
+        bounded(self)
+    }
+}
+
+impl Arg for String {
+    const TYPE: ArgType = ArgType::DynStr;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        self.as_str().word()
+    }
+    #[inline(always)]
+    fn bytes(&self) -> (&[u8], bool) {
+        bounded(self)
+    }
+}
+
+impl<A: Arg> Arg for &A {
+    const TYPE: ArgType = A::TYPE;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        (**self).word()
+    }
+    #[inline(always)]
+    fn bytes(&self) -> (&[u8], bool) {
+        (**self).bytes()
+    }
+    #[inline(always)]
+    fn word_truncated(&self) -> bool {
+        (**self).word_truncated()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_dynamic_strings_are_cut_on_a_char_boundary_and_flagged() {
+        let s = "é".repeat(200); // 400 bytes of 2-byte chars
+        let r = s.as_str();
+        let (b, cut) = Arg::bytes(&r);
+        assert!(cut);
+        assert!(b.len() <= MAX_DYN_STR_BYTES && b.len() % 2 == 0);
+        assert!(std::str::from_utf8(b).is_ok());
+        assert_eq!(s.as_str().word(), b.len() as u64);
+        assert_eq!(Arg::bytes(&"short"), (&b"short"[..], false));
+    }
+
+    #[test]
+    fn words_keep_their_values() {
+        assert_eq!((-1i32).word() as i64, -1);
+        assert_eq!(f64::from_bits(2.5f64.word()), 2.5);
+        assert_eq!(true.word(), 1);
+        assert_eq!(<&u64 as Arg>::TYPE, ArgType::U64);
+        assert_eq!(<String as Arg>::TYPE, ArgType::DynStr);
+    }
+}

@@ -1,0 +1,380 @@
+//! `TraceChunk` and `TraceBuffer`: the preallocated pages events are written into.
+//!
+//! # Brief overview
+//!
+//! * A [`TraceChunk`] is one page: [`CHUNK_RECORDS`] 32-byte records and a [`ChunkHeader`] holding
+//!   its extents. A chunk is written by one tenant at a time, and its writer publishes the committed
+//!   record count with a Release store after the records (optimistic logging, XRay FDR v2): a reader
+//!   that acquires the count sees every record below it complete.
+//! * A [`TraceBuffer`] owns every chunk of one trace, allocated at `start`. It loans chunks to
+//!   tenants without locks:
+//!   * **Fixed** hands out chunks in order with one `fetch_add`; when they run out the buffer is
+//!     exhausted and tracing stops.
+//!   * **Ring** walks the chunks round-robin and reuses the oldest chunk that no tenant holds,
+//!     counting the events it overwrites. This is the flight recorder.
+//!
+//! # Chunk states (ring mode)
+//!
+//! ```text
+//!   FREE ──loan──▶ LOANED ──give_back / evict──▶ FULL ──loan (overwrite, counted)──▶ LOANED
+//! ```
+//!
+//! A loan is a compare-and-swap from FREE or FULL to LOANED, so a chunk held by a tenant is never
+//! reused under it. Fixed mode uses the same states but never overwrites.
+
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+
+use phosphor_format::chunk::CHUNK_RECORDS;
+use phosphor_format::Record;
+
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use crate::BufferMode;
+
+const FREE: u8 = 0;
+const LOANED: u8 = 1;
+const FULL: u8 = 2;
+
+/// The extents of a chunk, after its records.
+#[derive(Debug)]
+#[repr(C)]
+pub(crate) struct ChunkHeader {
+    /// Global loan stamp: the order in which chunks were handed out.
+    loan: AtomicU64,
+    /// The tenant's sequence number for this chunk; a gap shows lost chunks.
+    seq: AtomicU64,
+    /// The thread that first wrote into the chunk.
+    tid: AtomicU32,
+    /// Records published; the writer stores it with Release after the records.
+    committed: AtomicU32,
+    /// Events (not records) in the chunk, counted when it is given back.
+    events: AtomicU32,
+    /// FREE, LOANED or FULL.
+    state: AtomicU8,
+}
+
+/// One page of records plus its header.
+#[repr(C, align(64))]
+pub(crate) struct TraceChunk {
+    records: [UnsafeCell<MaybeUninit<Record>>; CHUNK_RECORDS],
+    header: ChunkHeader,
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<TraceChunk>() == phosphor_format::chunk::CHUNK_BYTES);
+
+impl std::fmt::Debug for TraceChunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceChunk").field("header", &self.header).finish_non_exhaustive()
+    }
+}
+
+impl TraceChunk {
+    /// A pointer to record slot `i`. Writing through it is allowed only to the tenant that holds
+    /// the chunk, inside its slave critical section, and only at or above the committed count.
+    #[inline(always)]
+    pub(crate) fn slot(&self, i: usize) -> *mut MaybeUninit<Record> {
+        self.records[i].get()
+    }
+
+    /// Publishes `n` records. Release: every record written below `n` happens-before a reader's
+    /// Acquire load of the count.
+    #[inline(always)]
+    pub(crate) fn publish(&self, n: u32) {
+        self.header.committed.store(n, Ordering::Release);
+    }
+
+    pub(crate) fn committed(&self) -> u32 {
+        // Acquire: pairs with `publish`.
+        self.header.committed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn tid(&self) -> u32 {
+        // Relaxed: written at loan time by the loaning thread; readers synchronise with it through
+        // the tenant lock (eviction) or the chunk state before reading.
+        self.header.tid.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn seq(&self) -> u64 {
+        // Relaxed: as for `tid`.
+        self.header.seq.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn loan_stamp(&self) -> u64 {
+        // Relaxed: as for `tid`.
+        self.header.loan.load(Ordering::Relaxed)
+    }
+
+    /// The committed records.
+    ///
+    /// # Safety
+    ///
+    /// No tenant may write into this chunk for as long as the slice lives: the trace is stopped
+    /// and every tenant evicted, or the caller otherwise owns the chunk.
+    pub(crate) unsafe fn records(&self) -> &[Record] {
+        let n = (self.committed() as usize).min(CHUNK_RECORDS);
+        // SAFETY: [1] `UnsafeCell<MaybeUninit<Record>>` has the layout of `Record`, both wrappers
+        // being `repr(transparent)`. [2] The first `n` records were written before the Release
+        // store of `n` that our Acquire load saw, so they are initialised. [3] The caller
+        // guarantees that no one writes to them while the slice lives.
+        unsafe { std::slice::from_raw_parts(self.records.as_ptr().cast::<Record>(), n) }
+    }
+}
+
+/// What a loan produced.
+#[derive(Debug)]
+pub(crate) enum Loan<'a> {
+    Chunk(&'a TraceChunk),
+    /// Fixed mode is out of chunks; `first` is true for exactly one caller.
+    Exhausted {
+        first: bool,
+    },
+    /// Ring mode: every chunk is held by a tenant.
+    AllLoaned,
+}
+
+/// Counters kept by a buffer for its own trace.
+#[derive(Debug, Default)]
+pub(crate) struct BufferCounters {
+    pub(crate) chunks_loaned: AtomicU64,
+    pub(crate) chunks_overwritten: AtomicU64,
+    pub(crate) events_overwritten: AtomicU64,
+    /// Events in chunks given back so far (overwritten ones included).
+    pub(crate) events_given_back: AtomicU64,
+}
+
+/// Every chunk of one trace.
+pub(crate) struct TraceBuffer {
+    mode: BufferMode,
+    chunks: Box<[TraceChunk]>,
+    /// Loans so far; in ring mode also the round-robin cursor.
+    next: AtomicU64,
+    exhausted: AtomicBool,
+    pub(crate) counters: BufferCounters,
+}
+
+impl std::fmt::Debug for TraceBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceBuffer").field("mode", &self.mode).field("chunks", &self.chunks.len()).finish()
+    }
+}
+
+// SAFETY: the records are `UnsafeCell`s written only by the tenant that holds the chunk (a loan
+// is exclusive: a unique `fetch_add` ticket in Fixed mode, a compare-and-swap to LOANED in Ring
+// mode) inside its slave critical section, and read only after that writer has published them or
+// been evicted. Every other field is atomic.
+unsafe impl Sync for TraceBuffer {}
+// SAFETY: the buffer owns its chunks; nothing in it is tied to a thread.
+unsafe impl Send for TraceBuffer {}
+
+impl TraceBuffer {
+    /// Allocates `chunks` chunks. Their records stay uninitialised until written.
+    pub(crate) fn new(mode: BufferMode, chunks: usize) -> TraceBuffer {
+        assert!(chunks > 0, "a buffer needs at least one chunk");
+        let mut mem = Box::<[TraceChunk]>::new_uninit_slice(chunks);
+        for c in mem.iter_mut() {
+            let p = c.as_mut_ptr();
+            // SAFETY: `p` points to an allocated, properly aligned TraceChunk; writing the header
+            // field in place does not read the uninitialised memory.
+            unsafe {
+                std::ptr::addr_of_mut!((*p).header).write(ChunkHeader {
+                    loan: AtomicU64::new(0),
+                    seq: AtomicU64::new(0),
+                    tid: AtomicU32::new(0),
+                    committed: AtomicU32::new(0),
+                    events: AtomicU32::new(0),
+                    state: AtomicU8::new(FREE),
+                })
+            };
+        }
+        // SAFETY: every header was written above, and the records are `MaybeUninit`, for which
+        // uninitialised memory is a valid value.
+        let chunks = unsafe { mem.assume_init() };
+        TraceBuffer {
+            mode,
+            chunks,
+            next: AtomicU64::new(0),
+            exhausted: AtomicBool::new(false),
+            counters: BufferCounters::default(),
+        }
+    }
+
+    pub(crate) fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub(crate) fn is_exhausted(&self) -> bool {
+        // Relaxed: a status flag; no data is read on the strength of it.
+        self.exhausted.load(Ordering::Relaxed)
+    }
+
+    /// Loans a chunk to a tenant for thread `tid`, stamping it with the tenant's sequence number.
+    pub(crate) fn loan(&self, tid: u32, seq: u64) -> Loan<'_> {
+        let n = self.chunks.len() as u64;
+        match self.mode {
+            BufferMode::Fixed => {
+                // Relaxed: the ticket only has to be unique; the chunk's memory was initialised
+                // before the buffer was published to tenants (an Acquire load in the tenant).
+                let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+                if ticket >= n {
+                    // Relaxed: `swap` is atomic, so exactly one caller sees `false`.
+                    let first = !self.exhausted.swap(true, Ordering::Relaxed);
+                    return Loan::Exhausted { first };
+                }
+                let chunk = &self.chunks[ticket as usize];
+                // Relaxed: a fresh chunk in Fixed mode is FREE and only this ticket holder sees it.
+                chunk.header.state.store(LOANED, Ordering::Relaxed);
+                self.stamp(chunk, ticket, tid, seq)
+            }
+            BufferMode::Ring => {
+                for _ in 0..n {
+                    // Relaxed: the cursor only spreads loans round-robin; ownership comes from the
+                    // compare-and-swap below.
+                    let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+                    let chunk = &self.chunks[(ticket % n) as usize];
+                    // Relaxed: a hint; the compare-and-swap below re-checks it.
+                    let state = chunk.header.state.load(Ordering::Relaxed);
+                    if state == LOANED {
+                        continue;
+                    }
+                    // Acquire: pairs with the Release in `give_back`, so the previous holder's
+                    // committed count is final when we read it to count the overwrite.
+                    if chunk
+                        .header
+                        .state
+                        .compare_exchange(state, LOANED, Ordering::Acquire, Ordering::Relaxed)
+                        .is_err()
+                    {
+                        continue;
+                    }
+                    if state == FULL {
+                        // Relaxed: ordered after the Acquire above.
+                        let lost = chunk.header.events.load(Ordering::Relaxed);
+                        self.counters.events_overwritten.fetch_add(u64::from(lost), Ordering::Relaxed);
+                        self.counters.chunks_overwritten.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return self.stamp(chunk, ticket, tid, seq);
+                }
+                Loan::AllLoaned
+            }
+        }
+    }
+
+    fn stamp<'a>(&self, chunk: &'a TraceChunk, ticket: u64, tid: u32, seq: u64) -> Loan<'a> {
+        // Relaxed throughout: the chunk is now owned by the caller, and readers synchronise with
+        // these stores through the tenant lock or `give_back`'s Release.
+        chunk.header.committed.store(0, Ordering::Relaxed);
+        chunk.header.events.store(0, Ordering::Relaxed);
+        chunk.header.loan.store(ticket, Ordering::Relaxed);
+        chunk.header.seq.store(seq, Ordering::Relaxed);
+        chunk.header.tid.store(tid, Ordering::Relaxed);
+        self.counters.chunks_loaned.fetch_add(1, Ordering::Relaxed);
+        Loan::Chunk(chunk)
+    }
+
+    /// Returns a chunk whose tenant is done with it (full, evicted, or its thread exited), counting
+    /// its events.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the chunk (its tenant's slave or master lock), so no one writes into it.
+    pub(crate) unsafe fn give_back(&self, chunk: &TraceChunk) {
+        // SAFETY: the caller holds the chunk.
+        let events = phosphor_format::count_events(unsafe { chunk.records() });
+        // Relaxed: published by the Release store of the state below.
+        chunk.header.events.store(events as u32, Ordering::Relaxed);
+        self.counters.events_given_back.fetch_add(events, Ordering::Relaxed);
+        // Release: publishes the chunk's records and header to the next loaner (which acquires the
+        // state) and to readers.
+        chunk.header.state.store(FULL, Ordering::Release);
+    }
+
+    /// Events recorded and still held: given back and not overwritten. Exact once every tenant has
+    /// been evicted; while tracing it lags by the chunks tenants still hold.
+    pub(crate) fn recorded_events(&self) -> u64 {
+        // Relaxed: statistics.
+        let given = self.counters.events_given_back.load(Ordering::Relaxed);
+        given.saturating_sub(self.counters.events_overwritten.load(Ordering::Relaxed))
+    }
+
+    /// The indices of the chunks that hold data, in loan order.
+    pub(crate) fn used_chunks(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.chunks.len())
+            // Acquire: pairs with `give_back`.
+            .filter(|&i| {
+                self.chunks[i].header.state.load(Ordering::Acquire) != FREE && self.chunks[i].committed() > 0
+            })
+            .collect();
+        v.sort_by_key(|&i| self.chunks[i].loan_stamp());
+        v
+    }
+
+    pub(crate) fn chunk(&self, i: usize) -> &TraceChunk {
+        &self.chunks[i]
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn take(b: &TraceBuffer) -> &TraceChunk {
+        match b.loan(1, 0) {
+            Loan::Chunk(c) => c,
+            other => panic!("expected a chunk, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_fixed_buffer_is_exhausted_once_and_reports_it_once() {
+        let b = TraceBuffer::new(BufferMode::Fixed, 2);
+        take(&b);
+        take(&b);
+        assert!(matches!(b.loan(1, 2), Loan::Exhausted { first: true }));
+        assert!(matches!(b.loan(1, 3), Loan::Exhausted { first: false }));
+        assert!(b.is_exhausted());
+    }
+
+    #[test]
+    fn a_ring_buffer_overwrites_the_oldest_full_chunk_and_counts_its_events() {
+        let b = TraceBuffer::new(BufferMode::Ring, 2);
+        let c0 = take(&b);
+        // SAFETY: the chunk is loaned to this test alone.
+        unsafe { (*c0.slot(0)).write(Record::new(0, 20, Default::default(), [0; 2])) };
+        c0.publish(1);
+        // SAFETY: this test holds c0.
+        unsafe { b.give_back(c0) };
+        let c1 = take(&b);
+        // c1 is still loaned, so the next loan must reuse c0 and count its one event.
+        let c2 = take(&b);
+        assert!(std::ptr::eq(c0, c2));
+        assert_eq!(b.counters.events_overwritten.load(Ordering::Relaxed), 1);
+        assert_eq!(b.counters.chunks_overwritten.load(Ordering::Relaxed), 1);
+        assert!(matches!(b.loan(1, 3), Loan::AllLoaned), "both chunks are held");
+        // SAFETY: this test holds c1.
+        unsafe { b.give_back(c1) };
+        assert!(std::ptr::eq(take(&b), c1));
+    }
+
+    #[test]
+    fn committed_records_are_read_back_in_loan_order() {
+        let b = TraceBuffer::new(BufferMode::Fixed, 3);
+        for i in 0..2u64 {
+            let c = take(&b);
+            for j in 0..3 {
+                // SAFETY: the chunk is loaned to this test alone.
+                unsafe { (*c.slot(j)).write(Record::new(i * 10 + j as u64, 20, Default::default(), [0; 2])) };
+            }
+            c.publish(3);
+            // SAFETY: this test holds c.
+            unsafe { b.give_back(c) };
+        }
+        let used = b.used_chunks();
+        assert_eq!(used.len(), 2);
+        // SAFETY: nothing writes to the chunks any more.
+        let ts: Vec<u64> =
+            used.iter().flat_map(|&i| unsafe { b.chunk(i).records() }.iter().map(|r| r.ts)).collect();
+        assert_eq!(ts, [0, 1, 2, 10, 11, 12]);
+        assert_eq!(b.recorded_events(), 6);
+    }
+}

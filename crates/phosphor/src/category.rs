@@ -1,0 +1,108 @@
+//! Category filters: which categories a trace records.
+//!
+//! A filter is a comma-separated list of globs (`*` any run, `?` any one character). A glob with a
+//! leading `-` disables what it matches. A category is traced when it matches some enabling glob
+//! (or there is none) and no disabling glob: `"*,-verbose*"`, `"net,db*"`. The same syntax is read
+//! from `PHOSPHOR_CATEGORIES`.
+
+use crate::error::{Error, ErrorKind};
+
+/// A parsed category filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CategoryFilter {
+    enable: Vec<String>,
+    disable: Vec<String>,
+}
+
+impl Default for CategoryFilter {
+    /// Every category.
+    fn default() -> Self {
+        CategoryFilter { enable: Vec::new(), disable: Vec::new() }
+    }
+}
+
+impl CategoryFilter {
+    /// Parses a filter such as `"net*,-net.verbose"`.
+    pub fn parse(spec: &str) -> Result<CategoryFilter, Error> {
+        let mut f = CategoryFilter::default();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (list, glob) = match part.strip_prefix('-') {
+                Some(g) => (&mut f.disable, g.trim()),
+                None => (&mut f.enable, part),
+            };
+            if glob.is_empty() {
+                return Err(Error::new(ErrorKind::InvalidCategoryFilter {
+                    spec: spec.to_owned(),
+                    reason: "a '-' must be followed by a glob".into(),
+                }));
+            }
+            list.push(glob.to_owned());
+        }
+        Ok(f)
+    }
+
+    /// Whether `category` is traced.
+    pub fn matches(&self, category: &str) -> bool {
+        (self.enable.is_empty() || self.enable.iter().any(|g| glob_match(g, category)))
+            && !self.disable.iter().any(|g| glob_match(g, category))
+    }
+}
+
+/// Matches `*` and `?` globs, iteratively with one backtrack point (linear for one `*`, and never
+/// worse than O(glob × text)).
+fn glob_match(glob: &str, text: &str) -> bool {
+    let (g, t): (Vec<char>, Vec<char>) = (glob.chars().collect(), text.chars().collect());
+    let (mut gi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if gi < g.len() && (g[gi] == '?' || g[gi] == t[ti]) {
+            gi += 1;
+            ti += 1;
+        } else if gi < g.len() && g[gi] == '*' {
+            star = Some((gi, ti));
+            gi += 1;
+        } else if let Some((sg, st)) = star {
+            gi = sg + 1;
+            ti = st + 1;
+            star = Some((sg, st + 1));
+        } else {
+            return false;
+        }
+    }
+    g[gi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_stars_and_question_marks() {
+        assert!(glob_match("*", ""));
+        assert!(glob_match("net*", "net.io"));
+        assert!(glob_match("*.io", "net.io"));
+        assert!(glob_match("n?t", "net"));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("a*b*c", "axxbyy"));
+        assert!(!glob_match("net", "network"));
+    }
+
+    #[test]
+    fn disabling_globs_win_over_enabling_ones() {
+        let f = CategoryFilter::parse("net*, db ,-net.verbose").unwrap();
+        assert!(f.matches("net.io"));
+        assert!(f.matches("db"));
+        assert!(!f.matches("net.verbose"));
+        assert!(!f.matches("cache"));
+        let all_but = CategoryFilter::parse("-noisy").unwrap();
+        assert!(all_but.matches("anything"));
+        assert!(!all_but.matches("noisy"));
+        assert!(CategoryFilter::default().matches("x"));
+    }
+
+    #[test]
+    fn a_lone_dash_is_rejected_with_the_spec_in_the_message() {
+        let e = CategoryFilter::parse("a,-").unwrap_err();
+        assert!(e.to_string().contains("\"a,-\""), "{e}");
+    }
+}

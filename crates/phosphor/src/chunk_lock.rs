@@ -1,0 +1,183 @@
+//! `ChunkLock`: the three-state lock between a tenant's writers and `evict_threads`.
+//!
+//! # States
+//!
+//! As in Couchbase Phosphor, a tenant's lock is **Unlocked**, **SlaveLocked** (a recording thread
+//! is writing into the tenant's chunk) or **MasterLocked** (`evict_threads` owns the tenant and is
+//! taking its chunk back). The slave side only ever *tries*: if the lock is not free it gives up at
+//! once and the event is counted as dropped. Only the master waits, and only for a slave already
+//! inside its short, non-blocking critical section.
+//!
+//! # Algorithm
+//!
+//! The state is two flags, `slave` and `master`, and the protocol is Dekker's mutual exclusion
+//! specialised to one side that never waits:
+//!
+//! ```text
+//! slave:  slave = true;  barrier;  if master { slave = false; fail }  ... critical ...  slave = false
+//! master: master = true; barrier;  while slave { yield }              ... critical ...  master = false
+//! ```
+//!
+//! Whatever the interleaving, the two barriers ensure that at least one side sees the other's flag.
+//! For a thread-local tenant there is exactly one slave, so the slave's flag store needs no atomic
+//! read-modify-write, and the slave's barrier is only a compiler barrier paired with a membarrier
+//! on the master side (see `barrier`). For a tenant shared by several threads (the pool), slaves
+//! must also exclude each other, so they take the flag with a compare-and-swap, which is a full
+//! barrier by itself.
+//!
+//! A "dead" tenant, whose `TraceLog` was dropped, stays MasterLocked for ever, so every slave fails
+//! and goes to its slow path, where it notices and detaches.
+
+use crate::barrier;
+use crate::sync::{yield_now, AtomicBool, Ordering};
+
+/// The observable state of a [`ChunkLock`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LockState {
+    Unlocked,
+    SlaveLocked,
+    MasterLocked,
+}
+
+#[derive(Debug)]
+pub(crate) struct ChunkLock {
+    /// Set while a recording thread is inside its critical section.
+    slave: AtomicBool,
+    /// Set while `evict_threads` (or a dying `TraceLog`) owns the tenant.
+    master: AtomicBool,
+}
+
+impl ChunkLock {
+    pub(crate) fn new() -> ChunkLock {
+        ChunkLock { slave: AtomicBool::new(false), master: AtomicBool::new(false) }
+    }
+
+    /// Tries the slave lock where the caller is the only thread that ever takes the slave side.
+    ///
+    /// Returns false without waiting if the master holds the lock, or if the caller already holds
+    /// the slave side (a signal handler interrupting a record on the same thread).
+    ///
+    /// Sound only while [`barrier::asymmetric_available`] is true; otherwise use
+    /// [`ChunkLock::try_slave_lock_shared`].
+    #[inline(always)]
+    pub(crate) fn try_slave_lock_exclusive(&self) -> bool {
+        // Relaxed: only this thread writes `slave` true, so this load sees its own last store.
+        if self.slave.load(Ordering::Relaxed) {
+            return false;
+        }
+        // Relaxed: ordering against the master's load of `slave` comes from the light/heavy
+        // barrier pair, not from this store.
+        self.slave.store(true, Ordering::Relaxed);
+        barrier::light();
+        // Acquire: pairs with the Release in `master_unlock`, so the tenant state the master left
+        // (a cleared chunk pointer) is visible to this critical section.
+        if self.master.load(Ordering::Acquire) {
+            // Release: nothing was written, but keep every slave exit a release for uniformity.
+            self.slave.store(false, Ordering::Release);
+            return false;
+        }
+        true
+    }
+
+    /// Tries the slave lock where several threads may take the slave side.
+    #[inline]
+    pub(crate) fn try_slave_lock_shared(&self) -> bool {
+        // SeqCst: this RMW and the SeqCst load below, with the master's SeqCst store and load,
+        // form Dekker's protocol without relying on `barrier::heavy`. Acquire is implied, which
+        // pairs with the previous slave's Release in `slave_unlock`.
+        if self.slave.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        if self.master.load(Ordering::SeqCst) {
+            self.slave.store(false, Ordering::Release);
+            return false;
+        }
+        true
+    }
+
+    /// Leaves the slave critical section.
+    #[inline(always)]
+    pub(crate) fn slave_unlock(&self) {
+        // Release: publishes every write of the critical section to the next master or slave,
+        // which acquire this flag.
+        self.slave.store(false, Ordering::Release);
+    }
+
+    /// Raises the master flag without waiting. Call [`barrier::heavy`] once after raising the flags
+    /// of a batch of locks, then [`ChunkLock::wait_for_slave`] on each.
+    pub(crate) fn raise_master(&self) {
+        // SeqCst: for shared tenants this store is one of the four SeqCst operations of Dekker's
+        // protocol; for exclusive tenants the heavy barrier that follows orders it.
+        self.master.store(true, Ordering::SeqCst);
+    }
+
+    /// Waits until no slave is inside its critical section. Slaves never wait, and the only
+    /// work they do inside is bounded, so this ends as soon as a preempted slave runs again.
+    pub(crate) fn wait_for_slave(&self) {
+        // SeqCst load: the master's half of Dekker's protocol (see `raise_master`); Acquire is
+        // implied, pairing with `slave_unlock`, so the slave's writes are visible after this.
+        while self.slave.load(Ordering::SeqCst) {
+            yield_now();
+        }
+    }
+
+    /// Takes the master lock of this one lock.
+    #[cfg(any(test, loom))]
+    pub(crate) fn master_lock(&self) {
+        self.raise_master();
+        barrier::heavy();
+        self.wait_for_slave();
+    }
+
+    /// Releases the master lock.
+    pub(crate) fn master_unlock(&self) {
+        // Release: pairs with the Acquire loads of `master` in the slave paths, publishing the
+        // master's changes to the tenant.
+        self.master.store(false, Ordering::Release);
+    }
+
+    /// The current state, for assertions and diagnostics; racy by nature.
+    #[allow(dead_code)]
+    pub(crate) fn state(&self) -> LockState {
+        // Relaxed: a snapshot for diagnostics; no data is read on the strength of it.
+        if self.master.load(Ordering::Relaxed) {
+            LockState::MasterLocked
+        } else if self.slave.load(Ordering::Relaxed) {
+            LockState::SlaveLocked
+        } else {
+            LockState::Unlocked
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slave_cannot_lock_while_the_master_holds_the_lock() {
+        let l = ChunkLock::new();
+        assert_eq!(l.state(), LockState::Unlocked);
+        l.master_lock();
+        assert_eq!(l.state(), LockState::MasterLocked);
+        assert!(!l.try_slave_lock_shared());
+        if barrier::asymmetric_available() {
+            assert!(!l.try_slave_lock_exclusive());
+        }
+        l.master_unlock();
+        assert!(l.try_slave_lock_shared());
+        assert_eq!(l.state(), LockState::SlaveLocked);
+        l.slave_unlock();
+    }
+
+    #[test]
+    fn slaves_exclude_each_other_and_reentry() {
+        let l = ChunkLock::new();
+        assert!(l.try_slave_lock_shared());
+        assert!(!l.try_slave_lock_shared(), "a second shared slave must fail");
+        assert!(!l.try_slave_lock_exclusive(), "re-entry on the same thread must fail");
+        l.slave_unlock();
+        assert!(l.try_slave_lock_exclusive());
+        l.slave_unlock();
+    }
+}

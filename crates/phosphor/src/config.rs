@@ -1,0 +1,136 @@
+//! `TraceLogConfig` (one-time, per `TraceLog`) and `TraceConfig` (per trace).
+
+use std::sync::Arc;
+
+use phosphor_format::chunk::CHUNK_BYTES;
+
+use crate::category::CategoryFilter;
+use crate::clock::ClockKind;
+use crate::error::{Error, ErrorKind};
+use crate::TraceLog;
+
+/// How threads that did not call `register_thread` get a tenant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ThreadPolicy {
+    /// Each thread gets its own tenant on its first event (the default). Recording never contends.
+    #[default]
+    ThreadLocal,
+    /// Unregistered threads share the pool, indexed by thread id; a thread that finds its pool
+    /// tenant busy drops the event and counts it. Bounds memory with many short-lived threads.
+    Pool,
+}
+
+/// One-time configuration of a `TraceLog`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceLogConfig {
+    pub(crate) clock: ClockKind,
+    pub(crate) pool_tenants: usize,
+    pub(crate) policy: ThreadPolicy,
+}
+
+impl Default for TraceLogConfig {
+    fn default() -> Self {
+        TraceLogConfig { clock: ClockKind::Tsc, pool_tenants: 8, policy: ThreadPolicy::ThreadLocal }
+    }
+}
+
+impl TraceLogConfig {
+    /// The defaults: TSC clock, thread-local tenants, a pool of 8.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The clock to read.
+    pub fn clock(mut self, clock: ClockKind) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Tenants in the shared pool (at least one).
+    pub fn pool_tenants(mut self, n: usize) -> Self {
+        self.pool_tenants = n;
+        self
+    }
+
+    /// Whether unregistered threads use the pool or their own tenant.
+    pub fn thread_policy(mut self, policy: ThreadPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.pool_tenants == 0 {
+            return Err(Error::new(ErrorKind::EmptyPool));
+        }
+        Ok(())
+    }
+}
+
+/// What happens when the buffer is out of chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BufferMode {
+    /// Stop tracing when full and call the stop callback; later events are counted as dropped.
+    #[default]
+    Fixed,
+    /// Reuse the oldest full chunk and count the events it held: a flight recorder.
+    Ring,
+}
+
+/// Called on the recording thread when a Fixed buffer fills. It may call `TraceLog::stop`.
+pub type StopCallback = Arc<dyn Fn(&TraceLog) + Send + Sync>;
+
+/// Configuration of one trace.
+#[derive(Clone)]
+pub struct TraceConfig {
+    pub(crate) mode: BufferMode,
+    pub(crate) buffer_size: usize,
+    pub(crate) categories: CategoryFilter,
+    pub(crate) on_stop: Option<StopCallback>,
+}
+
+impl std::fmt::Debug for TraceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceConfig")
+            .field("mode", &self.mode)
+            .field("buffer_size", &self.buffer_size)
+            .field("categories", &self.categories)
+            .field("on_stop", &self.on_stop.is_some())
+            .finish()
+    }
+}
+
+impl TraceConfig {
+    /// A trace in `mode` using `buffer_size` bytes (rounded down to whole 4 KiB chunks), with every
+    /// category enabled.
+    pub fn new(mode: BufferMode, buffer_size: usize) -> Self {
+        TraceConfig { mode, buffer_size, categories: CategoryFilter::default(), on_stop: None }
+    }
+
+    /// Sets the category filter, e.g. `"net*,-net.verbose"` (see `CategoryFilter`).
+    pub fn categories(mut self, spec: &str) -> Result<Self, Error> {
+        self.categories = CategoryFilter::parse(spec)?;
+        Ok(self)
+    }
+
+    /// Takes the category filter from `PHOSPHOR_CATEGORIES` when it is set.
+    pub fn categories_from_env(self) -> Result<Self, Error> {
+        match std::env::var("PHOSPHOR_CATEGORIES") {
+            Ok(spec) => self.categories(&spec),
+            Err(std::env::VarError::NotPresent) => Ok(self),
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::new(ErrorKind::EnvNotUnicode)),
+        }
+    }
+
+    /// Sets the callback run when a Fixed buffer fills.
+    pub fn on_stop(mut self, f: impl Fn(&TraceLog) + Send + Sync + 'static) -> Self {
+        self.on_stop = Some(Arc::new(f));
+        self
+    }
+
+    pub(crate) fn chunks(&self) -> Result<usize, Error> {
+        match self.buffer_size / CHUNK_BYTES {
+            0 => Err(Error::new(ErrorKind::BufferTooSmall { size: self.buffer_size, chunk: CHUNK_BYTES })),
+            n => Ok(n),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! What the macros expand to: building records from arguments, and the scope and lock guards.
+//!
+//! Everything here is `#[inline(always)]` and generic over the argument types, so each callsite
+//! compiles to straight-line code: its meta word, record count and word layout are constants. An
+//! event of at most two words and no dynamic string (the common case) writes one record; anything
+//! else goes through [`emit_multi`], which is out of line.
+
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ops::{Deref, DerefMut};
+
+use phosphor_format::{continuation_records, encode_continuation, ArgType, Meta, Record};
+
+use crate::arg::Arg;
+use crate::callsite::{self, registered_id, Callsite};
+use crate::TraceLog;
+
+/// The absent argument.
+#[derive(Clone, Copy, Debug)]
+pub struct NoArg;
+
+impl Arg for NoArg {
+    const TYPE: ArgType = ArgType::None;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        0
+    }
+}
+
+/// Where an event's timestamp comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Stamp {
+    /// Read the clock now.
+    Now,
+    /// `ts` is this start; lead word 0 becomes the time from it to now (a complete event).
+    Since(u64),
+    /// `ts` is this value; no clock read.
+    At(u64),
+}
+
+/// Whether `log` traces the callsite whose state word is `state`.
+#[inline(always)]
+pub fn enabled_in(state: u64, log: &TraceLog) -> bool {
+    callsite::enabled_in(state, log.slot())
+}
+
+/// The callsite's id, registering it on first use; `None` if registration shows it disabled.
+#[inline(always)]
+fn id_of(log: &TraceLog, cs: &'static Callsite, state: u64) -> Option<u32> {
+    match registered_id(state) {
+        Some(id) => Some(id),
+        None => register_slow(log, cs),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u32> {
+    let state = callsite::register(cs);
+    callsite::enabled_in(state, log.slot()).then(|| (state >> 32) as u32)
+}
+
+/// Records one event. `state` is the callsite state the macro checked.
+#[inline(always)]
+pub fn emit<const L: usize, A: Arg, B: Arg>(
+    log: &TraceLog,
+    cs: &'static Callsite,
+    state: u64,
+    stamp: Stamp,
+    lead: [u64; L],
+    a: A,
+    b: B,
+) {
+    let Some(id) = id_of(log, cs, state) else { return };
+    let has_a = A::TYPE as u8 != 0;
+    let has_b = B::TYPE as u8 != 0;
+    let mut words = [0u64; 4];
+    let mut k = 0;
+    for w in lead {
+        words[k] = w;
+        k += 1;
+    }
+    if has_a {
+        words[k] = a.word();
+        k += 1;
+    }
+    if has_b {
+        words[k] = b.word();
+        k += 1;
+    }
+    let dynamic = matches!(A::TYPE, ArgType::DynStr) || matches!(B::TYPE, ArgType::DynStr);
+    let meta = Meta::new(L, A::TYPE, B::TYPE).with_truncated(a.word_truncated() || b.word_truncated());
+    if k <= 2 && !dynamic {
+        log.write_event(1, move |dst, clock| {
+            let (ts, w0) = match stamp {
+                Stamp::Now => (clock.now(), words[0]),
+                Stamp::Since(start) => (start, clock.now().wrapping_sub(start)),
+                Stamp::At(ts) => (ts, words[0]),
+            };
+            // SAFETY: `write_event` hands us one writable, unpublished record slot.
+            unsafe { (*dst).write(Record::new(ts, id, meta, [w0, words[1]])) };
+        });
+    } else {
+        let (sa, ta) = a.bytes();
+        let (sb, tb) = b.bytes();
+        emit_multi(log, id, meta.with_truncated(meta.truncated() || ta || tb), stamp, &words[..k], [sa, sb]);
+    }
+}
+
+/// Records an event that needs continuation records.
+#[inline(never)]
+fn emit_multi(log: &TraceLog, id: u32, meta: Meta, stamp: Stamp, words: &[u64], strs: [&[u8]; 2]) {
+    let extra = words.get(2..).unwrap_or(&[]);
+    let cont = continuation_records(extra.len(), strs[0].len() + strs[1].len());
+    let meta = meta.with_continuation(cont as u32);
+    let mut slots = [0u64; 2];
+    for (s, w) in slots.iter_mut().zip(words) {
+        *s = *w;
+    }
+    log.write_event(1 + cont as u32, move |dst, clock| {
+        let ts = match stamp {
+            Stamp::Now => clock.now(),
+            Stamp::Since(start) => {
+                slots[0] = clock.now().wrapping_sub(start);
+                start
+            }
+            Stamp::At(ts) => ts,
+        };
+        // SAFETY: `write_event` hands us `1 + cont` contiguous writable, unpublished record slots.
+        unsafe { (*dst).write(Record::new(ts, id, meta, slots)) };
+        // SAFETY: as above; the slots after the first are `cont` long and not aliased.
+        let rest: &mut [MaybeUninit<Record>] = unsafe { std::slice::from_raw_parts_mut(dst.add(1), cont) };
+        encode_continuation(extra, &strs, rest);
+    });
+}
+
+/// The guard of `trace_scope!`: records a complete event when dropped.
+#[must_use = "a scope guard records its event when dropped; bind it to a variable"]
+#[derive(Debug)]
+pub struct ScopeGuard<'a, A: Arg, B: Arg> {
+    inner: Option<(&'a TraceLog, &'static Callsite, u64, u64, A, B)>,
+}
+
+impl<'a, A: Arg, B: Arg> ScopeGuard<'a, A, B> {
+    /// Starts a scope; `args` is `None` when the callsite is disabled.
+    #[inline(always)]
+    pub fn new(log: &'a TraceLog, cs: &'static Callsite, state: u64, args: Option<(A, B)>) -> Self {
+        ScopeGuard { inner: args.map(|(a, b)| (log, cs, state, log.now(), a, b)) }
+    }
+}
+
+impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some((log, cs, state, start, a, b)) = self.inner.take() {
+            emit(log, cs, state, Stamp::Since(start), [0], a, b);
+        }
+    }
+}
+
+/// The guard of `trace_lock_guard!`: derefs to the lock's guard, and records how long the lock
+/// was waited for (at acquisition) and held (at release).
+#[must_use = "dropping the guard releases the lock at once"]
+#[derive(Debug)]
+pub struct LockGuard<'a, G> {
+    guard: ManuallyDrop<G>,
+    log: &'a TraceLog,
+    held: &'static Callsite,
+    acquired: Option<u64>,
+}
+
+impl<'a, G> LockGuard<'a, G> {
+    /// Wraps `guard`, acquired after waiting since `start` (`None` when tracing is off).
+    #[inline(always)]
+    pub fn new(
+        log: &'a TraceLog,
+        wait: &'static Callsite,
+        held: &'static Callsite,
+        start: Option<u64>,
+        guard: G,
+    ) -> Self {
+        let acquired = start.map(|start| {
+            let now = log.now();
+            let state = wait.state();
+            if enabled_in(state, log) {
+                emit(log, wait, state, Stamp::At(start), [now.wrapping_sub(start)], NoArg, NoArg);
+            }
+            now
+        });
+        LockGuard { guard: ManuallyDrop::new(guard), log, held, acquired }
+    }
+}
+
+impl<G> Deref for LockGuard<'_, G> {
+    type Target = G;
+    fn deref(&self) -> &G {
+        &self.guard
+    }
+}
+
+impl<G> DerefMut for LockGuard<'_, G> {
+    fn deref_mut(&mut self) -> &mut G {
+        &mut self.guard
+    }
+}
+
+impl<G> Drop for LockGuard<'_, G> {
+    fn drop(&mut self) {
+        // SAFETY: the guard is dropped exactly once, here, and never used afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.guard) };
+        if let Some(acquired) = self.acquired {
+            let state = self.held.state();
+            if enabled_in(state, self.log) {
+                emit(self.log, self.held, state, Stamp::Since(acquired), [0], NoArg, NoArg);
+            }
+        }
+    }
+}

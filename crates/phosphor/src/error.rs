@@ -1,0 +1,59 @@
+//! Errors of the configuration and control API. The recording path has none: it counts.
+
+/// An error from the `TraceLog` API.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}")]
+pub struct Error {
+    kind: ErrorKind,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind) -> Error {
+        Error { kind }
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+}
+
+/// The kinds of [`Error`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// `TraceLogConfig` is one-time configuration.
+    #[error("TraceLogConfig was already applied to this TraceLog ({0})")]
+    AlreadyConfigured(&'static str),
+    /// A trace is running; stop it first.
+    #[error("a trace is already running on this TraceLog; stop it before starting another")]
+    AlreadyRunning,
+    /// Every TraceLog slot is in use.
+    #[error("too many TraceLog instances: at most {max} may exist at once, the global one included")]
+    TooManyInstances {
+        /// The limit.
+        max: usize,
+    },
+    /// The buffer cannot hold even one chunk.
+    #[error("buffer size {size} bytes is smaller than one chunk ({chunk} bytes)")]
+    BufferTooSmall {
+        /// Requested size.
+        size: usize,
+        /// Chunk size.
+        chunk: usize,
+    },
+    /// A category filter does not parse.
+    #[error("invalid category filter {spec:?}: {reason}")]
+    InvalidCategoryFilter {
+        /// The filter text.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `PHOSPHOR_CATEGORIES` is set but not valid UTF-8.
+    #[error("PHOSPHOR_CATEGORIES is not valid UTF-8")]
+    EnvNotUnicode,
+    /// A pool of zero tenants cannot record anything.
+    #[error("the tenant pool needs at least one tenant")]
+    EmptyPool,
+}

@@ -1,0 +1,84 @@
+//! Phosphor: a low-overhead in-process event tracer.
+//!
+//! # Brief overview
+//!
+//! * The macros ([`trace_scope!`], [`trace_instant!`], [`trace_counter!`], [`trace_begin!`] /
+//!   [`trace_end!`], [`trace_complete!`], [`trace_async_begin!`] / [`trace_async_end!`],
+//!   [`trace_lock_guard!`]) record events at about the cost of one clock read: no allocation, no
+//!   lock, no system call.
+//! * [`TraceLog`] starts and stops traces. [`TraceLogConfig`] is its one-time configuration (clock,
+//!   tenant policy); [`TraceConfig`] configures one trace (buffer mode and size, categories, stop
+//!   callback).
+//! * A stopped trace is a [`Trace`]: its [`Event`]s decoded, plus [`Stats`] that account for every
+//!   event, recorded or dropped.
+//!
+//! ```
+//! use phosphor::{trace_instant, trace_scope, BufferMode, TraceConfig, TraceLog};
+//!
+//! let log = TraceLog::global();
+//! log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
+//! {
+//!     trace_scope!("app", "work", "items" => 3u32);
+//!     trace_instant!("app", "checkpoint");
+//! }
+//! log.stop();
+//! let trace = log.take_trace().unwrap();
+//! assert_eq!(trace.stats().recorded, 2);
+//! ```
+//!
+//! # How it records
+//!
+//! Each thread writes into its own `ChunkTenant`, which holds one page-sized chunk of the
+//! `TraceBuffer`, guarded by a three-state `ChunkLock` that the recording thread only ever *tries*.
+//! See ARCHITECTURE.md for the whole path and its invariants.
+
+mod arg;
+mod barrier;
+mod buffer;
+mod callsite;
+mod category;
+mod chunk_lock;
+mod clock;
+mod config;
+mod emit;
+mod error;
+mod macros;
+mod stats;
+mod sync;
+mod tenant;
+mod thread;
+mod trace;
+mod trace_log;
+
+pub use arg::{Arg, Static};
+pub use callsite::{fnv1a64, Callsite, CallsiteMeta};
+pub use category::CategoryFilter;
+pub use clock::{ClockInfo, ClockKind};
+pub use config::{BufferMode, StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig};
+pub use error::{Error, ErrorKind};
+pub use phosphor_format::Phase;
+pub use stats::{Drops, Stats};
+pub use thread::{current_thread_id, set_thread_name};
+pub use trace::{ArgValue, ChunkView, Event, Events, Trace, TraceError};
+pub use trace_log::TraceLog;
+
+/// The most `TraceLog`s that can exist at once, the global one included.
+pub const MAX_LOGS: usize = 32;
+
+/// Reads the global log's clock: a start value for [`trace_complete!`].
+#[inline(always)]
+pub fn now() -> u64 {
+    TraceLog::global().now()
+}
+
+/// Gives the calling thread its own tenant in the global log even under `ThreadPolicy::Pool`.
+pub fn register_thread() {
+    TraceLog::global().register_thread();
+}
+
+#[doc(hidden)]
+pub mod __macro_support {
+    pub use crate::callsite::{Callsite, CallsiteMeta};
+    pub use crate::emit::{emit, enabled_in, LockGuard, NoArg, ScopeGuard, Stamp};
+    pub use phosphor_format::Phase;
+}

@@ -1,0 +1,210 @@
+//! The instrumentation macros.
+//!
+//! Every macro takes a category and a name (both `&'static str` constants) and, where it records
+//! arguments, up to two `"name" => value` pairs. Each has a `log: &TraceLog,` first form that
+//! records into an independent [`TraceLog`](crate::TraceLog) instead of the global one.
+//!
+//! A macro expands to a `static` callsite and one relaxed load of its cached state; the arguments
+//! are evaluated only when the callsite is enabled.
+
+/// Internal: one event with 0, 1 or 2 arguments.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_event {
+    (@emit $log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], [$n0:expr, $n1:expr], $v0:expr, $v1:expr) => {{
+        static __PHOSPHOR_CS: $crate::__macro_support::Callsite = $crate::__macro_support::Callsite::new(
+            $crate::__macro_support::CallsiteMeta::new(
+                $cat, $name, $crate::__macro_support::Phase::$phase, [$n0, $n1], file!(), line!(),
+            ),
+        );
+        let __phosphor_log: &$crate::TraceLog = $log;
+        let __phosphor_state = __PHOSPHOR_CS.state();
+        if $crate::__macro_support::enabled_in(__phosphor_state, __phosphor_log) {
+            $crate::__macro_support::emit(
+                __phosphor_log, &__PHOSPHOR_CS, __phosphor_state, $stamp, [$($lead),*], $v0, $v1,
+            );
+        }
+    }};
+    ($log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*] $(,)?) => {
+        $crate::__phosphor_event!(@emit $log, $phase, $cat, $name, $stamp, [$($lead),*], ["", ""],
+            $crate::__macro_support::NoArg, $crate::__macro_support::NoArg)
+    };
+    ($log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $k0:literal => $v0:expr $(,)?) => {
+        $crate::__phosphor_event!(@emit $log, $phase, $cat, $name, $stamp, [$($lead),*], [$k0, ""],
+            $v0, $crate::__macro_support::NoArg)
+    };
+    ($log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $k0:literal => $v0:expr, $k1:literal => $v1:expr $(,)?) => {
+        $crate::__phosphor_event!(@emit $log, $phase, $cat, $name, $stamp, [$($lead),*], [$k0, $k1], $v0, $v1)
+    };
+}
+
+/// Records a point in time.
+///
+/// ```
+/// phosphor::trace_instant!("net", "packet", "len" => 1500u32, "retry" => false);
+/// ```
+#[macro_export]
+macro_rules! trace_instant {
+    (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::__phosphor_event!($log, Instant, $cat, $name, $crate::__macro_support::Stamp::Now, [] $(, $k => $v)*)
+    };
+    ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::trace_instant!(log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
+    };
+}
+
+/// Opens a slice on this thread; [`trace_end!`] with the same name closes it.
+#[macro_export]
+macro_rules! trace_begin {
+    (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::__phosphor_event!($log, Begin, $cat, $name, $crate::__macro_support::Stamp::Now, [] $(, $k => $v)*)
+    };
+    ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::trace_begin!(log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
+    };
+}
+
+/// Closes the slice opened by [`trace_begin!`]; the name must match, which the tools check.
+#[macro_export]
+macro_rules! trace_end {
+    (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::__phosphor_event!($log, End, $cat, $name, $crate::__macro_support::Stamp::Now, [] $(, $k => $v)*)
+    };
+    ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::trace_end!(log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
+    };
+}
+
+/// Records a counter sample; the value may be any integer or float.
+///
+/// ```
+/// phosphor::trace_counter!("mem", "heap_bytes", 4096u64);
+/// ```
+#[macro_export]
+macro_rules! trace_counter {
+    (log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {
+        $crate::__phosphor_event!($log, Counter, $cat, $name, $crate::__macro_support::Stamp::Now, [], "value" => $value)
+    };
+    ($cat:expr, $name:expr, $value:expr $(,)?) => {
+        $crate::trace_counter!(log: $crate::TraceLog::global(), $cat, $name, $value)
+    };
+}
+
+/// Records a complete event from a start (a value of [`TraceLog::now`](crate::TraceLog::now) or
+/// [`now`](crate::now)) and a [`Duration`](std::time::Duration).
+#[macro_export]
+macro_rules! trace_complete {
+    (log: $log:expr, $cat:expr, $name:expr, $start:expr, $duration:expr $(, $k:literal => $v:expr)* $(,)?) => {{
+        let __phosphor_l: &$crate::TraceLog = $log;
+        $crate::__phosphor_event!(__phosphor_l, Complete, $cat, $name, $crate::__macro_support::Stamp::At($start),
+            [__phosphor_l.duration_to_ticks($duration)] $(, $k => $v)*)
+    }};
+    ($cat:expr, $name:expr, $start:expr, $duration:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::trace_complete!(log: $crate::TraceLog::global(), $cat, $name, $start, $duration $(, $k => $v)*)
+    };
+}
+
+/// Opens an async slice identified by `id` (any integer); it may end on another thread.
+#[macro_export]
+macro_rules! trace_async_begin {
+    (log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::__phosphor_event!($log, AsyncBegin, $cat, $name, $crate::__macro_support::Stamp::Now, [($id) as u64] $(, $k => $v)*)
+    };
+    ($cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::trace_async_begin!(log: $crate::TraceLog::global(), $cat, $name, $id $(, $k => $v)*)
+    };
+}
+
+/// Closes the async slice `id`.
+#[macro_export]
+macro_rules! trace_async_end {
+    (log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::__phosphor_event!($log, AsyncEnd, $cat, $name, $crate::__macro_support::Stamp::Now, [($id) as u64] $(, $k => $v)*)
+    };
+    ($cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::trace_async_end!(log: $crate::TraceLog::global(), $cat, $name, $id $(, $k => $v)*)
+    };
+}
+
+/// Internal: the guard expression of a scope.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_scope {
+    (@guard $log:expr, $cat:expr, $name:expr, [$n0:expr, $n1:expr], $args:expr) => {{
+        static __PHOSPHOR_CS: $crate::__macro_support::Callsite = $crate::__macro_support::Callsite::new(
+            $crate::__macro_support::CallsiteMeta::new(
+                $cat, $name, $crate::__macro_support::Phase::Complete, [$n0, $n1], file!(), line!(),
+            ),
+        );
+        let __phosphor_log: &$crate::TraceLog = $log;
+        let __phosphor_state = __PHOSPHOR_CS.state();
+        let __phosphor_on = $crate::__macro_support::enabled_in(__phosphor_state, __phosphor_log);
+        $crate::__macro_support::ScopeGuard::new(
+            __phosphor_log, &__PHOSPHOR_CS, __phosphor_state, if __phosphor_on { Some($args) } else { None },
+        )
+    }};
+    ($log:expr, $cat:expr, $name:expr $(,)?) => {
+        $crate::__phosphor_scope!(@guard $log, $cat, $name, ["", ""],
+            ($crate::__macro_support::NoArg, $crate::__macro_support::NoArg))
+    };
+    ($log:expr, $cat:expr, $name:expr, $k0:literal => $v0:expr $(,)?) => {
+        $crate::__phosphor_scope!(@guard $log, $cat, $name, [$k0, ""], ($v0, $crate::__macro_support::NoArg))
+    };
+    ($log:expr, $cat:expr, $name:expr, $k0:literal => $v0:expr, $k1:literal => $v1:expr $(,)?) => {
+        $crate::__phosphor_scope!(@guard $log, $cat, $name, [$k0, $k1], ($v0, $v1))
+    };
+}
+
+/// Records the rest of the enclosing block as one complete event. Arguments are evaluated at the
+/// start of the scope.
+///
+/// ```
+/// fn handle() {
+///     phosphor::trace_scope!("db", "query", "rows" => 10u32);
+///     // ... the work being measured ...
+/// }
+/// # handle();
+/// ```
+#[macro_export]
+macro_rules! trace_scope {
+    (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        let __phosphor_scope_guard = $crate::__phosphor_scope!($log, $cat, $name $(, $k => $v)*);
+    };
+    ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        let __phosphor_scope_guard = $crate::__phosphor_scope!($crate::TraceLog::global(), $cat, $name $(, $k => $v)*);
+    };
+}
+
+/// Wraps a lock acquisition: records `<name>.wait` (time to acquire) and `<name>.held` (time held,
+/// ending when the returned guard drops). The name must be a string literal.
+///
+/// ```
+/// let m = std::sync::Mutex::new(0);
+/// let mut g = phosphor::trace_lock_guard!("sync", "counter", m.lock().unwrap());
+/// **g += 1;
+/// ```
+#[macro_export]
+macro_rules! trace_lock_guard {
+    (log: $log:expr, $cat:expr, $name:literal, $lock:expr $(,)?) => {{
+        static __PHOSPHOR_WAIT: $crate::__macro_support::Callsite = $crate::__macro_support::Callsite::new(
+            $crate::__macro_support::CallsiteMeta::new(
+                $cat, concat!($name, ".wait"), $crate::__macro_support::Phase::LockWait, ["", ""], file!(), line!(),
+            ),
+        );
+        static __PHOSPHOR_HELD: $crate::__macro_support::Callsite = $crate::__macro_support::Callsite::new(
+            $crate::__macro_support::CallsiteMeta::new(
+                $cat, concat!($name, ".held"), $crate::__macro_support::Phase::LockHeld, ["", ""], file!(), line!(),
+            ),
+        );
+        let __phosphor_log: &$crate::TraceLog = $log;
+        let __phosphor_on = $crate::__macro_support::enabled_in(__PHOSPHOR_WAIT.state(), __phosphor_log)
+            || $crate::__macro_support::enabled_in(__PHOSPHOR_HELD.state(), __phosphor_log);
+        let __phosphor_start = if __phosphor_on { Some(__phosphor_log.now()) } else { None };
+        $crate::__macro_support::LockGuard::new(
+            __phosphor_log, &__PHOSPHOR_WAIT, &__PHOSPHOR_HELD, __phosphor_start, $lock,
+        )
+    }};
+    ($cat:expr, $name:literal, $lock:expr $(,)?) => {
+        $crate::trace_lock_guard!(log: $crate::TraceLog::global(), $cat, $name, $lock)
+    };
+}

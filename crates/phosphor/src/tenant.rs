@@ -1,0 +1,389 @@
+//! `ChunkTenant`: where a thread's events go, and the write path itself.
+//!
+//! # Brief overview
+//!
+//! A [`Tenant`] holds at most one loaned chunk and the write cursor into it, guarded by a
+//! [`ChunkLock`]. A thread-local tenant has one writer; a pool tenant is shared by the threads
+//! whose ids map to it, and inserts a thread-switch record whenever the writer changes, so thread
+//! ids stay in the chunk header and not in every record.
+//!
+//! [`Tenant::write`] is the hot path: take the slave lock (never waiting), make room (a `#[cold]`
+//! chunk swap when the chunk is full or absent), let the caller fill the records, publish the new
+//! committed count, unlock. Every way it can fail is counted in [`LogCore`]'s drop counters.
+//!
+//! [`evict_all`] is `evict_threads`: it master-locks every tenant, takes back its chunk and leaves
+//! the tenant empty. With the buffer pointer already cleared, no slave can reach the old buffer
+//! afterwards, so the tenant locks double as the grace period that lets `stop` own the buffer.
+
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::Arc;
+
+use phosphor_format::chunk::CHUNK_RECORDS;
+use phosphor_format::{Meta, Record, ID_THREAD_SWITCH};
+
+use crate::barrier;
+use crate::buffer::{Loan, TraceBuffer, TraceChunk};
+use crate::chunk_lock::ChunkLock;
+use crate::clock::ClockKind;
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+
+#[cfg(loom)]
+use loom::sync::atomic::AtomicPtr;
+#[cfg(not(loom))]
+use std::sync::atomic::AtomicPtr;
+
+/// Why an event was not recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DropReason {
+    /// A Fixed buffer had no chunk left.
+    BufferFull,
+    /// A Ring buffer's chunks were all held by tenants.
+    NoChunk,
+    /// A pool tenant was in use by another thread.
+    Contended,
+    /// Tracing was stopping (tenant master-locked, or the buffer already gone).
+    Stopping,
+    /// The thread was already inside the recorder (a signal handler interrupted an event).
+    Reentrant,
+    /// The thread's tenant had been torn down (thread exit in progress).
+    ThreadExited,
+}
+
+/// The drop counters of a `TraceLog`, reset when a trace starts.
+#[derive(Debug, Default)]
+pub(crate) struct DropCounters {
+    pub(crate) buffer_full: AtomicU64,
+    pub(crate) no_chunk: AtomicU64,
+    pub(crate) contended: AtomicU64,
+    pub(crate) stopping: AtomicU64,
+    pub(crate) reentrant: AtomicU64,
+    pub(crate) thread_exited: AtomicU64,
+}
+
+impl DropCounters {
+    #[cold]
+    pub(crate) fn count(&self, reason: DropReason) {
+        let c = match reason {
+            DropReason::BufferFull => &self.buffer_full,
+            DropReason::NoChunk => &self.no_chunk,
+            DropReason::Contended => &self.contended,
+            DropReason::Stopping => &self.stopping,
+            DropReason::Reentrant => &self.reentrant,
+            DropReason::ThreadExited => &self.thread_exited,
+        };
+        // Relaxed: a statistic; readers want the count, not an ordering with other memory.
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn reset(&self) {
+        for c in [
+            &self.buffer_full,
+            &self.no_chunk,
+            &self.contended,
+            &self.stopping,
+            &self.reentrant,
+            &self.thread_exited,
+        ] {
+            // Relaxed: reset under the control lock before the new buffer is published.
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The part of a `TraceLog` the write path touches.
+#[derive(Debug)]
+pub(crate) struct LogCore {
+    /// The running trace's buffer, or null. Tenants load it only inside a slave critical section;
+    /// `stop` clears it before `evict_all`, and so owns the buffer once eviction is done.
+    pub(crate) buffer: AtomicPtr<TraceBuffer>,
+    pub(crate) drops: DropCounters,
+}
+
+impl LogCore {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> LogCore {
+        use std::sync::atomic::AtomicU64 as A;
+        LogCore {
+            buffer: AtomicPtr::new(std::ptr::null_mut()),
+            drops: DropCounters {
+                buffer_full: A::new(0),
+                no_chunk: A::new(0),
+                contended: A::new(0),
+                stopping: A::new(0),
+                reentrant: A::new(0),
+                thread_exited: A::new(0),
+            },
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> LogCore {
+        LogCore { buffer: AtomicPtr::new(std::ptr::null_mut()), drops: DropCounters::default() }
+    }
+}
+
+/// What a write did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Written,
+    /// Dropped and already counted.
+    Dropped,
+    /// Dropped and counted; this call exhausted the Fixed buffer first, so it owes the stop callback.
+    Exhausted,
+}
+
+/// State guarded by the tenant's lock.
+struct TenantState {
+    /// The loaned chunk, or null.
+    chunk: *const TraceChunk,
+    /// Next free record; `CHUNK_RECORDS` when there is no chunk, so one comparison covers both.
+    pos: u32,
+    /// The thread whose events the chunk currently holds.
+    tid: u32,
+    /// Sequence number of the next chunk this tenant loans.
+    seq: u64,
+}
+
+/// A chunk tenant.
+pub(crate) struct Tenant {
+    lock: ChunkLock,
+    /// Shared by several threads (the pool, or every thread where membarrier is unavailable).
+    shared: bool,
+    /// The clock of the tenant's log, copied so the write path needs no other load.
+    clock: ClockKind,
+    /// Its TraceLog is gone; the lock is MasterLocked for ever.
+    dead: AtomicBool,
+    /// Its thread exited; `stop` prunes it.
+    retired: AtomicBool,
+    /// The log's core. Dereferenced only inside a slave critical section, or by the log itself:
+    /// a dying log master-locks every tenant for ever before it frees the core.
+    core: *const LogCore,
+    st: UnsafeCell<TenantState>,
+}
+
+impl std::fmt::Debug for Tenant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tenant")
+            .field("shared", &self.shared)
+            .field("lock", &self.lock)
+            .finish_non_exhaustive()
+    }
+}
+
+// SAFETY: `st` is accessed only by the holder of the slave or master lock, which excludes every
+// other accessor and orders the accesses (Release on unlock, Acquire on lock). `core` points to a
+// LogCore that is Sync and outlives every dereference (see the field's comment).
+unsafe impl Sync for Tenant {}
+// SAFETY: as above; nothing in a tenant is tied to the thread that created it.
+unsafe impl Send for Tenant {}
+
+impl Tenant {
+    pub(crate) fn new(core: &LogCore, clock: ClockKind, shared: bool, tid: u32) -> Tenant {
+        Tenant {
+            lock: ChunkLock::new(),
+            shared,
+            clock,
+            dead: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
+            core,
+            st: UnsafeCell::new(TenantState {
+                chunk: std::ptr::null(),
+                pos: CHUNK_RECORDS as u32,
+                tid,
+                seq: 0,
+            }),
+        }
+    }
+
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    pub(crate) fn is_dead(&self) -> bool {
+        // Acquire: pairs with the Release in `kill`.
+        self.dead.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn is_retired(&self) -> bool {
+        // Acquire: pairs with the Release in `retire`.
+        self.retired.load(Ordering::Acquire)
+    }
+
+    #[inline(always)]
+    fn try_lock(&self) -> bool {
+        if self.shared {
+            self.lock.try_slave_lock_shared()
+        } else {
+            self.lock.try_slave_lock_exclusive()
+        }
+    }
+
+    /// Writes one event of `n` records for the thread whose id `tid` returns (called only when
+    /// needed: pool tenants and chunk swaps). `fill` gets a pointer to `n` contiguous
+    /// writable record slots and the clock; it must initialise all `n`.
+    ///
+    /// Returns `Err(fill)` untouched if the tenant is dead, so the caller can attach a new tenant
+    /// and retry.
+    #[inline(always)]
+    pub(crate) fn write<F, T>(&self, core: &LogCore, tid: T, n: u32, fill: F) -> Result<Outcome, F>
+    where
+        F: FnOnce(*mut MaybeUninit<Record>, ClockKind),
+        T: Fn() -> u32,
+    {
+        if !self.try_lock() {
+            return self.lock_failed(core).map_err(|()| fill);
+        }
+        // SAFETY: the slave lock is held, so no one else touches `st` until `slave_unlock`.
+        let st = unsafe { &mut *self.st.get() };
+        if st.pos + n > CHUNK_RECORDS as u32 || (self.shared && st.tid != tid()) {
+            if let Err(outcome) = self.make_room(core, st, tid(), n) {
+                self.lock.slave_unlock();
+                return Ok(outcome);
+            }
+        }
+        // SAFETY: make_room (or the check above) guarantees a chunk with `pos + n <= CHUNK_RECORDS`.
+        let chunk = unsafe { &*st.chunk };
+        fill(chunk.slot(st.pos as usize), self.clock);
+        st.pos += n;
+        chunk.publish(st.pos);
+        self.lock.slave_unlock();
+        Ok(Outcome::Written)
+    }
+
+    /// Counts a failed slave lock. `Err(())` when the tenant is dead.
+    #[cold]
+    #[inline(never)]
+    fn lock_failed(&self, core: &LogCore) -> Result<Outcome, ()> {
+        if self.is_dead() {
+            return Err(());
+        }
+        let reason = match self.lock.state() {
+            crate::chunk_lock::LockState::MasterLocked => DropReason::Stopping,
+            _ if self.shared => DropReason::Contended,
+            _ => DropReason::Reentrant,
+        };
+        core.drops.count(reason);
+        Ok(Outcome::Dropped)
+    }
+
+    /// Ensures `n` free records in a chunk stamped for `tid`: a thread-switch record for a pool
+    /// tenant changing writers, or a new chunk.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&self, core: &LogCore, st: &mut TenantState, tid: u32, n: u32) -> Result<(), Outcome> {
+        if self.shared && st.tid != tid && st.pos + 1 + n <= CHUNK_RECORDS as u32 {
+            // SAFETY: the chunk is non-null (pos < CHUNK_RECORDS) and loaned to this tenant, whose
+            // slave lock we hold; slot `pos` is unpublished and ours to write.
+            let chunk = unsafe { &*st.chunk };
+            // SAFETY: as above.
+            unsafe {
+                (*chunk.slot(st.pos as usize)).write(Record::new(
+                    0,
+                    ID_THREAD_SWITCH,
+                    Meta(0),
+                    [u64::from(tid), 0],
+                ))
+            };
+            st.pos += 1;
+            st.tid = tid;
+            return Ok(());
+        }
+        // Acquire: pairs with the Release store in `TraceLog::start`, so the buffer's memory is
+        // initialised. The slave lock keeps `stop` from freeing it while we use it.
+        let buf = core.buffer.load(Ordering::Acquire);
+        if buf.is_null() {
+            core.drops.count(DropReason::Stopping);
+            return Err(Outcome::Dropped);
+        }
+        // SAFETY: non-null, and alive for as long as we hold the slave lock (see LogCore::buffer).
+        let buf = unsafe { &*buf };
+        if !st.chunk.is_null() {
+            // SAFETY: a tenant's chunk always belongs to the current buffer (eviction clears it
+            // before a buffer is retired), and we hold it under the slave lock.
+            unsafe { buf.give_back(&*st.chunk) };
+            st.chunk = std::ptr::null();
+            st.pos = CHUNK_RECORDS as u32;
+        }
+        match buf.loan(tid, st.seq) {
+            Loan::Chunk(c) => {
+                st.chunk = c;
+                st.pos = 0;
+                st.seq += 1;
+                st.tid = tid;
+                Ok(())
+            }
+            Loan::Exhausted { first } => {
+                core.drops.count(DropReason::BufferFull);
+                Err(if first { Outcome::Exhausted } else { Outcome::Dropped })
+            }
+            Loan::AllLoaned => {
+                core.drops.count(DropReason::NoChunk);
+                Err(Outcome::Dropped)
+            }
+        }
+    }
+
+    /// The owning thread is exiting: hand the chunk back (its events stay in the trace) and mark
+    /// the tenant for pruning. Pool tenants outlive their threads and are left alone.
+    pub(crate) fn retire(&self) {
+        if self.shared {
+            return;
+        }
+        if self.try_lock() {
+            // SAFETY: slave lock held.
+            let st = unsafe { &mut *self.st.get() };
+            if !st.chunk.is_null() {
+                // SAFETY: the slave lock keeps the log (and so `core`) alive: a dying log
+                // master-locks us first, and we hold the slave side.
+                let core = unsafe { &*self.core };
+                // Acquire: as in `make_room`.
+                let buf = core.buffer.load(Ordering::Acquire);
+                if !buf.is_null() {
+                    // SAFETY: as in `make_room`; the chunk belongs to this buffer and we hold it.
+                    unsafe { (*buf).give_back(&*st.chunk) };
+                }
+                st.chunk = std::ptr::null();
+                st.pos = CHUNK_RECORDS as u32;
+            }
+            self.lock.slave_unlock();
+        }
+        // If the lock was master-held, `evict_all` is taking the chunk back right now.
+        // Release: the pruning thread sees the tenant's final state.
+        self.retired.store(true, Ordering::Release);
+    }
+
+    /// Marks the tenant dead and leaves it MasterLocked for ever. The caller must hold the master
+    /// lock (from `evict_all` with `keep_locked`).
+    pub(crate) fn kill(&self) {
+        // Release: pairs with `is_dead`.
+        self.dead.store(true, Ordering::Release);
+    }
+}
+
+/// `evict_threads`: master-locks every tenant, gives its chunk back to `buf` (or forgets it when
+/// `buf` is `None`) and leaves it empty. Unlocks them again unless `keep_locked`.
+pub(crate) fn evict_all(tenants: &[Arc<Tenant>], buf: Option<&TraceBuffer>, keep_locked: bool) {
+    for t in tenants {
+        t.lock.raise_master();
+    }
+    // One heavy barrier for the whole batch: after it, every slave either saw its master flag or
+    // has its own flag visible to us.
+    barrier::heavy();
+    for t in tenants {
+        t.lock.wait_for_slave();
+        // SAFETY: master lock held, no slave inside.
+        let st = unsafe { &mut *t.st.get() };
+        if let (Some(buf), false) = (buf, st.chunk.is_null()) {
+            // SAFETY: the chunk belongs to `buf`, the buffer being retired, and the master lock
+            // makes us its only holder.
+            unsafe { buf.give_back(&*st.chunk) };
+        }
+        st.chunk = std::ptr::null();
+        st.pos = CHUNK_RECORDS as u32;
+        st.seq = 0;
+        if !keep_locked {
+            t.lock.master_unlock();
+        }
+    }
+}

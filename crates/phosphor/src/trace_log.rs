@@ -1,0 +1,411 @@
+//! `TraceLog`: starts and stops traces, owns the tenants, and routes events to them.
+//!
+//! # Brief overview
+//!
+//! There is one global `TraceLog` ([`TraceLog::global`]), which the macros use, and up to
+//! `MAX_LOGS - 1` independent ones ([`TraceLog::new`]), reached with the macros' `log:` form. Each
+//! owns a slot: bit `slot` of every callsite's cached state says whether that log traces it.
+//!
+//! * [`TraceLog::start`] allocates the [`TraceBuffer`], publishes it, and sets the callsite bits.
+//! * [`TraceLog::stop`] clears the bits, unpublishes the buffer, runs `evict_threads` (see
+//!   `tenant::evict_all`), and keeps the finished [`Trace`] for [`TraceLog::take_trace`].
+//! * [`TraceLog::write_event`] is the hot path's entry: this thread's tenant for the slot, then
+//!   `Tenant::write`. A missing or dead tenant takes the `#[cold]` attach path.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use phosphor_format::Record;
+
+use crate::buffer::TraceBuffer;
+use crate::callsite;
+use crate::clock::{ClockInfo, ClockKind};
+use crate::config::{StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig};
+use crate::error::{Error, ErrorKind};
+use crate::stats::{Drops, Stats};
+use crate::tenant::{evict_all, DropReason, LogCore, Outcome, Tenant};
+use crate::thread::{self, ThreadState, THREAD};
+use crate::trace::Trace;
+use crate::MAX_LOGS;
+
+/// A buffer owned by the running trace.
+struct OwnedBuffer(*mut TraceBuffer);
+
+// SAFETY: the pointer is `Box::into_raw` of a TraceBuffer, which is Send; only the control lock's
+// holder turns it back into a Box.
+unsafe impl Send for OwnedBuffer {}
+
+struct Running {
+    config: TraceConfig,
+    buffer: OwnedBuffer,
+}
+
+struct Control {
+    config: Option<TraceLogConfig>,
+    clock: Option<ClockInfo>,
+    running: Option<Running>,
+    tenants: Vec<Arc<Tenant>>,
+    pool: Vec<Arc<Tenant>>,
+    last_trace: Option<Trace>,
+    last_stats: Stats,
+    started_once: bool,
+}
+
+/// A trace log: the recorder's front door.
+pub struct TraceLog {
+    slot: u32,
+    core: LogCore,
+    /// `is_enabled`: running and not exhausted.
+    enabled: AtomicBool,
+    control: Mutex<Control>,
+}
+
+impl std::fmt::Debug for TraceLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceLog").field("slot", &self.slot).field("enabled", &self.is_enabled()).finish()
+    }
+}
+
+static GLOBAL: TraceLog = TraceLog::with_slot(0);
+
+/// Slots in use; bit 0 is the global log's.
+static SLOTS: AtomicU32 = AtomicU32::new(1);
+
+impl TraceLog {
+    const fn with_slot(slot: u32) -> TraceLog {
+        TraceLog {
+            slot,
+            core: LogCore::new(),
+            enabled: AtomicBool::new(false),
+            control: Mutex::new(Control {
+                config: None,
+                clock: None,
+                running: None,
+                tenants: Vec::new(),
+                pool: Vec::new(),
+                last_trace: None,
+                last_stats: Stats::ZERO,
+                started_once: false,
+            }),
+        }
+    }
+
+    /// The process-wide log that the macros record into.
+    #[inline(always)]
+    pub fn global() -> &'static TraceLog {
+        &GLOBAL
+    }
+
+    /// An independent log with its own configuration, buffers and traces. Record into it with the
+    /// macros' `log:` form. At most `MAX_LOGS` logs exist at once, the global one included.
+    pub fn new(config: TraceLogConfig) -> Result<Arc<TraceLog>, Error> {
+        config.validate()?;
+        // Relaxed: the slot mask only has to hand out distinct bits; `fetch_update` is atomic.
+        let taken = SLOTS.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
+            let free = !m & ((1u64 << MAX_LOGS) - 1) as u32;
+            (free != 0).then(|| m | (1 << free.trailing_zeros()))
+        });
+        let mask = taken.map_err(|_| Error::new(ErrorKind::TooManyInstances { max: MAX_LOGS }))?;
+        let slot = (!mask & ((1u64 << MAX_LOGS) - 1) as u32).trailing_zeros();
+        let log = Arc::new(TraceLog::with_slot(slot));
+        log.control().config = Some(config);
+        Ok(log)
+    }
+
+    fn control(&self) -> MutexGuard<'_, Control> {
+        // Every critical section leaves Control consistent before it can panic (allocation
+        // failure aside), so a poisoned lock is safe to keep using.
+        self.control.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Applies one-time configuration. Fails if it was applied already or a trace has started
+    /// (which fixes the defaults).
+    pub fn configure(&self, config: TraceLogConfig) -> Result<(), Error> {
+        config.validate()?;
+        let mut c = self.control();
+        if c.config.is_some() {
+            return Err(Error::new(ErrorKind::AlreadyConfigured("configure was called before")));
+        }
+        if c.started_once {
+            return Err(Error::new(ErrorKind::AlreadyConfigured(
+                "a trace already started with the defaults",
+            )));
+        }
+        c.config = Some(config);
+        Ok(())
+    }
+
+    /// The slot of this log in callsite states.
+    #[inline(always)]
+    pub(crate) fn slot(&self) -> u32 {
+        self.slot
+    }
+
+    /// Starts a trace. Events from before this call are not recorded.
+    pub fn start(&self, config: TraceConfig) -> Result<(), Error> {
+        let chunks = config.chunks()?;
+        let mut c = self.control();
+        if c.running.is_some() {
+            return Err(Error::new(ErrorKind::AlreadyRunning));
+        }
+        let log_config = c.config.get_or_insert_with(TraceLogConfig::default).clone();
+        if c.clock.is_none() {
+            let clock = ClockInfo::calibrate(log_config.clock);
+            set_clock_hint(self.slot, clock.kind, clock.ns_per_tick);
+            c.clock = Some(clock);
+        }
+        c.started_once = true;
+        c.tenants.retain(|t| !t.is_retired());
+        let buffer = Box::into_raw(Box::new(TraceBuffer::new(config.mode, chunks)));
+        self.core.drops.reset();
+        // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
+        // initialised chunk headers.
+        self.core.buffer.store(buffer, Ordering::Release);
+        let filter = Arc::new(config.categories.clone());
+        c.running = Some(Running { config, buffer: OwnedBuffer(buffer) });
+        // Relaxed: a status flag for `is_enabled`.
+        self.enabled.store(true, Ordering::Relaxed);
+        callsite::enable_slot(self.slot, filter);
+        Ok(())
+    }
+
+    /// Stops the trace, takes every thread's chunk back, and keeps the result for
+    /// [`TraceLog::take_trace`]. Events from after this call are not recorded. Does nothing when no
+    /// trace is running.
+    pub fn stop(&self) {
+        let mut c = self.control();
+        let Some(running) = c.running.take() else { return };
+        callsite::disable_slot(self.slot);
+        // Relaxed: a status flag.
+        self.enabled.store(false, Ordering::Relaxed);
+        // AcqRel: the swap must not be reordered after the evictions below (Release side) and sees
+        // the pointer we stored (Acquire side). `evict_all`'s heavy barrier then makes it visible
+        // to every slave that enters after it.
+        let ptr = self.core.buffer.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        debug_assert_eq!(ptr, running.buffer.0);
+        // SAFETY: `ptr` came from `Box::into_raw` in `start` and is freed only below.
+        let buf = unsafe { &*ptr };
+        let all: Vec<Arc<Tenant>> = c.tenants.iter().chain(c.pool.iter()).cloned().collect();
+        evict_all(&all, Some(buf), false);
+        c.tenants.retain(|t| !t.is_retired());
+        // SAFETY: the buffer pointer is unpublished and every tenant has been evicted under its
+        // master lock, so no slave holds or can reach the buffer: we own it again.
+        let buffer = unsafe { Box::from_raw(running.buffer.0) };
+        let stats = self.stats_of(&buffer, false);
+        let clock = c.clock.clone().expect("calibrated in start");
+        c.last_stats = stats.clone();
+        c.last_trace = Some(Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats));
+    }
+
+    /// Whether a trace is running and accepting events (false once a Fixed buffer is full).
+    pub fn is_enabled(&self) -> bool {
+        // Relaxed: a status flag.
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Statistics of the running trace, or of the last one. While running, `recorded` lags by the
+    /// chunks that threads still hold.
+    pub fn stats(&self) -> Stats {
+        let c = self.control();
+        match &c.running {
+            // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock.
+            Some(r) => self.stats_of(unsafe { &*r.buffer.0 }, true),
+            None => {
+                let mut s = c.last_stats.clone();
+                // Drops that raced with `stop` after its snapshot still show up here.
+                s.dropped.stopping = self.load_drops().stopping;
+                s.dropped.thread_exited = self.load_drops().thread_exited;
+                s
+            }
+        }
+    }
+
+    fn load_drops(&self) -> Drops {
+        let d = &self.core.drops;
+        // Relaxed: statistics.
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        Drops {
+            buffer_full: l(&d.buffer_full),
+            no_chunk: l(&d.no_chunk),
+            contended: l(&d.contended),
+            stopping: l(&d.stopping),
+            reentrant: l(&d.reentrant),
+            thread_exited: l(&d.thread_exited),
+            overwritten: 0,
+        }
+    }
+
+    fn stats_of(&self, buf: &TraceBuffer, running: bool) -> Stats {
+        let mut dropped = self.load_drops();
+        let k = &buf.counters;
+        // Relaxed: statistics.
+        dropped.overwritten = k.events_overwritten.load(Ordering::Relaxed);
+        Stats {
+            running,
+            recorded: buf.recorded_events(),
+            dropped,
+            chunks_loaned: k.chunks_loaned.load(Ordering::Relaxed),
+            chunks_overwritten: k.chunks_overwritten.load(Ordering::Relaxed),
+            chunks_total: buf.chunk_count() as u64,
+            buffer_exhausted: buf.is_exhausted(),
+        }
+    }
+
+    /// Takes the last finished trace.
+    pub fn take_trace(&self) -> Option<Trace> {
+        self.control().last_trace.take()
+    }
+
+    /// Gives the calling thread a tenant of its own in this log even under `ThreadPolicy::Pool`.
+    pub fn register_thread(&self) {
+        let _ = THREAD.try_with(|t| {
+            t.set_registered();
+            let p = t.tenant(self.slot);
+            // SAFETY: non-null table entries are live Arcs owned by the table.
+            if !p.is_null() && unsafe { &*p }.is_shared() {
+                t.clear_tenant(self.slot);
+            }
+        });
+    }
+
+    /// The clock kind events are stamped with (before the first start: the configured one).
+    pub fn clock_kind(&self) -> ClockKind {
+        let c = self.control();
+        c.clock.as_ref().map(|c| c.kind).or(c.config.as_ref().map(|c| c.clock)).unwrap_or_default()
+    }
+
+    /// Reads this log's clock: the start value for `trace_complete!` and scopes.
+    #[inline(always)]
+    pub fn now(&self) -> u64 {
+        // The clock is fixed at the first start; before that no event is recorded, so any reading
+        // will do. Read the TSC unless the log was configured otherwise.
+        ClockKind::from_u8(self.clock_hint()).now()
+    }
+
+    #[inline(always)]
+    fn clock_hint(&self) -> u8 {
+        // Relaxed: set once at the first start, before any callsite of this log is enabled.
+        CLOCK_HINTS[self.slot as usize].load(Ordering::Relaxed)
+    }
+
+    /// Writes one event of `n` records. `fill` must initialise all `n` slots it is given.
+    #[inline(always)]
+    pub(crate) fn write_event<F>(&self, n: u32, fill: F)
+    where
+        F: FnOnce(*mut MaybeUninit<Record>, ClockKind),
+    {
+        let r = THREAD.try_with(|t| {
+            let p = t.tenant(self.slot);
+            if p.is_null() {
+                return self.attach_and_write(t, n, fill);
+            }
+            // SAFETY: non-null table entries are live Arcs owned by the table.
+            match unsafe { &*p }.write(&self.core, || t.tid(), n, fill) {
+                Ok(outcome) => outcome,
+                Err(fill) => self.attach_and_write(t, n, fill),
+            }
+        });
+        match r {
+            Ok(Outcome::Written | Outcome::Dropped) => {}
+            Ok(Outcome::Exhausted) => self.on_exhausted(),
+            Err(_) => self.core.drops.count(DropReason::ThreadExited),
+        }
+    }
+
+    /// Gives the thread a tenant (its own, or one from the pool) and writes through it.
+    #[cold]
+    #[inline(never)]
+    fn attach_and_write<F>(&self, t: &ThreadState, n: u32, fill: F) -> Outcome
+    where
+        F: FnOnce(*mut MaybeUninit<Record>, ClockKind),
+    {
+        let tid = t.tid();
+        let tenant = {
+            let mut c = self.control();
+            if c.running.is_none() {
+                drop(c);
+                self.core.drops.count(DropReason::Stopping);
+                return Outcome::Dropped;
+            }
+            let config = c.config.clone().unwrap_or_default();
+            let clock = c.clock.as_ref().map(|c| c.kind).unwrap_or_default();
+            if config.policy == ThreadPolicy::Pool && !t.registered() {
+                if c.pool.is_empty() {
+                    let pool =
+                        (0..config.pool_tenants).map(|_| Arc::new(Tenant::new(&self.core, clock, true, 0)));
+                    c.pool = pool.collect();
+                }
+                c.pool[tid as usize % c.pool.len()].clone()
+            } else {
+                let shared = !crate::barrier::asymmetric_available();
+                let tenant = Arc::new(Tenant::new(&self.core, clock, shared, tid));
+                c.tenants.push(tenant.clone());
+                tenant
+            }
+        };
+        thread::remember_std_name(tid);
+        let p = t.set_tenant(self.slot, tenant);
+        // SAFETY: `p` is the live Arc just stored in the table.
+        match unsafe { &*p }.write(&self.core, || tid, n, fill) {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                // Killed between attach and write: the log is being dropped.
+                self.core.drops.count(DropReason::Stopping);
+                Outcome::Dropped
+            }
+        }
+    }
+
+    /// A Fixed buffer just ran out: tracing is no longer enabled, and the stop callback runs here,
+    /// on the thread whose event found it full, outside every tenant lock.
+    #[cold]
+    #[inline(never)]
+    fn on_exhausted(&self) {
+        // Relaxed: a status flag.
+        self.enabled.store(false, Ordering::Relaxed);
+        let cb: Option<StopCallback> = self.control().running.as_ref().and_then(|r| r.config.on_stop.clone());
+        if let Some(cb) = cb {
+            cb(self);
+        }
+    }
+
+    /// Converts a duration to this log's clock ticks, for `trace_complete!`.
+    #[inline]
+    pub fn duration_to_ticks(&self, d: std::time::Duration) -> u64 {
+        // Relaxed: set once at the first start, before any callsite of this log is enabled.
+        let ns_per_tick = f64::from_bits(NS_PER_TICK[self.slot as usize].load(Ordering::Relaxed));
+        (d.as_nanos() as f64 / ns_per_tick) as u64
+    }
+}
+
+/// Clock kind per slot, readable without the control lock by `TraceLog::now`.
+static CLOCK_HINTS: [std::sync::atomic::AtomicU8; MAX_LOGS] =
+    [const { std::sync::atomic::AtomicU8::new(0) }; MAX_LOGS];
+/// `f64` bits of nanoseconds per tick per slot (1.0 until calibrated).
+static NS_PER_TICK: [std::sync::atomic::AtomicU64; MAX_LOGS] =
+    [const { std::sync::atomic::AtomicU64::new(0x3ff0_0000_0000_0000) }; MAX_LOGS];
+
+fn set_clock_hint(slot: u32, kind: ClockKind, ns_per_tick: f64) {
+    // Relaxed: read by `TraceLog::now` and `duration_to_ticks`, which only pick a clock and a
+    // scale; no event of this log is recorded before `start` publishes its buffer.
+    CLOCK_HINTS[slot as usize].store(kind as u8, Ordering::Relaxed);
+    NS_PER_TICK[slot as usize].store(ns_per_tick.to_bits(), Ordering::Relaxed);
+}
+
+impl Drop for TraceLog {
+    fn drop(&mut self) {
+        self.stop();
+        let c = self.control.get_mut().unwrap_or_else(|p| p.into_inner());
+        // Leave every tenant MasterLocked and dead: threads still pointing at them fail their
+        // slave lock, see `dead`, and detach, without touching this log's memory.
+        let all: Vec<Arc<Tenant>> = c.tenants.drain(..).chain(c.pool.drain(..)).collect();
+        evict_all(&all, None, true);
+        for t in &all {
+            t.kill();
+        }
+        set_clock_hint(self.slot, ClockKind::Tsc, 1.0);
+        // Relaxed: see `TraceLog::new`.
+        SLOTS.fetch_and(!(1 << self.slot), Ordering::Relaxed);
+    }
+}

@@ -56,7 +56,7 @@ fn id_of(log: &TraceLog, cs: &'static Callsite, state: u64) -> Option<u32> {
 #[inline(never)]
 fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u32> {
     let state = callsite::register(cs);
-    callsite::enabled_in(state, log.slot()).then(|| (state >> 32) as u32)
+    callsite::enabled_in(state, log.slot()).then_some((state >> 32) as u32)
 }
 
 /// Records one event. `state` is the callsite state the macro checked.

@@ -74,7 +74,10 @@ impl TraceChunk {
     /// the chunk, inside its slave critical section, and only at or above the committed count.
     #[inline(always)]
     pub(crate) fn slot(&self, i: usize) -> *mut MaybeUninit<Record> {
-        self.records[i].get()
+        debug_assert!(i < CHUNK_RECORDS);
+        // SAFETY: every caller passes a cursor below CHUNK_RECORDS (the tenant checks
+        // `pos + n <= CHUNK_RECORDS` before writing), so the index is in bounds.
+        unsafe { self.records.get_unchecked(i) }.get()
     }
 
     /// Publishes `n` records. Release: every record written below `n` happens-before a reader's

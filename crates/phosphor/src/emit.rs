@@ -12,6 +12,8 @@ use phosphor_format::{continuation_records, encode_continuation, ArgType, Meta, 
 
 use crate::arg::Arg;
 use crate::callsite::{self, registered_id, Callsite};
+use crate::clock::ClockKind;
+use crate::tenant::Fill;
 use crate::TraceLog;
 
 /// The absent argument.
@@ -26,15 +28,44 @@ impl Arg for NoArg {
     }
 }
 
-/// Where an event's timestamp comes from.
+/// Where an event's timestamp comes from. A type rather than an enum, so each callsite's choice is
+/// resolved at compile time.
+pub trait Stamp: Copy {
+    /// The record's `ts` and its first word, given the first word the event carries.
+    fn resolve(self, clock: ClockKind, w0: u64) -> (u64, u64);
+}
+
+/// Read the clock now.
 #[derive(Clone, Copy, Debug)]
-pub enum Stamp {
-    /// Read the clock now.
-    Now,
-    /// `ts` is this start; lead word 0 becomes the time from it to now (a complete event).
-    Since(u64),
-    /// `ts` is this value; no clock read.
-    At(u64),
+pub struct Now;
+
+impl Stamp for Now {
+    #[inline(always)]
+    fn resolve(self, clock: ClockKind, w0: u64) -> (u64, u64) {
+        (clock.now(), w0)
+    }
+}
+
+/// `ts` is this start, and lead word 0 becomes the ticks from it to now (a complete event).
+#[derive(Clone, Copy, Debug)]
+pub struct Since(pub u64);
+
+impl Stamp for Since {
+    #[inline(always)]
+    fn resolve(self, clock: ClockKind, _w0: u64) -> (u64, u64) {
+        (self.0, clock.now().wrapping_sub(self.0))
+    }
+}
+
+/// `ts` is this value; no clock read.
+#[derive(Clone, Copy, Debug)]
+pub struct At(pub u64);
+
+impl Stamp for At {
+    #[inline(always)]
+    fn resolve(self, _clock: ClockKind, w0: u64) -> (u64, u64) {
+        (self.0, w0)
+    }
 }
 
 /// Whether `log` traces the callsite whose state word is `state`.
@@ -61,11 +92,11 @@ fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u32> {
 
 /// Records one event. `state` is the callsite state the macro checked.
 #[inline(always)]
-pub fn emit<const L: usize, A: Arg, B: Arg>(
+pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     log: &TraceLog,
     cs: &'static Callsite,
     state: u64,
-    stamp: Stamp,
+    stamp: S,
     lead: [u64; L],
     a: A,
     b: B,
@@ -90,15 +121,7 @@ pub fn emit<const L: usize, A: Arg, B: Arg>(
     let dynamic = matches!(A::TYPE, ArgType::DynStr) || matches!(B::TYPE, ArgType::DynStr);
     let meta = Meta::new(L, A::TYPE, B::TYPE).with_truncated(a.word_truncated() || b.word_truncated());
     if k <= 2 && !dynamic {
-        log.write_event(1, move |dst, clock| {
-            let (ts, w0) = match stamp {
-                Stamp::Now => (clock.now(), words[0]),
-                Stamp::Since(start) => (start, clock.now().wrapping_sub(start)),
-                Stamp::At(ts) => (ts, words[0]),
-            };
-            // SAFETY: `write_event` hands us one writable, unpublished record slot.
-            unsafe { (*dst).write(Record::new(ts, id, meta, [w0, words[1]])) };
-        });
+        log.write_event(1, OneRecord { stamp, id, meta, words: [words[0], words[1]] });
     } else {
         let (sa, ta) = a.bytes();
         let (sb, tb) = b.bytes();
@@ -106,9 +129,27 @@ pub fn emit<const L: usize, A: Arg, B: Arg>(
     }
 }
 
+/// The fill of a one-record event.
+#[derive(Clone, Copy)]
+struct OneRecord<S> {
+    stamp: S,
+    id: u32,
+    meta: Meta,
+    words: [u64; 2],
+}
+
+impl<S: Stamp> Fill for OneRecord<S> {
+    #[inline(always)]
+    fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind) {
+        let (ts, w0) = self.stamp.resolve(clock, self.words[0]);
+        // SAFETY: `Tenant::write` hands us one writable, unpublished record slot.
+        unsafe { (*dst).write(Record::new(ts, self.id, self.meta, [w0, self.words[1]])) };
+    }
+}
+
 /// Records an event that needs continuation records.
 #[inline(never)]
-fn emit_multi(log: &TraceLog, id: u32, meta: Meta, stamp: Stamp, words: &[u64], strs: [&[u8]; 2]) {
+fn emit_multi<S: Stamp>(log: &TraceLog, id: u32, meta: Meta, stamp: S, words: &[u64], strs: [&[u8]; 2]) {
     let extra = words.get(2..).unwrap_or(&[]);
     let cont = continuation_records(extra.len(), strs[0].len() + strs[1].len());
     let meta = meta.with_continuation(cont as u32);
@@ -116,15 +157,9 @@ fn emit_multi(log: &TraceLog, id: u32, meta: Meta, stamp: Stamp, words: &[u64], 
     for (s, w) in slots.iter_mut().zip(words) {
         *s = *w;
     }
-    log.write_event(1 + cont as u32, move |dst, clock| {
-        let ts = match stamp {
-            Stamp::Now => clock.now(),
-            Stamp::Since(start) => {
-                slots[0] = clock.now().wrapping_sub(start);
-                start
-            }
-            Stamp::At(ts) => ts,
-        };
+    log.write_event(1 + cont as u32, move |dst: *mut MaybeUninit<Record>, clock: ClockKind| {
+        let (ts, w0) = stamp.resolve(clock, slots[0]);
+        let slots = [w0, slots[1]];
         // SAFETY: `write_event` hands us `1 + cont` contiguous writable, unpublished record slots.
         unsafe { (*dst).write(Record::new(ts, id, meta, slots)) };
         // SAFETY: as above; the slots after the first are `cont` long and not aliased.
@@ -152,7 +187,7 @@ impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
     #[inline(always)]
     fn drop(&mut self) {
         if let Some((log, cs, state, start, a, b)) = self.inner.take() {
-            emit(log, cs, state, Stamp::Since(start), [0], a, b);
+            emit(log, cs, state, Since(start), [0], a, b);
         }
     }
 }
@@ -182,7 +217,7 @@ impl<'a, G> LockGuard<'a, G> {
             let now = log.now();
             let state = wait.state();
             if enabled_in(state, log) {
-                emit(log, wait, state, Stamp::At(start), [now.wrapping_sub(start)], NoArg, NoArg);
+                emit(log, wait, state, At(start), [now.wrapping_sub(start)], NoArg, NoArg);
             }
             now
         });
@@ -210,7 +245,7 @@ impl<G> Drop for LockGuard<'_, G> {
         if let Some(acquired) = self.acquired {
             let state = self.held.state();
             if enabled_in(state, self.log) {
-                emit(self.log, self.held, state, Stamp::Since(acquired), [0], NoArg, NoArg);
+                emit(self.log, self.held, state, Since(acquired), [0], NoArg, NoArg);
             }
         }
     }

@@ -46,7 +46,7 @@ macro_rules! __phosphor_event {
 #[macro_export]
 macro_rules! trace_instant {
     (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::__phosphor_event!($log, Instant, $cat, $name, $crate::__macro_support::Stamp::Now, [] $(, $k => $v)*)
+        $crate::__phosphor_event!($log, Instant, $cat, $name, $crate::__macro_support::Now, [] $(, $k => $v)*)
     };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::trace_instant!(log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
@@ -57,7 +57,7 @@ macro_rules! trace_instant {
 #[macro_export]
 macro_rules! trace_begin {
     (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::__phosphor_event!($log, Begin, $cat, $name, $crate::__macro_support::Stamp::Now, [] $(, $k => $v)*)
+        $crate::__phosphor_event!($log, Begin, $cat, $name, $crate::__macro_support::Now, [] $(, $k => $v)*)
     };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::trace_begin!(log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
@@ -68,7 +68,7 @@ macro_rules! trace_begin {
 #[macro_export]
 macro_rules! trace_end {
     (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::__phosphor_event!($log, End, $cat, $name, $crate::__macro_support::Stamp::Now, [] $(, $k => $v)*)
+        $crate::__phosphor_event!($log, End, $cat, $name, $crate::__macro_support::Now, [] $(, $k => $v)*)
     };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::trace_end!(log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
@@ -83,7 +83,7 @@ macro_rules! trace_end {
 #[macro_export]
 macro_rules! trace_counter {
     (log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {
-        $crate::__phosphor_event!($log, Counter, $cat, $name, $crate::__macro_support::Stamp::Now, [], "value" => $value)
+        $crate::__phosphor_event!($log, Counter, $cat, $name, $crate::__macro_support::Now, [], "value" => $value)
     };
     ($cat:expr, $name:expr, $value:expr $(,)?) => {
         $crate::trace_counter!(log: $crate::TraceLog::global(), $cat, $name, $value)
@@ -96,7 +96,7 @@ macro_rules! trace_counter {
 macro_rules! trace_complete {
     (log: $log:expr, $cat:expr, $name:expr, $start:expr, $duration:expr $(, $k:literal => $v:expr)* $(,)?) => {{
         let __phosphor_l: &$crate::TraceLog = $log;
-        $crate::__phosphor_event!(__phosphor_l, Complete, $cat, $name, $crate::__macro_support::Stamp::At($start),
+        $crate::__phosphor_event!(__phosphor_l, Complete, $cat, $name, $crate::__macro_support::At($start),
             [__phosphor_l.duration_to_ticks($duration)] $(, $k => $v)*)
     }};
     ($cat:expr, $name:expr, $start:expr, $duration:expr $(, $k:literal => $v:expr)* $(,)?) => {
@@ -108,7 +108,7 @@ macro_rules! trace_complete {
 #[macro_export]
 macro_rules! trace_async_begin {
     (log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::__phosphor_event!($log, AsyncBegin, $cat, $name, $crate::__macro_support::Stamp::Now, [($id) as u64] $(, $k => $v)*)
+        $crate::__phosphor_event!($log, AsyncBegin, $cat, $name, $crate::__macro_support::Now, [($id) as u64] $(, $k => $v)*)
     };
     ($cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::trace_async_begin!(log: $crate::TraceLog::global(), $cat, $name, $id $(, $k => $v)*)
@@ -119,7 +119,7 @@ macro_rules! trace_async_begin {
 #[macro_export]
 macro_rules! trace_async_end {
     (log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::__phosphor_event!($log, AsyncEnd, $cat, $name, $crate::__macro_support::Stamp::Now, [($id) as u64] $(, $k => $v)*)
+        $crate::__phosphor_event!($log, AsyncEnd, $cat, $name, $crate::__macro_support::Now, [($id) as u64] $(, $k => $v)*)
     };
     ($cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::trace_async_end!(log: $crate::TraceLog::global(), $cat, $name, $id $(, $k => $v)*)

@@ -123,6 +123,21 @@ impl LogCore {
     }
 }
 
+/// Fills the record slots of one event. Implemented by `emit`'s record builders (always inlined,
+/// so a callsite's write compiles to straight-line stores) and by any `FnOnce` with the same shape.
+pub(crate) trait Fill: Copy {
+    /// Writes all the records of the event into the slots starting at `dst`, reading `clock`
+    /// where the event needs the time.
+    fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind);
+}
+
+impl<F: FnOnce(*mut MaybeUninit<Record>, ClockKind) + Copy> Fill for F {
+    #[inline(always)]
+    fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind) {
+        self(dst, clock)
+    }
+}
+
 /// What a write did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -131,6 +146,8 @@ pub(crate) enum Outcome {
     Dropped,
     /// Dropped and counted; this call exhausted the Fixed buffer first, so it owes the stop callback.
     Exhausted,
+    /// Not written and not counted: the tenant is dead, so the caller attaches a new one and retries.
+    Dead,
 }
 
 /// State guarded by the tenant's lock.
@@ -210,53 +227,75 @@ impl Tenant {
         self.retired.load(Ordering::Acquire)
     }
 
-    #[inline(always)]
-    fn try_lock(&self) -> bool {
-        if self.shared {
-            self.lock.try_slave_lock_shared()
-        } else {
-            self.lock.try_slave_lock_exclusive()
-        }
-    }
-
     /// Writes one event of `n` records for the thread whose id `tid` returns (called only when
-    /// needed: pool tenants and chunk swaps). `fill` gets a pointer to `n` contiguous
-    /// writable record slots and the clock; it must initialise all `n`.
+    /// needed: pool tenants and chunk swaps). `fill` gets a pointer to `n` contiguous writable
+    /// record slots and the clock; it must initialise all `n`.
     ///
-    /// Returns `Err(fill)` untouched if the tenant is dead, so the caller can attach a new tenant
-    /// and retry.
+    /// Returns [`Outcome::Dead`] if the tenant is dead, so the caller can attach a new tenant and
+    /// retry with its copy of `fill`.
     #[inline(always)]
-    pub(crate) fn write<F, T>(&self, core: &LogCore, tid: T, n: u32, fill: F) -> Result<Outcome, F>
+    pub(crate) fn write<F, T>(&self, core: &LogCore, tid: T, n: u32, fill: F) -> Outcome
     where
-        F: FnOnce(*mut MaybeUninit<Record>, ClockKind),
+        F: Fill,
         T: Fn() -> u32,
     {
-        if !self.try_lock() {
-            return self.lock_failed(core).map_err(|()| fill);
+        if self.shared {
+            return self.write_shared(core, tid(), n, fill);
+        }
+        if !self.lock.try_slave_lock_exclusive() {
+            return self.lock_failed(core);
         }
         // SAFETY: the slave lock is held, so no one else touches `st` until `slave_unlock`.
         let st = unsafe { &mut *self.st.get() };
-        if st.pos + n > CHUNK_RECORDS as u32 || (self.shared && st.tid != tid()) {
+        if st.pos + n > CHUNK_RECORDS as u32 {
             if let Err(outcome) = self.make_room(core, st, tid(), n) {
                 self.lock.slave_unlock();
-                return Ok(outcome);
+                return outcome;
             }
         }
-        // SAFETY: make_room (or the check above) guarantees a chunk with `pos + n <= CHUNK_RECORDS`.
-        let chunk = unsafe { &*st.chunk };
-        fill(chunk.slot(st.pos as usize), self.clock);
-        st.pos += n;
-        chunk.publish(st.pos);
+        self.commit(st, n, fill);
         self.lock.slave_unlock();
-        Ok(Outcome::Written)
+        Outcome::Written
     }
 
-    /// Counts a failed slave lock. `Err(())` when the tenant is dead.
+    /// The write path of a tenant shared by several threads: a compare-and-swap lock, and a
+    /// thread-switch record when the writer changes.
+    #[inline(never)]
+    fn write_shared<F: Fill>(&self, core: &LogCore, tid: u32, n: u32, fill: F) -> Outcome {
+        if !self.lock.try_slave_lock_shared() {
+            return self.lock_failed(core);
+        }
+        // SAFETY: the slave lock is held, so no one else touches `st` until `slave_unlock`.
+        let st = unsafe { &mut *self.st.get() };
+        if st.pos + n > CHUNK_RECORDS as u32 || st.tid != tid {
+            if let Err(outcome) = self.make_room(core, st, tid, n) {
+                self.lock.slave_unlock();
+                return outcome;
+            }
+        }
+        self.commit(st, n, fill);
+        self.lock.slave_unlock();
+        Outcome::Written
+    }
+
+    /// Fills `n` records at the cursor and publishes them. The caller holds the slave lock and has
+    /// made room.
+    #[inline(always)]
+    fn commit<F: Fill>(&self, st: &mut TenantState, n: u32, fill: F) {
+        // SAFETY: the caller made room, so the chunk is non-null, loaned to this tenant, and has
+        // `pos + n <= CHUNK_RECORDS`; the slots at and above `pos` are unpublished and ours.
+        let chunk = unsafe { &*st.chunk };
+        fill.fill(chunk.slot(st.pos as usize), self.clock);
+        st.pos += n;
+        chunk.publish(st.pos);
+    }
+
+    /// Counts a failed slave lock, unless the tenant is dead.
     #[cold]
     #[inline(never)]
-    fn lock_failed(&self, core: &LogCore) -> Result<Outcome, ()> {
+    fn lock_failed(&self, core: &LogCore) -> Outcome {
         if self.is_dead() {
-            return Err(());
+            return Outcome::Dead;
         }
         let reason = match self.lock.state() {
             crate::chunk_lock::LockState::MasterLocked => DropReason::Stopping,
@@ -264,7 +303,7 @@ impl Tenant {
             _ => DropReason::Reentrant,
         };
         core.drops.count(reason);
-        Ok(Outcome::Dropped)
+        Outcome::Dropped
     }
 
     /// Ensures `n` free records in a chunk stamped for `tid`: a thread-switch record for a pool
@@ -330,7 +369,7 @@ impl Tenant {
         if self.shared {
             return;
         }
-        if self.try_lock() {
+        if self.lock.try_slave_lock_exclusive() {
             // SAFETY: slave lock held.
             let st = unsafe { &mut *self.st.get() };
             if !st.chunk.is_null() {

@@ -1,8 +1,10 @@
 //! Per-thread state: the thread id and this thread's tenant in each `TraceLog` slot.
 //!
-//! The table is a `const`-initialised thread local, so reaching it costs a TLS offset and a
-//! destructor-state check. Its destructor retires the thread's tenants, handing their chunks back
-//! so that a thread that exits mid-trace loses nothing.
+//! The table is a `const`-initialised thread local with no destructor, so reaching it costs only
+//! a TLS offset: std checks no lazy-initialisation or destructor state for it. The destructor lives
+//! in a second thread local, [`ExitGuard`], which the `#[cold]` attach path touches once per
+//! thread; it retires the thread's tenants at exit, handing their chunks back so that a thread that
+//! exits mid-trace loses nothing, and marks the table as exiting so later events are counted.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -13,6 +15,8 @@ use crate::MAX_LOGS;
 
 pub(crate) struct ThreadState {
     tid: Cell<u32>,
+    /// The exit guard has run: attaching now would leak a tenant, so events are dropped.
+    exiting: Cell<bool>,
     /// Set by `register_thread`: use a dedicated tenant even under `ThreadPolicy::Pool`.
     registered: Cell<bool>,
     /// `Arc::into_raw` of this thread's tenant per slot, or null.
@@ -23,6 +27,7 @@ impl ThreadState {
     const fn new() -> ThreadState {
         ThreadState {
             tid: Cell::new(0),
+            exiting: Cell::new(false),
             registered: Cell::new(false),
             tenants: [const { Cell::new(std::ptr::null()) }; MAX_LOGS],
         }
@@ -78,24 +83,34 @@ impl ThreadState {
     pub(crate) fn set_registered(&self) {
         self.registered.set(true);
     }
+
+    /// Makes sure the exit guard will run for this thread. Returns false if the thread is already
+    /// exiting (the guard's storage is gone or going).
+    pub(crate) fn arm_exit_guard(&self) -> bool {
+        !self.exiting.get() && EXIT_GUARD.try_with(|_| ()).is_ok()
+    }
 }
 
-impl Drop for ThreadState {
+/// Retires the thread's tenants when the thread exits.
+struct ExitGuard;
+
+impl Drop for ExitGuard {
     fn drop(&mut self) {
-        for cell in &self.tenants {
-            let p = cell.replace(std::ptr::null());
-            if !p.is_null() {
-                // SAFETY: `p` came from `Arc::into_raw` and this cell owned it.
-                let t = unsafe { Arc::from_raw(p) };
-                t.retire();
+        let _ = THREAD.try_with(|t| {
+            t.exiting.set(true);
+            for slot in 0..MAX_LOGS as u32 {
+                t.clear_tenant(slot);
             }
-        }
+        });
     }
 }
 
 thread_local! {
     pub(crate) static THREAD: ThreadState = const { ThreadState::new() };
+    static EXIT_GUARD: ExitGuard = const { ExitGuard };
 }
+
+const _: () = assert!(!std::mem::needs_drop::<ThreadState>(), "the hot table must have no destructor");
 
 /// The kernel's id for the calling thread.
 pub(crate) fn os_tid() -> u32 {

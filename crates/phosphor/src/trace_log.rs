@@ -12,11 +12,8 @@
 //! * [`TraceLog::write_event`] is the hot path's entry: this thread's tenant for the slot, then
 //!   `Tenant::write`. A missing or dead tenant takes the `#[cold]` attach path.
 
-use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-use phosphor_format::Record;
 
 use crate::buffer::TraceBuffer;
 use crate::callsite;
@@ -24,7 +21,7 @@ use crate::clock::{ClockInfo, ClockKind};
 use crate::config::{StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig};
 use crate::error::{Error, ErrorKind};
 use crate::stats::{Drops, Stats};
-use crate::tenant::{evict_all, DropReason, LogCore, Outcome, Tenant};
+use crate::tenant::{evict_all, DropReason, Fill, LogCore, Outcome, Tenant};
 use crate::thread::{self, ThreadState, THREAD};
 use crate::trace::Trace;
 use crate::MAX_LOGS;
@@ -136,10 +133,16 @@ impl TraceLog {
         Ok(())
     }
 
-    /// The slot of this log in callsite states.
+    /// The slot of this log in callsite states. For the global log (the macros' default, whose
+    /// address is a link-time constant) this folds to the constant 0, so the enabled test and the
+    /// tenant lookup need no load.
     #[inline(always)]
     pub(crate) fn slot(&self) -> u32 {
-        self.slot
+        if std::ptr::eq(self, &GLOBAL) {
+            0
+        } else {
+            self.slot
+        }
     }
 
     /// Starts a trace. Events from before this call are not recorded.
@@ -259,7 +262,7 @@ impl TraceLog {
 
     /// Gives the calling thread a tenant of its own in this log even under `ThreadPolicy::Pool`.
     pub fn register_thread(&self) {
-        let _ = THREAD.try_with(|t| {
+        THREAD.with(|t| {
             t.set_registered();
             let p = t.tenant(self.slot);
             // SAFETY: non-null table entries are live Arcs owned by the table.
@@ -286,40 +289,38 @@ impl TraceLog {
     #[inline(always)]
     fn clock_hint(&self) -> u8 {
         // Relaxed: set once at the first start, before any callsite of this log is enabled.
-        CLOCK_HINTS[self.slot as usize].load(Ordering::Relaxed)
+        CLOCK_HINTS[self.slot() as usize].load(Ordering::Relaxed)
     }
 
     /// Writes one event of `n` records. `fill` must initialise all `n` slots it is given.
     #[inline(always)]
-    pub(crate) fn write_event<F>(&self, n: u32, fill: F)
-    where
-        F: FnOnce(*mut MaybeUninit<Record>, ClockKind),
-    {
-        let r = THREAD.try_with(|t| {
-            let p = t.tenant(self.slot);
+    pub(crate) fn write_event<F: Fill>(&self, n: u32, fill: F) {
+        let slot = self.slot();
+        let outcome = THREAD.with(|t| {
+            let p = t.tenant(slot);
             if p.is_null() {
                 return self.attach_and_write(t, n, fill);
             }
             // SAFETY: non-null table entries are live Arcs owned by the table.
             match unsafe { &*p }.write(&self.core, || t.tid(), n, fill) {
-                Ok(outcome) => outcome,
-                Err(fill) => self.attach_and_write(t, n, fill),
+                Outcome::Dead => self.attach_and_write(t, n, fill),
+                outcome => outcome,
             }
         });
-        match r {
-            Ok(Outcome::Written | Outcome::Dropped) => {}
-            Ok(Outcome::Exhausted) => self.on_exhausted(),
-            Err(_) => self.core.drops.count(DropReason::ThreadExited),
+        if outcome == Outcome::Exhausted {
+            self.on_exhausted();
         }
     }
 
     /// Gives the thread a tenant (its own, or one from the pool) and writes through it.
     #[cold]
     #[inline(never)]
-    fn attach_and_write<F>(&self, t: &ThreadState, n: u32, fill: F) -> Outcome
-    where
-        F: FnOnce(*mut MaybeUninit<Record>, ClockKind),
-    {
+    fn attach_and_write<F: Fill>(&self, t: &ThreadState, n: u32, fill: F) -> Outcome {
+        if !t.arm_exit_guard() {
+            // The thread is exiting and its tenants are retired: a new one would never be.
+            self.core.drops.count(DropReason::ThreadExited);
+            return Outcome::Dropped;
+        }
         let tid = t.tid();
         let tenant = {
             let mut c = self.control();
@@ -345,15 +346,15 @@ impl TraceLog {
             }
         };
         thread::remember_std_name(tid);
-        let p = t.set_tenant(self.slot, tenant);
+        let p = t.set_tenant(self.slot(), tenant);
         // SAFETY: `p` is the live Arc just stored in the table.
         match unsafe { &*p }.write(&self.core, || tid, n, fill) {
-            Ok(outcome) => outcome,
-            Err(_) => {
+            Outcome::Dead => {
                 // Killed between attach and write: the log is being dropped.
                 self.core.drops.count(DropReason::Stopping);
                 Outcome::Dropped
             }
+            outcome => outcome,
         }
     }
 

@@ -79,6 +79,6 @@ pub fn register_thread() {
 #[doc(hidden)]
 pub mod __macro_support {
     pub use crate::callsite::{Callsite, CallsiteMeta};
-    pub use crate::emit::{emit, enabled_in, LockGuard, NoArg, ScopeGuard, Stamp};
+    pub use crate::emit::{emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp};
     pub use phosphor_format::Phase;
 }

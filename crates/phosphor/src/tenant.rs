@@ -165,8 +165,11 @@ struct TenantState {
 /// A chunk tenant.
 pub(crate) struct Tenant {
     lock: ChunkLock,
-    /// Shared by several threads (the pool, or every thread where membarrier is unavailable).
+    /// Shared by several threads (the pool, or every thread where membarrier is unavailable), so
+    /// slaves take the lock with a compare-and-swap.
     shared: bool,
+    /// One of the pool's tenants, which outlive the threads that use them.
+    pooled: bool,
     /// The clock of the tenant's log, copied so the write path needs no other load.
     clock: ClockKind,
     /// Its TraceLog is gone; the lock is MasterLocked for ever.
@@ -196,10 +199,19 @@ unsafe impl Sync for Tenant {}
 unsafe impl Send for Tenant {}
 
 impl Tenant {
-    pub(crate) fn new(core: &LogCore, clock: ClockKind, shared: bool, tid: u32) -> Tenant {
+    /// A tenant of the log whose core is `core`. `pooled` tenants are shared by several threads;
+    /// a thread's own tenant is shared only when `exclusive_ok` is false (no membarrier).
+    pub(crate) fn new(
+        core: &LogCore,
+        clock: ClockKind,
+        pooled: bool,
+        exclusive_ok: bool,
+        tid: u32,
+    ) -> Tenant {
         Tenant {
             lock: ChunkLock::new(),
-            shared,
+            shared: pooled || !exclusive_ok,
+            pooled,
             clock,
             dead: AtomicBool::new(false),
             retired: AtomicBool::new(false),
@@ -213,8 +225,8 @@ impl Tenant {
         }
     }
 
-    pub(crate) fn is_shared(&self) -> bool {
-        self.shared
+    pub(crate) fn is_pooled(&self) -> bool {
+        self.pooled
     }
 
     pub(crate) fn is_dead(&self) -> bool {
@@ -259,7 +271,9 @@ impl Tenant {
     }
 
     /// The write path of a tenant shared by several threads: a compare-and-swap lock, and a
-    /// thread-switch record when the writer changes.
+    /// thread-switch record when the writer changes. Cold so that the exclusive path keeps the
+    /// fill in registers.
+    #[cold]
     #[inline(never)]
     fn write_shared<F: Fill>(&self, core: &LogCore, tid: u32, n: u32, fill: F) -> Outcome {
         if !self.lock.try_slave_lock_shared() {
@@ -366,10 +380,15 @@ impl Tenant {
     /// The owning thread is exiting: hand the chunk back (its events stay in the trace) and mark
     /// the tenant for pruning. Pool tenants outlive their threads and are left alone.
     pub(crate) fn retire(&self) {
-        if self.shared {
+        if self.pooled {
             return;
         }
-        if self.lock.try_slave_lock_exclusive() {
+        let locked = if self.shared {
+            self.lock.try_slave_lock_shared()
+        } else {
+            self.lock.try_slave_lock_exclusive()
+        };
+        if locked {
             // SAFETY: slave lock held.
             let st = unsafe { &mut *self.st.get() };
             if !st.chunk.is_null() {

@@ -266,7 +266,7 @@ impl TraceLog {
             t.set_registered();
             let p = t.tenant(self.slot);
             // SAFETY: non-null table entries are live Arcs owned by the table.
-            if !p.is_null() && unsafe { &*p }.is_shared() {
+            if !p.is_null() && unsafe { &*p }.is_pooled() {
                 t.clear_tenant(self.slot);
             }
         });
@@ -297,29 +297,39 @@ impl TraceLog {
     pub(crate) fn write_event<F: Fill>(&self, n: u32, fill: F) {
         let slot = self.slot();
         let outcome = THREAD.with(|t| {
-            let p = t.tenant(slot);
-            if p.is_null() {
-                return self.attach_and_write(t, n, fill);
+            let mut p = t.tenant(slot);
+            // At most two rounds: a dead tenant is replaced by a fresh one, which cannot die while
+            // the caller holds `&self`.
+            for _ in 0..2 {
+                if p.is_null() {
+                    p = match self.attach(t) {
+                        Some(p) => p,
+                        None => return Outcome::Dropped,
+                    };
+                }
+                // SAFETY: non-null table entries are live Arcs owned by the table.
+                match unsafe { &*p }.write(&self.core, || t.tid(), n, fill) {
+                    Outcome::Dead => p = std::ptr::null(),
+                    outcome => return outcome,
+                }
             }
-            // SAFETY: non-null table entries are live Arcs owned by the table.
-            match unsafe { &*p }.write(&self.core, || t.tid(), n, fill) {
-                Outcome::Dead => self.attach_and_write(t, n, fill),
-                outcome => outcome,
-            }
+            self.core.drops.count(DropReason::Stopping);
+            Outcome::Dropped
         });
         if outcome == Outcome::Exhausted {
             self.on_exhausted();
         }
     }
 
-    /// Gives the thread a tenant (its own, or one from the pool) and writes through it.
+    /// Gives the thread a tenant in this log (its own, or one from the pool), replacing a dead one.
+    /// `None` (the drop already counted) when no trace is running or the thread is exiting.
     #[cold]
     #[inline(never)]
-    fn attach_and_write<F: Fill>(&self, t: &ThreadState, n: u32, fill: F) -> Outcome {
+    fn attach(&self, t: &ThreadState) -> Option<*const Tenant> {
         if !t.arm_exit_guard() {
             // The thread is exiting and its tenants are retired: a new one would never be.
             self.core.drops.count(DropReason::ThreadExited);
-            return Outcome::Dropped;
+            return None;
         }
         let tid = t.tid();
         let tenant = {
@@ -327,35 +337,26 @@ impl TraceLog {
             if c.running.is_none() {
                 drop(c);
                 self.core.drops.count(DropReason::Stopping);
-                return Outcome::Dropped;
+                return None;
             }
             let config = c.config.clone().unwrap_or_default();
             let clock = c.clock.as_ref().map(|c| c.kind).unwrap_or_default();
             if config.policy == ThreadPolicy::Pool && !t.registered() {
                 if c.pool.is_empty() {
-                    let pool =
-                        (0..config.pool_tenants).map(|_| Arc::new(Tenant::new(&self.core, clock, true, 0)));
+                    let pool = (0..config.pool_tenants)
+                        .map(|_| Arc::new(Tenant::new(&self.core, clock, true, false, 0)));
                     c.pool = pool.collect();
                 }
                 c.pool[tid as usize % c.pool.len()].clone()
             } else {
-                let shared = !crate::barrier::asymmetric_available();
-                let tenant = Arc::new(Tenant::new(&self.core, clock, shared, tid));
+                let exclusive_ok = crate::barrier::asymmetric_available();
+                let tenant = Arc::new(Tenant::new(&self.core, clock, false, exclusive_ok, tid));
                 c.tenants.push(tenant.clone());
                 tenant
             }
         };
         thread::remember_std_name(tid);
-        let p = t.set_tenant(self.slot(), tenant);
-        // SAFETY: `p` is the live Arc just stored in the table.
-        match unsafe { &*p }.write(&self.core, || tid, n, fill) {
-            Outcome::Dead => {
-                // Killed between attach and write: the log is being dropped.
-                self.core.drops.count(DropReason::Stopping);
-                Outcome::Dropped
-            }
-            outcome => outcome,
-        }
+        Some(t.set_tenant(self.slot(), tenant))
     }
 
     /// A Fixed buffer just ran out: tracing is no longer enabled, and the stop callback runs here,

@@ -252,56 +252,50 @@ impl Tenant {
         T: Fn() -> u32,
     {
         if self.shared {
-            return self.write_shared(core, tid(), n, fill);
-        }
-        if !self.lock.try_slave_lock_exclusive() {
+            if let Err(outcome) = self.lock_shared(core, tid(), n) {
+                return outcome;
+            }
+        } else if !self.lock.try_slave_lock_exclusive() {
             return self.lock_failed(core);
         }
         // SAFETY: the slave lock is held, so no one else touches `st` until `slave_unlock`.
         let st = unsafe { &mut *self.st.get() };
-        if st.pos + n > CHUNK_RECORDS as u32 {
+        // Written as `pos > CAP - n` (n is a small constant) rather than `pos + n > CAP`: one compare.
+        if st.pos > CHUNK_RECORDS as u32 - n {
             if let Err(outcome) = self.make_room(core, st, tid(), n) {
                 self.lock.slave_unlock();
                 return outcome;
             }
         }
-        self.commit(st, n, fill);
-        self.lock.slave_unlock();
-        Outcome::Written
-    }
-
-    /// The write path of a tenant shared by several threads: a compare-and-swap lock, and a
-    /// thread-switch record when the writer changes. Cold so that the exclusive path keeps the
-    /// fill in registers.
-    #[cold]
-    #[inline(never)]
-    fn write_shared<F: Fill>(&self, core: &LogCore, tid: u32, n: u32, fill: F) -> Outcome {
-        if !self.lock.try_slave_lock_shared() {
-            return self.lock_failed(core);
-        }
-        // SAFETY: the slave lock is held, so no one else touches `st` until `slave_unlock`.
-        let st = unsafe { &mut *self.st.get() };
-        if st.pos + n > CHUNK_RECORDS as u32 || st.tid != tid {
-            if let Err(outcome) = self.make_room(core, st, tid, n) {
-                self.lock.slave_unlock();
-                return outcome;
-            }
-        }
-        self.commit(st, n, fill);
-        self.lock.slave_unlock();
-        Outcome::Written
-    }
-
-    /// Fills `n` records at the cursor and publishes them. The caller holds the slave lock and has
-    /// made room.
-    #[inline(always)]
-    fn commit<F: Fill>(&self, st: &mut TenantState, n: u32, fill: F) {
-        // SAFETY: the caller made room, so the chunk is non-null, loaned to this tenant, and has
+        let pos = st.pos;
+        // SAFETY: the check above (or make_room) guarantees a chunk loaned to this tenant with
         // `pos + n <= CHUNK_RECORDS`; the slots at and above `pos` are unpublished and ours.
         let chunk = unsafe { &*st.chunk };
-        fill.fill(chunk.slot(st.pos as usize), self.clock);
-        st.pos += n;
-        chunk.publish(st.pos);
+        fill.fill(chunk.slot(pos as usize), self.clock);
+        st.pos = pos + n;
+        chunk.publish(pos + n);
+        self.lock.slave_unlock();
+        Outcome::Written
+    }
+
+    /// The slave lock of a tenant shared by several threads: a compare-and-swap, then a
+    /// thread-switch record (or a new chunk) when the writer changes. Out of line and free of the
+    /// fill, so the exclusive path keeps the fill in registers.
+    #[cold]
+    #[inline(never)]
+    fn lock_shared(&self, core: &LogCore, tid: u32, n: u32) -> Result<(), Outcome> {
+        if !self.lock.try_slave_lock_shared() {
+            return Err(self.lock_failed(core));
+        }
+        // SAFETY: the slave lock is held.
+        let st = unsafe { &mut *self.st.get() };
+        if st.tid != tid {
+            if let Err(outcome) = self.make_room(core, st, tid, n) {
+                self.lock.slave_unlock();
+                return Err(outcome);
+            }
+        }
+        Ok(())
     }
 
     /// Counts a failed slave lock, unless the tenant is dead.

@@ -1,1 +1,49 @@
-fn main() {}
+//! The `phosphor` command-line tool.
+//!
+//! Argument parsing and printing only: what a library user would want lives in `phosphor` (the
+//! recorder) and `phosphor-export` (statistics and output formats). Errors print with their
+//! context chain (`{:#}`) and exit with status 2; a closed stdout (`phosphor demo | head`) is a
+//! normal end, status 0.
+
+mod demo;
+mod workload;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Phosphor: a low-overhead in-process event tracer, and the tools for its traces.
+#[derive(Debug, Parser)]
+#[command(name = "phosphor", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Trace a multi-threaded instrumented workload in this process and print its statistics.
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            // Nothing useful is left to do if stderr is closed too.
+            let _ = writeln!(io::stderr(), "phosphor: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Whether `e` comes from writing to a closed pipe: the reader has gone, which is not our failure.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+}

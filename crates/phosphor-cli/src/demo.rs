@@ -1,0 +1,172 @@
+//! `phosphor demo`: trace the workload of `workload.rs` with the global `TraceLog`, then print
+//! the accounting (emitted = recorded + dropped) and the statistics of `phosphor-export`.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use clap::{Args, ValueEnum};
+use phosphor::{BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig};
+use phosphor_export::{format_count, format_drops, format_ns, TraceStats};
+
+use crate::workload;
+
+/// Options of `phosphor demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Worker threads producing events (a sink thread consumes their items).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: u16,
+    /// Events each worker emits, rounded up to a whole iteration.
+    #[arg(long, default_value_t = 200_000)]
+    events: u64,
+    /// What the buffer does when it is full: stop recording (fixed), or overwrite the oldest
+    /// events (ring, a flight recorder).
+    #[arg(long, value_enum, default_value_t = Mode::Fixed)]
+    mode: Mode,
+    /// Trace buffer size in MiB.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    buffer_mib: u32,
+    /// The clock that stamps events.
+    #[arg(long, value_enum, default_value_t = Clock::Tsc)]
+    clock: Clock,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Mode {
+    Fixed,
+    Ring,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Clock {
+    /// The time-stamp counter, where it is invariant (else monotonic).
+    Tsc,
+    Monotonic,
+    Realtime,
+}
+
+/// Runs the demo and writes its report to `out`.
+pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let (mode, mode_name) = match args.mode {
+        Mode::Fixed => (BufferMode::Fixed, "fixed"),
+        Mode::Ring => (BufferMode::Ring, "ring"),
+    };
+    let clock = match args.clock {
+        Clock::Tsc => ClockKind::Tsc,
+        Clock::Monotonic => ClockKind::Monotonic,
+        Clock::Realtime => ClockKind::Realtime,
+    };
+    let log = TraceLog::global();
+    log.configure(TraceLogConfig::new().clock(clock)).context("configuring the global TraceLog")?;
+    let buffer_bytes =
+        usize::try_from(u64::from(args.buffer_mib) << 20).context("--buffer-mib is too large")?;
+    log.start(TraceConfig::new(mode, buffer_bytes))
+        .with_context(|| format!("starting a {mode_name} trace of {} MiB", args.buffer_mib))?;
+
+    let started = Instant::now();
+    let threads = workload::run(usize::from(args.threads), args.events);
+    let wall = started.elapsed();
+    log.stop();
+    let trace = log.take_trace().context("the stopped TraceLog kept no trace")?;
+    let computing = Instant::now();
+    let stats = TraceStats::from_trace(&trace).context("decoding the trace")?;
+    let stats_time = computing.elapsed();
+
+    let emitted: u64 = threads.iter().map(|t| t.emitted).sum();
+    let dropped = stats.drops.total();
+    let clock_name = match trace.clock().kind {
+        ClockKind::Tsc => "TSC",
+        ClockKind::Monotonic => "monotonic",
+        ClockKind::Realtime => "realtime",
+    };
+    let clock_note = match &trace.clock().fallback_reason {
+        Some(reason) => format!(" (not the TSC: {reason})"),
+        None => String::new(),
+    };
+
+    writeln!(
+        out,
+        "phosphor demo: {} worker{} + 1 sink, {} events per worker, {mode_name} buffer of {} MiB, {clock_name} clock{clock_note}",
+        args.threads,
+        if args.threads == 1 { "" } else { "s" },
+        format_count(args.events),
+        args.buffer_mib,
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  wall time   {} (workload), {} (statistics)",
+        format_duration(wall),
+        format_duration(stats_time)
+    )?;
+    writeln!(
+        out,
+        "  rate        {:.1} M events/s across {} threads",
+        per_second(emitted, wall) / 1e6,
+        threads.len()
+    )?;
+    writeln!(out, "  emitted     {}", format_count(emitted))?;
+    writeln!(out, "  recorded    {}", format_count(stats.recorded))?;
+    writeln!(out, "  dropped     {}", format_drops(&stats.drops))?;
+    let mut problems = Vec::new();
+    if stats.recorded + dropped == emitted {
+        writeln!(out, "  accounting  recorded + dropped == emitted: no unexplained loss")?;
+    } else {
+        writeln!(
+            out,
+            "  accounting  MISMATCH: recorded + dropped = {}, emitted = {}",
+            format_count(stats.recorded + dropped),
+            format_count(emitted)
+        )?;
+        problems.push(format!(
+            "recorded + dropped differs from emitted by {}",
+            emitted.abs_diff(stats.recorded + dropped)
+        ));
+    }
+    if stats.events != stats.recorded {
+        writeln!(
+            out,
+            "  decoding    MISMATCH: {} events decoded from the trace",
+            format_count(stats.events)
+        )?;
+        problems.push("the trace decodes to a different number of events than it recorded".into());
+    }
+    if dropped == 0 {
+        // Without drops every thread's events must all be there.
+        let short: Vec<String> = threads
+            .iter()
+            .filter(|t| stats.thread(t.tid).map_or(0, |s| s.events) != t.emitted)
+            .map(|t| format!("tid {}", t.tid))
+            .collect();
+        if short.is_empty() {
+            writeln!(out, "  per thread  every thread's recorded events equal what it emitted")?;
+        } else {
+            writeln!(out, "  per thread  MISMATCH: recorded differs from emitted on {}", short.join(", "))?;
+            problems.push(format!("recorded differs from emitted on {}", short.join(", ")));
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "threads ({})", stats.threads.len())?;
+    write!(out, "{}", stats.threads_table())?;
+    writeln!(out)?;
+    writeln!(out, "event kinds ({}) over {} of trace", stats.kinds.len(), format_ns(stats.span_ns))?;
+    write!(out, "{}", stats.kinds_table())?;
+    writeln!(out)?;
+    writeln!(out, "scope checks")?;
+    write!(out, "{}", stats.mismatch_report())?;
+    out.flush()?;
+
+    if !problems.is_empty() {
+        bail!("the trace does not account for every event: {}", problems.join("; "));
+    }
+    Ok(())
+}
+
+fn format_duration(d: Duration) -> String {
+    format_ns(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn per_second(events: u64, wall: Duration) -> f64 {
+    events as f64 / wall.as_secs_f64().max(1e-9)
+}

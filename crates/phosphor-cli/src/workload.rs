@@ -1,0 +1,204 @@
+//! The demo's instrumented workload: a small producer/consumer pipeline.
+//!
+//! Each worker thread loops over iterations: a `trace_scope!` per iteration with `parse` and
+//! `transform` (itself holding `hash`) nested inside, a slow `flush` now and then, batches of
+//! iterations bracketed by `trace_begin!`/`trace_end!`, `trace_instant!` checkpoints with
+//! arguments (one a dynamic string), and every few iterations an item handed to the sink through a
+//! shared queue: an async slice (`trace_async_begin!` here, `trace_async_end!` on the sink), the
+//! queue's `Mutex` taken under `trace_lock_guard!`, and its depth sampled with `trace_counter!`.
+//!
+//! Every thread counts each event it emits, so the demo can check the recorder's accounting:
+//! every emitted event is either recorded or counted as dropped.
+
+use std::collections::VecDeque;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use phosphor::{
+    trace_async_begin, trace_async_end, trace_begin, trace_counter, trace_end, trace_instant,
+    trace_lock_guard, trace_scope, Static,
+};
+
+/// What one thread emitted.
+#[derive(Debug)]
+pub struct ThreadReport {
+    /// Its id in the trace.
+    pub tid: u32,
+    /// Events it emitted.
+    pub emitted: u64,
+}
+
+/// Iterations per `batch` begin/end pair.
+const BATCH: u64 = 16;
+/// An item goes to the sink every this many iterations.
+const HANDOFF_EVERY: u64 = 4;
+
+struct Item {
+    id: u64,
+    value: u64,
+}
+
+/// The queue between the workers and the sink.
+struct Queue {
+    items: Mutex<VecDeque<Item>>,
+    /// Workers that pushed their last item.
+    finished: AtomicUsize,
+}
+
+/// Runs `workers` workers, each emitting at least `events` events, plus the sink; returns what
+/// every thread (the calling one included) emitted.
+pub fn run(workers: usize, events: u64) -> Vec<ThreadReport> {
+    phosphor::set_thread_name("main");
+    let mut main = ThreadReport { tid: phosphor::current_thread_id(), emitted: 0 };
+    trace_instant!("demo", "start", "workers" => workers, "events_per_worker" => events);
+    main.emitted += 1;
+    let queue = Queue { items: Mutex::new(VecDeque::new()), finished: AtomicUsize::new(0) };
+    let mut reports = std::thread::scope(|s| {
+        let sink = s.spawn(|| sink(&queue, workers));
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                s.spawn({
+                    let q = &queue;
+                    move || worker(w, events, q)
+                })
+            })
+            .collect();
+        trace_scope!("demo", "join");
+        main.emitted += 1;
+        let mut reports: Vec<ThreadReport> =
+            handles.into_iter().map(|h| h.join().expect("worker panicked")).collect();
+        reports.push(sink.join().expect("sink panicked"));
+        reports
+    });
+    reports.push(main);
+    reports
+}
+
+fn worker(index: usize, target: u64, queue: &Queue) -> ThreadReport {
+    let name = format!("worker-{index}");
+    phosphor::set_thread_name(&name);
+    let mut n = 0u64;
+    let mut i = 0u64;
+    let mut state = 0x9e37_79b9_7f4a_7c15 ^ index as u64;
+    while n < target {
+        if i % BATCH == 0 {
+            trace_begin!("demo", "batch", "first" => i);
+            n += 1;
+        }
+        {
+            trace_scope!("demo", "iteration", "i" => i);
+            n += 1;
+            let bytes = 64 + (state % 192);
+            let parsed = {
+                trace_scope!("demo", "parse", "bytes" => bytes);
+                n += 1;
+                spin(&mut state, bytes as u32 / 4)
+            };
+            let hashed = {
+                trace_scope!("demo", "transform");
+                n += 1;
+                let h = {
+                    trace_scope!("demo", "hash");
+                    n += 1;
+                    spin(&mut state, 24) ^ parsed
+                };
+                h.rotate_left(7)
+            };
+            if i % 256 == 255 {
+                trace_scope!("demo", "flush", "pending" => i % 1024);
+                n += 1;
+                spin(&mut state, 2_000);
+            }
+            if i % 64 == 0 {
+                trace_instant!("demo", "checkpoint", "iteration" => i, "checksum" => hashed);
+                n += 1;
+            }
+            if i % 1024 == 0 {
+                trace_instant!("demo", "status", "worker" => name.as_str(), "state" => Static("running"));
+                n += 1;
+            }
+            if i % HANDOFF_EVERY == 0 {
+                let id = ((index as u64) << 40) | i;
+                trace_async_begin!("demo", "item", id, "worker" => index);
+                n += 1;
+                let mut q = trace_lock_guard!(
+                    "demo",
+                    "queue",
+                    queue.items.lock().unwrap_or_else(PoisonError::into_inner)
+                );
+                n += 2; // wait now, held when `q` drops
+                q.push_back(Item { id, value: hashed });
+                trace_counter!("demo", "queue_depth", q.len());
+                n += 1;
+            }
+        }
+        if i % BATCH == BATCH - 1 {
+            trace_end!("demo", "batch");
+            n += 1;
+        }
+        i += 1;
+    }
+    if i % BATCH != 0 {
+        trace_end!("demo", "batch");
+        n += 1;
+    }
+    // Release: pairs with the sink's Acquire load, so the sink that sees every worker finished
+    // also sees every item pushed.
+    queue.finished.fetch_add(1, Ordering::Release);
+    ThreadReport { tid: phosphor::current_thread_id(), emitted: n }
+}
+
+fn sink(queue: &Queue, workers: usize) -> ThreadReport {
+    phosphor::set_thread_name("sink");
+    let mut n = 0u64;
+    let mut batch = VecDeque::new();
+    let mut state = 1u64;
+    loop {
+        // Acquire: see `worker`. Loaded before the drain, so a drain that finds nothing after
+        // every worker finished is the last one.
+        let all_done = queue.finished.load(Ordering::Acquire) == workers;
+        {
+            let mut q = trace_lock_guard!(
+                "demo",
+                "queue",
+                queue.items.lock().unwrap_or_else(PoisonError::into_inner)
+            );
+            n += 2;
+            std::mem::swap(&mut **q, &mut batch);
+            trace_counter!("demo", "queue_depth", q.len());
+            n += 1;
+        }
+        if batch.is_empty() {
+            if all_done {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        }
+        trace_scope!("demo", "drain", "items" => batch.len());
+        n += 1;
+        for item in batch.drain(..) {
+            trace_scope!("demo", "consume", "id" => item.id);
+            n += 1;
+            black_box(spin(&mut state, 8) ^ item.value);
+            trace_async_end!("demo", "item", item.id);
+            n += 1;
+        }
+    }
+    ThreadReport { tid: phosphor::current_thread_id(), emitted: n }
+}
+
+/// Some arithmetic the optimiser cannot remove: `rounds` steps of xorshift64.
+fn spin(state: &mut u64, rounds: u32) -> u64 {
+    let mut x = *state;
+    for _ in 0..rounds {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x = black_box(x);
+    }
+    *state = x;
+    x
+}

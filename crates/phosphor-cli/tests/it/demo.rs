@@ -1,0 +1,109 @@
+//! `phosphor demo`, run as a user runs it: the built binary, its exit status and its report.
+
+use std::process::{Command, Output, Stdio};
+
+fn phosphor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_phosphor")).args(args).output().expect("the phosphor binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("the report is UTF-8")
+}
+
+/// The count on the report line that starts with `label`, e.g. `  emitted     12,345`.
+fn count(report: &str, label: &str) -> u64 {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no {label:?} line in:\n{report}"));
+    let number = line.trim_start()[label.len()..].split_whitespace().next().unwrap();
+    number.replace(',', "").parse().unwrap_or_else(|e| panic!("{line:?}: {e}"))
+}
+
+/// Runs the demo with `args`, checks it succeeded and that its accounting balances; returns the
+/// report and (emitted, recorded, dropped).
+fn balanced_demo(args: &[&str]) -> (String, [u64; 3]) {
+    let out = phosphor(&[&["demo"], args].concat());
+    let report = stdout(&out);
+    assert!(
+        out.status.success(),
+        "{:?}\nstdout:\n{report}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let counts = [count(&report, "emitted"), count(&report, "recorded"), count(&report, "dropped")];
+    assert_eq!(counts[1] + counts[2], counts[0], "{report}");
+    assert!(report.contains("recorded + dropped == emitted: no unexplained loss"), "{report}");
+    (report, counts)
+}
+
+#[test]
+fn the_demo_accounts_for_every_event_and_lists_its_threads() {
+    let (report, [emitted, recorded, dropped]) = balanced_demo(&["--threads", "3", "--events", "5000"]);
+    assert_eq!(dropped, 0, "{report}");
+    assert_eq!(recorded, emitted);
+    // Three workers of at least 5,000 events each, plus the sink's and main's.
+    assert!(emitted >= 15_000, "{report}");
+    assert!(report.contains("every thread's recorded events equal what it emitted"), "{report}");
+    let threads = report.split("threads (").nth(1).expect("a threads table");
+    for name in ["main", "sink", "worker-0", "worker-1", "worker-2"] {
+        assert!(
+            threads.lines().any(|l| l.split_whitespace().nth(1) == Some(name)),
+            "no thread {name}:\n{report}"
+        );
+    }
+    assert!(!report.contains("worker-3"), "{report}");
+    for kind in ["iteration", "queue.wait", "queue.held", "queue_depth", "item", "batch"] {
+        assert!(
+            report.lines().any(|l| l.split_whitespace().nth(1) == Some(kind)),
+            "no kind {kind}:\n{report}"
+        );
+    }
+    assert!(report.contains("every end closes the innermost open begin"), "{report}");
+    assert!(report.contains("every begin has its end"), "{report}");
+}
+
+#[test]
+fn a_full_fixed_buffer_drops_are_counted_as_buffer_full() {
+    let (report, [emitted, _, dropped]) =
+        balanced_demo(&["--threads", "2", "--events", "100000", "--buffer-mib", "1"]);
+    assert!(dropped > 0 && dropped < emitted, "{report}");
+    assert!(
+        report.contains(&format!("(buffer_full {})", phosphor_export::format_count(dropped))),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_ring_buffer_counts_the_events_it_overwrote() {
+    let (report, [_, _, dropped]) =
+        balanced_demo(&["--threads", "2", "--events", "100000", "--buffer-mib", "1", "--mode", "ring"]);
+    assert!(dropped > 0, "{report}");
+    assert!(report.contains("ring buffer of 1 MiB"), "{report}");
+    assert!(
+        report.contains(&format!("(overwritten {})", phosphor_export::format_count(dropped))),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_bad_option_exits_with_status_2() {
+    let out = phosphor(&["demo", "--mode", "sideways"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sideways"));
+}
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_phosphor"))
+        .args(["demo", "--threads", "1", "--events", "1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before the demo writes its report (it calibrates its clock first).
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+}

@@ -1,0 +1,3 @@
+//! Integration tests of the `phosphor` binary, one test binary (ripgrep's layout).
+
+mod demo;

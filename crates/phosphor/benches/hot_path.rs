@@ -1,1 +1,171 @@
-fn main() {}
+//! The hot-path benchmark: what one event costs the calling thread, next to the limit loop.
+//!
+//! Every scenario runs in this one process, on one thread, with one trace running on the global
+//! log for the whole run: a 64 MiB Ring buffer (so it never fills), whose category filter excludes
+//! `off`. Each sample is a fixed 10,000 events, so divan's figures are per event. The limit loop is
+//! the floor every tracer is measured against (see PEERS.md): one raw `rdtsc` and one 32-byte store
+//! into a thread-local ring, with the same loop around it as the other scenarios.
+//!
+//! Before divan starts, `main` writes one ring's worth of events, so the measured events land in
+//! pages that are already mapped and chunks that are being reused, as in a long-running trace.
+//! After divan, it stops the trace and checks that every emitted event is accounted for:
+//! `recorded + dropped == emitted`, the drops being the Ring's overwrites.
+//!
+//! Run with `cargo bench -p phosphor --bench hot_path`; BENCHMARKS.md has the figures.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use divan::{black_box, Bencher};
+use phosphor::{BufferMode, TraceConfig, TraceLog, TraceLogConfig};
+
+/// Events per divan sample.
+const SAMPLE_SIZE: u32 = 10_000;
+/// Samples per scenario: 10 M events each.
+const SAMPLE_COUNT: u32 = 1_000;
+/// The global trace's Ring buffer.
+const RING_BYTES: usize = 64 << 20;
+/// The Ring buffer of the independent log in `instant_small_ring`: 64 chunks, which stay in cache.
+const SMALL_RING_BYTES: usize = 256 << 10;
+
+/// Events that passed their enabled check on the global log, for the accounting check in `main`.
+static EMITTED: AtomicU64 = AtomicU64::new(0);
+
+fn count_emitted(n: u64) {
+    // Relaxed: a tally read by the same thread after divan returns.
+    EMITTED.fetch_add(n, Ordering::Relaxed);
+}
+
+/// The limit loop's ring: 4096 records of 32 bytes and a cursor, in one thread local.
+struct LimitRing {
+    pos: UnsafeCell<usize>,
+    recs: UnsafeCell<[[u64; 4]; 4096]>,
+}
+
+thread_local! {
+    static LIMIT: LimitRing =
+        const { LimitRing { pos: UnsafeCell::new(0), recs: UnsafeCell::new([[0; 4]; 4096]) } };
+}
+
+/// One raw clock read and one 32-byte store into a thread-local ring: the floor for an event.
+/// Keep in step with the copy in `examples/callgrind_instant.rs`.
+#[inline(always)]
+fn limit_step(a: u64, b: u64) {
+    // SAFETY: rdtsc has no memory effects and exists on every x86-64 CPU.
+    let ts = unsafe { core::arch::x86_64::_rdtsc() };
+    LIMIT.with(|r| {
+        // SAFETY: [1] the ring is this thread's own, and no reference to it escapes this closure,
+        // so nothing else aliases `pos` or `recs` here. [2] The index is masked into bounds.
+        unsafe {
+            let pos = *r.pos.get();
+            (*r.recs.get())[pos & 4095] = [ts, 0x0001_0000_0000_0101, a, b];
+            *r.pos.get() = pos.wrapping_add(1);
+        }
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn limit_loop(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        limit_step(i, 7);
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn instant_2_int_args(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!("bench", "instant", "a" => i as i64, "b" => 7u64);
+    });
+    count_emitted(i);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn scope(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_scope!("bench", "scope");
+    });
+    count_emitted(i);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn counter(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_counter!("bench", "counter", i);
+    });
+    count_emitted(i);
+}
+
+/// A callsite whose category the trace excludes: the cached-state check and nothing else.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn disabled_category(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!("off", "disabled", "a" => i as i64, "b" => 7u64);
+    });
+}
+
+/// For information: a short dynamic string is copied into a continuation record.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn instant_dynamic_str(bencher: Bencher) {
+    let s: &str = black_box("request-42");
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!("bench", "dyn_str", "s" => s);
+    });
+    count_emitted(i);
+}
+
+/// For information: `instant_2_int_args` into an independent log with a 256 KiB Ring, whose chunks
+/// stay in cache. The gap to `instant_2_int_args` is the cost of writing to memory that is not
+/// cached (the 64 MiB ring is swept once every 2 M events).
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn instant_small_ring(bencher: Bencher) {
+    let log = TraceLog::new(TraceLogConfig::default()).expect("a free log slot");
+    log.start(TraceConfig::new(BufferMode::Ring, SMALL_RING_BYTES)).expect("a fresh log");
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!(log: &log, "bench", "instant_small", "a" => i as i64, "b" => 7u64);
+    });
+    log.stop();
+    let stats = log.stats();
+    assert_eq!(stats.recorded + stats.dropped.total(), i, "small ring lost events: {stats}");
+}
+
+fn main() {
+    let log = TraceLog::global();
+    let config = TraceConfig::new(BufferMode::Ring, RING_BYTES).categories("-off").expect("a valid filter");
+    log.start(config).expect("no trace is running yet");
+
+    let warm = (RING_BYTES / 32) as u64;
+    for i in 0..warm {
+        phosphor::trace_instant!("bench", "warm_up", "a" => i as i64, "b" => 7u64);
+    }
+    count_emitted(warm);
+
+    divan::main();
+
+    log.stop();
+    let stats = log.stats();
+    // Relaxed: every increment was made by this thread.
+    let emitted = EMITTED.load(Ordering::Relaxed);
+    let accounted = stats.recorded + stats.dropped.total();
+    println!(
+        "\nglobal trace: emitted {emitted}, recorded {}, dropped {} (overwritten by the Ring: {})",
+        stats.recorded,
+        stats.dropped.total(),
+        stats.dropped.overwritten
+    );
+    assert_eq!(accounted, emitted, "events unaccounted for:\n{stats}");
+    assert_eq!(stats.dropped.total(), stats.dropped.overwritten, "drops other than overwrites:\n{stats}");
+}

@@ -300,24 +300,42 @@ pub fn encode_continuation(
     strs: &[&[u8]],
     out: &mut [core::mem::MaybeUninit<Record>],
 ) -> usize {
-    let bytes =
-        extra_words.iter().flat_map(|w| w.to_le_bytes()).chain(strs.iter().flat_map(|s| s.iter().copied()));
-    let mut block = [0u8; RECORD_SIZE];
-    let mut fill = 0;
-    let mut written = 0;
-    for b in bytes {
-        block[fill] = b;
-        fill += 1;
-        if fill == RECORD_SIZE {
-            out[written].write(Record::from_bytes(&block));
-            written += 1;
-            block = [0; RECORD_SIZE];
-            fill = 0;
+    /// Copies slices into 32-byte blocks, emitting each block as it fills.
+    struct Blocks<'o> {
+        out: &'o mut [core::mem::MaybeUninit<Record>],
+        block: [u8; RECORD_SIZE],
+        fill: usize,
+        written: usize,
+    }
+    impl Blocks<'_> {
+        fn push(&mut self, mut bytes: &[u8]) {
+            while !bytes.is_empty() {
+                let take = bytes.len().min(RECORD_SIZE - self.fill);
+                self.block[self.fill..self.fill + take].copy_from_slice(&bytes[..take]);
+                self.fill += take;
+                bytes = &bytes[take..];
+                if self.fill == RECORD_SIZE {
+                    self.flush();
+                }
+            }
+        }
+        fn flush(&mut self) {
+            self.block[self.fill..].fill(0);
+            self.out[self.written].write(Record::from_bytes(&self.block));
+            self.written += 1;
+            self.fill = 0;
         }
     }
-    if fill > 0 {
-        out[written].write(Record::from_bytes(&block));
-        written += 1;
+    let mut b = Blocks { out, block: [0; RECORD_SIZE], fill: 0, written: 0 };
+    for w in extra_words {
+        b.push(&w.to_le_bytes());
     }
+    for s in strs {
+        b.push(s);
+    }
+    if b.fill > 0 {
+        b.flush();
+    }
+    let written = b.written;
     written
 }

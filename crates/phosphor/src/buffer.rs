@@ -275,18 +275,22 @@ impl TraceBuffer {
         Loan::Chunk(chunk)
     }
 
-    /// Returns a chunk whose tenant is done with it (full, evicted, or its thread exited), counting
-    /// its events.
+    /// Returns a chunk whose tenant is done with it (full, evicted, or its thread exited), with
+    /// the number of events (not records) it holds.
     ///
     /// # Safety
     ///
-    /// The caller holds the chunk (its tenant's slave or master lock), so no one writes into it.
-    pub(crate) unsafe fn give_back(&self, chunk: &TraceChunk) {
-        // SAFETY: the caller holds the chunk.
-        let events = phosphor_format::count_events(unsafe { chunk.records() });
+    /// The caller holds the chunk (its tenant's slave or master lock), so no one writes into it,
+    /// and `events` is the number of events among its committed records.
+    pub(crate) unsafe fn give_back(&self, chunk: &TraceChunk, events: u32) {
+        debug_assert_eq!(
+            // SAFETY: the caller holds the chunk.
+            phosphor_format::count_events(unsafe { chunk.records() }),
+            u64::from(events)
+        );
         // Relaxed: published by the Release store of the state below.
-        chunk.header.events.store(events as u32, Ordering::Relaxed);
-        self.counters.events_given_back.fetch_add(events, Ordering::Relaxed);
+        chunk.header.events.store(events, Ordering::Relaxed);
+        self.counters.events_given_back.fetch_add(u64::from(events), Ordering::Relaxed);
         // Release: publishes the chunk's records and header to the next loaner (which acquires the
         // state) and to readers.
         chunk.header.state.store(FULL, Ordering::Release);
@@ -345,8 +349,8 @@ mod tests {
         // SAFETY: the chunk is loaned to this test alone.
         unsafe { (*c0.slot(0)).write(Record::new(0, 20, Default::default(), [0; 2])) };
         c0.publish(1);
-        // SAFETY: this test holds c0.
-        unsafe { b.give_back(c0) };
+        // SAFETY: this test holds c0, which holds one event.
+        unsafe { b.give_back(c0, 1) };
         let c1 = take(&b);
         // c1 is still loaned, so the next loan must reuse c0 and count its one event.
         let c2 = take(&b);
@@ -354,8 +358,8 @@ mod tests {
         assert_eq!(b.counters.events_overwritten.load(Ordering::Relaxed), 1);
         assert_eq!(b.counters.chunks_overwritten.load(Ordering::Relaxed), 1);
         assert!(matches!(b.loan(1, 3), Loan::AllLoaned), "both chunks are held");
-        // SAFETY: this test holds c1.
-        unsafe { b.give_back(c1) };
+        // SAFETY: this test holds c1, which holds no event.
+        unsafe { b.give_back(c1, 0) };
         assert!(std::ptr::eq(take(&b), c1));
     }
 
@@ -369,8 +373,8 @@ mod tests {
                 unsafe { (*c.slot(j)).write(Record::new(i * 10 + j as u64, 20, Default::default(), [0; 2])) };
             }
             c.publish(3);
-            // SAFETY: this test holds c.
-            unsafe { b.give_back(c) };
+            // SAFETY: this test holds c, which holds three events.
+            unsafe { b.give_back(c, 3) };
         }
         let used = b.used_chunks();
         assert_eq!(used.len(), 2);

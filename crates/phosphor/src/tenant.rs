@@ -156,10 +156,20 @@ struct TenantState {
     chunk: *const TraceChunk,
     /// Next free record; `CHUNK_RECORDS` when there is no chunk, so one comparison covers both.
     pos: u32,
+    /// Records in the chunk that are not events (continuations and thread switches), so that
+    /// `pos - extra` events are handed back without walking the chunk.
+    extra: u32,
     /// The thread whose events the chunk currently holds.
     tid: u32,
     /// Sequence number of the next chunk this tenant loans.
     seq: u64,
+}
+
+impl TenantState {
+    /// Events in the current chunk.
+    fn events(&self) -> u32 {
+        self.pos - self.extra
+    }
 }
 
 /// A chunk tenant.
@@ -219,6 +229,7 @@ impl Tenant {
             st: UnsafeCell::new(TenantState {
                 chunk: std::ptr::null(),
                 pos: CHUNK_RECORDS as u32,
+                extra: 0,
                 tid,
                 seq: 0,
             }),
@@ -272,6 +283,10 @@ impl Tenant {
         // `pos + n <= CHUNK_RECORDS`; the slots at and above `pos` are unpublished and ours.
         let chunk = unsafe { &*st.chunk };
         fill.fill(chunk.slot(pos as usize), self.clock);
+        // `n` is a constant at every callsite, so for one-record events this folds away.
+        if n > 1 {
+            st.extra += n - 1;
+        }
         st.pos = pos + n;
         chunk.publish(pos + n);
         self.lock.slave_unlock();
@@ -333,6 +348,7 @@ impl Tenant {
                 ))
             };
             st.pos += 1;
+            st.extra += 1;
             st.tid = tid;
             return Ok(());
         }
@@ -348,7 +364,7 @@ impl Tenant {
         if !st.chunk.is_null() {
             // SAFETY: a tenant's chunk always belongs to the current buffer (eviction clears it
             // before a buffer is retired), and we hold it under the slave lock.
-            unsafe { buf.give_back(&*st.chunk) };
+            unsafe { buf.give_back(&*st.chunk, st.events()) };
             st.chunk = std::ptr::null();
             st.pos = CHUNK_RECORDS as u32;
         }
@@ -356,6 +372,7 @@ impl Tenant {
             Loan::Chunk(c) => {
                 st.chunk = c;
                 st.pos = 0;
+                st.extra = 0;
                 st.seq += 1;
                 st.tid = tid;
                 Ok(())
@@ -393,7 +410,7 @@ impl Tenant {
                 let buf = core.buffer.load(Ordering::Acquire);
                 if !buf.is_null() {
                     // SAFETY: as in `make_room`; the chunk belongs to this buffer and we hold it.
-                    unsafe { (*buf).give_back(&*st.chunk) };
+                    unsafe { (*buf).give_back(&*st.chunk, st.events()) };
                 }
                 st.chunk = std::ptr::null();
                 st.pos = CHUNK_RECORDS as u32;
@@ -429,7 +446,7 @@ pub(crate) fn evict_all(tenants: &[Arc<Tenant>], buf: Option<&TraceBuffer>, keep
         if let (Some(buf), false) = (buf, st.chunk.is_null()) {
             // SAFETY: the chunk belongs to `buf`, the buffer being retired, and the master lock
             // makes us its only holder.
-            unsafe { buf.give_back(&*st.chunk) };
+            unsafe { buf.give_back(&*st.chunk, st.events()) };
         }
         st.chunk = std::ptr::null();
         st.pos = CHUNK_RECORDS as u32;

@@ -35,7 +35,10 @@ impl ThreadState {
 
     #[inline(always)]
     pub(crate) fn tenant(&self, slot: u32) -> *const Tenant {
-        self.tenants[slot as usize].get()
+        debug_assert!((slot as usize) < MAX_LOGS);
+        // SAFETY: slots are handed out below MAX_LOGS (`TraceLog::new` masks them to MAX_LOGS bits
+        // and the global log is slot 0), so the index is in bounds.
+        unsafe { self.tenants.get_unchecked(slot as usize) }.get()
     }
 
     /// Replaces the tenant of `slot`, releasing the previous one.
@@ -130,7 +133,7 @@ pub(crate) fn os_tid() -> u32 {
 
 /// The calling thread's id as recorded in traces.
 pub fn current_thread_id() -> u32 {
-    THREAD.try_with(|t| t.tid()).unwrap_or_else(|_| os_tid())
+    THREAD.with(|t| t.tid())
 }
 
 static NAMES: Mutex<Option<HashMap<u32, String>>> = Mutex::new(None);

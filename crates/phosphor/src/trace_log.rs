@@ -22,7 +22,7 @@ use crate::config::{StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig};
 use crate::error::{Error, ErrorKind};
 use crate::stats::{Drops, Stats};
 use crate::tenant::{evict_all, DropReason, Fill, LogCore, Outcome, Tenant};
-use crate::thread::{self, ThreadState, THREAD};
+use crate::thread::{self, current_thread_id, ThreadState, THREAD};
 use crate::trace::Trace;
 use crate::MAX_LOGS;
 
@@ -293,31 +293,42 @@ impl TraceLog {
     }
 
     /// Writes one event of `n` records. `fill` must initialise all `n` slots it is given.
+    ///
+    /// Only the tenant lookup runs inside `THREAD.with`, in a closure small enough that it is
+    /// always inlined; the write itself follows outside it, and the thread state is reached again
+    /// only on cold paths.
     #[inline(always)]
     pub(crate) fn write_event<F: Fill>(&self, n: u32, fill: F) {
         let slot = self.slot();
-        let outcome = THREAD.with(|t| {
-            let mut p = t.tenant(slot);
-            // At most two rounds: a dead tenant is replaced by a fresh one, which cannot die while
-            // the caller holds `&self`.
-            for _ in 0..2 {
-                if p.is_null() {
-                    p = match self.attach(t) {
-                        Some(p) => p,
-                        None => return Outcome::Dropped,
-                    };
-                }
-                // SAFETY: non-null table entries are live Arcs owned by the table.
-                match unsafe { &*p }.write(&self.core, || t.tid(), n, fill) {
-                    Outcome::Dead => p = std::ptr::null(),
-                    outcome => return outcome,
-                }
+        let p = THREAD.with(|t| t.tenant(slot));
+        let outcome = if p.is_null() {
+            self.attach_and_write(n, fill)
+        } else {
+            // SAFETY: non-null table entries are live Arcs owned by this thread's table, which only
+            // this thread changes, and not during this call.
+            match unsafe { &*p }.write(&self.core, current_thread_id, n, fill) {
+                Outcome::Dead => self.attach_and_write(n, fill),
+                outcome => outcome,
             }
-            self.core.drops.count(DropReason::Stopping);
-            Outcome::Dropped
-        });
+        };
         if outcome == Outcome::Exhausted {
             self.on_exhausted();
+        }
+    }
+
+    /// Attaches a tenant (replacing a missing or dead one) and writes through it.
+    #[cold]
+    #[inline(never)]
+    fn attach_and_write<F: Fill>(&self, n: u32, fill: F) -> Outcome {
+        let Some(p) = THREAD.with(|t| self.attach(t)) else { return Outcome::Dropped };
+        // SAFETY: `p` is the live Arc just stored in this thread's table.
+        match unsafe { &*p }.write(&self.core, current_thread_id, n, fill) {
+            Outcome::Dead => {
+                // A fresh tenant cannot die while the caller holds `&self`; count it regardless.
+                self.core.drops.count(DropReason::Stopping);
+                Outcome::Dropped
+            }
+            outcome => outcome,
         }
     }
 

@@ -336,6 +336,5 @@ pub fn encode_continuation(
     if b.fill > 0 {
         b.flush();
     }
-    let written = b.written;
-    written
+    b.written
 }

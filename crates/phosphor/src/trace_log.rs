@@ -295,41 +295,37 @@ impl TraceLog {
     /// Writes one event of `n` records. `fill` must initialise all `n` slots it is given.
     ///
     /// Only the tenant lookup runs inside `THREAD.with`, in a closure small enough that it is
-    /// always inlined; the write itself follows outside it, and the thread state is reached again
-    /// only on cold paths.
+    /// always inlined. Every out-of-line path (attach, chunk swap, failure) is free of the fill,
+    /// so the fill stays in registers.
     #[inline(always)]
     pub(crate) fn write_event<F: Fill>(&self, n: u32, fill: F) {
         let slot = self.slot();
-        let p = THREAD.with(|t| t.tenant(slot));
-        let outcome = if p.is_null() {
-            self.attach_and_write(n, fill)
-        } else {
+        let mut p = THREAD.with(|t| t.tenant(slot));
+        // At most two rounds: a dead tenant (whose log was dropped) is replaced by a fresh tenant
+        // of `self`, and a tenant of `self` cannot die while the caller holds `&self`.
+        loop {
+            if p.is_null() {
+                p = self.attach_current();
+                if p.is_null() {
+                    return; // counted by attach
+                }
+            }
             // SAFETY: non-null table entries are live Arcs owned by this thread's table, which only
             // this thread changes, and not during this call.
             match unsafe { &*p }.write(&self.core, current_thread_id, n, fill) {
-                Outcome::Dead => self.attach_and_write(n, fill),
-                outcome => outcome,
+                Outcome::Dead => p = std::ptr::null(),
+                Outcome::Exhausted => return self.on_exhausted(),
+                Outcome::Written | Outcome::Dropped => return,
             }
-        };
-        if outcome == Outcome::Exhausted {
-            self.on_exhausted();
         }
     }
 
-    /// Attaches a tenant (replacing a missing or dead one) and writes through it.
+    /// Attaches a tenant for the calling thread (replacing a missing or dead one); null when the
+    /// event must be dropped, which is then already counted.
     #[cold]
     #[inline(never)]
-    fn attach_and_write<F: Fill>(&self, n: u32, fill: F) -> Outcome {
-        let Some(p) = THREAD.with(|t| self.attach(t)) else { return Outcome::Dropped };
-        // SAFETY: `p` is the live Arc just stored in this thread's table.
-        match unsafe { &*p }.write(&self.core, current_thread_id, n, fill) {
-            Outcome::Dead => {
-                // A fresh tenant cannot die while the caller holds `&self`; count it regardless.
-                self.core.drops.count(DropReason::Stopping);
-                Outcome::Dropped
-            }
-            outcome => outcome,
-        }
+    fn attach_current(&self) -> *const Tenant {
+        THREAD.with(|t| self.attach(t)).unwrap_or(std::ptr::null())
     }
 
     /// Gives the thread a tenant in this log (its own, or one from the pool), replacing a dead one.

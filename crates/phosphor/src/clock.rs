@@ -34,6 +34,15 @@ impl ClockKind {
         }
     }
 
+    /// A short lowercase name: `tsc`, `monotonic` or `realtime`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ClockKind::Tsc => "tsc",
+            ClockKind::Monotonic => "monotonic",
+            ClockKind::Realtime => "realtime",
+        }
+    }
+
     /// Reads this clock. The TSC read is inline; the `clock_gettime` clocks, which cost a vDSO
     /// call anyway, are out of line so they don't lengthen the TSC path.
     #[inline(always)]

@@ -225,6 +225,28 @@ impl<'a, G> LockGuard<'a, G> {
     }
 }
 
+impl<G> LockGuard<'_, G> {
+    /// Ends the `.held` slice now and returns the lock's own guard, e.g. to hand it to
+    /// `Condvar::wait`. Time held after this call is not recorded.
+    pub fn into_inner(mut self) -> G {
+        self.record_held();
+        // SAFETY: the guard is taken out exactly once; `self` is then forgotten, so its Drop
+        // (which would drop the guard again) never runs.
+        let guard = unsafe { ManuallyDrop::take(&mut self.guard) };
+        std::mem::forget(self);
+        guard
+    }
+
+    fn record_held(&mut self) {
+        if let Some(acquired) = self.acquired.take() {
+            let state = self.held.state();
+            if enabled_in(state, self.log) {
+                emit(self.log, self.held, state, Since(acquired), [0], NoArg, NoArg);
+            }
+        }
+    }
+}
+
 impl<G> Deref for LockGuard<'_, G> {
     type Target = G;
     fn deref(&self) -> &G {
@@ -240,13 +262,9 @@ impl<G> DerefMut for LockGuard<'_, G> {
 
 impl<G> Drop for LockGuard<'_, G> {
     fn drop(&mut self) {
-        // SAFETY: the guard is dropped exactly once, here, and never used afterwards.
+        // SAFETY: the guard is dropped exactly once, here (`into_inner` forgets `self` instead),
+        // and never used afterwards.
         unsafe { ManuallyDrop::drop(&mut self.guard) };
-        if let Some(acquired) = self.acquired {
-            let state = self.held.state();
-            if enabled_in(state, self.log) {
-                emit(self.log, self.held, state, Since(acquired), [0], NoArg, NoArg);
-            }
-        }
+        self.record_held();
     }
 }

@@ -74,34 +74,39 @@ pub fn enabled_in(state: u64, log: &TraceLog) -> bool {
     callsite::enabled_in(state, log.slot())
 }
 
-/// The callsite's id, registering it on first use; `None` if registration shows it disabled.
+/// The callsite's state if `log` traces it, registering the callsite on its first use. The macros
+/// call this before evaluating any argument.
 #[inline(always)]
-fn id_of(log: &TraceLog, cs: &'static Callsite, state: u64) -> Option<u32> {
+pub fn check(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
+    let state = cs.state();
+    if !callsite::enabled_in(state, log.slot()) {
+        return None;
+    }
     match registered_id(state) {
-        Some(id) => Some(id),
+        Some(_) => Some(state),
         None => register_slow(log, cs),
     }
 }
 
 #[cold]
 #[inline(never)]
-fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u32> {
+fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
     let state = callsite::register(cs);
-    callsite::enabled_in(state, log.slot()).then_some((state >> 32) as u32)
+    callsite::enabled_in(state, log.slot()).then_some(state)
 }
 
-/// Records one event. `state` is the callsite state the macro checked.
+/// Records one event. `state` is what [`check`] returned for the callsite.
 #[inline(always)]
 pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     log: &TraceLog,
-    cs: &'static Callsite,
+    _cs: &'static Callsite,
     state: u64,
     stamp: S,
     lead: [u64; L],
     a: A,
     b: B,
 ) {
-    let Some(id) = id_of(log, cs, state) else { return };
+    let id = (state >> 32) as u32;
     let has_a = A::TYPE as u8 != 0;
     let has_b = B::TYPE as u8 != 0;
     let mut words = [0u64; 4];
@@ -172,22 +177,25 @@ fn emit_multi<S: Stamp>(log: &TraceLog, id: u32, meta: Meta, stamp: S, words: &[
 #[must_use = "a scope guard records its event when dropped; bind it to a variable"]
 #[derive(Debug)]
 pub struct ScopeGuard<'a, A: Arg, B: Arg> {
-    inner: Option<(&'a TraceLog, &'static Callsite, u64, u64, A, B)>,
+    inner: Option<(&'a TraceLog, &'static Callsite, u64, A, B)>,
 }
 
 impl<'a, A: Arg, B: Arg> ScopeGuard<'a, A, B> {
     /// Starts a scope; `args` is `None` when the callsite is disabled.
     #[inline(always)]
-    pub fn new(log: &'a TraceLog, cs: &'static Callsite, state: u64, args: Option<(A, B)>) -> Self {
-        ScopeGuard { inner: args.map(|(a, b)| (log, cs, state, log.now(), a, b)) }
+    pub fn new(log: &'a TraceLog, cs: &'static Callsite, args: Option<(A, B)>) -> Self {
+        ScopeGuard { inner: args.map(|(a, b)| (log, cs, log.now(), a, b)) }
     }
 }
 
 impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some((log, cs, state, start, a, b)) = self.inner.take() {
-            emit(log, cs, state, Since(start), [0], a, b);
+        if let Some((log, cs, start, a, b)) = self.inner.take() {
+            // Checked again: the trace may have been restarted with other categories meanwhile.
+            if let Some(state) = check(log, cs) {
+                emit(log, cs, state, Since(start), [0], a, b);
+            }
         }
     }
 }
@@ -215,8 +223,7 @@ impl<'a, G> LockGuard<'a, G> {
     ) -> Self {
         let acquired = start.map(|start| {
             let now = log.now();
-            let state = wait.state();
-            if enabled_in(state, log) {
+            if let Some(state) = check(log, wait) {
                 emit(log, wait, state, At(start), [now.wrapping_sub(start)], NoArg, NoArg);
             }
             now
@@ -239,8 +246,7 @@ impl<G> LockGuard<'_, G> {
 
     fn record_held(&mut self) {
         if let Some(acquired) = self.acquired.take() {
-            let state = self.held.state();
-            if enabled_in(state, self.log) {
+            if let Some(state) = check(self.log, self.held) {
                 emit(self.log, self.held, state, Since(acquired), [0], NoArg, NoArg);
             }
         }

@@ -32,53 +32,75 @@
 //! `TraceBuffer`, guarded by a three-state `ChunkLock` that the recording thread only ever *tries*.
 //! See ARCHITECTURE.md for the whole path and its invariants.
 
+#[cfg(not(loom))]
 mod arg;
 mod barrier;
 mod buffer;
+#[cfg(not(loom))]
 mod callsite;
 mod category;
 mod chunk_lock;
 mod clock;
 mod config;
+#[cfg(not(loom))]
 mod emit;
 mod error;
+#[cfg(not(loom))]
 mod macros;
+#[cfg(not(loom))]
 mod stats;
 mod sync;
 mod tenant;
+#[cfg(not(loom))]
 mod thread;
+#[cfg(not(loom))]
 mod trace;
+#[cfg(not(loom))]
 mod trace_log;
 
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+#[cfg(not(loom))]
 pub use arg::{Arg, Static};
+#[cfg(not(loom))]
 pub use callsite::{fnv1a64, Callsite, CallsiteMeta};
 pub use category::CategoryFilter;
 pub use clock::{ClockInfo, ClockKind};
-pub use config::{BufferMode, StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig};
+pub use config::{BufferMode, ThreadPolicy, TraceLogConfig};
+#[cfg(not(loom))]
+pub use config::{StopCallback, TraceConfig};
 pub use error::{Error, ErrorKind};
 pub use phosphor_format::Phase;
+#[cfg(not(loom))]
 pub use stats::{Drops, Stats};
+#[cfg(not(loom))]
 pub use thread::{current_thread_id, set_thread_name};
+#[cfg(not(loom))]
 pub use trace::{ArgValue, ChunkView, Event, Events, Trace, TraceError};
+#[cfg(not(loom))]
 pub use trace_log::TraceLog;
 
 /// The most `TraceLog`s that can exist at once, the global one included.
 pub const MAX_LOGS: usize = 32;
 
 /// Reads the global log's clock: a start value for [`trace_complete!`].
+#[cfg(not(loom))]
 #[inline(always)]
 pub fn now() -> u64 {
     TraceLog::global().now()
 }
 
 /// Gives the calling thread its own tenant in the global log even under `ThreadPolicy::Pool`.
+#[cfg(not(loom))]
 pub fn register_thread() {
     TraceLog::global().register_thread();
 }
 
+#[cfg(not(loom))]
 #[doc(hidden)]
 pub mod __macro_support {
     pub use crate::callsite::{Callsite, CallsiteMeta};
-    pub use crate::emit::{emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp};
+    pub use crate::emit::{check, emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp};
     pub use phosphor_format::Phase;
 }

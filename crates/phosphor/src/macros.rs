@@ -5,7 +5,7 @@
 //! records into an independent [`TraceLog`](crate::TraceLog) instead of the global one.
 //!
 //! A macro expands to a `static` callsite and one relaxed load of its cached state; the arguments
-//! are evaluated only when the callsite is enabled.
+//! are evaluated only when the callsite is enabled (a callsite's first call registers it first).
 
 /// Internal: one event with 0, 1 or 2 arguments.
 #[doc(hidden)]
@@ -18,8 +18,7 @@ macro_rules! __phosphor_event {
             ),
         );
         let __phosphor_log: &$crate::TraceLog = $log;
-        let __phosphor_state = __PHOSPHOR_CS.state();
-        if $crate::__macro_support::enabled_in(__phosphor_state, __phosphor_log) {
+        if let Some(__phosphor_state) = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS) {
             $crate::__macro_support::emit(
                 __phosphor_log, &__PHOSPHOR_CS, __phosphor_state, $stamp, [$($lead),*], $v0, $v1,
             );
@@ -137,10 +136,9 @@ macro_rules! __phosphor_scope {
             ),
         );
         let __phosphor_log: &$crate::TraceLog = $log;
-        let __phosphor_state = __PHOSPHOR_CS.state();
-        let __phosphor_on = $crate::__macro_support::enabled_in(__phosphor_state, __phosphor_log);
+        let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS).is_some();
         $crate::__macro_support::ScopeGuard::new(
-            __phosphor_log, &__PHOSPHOR_CS, __phosphor_state, if __phosphor_on { Some($args) } else { None },
+            __phosphor_log, &__PHOSPHOR_CS, if __phosphor_on { Some($args) } else { None },
         )
     }};
     ($log:expr, $cat:expr, $name:expr $(,)?) => {
@@ -197,8 +195,8 @@ macro_rules! trace_lock_guard {
             ),
         );
         let __phosphor_log: &$crate::TraceLog = $log;
-        let __phosphor_on = $crate::__macro_support::enabled_in(__PHOSPHOR_WAIT.state(), __phosphor_log)
-            || $crate::__macro_support::enabled_in(__PHOSPHOR_HELD.state(), __phosphor_log);
+        let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_WAIT).is_some()
+            | $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_HELD).is_some();
         let __phosphor_start = if __phosphor_on { Some(__phosphor_log.now()) } else { None };
         $crate::__macro_support::LockGuard::new(
             __phosphor_log, &__PHOSPHOR_WAIT, &__PHOSPHOR_HELD, __phosphor_start, $lock,

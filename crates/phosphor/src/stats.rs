@@ -35,6 +35,32 @@ impl Drops {
             + self.overwritten
     }
 
+    /// Field-wise `self - earlier`, for counters that only grow.
+    pub(crate) fn since(&self, earlier: &Drops) -> Drops {
+        Drops {
+            buffer_full: self.buffer_full.saturating_sub(earlier.buffer_full),
+            no_chunk: self.no_chunk.saturating_sub(earlier.no_chunk),
+            contended: self.contended.saturating_sub(earlier.contended),
+            stopping: self.stopping.saturating_sub(earlier.stopping),
+            reentrant: self.reentrant.saturating_sub(earlier.reentrant),
+            thread_exited: self.thread_exited.saturating_sub(earlier.thread_exited),
+            overwritten: self.overwritten.saturating_sub(earlier.overwritten),
+        }
+    }
+
+    /// Field-wise sum.
+    pub(crate) fn plus(&self, other: &Drops) -> Drops {
+        Drops {
+            buffer_full: self.buffer_full + other.buffer_full,
+            no_chunk: self.no_chunk + other.no_chunk,
+            contended: self.contended + other.contended,
+            stopping: self.stopping + other.stopping,
+            reentrant: self.reentrant + other.reentrant,
+            thread_exited: self.thread_exited + other.thread_exited,
+            overwritten: self.overwritten + other.overwritten,
+        }
+    }
+
     /// `(name, count)` for every reason, in a fixed order.
     pub fn by_reason(&self) -> [(&'static str, u64); 7] {
         [
@@ -67,6 +93,18 @@ pub struct Stats {
     pub chunks_total: u64,
     /// A Fixed buffer ran out.
     pub buffer_exhausted: bool,
+}
+
+impl Drops {
+    pub(crate) const ZERO: Drops = Drops {
+        buffer_full: 0,
+        no_chunk: 0,
+        contended: 0,
+        stopping: 0,
+        reentrant: 0,
+        thread_exited: 0,
+        overwritten: 0,
+    };
 }
 
 impl Stats {

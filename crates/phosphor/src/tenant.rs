@@ -50,7 +50,7 @@ pub(crate) enum DropReason {
     ThreadExited,
 }
 
-/// The drop counters of a `TraceLog`, reset when a trace starts.
+/// The drop counters of a `TraceLog`. They only grow; each trace reports its growth.
 #[derive(Debug, Default)]
 pub(crate) struct DropCounters {
     pub(crate) buffer_full: AtomicU64,
@@ -74,20 +74,6 @@ impl DropCounters {
         };
         // Relaxed: a statistic; readers want the count, not an ordering with other memory.
         c.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn reset(&self) {
-        for c in [
-            &self.buffer_full,
-            &self.no_chunk,
-            &self.contended,
-            &self.stopping,
-            &self.reentrant,
-            &self.thread_exited,
-        ] {
-            // Relaxed: reset under the control lock before the new buffer is published.
-            c.store(0, Ordering::Relaxed);
-        }
     }
 }
 

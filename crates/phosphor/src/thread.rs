@@ -19,6 +19,9 @@ pub(crate) struct ThreadState {
     exiting: Cell<bool>,
     /// Set by `register_thread`: use a dedicated tenant even under `ThreadPolicy::Pool`.
     registered: Cell<bool>,
+    /// This thread's entry in the name table is its own: set by `set_thread_name`, or synced from
+    /// the std name on its first attach (a reused thread id must not keep a dead thread's name).
+    named: Cell<bool>,
     /// `Arc::into_raw` of this thread's tenant per slot, or null.
     tenants: [Cell<*const Tenant>; MAX_LOGS],
 }
@@ -29,6 +32,7 @@ impl ThreadState {
             tid: Cell::new(0),
             exiting: Cell::new(false),
             registered: Cell::new(false),
+            named: Cell::new(false),
             tenants: [const { Cell::new(std::ptr::null()) }; MAX_LOGS],
         }
     }
@@ -41,7 +45,10 @@ impl ThreadState {
         unsafe { self.tenants.get_unchecked(slot as usize) }.get()
     }
 
-    /// Replaces the tenant of `slot`, releasing the previous one.
+    /// Replaces the tenant of `slot`, retiring the previous one.
+    ///
+    /// The previous tenant is not freed here but kept until the thread exits: a signal handler may
+    /// be replacing it while the code it interrupted still holds a pointer to it.
     pub(crate) fn set_tenant(&self, slot: u32, t: Arc<Tenant>) -> *const Tenant {
         let p = Arc::into_raw(t);
         let old = self.tenants[slot as usize].replace(p);
@@ -49,6 +56,7 @@ impl ThreadState {
             // SAFETY: `old` came from `Arc::into_raw` in an earlier call and was owned by this cell.
             let old = unsafe { Arc::from_raw(old) };
             old.retire();
+            bury(old);
         }
         p
     }
@@ -94,8 +102,25 @@ impl ThreadState {
     }
 }
 
-/// Retires the thread's tenants when the thread exits.
-struct ExitGuard;
+/// Retires the thread's tenants when the thread exits, and frees the tenants it replaced.
+struct ExitGuard {
+    graveyard: std::cell::RefCell<Vec<Arc<Tenant>>>,
+}
+
+/// Keeps a replaced tenant alive until the thread exits. If the graveyard is busy (a signal
+/// handler interrupted this very function) or gone, the tenant is leaked: a bounded cost of a
+/// pathological case, rather than a use after free.
+fn bury(t: Arc<Tenant>) {
+    let mut t = Some(t);
+    let _ = EXIT_GUARD.try_with(|g| {
+        if let Ok(mut v) = g.graveyard.try_borrow_mut() {
+            v.extend(t.take());
+        }
+    });
+    if let Some(t) = t {
+        std::mem::forget(t);
+    }
+}
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
@@ -110,7 +135,7 @@ impl Drop for ExitGuard {
 
 thread_local! {
     pub(crate) static THREAD: ThreadState = const { ThreadState::new() };
-    static EXIT_GUARD: ExitGuard = const { ExitGuard };
+    static EXIT_GUARD: ExitGuard = const { ExitGuard { graveyard: std::cell::RefCell::new(Vec::new()) } };
 }
 
 const _: () = assert!(!std::mem::needs_drop::<ThreadState>(), "the hot table must have no destructor");
@@ -141,20 +166,27 @@ static NAMES: Mutex<Option<HashMap<u32, String>>> = Mutex::new(None);
 /// Names the calling thread in every trace that includes it. Not for the hot path: it takes a lock
 /// and allocates.
 pub fn set_thread_name(name: &str) {
-    let tid = current_thread_id();
-    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
-    names.get_or_insert_with(HashMap::new).insert(tid, name.to_owned());
+    THREAD.with(|t| {
+        let tid = t.tid();
+        t.named.set(true);
+        let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+        names.get_or_insert_with(HashMap::new).insert(tid, name.to_owned());
+    });
 }
 
-/// Records the std thread name of the calling thread unless a name was already set.
-pub(crate) fn remember_std_name(tid: u32) {
+/// On a thread's first attach, makes its name-table entry its own: the std thread name, or none.
+/// An entry left by a dead thread with the same id is replaced.
+pub(crate) fn sync_name(t: &ThreadState) {
+    if t.named.replace(true) {
+        return;
+    }
+    let tid = t.tid();
     let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
     let names = names.get_or_insert_with(HashMap::new);
-    if let std::collections::hash_map::Entry::Vacant(e) = names.entry(tid) {
-        if let Some(n) = std::thread::current().name() {
-            e.insert(n.to_owned());
-        }
-    }
+    match std::thread::current().name() {
+        Some(n) => names.insert(tid, n.to_owned()),
+        None => names.remove(&tid),
+    };
 }
 
 pub(crate) fn thread_names() -> HashMap<u32, String> {

@@ -46,6 +46,10 @@ struct Control {
     pool: Vec<Arc<Tenant>>,
     last_trace: Option<Trace>,
     last_stats: Stats,
+    /// The log's cumulative drop counters when the last trace's figures were taken. Counters are
+    /// never reset: a trace's drops are the growth since this baseline, so a drop that raced with
+    /// `stop` (counted after its snapshot) lands in the next trace's figures instead of vanishing.
+    drops_baseline: Drops,
     started_once: bool,
 }
 
@@ -83,6 +87,7 @@ impl TraceLog {
                 pool: Vec::new(),
                 last_trace: None,
                 last_stats: Stats::ZERO,
+                drops_baseline: Drops::ZERO,
                 started_once: false,
             }),
         }
@@ -161,7 +166,6 @@ impl TraceLog {
         c.started_once = true;
         c.tenants.retain(|t| !t.is_retired());
         let buffer = Box::into_raw(Box::new(TraceBuffer::new(config.mode, chunks)));
-        self.core.drops.reset();
         // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
         // initialised chunk headers.
         self.core.buffer.store(buffer, Ordering::Release);
@@ -195,7 +199,9 @@ impl TraceLog {
         // SAFETY: the buffer pointer is unpublished and every tenant has been evicted under its
         // master lock, so no slave holds or can reach the buffer: we own it again.
         let buffer = unsafe { Box::from_raw(running.buffer.0) };
-        let stats = self.stats_of(&buffer, false);
+        let now = self.load_drops();
+        let stats = self.stats_of(&buffer, false, &now.since(&c.drops_baseline));
+        c.drops_baseline = now;
         let clock = c.clock.clone().expect("calibrated in start");
         c.last_stats = stats.clone();
         c.last_trace = Some(Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats));
@@ -208,17 +214,17 @@ impl TraceLog {
     }
 
     /// Statistics of the running trace, or of the last one. While running, `recorded` lags by the
-    /// chunks that threads still hold.
+    /// chunks that threads still hold. After `stop`, drops of events that raced with it are added
+    /// here as they are counted (and reported again in the next trace's figures).
     pub fn stats(&self) -> Stats {
         let c = self.control();
+        let late = self.load_drops().since(&c.drops_baseline);
         match &c.running {
             // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock.
-            Some(r) => self.stats_of(unsafe { &*r.buffer.0 }, true),
+            Some(r) => self.stats_of(unsafe { &*r.buffer.0 }, true, &late),
             None => {
                 let mut s = c.last_stats.clone();
-                // Drops that raced with `stop` after its snapshot still show up here.
-                s.dropped.stopping = self.load_drops().stopping;
-                s.dropped.thread_exited = self.load_drops().thread_exited;
+                s.dropped = s.dropped.plus(&late);
                 s
             }
         }
@@ -239,8 +245,9 @@ impl TraceLog {
         }
     }
 
-    fn stats_of(&self, buf: &TraceBuffer, running: bool) -> Stats {
-        let mut dropped = self.load_drops();
+    /// A buffer's figures, with `drops` (the log's drops since the baseline) added.
+    fn stats_of(&self, buf: &TraceBuffer, running: bool, drops: &Drops) -> Stats {
+        let mut dropped = drops.clone();
         let k = &buf.counters;
         // Relaxed: statistics.
         dropped.overwritten = k.events_overwritten.load(Ordering::Relaxed);
@@ -362,7 +369,7 @@ impl TraceLog {
                 tenant
             }
         };
-        thread::remember_std_name(tid);
+        thread::sync_name(t);
         Some(t.set_tenant(self.slot(), tenant))
     }
 
@@ -371,9 +378,18 @@ impl TraceLog {
     #[cold]
     #[inline(never)]
     fn on_exhausted(&self) {
-        // Relaxed: a status flag.
-        self.enabled.store(false, Ordering::Relaxed);
-        let cb: Option<StopCallback> = self.control().running.as_ref().and_then(|r| r.config.on_stop.clone());
+        let cb: Option<StopCallback> = {
+            let c = self.control();
+            // Between the failed loan and here, `stop` and `start` may have run: act only if the
+            // running trace is the one whose buffer ran out (a fresh buffer is never exhausted).
+            // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock.
+            let Some(r) = c.running.as_ref().filter(|r| unsafe { &*r.buffer.0 }.is_exhausted()) else {
+                return;
+            };
+            // Relaxed: a status flag.
+            self.enabled.store(false, Ordering::Relaxed);
+            r.config.on_stop.clone()
+        };
         if let Some(cb) = cb {
             cb(self);
         }

@@ -422,7 +422,6 @@ fn an_event_in_flight_when_the_trace_stops_is_counted_as_a_stopping_drop() {
 }
 
 #[test]
-#[ignore = "bug: start() resets the drop counters, erasing drops that raced with the previous stop (trace_log.rs, TraceLog::start)"]
 fn a_drop_that_raced_with_stop_is_still_counted_after_the_next_start() {
     let log = new_log(TraceLogConfig::default());
     let first = race_one_event_with_stop(&log);

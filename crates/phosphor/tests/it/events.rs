@@ -384,7 +384,6 @@ fn each_threads_events_come_out_in_the_order_it_recorded_them_with_its_thread_id
 }
 
 #[test]
-#[ignore = "bug: thread names are kept by OS thread id for ever, so a new thread reusing a dead thread's id shows the dead thread's name (thread.rs, remember_std_name / NAMES)"]
 fn a_thread_that_reuses_a_dead_threads_id_does_not_inherit_its_name() {
     let log = started(fixed(1 << 16));
     let departed = std::thread::scope(|s| {

@@ -52,7 +52,7 @@ macro_rules! trace_instant {
     };
 }
 
-/// Opens a slice on this thread; [`trace_end!`] with the same name closes it.
+/// Opens a slice on this thread; [`trace_end!`](crate::trace_end!) with the same name closes it.
 #[macro_export]
 macro_rules! trace_begin {
     (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
@@ -63,7 +63,7 @@ macro_rules! trace_begin {
     };
 }
 
-/// Closes the slice opened by [`trace_begin!`]; the name must match, which the tools check.
+/// Closes the slice opened by [`trace_begin!`](crate::trace_begin!); the name must match, which the tools check.
 #[macro_export]
 macro_rules! trace_end {
     (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {

@@ -14,11 +14,17 @@
 //! every thread a tenant whose slave side takes the lock with a `SeqCst` compare-and-swap instead,
 //! which needs no help from [`heavy`]. Under loom both barriers are `fence(SeqCst)`, which is what
 //! the membarrier pair guarantees and what loom can model.
+//!
+//! Miri cannot run the membarrier system call (it emulates only a handful of syscalls), and it
+//! could not model what membarrier does to other threads' barriers anyway. Under Miri, therefore,
+//! [`asymmetric_available`] is false, exactly as on a kernel without membarrier: every tenant takes
+//! its slave lock with the `SeqCst` compare-and-swap, and [`heavy`] is only its `SeqCst` fence,
+//! which that protocol does not need. Miri thus checks the symmetric protocol, the one it can model.
 
 #[cfg(not(loom))]
 use std::sync::OnceLock;
 
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(target_os = "linux", not(loom), not(miri)))]
 mod sys {
     // From linux/membarrier.h; the libc crate does not export these.
     pub const CMD_QUERY: libc::c_int = 0;
@@ -38,14 +44,15 @@ mod sys {
 pub(crate) fn asymmetric_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(miri)))]
         {
             let mask = sys::membarrier(sys::CMD_QUERY);
             mask >= 0
                 && mask & libc::c_long::from(sys::CMD_PRIVATE_EXPEDITED) != 0
                 && sys::membarrier(sys::CMD_REGISTER_PRIVATE_EXPEDITED) == 0
         }
-        #[cfg(not(target_os = "linux"))]
+        // No membarrier off Linux, nor under Miri (see the module comment).
+        #[cfg(any(not(target_os = "linux"), miri))]
         {
             false
         }
@@ -76,7 +83,7 @@ pub(crate) fn heavy() {
     #[cfg(not(loom))]
     {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(miri)))]
         if asymmetric_available() {
             let r = sys::membarrier(sys::CMD_PRIVATE_EXPEDITED);
             // Registration succeeded, so the command cannot fail short of a kernel bug; a

@@ -1,12 +1,16 @@
 //! `TraceLogConfig` (one-time, per `TraceLog`) and `TraceConfig` (per trace).
 
+#[cfg(not(loom))]
 use std::sync::Arc;
 
+#[cfg(not(loom))]
 use phosphor_format::chunk::CHUNK_BYTES;
 
+#[cfg(not(loom))]
 use crate::category::CategoryFilter;
 use crate::clock::ClockKind;
 use crate::error::{Error, ErrorKind};
+#[cfg(not(loom))]
 use crate::TraceLog;
 
 /// How threads that did not call `register_thread` get a tenant.
@@ -77,9 +81,11 @@ pub enum BufferMode {
 }
 
 /// Called on the recording thread when a Fixed buffer fills. It may call `TraceLog::stop`.
+#[cfg(not(loom))]
 pub type StopCallback = Arc<dyn Fn(&TraceLog) + Send + Sync>;
 
 /// Configuration of one trace.
+#[cfg(not(loom))]
 #[derive(Clone)]
 pub struct TraceConfig {
     pub(crate) mode: BufferMode,
@@ -88,6 +94,7 @@ pub struct TraceConfig {
     pub(crate) on_stop: Option<StopCallback>,
 }
 
+#[cfg(not(loom))]
 impl std::fmt::Debug for TraceConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TraceConfig")
@@ -99,6 +106,7 @@ impl std::fmt::Debug for TraceConfig {
     }
 }
 
+#[cfg(not(loom))]
 impl TraceConfig {
     /// A trace in `mode` using `buffer_size` bytes (rounded down to whole 4 KiB chunks), with every
     /// category enabled.

@@ -1,0 +1,452 @@
+//! Loom models of the `ChunkLock` protocol and of the tenant/chunk hand-off.
+//!
+//! Built only with `RUSTFLAGS="--cfg loom"` (see `scripts/loom.sh`). Under loom the lock's and the
+//! buffer's atomics are loom's (see `sync`), and both halves of the asymmetric barrier are
+//! `fence(SeqCst)` (see `barrier`), so loom explores every interleaving and every value a load may
+//! return under the C++20 memory model, within its documented limits.
+//!
+//! * Models 1 and 2 guard a `loom::cell::UnsafeCell` with the lock. Loom tracks the causality of
+//!   every access to such a cell and fails the run if two accesses are not ordered by
+//!   happens-before, so a broken exclusion shows up as a reported race, not as a lucky pass.
+//! * Model 3 runs `Tenant::write` against what `TraceLog::stop` does (unpublish the buffer,
+//!   `evict_all`, read the chunks) and checks the accounting exactly: every write either lands in
+//!   a chunk that the stopper sees (or is counted as overwritten there), or is counted as dropped.
+//!   Each fill also touches a per-writer loom cell, which the stopper reads after eviction: a fill
+//!   that could still run after `evict_all` returned would be reported as a race on that cell.
+//!
+//! Every model prints how many executions loom explored and how long it took.
+//!
+//! # Ignored models
+//!
+//! Three models are `#[ignore]`d; run them with `scripts/loom.sh loom_tests --include-ignored`.
+//!
+//! * `shared_slaves_and_master_exclude_each_other` and `handoff_pool_tenant_two_writers` exercise
+//!   `ChunkLock::try_slave_lock_shared`, whose Dekker protocol rests on `SeqCst` loads and stores
+//!   (the slave's compare-and-swap and load against the master's store and load). Loom 0.7 models
+//!   `SeqCst` *accesses* only as acquire/release (see `loom::rt::thread::Set::seq_cst`, disabled
+//!   on purpose) while it models `fence(SeqCst)` faithfully, so it lets both sides read the other's
+//!   stale flag and reports a race that C++20 forbids: the slave's load reading the initial
+//!   `master` would put it before the master's store in the single total order S, and the master's
+//!   load reading the initial `slave` would put it before the slave's compare-and-swap, a cycle.
+//!   With a `fence(SeqCst)` between the compare-and-swap and the load under `cfg(loom)` (a change
+//!   to `chunk_lock.rs`) both models pass.
+//! * `handoff_retire_races_stop` finds a real accounting bug: when `stop` has already swapped the
+//!   buffer pointer to null, `Tenant::retire` (thread exit) drops its chunk pointer without giving
+//!   the chunk back, so `evict_all` finds no chunk and the chunk's events are missing from
+//!   `TraceBuffer::recorded_events` (and so from `Stats::recorded`) although they are in the trace.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+use std::sync::Arc;
+use std::time::Instant;
+
+use loom::cell::UnsafeCell;
+use loom::model::Builder;
+use loom::thread;
+
+use phosphor_format::{count_events, Meta, Record, FIRST_CALLSITE_ID};
+
+use crate::buffer::TraceBuffer;
+use crate::chunk_lock::{ChunkLock, LockState};
+use crate::clock::ClockKind;
+use crate::sync::Ordering;
+use crate::tenant::{evict_all, LogCore, Outcome, Tenant};
+use crate::BufferMode;
+
+/// Runs `f` under loom and prints the executions explored. `bound` is the preemption bound used
+/// unless `LOOM_MAX_PREEMPTIONS` sets one (`None`: exhaustive).
+fn check<F>(name: &'static str, bound: Option<usize>, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    // A std counter, invisible to loom: it only counts executions for the report.
+    let runs: &'static StdAtomicUsize = Box::leak(Box::new(StdAtomicUsize::new(0)));
+    let mut b = Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = bound;
+    }
+    let bound = b.preemption_bound;
+    let t0 = Instant::now();
+    b.check(move || {
+        // Relaxed (std atomic, not modelled): a statistic read after `check` returns.
+        runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f();
+    });
+    eprintln!(
+        "loom model {name}: {} executions in {:.2?} (preemption bound {bound:?})",
+        // Relaxed: every execution has finished.
+        runs.load(std::sync::atomic::Ordering::Relaxed),
+        t0.elapsed()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models 1 and 2: mutual exclusion.
+// ---------------------------------------------------------------------------------------------
+
+/// A value that only the holder of `lock` may touch.
+struct Guarded {
+    lock: ChunkLock,
+    value: UnsafeCell<u64>,
+}
+
+// SAFETY: [1] `lock` is Sync. [2] `value` is accessed only by the holder of the slave or master
+// side of `lock` (or after every other thread was joined); that this excludes every other access
+// is exactly what the models check, and loom reports any access it fails to order.
+unsafe impl Sync for Guarded {}
+
+impl Guarded {
+    fn new() -> Guarded {
+        Guarded { lock: ChunkLock::new(), value: UnsafeCell::new(0) }
+    }
+
+    /// Adds `d` to the value. The caller holds the slave or the master side of `lock`.
+    fn add(&self, d: u64) {
+        // SAFETY: [1] the pointer comes from loom's cell and is valid for the closure. [2] The
+        // caller holds the lock, so no other access overlaps; if the protocol failed to exclude
+        // one, loom reports the two accesses as a race instead of letting this pass.
+        self.value.with_mut(|p| unsafe { *p += d });
+    }
+
+    fn get(&self) -> u64 {
+        // SAFETY: [1] the pointer is valid for the closure. [2] Called after every other thread
+        // was joined (or under the lock), so no write overlaps.
+        self.value.with(|p| unsafe { *p })
+    }
+}
+
+/// The master side as `evict_all` runs it: raise the flag, one heavy barrier, wait for the slave.
+fn master_section(g: &Guarded, d: u64) {
+    g.lock.raise_master();
+    crate::barrier::heavy();
+    g.lock.wait_for_slave();
+    assert_eq!(g.lock.state(), LockState::MasterLocked);
+    g.add(d);
+    g.lock.master_unlock();
+}
+
+/// Model 1: one exclusive slave (a thread-local tenant's owner) against the master.
+///
+/// The slave tries once; if the master holds the lock the try fails and, as the tenant's owner
+/// would on its next event, it tries again until the master has let go. That checks both mutual
+/// exclusion and that a failed try leaves the lock usable (the slave flag is cleared again).
+#[test]
+fn exclusive_slave_and_master_exclude_each_other() {
+    check("exclusive slave vs master", None, || {
+        let g = Arc::new(Guarded::new());
+        let slave = {
+            let g = g.clone();
+            thread::spawn(move || {
+                // Two events from the tenant's owner. Either try may fail while the master holds
+                // the lock; a try never waits, so the slave does not spin here (a slave retrying
+                // in a loop could starve `wait_for_slave` in loom's adversarial schedules).
+                let mut entered = 0u64;
+                for _ in 0..2 {
+                    if g.lock.try_slave_lock_exclusive() {
+                        g.add(1);
+                        g.lock.slave_unlock();
+                        entered += 1;
+                    }
+                }
+                entered
+            })
+        };
+        master_section(&g, 100);
+        let entered = slave.join().unwrap();
+        assert_eq!(g.get(), 100 + entered);
+        // Whatever happened, failed tries included, the lock ends Unlocked and both sides can
+        // take it again (this thread is the slave's owner now: the join ordered it after the
+        // slave thread).
+        assert_eq!(g.lock.state(), LockState::Unlocked);
+        assert!(g.lock.try_slave_lock_exclusive());
+        assert!(!g.lock.try_slave_lock_exclusive(), "re-entry must fail");
+        g.lock.slave_unlock();
+        g.lock.master_lock();
+        assert!(!g.lock.try_slave_lock_exclusive(), "master-locked");
+        g.lock.master_unlock();
+    });
+}
+
+/// Model 2: two slaves of a shared (pool) tenant, which take the lock with a compare-and-swap,
+/// against the master.
+#[test]
+#[ignore = "loom models SeqCst loads and stores only as Acquire/Release, so it reports a race on the \
+            shared slave path; passes once try_slave_lock_shared issues a SeqCst fence under cfg(loom)"]
+fn shared_slaves_and_master_exclude_each_other() {
+    check("two shared slaves vs master", Some(3), || {
+        let g = Arc::new(Guarded::new());
+        let slaves: Vec<_> = (0..2)
+            .map(|_| {
+                let g = g.clone();
+                thread::spawn(move || {
+                    if g.lock.try_slave_lock_shared() {
+                        g.add(1);
+                        g.lock.slave_unlock();
+                        1
+                    } else {
+                        0
+                    }
+                })
+            })
+            .collect();
+        g.lock.master_lock();
+        g.add(100);
+        g.lock.master_unlock();
+        let entered: u64 = slaves.into_iter().map(|s| s.join().unwrap()).sum();
+        assert_eq!(g.get(), 100 + entered);
+        assert_eq!(g.lock.state(), LockState::Unlocked);
+        assert!(g.lock.try_slave_lock_shared(), "a failed try must leave the lock usable");
+        g.lock.slave_unlock();
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model 3: the tenant/chunk hand-off against `stop`.
+// ---------------------------------------------------------------------------------------------
+
+/// One hand-off scenario.
+#[derive(Clone, Copy, Debug)]
+struct Handoff {
+    mode: BufferMode,
+    chunks: usize,
+    /// Writer threads (1 or 2).
+    writers: usize,
+    /// Events each writer emits.
+    events: usize,
+    /// Records per event: 64 puts one event in a chunk, 40 puts three.
+    records: u32,
+    /// One pool tenant shared by every writer, instead of one exclusive tenant each.
+    pooled: bool,
+    /// Each writer's thread exits after its events (`Tenant::retire`), racing with `stop`.
+    retire: bool,
+}
+
+/// Counts the fills of one writer; loom checks every access to it for races.
+struct Shadow(UnsafeCell<u64>);
+
+// SAFETY: [1] one writer thread bumps the cell, inside its tenant's slave critical section; [2] the
+// stopper reads it only after `evict_all`. That these never overlap is what model 3 checks, and loom
+// reports any pair of accesses that happens-before does not order.
+unsafe impl Sync for Shadow {}
+
+impl Shadow {
+    fn bump(&self) {
+        // SAFETY: [1] the pointer is valid for the closure. [2] Only this shadow's writer thread
+        // writes it, and only inside its tenant's slave critical section; the stopper reads it
+        // after `evict_all`, which must order every such write before the read (loom reports a
+        // race otherwise).
+        self.0.with_mut(|p| unsafe { *p += 1 });
+    }
+
+    fn get(&self) -> u64 {
+        // SAFETY: [1] the pointer is valid for the closure. [2] See `bump`: the caller has
+        // evicted every tenant, so no fill runs concurrently.
+        self.0.with(|p| unsafe { *p })
+    }
+}
+
+/// The fill of event `e` of writer `w`: a lead record naming the event, then continuations.
+fn fill_event(
+    shadow: &Shadow,
+    w: u64,
+    e: u64,
+    n: u32,
+) -> impl FnOnce(*mut MaybeUninit<Record>, ClockKind) + Copy + '_ {
+    move |dst, _clock| {
+        let lead = Record::new(e, FIRST_CALLSITE_ID + w as u32, Meta(0).with_continuation(n - 1), [w, e]);
+        // SAFETY: [1] `Tenant::write` hands the fill `n` contiguous, writable, unpublished slots
+        // of a chunk its tenant holds under the slave lock, so `dst` and `dst.add(n - 1)` are in
+        // bounds. [2] No one else reads or writes them until the count is published.
+        unsafe {
+            dst.write(MaybeUninit::new(lead));
+            for i in 1..n as usize {
+                dst.add(i).write(MaybeUninit::new(Record::new(0, 0, Meta(0), [w, e])));
+            }
+        }
+        shadow.bump();
+    }
+}
+
+fn handoff(h: Handoff) {
+    let core = Arc::new(LogCore::new());
+    let buffer = Box::into_raw(Box::new(TraceBuffer::new(h.mode, h.chunks)));
+    // Release: as in `TraceLog::start`, publishes the initialised buffer to the tenants' Acquire.
+    core.buffer.store(buffer, Ordering::Release);
+
+    let tenants: Vec<Arc<Tenant>> = if h.pooled {
+        vec![Arc::new(Tenant::new(&core, ClockKind::Monotonic, true, false, 0))]
+    } else {
+        (0..h.writers)
+            .map(|w| Arc::new(Tenant::new(&core, ClockKind::Monotonic, false, true, w as u32 + 1)))
+            .collect()
+    };
+    let shadows: Vec<Arc<Shadow>> = (0..h.writers).map(|_| Arc::new(Shadow(UnsafeCell::new(0)))).collect();
+
+    let writers: Vec<_> = (0..h.writers)
+        .map(|w| {
+            let core = core.clone();
+            let tenant = tenants[if h.pooled { 0 } else { w }].clone();
+            let shadow = shadows[w].clone();
+            thread::spawn(move || {
+                let tid = w as u32 + 1;
+                let outcomes = (0..h.events)
+                    .map(|e| {
+                        let fill = fill_event(&shadow, w as u64, e as u64, h.records);
+                        tenant.write(&core, || tid, h.records, fill)
+                    })
+                    .collect::<Vec<Outcome>>();
+                if h.retire {
+                    tenant.retire();
+                }
+                outcomes
+            })
+        })
+        .collect();
+
+    // --- `TraceLog::stop` ---
+    // AcqRel: as in `stop`; the swap is ordered before the evictions and sees our own store.
+    let ptr = core.buffer.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    assert_eq!(ptr, buffer);
+    // SAFETY: [1] `ptr` came from `Box::into_raw` above and is freed only below. [2] Shared
+    // access only: writers that loaded it before the swap use it concurrently through `&`.
+    let buf = unsafe { &*ptr };
+    evict_all(&tenants, Some(buf), false);
+
+    // Every fill that will ever run has run and is ordered before these reads.
+    let fills: u64 = shadows.iter().map(|s| s.get()).sum();
+    let mut seen = Vec::new();
+    let mut recorded = 0u64;
+    for i in buf.used_chunks() {
+        // SAFETY: [1] the buffer pointer is unpublished and every tenant evicted, so no tenant
+        // holds or can reach this chunk: no one writes it while the slice lives.
+        let records = unsafe { buf.chunk(i).records() };
+        recorded += count_events(records);
+        seen.extend(records.iter().filter(|r| r.id >= FIRST_CALLSITE_ID).map(|r| (r.slots[0], r.slots[1])));
+    }
+    assert_eq!(recorded, seen.len() as u64);
+    assert_eq!(recorded, buf.recorded_events(), "the buffer's own count agrees with its chunks");
+    // Relaxed: the evictions above synchronised with every writer that touched the buffer.
+    let overwritten = buf.counters.events_overwritten.load(Ordering::Relaxed);
+    assert_eq!(recorded + overwritten, fills, "every fill is in a chunk or counted as overwritten");
+
+    // --- accounting, once the writers are done (late writes are counted as `stopping`) ---
+    let outcomes: Vec<Vec<Outcome>> = writers.into_iter().map(|t| t.join().unwrap()).collect();
+    // `stop` frees the buffer right after the evictions; the model frees it only after the
+    // join, so that a protocol failure shows up as a failed check rather than as a crash.
+    // SAFETY: [1] `ptr` came from `Box::into_raw` and is freed once. [2] Every writer has been
+    // joined, and `buf` is not used after this.
+    drop(unsafe { Box::from_raw(ptr) });
+    let emitted = (h.writers * h.events) as u64;
+    let written = outcomes.iter().flatten().filter(|o| **o == Outcome::Written).count() as u64;
+    assert!(outcomes.iter().flatten().all(|o| *o != Outcome::Dead), "no tenant was killed");
+    let d = &core.drops;
+    // Relaxed: statistics; the writers were joined.
+    let counted = [&d.buffer_full, &d.no_chunk, &d.contended, &d.stopping, &d.reentrant, &d.thread_exited]
+        .iter()
+        .map(|c| c.load(Ordering::Relaxed))
+        .sum::<u64>();
+    assert_eq!(written, fills, "a write reports Written exactly when it filled its records");
+    assert_eq!(counted, emitted - written, "every unwritten event is counted once: {outcomes:?}");
+    // The invariant itself: recorded + dropped == emitted.
+    assert_eq!(recorded + overwritten + counted, emitted);
+    for (w, e) in seen {
+        assert_eq!(outcomes[w as usize][e as usize], Outcome::Written, "recorded events were written");
+    }
+}
+
+/// Fixed, one chunk, one event per chunk: the second event finds the buffer exhausted.
+#[test]
+fn handoff_fixed_one_chunk() {
+    let h = Handoff {
+        mode: BufferMode::Fixed,
+        chunks: 1,
+        writers: 1,
+        events: 2,
+        records: 64,
+        pooled: false,
+        retire: false,
+    };
+    check("hand-off Fixed 1 chunk, 1 writer x 2 events", None, move || handoff(h));
+}
+
+/// Fixed, two chunks: the writer swaps chunks (`give_back`, `loan`) while the stopper evicts.
+#[test]
+fn handoff_fixed_two_chunks() {
+    let h = Handoff {
+        mode: BufferMode::Fixed,
+        chunks: 2,
+        writers: 1,
+        events: 3,
+        records: 64,
+        pooled: false,
+        retire: false,
+    };
+    check("hand-off Fixed 2 chunks, 1 writer x 3 events", None, move || handoff(h));
+}
+
+/// Ring, one chunk: the writer's third event overwrites its first chunk, counting what was lost.
+#[test]
+fn handoff_ring_one_chunk_overwrites() {
+    let h = Handoff {
+        mode: BufferMode::Ring,
+        chunks: 1,
+        writers: 1,
+        events: 3,
+        records: 64,
+        pooled: false,
+        retire: false,
+    };
+    check("hand-off Ring 1 chunk, 1 writer x 3 events", None, move || handoff(h));
+}
+
+/// Ring, one chunk, two writers with their own tenants: they compete for the chunk (`AllLoaned`
+/// for the loser) and for the overwrite of a full one.
+#[test]
+fn handoff_ring_two_writers() {
+    let h = Handoff {
+        mode: BufferMode::Ring,
+        chunks: 1,
+        writers: 2,
+        events: 2,
+        records: 64,
+        pooled: false,
+        retire: false,
+    };
+    check("hand-off Ring 1 chunk, 2 writers x 2 events", Some(2), move || handoff(h));
+}
+
+/// Fixed, two chunks, two writers sharing one pool tenant: thread-switch records, contention on
+/// the compare-and-swap lock, and eviction of a shared tenant.
+#[test]
+#[ignore = "loom models SeqCst loads and stores only as Acquire/Release, so it reports a race on the \
+            shared slave path; passes once try_slave_lock_shared issues a SeqCst fence under cfg(loom)"]
+fn handoff_pool_tenant_two_writers() {
+    let h = Handoff {
+        mode: BufferMode::Fixed,
+        chunks: 2,
+        writers: 2,
+        events: 2,
+        records: 40,
+        pooled: true,
+        retire: false,
+    };
+    check("hand-off Fixed 2 chunks, pool tenant, 2 writers x 2 events", Some(2), move || handoff(h));
+}
+
+/// Fixed, two chunks: the writer's thread exits (`Tenant::retire` hands its chunk back) while
+/// `stop` runs.
+#[test]
+#[ignore = "fails: Tenant::retire forgets its chunk without giving it back when stop has already \
+            unpublished the buffer, so Stats::recorded misses the chunk's events"]
+fn handoff_retire_races_stop() {
+    let h = Handoff {
+        mode: BufferMode::Fixed,
+        chunks: 2,
+        writers: 1,
+        events: 1,
+        records: 64,
+        pooled: false,
+        retire: true,
+    };
+    check("hand-off Fixed 2 chunks, 1 writer x 1 event, then thread exit", None, move || handoff(h));
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs Miri over the chunk, lock and buffer code and over phosphor-format.
+#
+#  1. `phosphor` unit tests, strict provenance: chunk_lock, buffer, and the other unit tests that
+#     Miri can run (arg, callsite, category). The clock tests are skipped: TSC calibration runs
+#     `cpuid` (inline assembly, which Miri cannot execute). Under Miri `barrier` reports no
+#     membarrier, so the lock runs its symmetric (compare-and-swap) protocol.
+#  2. `phosphor-format` unit and doc tests, strict provenance.
+#  3. The one `phosphor` integration test that needs neither the TSC nor signals: it records through
+#     the global log with the monotonic clock and pool tenants, which exercises the tenant write
+#     path, eviction and decoding. Reading `CLOCK_REALTIME` needs `-Zmiri-disable-isolation`.
+#
+# Strict provenance holds for all of it because none of these tests turns an integer back into a
+# pointer. The one place that does is `trace.rs`'s `static_str` (a static string's address, stored
+# in a record slot, cast back to `*const u8` when a trace is decoded); tests that decode static
+# string arguments need `-Zmiri-permissive-provenance`.
+#
+# Extra Miri flags can be added through MIRIFLAGS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+strict="-Zmiri-strict-provenance"
+
+echo "== phosphor unit tests (Miri, strict provenance) =="
+MIRIFLAGS="$strict ${MIRIFLAGS:-}" cargo +nightly miri test -p phosphor --lib -- --skip clock::
+
+echo "== phosphor-format tests (Miri, strict provenance) =="
+MIRIFLAGS="$strict ${MIRIFLAGS:-}" cargo +nightly miri test -p phosphor-format
+
+echo "== phosphor integration: global log, monotonic clock, pool tenants (Miri) =="
+MIRIFLAGS="$strict -Zmiri-disable-isolation ${MIRIFLAGS:-}" \
+    cargo +nightly miri test -p phosphor --test it -- the_global_log_is_configured_once

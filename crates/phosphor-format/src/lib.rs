@@ -10,12 +10,14 @@
 //! * [`decode_event`] turns a run of records back into a [`RawEvent`], checking every length, so that
 //!   corrupt input yields a [`DecodeError`] and never a panic.
 //! * [`chunk`] holds the chunk geometry shared by the runtime and the readers.
+//! * [`file`](mod@file) is the versioned trace file: [`file::Writer`] and the streaming [`file::Reader`].
 //!
 //! **Invariant:** this crate is the only place that knows the byte layout. The runtime builds records
 //! through [`Record::new`] and [`encode_continuation`]; the tools read them through [`decode_event`].
 
 pub mod chunk;
 mod decode;
+pub mod file;
 mod record;
 
 pub use decode::{count_events, decode_event, ArgWord, DecodeError, RawEvent};

@@ -1,0 +1,195 @@
+//! The chunk block: an extents header, then the chunk's records exactly as recorded.
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  tid              the thread that first wrote into the chunk
+//!      4     4  record_count     records that follow (events, continuations and markers)
+//!      8     8  seq              the thread's chunk sequence number: a gap shows lost chunks
+//!     16     8  first_ts         smallest timestamp of an event record (0 when there is none)
+//!     24     8  last_ts          largest timestamp of an event record (0 when there is none)
+//!     32     4  committed_bytes  record_count × 32
+//!     36     4  event_count      event records among them
+//!     40        records, 32 bytes each, as laid out in `record.rs`
+//! ```
+//!
+//! This is XRay FDR's BufferExtents: a reader can skip or index a chunk from its extents alone.
+//! The one change from memory: a [`StaticStr`](crate::ArgType::StaticStr) argument word, an
+//! address in the recording process, is replaced by the index of that string in the file's string
+//! table (a value below 2³²), so that the file means the same once the process is gone.
+
+use super::bytes::Body;
+use super::error::Error;
+use super::tables::Tables;
+use crate::record::RECORD_SIZE;
+use crate::{decode_event, ArgType, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH, MAX_ARGS};
+
+/// Bytes of the extents header.
+pub const EXTENTS_BYTES: usize = 40;
+
+/// A chunk's extents header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Extents {
+    /// The thread that first wrote into the chunk.
+    pub tid: u32,
+    /// The thread's sequence number for the chunk.
+    pub seq: u64,
+    /// Records in the chunk.
+    pub record_count: u32,
+    /// Bytes of records: `record_count × 32`.
+    pub committed_bytes: u32,
+    /// Smallest event timestamp.
+    pub first_ts: u64,
+    /// Largest event timestamp.
+    pub last_ts: u64,
+    /// Event records in the chunk.
+    pub event_count: u32,
+}
+
+impl Extents {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.tid.to_le_bytes());
+        out.extend_from_slice(&self.record_count.to_le_bytes());
+        out.extend_from_slice(&self.seq.to_le_bytes());
+        out.extend_from_slice(&self.first_ts.to_le_bytes());
+        out.extend_from_slice(&self.last_ts.to_le_bytes());
+        out.extend_from_slice(&self.committed_bytes.to_le_bytes());
+        out.extend_from_slice(&self.event_count.to_le_bytes());
+    }
+
+    /// Decodes and checks the extents of a chunk body of `body.len()` bytes at file offset `base`.
+    pub(crate) fn decode(body: &[u8], base: u64) -> Result<Extents, Error> {
+        let what = "chunk block";
+        let mut b = Body::new(body, base, what);
+        let tid = b.u32()?;
+        let record_count = b.u32()?;
+        let seq = b.u64()?;
+        let first_ts = b.u64()?;
+        let last_ts = b.u64()?;
+        let at = b.offset();
+        let committed_bytes = b.u32()?;
+        let event_count = b.u32()?;
+        let e = Extents { tid, seq, record_count, committed_bytes, first_ts, last_ts, event_count };
+        if u64::from(committed_bytes) != u64::from(record_count) * RECORD_SIZE as u64 {
+            return Err(Error::malformed(
+                what,
+                format!("committed length {committed_bytes} is not {record_count} records"),
+                at,
+            ));
+        }
+        if b.remaining() != committed_bytes as usize {
+            return Err(Error::malformed(
+                what,
+                format!("committed length {committed_bytes}, but {} bytes of records follow", b.remaining()),
+                at,
+            ));
+        }
+        if event_count > record_count {
+            return Err(Error::malformed(
+                what,
+                format!("{event_count} events in {record_count} records"),
+                at + 4,
+            ));
+        }
+        Ok(e)
+    }
+}
+
+/// Encodes a chunk's records for a file into `out` (extents first), replacing each static string
+/// word by `intern(address, length)`. Fails on the first record that does not decode, with its
+/// index.
+pub(crate) fn encode_chunk(
+    tid: u32,
+    seq: u64,
+    records: &[Record],
+    out: &mut Vec<u8>,
+    mut intern: impl FnMut(u64, usize) -> u32,
+) -> Result<Extents, (usize, crate::DecodeError)> {
+    let start = out.len();
+    out.resize(start + EXTENTS_BYTES, 0);
+    let recs = out.len();
+    for r in records {
+        out.extend_from_slice(&r.to_bytes());
+    }
+    let (mut first_ts, mut last_ts, mut events) = (u64::MAX, 0, 0u32);
+    let mut i = 0;
+    while i < records.len() {
+        let r = &records[i];
+        if r.id == ID_THREAD_SWITCH {
+            i += 1;
+            continue;
+        }
+        let ev = decode_event(records, i).map_err(|e| (i, e))?;
+        if r.id >= FIRST_CALLSITE_ID {
+            events += 1;
+            first_ts = first_ts.min(r.ts);
+            last_ts = last_ts.max(r.ts);
+        }
+        let mut word = ev.lead_len;
+        for a in 0..MAX_ARGS {
+            let t = ArgType::from_code(r.meta.arg_code(a)).unwrap_or(ArgType::None);
+            if t == ArgType::None {
+                continue;
+            }
+            if let Some(crate::ArgWord::StaticStr { addr, len }) = ev.args[a] {
+                let index = u64::from(intern(addr, len));
+                // Words 0 and 1 sit in the slots; later ones at the start of the continuation bytes.
+                let at = if word < 2 {
+                    i * RECORD_SIZE + 16 + 8 * word
+                } else {
+                    (i + 1) * RECORD_SIZE + 8 * (word - 2)
+                };
+                out[recs + at..recs + at + 8].copy_from_slice(&index.to_le_bytes());
+            }
+            word += 1;
+        }
+        i += ev.len;
+    }
+    if events == 0 {
+        first_ts = 0;
+    }
+    let e = Extents {
+        tid,
+        seq,
+        record_count: records.len() as u32,
+        committed_bytes: (records.len() * RECORD_SIZE) as u32,
+        first_ts,
+        last_ts,
+        event_count: events,
+    };
+    let mut head = Vec::with_capacity(EXTENTS_BYTES);
+    e.encode(&mut head);
+    out[start..start + EXTENTS_BYTES].copy_from_slice(&head);
+    Ok(e)
+}
+
+/// One chunk read from a file. It borrows the reader, so read the next block only after you are
+/// done with it.
+#[derive(Clone, Copy, Debug)]
+pub struct Chunk<'a> {
+    /// The extents header.
+    pub extents: Extents,
+    /// File offset of the chunk's block (its framing).
+    pub offset: u64,
+    /// The records (static string words hold string table indices).
+    pub records: &'a [Record],
+    pub(crate) tables: &'a Tables,
+}
+
+impl<'a> Chunk<'a> {
+    /// File offset of record `index` of this chunk.
+    pub fn record_offset(&self, index: usize) -> u64 {
+        self.offset
+            + (super::header::BLOCK_HEADER_BYTES + EXTENTS_BYTES) as u64
+            + (index as u64) * RECORD_SIZE as u64
+    }
+
+    /// File offset of the byte just past this chunk's block.
+    pub fn end_offset(&self) -> u64 {
+        self.record_offset(self.records.len())
+    }
+
+    /// The chunk's events, with callsites and strings resolved.
+    pub fn events(&self) -> super::event::ChunkEvents<'a> {
+        super::event::ChunkEvents::new(*self)
+    }
+}

@@ -1,0 +1,139 @@
+//! Errors of the file reader and writer: what was wrong, and the byte offset where.
+//!
+//! An [`Error`] always names a byte offset in the file (for the writer: where the failing write
+//! started), so a user can look at the bytes, and a truncated file says exactly how far it could be
+//! read. [`ErrorKind`] says what was wrong; it is `#[non_exhaustive]` so later versions can add
+//! kinds.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::DecodeError;
+
+/// An error reading or writing a trace file.
+#[derive(Debug, thiserror::Error)]
+pub struct Error {
+    kind: ErrorKind,
+    offset: u64,
+    path: Option<PathBuf>,
+    #[source]
+    source: Option<std::io::Error>,
+}
+
+/// What was wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Reading or writing failed; the I/O error is the [`std::error::Error::source`].
+    #[error("I/O error ({0:?})")]
+    Io(std::io::ErrorKind),
+    /// The file does not start with the Phosphor magic bytes.
+    #[error("not a Phosphor trace file (bad magic bytes)")]
+    BadMagic,
+    /// The file's major version is newer than this reader.
+    #[error("format version {major}.{minor} is not supported (this reader reads major version {supported})")]
+    UnsupportedVersion {
+        /// Major version found.
+        major: u16,
+        /// Minor version found.
+        minor: u16,
+        /// The major version this reader reads.
+        supported: u16,
+    },
+    /// The file ends before the trailer: inside a block, or cleanly between two blocks. Everything
+    /// before the error's offset was read.
+    #[error("the file ends inside {what}: {needed} bytes needed, {available} present")]
+    Truncated {
+        /// What was being read (a block kind, or "block header").
+        what: &'static str,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes present.
+        available: u64,
+    },
+    /// The first block is not the header.
+    #[error("the first block has kind {found:#x}, not the header")]
+    MissingHeader {
+        /// The kind found.
+        found: u32,
+    },
+    /// A block kind this reader does not know is marked critical (must be understood).
+    #[error("unknown critical block kind {kind:#x}")]
+    UnknownCriticalBlock {
+        /// The kind found.
+        kind: u32,
+    },
+    /// A block's content is inconsistent.
+    #[error("malformed {what}: {detail}")]
+    Malformed {
+        /// The block kind or field.
+        what: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A record does not decode; the offset is the record's.
+    #[error("{0}")]
+    Decode(DecodeError),
+    /// A record names a callsite id that no callsite table block defined before it.
+    #[error("unknown callsite id {0}")]
+    UnknownCallsite(u32),
+    /// A string index is past the end of the string table read so far.
+    #[error("string index {index} is not in the string table ({len} strings)")]
+    UnknownString {
+        /// The index found.
+        index: u64,
+        /// Strings in the table.
+        len: usize,
+    },
+    /// Bytes follow the trailer.
+    #[error("data after the trailer")]
+    TrailingData,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, offset: u64) -> Error {
+        Error { kind, offset, path: None, source: None }
+    }
+
+    pub(crate) fn io(err: std::io::Error, offset: u64) -> Error {
+        Error { kind: ErrorKind::Io(err.kind()), offset, path: None, source: Some(err) }
+    }
+
+    pub(crate) fn malformed(what: &'static str, detail: impl Into<String>, offset: u64) -> Error {
+        Error::new(ErrorKind::Malformed { what, detail: detail.into() }, offset)
+    }
+
+    /// The same error, naming the file it came from.
+    pub fn with_path(mut self, path: impl AsRef<Path>) -> Error {
+        self.path = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// What was wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The byte offset in the file where the problem is.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The file, when known.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = &self.path {
+            write!(f, "{}: ", p.display())?;
+        }
+        write!(f, "at byte {}: {}", self.offset, self.kind)?;
+        if let Some(e) = &self.source {
+            write!(f, ": {e}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,138 @@
+//! Events of a chunk read from a file, with callsites and strings resolved.
+//!
+//! [`ChunkEvents`] walks a [`Chunk`]'s records the way the runtime's in-memory iterator does:
+//! thread-switch markers change the thread, each event is decoded with every length checked, its
+//! callsite is looked up in the tables read so far, and static string words are resolved through
+//! the string table. Everything borrows the reader; nothing is allocated per event.
+
+use super::chunk::Chunk;
+use super::error::{Error, ErrorKind};
+use super::tables::CallsiteInfo;
+use crate::{decode_event, ArgWord, Phase, ID_THREAD_SWITCH, MAX_ARGS};
+
+/// An argument value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value<'a> {
+    /// Signed integer.
+    I64(i64),
+    /// Unsigned integer.
+    U64(u64),
+    /// Float.
+    F64(f64),
+    /// Boolean.
+    Bool(bool),
+    /// A string: static (from the string table) or dynamic (from the records).
+    Str(&'a str),
+    /// A pointer's address in the recording process.
+    Pointer(u64),
+}
+
+/// One event read from a file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event<'a> {
+    /// Recording thread.
+    pub tid: u32,
+    /// Raw clock value (the start, for complete events).
+    pub ts: u64,
+    /// The callsite.
+    pub callsite: &'a CallsiteInfo,
+    /// Duration in clock ticks, for complete and lock events.
+    pub duration: Option<u64>,
+    /// The id of an async event.
+    pub async_id: Option<u64>,
+    /// Arguments: name and value.
+    pub args: [Option<(&'a str, Value<'a>)>; MAX_ARGS],
+    /// Whether a string argument was cut when it was recorded.
+    pub truncated: bool,
+    /// File offset of the event's main record.
+    pub offset: u64,
+}
+
+impl Event<'_> {
+    /// The event's phase.
+    pub fn phase(&self) -> Phase {
+        self.callsite.phase
+    }
+
+    /// The argument called `name`.
+    pub fn arg(&self, name: &str) -> Option<Value<'_>> {
+        self.args.iter().flatten().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    }
+}
+
+/// Iterator over a chunk's events; see [`Chunk::events`]. After an error it skips the rest of the
+/// chunk.
+#[derive(Debug)]
+pub struct ChunkEvents<'a> {
+    chunk: Chunk<'a>,
+    pos: usize,
+    tid: u32,
+}
+
+impl<'a> ChunkEvents<'a> {
+    pub(crate) fn new(chunk: Chunk<'a>) -> ChunkEvents<'a> {
+        ChunkEvents { chunk, pos: 0, tid: chunk.extents.tid }
+    }
+
+    fn fail(&mut self, kind: ErrorKind, at: usize) -> Option<Result<Event<'a>, Error>> {
+        self.pos = self.chunk.records.len();
+        Some(Err(Error::new(kind, self.chunk.record_offset(at))))
+    }
+}
+
+impl<'a> Iterator for ChunkEvents<'a> {
+    type Item = Result<Event<'a>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let records = self.chunk.records;
+        loop {
+            let at = self.pos;
+            let r = records.get(at)?;
+            if r.id == ID_THREAD_SWITCH {
+                self.tid = r.slots[0] as u32;
+                self.pos += 1;
+                continue;
+            }
+            let raw = match decode_event(records, at) {
+                Ok(raw) => raw,
+                Err(e) => return self.fail(ErrorKind::Decode(e), at),
+            };
+            self.pos += raw.len;
+            let Some(cs) = self.chunk.tables.callsites.get(&r.id) else {
+                return self.fail(ErrorKind::UnknownCallsite(r.id), at);
+            };
+            let mut args = [None; MAX_ARGS];
+            for (i, a) in raw.args.iter().enumerate() {
+                let Some(w) = *a else { continue };
+                let v = match w {
+                    ArgWord::I64(v) => Value::I64(v),
+                    ArgWord::U64(v) => Value::U64(v),
+                    ArgWord::F64(v) => Value::F64(v),
+                    ArgWord::Bool(v) => Value::Bool(v),
+                    ArgWord::Pointer(v) => Value::Pointer(v),
+                    ArgWord::Str(s) => Value::Str(s),
+                    ArgWord::StaticStr { addr, len } => {
+                        // In files the whole word is a string table index (see chunk.rs).
+                        let index = addr | ((len as u64) << 48);
+                        match self.chunk.tables.string(index, 0) {
+                            Ok(s) => Value::Str(s),
+                            Err(e) => return self.fail(e.kind().clone(), at),
+                        }
+                    }
+                };
+                args[i] = Some((cs.arg_names[i].as_str(), v));
+            }
+            let lead = (raw.lead_len > 0).then_some(raw.lead[0]);
+            return Some(Ok(Event {
+                tid: self.tid,
+                ts: r.ts,
+                callsite: cs,
+                duration: if cs.phase.has_duration() { lead } else { None },
+                async_id: if matches!(cs.phase, Phase::AsyncBegin | Phase::AsyncEnd) { lead } else { None },
+                args,
+                truncated: raw.truncated,
+                offset: self.chunk.record_offset(at),
+            }));
+        }
+    }
+}

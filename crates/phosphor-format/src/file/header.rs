@@ -1,0 +1,284 @@
+//! The file's preamble, its block framing, the header block and the trailer block.
+//!
+//! The preamble is 16 bytes: the magic, the major and minor format version, and four reserved
+//! bytes. Every block after it is framed as `kind: u32, len: u32, body: [u8; len]`. The header
+//! block comes first and says how to read the clock and which process recorded the trace; the
+//! trailer comes last and holds the counters of what was recorded and dropped. Both bodies may grow
+//! at their end in a later minor version: readers ignore bytes past the fields they know.
+
+use super::bytes::{put_str, Body};
+use super::error::Error;
+
+/// The first eight bytes of every trace file.
+pub const MAGIC: [u8; 8] = *b"PHOSPHOR";
+
+/// The major format version this crate writes and reads. A reader rejects a newer major version.
+pub const FORMAT_MAJOR: u16 = 1;
+
+/// The minor format version this crate writes. Minor versions only add what older readers can
+/// skip (new non-critical block kinds, fields appended to a body).
+pub const FORMAT_MINOR: u16 = 0;
+
+/// Bytes of the preamble: magic, major, minor, reserved.
+pub const PREAMBLE_BYTES: usize = 16;
+
+/// Bytes of a block's framing: kind and length.
+pub const BLOCK_HEADER_BYTES: usize = 8;
+
+/// The largest block body a reader accepts (64 MiB), so memory stays bounded whatever the input.
+pub const MAX_BLOCK_BYTES: u32 = 64 << 20;
+
+/// Block kinds. A kind with [`kind::CRITICAL`] set must be understood: a reader that does not know
+/// it stops with an error instead of skipping it.
+pub mod kind {
+    /// Clock and process: [`Header`](super::Header). Always the first block.
+    pub const HEADER: u32 = 1;
+    /// Interned strings, appended to the string table.
+    pub const STRINGS: u32 = 2;
+    /// Callsite definitions.
+    pub const CALLSITES: u32 = 3;
+    /// Thread names.
+    pub const THREADS: u32 = 4;
+    /// One chunk: extents, then records.
+    pub const CHUNK: u32 = 5;
+    /// Counters: [`Trailer`](super::Trailer). Always the last block.
+    pub const TRAILER: u32 = 6;
+    /// Set on kinds a reader must understand.
+    pub const CRITICAL: u32 = 1 << 31;
+
+    /// A name for messages.
+    pub(crate) fn name(kind: u32) -> &'static str {
+        match kind {
+            HEADER => "header block",
+            STRINGS => "string block",
+            CALLSITES => "callsite block",
+            THREADS => "thread block",
+            CHUNK => "chunk block",
+            TRAILER => "trailer block",
+            _ => "unknown block",
+        }
+    }
+}
+
+/// Which clock the raw timestamps come from; the same codes as the runtime's clock kinds.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClockKind {
+    /// The time-stamp counter; ticks convert with [`ClockInfo::ns_per_tick`].
+    Tsc = 0,
+    /// `CLOCK_MONOTONIC` nanoseconds.
+    Monotonic = 1,
+    /// `CLOCK_REALTIME` nanoseconds.
+    Realtime = 2,
+}
+
+impl ClockKind {
+    /// Decodes a clock code.
+    pub const fn from_code(code: u8) -> Option<ClockKind> {
+        Some(match code {
+            0 => ClockKind::Tsc,
+            1 => ClockKind::Monotonic,
+            2 => ClockKind::Realtime,
+            _ => return None,
+        })
+    }
+}
+
+/// How raw clock values map to time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClockInfo {
+    /// The clock read.
+    pub kind: ClockKind,
+    /// Nanoseconds per tick.
+    pub ns_per_tick: f64,
+    /// A tick value read at calibration.
+    pub origin_ticks: u64,
+    /// `CLOCK_MONOTONIC` nanoseconds at `origin_ticks`.
+    pub origin_monotonic_ns: u64,
+    /// Wall-clock nanoseconds since the Unix epoch at `origin_ticks`.
+    pub origin_wall_ns: u64,
+    /// Why the TSC was refused, when it was asked for.
+    pub fallback_reason: Option<String>,
+}
+
+/// The header block: clock and process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    /// The trace's clock.
+    pub clock: ClockInfo,
+    /// The recording process's id.
+    pub pid: u32,
+    /// The recording process's name.
+    pub process_name: String,
+}
+
+impl Header {
+    const HAS_FALLBACK: u8 = 1;
+
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        out.push(self.clock.kind as u8);
+        out.push(if self.clock.fallback_reason.is_some() { Self::HAS_FALLBACK } else { 0 });
+        out.extend_from_slice(&[0; 6]);
+        out.extend_from_slice(&self.clock.ns_per_tick.to_bits().to_le_bytes());
+        out.extend_from_slice(&self.clock.origin_ticks.to_le_bytes());
+        out.extend_from_slice(&self.clock.origin_monotonic_ns.to_le_bytes());
+        out.extend_from_slice(&self.clock.origin_wall_ns.to_le_bytes());
+        out.extend_from_slice(&self.pid.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        put_str(out, &self.process_name);
+        put_str(out, self.clock.fallback_reason.as_deref().unwrap_or(""));
+    }
+
+    pub(crate) fn decode(body: &[u8], base: u64) -> Result<Header, Error> {
+        let mut b = Body::new(body, base, "header block");
+        let at = b.offset();
+        let code = b.u8()?;
+        let kind = ClockKind::from_code(code)
+            .ok_or_else(|| Error::malformed("header block", format!("unknown clock kind {code}"), at))?;
+        let flags = b.u8()?;
+        b.take(6)?;
+        let ns_per_tick = f64::from_bits(b.u64()?);
+        let origin_ticks = b.u64()?;
+        let origin_monotonic_ns = b.u64()?;
+        let origin_wall_ns = b.u64()?;
+        let pid = b.u32()?;
+        b.u32()?;
+        let process_name = b.str()?.to_owned();
+        let reason = b.str()?;
+        let fallback_reason = (flags & Self::HAS_FALLBACK != 0).then(|| reason.to_owned());
+        // Later minor versions may append fields: the rest of the body is ignored.
+        Ok(Header {
+            clock: ClockInfo {
+                kind,
+                ns_per_tick,
+                origin_ticks,
+                origin_monotonic_ns,
+                origin_wall_ns,
+                fallback_reason,
+            },
+            pid,
+            process_name,
+        })
+    }
+}
+
+/// Events dropped, by reason (the runtime's drop reasons, in their fixed order).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DropCounts {
+    /// A Fixed buffer ran out of chunks.
+    pub buffer_full: u64,
+    /// Every chunk of a Ring buffer was held.
+    pub no_chunk: u64,
+    /// A pool tenant was busy.
+    pub contended: u64,
+    /// Tracing was stopping.
+    pub stopping: u64,
+    /// Re-entered from a signal handler.
+    pub reentrant: u64,
+    /// The thread was exiting.
+    pub thread_exited: u64,
+    /// Overwritten by a Ring buffer.
+    pub overwritten: u64,
+    /// The sum of reasons this reader does not know (written by a later minor version).
+    pub other: u64,
+}
+
+impl DropCounts {
+    /// All drops.
+    pub fn total(&self) -> u64 {
+        self.as_array().iter().fold(self.other, |a, b| a.saturating_add(*b))
+    }
+
+    fn as_array(&self) -> [u64; 7] {
+        [
+            self.buffer_full,
+            self.no_chunk,
+            self.contended,
+            self.stopping,
+            self.reentrant,
+            self.thread_exited,
+            self.overwritten,
+        ]
+    }
+}
+
+/// The trailer block: what the trace recorded and lost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trailer {
+    /// Events recorded.
+    pub recorded: u64,
+    /// Events dropped, by reason.
+    pub dropped: DropCounts,
+    /// Chunks handed to threads.
+    pub chunks_loaned: u64,
+    /// Chunks reused by a Ring buffer.
+    pub chunks_overwritten: u64,
+    /// Chunks in the buffer.
+    pub chunks_total: u64,
+    /// A Fixed buffer ran out.
+    pub buffer_exhausted: bool,
+}
+
+impl Trailer {
+    const EXHAUSTED: u64 = 1;
+
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        for v in [
+            self.recorded,
+            self.chunks_loaned,
+            self.chunks_overwritten,
+            self.chunks_total,
+            if self.buffer_exhausted { Self::EXHAUSTED } else { 0 },
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        let drops = self.dropped.as_array();
+        let extra = usize::from(self.dropped.other != 0);
+        out.extend_from_slice(&((drops.len() + extra) as u32).to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        for v in drops {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        if extra == 1 {
+            out.extend_from_slice(&self.dropped.other.to_le_bytes());
+        }
+    }
+
+    pub(crate) fn decode(body: &[u8], base: u64) -> Result<Trailer, Error> {
+        let mut b = Body::new(body, base, "trailer block");
+        let recorded = b.u64()?;
+        let chunks_loaned = b.u64()?;
+        let chunks_overwritten = b.u64()?;
+        let chunks_total = b.u64()?;
+        let flags = b.u64()?;
+        let n = b.u32()? as usize;
+        b.u32()?;
+        let mut known = [0u64; 7];
+        let mut other = 0u64;
+        for i in 0..n {
+            let v = b.u64()?;
+            match known.get_mut(i) {
+                Some(k) => *k = v,
+                None => other = other.saturating_add(v),
+            }
+        }
+        let [buffer_full, no_chunk, contended, stopping, reentrant, thread_exited, overwritten] = known;
+        Ok(Trailer {
+            recorded,
+            dropped: DropCounts {
+                buffer_full,
+                no_chunk,
+                contended,
+                stopping,
+                reentrant,
+                thread_exited,
+                overwritten,
+                other,
+            },
+            chunks_loaned,
+            chunks_overwritten,
+            chunks_total,
+            buffer_exhausted: flags & Self::EXHAUSTED != 0,
+        })
+    }
+}

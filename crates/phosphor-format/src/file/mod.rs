@@ -1,0 +1,45 @@
+//! The trace file: a versioned sequence of blocks, written by [`Writer`] and read back, in constant
+//! memory, by [`Reader`].
+//!
+//! # Brief overview
+//!
+//! ```text
+//! preamble  "PHOSPHOR", major u16, minor u16, 4 reserved bytes
+//! block*    kind u32, len u32, body [u8; len]
+//!   header     clock and process (first)
+//!   strings    interned strings (appended to the string table)
+//!   callsites  callsite definitions, referring to strings
+//!   threads    thread names
+//!   chunk      extents (tid, seq, counts, first/last timestamp), then the 32-byte records
+//!   trailer    recorded and dropped counters (last)
+//! ```
+//!
+//! Everything is little-endian. Each block says its kind and length, so a reader skips kinds it
+//! does not know (unless marked critical); that is how a later minor version adds blocks that old
+//! readers still read past. The blocks can be written as the trace is produced, so a streaming
+//! collector can write the same format. `docs/FORMAT.md` at the repository root is the full
+//! specification.
+//!
+//! * [`Writer`] writes the blocks; [`Reader`] reads them, lending one [`Chunk`] at a time.
+//! * [`Chunk::events`] decodes a chunk's events into [`Event`]s with callsites and strings resolved.
+//! * [`Error`] names the byte offset of every problem; its [`ErrorKind`] says what it was.
+
+mod bytes;
+mod chunk;
+mod error;
+mod event;
+mod header;
+mod reader;
+mod tables;
+mod writer;
+
+pub use chunk::{Chunk, Extents, EXTENTS_BYTES};
+pub use error::{Error, ErrorKind};
+pub use event::{ChunkEvents, Event, Value};
+pub use header::{
+    kind, ClockInfo, ClockKind, DropCounts, Header, Trailer, BLOCK_HEADER_BYTES, FORMAT_MAJOR, FORMAT_MINOR,
+    MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES,
+};
+pub use reader::{Block, Reader};
+pub use tables::CallsiteInfo;
+pub use writer::Writer;

@@ -1,0 +1,333 @@
+//! [`Reader`]: reads a trace file of any size in constant memory, one block at a time.
+//!
+//! The reader holds the tables (strings, callsites, thread names: metadata, small next to the
+//! events) and the current block's bytes. A chunk is read into a reusable buffer and lent out as a
+//! [`Chunk`] until the next call. Every length read from the file is checked before use, and no
+//! buffer is sized from a length field before the bytes have arrived, so a corrupt length cannot
+//! make the reader allocate more than the file holds (and never more than
+//! [`MAX_BLOCK_BYTES`]).
+//!
+//! # Truncation
+//!
+//! A file that ends early yields every complete block, then an [`ErrorKind::Truncated`] error whose
+//! offset is the start of the first block that is not complete (where a resumed reader or a
+//! `recover` tool would start). A file that ends cleanly between blocks but has no trailer is
+//! truncated too: the trailer is what says the file is whole.
+
+use std::io::Read;
+
+use super::chunk::{Chunk, Extents};
+use super::error::{Error, ErrorKind};
+use super::header::{
+    kind, Header, Trailer, BLOCK_HEADER_BYTES, FORMAT_MAJOR, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES,
+};
+use super::tables::{CallsiteInfo, Tables};
+use crate::record::RECORD_SIZE;
+use crate::Record;
+
+/// One block, as [`Reader::next_block`] returns it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Block<'a> {
+    /// Strings appended to the string table: indices `first..first + count`.
+    Strings {
+        /// Index of the first string added.
+        first: u32,
+        /// Strings added.
+        count: u32,
+    },
+    /// Callsites defined.
+    Callsites {
+        /// Callsites defined by this block.
+        count: u32,
+    },
+    /// Thread names defined.
+    Threads {
+        /// Names defined by this block.
+        count: u32,
+    },
+    /// A chunk of records.
+    Chunk(Chunk<'a>),
+    /// The trailer; the file ends here.
+    Trailer(&'a Trailer),
+    /// A block of a kind this reader does not know, skipped.
+    Unknown {
+        /// Its kind.
+        kind: u32,
+        /// Its body length.
+        len: u32,
+    },
+}
+
+/// What [`Reader::read_block`] found, before it is lent out.
+enum Found {
+    Strings { first: u32, count: u32 },
+    Callsites(u32),
+    Threads(u32),
+    Chunk { extents: Extents, offset: u64 },
+    Trailer,
+    Unknown { kind: u32, len: u32 },
+}
+
+/// Reads a trace file from any [`Read`]. Wrap files in a `BufReader`.
+///
+/// After an error the reader is finished: later calls return `Ok(None)`.
+#[derive(Debug)]
+pub struct Reader<R: Read> {
+    input: R,
+    offset: u64,
+    version: (u16, u16),
+    header: Header,
+    tables: Tables,
+    trailer: Option<Trailer>,
+    body: Vec<u8>,
+    records: Vec<Record>,
+    done: bool,
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(input: &mut impl Read, buf: &mut [u8], offset: u64) -> Result<usize, Error> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(e, offset + n as u64)),
+        }
+    }
+    Ok(n)
+}
+
+impl<R: Read> Reader<R> {
+    /// Reads the preamble and the header block.
+    pub fn new(mut input: R) -> Result<Reader<R>, Error> {
+        let mut pre = [0u8; PREAMBLE_BYTES];
+        let n = read_full(&mut input, &mut pre, 0)?;
+        if n < PREAMBLE_BYTES {
+            let m = n.min(MAGIC.len());
+            if pre[..m] != MAGIC[..m] {
+                return Err(Error::new(ErrorKind::BadMagic, 0));
+            }
+            let kind =
+                ErrorKind::Truncated { what: "preamble", needed: PREAMBLE_BYTES as u64, available: n as u64 };
+            return Err(Error::new(kind, 0));
+        }
+        if pre[..8] != MAGIC {
+            return Err(Error::new(ErrorKind::BadMagic, 0));
+        }
+        let major = u16::from_le_bytes([pre[8], pre[9]]);
+        let minor = u16::from_le_bytes([pre[10], pre[11]]);
+        if major != FORMAT_MAJOR {
+            return Err(Error::new(
+                ErrorKind::UnsupportedVersion { major, minor, supported: FORMAT_MAJOR },
+                8,
+            ));
+        }
+        let mut r = Reader {
+            input,
+            offset: PREAMBLE_BYTES as u64,
+            version: (major, minor),
+            header: Header {
+                clock: super::header::ClockInfo {
+                    kind: super::header::ClockKind::Monotonic,
+                    ns_per_tick: 1.0,
+                    origin_ticks: 0,
+                    origin_monotonic_ns: 0,
+                    origin_wall_ns: 0,
+                    fallback_reason: None,
+                },
+                pid: 0,
+                process_name: String::new(),
+            },
+            tables: Tables::default(),
+            trailer: None,
+            body: Vec::new(),
+            records: Vec::new(),
+            done: false,
+        };
+        let start = r.offset;
+        let kind = r.read_frame()?;
+        if kind != kind::HEADER {
+            return Err(Error::new(ErrorKind::MissingHeader { found: kind }, start));
+        }
+        r.header = Header::decode(&r.body, start + BLOCK_HEADER_BYTES as u64)?;
+        Ok(r)
+    }
+
+    /// The header block.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The file's `(major, minor)` format version.
+    pub fn version(&self) -> (u16, u16) {
+        self.version
+    }
+
+    /// Bytes read so far: the offset of the next block.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The trailer, once it was read.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
+    /// The callsite with `id`, if a block read so far defined it.
+    pub fn callsite(&self, id: u32) -> Option<&CallsiteInfo> {
+        self.tables.callsites.get(&id)
+    }
+
+    /// Every callsite defined so far, in no particular order.
+    pub fn callsites(&self) -> impl Iterator<Item = &CallsiteInfo> + '_ {
+        self.tables.callsites.values()
+    }
+
+    /// The name of thread `tid`, if a block read so far named it.
+    pub fn thread_name(&self, tid: u32) -> Option<&str> {
+        self.tables.threads.get(&tid).map(String::as_str)
+    }
+
+    /// Every thread name read so far, in no particular order.
+    pub fn thread_names(&self) -> impl Iterator<Item = (u32, &str)> + '_ {
+        self.tables.threads.iter().map(|(t, n)| (*t, n.as_str()))
+    }
+
+    /// The string table read so far.
+    pub fn strings(&self) -> &[String] {
+        &self.tables.strings
+    }
+
+    /// Reads the next block. `Ok(None)` after the trailer (or after an error).
+    pub fn next_block(&mut self) -> Result<Option<Block<'_>>, Error> {
+        let Some(found) = self.read_block()? else { return Ok(None) };
+        Ok(Some(match found {
+            Found::Strings { first, count } => Block::Strings { first, count },
+            Found::Callsites(count) => Block::Callsites { count },
+            Found::Threads(count) => Block::Threads { count },
+            Found::Chunk { extents, offset } => Block::Chunk(self.chunk(extents, offset)),
+            Found::Trailer => Block::Trailer(self.trailer.as_ref().expect("just read")),
+            Found::Unknown { kind, len } => Block::Unknown { kind, len },
+        }))
+    }
+
+    /// Reads blocks up to the next chunk, taking in the tables on the way. `Ok(None)` after the
+    /// trailer.
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk<'_>>, Error> {
+        loop {
+            match self.read_block()? {
+                None => return Ok(None),
+                Some(Found::Chunk { extents, offset }) => return Ok(Some(self.chunk(extents, offset))),
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Calls `f` with every event of the rest of the file, in file order; stops at the first error.
+    pub fn for_each_event(&mut self, mut f: impl FnMut(&super::event::Event<'_>)) -> Result<(), Error> {
+        while let Some(chunk) = self.next_chunk()? {
+            for e in chunk.events() {
+                f(&e?);
+            }
+        }
+        Ok(())
+    }
+
+    fn chunk(&self, extents: Extents, offset: u64) -> Chunk<'_> {
+        Chunk { extents, offset, records: &self.records, tables: &self.tables }
+    }
+
+    fn read_block(&mut self) -> Result<Option<Found>, Error> {
+        if self.done {
+            return Ok(None);
+        }
+        let r = self.read_block_inner();
+        if !matches!(r, Ok(Some(_))) {
+            self.done = true;
+        }
+        r
+    }
+
+    fn read_block_inner(&mut self) -> Result<Option<Found>, Error> {
+        let start = self.offset;
+        if self.trailer.is_some() {
+            let mut one = [0u8; 1];
+            if read_full(&mut self.input, &mut one, start)? == 0 {
+                return Ok(None);
+            }
+            return Err(Error::new(ErrorKind::TrailingData, start));
+        }
+        let kind = self.read_frame()?;
+        let base = start + BLOCK_HEADER_BYTES as u64;
+        let found = match kind {
+            kind::STRINGS => {
+                let first = self.tables.strings.len() as u32;
+                let count = self.tables.read_strings(&self.body, base)?;
+                Found::Strings { first, count }
+            }
+            kind::CALLSITES => Found::Callsites(self.tables.read_callsites(&self.body, base)?),
+            kind::THREADS => Found::Threads(self.tables.read_threads(&self.body, base)?),
+            kind::CHUNK => {
+                let extents = Extents::decode(&self.body, base)?;
+                let recs = &self.body[super::chunk::EXTENTS_BYTES..];
+                self.records.clear();
+                self.records.extend(recs.chunks_exact(RECORD_SIZE).map(|b| {
+                    Record::from_bytes(b.try_into().expect("chunks_exact gives RECORD_SIZE bytes"))
+                }));
+                Found::Chunk { extents, offset: start }
+            }
+            kind::TRAILER => {
+                self.trailer = Some(Trailer::decode(&self.body, base)?);
+                Found::Trailer
+            }
+            kind::HEADER => return Err(Error::malformed("header block", "a second header block", start)),
+            k if k & kind::CRITICAL != 0 => {
+                return Err(Error::new(ErrorKind::UnknownCriticalBlock { kind: k }, start))
+            }
+            k => Found::Unknown { kind: k, len: self.body.len() as u32 },
+        };
+        Ok(Some(found))
+    }
+
+    /// Reads one block's framing and body into `self.body`; returns its kind and advances the
+    /// offset past it.
+    fn read_frame(&mut self) -> Result<u32, Error> {
+        let start = self.offset;
+        let mut head = [0u8; BLOCK_HEADER_BYTES];
+        let n = read_full(&mut self.input, &mut head, start)?;
+        if n < BLOCK_HEADER_BYTES {
+            let kind = ErrorKind::Truncated {
+                what: "block header",
+                needed: BLOCK_HEADER_BYTES as u64,
+                available: n as u64,
+            };
+            return Err(Error::new(kind, start));
+        }
+        let kind = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        if len > MAX_BLOCK_BYTES {
+            return Err(Error::malformed(
+                kind::name(kind),
+                format!("length {len} is over the limit of {MAX_BLOCK_BYTES}"),
+                start + 4,
+            ));
+        }
+        self.body.clear();
+        let got = (&mut self.input)
+            .take(u64::from(len))
+            .read_to_end(&mut self.body)
+            .map_err(|e| Error::io(e, start + BLOCK_HEADER_BYTES as u64))?;
+        if got < len as usize {
+            let kind = ErrorKind::Truncated {
+                what: kind::name(kind),
+                needed: u64::from(len),
+                available: got as u64,
+            };
+            return Err(Error::new(kind, start));
+        }
+        self.offset = start + BLOCK_HEADER_BYTES as u64 + u64::from(len);
+        Ok(kind)
+    }
+}

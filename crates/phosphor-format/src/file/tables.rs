@@ -1,0 +1,149 @@
+//! The tables: interned strings, callsites and thread names.
+//!
+//! Tables are written as blocks that *append* to what earlier blocks defined, so a streaming
+//! writer can emit each string, callsite or thread name when it first appears. A string's index is
+//! its position across all string blocks, in file order. Callsites and threads refer to strings by
+//! index, so a string block must come before the blocks that use it; a callsite must be defined
+//! before a chunk that records it. A later definition of the same callsite id or thread id replaces
+//! the earlier one.
+//!
+//! ```text
+//! strings block:   count u32, then count × (len u32, UTF-8 bytes)
+//! callsite block:  count u32, entry_size u32 (40 in v1), then count entries:
+//!                    id u32, phase u8, 3 reserved bytes, line u32, category u32, name u32,
+//!                    arg name 0 u32, arg name 1 u32, file u32 (string indices), name_hash u64
+//! thread block:    count u32, entry_size u32 (8 in v1), then count × (tid u32, name u32)
+//! ```
+//!
+//! A later minor version may lengthen entries; readers skip the bytes past the v1 fields.
+
+use std::collections::HashMap;
+
+use super::bytes::Body;
+use super::error::{Error, ErrorKind};
+use crate::{Phase, FIRST_CALLSITE_ID};
+
+/// Bytes of a v1 callsite entry.
+pub(crate) const CALLSITE_ENTRY_BYTES: usize = 40;
+/// Bytes of a v1 thread entry.
+pub(crate) const THREAD_ENTRY_BYTES: usize = 8;
+
+/// A callsite as stored in a file: owned strings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallsiteInfo {
+    /// The id records refer to it by.
+    pub id: u32,
+    /// Category.
+    pub category: String,
+    /// Event name (for logs, the format string).
+    pub name: String,
+    /// What it records.
+    pub phase: Phase,
+    /// Argument names, empty where absent.
+    pub arg_names: [String; 2],
+    /// Source file.
+    pub file: String,
+    /// Source line.
+    pub line: u32,
+    /// FNV-1a 64 hash of the name, as recorded.
+    pub name_hash: u64,
+}
+
+/// The tables read so far.
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    pub(crate) strings: Vec<String>,
+    pub(crate) callsites: HashMap<u32, CallsiteInfo>,
+    pub(crate) threads: HashMap<u32, String>,
+}
+
+impl Tables {
+    pub(crate) fn string(&self, index: u64, at: u64) -> Result<&str, Error> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.strings.get(i))
+            .map(String::as_str)
+            .ok_or(Error::new(ErrorKind::UnknownString { index, len: self.strings.len() }, at))
+    }
+
+    fn string_field(&self, b: &mut Body<'_>) -> Result<String, Error> {
+        let at = b.offset();
+        let i = b.u32()?;
+        Ok(self.string(u64::from(i), at)?.to_owned())
+    }
+
+    /// Reads a strings block; returns how many strings it added.
+    pub(crate) fn read_strings(&mut self, body: &[u8], base: u64) -> Result<u32, Error> {
+        let mut b = Body::new(body, base, "string block");
+        let count = b.u32()?;
+        for _ in 0..count {
+            let s = b.str()?;
+            self.strings.push(s.to_owned());
+        }
+        b.finish()?;
+        Ok(count)
+    }
+
+    /// Reads the count and entry size of a table block, checking they fill the body.
+    fn entries<'b>(
+        body: &'b [u8],
+        base: u64,
+        what: &'static str,
+        min: usize,
+    ) -> Result<(Body<'b>, u32, usize), Error> {
+        let mut b = Body::new(body, base, what);
+        let count = b.u32()?;
+        let at = b.offset();
+        let size = b.u32()? as usize;
+        if size < min {
+            return Err(Error::malformed(what, format!("entry size {size} is below {min}"), at));
+        }
+        if (count as u64).checked_mul(size as u64) != Some(b.remaining() as u64) {
+            return Err(Error::malformed(
+                what,
+                format!("{count} entries of {size} bytes do not fill the {} bytes left", b.remaining()),
+                at,
+            ));
+        }
+        Ok((b, count, size))
+    }
+
+    /// Reads a callsite block; returns how many callsites it defined.
+    pub(crate) fn read_callsites(&mut self, body: &[u8], base: u64) -> Result<u32, Error> {
+        let what = "callsite block";
+        let (mut b, count, size) = Self::entries(body, base, what, CALLSITE_ENTRY_BYTES)?;
+        for _ in 0..count {
+            let at = b.offset();
+            let id = b.u32()?;
+            if id < FIRST_CALLSITE_ID {
+                return Err(Error::malformed(what, format!("callsite id {id} is reserved"), at));
+            }
+            let code = b.u8()?;
+            let phase = Phase::from_code(code)
+                .ok_or_else(|| Error::malformed(what, format!("unknown phase code {code}"), at + 4))?;
+            b.take(3)?;
+            let line = b.u32()?;
+            let category = self.string_field(&mut b)?;
+            let name = self.string_field(&mut b)?;
+            let arg_names = [self.string_field(&mut b)?, self.string_field(&mut b)?];
+            let file = self.string_field(&mut b)?;
+            let name_hash = b.u64()?;
+            b.take(size - CALLSITE_ENTRY_BYTES)?;
+            self.callsites
+                .insert(id, CallsiteInfo { id, category, name, phase, arg_names, file, line, name_hash });
+        }
+        Ok(count)
+    }
+
+    /// Reads a thread block; returns how many names it defined.
+    pub(crate) fn read_threads(&mut self, body: &[u8], base: u64) -> Result<u32, Error> {
+        let (mut b, count, size) = Self::entries(body, base, "thread block", THREAD_ENTRY_BYTES)?;
+        for _ in 0..count {
+            let tid = b.u32()?;
+            let name = self.string_field(&mut b)?;
+            b.take(size - THREAD_ENTRY_BYTES)?;
+            self.threads.insert(tid, name);
+        }
+        Ok(count)
+    }
+}

@@ -1,0 +1,286 @@
+//! [`Writer`]: writes a trace file block by block, so it can be driven incrementally.
+//!
+//! The writer keeps only the string interner and one block's bytes. Strings interned since the
+//! last block are flushed as a string block just before the next block that may refer to them, so
+//! every reference points backwards and a reader never waits for a later block.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use super::chunk::{encode_chunk, EXTENTS_BYTES};
+use super::error::{Error, ErrorKind};
+use super::header::{kind, Header, Trailer, FORMAT_MAJOR, FORMAT_MINOR, MAGIC, MAX_BLOCK_BYTES};
+use super::tables::{CallsiteInfo, CALLSITE_ENTRY_BYTES, THREAD_ENTRY_BYTES};
+use crate::record::RECORD_SIZE;
+use crate::Record;
+
+/// Entries per table block, so blocks stay far below [`MAX_BLOCK_BYTES`].
+const ENTRIES_PER_BLOCK: usize = 4096;
+/// Pending string bytes that trigger a string block.
+const STRING_BLOCK_BYTES: usize = 1 << 20;
+
+/// Writes a trace file to any [`Write`]. Wrap files in a `BufWriter`.
+///
+/// ```
+/// use phosphor_format::file::{ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
+///
+/// let header = Header {
+///     clock: ClockInfo {
+///         kind: ClockKind::Monotonic,
+///         ns_per_tick: 1.0,
+///         origin_ticks: 0,
+///         origin_monotonic_ns: 0,
+///         origin_wall_ns: 0,
+///         fallback_reason: None,
+///     },
+///     pid: 1,
+///     process_name: "example".into(),
+/// };
+/// let w = Writer::new(Vec::new(), &header).unwrap();
+/// let bytes = w.finish(&Trailer::default()).unwrap();
+/// let mut r = Reader::new(&bytes[..]).unwrap();
+/// assert_eq!(r.header().process_name, "example");
+/// assert!(r.next_chunk().unwrap().is_none());
+/// assert_eq!(r.trailer(), Some(&Trailer::default()));
+/// ```
+#[derive(Debug)]
+pub struct Writer<W: Write> {
+    out: W,
+    offset: u64,
+    strings: HashMap<String, u32>,
+    statics: HashMap<(u64, usize), u32>,
+    next_string: u32,
+    pending: Vec<u8>,
+    pending_count: u32,
+    block: Vec<u8>,
+    chunk: Vec<u8>,
+}
+
+impl<W: Write> Writer<W> {
+    /// Writes the preamble and the header block.
+    pub fn new(out: W, header: &Header) -> Result<Writer<W>, Error> {
+        let mut w = Writer {
+            out,
+            offset: 0,
+            strings: HashMap::new(),
+            statics: HashMap::new(),
+            next_string: 0,
+            pending: Vec::new(),
+            pending_count: 0,
+            block: Vec::new(),
+            chunk: Vec::new(),
+        };
+        let mut pre = Vec::with_capacity(16);
+        pre.extend_from_slice(&MAGIC);
+        pre.extend_from_slice(&FORMAT_MAJOR.to_le_bytes());
+        pre.extend_from_slice(&FORMAT_MINOR.to_le_bytes());
+        pre.extend_from_slice(&[0; 4]);
+        w.write_raw(&pre)?;
+        header.encode(&mut w.block);
+        w.write_block(kind::HEADER)?;
+        Ok(w)
+    }
+
+    /// Bytes written so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The string table index of `s`, adding it if it is new. New strings are written before the
+    /// next block.
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = self.next_string;
+        self.next_string += 1;
+        // Strings longer than 4 GiB cannot be framed; keep a valid prefix.
+        let mut end = s.len().min(u32::MAX as usize);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        super::bytes::put_str(&mut self.pending, &s[..end]);
+        self.pending_count += 1;
+        self.strings.insert(s.to_owned(), i);
+        i
+    }
+
+    /// Defines callsites. Ids must be at least [`FIRST_CALLSITE_ID`](crate::FIRST_CALLSITE_ID).
+    pub fn write_callsites<'c>(
+        &mut self,
+        callsites: impl IntoIterator<Item = &'c CallsiteInfo>,
+    ) -> Result<(), Error> {
+        let mut entries = Vec::new();
+        let mut count = 0u32;
+        for c in callsites {
+            if c.id < crate::FIRST_CALLSITE_ID {
+                return Err(Error::malformed(
+                    "callsite block",
+                    format!("callsite id {} is reserved", c.id),
+                    self.offset,
+                ));
+            }
+            entries.extend_from_slice(&c.id.to_le_bytes());
+            entries.extend_from_slice(&[c.phase as u8, 0, 0, 0]);
+            entries.extend_from_slice(&c.line.to_le_bytes());
+            for s in [&c.category, &c.name, &c.arg_names[0], &c.arg_names[1], &c.file] {
+                let i = self.intern(s);
+                entries.extend_from_slice(&i.to_le_bytes());
+            }
+            entries.extend_from_slice(&c.name_hash.to_le_bytes());
+            count += 1;
+            if count as usize == ENTRIES_PER_BLOCK {
+                self.table_block(kind::CALLSITES, count, CALLSITE_ENTRY_BYTES, &mut entries)?;
+                count = 0;
+            }
+        }
+        if count > 0 {
+            self.table_block(kind::CALLSITES, count, CALLSITE_ENTRY_BYTES, &mut entries)?;
+        }
+        Ok(())
+    }
+
+    /// Names threads.
+    pub fn write_thread_names<'t>(
+        &mut self,
+        threads: impl IntoIterator<Item = (u32, &'t str)>,
+    ) -> Result<(), Error> {
+        let mut entries = Vec::new();
+        let mut count = 0u32;
+        for (tid, name) in threads {
+            entries.extend_from_slice(&tid.to_le_bytes());
+            let i = self.intern(name);
+            entries.extend_from_slice(&i.to_le_bytes());
+            count += 1;
+            if count as usize == ENTRIES_PER_BLOCK {
+                self.table_block(kind::THREADS, count, THREAD_ENTRY_BYTES, &mut entries)?;
+                count = 0;
+            }
+        }
+        if count > 0 {
+            self.table_block(kind::THREADS, count, THREAD_ENTRY_BYTES, &mut entries)?;
+        }
+        Ok(())
+    }
+
+    /// Writes one chunk of thread `tid` with sequence number `seq`. Static string arguments are
+    /// resolved once per distinct `(address, length)` with `resolve` and stored as string table
+    /// indices. A record that does not decode is an error, and nothing is written.
+    pub fn write_chunk<'s>(
+        &mut self,
+        tid: u32,
+        seq: u64,
+        records: &[Record],
+        mut resolve: impl FnMut(u64, usize) -> &'s str,
+    ) -> Result<(), Error> {
+        let max = (MAX_BLOCK_BYTES as usize - EXTENTS_BYTES) / RECORD_SIZE;
+        if records.len() > max {
+            return Err(Error::malformed(
+                "chunk block",
+                format!("{} records (at most {max})", records.len()),
+                self.offset,
+            ));
+        }
+        // Encoded into its own buffer: the string block that may precede it uses `self.block`.
+        let mut chunk = std::mem::take(&mut self.chunk);
+        chunk.clear();
+        let mut statics = std::mem::take(&mut self.statics);
+        let encoded = encode_chunk(tid, seq, records, &mut chunk, |addr, len| {
+            *statics.entry((addr, len)).or_insert_with(|| self.intern(resolve(addr, len)))
+        });
+        self.statics = statics;
+        if let Err((index, e)) = encoded {
+            self.chunk = chunk;
+            // The records are in memory: name the offset the chunk's record would have had.
+            let at = self.offset
+                + (super::header::BLOCK_HEADER_BYTES + EXTENTS_BYTES + index * RECORD_SIZE) as u64;
+            return Err(Error::new(ErrorKind::Decode(e), at));
+        }
+        self.flush_strings()?;
+        let r = self.write_framed(kind::CHUNK, &chunk);
+        self.chunk = chunk;
+        r
+    }
+
+    /// Writes the trailer and flushes; returns the output.
+    pub fn finish(mut self, trailer: &Trailer) -> Result<W, Error> {
+        self.flush_strings()?;
+        trailer.encode(&mut self.block);
+        self.write_block(kind::TRAILER)?;
+        self.out.flush().map_err(|e| Error::io(e, self.offset))?;
+        Ok(self.out)
+    }
+
+    fn table_block(
+        &mut self,
+        kind: u32,
+        count: u32,
+        size: usize,
+        entries: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        self.flush_strings()?;
+        self.block.clear();
+        self.block.extend_from_slice(&count.to_le_bytes());
+        self.block.extend_from_slice(&(size as u32).to_le_bytes());
+        self.block.append(entries);
+        self.write_block(kind)
+    }
+
+    /// Writes the strings interned since the last string block.
+    fn flush_strings(&mut self) -> Result<(), Error> {
+        if self.pending_count == 0 {
+            return Ok(());
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        let mut start = 0;
+        let mut count = 0u32;
+        let mut at = 0;
+        // Split into blocks of about STRING_BLOCK_BYTES, on string boundaries.
+        while at < pending.len() {
+            let len = u32::from_le_bytes(pending[at..at + 4].try_into().expect("4 bytes")) as usize;
+            at += 4 + len;
+            count += 1;
+            if at - start >= STRING_BLOCK_BYTES || at == pending.len() {
+                let mut block = std::mem::take(&mut self.block);
+                block.clear();
+                block.extend_from_slice(&count.to_le_bytes());
+                block.extend_from_slice(&pending[start..at]);
+                self.block = block;
+                self.write_block(kind::STRINGS)?;
+                start = at;
+                count = 0;
+            }
+        }
+        pending.clear();
+        self.pending = pending;
+        self.pending_count = 0;
+        Ok(())
+    }
+
+    /// Frames and writes `self.block`, then clears it.
+    fn write_block(&mut self, kind: u32) -> Result<(), Error> {
+        let block = std::mem::take(&mut self.block);
+        let r = self.write_framed(kind, &block);
+        self.block = block;
+        self.block.clear();
+        r
+    }
+
+    /// Writes a block's framing and body.
+    fn write_framed(&mut self, kind: u32, body: &[u8]) -> Result<(), Error> {
+        let len = u32::try_from(body.len()).ok().filter(|&l| l <= MAX_BLOCK_BYTES).ok_or_else(|| {
+            Error::malformed(kind::name(kind), format!("{} bytes is too long", body.len()), self.offset)
+        })?;
+        let mut head = [0u8; 8];
+        head[..4].copy_from_slice(&kind.to_le_bytes());
+        head[4..].copy_from_slice(&len.to_le_bytes());
+        self.write_raw(&head)?;
+        self.write_raw(body)
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.out.write_all(bytes).map_err(|e| Error::io(e, self.offset))?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+}

@@ -1,0 +1,218 @@
+//! The committed golden file of format version 1, and the generator that wrote it.
+//!
+//! `tests/data/golden-v1.phtrace` was written by [`golden_v1`] with fixed timestamps, thread ids
+//! and counters. To regenerate it (only ever for version 1, and only if it must change), run
+//! `cargo test -p phosphor-format --test it -- --ignored regenerate_the_v1_golden_file`.
+//!
+//! Every later reader must still read it: `the_v1_golden_file_reads_back_exactly` stays as it is
+//! when the format moves on. `the_v1_writer_reproduces_the_golden_file_byte_for_byte` pins the v1
+//! writer and goes away when the writer writes version 2.
+
+use phosphor_format::file::{
+    CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Trailer, Value, Writer,
+};
+use phosphor_format::{pack_static_str, ArgType, Meta, Phase, Record, ID_THREAD_SWITCH};
+
+use crate::support::event;
+
+const GOLDEN: &[u8] = include_bytes!("../data/golden-v1.phtrace");
+const GOLDEN_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.phtrace");
+
+fn fnv1a64(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+fn callsite(id: u32, category: &str, name: &str, phase: Phase, args: [&str; 2], line: u32) -> CallsiteInfo {
+    CallsiteInfo {
+        id,
+        category: category.into(),
+        name: name.into(),
+        phase,
+        arg_names: args.map(String::from),
+        file: "src/golden.rs".into(),
+        line,
+        name_hash: fnv1a64(name),
+    }
+}
+
+fn callsites() -> Vec<CallsiteInfo> {
+    vec![
+        callsite(16, "app", "instant_ints", Phase::Instant, ["i", "u"], 10),
+        callsite(17, "app", "complete_fb", Phase::Complete, ["f", "b"], 11),
+        callsite(18, "app", "scope", Phase::Begin, ["s", ""], 12),
+        callsite(19, "app", "scope", Phase::End, ["", ""], 13),
+        callsite(20, "mem", "heap", Phase::Counter, ["value", ""], 14),
+        callsite(21, "io", "request", Phase::AsyncBegin, ["url", ""], 15),
+        callsite(22, "io", "request", Phase::AsyncEnd, ["", ""], 16),
+        callsite(23, "log", "x={} at {}", Phase::Log, ["x", "p"], 17),
+        callsite(24, "lock", "mutex", Phase::LockHeld, ["name", "owner"], 18),
+    ]
+}
+
+const STATIC_ONE: (usize, &str) = (0x1000, "static-one");
+const STATIC_TWO: (usize, &str) = (0x2000, "static-two");
+const URL: &str = "http://example/ünï";
+
+fn static_word(s: (usize, &str)) -> u64 {
+    pack_static_str(s.0, s.1.len()).0
+}
+
+fn resolve(addr: u64, len: usize) -> &'static str {
+    match (addr as usize, len) {
+        (a, l) if a == STATIC_ONE.0 && l == STATIC_ONE.1.len() => STATIC_ONE.1,
+        (a, l) if a == STATIC_TWO.0 && l == STATIC_TWO.1.len() => STATIC_TWO.1,
+        _ => panic!("unknown static string {addr:#x}+{len}"),
+    }
+}
+
+/// Writes the v1 golden trace: three chunks of two threads (a thread switch inside the first, a
+/// sequence gap on thread 101), every phase and argument type, continuation records and drops.
+pub fn golden_v1() -> Vec<u8> {
+    use ArgType::*;
+    let header = Header {
+        clock: ClockInfo {
+            kind: ClockKind::Tsc,
+            ns_per_tick: 0.5,
+            origin_ticks: 1_000,
+            origin_monotonic_ns: 5_000_000,
+            origin_wall_ns: 1_700_000_000_000_000_000,
+            fallback_reason: Option::None,
+        },
+        pid: 4242,
+        process_name: "golden".into(),
+    };
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(&callsites()).unwrap();
+    w.write_thread_names([(101, "main"), (102, "worker-1")]).unwrap();
+
+    let mut a: Vec<Record> = Vec::new();
+    a.extend(event(1000, 16, Meta::new(0, I64, U64), &[(-5i64) as u64, 7], &[]));
+    a.extend(event(1100, 17, Meta::new(1, F64, Bool), &[50, 2.5f64.to_bits(), 1], &[]));
+    a.extend(event(1200, 18, Meta::new(0, StaticStr, None), &[static_word(STATIC_ONE)], &[]));
+    a.extend(event(1300, 20, Meta::new(0, I64, None), &[42], &[]));
+    a.push(Record::new(0, ID_THREAD_SWITCH, Meta(0), [102, 0]));
+    a.extend(event(1400, 23, Meta::new(0, I64, Pointer), &[3, 0xdead], &[]));
+    a.extend(event(1500, 19, Meta::new(0, None, None), &[], &[]));
+    w.write_chunk(101, 0, &a, resolve).unwrap();
+
+    let mut b: Vec<Record> = Vec::new();
+    b.extend(event(2000, 21, Meta::new(1, DynStr, None), &[7, URL.len() as u64], &[URL.as_bytes()]));
+    let words = [30, static_word(STATIC_ONE), static_word(STATIC_TWO)];
+    b.extend(event(2100, 24, Meta::new(1, StaticStr, StaticStr), &words, &[]));
+    b.extend(event(2200, 22, Meta::new(1, None, None), &[7], &[]));
+    w.write_chunk(102, 0, &b, resolve).unwrap();
+
+    let c = event(3000, 16, Meta::new(0, I64, U64), &[1, 2], &[]);
+    w.write_chunk(101, 2, &c, resolve).unwrap();
+
+    w.finish(&golden_trailer()).unwrap()
+}
+
+fn golden_trailer() -> Trailer {
+    Trailer {
+        recorded: 10,
+        dropped: DropCounts { buffer_full: 5, contended: 2, overwritten: 127, ..DropCounts::default() },
+        chunks_loaned: 4,
+        chunks_overwritten: 1,
+        chunks_total: 8,
+        buffer_exhausted: true,
+    }
+}
+
+#[test]
+#[ignore = "writes tests/data/golden-v1.phtrace; run by hand only"]
+fn regenerate_the_v1_golden_file() {
+    std::fs::write(GOLDEN_PATH, golden_v1()).unwrap();
+}
+
+#[test]
+fn the_v1_writer_reproduces_the_golden_file_byte_for_byte() {
+    assert!(golden_v1() == GOLDEN, "the v1 writer's output differs from {GOLDEN_PATH}");
+}
+
+#[test]
+fn the_v1_golden_file_reads_back_exactly() {
+    let mut r = Reader::new(GOLDEN).unwrap();
+    assert_eq!(r.version(), (1, 0));
+    let h = r.header().clone();
+    assert_eq!(h.pid, 4242);
+    assert_eq!(h.process_name, "golden");
+    assert_eq!(h.clock.kind, ClockKind::Tsc);
+    assert_eq!(h.clock.ns_per_tick, 0.5);
+    assert_eq!(h.clock.origin_ticks, 1_000);
+    assert_eq!(h.clock.origin_monotonic_ns, 5_000_000);
+    assert_eq!(h.clock.origin_wall_ns, 1_700_000_000_000_000_000);
+    assert_eq!(h.clock.fallback_reason, Option::None);
+
+    let mut extents = Vec::new();
+    let mut events = Vec::new();
+    while let Some(chunk) = r.next_chunk().unwrap() {
+        extents.push(chunk.extents);
+        for e in chunk.events() {
+            let e = e.unwrap();
+            let args: Vec<String> = e.args.iter().flatten().map(|(n, v)| format!("{n}={v:?}")).collect();
+            events.push(format!(
+                "{} {} {}/{} {:?} dur={:?} id={:?} [{}]",
+                e.tid,
+                e.ts,
+                e.callsite.category,
+                e.callsite.name,
+                e.phase(),
+                e.duration,
+                e.async_id,
+                args.join(", ")
+            ));
+        }
+    }
+    let ext: Vec<_> = extents
+        .iter()
+        .map(|e| (e.tid, e.seq, e.record_count, e.event_count, e.first_ts, e.last_ts))
+        .collect();
+    assert_eq!(ext, [(101, 0, 8, 6, 1000, 1500), (102, 0, 5, 3, 2000, 2200), (101, 2, 1, 1, 3000, 3000)]);
+    assert_eq!(
+        events,
+        [
+            "101 1000 app/instant_ints Instant dur=None id=None [i=I64(-5), u=U64(7)]",
+            "101 1100 app/complete_fb Complete dur=Some(50) id=None [f=F64(2.5), b=Bool(true)]",
+            "101 1200 app/scope Begin dur=None id=None [s=Str(\"static-one\")]",
+            "101 1300 mem/heap Counter dur=None id=None [value=I64(42)]",
+            "102 1400 log/x={} at {} Log dur=None id=None [x=I64(3), p=Pointer(57005)]",
+            "102 1500 app/scope End dur=None id=None []",
+            "102 2000 io/request AsyncBegin dur=None id=Some(7) [url=Str(\"http://example/ünï\")]",
+            "102 2100 lock/mutex LockHeld dur=Some(30) id=None [name=Str(\"static-one\"), owner=Str(\"static-two\")]",
+            "102 2200 io/request AsyncEnd dur=None id=Some(7) []",
+            "101 3000 app/instant_ints Instant dur=None id=None [i=I64(1), u=U64(2)]",
+        ]
+    );
+    assert_eq!(r.thread_name(101), Some("main"));
+    assert_eq!(r.thread_name(102), Some("worker-1"));
+    let mut cs: Vec<CallsiteInfo> = r.callsites().cloned().collect();
+    cs.sort_by_key(|c| c.id);
+    assert_eq!(cs, callsites());
+    assert_eq!(r.trailer(), Some(&golden_trailer()));
+    assert_eq!(r.offset(), GOLDEN.len() as u64);
+}
+
+#[test]
+fn static_strings_are_stored_as_string_table_indices_not_addresses() {
+    let mut r = Reader::new(GOLDEN).unwrap();
+    let chunk = r.next_chunk().unwrap().unwrap();
+    // Record 3 is the Begin event with one static string argument in slot 0.
+    let word = chunk.records[3].slots[0];
+    assert!(word < 1 << 32, "a string index, not a packed address: {word:#x}");
+    let strings = r.strings();
+    assert_eq!(strings[word as usize], "static-one");
+}
+
+#[test]
+fn events_borrow_their_strings_from_the_reader() {
+    let mut r = Reader::new(GOLDEN).unwrap();
+    let mut seen = Vec::new();
+    r.for_each_event(|e| {
+        if let Some(Value::Str(s)) = e.arg("url") {
+            seen.push(s.to_owned());
+        }
+    })
+    .unwrap();
+    assert_eq!(seen, [URL]);
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the trace file format: one binary, one module per idea.
+
+mod corrupt;
+mod golden;
+mod support;

@@ -56,6 +56,8 @@ mod thread;
 #[cfg(not(loom))]
 mod trace;
 #[cfg(not(loom))]
+mod trace_file;
+#[cfg(not(loom))]
 mod trace_log;
 
 #[cfg(all(test, loom))]

@@ -242,7 +242,7 @@ fn value(w: ArgWord<'_>) -> ArgValue<'_> {
 }
 
 /// Resolves a static string recorded by this process.
-fn static_str(addr: u64, len: usize) -> &'static str {
+pub(crate) fn static_str(addr: u64, len: usize) -> &'static str {
     if addr == 0 {
         return "";
     }

@@ -95,7 +95,9 @@ impl Error {
         Error { kind, offset, path: None, source: None }
     }
 
-    pub(crate) fn io(err: std::io::Error, offset: u64) -> Error {
+    /// An I/O error at `offset`, for code that drives a [`Writer`](super::Writer) or
+    /// [`Reader`](super::Reader) and does its own I/O around it (opening, syncing a file).
+    pub fn io(err: std::io::Error, offset: u64) -> Error {
         Error { kind: ErrorKind::Io(err.kind()), offset, path: None, source: Some(err) }
     }
 

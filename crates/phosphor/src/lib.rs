@@ -74,6 +74,9 @@ pub use config::{BufferMode, ThreadPolicy, TraceLogConfig};
 pub use config::{StopCallback, TraceConfig};
 pub use error::{Error, ErrorKind};
 pub use phosphor_format::Phase;
+/// The byte layout and the trace file reader and writer (`format::file`), re-exported so that
+/// `Trace::save`'s errors and saved files can be handled without a second dependency.
+pub use phosphor_format as format;
 #[cfg(not(loom))]
 pub use stats::{Drops, Stats};
 #[cfg(not(loom))]

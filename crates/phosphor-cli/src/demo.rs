@@ -1,7 +1,9 @@
-//! `phosphor demo`: trace the workload of `workload.rs` with the global `TraceLog`, then print
-//! the accounting (emitted = recorded + dropped) and the statistics of `phosphor-export`.
+//! `phosphor demo`: trace the workload of `workload.rs` with the global `TraceLog`, print the
+//! accounting (emitted = recorded + dropped) and the statistics of `phosphor-export`, and save the
+//! trace as `trace.phos` in the output directory (`demo-out/` unless `--out` says otherwise).
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
@@ -9,6 +11,7 @@ use clap::{Args, ValueEnum};
 use phosphor::{BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig};
 use phosphor_export::{format_count, format_drops, format_ns, TraceStats};
 
+use crate::info::format_bytes;
 use crate::workload;
 
 /// Options of `phosphor demo`.
@@ -30,6 +33,9 @@ pub struct DemoArgs {
     /// The clock that stamps events.
     #[arg(long, value_enum, default_value_t = Clock::Tsc)]
     clock: Clock,
+    /// Directory for the trace file, `trace.phos` (created if needed).
+    #[arg(long, value_name = "DIR", default_value = "demo-out")]
+    out: PathBuf,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -155,6 +161,28 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     writeln!(out)?;
     writeln!(out, "scope checks")?;
     write!(out, "{}", stats.mismatch_report())?;
+    writeln!(out)?;
+    // Saved even when the accounting failed: the file is what one would look at next.
+    let path = args.out.join("trace.phos");
+    let saving = Instant::now();
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating the output directory {}", args.out.display()))?;
+    trace.save(&path).context("saving the trace")?;
+    let save_time = saving.elapsed();
+    let size =
+        std::fs::metadata(&path).with_context(|| format!("{}: cannot read its size", path.display()))?.len();
+    let per_event = if stats.recorded == 0 {
+        String::new()
+    } else {
+        format!(", {:.1} bytes per event", size as f64 / stats.recorded as f64)
+    };
+    writeln!(
+        out,
+        "trace file  {} ({}{per_event}), written in {}",
+        path.display(),
+        format_bytes(size),
+        format_duration(save_time)
+    )?;
     out.flush()?;
 
     if !problems.is_empty() {

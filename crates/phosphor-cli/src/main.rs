@@ -6,6 +6,7 @@
 //! normal end, status 0.
 
 mod demo;
+mod info;
 mod workload;
 
 use std::io::{self, Write};
@@ -25,12 +26,16 @@ struct Cli {
 enum Command {
     /// Trace a multi-threaded instrumented workload in this process and print its statistics.
     Demo(demo::DemoArgs),
+    /// Describe a trace file: header, threads, callsites, events, time span, drops, size. A
+    /// truncated or corrupt file shows everything before the damage, then the error.
+    Info(info::InfoArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Info(args) => info::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

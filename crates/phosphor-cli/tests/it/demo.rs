@@ -1,36 +1,15 @@
 //! `phosphor demo`, run as a user runs it: the built binary, its exit status and its report.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
-fn phosphor(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_phosphor")).args(args).output().expect("the phosphor binary runs")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).expect("the report is UTF-8")
-}
-
-/// The count on the report line that starts with `label`, e.g. `  emitted     12,345`.
-fn count(report: &str, label: &str) -> u64 {
-    let line = report
-        .lines()
-        .find(|l| l.trim_start().starts_with(label))
-        .unwrap_or_else(|| panic!("no {label:?} line in:\n{report}"));
-    let number = line.trim_start()[label.len()..].split_whitespace().next().unwrap();
-    number.replace(',', "").parse().unwrap_or_else(|e| panic!("{line:?}: {e}"))
-}
+use crate::cli::{command, count, phosphor, stderr, stdout};
 
 /// Runs the demo with `args`, checks it succeeded and that its accounting balances; returns the
 /// report and (emitted, recorded, dropped).
-fn balanced_demo(args: &[&str]) -> (String, [u64; 3]) {
-    let out = phosphor(&[&["demo"], args].concat());
+fn balanced_demo(test: &str, args: &[&str]) -> (String, [u64; 3]) {
+    let out = phosphor(test, &[&["demo"], args].concat());
     let report = stdout(&out);
-    assert!(
-        out.status.success(),
-        "{:?}\nstdout:\n{report}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{:?}\nstdout:\n{report}\nstderr:\n{}", out.status, stderr(&out));
     let counts = [count(&report, "emitted"), count(&report, "recorded"), count(&report, "dropped")];
     assert_eq!(counts[1] + counts[2], counts[0], "{report}");
     assert!(report.contains("recorded + dropped == emitted: no unexplained loss"), "{report}");
@@ -39,7 +18,8 @@ fn balanced_demo(args: &[&str]) -> (String, [u64; 3]) {
 
 #[test]
 fn the_demo_accounts_for_every_event_and_lists_its_threads() {
-    let (report, [emitted, recorded, dropped]) = balanced_demo(&["--threads", "3", "--events", "5000"]);
+    let (report, [emitted, recorded, dropped]) =
+        balanced_demo("accounts", &["--threads", "3", "--events", "5000"]);
     assert_eq!(dropped, 0, "{report}");
     assert_eq!(recorded, emitted);
     // Three workers of at least 5,000 events each, plus the sink's and main's.
@@ -66,7 +46,7 @@ fn the_demo_accounts_for_every_event_and_lists_its_threads() {
 #[test]
 fn a_full_fixed_buffer_drops_are_counted_as_buffer_full() {
     let (report, [emitted, _, dropped]) =
-        balanced_demo(&["--threads", "2", "--events", "100000", "--buffer-mib", "1"]);
+        balanced_demo("fixed-full", &["--threads", "2", "--events", "100000", "--buffer-mib", "1"]);
     assert!(dropped > 0 && dropped < emitted, "{report}");
     assert!(
         report.contains(&format!("(buffer_full {})", phosphor_export::format_count(dropped))),
@@ -76,8 +56,10 @@ fn a_full_fixed_buffer_drops_are_counted_as_buffer_full() {
 
 #[test]
 fn a_ring_buffer_counts_the_events_it_overwrote() {
-    let (report, [_, _, dropped]) =
-        balanced_demo(&["--threads", "2", "--events", "100000", "--buffer-mib", "1", "--mode", "ring"]);
+    let (report, [_, _, dropped]) = balanced_demo(
+        "ring",
+        &["--threads", "2", "--events", "100000", "--buffer-mib", "1", "--mode", "ring"],
+    );
     assert!(dropped > 0, "{report}");
     assert!(report.contains("ring buffer of 1 MiB"), "{report}");
     assert!(
@@ -88,14 +70,14 @@ fn a_ring_buffer_counts_the_events_it_overwrote() {
 
 #[test]
 fn a_bad_option_exits_with_status_2() {
-    let out = phosphor(&["demo", "--mode", "sideways"]);
+    let out = phosphor("bad-option", &["demo", "--mode", "sideways"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("sideways"));
+    assert!(stderr(&out).contains("sideways"));
 }
 
 #[test]
 fn a_closed_stdout_is_not_an_error() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_phosphor"))
+    let mut child = command("closed-stdout")
         .args(["demo", "--threads", "1", "--events", "1000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -104,6 +86,6 @@ fn a_closed_stdout_is_not_an_error() {
     // Close the reading end before the demo writes its report (it calibrates its clock first).
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(out.stderr.is_empty(), "stderr: {}", stderr(&out));
 }

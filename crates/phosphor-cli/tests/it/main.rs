@@ -1,3 +1,5 @@
 //! Integration tests of the `phosphor` binary, one test binary (ripgrep's layout).
 
+mod cli;
 mod demo;
+mod info;

@@ -1,0 +1,359 @@
+//! `phosphor info FILE`: what a trace file holds, read with the streaming
+//! [`Reader`](phosphor::format::file::Reader) in constant memory.
+//!
+//! One pass over the blocks collects a [`Summary`]: per thread, its chunks, its events (decoded,
+//! so every record is checked, and attributed through thread-switch markers) and the highest chunk
+//! sequence number, from which the lost chunks follow; the span of the event timestamps; the
+//! trailer. The summary is printed whether or not the pass reached the trailer, so a truncated or
+//! corrupt file shows everything before the damage, and then the error names the file, the byte
+//! offset and the problem.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+use phosphor::format::file::{self, ClockKind, Reader};
+use phosphor_export::{format_count, format_ns};
+
+/// Options of `phosphor info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// The trace file (written by `Trace::save` or `phosphor demo`).
+    file: PathBuf,
+    /// Also list every callsite: id, category, name, phase and source location.
+    #[arg(long)]
+    callsites: bool,
+}
+
+/// What one thread contributed, as far as the file was read.
+#[derive(Debug, Default)]
+struct ThreadSummary {
+    /// Chunks whose extents name this thread.
+    chunks: u64,
+    /// Events this thread recorded (in its own chunks or, in a pool, in shared ones).
+    events: u64,
+    /// The highest chunk sequence number seen.
+    max_seq: Option<u64>,
+}
+
+impl ThreadSummary {
+    /// Sequence numbers start at 0 and go up by one per chunk, so every number up to the highest
+    /// that has no chunk is a lost chunk (a ring buffer overwrote it). Chunks lost after the last
+    /// one kept leave no trace here; the trailer's drop counts still include their events.
+    fn lost_chunks(&self) -> u64 {
+        self.max_seq.map_or(0, |m| m.saturating_add(1).saturating_sub(self.chunks))
+    }
+}
+
+/// Everything gathered by one pass over the file.
+#[derive(Debug, Default)]
+struct Summary {
+    threads: BTreeMap<u32, ThreadSummary>,
+    chunks: u64,
+    events: u64,
+    /// Smallest and largest event timestamp (raw ticks).
+    span: Option<(u64, u64)>,
+    /// Chunks whose extents announce a different number of events than their records decode to.
+    miscounted_chunks: u64,
+}
+
+impl Summary {
+    /// Reads every block left in `reader`; stops at the first error, keeping what it gathered.
+    fn read<R: Read>(&mut self, reader: &mut Reader<R>) -> Result<(), file::Error> {
+        while let Some(chunk) = reader.next_chunk()? {
+            let x = chunk.extents;
+            self.chunks += 1;
+            let owner = self.threads.entry(x.tid).or_default();
+            owner.chunks += 1;
+            owner.max_seq = owner.max_seq.max(Some(x.seq));
+            if x.event_count > 0 {
+                let (lo, hi) = self.span.unwrap_or((x.first_ts, x.last_ts));
+                self.span = Some((lo.min(x.first_ts), hi.max(x.last_ts)));
+            }
+            let mut decoded = 0u64;
+            for event in chunk.events() {
+                let event = event?;
+                decoded += 1;
+                self.threads.entry(event.tid).or_default().events += 1;
+            }
+            self.events += decoded;
+            if decoded != u64::from(x.event_count) {
+                self.miscounted_chunks += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `phosphor info` and writes its report to `out`.
+pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let path = &args.file;
+    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let size = f.metadata().with_context(|| format!("{}: cannot read its size", path.display()))?.len();
+    let mut reader = Reader::new(BufReader::new(f)).map_err(|e| e.with_path(path))?;
+    let mut summary = Summary::default();
+    let read = summary.read(&mut reader);
+    print(&reader, &summary, size, args, read.is_ok(), out)?;
+    out.flush()?;
+    read.map_err(|e| e.with_path(path))?;
+    if summary.miscounted_chunks > 0 {
+        anyhow::bail!(
+            "{}: {} chunk(s) announce a different number of events in their extents than their records hold",
+            path.display(),
+            summary.miscounted_chunks
+        );
+    }
+    Ok(())
+}
+
+fn print<R: Read>(
+    reader: &Reader<R>,
+    s: &Summary,
+    size: u64,
+    args: &InfoArgs,
+    complete: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let header = reader.header();
+    let clock = &header.clock;
+    let (major, minor) = reader.version();
+    writeln!(out, "{}: Phosphor trace file, format version {major}.{minor}", args.file.display())?;
+    if !complete {
+        writeln!(
+            out,
+            "  INCOMPLETE: read up to byte {} of {}; what follows is the part before it",
+            reader.offset(),
+            size
+        )?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "header")?;
+    let clock_name = match clock.kind {
+        ClockKind::Tsc => "TSC",
+        ClockKind::Monotonic => "CLOCK_MONOTONIC",
+        ClockKind::Realtime => "CLOCK_REALTIME",
+    };
+    let rate = match clock.kind {
+        ClockKind::Tsc if clock.ns_per_tick > 0.0 => format!(" ({:.3} GHz)", 1.0 / clock.ns_per_tick),
+        _ => String::new(),
+    };
+    writeln!(out, "  clock       {clock_name}, {:.6} ns per tick{rate}", clock.ns_per_tick)?;
+    if let Some(reason) = &clock.fallback_reason {
+        writeln!(out, "              (the TSC was refused: {reason})")?;
+    }
+    writeln!(
+        out,
+        "  origin      {} (wall clock at tick {})",
+        format_utc(clock.origin_wall_ns),
+        clock.origin_ticks
+    )?;
+    writeln!(out, "  process     {} (pid {})", display_name(&header.process_name), header.pid)?;
+    writeln!(out)?;
+
+    writeln!(out, "threads ({})", s.threads.len())?;
+    let names: Vec<String> =
+        s.threads.keys().map(|&t| display_name(reader.thread_name(t).unwrap_or(""))).collect();
+    let name_width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(4);
+    writeln!(
+        out,
+        "  {:>8}  {:<name_width$}  {:>8}  {:>12}  {:>11}",
+        "tid", "name", "chunks", "events", "lost chunks"
+    )?;
+    for ((tid, t), name) in s.threads.iter().zip(&names) {
+        writeln!(
+            out,
+            "  {tid:>8}  {name:<name_width$}  {:>8}  {:>12}  {:>11}",
+            format_count(t.chunks),
+            format_count(t.events),
+            format_count(t.lost_chunks())
+        )?;
+    }
+    writeln!(out)?;
+
+    let mut callsites: Vec<&file::CallsiteInfo> = reader.callsites().collect();
+    callsites.sort_by_key(|c| c.id);
+    writeln!(out, "callsites   {}", format_count(callsites.len() as u64))?;
+    if args.callsites {
+        let width = |f: fn(&file::CallsiteInfo) -> usize| callsites.iter().map(|c| f(c)).max().unwrap_or(0);
+        let (cat_w, name_w) = (width(|c| c.category.chars().count()), width(|c| c.name.chars().count()));
+        for c in &callsites {
+            writeln!(
+                out,
+                "  {:>6}  {:<cat_w$}  {:<name_w$}  {:<11}  {}:{}",
+                c.id,
+                c.category,
+                c.name,
+                c.phase.as_str(),
+                c.file,
+                c.line
+            )?;
+        }
+    }
+    writeln!(out, "chunks      {}", format_count(s.chunks))?;
+    writeln!(out, "events      {}", format_count(s.events))?;
+    match s.span {
+        Some((first, last)) => {
+            writeln!(out, "time span   {}", format_ns(ticks_to_ns(clock, last - first)))?;
+            writeln!(out, "  first     {}", format_utc(wall_ns(clock, first)))?;
+            writeln!(out, "  last      {}", format_utc(wall_ns(clock, last)))?;
+        }
+        None => writeln!(out, "time span   none (no events)")?,
+    }
+    match reader.trailer() {
+        Some(t) => {
+            let d = &t.dropped;
+            let mut reasons: Vec<(&str, u64)> = vec![
+                ("buffer_full", d.buffer_full),
+                ("no_chunk", d.no_chunk),
+                ("contended", d.contended),
+                ("stopping", d.stopping),
+                ("reentrant", d.reentrant),
+                ("thread_exited", d.thread_exited),
+                ("overwritten", d.overwritten),
+            ];
+            if d.other > 0 {
+                reasons.push(("other (reasons newer than this reader)", d.other));
+            }
+            let reasons: Vec<String> =
+                reasons.iter().map(|(r, n)| format!("{r} {}", format_count(*n))).collect();
+            writeln!(out, "dropped     {} ({})", format_count(d.total()), reasons.join(", "))?;
+            writeln!(
+                out,
+                "recorded    {} (trailer){}",
+                format_count(t.recorded),
+                if t.recorded == s.events { "" } else { ": DIFFERS from the events in the file" }
+            )?;
+            writeln!(
+                out,
+                "buffer      {} chunks, {} loaned, {} overwritten{}",
+                format_count(t.chunks_total),
+                format_count(t.chunks_loaned),
+                format_count(t.chunks_overwritten),
+                if t.buffer_exhausted { ", ran out (fixed)" } else { "" }
+            )?;
+        }
+        None => writeln!(out, "dropped     unknown: no trailer was read")?,
+    }
+    let per_event = if s.events == 0 {
+        String::new()
+    } else {
+        format!(", {:.1} bytes per event", size as f64 / s.events as f64)
+    };
+    writeln!(out, "file size   {}{per_event}", format_bytes(size))?;
+    if s.miscounted_chunks > 0 {
+        writeln!(
+            out,
+            "MISMATCH    {} chunk(s) whose extents announce a different event count than their records",
+            format_count(s.miscounted_chunks)
+        )?;
+    }
+    Ok(())
+}
+
+/// A name as printed: `-` when empty.
+fn display_name(name: &str) -> String {
+    if name.is_empty() {
+        "-".into()
+    } else {
+        name.into()
+    }
+}
+
+/// Nanoseconds in `ticks` of `clock`.
+fn ticks_to_ns(clock: &file::ClockInfo, ticks: u64) -> u64 {
+    (ticks as f64 * clock.ns_per_tick) as u64
+}
+
+/// The wall-clock time of raw timestamp `ts`, in nanoseconds since the Unix epoch (FORMAT.md,
+/// header block). Timestamps before the origin are possible only in a file not written by
+/// Phosphor; they count back from it.
+fn wall_ns(clock: &file::ClockInfo, ts: u64) -> u64 {
+    if ts >= clock.origin_ticks {
+        clock.origin_wall_ns.saturating_add(ticks_to_ns(clock, ts - clock.origin_ticks))
+    } else {
+        clock.origin_wall_ns.saturating_sub(ticks_to_ns(clock, clock.origin_ticks - ts))
+    }
+}
+
+/// `ns` since the Unix epoch as a UTC date and time, `2024-05-06 07:08:09.123456789 UTC`.
+pub(crate) fn format_utc(ns: u64) -> String {
+    const NS_PER_DAY: u64 = 86_400 * 1_000_000_000;
+    let mut days = ns / NS_PER_DAY;
+    let in_day = ns % NS_PER_DAY;
+    let leap = |y: u64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let mut year = 1970;
+    loop {
+        let len = if leap(year) { 366 } else { 365 };
+        if days < len {
+            break;
+        }
+        days -= len;
+        year += 1;
+    }
+    let feb = if leap(year) { 29 } else { 28 };
+    let mut month = 1;
+    for len in [31, feb, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] {
+        if days < len {
+            break;
+        }
+        days -= len;
+        month += 1;
+    }
+    let secs = in_day / 1_000_000_000;
+    format!(
+        "{year:04}-{month:02}-{:02} {:02}:{:02}:{:02}.{:09} UTC",
+        days + 1,
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        in_day % 1_000_000_000
+    )
+}
+
+/// A byte count with a binary unit, `26.3 MiB`.
+pub(crate) fn format_bytes(n: u64) -> String {
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut v = n as f64 / 1024.0;
+    for unit in ["KiB", "MiB", "GiB"] {
+        if v < 1024.0 {
+            return format!("{v:.1} {unit}");
+        }
+        v /= 1024.0;
+    }
+    format!("{v:.1} TiB")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates_fall_on_the_right_day_across_leap_years() {
+        assert_eq!(format_utc(0), "1970-01-01 00:00:00.000000000 UTC");
+        // 2000-02-29 12:34:56.5 UTC, a leap day in a year divisible by 400.
+        assert_eq!(format_utc(951_827_696_500_000_000), "2000-02-29 12:34:56.500000000 UTC");
+        // 2024-12-31 23:59:59 UTC, the last second of a leap year.
+        assert_eq!(format_utc(1_735_689_599_000_000_000), "2024-12-31 23:59:59.000000000 UTC");
+        assert_eq!(format_utc(1_735_689_600_000_000_000), "2025-01-01 00:00:00.000000000 UTC");
+    }
+
+    #[test]
+    fn byte_counts_use_binary_units() {
+        assert_eq!(format_bytes(1023), "1023 bytes");
+        assert_eq!(format_bytes(1536), "1.5 KiB");
+        assert_eq!(format_bytes(26 << 20), "26.0 MiB");
+    }
+
+    #[test]
+    fn lost_chunks_are_the_missing_sequence_numbers_up_to_the_highest() {
+        let t = ThreadSummary { chunks: 3, events: 0, max_seq: Some(5) };
+        assert_eq!(t.lost_chunks(), 3);
+        assert_eq!(ThreadSummary::default().lost_chunks(), 0);
+    }
+}

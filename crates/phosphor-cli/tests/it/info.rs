@@ -1,0 +1,113 @@
+//! `phosphor info` on the files `phosphor demo` writes, whole, cut short, missing, or not traces.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::{count, phosphor, scratch, stderr, stdout};
+
+/// Runs a small demo in the scratch directory of `test` with `args`; returns its report and the
+/// trace file it wrote.
+fn demo(test: &str, args: &[&str]) -> (String, PathBuf) {
+    let out = phosphor(test, &[&["demo", "--threads", "2"], args].concat());
+    let report = stdout(&out);
+    assert!(out.status.success(), "{:?}\n{report}\n{}", out.status, stderr(&out));
+    let line = report.lines().find(|l| l.starts_with("trace file")).unwrap_or_else(|| panic!("{report}"));
+    let path = line["trace file".len()..].trim_start().split(" (").next().unwrap();
+    let path = scratch_path(test).join(path);
+    assert!(path.is_file(), "{} is not a file:\n{report}", path.display());
+    (report, path)
+}
+
+/// The scratch directory of `test`, without emptying it.
+fn scratch_path(test: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("phosphor-cli-{test}"))
+}
+
+fn info(test: &str, file: &Path) -> std::process::Output {
+    phosphor(&format!("{test}-info"), &["info", file.to_str().unwrap()])
+}
+
+#[test]
+fn the_demo_saves_its_trace_in_demo_out_and_info_reads_back_every_recorded_event() {
+    let (report, file) = demo("demo-default-out", &["--events", "5000"]);
+    assert!(file.ends_with("demo-out/trace.phos"), "{}", file.display());
+    let out = info("demo-default-out", &file);
+    let summary = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{summary}\n{}", stderr(&out));
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    assert!(summary.contains("format version 1.0"), "{summary}");
+    assert!(summary.contains(" UTC"), "{summary}");
+    assert_eq!(count(&summary, "events"), count(&report, "recorded"), "{summary}\n{report}");
+    assert_eq!(count(&summary, "recorded"), count(&report, "recorded"), "{summary}");
+    assert_eq!(count(&summary, "dropped"), 0, "{summary}");
+    for name in ["main", "sink", "worker-0", "worker-1"] {
+        assert!(summary.lines().any(|l| l.split_whitespace().nth(1) == Some(name)), "no {name}:\n{summary}");
+    }
+}
+
+#[test]
+fn demo_out_creates_the_directory_and_info_finds_the_chunks_a_ring_overwrote() {
+    let dir = scratch("ring-out").join("nested/dir");
+    let (report, file) = demo(
+        "ring-out",
+        &["--events", "100000", "--buffer-mib", "1", "--mode", "ring", "--out", dir.to_str().unwrap()],
+    );
+    assert_eq!(file, dir.join("trace.phos"));
+    let out = info("ring-out", &file);
+    let summary = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{summary}\n{}", stderr(&out));
+    assert_eq!(count(&summary, "events"), count(&report, "recorded"), "{summary}\n{report}");
+    assert_eq!(count(&summary, "dropped"), count(&report, "dropped"), "{summary}\n{report}");
+    // The lost chunks column adds up to the chunks the ring overwrote.
+    let table = summary.split("threads (").nth(1).unwrap().split("\n\n").next().unwrap();
+    let lost: u64 = table
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().last().unwrap().replace(',', "").parse::<u64>().unwrap())
+        .sum();
+    let buffer = summary.lines().find(|l| l.starts_with("buffer")).unwrap();
+    let overwritten = buffer.split(", ").find(|p| p.ends_with("overwritten")).unwrap();
+    assert_eq!(lost.to_string(), overwritten.split(' ').next().unwrap().replace(',', ""), "{summary}");
+    assert!(lost > 0, "{summary}");
+}
+
+#[test]
+fn info_on_a_truncated_file_prints_the_complete_part_then_names_the_offset_and_exits_2() {
+    let (_, file) = demo("truncated", &["--events", "5000"]);
+    let whole = std::fs::read(&file).unwrap();
+    let full = stdout(&info("truncated-whole", &file));
+    let cut = file.with_file_name("cut.phos");
+    std::fs::write(&cut, &whole[..whole.len() / 2 + 1000]).unwrap();
+
+    let out = info("truncated", &cut);
+    assert_eq!(out.status.code(), Some(2));
+    let summary = stdout(&out);
+    let err = stderr(&out);
+    assert!(err.contains(cut.to_str().unwrap()), "{err}");
+    assert!(err.contains("ends inside"), "{err}");
+    // The error's offset is where the complete part ends, as the summary says.
+    let offset: u64 = err.split("at byte ").nth(1).unwrap().split(':').next().unwrap().parse().unwrap();
+    assert!(offset > 0 && offset <= whole.len() as u64 / 2 + 1000, "{err}");
+    assert!(summary.contains(&format!("INCOMPLETE: read up to byte {offset} of")), "{summary}");
+    let events = count(&summary, "events");
+    assert!(events > 0 && events < count(&full, "events"), "{summary}\n{full}");
+    assert!(summary.contains("no trailer was read"), "{summary}");
+}
+
+#[test]
+fn info_on_a_missing_file_exits_2_naming_it() {
+    let out = phosphor("missing", &["info", "no/such/trace.phos"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no/such/trace.phos"), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn info_on_a_file_that_is_not_a_trace_exits_2_with_bad_magic_at_byte_0() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let out = info("not-a-trace", &manifest);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(manifest.to_str().unwrap()), "{err}");
+    assert!(err.contains("at byte 0") && err.contains("magic"), "{err}");
+    assert!(out.stdout.is_empty());
+}

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use phosphor::format::file::{self, ClockKind, Reader};
+use phosphor::format::file::{self, Block, ClockKind, Reader};
 use phosphor_export::{format_count, format_ns};
 
 /// Options of `phosphor info`.
@@ -58,12 +58,21 @@ struct Summary {
     span: Option<(u64, u64)>,
     /// Chunks whose extents announce a different number of events than their records decode to.
     miscounted_chunks: u64,
+    /// Bytes from the start of the file to the end of the last block read without error.
+    whole: u64,
 }
 
 impl Summary {
     /// Reads every block left in `reader`; stops at the first error, keeping what it gathered.
+    /// `whole` ends up at the end of the last block read without error.
     fn read<R: Read>(&mut self, reader: &mut Reader<R>) -> Result<(), file::Error> {
-        while let Some(chunk) = reader.next_chunk()? {
+        loop {
+            self.whole = reader.offset();
+            let chunk = match reader.next_block()? {
+                None => return Ok(()),
+                Some(Block::Chunk(chunk)) => chunk,
+                Some(_) => continue,
+            };
             let x = chunk.extents;
             self.chunks += 1;
             let owner = self.threads.entry(x.tid).or_default();
@@ -84,7 +93,6 @@ impl Summary {
                 self.miscounted_chunks += 1;
             }
         }
-        Ok(())
     }
 }
 
@@ -125,8 +133,7 @@ fn print<R: Read>(
         writeln!(
             out,
             "  INCOMPLETE: read up to byte {} of {}; what follows is the part before it",
-            reader.offset(),
-            size
+            s.whole, size
         )?;
     }
     writeln!(out)?;
@@ -238,12 +245,15 @@ fn print<R: Read>(
         }
         None => writeln!(out, "dropped     unknown: no trailer was read")?,
     }
+    // Of an incomplete file, only the part before the damage holds the events counted.
+    let read = if complete { size } else { s.whole };
     let per_event = if s.events == 0 {
         String::new()
     } else {
-        format!(", {:.1} bytes per event", size as f64 / s.events as f64)
+        format!(", {:.1} bytes per event", read as f64 / s.events as f64)
     };
-    writeln!(out, "file size   {}{per_event}", format_bytes(size))?;
+    let part = if complete { String::new() } else { format!(" ({} of it read)", format_bytes(read)) };
+    writeln!(out, "file size   {}{part}{per_event}", format_bytes(size))?;
     if s.miscounted_chunks > 0 {
         writeln!(
             out,

@@ -34,6 +34,7 @@
 //!
 //! **Architecture invariant:** only this crate knows output formats.
 
+pub mod chrome;
 mod scopes;
 mod stats;
 mod text;

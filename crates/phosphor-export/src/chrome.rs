@@ -1,0 +1,348 @@
+//! The Chrome trace event format (JSON), as `chrome://tracing`, Perfetto's UI and Speedscope load it.
+//!
+//! [`write_chrome_json`] streams a trace file into `{"traceEvents":[...]}`: each event is written
+//! as the [`Reader`] decodes it, one chunk at a time, so memory stays constant whatever the size of
+//! the file (the reader's tables, one chunk, and one entry per thread). The JSON is written by hand:
+//! the output is a fixed shape of numbers and escaped strings, and a serializer would only add an
+//! intermediate value per event.
+//!
+//! # Mapping
+//!
+//! | Phosphor phase | `ph` | extra fields |
+//! |---|---|---|
+//! | begin / end | `B` / `E` | |
+//! | complete | `X` | `dur` |
+//! | lock wait / lock held | `X` | `dur`; the name gets ` (wait)` / ` (held)` |
+//! | instant, log | `i` | `"s":"t"` (thread scope); a log's name is its format string |
+//! | counter | `C` | the value in `args` |
+//! | async begin / end | `b` / `e` | `"id"` (hex string: ids are 64-bit) and `"cat"` |
+//!
+//! Metadata events (`M`) name the process (first) and every thread (last: a thread's name may be
+//! defined anywhere in the file). A thread that has events but no name is called `thread <tid>`.
+//!
+//! # Time
+//!
+//! `ts` and `dur` are microseconds written as exact decimals with nanosecond precision
+//! (`1234.567`), computed from integer nanoseconds. `ts` is **relative to the trace's clock
+//! origin** (the instant the header's `origin_ticks` was read); the origin's `CLOCK_MONOTONIC` and
+//! wall-clock nanoseconds are in `otherData`, so absolute times can be recovered. Relative times
+//! keep the numbers small enough that a viewer parsing them as `f64` keeps every nanosecond. A
+//! duration is `ns(start + dur) - ns(start)`, so a slice ends exactly where an event stamped at its
+//! end tick is.
+//!
+//! # Arguments
+//!
+//! Integers are JSON numbers; floats too, except NaN and the infinities, written as the strings
+//! `"NaN"`, `"Infinity"`, `"-Infinity"`; pointers and async ids are hex strings. An event whose
+//! string argument was cut when recorded gets `"truncated":true` in its args.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, BufWriter, Read, Write};
+
+use phosphor_format::file::{self, ClockInfo, Event, Reader, Value};
+use phosphor_format::Phase;
+
+/// What [`write_chrome_json`] wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExportSummary {
+    /// Chunks read.
+    pub chunks: u64,
+    /// Trace events written (metadata events not counted).
+    pub events: u64,
+    /// Threads that had events.
+    pub threads: usize,
+    /// Whether the trailer was read: the input was whole.
+    pub complete: bool,
+}
+
+/// Why an export stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The trace file could not be read to its end. Everything before `offset` was exported and
+    /// the JSON document was closed, so the output is valid JSON holding the readable part.
+    #[error("the trace file could not be read past byte {offset} ({} events exported)", exported.events)]
+    Read {
+        /// Byte offset of the problem in the trace file (as the format error says).
+        offset: u64,
+        /// What was written before the error.
+        exported: ExportSummary,
+        /// The format error.
+        #[source]
+        source: file::Error,
+    },
+    /// Writing the JSON failed.
+    #[error("writing the Chrome JSON failed")]
+    Write(#[source] io::Error),
+}
+
+impl Error {
+    /// The byte offset in the trace file, for a read error.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::Read { offset, .. } => Some(*offset),
+            Error::Write(_) => None,
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Error {
+        Error::Write(e)
+    }
+}
+
+/// Writes the trace that `reader` reads as Chrome JSON to `out` (buffered here; pass the writer
+/// itself, not a `BufWriter`, unless it is one already).
+///
+/// On a read error (a truncated or corrupt file) the events read so far stay written, the document
+/// is closed so it parses, and [`Error::Read`] says where reading stopped.
+pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Result<ExportSummary, Error> {
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    let clock = Clock::new(&reader.header().clock);
+    let pid = reader.header().pid;
+    let mut summary = ExportSummary::default();
+    // One entry per thread; `last_tid` spares the map lookup for runs of one thread's events.
+    let mut threads = BTreeSet::new();
+    let mut last_tid = None;
+
+    out.write_all(b"{\"traceEvents\":[\n")?;
+    write!(
+        out,
+        "{{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":"
+    )?;
+    write_str(&mut out, &reader.header().process_name)?;
+    out.write_all(b"}}")?;
+
+    let failure = loop {
+        let chunk = match reader.next_chunk() {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        };
+        summary.chunks += 1;
+        let mut failed = None;
+        for event in chunk.events() {
+            match event {
+                Ok(e) => {
+                    if last_tid != Some(e.tid) {
+                        threads.insert(e.tid);
+                        last_tid = Some(e.tid);
+                    }
+                    write_event(&mut out, &clock, pid, &e)?;
+                    summary.events += 1;
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if failed.is_some() {
+            break failed;
+        }
+    };
+
+    // Names last: a threads block may follow the chunks it names.
+    let mut names: BTreeMap<u32, Option<&str>> = threads.iter().map(|t| (*t, None)).collect();
+    names.extend(reader.thread_names().map(|(t, n)| (t, Some(n))));
+    for (tid, name) in names {
+        write!(out, ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":")?;
+        match name {
+            Some(n) => write_str(&mut out, n)?,
+            None => write!(out, "\"thread {tid}\"")?,
+        }
+        out.write_all(b"}}")?;
+    }
+    out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{")?;
+    write_other_data(&mut out, &reader)?;
+    out.write_all(b"}}\n")?;
+    out.flush()?;
+
+    summary.threads = threads.len();
+    summary.complete = reader.trailer().is_some();
+    match failure {
+        None => Ok(summary),
+        Some(source) => Err(Error::Read { offset: source.offset(), exported: summary, source }),
+    }
+}
+
+/// Raw ticks to nanoseconds since the clock origin.
+struct Clock {
+    origin_ticks: u64,
+    ns_per_tick: f64,
+}
+
+impl Clock {
+    fn new(c: &ClockInfo) -> Clock {
+        Clock { origin_ticks: c.origin_ticks, ns_per_tick: c.ns_per_tick }
+    }
+
+    fn ns(&self, ticks: u64) -> i64 {
+        let d = i128::from(ticks) - i128::from(self.origin_ticks);
+        if self.ns_per_tick == 1.0 {
+            // Nanosecond clocks: exact, no float on the way.
+            i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
+        } else {
+            // `as` saturates (and maps a NaN from a corrupt header to 0): never a panic.
+            (d as f64 * self.ns_per_tick).round() as i64
+        }
+    }
+}
+
+/// Writes nanoseconds as microseconds with three decimals, exactly.
+fn write_us(out: &mut impl Write, ns: i64) -> io::Result<()> {
+    let sign = if ns < 0 { "-" } else { "" };
+    let abs = ns.unsigned_abs();
+    write!(out, "{sign}{}.{:03}", abs / 1000, abs % 1000)
+}
+
+fn write_event(out: &mut impl Write, clock: &Clock, pid: u32, e: &Event<'_>) -> io::Result<()> {
+    let cs = e.callsite;
+    let ph = match cs.phase {
+        Phase::Begin => "B",
+        Phase::End => "E",
+        Phase::Complete | Phase::LockWait | Phase::LockHeld => "X",
+        Phase::Instant | Phase::Log => "i",
+        Phase::Counter => "C",
+        Phase::AsyncBegin => "b",
+        Phase::AsyncEnd => "e",
+    };
+    out.write_all(b",\n{\"name\":")?;
+    match cs.phase {
+        Phase::LockWait => write_str_parts(out, &[&cs.name, " (wait)"])?,
+        Phase::LockHeld => write_str_parts(out, &[&cs.name, " (held)"])?,
+        _ => write_str(out, &cs.name)?,
+    }
+    out.write_all(b",\"cat\":")?;
+    write_str(out, &cs.category)?;
+    write!(out, ",\"ph\":\"{ph}\",\"ts\":")?;
+    let start = clock.ns(e.ts);
+    write_us(out, start)?;
+    if let Some(d) = e.duration {
+        out.write_all(b",\"dur\":")?;
+        write_us(out, clock.ns(e.ts.saturating_add(d)).saturating_sub(start))?;
+    }
+    write!(out, ",\"pid\":{pid},\"tid\":{}", e.tid)?;
+    if matches!(cs.phase, Phase::Instant | Phase::Log) {
+        out.write_all(b",\"s\":\"t\"")?;
+    }
+    if let Some(id) = e.async_id {
+        write!(out, ",\"id\":\"{id:#x}\"")?;
+    }
+    if e.args.iter().any(Option::is_some) || e.truncated {
+        out.write_all(b",\"args\":{")?;
+        let mut first = true;
+        for (i, (name, value)) in e.args.iter().enumerate().filter_map(|(i, a)| a.map(|a| (i, a))) {
+            if !first {
+                out.write_all(b",")?;
+            }
+            first = false;
+            if name.is_empty() {
+                write!(out, "\"arg{i}\":")?;
+            } else {
+                write_str(out, name)?;
+                out.write_all(b":")?;
+            }
+            write_value(out, value)?;
+        }
+        if e.truncated {
+            out.write_all(if first { b"\"truncated\":true" } else { b",\"truncated\":true" })?;
+        }
+        out.write_all(b"}")?;
+    }
+    out.write_all(b"}")
+}
+
+fn write_value(out: &mut impl Write, v: Value<'_>) -> io::Result<()> {
+    match v {
+        Value::I64(v) => write!(out, "{v}"),
+        Value::U64(v) => write!(out, "{v}"),
+        // Debug is the shortest text that reads back to the same f64, and always valid JSON for a
+        // finite value (`1.0`, `1e-7`, `-0.0`).
+        Value::F64(v) if v.is_finite() => write!(out, "{v:?}"),
+        Value::F64(v) if v.is_nan() => out.write_all(b"\"NaN\""),
+        Value::F64(v) => out.write_all(if v > 0.0 { b"\"Infinity\"" } else { b"\"-Infinity\"" }),
+        Value::Bool(v) => out.write_all(if v { b"true" } else { b"false" }),
+        Value::Str(s) => write_str(out, s),
+        Value::Pointer(p) => write!(out, "\"{p:#x}\""),
+    }
+}
+
+fn write_other_data<R: Read>(out: &mut impl Write, reader: &Reader<R>) -> io::Result<()> {
+    let h = reader.header();
+    let (major, minor) = reader.version();
+    let clock = match h.clock.kind {
+        file::ClockKind::Tsc => "tsc",
+        file::ClockKind::Monotonic => "monotonic",
+        file::ClockKind::Realtime => "realtime",
+    };
+    write!(
+        out,
+        "\"format_version\":\"{major}.{minor}\",\"clock\":\"{clock}\",\"ns_per_tick\":{:?},\
+         \"origin_monotonic_ns\":{},\"origin_wall_ns\":{}",
+        h.clock.ns_per_tick, h.clock.origin_monotonic_ns, h.clock.origin_wall_ns
+    )?;
+    if let Some(t) = reader.trailer() {
+        write!(out, ",\"events_recorded\":{},\"events_dropped\":{}", t.recorded, t.dropped.total())?;
+    } else {
+        out.write_all(b",\"incomplete\":true")?;
+    }
+    Ok(())
+}
+
+fn write_str(out: &mut impl Write, s: &str) -> io::Result<()> {
+    write_str_parts(out, &[s])
+}
+
+/// Writes the concatenation of `parts` as one JSON string.
+fn write_str_parts(out: &mut impl Write, parts: &[&str]) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    for s in parts {
+        write_escaped(out, s)?;
+    }
+    out.write_all(b"\"")
+}
+
+/// Escapes what JSON requires (`"`, `\`, control characters) plus U+2028 and U+2029, which JSON
+/// allows but JavaScript source does not, so the output can also be embedded in a script. Other
+/// characters are written as UTF-8. Runs of plain bytes go out in one write.
+fn write_escaped(out: &mut impl Write, s: &str) -> io::Result<()> {
+    let bytes = s.as_bytes();
+    let mut plain = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let (escape, len): (&[u8], usize) = match b {
+            b'"' => (b"\\\"", 1),
+            b'\\' => (b"\\\\", 1),
+            b'\n' => (b"\\n", 1),
+            b'\r' => (b"\\r", 1),
+            b'\t' => (b"\\t", 1),
+            0x08 => (b"\\b", 1),
+            0x0c => (b"\\f", 1),
+            0..=0x1f => (b"", 1),
+            0xe2 if bytes.get(i + 1) == Some(&0x80) && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) => {
+                (if bytes[i + 2] == 0xa8 { b"\\u2028" } else { b"\\u2029" }, 3)
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.write_all(&bytes[plain..i])?;
+        if escape.is_empty() {
+            write!(out, "\\u{b:04x}")?;
+        } else {
+            out.write_all(escape)?;
+        }
+        i += len;
+        plain = i;
+    }
+    out.write_all(&bytes[plain..])
+}
+
+#[cfg(test)]
+#[path = "chrome_tests.rs"]
+mod tests;

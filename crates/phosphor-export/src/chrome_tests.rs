@@ -1,0 +1,238 @@
+//! Tests of the Chrome JSON exporter on the v1 golden file and on small files built here.
+
+use std::collections::BTreeSet;
+
+use phosphor_format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
+use phosphor_format::{pack_static_str, ArgType, Meta, Phase, Record};
+use serde_json::Value as Json;
+
+use super::*;
+
+const GOLDEN: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
+
+fn export(bytes: &[u8]) -> (String, Result<ExportSummary, Error>) {
+    let mut out = Vec::new();
+    let r = write_chrome_json(Reader::new(bytes).unwrap(), &mut out);
+    (String::from_utf8(out).unwrap(), r)
+}
+
+fn events(json: &str) -> Vec<Json> {
+    let doc: Json = serde_json::from_str(json).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{json}"));
+    doc["traceEvents"].as_array().expect("traceEvents is an array").clone()
+}
+
+fn callsite(id: u32, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo {
+    CallsiteInfo {
+        id,
+        category: "test".into(),
+        name: name.into(),
+        phase,
+        arg_names: args.map(String::from),
+        file: "chrome_tests.rs".into(),
+        line: 1,
+        name_hash: 0,
+    }
+}
+
+/// A file on a nanosecond clock (origin 0, so raw timestamps are the exported nanoseconds) with
+/// one chunk per `(tid, records)`. Static string words are indices into `statics`.
+fn file(callsites: &[CallsiteInfo], chunks: &[(u32, Vec<Record>)], statics: &[&'static str]) -> Vec<u8> {
+    let header = Header {
+        clock: ClockInfo {
+            kind: ClockKind::Monotonic,
+            ns_per_tick: 1.0,
+            origin_ticks: 0,
+            origin_monotonic_ns: 0,
+            origin_wall_ns: 0,
+            fallback_reason: None,
+        },
+        pid: 7,
+        process_name: "test".into(),
+    };
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(callsites).unwrap();
+    for (seq, (tid, records)) in chunks.iter().enumerate() {
+        w.write_chunk(*tid, seq as u64, records, |addr, _| statics[addr as usize]).unwrap();
+    }
+    w.finish(&Trailer::default()).unwrap()
+}
+
+fn static_word(index: usize, s: &str) -> u64 {
+    pack_static_str(index, s.len()).0
+}
+
+#[test]
+fn the_golden_file_exports_to_the_committed_snapshot() {
+    let (json, r) = export(GOLDEN);
+    let summary = r.unwrap();
+    assert_eq!((summary.chunks, summary.events, summary.threads, summary.complete), (3, 10, 2, true));
+    insta::assert_snapshot!("golden_v1_chrome_json", json);
+}
+
+#[test]
+fn every_event_has_the_fields_its_phase_requires() {
+    let (json, _) = export(GOLDEN);
+    let events = events(&json);
+    let mut with_events = BTreeSet::new();
+    let mut named = BTreeSet::new();
+    for e in &events {
+        for key in ["ph", "ts", "pid", "tid", "name"] {
+            assert!(e.get(key).is_some(), "{e} has no {key}");
+        }
+        assert_eq!(e["pid"], 4242, "{e}");
+        let ph = e["ph"].as_str().unwrap();
+        assert!(e["ts"].is_number(), "{e}");
+        match ph {
+            "X" => assert!(e["dur"].as_f64().is_some_and(|d| d >= 0.0), "{e} has no duration"),
+            "b" | "e" => {
+                assert!(e["id"].is_string(), "{e} has no id");
+                assert!(e["cat"].is_string(), "{e} has no cat");
+            }
+            "i" => assert_eq!(e["s"], "t", "{e}"),
+            "C" => assert!(e["args"].as_object().is_some_and(|a| a.values().all(Json::is_number)), "{e}"),
+            "M" => {
+                assert!(e["args"]["name"].is_string(), "{e}");
+                if e["name"] == "thread_name" {
+                    named.insert(e["tid"].as_u64().unwrap());
+                }
+            }
+            "B" | "E" => {}
+            other => panic!("unexpected phase {other} in {e}"),
+        }
+        if ph != "M" {
+            with_events.insert(e["tid"].as_u64().unwrap());
+        }
+    }
+    assert_eq!(with_events, BTreeSet::from([101, 102]));
+    assert!(with_events.is_subset(&named), "unnamed threads: {with_events:?} vs {named:?}");
+    let phases: BTreeSet<&str> = events.iter().map(|e| e["ph"].as_str().unwrap()).collect();
+    assert_eq!(phases, BTreeSet::from(["B", "C", "E", "M", "X", "b", "e", "i"]));
+}
+
+#[test]
+fn timestamps_are_exact_decimal_microseconds() {
+    let cs =
+        [callsite(16, "tick", Phase::Instant, ["", ""]), callsite(17, "work", Phase::Complete, ["", ""])];
+    let records = vec![
+        Record::new(1_234_567, 16, Meta::new(0, ArgType::None, ArgType::None), [0, 0]),
+        Record::new(9_007_199_254_740_993, 17, Meta::new(1, ArgType::None, ArgType::None), [1_001, 0]),
+        Record::new(5, 16, Meta::new(0, ArgType::None, ArgType::None), [0, 0]),
+    ];
+    let (json, r) = export(&file(&cs, &[(1, records)], &[]));
+    r.unwrap();
+    assert!(json.contains("\"ts\":1234.567,"), "{json}");
+    // 2^53 + 1 ns: an f64 would round it; integer arithmetic does not.
+    assert!(json.contains("\"ts\":9007199254740.993,\"dur\":1.001,"), "{json}");
+    assert!(json.contains("\"ts\":0.005,"), "{json}");
+}
+
+#[test]
+fn tsc_ticks_are_converted_with_the_header_rate_from_the_clock_origin() {
+    // The golden clock: 0.5 ns per tick from origin tick 1000; its first event is at the origin
+    // and its complete event starts 100 ticks later and lasts 50.
+    let (json, _) = export(GOLDEN);
+    assert!(json.contains("\"name\":\"instant_ints\",\"cat\":\"app\",\"ph\":\"i\",\"ts\":0.000,"), "{json}");
+    assert!(json.contains("\"ph\":\"X\",\"ts\":0.050,\"dur\":0.025,"), "{json}");
+}
+
+#[test]
+fn strings_are_escaped_so_that_they_round_trip_through_serde_json() {
+    const NASTY: &str =
+        "quote\" back\\ nl\n cr\r tab\t bell\x07 nul\0 esc\x1b del\x7f é 世界 🦀 \u{2028}\u{2029}";
+    const NAME: &str = "name with \"quotes\"\n";
+    let cs = [callsite(16, NAME, Phase::Instant, ["s\"1", "s\n2"])];
+    let words = [static_word(0, NASTY), static_word(1, "")];
+    let records = vec![Record::new(10, 16, Meta::new(0, ArgType::StaticStr, ArgType::StaticStr), words)];
+    let (json, r) = export(&file(&cs, &[(1, records)], &[NASTY, ""]));
+    r.unwrap();
+    assert!(!json.contains('\u{2028}') && !json.contains('\u{7}'), "raw characters left: {json:?}");
+    let e = events(&json).into_iter().find(|e| e["ph"] == "i").unwrap();
+    assert_eq!(e["name"], NAME);
+    assert_eq!(e["args"]["s\"1"], NASTY);
+    assert_eq!(e["args"]["s\n2"], "");
+}
+
+#[test]
+fn floats_that_json_cannot_hold_are_written_as_strings() {
+    let cs = [callsite(16, "f", Phase::Instant, ["a", "b"])];
+    let f = |ts, a: f64, b: f64| {
+        Record::new(ts, 16, Meta::new(0, ArgType::F64, ArgType::F64), [a.to_bits(), b.to_bits()])
+    };
+    let records = vec![
+        f(1, f64::NAN, f64::INFINITY),
+        f(2, f64::NEG_INFINITY, -0.0),
+        f(3, 1e-300, 0.1),
+        f(4, f64::MAX, 2.5),
+    ];
+    let (json, r) = export(&file(&cs, &[(1, records)], &[]));
+    r.unwrap();
+    let args: Vec<(Json, Json)> = events(&json)
+        .into_iter()
+        .filter(|e| e["ph"] == "i")
+        .map(|e| (e["args"]["a"].clone(), e["args"]["b"].clone()))
+        .collect();
+    assert_eq!(args[0], (Json::from("NaN"), Json::from("Infinity")));
+    assert_eq!(args[1].0, Json::from("-Infinity"));
+    assert_eq!(args[1].1.as_f64().map(f64::to_bits), Some((-0.0f64).to_bits()));
+    assert_eq!((args[2].0.as_f64(), args[2].1.as_f64()), (Some(1e-300), Some(0.1)));
+    assert_eq!((args[3].0.as_f64(), args[3].1.as_f64()), (Some(f64::MAX), Some(2.5)));
+}
+
+#[test]
+fn a_thread_without_a_name_still_gets_a_thread_name_event() {
+    let cs = [callsite(16, "tick", Phase::Instant, ["", ""])];
+    let rec = Record::new(1, 16, Meta::new(0, ArgType::None, ArgType::None), [0, 0]);
+    let (json, r) = export(&file(&cs, &[(3, vec![rec]), (9, vec![rec])], &[]));
+    assert_eq!(r.unwrap().threads, 2);
+    let names: Vec<(u64, String)> = events(&json)
+        .into_iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(names, [(3, "thread 3".to_owned()), (9, "thread 9".to_owned())]);
+}
+
+#[test]
+fn a_truncated_file_exports_its_complete_chunks_then_reports_where_reading_stopped() {
+    // Where each chunk of the whole file ends, and its events.
+    let mut chunks = Vec::new();
+    let mut r = Reader::new(GOLDEN).unwrap();
+    while let Some(c) = r.next_chunk().unwrap() {
+        chunks.push((c.end_offset(), c.events().count() as u64));
+    }
+    let mut cuts_tested = 0;
+    for cut in 0..GOLDEN.len() {
+        let Ok(reader) = Reader::new(&GOLDEN[..cut]) else { continue };
+        let mut out = Vec::new();
+        let err = write_chrome_json(reader, &mut out).expect_err("a cut file is incomplete");
+        let Error::Read { offset, exported, source } = &err else { panic!("{err}") };
+        assert_eq!(Some(*offset), err.offset());
+        assert_eq!(*offset, source.offset());
+        assert!(*offset <= cut as u64, "cut {cut}: error at {offset}");
+        let expected: u64 = chunks.iter().filter(|(end, _)| *end <= *offset).map(|(_, n)| n).sum();
+        assert_eq!(exported.events, expected, "cut {cut}");
+        assert!(!exported.complete);
+        // The document is closed: it parses and holds exactly the exported events.
+        let json = String::from_utf8(out).unwrap();
+        let written = events(&json).iter().filter(|e| e["ph"] != "M").count() as u64;
+        assert_eq!(written, expected, "cut {cut}");
+        cuts_tested += 1;
+    }
+    assert!(cuts_tested > 100, "only {cuts_tested} cuts were past the header");
+}
+
+#[test]
+fn a_failing_output_is_a_write_error() {
+    struct Broken;
+    impl Write for Broken {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::new(io::ErrorKind::BrokenPipe, "closed"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let err = write_chrome_json(Reader::new(GOLDEN).unwrap(), Broken).unwrap_err();
+    assert!(matches!(&err, Error::Write(e) if e.kind() == io::ErrorKind::BrokenPipe), "{err}");
+    assert_eq!(err.offset(), None);
+}

@@ -193,21 +193,48 @@ impl Clock {
 
 /// Writes nanoseconds as microseconds with three decimals, exactly.
 fn write_us(out: &mut impl Write, ns: i64) -> io::Result<()> {
-    let sign = if ns < 0 { "-" } else { "" };
+    if ns < 0 {
+        out.write_all(b"-")?;
+    }
     let abs = ns.unsigned_abs();
-    write!(out, "{sign}{}.{:03}", abs / 1000, abs % 1000)
+    write_u64(out, abs / 1000)?;
+    let frac = abs % 1000;
+    let digits = [b'.', b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8];
+    out.write_all(&digits)
+}
+
+/// Decimal digits without the formatting machinery: this runs several times per event.
+fn write_u64(out: &mut impl Write, mut v: u64) -> io::Result<()> {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.write_all(&buf[i..])
+}
+
+fn write_i64(out: &mut impl Write, v: i64) -> io::Result<()> {
+    if v < 0 {
+        out.write_all(b"-")?;
+    }
+    write_u64(out, v.unsigned_abs())
 }
 
 fn write_event(out: &mut impl Write, clock: &Clock, pid: u32, e: &Event<'_>) -> io::Result<()> {
     let cs = e.callsite;
     let ph = match cs.phase {
-        Phase::Begin => "B",
-        Phase::End => "E",
-        Phase::Complete | Phase::LockWait | Phase::LockHeld => "X",
-        Phase::Instant | Phase::Log => "i",
-        Phase::Counter => "C",
-        Phase::AsyncBegin => "b",
-        Phase::AsyncEnd => "e",
+        Phase::Begin => b",\"ph\":\"B\",\"ts\":",
+        Phase::End => b",\"ph\":\"E\",\"ts\":",
+        Phase::Complete | Phase::LockWait | Phase::LockHeld => b",\"ph\":\"X\",\"ts\":",
+        Phase::Instant | Phase::Log => b",\"ph\":\"i\",\"ts\":",
+        Phase::Counter => b",\"ph\":\"C\",\"ts\":",
+        Phase::AsyncBegin => b",\"ph\":\"b\",\"ts\":",
+        Phase::AsyncEnd => b",\"ph\":\"e\",\"ts\":",
     };
     out.write_all(b",\n{\"name\":")?;
     match cs.phase {
@@ -217,14 +244,17 @@ fn write_event(out: &mut impl Write, clock: &Clock, pid: u32, e: &Event<'_>) -> 
     }
     out.write_all(b",\"cat\":")?;
     write_str(out, &cs.category)?;
-    write!(out, ",\"ph\":\"{ph}\",\"ts\":")?;
+    out.write_all(ph)?;
     let start = clock.ns(e.ts);
     write_us(out, start)?;
     if let Some(d) = e.duration {
         out.write_all(b",\"dur\":")?;
         write_us(out, clock.ns(e.ts.saturating_add(d)).saturating_sub(start))?;
     }
-    write!(out, ",\"pid\":{pid},\"tid\":{}", e.tid)?;
+    out.write_all(b",\"pid\":")?;
+    write_u64(out, pid.into())?;
+    out.write_all(b",\"tid\":")?;
+    write_u64(out, e.tid.into())?;
     if matches!(cs.phase, Phase::Instant | Phase::Log) {
         out.write_all(b",\"s\":\"t\"")?;
     }
@@ -257,8 +287,8 @@ fn write_event(out: &mut impl Write, clock: &Clock, pid: u32, e: &Event<'_>) -> 
 
 fn write_value(out: &mut impl Write, v: Value<'_>) -> io::Result<()> {
     match v {
-        Value::I64(v) => write!(out, "{v}"),
-        Value::U64(v) => write!(out, "{v}"),
+        Value::I64(v) => write_i64(out, v),
+        Value::U64(v) => write_u64(out, v),
         // Debug is the shortest text that reads back to the same f64, and always valid JSON for a
         // finite value (`1.0`, `1e-7`, `-0.0`).
         Value::F64(v) if v.is_finite() => write!(out, "{v:?}"),

@@ -75,9 +75,12 @@ impl TraceChunk {
     #[inline(always)]
     pub(crate) fn slot(&self, i: usize) -> *mut MaybeUninit<Record> {
         debug_assert!(i < CHUNK_RECORDS);
+        // The pointer is derived from the whole array, not from element `i`, because multi-record
+        // events write records `i..i + n` through it (Stacked Borrows would confine a pointer from
+        // `self.records[i].get()` to one record).
         // SAFETY: every caller passes a cursor below CHUNK_RECORDS (the tenant checks
-        // `pos + n <= CHUNK_RECORDS` before writing), so the index is in bounds.
-        unsafe { self.records.get_unchecked(i) }.get()
+        // `pos + n <= CHUNK_RECORDS` before writing), so `add(i)` stays in the array.
+        UnsafeCell::raw_get(unsafe { self.records.as_ptr().add(i) })
     }
 
     /// Publishes `n` records. Release: every record written below `n` happens-before a reader's

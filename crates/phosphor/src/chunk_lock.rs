@@ -88,6 +88,11 @@ impl ChunkLock {
         if self.slave.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed).is_err() {
             return false;
         }
+        // Loom 0.7 models SeqCst loads and stores only as acquire/release, which would let it
+        // report this Dekker protocol as racy; it does model SeqCst fences, so give it one. In real
+        // builds the four SeqCst operations already order the protocol.
+        #[cfg(loom)]
+        crate::sync::fence(Ordering::SeqCst);
         if self.master.load(Ordering::SeqCst) {
             self.slave.store(false, Ordering::Release);
             return false;

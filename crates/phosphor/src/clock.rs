@@ -68,12 +68,13 @@ impl ClockKind {
 /// Reads the time-stamp counter, or the monotonic clock off x86-64.
 #[inline(always)]
 pub fn rdtsc() -> u64 {
-    #[cfg(target_arch = "x86_64")]
+    // Miri cannot run rdtsc or cpuid; under it the "TSC" is the monotonic clock.
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         // SAFETY: rdtsc has no memory effects and is available on every x86-64 CPU.
         unsafe { core::arch::x86_64::_rdtsc() }
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(any(not(target_arch = "x86_64"), miri))]
     {
         clock_gettime_ns(libc::CLOCK_MONOTONIC)
     }
@@ -200,7 +201,11 @@ impl ClockInfo {
 
 /// `None` when the TSC is invariant, else why it can't be used.
 fn tsc_unusable_reason() -> Option<String> {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(miri)]
+    {
+        Some("Miri cannot run cpuid or rdtsc".into())
+    }
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         use core::arch::x86_64::__cpuid;
         // Leaf 0x8000_0000 returns the highest extended leaf, checked before 0x8000_0007 is read.
@@ -214,7 +219,7 @@ fn tsc_unusable_reason() -> Option<String> {
         }
         None
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(all(not(target_arch = "x86_64"), not(miri)))]
     {
         Some("rdtsc is x86-64 only".into())
     }

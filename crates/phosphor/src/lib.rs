@@ -32,6 +32,8 @@
 //! `TraceBuffer`, guarded by a three-state `ChunkLock` that the recording thread only ever *tries*.
 //! See ARCHITECTURE.md for the whole path and its invariants.
 
+#![cfg_attr(loom, allow(dead_code))]
+
 #[cfg(not(loom))]
 mod arg;
 mod barrier;
@@ -73,10 +75,10 @@ pub use config::{BufferMode, ThreadPolicy, TraceLogConfig};
 #[cfg(not(loom))]
 pub use config::{StopCallback, TraceConfig};
 pub use error::{Error, ErrorKind};
-pub use phosphor_format::Phase;
 /// The byte layout and the trace file reader and writer (`format::file`), re-exported so that
 /// `Trace::save`'s errors and saved files can be handled without a second dependency.
 pub use phosphor_format as format;
+pub use phosphor_format::Phase;
 #[cfg(not(loom))]
 pub use stats::{Drops, Stats};
 #[cfg(not(loom))]

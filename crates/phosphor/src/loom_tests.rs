@@ -16,25 +16,18 @@
 //!
 //! Every model prints how many executions loom explored and how long it took.
 //!
-//! # Ignored models
-//!
-//! Three models are `#[ignore]`d; run them with `scripts/loom.sh loom_tests --include-ignored`.
+//! # Models that once failed
 //!
 //! * `shared_slaves_and_master_exclude_each_other` and `handoff_pool_tenant_two_writers` exercise
-//!   `ChunkLock::try_slave_lock_shared`, whose Dekker protocol rests on `SeqCst` loads and stores
-//!   (the slave's compare-and-swap and load against the master's store and load). Loom 0.7 models
-//!   `SeqCst` *accesses* only as acquire/release (see `loom::rt::thread::Set::seq_cst`, disabled
-//!   on purpose) while it models `fence(SeqCst)` faithfully, so it lets both sides read the other's
-//!   stale flag and reports a race that C++20 forbids: the slave's load reading the initial
-//!   `master` would put it before the master's store in the single total order S, and the master's
-//!   load reading the initial `slave` would put it before the slave's compare-and-swap, a cycle.
-//!   With a `fence(SeqCst)` between the compare-and-swap and the load under `cfg(loom)` (a change
-//!   to `chunk_lock.rs`) both models pass.
-//! * `handoff_retire_races_stop` finds a real accounting bug: when `stop` has already swapped the
-//!   buffer pointer to null, `Tenant::retire` (thread exit) drops its chunk pointer without giving
-//!   the chunk back, so `evict_all` finds no chunk and the chunk's events are missing from
-//!   `TraceBuffer::recorded_events` (and so from `Stats::recorded`) although they are in the trace.
-
+//!   `ChunkLock::try_slave_lock_shared`, whose Dekker protocol rests on `SeqCst` loads and stores.
+//!   Loom 0.7 models `SeqCst` *accesses* only as acquire/release while it models `fence(SeqCst)`
+//!   faithfully, so it reported a race that C++20 forbids. `chunk_lock.rs` now adds a
+//!   `fence(SeqCst)` between the compare-and-swap and the load under `cfg(loom)` only.
+//! * `handoff_retire_races_stop` found a real accounting bug: when `stop` had already swapped the
+//!   buffer pointer to null, `Tenant::retire` (thread exit) dropped its chunk pointer without giving
+//!   the chunk back, so its events were in the trace but missing from `Stats::recorded`. Fixed:
+//!   `retire` now leaves the chunk for `evict_all`.
+//!
 use std::mem::MaybeUninit;
 use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::sync::Arc;
@@ -170,8 +163,6 @@ fn exclusive_slave_and_master_exclude_each_other() {
 /// Model 2: two slaves of a shared (pool) tenant, which take the lock with a compare-and-swap,
 /// against the master.
 #[test]
-#[ignore = "loom models SeqCst loads and stores only as Acquire/Release, so it reports a race on the \
-            shared slave path; passes once try_slave_lock_shared issues a SeqCst fence under cfg(loom)"]
 fn shared_slaves_and_master_exclude_each_other() {
     check("two shared slaves vs master", Some(3), || {
         let g = Arc::new(Guarded::new());
@@ -418,8 +409,6 @@ fn handoff_ring_two_writers() {
 /// Fixed, two chunks, two writers sharing one pool tenant: thread-switch records, contention on
 /// the compare-and-swap lock, and eviction of a shared tenant.
 #[test]
-#[ignore = "loom models SeqCst loads and stores only as Acquire/Release, so it reports a race on the \
-            shared slave path; passes once try_slave_lock_shared issues a SeqCst fence under cfg(loom)"]
 fn handoff_pool_tenant_two_writers() {
     let h = Handoff {
         mode: BufferMode::Fixed,
@@ -436,8 +425,6 @@ fn handoff_pool_tenant_two_writers() {
 /// Fixed, two chunks: the writer's thread exits (`Tenant::retire` hands its chunk back) while
 /// `stop` runs.
 #[test]
-#[ignore = "fails: Tenant::retire forgets its chunk without giving it back when stop has already \
-            unpublished the buffer, so Stats::recorded misses the chunk's events"]
 fn handoff_retire_races_stop() {
     let h = Handoff {
         mode: BufferMode::Fixed,

@@ -394,12 +394,15 @@ impl Tenant {
                 let core = unsafe { &*self.core };
                 // Acquire: as in `make_room`.
                 let buf = core.buffer.load(Ordering::Acquire);
+                // With the buffer already unpublished, `stop` is between its swap and `evict_all`:
+                // leave the chunk in place for `evict_all` to give back, or its events would be in
+                // the trace but missing from `recorded`.
                 if !buf.is_null() {
                     // SAFETY: as in `make_room`; the chunk belongs to this buffer and we hold it.
                     unsafe { (*buf).give_back(&*st.chunk, st.events()) };
+                    st.chunk = std::ptr::null();
+                    st.pos = CHUNK_RECORDS as u32;
                 }
-                st.chunk = std::ptr::null();
-                st.pos = CHUNK_RECORDS as u32;
             }
             self.lock.slave_unlock();
         }

@@ -1,6 +1,7 @@
 //! `phosphor demo`: trace the workload of `workload.rs` with the global `TraceLog`, print the
 //! accounting (emitted = recorded + dropped) and the statistics of `phosphor-export`, and save the
-//! trace as `trace.phos` in the output directory (`demo-out/` unless `--out` says otherwise).
+//! trace as `trace.phos` in the output directory (`demo-out/` unless `--out` says otherwise), and
+//! its Chrome JSON, converted from the saved file, as `trace.json` next to it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use clap::{Args, ValueEnum};
 use phosphor::{BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig};
 use phosphor_export::{format_count, format_drops, format_ns, TraceStats};
 
+use crate::convert;
 use crate::info::format_bytes;
 use crate::workload;
 
@@ -33,7 +35,8 @@ pub struct DemoArgs {
     /// The clock that stamps events.
     #[arg(long, value_enum, default_value_t = Clock::Tsc)]
     clock: Clock,
-    /// Directory for the trace file, `trace.phos` (created if needed).
+    /// Directory for the trace file, `trace.phos`, and its Chrome JSON, `trace.json` (created if
+    /// needed).
     #[arg(long, value_name = "DIR", default_value = "demo-out")]
     out: PathBuf,
 }
@@ -182,6 +185,17 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         path.display(),
         format_bytes(size),
         format_duration(save_time)
+    )?;
+    // The viewer's file, converted from the saved one as `phosphor convert` would.
+    let json = args.out.join("trace.json");
+    let converted = convert::to_file(&path, convert::Format::Chrome, &json)
+        .with_context(|| format!("converting {} to Chrome JSON", path.display()))?;
+    writeln!(
+        out,
+        "chrome json {} ({}), written in {}",
+        json.display(),
+        format_bytes(converted.bytes),
+        format_duration(converted.time)
     )?;
     out.flush()?;
 

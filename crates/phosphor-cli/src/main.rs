@@ -5,6 +5,7 @@
 //! context chain (`{:#}`) and exit with status 2; a closed stdout (`phosphor demo | head`) is a
 //! normal end, status 0.
 
+mod convert;
 mod demo;
 mod info;
 mod workload;
@@ -29,6 +30,10 @@ enum Command {
     /// Describe a trace file: header, threads, callsites, events, time span, drops, size. A
     /// truncated or corrupt file shows everything before the damage, then the error.
     Info(info::InfoArgs),
+    /// Convert a trace file into a viewer's format (`--to chrome`: Chrome trace event JSON), to
+    /// stdout or to `-o OUT`. A truncated or corrupt file gives a whole document holding every
+    /// chunk before the damage, then the error.
+    Convert(convert::ConvertArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +41,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         Command::Info(args) => info::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        // The exporter buffers its output itself.
+        Command::Convert(args) => convert::run(&args, io::stdout().lock(), &mut io::stderr()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,144 @@
+//! `phosphor convert FILE --to FORMAT [-o OUT]`: a trace file in a viewer's format, streamed chunk
+//! by chunk by the exporters of `phosphor-export`, in constant memory.
+//!
+//! Without `-o` the document goes to stdout; with it, to the file (created or truncated), and a
+//! one-line summary goes to stderr. The input's header is read before the output is created, so a
+//! file that is not a trace leaves `OUT` alone. A truncated or corrupt input still gives a whole
+//! document holding every chunk before the damage; then the error names the input and the byte
+//! offset.
+
+use std::fs::File;
+use std::io::{self, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use clap::{Args, ValueEnum};
+use phosphor::format::file::Reader;
+use phosphor_export::chrome::{self, ExportSummary};
+use phosphor_export::{format_count, format_ns};
+
+use crate::info::format_bytes;
+
+/// Options of `phosphor convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The trace file (written by `Trace::save` or `phosphor demo`).
+    file: PathBuf,
+    /// The output format.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    to: Format,
+    /// Write to this file (created or truncated) and print a summary to stderr, instead of
+    /// writing to stdout.
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<PathBuf>,
+}
+
+/// The formats `convert` writes. Only those that work are listed: clap refuses the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Chrome trace event JSON, for chrome://tracing, ui.perfetto.dev and Speedscope.
+    Chrome,
+}
+
+/// What one conversion wrote.
+#[derive(Debug)]
+pub struct Converted {
+    /// What the exporter counted.
+    pub summary: ExportSummary,
+    /// Bytes written.
+    pub bytes: u64,
+    /// How long the conversion took.
+    pub time: Duration,
+}
+
+/// Runs `phosphor convert`: the document to `stdout` or to `-o OUT`, the summary of the latter to
+/// `stderr`.
+pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
+    match &args.output {
+        None => {
+            let reader = open(&args.file)?;
+            export(reader, &args.file, args.to, stdout, "stdout")?;
+        }
+        Some(out) => {
+            let c = to_file(&args.file, args.to, out)?;
+            let s = &c.summary;
+            writeln!(
+                stderr,
+                "{}: {} events, {} chunks, {} thread{}, {}, written in {}",
+                out.display(),
+                format_count(s.events),
+                format_count(s.chunks),
+                s.threads,
+                if s.threads == 1 { "" } else { "s" },
+                format_bytes(c.bytes),
+                format_ns(u64::try_from(c.time.as_nanos()).unwrap_or(u64::MAX))
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Converts the trace file `input` into `format` in the file `output` (created or truncated).
+pub fn to_file(input: &Path, format: Format, output: &Path) -> anyhow::Result<Converted> {
+    let reader = open(input)?;
+    // Creating the output would truncate the input before it is read.
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
+        if a == b {
+            bail!("{}: the output is the input file", output.display());
+        }
+    }
+    let f = File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
+    export(reader, input, format, f, &output.display().to_string())
+}
+
+/// Opens `path` and reads its header.
+fn open(path: &Path) -> anyhow::Result<Reader<BufReader<File>>> {
+    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    Reader::new(BufReader::new(f)).map_err(|e| e.with_path(path).into())
+}
+
+/// Writes the trace of `reader` (read from `input`) as `format` to `out` (called `out_name` in
+/// errors).
+fn export(
+    reader: Reader<BufReader<File>>,
+    input: &Path,
+    format: Format,
+    out: impl Write,
+    out_name: &str,
+) -> anyhow::Result<Converted> {
+    let started = Instant::now();
+    let mut out = Counting { inner: out, bytes: 0 };
+    let result = match format {
+        Format::Chrome => chrome::write_chrome_json(reader, &mut out),
+    };
+    match result {
+        Ok(summary) => Ok(Converted { summary, bytes: out.bytes, time: started.elapsed() }),
+        Err(chrome::Error::Read { exported, source, .. }) => Err(anyhow::Error::new(source.with_path(input))
+            .context(format!(
+                "converting {} stopped early ({out_name} holds the {} events of the {} chunks before the damage)",
+                input.display(),
+                format_count(exported.events),
+                format_count(exported.chunks)
+            ))),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("writing {out_name}"))),
+    }
+}
+
+/// A writer that counts the bytes it passes on.
+struct Counting<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}

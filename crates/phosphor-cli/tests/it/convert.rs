@@ -1,0 +1,158 @@
+//! `phosphor convert` on the files `phosphor demo` writes, whole or cut short, to a file or stdout;
+//! and the Chrome JSON the demo writes next to its trace.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::cli::{command, count, phosphor, scratch, stderr, stdout};
+
+/// Runs a small demo in the scratch directory of `test`; returns its report and its directory of
+/// output (holding `trace.phos` and `trace.json`). Its scratch directory is `TEST-files`: running
+/// the binary in the scratch directory of `test` empties that one.
+fn demo(test: &str) -> (String, PathBuf) {
+    let dir = scratch(&format!("{test}-files")).join("out");
+    let out = phosphor(
+        &format!("{test}-demo"),
+        &["demo", "--threads", "2", "--events", "5000", "--out", dir.to_str().unwrap()],
+    );
+    let report = stdout(&out);
+    assert!(out.status.success(), "{:?}\n{report}\n{}", out.status, stderr(&out));
+    assert!(dir.join("trace.phos").is_file(), "{report}");
+    (report, dir)
+}
+
+/// Parses `bytes` as a Chrome JSON document; returns its trace events that are not metadata.
+fn trace_events(bytes: &[u8]) -> Vec<Value> {
+    let doc: Value = serde_json::from_slice(bytes).expect("the output is valid JSON");
+    let events = doc["traceEvents"].as_array().expect("a traceEvents array");
+    assert_eq!(events[0]["name"], "process_name", "metadata comes first");
+    events.iter().filter(|e| e["ph"] != "M").cloned().collect()
+}
+
+/// What `phosphor info` counts as the events of `file`.
+fn info_events(test: &str, file: &Path) -> u64 {
+    let out = phosphor(&format!("{test}-info"), &["info", file.to_str().unwrap()]);
+    count(&stdout(&out), "events")
+}
+
+#[test]
+fn converting_a_demo_trace_to_a_file_gives_json_with_every_event_info_counts() {
+    let (_, dir) = demo("convert-file");
+    let (input, json) = (dir.join("trace.phos"), dir.join("converted.json"));
+    let out = phosphor(
+        "convert-file",
+        &["convert", input.to_str().unwrap(), "--to", "chrome", "-o", json.to_str().unwrap()],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(out.stdout.is_empty(), "{}", stdout(&out));
+    let events = trace_events(&std::fs::read(&json).unwrap());
+    let expected = info_events("convert-file", &input);
+    assert!(expected > 10_000, "{expected}");
+    assert_eq!(events.len() as u64, expected);
+    // One summary line: the output, and the events, chunks, threads and size it holds.
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(json.to_str().unwrap()), "{err}");
+    assert_eq!(count(&format!("events {}", err.split(": ").nth(1).unwrap()), "events"), expected, "{err}");
+    assert!(err.contains("chunks") && err.contains("4 threads") && err.contains("written in"), "{err}");
+    let size = std::fs::metadata(&json).unwrap().len();
+    let (value, unit) =
+        if size < 1 << 20 { (size as f64 / 1024.0, "KiB") } else { (size as f64 / (1 << 20) as f64, "MiB") };
+    assert!(err.contains(&format!(" {value:.1} {unit},")), "{err}\n{size}");
+}
+
+#[test]
+fn converting_to_stdout_writes_the_same_document_and_nothing_to_stderr() {
+    let (_, dir) = demo("convert-stdout");
+    let input = dir.join("trace.phos");
+    let out = phosphor("convert-stdout", &["convert", input.to_str().unwrap(), "--to", "chrome"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    assert_eq!(trace_events(&out.stdout).len() as u64, info_events("convert-stdout", &input));
+}
+
+#[test]
+fn a_closed_stdout_ends_a_conversion_quietly_with_status_0() {
+    let (_, dir) = demo("convert-closed");
+    let mut child = command("convert-closed")
+        .args(["convert", dir.join("trace.phos").to_str().unwrap(), "--to", "chrome"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The document (about a MiB) is far larger than a pipe holds.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(out.stderr.is_empty(), "stderr: {}", stderr(&out));
+}
+
+#[test]
+fn a_truncated_trace_gives_valid_json_of_its_complete_chunks_then_names_the_offset_and_exits_2() {
+    let (_, dir) = demo("convert-truncated");
+    let whole = std::fs::read(dir.join("trace.phos")).unwrap();
+    let cut = dir.join("cut.phos");
+    std::fs::write(&cut, &whole[..whole.len() / 2 + 1000]).unwrap();
+    let json = dir.join("cut.json");
+
+    let out = phosphor(
+        "convert-truncated",
+        &["convert", cut.to_str().unwrap(), "--to", "chrome", "-o", json.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(cut.to_str().unwrap()), "{err}");
+    let offset: u64 = err.split("at byte ").nth(1).unwrap().split(':').next().unwrap().parse().unwrap();
+    assert!(offset > 0 && offset <= whole.len() as u64 / 2 + 1000, "{err}");
+
+    let events = trace_events(&std::fs::read(&json).unwrap());
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["otherData"]["incomplete"], true);
+    // Every complete chunk: what info reads of the same file, up to the same offset.
+    assert!(!events.is_empty());
+    assert_eq!(events.len() as u64, info_events("convert-truncated", &cut));
+    let info = phosphor("convert-truncated-info2", &["info", cut.to_str().unwrap()]);
+    assert!(stdout(&info).contains(&format!("read up to byte {offset} of")), "{}", stdout(&info));
+}
+
+#[test]
+fn a_missing_input_or_an_unwritable_output_exits_2_naming_it() {
+    let out = phosphor("convert-missing", &["convert", "no/such/trace.phos", "--to", "chrome"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no/such/trace.phos"), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+
+    let (_, dir) = demo("convert-unwritable");
+    let bad = dir.join("no/such/dir/out.json");
+    let out = phosphor(
+        "convert-unwritable",
+        &["convert", dir.join("trace.phos").to_str().unwrap(), "--to", "chrome", "-o", bad.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(bad.to_str().unwrap()), "{}", stderr(&out));
+}
+
+#[test]
+fn an_unknown_output_format_exits_2_listing_the_formats() {
+    let (_, dir) = demo("convert-unknown");
+    let out = phosphor(
+        "convert-unknown",
+        &["convert", dir.join("trace.phos").to_str().unwrap(), "--to", "perfetto"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("perfetto") && err.contains("chrome"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn the_demo_writes_trace_json_next_to_its_trace_with_every_event() {
+    let (report, dir) = demo("convert-demo");
+    let json = dir.join("trace.json");
+    let line = report.lines().find(|l| l.starts_with("chrome json")).unwrap_or_else(|| panic!("{report}"));
+    assert!(line.contains(json.to_str().unwrap()), "{line}");
+    let events = trace_events(&std::fs::read(&json).unwrap());
+    assert_eq!(events.len() as u64, count(&report, "recorded"), "{report}");
+}

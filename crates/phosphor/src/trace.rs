@@ -38,22 +38,8 @@ pub struct ChunkView<'a> {
     pub records: &'a [Record],
 }
 
-/// An argument value of a decoded event.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ArgValue<'a> {
-    /// Signed integer.
-    I64(i64),
-    /// Unsigned integer.
-    U64(u64),
-    /// Float.
-    F64(f64),
-    /// Boolean.
-    Bool(bool),
-    /// String (static or copied).
-    Str(&'a str),
-    /// Pointer address.
-    Pointer(u64),
-}
+/// An argument value of a decoded event: the same type the trace-file reader yields.
+pub use phosphor_format::file::Value as ArgValue;
 
 /// A decoded event.
 #[derive(Clone, Debug, PartialEq)]

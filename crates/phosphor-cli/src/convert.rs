@@ -16,6 +16,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use phosphor::format::file::Reader;
 use phosphor_export::chrome::{self, ExportSummary};
+use phosphor_export::folded;
 use phosphor_export::{format_count, format_ns};
 
 use crate::info::format_bytes;
@@ -39,6 +40,8 @@ pub struct ConvertArgs {
 pub enum Format {
     /// Chrome trace event JSON, for chrome://tracing, ui.perfetto.dev and Speedscope.
     Chrome,
+    /// Folded stacks, `thread;outer;inner <self-time-ns>` per line, for flame graph tools.
+    Folded,
 }
 
 /// What one conversion wrote.
@@ -93,7 +96,7 @@ pub fn to_file(input: &Path, format: Format, output: &Path) -> anyhow::Result<Co
 }
 
 /// Opens `path` and reads its header.
-fn open(path: &Path) -> anyhow::Result<Reader<BufReader<File>>> {
+pub(crate) fn open(path: &Path) -> anyhow::Result<Reader<BufReader<File>>> {
     let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     Reader::new(BufReader::new(f)).map_err(|e| e.with_path(path).into())
 }
@@ -110,19 +113,34 @@ fn export(
     let started = Instant::now();
     let mut out = Counting { inner: out, bytes: 0 };
     let result = match format {
-        Format::Chrome => chrome::write_chrome_json(reader, &mut out),
+        Format::Chrome => chrome::write_chrome_json(reader, &mut out).map_err(|e| match e {
+            chrome::Error::Read { exported, source, .. } => Failure::Read(exported, source),
+            e => Failure::Write(e.into()),
+        }),
+        Format::Folded => folded::write_folded(reader, &mut out).map_err(|e| match e {
+            folded::Error::Read { exported, source, .. } => Failure::Read(exported, source),
+            e => Failure::Write(e.into()),
+        }),
     };
     match result {
         Ok(summary) => Ok(Converted { summary, bytes: out.bytes, time: started.elapsed() }),
-        Err(chrome::Error::Read { exported, source, .. }) => Err(anyhow::Error::new(source.with_path(input))
+        Err(Failure::Read(exported, source)) => Err(anyhow::Error::new(source.with_path(input))
             .context(format!(
-                "converting {} stopped early ({out_name} holds the {} events of the {} chunks before the damage)",
-                input.display(),
-                format_count(exported.events),
-                format_count(exported.chunks)
-            ))),
-        Err(e) => Err(anyhow::Error::new(e).context(format!("writing {out_name}"))),
+            "converting {} stopped early ({out_name} holds the {} events of the {} chunks before the damage)",
+            input.display(),
+            format_count(exported.events),
+            format_count(exported.chunks)
+        ))),
+        Err(Failure::Write(e)) => Err(e.context(format!("writing {out_name}"))),
     }
+}
+
+/// Why an exporter stopped, whichever it was.
+pub(crate) enum Failure {
+    /// The input could not be read past some point; what was before it was exported.
+    Read(ExportSummary, phosphor::format::file::Error),
+    /// Writing failed.
+    Write(anyhow::Error),
 }
 
 /// A writer that counts the bytes it passes on.

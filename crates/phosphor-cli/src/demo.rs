@@ -1,7 +1,8 @@
 //! `phosphor demo`: trace the workload of `workload.rs` with the global `TraceLog`, print the
 //! accounting (emitted = recorded + dropped) and the statistics of `phosphor-export`, and save the
 //! trace as `trace.phos` in the output directory (`demo-out/` unless `--out` says otherwise), and
-//! its Chrome JSON, converted from the saved file, as `trace.json` next to it.
+//! its Chrome JSON, converted from the saved file, as `trace.json` next to it, with a flame graph of
+//! its self time, `flame.svg`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -35,8 +36,8 @@ pub struct DemoArgs {
     /// The clock that stamps events.
     #[arg(long, value_enum, default_value_t = Clock::Tsc)]
     clock: Clock,
-    /// Directory for the trace file, `trace.phos`, and its Chrome JSON, `trace.json` (created if
-    /// needed).
+    /// Directory for the trace file, `trace.phos`, its Chrome JSON, `trace.json`, and its flame
+    /// graph, `flame.svg` (created if needed).
     #[arg(long, value_name = "DIR", default_value = "demo-out")]
     out: PathBuf,
 }
@@ -196,6 +197,16 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         json.display(),
         format_bytes(converted.bytes),
         format_duration(converted.time)
+    )?;
+    let svg = args.out.join("flame.svg");
+    let drawn = crate::flamegraph::to_file(&path, &svg)
+        .with_context(|| format!("drawing {} as a flame graph", path.display()))?;
+    writeln!(
+        out,
+        "flame graph {} ({}), written in {}",
+        svg.display(),
+        format_bytes(drawn.bytes),
+        format_duration(drawn.time)
     )?;
     out.flush()?;
 

@@ -7,6 +7,7 @@
 
 mod convert;
 mod demo;
+mod flamegraph;
 mod info;
 mod workload;
 
@@ -30,10 +31,15 @@ enum Command {
     /// Describe a trace file: header, threads, callsites, events, time span, drops, size. A
     /// truncated or corrupt file shows everything before the damage, then the error.
     Info(info::InfoArgs),
-    /// Convert a trace file into a viewer's format (`--to chrome`: Chrome trace event JSON), to
+    /// Convert a trace file into a viewer's format (`--to chrome`: Chrome trace event JSON; `--to folded`: folded stacks of self
+    /// time in nanoseconds), to
     /// stdout or to `-o OUT`. A truncated or corrupt file gives a whole document holding every
     /// chunk before the damage, then the error.
     Convert(convert::ConvertArgs),
+    /// Draw a trace file as an SVG flame graph of self time (`-o OUT.svg`), from its folded stacks
+    /// (`convert --to folded`). A truncated or corrupt file gives the graph of everything before
+    /// the damage, then the error.
+    Flamegraph(flamegraph::FlamegraphArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +49,7 @@ fn main() -> ExitCode {
         Command::Info(args) => info::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         // The exporter buffers its output itself.
         Command::Convert(args) => convert::run(&args, io::stdout().lock(), &mut io::stderr()),
+        Command::Flamegraph(args) => flamegraph::run(&args, &mut io::stderr()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

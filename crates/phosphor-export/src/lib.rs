@@ -30,11 +30,13 @@
 //! println!("{stats}");
 //! ```
 //!
-//! Later: Perfetto protobuf, Chrome JSON and folded stacks.
+//! [`chrome`] streams a trace file into Chrome JSON; [`folded`] folds one into stacks of self time
+//! and draws them as an SVG flame graph. Later: Perfetto protobuf.
 //!
 //! **Architecture invariant:** only this crate knows output formats.
 
 pub mod chrome;
+pub mod folded;
 mod scopes;
 mod stats;
 mod text;

@@ -3,4 +3,5 @@
 mod cli;
 mod convert;
 mod demo;
+mod flamegraph;
 mod info;

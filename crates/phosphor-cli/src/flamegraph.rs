@@ -1,0 +1,83 @@
+//! `phosphor flamegraph FILE -o OUT.svg`: an SVG flame graph of a trace file's self time, drawn by
+//! `phosphor_export::folded` from its folded stacks (`phosphor convert --to folded`).
+//!
+//! The input's header is read before the output is created, so a file that is not a trace leaves
+//! `OUT` alone. A truncated or corrupt input still gives a whole SVG of every chunk before the
+//! damage; then the error names the input and the byte offset. A one-line summary goes to stderr.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use clap::Args;
+use phosphor_export::folded;
+use phosphor_export::{format_count, format_ns};
+
+use crate::convert;
+use crate::info::format_bytes;
+
+/// Options of `phosphor flamegraph`.
+#[derive(Debug, Args)]
+pub struct FlamegraphArgs {
+    /// The trace file (written by `Trace::save` or `phosphor demo`).
+    file: PathBuf,
+    /// The SVG file to write (created or truncated).
+    #[arg(short, long, value_name = "OUT")]
+    output: PathBuf,
+}
+
+/// What one flame graph took.
+#[derive(Debug)]
+pub struct Drawn {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Events read.
+    pub events: u64,
+    /// How long reading and drawing took.
+    pub time: Duration,
+}
+
+/// Runs `phosphor flamegraph`: the SVG to `-o OUT`, its summary to `stderr`.
+pub fn run(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()> {
+    let d = to_file(&args.file, &args.output)?;
+    writeln!(
+        stderr,
+        "{}: flame graph of {} events, {}, written in {}",
+        args.output.display(),
+        format_count(d.events),
+        format_bytes(d.bytes),
+        format_ns(u64::try_from(d.time.as_nanos()).unwrap_or(u64::MAX))
+    )?;
+    Ok(())
+}
+
+/// Draws the trace file `input` as an SVG flame graph in the file `output` (created or truncated).
+pub fn to_file(input: &Path, output: &Path) -> anyhow::Result<Drawn> {
+    let started = Instant::now();
+    let reader = convert::open(input)?;
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
+        if a == b {
+            bail!("{}: the output is the input file", output.display());
+        }
+    }
+    let f = File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
+    let title =
+        format!("{} (self time, ns)", input.file_name().unwrap_or(input.as_os_str()).to_string_lossy());
+    match folded::write_flamegraph(reader, &f, &title) {
+        Ok(summary) => {
+            let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
+            Ok(Drawn { bytes, events: summary.events, time: started.elapsed() })
+        }
+        Err(folded::Error::Read { exported, source, .. }) => Err(anyhow::Error::new(source.with_path(input))
+            .context(format!(
+                "drawing {} stopped early ({} shows the {} events of the {} chunks before the damage)",
+                input.display(),
+                output.display(),
+                format_count(exported.events),
+                format_count(exported.chunks)
+            ))),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("writing {}", output.display()))),
+    }
+}

@@ -1,0 +1,174 @@
+//! Tests of the folded stacks and flame graphs, on small files built here and on the v1 golden file.
+
+use phosphor_format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
+use phosphor_format::{ArgType, Meta, Phase, Record};
+
+use super::*;
+
+const GOLDEN: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
+
+fn callsite(id: u32, name: &str, phase: Phase) -> CallsiteInfo {
+    CallsiteInfo {
+        id,
+        category: "test".into(),
+        name: name.into(),
+        phase,
+        arg_names: [String::new(), String::new()],
+        file: "folded_tests.rs".into(),
+        line: 1,
+        name_hash: 0,
+    }
+}
+
+/// A file on a nanosecond clock from origin 0, one chunk per `(tid, records)`; thread 1 is `main`.
+fn file(callsites: &[CallsiteInfo], chunks: &[(u32, Vec<Record>)]) -> Vec<u8> {
+    let header = Header {
+        clock: ClockInfo {
+            kind: ClockKind::Monotonic,
+            ns_per_tick: 1.0,
+            origin_ticks: 0,
+            origin_monotonic_ns: 0,
+            origin_wall_ns: 0,
+            fallback_reason: None,
+        },
+        pid: 7,
+        process_name: "test".into(),
+    };
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(callsites).unwrap();
+    for (seq, (tid, records)) in chunks.iter().enumerate() {
+        w.write_chunk(*tid, seq as u64, records, |_, _| "").unwrap();
+    }
+    w.write_thread_names([(1, "main")]).unwrap();
+    w.finish(&Trailer::default()).unwrap()
+}
+
+/// A complete (or lock) event of callsite `id` from `start` lasting `dur` ticks.
+fn slice(id: u32, start: u64, dur: u64) -> Record {
+    Record::new(start, id, Meta::new(1, ArgType::None, ArgType::None), [dur, 0])
+}
+
+/// A begin or end event of callsite `id` at `ts`.
+fn mark(id: u32, ts: u64) -> Record {
+    Record::new(ts, id, Meta::new(0, ArgType::None, ArgType::None), [0, 0])
+}
+
+fn folded_text(bytes: &[u8]) -> String {
+    let mut out = Vec::new();
+    write_folded(Reader::new(bytes).unwrap(), &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+const OUTER: u32 = 16;
+const FRAME_BEGIN: u32 = 17;
+const FRAME_END: u32 = 18;
+const MID: u32 = 19;
+const LEAF: u32 = 20;
+const OTHER: u32 = 21;
+const LOCK: u32 = 22;
+const INSTANT: u32 = 23;
+
+fn callsites() -> Vec<CallsiteInfo> {
+    vec![
+        callsite(OUTER, "outer", Phase::Complete),
+        callsite(FRAME_BEGIN, "frame", Phase::Begin),
+        callsite(FRAME_END, "frame", Phase::End),
+        callsite(MID, "mid", Phase::Complete),
+        callsite(LEAF, "leaf", Phase::Complete),
+        callsite(OTHER, "other", Phase::Complete),
+        callsite(LOCK, "queue", Phase::LockWait),
+        callsite(INSTANT, "tick", Phase::Instant),
+    ]
+}
+
+#[test]
+fn nested_complete_and_begin_end_slices_fold_into_exact_self_times() {
+    // Thread 1 (main): outer [0, 200) > frame [0, 100) > mid [5, 45) > leaf [10, 20) and
+    // leaf [25, 35); frame > other [50, 60). Complete events are written at their end, children
+    // first. Thread 2 (unnamed): a lock wait [0, 7) then a slice [100, 110), both roots.
+    let main = vec![
+        mark(FRAME_BEGIN, 0),
+        slice(LEAF, 10, 10),
+        mark(INSTANT, 22),
+        slice(LEAF, 25, 10),
+        slice(MID, 5, 40),
+        slice(OTHER, 50, 10),
+        mark(FRAME_END, 100),
+        slice(OUTER, 0, 200),
+    ];
+    let other = vec![slice(LOCK, 0, 7), slice(OTHER, 100, 10)];
+    let text = folded_text(&file(&callsites(), &[(1, main), (2, other)]));
+    assert_eq!(
+        text,
+        "main;outer 100\n\
+         main;outer;frame 50\n\
+         main;outer;frame;mid 20\n\
+         main;outer;frame;mid;leaf 20\n\
+         main;outer;frame;other 10\n\
+         thread 2;other 10\n\
+         thread 2;queue (wait) 7\n"
+    );
+}
+
+#[test]
+fn a_complete_event_inside_an_open_begin_slice_gets_its_prefix_even_if_it_never_closes() {
+    let main = vec![mark(FRAME_END, 1), mark(FRAME_BEGIN, 10), slice(LEAF, 20, 5), slice(MID, 15, 30)];
+    let text = folded_text(&file(&callsites(), &[(1, main)]));
+    // The end with nothing open is ignored; the open frame has no duration of its own.
+    assert_eq!(text, "main;frame;mid 25\nmain;frame;mid;leaf 5\n");
+}
+
+#[test]
+fn slices_split_across_chunks_still_nest() {
+    let first = vec![mark(FRAME_BEGIN, 0), slice(LEAF, 10, 10)];
+    let second = vec![slice(LEAF, 30, 10), mark(FRAME_END, 50)];
+    let text = folded_text(&file(&callsites(), &[(1, first), (1, second)]));
+    assert_eq!(text, "main;frame 30\nmain;frame;leaf 20\n");
+}
+
+#[test]
+fn the_golden_file_folds_to_the_committed_snapshot() {
+    let (folded, error) = fold(Reader::new(GOLDEN).unwrap());
+    assert!(error.is_none(), "{error:?}");
+    let s = &folded.summary;
+    assert_eq!((s.chunks, s.events, s.threads, s.complete), (3, 10, 2, true));
+    assert!(!folded.stacks.is_empty());
+    insta::assert_snapshot!("golden_v1_folded", folded.lines().collect::<Vec<_>>().join("\n"));
+}
+
+#[test]
+fn the_flame_graph_is_an_svg_naming_every_frame() {
+    let main = vec![slice(LEAF, 10, 10), slice(MID, 5, 40), slice(OUTER, 0, 200)];
+    let mut out = Vec::new();
+    let summary =
+        write_flamegraph(Reader::new(&file(&callsites(), &[(1, main)])[..]).unwrap(), &mut out, "test")
+            .unwrap();
+    assert_eq!(summary.events, 3);
+    let svg = String::from_utf8(out).unwrap();
+    assert!(svg.starts_with("<?xml") || svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+    assert!(svg.trim_end().ends_with("</svg>"));
+    for name in ["main", "outer", "mid", "leaf"] {
+        assert!(svg.contains(name), "{name} is not in the SVG");
+    }
+}
+
+#[test]
+fn a_truncated_file_folds_what_was_read_then_names_the_offset() {
+    let header = Reader::new(GOLDEN).unwrap().header().clone();
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(&callsites()).unwrap();
+    w.write_chunk(1, 0, &[slice(LEAF, 10, 10)], |_, _| "").unwrap();
+    let first_end = w.offset();
+    w.write_chunk(1, 1, &[slice(MID, 100, 10)], |_, _| "").unwrap();
+    let second_end = w.offset();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    // Cut into the second chunk.
+    let cut = &bytes[..(first_end + second_end) as usize / 2];
+    let mut out = Vec::new();
+    let err = write_folded(Reader::new(cut).unwrap(), &mut out).unwrap_err();
+    assert!(err.offset().is_some(), "{err}");
+    let Error::Read { exported, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(exported.chunks, 1);
+    // The golden clock: 0.5 ns per tick, from origin tick 1000 (so the slice starts before it).
+    assert_eq!(String::from_utf8(out).unwrap(), "thread 1;leaf 5\n");
+}

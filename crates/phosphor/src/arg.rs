@@ -13,8 +13,16 @@ use phosphor_format::{pack_static_str, ArgType, MAX_DYN_STR_BYTES};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Static(pub &'static str);
 
-/// A value that can be an event argument.
-pub trait Arg {
+/// Seals [`Arg`]: the encoder trusts what an `Arg` says about itself (a dynamic string's length
+/// sizes the event's records; a static string's word is dereferenced when the trace is decoded),
+/// so only this crate's types may implement it.
+pub(crate) mod private {
+    pub trait Sealed {}
+}
+
+/// A value that can be an event argument. Sealed: implemented for the integers, floats, `bool`,
+/// raw pointers, [`Static`], `&str`, `String`, and references to these.
+pub trait Arg: private::Sealed {
     /// How the value is stored.
     const TYPE: ArgType;
     /// The 8-byte word; for dynamic strings, the stored length.
@@ -33,6 +41,7 @@ pub trait Arg {
 
 macro_rules! int_arg {
     ($ty:ident, $t:ty) => {
+        impl private::Sealed for $t {}
         impl Arg for $t {
             const TYPE: ArgType = ArgType::$ty;
             #[inline(always)]
@@ -53,6 +62,8 @@ int_arg!(U64, u32);
 int_arg!(U64, u64);
 int_arg!(U64, usize);
 
+impl private::Sealed for f64 {}
+
 impl Arg for f64 {
     const TYPE: ArgType = ArgType::F64;
     #[inline(always)]
@@ -60,6 +71,8 @@ impl Arg for f64 {
         self.to_bits()
     }
 }
+
+impl private::Sealed for f32 {}
 
 impl Arg for f32 {
     const TYPE: ArgType = ArgType::F64;
@@ -69,6 +82,8 @@ impl Arg for f32 {
     }
 }
 
+impl private::Sealed for bool {}
+
 impl Arg for bool {
     const TYPE: ArgType = ArgType::Bool;
     #[inline(always)]
@@ -76,6 +91,8 @@ impl Arg for bool {
         u64::from(*self)
     }
 }
+
+impl<T: ?Sized> private::Sealed for *const T {}
 
 impl<T: ?Sized> Arg for *const T {
     const TYPE: ArgType = ArgType::Pointer;
@@ -85,6 +102,8 @@ impl<T: ?Sized> Arg for *const T {
     }
 }
 
+impl<T: ?Sized> private::Sealed for *mut T {}
+
 impl<T: ?Sized> Arg for *mut T {
     const TYPE: ArgType = ArgType::Pointer;
     #[inline(always)]
@@ -92,6 +111,8 @@ impl<T: ?Sized> Arg for *mut T {
         self.cast::<()>() as usize as u64
     }
 }
+
+impl private::Sealed for Static {}
 
 impl Arg for Static {
     const TYPE: ArgType = ArgType::StaticStr;
@@ -117,6 +138,8 @@ fn bounded(s: &str) -> (&[u8], bool) {
     (&s.as_bytes()[..end], true)
 }
 
+impl private::Sealed for &str {}
+
 impl Arg for &str {
     const TYPE: ArgType = ArgType::DynStr;
     #[inline(always)]
@@ -129,6 +152,8 @@ impl Arg for &str {
     }
 }
 
+impl private::Sealed for String {}
+
 impl Arg for String {
     const TYPE: ArgType = ArgType::DynStr;
     #[inline(always)]
@@ -140,6 +165,8 @@ impl Arg for String {
         bounded(self)
     }
 }
+
+impl<A: Arg> private::Sealed for &A {}
 
 impl<A: Arg> Arg for &A {
     const TYPE: ArgType = A::TYPE;

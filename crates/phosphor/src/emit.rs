@@ -20,6 +20,8 @@ use crate::TraceLog;
 #[derive(Clone, Copy, Debug)]
 pub struct NoArg;
 
+impl crate::arg::private::Sealed for NoArg {}
+
 impl Arg for NoArg {
     const TYPE: ArgType = ArgType::None;
     #[inline(always)]
@@ -91,7 +93,18 @@ pub fn check(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
 #[cold]
 #[inline(never)]
 fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
+    // Registering takes the registry lock and allocates; an event from inside the recorder's own
+    // slow path (an instrumented allocator) would deadlock on it, so such a first call counts as
+    // disabled.
+    let thread = crate::thread::THREAD.with(|t| t as *const crate::thread::ThreadState);
+    // SAFETY: the thread state has no destructor and lives as long as this thread, which is
+    // running this function.
+    let t = unsafe { &*thread };
+    if !t.enter_busy() {
+        return None;
+    }
     let state = callsite::register(cs);
+    t.leave_busy();
     callsite::enabled_in(state, log.slot()).then_some(state)
 }
 
@@ -151,6 +164,13 @@ impl<S: Stamp> Fill for OneRecord<S> {
         unsafe { (*dst).write(Record::new(ts, self.id, self.meta, [w0, self.words[1]])) };
     }
 }
+
+// The largest event (a lead word, two arguments, two dynamic strings at their bound) must fit in
+// one chunk, or `Tenant::write` could never make room for it. `Arg` is sealed, so no other type can
+// exceed these bounds.
+const _: () = assert!(
+    continuation_records(2, 2 * phosphor_format::MAX_DYN_STR_BYTES) < phosphor_format::chunk::CHUNK_RECORDS
+);
 
 /// Records an event that needs continuation records.
 #[inline(never)]

@@ -130,8 +130,9 @@ pub(crate) enum Outcome {
     Written,
     /// Dropped and already counted.
     Dropped,
-    /// Dropped and counted; this call exhausted the Fixed buffer first, so it owes the stop callback.
-    Exhausted,
+    /// Dropped and counted; this call exhausted this Fixed buffer first, so it owes the stop
+    /// callback (if that buffer's trace is still running).
+    Exhausted(*const TraceBuffer),
     /// Not written and not counted: the tenant is dead, so the caller attaches a new one and retries.
     Dead,
 }
@@ -258,6 +259,9 @@ impl Tenant {
         // SAFETY: the slave lock is held, so no one else touches `st` until `slave_unlock`.
         let st = unsafe { &mut *self.st.get() };
         // Written as `pos > CAP - n` (n is a small constant) rather than `pos + n > CAP`: one compare.
+        // `n <= CHUNK_RECORDS` always holds: `Arg` is sealed and emit.rs asserts the largest event
+        // fits in a chunk.
+        debug_assert!(n as usize <= CHUNK_RECORDS);
         if st.pos > CHUNK_RECORDS as u32 - n {
             if let Err(outcome) = self.make_room(core, st, tid(), n) {
                 self.lock.slave_unlock();
@@ -365,7 +369,7 @@ impl Tenant {
             }
             Loan::Exhausted { first } => {
                 core.drops.count(DropReason::BufferFull);
-                Err(if first { Outcome::Exhausted } else { Outcome::Dropped })
+                Err(if first { Outcome::Exhausted(buf) } else { Outcome::Dropped })
             }
             Loan::AllLoaned => {
                 core.drops.count(DropReason::NoChunk);

@@ -19,6 +19,10 @@ pub(crate) struct ThreadState {
     exiting: Cell<bool>,
     /// Set by `register_thread`: use a dedicated tenant even under `ThreadPolicy::Pool`.
     registered: Cell<bool>,
+    /// Inside the recorder's own slow paths (attach, registration) or holding a log's control
+    /// lock. An event that arrives then (from an allocator or a signal handler) must not take those
+    /// locks again: it is dropped and counted, and an exhaustion it finds is deferred.
+    busy: Cell<bool>,
     /// This thread's entry in the name table is its own: set by `set_thread_name`, or synced from
     /// the std name on its first attach (a reused thread id must not keep a dead thread's name).
     named: Cell<bool>,
@@ -32,6 +36,7 @@ impl ThreadState {
             tid: Cell::new(0),
             exiting: Cell::new(false),
             registered: Cell::new(false),
+            busy: Cell::new(false),
             named: Cell::new(false),
             tenants: [const { Cell::new(std::ptr::null()) }; MAX_LOGS],
         }
@@ -85,6 +90,19 @@ impl ThreadState {
         let t = os_tid();
         self.tid.set(t);
         t
+    }
+
+    /// Marks the thread busy (see `busy`); returns false if it already was.
+    pub(crate) fn enter_busy(&self) -> bool {
+        !self.busy.replace(true)
+    }
+
+    pub(crate) fn leave_busy(&self) {
+        self.busy.set(false);
+    }
+
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy.get()
     }
 
     pub(crate) fn registered(&self) -> bool {

@@ -57,6 +57,9 @@ struct Control {
 pub struct TraceLog {
     slot: u32,
     core: LogCore,
+    /// A buffer whose exhaustion was found while its thread was busy; handled when a control
+    /// lock is released.
+    pending_exhausted: std::sync::atomic::AtomicPtr<TraceBuffer>,
     /// `is_enabled`: running and not exhausted.
     enabled: AtomicBool,
     control: Mutex<Control>,
@@ -78,6 +81,7 @@ impl TraceLog {
         TraceLog {
             slot,
             core: LogCore::new(),
+            pending_exhausted: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
             enabled: AtomicBool::new(false),
             control: Mutex::new(Control {
                 config: None,
@@ -115,10 +119,14 @@ impl TraceLog {
         Ok(log)
     }
 
-    fn control(&self) -> MutexGuard<'_, Control> {
+    /// Takes the control lock, marking the thread busy so that an event from a signal handler
+    /// interrupting it neither attaches nor runs the stop callback (which both take this lock).
+    fn control(&self) -> ControlGuard<'_> {
+        let was_busy = THREAD.with(|t| !t.enter_busy());
         // Every critical section leaves Control consistent before it can panic (allocation
         // failure aside), so a poisoned lock is safe to keep using.
-        self.control.lock().unwrap_or_else(|p| p.into_inner())
+        let guard = self.control.lock().unwrap_or_else(|p| p.into_inner());
+        ControlGuard { guard: std::mem::ManuallyDrop::new(guard), log: self, was_busy }
     }
 
     /// Applies one-time configuration. Fails if it was applied already or a trace has started
@@ -321,7 +329,7 @@ impl TraceLog {
             // this thread changes, and not during this call.
             match unsafe { &*p }.write(&self.core, current_thread_id, n, fill) {
                 Outcome::Dead => p = std::ptr::null(),
-                Outcome::Exhausted => return self.on_exhausted(),
+                Outcome::Exhausted(buf) => return self.on_exhausted(buf),
                 Outcome::Written | Outcome::Dropped => return,
             }
         }
@@ -332,7 +340,17 @@ impl TraceLog {
     #[cold]
     #[inline(never)]
     fn attach_current(&self) -> *const Tenant {
-        THREAD.with(|t| self.attach(t)).unwrap_or(std::ptr::null())
+        THREAD.with(|t| {
+            if !t.enter_busy() {
+                // An event from inside the recorder's slow path or a control call (an instrumented
+                // allocator, a signal handler): attaching would take the locks already held.
+                self.core.drops.count(DropReason::Reentrant);
+                return std::ptr::null();
+            }
+            let p = self.attach(t).unwrap_or(std::ptr::null());
+            t.leave_busy();
+            p
+        })
     }
 
     /// Gives the thread a tenant in this log (its own, or one from the pool), replacing a dead one.
@@ -373,17 +391,22 @@ impl TraceLog {
         Some(t.set_tenant(self.slot(), tenant))
     }
 
-    /// A Fixed buffer just ran out: tracing is no longer enabled, and the stop callback runs here,
-    /// on the thread whose event found it full, outside every tenant lock.
+    /// A Fixed buffer (`buf`) just ran out: tracing is no longer enabled, and the stop callback
+    /// runs here, on the thread whose event found it full, outside every tenant lock, provided
+    /// `buf`'s trace is still the running one. If this thread is busy (a signal handler interrupted
+    /// the recorder or a control call), the callback is deferred to when its control lock is
+    /// released.
     #[cold]
     #[inline(never)]
-    fn on_exhausted(&self) {
+    fn on_exhausted(&self, buf: *const TraceBuffer) {
+        if THREAD.with(|t| t.is_busy()) {
+            // Release: pairs with the Acquire swap in `ControlGuard::drop`.
+            self.pending_exhausted.store(buf.cast_mut(), Ordering::Release);
+            return;
+        }
         let cb: Option<StopCallback> = {
             let c = self.control();
-            // Between the failed loan and here, `stop` and `start` may have run: act only if the
-            // running trace is the one whose buffer ran out (a fresh buffer is never exhausted).
-            // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock.
-            let Some(r) = c.running.as_ref().filter(|r| unsafe { &*r.buffer.0 }.is_exhausted()) else {
+            let Some(r) = c.running.as_ref().filter(|r| std::ptr::eq(r.buffer.0, buf)) else {
                 return;
             };
             // Relaxed: a status flag.
@@ -432,5 +455,44 @@ impl Drop for TraceLog {
         set_clock_hint(self.slot, ClockKind::Tsc, 1.0);
         // Relaxed: see `TraceLog::new`.
         SLOTS.fetch_and(!(1 << self.slot), Ordering::Relaxed);
+    }
+}
+
+/// The control lock's guard: derefs to `Control`, and on release clears the thread's busy mark
+/// and runs a stop callback deferred while the lock was held.
+struct ControlGuard<'a> {
+    guard: std::mem::ManuallyDrop<MutexGuard<'a, Control>>,
+    log: &'a TraceLog,
+    was_busy: bool,
+}
+
+impl std::ops::Deref for ControlGuard<'_> {
+    type Target = Control;
+    fn deref(&self) -> &Control {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for ControlGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Control {
+        &mut self.guard
+    }
+}
+
+impl Drop for ControlGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: dropped exactly once, here; the field is not used afterwards. Unlocking before
+        // clearing the busy mark leaves no window in which a signal handler on this thread could
+        // block on a lock this thread holds.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.guard) };
+        if self.was_busy {
+            return; // an outer busy section clears the mark
+        }
+        THREAD.with(|t| t.leave_busy());
+        // Acquire: pairs with the Release store in `on_exhausted`.
+        let pending = self.log.pending_exhausted.swap(std::ptr::null_mut(), Ordering::Acquire);
+        if !pending.is_null() {
+            self.log.on_exhausted(pending);
+        }
     }
 }

@@ -124,13 +124,14 @@ fn export(
     };
     match result {
         Ok(summary) => Ok(Converted { summary, bytes: out.bytes, time: started.elapsed() }),
-        Err(Failure::Read(exported, source)) => Err(anyhow::Error::new(source.with_path(input))
-            .context(format!(
+        Err(Failure::Read(exported, source)) => {
+            Err(anyhow::Error::new(source.with_path(input)).context(format!(
             "converting {} stopped early ({out_name} holds the {} events of the {} chunks before the damage)",
             input.display(),
             format_count(exported.events),
             format_count(exported.chunks)
-        ))),
+        )))
+        }
         Err(Failure::Write(e)) => Err(e.context(format!("writing {out_name}"))),
     }
 }

@@ -22,6 +22,16 @@ pub(crate) mod private {
 
 /// A value that can be an event argument. Sealed: implemented for the integers, floats, `bool`,
 /// raw pointers, [`Static`], `&str`, `String`, and references to these.
+///
+/// Other crates cannot implement it, so no type can lie about its size or forge a static string:
+///
+/// ```compile_fail
+/// struct Forged;
+/// impl phosphor::Arg for Forged {
+///     const TYPE: phosphor::format::ArgType = phosphor::format::ArgType::StaticStr;
+///     fn word(&self) -> u64 { 0xdead_beef }
+/// }
+/// ```
 pub trait Arg: private::Sealed {
     /// How the value is stored.
     const TYPE: ArgType;

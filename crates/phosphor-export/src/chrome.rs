@@ -42,56 +42,7 @@ use std::io::{self, BufWriter, Read, Write};
 use phosphor_format::file::{self, ClockInfo, Event, Reader, Value};
 use phosphor_format::Phase;
 
-/// What [`write_chrome_json`] wrote.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ExportSummary {
-    /// Chunks read.
-    pub chunks: u64,
-    /// Trace events written (metadata events not counted).
-    pub events: u64,
-    /// Threads that had events.
-    pub threads: usize,
-    /// Whether the trailer was read: the input was whole.
-    pub complete: bool,
-}
-
-/// Why an export stopped.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The trace file could not be read to its end. Everything before `offset` was exported and
-    /// the JSON document was closed, so the output is valid JSON holding the readable part.
-    #[error("the trace file could not be read past byte {offset} ({} events exported)", exported.events)]
-    Read {
-        /// Byte offset of the problem in the trace file (as the format error says).
-        offset: u64,
-        /// What was written before the error.
-        exported: ExportSummary,
-        /// The format error.
-        #[source]
-        source: file::Error,
-    },
-    /// Writing the JSON failed.
-    #[error("writing the Chrome JSON failed")]
-    Write(#[source] io::Error),
-}
-
-impl Error {
-    /// The byte offset in the trace file, for a read error.
-    pub fn offset(&self) -> Option<u64> {
-        match self {
-            Error::Read { offset, .. } => Some(*offset),
-            Error::Write(_) => None,
-        }
-    }
-}
-
-impl From<io::Error> for Error {
-    fn from(e: io::Error) -> Error {
-        Error::Write(e)
-    }
-}
+pub use crate::error::{Error, ExportSummary};
 
 /// Writes the trace that `reader` reads as Chrome JSON to `out` (buffered here; pass the writer
 /// itself, not a `BufWriter`, unless it is one already).

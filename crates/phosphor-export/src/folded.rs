@@ -35,49 +35,12 @@
 //! duration: they only give their names to what they enclose.
 
 use std::collections::HashMap;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 
 use phosphor_format::file::{self, Reader};
 use phosphor_format::Phase;
 
-pub use crate::chrome::ExportSummary;
-
-/// Why folding or drawing stopped.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The trace file could not be read to its end. The stacks of everything before `offset` were
-    /// written (the slices still open or waiting there counted as described in the module).
-    #[error("the trace file could not be read past byte {offset} ({} events folded)", exported.events)]
-    Read {
-        /// Byte offset of the problem in the trace file (as the format error says).
-        offset: u64,
-        /// What was read before the error.
-        exported: ExportSummary,
-        /// The format error.
-        #[source]
-        source: file::Error,
-    },
-    /// Writing the output failed (or, for a flame graph, there was nothing to draw).
-    #[error("writing the folded stacks or flame graph failed")]
-    Write(#[source] io::Error),
-}
-
-impl Error {
-    /// The byte offset in the trace file, for a read error.
-    pub fn offset(&self) -> Option<u64> {
-        match self {
-            Error::Read { offset, .. } => Some(*offset),
-            Error::Write(_) => None,
-        }
-    }
-}
-
-impl From<io::Error> for Error {
-    fn from(e: io::Error) -> Error {
-        Error::Write(e)
-    }
-}
+pub use crate::error::{Error, ExportSummary};
 
 /// Folded stacks: self time in nanoseconds per stack, and what was read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -36,6 +36,7 @@
 //! **Architecture invariant:** only this crate knows output formats.
 
 pub mod chrome;
+mod error;
 pub mod folded;
 mod scopes;
 mod stats;

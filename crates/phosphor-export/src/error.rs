@@ -1,0 +1,57 @@
+//! The error and summary shared by the streaming exporters (Chrome JSON, folded stacks, flame
+//! graphs): they read a trace file with the same `Reader` and stop the same ways.
+
+use std::io;
+
+use phosphor_format::file;
+
+/// What an exporter read and wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExportSummary {
+    /// Chunks read.
+    pub chunks: u64,
+    /// Events exported (metadata events not counted).
+    pub events: u64,
+    /// Threads that had events.
+    pub threads: usize,
+    /// Whether the trailer was read: the input was whole.
+    pub complete: bool,
+}
+
+/// Why an export stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The trace file could not be read to its end. Everything before `offset` was exported (a
+    /// JSON document is closed, so it still parses).
+    #[error("the trace file could not be read past byte {offset} ({} events exported)", exported.events)]
+    Read {
+        /// Byte offset of the problem in the trace file (as the format error says).
+        offset: u64,
+        /// What was exported before the error.
+        exported: ExportSummary,
+        /// The format error.
+        #[source]
+        source: file::Error,
+    },
+    /// Writing the output failed (or, for a flame graph, there was nothing to draw).
+    #[error("writing the export failed")]
+    Write(#[source] io::Error),
+}
+
+impl Error {
+    /// The byte offset in the trace file, for a read error.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::Read { offset, .. } => Some(*offset),
+            Error::Write(_) => None,
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Error {
+        Error::Write(e)
+    }
+}

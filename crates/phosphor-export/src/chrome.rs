@@ -42,6 +42,7 @@ use std::io::{self, BufWriter, Read, Write};
 use phosphor_format::file::{self, ClockInfo, Event, Reader, Value};
 use phosphor_format::Phase;
 
+use crate::error::read_events;
 pub use crate::error::{Error, ExportSummary};
 
 /// Writes the trace that `reader` reads as Chrome JSON to `out` (buffered here; pass the writer
@@ -66,34 +67,14 @@ pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Re
     write_str(&mut out, &reader.header().process_name)?;
     out.write_all(b"}}")?;
 
-    let failure = loop {
-        let chunk = match reader.next_chunk() {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        };
-        summary.chunks += 1;
-        let mut failed = None;
-        for event in chunk.events() {
-            match event {
-                Ok(e) => {
-                    if last_tid != Some(e.tid) {
-                        threads.insert(e.tid);
-                        last_tid = Some(e.tid);
-                    }
-                    write_event(&mut out, &clock, pid, &e)?;
-                    summary.events += 1;
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
-            }
+    let failure = read_events(&mut reader, &mut summary, |e| -> Result<(), Error> {
+        if last_tid != Some(e.tid) {
+            threads.insert(e.tid);
+            last_tid = Some(e.tid);
         }
-        if failed.is_some() {
-            break failed;
-        }
-    };
+        write_event(&mut out, &clock, pid, e)?;
+        Ok(())
+    })?;
 
     // Names last: a threads block may follow the chunks it names.
     let mut names: BTreeMap<u32, Option<&str>> = threads.iter().map(|t| (*t, None)).collect();

@@ -1,9 +1,10 @@
-//! The error and summary shared by the streaming exporters (Chrome JSON, folded stacks, flame
-//! graphs): they read a trace file with the same `Reader` and stop the same ways.
+//! What the streaming exporters (Chrome JSON, folded stacks, flame graphs) share: the reading
+//! loop, and the error and summary, since they read a trace file the same way and stop the same
+//! ways.
 
-use std::io;
+use std::io::{self, Read};
 
-use phosphor_format::file;
+use phosphor_format::file::{self, Event, Reader};
 
 /// What an exporter read and wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -53,5 +54,31 @@ impl Error {
 impl From<io::Error> for Error {
     fn from(e: io::Error) -> Error {
         Error::Write(e)
+    }
+}
+
+/// Reads every event of the rest of the file in order, calling `f` on each and counting chunks and
+/// events in `summary`. Returns the read error that stopped it (`Ok(Some(_))`), or `f`'s error.
+pub(crate) fn read_events<R: Read, E>(
+    reader: &mut Reader<R>,
+    summary: &mut ExportSummary,
+    mut f: impl FnMut(&Event<'_>) -> Result<(), E>,
+) -> Result<Option<file::Error>, E> {
+    loop {
+        let chunk = match reader.next_chunk() {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return Ok(None),
+            Err(e) => return Ok(Some(e)),
+        };
+        summary.chunks += 1;
+        for event in chunk.events() {
+            match event {
+                Ok(e) => {
+                    f(&e)?;
+                    summary.events += 1;
+                }
+                Err(e) => return Ok(Some(e)),
+            }
+        }
     }
 }

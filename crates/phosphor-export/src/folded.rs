@@ -40,6 +40,7 @@ use std::io::{BufWriter, Read, Write};
 use phosphor_format::file::{self, Reader};
 use phosphor_format::Phase;
 
+use crate::error::read_events;
 pub use crate::error::{Error, ExportSummary};
 
 /// Folded stacks: self time in nanoseconds per stack, and what was read.
@@ -64,50 +65,30 @@ pub fn fold<R: Read>(mut reader: Reader<R>) -> (Folded, Option<file::Error>) {
     let clock = reader.header().clock.clone();
     let mut f = Folder::new(clock.origin_ticks, clock.ns_per_tick);
     let mut summary = ExportSummary::default();
-    let failure = loop {
-        let chunk = match reader.next_chunk() {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        };
-        summary.chunks += 1;
-        let mut failed = None;
-        for event in chunk.events() {
-            match event {
-                Ok(e) => {
-                    summary.events += 1;
-                    let cs = e.callsite;
-                    let (suffix, closes) = match cs.phase {
-                        Phase::Complete => ("", false),
-                        Phase::LockWait => (" (wait)", false),
-                        Phase::LockHeld => (" (held)", false),
-                        Phase::Begin => ("", true),
-                        Phase::End => {
-                            f.end(e.tid, e.ts);
-                            continue;
-                        }
-                        _ => {
-                            f.thread(e.tid);
-                            continue;
-                        }
-                    };
-                    let name = f.name(cs.id, || format!("{}{suffix}", cs.name));
-                    if closes {
-                        f.begin(e.tid, name, e.ts);
-                    } else {
-                        f.complete(e.tid, name, e.ts, e.duration.unwrap_or(0));
-                    }
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
+    let Ok(failure) = read_events(&mut reader, &mut summary, |e| -> Result<(), std::convert::Infallible> {
+        let cs = e.callsite;
+        let (suffix, closes) = match cs.phase {
+            Phase::Complete => ("", false),
+            Phase::LockWait => (" (wait)", false),
+            Phase::LockHeld => (" (held)", false),
+            Phase::Begin => ("", true),
+            Phase::End => {
+                f.end(e.tid, e.ts);
+                return Ok(());
             }
+            _ => {
+                f.thread(e.tid);
+                return Ok(());
+            }
+        };
+        let name = f.name(cs.id, || format!("{}{suffix}", cs.name));
+        if closes {
+            f.begin(e.tid, name, e.ts);
+        } else {
+            f.complete(e.tid, name, e.ts, e.duration.unwrap_or(0));
         }
-        if failed.is_some() {
-            break failed;
-        }
-    };
+        Ok(())
+    });
     let names: HashMap<u32, &str> = reader.thread_names().collect();
     summary.threads = f.threads.len();
     summary.complete = reader.trailer().is_some();

@@ -38,6 +38,7 @@
 pub mod chrome;
 mod error;
 pub mod folded;
+pub mod perfetto;
 mod scopes;
 mod stats;
 mod text;

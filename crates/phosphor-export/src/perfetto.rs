@@ -1,0 +1,1 @@
+//! Perfetto's protobuf trace format (`.pftrace`). Work in progress (issue 3).

@@ -204,9 +204,9 @@ fn print<R: Read>(
     writeln!(out, "events      {}", format_count(s.events))?;
     match s.span {
         Some((first, last)) => {
-            writeln!(out, "time span   {}", format_ns(ticks_to_ns(clock, last - first)))?;
-            writeln!(out, "  first     {}", format_utc(wall_ns(clock, first)))?;
-            writeln!(out, "  last      {}", format_utc(wall_ns(clock, last)))?;
+            writeln!(out, "time span   {}", format_ns(clock.ticks_to_ns(last - first)))?;
+            writeln!(out, "  first     {}", format_utc(clock.to_wall_ns(first)))?;
+            writeln!(out, "  last      {}", format_utc(clock.to_wall_ns(last)))?;
         }
         None => writeln!(out, "time span   none (no events)")?,
     }
@@ -270,22 +270,6 @@ fn display_name(name: &str) -> String {
         "-".into()
     } else {
         name.into()
-    }
-}
-
-/// Nanoseconds in `ticks` of `clock`.
-fn ticks_to_ns(clock: &file::ClockInfo, ticks: u64) -> u64 {
-    (ticks as f64 * clock.ns_per_tick) as u64
-}
-
-/// The wall-clock time of raw timestamp `ts`, in nanoseconds since the Unix epoch (FORMAT.md,
-/// header block). Timestamps before the origin are possible only in a file not written by
-/// Phosphor; they count back from it.
-fn wall_ns(clock: &file::ClockInfo, ts: u64) -> u64 {
-    if ts >= clock.origin_ticks {
-        clock.origin_wall_ns.saturating_add(ticks_to_ns(clock, ts - clock.origin_ticks))
-    } else {
-        clock.origin_wall_ns.saturating_sub(ticks_to_ns(clock, clock.origin_ticks - ts))
     }
 }
 

@@ -39,7 +39,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufWriter, Read, Write};
 
-use phosphor_format::file::{self, ClockInfo, Event, Reader, Value};
+use phosphor_format::file::{ClockInfo, Event, Reader, Value};
 use phosphor_format::Phase;
 
 use crate::error::read_events;
@@ -52,7 +52,7 @@ pub use crate::error::{Error, ExportSummary};
 /// is closed so it parses, and [`Error::Read`] says where reading stopped.
 pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Result<ExportSummary, Error> {
     let mut out = BufWriter::with_capacity(1 << 16, out);
-    let clock = Clock::new(&reader.header().clock);
+    let clock = reader.header().clock.clone();
     let pid = reader.header().pid;
     let mut summary = ExportSummary::default();
     // One entry per thread; `last_tid` spares the map lookup for runs of one thread's events.
@@ -100,29 +100,6 @@ pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Re
     }
 }
 
-/// Raw ticks to nanoseconds since the clock origin.
-struct Clock {
-    origin_ticks: u64,
-    ns_per_tick: f64,
-}
-
-impl Clock {
-    fn new(c: &ClockInfo) -> Clock {
-        Clock { origin_ticks: c.origin_ticks, ns_per_tick: c.ns_per_tick }
-    }
-
-    fn ns(&self, ticks: u64) -> i64 {
-        let d = i128::from(ticks) - i128::from(self.origin_ticks);
-        if self.ns_per_tick == 1.0 {
-            // Nanosecond clocks: exact, no float on the way.
-            i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
-        } else {
-            // `as` saturates (and maps a NaN from a corrupt header to 0): never a panic.
-            (d as f64 * self.ns_per_tick).round() as i64
-        }
-    }
-}
-
 /// Writes nanoseconds as microseconds with three decimals, exactly.
 fn write_us(out: &mut impl Write, ns: i64) -> io::Result<()> {
     if ns < 0 {
@@ -157,7 +134,7 @@ fn write_i64(out: &mut impl Write, v: i64) -> io::Result<()> {
     write_u64(out, v.unsigned_abs())
 }
 
-fn write_event(out: &mut impl Write, clock: &Clock, pid: u32, e: &Event<'_>) -> io::Result<()> {
+fn write_event(out: &mut impl Write, clock: &ClockInfo, pid: u32, e: &Event<'_>) -> io::Result<()> {
     let cs = e.callsite;
     let ph = match cs.phase {
         Phase::Begin => b",\"ph\":\"B\",\"ts\":",
@@ -177,11 +154,11 @@ fn write_event(out: &mut impl Write, clock: &Clock, pid: u32, e: &Event<'_>) -> 
     out.write_all(b",\"cat\":")?;
     write_str(out, &cs.category)?;
     out.write_all(ph)?;
-    let start = clock.ns(e.ts);
+    let start = clock.since_origin_ns(e.ts);
     write_us(out, start)?;
     if let Some(d) = e.duration {
         out.write_all(b",\"dur\":")?;
-        write_us(out, clock.ns(e.ts.saturating_add(d)).saturating_sub(start))?;
+        write_us(out, clock.since_origin_ns(e.ts.saturating_add(d)).saturating_sub(start))?;
     }
     out.write_all(b",\"pid\":")?;
     write_u64(out, pid.into())?;
@@ -235,11 +212,7 @@ fn write_value(out: &mut impl Write, v: Value<'_>) -> io::Result<()> {
 fn write_other_data<R: Read>(out: &mut impl Write, reader: &Reader<R>) -> io::Result<()> {
     let h = reader.header();
     let (major, minor) = reader.version();
-    let clock = match h.clock.kind {
-        file::ClockKind::Tsc => "tsc",
-        file::ClockKind::Monotonic => "monotonic",
-        file::ClockKind::Realtime => "realtime",
-    };
+    let clock = h.clock.kind.as_str();
     write!(
         out,
         "\"format_version\":\"{major}.{minor}\",\"clock\":\"{clock}\",\"ns_per_tick\":{:?},\

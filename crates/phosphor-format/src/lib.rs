@@ -16,10 +16,12 @@
 //! through [`Record::new`] and [`encode_continuation`]; the tools read them through [`decode_event`].
 
 pub mod chunk;
+pub mod clock;
 mod decode;
 pub mod file;
 mod record;
 
+pub use clock::{ClockInfo, ClockKind};
 pub use decode::{count_events, decode_event, ArgWord, DecodeError, RawEvent};
 pub use record::{
     continuation_records, encode_continuation, pack_static_str, unpack_static_str, ArgType, Meta, Phase,

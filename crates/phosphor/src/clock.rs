@@ -11,57 +11,35 @@
 
 use std::time::Duration;
 
-/// Which clock a `TraceLog` reads.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum ClockKind {
-    /// The invariant time-stamp counter, falling back to [`ClockKind::Monotonic`] where there is
-    /// none.
-    #[default]
-    Tsc = 0,
-    /// `CLOCK_MONOTONIC`, in nanoseconds.
-    Monotonic = 1,
-    /// `CLOCK_REALTIME`, in nanoseconds since the Unix epoch.
-    Realtime = 2,
+pub use phosphor_format::clock::{ClockInfo, ClockKind};
+
+/// Decodes a clock kind stored in an atomic (see `TraceLog::now`); unknown codes read the
+/// monotonic clock.
+pub(crate) const fn kind_from_u8(v: u8) -> ClockKind {
+    match ClockKind::from_code(v) {
+        Some(k) => k,
+        None => ClockKind::Monotonic,
+    }
 }
 
-impl ClockKind {
-    pub(crate) const fn from_u8(v: u8) -> ClockKind {
-        match v {
-            0 => ClockKind::Tsc,
-            2 => ClockKind::Realtime,
-            _ => ClockKind::Monotonic,
-        }
+/// Reads clock `kind`. The TSC read is inline; the `clock_gettime` clocks, which cost a vDSO call
+/// anyway, are out of line so they don't lengthen the TSC path.
+#[inline(always)]
+pub(crate) fn now(kind: ClockKind) -> u64 {
+    if matches!(kind, ClockKind::Tsc) {
+        rdtsc()
+    } else {
+        now_gettime(kind)
     }
+}
 
-    /// A short lowercase name: `tsc`, `monotonic` or `realtime`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ClockKind::Tsc => "tsc",
-            ClockKind::Monotonic => "monotonic",
-            ClockKind::Realtime => "realtime",
-        }
-    }
-
-    /// Reads this clock. The TSC read is inline; the `clock_gettime` clocks, which cost a vDSO
-    /// call anyway, are out of line so they don't lengthen the TSC path.
-    #[inline(always)]
-    pub fn now(self) -> u64 {
-        if matches!(self, ClockKind::Tsc) {
-            rdtsc()
-        } else {
-            self.now_gettime()
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn now_gettime(self) -> u64 {
-        match self {
-            ClockKind::Tsc => rdtsc(),
-            ClockKind::Monotonic => clock_gettime_ns(libc::CLOCK_MONOTONIC),
-            ClockKind::Realtime => clock_gettime_ns(libc::CLOCK_REALTIME),
-        }
+#[cold]
+#[inline(never)]
+fn now_gettime(kind: ClockKind) -> u64 {
+    match kind {
+        ClockKind::Tsc => rdtsc(),
+        ClockKind::Monotonic => clock_gettime_ns(libc::CLOCK_MONOTONIC),
+        ClockKind::Realtime => clock_gettime_ns(libc::CLOCK_REALTIME),
     }
 }
 
@@ -89,113 +67,61 @@ fn clock_gettime_ns(clock: libc::clockid_t) -> u64 {
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
-/// How a trace's raw clock values map to time.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ClockInfo {
-    /// The clock read.
-    pub kind: ClockKind,
-    /// Nanoseconds per tick (1.0 for the clock_gettime clocks).
-    pub ns_per_tick: f64,
-    /// A tick value read at calibration.
-    pub origin_ticks: u64,
-    /// `CLOCK_MONOTONIC` at `origin_ticks`, in nanoseconds.
-    pub origin_monotonic_ns: u64,
-    /// `CLOCK_REALTIME` at `origin_ticks`, in nanoseconds since the Unix epoch.
-    pub origin_wall_ns: u64,
-    /// Why the TSC was not used, when it was asked for and refused.
-    pub fallback_reason: Option<String>,
+/// Chooses and calibrates a clock. Asking for the TSC where it is not invariant logs the reason
+/// to stderr once and falls back to the monotonic clock.
+pub(crate) fn calibrate(kind: ClockKind) -> ClockInfo {
+    match kind {
+        ClockKind::Tsc => match tsc_unusable_reason() {
+            None => calibrate_tsc(Duration::from_millis(20)),
+            Some(reason) => {
+                eprintln!("phosphor: not using the TSC ({reason}); falling back to CLOCK_MONOTONIC");
+                ClockInfo { fallback_reason: Some(reason), ..calibrate(ClockKind::Monotonic) }
+            }
+        },
+        ClockKind::Monotonic | ClockKind::Realtime => {
+            let (mono, wall) =
+                (clock_gettime_ns(libc::CLOCK_MONOTONIC), clock_gettime_ns(libc::CLOCK_REALTIME));
+            let origin_ticks = if kind == ClockKind::Monotonic { mono } else { wall };
+            ClockInfo {
+                kind,
+                ns_per_tick: 1.0,
+                origin_ticks,
+                origin_monotonic_ns: mono,
+                origin_wall_ns: wall,
+                fallback_reason: None,
+            }
+        }
+    }
 }
 
-impl ClockInfo {
-    /// Chooses and calibrates a clock. Asking for the TSC where it is not invariant logs the reason
-    /// to stderr once and falls back to the monotonic clock.
-    pub fn calibrate(kind: ClockKind) -> ClockInfo {
-        match kind {
-            ClockKind::Tsc => match tsc_unusable_reason() {
-                None => Self::calibrate_tsc(Duration::from_millis(20)),
-                Some(reason) => {
-                    eprintln!("phosphor: not using the TSC ({reason}); falling back to CLOCK_MONOTONIC");
-                    ClockInfo { fallback_reason: Some(reason), ..Self::calibrate(ClockKind::Monotonic) }
-                }
-            },
-            ClockKind::Monotonic | ClockKind::Realtime => {
-                let (mono, wall) =
-                    (clock_gettime_ns(libc::CLOCK_MONOTONIC), clock_gettime_ns(libc::CLOCK_REALTIME));
-                let origin_ticks = if kind == ClockKind::Monotonic { mono } else { wall };
-                ClockInfo {
-                    kind,
-                    ns_per_tick: 1.0,
-                    origin_ticks,
-                    origin_monotonic_ns: mono,
-                    origin_wall_ns: wall,
-                    fallback_reason: None,
-                }
+/// Measures TSC ticks against `CLOCK_MONOTONIC` over `span`. Each endpoint brackets one TSC read
+/// between two monotonic reads and keeps the tightest of several tries.
+fn calibrate_tsc(span: Duration) -> ClockInfo {
+    fn sample() -> (u64, u64) {
+        let mut best = (u64::MAX, 0, 0);
+        for _ in 0..16 {
+            let m0 = clock_gettime_ns(libc::CLOCK_MONOTONIC);
+            let t = rdtsc();
+            let m1 = clock_gettime_ns(libc::CLOCK_MONOTONIC);
+            if m1 - m0 < best.0 {
+                best = (m1 - m0, t, m0 + (m1 - m0) / 2);
             }
         }
+        (best.1, best.2)
     }
-
-    /// Measures TSC ticks against `CLOCK_MONOTONIC` over `span`. Each endpoint brackets one TSC read
-    /// between two monotonic reads and keeps the tightest of several tries.
-    fn calibrate_tsc(span: Duration) -> ClockInfo {
-        fn sample() -> (u64, u64) {
-            let mut best = (u64::MAX, 0, 0);
-            for _ in 0..16 {
-                let m0 = clock_gettime_ns(libc::CLOCK_MONOTONIC);
-                let t = rdtsc();
-                let m1 = clock_gettime_ns(libc::CLOCK_MONOTONIC);
-                if m1 - m0 < best.0 {
-                    best = (m1 - m0, t, m0 + (m1 - m0) / 2);
-                }
-            }
-            (best.1, best.2)
-        }
-        let (t0, m0) = sample();
-        let wall = clock_gettime_ns(libc::CLOCK_REALTIME);
-        let mono_at_wall = clock_gettime_ns(libc::CLOCK_MONOTONIC);
-        std::thread::sleep(span);
-        let (t1, m1) = sample();
-        let ns_per_tick = (m1 - m0) as f64 / (t1.wrapping_sub(t0)).max(1) as f64;
-        ClockInfo {
-            kind: ClockKind::Tsc,
-            ns_per_tick,
-            origin_ticks: t0,
-            origin_monotonic_ns: m0,
-            origin_wall_ns: wall.saturating_sub(mono_at_wall.saturating_sub(m0)),
-            fallback_reason: None,
-        }
-    }
-
-    /// Converts a raw clock value to `CLOCK_MONOTONIC` nanoseconds (wall nanoseconds for
-    /// [`ClockKind::Realtime`]).
-    pub fn to_ns(&self, ticks: u64) -> u64 {
-        match self.kind {
-            ClockKind::Tsc => {
-                let delta = ticks.wrapping_sub(self.origin_ticks) as i64 as f64 * self.ns_per_tick;
-                (self.origin_monotonic_ns as i64).saturating_add(delta as i64).max(0) as u64
-            }
-            ClockKind::Monotonic | ClockKind::Realtime => ticks,
-        }
-    }
-
-    /// Converts a tick count (a duration) to nanoseconds.
-    pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
-        (ticks as f64 * self.ns_per_tick) as u64
-    }
-
-    /// Converts nanoseconds to a tick count, for durations given by the user.
-    pub fn ns_to_ticks(&self, ns: u64) -> u64 {
-        (ns as f64 / self.ns_per_tick) as u64
-    }
-
-    /// Wall-clock nanoseconds since the Unix epoch of a raw clock value.
-    pub fn to_wall_ns(&self, ticks: u64) -> u64 {
-        match self.kind {
-            ClockKind::Realtime => ticks,
-            _ => {
-                let since = self.to_ns(ticks) as i64 - self.origin_monotonic_ns as i64;
-                (self.origin_wall_ns as i64).saturating_add(since).max(0) as u64
-            }
-        }
+    let (t0, m0) = sample();
+    let wall = clock_gettime_ns(libc::CLOCK_REALTIME);
+    let mono_at_wall = clock_gettime_ns(libc::CLOCK_MONOTONIC);
+    std::thread::sleep(span);
+    let (t1, m1) = sample();
+    let ns_per_tick = (m1 - m0) as f64 / (t1.wrapping_sub(t0)).max(1) as f64;
+    ClockInfo {
+        kind: ClockKind::Tsc,
+        ns_per_tick,
+        origin_ticks: t0,
+        origin_monotonic_ns: m0,
+        origin_wall_ns: wall.saturating_sub(mono_at_wall.saturating_sub(m0)),
+        fallback_reason: None,
     }
 }
 
@@ -232,9 +158,9 @@ mod tests {
     #[test]
     fn every_clock_converts_ticks_to_monotonic_nanoseconds() {
         for kind in [ClockKind::Tsc, ClockKind::Monotonic] {
-            let info = ClockInfo::calibrate(kind);
+            let info = calibrate(kind);
             let before = clock_gettime_ns(libc::CLOCK_MONOTONIC);
-            let t = info.kind.now();
+            let t = now(info.kind);
             let after = clock_gettime_ns(libc::CLOCK_MONOTONIC);
             let ns = info.to_ns(t);
             // The TSC conversion is a fit over 20 ms; allow 1 ms of slack on each side.
@@ -247,9 +173,9 @@ mod tests {
 
     #[test]
     fn wall_clock_origin_matches_realtime() {
-        let info = ClockInfo::calibrate(ClockKind::Tsc);
+        let info = calibrate(ClockKind::Tsc);
         let wall = clock_gettime_ns(libc::CLOCK_REALTIME);
-        let got = info.to_wall_ns(info.kind.now());
+        let got = info.to_wall_ns(now(info.kind));
         assert!(got.abs_diff(wall) < 5_000_000, "{got} vs {wall}");
     }
 }

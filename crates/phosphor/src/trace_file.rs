@@ -11,10 +11,9 @@ use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use phosphor_format::file::{self, CallsiteInfo, DropCounts, Error, Header, Trailer, Writer};
+use phosphor_format::file::{CallsiteInfo, Error, Header, Trailer, Writer};
 use phosphor_format::ID_THREAD_SWITCH;
 
-use crate::clock::ClockKind;
 use crate::trace::{static_str, Trace};
 
 impl Trace {
@@ -63,39 +62,14 @@ impl Trace {
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_default();
-        Header {
-            clock: file::ClockInfo {
-                kind: match c.kind {
-                    ClockKind::Tsc => file::ClockKind::Tsc,
-                    ClockKind::Monotonic => file::ClockKind::Monotonic,
-                    ClockKind::Realtime => file::ClockKind::Realtime,
-                },
-                ns_per_tick: c.ns_per_tick,
-                origin_ticks: c.origin_ticks,
-                origin_monotonic_ns: c.origin_monotonic_ns,
-                origin_wall_ns: c.origin_wall_ns,
-                fallback_reason: c.fallback_reason.clone(),
-            },
-            pid: std::process::id(),
-            process_name,
-        }
+        Header { clock: c.clone(), pid: std::process::id(), process_name }
     }
 
     fn file_trailer(&self) -> Trailer {
         let s = self.stats();
-        let d = &s.dropped;
         Trailer {
             recorded: s.recorded,
-            dropped: DropCounts {
-                buffer_full: d.buffer_full,
-                no_chunk: d.no_chunk,
-                contended: d.contended,
-                stopping: d.stopping,
-                reentrant: d.reentrant,
-                thread_exited: d.thread_exited,
-                overwritten: d.overwritten,
-                other: 0,
-            },
+            dropped: s.dropped.clone(),
             chunks_loaned: s.chunks_loaned,
             chunks_overwritten: s.chunks_overwritten,
             chunks_total: s.chunks_total,

@@ -91,7 +91,7 @@ impl TraceLog {
                 pool: Vec::new(),
                 last_trace: None,
                 last_stats: Stats::ZERO,
-                drops_baseline: Drops::ZERO,
+                drops_baseline: Stats::ZERO.dropped,
                 started_once: false,
             }),
         }
@@ -167,7 +167,7 @@ impl TraceLog {
         }
         let log_config = c.config.get_or_insert_with(TraceLogConfig::default).clone();
         if c.clock.is_none() {
-            let clock = ClockInfo::calibrate(log_config.clock);
+            let clock = crate::clock::calibrate(log_config.clock);
             set_clock_hint(self.slot, clock.kind, clock.ns_per_tick);
             c.clock = Some(clock);
         }
@@ -250,6 +250,7 @@ impl TraceLog {
             reentrant: l(&d.reentrant),
             thread_exited: l(&d.thread_exited),
             overwritten: 0,
+            other: 0,
         }
     }
 
@@ -298,7 +299,7 @@ impl TraceLog {
     pub fn now(&self) -> u64 {
         // The clock is fixed at the first start; before that no event is recorded, so any reading
         // will do. Read the TSC unless the log was configured otherwise.
-        ClockKind::from_u8(self.clock_hint()).now()
+        crate::clock::now(crate::clock::kind_from_u8(self.clock_hint()))
     }
 
     #[inline(always)]

@@ -8,6 +8,7 @@
 
 use super::bytes::{put_str, Body};
 use super::error::Error;
+use crate::clock::{ClockInfo, ClockKind};
 
 /// The first eight bytes of every trace file.
 pub const MAGIC: [u8; 8] = *b"PHOSPHOR";
@@ -58,47 +59,6 @@ pub mod kind {
             _ => "unknown block",
         }
     }
-}
-
-/// Which clock the raw timestamps come from; the same codes as the runtime's clock kinds.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ClockKind {
-    /// The time-stamp counter; ticks convert with [`ClockInfo::ns_per_tick`].
-    Tsc = 0,
-    /// `CLOCK_MONOTONIC` nanoseconds.
-    Monotonic = 1,
-    /// `CLOCK_REALTIME` nanoseconds.
-    Realtime = 2,
-}
-
-impl ClockKind {
-    /// Decodes a clock code.
-    pub const fn from_code(code: u8) -> Option<ClockKind> {
-        Some(match code {
-            0 => ClockKind::Tsc,
-            1 => ClockKind::Monotonic,
-            2 => ClockKind::Realtime,
-            _ => return None,
-        })
-    }
-}
-
-/// How raw clock values map to time.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ClockInfo {
-    /// The clock read.
-    pub kind: ClockKind,
-    /// Nanoseconds per tick.
-    pub ns_per_tick: f64,
-    /// A tick value read at calibration.
-    pub origin_ticks: u64,
-    /// `CLOCK_MONOTONIC` nanoseconds at `origin_ticks`.
-    pub origin_monotonic_ns: u64,
-    /// Wall-clock nanoseconds since the Unix epoch at `origin_ticks`.
-    pub origin_wall_ns: u64,
-    /// Why the TSC was refused, when it was asked for.
-    pub fallback_reason: Option<String>,
 }
 
 /// The header block: clock and process.
@@ -187,6 +147,43 @@ impl DropCounts {
     /// All drops.
     pub fn total(&self) -> u64 {
         self.as_array().iter().fold(self.other, |a, b| a.saturating_add(*b))
+    }
+
+    /// `(name, count)` for every reason in a fixed order, `other` last.
+    pub fn by_reason(&self) -> [(&'static str, u64); 8] {
+        [
+            ("buffer_full", self.buffer_full),
+            ("no_chunk", self.no_chunk),
+            ("contended", self.contended),
+            ("stopping", self.stopping),
+            ("reentrant", self.reentrant),
+            ("thread_exited", self.thread_exited),
+            ("overwritten", self.overwritten),
+            ("other", self.other),
+        ]
+    }
+
+    /// Field-wise `self - earlier`, for counters that only grow.
+    pub fn since(&self, earlier: &DropCounts) -> DropCounts {
+        self.zip(earlier, u64::saturating_sub)
+    }
+
+    /// Field-wise sum (saturating).
+    pub fn plus(&self, other: &DropCounts) -> DropCounts {
+        self.zip(other, u64::saturating_add)
+    }
+
+    fn zip(&self, o: &DropCounts, f: impl Fn(u64, u64) -> u64) -> DropCounts {
+        DropCounts {
+            buffer_full: f(self.buffer_full, o.buffer_full),
+            no_chunk: f(self.no_chunk, o.no_chunk),
+            contended: f(self.contended, o.contended),
+            stopping: f(self.stopping, o.stopping),
+            reentrant: f(self.reentrant, o.reentrant),
+            thread_exited: f(self.thread_exited, o.thread_exited),
+            overwritten: f(self.overwritten, o.overwritten),
+            other: f(self.other, o.other),
+        }
     }
 
     fn as_array(&self) -> [u64; 7] {

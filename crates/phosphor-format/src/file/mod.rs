@@ -33,12 +33,13 @@ mod reader;
 mod tables;
 mod writer;
 
+pub use crate::clock::{ClockInfo, ClockKind};
 pub use chunk::{Chunk, Extents, EXTENTS_BYTES};
 pub use error::{Error, ErrorKind};
 pub use event::{ChunkEvents, Event, Value};
 pub use header::{
-    kind, ClockInfo, ClockKind, DropCounts, Header, Trailer, BLOCK_HEADER_BYTES, FORMAT_MAJOR, FORMAT_MINOR,
-    MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES,
+    kind, DropCounts, Header, Trailer, BLOCK_HEADER_BYTES, FORMAT_MAJOR, FORMAT_MINOR, MAGIC,
+    MAX_BLOCK_BYTES, PREAMBLE_BYTES,
 };
 pub use reader::{Block, Reader};
 pub use tables::CallsiteInfo;

@@ -129,8 +129,8 @@ impl<R: Read> Reader<R> {
             offset: PREAMBLE_BYTES as u64,
             version: (major, minor),
             header: Header {
-                clock: super::header::ClockInfo {
-                    kind: super::header::ClockKind::Monotonic,
+                clock: crate::clock::ClockInfo {
+                    kind: crate::clock::ClockKind::Monotonic,
                     ns_per_tick: 1.0,
                     origin_ticks: 0,
                     origin_monotonic_ns: 0,

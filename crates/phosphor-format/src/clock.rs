@@ -1,0 +1,178 @@
+//! Clock kinds and the conversion of raw clock values to time: what the runtime stamps events with
+//! and what every reader needs to turn the stamps back into nanoseconds. Reading a clock is the
+//! runtime's business (`phosphor`'s `clock` module); this is data and arithmetic only.
+//!
+//! Every conversion saturates and never panics: a corrupt header (a NaN or negative
+//! `ns_per_tick`, an origin far from the events) gives wrong times, not a crash.
+
+/// Which clock the raw timestamps come from. The discriminant is the code stored in trace files.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ClockKind {
+    /// The invariant time-stamp counter; ticks convert with [`ClockInfo::ns_per_tick`]. The runtime
+    /// falls back to [`ClockKind::Monotonic`] where the TSC is not invariant.
+    #[default]
+    Tsc = 0,
+    /// `CLOCK_MONOTONIC`, in nanoseconds.
+    Monotonic = 1,
+    /// `CLOCK_REALTIME`, in nanoseconds since the Unix epoch.
+    Realtime = 2,
+}
+
+impl ClockKind {
+    /// Decodes a clock code.
+    pub const fn from_code(code: u8) -> Option<ClockKind> {
+        Some(match code {
+            0 => ClockKind::Tsc,
+            1 => ClockKind::Monotonic,
+            2 => ClockKind::Realtime,
+            _ => return None,
+        })
+    }
+
+    /// A short lowercase name: `tsc`, `monotonic` or `realtime`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ClockKind::Tsc => "tsc",
+            ClockKind::Monotonic => "monotonic",
+            ClockKind::Realtime => "realtime",
+        }
+    }
+}
+
+/// How a trace's raw clock values map to time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClockInfo {
+    /// The clock read.
+    pub kind: ClockKind,
+    /// Nanoseconds per tick (1.0 for the `clock_gettime` clocks).
+    pub ns_per_tick: f64,
+    /// A tick value read at calibration: the origin.
+    pub origin_ticks: u64,
+    /// `CLOCK_MONOTONIC` at `origin_ticks`, in nanoseconds.
+    pub origin_monotonic_ns: u64,
+    /// `CLOCK_REALTIME` at `origin_ticks`, in nanoseconds since the Unix epoch.
+    pub origin_wall_ns: u64,
+    /// Why the TSC was not used, when it was asked for and refused.
+    pub fallback_reason: Option<String>,
+}
+
+impl ClockInfo {
+    /// Signed nanoseconds from the origin to raw clock value `ticks`. Exact for the nanosecond
+    /// clocks (no float on the way); rounded to the nearest nanosecond for the TSC.
+    pub fn since_origin_ns(&self, ticks: u64) -> i64 {
+        let d = i128::from(ticks) - i128::from(self.origin_ticks);
+        if self.ns_per_tick == 1.0 {
+            i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
+        } else {
+            // `as` saturates, and maps a NaN from a corrupt header to 0.
+            (d as f64 * self.ns_per_tick).round() as i64
+        }
+    }
+
+    /// Converts a raw clock value to `CLOCK_MONOTONIC` nanoseconds (wall nanoseconds for
+    /// [`ClockKind::Realtime`]: its ticks are already those).
+    pub fn to_ns(&self, ticks: u64) -> u64 {
+        match self.kind {
+            ClockKind::Tsc => offset(self.origin_monotonic_ns, self.since_origin_ns(ticks)),
+            ClockKind::Monotonic | ClockKind::Realtime => ticks,
+        }
+    }
+
+    /// Wall-clock nanoseconds since the Unix epoch of a raw clock value.
+    pub fn to_wall_ns(&self, ticks: u64) -> u64 {
+        match self.kind {
+            ClockKind::Realtime => ticks,
+            ClockKind::Tsc | ClockKind::Monotonic => offset(self.origin_wall_ns, self.since_origin_ns(ticks)),
+        }
+    }
+
+    /// Converts a tick count (a duration) to nanoseconds.
+    pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        if self.ns_per_tick == 1.0 {
+            ticks
+        } else {
+            (ticks as f64 * self.ns_per_tick) as u64
+        }
+    }
+
+    /// Converts nanoseconds (a duration) to a tick count.
+    pub fn ns_to_ticks(&self, ns: u64) -> u64 {
+        if self.ns_per_tick == 1.0 {
+            ns
+        } else {
+            (ns as f64 / self.ns_per_tick) as u64
+        }
+    }
+}
+
+/// `base + delta`, clamped to `0..=u64::MAX`.
+fn offset(base: u64, delta: i64) -> u64 {
+    if delta >= 0 {
+        base.saturating_add(delta as u64)
+    } else {
+        base.saturating_sub(delta.unsigned_abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock(kind: ClockKind, ns_per_tick: f64) -> ClockInfo {
+        ClockInfo {
+            kind,
+            ns_per_tick,
+            origin_ticks: 1_000,
+            origin_monotonic_ns: 50_000,
+            origin_wall_ns: 1_700_000_000_000_000_000,
+            fallback_reason: None,
+        }
+    }
+
+    #[test]
+    fn tsc_ticks_convert_through_the_origin() {
+        let c = clock(ClockKind::Tsc, 0.5);
+        assert_eq!(c.since_origin_ns(3_000), 1_000);
+        assert_eq!(c.since_origin_ns(0), -500);
+        assert_eq!(c.to_ns(3_000), 51_000);
+        assert_eq!(c.to_ns(0), 49_500);
+        assert_eq!(c.to_wall_ns(3_000), 1_700_000_000_000_001_000);
+        assert_eq!(c.ticks_to_ns(10), 5);
+        assert_eq!(c.ns_to_ticks(5), 10);
+    }
+
+    #[test]
+    fn nanosecond_clocks_are_exact() {
+        let c = clock(ClockKind::Monotonic, 1.0);
+        let far = u64::MAX - 3;
+        assert_eq!(c.to_ns(far), far);
+        assert_eq!(c.ticks_to_ns(far), far, "no float rounding");
+        assert_eq!(c.since_origin_ns(far), i64::MAX, "saturates");
+        assert_eq!(c.to_wall_ns(1_001), 1_700_000_000_000_000_001);
+        let r = clock(ClockKind::Realtime, 1.0);
+        assert_eq!(r.to_wall_ns(42), 42);
+        assert_eq!(r.to_ns(42), 42);
+    }
+
+    #[test]
+    fn corrupt_rates_saturate_instead_of_panicking() {
+        for rate in [f64::NAN, f64::INFINITY, -1.0, 1e300] {
+            let c = clock(ClockKind::Tsc, rate);
+            for t in [0, 1_000, u64::MAX] {
+                let _ =
+                    (c.to_ns(t), c.to_wall_ns(t), c.ticks_to_ns(t), c.ns_to_ticks(t), c.since_origin_ns(t));
+            }
+        }
+        let c = clock(ClockKind::Tsc, f64::NAN);
+        assert_eq!(c.since_origin_ns(5_000), 0, "a NaN rate maps to the origin");
+    }
+
+    #[test]
+    fn codes_round_trip() {
+        for k in [ClockKind::Tsc, ClockKind::Monotonic, ClockKind::Realtime] {
+            assert_eq!(ClockKind::from_code(k as u8), Some(k));
+        }
+        assert_eq!(ClockKind::from_code(3), None);
+    }
+}

@@ -2,8 +2,9 @@
 //! [`Reader`](phosphor::format::file::Reader) in constant memory.
 //!
 //! One pass over the blocks collects a [`Summary`]: per thread, its chunks, its events (decoded,
-//! so every record is checked, and attributed through thread-switch markers) and the highest chunk
-//! sequence number, from which the lost chunks follow; the span of the event timestamps; the
+//! so every record is checked, and attributed through thread-switch markers); per writer stream
+//! (a thread's own tenant, or a pool tenant) the highest chunk sequence number, from which the lost
+//! chunks follow; the span of the event timestamps; the
 //! trailer. The summary is printed whether or not the pass reached the trailer, so a truncated or
 //! corrupt file shows everything before the damage, and then the error names the file, the byte
 //! offset and the problem.
@@ -35,14 +36,22 @@ struct ThreadSummary {
     chunks: u64,
     /// Events this thread recorded (in its own chunks or, in a pool, in shared ones).
     events: u64,
-    /// The highest chunk sequence number seen.
+}
+
+/// One writer stream (`Extents::stream_key`): a thread's own tenant, or a pool tenant.
+#[derive(Debug, Default)]
+struct StreamSummary {
+    /// Chunks of the stream.
+    chunks: u64,
+    /// The highest sequence number in the stream.
     max_seq: Option<u64>,
 }
 
-impl ThreadSummary {
-    /// Sequence numbers start at 0 and go up by one per chunk, so every number up to the highest
-    /// that has no chunk is a lost chunk (a ring buffer overwrote it). Chunks lost after the last
-    /// one kept leave no trace here; the trailer's drop counts still include their events.
+impl StreamSummary {
+    /// Sequence numbers start at 0 and go up by one per chunk of the stream, so every number up to
+    /// the highest that has no chunk is a lost chunk (a ring buffer overwrote it). Chunks lost
+    /// after the last one kept leave no trace here; the trailer's drop counts still include their
+    /// events.
     fn lost_chunks(&self) -> u64 {
         self.max_seq.map_or(0, |m| m.saturating_add(1).saturating_sub(self.chunks))
     }
@@ -52,6 +61,8 @@ impl ThreadSummary {
 #[derive(Debug, Default)]
 struct Summary {
     threads: BTreeMap<u32, ThreadSummary>,
+    /// Writer streams by `(stream, tid)`: stream 0 is per thread, pool streams have tid 0.
+    streams: BTreeMap<(u16, u32), StreamSummary>,
     chunks: u64,
     events: u64,
     /// Smallest and largest event timestamp (raw ticks).
@@ -75,9 +86,10 @@ impl Summary {
             };
             let x = chunk.extents;
             self.chunks += 1;
-            let owner = self.threads.entry(x.tid).or_default();
-            owner.chunks += 1;
-            owner.max_seq = owner.max_seq.max(Some(x.seq));
+            self.threads.entry(x.tid).or_default().chunks += 1;
+            let stream = self.streams.entry(x.stream_key()).or_default();
+            stream.chunks += 1;
+            stream.max_seq = stream.max_seq.max(Some(x.stream_seq()));
             if x.event_count > 0 {
                 let (lo, hi) = self.span.unwrap_or((x.first_ts, x.last_ts));
                 self.span = Some((lo.min(x.first_ts), hi.max(x.last_ts)));
@@ -176,8 +188,17 @@ fn print<R: Read>(
             "  {tid:>8}  {name:<name_width$}  {:>8}  {:>12}  {:>11}",
             format_count(t.chunks),
             format_count(t.events),
-            format_count(t.lost_chunks())
+            format_count(s.streams.get(&(0, *tid)).map_or(0, StreamSummary::lost_chunks))
         )?;
+    }
+    let pool: Vec<_> = s.streams.iter().filter(|((k, _), _)| *k != 0).collect();
+    if !pool.is_empty() {
+        // Pool tenants are shared, so their lost chunks belong to no one thread.
+        writeln!(out, "pool tenants ({})", pool.len())?;
+        writeln!(out, "  {:>8}  {:>8}  {:>11}", "tenant", "chunks", "lost chunks")?;
+        for ((k, _), p) in pool {
+            writeln!(out, "  {k:>8}  {:>8}  {:>11}", format_count(p.chunks), format_count(p.lost_chunks()))?;
+        }
     }
     writeln!(out)?;
 
@@ -346,8 +367,39 @@ mod tests {
 
     #[test]
     fn lost_chunks_are_the_missing_sequence_numbers_up_to_the_highest() {
-        let t = ThreadSummary { chunks: 3, events: 0, max_seq: Some(5) };
+        let t = StreamSummary { chunks: 3, max_seq: Some(5) };
         assert_eq!(t.lost_chunks(), 3);
-        assert_eq!(ThreadSummary::default().lost_chunks(), 0);
+        assert_eq!(StreamSummary::default().lost_chunks(), 0);
+    }
+
+    #[test]
+    fn pool_chunks_count_losses_per_pool_tenant_not_per_thread() {
+        use phosphor::format::file::{ClockInfo, Header, Trailer, Writer, SEQ_STREAM_SHIFT};
+        let clock = ClockInfo {
+            kind: ClockKind::Monotonic,
+            ns_per_tick: 1.0,
+            origin_ticks: 0,
+            origin_monotonic_ns: 0,
+            origin_wall_ns: 0,
+            fallback_reason: None,
+        };
+        let header = Header { clock, pid: 1, process_name: "t".into() };
+        let mut w = Writer::new(Vec::new(), &header).unwrap();
+        let pool = |k: u64, n: u64| (k << SEQ_STREAM_SHIFT) | n;
+        // Pool tenant 1: chunks 0, 1, 2 started by threads 10, 11, 10 (none lost); pool tenant 2:
+        // chunks 0 and 3 (two lost); thread 12's own tenant: chunks 0 and 2 (one lost).
+        for (tid, seq) in [(10, pool(1, 0)), (11, pool(1, 1)), (10, pool(1, 2)), (11, pool(2, 0))] {
+            w.write_chunk(tid, seq, &[], |_, _| "").unwrap();
+        }
+        for (tid, seq) in [(11, pool(2, 3)), (12, 0), (12, 2)] {
+            w.write_chunk(tid, seq, &[], |_, _| "").unwrap();
+        }
+        let bytes = w.finish(&Trailer::default()).unwrap();
+        let mut s = Summary::default();
+        s.read(&mut Reader::new(bytes.as_slice()).unwrap()).unwrap();
+        let lost: Vec<((u16, u32), u64)> = s.streams.iter().map(|(k, v)| (*k, v.lost_chunks())).collect();
+        assert_eq!(lost, [((0, 12), 1), ((1, 0), 0), ((2, 0), 2)]);
+        assert_eq!(s.threads[&10].chunks, 2);
+        assert_eq!(s.threads[&11].chunks, 3);
     }
 }

@@ -50,7 +50,7 @@ impl TraceLogConfig {
         self
     }
 
-    /// Tenants in the shared pool (at least one).
+    /// Tenants in the shared pool (at least one, at most [`MAX_POOL_TENANTS`]).
     pub fn pool_tenants(mut self, n: usize) -> Self {
         self.pool_tenants = n;
         self
@@ -66,9 +66,19 @@ impl TraceLogConfig {
         if self.pool_tenants == 0 {
             return Err(Error::new(ErrorKind::EmptyPool));
         }
+        if self.pool_tenants > MAX_POOL_TENANTS {
+            return Err(Error::new(ErrorKind::PoolTooLarge {
+                requested: self.pool_tenants,
+                max: MAX_POOL_TENANTS,
+            }));
+        }
         Ok(())
     }
 }
+
+/// The most tenants a pool can have: each is a writer stream of the trace file, numbered 1 to
+/// 65535 in 16 bits.
+pub const MAX_POOL_TENANTS: usize = u16::MAX as usize;
 
 /// What happens when the buffer is out of chunks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

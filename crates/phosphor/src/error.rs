@@ -56,4 +56,13 @@ pub enum ErrorKind {
     /// A pool of zero tenants cannot record anything.
     #[error("the tenant pool needs at least one tenant")]
     EmptyPool,
+    /// More pool tenants than the trace file can tell apart (each is a writer stream numbered in
+    /// 16 bits).
+    #[error("the tenant pool can have at most {max} tenants, not {requested}")]
+    PoolTooLarge {
+        /// Tenants asked for.
+        requested: usize,
+        /// The most allowed.
+        max: usize,
+    },
 }

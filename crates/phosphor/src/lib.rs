@@ -71,7 +71,7 @@ pub use arg::{Arg, Static};
 pub use callsite::{fnv1a64, Callsite, CallsiteMeta};
 pub use category::CategoryFilter;
 pub use clock::{ClockInfo, ClockKind};
-pub use config::{BufferMode, ThreadPolicy, TraceLogConfig};
+pub use config::{BufferMode, ThreadPolicy, TraceLogConfig, MAX_POOL_TENANTS};
 #[cfg(not(loom))]
 pub use config::{StopCallback, TraceConfig};
 pub use error::{Error, ErrorKind};

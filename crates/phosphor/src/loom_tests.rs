@@ -265,10 +265,10 @@ fn handoff(h: Handoff) {
     core.buffer.store(buffer, Ordering::Release);
 
     let tenants: Vec<Arc<Tenant>> = if h.pooled {
-        vec![Arc::new(Tenant::new(&core, ClockKind::Monotonic, true, false, 0))]
+        vec![Arc::new(Tenant::new(&core, ClockKind::Monotonic, Some(1), false, 0))]
     } else {
         (0..h.writers)
-            .map(|w| Arc::new(Tenant::new(&core, ClockKind::Monotonic, false, true, w as u32 + 1)))
+            .map(|w| Arc::new(Tenant::new(&core, ClockKind::Monotonic, None, true, w as u32 + 1)))
             .collect()
     };
     let shadows: Vec<Arc<Shadow>> = (0..h.writers).map(|_| Arc::new(Shadow(UnsafeCell::new(0)))).collect();

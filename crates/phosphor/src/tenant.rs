@@ -20,6 +20,7 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use phosphor_format::chunk::CHUNK_RECORDS;
+use phosphor_format::file::SEQ_STREAM_SHIFT;
 use phosphor_format::{Meta, Record, ID_THREAD_SWITCH};
 
 use crate::barrier;
@@ -167,6 +168,9 @@ pub(crate) struct Tenant {
     shared: bool,
     /// One of the pool's tenants, which outlive the threads that use them.
     pooled: bool,
+    /// The writer stream in the top bits of every chunk sequence number (see the format's
+    /// `Extents::stream`): 0 for a thread's own tenant, `k << SEQ_STREAM_SHIFT` for pool tenant k.
+    stream: u64,
     /// The clock of the tenant's log, copied so the write path needs no other load.
     clock: ClockKind,
     /// Its TraceLog is gone; the lock is MasterLocked for ever.
@@ -196,19 +200,22 @@ unsafe impl Sync for Tenant {}
 unsafe impl Send for Tenant {}
 
 impl Tenant {
-    /// A tenant of the log whose core is `core`. `pooled` tenants are shared by several threads;
-    /// a thread's own tenant is shared only when `exclusive_ok` is false (no membarrier).
+    /// A tenant of the log whose core is `core`. Pool tenants (`pool_slot` is `Some(k)`, k ≥ 1, the
+    /// writer stream) are shared by several threads; a thread's own tenant is shared only when
+    /// `exclusive_ok` is false (no membarrier).
     pub(crate) fn new(
         core: &LogCore,
         clock: ClockKind,
-        pooled: bool,
+        pool_slot: Option<u16>,
         exclusive_ok: bool,
         tid: u32,
     ) -> Tenant {
+        let pooled = pool_slot.is_some();
         Tenant {
             lock: ChunkLock::new(),
             shared: pooled || !exclusive_ok,
             pooled,
+            stream: u64::from(pool_slot.unwrap_or(0)) << SEQ_STREAM_SHIFT,
             clock,
             dead: AtomicBool::new(false),
             retired: AtomicBool::new(false),
@@ -358,7 +365,7 @@ impl Tenant {
             st.chunk = std::ptr::null();
             st.pos = CHUNK_RECORDS as u32;
         }
-        match buf.loan(tid, st.seq) {
+        match buf.loan(tid, self.stream | st.seq) {
             Loan::Chunk(c) => {
                 st.chunk = c;
                 st.pos = 0;

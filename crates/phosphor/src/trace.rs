@@ -32,7 +32,9 @@ pub struct Trace {
 pub struct ChunkView<'a> {
     /// The thread that first wrote into it (pool chunks switch threads with marker records).
     pub tid: u32,
-    /// The tenant's sequence number for the chunk.
+    /// The chunk's writer stream and sequence number in it, as the trace file's extents hold them
+    /// (`phosphor::format::file::Extents::stream`): the tenant's loan count, with a pool tenant's
+    /// number in the top 16 bits.
     pub seq: u64,
     /// Its committed records.
     pub records: &'a [Record],

@@ -376,14 +376,15 @@ impl TraceLog {
             let clock = c.clock.as_ref().map(|c| c.kind).unwrap_or_default();
             if config.policy == ThreadPolicy::Pool && !t.registered() {
                 if c.pool.is_empty() {
-                    let pool = (0..config.pool_tenants)
-                        .map(|_| Arc::new(Tenant::new(&self.core, clock, true, false, 0)));
+                    // Writer streams 1..=n (validated to fit 16 bits); 0 is the threads' own.
+                    let pool = (1..=config.pool_tenants)
+                        .map(|k| Arc::new(Tenant::new(&self.core, clock, Some(k as u16), false, 0)));
                     c.pool = pool.collect();
                 }
                 c.pool[tid as usize % c.pool.len()].clone()
             } else {
                 let exclusive_ok = crate::barrier::asymmetric_available();
-                let tenant = Arc::new(Tenant::new(&self.core, clock, false, exclusive_ok, tid));
+                let tenant = Arc::new(Tenant::new(&self.core, clock, None, exclusive_ok, tid));
                 c.tenants.push(tenant.clone());
                 tenant
             }

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::{count, phosphor, scratch, stderr, stdout};
+use phosphor::format::file;
 
 /// Runs a small demo in the scratch directory of `test` with `args`; returns its report and the
 /// trace file it wrote.
@@ -34,7 +35,8 @@ fn the_demo_saves_its_trace_in_demo_out_and_info_reads_back_every_recorded_event
     let summary = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{summary}\n{}", stderr(&out));
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
-    assert!(summary.contains("format version 1.0"), "{summary}");
+    let version = format!("format version {}.{}", file::FORMAT_MAJOR, file::FORMAT_MINOR);
+    assert!(summary.contains(&version), "{summary}");
     assert!(summary.contains(" UTC"), "{summary}");
     assert_eq!(count(&summary, "events"), count(&report, "recorded"), "{summary}\n{report}");
     assert_eq!(count(&summary, "recorded"), count(&report, "recorded"), "{summary}");

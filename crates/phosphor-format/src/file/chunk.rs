@@ -31,7 +31,9 @@ pub const EXTENTS_BYTES: usize = 40;
 pub struct Extents {
     /// The thread that first wrote into the chunk.
     pub tid: u32,
-    /// The thread's sequence number for the chunk.
+    /// The chunk's place in its writer stream: the stream in the top 16 bits (see
+    /// [`Extents::stream`]), the sequence number within it in the low 48 (see
+    /// [`Extents::stream_seq`]).
     pub seq: u64,
     /// Records in the chunk.
     pub record_count: u32,
@@ -45,7 +47,32 @@ pub struct Extents {
     pub event_count: u32,
 }
 
+/// Bits of [`Extents::seq`] below the writer stream.
+pub const SEQ_STREAM_SHIFT: u32 = 48;
+
 impl Extents {
+    /// The writer stream the chunk belongs to: 0 for a thread writing into its own tenant (the
+    /// stream is then the thread, `tid`); `k ≥ 1` for the `k`-th tenant of a shared pool, whose
+    /// chunks may come from several threads (format 1.1; 1.0 files have only stream 0). Sequence
+    /// numbers count up by one per chunk within a stream, so a gap in one stream shows lost chunks.
+    pub fn stream(&self) -> u16 {
+        (self.seq >> SEQ_STREAM_SHIFT) as u16
+    }
+
+    /// The chunk's sequence number within its writer stream.
+    pub fn stream_seq(&self) -> u64 {
+        self.seq & ((1 << SEQ_STREAM_SHIFT) - 1)
+    }
+
+    /// The key under which sequence numbers count: `(stream, tid)` for stream 0, `(stream, 0)` for
+    /// a pool stream, whatever thread started the chunk.
+    pub fn stream_key(&self) -> (u16, u32) {
+        match self.stream() {
+            0 => (0, self.tid),
+            s => (s, 0),
+        }
+    }
+
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.tid.to_le_bytes());
         out.extend_from_slice(&self.record_count.to_le_bytes());

@@ -34,7 +34,7 @@ mod tables;
 mod writer;
 
 pub use crate::clock::{ClockInfo, ClockKind};
-pub use chunk::{Chunk, Extents, EXTENTS_BYTES};
+pub use chunk::{Chunk, Extents, EXTENTS_BYTES, SEQ_STREAM_SHIFT};
 pub use error::{Error, ErrorKind};
 pub use event::{ChunkEvents, Event, Value};
 pub use header::{

@@ -1,22 +1,26 @@
-//! The committed golden file of format version 1, and the generator that wrote it.
+//! The committed golden files of format version 1, and the generator of the newest.
 //!
-//! `tests/data/golden-v1.phtrace` was written by [`golden_v1`] with fixed timestamps, thread ids
-//! and counters. To regenerate it (only ever for version 1, and only if it must change), run
-//! `cargo test -p phosphor-format --test it -- --ignored regenerate_the_v1_golden_file`.
+//! * `tests/data/golden-v1.phtrace` is version 1.0, written by the 1.0 writer with fixed
+//!   timestamps, thread ids and counters. It never changes again.
+//! * `tests/data/golden-v1.1.phtrace` is version 1.1, written by [`golden_v1`]: the same content
+//!   plus a chunk of a pool tenant's writer stream (1.1 gives the top 16 bits of a chunk's sequence
+//!   number to the stream). To regenerate it (only if it must change), run
+//!   `cargo test -p phosphor-format --test it -- --ignored regenerate_the_v1_1_golden_file`.
 //!
-//! Every later reader must still read it: `the_v1_golden_file_reads_back_exactly` stays as it is
-//! when the format moves on. `the_v1_writer_reproduces_the_golden_file_byte_for_byte` pins the v1
-//! writer and goes away when the writer writes version 2.
+//! Every later reader must still read both: the `reads_back_exactly` tests stay as they are when
+//! the format moves on. `the_writer_reproduces_the_v1_1_golden_file_byte_for_byte` pins the
+//! writer and moves to the next golden file when the writer's version changes.
 
 use phosphor_format::file::{
-    CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Trailer, Value, Writer,
+    CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Trailer, Value, Writer, SEQ_STREAM_SHIFT,
 };
 use phosphor_format::{pack_static_str, ArgType, Meta, Phase, Record, ID_THREAD_SWITCH};
 
 use crate::support::event;
 
 const GOLDEN: &[u8] = include_bytes!("../data/golden-v1.phtrace");
-const GOLDEN_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.phtrace");
+const GOLDEN_1_1: &[u8] = include_bytes!("../data/golden-v1.1.phtrace");
+const GOLDEN_1_1_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.1.phtrace");
 
 fn fnv1a64(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
@@ -65,8 +69,9 @@ fn resolve(addr: u64, len: usize) -> &'static str {
     }
 }
 
-/// Writes the v1 golden trace: three chunks of two threads (a thread switch inside the first, a
-/// sequence gap on thread 101), every phase and argument type, continuation records and drops.
+/// Writes the v1.1 golden trace: three chunks of two threads (a thread switch inside the first, a
+/// sequence gap on thread 101), every phase and argument type, continuation records and drops (all
+/// as in the 1.0 golden file), then a chunk of pool tenant 1's writer stream, started by thread 102.
 pub fn golden_v1() -> Vec<u8> {
     use ArgType::*;
     let header = Header {
@@ -105,6 +110,9 @@ pub fn golden_v1() -> Vec<u8> {
     let c = event(3000, 16, Meta::new(0, I64, U64), &[1, 2], &[]);
     w.write_chunk(101, 2, &c, resolve).unwrap();
 
+    let d = event(4000, 16, Meta::new(0, I64, U64), &[3, 4], &[]);
+    w.write_chunk(102, 1 << SEQ_STREAM_SHIFT, &d, resolve).unwrap();
+
     w.finish(&golden_trailer()).unwrap()
 }
 
@@ -120,14 +128,48 @@ fn golden_trailer() -> Trailer {
 }
 
 #[test]
-#[ignore = "writes tests/data/golden-v1.phtrace; run by hand only"]
-fn regenerate_the_v1_golden_file() {
-    std::fs::write(GOLDEN_PATH, golden_v1()).unwrap();
+#[ignore = "writes tests/data/golden-v1.1.phtrace; run by hand only"]
+fn regenerate_the_v1_1_golden_file() {
+    std::fs::write(GOLDEN_1_1_PATH, golden_v1()).unwrap();
 }
 
 #[test]
-fn the_v1_writer_reproduces_the_golden_file_byte_for_byte() {
-    assert!(golden_v1() == GOLDEN, "the v1 writer's output differs from {GOLDEN_PATH}");
+fn the_writer_reproduces_the_v1_1_golden_file_byte_for_byte() {
+    assert!(golden_v1() == GOLDEN_1_1, "the writer's output differs from {GOLDEN_1_1_PATH}");
+}
+
+#[test]
+fn the_v1_1_golden_file_reads_back_as_the_1_0_content_plus_a_pool_stream_chunk() {
+    let mut r = Reader::new(GOLDEN_1_1).unwrap();
+    assert_eq!(r.version(), (1, 1));
+    let mut old = Reader::new(GOLDEN).unwrap();
+    assert_eq!(r.header(), old.header());
+    let mut n = 0;
+    while let Some(want) = old.next_chunk().unwrap() {
+        let (want_extents, want_events): (_, Vec<_>) =
+            (want.extents, want.events().map(Result::unwrap).collect());
+        let got = r.next_chunk().unwrap().expect("as many chunks as in 1.0");
+        assert_eq!(got.extents, want_extents);
+        assert_eq!(got.extents.stream(), 0);
+        let got_events: Vec<_> = got.events().map(Result::unwrap).collect();
+        assert_eq!(got_events.len(), want_events.len());
+        for (g, w) in got_events.iter().zip(&want_events) {
+            assert_eq!(
+                (g.tid, g.ts, g.callsite, g.args, g.duration),
+                (w.tid, w.ts, w.callsite, w.args, w.duration)
+            );
+        }
+        n += 1;
+    }
+    assert_eq!(n, 3);
+    let pool = r.next_chunk().unwrap().expect("the pool chunk");
+    let x = pool.extents;
+    assert_eq!((x.tid, x.stream(), x.stream_seq(), x.stream_key()), (102, 1, 0, (1, 0)));
+    let e = pool.events().next().unwrap().unwrap();
+    assert_eq!((e.tid, e.ts, e.arg("i"), e.arg("u")), (102, 4000, Some(Value::I64(3)), Some(Value::U64(4))));
+    assert!(r.next_chunk().unwrap().is_none());
+    assert_eq!(r.trailer(), Some(&golden_trailer()));
+    assert_eq!(r.offset(), GOLDEN_1_1.len() as u64);
 }
 
 #[test]

@@ -267,6 +267,39 @@ fn pool_run(pool_tenants: usize, threads: u64, mode: BufferMode) -> Run {
     r
 }
 
+/// Every writer stream's sequence numbers: pool tenants are streams 1..=`pool_tenants` whatever
+/// thread started a chunk, threads' own tenants are stream 0 keyed by thread.
+fn stream_seqs(trace: &phosphor::Trace) -> std::collections::BTreeMap<(u16, u32), Vec<u64>> {
+    let mut streams = std::collections::BTreeMap::<(u16, u32), Vec<u64>>::new();
+    for c in trace.chunks() {
+        let stream = (c.seq >> phosphor::format::file::SEQ_STREAM_SHIFT) as u16;
+        let key = if stream == 0 { (0, c.tid) } else { (stream, 0) };
+        streams.entry(key).or_default().push(c.seq & ((1 << phosphor::format::file::SEQ_STREAM_SHIFT) - 1));
+    }
+    for v in streams.values_mut() {
+        v.sort_unstable();
+    }
+    streams
+}
+
+#[test]
+fn pool_tenants_number_their_chunks_as_writer_streams_without_gaps() {
+    let r = pool_run(3, 4, BufferMode::Fixed);
+    let streams = stream_seqs(&r.trace);
+    assert!(streams.keys().all(|&(s, _)| (1..=3).contains(&s)), "only pool streams: {:?}", streams.keys());
+    for (key, seqs) in &streams {
+        assert_eq!(*seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "stream {key:?} has a gap");
+    }
+    // Threads' own tenants are stream 0, one per thread.
+    let r = run(TraceLogConfig::default(), TraceConfig::new(BufferMode::Fixed, 16 << 20), 3, 20_000);
+    let streams = stream_seqs(&r.trace);
+    assert_eq!(streams.len(), 3, "{:?}", streams.keys());
+    for (key, seqs) in &streams {
+        assert_eq!(key.0, 0);
+        assert_eq!(*seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "stream {key:?} has a gap");
+    }
+}
+
 #[test]
 fn one_pool_tenant_shared_by_four_threads_counts_contention_and_keeps_each_threads_id() {
     let r = pool_run(1, 4, BufferMode::Fixed);

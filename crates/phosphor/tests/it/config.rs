@@ -45,6 +45,14 @@ fn an_empty_pool_is_rejected_with_empty_pool() {
 }
 
 #[test]
+fn a_pool_with_more_tenants_than_writer_streams_is_rejected() {
+    let max = phosphor::MAX_POOL_TENANTS;
+    assert!(TraceLog::new(TraceLogConfig::new().pool_tenants(max)).is_ok());
+    let err = TraceLog::new(TraceLogConfig::new().pool_tenants(max + 1)).unwrap_err();
+    assert_eq!(err.kind(), &ErrorKind::PoolTooLarge { requested: max + 1, max });
+}
+
+#[test]
 fn a_category_filter_with_a_lone_dash_is_rejected() {
     let err = TraceConfig::new(BufferMode::Fixed, 4096).categories("net,-").unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::InvalidCategoryFilter { spec, .. } if spec == "net,-"), "{err}");

@@ -8,7 +8,7 @@
 //! offset.
 
 use std::fs::File;
-use std::io::{self, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,7 @@ use phosphor_export::folded;
 use phosphor_export::{format_count, format_ns};
 
 use crate::info::format_bytes;
+use crate::progress;
 
 /// Options of `phosphor convert`.
 #[derive(Debug, Args)]
@@ -60,7 +61,7 @@ pub struct Converted {
 pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
     match &args.output {
         None => {
-            let reader = open(&args.file)?;
+            let reader = progress::open(&args.file, "converting")?;
             export(reader, &args.file, args.to, stdout, "stdout")?;
         }
         Some(out) => {
@@ -84,7 +85,7 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
 
 /// Converts the trace file `input` into `format` in the file `output` (created or truncated).
 pub fn to_file(input: &Path, format: Format, output: &Path) -> anyhow::Result<Converted> {
-    let reader = open(input)?;
+    let reader = progress::open(input, "converting")?;
     // Creating the output would truncate the input before it is read.
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
         if a == b {
@@ -95,16 +96,10 @@ pub fn to_file(input: &Path, format: Format, output: &Path) -> anyhow::Result<Co
     export(reader, input, format, f, &output.display().to_string())
 }
 
-/// Opens `path` and reads its header.
-pub(crate) fn open(path: &Path) -> anyhow::Result<Reader<BufReader<File>>> {
-    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    Reader::new(BufReader::new(f)).map_err(|e| e.with_path(path).into())
-}
-
 /// Writes the trace of `reader` (read from `input`) as `format` to `out` (called `out_name` in
 /// errors).
 fn export(
-    reader: Reader<BufReader<File>>,
+    reader: Reader<progress::Input>,
     input: &Path,
     format: Format,
     out: impl Write,

@@ -15,8 +15,8 @@ use clap::Args;
 use phosphor_export::folded;
 use phosphor_export::{format_count, format_ns};
 
-use crate::convert;
 use crate::info::format_bytes;
+use crate::progress;
 
 /// Options of `phosphor flamegraph`.
 #[derive(Debug, Args)]
@@ -56,7 +56,7 @@ pub fn run(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()>
 /// Draws the trace file `input` as an SVG flame graph in the file `output` (created or truncated).
 pub fn to_file(input: &Path, output: &Path) -> anyhow::Result<Drawn> {
     let started = Instant::now();
-    let reader = convert::open(input)?;
+    let reader = progress::open(input, "drawing")?;
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
         if a == b {
             bail!("{}: the output is the input file", output.display());

@@ -9,6 +9,7 @@ mod convert;
 mod demo;
 mod flamegraph;
 mod info;
+mod progress;
 mod workload;
 
 use std::io::{self, Write};

@@ -47,7 +47,14 @@ impl Trace {
         let mut tids = BTreeSet::new();
         for c in self.chunks() {
             tids.insert(c.tid);
-            tids.extend(c.records.iter().filter(|r| r.id == ID_THREAD_SWITCH).map(|r| r.slots[0] as u32));
+            // Step over continuation records: their bytes are payload, not ids.
+            let mut i = 0;
+            while let Some(r) = c.records.get(i) {
+                if r.id == ID_THREAD_SWITCH {
+                    tids.insert(r.slots[0] as u32);
+                }
+                i += 1 + r.meta.continuation();
+            }
         }
         w.write_thread_names(tids.iter().filter_map(|&t| Some((t, self.thread_name(t)?))))?;
         for c in self.chunks() {

@@ -39,6 +39,15 @@ pub(crate) enum LockState {
     MasterLocked,
 }
 
+/// Which side held a lock that a slave failed to take, as the slave saw it at that moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// Another slave, or the same thread re-entering (a signal handler).
+    BySlave,
+    /// The master: tracing is stopping or the tenant is dead.
+    ByMaster,
+}
+
 #[derive(Debug)]
 pub(crate) struct ChunkLock {
     /// Set while a recording thread is inside its critical section.
@@ -54,16 +63,16 @@ impl ChunkLock {
 
     /// Tries the slave lock where the caller is the only thread that ever takes the slave side.
     ///
-    /// Returns false without waiting if the master holds the lock, or if the caller already holds
-    /// the slave side (a signal handler interrupting a record on the same thread).
+    /// Fails without waiting if the master holds the lock, or if the caller already holds the
+    /// slave side (a signal handler interrupting a record on the same thread), saying which.
     ///
     /// Sound only while [`barrier::asymmetric_available`] is true; otherwise use
     /// [`ChunkLock::try_slave_lock_shared`].
     #[inline(always)]
-    pub(crate) fn try_slave_lock_exclusive(&self) -> bool {
+    pub(crate) fn try_slave_lock_exclusive(&self) -> Result<(), Held> {
         // Relaxed: only this thread writes `slave` true, so this load sees its own last store.
         if self.slave.load(Ordering::Relaxed) {
-            return false;
+            return Err(Held::BySlave);
         }
         // Relaxed: ordering against the master's load of `slave` comes from the light/heavy
         // barrier pair, not from this store.
@@ -74,19 +83,20 @@ impl ChunkLock {
         if self.master.load(Ordering::Acquire) {
             // Release: nothing was written, but keep every slave exit a release for uniformity.
             self.slave.store(false, Ordering::Release);
-            return false;
+            return Err(Held::ByMaster);
         }
-        true
+        Ok(())
     }
 
-    /// Tries the slave lock where several threads may take the slave side.
+    /// Tries the slave lock where several threads may take the slave side; fails without waiting
+    /// if another slave or the master holds it, saying which.
     #[inline]
-    pub(crate) fn try_slave_lock_shared(&self) -> bool {
+    pub(crate) fn try_slave_lock_shared(&self) -> Result<(), Held> {
         // SeqCst: this RMW and the SeqCst load below, with the master's SeqCst store and load,
         // form Dekker's protocol without relying on `barrier::heavy`. Acquire is implied, which
         // pairs with the previous slave's Release in `slave_unlock`.
         if self.slave.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed).is_err() {
-            return false;
+            return Err(Held::BySlave);
         }
         // Loom 0.7 models SeqCst loads and stores only as acquire/release, which would let it
         // report this Dekker protocol as racy; it does model SeqCst fences, so give it one. In real
@@ -94,10 +104,11 @@ impl ChunkLock {
         #[cfg(loom)]
         crate::sync::fence(Ordering::SeqCst);
         if self.master.load(Ordering::SeqCst) {
+            // Release: as in the exclusive path, every slave exit is a release.
             self.slave.store(false, Ordering::Release);
-            return false;
+            return Err(Held::ByMaster);
         }
-        true
+        Ok(())
     }
 
     /// Leaves the slave critical section.
@@ -165,12 +176,12 @@ mod tests {
         assert_eq!(l.state(), LockState::Unlocked);
         l.master_lock();
         assert_eq!(l.state(), LockState::MasterLocked);
-        assert!(!l.try_slave_lock_shared());
+        assert_eq!(l.try_slave_lock_shared(), Err(Held::ByMaster));
         if barrier::asymmetric_available() {
-            assert!(!l.try_slave_lock_exclusive());
+            assert_eq!(l.try_slave_lock_exclusive(), Err(Held::ByMaster));
         }
         l.master_unlock();
-        assert!(l.try_slave_lock_shared());
+        assert!(l.try_slave_lock_shared().is_ok());
         assert_eq!(l.state(), LockState::SlaveLocked);
         l.slave_unlock();
     }
@@ -178,11 +189,11 @@ mod tests {
     #[test]
     fn slaves_exclude_each_other_and_reentry() {
         let l = ChunkLock::new();
-        assert!(l.try_slave_lock_shared());
-        assert!(!l.try_slave_lock_shared(), "a second shared slave must fail");
-        assert!(!l.try_slave_lock_exclusive(), "re-entry on the same thread must fail");
+        assert!(l.try_slave_lock_shared().is_ok());
+        assert_eq!(l.try_slave_lock_shared(), Err(Held::BySlave), "a second shared slave must fail");
+        assert_eq!(l.try_slave_lock_exclusive(), Err(Held::BySlave), "re-entry on the same thread must fail");
         l.slave_unlock();
-        assert!(l.try_slave_lock_exclusive());
+        assert!(l.try_slave_lock_exclusive().is_ok());
         l.slave_unlock();
     }
 }

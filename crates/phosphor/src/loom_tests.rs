@@ -135,7 +135,7 @@ fn exclusive_slave_and_master_exclude_each_other() {
                 // in a loop could starve `wait_for_slave` in loom's adversarial schedules).
                 let mut entered = 0u64;
                 for _ in 0..2 {
-                    if g.lock.try_slave_lock_exclusive() {
+                    if g.lock.try_slave_lock_exclusive().is_ok() {
                         g.add(1);
                         g.lock.slave_unlock();
                         entered += 1;
@@ -151,11 +151,11 @@ fn exclusive_slave_and_master_exclude_each_other() {
         // take it again (this thread is the slave's owner now: the join ordered it after the
         // slave thread).
         assert_eq!(g.lock.state(), LockState::Unlocked);
-        assert!(g.lock.try_slave_lock_exclusive());
-        assert!(!g.lock.try_slave_lock_exclusive(), "re-entry must fail");
+        assert!(g.lock.try_slave_lock_exclusive().is_ok());
+        assert!(!g.lock.try_slave_lock_exclusive().is_ok(), "re-entry must fail");
         g.lock.slave_unlock();
         g.lock.master_lock();
-        assert!(!g.lock.try_slave_lock_exclusive(), "master-locked");
+        assert!(!g.lock.try_slave_lock_exclusive().is_ok(), "master-locked");
         g.lock.master_unlock();
     });
 }
@@ -170,7 +170,7 @@ fn shared_slaves_and_master_exclude_each_other() {
             .map(|_| {
                 let g = g.clone();
                 thread::spawn(move || {
-                    if g.lock.try_slave_lock_shared() {
+                    if g.lock.try_slave_lock_shared().is_ok() {
                         g.add(1);
                         g.lock.slave_unlock();
                         1
@@ -186,7 +186,7 @@ fn shared_slaves_and_master_exclude_each_other() {
         let entered: u64 = slaves.into_iter().map(|s| s.join().unwrap()).sum();
         assert_eq!(g.get(), 100 + entered);
         assert_eq!(g.lock.state(), LockState::Unlocked);
-        assert!(g.lock.try_slave_lock_shared(), "a failed try must leave the lock usable");
+        assert!(g.lock.try_slave_lock_shared().is_ok(), "a failed try must leave the lock usable");
         g.lock.slave_unlock();
     });
 }

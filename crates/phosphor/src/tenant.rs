@@ -25,7 +25,7 @@ use phosphor_format::{Meta, Record, ID_THREAD_SWITCH};
 
 use crate::barrier;
 use crate::buffer::{Loan, TraceBuffer, TraceChunk};
-use crate::chunk_lock::ChunkLock;
+use crate::chunk_lock::{ChunkLock, Held};
 use crate::clock::ClockKind;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
@@ -260,8 +260,8 @@ impl Tenant {
             if let Err(outcome) = self.lock_shared(core, tid(), n) {
                 return outcome;
             }
-        } else if !self.lock.try_slave_lock_exclusive() {
-            return self.lock_failed(core);
+        } else if let Err(held) = self.lock.try_slave_lock_exclusive() {
+            return self.lock_failed(core, held);
         }
         // SAFETY: the slave lock is held, so no one else touches `st` until `slave_unlock`.
         let st = unsafe { &mut *self.st.get() };
@@ -296,8 +296,8 @@ impl Tenant {
     #[cold]
     #[inline(never)]
     fn lock_shared(&self, core: &LogCore, tid: u32, n: u32) -> Result<(), Outcome> {
-        if !self.lock.try_slave_lock_shared() {
-            return Err(self.lock_failed(core));
+        if let Err(held) = self.lock.try_slave_lock_shared() {
+            return Err(self.lock_failed(core, held));
         }
         // SAFETY: the slave lock is held.
         let st = unsafe { &mut *self.st.get() };
@@ -310,17 +310,20 @@ impl Tenant {
         Ok(())
     }
 
-    /// Counts a failed slave lock, unless the tenant is dead.
+    /// Counts a failed slave lock under the reason the failed attempt saw, unless the tenant is
+    /// dead. A thread-local tenant's slave side is only ever its own thread's, so finding it held
+    /// is re-entry; a shared tenant's may be another thread's, which counts as contention (even
+    /// when it is a signal handler re-entering its own thread's hold on a pool tenant).
     #[cold]
     #[inline(never)]
-    fn lock_failed(&self, core: &LogCore) -> Outcome {
+    fn lock_failed(&self, core: &LogCore, held: Held) -> Outcome {
         if self.is_dead() {
             return Outcome::Dead;
         }
-        let reason = match self.lock.state() {
-            crate::chunk_lock::LockState::MasterLocked => DropReason::Stopping,
-            _ if self.shared => DropReason::Contended,
-            _ => DropReason::Reentrant,
+        let reason = match held {
+            Held::ByMaster => DropReason::Stopping,
+            Held::BySlave if self.shared => DropReason::Contended,
+            Held::BySlave => DropReason::Reentrant,
         };
         core.drops.count(reason);
         Outcome::Dropped
@@ -392,9 +395,9 @@ impl Tenant {
             return;
         }
         let locked = if self.shared {
-            self.lock.try_slave_lock_shared()
+            self.lock.try_slave_lock_shared().is_ok()
         } else {
-            self.lock.try_slave_lock_exclusive()
+            self.lock.try_slave_lock_exclusive().is_ok()
         };
         if locked {
             // SAFETY: slave lock held.

@@ -1,1 +1,827 @@
-//! Perfetto's protobuf trace format (`.pftrace`). Work in progress (issue 3).
+//! Perfetto's protobuf trace format (`.pftrace`), as [Perfetto's UI](https://ui.perfetto.dev) and
+//! trace processor load it.
+//!
+//! [`write_perfetto`] streams a trace file into a `perfetto.protos.Trace`: each event is encoded
+//! as the [`Reader`] decodes it into one reused buffer and written out as a `TracePacket`, so memory
+//! stays constant whatever the size of the file. What grows is per thread, per distinct name, and
+//! per open async slice; never per event. The protobuf is written by hand (`pb`, a few functions
+//! for varints and length-delimited fields): the output is a fixed set of messages, and the field
+//! numbers below come from the official `perfetto_trace.proto`. The tests decode every output with
+//! the official generated code and check that it holds no unknown field.
+//!
+//! # Mapping
+//!
+//! | Phosphor phase | Perfetto `TrackEvent` | track |
+//! |---|---|---|
+//! | begin / end | `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END` | the thread's |
+//! | complete | `TYPE_SLICE_BEGIN` at `ts`, `TYPE_SLICE_END` at `ts + dur` | the thread's |
+//! | lock wait / lock held | the same; the name gets ` (wait)` / ` (held)` | the thread's |
+//! | instant, log | `TYPE_INSTANT`; a log's name is its format string | the thread's |
+//! | counter | `TYPE_COUNTER`, `counter_value` (integers, bools) or `double_counter_value` | one counter track per category, name and argument, under the process |
+//! | async begin / end | `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END`; the begin carries `async_id` | one track per open (category, name, id), under the process |
+//!
+//! Tracks are `TrackDescriptor`s: the process (`ProcessDescriptor`: pid and name from the header),
+//! each thread with events (`ThreadDescriptor`: pid, tid, name), counters (`CounterDescriptor`)
+//! and async slices, each emitted before the first event on it. A thread's name may come in a
+//! threads block after its chunks, so its descriptor is written when the thread is first seen (with
+//! its name if one is known by then) and again, under the same uuid, whenever a threads block names
+//! or renames it; trace processor keeps the last name. A counter whose value is not a number (a
+//! string or a pointer) becomes an instant with the values as arguments, so nothing is dropped.
+//!
+//! # Slices recorded at their end
+//!
+//! A complete event (and a lock event) is recorded when it ends, after the events nested inside
+//! it, so its `TYPE_SLICE_BEGIN` comes later in the stream than its children's, with an earlier
+//! timestamp. That is fine: trace processor sorts packets by timestamp before it builds slices,
+//! and breaks ties by stream order (its sorter compares `(ts, arrival)`), which the tests mirror.
+//! The one case it cannot fix is a tie: an event nested inside a complete event and stamped in the
+//! very nanosecond the complete event began sorts before the complete event's begin, so it is not
+//! nested inside it. Two clock reads are tens of nanoseconds apart, so this needs a coarse clock or
+//! hand-made timestamps; putting it right would mean holding back slices without bound, which a
+//! streaming exporter must not do. Ends of the same nanosecond are in the right order already (a
+//! child is recorded before its parent).
+//!
+//! `TYPE_SLICE_END` carries no name: like an `E` event it closes the innermost open slice of its
+//! track, so an end whose name differs from its begin still closes it (the statistics report such
+//! mismatches). The arguments of an end event go on its `TYPE_SLICE_END`, and trace processor adds
+//! them to the slice.
+//!
+//! # Async slices
+//!
+//! An async begin opens a track for its (category, name, id), parented to the process track, and
+//! the matching end closes it; a second begin with the same key before the end nests on the same
+//! track. Chunks are written per thread, so an end recorded on one thread can come before its
+//! begin in the file; the key is then opened by the end and closed by the begin, on one track,
+//! and sorting puts them in order. Once begins and ends balance the key is forgotten, so memory
+//! grows with the slices open at once, not with all the ids ever used. (Perfetto's UI shows tracks
+//! of the same name under one parent together.)
+//!
+//! # Time
+//!
+//! Timestamps are absolute `CLOCK_MONOTONIC` nanoseconds: the header's `origin_monotonic_ns` plus
+//! the nanoseconds since the clock origin (`ClockInfo::since_origin_ns`, exact for nanosecond
+//! clocks, rounded for the TSC), clamped to `0..=i64::MAX`. The first packet is a `ClockSnapshot`
+//! pairing `BUILTIN_CLOCK_MONOTONIC` and `BUILTIN_CLOCK_REALTIME` at the origin (so the UI can show
+//! wall time), with `primary_trace_clock = BUILTIN_CLOCK_MONOTONIC` so that trace processor keeps
+//! monotonic time as trace time instead of converting to `BOOTTIME` (which the header does not
+//! know). The same packet sets `TracePacketDefaults.timestamp_clock_id = BUILTIN_CLOCK_MONOTONIC`
+//! for the sequence, so no packet repeats it. A slice's end is `ns(ts + dur)`, never before its
+//! begin.
+//!
+//! # Sequence and interning
+//!
+//! Every packet is on one sequence (`trusted_packet_sequence_id = 1`): tracks already separate
+//! the threads, and one sequence means one interning table. The first packet sets
+//! `SEQ_INCREMENTAL_STATE_CLEARED`; every packet with a timestamp sets
+//! `SEQ_NEEDS_INCREMENTAL_STATE`, since it relies on the sequence's defaults and interned names.
+//! Event names, categories and argument names are interned (`EventName`, `EventCategory`,
+//! `DebugAnnotationName`, iids from 1 by order of first use), each defined in the `interned_data`
+//! of the packet that first uses it; events refer to them by `name_iid`, `category_iids` and
+//! `name_iid`. Interning is by content, so callsites with the same name share an iid, and a
+//! callsite id that a later callsites block redefines is looked up again.
+//!
+//! # Arguments and drops
+//!
+//! Arguments are debug annotations: `int_value`, `uint_value`, `double_value` (NaN and the
+//! infinities as they are), `bool_value`, `string_value`, `pointer_value`. An argument without a
+//! name is `arg0` / `arg1`. An event whose string argument was cut when recorded gets the extra
+//! annotation `truncated = true`.
+//!
+//! The last packet is an instant named `trace summary` (category `phosphor`) on the process
+//! track, at the latest timestamp written: `events_recorded`, `events_dropped`, one
+//! `dropped.<reason>` per reason that lost events, `chunks_overwritten` and `buffer_exhausted` when
+//! set, from the trailer; or `incomplete = true` and `read_error_offset` when the file ended early.
+//!
+//! # Speed
+//!
+//! About 10–15 M events/s in a release build (converting a generated file of mixed events to a
+//! sink; the ignored test `perfetto::tests::throughput` measures it), against about 8 M for Chrome
+//! JSON: events are a few varints each, with no allocation and no formatting per event.
+
+mod pb;
+
+use std::collections::HashMap;
+use std::io::{self, BufWriter, Read, Write};
+
+use phosphor_format::file::{Block, CallsiteInfo, ClockInfo, Event, Reader, Trailer, Value};
+use phosphor_format::Phase;
+
+pub use crate::error::{Error, ExportSummary};
+
+/// Field numbers and enum values of `perfetto_trace.proto`.
+mod proto {
+    pub const TRACE_PACKET: u32 = 1;
+
+    pub const PACKET_TIMESTAMP: u32 = 8;
+    pub const PACKET_CLOCK_SNAPSHOT: u32 = 6;
+    pub const PACKET_TRUSTED_SEQUENCE_ID: u32 = 10;
+    pub const PACKET_TRACK_EVENT: u32 = 11;
+    pub const PACKET_INTERNED_DATA: u32 = 12;
+    pub const PACKET_SEQUENCE_FLAGS: u32 = 13;
+    pub const PACKET_DEFAULTS: u32 = 59;
+    pub const PACKET_TRACK_DESCRIPTOR: u32 = 60;
+
+    pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+    pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+
+    pub const DEFAULTS_TIMESTAMP_CLOCK_ID: u32 = 58;
+
+    pub const SNAPSHOT_CLOCKS: u32 = 1;
+    pub const SNAPSHOT_PRIMARY_TRACE_CLOCK: u32 = 2;
+    pub const CLOCK_ID: u32 = 1;
+    pub const CLOCK_TIMESTAMP: u32 = 2;
+    pub const BUILTIN_CLOCK_REALTIME: u64 = 1;
+    pub const BUILTIN_CLOCK_MONOTONIC: u64 = 3;
+
+    pub const TRACK_UUID: u32 = 1;
+    pub const TRACK_NAME: u32 = 2;
+    pub const TRACK_PROCESS: u32 = 3;
+    pub const TRACK_THREAD: u32 = 4;
+    pub const TRACK_PARENT_UUID: u32 = 5;
+    pub const TRACK_COUNTER: u32 = 8;
+    pub const PROCESS_PID: u32 = 1;
+    pub const PROCESS_NAME: u32 = 6;
+    pub const THREAD_PID: u32 = 1;
+    pub const THREAD_TID: u32 = 2;
+    pub const THREAD_NAME: u32 = 5;
+    pub const COUNTER_CATEGORIES: u32 = 2;
+
+    pub const EVENT_CATEGORY_IIDS: u32 = 3;
+    pub const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
+    pub const EVENT_TYPE: u32 = 9;
+    pub const EVENT_NAME_IID: u32 = 10;
+    pub const EVENT_TRACK_UUID: u32 = 11;
+    pub const EVENT_COUNTER_VALUE: u32 = 30;
+    pub const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
+    pub const TYPE_SLICE_BEGIN: u64 = 1;
+    pub const TYPE_SLICE_END: u64 = 2;
+    pub const TYPE_INSTANT: u64 = 3;
+    pub const TYPE_COUNTER: u64 = 4;
+
+    pub const INTERNED_EVENT_CATEGORIES: u32 = 1;
+    pub const INTERNED_EVENT_NAMES: u32 = 2;
+    pub const INTERNED_DEBUG_ANNOTATION_NAMES: u32 = 3;
+    /// `iid` and `name` of `EventName`, `EventCategory` and `DebugAnnotationName`.
+    pub const INTERNED_IID: u32 = 1;
+    pub const INTERNED_NAME: u32 = 2;
+
+    pub const ANNOTATION_NAME_IID: u32 = 1;
+    pub const ANNOTATION_BOOL: u32 = 2;
+    pub const ANNOTATION_UINT: u32 = 3;
+    pub const ANNOTATION_INT: u32 = 4;
+    pub const ANNOTATION_DOUBLE: u32 = 5;
+    pub const ANNOTATION_STRING: u32 = 6;
+    pub const ANNOTATION_POINTER: u32 = 7;
+}
+
+use proto::*;
+
+/// The one packet sequence.
+const SEQUENCE_ID: u64 = 1;
+
+/// Track uuids: a kind in the low four bits, so the kinds never collide and thread uuids stay
+/// short varints.
+const UUID_PROCESS: u64 = 1;
+const UUID_THREAD: u64 = 2;
+const UUID_COUNTER: u64 = 3;
+const UUID_ASYNC: u64 = 4;
+
+/// Writes the trace that `reader` reads as a Perfetto protobuf trace to `out` (buffered here; pass
+/// the writer itself, not a `BufWriter`, unless it is one already).
+///
+/// On a read error (a truncated or corrupt file) the events read so far stay written, followed by
+/// the summary instant, so the output is a valid trace; [`Error::Read`] says where reading stopped.
+/// See the [module docs](self) for the mapping.
+///
+/// ```
+/// # let bytes = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
+/// use phosphor_format::file::Reader;
+///
+/// let mut pftrace = Vec::new();
+/// let summary = phosphor_export::perfetto::write_perfetto(Reader::new(&bytes[..])?, &mut pftrace)?;
+/// assert!(summary.complete);
+/// assert_eq!(pftrace[0], 0x0a); // Trace.packet, length-delimited
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_perfetto<R: Read, W: Write>(reader: Reader<R>, out: W) -> Result<ExportSummary, Error> {
+    Exporter::new(&reader, out).run(reader)
+}
+
+/// Room left in front of each packet for its key and length in the `Trace` (a packet of up to
+/// 2^35 bytes).
+const ROOM: usize = 6;
+
+/// Callsite ids below this are cached in a vector, the rest in a map.
+const DENSE_CALLSITES: u32 = 1 << 16;
+
+/// The streaming state.
+struct Exporter<W: Write> {
+    out: BufWriter<W>,
+    /// The packet being encoded, after `ROOM` bytes.
+    packet: Vec<u8>,
+    interner: Interner,
+    callsites: CallsiteCache,
+    clock: ClockInfo,
+    /// `CLOCK_MONOTONIC` at the clock origin, clamped to `i64`.
+    origin_ns: i64,
+    pid: u32,
+    process_uuid: u64,
+    /// Thread names as the reader knows them (the reader is busy while a chunk is read).
+    thread_names: HashMap<u32, String>,
+    threads: HashMap<u32, ThreadTrack>,
+    last_thread: Option<(u32, u64)>,
+    counters: HashMap<(String, String), u64>,
+    asyncs: HashMap<AsyncKey, AsyncTrack>,
+    next_track: u64,
+    /// Iids of the annotations the exporter adds, once interned (0 before).
+    truncated_iid: u64,
+    async_id_iid: u64,
+    /// The latest timestamp written.
+    last_ns: Option<u64>,
+    scratch: String,
+}
+
+/// A thread's track and the name its last descriptor gave.
+struct ThreadTrack {
+    uuid: u64,
+    name: Option<String>,
+}
+
+/// What the exporter resolved for one callsite: iids and counter tracks, 0 until first needed.
+#[derive(Clone, Copy, Default)]
+struct Resolved {
+    /// The callsite table generation these were resolved in.
+    generation: u64,
+    name: u64,
+    category: u64,
+    args: [u64; 2],
+    counters: [u64; 2],
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct AsyncKey {
+    category: u64,
+    name: u64,
+    id: u64,
+}
+
+struct AsyncTrack {
+    uuid: u64,
+    /// Begins minus ends seen so far.
+    open: i64,
+}
+
+/// The interning tables of the sequence, and the entries not yet written.
+struct Interner {
+    names: HashMap<String, u64>,
+    categories: HashMap<String, u64>,
+    arg_names: HashMap<String, u64>,
+    /// New `InternedData` entries, for the packet being encoded (the one that first uses them).
+    pending: Vec<u8>,
+}
+
+impl Interner {
+    fn intern(&mut self, table: u32, s: &str) -> u64 {
+        let map = match table {
+            INTERNED_EVENT_NAMES => &mut self.names,
+            INTERNED_EVENT_CATEGORIES => &mut self.categories,
+            _ => &mut self.arg_names,
+        };
+        if let Some(&iid) = map.get(s) {
+            return iid;
+        }
+        // Iids start at 1: 0 means "not set" to trace processor.
+        let iid = map.len() as u64 + 1;
+        map.insert(s.to_owned(), iid);
+        let entry = pb::begin(&mut self.pending, table);
+        pb::uint(&mut self.pending, INTERNED_IID, iid);
+        pb::bytes(&mut self.pending, INTERNED_NAME, s.as_bytes());
+        pb::end(&mut self.pending, entry);
+        iid
+    }
+}
+
+/// [`Resolved`] per callsite id. An entry of an older generation (a callsites block came since)
+/// reads as unresolved, so a redefined callsite is resolved again.
+struct CallsiteCache {
+    dense: Vec<Resolved>,
+    sparse: HashMap<u32, Resolved>,
+    generation: u64,
+}
+
+impl CallsiteCache {
+    fn get(&self, id: u32) -> Resolved {
+        let r = match self.dense.get(id as usize) {
+            Some(r) => *r,
+            None if id < DENSE_CALLSITES => Resolved::default(),
+            None => self.sparse.get(&id).copied().unwrap_or_default(),
+        };
+        if r.generation == self.generation {
+            r
+        } else {
+            Resolved { generation: self.generation, ..Resolved::default() }
+        }
+    }
+
+    fn set(&mut self, id: u32, r: Resolved) {
+        if id < DENSE_CALLSITES {
+            let i = id as usize;
+            if i >= self.dense.len() {
+                self.dense.resize(i + 1, Resolved::default());
+            }
+            self.dense[i] = r;
+        } else {
+            self.sparse.insert(id, r);
+        }
+    }
+}
+
+impl<W: Write> Exporter<W> {
+    fn new<R: Read>(reader: &Reader<R>, out: W) -> Exporter<W> {
+        let header = reader.header();
+        Exporter {
+            out: BufWriter::with_capacity(1 << 16, out),
+            packet: Vec::with_capacity(1024),
+            interner: Interner {
+                names: HashMap::new(),
+                categories: HashMap::new(),
+                arg_names: HashMap::new(),
+                pending: Vec::new(),
+            },
+            // Generation 1: the default entries (generation 0) read as unresolved.
+            callsites: CallsiteCache { dense: Vec::new(), sparse: HashMap::new(), generation: 1 },
+            clock: header.clock.clone(),
+            origin_ns: header.clock.origin_monotonic_ns.min(i64::MAX as u64) as i64,
+            pid: header.pid,
+            process_uuid: u64::from(header.pid) << 4 | UUID_PROCESS,
+            thread_names: HashMap::new(),
+            threads: HashMap::new(),
+            last_thread: None,
+            counters: HashMap::new(),
+            asyncs: HashMap::new(),
+            next_track: 1,
+            truncated_iid: 0,
+            async_id_iid: 0,
+            last_ns: None,
+            scratch: String::new(),
+        }
+    }
+
+    /// Exports the rest of the file and flushes.
+    fn run<R: Read>(&mut self, mut reader: Reader<R>) -> Result<ExportSummary, Error> {
+        let mut summary = ExportSummary::default();
+        self.preamble(&reader.header().process_name)?;
+        // Not `read_events`: table blocks matter here (redefined callsites, late thread names).
+        let failure = loop {
+            match reader.next_block() {
+                Ok(Some(Block::Chunk(chunk))) => {
+                    summary.chunks += 1;
+                    let mut failed = None;
+                    for event in chunk.events() {
+                        match event {
+                            Ok(e) => {
+                                self.event(&e)?;
+                                summary.events += 1;
+                            }
+                            Err(e) => {
+                                failed = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    if failed.is_some() {
+                        break failed;
+                    }
+                }
+                Ok(Some(Block::Callsites { .. })) => self.callsites.generation += 1,
+                Ok(Some(Block::Threads { .. })) => self.sync_thread_names(&reader)?,
+                Ok(Some(_)) => {}
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            }
+        };
+        summary.threads = self.threads.len();
+        summary.complete = reader.trailer().is_some();
+        self.trace_summary(reader.trailer(), failure.as_ref().map(|e| e.offset()))?;
+        self.out.flush()?;
+        match failure {
+            None => Ok(summary),
+            Some(source) => Err(Error::Read { offset: source.offset(), exported: summary, source }),
+        }
+    }
+
+    /// The clock snapshot (which also starts the sequence) and the process track.
+    fn preamble(&mut self, process_name: &str) -> io::Result<()> {
+        self.start_packet(None, SEQ_INCREMENTAL_STATE_CLEARED);
+        let p = &mut self.packet;
+        let defaults = pb::begin(p, PACKET_DEFAULTS);
+        pb::uint(p, DEFAULTS_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_MONOTONIC);
+        pb::end(p, defaults);
+        let snapshot = pb::begin(p, PACKET_CLOCK_SNAPSHOT);
+        for (id, ts) in [
+            (BUILTIN_CLOCK_MONOTONIC, self.clock.origin_monotonic_ns),
+            (BUILTIN_CLOCK_REALTIME, self.clock.origin_wall_ns),
+        ] {
+            let clock = pb::begin(p, SNAPSHOT_CLOCKS);
+            pb::uint(p, CLOCK_ID, id);
+            pb::uint(p, CLOCK_TIMESTAMP, ts);
+            pb::end(p, clock);
+        }
+        pb::uint(p, SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
+        pb::end(p, snapshot);
+        self.finish_packet(false)?;
+
+        self.start_packet(None, 0);
+        let p = &mut self.packet;
+        let track = pb::begin(p, PACKET_TRACK_DESCRIPTOR);
+        pb::uint(p, TRACK_UUID, self.process_uuid);
+        let process = pb::begin(p, TRACK_PROCESS);
+        pb::int(p, PROCESS_PID, i64::from(self.pid as i32));
+        if !process_name.is_empty() {
+            pb::bytes(p, PROCESS_NAME, process_name.as_bytes());
+        }
+        pb::end(p, process);
+        pb::end(p, track);
+        self.finish_packet(false)
+    }
+
+    /// Absolute `CLOCK_MONOTONIC` nanoseconds of a raw timestamp.
+    #[inline]
+    fn ns(&self, ticks: u64) -> u64 {
+        self.origin_ns.saturating_add(self.clock.since_origin_ns(ticks)).max(0) as u64
+    }
+
+    fn event(&mut self, e: &Event<'_>) -> io::Result<()> {
+        let cs = e.callsite;
+        let ts = self.ns(e.ts);
+        let thread = self.thread_track(e.tid, ts)?;
+        let mut r = self.callsites.get(cs.id);
+        let before = (r.name, r.args, r.counters);
+        match cs.phase {
+            Phase::Begin => self.slice(TYPE_SLICE_BEGIN, ts, thread, &mut r, e, None)?,
+            Phase::End => self.slice(TYPE_SLICE_END, ts, thread, &mut r, e, None)?,
+            Phase::Instant | Phase::Log => self.slice(TYPE_INSTANT, ts, thread, &mut r, e, None)?,
+            Phase::Complete | Phase::LockWait | Phase::LockHeld => {
+                let end = self.ns(e.ts.saturating_add(e.duration.unwrap_or(0))).max(ts);
+                self.slice(TYPE_SLICE_BEGIN, ts, thread, &mut r, e, None)?;
+                self.start_packet(Some(end), SEQ_NEEDS_INCREMENTAL_STATE);
+                let p = &mut self.packet;
+                let te = pb::begin(p, PACKET_TRACK_EVENT);
+                pb::uint(p, EVENT_TYPE, TYPE_SLICE_END);
+                pb::uint(p, EVENT_TRACK_UUID, thread);
+                pb::end(p, te);
+                self.finish_packet(true)?;
+                self.saw(end);
+            }
+            Phase::Counter => self.counter(ts, thread, &mut r, e)?,
+            Phase::AsyncBegin | Phase::AsyncEnd => {
+                let begin = cs.phase == Phase::AsyncBegin;
+                self.resolve_name(&mut r, cs);
+                let id = e.async_id.unwrap_or(0);
+                let track =
+                    self.async_track(AsyncKey { category: r.category, name: r.name, id }, cs, begin, ts)?;
+                let ty = if begin { TYPE_SLICE_BEGIN } else { TYPE_SLICE_END };
+                self.slice(ty, ts, track, &mut r, e, begin.then_some(id))?;
+            }
+        }
+        if (r.name, r.args, r.counters) != before {
+            self.callsites.set(cs.id, r);
+        }
+        Ok(())
+    }
+
+    /// The track of thread `tid`; its descriptor is written when the thread is first seen.
+    #[inline]
+    fn thread_track(&mut self, tid: u32, ts: u64) -> io::Result<u64> {
+        if let Some((t, uuid)) = self.last_thread {
+            if t == tid {
+                return Ok(uuid);
+            }
+        }
+        let uuid = match self.threads.get(&tid) {
+            Some(t) => t.uuid,
+            None => self.new_thread(tid, ts)?,
+        };
+        self.last_thread = Some((tid, uuid));
+        Ok(uuid)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_thread(&mut self, tid: u32, ts: u64) -> io::Result<u64> {
+        let uuid = u64::from(tid) << 4 | UUID_THREAD;
+        let name = self.thread_names.get(&tid).cloned();
+        self.thread_descriptor(tid, uuid, name.as_deref(), Some(ts))?;
+        self.threads.insert(tid, ThreadTrack { uuid, name });
+        Ok(uuid)
+    }
+
+    /// Takes in the reader's thread names after a threads block, and writes the descriptor again
+    /// for every thread with a track whose name changed.
+    #[cold]
+    #[inline(never)]
+    fn sync_thread_names<R: Read>(&mut self, reader: &Reader<R>) -> io::Result<()> {
+        let mut renamed = Vec::new();
+        for (tid, name) in reader.thread_names() {
+            if self.thread_names.get(&tid).map(String::as_str) != Some(name) {
+                self.thread_names.insert(tid, name.to_owned());
+            }
+            if let Some(t) = self.threads.get_mut(&tid) {
+                if t.name.as_deref() != Some(name) {
+                    t.name = Some(name.to_owned());
+                    renamed.push((tid, t.uuid, name.to_owned()));
+                }
+            }
+        }
+        // In tid order, so the output does not depend on the map's.
+        renamed.sort_unstable();
+        for (tid, uuid, name) in renamed {
+            self.thread_descriptor(tid, uuid, Some(&name), None)?;
+        }
+        Ok(())
+    }
+
+    fn thread_descriptor(
+        &mut self,
+        tid: u32,
+        uuid: u64,
+        name: Option<&str>,
+        ts: Option<u64>,
+    ) -> io::Result<()> {
+        self.start_packet(ts, if ts.is_some() { SEQ_NEEDS_INCREMENTAL_STATE } else { 0 });
+        let p = &mut self.packet;
+        let track = pb::begin(p, PACKET_TRACK_DESCRIPTOR);
+        pb::uint(p, TRACK_UUID, uuid);
+        let thread = pb::begin(p, TRACK_THREAD);
+        pb::int(p, THREAD_PID, i64::from(self.pid as i32));
+        pb::int(p, THREAD_TID, i64::from(tid));
+        if let Some(name) = name {
+            pb::bytes(p, THREAD_NAME, name.as_bytes());
+        }
+        pb::end(p, thread);
+        pb::end(p, track);
+        self.finish_packet(false)
+    }
+
+    /// A `TrackEvent` with the callsite's name and category (but for an end), the event's
+    /// arguments, and `async_id` if given.
+    fn slice(
+        &mut self,
+        ty: u64,
+        ts: u64,
+        track: u64,
+        r: &mut Resolved,
+        e: &Event<'_>,
+        async_id: Option<u64>,
+    ) -> io::Result<()> {
+        if ty != TYPE_SLICE_END {
+            self.resolve_name(r, e.callsite);
+        }
+        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        let p = &mut self.packet;
+        let te = pb::begin(p, PACKET_TRACK_EVENT);
+        pb::uint(p, EVENT_TYPE, ty);
+        pb::uint(p, EVENT_TRACK_UUID, track);
+        if ty != TYPE_SLICE_END {
+            pb::uint(p, EVENT_CATEGORY_IIDS, r.category);
+            pb::uint(p, EVENT_NAME_IID, r.name);
+        }
+        for (i, arg) in e.args.iter().enumerate() {
+            let Some((name, value)) = *arg else { continue };
+            if r.args[i] == 0 {
+                r.args[i] = if name.is_empty() {
+                    self.interner
+                        .intern(INTERNED_DEBUG_ANNOTATION_NAMES, if i == 0 { "arg0" } else { "arg1" })
+                } else {
+                    self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, name)
+                };
+            }
+            annotation(p, r.args[i], value);
+        }
+        if e.truncated {
+            if self.truncated_iid == 0 {
+                self.truncated_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "truncated");
+            }
+            annotation(p, self.truncated_iid, Value::Bool(true));
+        }
+        if let Some(id) = async_id {
+            if self.async_id_iid == 0 {
+                self.async_id_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "async_id");
+            }
+            annotation(p, self.async_id_iid, Value::U64(id));
+        }
+        pb::end(p, te);
+        self.finish_packet(true)?;
+        self.saw(ts);
+        Ok(())
+    }
+
+    /// Interns the callsite's name (with the lock suffix) and category, once per generation.
+    #[inline]
+    fn resolve_name(&mut self, r: &mut Resolved, cs: &CallsiteInfo) {
+        if r.name != 0 {
+            return;
+        }
+        let suffix = match cs.phase {
+            Phase::LockWait => " (wait)",
+            Phase::LockHeld => " (held)",
+            _ => "",
+        };
+        self.scratch.clear();
+        self.scratch.push_str(&cs.name);
+        self.scratch.push_str(suffix);
+        r.name = self.interner.intern(INTERNED_EVENT_NAMES, &self.scratch);
+        r.category = self.interner.intern(INTERNED_EVENT_CATEGORIES, &cs.category);
+    }
+
+    /// One `TYPE_COUNTER` per argument on the argument's counter track, or an instant if an
+    /// argument is not a number (or there is none).
+    fn counter(&mut self, ts: u64, thread: u64, r: &mut Resolved, e: &Event<'_>) -> io::Result<()> {
+        let numeric = |v: &Value<'_>| !matches!(v, Value::Str(_) | Value::Pointer(_));
+        let args = e.args.iter().flatten();
+        if args.clone().next().is_none() || !args.clone().all(|(_, v)| numeric(v)) {
+            return self.slice(TYPE_INSTANT, ts, thread, r, e, None);
+        }
+        for (i, arg) in e.args.iter().enumerate() {
+            let Some((name, value)) = *arg else { continue };
+            if r.counters[i] == 0 {
+                r.counters[i] = self.counter_track(&e.callsite.category, &e.callsite.name, name, ts)?;
+            }
+            self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+            let p = &mut self.packet;
+            let te = pb::begin(p, PACKET_TRACK_EVENT);
+            pb::uint(p, EVENT_TYPE, TYPE_COUNTER);
+            pb::uint(p, EVENT_TRACK_UUID, r.counters[i]);
+            match value {
+                Value::I64(v) => pb::int(p, EVENT_COUNTER_VALUE, v),
+                Value::U64(v) => match i64::try_from(v) {
+                    Ok(v) => pb::int(p, EVENT_COUNTER_VALUE, v),
+                    Err(_) => pb::double(p, EVENT_DOUBLE_COUNTER_VALUE, v as f64),
+                },
+                Value::Bool(v) => pb::int(p, EVENT_COUNTER_VALUE, i64::from(v)),
+                Value::F64(v) => pb::double(p, EVENT_DOUBLE_COUNTER_VALUE, v),
+                Value::Str(_) | Value::Pointer(_) => unreachable!("checked above"),
+            }
+            pb::end(p, te);
+            self.finish_packet(true)?;
+        }
+        self.saw(ts);
+        Ok(())
+    }
+
+    /// The counter track of (category, name, argument): named after the counter, plus `.arg` for
+    /// an argument not called `value`.
+    #[cold]
+    #[inline(never)]
+    fn counter_track(&mut self, category: &str, name: &str, arg: &str, ts: u64) -> io::Result<u64> {
+        let track_name =
+            if arg.is_empty() || arg == "value" { name.to_owned() } else { format!("{name}.{arg}") };
+        let key = (category.to_owned(), track_name);
+        if let Some(&uuid) = self.counters.get(&key) {
+            return Ok(uuid);
+        }
+        let uuid = self.new_track_uuid(UUID_COUNTER);
+        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        let p = &mut self.packet;
+        let track = pb::begin(p, PACKET_TRACK_DESCRIPTOR);
+        pb::uint(p, TRACK_UUID, uuid);
+        pb::uint(p, TRACK_PARENT_UUID, self.process_uuid);
+        pb::bytes(p, TRACK_NAME, key.1.as_bytes());
+        let counter = pb::begin(p, TRACK_COUNTER);
+        pb::bytes(p, COUNTER_CATEGORIES, category.as_bytes());
+        pb::end(p, counter);
+        pb::end(p, track);
+        self.finish_packet(false)?;
+        self.counters.insert(key, uuid);
+        Ok(uuid)
+    }
+
+    /// The track of an async key, opened (descriptor written) if the key is not open; forgotten
+    /// once its begins and ends balance.
+    fn async_track(&mut self, key: AsyncKey, cs: &CallsiteInfo, begin: bool, ts: u64) -> io::Result<u64> {
+        let step = if begin { 1 } else { -1 };
+        if let Some(t) = self.asyncs.get_mut(&key) {
+            t.open += step;
+            let uuid = t.uuid;
+            if t.open == 0 {
+                self.asyncs.remove(&key);
+            }
+            return Ok(uuid);
+        }
+        let uuid = self.new_track_uuid(UUID_ASYNC);
+        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        let p = &mut self.packet;
+        let track = pb::begin(p, PACKET_TRACK_DESCRIPTOR);
+        pb::uint(p, TRACK_UUID, uuid);
+        pb::uint(p, TRACK_PARENT_UUID, self.process_uuid);
+        pb::bytes(p, TRACK_NAME, cs.name.as_bytes());
+        pb::end(p, track);
+        self.finish_packet(false)?;
+        self.asyncs.insert(key, AsyncTrack { uuid, open: step });
+        Ok(uuid)
+    }
+
+    fn new_track_uuid(&mut self, kind: u64) -> u64 {
+        let uuid = self.next_track << 4 | kind;
+        self.next_track += 1;
+        uuid
+    }
+
+    /// The closing instant on the process track: drops from the trailer, or where reading stopped.
+    fn trace_summary(&mut self, trailer: Option<&Trailer>, stopped_at: Option<u64>) -> io::Result<()> {
+        let ts = self.last_ns.unwrap_or_else(|| self.ns(self.clock.origin_ticks));
+        let mut annotations: Vec<(String, Value<'_>)> = Vec::new();
+        if let Some(t) = trailer {
+            annotations.push(("events_recorded".into(), Value::U64(t.recorded)));
+            annotations.push(("events_dropped".into(), Value::U64(t.dropped.total())));
+            for (reason, n) in t.dropped.by_reason() {
+                if n > 0 {
+                    annotations.push((format!("dropped.{reason}"), Value::U64(n)));
+                }
+            }
+            if t.chunks_overwritten > 0 {
+                annotations.push(("chunks_overwritten".into(), Value::U64(t.chunks_overwritten)));
+            }
+            if t.buffer_exhausted {
+                annotations.push(("buffer_exhausted".into(), Value::Bool(true)));
+            }
+        } else {
+            annotations.push(("incomplete".into(), Value::Bool(true)));
+        }
+        if let Some(offset) = stopped_at {
+            annotations.push(("read_error_offset".into(), Value::U64(offset)));
+        }
+        let name = self.interner.intern(INTERNED_EVENT_NAMES, "trace summary");
+        let category = self.interner.intern(INTERNED_EVENT_CATEGORIES, "phosphor");
+        let iids: Vec<u64> = annotations
+            .iter()
+            .map(|(n, _)| self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, n))
+            .collect();
+        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        let p = &mut self.packet;
+        let te = pb::begin(p, PACKET_TRACK_EVENT);
+        pb::uint(p, EVENT_TYPE, TYPE_INSTANT);
+        pb::uint(p, EVENT_TRACK_UUID, self.process_uuid);
+        pb::uint(p, EVENT_CATEGORY_IIDS, category);
+        pb::uint(p, EVENT_NAME_IID, name);
+        for ((_, value), iid) in annotations.iter().zip(iids) {
+            annotation(p, iid, *value);
+        }
+        pb::end(p, te);
+        self.finish_packet(true)
+    }
+
+    #[inline]
+    fn saw(&mut self, ts: u64) {
+        self.last_ns = Some(self.last_ns.map_or(ts, |l| l.max(ts)));
+    }
+
+    /// Starts a packet on the sequence: the timestamp (in the defaults' clock) and the flags.
+    #[inline]
+    fn start_packet(&mut self, ts: Option<u64>, flags: u64) {
+        self.packet.clear();
+        self.packet.resize(ROOM, 0);
+        if let Some(ts) = ts {
+            pb::uint(&mut self.packet, PACKET_TIMESTAMP, ts);
+        }
+        pb::uint(&mut self.packet, PACKET_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+        if flags != 0 {
+            pb::uint(&mut self.packet, PACKET_SEQUENCE_FLAGS, flags);
+        }
+    }
+
+    /// Adds the pending interned entries (if `interned`: only event packets use them) and writes
+    /// the packet as a `Trace.packet` field.
+    #[inline]
+    fn finish_packet(&mut self, interned: bool) -> io::Result<()> {
+        if interned && !self.interner.pending.is_empty() {
+            pb::bytes(&mut self.packet, PACKET_INTERNED_DATA, &self.interner.pending);
+            self.interner.pending.clear();
+        }
+        let len = (self.packet.len() - ROOM) as u64;
+        let (key, n) = pb::key_and_len(TRACE_PACKET, len);
+        let start = ROOM - n;
+        self.packet[start..ROOM].copy_from_slice(&key[..n]);
+        self.out.write_all(&self.packet[start..])
+    }
+}
+
+/// A `DebugAnnotation` of `TrackEvent`.
+#[inline]
+fn annotation(p: &mut Vec<u8>, name_iid: u64, value: Value<'_>) {
+    let a = pb::begin(p, EVENT_DEBUG_ANNOTATIONS);
+    pb::uint(p, ANNOTATION_NAME_IID, name_iid);
+    match value {
+        Value::I64(v) => pb::int(p, ANNOTATION_INT, v),
+        Value::U64(v) => pb::uint(p, ANNOTATION_UINT, v),
+        Value::F64(v) => pb::double(p, ANNOTATION_DOUBLE, v),
+        Value::Bool(v) => pb::boolean(p, ANNOTATION_BOOL, v),
+        Value::Str(s) => pb::bytes(p, ANNOTATION_STRING, s.as_bytes()),
+        Value::Pointer(v) => pb::uint(p, ANNOTATION_POINTER, v),
+    }
+    pb::end(p, a);
+}
+
+#[cfg(test)]
+#[path = "perfetto_tests.rs"]
+mod tests;

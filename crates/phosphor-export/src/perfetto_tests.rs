@@ -1,0 +1,827 @@
+//! Tests of the Perfetto exporter. Every output is decoded by `scripts/check_pftrace.py` with the
+//! official generated protobuf code (it checks the schema, interning, tracks and clocks, and
+//! rebuilds the slices as trace processor would); the tests then check what it decoded.
+
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use phosphor_format::file::{
+    CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Trailer, Writer,
+};
+use phosphor_format::{pack_static_str, ArgType, Meta, Phase, Record};
+use serde_json::{json, Value as Json};
+
+use super::*;
+
+const GOLDEN: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
+const GOLDEN_1_1: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.1.phtrace");
+const CHECKER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/check_pftrace.py");
+const PYTHON_ENV: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/python-env.sh");
+
+/// The interpreter with the official Perfetto protos: `$PHOSPHOR_PYTHON`, else the one
+/// `scripts/python-env.sh` sets up (once per test process). No Python is a failure, not a skip.
+fn python() -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        if let Ok(p) = std::env::var("PHOSPHOR_PYTHON") {
+            return p;
+        }
+        let out =
+            Command::new("bash").arg(PYTHON_ENV).stderr(Stdio::inherit()).output().unwrap_or_else(|e| {
+                panic!(
+                    "cannot run {PYTHON_ENV} to set up the tests' Python (set PHOSPHOR_PYTHON instead): {e}"
+                )
+            });
+        assert!(
+            out.status.success(),
+            "{PYTHON_ENV} failed ({}); the Perfetto tests need its Python environment \
+             (or PHOSPHOR_PYTHON pointing at a Python with `perfetto` and `protobuf`)",
+            out.status
+        );
+        let stdout = String::from_utf8(out.stdout).expect("python-env.sh prints a path");
+        stdout
+            .lines()
+            .last()
+            .unwrap_or_else(|| panic!("{PYTHON_ENV} printed no interpreter path"))
+            .trim()
+            .to_owned()
+    })
+}
+
+/// Runs the checker with `args` and `stdin`; returns its stdout (whatever its exit status: the
+/// results say what was wrong).
+fn run_checker(args: &[&str], stdin: &[u8]) -> String {
+    let mut child = Command::new(python())
+        .arg(CHECKER)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {} {CHECKER}: {e}", python()));
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_vec();
+    let feeder = std::thread::spawn(move || input.write_all(&stdin));
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c <= 1), "the checker crashed ({}):\n{stderr}", out.status);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The checker's results for several traces (one Python start).
+fn check_all(traces: &[Vec<u8>]) -> Vec<Json> {
+    let mut stdin = Vec::new();
+    for t in traces {
+        stdin.extend_from_slice(&(t.len() as u64).to_le_bytes());
+        stdin.extend_from_slice(t);
+    }
+    let out = run_checker(&["--batch"], &stdin);
+    let results: Vec<Json> =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("bad checker output ({e}): {out}"));
+    assert_eq!(results.len(), traces.len());
+    results
+}
+
+/// The checker's result for one trace, which must be valid.
+fn check(trace: &[u8]) -> Json {
+    let result = check_all(&[trace.to_vec()]).pop().unwrap();
+    assert_eq!(result["ok"], true, "the official schema check failed: {:#}", result["errors"]);
+    result
+}
+
+fn export(bytes: &[u8]) -> (Vec<u8>, Result<ExportSummary, Error>) {
+    let mut out = Vec::new();
+    let r = write_perfetto(Reader::new(bytes).unwrap(), &mut out);
+    (out, r)
+}
+
+/// The tracks the checker found, by kind.
+fn tracks<'a>(doc: &'a Json, kind: &str) -> Vec<&'a Json> {
+    doc["tracks"].as_array().unwrap().iter().filter(|t| t["kind"] == kind).collect()
+}
+
+fn thread(doc: &Json, tid: u64) -> &Json {
+    tracks(doc, "thread").into_iter().find(|t| t["tid"] == tid).unwrap_or_else(|| panic!("no thread {tid}"))
+}
+
+fn named<'a>(doc: &'a Json, kind: &str, name: &str) -> Vec<&'a Json> {
+    tracks(doc, kind).into_iter().filter(|t| t["name"] == name).collect()
+}
+
+/// A track's slices as `(name, ts, dur, depth)`; `dur` is `None` for a slice left open.
+fn slices(track: &Json) -> Vec<(String, u64, Option<u64>, u64)> {
+    track["slices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["ts"].as_u64().unwrap(),
+                s["dur"].as_u64(),
+                s["depth"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn slice<'a>(track: &'a Json, name: &str) -> &'a Json {
+    track["slices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no slice {name}"))
+}
+
+fn s(name: &str, ts: u64, dur: Option<u64>, depth: u64) -> (String, u64, Option<u64>, u64) {
+    (name.to_owned(), ts, dur, depth)
+}
+
+// ---- Building small trace files ----
+
+fn callsite(id: u32, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo {
+    CallsiteInfo {
+        id,
+        category: "test".into(),
+        name: name.into(),
+        phase,
+        arg_names: args.map(String::from),
+        file: "perfetto_tests.rs".into(),
+        line: 1,
+        name_hash: 0,
+    }
+}
+
+/// What a file is made of, in file order.
+enum Part {
+    Callsites(Vec<CallsiteInfo>),
+    Chunk(u32, Vec<Record>),
+    Threads(Vec<(u32, &'static str)>),
+}
+
+/// Bytes of a record (FORMAT.md).
+const RECORD_SIZE: usize = 32;
+
+/// Origin of the handmade files: raw timestamps are nanoseconds after it.
+const T0: u64 = 1_000_000_000;
+
+/// A file on a nanosecond clock whose origin (tick 0) is `T0` in `CLOCK_MONOTONIC`, so an event at
+/// tick `t` is exported at `T0 + t`. Static string words are indices into `statics`.
+fn file(parts: Vec<Part>, statics: &[&'static str], trailer: &Trailer) -> Vec<u8> {
+    let header = Header {
+        clock: ClockInfo {
+            kind: ClockKind::Monotonic,
+            ns_per_tick: 1.0,
+            origin_ticks: 0,
+            origin_monotonic_ns: T0,
+            origin_wall_ns: 1_600_000_000_000_000_000,
+            fallback_reason: None,
+        },
+        pid: 7,
+        process_name: "proc".into(),
+    };
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    for (seq, part) in parts.into_iter().enumerate() {
+        match part {
+            Part::Callsites(cs) => w.write_callsites(&cs).unwrap(),
+            Part::Chunk(tid, records) => {
+                w.write_chunk(tid, seq as u64, &records, |addr, _| statics[addr as usize]).unwrap()
+            }
+            Part::Threads(names) => w.write_thread_names(names).unwrap(),
+        }
+    }
+    w.finish(trailer).unwrap()
+}
+
+/// One event's records. `lead` are its lead words (a duration, an async id); each argument is a
+/// type and its word (a dynamic string's word is its length; its bytes come from `strs`).
+/// Continuation records are laid out as FORMAT.md says: the words after the first two, then the
+/// string bytes, in 32-byte records.
+fn ev(
+    ts: u64,
+    id: u32,
+    lead: &[u64],
+    args: &[(ArgType, u64)],
+    strs: &[&str],
+    truncated: bool,
+) -> Vec<Record> {
+    let words: Vec<u64> = lead.iter().copied().chain(args.iter().map(|a| a.1)).collect();
+    let mut payload: Vec<u8> = words.iter().skip(2).flat_map(|w| w.to_le_bytes()).collect();
+    for s in strs {
+        payload.extend_from_slice(s.as_bytes());
+    }
+    payload.resize(payload.len().div_ceil(RECORD_SIZE) * RECORD_SIZE, 0);
+    let cont: Vec<Record> =
+        payload.chunks(RECORD_SIZE).map(|c| Record::from_bytes(c.try_into().unwrap())).collect();
+    let ty = |i: usize| args.get(i).map_or(ArgType::None, |a| a.0);
+    let meta =
+        Meta::new(lead.len(), ty(0), ty(1)).with_continuation(cont.len() as u32).with_truncated(truncated);
+    let mut slots = [0; 2];
+    for (slot, w) in slots.iter_mut().zip(&words) {
+        *slot = *w;
+    }
+    let mut v = vec![Record::new(ts, id, meta, slots)];
+    v.extend(cont);
+    v
+}
+
+/// An event without lead words or strings.
+fn plain(ts: u64, id: u32, args: &[(ArgType, u64)]) -> Vec<Record> {
+    ev(ts, id, &[], args, &[], false)
+}
+
+fn chunk(tid: u32, events: Vec<Vec<Record>>) -> Part {
+    Part::Chunk(tid, events.concat())
+}
+
+// ---- The golden file ----
+
+#[test]
+fn the_golden_file_decodes_with_the_official_schema_to_what_it_recorded() {
+    let (pf, r) = export(GOLDEN);
+    let summary = r.unwrap();
+    assert_eq!((summary.chunks, summary.events, summary.threads, summary.complete), (3, 10, 2, true));
+    let doc = check(&pf);
+    assert_eq!(doc["sequences"], json!([1]));
+    assert_eq!(doc["clock"]["primary"], "BUILTIN_CLOCK_MONOTONIC");
+    assert_eq!(
+        doc["clock"]["snapshot"],
+        json!({"BUILTIN_CLOCK_MONOTONIC": 5_000_000, "BUILTIN_CLOCK_REALTIME": 1_700_000_000_000_000_000u64})
+    );
+    let process = tracks(&doc, "process");
+    assert_eq!(process.len(), 1);
+    assert_eq!((&process[0]["pid"], &process[0]["name"]), (&json!(4242), &json!("golden")));
+    let process_uuid = &process[0]["uuid"];
+
+    // The TSC ticks at 0.5 ns from origin tick 1000, which is CLOCK_MONOTONIC 5 ms.
+    let main = thread(&doc, 101);
+    assert_eq!((&main["pid"], &main["name"]), (&json!(4242), &json!("main")));
+    assert_eq!(
+        slices(main),
+        [
+            s("instant_ints", 5_000_000, Some(0), 0),
+            s("complete_fb", 5_000_050, Some(25), 0),
+            // Its end is on thread 102: it stays open, and the later instant is inside it.
+            s("scope", 5_000_100, None, 0),
+            s("instant_ints", 5_001_000, Some(0), 1),
+        ]
+    );
+    assert_eq!(main["slices"][0]["args"], json!({"i": ["int", -5], "u": ["uint", 7]}));
+    assert_eq!(main["slices"][0]["category"], "app");
+    assert_eq!(main["slices"][1]["args"], json!({"f": ["double", 2.5], "b": ["bool", true]}));
+    assert_eq!(main["slices"][2]["args"], json!({"s": ["string", "static-one"]}));
+
+    let worker = thread(&doc, 102);
+    assert_eq!(worker["name"], "worker-1");
+    assert_eq!(
+        slices(worker),
+        [s("x={} at {}", 5_000_200, Some(0), 0), s("mutex (held)", 5_000_550, Some(15), 0)]
+    );
+    assert_eq!(worker["unmatched_ends"], json!([5_000_250]));
+    assert_eq!(worker["slices"][0]["args"], json!({"x": ["int", 3], "p": ["pointer", 0xdead]}));
+    assert_eq!(
+        worker["slices"][1]["args"],
+        json!({"name": ["string", "static-one"], "owner": ["string", "static-two"]})
+    );
+    assert_eq!(worker["slices"][1]["category"], "lock");
+
+    let heap = named(&doc, "counter", "heap");
+    assert_eq!(heap.len(), 1);
+    assert_eq!(&heap[0]["parent"], process_uuid);
+    assert_eq!(heap[0]["categories"], json!(["mem"]));
+    assert_eq!(heap[0]["counter"], json!([[5_000_150, 42]]));
+
+    let request = named(&doc, "track", "request");
+    assert_eq!(request.len(), 1);
+    assert_eq!(&request[0]["parent"], process_uuid);
+    assert_eq!(slices(request[0]), [s("request", 5_000_500, Some(100), 0)]);
+    assert_eq!(
+        request[0]["slices"][0]["args"],
+        json!({"url": ["string", "http://example/ünï"], "async_id": ["uint", 7]})
+    );
+
+    let end = &process[0]["slices"];
+    assert_eq!(slices(process[0]), [s("trace summary", 5_001_000, Some(0), 0)]);
+    assert_eq!(end[0]["category"], "phosphor");
+    assert_eq!(
+        end[0]["args"],
+        json!({
+            "events_recorded": ["uint", 10], "events_dropped": ["uint", 134],
+            "dropped.buffer_full": ["uint", 5], "dropped.contended": ["uint", 2],
+            "dropped.overwritten": ["uint", 127], "chunks_overwritten": ["uint", 1],
+            "buffer_exhausted": ["bool", true],
+        })
+    );
+    assert_eq!(doc["tracks"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn the_golden_file_exports_to_the_committed_snapshot() {
+    let (pf, r) = export(GOLDEN);
+    r.unwrap();
+    let dump = run_checker(&["--dump", "-"], &pf);
+    assert!(dump.ends_with("errors: none\n"), "{dump}");
+    insta::assert_snapshot!("golden_v1_perfetto_dump", dump);
+}
+
+#[test]
+fn the_v1_1_golden_file_exports_its_pool_stream_chunk_too() {
+    let (v1_0, _) = export(GOLDEN);
+    let (v1_1, r) = export(GOLDEN_1_1);
+    assert_eq!(r.unwrap().events, 11);
+    let docs = check_all(&[v1_0, v1_1]);
+    let (a, b) = (&docs[0], &docs[1]);
+    assert_eq!((&a["ok"], &b["ok"]), (&json!(true), &json!(true)), "{:#} {:#}", a["errors"], b["errors"]);
+    // The 1.1 file is the 1.0 content plus one instant of thread 102, written by a pool tenant.
+    let worker = thread(b, 102);
+    assert_eq!(slices(worker)[..2], slices(thread(a, 102))[..]);
+    assert_eq!(slices(worker)[2], s("instant_ints", 5_001_500, Some(0), 0));
+    assert_eq!(worker["slices"][2]["args"], json!({"i": ["int", 3], "u": ["uint", 4]}));
+    assert_eq!(thread(a, 101), thread(b, 101));
+}
+
+// ---- Mapping ----
+
+#[test]
+fn complete_events_recorded_after_their_children_nest_around_them() {
+    let cs = vec![
+        callsite(16, "child", Phase::Complete, ["", ""]),
+        callsite(17, "parent", Phase::Complete, ["", ""]),
+        callsite(18, "scope", Phase::Begin, ["", ""]),
+        callsite(19, "scope", Phase::End, ["", ""]),
+        callsite(20, "m", Phase::LockWait, ["", ""]),
+        callsite(21, "m", Phase::LockHeld, ["", ""]),
+        callsite(22, "tick", Phase::Instant, ["", ""]),
+    ];
+    let complete = |start, dur, id| ev(start, id, &[dur], &[], &[], false);
+    // As recorded: each complete event when it ends.
+    let events = vec![
+        complete(10, 10, 16),  // child [10, 20]
+        plain(25, 22, &[]),    // tick
+        complete(30, 10, 16),  // child [30, 40]
+        complete(5, 45, 17),   // parent [5, 50]
+        plain(60, 18, &[]),    // scope begins
+        complete(70, 10, 16),  // child [70, 80] inside the scope
+        plain(90, 19, &[]),    // scope ends
+        complete(100, 0, 16),  // a zero-length child at 100
+        complete(95, 10, 20),  // wait [95, 105]
+        complete(120, 10, 16), // child [120, 130] while the lock is held
+        complete(105, 40, 21), // held [105, 145]
+    ];
+    let (pf, r) = export(&file(vec![Part::Callsites(cs), chunk(3, events)], &[], &Trailer::default()));
+    assert_eq!(r.unwrap().events, 11);
+    let doc = check(&pf);
+    let t = |ns| T0 + ns;
+    assert_eq!(
+        slices(thread(&doc, 3)),
+        [
+            s("parent", t(5), Some(45), 0),
+            s("child", t(10), Some(10), 1),
+            s("tick", t(25), Some(0), 1),
+            s("child", t(30), Some(10), 1),
+            s("scope", t(60), Some(30), 0),
+            s("child", t(70), Some(10), 1),
+            s("m (wait)", t(95), Some(10), 0),
+            s("child", t(100), Some(0), 1),
+            s("m (held)", t(105), Some(40), 0),
+            s("child", t(120), Some(10), 1),
+        ]
+    );
+    assert_eq!(thread(&doc, 3)["unmatched_ends"], json!([]));
+}
+
+#[test]
+fn arguments_of_every_type_become_typed_debug_annotations() {
+    let cs = vec![
+        callsite(16, "ints", Phase::Instant, ["i", "u"]),
+        callsite(17, "floats", Phase::Instant, ["a", "b"]),
+        callsite(18, "strings", Phase::Log, ["static", "dynamic"]),
+        callsite(19, "misc", Phase::Begin, ["", ""]),
+        callsite(20, "misc", Phase::End, ["ok", ""]),
+    ];
+    use ArgType::*;
+    let f = |v: f64| v.to_bits();
+    let long = "ü".repeat(100);
+    let dynamic = "dyn ✓ \"quoted\"\n";
+    let events = vec![
+        plain(1, 16, &[(I64, i64::MIN as u64), (U64, u64::MAX)]),
+        plain(2, 16, &[(I64, (-1i64) as u64), (U64, 0)]),
+        plain(3, 17, &[(F64, f(f64::NAN)), (F64, f(f64::NEG_INFINITY))]),
+        plain(4, 17, &[(F64, f(-0.0)), (F64, f(1e-300))]),
+        ev(
+            5,
+            18,
+            &[],
+            &[(StaticStr, pack_static_str(0, 10).0), (DynStr, dynamic.len() as u64)],
+            &[dynamic],
+            false,
+        ),
+        // A string cut when recorded: the event says so.
+        ev(6, 18, &[], &[(StaticStr, pack_static_str(1, 0).0), (DynStr, long.len() as u64)], &[&long], true),
+        plain(7, 19, &[(Pointer, 0xffff_8000_0000_1234), (Bool, 0)]),
+        plain(8, 20, &[(Bool, 1)]),
+    ];
+    let (pf, r) =
+        export(&file(vec![Part::Callsites(cs), chunk(1, events)], &["static-str", ""], &Trailer::default()));
+    r.unwrap();
+    let doc = check(&pf);
+    let t = thread(&doc, 1);
+    let args: Vec<&Json> = t["slices"].as_array().unwrap().iter().map(|s| &s["args"]).collect();
+    assert_eq!(*args[0], json!({"i": ["int", i64::MIN], "u": ["uint", u64::MAX]}));
+    assert_eq!(*args[1], json!({"i": ["int", -1], "u": ["uint", 0]}));
+    assert_eq!(*args[2], json!({"a": ["double", "NaN"], "b": ["double", "-Infinity"]}));
+    assert_eq!(args[3]["a"][1].as_f64().map(f64::to_bits), Some((-0.0f64).to_bits()));
+    assert_eq!(args[3]["b"], json!(["double", 1e-300]));
+    assert_eq!(*args[4], json!({"static": ["string", "static-str"], "dynamic": ["string", dynamic]}));
+    assert_eq!(
+        *args[5],
+        json!({"static": ["string", ""], "dynamic": ["string", long], "truncated": ["bool", true]})
+    );
+    // Unnamed arguments are arg0 and arg1; an end's arguments join its slice.
+    assert_eq!(
+        *args[6],
+        json!({"arg0": ["pointer", 0xffff_8000_0000_1234u64], "arg1": ["bool", false], "ok": ["bool", true]})
+    );
+    assert_eq!(slices(t)[4], s("strings", T0 + 5, Some(0), 0));
+    assert_eq!(t["slices"][4]["type"], "instant");
+}
+
+#[test]
+fn counters_get_one_track_per_name_under_the_process() {
+    use ArgType::*;
+    let cs = vec![
+        callsite(16, "heap", Phase::Counter, ["value", ""]),
+        callsite(17, "load", Phase::Counter, ["value", ""]),
+        callsite(18, "big", Phase::Counter, ["value", ""]),
+        callsite(19, "flag", Phase::Counter, ["value", ""]),
+        callsite(20, "label", Phase::Counter, ["value", ""]),
+        callsite(21, "pair", Phase::Counter, ["rx", "tx"]),
+    ];
+    let chunks = vec![
+        Part::Callsites(cs),
+        chunk(
+            1,
+            vec![
+                plain(10, 16, &[(I64, 100)]),
+                plain(11, 17, &[(F64, 0.25f64.to_bits())]),
+                plain(12, 18, &[(U64, u64::MAX)]),
+                plain(13, 19, &[(Bool, 1)]),
+                plain(14, 20, &[(StaticStr, pack_static_str(0, 4).0)]),
+                plain(15, 21, &[(U64, 3), (I64, (-4i64) as u64)]),
+            ],
+        ),
+        // The same counter from another thread goes on the same track.
+        chunk(2, vec![plain(20, 16, &[(I64, (-7i64) as u64)]), plain(21, 17, &[(F64, 1.5f64.to_bits())])]),
+    ];
+    let (pf, r) = export(&file(chunks, &["idle"], &Trailer::default()));
+    assert_eq!(r.unwrap().threads, 2);
+    let doc = check(&pf);
+    let process = &tracks(&doc, "process")[0]["uuid"];
+    let counter = |name: &str| {
+        let t = named(&doc, "counter", name);
+        assert_eq!(t.len(), 1, "{name}");
+        assert_eq!(&t[0]["parent"], process);
+        assert_eq!(t[0]["categories"], json!(["test"]));
+        t[0]["counter"].clone()
+    };
+    assert_eq!(counter("heap"), json!([[T0 + 10, 100], [T0 + 20, -7]]));
+    assert_eq!(counter("load"), json!([[T0 + 11, 0.25], [T0 + 21, 1.5]]));
+    // Too big for counter_value (int64): a double.
+    assert_eq!(counter("big"), json!([[T0 + 12, u64::MAX as f64]]));
+    assert_eq!(counter("flag"), json!([[T0 + 13, 1]]));
+    assert_eq!(counter("pair.rx"), json!([[T0 + 15, 3]]));
+    assert_eq!(counter("pair.tx"), json!([[T0 + 15, -4]]));
+    assert_eq!(tracks(&doc, "counter").len(), 6);
+    // A value that is not a number is kept as an instant.
+    let label = slice(thread(&doc, 1), "label");
+    assert_eq!((&label["ts"], &label["args"]), (&json!(T0 + 14), &json!({"value": ["string", "idle"]})));
+}
+
+#[test]
+fn async_slices_get_a_track_per_open_key_even_when_the_end_comes_first_in_the_file() {
+    let cs = vec![
+        callsite(16, "req", Phase::AsyncBegin, ["", ""]),
+        callsite(17, "req", Phase::AsyncEnd, ["", ""]),
+        callsite(18, "other", Phase::AsyncBegin, ["", ""]),
+        callsite(19, "other", Phase::AsyncEnd, ["", ""]),
+    ];
+    let a = |ts, id, cs| ev(ts, cs, &[id], &[], &[], false);
+    let chunks = vec![
+        Part::Callsites(cs),
+        // Thread 2's chunk holds the end of request 1 and is written before the begin's chunk.
+        chunk(2, vec![a(50, 1, 17), a(60, 2, 16), a(70, 2, 17)]),
+        chunk(
+            1,
+            vec![
+                a(10, 1, 16),
+                // Request 3 begins twice before it ends: nested on one track.
+                a(20, 3, 16),
+                a(25, 3, 16),
+                a(30, 3, 17),
+                a(35, 3, 17),
+                // Another name with the same id: another track.
+                a(40, 1, 18),
+                a(45, 1, 19),
+                // Request 2 again, after it ended: a new track.
+                a(80, 2, 16),
+                a(90, 2, 17),
+            ],
+        ),
+    ];
+    let (pf, r) = export(&file(chunks, &[], &Trailer::default()));
+    r.unwrap();
+    let doc = check(&pf);
+    let process = &tracks(&doc, "process")[0]["uuid"];
+    let reqs = named(&doc, "track", "req");
+    assert!(reqs.iter().all(|t| &t["parent"] == process));
+    let mut got: Vec<_> = reqs.iter().map(|t| slices(t)).collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            vec![s("req", T0 + 10, Some(40), 0)],
+            vec![s("req", T0 + 20, Some(15), 0), s("req", T0 + 25, Some(5), 1)],
+            vec![s("req", T0 + 60, Some(10), 0)],
+            vec![s("req", T0 + 80, Some(10), 0)],
+        ]
+    );
+    let other = named(&doc, "track", "other");
+    assert_eq!(slices(other[0]), [s("other", T0 + 40, Some(5), 0)]);
+    assert_eq!(slice(other[0], "other")["args"], json!({"async_id": ["uint", 1]}));
+}
+
+#[test]
+fn async_keys_are_forgotten_once_their_slices_close() {
+    let cs = vec![
+        callsite(16, "req", Phase::AsyncBegin, ["", ""]),
+        callsite(17, "req", Phase::AsyncEnd, ["", ""]),
+    ];
+    let events: Vec<Vec<Record>> = (0..500u64)
+        .flat_map(|i| [ev(i * 10, 16, &[i], &[], &[], false), ev(i * 10 + 5, 17, &[i], &[], &[], false)])
+        .collect();
+    let open_one = ev(9_000, 16, &[9_999], &[], &[], false);
+    let bytes =
+        file(vec![Part::Callsites(cs), chunk(1, events), chunk(1, vec![open_one])], &[], &Trailer::default());
+    let reader = Reader::new(&bytes[..]).unwrap();
+    let mut out = Vec::new();
+    let mut x = Exporter::new(&reader, &mut out);
+    assert_eq!(x.run(reader).unwrap().events, 1001);
+    assert_eq!(x.asyncs.len(), 1, "only the slice still open is remembered");
+    assert_eq!(x.threads.len(), 1);
+    // "req" and "test", and the summary's "trace summary" and "phosphor".
+    assert_eq!(x.interner.names.len() + x.interner.categories.len(), 4);
+}
+
+#[test]
+fn a_thread_named_only_after_its_chunks_gets_its_name() {
+    let cs = vec![callsite(16, "tick", Phase::Instant, ["", ""])];
+    let tick = |ts| plain(ts, 16, &[]);
+    let parts = vec![
+        Part::Callsites(cs),
+        Part::Threads(vec![(1, "early")]),
+        chunk(1, vec![tick(1)]),
+        chunk(2, vec![tick(2)]),
+        chunk(3, vec![tick(3)]),
+        // Names for a thread seen before, a rename, and a thread with no events.
+        Part::Threads(vec![(2, "late"), (1, "renamed"), (4, "idle")]),
+    ];
+    let (pf, r) = export(&file(parts, &[], &Trailer::default()));
+    assert_eq!(r.unwrap().threads, 3);
+    let doc = check(&pf);
+    let names: Vec<(u64, Json, u64)> = tracks(&doc, "thread")
+        .iter()
+        .map(|t| (t["tid"].as_u64().unwrap(), t["name"].clone(), t["descriptors"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [(1, json!("renamed"), 2), (2, json!("late"), 2), (3, Json::Null, 1)],
+        "a thread's track is described when first seen and again when a threads block names it"
+    );
+    let dump = run_checker(&["--dump", "-"], &pf);
+    assert!(dump.contains("track_descriptor { uuid: 34 thread { pid: 7 tid: 2 } }"), "{dump}");
+    assert!(
+        dump.contains("track_descriptor { uuid: 34 thread { pid: 7 tid: 2 thread_name: \"late\" } }"),
+        "{dump}"
+    );
+}
+
+#[test]
+fn a_redefined_callsite_keeps_each_events_own_name() {
+    let parts = vec![
+        Part::Callsites(vec![callsite(16, "first", Phase::Instant, ["a", ""])]),
+        chunk(1, vec![plain(1, 16, &[(ArgType::I64, 1)])]),
+        Part::Callsites(vec![callsite(16, "second", Phase::Instant, ["b", ""])]),
+        chunk(1, vec![plain(2, 16, &[(ArgType::I64, 2)])]),
+        Part::Callsites(vec![callsite(17, "unrelated", Phase::Instant, ["", ""])]),
+        chunk(1, vec![plain(3, 16, &[(ArgType::I64, 3)])]),
+    ];
+    let (pf, r) = export(&file(parts, &[], &Trailer::default()));
+    r.unwrap();
+    let doc = check(&pf);
+    let t = thread(&doc, 1);
+    let got: Vec<(&Json, &Json)> =
+        t["slices"].as_array().unwrap().iter().map(|s| (&s["name"], &s["args"])).collect();
+    assert_eq!(
+        got,
+        [
+            (&json!("first"), &json!({"a": ["int", 1]})),
+            (&json!("second"), &json!({"b": ["int", 2]})),
+            (&json!("second"), &json!({"b": ["int", 3]})),
+        ]
+    );
+}
+
+#[test]
+fn names_are_interned_once_in_the_first_packet_that_uses_them() {
+    let cs = vec![
+        callsite(16, "work", Phase::Complete, ["n", ""]),
+        callsite(17, "work", Phase::Begin, ["n", ""]),
+        callsite(18, "tick", Phase::Instant, ["n", ""]),
+    ];
+    let events = (0..20).map(|i| {
+        ev(i * 10, 16 + (i % 3) as u32, &[1][..(i % 3 == 0) as usize], &[(ArgType::I64, i)], &[], false)
+    });
+    let (pf, r) =
+        export(&file(vec![Part::Callsites(cs), chunk(1, events.collect())], &[], &Trailer::default()));
+    r.unwrap();
+    let dump = run_checker(&["--dump", "-"], &pf);
+    // One definition per distinct string, in the packet of its first use; none refer to a
+    // missing iid (the checker would have failed).
+    for (entry, count) in [
+        ("event_names { iid: 1 name: \"work\" }", 1),
+        ("event_names { iid: 2 name: \"tick\" }", 1),
+        ("event_categories { iid: 1 name: \"test\" }", 1),
+        ("debug_annotation_names { iid: 1 name: \"n\" }", 1),
+        ("event_names {", 3), // work, tick, and the summary's name
+        ("interned_data", 2 + 1),
+    ] {
+        assert_eq!(dump.matches(entry).count(), count, "{entry} in\n{dump}");
+    }
+    let first_event = dump.lines().find(|l| l.contains("track_event")).unwrap();
+    assert!(first_event.contains("name: \"work\""), "{first_event}");
+    assert!(check(&pf)["ok"] == true);
+}
+
+#[test]
+fn timestamps_are_absolute_monotonic_nanoseconds_exactly() {
+    let cs =
+        vec![callsite(16, "tick", Phase::Instant, ["", ""]), callsite(17, "work", Phase::Complete, ["", ""])];
+    // 2^53 + 1 ns: an f64 would round it; the nanosecond clock's integer path does not.
+    let events = vec![plain(9_007_199_254_740_993, 16, &[]), ev(1, 17, &[1_001], &[], &[], false)];
+    let (pf, r) = export(&file(vec![Part::Callsites(cs), chunk(1, events)], &[], &Trailer::default()));
+    r.unwrap();
+    let doc = check(&pf);
+    assert_eq!(
+        slices(thread(&doc, 1)),
+        [s("work", T0 + 1, Some(1_001), 0), s("tick", T0 + 9_007_199_254_740_993, Some(0), 0)]
+    );
+    assert_eq!(doc["clock"]["snapshot"]["BUILTIN_CLOCK_REALTIME"], 1_600_000_000_000_000_000u64);
+}
+
+#[test]
+fn the_summary_instant_reports_every_drop_reason_that_lost_events() {
+    let cs = vec![callsite(16, "tick", Phase::Instant, ["", ""])];
+    let trailer = Trailer {
+        recorded: 1,
+        dropped: DropCounts {
+            no_chunk: 1,
+            stopping: 2,
+            reentrant: 3,
+            thread_exited: 4,
+            ..DropCounts::default()
+        },
+        ..Trailer::default()
+    };
+    let (pf, r) = export(&file(vec![Part::Callsites(cs), chunk(1, vec![plain(5, 16, &[])])], &[], &trailer));
+    r.unwrap();
+    let doc = check(&pf);
+    let summary = slice(tracks(&doc, "process")[0], "trace summary");
+    assert_eq!(summary["ts"], T0 + 5);
+    assert_eq!(
+        summary["args"],
+        json!({
+            "events_recorded": ["uint", 1], "events_dropped": ["uint", 10],
+            "dropped.no_chunk": ["uint", 1], "dropped.stopping": ["uint", 2],
+            "dropped.reentrant": ["uint", 3], "dropped.thread_exited": ["uint", 4],
+        })
+    );
+}
+
+// ---- Truncation and errors ----
+
+#[test]
+fn a_truncated_file_exports_a_valid_trace_of_its_complete_chunks_and_says_where_it_stopped() {
+    let mut chunks = Vec::new();
+    let mut r = Reader::new(GOLDEN).unwrap();
+    while let Some(c) = r.next_chunk().unwrap() {
+        chunks.push((c.end_offset(), c.events().count() as u64));
+    }
+    let mut outputs = Vec::new();
+    let mut expected = Vec::new();
+    for cut in 0..GOLDEN.len() {
+        let Ok(reader) = Reader::new(&GOLDEN[..cut]) else { continue };
+        let mut out = Vec::new();
+        let err = write_perfetto(reader, &mut out).expect_err("a cut file is incomplete");
+        let Error::Read { offset, exported, source } = &err else { panic!("{err}") };
+        assert_eq!(Some(*offset), err.offset());
+        assert_eq!(*offset, source.offset());
+        assert!(*offset <= cut as u64, "cut {cut}: error at {offset}");
+        let events: u64 = chunks.iter().filter(|(end, _)| *end <= *offset).map(|(_, n)| n).sum();
+        assert_eq!(exported.events, events, "cut {cut}");
+        assert!(!exported.complete);
+        outputs.push(out);
+        expected.push((cut, *offset));
+    }
+    assert!(outputs.len() > 100, "only {} cuts were past the header", outputs.len());
+    for (result, (cut, offset)) in check_all(&outputs).iter().zip(expected) {
+        assert_eq!(result["ok"], true, "cut {cut}: {:#}", result["errors"]);
+        let process = result["tracks"].as_array().unwrap().iter().find(|t| t["kind"] == "process").unwrap();
+        let summary = &process["slices"][0];
+        assert_eq!(summary["name"], "trace summary", "cut {cut}");
+        assert_eq!(
+            summary["args"],
+            json!({"incomplete": ["bool", true], "read_error_offset": ["uint", offset]}),
+            "cut {cut}"
+        );
+    }
+}
+
+#[test]
+fn a_failing_output_is_a_write_error() {
+    struct Broken;
+    impl Write for Broken {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::new(io::ErrorKind::BrokenPipe, "closed"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let err = write_perfetto(Reader::new(GOLDEN).unwrap(), Broken).unwrap_err();
+    assert!(matches!(&err, Error::Write(e) if e.kind() == io::ErrorKind::BrokenPipe), "{err}");
+    assert_eq!(err.offset(), None);
+}
+
+// ---- Speed ----
+
+/// Converts a generated file of mixed events (complete with two arguments, instants, counters,
+/// begin/end pairs, over 8 threads) and prints the rate, with reading alone and Chrome JSON for
+/// comparison. `cargo test --release -p phosphor-export perfetto::tests::throughput -- --ignored
+/// --nocapture`; `PHOSPHOR_EVENTS` sets the size (default 4 M).
+#[test]
+#[ignore = "a measurement; run in release by hand"]
+fn throughput() {
+    let n: u64 = std::env::var("PHOSPHOR_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(4_000_000);
+    let cs = vec![
+        callsite(16, "work", Phase::Complete, ["items", "ratio"]),
+        callsite(17, "tick", Phase::Instant, ["n", ""]),
+        callsite(18, "heap", Phase::Counter, ["value", ""]),
+        callsite(19, "scope", Phase::Begin, ["", ""]),
+        callsite(20, "scope", Phase::End, ["", ""]),
+    ];
+    use ArgType::*;
+    let mut parts = vec![Part::Callsites(cs)];
+    let per_chunk = 120u64;
+    let mut ts = 1_000u64;
+    let mut made = 0;
+    while made < n {
+        let mut records = Vec::new();
+        for i in 0..per_chunk / 4 {
+            ts += 37;
+            records.extend(ev(ts - 30, 16, &[25], &[(U64, i), (F64, 0.5f64.to_bits())], &[], false));
+            records.extend(plain(ts + 1, 17, &[(I64, i)]));
+            records.extend(plain(ts + 2, 18, &[(I64, i * 4096)]));
+            records.extend(plain(ts + 3, if i % 2 == 0 { 19 } else { 20 }, &[]));
+        }
+        made += per_chunk;
+        parts.push(Part::Chunk((made / per_chunk % 8) as u32 + 1, records));
+    }
+    let bytes = file(parts, &[], &Trailer::default());
+    let time = |label: &str, f: &dyn Fn() -> u64| {
+        let t = Instant::now();
+        let events = f();
+        let secs = t.elapsed().as_secs_f64();
+        println!("{label:<12} {events} events in {secs:.3} s: {:.1} M events/s", events as f64 / secs / 1e6);
+    };
+    time("read only", &|| {
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        let mut k = 0;
+        r.for_each_event(|_| k += 1).unwrap();
+        k
+    });
+    time("chrome json", &|| {
+        crate::chrome::write_chrome_json(Reader::new(&bytes[..]).unwrap(), io::sink()).unwrap().events
+    });
+    time("perfetto", &|| write_perfetto(Reader::new(&bytes[..]).unwrap(), io::sink()).unwrap().events);
+    let mut pf = Vec::new();
+    write_perfetto(Reader::new(&bytes[..]).unwrap(), &mut pf).unwrap();
+    println!(
+        "{} bytes in, {} bytes out ({:.1} bytes per event)",
+        bytes.len(),
+        pf.len(),
+        pf.len() as f64 / n as f64
+    );
+}

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""Checks Perfetto protobuf traces (.pftrace) against the official schema, and decodes them the way
+trace processor does.
+
+Usage:
+    check_pftrace.py FILE...        one JSON result per file, one per line
+    check_pftrace.py --dump FILE    a human-readable dump: every packet, then every track
+    check_pftrace.py --batch        traces on stdin, each as a little-endian u64 length and the
+                                    bytes; prints a JSON list of results (one Python start for many)
+    A FILE of "-" is stdin. Exit status: 0 if every trace is valid, 1 if not, 2 on bad usage.
+
+Run it with the interpreter that scripts/python-env.sh prints: it needs the `perfetto` package,
+which ships perfetto_trace_pb2, the code generated from the official perfetto_trace.proto.
+
+What is checked (any failure is listed in "errors" and makes "ok" false):
+  * the bytes parse as perfetto.protos.Trace, and hold no field unknown to the schema, at any
+    depth; re-serialised they take exactly as many bytes (so no field is written twice and every
+    varint is minimal);
+  * every packet has trusted_packet_sequence_id; interning is resolved per sequence as trace
+    processor resolves it: SEQ_INCREMENTAL_STATE_CLEARED (or incremental_state_cleared) starts a
+    new, empty generation, TracePacketDefaults and InternedData apply from the packet that carries
+    them on, an iid is never 0 and never redefined with another value within a generation; a
+    packet that uses interned names sets SEQ_NEEDS_INCREMENTAL_STATE, and none does before the
+    sequence was cleared;
+  * the first packet is a ClockSnapshot with a primary_trace_clock, and every timestamp is in
+    that clock (the packet's timestamp_clock_id, else the sequence defaults');
+  * every track_uuid an event uses has a TrackDescriptor earlier in the stream; descriptors of one
+    uuid agree (kind, parent, pid, tid; the name may change, the last one wins); parents exist;
+    thread and process descriptors have their pid/tid; counter events are on counter tracks and
+    have a value, other events are not on counter tracks.
+
+Then each track's events are sorted by timestamp, ties in stream order (trace processor's sorter
+compares (timestamp, arrival)), and replayed as trace processor's slice tracker does: a begin
+opens a slice at the current depth, an end closes the innermost open one, an instant is a
+zero-length slice at the current depth. The result lists every track with its slices (name,
+category, ts, dur, depth, args) or counter values; an end with nothing open is listed in
+"unmatched_ends" and a slice never closed has "dur": null.
+"""
+
+import json
+import math
+import struct
+import sys
+
+from google.protobuf import text_format
+from google.protobuf.message import DecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+BOOTTIME = pb.BUILTIN_CLOCK_BOOTTIME
+TYPE_NAMES = {v: k for k, v in pb.TrackEvent.Type.items()}
+CLOCK_NAMES = {v: k for k, v in pb.BuiltinClock.items()}
+
+
+def unknown_fields(msg, path, errors):
+    """Lists fields the schema does not know, in msg and every message inside it."""
+    for f in UnknownFieldSet(msg):
+        errors.append(f"{path}: unknown field {f.field_number} (wire type {f.wire_type})")
+    for field, value in msg.ListFields():
+        if field.type != field.TYPE_MESSAGE:
+            continue
+        if field.is_repeated:
+            for i, m in enumerate(value):
+                unknown_fields(m, f"{path}.{field.name}[{i}]", errors)
+        else:
+            unknown_fields(value, f"{path}.{field.name}", errors)
+
+
+def json_number(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    return x
+
+
+class Sequence:
+    def __init__(self):
+        self.valid = False
+        self.clear()
+
+    def clear(self):
+        self.names = {}
+        self.categories = {}
+        self.annotation_names = {}
+        self.defaults = None
+
+
+class Track:
+    def __init__(self, uuid, identity, name, first_packet):
+        self.uuid = uuid
+        self.identity = identity
+        self.name = name
+        self.descriptors = 1
+        self.first_packet = first_packet
+        self.events = []  # (ts, packet index, type, name, category, args, value)
+
+    def kind(self):
+        return self.identity["kind"]
+
+
+def descriptor_identity(td):
+    identity = {"kind": "track", "parent": td.parent_uuid if td.HasField("parent_uuid") else None}
+    name = td.name if td.HasField("name") else None
+    if td.HasField("process"):
+        identity["kind"] = "process"
+        identity["pid"] = td.process.pid if td.process.HasField("pid") else None
+        if td.process.HasField("process_name"):
+            name = td.process.process_name
+    elif td.HasField("thread"):
+        identity["kind"] = "thread"
+        identity["pid"] = td.thread.pid if td.thread.HasField("pid") else None
+        identity["tid"] = td.thread.tid if td.thread.HasField("tid") else None
+        if td.thread.HasField("thread_name"):
+            name = td.thread.thread_name
+    elif td.HasField("counter"):
+        identity["kind"] = "counter"
+        identity["categories"] = list(td.counter.categories)
+    return identity, name
+
+
+def annotation_value(a):
+    which = a.WhichOneof("value")
+    if which is None:
+        return None
+    kind = which[: -len("_value")] if which.endswith("_value") else which
+    value = getattr(a, which)
+    if which in ("nested_value",):
+        value = text_format.MessageToString(value, as_one_line=True, as_utf8=True)
+    return [kind, json_number(value)]
+
+
+def check(data):
+    errors = []
+    trace = pb.Trace()
+    try:
+        trace.ParseFromString(data)
+    except DecodeError as e:
+        return {"ok": False, "errors": [f"does not parse as perfetto.protos.Trace: {e}"]}, trace
+    unknown_fields(trace, "trace", errors)
+    if trace.ByteSize() != len(data):
+        errors.append(f"re-serialised size {trace.ByteSize()} != {len(data)} bytes: a field is "
+                      "repeated or a varint is not minimal")
+
+    sequences = {}
+    tracks = {}
+    clock = {"primary": None, "snapshot": {}}
+    for i, pkt in enumerate(trace.packet):
+        where = f"packet {i}"
+        if not pkt.HasField("trusted_packet_sequence_id"):
+            errors.append(f"{where}: no trusted_packet_sequence_id")
+        seq = sequences.setdefault(pkt.trusted_packet_sequence_id, Sequence())
+        flags = pkt.sequence_flags
+        if pkt.incremental_state_cleared or flags & CLEARED:
+            seq.clear()
+            seq.valid = True
+        if pkt.HasField("trace_packet_defaults"):
+            seq.defaults = pkt.trace_packet_defaults
+        if pkt.HasField("interned_data"):
+            if not seq.valid:
+                errors.append(f"{where}: interned data before the sequence was cleared")
+            d = pkt.interned_data
+            for table, entries in ((seq.names, d.event_names), (seq.categories, d.event_categories),
+                                   (seq.annotation_names, d.debug_annotation_names)):
+                for e in entries:
+                    if e.iid == 0:
+                        errors.append(f"{where}: interned iid 0 ({e.name!r})")
+                    elif table.get(e.iid, e.name) != e.name:
+                        errors.append(f"{where}: iid {e.iid} redefined from {table[e.iid]!r} to {e.name!r}")
+                    table[e.iid] = e.name
+        if flags & NEEDS and not seq.valid:
+            errors.append(f"{where}: needs incremental state, but the sequence was never cleared")
+
+        data_field = pkt.WhichOneof("data")
+        if i == 0 and data_field != "clock_snapshot":
+            errors.append(f"{where}: the first packet is not a ClockSnapshot")
+        if data_field == "clock_snapshot":
+            cs = pkt.clock_snapshot
+            if i != 0:
+                errors.append(f"{where}: a ClockSnapshot after the first packet")
+            if cs.HasField("primary_trace_clock"):
+                clock["primary"] = cs.primary_trace_clock
+            for c in cs.clocks:
+                clock["snapshot"][CLOCK_NAMES.get(c.clock_id, str(c.clock_id))] = c.timestamp
+            continue
+
+        if pkt.HasField("timestamp"):
+            clock_id = pkt.timestamp_clock_id if pkt.HasField("timestamp_clock_id") else 0
+            if not clock_id and seq.defaults is not None and seq.defaults.HasField("timestamp_clock_id"):
+                clock_id = seq.defaults.timestamp_clock_id
+            clock_id = clock_id or BOOTTIME
+            if clock_id != clock["primary"]:
+                errors.append(f"{where}: timestamp in clock {clock_id}, not the primary trace clock "
+                              f"{clock['primary']}")
+
+        if data_field == "track_descriptor":
+            td = pkt.track_descriptor
+            if not td.uuid:
+                errors.append(f"{where}: TrackDescriptor without a uuid")
+                continue
+            identity, name = descriptor_identity(td)
+            if identity["kind"] == "process" and identity["pid"] is None:
+                errors.append(f"{where}: ProcessDescriptor without a pid")
+            if identity["kind"] == "thread" and (identity["pid"] is None or identity["tid"] is None):
+                errors.append(f"{where}: ThreadDescriptor without a pid and a tid")
+            track = tracks.get(td.uuid)
+            if track is None:
+                tracks[td.uuid] = Track(td.uuid, identity, name, i)
+            else:
+                if track.identity != identity:
+                    errors.append(f"{where}: track {td.uuid} described again as {identity}, "
+                                  f"was {track.identity}")
+                track.descriptors += 1
+                if name is not None:
+                    track.name = name
+        elif data_field == "track_event":
+            track_event(pkt, where, seq, tracks, errors)
+        elif data_field is not None:
+            errors.append(f"{where}: unexpected packet content {data_field}")
+
+    if clock["primary"] is None:
+        errors.append("no ClockSnapshot gives the primary trace clock")
+    for t in tracks.values():
+        parent = t.identity["parent"]
+        if parent is not None and parent not in tracks:
+            errors.append(f"track {t.uuid}: parent {parent} has no descriptor")
+        if t.kind() in ("counter", "track") and (parent not in tracks or tracks[parent].kind() != "process"):
+            errors.append(f"track {t.uuid} ({t.kind()}): not parented to a process track")
+
+    result = {
+        "ok": not errors,
+        "errors": errors,
+        "packets": len(trace.packet),
+        "sequences": sorted(sequences),
+        "clock": {
+            "primary": CLOCK_NAMES.get(clock["primary"], clock["primary"]),
+            "snapshot": clock["snapshot"],
+        },
+        "tracks": [replay(t) for t in sorted(tracks.values(), key=lambda t: t.first_packet)],
+    }
+    return result, trace
+
+
+def track_event(pkt, where, seq, tracks, errors):
+    te = pkt.track_event
+    needs = bool(pkt.sequence_flags & NEEDS)
+    if not pkt.HasField("timestamp"):
+        errors.append(f"{where}: TrackEvent without a timestamp")
+    uuid = te.track_uuid
+    if not te.HasField("track_uuid"):
+        defaults = seq.defaults.track_event_defaults if seq.defaults is not None else None
+        uuid = defaults.track_uuid if defaults is not None else 0
+    track = tracks.get(uuid)
+    if track is None:
+        errors.append(f"{where}: track_uuid {uuid} has no TrackDescriptor before it")
+        return
+    uses_interning = te.HasField("name_iid") or len(te.category_iids) > 0 or any(
+        a.HasField("name_iid") for a in te.debug_annotations)
+    if uses_interning and not needs:
+        errors.append(f"{where}: uses interned data without SEQ_NEEDS_INCREMENTAL_STATE")
+
+    def lookup(table, iid, what):
+        if iid not in table:
+            errors.append(f"{where}: {what} iid {iid} is not interned on this sequence")
+            return f"<unknown {what} {iid}>"
+        return table[iid]
+
+    name = None
+    if te.HasField("name_iid"):
+        name = lookup(seq.names, te.name_iid, "event name")
+    elif te.HasField("name"):
+        name = te.name
+    categories = [lookup(seq.categories, c, "category") for c in te.category_iids] + list(te.categories)
+    args = {}
+    for a in te.debug_annotations:
+        if a.HasField("name_iid"):
+            key = lookup(seq.annotation_names, a.name_iid, "annotation name")
+        else:
+            key = a.name
+        args[key] = annotation_value(a)
+
+    kind = TYPE_NAMES.get(te.type, te.type)
+    value = None
+    if te.type == pb.TrackEvent.TYPE_COUNTER:
+        if track.kind() != "counter":
+            errors.append(f"{where}: counter event on {track.kind()} track {uuid}")
+        which = te.WhichOneof("counter_value_field")
+        if which is None:
+            errors.append(f"{where}: counter event without a value")
+        else:
+            value = json_number(getattr(te, which))
+    else:
+        if track.kind() == "counter":
+            errors.append(f"{where}: {kind} on counter track {uuid}")
+        if te.type not in (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_SLICE_END,
+                           pb.TrackEvent.TYPE_INSTANT):
+            errors.append(f"{where}: TrackEvent of type {kind}")
+    track.events.append((pkt.timestamp, kind, name, ",".join(categories) or None, args, value))
+
+
+def replay(track):
+    """The track's events in timestamp order (stable), built into slices as trace processor does."""
+    out = {"uuid": track.uuid, "name": track.name, "descriptors": track.descriptors}
+    out.update(track.identity)
+    events = sorted(track.events, key=lambda e: e[0])
+    if track.kind() == "counter":
+        out["counter"] = [[ts, value] for ts, _, _, _, _, value in events]
+        return out
+    slices, stack, unmatched = [], [], []
+    for ts, kind, name, category, args, _ in events:
+        if kind == "TYPE_SLICE_END":
+            if not stack:
+                unmatched.append(ts)
+                continue
+            s = stack.pop()
+            s["dur"] = ts - s["ts"]
+            s["args"].update(args)
+        else:
+            s = {"type": "instant" if kind == "TYPE_INSTANT" else "slice", "name": name,
+                 "category": category, "ts": ts, "dur": 0 if kind == "TYPE_INSTANT" else None,
+                 "depth": len(stack), "args": args}
+            slices.append(s)
+            if kind == "TYPE_SLICE_BEGIN":
+                stack.append(s)
+    out["slices"] = slices
+    out["unmatched_ends"] = unmatched
+    return out
+
+
+def dump(result, trace):
+    lines = ["packets:"]
+    for i, pkt in enumerate(trace.packet):
+        lines.append(f"  {i}: {text_format.MessageToString(pkt, as_one_line=True, as_utf8=True)}")
+    lines.append("tracks:")
+    for t in result.get("tracks", []):
+        ids = " ".join(f"{k}={t[k]}" for k in ("pid", "tid", "parent", "categories") if t.get(k) is not None)
+        lines.append(f"  {t['kind']} {json.dumps(t['name'], ensure_ascii=False)} uuid={t['uuid']} {ids} "
+                     f"descriptors={t['descriptors']}")
+        for ts, value in t.get("counter", []):
+            lines.append(f"    {ts} = {value}")
+        for s in t.get("slices", []):
+            dur = "open" if s["dur"] is None else f"+{s['dur']}"
+            args = ", ".join(f"{k}: {v[0]} {json.dumps(v[1], ensure_ascii=False)}" for k, v in s["args"].items())
+            lines.append(f"    {s['ts']} {dur} {'  ' * s['depth']}{s['type']} {s['name']} [{s['category']}]"
+                         + (f" {{{args}}}" if args else ""))
+        for ts in t.get("unmatched_ends", []):
+            lines.append(f"    {ts} end with nothing open")
+    lines.append("errors:" + "".join(f"\n  {e}" for e in result["errors"]) if result["errors"] else "errors: none")
+    return "\n".join(lines)
+
+
+def read_batch(stream):
+    traces = []
+    while True:
+        head = stream.read(8)
+        if not head:
+            return traces
+        if len(head) != 8:
+            raise SystemExit("--batch: truncated length")
+        (n,) = struct.unpack("<Q", head)
+        data = stream.read(n)
+        if len(data) != n:
+            raise SystemExit("--batch: truncated trace")
+        traces.append(data)
+
+
+def main(argv):
+    args = argv[1:]
+    if args[:1] == ["--batch"] and len(args) == 1:
+        results = [check(data)[0] for data in read_batch(sys.stdin.buffer)]
+        print(json.dumps(results, ensure_ascii=False))
+        return 0 if all(r["ok"] for r in results) else 1
+    want_dump = args[:1] == ["--dump"]
+    files = args[1:] if want_dump else args
+    if not files or (want_dump and len(files) != 1):
+        print(__doc__, file=sys.stderr)
+        return 2
+    ok = True
+    for f in files:
+        data = sys.stdin.buffer.read() if f == "-" else open(f, "rb").read()
+        result, trace = check(data)
+        ok &= result["ok"]
+        print(dump(result, trace) if want_dump else json.dumps(result, ensure_ascii=False))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

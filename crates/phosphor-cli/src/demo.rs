@@ -1,8 +1,8 @@
-//! `phosphor demo`: trace the workload of `workload.rs` with the global `TraceLog`, print the
-//! accounting (emitted = recorded + dropped) and the statistics of `phosphor-export`, and save the
-//! trace as `trace.phos` in the output directory (`demo-out/` unless `--out` says otherwise), and
-//! its Chrome JSON, converted from the saved file, as `trace.json` next to it, with a flame graph of
-//! its self time, `flame.svg`.
+//! `phosphor demo`: trace the workload of `workload.rs` with the global `TraceLog`, save the trace
+//! as `trace.phos` in the output directory (`demo-out/` unless `--out` says otherwise), and print
+//! the accounting (emitted = recorded + dropped) and the statistics `phosphor stats` computes from
+//! the saved file; then convert the file to Chrome JSON, `trace.json`, and draw a flame graph of its
+//! self time, `flame.svg`, next to it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use phosphor::{BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig};
-use phosphor_export::{format_count, format_drops, format_ns, TraceStats};
+use phosphor_export::{format_count, format_drops, format_ns, TableOptions, TraceStats};
 
 use crate::convert;
 use crate::info::format_bytes;
+use crate::progress;
 use crate::workload;
 
 /// Options of `phosphor demo`.
@@ -79,18 +80,36 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let wall = started.elapsed();
     log.stop();
     let trace = log.take_trace().context("the stopped TraceLog kept no trace")?;
+
+    // Saved before anything is checked: the file is what one would look at next.
+    let path = args.out.join("trace.phos");
+    let saving = Instant::now();
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating the output directory {}", args.out.display()))?;
+    trace.save(&path).context("saving the trace")?;
+    let save_time = saving.elapsed();
+    let size =
+        std::fs::metadata(&path).with_context(|| format!("{}: cannot read its size", path.display()))?.len();
+    let clock = trace.clock().clone();
+    drop(trace);
+
+    // The statistics come from the saved file, as `phosphor stats` computes them.
     let computing = Instant::now();
-    let stats = TraceStats::from_trace(&trace).context("decoding the trace")?;
+    let stats = TraceStats::from_reader(progress::open(&path, "reading back")?)
+        .map_err(|e| e.source.with_path(&path))
+        .context("reading back the saved trace")?;
     let stats_time = computing.elapsed();
 
     let emitted: u64 = threads.iter().map(|t| t.emitted).sum();
-    let dropped = stats.drops.total();
-    let clock_name = match trace.clock().kind {
+    let recorded = stats.recorded.unwrap_or(0);
+    let drops = stats.drops.clone().unwrap_or_default();
+    let dropped = drops.total();
+    let clock_name = match clock.kind {
         ClockKind::Tsc => "TSC",
         ClockKind::Monotonic => "monotonic",
         ClockKind::Realtime => "realtime",
     };
-    let clock_note = match &trace.clock().fallback_reason {
+    let clock_note = match &clock.fallback_reason {
         Some(reason) => format!(" (not the TSC: {reason})"),
         None => String::new(),
     };
@@ -106,8 +125,9 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "  wall time   {} (workload), {} (statistics)",
+        "  wall time   {} (workload), {} (saving), {} (statistics, read from the file)",
         format_duration(wall),
+        format_duration(save_time),
         format_duration(stats_time)
     )?;
     writeln!(
@@ -117,30 +137,26 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         threads.len()
     )?;
     writeln!(out, "  emitted     {}", format_count(emitted))?;
-    writeln!(out, "  recorded    {}", format_count(stats.recorded))?;
-    writeln!(out, "  dropped     {}", format_drops(&stats.drops))?;
+    writeln!(out, "  recorded    {}", format_count(recorded))?;
+    writeln!(out, "  dropped     {}", format_drops(&drops))?;
     let mut problems = Vec::new();
-    if stats.recorded + dropped == emitted {
+    if recorded + dropped == emitted {
         writeln!(out, "  accounting  recorded + dropped == emitted: no unexplained loss")?;
     } else {
         writeln!(
             out,
             "  accounting  MISMATCH: recorded + dropped = {}, emitted = {}",
-            format_count(stats.recorded + dropped),
+            format_count(recorded + dropped),
             format_count(emitted)
         )?;
         problems.push(format!(
             "recorded + dropped differs from emitted by {}",
-            emitted.abs_diff(stats.recorded + dropped)
+            emitted.abs_diff(recorded + dropped)
         ));
     }
-    if stats.events != stats.recorded {
-        writeln!(
-            out,
-            "  decoding    MISMATCH: {} events decoded from the trace",
-            format_count(stats.events)
-        )?;
-        problems.push("the trace decodes to a different number of events than it recorded".into());
+    if stats.events != recorded {
+        writeln!(out, "  decoding    MISMATCH: {} events read from the file", format_count(stats.events))?;
+        problems.push("the file holds a different number of events than the trace recorded".into());
     }
     if dropped == 0 {
         // Without drops every thread's events must all be there.
@@ -160,25 +176,27 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     writeln!(out, "threads ({})", stats.threads.len())?;
     write!(out, "{}", stats.threads_table())?;
     writeln!(out)?;
-    writeln!(out, "event kinds ({}) over {} of trace", stats.kinds.len(), format_ns(stats.span_ns))?;
-    write!(out, "{}", stats.kinds_table())?;
+    let options = TableOptions::default();
+    writeln!(
+        out,
+        "kinds across threads ({}) over {} of trace",
+        options.heading(stats.paths.len()),
+        format_ns(stats.span_ns)
+    )?;
+    write!(out, "{}", stats.kinds_table(options, true))?;
+    if !stats.asyncs.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "async slices ({})", stats.asyncs.len())?;
+        write!(out, "{}", stats.asyncs_table())?;
+    }
     writeln!(out)?;
     writeln!(out, "scope checks")?;
-    write!(out, "{}", stats.mismatch_report())?;
+    write!(out, "{}", stats.problem_report())?;
     writeln!(out)?;
-    // Saved even when the accounting failed: the file is what one would look at next.
-    let path = args.out.join("trace.phos");
-    let saving = Instant::now();
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating the output directory {}", args.out.display()))?;
-    trace.save(&path).context("saving the trace")?;
-    let save_time = saving.elapsed();
-    let size =
-        std::fs::metadata(&path).with_context(|| format!("{}: cannot read its size", path.display()))?.len();
-    let per_event = if stats.recorded == 0 {
+    let per_event = if recorded == 0 {
         String::new()
     } else {
-        format!(", {:.1} bytes per event", size as f64 / stats.recorded as f64)
+        format!(", {:.1} bytes per event", size as f64 / recorded as f64)
     };
     writeln!(
         out,
@@ -187,6 +205,7 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         format_bytes(size),
         format_duration(save_time)
     )?;
+    writeln!(out, "            (per thread and path: phosphor stats {})", path.display())?;
     // The viewer's file, converted from the saved one as `phosphor convert` would.
     let json = args.out.join("trace.json");
     let converted = convert::to_file(&path, convert::Format::Chrome, &json)

@@ -10,6 +10,7 @@ mod demo;
 mod flamegraph;
 mod info;
 mod progress;
+mod stats;
 mod workload;
 
 use std::io::{self, Write};
@@ -41,6 +42,12 @@ enum Command {
     /// (`convert --to folded`). A truncated or corrupt file gives the graph of everything before
     /// the damage, then the error.
     Flamegraph(flamegraph::FlamegraphArgs),
+    /// Statistics of a trace file per scope path and thread (count, total, min, mean, p50, p99,
+    /// max duration), events per thread, drops, lost chunks, and scope checks (ends without a
+    /// begin or of another name, begins left open, interlaced scopes). Tables, or `--json`. A
+    /// truncated or corrupt file gives the statistics of everything before the damage, then the
+    /// error.
+    Stats(stats::StatsArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +58,7 @@ fn main() -> ExitCode {
         // The exporter buffers its output itself.
         Command::Convert(args) => convert::run(&args, io::stdout().lock(), &mut io::stderr()),
         Command::Flamegraph(args) => flamegraph::run(&args, &mut io::stderr()),
+        Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -18,30 +18,30 @@
 //! * begin/end pairs, in order: an end closes the innermost open begin of its thread (an end with
 //!   nothing open is ignored).
 //!
-//! Per thread the folder keeps the stack of open begin slices and, for complete events, the
-//! finished subtrees still waiting for a parent, sorted by start. When a complete slice `[s, e)`
-//! arrives, the waiting subtrees that start at or after `s` are its children; when an end closes a
-//! begin slice, the subtrees finished since its begin are. A complete event that arrives while a
-//! begin slice is open, so inside it, gets its stack as a prefix; a slice that overlaps an open
-//! begin slice without nesting in it is counted as its child.
+//! The nesting (which slice encloses which, as complete events arrive after their children) is
+//! the one statistics use: see `nesting.rs`. A complete event recorded while a begin slice is open,
+//! so inside it, gets its stack as a prefix even if it overlaps it without nesting in it; slices
+//! that partially overlap a sibling stay siblings.
 //!
 //! # Memory
 //!
-//! The aggregate takes one entry per distinct stack. Besides it, the folder holds the subtrees
-//! still waiting for a parent: a complete event's parent is only known when the parent ends, so a
-//! long-lived open parent keeps its finished children waiting until it closes, and the top-level
-//! subtrees of a thread wait to the end of the stream, where those still waiting become roots
-//! (under the stack of the begin slices still open, if any). Begin slices never closed have no
-//! duration: they only give their names to what they enclose.
+//! The aggregate takes one entry per distinct stack and thread. Besides it, the folder holds the
+//! slices still waiting for a parent, at most
+//! [`DEFAULT_PENDING_LIMIT`](crate::DEFAULT_PENDING_LIMIT) per thread: a complete event's
+//! parent is only known when the parent ends, and nothing marks where it starts, so a later parent
+//! could adopt any of them. Past the limit the oldest are folded under the stack known then (a
+//! parent that arrives later no longer prefixes them). Begin slices never closed have no duration:
+//! they only give their names to what they enclose.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Read, Write};
 
-use phosphor_format::file::{self, Reader};
+use phosphor_format::file::{self, ClockInfo, Event, Reader};
 use phosphor_format::Phase;
 
 use crate::error::read_events;
 pub use crate::error::{Error, ExportSummary};
+use crate::nesting::{Label, Nesting, PathId, Sink, Slice, SliceKind};
 
 /// Folded stacks: self time in nanoseconds per stack, and what was read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -63,36 +63,16 @@ impl Folded {
 /// stacks are then those of everything before it.
 pub fn fold<R: Read>(mut reader: Reader<R>) -> (Folded, Option<file::Error>) {
     let clock = reader.header().clock.clone();
-    let mut f = Folder::new(clock.origin_ticks, clock.ns_per_tick);
+    let mut f = Folder::default();
     let mut summary = ExportSummary::default();
     let Ok(failure) = read_events(&mut reader, &mut summary, |e| -> Result<(), std::convert::Infallible> {
-        let cs = e.callsite;
-        let (suffix, closes) = match cs.phase {
-            Phase::Complete => ("", false),
-            Phase::LockWait => (" (wait)", false),
-            Phase::LockHeld => (" (held)", false),
-            Phase::Begin => ("", true),
-            Phase::End => {
-                f.end(e.tid, e.ts);
-                return Ok(());
-            }
-            _ => {
-                f.thread(e.tid);
-                return Ok(());
-            }
-        };
-        let name = f.name(cs.id, || format!("{}{suffix}", cs.name));
-        if closes {
-            f.begin(e.tid, name, e.ts);
-        } else {
-            f.complete(e.tid, name, e.ts, e.duration.unwrap_or(0));
-        }
+        f.add(e);
         Ok(())
     });
     let names: HashMap<u32, &str> = reader.thread_names().collect();
     summary.threads = f.threads.len();
     summary.complete = reader.trailer().is_some();
-    (Folded { stacks: f.finish(&names), summary }, failure)
+    (Folded { stacks: f.finish(&names, &clock), summary }, failure)
 }
 
 /// Writes the folded stacks of the trace that `reader` reads to `out`, one sorted line per stack
@@ -135,207 +115,104 @@ fn finish(summary: ExportSummary, failure: Option<file::Error>) -> Result<Export
     }
 }
 
-/// A finished slice waiting for its parent, with its own finished children.
-#[derive(Debug)]
-struct Node {
-    name: u32,
-    start: i64,
-    dur: u64,
-    self_ns: u64,
-    children: Vec<Node>,
-}
-
-/// A begin slice still open: where its children start in the thread's waiting list.
-#[derive(Debug)]
-struct Open {
-    name: u32,
-    start: i64,
-    first_child: usize,
-}
-
+/// Self time per thread and stack: the nesting engine's sink.
 #[derive(Debug, Default)]
-struct ThreadState {
-    open: Vec<Open>,
-    /// Finished subtrees without a parent yet; sorted by start within each open slice's part.
-    waiting: Vec<Node>,
-}
+struct SelfTimes(HashMap<(u32, PathId), u64>);
 
-/// One node of the aggregate: a stack, by the name indices of its segments.
-#[derive(Debug, Default)]
-struct Path {
-    children: HashMap<u32, usize>,
-    self_ns: u64,
+impl Sink for SelfTimes {
+    fn slice(&mut self, s: &Slice) {
+        if s.kind == SliceKind::Scope {
+            *self.0.entry((s.tid, s.path)).or_default() += s.self_ticks;
+        }
+    }
 }
 
 #[derive(Debug)]
 struct Folder {
-    origin_ticks: u64,
-    ns_per_tick: f64,
+    /// Stack segments, by label.
     names: Vec<String>,
-    name_index: HashMap<String, u32>,
-    by_callsite: HashMap<u32, u32>,
-    threads: HashMap<u32, ThreadState>,
-    /// Per thread, the root of its stacks in `paths`.
-    roots: HashMap<u32, usize>,
-    paths: Vec<Path>,
+    name_index: HashMap<String, Label>,
+    /// Callsite id → label.
+    by_callsite: HashMap<u32, Label>,
+    nesting: Nesting,
+    times: SelfTimes,
+    /// Threads that had events.
+    threads: HashSet<u32>,
 }
 
-impl Folder {
-    fn new(origin_ticks: u64, ns_per_tick: f64) -> Folder {
+impl Default for Folder {
+    fn default() -> Folder {
         Folder {
-            origin_ticks,
-            ns_per_tick,
             names: Vec::new(),
             name_index: HashMap::new(),
             by_callsite: HashMap::new(),
-            threads: HashMap::new(),
-            roots: HashMap::new(),
-            paths: Vec::new(),
+            nesting: Nesting::new(crate::DEFAULT_PENDING_LIMIT),
+            times: SelfTimes::default(),
+            threads: HashSet::new(),
+        }
+    }
+}
+
+impl Folder {
+    fn add(&mut self, e: &Event<'_>) {
+        self.threads.insert(e.tid);
+        let cs = e.callsite;
+        let suffix = match cs.phase {
+            Phase::Complete | Phase::Begin | Phase::End => "",
+            Phase::LockWait => " (wait)",
+            Phase::LockHeld => " (held)",
+            _ => return,
+        };
+        let label = self.label(cs.id, || format!("{}{suffix}", cs.name));
+        match cs.phase {
+            Phase::Begin => self.nesting.begin(e.tid, label, e.ts),
+            Phase::End => self.nesting.end(e.tid, label, e.ts, &mut self.times),
+            _ => self.nesting.complete(e.tid, label, e.ts, e.duration.unwrap_or(0), &mut self.times),
         }
     }
 
-    /// Raw ticks to nanoseconds since the clock origin (as the Chrome export computes them).
-    fn ns(&self, ticks: u64) -> i64 {
-        let d = i128::from(ticks) - i128::from(self.origin_ticks);
-        if self.ns_per_tick == 1.0 {
-            i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
-        } else {
-            (d as f64 * self.ns_per_tick).round() as i64
-        }
-    }
-
-    /// The name index of callsite `id`, made by `make` the first time.
-    fn name(&mut self, id: u32, make: impl FnOnce() -> String) -> u32 {
-        if let Some(&i) = self.by_callsite.get(&id) {
-            return i;
+    /// The label of callsite `id`, its segment made by `make` the first time.
+    fn label(&mut self, id: u32, make: impl FnOnce() -> String) -> Label {
+        if let Some(&l) = self.by_callsite.get(&id) {
+            return l;
         }
         let name = sanitize(&make());
-        let i = match self.name_index.get(&name) {
-            Some(&i) => i,
+        let l = match self.name_index.get(&name) {
+            Some(&l) => l,
             None => {
-                let i = self.names.len() as u32;
+                let l = self.names.len() as Label;
                 self.names.push(name.clone());
-                self.name_index.insert(name, i);
-                i
+                self.name_index.insert(name, l);
+                l
             }
         };
-        self.by_callsite.insert(id, i);
-        i
+        self.by_callsite.insert(id, l);
+        l
     }
 
-    fn thread(&mut self, tid: u32) -> &mut ThreadState {
-        self.threads.entry(tid).or_default()
-    }
-
-    fn begin(&mut self, tid: u32, name: u32, ts: u64) {
-        let start = self.ns(ts);
-        let t = self.thread(tid);
-        let first_child = t.waiting.len();
-        t.open.push(Open { name, start, first_child });
-    }
-
-    fn end(&mut self, tid: u32, ts: u64) {
-        let end = self.ns(ts);
-        let t = self.thread(tid);
-        let Some(open) = t.open.pop() else { return };
-        let children: Vec<Node> = t.waiting.drain(open.first_child..).collect();
-        let dur = end.saturating_sub(open.start).max(0) as u64;
-        let node = node(open.name, open.start, dur, children);
-        insert_sorted(t, node);
-    }
-
-    fn complete(&mut self, tid: u32, name: u32, ts: u64, duration: u64) {
-        let start = self.ns(ts);
-        let dur = self.ns(ts.saturating_add(duration)).saturating_sub(start).max(0) as u64;
-        let t = self.thread(tid);
-        let first = t.open.last().map_or(0, |o| o.first_child);
-        let from = first + t.waiting[first..].partition_point(|n| n.start < start);
-        let children: Vec<Node> = t.waiting.drain(from..).collect();
-        insert_sorted(t, node(name, start, dur, children));
-    }
-
-    /// Adds the subtree `node` under the aggregate node `at`.
-    fn add(&mut self, at: usize, node: &Node) {
-        let child = match self.paths[at].children.get(&node.name) {
-            Some(&c) => c,
-            None => {
-                let c = self.paths.len();
-                self.paths.push(Path::default());
-                self.paths[at].children.insert(node.name, c);
-                c
+    /// Ends the stream; the stacks with self time, sorted.
+    fn finish(mut self, thread_names: &HashMap<u32, &str>, clock: &ClockInfo) -> Vec<(String, u64)> {
+        self.nesting.finish(&mut self.times);
+        let paths = self.nesting.paths();
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for (&(tid, path), &ticks) in &self.times.0 {
+            let ns = clock.ticks_to_ns(ticks);
+            if ns == 0 {
+                continue;
             }
-        };
-        self.paths[child].self_ns += node.self_ns;
-        for n in &node.children {
-            self.add(child, n);
-        }
-    }
-
-    /// Ends the stream: every waiting subtree is a root (under the begin slices still open); then
-    /// the stacks, sorted.
-    fn finish(mut self, thread_names: &HashMap<u32, &str>) -> Vec<(String, u64)> {
-        let threads = std::mem::take(&mut self.threads);
-        for (tid, t) in threads {
-            let mut at = self.root(tid);
-            let mut next_open = 0;
-            for (i, node) in t.waiting.iter().enumerate() {
-                while next_open < t.open.len() && t.open[next_open].first_child <= i {
-                    let prefix =
-                        Node { name: t.open[next_open].name, start: 0, dur: 0, self_ns: 0, children: vec![] };
-                    self.add(at, &prefix);
-                    at = self.paths[at].children[&prefix.name];
-                    next_open += 1;
-                }
-                self.add(at, node);
-            }
-        }
-        let mut out = Vec::new();
-        let mut roots: Vec<(u32, usize)> = self.roots.iter().map(|(t, r)| (*t, *r)).collect();
-        roots.sort_unstable();
-        for (tid, root) in roots {
             let mut stack = match thread_names.get(&tid) {
                 Some(n) => sanitize(n),
                 None => format!("thread {tid}"),
             };
-            self.emit(root, &mut stack, &mut out);
+            for label in paths.labels(path) {
+                stack.push(';');
+                stack.push_str(&self.names[label as usize]);
+            }
+            out.push((stack, ns));
         }
         out.sort_unstable();
         out
     }
-
-    fn root(&mut self, tid: u32) -> usize {
-        *self.roots.entry(tid).or_insert_with(|| {
-            self.paths.push(Path::default());
-            self.paths.len() - 1
-        })
-    }
-
-    fn emit(&self, at: usize, stack: &mut String, out: &mut Vec<(String, u64)>) {
-        let p = &self.paths[at];
-        if p.self_ns > 0 {
-            out.push((stack.clone(), p.self_ns));
-        }
-        for (&name, &child) in &p.children {
-            let len = stack.len();
-            stack.push(';');
-            stack.push_str(&self.names[name as usize]);
-            self.emit(child, stack, out);
-            stack.truncate(len);
-        }
-    }
-}
-
-/// A finished slice with its children: its self time is its duration minus theirs.
-fn node(name: u32, start: i64, dur: u64, children: Vec<Node>) -> Node {
-    let nested: u64 = children.iter().map(|c| c.dur).sum();
-    Node { name, start, dur, self_ns: dur.saturating_sub(nested), children }
-}
-
-/// Adds `node` to the waiting subtrees of the innermost open slice, in start order.
-fn insert_sorted(t: &mut ThreadState, node: Node) {
-    let first = t.open.last().map_or(0, |o| o.first_child);
-    let at = first + t.waiting[first..].partition_point(|n| n.start <= node.start);
-    t.waiting.insert(at, node);
 }
 
 /// A name as a stack segment: `;` separates segments and a line break ends the line.

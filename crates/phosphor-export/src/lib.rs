@@ -1,18 +1,21 @@
-//! Phosphor's exporters: what a finished [`phosphor::Trace`] turns into for people and viewers.
+//! Phosphor's exporters: what a trace file turns into for people and viewers.
 //!
 //! # Brief overview
 //!
-//! * [`TraceStats`] summarises a trace, computed by [`TraceStats::from_trace`]:
-//!   * [`ThreadStats`]: events per thread, with the thread's name;
-//!   * [`KindStats`]: events per kind (category, name, phase), with [`DurationStats`] (min, mean,
-//!     exact p50 and p99, max, in nanoseconds) for kinds that last: complete and lock events,
-//!     begin/end pairs and async pairs;
-//!   * [`Mismatch`]es: an end that does not close the innermost open begin of its thread, an end
-//!     with nothing open, a begin never closed;
-//!   * the trace's drop counts by reason.
-//! * Its `Display` renders plain-text tables; [`TraceStats::threads_table`],
-//!   [`TraceStats::kinds_table`], [`TraceStats::drops_summary`] and
-//!   [`TraceStats::mismatch_report`] render one part each.
+//! * [`TraceStats`] summarises a trace file, read in one streaming pass by
+//!   [`TraceStats::from_reader`] (or fed event by event to a [`StatsBuilder`]):
+//!   * [`KindStats`]: per event kind, a scope path on one thread (`frame/update/physics` on
+//!     `worker-1`, as Palanteer has them), the count and, for scopes, [`DurationStats`] (total,
+//!     min, mean, p50, p99, max in nanoseconds; the percentiles exact up to [`EXACT_SAMPLES`]
+//!     durations, then within [`PERCENTILE_ERROR`]); also per path across threads;
+//!   * [`ThreadStats`]: events and lost chunks per thread, with the thread's name;
+//!   * [`AsyncStats`]: async slices paired by name and id across threads;
+//!   * [`ScopeProblem`]s: ends without a begin or with another name, begins left open,
+//!     interlaced scopes, each with its thread and time;
+//!   * the trailer's drop counts by reason and the chunks lost to sequence gaps ([`ChunkLosses`]).
+//! * Its `Display` renders aligned plain-text tables ([`TraceStats::report`] with
+//!   [`TableOptions`] to choose the order and the number of rows; each table on its own too), and
+//!   [`TraceStats::write_json`] writes JSON.
 //!
 //! ```
 //! use phosphor::{trace_scope, BufferMode, TraceConfig, TraceLog, TraceLogConfig};
@@ -21,28 +24,39 @@
 //! let log = TraceLog::new(TraceLogConfig::default()).unwrap();
 //! log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
 //! for _ in 0..3 {
-//!     trace_scope!(log: &log, "app", "work");
+//!     trace_scope!(log: &log, "app", "frame");
 //! }
 //! log.stop();
 //! let trace = log.take_trace().unwrap();
+//! // From memory here; `TraceStats::from_reader` reads a saved file in bounded memory.
 //! let stats = TraceStats::from_trace(&trace).unwrap();
-//! assert_eq!(stats.kinds[0].count, 3);
+//! assert_eq!(stats.path(&["frame"]).unwrap().count, 3);
 //! println!("{stats}");
 //! ```
 //!
 //! [`chrome`] streams a trace file into Chrome JSON; [`folded`] folds one into stacks of self time
-//! and draws them as an SVG flame graph. Later: Perfetto protobuf.
+//! and draws them as an SVG flame graph; [`perfetto`] writes Perfetto's protobuf. Statistics and
+//! folded stacks find which scope encloses which with the same engine (`nesting.rs`).
 //!
 //! **Architecture invariant:** only this crate knows output formats.
 
 pub mod chrome;
+mod durations;
 mod error;
 pub mod folded;
+mod losses;
+mod nesting;
 pub mod perfetto;
 mod scopes;
 mod stats;
+mod stats_json;
 mod text;
 
-pub use scopes::{Mismatch, MismatchKind};
-pub use stats::{DurationStats, KindStats, ThreadStats, TraceStats, MAX_MISMATCH_EXAMPLES};
-pub use text::{format_count, format_drops, format_ns};
+pub use durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
+pub use losses::ChunkLosses;
+pub use nesting::DEFAULT_PENDING_LIMIT;
+pub use scopes::{ScopeProblem, ScopeProblemKind};
+pub use stats::{
+    AsyncStats, EventType, KindStats, StatsBuilder, StatsError, ThreadStats, TraceStats, MAX_PROBLEM_EXAMPLES,
+};
+pub use text::{format_count, format_drops, format_ns, SortBy, TableOptions};

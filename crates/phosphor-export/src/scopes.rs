@@ -1,152 +1,98 @@
-//! Begin/end matching: one stack of open slices per thread.
+//! Scope checks, as Palanteer makes them: the scopes of a thread that do not nest.
 //!
-//! A [`Phase::End`](phosphor::Phase::End) closes the innermost open
-//! [`Phase::Begin`](phosphor::Phase::Begin) of its thread, whatever its name: that is how viewers
-//! (Perfetto, chrome://tracing) draw it. So the checker closes it too, and reports the end as a
-//! [`MismatchKind::WrongName`] when the names differ. An end with nothing open, and a begin still
-//! open when the thread's events run out, are mismatches as well. Only a matching pair yields a
-//! duration.
+//! * **End without a begin**: an end with nothing open on its thread (expected at the start of a
+//!   ring buffer's trace, whose oldest chunks were overwritten).
+//! * **Wrong name**: an end closes the innermost open begin of its thread whatever its name, as
+//!   viewers (Perfetto, chrome://tracing) draw it; when the names differ, that is reported.
+//! * **Left open**: a begin still open when the thread's events run out.
+//! * **Interlaced**: a scope (complete, lock, or begin/end) that partially overlaps a sibling
+//!   instead of nesting in it or beside it.
+//! * **Late parent**: a scope that encloses scopes whose paths were fixed before it arrived,
+//!   because its thread held more pending scopes than the limit (see
+//!   [`StatsBuilder::pending_limit`](crate::StatsBuilder::pending_limit)); they were counted
+//!   without its name.
 //!
-//! A thread's events arrive in the order it recorded them (`Trace::events`), which is all a
-//! per-thread stack needs. In a Ring trace the oldest chunks were overwritten, so ends whose begin
-//! was lost are expected there.
+//! The nesting itself is `nesting.rs`, shared with the folded stacks.
 
-use std::collections::HashMap;
+use std::fmt;
 
-/// A begin/end pair that does not line up.
+/// A scope that does not nest, on one thread.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mismatch {
+pub struct ScopeProblem {
     /// The thread.
     pub tid: u32,
-    /// When, in nanoseconds since the trace's first event: the end, or for
-    /// [`MismatchKind::LeftOpen`] the begin.
-    pub at_ns: u64,
-    /// What does not line up.
-    pub kind: MismatchKind,
+    /// When, in nanoseconds since the trace's clock origin (the Chrome export's `ts` × 1000): the
+    /// end for an end, the begin for a begin left open, where the overlap starts for interlaced
+    /// scopes, the start of a late parent.
+    pub at_ns: i64,
+    /// What does not nest.
+    pub kind: ScopeProblemKind,
 }
 
-/// The kinds of [`Mismatch`].
+/// The kinds of [`ScopeProblem`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum MismatchKind {
+pub enum ScopeProblemKind {
     /// An end closed the innermost open begin, which has another name.
     WrongName {
         /// The innermost open begin's name.
-        open: &'static str,
+        open: String,
         /// The end's name.
-        end: &'static str,
+        end: String,
     },
     /// An end came while nothing was open on its thread.
     EndWithoutBegin {
         /// The end's name.
-        end: &'static str,
+        end: String,
     },
     /// A begin was never closed.
     LeftOpen {
         /// The begin's name.
-        open: &'static str,
+        open: String,
+    },
+    /// A scope partially overlaps a sibling.
+    Interlaced {
+        /// The scope that arrived second.
+        scope: String,
+        /// The sibling it overlaps.
+        other: String,
+    },
+    /// A scope enclosing scopes already counted without its name (the pending limit was reached).
+    LateParent {
+        /// The scope.
+        scope: String,
     },
 }
 
-impl std::fmt::Display for MismatchKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl ScopeProblemKind {
+    /// A short identifier: `wrong_name`, `end_without_begin`, `left_open`, `interlaced`,
+    /// `late_parent` (the JSON's `kind`).
+    pub fn as_str(&self) -> &'static str {
         match self {
-            MismatchKind::WrongName { open, end } => {
+            ScopeProblemKind::WrongName { .. } => "wrong_name",
+            ScopeProblemKind::EndWithoutBegin { .. } => "end_without_begin",
+            ScopeProblemKind::LeftOpen { .. } => "left_open",
+            ScopeProblemKind::Interlaced { .. } => "interlaced",
+            ScopeProblemKind::LateParent { .. } => "late_parent",
+        }
+    }
+}
+
+impl fmt::Display for ScopeProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScopeProblemKind::WrongName { open, end } => {
                 write!(f, "end {end:?} closes the open begin {open:?}")
             }
-            MismatchKind::EndWithoutBegin { end } => write!(f, "end {end:?} with no begin open"),
-            MismatchKind::LeftOpen { open } => write!(f, "begin {open:?} never ends"),
+            ScopeProblemKind::EndWithoutBegin { end } => write!(f, "end {end:?} with no begin open"),
+            ScopeProblemKind::LeftOpen { open } => write!(f, "begin {open:?} never ends"),
+            ScopeProblemKind::Interlaced { scope, other } => {
+                write!(f, "{scope:?} overlaps its sibling {other:?} without nesting")
+            }
+            ScopeProblemKind::LateParent { scope } => write!(
+                f,
+                "{scope:?} encloses scopes already counted without it (more pending than the limit)"
+            ),
         }
-    }
-}
-
-/// A mismatch before timestamps are made relative to the trace's start.
-pub(crate) struct RawMismatch {
-    pub(crate) tid: u32,
-    pub(crate) ts: u64,
-    pub(crate) kind: MismatchKind,
-}
-
-struct Open {
-    name: &'static str,
-    kind: usize,
-    ts: u64,
-}
-
-/// The per-thread stacks, and the mismatches found so far.
-#[derive(Default)]
-pub(crate) struct ScopeChecker {
-    stacks: HashMap<u32, Vec<Open>>,
-    found: Vec<RawMismatch>,
-}
-
-impl ScopeChecker {
-    /// Opens a slice of stats kind `kind` on `tid`.
-    pub(crate) fn begin(&mut self, tid: u32, name: &'static str, kind: usize, ts: u64) {
-        self.stacks.entry(tid).or_default().push(Open { name, kind, ts });
-    }
-
-    /// Closes the innermost open slice of `tid`. Returns the begin's kind and the slice's duration
-    /// in ticks when the names match.
-    pub(crate) fn end(&mut self, tid: u32, name: &'static str, ts: u64) -> Option<(usize, u64)> {
-        let Some(open) = self.stacks.get_mut(&tid).and_then(Vec::pop) else {
-            self.found.push(RawMismatch { tid, ts, kind: MismatchKind::EndWithoutBegin { end: name } });
-            return None;
-        };
-        if open.name == name {
-            return Some((open.kind, ts.saturating_sub(open.ts)));
-        }
-        self.found.push(RawMismatch {
-            tid,
-            ts,
-            kind: MismatchKind::WrongName { open: open.name, end: name },
-        });
-        None
-    }
-
-    /// Every mismatch, the begins left open included, in thread order and then time order.
-    pub(crate) fn finish(mut self) -> Vec<RawMismatch> {
-        for (tid, stack) in self.stacks {
-            let left = stack.into_iter().map(|o| RawMismatch {
-                tid,
-                ts: o.ts,
-                kind: MismatchKind::LeftOpen { open: o.name },
-            });
-            self.found.extend(left);
-        }
-        self.found.sort_by_key(|m| (m.tid, m.ts));
-        self.found
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_end_closes_the_innermost_begin_even_when_its_name_differs() {
-        let mut c = ScopeChecker::default();
-        c.begin(1, "outer", 0, 10);
-        c.begin(1, "inner", 1, 20);
-        assert_eq!(c.end(1, "outer", 30), None);
-        // "inner" was closed by the wrong end, so this end matches "outer".
-        assert_eq!(c.end(1, "outer", 45), Some((0, 35)));
-        let found = c.finish();
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].kind, MismatchKind::WrongName { open: "inner", end: "outer" });
-        assert_eq!(found[0].ts, 30);
-    }
-
-    #[test]
-    fn threads_have_separate_stacks() {
-        let mut c = ScopeChecker::default();
-        c.begin(1, "a", 0, 1);
-        assert_eq!(c.end(2, "a", 2), None);
-        let found = c.finish();
-        let kinds: Vec<_> = found.iter().map(|m| (m.tid, m.kind.clone())).collect();
-        assert_eq!(
-            kinds,
-            [(1, MismatchKind::LeftOpen { open: "a" }), (2, MismatchKind::EndWithoutBegin { end: "a" })]
-        );
     }
 }

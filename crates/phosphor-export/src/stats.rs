@@ -1,48 +1,80 @@
-//! `TraceStats`: counts and durations of a trace, per thread and per event kind.
+//! `TraceStats`: statistics of a trace file by scope path and thread, in one streaming pass.
 //!
-//! One pass over [`Trace::events`] fills an accumulator: a count per thread, and per kind a count
-//! and every duration in ticks. A kind is (category, name, phase); callsites at different lines
-//! with the same three share a kind. Durations come from the event itself (complete and lock
-//! events), from matching begin/end pairs (see `scopes`), or from async begin/end pairs with the
-//! same name and id, which may sit on different threads. The durations of each kind are then
-//! sorted, which gives exact percentiles, and converted to nanoseconds with the trace's clock.
+//! [`StatsBuilder`] takes a file's events one at a time ([`StatsBuilder::add`]) as its
+//! [`Reader`] decodes them, and [`StatsBuilder::finish`] turns what it gathered into
+//! [`TraceStats`]. [`TraceStats::from_reader`] does both for a whole file, and still gives the
+//! statistics of everything before the damage when a file is truncated or corrupt.
 //!
-//! Memory grows with the events that carry a duration: 8 bytes each.
+//! # Kinds
+//!
+//! An **event kind** is a path on a thread, as in Palanteer: thread `worker-1`, path
+//! `frame/update/physics`, the names of the enclosing scopes, outermost first, then the event's.
+//! Scopes are complete and lock events and begin/end pairs; `nesting.rs` works out which encloses
+//! which, though a complete event arrives after the scopes nested in it. A kind has a count and,
+//! for scopes, the distribution of their durations ([`DurationStats`]). Instants, counters and
+//! logs count at the path of their enclosing scope followed by their own name (a log's name is its
+//! format string), without durations. A kind's [`EventType`] is that of its last segment, so a scope
+//! and an instant of one name at one place are two kinds. Kinds go by names alone: the category
+//! and the source line do not count. [`TraceStats::paths`] adds each path up across threads.
+//!
+//! Async slices may begin on one thread and end on another: they are paired by name and id and
+//! counted by name ([`AsyncStats`]). The scope checks are in `scopes.rs`.
+//!
+//! # Memory
+//!
+//! Memory grows with the kinds (distinct paths × threads, each with a [`DurationStats`]
+//! accumulator, see `durations.rs`), the open begins and async slices, and the scopes waiting for
+//! a parent, at most [`StatsBuilder::pending_limit`] per thread; not with the number of events.
 
 use std::collections::HashMap;
+use std::io::Read;
 
-use phosphor::{Drops, Event, Phase, Trace, TraceError};
+use phosphor::Trace;
+use phosphor_format::file::{self, CallsiteInfo, ClockInfo, DropCounts, Event, Extents, Reader, Trailer};
+use phosphor_format::Phase;
 
-use crate::scopes::{Mismatch, RawMismatch, ScopeChecker};
+use crate::durations::{DurationStats, Durations};
+use crate::losses::ChunkLosses;
+use crate::nesting::{self, Label, Nesting, PathId, Problem, ProblemKind, Sink, Slice, SliceKind};
+use crate::scopes::{ScopeProblem, ScopeProblemKind};
 
-/// At most this many [`Mismatch`]es are kept as examples in [`TraceStats::mismatches`]; all are
+/// At most this many [`ScopeProblem`]s are kept as examples in [`TraceStats::problems`]; all are
 /// counted.
-pub const MAX_MISMATCH_EXAMPLES: usize = 1000;
+pub const MAX_PROBLEM_EXAMPLES: usize = 1000;
 
-/// Statistics of a trace.
+/// Statistics of a trace file, or of the part of it read before an error.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct TraceStats {
-    /// Events decoded from the trace.
+    /// Events read.
     pub events: u64,
-    /// Events the trace says it recorded; equal to `events` unless the trace is damaged.
-    pub recorded: u64,
-    /// Events lost, by reason, as the trace counted them.
-    pub drops: Drops,
+    /// Chunks read.
+    pub chunks: u64,
+    /// Whether the trailer was read: the whole file was.
+    pub complete: bool,
+    /// Events the trailer says were recorded; `events` should equal it. `None` without a trailer.
+    pub recorded: Option<u64>,
+    /// Events dropped while recording, by reason, from the trailer. `None` without a trailer.
+    pub drops: Option<DropCounts>,
+    /// Chunks missing from their writer stream's sequence numbers (see [`ChunkLosses`]).
+    pub lost_chunks: u64,
     /// From the first event's start to the last event's end, in nanoseconds.
     pub span_ns: u64,
     /// Per thread, by thread id.
     pub threads: Vec<ThreadStats>,
-    /// Per kind, by category, name and phase.
+    /// Per thread and path: by thread id, then path.
     pub kinds: Vec<KindStats>,
-    /// Begin/end mismatches, by thread then time: the first [`MAX_MISMATCH_EXAMPLES`].
-    pub mismatches: Vec<Mismatch>,
-    /// All begin/end mismatches.
-    pub mismatch_count: u64,
-    /// Async begins with no end of the same name and id.
-    pub async_unended: u64,
-    /// Async ends with no begin of the same name and id.
-    pub async_unbegun: u64,
+    /// Per path, all threads together (`tid` is `None`): by path.
+    pub paths: Vec<KindStats>,
+    /// Async slices, by name.
+    pub asyncs: Vec<AsyncStats>,
+    /// Scopes that do not nest: the first [`MAX_PROBLEM_EXAMPLES`] found, by thread then time.
+    pub problems: Vec<ScopeProblem>,
+    /// All scopes that do not nest.
+    pub problem_count: u64,
+    /// Scopes and events whose path was fixed before the end of the file because their thread
+    /// had more pending than the limit; a later parent is then a [`ScopeProblemKind::LateParent`].
+    pub resolved_early: u64,
 }
 
 /// Statistics of one thread.
@@ -55,257 +87,521 @@ pub struct ThreadStats {
     pub name: Option<String>,
     /// Events it recorded.
     pub events: u64,
-    /// Begin/end mismatches on it.
-    pub mismatches: u64,
+    /// Chunks lost from its own tenant's stream (a pool tenant's losses belong to no one thread;
+    /// they count in [`TraceStats::lost_chunks`] only).
+    pub lost_chunks: u64,
+    /// Scopes on it that do not nest.
+    pub problems: u64,
 }
 
-/// Statistics of one event kind.
-#[derive(Clone, Debug, PartialEq)]
+/// What the last segment of a kind's path is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
-pub struct KindStats {
-    /// Category.
-    pub category: &'static str,
-    /// Name.
-    pub name: &'static str,
-    /// Phase.
-    pub phase: Phase,
-    /// Events of this kind.
-    pub count: u64,
-    /// Their durations, for kinds that last and had at least one measured.
-    pub durations: Option<DurationStats>,
+pub enum EventType {
+    /// A complete event or a begin/end pair: has durations.
+    Scope,
+    /// Waiting for a lock: has durations.
+    LockWait,
+    /// Holding a lock: has durations.
+    LockHeld,
+    /// An instant: counted.
+    Instant,
+    /// A counter sample: counted.
+    Counter,
+    /// A log message: counted.
+    Log,
 }
 
-/// A distribution of durations, in nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DurationStats {
-    /// Durations measured: the events' count, or for begins the pairs that matched.
-    pub samples: u64,
-    /// Shortest.
-    pub min_ns: u64,
-    /// Mean.
-    pub mean_ns: u64,
-    /// Median (nearest rank).
-    pub p50_ns: u64,
-    /// 99th percentile (nearest rank).
-    pub p99_ns: u64,
-    /// Longest.
-    pub max_ns: u64,
-    /// Sum.
-    pub total_ns: u64,
-}
-
-impl DurationStats {
-    /// The distribution of `ticks`, converted with `to_ns`; `None` when empty. Sorts `ticks`.
-    pub(crate) fn from_ticks(ticks: &mut [u64], to_ns: impl Fn(u64) -> u64) -> Option<DurationStats> {
-        let n = ticks.len();
-        if n == 0 {
-            return None;
+impl EventType {
+    /// `scope`, `lock_wait`, `lock_held`, `instant`, `counter` or `log`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Scope => "scope",
+            EventType::LockWait => "lock_wait",
+            EventType::LockHeld => "lock_held",
+            EventType::Instant => "instant",
+            EventType::Counter => "counter",
+            EventType::Log => "log",
         }
-        ticks.sort_unstable();
-        let total: u128 = ticks.iter().map(|&t| u128::from(t)).sum();
-        let mean = (total / n as u128) as u64;
-        Some(DurationStats {
-            samples: n as u64,
-            min_ns: to_ns(ticks[0]),
-            mean_ns: to_ns(mean),
-            p50_ns: to_ns(ticks[nearest_rank(n, 50)]),
-            p99_ns: to_ns(ticks[nearest_rank(n, 99)]),
-            max_ns: to_ns(ticks[n - 1]),
-            total_ns: to_ns(u64::try_from(total).unwrap_or(u64::MAX)),
+    }
+
+    /// Whether kinds of this type have durations.
+    pub fn has_duration(self) -> bool {
+        matches!(self, EventType::Scope | EventType::LockWait | EventType::LockHeld)
+    }
+
+    /// The type of events of `phase`; `None` for async events (counted apart).
+    fn of(phase: Phase) -> Option<EventType> {
+        Some(match phase {
+            Phase::Begin | Phase::End | Phase::Complete => EventType::Scope,
+            Phase::LockWait => EventType::LockWait,
+            Phase::LockHeld => EventType::LockHeld,
+            Phase::Instant => EventType::Instant,
+            Phase::Counter => EventType::Counter,
+            Phase::Log => EventType::Log,
+            Phase::AsyncBegin | Phase::AsyncEnd => return None,
         })
     }
 }
 
-/// The index of the `p`th percentile of `n` sorted values: the smallest value with at least `p`%
-/// of the values at or below it.
-fn nearest_rank(n: usize, p: usize) -> usize {
-    (n * p).div_ceil(100).clamp(1, n) - 1
+/// Statistics of one event kind: a path, on one thread or on all.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct KindStats {
+    /// The thread; `None` in [`TraceStats::paths`], which adds up all threads.
+    pub tid: Option<u32>,
+    /// The names of the enclosing scopes, outermost first, then the kind's own.
+    pub path: Vec<String>,
+    /// The type of the last segment.
+    pub event_type: EventType,
+    /// Scopes or events of this kind (a begin never ended counts, without a duration).
+    pub count: u64,
+    /// Their durations, for scopes.
+    pub durations: Option<DurationStats>,
+}
+
+impl KindStats {
+    /// The path, its names joined by `/`.
+    pub fn path_string(&self) -> String {
+        self.path.join("/")
+    }
+
+    /// The kind's own name: the last segment of its path.
+    pub fn name(&self) -> &str {
+        self.path.last().map_or("", String::as_str)
+    }
+}
+
+/// Async slices of one name: begins and ends paired by id, on any threads.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AsyncStats {
+    /// The name.
+    pub name: String,
+    /// The durations of the pairs, if any matched.
+    pub durations: Option<DurationStats>,
+    /// Begins without an end of the same name and id.
+    pub unended: u64,
+    /// Ends without a begin of the same name and id.
+    pub unbegun: u64,
+}
+
+/// The statistics of the part of a file read before an error, and the error.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the trace file could not be read past byte {} (statistics of the {} events before it)",
+    source.offset(),
+    partial.events
+)]
+#[non_exhaustive]
+pub struct StatsError {
+    /// Everything before the damage.
+    pub partial: Box<TraceStats>,
+    /// Why reading stopped, with the byte offset.
+    pub source: file::Error,
 }
 
 impl TraceStats {
-    /// Computes the statistics of `trace`. Fails only if the trace does not decode.
-    pub fn from_trace(trace: &Trace) -> Result<TraceStats, TraceError> {
-        let mut acc = Accumulator::default();
-        for event in trace.events() {
-            acc.add(&event?);
-        }
-        Ok(acc.finish(trace))
-    }
-}
-
-#[derive(Default)]
-struct Accumulator {
-    /// Callsite id → index in `kinds`.
-    kind_of_id: Vec<Option<usize>>,
-    kind_index: HashMap<(&'static str, &'static str, Phase), usize>,
-    kinds: Vec<KindAcc>,
-    threads: HashMap<u32, u64>,
-    scopes: ScopeChecker,
-    /// (name hash, async id) → the half seen first.
-    asyncs: HashMap<(u64, u64), AsyncHalf>,
-    async_unmatched: (u64, u64),
-    events: u64,
-    first_ts: Option<u64>,
-    last_ts: u64,
-}
-
-struct KindAcc {
-    category: &'static str,
-    name: &'static str,
-    phase: Phase,
-    count: u64,
-    ticks: Vec<u64>,
-}
-
-enum AsyncHalf {
-    Begin { kind: usize, ts: u64 },
-    End { ts: u64 },
-}
-
-impl Accumulator {
-    fn kind(&mut self, ev: &Event<'_>) -> usize {
-        let id = ev.id as usize;
-        if let Some(Some(k)) = self.kind_of_id.get(id) {
-            return *k;
-        }
-        let m = ev.callsite;
-        let key = (m.category, m.name, m.phase);
-        let next = self.kinds.len();
-        let k = *self.kind_index.entry(key).or_insert(next);
-        if k == next {
-            let acc =
-                KindAcc { category: m.category, name: m.name, phase: m.phase, count: 0, ticks: Vec::new() };
-            self.kinds.push(acc);
-        }
-        if self.kind_of_id.len() <= id {
-            self.kind_of_id.resize(id + 1, None);
-        }
-        self.kind_of_id[id] = Some(k);
-        k
+    /// Reads the rest of the file that `reader` reads and computes its statistics, with the
+    /// default [`StatsBuilder`]. On a read error the [`StatsError`] holds the statistics of
+    /// everything before it.
+    pub fn from_reader<R: Read>(reader: Reader<R>) -> Result<TraceStats, StatsError> {
+        StatsBuilder::new(&reader.header().clock).read(reader)
     }
 
-    fn add(&mut self, ev: &Event<'_>) {
-        self.events += 1;
-        *self.threads.entry(ev.tid).or_default() += 1;
-        let k = self.kind(ev);
-        self.kinds[k].count += 1;
-        self.first_ts = Some(self.first_ts.map_or(ev.ts, |f| f.min(ev.ts)));
-        self.last_ts = self.last_ts.max(ev.ts.saturating_add(ev.duration.unwrap_or(0)));
-        let name = ev.callsite.name;
-        match ev.phase() {
-            Phase::Begin => self.scopes.begin(ev.tid, name, k, ev.ts),
-            Phase::End => {
-                if let Some((begin_kind, ticks)) = self.scopes.end(ev.tid, name, ev.ts) {
-                    self.kinds[begin_kind].ticks.push(ticks);
-                }
-            }
-            Phase::AsyncBegin | Phase::AsyncEnd => self.add_async(ev, k),
-            _ => {
-                if let Some(d) = ev.duration {
-                    self.kinds[k].ticks.push(d);
-                }
-            }
-        }
-    }
-
-    fn add_async(&mut self, ev: &Event<'_>, kind: usize) {
-        let key = (ev.callsite.name_hash, ev.async_id.unwrap_or(0));
-        let half = match ev.phase() {
-            Phase::AsyncBegin => AsyncHalf::Begin { kind, ts: ev.ts },
-            _ => AsyncHalf::End { ts: ev.ts },
-        };
-        // Events arrive thread by thread, so an end may come before its begin.
-        match (self.asyncs.remove(&key), half) {
-            (Some(AsyncHalf::Begin { kind, ts: begin }), AsyncHalf::End { ts: end })
-            | (Some(AsyncHalf::End { ts: end }), AsyncHalf::Begin { kind, ts: begin }) => {
-                self.kinds[kind].ticks.push(end.saturating_sub(begin));
-            }
-            (previous, half) => {
-                // A second begin (or end) for the same id: the first one stays unmatched.
-                match previous {
-                    Some(AsyncHalf::Begin { .. }) => self.async_unmatched.0 += 1,
-                    Some(AsyncHalf::End { .. }) => self.async_unmatched.1 += 1,
-                    None => {}
-                }
-                self.asyncs.insert(key, half);
-            }
-        }
-    }
-
-    fn finish(mut self, trace: &Trace) -> TraceStats {
-        let clock = trace.clock();
-        let to_ns = |ticks: u64| clock.ticks_to_ns(ticks);
-        let first = self.first_ts.unwrap_or(0);
-
-        for half in self.asyncs.values() {
-            match half {
-                AsyncHalf::Begin { .. } => self.async_unmatched.0 += 1,
-                AsyncHalf::End { .. } => self.async_unmatched.1 += 1,
-            }
-        }
-
-        let raw: Vec<RawMismatch> = self.scopes.finish();
-        let mut per_thread: HashMap<u32, u64> = HashMap::new();
-        for m in &raw {
-            *per_thread.entry(m.tid).or_default() += 1;
-        }
-        let mismatch_count = raw.len() as u64;
-        let mismatches = raw
-            .into_iter()
-            .take(MAX_MISMATCH_EXAMPLES)
-            .map(|m| Mismatch { tid: m.tid, at_ns: to_ns(m.ts.saturating_sub(first)), kind: m.kind })
-            .collect();
-
-        let mut threads: Vec<ThreadStats> = self
-            .threads
-            .iter()
-            .map(|(&tid, &events)| ThreadStats {
-                tid,
-                name: trace.thread_name(tid).map(str::to_owned),
-                events,
-                mismatches: per_thread.get(&tid).copied().unwrap_or(0),
-            })
-            .collect();
-        threads.sort_by_key(|t| t.tid);
-
-        let mut kinds: Vec<KindStats> = self
-            .kinds
-            .iter_mut()
-            .map(|k| KindStats {
-                category: k.category,
-                name: k.name,
-                phase: k.phase,
-                count: k.count,
-                durations: DurationStats::from_ticks(&mut k.ticks, to_ns),
-            })
-            .collect();
-        kinds.sort_by(|a, b| (a.category, a.name, a.phase as u8).cmp(&(b.category, b.name, b.phase as u8)));
-
-        TraceStats {
-            events: self.events,
-            recorded: trace.stats().recorded,
-            drops: trace.stats().dropped.clone(),
-            span_ns: to_ns(self.last_ts.saturating_sub(first)),
-            threads,
-            kinds,
-            mismatches,
-            mismatch_count,
-            async_unended: self.async_unmatched.0,
-            async_unbegun: self.async_unmatched.1,
-        }
-    }
-}
-
-impl TraceStats {
-    /// The kind with this category, name and phase.
-    pub fn kind(&self, category: &str, name: &str, phase: Phase) -> Option<&KindStats> {
-        self.kinds.iter().find(|k| k.category == category && k.name == name && k.phase == phase)
+    /// The statistics of an in-memory trace: written as a trace file into memory and read back,
+    /// so they are those of the file [`Trace::save`] would write. Fails if the trace cannot be
+    /// written or does not read back.
+    pub fn from_trace(trace: &Trace) -> Result<TraceStats, file::Error> {
+        let bytes = trace.write_to(Vec::new())?;
+        TraceStats::from_reader(Reader::new(bytes.as_slice())?).map_err(|e| e.source)
     }
 
     /// The thread with this id.
     pub fn thread(&self, tid: u32) -> Option<&ThreadStats> {
         self.threads.iter().find(|t| t.tid == tid)
+    }
+
+    /// The kind at `path` on thread `tid` (of the first type, if a path has several).
+    pub fn kind(&self, tid: u32, path: &[&str]) -> Option<&KindStats> {
+        self.kinds.iter().find(|k| k.tid == Some(tid) && k.path.iter().eq(path))
+    }
+
+    /// The kind at `path`, all threads together (of the first type, if a path has several).
+    pub fn path(&self, path: &[&str]) -> Option<&KindStats> {
+        self.paths.iter().find(|k| k.path.iter().eq(path))
+    }
+
+    /// The async slices called `name`.
+    pub fn async_slices(&self, name: &str) -> Option<&AsyncStats> {
+        self.asyncs.iter().find(|a| a.name == name)
+    }
+}
+
+/// Gathers statistics from a trace file's chunks and events, in file order.
+///
+/// ```
+/// use phosphor::format::file::Reader;
+/// use phosphor_export::StatsBuilder;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let bytes = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
+/// let mut reader = Reader::new(&bytes[..])?;
+/// let mut builder = StatsBuilder::new(&reader.header().clock).pending_limit(10_000);
+/// while let Some(chunk) = reader.next_chunk()? {
+///     builder.chunk(&chunk.extents);
+///     for event in chunk.events() {
+///         builder.add(&event?);
+///     }
+/// }
+/// let stats = builder.finish(reader.thread_names(), reader.trailer());
+/// assert_eq!(stats.events, 10);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct StatsBuilder {
+    clock: ClockInfo,
+    nesting: Nesting,
+    collector: Collector,
+    labels: Labels,
+    asyncs: Asyncs,
+    /// Events per thread.
+    threads: HashMap<u32, u64>,
+    losses: ChunkLosses,
+    events: u64,
+    chunks: u64,
+    /// Smallest start and largest end, in ticks.
+    span: Option<(u64, u64)>,
+}
+
+impl StatsBuilder {
+    /// A builder for a trace on `clock` (the file header's).
+    pub fn new(clock: &ClockInfo) -> StatsBuilder {
+        StatsBuilder {
+            clock: clock.clone(),
+            nesting: Nesting::new(nesting::DEFAULT_PENDING_LIMIT),
+            collector: Collector::default(),
+            labels: Labels::default(),
+            asyncs: Asyncs::default(),
+            threads: HashMap::new(),
+            losses: ChunkLosses::default(),
+            events: 0,
+            chunks: 0,
+            span: None,
+        }
+    }
+
+    /// Keeps at most `scopes` scopes and events per thread waiting for a parent
+    /// ([`DEFAULT_PENDING_LIMIT`](crate::DEFAULT_PENDING_LIMIT) unless set). A complete event is
+    /// recorded at its end, after what it encloses, and nothing marks its start, so whatever
+    /// precedes it could be its child: exact paths would need every scope kept to the end of the
+    /// file. Past the limit, the oldest have their path fixed as known then; a scope that arrives
+    /// later and encloses them is reported as a [`ScopeProblemKind::LateParent`].
+    pub fn pending_limit(mut self, scopes: usize) -> StatsBuilder {
+        self.nesting = Nesting::new(scopes);
+        self
+    }
+
+    /// Scopes and events waiting for a parent now, all threads together.
+    pub fn pending(&self) -> usize {
+        self.nesting.pending()
+    }
+
+    /// Counts a chunk, before its events.
+    pub fn chunk(&mut self, extents: &Extents) {
+        self.chunks += 1;
+        self.losses.add(extents);
+    }
+
+    /// Adds an event. A thread's events must come in the order it recorded them, as a file's
+    /// chunks hold them.
+    pub fn add(&mut self, event: &Event<'_>) {
+        self.events += 1;
+        *self.threads.entry(event.tid).or_default() += 1;
+        let (tid, ts) = (event.tid, event.ts);
+        let end = ts.saturating_add(event.duration.unwrap_or(0));
+        self.span = Some(self.span.map_or((ts, end), |(lo, hi)| (lo.min(ts), hi.max(end))));
+        let cs = event.callsite;
+        let Some(ty) = EventType::of(cs.phase) else {
+            self.asyncs.add(cs, event.async_id.unwrap_or(0), ts);
+            return;
+        };
+        let label = self.labels.label(cs, ty);
+        let sink = &mut self.collector;
+        match cs.phase {
+            Phase::Begin => self.nesting.begin(tid, label, ts),
+            Phase::End => self.nesting.end(tid, label, ts, sink),
+            _ if ty.has_duration() => {
+                self.nesting.complete(tid, label, ts, event.duration.unwrap_or(0), sink)
+            }
+            _ => self.nesting.mark(tid, label, ts, sink),
+        }
+    }
+
+    /// Reads the rest of the file and finishes. On a read error, the statistics of everything
+    /// before it come with the error.
+    pub fn read<R: Read>(mut self, mut reader: Reader<R>) -> Result<TraceStats, StatsError> {
+        let failure = 'read: loop {
+            let chunk = match reader.next_chunk() {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            };
+            self.chunk(&chunk.extents);
+            for event in chunk.events() {
+                match event {
+                    Ok(e) => self.add(&e),
+                    Err(e) => break 'read Some(e),
+                }
+            }
+        };
+        let stats = self.finish(reader.thread_names(), reader.trailer());
+        match failure {
+            None => Ok(stats),
+            Some(source) => Err(StatsError { partial: Box::new(stats), source }),
+        }
+    }
+
+    /// Ends the stream: scopes still pending are resolved, begins still open reported.
+    /// `thread_names` and `trailer` are the reader's, once it has read all it could.
+    pub fn finish<'a>(
+        mut self,
+        thread_names: impl IntoIterator<Item = (u32, &'a str)>,
+        trailer: Option<&Trailer>,
+    ) -> TraceStats {
+        self.nesting.finish(&mut self.collector);
+        let clock = &self.clock;
+        let names: HashMap<u32, &str> = thread_names.into_iter().collect();
+        let paths = self.nesting.paths();
+        let labels = &self.labels.names;
+
+        let mut kinds = Vec::with_capacity(self.collector.kinds.len());
+        let mut across: HashMap<PathId, KindAcc> = HashMap::new();
+        let kind = |tid, path: PathId, acc: &KindAcc| {
+            let segments = paths.labels(path);
+            let event_type = labels[*segments.last().expect("a kind is not the root") as usize].1;
+            KindStats {
+                tid,
+                path: segments.iter().map(|&l| labels[l as usize].0.clone()).collect(),
+                event_type,
+                count: acc.count,
+                durations: acc.durations.stats(clock),
+            }
+        };
+        for (&(tid, path), acc) in &self.collector.kinds {
+            kinds.push(kind(Some(tid), path, acc));
+            let all = across.entry(path).or_default();
+            all.count += acc.count;
+            all.durations.merge(&acc.durations);
+        }
+        let order = |a: &KindStats, b: &KindStats| {
+            (a.tid, &a.path, a.event_type).cmp(&(b.tid, &b.path, b.event_type))
+        };
+        kinds.sort_by(order);
+        let mut by_path: Vec<KindStats> = across.iter().map(|(&path, acc)| kind(None, path, acc)).collect();
+        by_path.sort_by(order);
+
+        let name = |l: Label| labels[l as usize].0.clone();
+        let mut problems: Vec<ScopeProblem> = self
+            .collector
+            .problems
+            .iter()
+            .map(|p| ScopeProblem {
+                tid: p.tid,
+                at_ns: clock.since_origin_ns(p.ts),
+                kind: match p.kind {
+                    ProblemKind::WrongName { open, end } => {
+                        ScopeProblemKind::WrongName { open: name(open), end: name(end) }
+                    }
+                    ProblemKind::EndWithoutBegin { end } => {
+                        ScopeProblemKind::EndWithoutBegin { end: name(end) }
+                    }
+                    ProblemKind::LeftOpen { open } => ScopeProblemKind::LeftOpen { open: name(open) },
+                    ProblemKind::Interlaced { scope, other } => {
+                        ScopeProblemKind::Interlaced { scope: name(scope), other: name(other) }
+                    }
+                    ProblemKind::LateParent { scope } => ScopeProblemKind::LateParent { scope: name(scope) },
+                },
+            })
+            .collect();
+        problems.sort_by_key(|p| (p.tid, p.at_ns));
+
+        let mut tids: Vec<u32> = self.threads.keys().copied().collect();
+        tids.extend(self.losses.streams().filter(|((s, _), _, _)| *s == 0).map(|((_, tid), _, _)| tid));
+        tids.sort_unstable();
+        tids.dedup();
+        let threads = tids
+            .into_iter()
+            .map(|tid| ThreadStats {
+                tid,
+                name: names.get(&tid).map(|n| (*n).to_owned()),
+                events: self.threads.get(&tid).copied().unwrap_or(0),
+                lost_chunks: self.losses.lost((0, tid)),
+                problems: self.collector.per_thread.get(&tid).copied().unwrap_or(0),
+            })
+            .collect();
+
+        TraceStats {
+            events: self.events,
+            chunks: self.chunks,
+            complete: trailer.is_some(),
+            recorded: trailer.map(|t| t.recorded),
+            drops: trailer.map(|t| t.dropped.clone()),
+            lost_chunks: self.losses.total(),
+            span_ns: self.span.map_or(0, |(lo, hi)| clock.ticks_to_ns(hi - lo)),
+            threads,
+            kinds,
+            paths: by_path,
+            asyncs: self.asyncs.finish(clock),
+            problems,
+            problem_count: self.collector.problem_count,
+            resolved_early: self.nesting.resolved_early(),
+        }
+    }
+}
+
+/// Names and event types by label, and the label of each callsite.
+#[derive(Debug, Default)]
+struct Labels {
+    names: Vec<(String, EventType)>,
+    index: HashMap<(String, EventType), Label>,
+    by_callsite: HashMap<u32, Label>,
+}
+
+impl Labels {
+    /// The label of `cs` as an event of type `ty` (a begin and its end share one).
+    fn label(&mut self, cs: &CallsiteInfo, ty: EventType) -> Label {
+        if let Some(&l) = self.by_callsite.get(&cs.id) {
+            let (name, t) = &self.names[l as usize];
+            // A file may define an id again; the name then changes.
+            if *t == ty && *name == cs.name {
+                return l;
+            }
+        }
+        let key = (cs.name.clone(), ty);
+        let l = match self.index.get(&key) {
+            Some(&l) => l,
+            None => {
+                let l = self.names.len() as Label;
+                self.names.push(key.clone());
+                self.index.insert(key, l);
+                l
+            }
+        };
+        self.by_callsite.insert(cs.id, l);
+        l
+    }
+}
+
+#[derive(Debug, Default)]
+struct KindAcc {
+    count: u64,
+    durations: Durations,
+}
+
+/// What the nesting resolves, by thread and path; and the problems.
+#[derive(Debug, Default)]
+struct Collector {
+    kinds: HashMap<(u32, PathId), KindAcc>,
+    problems: Vec<Problem>,
+    problem_count: u64,
+    per_thread: HashMap<u32, u64>,
+}
+
+impl Sink for Collector {
+    fn slice(&mut self, s: &Slice) {
+        let k = self.kinds.entry((s.tid, s.path)).or_default();
+        k.count += 1;
+        if s.kind == SliceKind::Scope {
+            k.durations.add(s.dur);
+        }
+    }
+
+    fn problem(&mut self, p: Problem) {
+        self.problem_count += 1;
+        *self.per_thread.entry(p.tid).or_default() += 1;
+        if self.problems.len() < MAX_PROBLEM_EXAMPLES {
+            self.problems.push(p);
+        }
+    }
+}
+
+/// Async slices: the halves waiting for their other half, and the pairs by name.
+#[derive(Debug, Default)]
+struct Asyncs {
+    names: Vec<AsyncAcc>,
+    index: HashMap<String, usize>,
+    /// (name index, async id) → the half seen first: a begin (`true`) or an end, and its time.
+    open: HashMap<(usize, u64), (bool, u64)>,
+}
+
+#[derive(Debug)]
+struct AsyncAcc {
+    name: String,
+    durations: Durations,
+    unended: u64,
+    unbegun: u64,
+}
+
+impl Asyncs {
+    fn add(&mut self, cs: &CallsiteInfo, id: u64, ts: u64) {
+        let n = match self.index.get(&cs.name) {
+            Some(&n) => n,
+            None => {
+                let n = self.names.len();
+                let acc = AsyncAcc {
+                    name: cs.name.clone(),
+                    durations: Durations::default(),
+                    unended: 0,
+                    unbegun: 0,
+                };
+                self.names.push(acc);
+                self.index.insert(cs.name.clone(), n);
+                n
+            }
+        };
+        let begin = cs.phase == Phase::AsyncBegin;
+        // Events come thread by thread, so an end may come before its begin.
+        match self.open.remove(&(n, id)) {
+            Some((first_is_begin, first)) if first_is_begin != begin => {
+                let (b, e) = if begin { (ts, first) } else { (first, ts) };
+                self.names[n].durations.add(e.saturating_sub(b));
+            }
+            previous => {
+                // A second begin (or end) for the same id: the first one stays unmatched.
+                if let Some((first_is_begin, _)) = previous {
+                    self.unmatched(n, first_is_begin);
+                }
+                self.open.insert((n, id), (begin, ts));
+            }
+        }
+    }
+
+    fn unmatched(&mut self, n: usize, begin: bool) {
+        if begin {
+            self.names[n].unended += 1;
+        } else {
+            self.names[n].unbegun += 1;
+        }
+    }
+
+    fn finish(mut self, clock: &ClockInfo) -> Vec<AsyncStats> {
+        for ((n, _), (begin, _)) in std::mem::take(&mut self.open) {
+            self.unmatched(n, begin);
+        }
+        let mut out: Vec<AsyncStats> = self
+            .names
+            .into_iter()
+            .map(|a| AsyncStats {
+                durations: a.durations.stats(clock),
+                name: a.name,
+                unended: a.unended,
+                unbegun: a.unbegun,
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
     }
 }
 

@@ -1,229 +1,473 @@
-//! Tests of `TraceStats` on traces recorded by independent `TraceLog`s.
+//! Tests of `TraceStats` on small trace files built here, on the v1 golden file, and on traces
+//! recorded by independent `TraceLog`s.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use phosphor::{
-    trace_async_begin, trace_async_end, trace_begin, trace_complete, trace_counter, trace_end, trace_instant,
-    trace_lock_guard, trace_scope, BufferMode, ClockKind, Phase, Trace, TraceConfig, TraceLog,
-    TraceLogConfig,
+use phosphor::{trace_async_begin, trace_async_end, trace_lock_guard, BufferMode, TraceConfig, TraceLog};
+use phosphor_format::file::{
+    CallsiteInfo, ClockInfo, ClockKind, DropCounts, ErrorKind, Header, Trailer, Writer, SEQ_STREAM_SHIFT,
 };
+use phosphor_format::{ArgType, Meta, Record};
 
 use super::*;
-use crate::{format_count, MismatchKind};
+use crate::{SortBy, TableOptions, DEFAULT_PENDING_LIMIT, EXACT_SAMPLES, PERCENTILE_ERROR};
 
-fn record(clock: ClockKind, buffer: usize, body: impl FnOnce(&Arc<TraceLog>)) -> Trace {
-    let log = TraceLog::new(TraceLogConfig::new().clock(clock)).unwrap();
-    log.start(TraceConfig::new(BufferMode::Fixed, buffer)).unwrap();
-    body(&log);
-    log.stop();
-    log.take_trace().unwrap()
+const GOLDEN: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
+
+const FRAME: u32 = 16;
+const FRAME_END: u32 = 17;
+const UPDATE: u32 = 18;
+const PHYSICS: u32 = 19;
+const RENDER: u32 = 20;
+const TICK: u32 = 21;
+const DEPTH: u32 = 22;
+const WAIT: u32 = 23;
+const HELD: u32 = 24;
+const STRAY_END: u32 = 25;
+const JOB_BEGIN: u32 = 26;
+const REQUEST: u32 = 27;
+const REQUEST_END: u32 = 28;
+const LOG: u32 = 29;
+
+fn callsite(id: u32, name: &str, phase: Phase) -> CallsiteInfo {
+    CallsiteInfo {
+        id,
+        category: "test".into(),
+        name: name.into(),
+        phase,
+        arg_names: ["v".into(), String::new()],
+        file: "stats_tests.rs".into(),
+        line: id,
+        name_hash: 0,
+    }
+}
+
+fn callsites() -> Vec<CallsiteInfo> {
+    vec![
+        callsite(FRAME, "frame", Phase::Begin),
+        callsite(FRAME_END, "frame", Phase::End),
+        callsite(UPDATE, "update", Phase::Complete),
+        callsite(PHYSICS, "physics", Phase::Complete),
+        callsite(RENDER, "render", Phase::Complete),
+        callsite(TICK, "tick", Phase::Instant),
+        callsite(DEPTH, "depth", Phase::Counter),
+        callsite(WAIT, "queue.wait", Phase::LockWait),
+        callsite(HELD, "queue.held", Phase::LockHeld),
+        callsite(STRAY_END, "stray", Phase::End),
+        callsite(JOB_BEGIN, "job", Phase::Begin),
+        callsite(REQUEST, "request", Phase::AsyncBegin),
+        callsite(REQUEST_END, "request", Phase::AsyncEnd),
+        callsite(LOG, "x={}", Phase::Log),
+    ]
+}
+
+/// A clock of `ns_per_tick` from origin tick 0.
+fn clock(ns_per_tick: f64) -> ClockInfo {
+    ClockInfo {
+        kind: if ns_per_tick == 1.0 { ClockKind::Monotonic } else { ClockKind::Tsc },
+        ns_per_tick,
+        origin_ticks: 0,
+        origin_monotonic_ns: 0,
+        origin_wall_ns: 0,
+        fallback_reason: None,
+    }
+}
+
+/// A trace file: one chunk per `(tid, seq, records)`; thread 1 is `main`, 2 is `worker`.
+fn file(ns_per_tick: f64, chunks: &[(u32, u64, Vec<Record>)], trailer: &Trailer) -> Vec<u8> {
+    let header = Header { clock: clock(ns_per_tick), pid: 7, process_name: "test".into() };
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(&callsites()).unwrap();
+    w.write_thread_names([(1, "main"), (2, "worker")]).unwrap();
+    for (tid, seq, records) in chunks {
+        w.write_chunk(*tid, *seq, records, |_, _| "").unwrap();
+    }
+    w.finish(trailer).unwrap()
+}
+
+/// The statistics of a whole file on a nanosecond clock, one chunk per thread.
+fn stats_of(threads: &[(u32, Vec<Record>)]) -> TraceStats {
+    let chunks: Vec<_> = threads.iter().map(|(tid, r)| (*tid, 0, r.clone())).collect();
+    let bytes = file(1.0, &chunks, &Trailer::default());
+    TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap()
+}
+
+/// A complete or lock event of callsite `id` from `start` lasting `dur` ticks.
+fn slice(id: u32, start: u64, dur: u64) -> Record {
+    Record::new(start, id, Meta::new(1, ArgType::None, ArgType::None), [dur, 0])
+}
+
+/// A begin, end, instant or log of callsite `id` at `ts`.
+fn mark(id: u32, ts: u64) -> Record {
+    Record::new(ts, id, Meta::new(0, ArgType::None, ArgType::None), [0, 0])
+}
+
+/// A counter sample or an async event (its lead word: the id) at `ts`.
+fn valued(id: u32, ts: u64, value: u64) -> Record {
+    if id == DEPTH {
+        Record::new(ts, id, Meta::new(0, ArgType::U64, ArgType::None), [value, 0])
+    } else {
+        Record::new(ts, id, Meta::new(1, ArgType::None, ArgType::None), [value, 0])
+    }
+}
+
+/// `(path, type, count, total_ns)` of the kinds of thread `tid`.
+fn kinds_of(stats: &TraceStats, tid: u32) -> Vec<(String, EventType, u64, Option<u64>)> {
+    stats
+        .kinds
+        .iter()
+        .filter(|k| k.tid == Some(tid))
+        .map(|k| (k.path_string(), k.event_type, k.count, k.durations.map(|d| d.total_ns)))
+        .collect()
+}
+
+fn row(path: &str, ty: EventType, count: u64, total: Option<u64>) -> (String, EventType, u64, Option<u64>) {
+    (path.to_owned(), ty, count, total)
 }
 
 #[test]
-fn events_are_counted_per_thread_and_per_kind() {
-    let mut worker_tid = 0;
-    let trace = record(ClockKind::Tsc, 1 << 20, |log| {
-        for i in 0..3u32 {
-            trace_instant!(log: log, "test", "tick", "i" => i);
-        }
-        for _ in 0..2 {
-            trace_scope!(log: log, "test", "work");
-        }
-        worker_tid = std::thread::scope(|s| {
-            s.spawn(|| {
-                phosphor::set_thread_name("stats-test-worker");
-                for v in 0..5u64 {
-                    trace_counter!(log: log, "test", "depth", v);
-                }
-                phosphor::current_thread_id()
+fn begin_end_pairs_nest_into_paths() {
+    // frame [0, 100] > frame [10, 60] (a frame inside a frame), then frame [200, 250].
+    let main = vec![mark(FRAME, 0), mark(FRAME, 10), mark(FRAME_END, 60), mark(FRAME_END, 100)];
+    let main = [main, vec![mark(FRAME, 200), mark(FRAME_END, 250)]].concat();
+    let stats = stats_of(&[(1, main)]);
+    use EventType::Scope;
+    assert_eq!(
+        kinds_of(&stats, 1),
+        [row("frame", Scope, 2, Some(150)), row("frame/frame", Scope, 1, Some(50))]
+    );
+    assert_eq!(stats.problem_count, 0, "{:?}", stats.problems);
+}
+
+#[test]
+fn complete_events_recorded_after_their_children_get_their_paths() {
+    // update [0, 100] > physics [10, 40] and physics [50, 70]; render [120, 150]; children first.
+    let main =
+        vec![slice(PHYSICS, 10, 30), slice(PHYSICS, 50, 20), slice(UPDATE, 0, 100), slice(RENDER, 120, 30)];
+    let stats = stats_of(&[(1, main)]);
+    use EventType::Scope;
+    assert_eq!(
+        kinds_of(&stats, 1),
+        [
+            row("render", Scope, 1, Some(30)),
+            row("update", Scope, 1, Some(100)),
+            row("update/physics", Scope, 2, Some(50))
+        ]
+    );
+}
+
+#[test]
+fn begin_end_complete_lock_and_point_events_mix_into_one_tree() {
+    // frame (begin/end) [0, 1000] > update [100, 600] > physics [200, 300] with a tick at 250,
+    // a lock wait [310, 320] and held [320, 400] holding a depth sample at 350, a log at 500;
+    // a tick at 800 directly in frame. Complete events arrive at their end.
+    let main = vec![
+        mark(FRAME, 0),
+        mark(TICK, 250),
+        slice(PHYSICS, 200, 100),
+        slice(WAIT, 310, 10),
+        valued(DEPTH, 350, 3),
+        slice(HELD, 320, 80),
+        mark(LOG, 500),
+        slice(UPDATE, 100, 500),
+        mark(TICK, 800),
+        mark(FRAME_END, 1000),
+    ];
+    let stats = stats_of(&[(1, main)]);
+    use EventType::*;
+    assert_eq!(
+        kinds_of(&stats, 1),
+        [
+            row("frame", Scope, 1, Some(1000)),
+            row("frame/tick", Instant, 1, None),
+            row("frame/update", Scope, 1, Some(500)),
+            row("frame/update/physics", Scope, 1, Some(100)),
+            row("frame/update/physics/tick", Instant, 1, None),
+            row("frame/update/queue.held", LockHeld, 1, Some(80)),
+            row("frame/update/queue.held/depth", Counter, 1, None),
+            row("frame/update/queue.wait", LockWait, 1, Some(10)),
+            row("frame/update/x={}", Log, 1, None),
+        ]
+    );
+    assert_eq!(stats.problem_count, 0, "{:?}", stats.problems);
+}
+
+#[test]
+fn threads_have_their_own_kinds_and_paths_add_them_up() {
+    let main = vec![slice(PHYSICS, 10, 10), slice(UPDATE, 0, 100)];
+    // The worker's physics has no parent: another path.
+    let worker = vec![slice(PHYSICS, 10, 30), slice(UPDATE, 50, 5), slice(UPDATE, 60, 7)];
+    let stats = stats_of(&[(1, main), (2, worker)]);
+    use EventType::Scope;
+    assert_eq!(
+        kinds_of(&stats, 1),
+        [row("update", Scope, 1, Some(100)), row("update/physics", Scope, 1, Some(10))]
+    );
+    assert_eq!(kinds_of(&stats, 2), [row("physics", Scope, 1, Some(30)), row("update", Scope, 2, Some(12))]);
+    let update = stats.path(&["update"]).unwrap();
+    assert_eq!((update.tid, update.count, update.durations.unwrap().total_ns), (None, 3, 112));
+    assert_eq!(stats.paths.len(), 3);
+    let threads: Vec<_> = stats.threads.iter().map(|t| (t.tid, t.name.as_deref(), t.events)).collect();
+    assert_eq!(threads, [(1, Some("main"), 2), (2, Some("worker"), 3)]);
+    assert_eq!(stats.kind(2, &["update"]).unwrap().count, 2);
+}
+
+#[test]
+fn durations_are_exact_counts_totals_extremes_and_means() {
+    // 100 jobs of 1..=100 µs on a 0.5 ns clock (2 ticks a nanosecond), one after another.
+    let mut main = Vec::new();
+    let mut at = 0;
+    for us in (1..=100u64).rev() {
+        main.push(slice(UPDATE, at, us * 2_000));
+        at += us * 2_000 + 10;
+    }
+    let bytes = file(0.5, &[(1, 0, main)], &Trailer::default());
+    let stats = TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    let d = stats.kind(1, &["update"]).unwrap().durations.unwrap();
+    assert_eq!(
+        (d.samples, d.total_ns, d.min_ns, d.max_ns, d.mean_ns),
+        (100, 5_050_000, 1_000, 100_000, 50_500)
+    );
+    assert_eq!((d.p50_ns, d.p99_ns, d.exact_percentiles), (50_000, 99_000, true));
+    assert_eq!(stats.span_ns, (at - 10) / 2);
+}
+
+#[test]
+fn percentiles_of_many_durations_are_within_the_stated_bound() {
+    // 20,000 durations of 1..=20,000 µs in a shuffled order, in chunks of 100 events.
+    let n = 20_000u64;
+    let durations: Vec<u64> = (0..n).map(|i| (i * 7_919 % n + 1) * 1_000).collect();
+    let mut at = 0;
+    let mut chunks = Vec::new();
+    for (seq, part) in durations.chunks(100).enumerate() {
+        let records: Vec<Record> = part
+            .iter()
+            .map(|&d| {
+                let r = slice(RENDER, at, d);
+                at += d;
+                r
             })
-            .join()
-            .unwrap()
-        });
-    });
-    let stats = TraceStats::from_trace(&trace).unwrap();
-
-    assert_eq!(stats.events, 10);
-    assert_eq!(stats.recorded, 10);
-    assert_eq!(stats.drops.total(), 0);
-    let main = stats.thread(phosphor::current_thread_id()).unwrap();
-    assert_eq!(main.events, 5);
-    let worker = stats.thread(worker_tid).unwrap();
-    assert_eq!(worker.events, 5);
-    assert_eq!(worker.name.as_deref(), Some("stats-test-worker"));
-    assert_eq!(stats.threads.len(), 2);
-
-    let counts: Vec<_> =
-        stats.kinds.iter().map(|k| (k.name, k.phase, k.count, k.durations.is_some())).collect();
-    assert_eq!(
-        counts,
-        [
-            ("depth", Phase::Counter, 5, false),
-            ("tick", Phase::Instant, 3, false),
-            ("work", Phase::Complete, 2, true),
-        ]
-    );
-    assert_eq!(stats.mismatch_count, 0);
-}
-
-#[test]
-fn durations_are_in_nanoseconds_with_exact_percentiles() {
-    // The monotonic clock ticks in nanoseconds, so the durations come back exactly.
-    let trace = record(ClockKind::Monotonic, 1 << 20, |log| {
-        let start = log.now();
-        for us in (1..=100).rev() {
-            trace_complete!(log: log, "test", "job", start, Duration::from_micros(us));
-        }
-    });
-    let stats = TraceStats::from_trace(&trace).unwrap();
-    let d = stats.kind("test", "job", Phase::Complete).unwrap().durations.unwrap();
-    assert_eq!(d.samples, 100);
-    assert_eq!(d.min_ns, 1_000);
-    assert_eq!(d.mean_ns, 50_500);
-    assert_eq!(d.p50_ns, 50_000);
-    assert_eq!(d.p99_ns, 99_000);
-    assert_eq!(d.max_ns, 100_000);
-    assert_eq!(d.total_ns, 5_050_000);
-}
-
-#[test]
-fn tsc_durations_convert_to_nanoseconds() {
-    let trace = record(ClockKind::Tsc, 1 << 20, |log| {
-        trace_complete!(log: log, "test", "job", log.now(), Duration::from_millis(3));
-    });
-    let stats = TraceStats::from_trace(&trace).unwrap();
-    let d = stats.kind("test", "job", Phase::Complete).unwrap().durations.unwrap();
-    // Ticks and back lose at most a tick or two to rounding.
-    assert!(d.max_ns.abs_diff(3_000_000) < 10, "{d:?}");
-}
-
-#[test]
-fn mismatched_and_unclosed_begins_are_reported() {
-    let trace = record(ClockKind::Monotonic, 1 << 20, |log| {
-        trace_end!(log: log, "test", "stray");
-        trace_begin!(log: log, "test", "outer");
-        trace_begin!(log: log, "test", "inner");
-        trace_end!(log: log, "test", "outer");
-        trace_end!(log: log, "test", "outer");
-        trace_begin!(log: log, "test", "left");
-    });
-    let stats = TraceStats::from_trace(&trace).unwrap();
-    let kinds: Vec<_> = stats.mismatches.iter().map(|m| m.kind.clone()).collect();
-    assert_eq!(
-        kinds,
-        [
-            MismatchKind::EndWithoutBegin { end: "stray" },
-            MismatchKind::WrongName { open: "inner", end: "outer" },
-            MismatchKind::LeftOpen { open: "left" },
-        ]
-    );
-    assert_eq!(stats.mismatch_count, 3);
-    assert_eq!(stats.thread(phosphor::current_thread_id()).unwrap().mismatches, 3);
-    assert!(stats.mismatches.windows(2).all(|w| w[0].at_ns <= w[1].at_ns));
-    // The one matching pair ("outer" with the second end) gives the only begin duration.
-    assert_eq!(stats.kind("test", "outer", Phase::Begin).unwrap().durations.unwrap().samples, 1);
-    assert_eq!(stats.kind("test", "inner", Phase::Begin).unwrap().durations, None);
-    let report = stats.mismatch_report().to_string();
-    assert!(report.contains("3 mismatched"), "{report}");
-    assert!(report.contains(r#"end "outer" closes the open begin "inner""#), "{report}");
-}
-
-#[test]
-fn matched_begin_end_pairs_have_durations() {
-    let trace = record(ClockKind::Monotonic, 1 << 20, |log| {
-        trace_begin!(log: log, "test", "phase");
-        std::thread::sleep(Duration::from_millis(2));
-        trace_end!(log: log, "test", "phase");
-    });
-    let stats = TraceStats::from_trace(&trace).unwrap();
-    let d = stats.kind("test", "phase", Phase::Begin).unwrap().durations.unwrap();
-    assert_eq!(d.samples, 1);
-    assert!(d.min_ns >= 2_000_000, "{d:?}");
-    assert_eq!(stats.kind("test", "phase", Phase::End).unwrap().durations, None);
-    assert_eq!(stats.mismatch_count, 0);
-    assert!(stats.span_ns >= 2_000_000);
-}
-
-#[test]
-fn async_slices_pair_across_threads() {
-    let trace = record(ClockKind::Monotonic, 1 << 20, |log| {
-        trace_async_begin!(log: log, "test", "request", 7u64);
-        trace_async_begin!(log: log, "test", "request", 8u64);
-        std::thread::sleep(Duration::from_millis(1));
-        std::thread::scope(|s| {
-            s.spawn(|| trace_async_end!(log: log, "test", "request", 7u64));
-        });
-        trace_async_end!(log: log, "test", "request", 9u64);
-    });
-    let stats = TraceStats::from_trace(&trace).unwrap();
-    let d = stats.kind("test", "request", Phase::AsyncBegin).unwrap().durations.unwrap();
-    assert_eq!(d.samples, 1);
-    assert!(d.min_ns >= 1_000_000, "{d:?}");
-    assert_eq!(stats.async_unended, 1, "id 8 never ends");
-    assert_eq!(stats.async_unbegun, 1, "id 9 never began");
-}
-
-#[test]
-fn lock_wait_and_held_are_kinds_with_durations() {
-    let trace = record(ClockKind::Monotonic, 1 << 20, |log| {
-        let m = std::sync::Mutex::new(0);
-        for _ in 0..4 {
-            let mut g = trace_lock_guard!(log: log, "test", "m", m.lock().unwrap());
-            **g += 1;
-        }
-    });
-    let stats = TraceStats::from_trace(&trace).unwrap();
-    for (name, phase) in [("m.wait", Phase::LockWait), ("m.held", Phase::LockHeld)] {
-        let k = stats.kind("test", name, phase).unwrap();
-        assert_eq!(k.count, 4);
-        assert_eq!(k.durations.unwrap().samples, 4);
+            .collect();
+        chunks.push((1, seq as u64, records));
+    }
+    let bytes = file(1.0, &chunks, &Trailer::default());
+    let stats = TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    let d = stats.kind(1, &["render"]).unwrap().durations.unwrap();
+    assert!(n as usize > EXACT_SAMPLES && !d.exact_percentiles);
+    assert_eq!((d.samples, d.min_ns, d.max_ns), (n, 1_000, n * 1_000));
+    assert_eq!((d.total_ns, d.mean_ns), (n * (n + 1) / 2 * 1_000, (n + 1) * 500));
+    for (got, exact) in [(d.p50_ns, 10_000_000u64), (d.p99_ns, 19_800_000)] {
+        let error = got.abs_diff(exact) as f64 / exact as f64;
+        assert!(error <= PERCENTILE_ERROR, "{got} vs {exact}: {error}");
     }
 }
 
 #[test]
-fn drops_are_reported_by_reason() {
-    // One 4 KiB chunk holds 127 records; the rest find the Fixed buffer full.
-    let trace = record(ClockKind::Tsc, 4096, |log| {
-        for i in 0..1000u32 {
-            trace_instant!(log: log, "test", "flood", "i" => i);
+fn every_scope_problem_is_reported_with_its_thread_and_time() {
+    // On a 2 ns clock from origin 0, so times in ns are twice the ticks.
+    let main = vec![
+        mark(STRAY_END, 5),    // an end with nothing open
+        mark(FRAME, 10),       // frame
+        mark(JOB_BEGIN, 20),   //   job
+        mark(FRAME_END, 30),   //   closes job: wrong name
+        mark(FRAME_END, 40),   // closes frame
+        slice(UPDATE, 50, 50), // update [50, 100]
+        slice(RENDER, 90, 60), // render [90, 150] starts inside update, ends after it
+        mark(JOB_BEGIN, 200),  // never ends
+    ];
+    let worker = vec![mark(FRAME_END, 7)];
+    let bytes = file(2.0, &[(1, 0, main), (2, 0, worker)], &Trailer::default());
+    let stats = TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    let s = |v: &str| v.to_owned();
+    let found: Vec<(u32, i64, ScopeProblemKind)> =
+        stats.problems.iter().map(|p| (p.tid, p.at_ns, p.kind.clone())).collect();
+    assert_eq!(
+        found,
+        [
+            (1, 10, ScopeProblemKind::EndWithoutBegin { end: s("stray") }),
+            (1, 60, ScopeProblemKind::WrongName { open: s("job"), end: s("frame") }),
+            (1, 180, ScopeProblemKind::Interlaced { scope: s("render"), other: s("update") }),
+            (1, 400, ScopeProblemKind::LeftOpen { open: s("job") }),
+            (2, 14, ScopeProblemKind::EndWithoutBegin { end: s("frame") }),
+        ]
+    );
+    assert_eq!(stats.problem_count, 5);
+    let per_thread: Vec<_> = stats.threads.iter().map(|t| (t.tid, t.problems)).collect();
+    assert_eq!(per_thread, [(1, 4), (2, 1)]);
+    // The pair closed by the wrong name still counts (as viewers draw it), so do the two
+    // siblings; the begin left open counts without a duration.
+    let job = stats.kind(1, &["frame", "job"]).unwrap();
+    assert_eq!((job.count, job.durations.unwrap().total_ns), (1, 20));
+    let left_open = stats.kind(1, &["job"]).unwrap();
+    assert_eq!((left_open.count, left_open.durations), (1, None));
+    assert!(stats.kind(1, &["update", "render"]).is_none(), "interlaced scopes stay siblings");
+    let report = stats.problem_report().to_string();
+    assert!(report.contains("5 problems"), "{report}");
+    assert!(
+        report.contains(r#"tid 1 (main) at +180 ns: "render" overlaps its sibling "update""#),
+        "{report}"
+    );
+}
+
+#[test]
+fn drops_come_from_the_trailer_and_lost_chunks_from_sequence_gaps() {
+    let trailer = Trailer {
+        recorded: 3,
+        dropped: DropCounts { overwritten: 250, buffer_full: 4, ..DropCounts::default() },
+        ..Trailer::default()
+    };
+    let pool = 1 << SEQ_STREAM_SHIFT;
+    // Thread 1's own chunks 0 and 3 (two lost); pool tenant 1's chunks 1 and 2 (one lost), written
+    // first by thread 2 then by thread 1.
+    let chunks = [
+        (1, 0, vec![mark(TICK, 1)]),
+        (2, pool | 1, vec![mark(TICK, 2)]),
+        (1, 3, vec![mark(TICK, 3)]),
+        (1, pool | 2, vec![]),
+    ];
+    let bytes = file(1.0, &chunks, &trailer);
+    let stats = TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    assert!(stats.complete);
+    assert_eq!((stats.events, stats.chunks, stats.recorded), (3, 4, Some(3)));
+    assert_eq!(stats.drops.as_ref().unwrap().total(), 254);
+    assert_eq!(stats.lost_chunks, 3);
+    let lost: Vec<_> = stats.threads.iter().map(|t| (t.tid, t.lost_chunks)).collect();
+    assert_eq!(lost, [(1, 2), (2, 0)]);
+    let summary = stats.summary().to_string();
+    assert!(summary.contains("dropped      254 (buffer_full 4, overwritten 250)"), "{summary}");
+    assert!(summary.contains("lost chunks  3"), "{summary}");
+}
+
+#[test]
+fn a_truncated_file_gives_the_statistics_before_the_damage_and_the_offset() {
+    let header = Header { clock: clock(1.0), pid: 7, process_name: "test".into() };
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(&callsites()).unwrap();
+    w.write_chunk(1, 0, &[slice(PHYSICS, 10, 10), slice(UPDATE, 0, 50)], |_, _| "").unwrap();
+    let first_end = w.offset();
+    w.write_chunk(1, 1, &[slice(RENDER, 100, 10)], |_, _| "").unwrap();
+    let second_end = w.offset();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let cut = &bytes[..(first_end + second_end) as usize / 2];
+
+    let err = TraceStats::from_reader(Reader::new(cut).unwrap()).unwrap_err();
+    assert_eq!(err.source.offset(), first_end);
+    assert!(matches!(err.source.kind(), ErrorKind::Truncated { .. }), "{:?}", err.source);
+    let partial = &err.partial;
+    assert!(!partial.complete);
+    assert_eq!(
+        (partial.events, partial.chunks, partial.recorded, partial.drops.as_ref()),
+        (2, 1, None, None)
+    );
+    assert_eq!(partial.kind(1, &["update", "physics"]).unwrap().count, 1);
+    assert!(partial.kind(1, &["render"]).is_none());
+    assert!(err.to_string().contains(&format!("past byte {first_end}")), "{err}");
+    assert!(partial.summary().to_string().contains("no trailer was read"));
+}
+
+#[test]
+fn a_long_flat_stream_stays_within_the_pending_limit() {
+    let limit = 1_000;
+    let mut b = StatsBuilder::new(&clock(1.0)).pending_limit(limit);
+    let bytes = file(1.0, &[(1, 0, vec![slice(UPDATE, 0, 5), slice(RENDER, 1, 2)])], &Trailer::default());
+    let mut reader = Reader::new(bytes.as_slice()).unwrap();
+    let chunk = reader.next_chunk().unwrap().unwrap();
+    let events: Vec<_> = chunk.events().map(Result::unwrap).collect();
+    // 200,000 top-level slices, and every tenth has a child: nothing ever encloses the top level.
+    let mut most = 0;
+    for i in 0..200_000u64 {
+        let mut e = events[0].clone();
+        e.ts = i * 100;
+        if i % 10 == 0 {
+            let mut child = events[1].clone();
+            child.ts = e.ts + 1;
+            b.add(&child);
         }
-    });
-    let stats = TraceStats::from_trace(&trace).unwrap();
-    assert!(stats.recorded > 0 && stats.recorded < 1000, "{}", stats.recorded);
-    assert_eq!(stats.events, stats.recorded);
-    assert_eq!(stats.drops.buffer_full, 1000 - stats.recorded);
-    assert_eq!(stats.recorded + stats.drops.total(), 1000);
-    let line = stats.drops_summary().to_string();
-    assert!(line.contains(&format!("buffer_full {}", format_count(1000 - stats.recorded))), "{line}");
+        b.add(&e);
+        most = most.max(b.pending());
+    }
+    assert!(most <= limit, "{most}");
+    let stats = b.finish([], None);
+    assert_eq!(stats.kind(1, &["update"]).unwrap().count, 200_000);
+    assert_eq!(stats.kind(1, &["update", "render"]).unwrap().count, 20_000);
+    assert!(stats.kind(1, &["render"]).is_none());
+    assert_eq!(stats.problem_count, 0);
+    assert!(stats.resolved_early > 200_000 - limit as u64);
+    assert_eq!(DEFAULT_PENDING_LIMIT, 1 << 18);
 }
 
 #[test]
-fn the_rendering_lists_threads_kinds_and_durations() {
-    let trace = record(ClockKind::Monotonic, 1 << 20, |log| {
-        let start = log.now();
-        trace_complete!(log: log, "render", "step", start, Duration::from_micros(42));
-    });
-    let stats = TraceStats::from_trace(&trace).unwrap();
-    let text = stats.to_string();
-    assert!(text.contains("1 recorded, 0 dropped"), "{text}");
-    let row = text.lines().find(|l| l.contains("step")).unwrap();
-    let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cells[..4], ["render", "step", "complete", "1"], "{row}");
-    assert!(row.contains("42.0 µs"), "{row}");
-    assert!(text.contains("every end closes"), "{text}");
+fn the_golden_file_renders_to_the_committed_tables_and_json() {
+    let stats = TraceStats::from_reader(Reader::new(GOLDEN).unwrap()).unwrap();
+    assert_eq!((stats.events, stats.chunks, stats.lost_chunks), (10, 3, 1));
+    insta::assert_snapshot!("golden_v1_stats_text", stats.to_string());
+    let mut json = Vec::new();
+    stats.write_json(&mut json, TableOptions { sort: SortBy::Total, top: None }).unwrap();
+    let json = String::from_utf8(json).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["schema"], "phosphor-stats/1");
+    assert_eq!(value["kinds"].as_array().unwrap().len(), stats.kinds.len());
+    insta::assert_snapshot!("golden_v1_stats_json", json);
 }
 
 #[test]
-fn nearest_rank_percentiles_pick_real_values() {
-    assert_eq!(nearest_rank(1, 50), 0);
-    assert_eq!(nearest_rank(1, 99), 0);
-    assert_eq!(nearest_rank(2, 50), 0);
-    assert_eq!(nearest_rank(100, 50), 49);
-    assert_eq!(nearest_rank(100, 99), 98);
-    assert_eq!(nearest_rank(1000, 99), 989);
-    let mut ticks = [5, 1, 3];
-    let d = DurationStats::from_ticks(&mut ticks, |t| t * 2).unwrap();
-    assert_eq!((d.min_ns, d.mean_ns, d.p50_ns, d.p99_ns, d.max_ns), (2, 6, 6, 10, 10));
-    assert_eq!(DurationStats::from_ticks(&mut [], |t| t), None);
+fn tables_follow_the_sort_and_top_options() {
+    let main = vec![slice(UPDATE, 0, 100), slice(RENDER, 100, 10), slice(RENDER, 110, 10), mark(TICK, 200)];
+    let main = [main, vec![mark(TICK, 201), mark(TICK, 202), slice(PHYSICS, 300, 50)]].concat();
+    let stats = stats_of(&[(1, main)]);
+    let names = |sort, top| -> Vec<&str> {
+        TableOptions { sort, top }.select(&stats.kinds).iter().map(|k| k.name()).collect()
+    };
+    assert_eq!(names(SortBy::Total, None), ["update", "physics", "render", "tick"]);
+    assert_eq!(names(SortBy::Count, None), ["tick", "render", "update", "physics"]);
+    assert_eq!(names(SortBy::Max, Some(2)), ["update", "physics"]);
+    let table = stats.kinds_table(TableOptions { sort: SortBy::Count, top: Some(1) }, false).to_string();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), ["main", "tick", "instant", "3"], "{table}");
+}
+
+#[test]
+fn recorded_traces_pair_async_slices_across_threads_and_type_lock_events() {
+    let log = TraceLog::new(phosphor::TraceLogConfig::new().clock(phosphor::ClockKind::Monotonic)).unwrap();
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
+    let m = std::sync::Mutex::new(0);
+    for _ in 0..4 {
+        let mut g = trace_lock_guard!(log: &log, "test", "m", m.lock().unwrap());
+        **g += 1;
+    }
+    trace_async_begin!(log: &log, "test", "request", 7u64);
+    trace_async_begin!(log: &log, "test", "request", 8u64);
+    std::thread::sleep(Duration::from_millis(1));
+    std::thread::scope(|s| {
+        s.spawn(|| trace_async_end!(log: &log, "test", "request", 7u64));
+    });
+    trace_async_end!(log: &log, "test", "request", 9u64);
+    log.stop();
+    let stats = TraceStats::from_trace(&log.take_trace().unwrap()).unwrap();
+    for (name, ty) in [("m.wait", EventType::LockWait), ("m.held", EventType::LockHeld)] {
+        let k = stats.path(&[name]).unwrap();
+        assert_eq!((k.event_type, k.count, k.durations.unwrap().samples), (ty, 4, 4));
+    }
+    let a = stats.async_slices("request").unwrap();
+    assert_eq!((a.durations.unwrap().samples, a.unended, a.unbegun), (1, 1, 1));
+    assert!(a.durations.unwrap().min_ns >= 1_000_000);
+    assert_eq!((stats.recorded, stats.events), (Some(12), 12));
+}
+
+#[test]
+fn a_fixed_buffer_that_ran_out_reports_its_drops_by_reason() {
+    let log = TraceLog::new(phosphor::TraceLogConfig::new()).unwrap();
+    // One 4 KiB chunk holds 127 records; the rest find the Fixed buffer full.
+    log.start(TraceConfig::new(BufferMode::Fixed, 4096)).unwrap();
+    for i in 0..1000u32 {
+        phosphor::trace_instant!(log: &log, "test", "flood", "i" => i);
+    }
+    log.stop();
+    let stats = TraceStats::from_trace(&log.take_trace().unwrap()).unwrap();
+    let recorded = stats.recorded.unwrap();
+    assert!(recorded > 0 && recorded < 1000, "{recorded}");
+    assert_eq!(stats.events, recorded);
+    assert_eq!(stats.drops.as_ref().unwrap().buffer_full, 1000 - recorded);
+    assert_eq!(stats.path(&["flood"]).unwrap().count, recorded);
 }

@@ -3,12 +3,14 @@
 //! Counts are grouped by thousands (`1,234,567`), durations carry the unit that keeps three
 //! significant digits (`812 ns`, `4.21 µs`, `13.0 ms`). Each part renders on its own
 //! ([`TraceStats::threads_table`] and friends) so a tool can put its own lines between them;
-//! `Display` for `TraceStats` renders them all.
+//! [`TraceStats::report`] renders them all, and so does `Display` with the default
+//! [`TableOptions`] (the top 20 kinds by total time).
 
 use std::fmt::{self, Display, Formatter};
 
 use phosphor::Drops;
 
+use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
 use crate::stats::{KindStats, TraceStats};
 
 /// `n` with its thousands grouped by commas.
@@ -126,111 +128,247 @@ impl<F: Fn(&mut Formatter<'_>) -> fmt::Result> Display for Render<F> {
     }
 }
 
+/// What orders the kinds in tables and JSON, largest first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SortBy {
+    /// Total duration (kinds without durations last, by count).
+    #[default]
+    Total,
+    /// Count.
+    Count,
+    /// Longest duration.
+    Max,
+}
+
+/// How the kinds are listed: in which order, and how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableOptions {
+    /// The order, largest first; ties keep the order of thread, then path.
+    pub sort: SortBy,
+    /// At most this many rows (`None`: all).
+    pub top: Option<usize>,
+}
+
+impl Default for TableOptions {
+    /// By total duration, the top 20.
+    fn default() -> TableOptions {
+        TableOptions { sort: SortBy::Total, top: Some(20) }
+    }
+}
+
+impl TableOptions {
+    /// `kinds` in this order, cut to the top rows.
+    pub fn select<'a>(&self, kinds: &'a [KindStats]) -> Vec<&'a KindStats> {
+        let key = |k: &KindStats| {
+            let d = k.durations.as_ref();
+            match self.sort {
+                SortBy::Total => (d.map_or(0, |d| d.total_ns), k.count),
+                SortBy::Count => (k.count, d.map_or(0, |d| d.total_ns)),
+                SortBy::Max => (d.map_or(0, |d| d.max_ns), k.count),
+            }
+        };
+        let mut out: Vec<&KindStats> = kinds.iter().collect();
+        out.sort_by_key(|k| std::cmp::Reverse(key(k)));
+        out.truncate(self.top.unwrap_or(usize::MAX));
+        out
+    }
+
+    /// What a table of `of` kinds under these options shows: `top 20 of 45, by total time`, or
+    /// `12, by count` when it shows them all.
+    pub fn heading(&self, of: usize) -> String {
+        let by = match self.sort {
+            SortBy::Total => "total time",
+            SortBy::Count => "count",
+            SortBy::Max => "longest",
+        };
+        match self.top {
+            Some(top) if top < of => format!("top {top} of {of}, by {by}"),
+            _ => format!("{of}, by {by}"),
+        }
+    }
+}
+
+/// A time since the clock origin, `+1.23 µs` or `-40 ns`.
+fn format_at(ns: i64) -> String {
+    let sign = if ns < 0 { '-' } else { '+' };
+    format!("{sign}{}", format_ns(ns.unsigned_abs()))
+}
+
 impl TraceStats {
-    /// One line: events recorded and dropped, with the reasons that dropped any.
-    pub fn drops_summary(&self) -> impl Display + '_ {
+    /// The totals, one per line: events and chunks read, drops, lost chunks, span.
+    pub fn summary(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
-            write!(f, "{} recorded, {} dropped", format_count(self.recorded), format_drops(&self.drops))
+            let recorded = match self.recorded {
+                Some(r) if r == self.events => format!(", all {} recorded", format_count(r)),
+                Some(r) => format!(", but the trailer says {} were recorded", format_count(r)),
+                None => "; no trailer was read".to_owned(),
+            };
+            let chunks = format_count(self.chunks);
+            writeln!(f, "events       {} in {chunks} chunks{recorded}", format_count(self.events))?;
+            match &self.drops {
+                Some(d) => writeln!(f, "dropped      {}", format_drops(d))?,
+                None => writeln!(f, "dropped      unknown: no trailer was read")?,
+            }
+            writeln!(f, "lost chunks  {}", format_count(self.lost_chunks))?;
+            writeln!(f, "span         {}", format_ns(self.span_ns))
         })
     }
 
-    /// A table of threads: id, name, events and begin/end mismatches.
+    /// A table of threads: id, name, events, lost chunks and scope problems.
     pub fn threads_table(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
             use Align::*;
-            let mut t =
-                Table::new(&[("tid", Right), ("name", Left), ("events", Right), ("mismatches", Right)]);
+            let mut t = Table::new(&[
+                ("tid", Right),
+                ("name", Left),
+                ("events", Right),
+                ("lost chunks", Right),
+                ("problems", Right),
+            ]);
             for th in &self.threads {
                 t.row(vec![
                     th.tid.to_string(),
                     th.name.clone().unwrap_or_else(|| "-".into()),
                     format_count(th.events),
-                    format_count(th.mismatches),
+                    format_count(th.lost_chunks),
+                    format_count(th.problems),
                 ]);
             }
             write!(f, "{t}")
         })
     }
 
-    /// A table of event kinds: count, and the duration distribution of those that last.
-    pub fn kinds_table(&self) -> impl Display + '_ {
+    /// A table of the kinds per thread (`paths`: all threads together), as `options` selects:
+    /// count, and the durations of scopes. A note follows when a percentile shown is not exact.
+    pub fn kinds_table(&self, options: TableOptions, paths: bool) -> impl Display + '_ {
+        Render(move |f: &mut Formatter<'_>| {
+            use Align::*;
+            let kinds = options.select(if paths { &self.paths } else { &self.kinds });
+            let mut columns = vec![("path", Left), ("type", Left), ("count", Right)];
+            if !paths {
+                columns.insert(0, ("thread", Left));
+            }
+            columns.extend(["total", "min", "mean", "p50", "p99", "max"].map(|c| (c, Right)));
+            let mut t = Table::new(&columns);
+            for k in &kinds {
+                let mut row = Vec::with_capacity(columns.len());
+                if let Some(tid) = k.tid.filter(|_| !paths) {
+                    row.push(self.thread_label(tid));
+                }
+                row.extend([k.path_string(), k.event_type.as_str().to_owned(), format_count(k.count)]);
+                row.extend(duration_cells(k.durations.as_ref()));
+                t.row(row);
+            }
+            write!(f, "{t}")?;
+            if kinds.iter().any(|k| k.durations.is_some_and(|d| !d.exact_percentiles)) {
+                writeln!(
+                    f,
+                    "  (p50 and p99 of kinds of more than {EXACT_SAMPLES} scopes are within {}% above the exact values)",
+                    PERCENTILE_ERROR * 100.0
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// A table of the async slices by name: pairs, their durations, and the unmatched halves.
+    pub fn asyncs_table(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
             use Align::*;
             let mut t = Table::new(&[
-                ("category", Left),
                 ("name", Left),
-                ("phase", Left),
-                ("count", Right),
+                ("pairs", Right),
+                ("total", Right),
                 ("min", Right),
                 ("mean", Right),
                 ("p50", Right),
                 ("p99", Right),
                 ("max", Right),
+                ("unended", Right),
+                ("unbegun", Right),
             ]);
-            for k in &self.kinds {
-                t.row(kind_row(k));
+            for a in &self.asyncs {
+                let mut row = vec![a.name.clone(), format_count(a.durations.map_or(0, |d| d.samples))];
+                row.extend(duration_cells(a.durations.as_ref()));
+                row.extend([format_count(a.unended), format_count(a.unbegun)]);
+                t.row(row);
             }
             write!(f, "{t}")
         })
     }
 
-    /// The begin/end and async pairing problems, one per line; "none" when there are none.
-    pub fn mismatch_report(&self) -> impl Display + '_ {
+    /// The scope checks: the problems, one per line with thread and time, or that there are none.
+    pub fn problem_report(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
-            if self.mismatch_count == 0 {
-                writeln!(f, "  begin/end: every end closes the innermost open begin of the same name")?;
+            if self.problem_count == 0 {
+                writeln!(f, "  every scope nests: ends match their begins, no scope overlaps a sibling")?;
             } else {
-                writeln!(f, "  begin/end: {} mismatched", format_count(self.mismatch_count))?;
-                for m in &self.mismatches {
-                    let name = self.thread(m.tid).and_then(|t| t.name.as_deref()).unwrap_or("-");
-                    writeln!(f, "    tid {} ({name}) at +{}: {}", m.tid, format_ns(m.at_ns), m.kind)?;
+                writeln!(f, "  {} problems", format_count(self.problem_count))?;
+                for p in &self.problems {
+                    let thread = self.thread_label(p.tid);
+                    let tid =
+                        if thread == p.tid.to_string() { String::new() } else { format!(" ({thread})") };
+                    writeln!(f, "    tid {}{tid} at {}: {}", p.tid, format_at(p.at_ns), p.kind)?;
                 }
-                let hidden = self.mismatch_count - self.mismatches.len() as u64;
+                let hidden = self.problem_count - self.problems.len() as u64;
                 if hidden > 0 {
                     writeln!(f, "    ... and {} more", format_count(hidden))?;
                 }
             }
-            if self.async_unended + self.async_unbegun == 0 {
-                writeln!(f, "  async: every begin has its end")
-            } else {
+            if self.resolved_early > 0 {
                 writeln!(
                     f,
-                    "  async: {} begins without an end, {} ends without a begin",
-                    format_count(self.async_unended),
-                    format_count(self.async_unbegun)
-                )
+                    "  {} scopes and events had their path fixed before their parent could arrive \
+                     (more were waiting than the pending limit)",
+                    format_count(self.resolved_early)
+                )?;
             }
+            Ok(())
         })
+    }
+
+    /// Everything: the summary, threads, kinds per thread and across threads as `options` selects,
+    /// async slices, scope checks.
+    pub fn report(&self, options: TableOptions) -> impl Display + '_ {
+        Render(move |f: &mut Formatter<'_>| {
+            write!(f, "{}", self.summary())?;
+            writeln!(f, "\nthreads ({})", self.threads.len())?;
+            write!(f, "{}", self.threads_table())?;
+            writeln!(f, "\nkinds by thread ({})", options.heading(self.kinds.len()))?;
+            write!(f, "{}", self.kinds_table(options, false))?;
+            writeln!(f, "\nkinds across threads ({})", options.heading(self.paths.len()))?;
+            write!(f, "{}", self.kinds_table(options, true))?;
+            if !self.asyncs.is_empty() {
+                writeln!(f, "\nasync slices ({})", self.asyncs.len())?;
+                write!(f, "{}", self.asyncs_table())?;
+            }
+            writeln!(f, "\nscope checks")?;
+            write!(f, "{}", self.problem_report())
+        })
+    }
+
+    /// The thread's name, or its id when it has none.
+    fn thread_label(&self, tid: u32) -> String {
+        match self.thread(tid).and_then(|t| t.name.as_deref()) {
+            Some(name) => name.to_owned(),
+            None => tid.to_string(),
+        }
     }
 }
 
-fn kind_row(k: &KindStats) -> Vec<String> {
-    let mut row =
-        vec![k.category.to_string(), k.name.to_string(), k.phase.as_str().to_string(), format_count(k.count)];
-    match &k.durations {
-        Some(d) => row.extend([d.min_ns, d.mean_ns, d.p50_ns, d.p99_ns, d.max_ns].map(format_ns)),
-        None => row.extend(std::iter::repeat_n(String::new(), 5)),
+/// Total, min, mean, p50, p99, max; blank without durations.
+fn duration_cells(d: Option<&DurationStats>) -> Vec<String> {
+    match d {
+        Some(d) => [d.total_ns, d.min_ns, d.mean_ns, d.p50_ns, d.p99_ns, d.max_ns].map(format_ns).to_vec(),
+        None => vec![String::new(); 6],
     }
-    row
 }
 
 impl Display for TraceStats {
+    /// [`TraceStats::report`] with the default [`TableOptions`].
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        writeln!(f, "events: {}", self.drops_summary())?;
-        if self.events != self.recorded {
-            writeln!(
-                f,
-                "warning: {} events decoded, but the trace says it recorded {}",
-                self.events, self.recorded
-            )?;
-        }
-        writeln!(f, "span: {}", format_ns(self.span_ns))?;
-        writeln!(f, "\nthreads ({})", self.threads.len())?;
-        write!(f, "{}", self.threads_table())?;
-        writeln!(f, "\nevent kinds ({})", self.kinds.len())?;
-        write!(f, "{}", self.kinds_table())?;
-        writeln!(f, "\nscope checks")?;
-        write!(f, "{}", self.mismatch_report())
+        write!(f, "{}", self.report(TableOptions::default()))
     }
 }
 

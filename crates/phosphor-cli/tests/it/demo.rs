@@ -33,14 +33,26 @@ fn the_demo_accounts_for_every_event_and_lists_its_threads() {
         );
     }
     assert!(!report.contains("worker-3"), "{report}");
-    for kind in ["iteration", "queue.wait", "queue.held", "queue_depth", "item", "batch"] {
+    // The statistics, read back from the saved file: scope paths across threads.
+    let kinds = report.split("kinds across threads (").nth(1).expect("a kinds table");
+    for path in [
+        "batch",
+        "batch/iteration",
+        "batch/iteration/parse",
+        "batch/iteration/queue.wait",
+        "batch/iteration/queue.held/queue_depth",
+        "drain/consume",
+        "queue.held",
+    ] {
         assert!(
-            report.lines().any(|l| l.split_whitespace().nth(1) == Some(kind)),
-            "no kind {kind}:\n{report}"
+            kinds.lines().any(|l| l.split_whitespace().next() == Some(path)),
+            "no kind {path}:\n{report}"
         );
     }
-    assert!(report.contains("every end closes the innermost open begin"), "{report}");
-    assert!(report.contains("every begin has its end"), "{report}");
+    assert!(report.contains("every scope nests"), "{report}");
+    // Every item handed to the sink pairs up: no async begin without its end, or the reverse.
+    let item = report.lines().find(|l| l.trim_start().starts_with("item ")).expect("the async items");
+    assert!(item.split_whitespace().rev().take(2).all(|n| n == "0"), "{item}");
 }
 
 #[test]

@@ -5,3 +5,4 @@ mod convert;
 mod demo;
 mod flamegraph;
 mod info;
+mod stats;

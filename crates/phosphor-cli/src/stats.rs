@@ -1,0 +1,81 @@
+//! `phosphor stats FILE [--json] [--top N] [--sort total|count|max]`: statistics of a trace file
+//! by scope path and thread, computed by `phosphor_export::TraceStats` in one streaming pass.
+//!
+//! Tables by default: the totals (events, drops, lost chunks, span), threads, the kinds per thread
+//! and across threads (the top 20 by total time unless `--top`/`--sort` say otherwise), async
+//! slices, and the scope checks. `--json` prints the same as one JSON object (the schema is in
+//! `phosphor_export`'s `stats_json.rs`; every kind unless `--top` is given). A truncated or
+//! corrupt file prints the statistics of everything before the damage, then the error names the
+//! file and the byte offset (exit status 2).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use phosphor_export::{format_count, SortBy, TableOptions, TraceStats};
+
+use crate::progress;
+
+/// Options of `phosphor stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The trace file (written by `Trace::save` or `phosphor demo`).
+    file: PathBuf,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Show the first N kinds in each table [default: 20; with --json, all].
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+    /// Order the kinds by total time, count or longest duration, largest first.
+    #[arg(long, value_enum, default_value_t = Sort::Total)]
+    sort: Sort,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Sort {
+    Total,
+    Count,
+    Max,
+}
+
+/// Rows of each kinds table unless `--top` says otherwise.
+const DEFAULT_TOP: usize = 20;
+
+/// Runs `phosphor stats` and writes the statistics to `out`.
+pub fn run(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let path = &args.file;
+    let reader = progress::open(path, "reading")?;
+    let (stats, failure) = match TraceStats::from_reader(reader) {
+        Ok(stats) => (stats, None),
+        Err(e) => (*e.partial, Some(e.source)),
+    };
+    let sort = match args.sort {
+        Sort::Total => SortBy::Total,
+        Sort::Count => SortBy::Count,
+        Sort::Max => SortBy::Max,
+    };
+    if args.json {
+        stats.write_json(&mut *out, TableOptions { sort, top: args.top })?;
+    } else {
+        writeln!(out, "{}: statistics of a Phosphor trace file", path.display())?;
+        if let Some(e) = &failure {
+            writeln!(
+                out,
+                "  INCOMPLETE: read up to byte {}; what follows is the part before it",
+                e.offset()
+            )?;
+        }
+        writeln!(out)?;
+        write!(out, "{}", stats.report(TableOptions { sort, top: Some(args.top.unwrap_or(DEFAULT_TOP)) }))?;
+    }
+    out.flush()?;
+    match failure {
+        None => Ok(()),
+        Some(e) => Err(anyhow::Error::new(e.with_path(path)).context(format!(
+            "reading {} stopped early (the statistics are of the {} events before the damage)",
+            path.display(),
+            format_count(stats.events)
+        ))),
+    }
+}

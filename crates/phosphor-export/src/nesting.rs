@@ -1,0 +1,478 @@
+//! Scope nesting: each thread's tree of slices, built from a stream in which a complete event
+//! arrives at its **end**, after the slices nested in it. Statistics (`stats`) and folded stacks
+//! (`folded`) both read their paths from here.
+//!
+//! # The algorithm
+//!
+//! A slice's path (the names of the slices enclosing it, outermost first) is known only once every
+//! slice that could enclose it has arrived. Per thread, [`Nesting`] keeps:
+//!
+//! * the stack of **open begins** (a begin whose end has not come): everything recorded while one
+//!   is open goes into its **region**, so it gets the begin's name as a prefix;
+//! * in each region, the **pending** finished subtrees, sorted by start: slices whose parent may
+//!   still arrive.
+//!
+//! A complete event `[s, e]` **adopts** the pending subtrees of the innermost region that it
+//! contains (start ≥ `s`, end ≤ `e`: the children were recorded first, as scope guards do). If an
+//! earlier pending slice contains it instead (an event recorded with explicit times, after its
+//! parent), it goes down into that slice's children, the same way. Equal intervals nest the one
+//! recorded first inside the later one. An end closes the innermost open begin (whatever its name,
+//! as viewers draw it) and turns it into a pending subtree holding its region. Instants, counters
+//! and logs are zero-length marks, adopted like slices. A slice that **partially overlaps** its
+//! nearest earlier sibling, or a pending slice that starts inside it and ends after it, is
+//! *interlaced*: reported, and left a sibling.
+//!
+//! Paths are interned in [`Paths`] (a trie of labels), and a subtree is handed to the [`Sink`]
+//! with its final paths when it is **resolved**: at the end of the stream, or early (below).
+//!
+//! # When a path is final, and memory
+//!
+//! Nothing in the stream marks where a complete event starts, so a parent can arrive at any later
+//! time and adopt any suffix of a thread's pending siblings (those starting after its start).
+//! Exact paths therefore need every pending sibling kept until the end of the stream: no earlier
+//! point is safe, and a flat trace (a long run of top-level slices) would keep them all. Instead
+//! each thread keeps at most `limit` pending slices. Past it, the oldest pending subtrees (lowest
+//! region first, then earliest start) are resolved under the path known now; a region remembers
+//! the latest start it resolved early, and a slice that later arrives and would have enclosed one
+//! of them is reported as [`ProblemKind::LateParent`]: its own path is right, but the slices
+//! resolved early were counted without its name. So memory is bounded by `limit` slices per thread
+//! plus the open begins, and paths are exact unless a `LateParent` is reported.
+
+use std::collections::HashMap;
+
+/// Pending slices kept per thread by default (statistics and folded stacks): about 16 MiB of
+/// memory per thread at most. Past it, the oldest are resolved under the path known then.
+pub const DEFAULT_PENDING_LIMIT: usize = 1 << 18;
+
+/// A slice's name, as its consumer numbers them (a stack segment for folded stacks; a name and an
+/// event type for statistics). A begin and the end that matches it carry the same label.
+pub(crate) type Label = u32;
+
+/// An interned path: a stack of labels. [`ROOT`] is the empty path, a thread's top level.
+pub(crate) type PathId = u32;
+
+/// The empty path.
+pub(crate) const ROOT: PathId = 0;
+
+/// The paths seen so far: a trie of labels, shared by all threads.
+#[derive(Debug)]
+pub(crate) struct Paths {
+    /// Per path: its parent and its last label (the root's entry is unused).
+    nodes: Vec<(PathId, Label)>,
+    index: HashMap<(PathId, Label), PathId>,
+}
+
+impl Paths {
+    fn new() -> Paths {
+        Paths { nodes: vec![(ROOT, Label::MAX)], index: HashMap::new() }
+    }
+
+    /// The path `parent` followed by `label`.
+    pub(crate) fn child(&mut self, parent: PathId, label: Label) -> PathId {
+        let next = self.nodes.len() as PathId;
+        let id = *self.index.entry((parent, label)).or_insert(next);
+        if id == next {
+            self.nodes.push((parent, label));
+        }
+        id
+    }
+
+    /// The labels of `path`, outermost first.
+    pub(crate) fn labels(&self, mut path: PathId) -> Vec<Label> {
+        let mut out = Vec::new();
+        while path != ROOT {
+            let (parent, label) = self.nodes[path as usize];
+            out.push(label);
+            path = parent;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// What a resolved slice is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum SliceKind {
+    /// A slice with a duration: a complete or lock event, or a begin/end pair.
+    Scope,
+    /// A point: an instant, counter or log.
+    Mark,
+    /// A begin never ended: no duration; it only names what it encloses.
+    Unclosed,
+}
+
+/// A slice whose path is final, as handed to the [`Sink`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slice {
+    pub(crate) tid: u32,
+    pub(crate) path: PathId,
+    pub(crate) kind: SliceKind,
+    /// Start, in raw clock ticks.
+    pub(crate) start: u64,
+    /// Duration in ticks (0 for marks and unclosed begins).
+    pub(crate) dur: u64,
+    /// The duration less the durations of the slices directly nested in it.
+    pub(crate) self_ticks: u64,
+}
+
+/// A scope that does not nest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProblemKind {
+    /// An end closed the innermost open begin, which has another label.
+    WrongName { open: Label, end: Label },
+    /// An end came with no begin open.
+    EndWithoutBegin { end: Label },
+    /// A begin was still open at the end of the stream.
+    LeftOpen { open: Label },
+    /// `scope` partially overlaps its sibling `other`.
+    Interlaced { scope: Label, other: Label },
+    /// `scope` encloses slices already resolved without it (the pending limit was reached).
+    LateParent { scope: Label },
+}
+
+/// A problem, on thread `tid` at raw timestamp `ts`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Problem {
+    pub(crate) tid: u32,
+    pub(crate) ts: u64,
+    pub(crate) kind: ProblemKind,
+}
+
+/// What receives the resolved slices and the problems.
+pub(crate) trait Sink {
+    /// A slice whose path is final.
+    fn slice(&mut self, slice: &Slice);
+    /// A scope that does not nest.
+    fn problem(&mut self, _problem: Problem) {}
+}
+
+/// A finished slice waiting for its parent, with its own children.
+#[derive(Debug)]
+struct Node {
+    start: u64,
+    end: u64,
+    /// Durations of the direct children, including those already resolved.
+    nested: u64,
+    /// Sorted by start.
+    children: Vec<Node>,
+    label: Label,
+    kind: SliceKind,
+}
+
+impl Node {
+    fn dur(&self) -> u64 {
+        match self.kind {
+            SliceKind::Scope => self.end - self.start,
+            SliceKind::Mark | SliceKind::Unclosed => 0,
+        }
+    }
+
+    /// Whether this (earlier) slice holds `later`, which arrived after it: `later` starts inside
+    /// it and ends by its end. Equal intervals are the other way round (a parent arrives after its
+    /// children), and a slice starting at this one's end came after it.
+    fn holds(&self, later: &Node) -> bool {
+        self.kind == SliceKind::Scope
+            && self.start <= later.start
+            && later.start < self.end
+            && later.end <= self.end
+            && (self.start, self.end) != (later.start, later.end)
+    }
+}
+
+/// A begin not yet ended.
+#[derive(Debug)]
+struct Open {
+    label: Label,
+    start: u64,
+    /// Its path as known now (a complete event that later encloses it would change it).
+    path: PathId,
+    /// Durations of its children resolved early.
+    nested: u64,
+}
+
+/// The pending subtrees at one level of open begins.
+#[derive(Debug, Default)]
+struct Region {
+    /// Sorted by start.
+    items: Vec<Node>,
+    /// The latest start of a subtree resolved early from this region.
+    resolved_until: Option<u64>,
+}
+
+#[derive(Debug)]
+struct Thread {
+    open: Vec<Open>,
+    /// `regions[0]` is the top level; `regions[i + 1]` is inside `open[i]`.
+    regions: Vec<Region>,
+    /// Nodes in all the regions' subtrees.
+    pending: usize,
+}
+
+impl Thread {
+    fn new() -> Thread {
+        Thread { open: Vec::new(), regions: vec![Region::default()], pending: 0 }
+    }
+}
+
+/// The per-thread trees. Feed it a thread's events in the order the thread recorded them (threads
+/// may interleave), then call [`Nesting::finish`].
+#[derive(Debug)]
+pub(crate) struct Nesting {
+    threads: HashMap<u32, Thread>,
+    paths: Paths,
+    limit: usize,
+    /// Scratch stack of `resolve`.
+    stack: Vec<(PathId, Node)>,
+    resolved_early: u64,
+}
+
+impl Nesting {
+    /// Keeps at most `limit` pending slices per thread.
+    pub(crate) fn new(limit: usize) -> Nesting {
+        Nesting { threads: HashMap::new(), paths: Paths::new(), limit, stack: Vec::new(), resolved_early: 0 }
+    }
+
+    /// The paths interned so far.
+    pub(crate) fn paths(&self) -> &Paths {
+        &self.paths
+    }
+
+    /// Slices resolved before the end of the stream because a thread reached the limit.
+    pub(crate) fn resolved_early(&self) -> u64 {
+        self.resolved_early
+    }
+
+    /// Pending slices, all threads together.
+    pub(crate) fn pending(&self) -> usize {
+        self.threads.values().map(|t| t.pending).sum()
+    }
+
+    /// Opens a begin slice.
+    pub(crate) fn begin(&mut self, tid: u32, label: Label, ts: u64) {
+        let t = self.threads.entry(tid).or_insert_with(Thread::new);
+        let prefix = t.open.last().map_or(ROOT, |o| o.path);
+        let path = self.paths.child(prefix, label);
+        t.open.push(Open { label, start: ts, path, nested: 0 });
+        t.regions.push(Region::default());
+    }
+
+    /// Closes the innermost open begin of `tid`.
+    pub(crate) fn end(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
+        let t = self.threads.entry(tid).or_insert_with(Thread::new);
+        let Some(open) = t.open.pop() else {
+            sink.problem(Problem { tid, ts, kind: ProblemKind::EndWithoutBegin { end: label } });
+            return;
+        };
+        let region = t.regions.pop().expect("one region per open begin, and the top level");
+        if open.label != label {
+            sink.problem(Problem { tid, ts, kind: ProblemKind::WrongName { open: open.label, end: label } });
+        }
+        let resolved_inside = region.resolved_until.is_some();
+        let nested = open.nested + region.items.iter().map(Node::dur).sum::<u64>();
+        let node = Node {
+            start: open.start,
+            end: ts.max(open.start),
+            nested,
+            children: region.items,
+            label: open.label,
+            kind: SliceKind::Scope,
+        };
+        self.add(tid, node, sink);
+        if resolved_inside {
+            // A slice that later encloses this one would also enclose the children resolved early.
+            let t = self.threads.get_mut(&tid).expect("added above");
+            let outer = t.regions.last_mut().expect("the top level");
+            outer.resolved_until = outer.resolved_until.max(Some(open.start));
+        }
+    }
+
+    /// A slice from `ts` lasting `dur` ticks, recorded at its end.
+    pub(crate) fn complete(&mut self, tid: u32, label: Label, ts: u64, dur: u64, sink: &mut impl Sink) {
+        let end = ts.saturating_add(dur);
+        let node = Node { start: ts, end, nested: 0, children: Vec::new(), label, kind: SliceKind::Scope };
+        self.add(tid, node, sink);
+    }
+
+    /// A point event at `ts`.
+    pub(crate) fn mark(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
+        let node = Node { start: ts, end: ts, nested: 0, children: Vec::new(), label, kind: SliceKind::Mark };
+        self.add(tid, node, sink);
+    }
+
+    fn add(&mut self, tid: u32, node: Node, sink: &mut impl Sink) {
+        let t = self.threads.entry(tid).or_insert_with(Thread::new);
+        let region = t.regions.last_mut().expect("the top level");
+        insert(region, node, tid, sink);
+        t.pending += 1;
+        if t.pending > self.limit {
+            self.resolved_early += shed(t, tid, self.limit, &mut self.paths, &mut self.stack, sink) as u64;
+        }
+    }
+
+    /// Ends the stream: begins still open become unclosed slices (reported), and every pending
+    /// subtree is resolved.
+    pub(crate) fn finish(&mut self, sink: &mut impl Sink) {
+        let mut threads: Vec<(u32, Thread)> = self.threads.drain().collect();
+        threads.sort_unstable_by_key(|(tid, _)| *tid);
+        for (tid, mut t) in threads {
+            while let Some(open) = t.open.pop() {
+                let region = t.regions.pop().expect("one region per open begin");
+                sink.problem(Problem {
+                    tid,
+                    ts: open.start,
+                    kind: ProblemKind::LeftOpen { open: open.label },
+                });
+                let node = Node {
+                    start: open.start,
+                    end: open.start,
+                    nested: 0,
+                    children: region.items,
+                    label: open.label,
+                    kind: SliceKind::Unclosed,
+                };
+                let outer = &mut t.regions.last_mut().expect("the top level").items;
+                let at = outer.partition_point(|n| n.start <= node.start);
+                outer.insert(at, node);
+            }
+            for node in t.regions.pop().expect("the top level").items {
+                resolve(&mut self.paths, &mut self.stack, tid, ROOT, node, sink);
+            }
+        }
+    }
+}
+
+/// The index of the earlier slice among `items` that holds `node`: only the slices starting with
+/// it, and the nearest one starting before it, can (siblings do not overlap).
+fn container(items: &[Node], node: &Node) -> Option<usize> {
+    let after = items.partition_point(|n| n.start <= node.start);
+    for j in (0..after).rev() {
+        if items[j].holds(node) {
+            return Some(j);
+        }
+        if items[j].start < node.start {
+            break;
+        }
+    }
+    None
+}
+
+/// Puts `node` into `region`: down into the pending slice that holds it, if any; there, it adopts
+/// the slices it contains.
+fn insert(region: &mut Region, mut node: Node, tid: u32, sink: &mut impl Sink) {
+    let Region { items, resolved_until } = region;
+    let mut items = items;
+    let mut holder_nested = None;
+    while let Some(j) = container(items, &node) {
+        let Node { nested, children, .. } = &mut items[j];
+        holder_nested = Some(nested);
+        items = children;
+    }
+    let is_scope = node.kind == SliceKind::Scope;
+    if is_scope && holder_nested.is_none() && resolved_until.is_some_and(|r| node.start <= r) {
+        sink.problem(Problem { tid, ts: node.start, kind: ProblemKind::LateParent { scope: node.label } });
+    }
+    let lo = items.partition_point(|n| n.start < node.start);
+    let mut adopted = 0;
+    if is_scope {
+        // `container` found that the nearest earlier sibling does not hold `node`: if it is still
+        // running when `node` starts, the two overlap.
+        if let Some(prev) = lo.checked_sub(1).map(|i| &items[i]) {
+            if prev.kind == SliceKind::Scope && prev.end > node.start {
+                let kind = ProblemKind::Interlaced { scope: node.label, other: prev.label };
+                sink.problem(Problem { tid, ts: node.start, kind });
+            }
+        }
+        let first_child = node.children.len();
+        if items[lo..].iter().all(|n| n.end <= node.end) {
+            node.children.extend(items.drain(lo..));
+        } else {
+            let rest: Vec<Node> = items.drain(lo..).collect();
+            for n in rest {
+                if n.end <= node.end {
+                    node.children.push(n);
+                } else {
+                    if n.kind == SliceKind::Scope && n.start < node.end {
+                        let kind = ProblemKind::Interlaced { scope: node.label, other: n.label };
+                        sink.problem(Problem { tid, ts: n.start, kind });
+                    }
+                    items.push(n);
+                }
+            }
+        }
+        adopted = node.children[first_child..].iter().map(Node::dur).sum::<u64>();
+        if first_child > 0 && node.children.len() > first_child {
+            // A begin/end slice adopting more (only with explicit times): keep the order.
+            node.children.sort_by_key(|n| n.start);
+        }
+        node.nested += adopted;
+    }
+    if let Some(nested) = holder_nested {
+        *nested = nested.saturating_add(node.dur()).saturating_sub(adopted);
+    }
+    items.insert(lo, node);
+}
+
+/// Resolves the oldest pending subtrees of `t` (lowest region first) until it holds at most three
+/// quarters of `limit`, so that shedding happens once per many events. Returns the slices
+/// resolved.
+fn shed(
+    t: &mut Thread,
+    tid: u32,
+    limit: usize,
+    paths: &mut Paths,
+    stack: &mut Vec<(PathId, Node)>,
+    sink: &mut impl Sink,
+) -> usize {
+    let target = limit - limit / 4;
+    let mut resolved = 0;
+    for k in 0..t.regions.len() {
+        if t.pending <= target {
+            break;
+        }
+        let prefix = if k == 0 { ROOT } else { t.open[k - 1].path };
+        let region = &mut t.regions[k];
+        let mut taken = 0;
+        while taken < region.items.len() && t.pending > target {
+            let placeholder =
+                Node { start: 0, end: 0, nested: 0, children: Vec::new(), label: 0, kind: SliceKind::Mark };
+            let node = std::mem::replace(&mut region.items[taken], placeholder);
+            region.resolved_until = region.resolved_until.max(Some(node.start));
+            if k > 0 {
+                t.open[k - 1].nested += node.dur();
+            }
+            let n = resolve(paths, stack, tid, prefix, node, sink);
+            t.pending -= n;
+            resolved += n;
+            taken += 1;
+        }
+        region.items.drain(..taken);
+    }
+    resolved
+}
+
+/// Hands the subtree `node`, under `prefix`, to `sink`; returns its size. Iterative: a subtree can
+/// be deeper than the call stack.
+fn resolve(
+    paths: &mut Paths,
+    stack: &mut Vec<(PathId, Node)>,
+    tid: u32,
+    prefix: PathId,
+    node: Node,
+    sink: &mut impl Sink,
+) -> usize {
+    let mut n = 0;
+    stack.push((prefix, node));
+    while let Some((prefix, node)) = stack.pop() {
+        let path = paths.child(prefix, node.label);
+        let dur = node.dur();
+        let self_ticks = dur.saturating_sub(node.nested);
+        sink.slice(&Slice { tid, path, kind: node.kind, start: node.start, dur, self_ticks });
+        n += 1;
+        stack.extend(node.children.into_iter().map(|c| (path, c)));
+    }
+    n
+}
+
+#[cfg(test)]
+#[path = "nesting_tests.rs"]
+mod tests;

@@ -1,0 +1,226 @@
+//! Tests of the nesting engine alone, with labels 1, 2, 3… standing for names.
+
+use super::*;
+
+/// Records what the engine resolves.
+#[derive(Default)]
+struct Record {
+    slices: Vec<Slice>,
+    problems: Vec<Problem>,
+}
+
+impl Sink for Record {
+    fn slice(&mut self, s: &Slice) {
+        self.slices.push(*s);
+    }
+
+    fn problem(&mut self, p: Problem) {
+        self.problems.push(p);
+    }
+}
+
+/// A resolved slice as the tests compare them: `(tid, path, kind, start, dur, self)`.
+type Resolved = (u32, Vec<Label>, SliceKind, u64, u64, u64);
+
+/// Finishes `n` and returns its slices, paths spelled out, sorted; and the problems.
+fn finish(mut n: Nesting, mut r: Record) -> (Vec<Resolved>, Vec<Problem>) {
+    n.finish(&mut r);
+    let mut slices: Vec<Resolved> = r
+        .slices
+        .iter()
+        .map(|s| (s.tid, n.paths().labels(s.path), s.kind, s.start, s.dur, s.self_ticks))
+        .collect();
+    slices.sort();
+    (slices, r.problems)
+}
+
+use SliceKind::{Mark, Scope, Unclosed};
+
+#[test]
+fn complete_events_adopt_the_slices_recorded_before_them() {
+    let (mut n, mut r) = (Nesting::new(1000), Record::default());
+    // 1 [0, 100] > 2 [10, 50] > 3 [20, 30]; then 2 [60, 70] under 1. Children first.
+    n.complete(7, 3, 20, 10, &mut r);
+    n.complete(7, 2, 10, 40, &mut r);
+    n.complete(7, 2, 60, 10, &mut r);
+    n.complete(7, 1, 0, 100, &mut r);
+    let (slices, problems) = finish(n, r);
+    assert_eq!(
+        slices,
+        [
+            (7, vec![1], Scope, 0, 100, 50),
+            (7, vec![1, 2], Scope, 10, 40, 30),
+            (7, vec![1, 2], Scope, 60, 10, 10),
+            (7, vec![1, 2, 3], Scope, 20, 10, 10),
+        ]
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn begin_end_pairs_prefix_what_they_enclose_and_are_adopted_like_slices() {
+    let (mut n, mut r) = (Nesting::new(1000), Record::default());
+    // 9 [0, 200] (complete) > 1 begin/end [5, 100] > 2 [10, 20] (complete) and a mark 4 at 30.
+    n.begin(1, 1, 5);
+    n.complete(1, 2, 10, 10, &mut r);
+    n.mark(1, 4, 30, &mut r);
+    n.end(1, 1, 100, &mut r);
+    n.complete(1, 9, 0, 200, &mut r);
+    let (slices, problems) = finish(n, r);
+    assert_eq!(
+        slices,
+        [
+            (1, vec![9], Scope, 0, 200, 105),
+            (1, vec![9, 1], Scope, 5, 95, 85),
+            (1, vec![9, 1, 2], Scope, 10, 10, 10),
+            (1, vec![9, 1, 4], Mark, 30, 0, 0),
+        ]
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn threads_nest_separately_even_when_their_events_interleave() {
+    let (mut n, mut r) = (Nesting::new(1000), Record::default());
+    n.complete(1, 2, 10, 5, &mut r);
+    n.complete(2, 2, 10, 5, &mut r);
+    n.complete(2, 1, 0, 50, &mut r);
+    let (slices, _) = finish(n, r);
+    assert_eq!(
+        slices,
+        [(1, vec![2], Scope, 10, 5, 5), (2, vec![1], Scope, 0, 50, 45), (2, vec![1, 2], Scope, 10, 5, 5)]
+    );
+}
+
+#[test]
+fn a_mark_at_the_end_tick_of_an_earlier_slice_is_after_it_but_inside_a_parent_ending_then() {
+    let (mut n, mut r) = (Nesting::new(1000), Record::default());
+    n.complete(1, 2, 0, 10, &mut r);
+    n.mark(1, 4, 10, &mut r);
+    n.complete(1, 1, 0, 10, &mut r);
+    let (slices, _) = finish(n, r);
+    // Equal intervals: the one recorded first is the child.
+    assert_eq!(
+        slices,
+        [(1, vec![1], Scope, 0, 10, 0), (1, vec![1, 2], Scope, 0, 10, 10), (1, vec![1, 4], Mark, 10, 0, 0)]
+    );
+}
+
+#[test]
+fn a_slice_recorded_after_one_that_contains_it_goes_inside_it() {
+    let (mut n, mut r) = (Nesting::new(1000), Record::default());
+    // Explicit times: the parent 1 [0, 100] first, then 2 [10, 60], then 3 [20, 30].
+    n.complete(1, 1, 0, 100, &mut r);
+    n.complete(1, 3, 20, 10, &mut r);
+    n.complete(1, 2, 10, 50, &mut r);
+    let (slices, problems) = finish(n, r);
+    assert_eq!(
+        slices,
+        [
+            (1, vec![1], Scope, 0, 100, 50),
+            (1, vec![1, 2], Scope, 10, 50, 40),
+            (1, vec![1, 2, 3], Scope, 20, 10, 10)
+        ]
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn partially_overlapping_siblings_are_interlaced_and_stay_siblings() {
+    let (mut n, mut r) = (Nesting::new(1000), Record::default());
+    // 1 [0, 50], then 2 [40, 80] starts inside it and ends after it.
+    n.complete(3, 1, 0, 50, &mut r);
+    n.complete(3, 2, 40, 40, &mut r);
+    // 4 [100, 150] pending, then 5 [90, 120] ends inside it: 4 starts inside 5 and ends after it.
+    n.complete(3, 4, 100, 50, &mut r);
+    n.complete(3, 5, 90, 30, &mut r);
+    let (slices, problems) = finish(n, r);
+    let paths: Vec<Vec<Label>> = slices.iter().map(|s| s.1.clone()).collect();
+    assert_eq!(paths, [vec![1], vec![2], vec![4], vec![5]]);
+    assert_eq!(
+        problems,
+        [
+            Problem { tid: 3, ts: 40, kind: ProblemKind::Interlaced { scope: 2, other: 1 } },
+            Problem { tid: 3, ts: 100, kind: ProblemKind::Interlaced { scope: 5, other: 4 } },
+        ]
+    );
+}
+
+#[test]
+fn ends_that_do_not_match_are_reported_with_thread_and_time() {
+    let (mut n, mut r) = (Nesting::new(1000), Record::default());
+    n.end(1, 5, 1, &mut r);
+    n.begin(1, 1, 10);
+    n.begin(1, 2, 20);
+    n.end(1, 1, 30, &mut r); // closes 2
+    n.end(1, 1, 40, &mut r); // closes 1
+    n.begin(1, 3, 50);
+    n.complete(1, 4, 55, 5, &mut r);
+    let (slices, problems) = finish(n, r);
+    assert_eq!(
+        problems,
+        [
+            Problem { tid: 1, ts: 1, kind: ProblemKind::EndWithoutBegin { end: 5 } },
+            Problem { tid: 1, ts: 30, kind: ProblemKind::WrongName { open: 2, end: 1 } },
+            Problem { tid: 1, ts: 50, kind: ProblemKind::LeftOpen { open: 3 } },
+        ]
+    );
+    assert_eq!(
+        slices,
+        [
+            (1, vec![1], Scope, 10, 30, 20),
+            (1, vec![1, 2], Scope, 20, 10, 10),
+            (1, vec![3], Unclosed, 50, 0, 0),
+            (1, vec![3, 4], Scope, 55, 5, 5),
+        ]
+    );
+}
+
+#[test]
+fn a_flat_stream_keeps_at_most_the_limit_pending_and_resolves_the_oldest_first() {
+    let (mut n, mut r) = (Nesting::new(64), Record::default());
+    let mut most = 0;
+    for i in 0..10_000u64 {
+        n.complete(1, 1, i * 10, 5, &mut r);
+        most = most.max(n.pending());
+    }
+    assert_eq!(most, 64);
+    assert!(n.pending() <= 64);
+    // Resolved in start order, all at the top level.
+    let starts: Vec<u64> = r.slices.iter().map(|s| s.start).collect();
+    assert!(starts.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(n.resolved_early(), r.slices.len() as u64);
+    let (slices, problems) = finish(n, r);
+    assert_eq!(slices.len(), 10_000);
+    assert!(slices.iter().all(|s| s.1 == [1]));
+    assert!(problems.is_empty());
+}
+
+#[test]
+fn a_parent_arriving_after_its_children_were_resolved_early_is_reported() {
+    let (mut n, mut r) = (Nesting::new(8), Record::default());
+    for i in 0..20u64 {
+        n.complete(1, 2, 10 + i * 10, 5, &mut r);
+    }
+    n.complete(1, 1, 0, 1000, &mut r);
+    let (slices, problems) = finish(n, r);
+    assert_eq!(problems, [Problem { tid: 1, ts: 0, kind: ProblemKind::LateParent { scope: 1 } }]);
+    // The children resolved early lack the parent's name; the rest have it.
+    let top = slices.iter().filter(|s| s.1 == [2]).count();
+    let nested = slices.iter().filter(|s| s.1 == [1, 2]).count();
+    assert!(top > 0 && nested > 0 && top + nested == 20, "{top} {nested}");
+}
+
+#[test]
+fn children_resolved_early_inside_an_open_begin_keep_its_name_and_its_self_time() {
+    let (mut n, mut r) = (Nesting::new(4), Record::default());
+    n.begin(1, 1, 0);
+    for i in 0..10u64 {
+        n.complete(1, 2, 10 + i * 10, 5, &mut r);
+    }
+    n.end(1, 1, 200, &mut r);
+    let (slices, problems) = finish(n, r);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(slices[0], (1, vec![1], Scope, 0, 200, 150));
+    assert_eq!(slices[1..].iter().filter(|s| s.1 == [1, 2]).count(), 10);
+}

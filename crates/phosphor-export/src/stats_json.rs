@@ -1,0 +1,165 @@
+//! [`TraceStats`] as JSON (`phosphor stats --json`): one object, pretty-printed, keys sorted.
+//!
+//! # Schema (`"schema": "phosphor-stats/1"`)
+//!
+//! Durations are integer nanoseconds, times of problems are nanoseconds since the trace's clock
+//! origin (as the Chrome export's `ts`, in ns). A later version only adds keys.
+//!
+//! ```text
+//! {
+//!   "schema": "phosphor-stats/1",
+//!   "complete": bool,             the trailer was read (else: statistics of the part before the damage)
+//!   "events": n, "chunks": n,     read
+//!   "recorded": n | null,         from the trailer
+//!   "dropped": {"total": n, "buffer_full": n, "no_chunk": n, "contended": n, "stopping": n,
+//!               "reentrant": n, "thread_exited": n, "overwritten": n, "other": n} | null,
+//!   "lost_chunks": n,             gaps in the chunk sequence numbers
+//!   "span_ns": n,
+//!   "percentiles": {"exact_up_to": 256, "relative_error": 0.001},
+//!   "threads": [{"tid": n, "name": s | null, "events": n, "lost_chunks": n, "problems": n}],
+//!   "sort": "total" | "count" | "max",
+//!   "kinds": [KIND with "tid": n and "thread": s | null],   per thread and path, in sort order
+//!   "kinds_total": n,             kinds before --top
+//!   "paths": [KIND],              all threads together
+//!   "paths_total": n,
+//!   "async": [{"name": s, "pairs": n, "durations": DURATIONS | null, "unended": n, "unbegun": n}],
+//!   "problems": {"count": n, "resolved_early": n, "examples": [PROBLEM]}
+//! }
+//! KIND      = {"path": [s], "type": "scope" | "lock_wait" | "lock_held" | "instant" | "counter" | "log",
+//!              "count": n, "durations": DURATIONS | null}
+//! DURATIONS = {"samples": n, "total_ns": n, "min_ns": n, "mean_ns": n, "p50_ns": n, "p99_ns": n,
+//!              "max_ns": n, "exact_percentiles": bool}
+//! PROBLEM   = {"tid": n, "thread": s | null, "at_ns": n, "message": s,
+//!              "kind": "wrong_name", "open": s, "end": s
+//!                    | "end_without_begin", "end": s
+//!                    | "left_open", "open": s
+//!                    | "interlaced", "scope": s, "other": s
+//!                    | "late_parent", "scope": s}
+//! ```
+
+use std::io::{self, Write};
+
+use serde_json::{json, Map, Value};
+
+use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
+use crate::scopes::ScopeProblemKind;
+use crate::stats::{KindStats, TraceStats};
+use crate::text::{SortBy, TableOptions};
+
+impl TraceStats {
+    /// Writes the statistics as JSON (see the schema above) to `out`, the kinds in the order
+    /// `options` gives and cut to its `top`.
+    pub fn write_json(&self, out: impl Write, options: TableOptions) -> io::Result<()> {
+        let mut out = io::BufWriter::new(out);
+        serde_json::to_writer_pretty(&mut out, &self.to_json(options))?;
+        writeln!(out)?;
+        out.flush()
+    }
+
+    fn to_json(&self, options: TableOptions) -> Value {
+        let thread_name = |tid: u32| self.thread(tid).and_then(|t| t.name.clone());
+        let kinds: Vec<Value> = options
+            .select(&self.kinds)
+            .into_iter()
+            .map(|k| {
+                let mut v = kind(k);
+                let tid = k.tid.expect("per-thread kinds have a thread");
+                v["tid"] = json!(tid);
+                v["thread"] = json!(thread_name(tid));
+                v
+            })
+            .collect();
+        let paths: Vec<Value> = options.select(&self.paths).into_iter().map(kind).collect();
+        let dropped = self.drops.as_ref().map(|d| {
+            let mut m: Map<String, Value> =
+                d.by_reason().iter().map(|&(r, n)| (r.to_owned(), json!(n))).collect();
+            m.insert("total".into(), json!(d.total()));
+            m
+        });
+        let examples: Vec<Value> = self
+            .problems
+            .iter()
+            .map(|p| {
+                let mut v = json!({
+                    "tid": p.tid,
+                    "thread": thread_name(p.tid),
+                    "at_ns": p.at_ns,
+                    "kind": p.kind.as_str(),
+                    "message": p.kind.to_string(),
+                });
+                let names: Vec<(&str, &String)> = match &p.kind {
+                    ScopeProblemKind::WrongName { open, end } => vec![("open", open), ("end", end)],
+                    ScopeProblemKind::EndWithoutBegin { end } => vec![("end", end)],
+                    ScopeProblemKind::LeftOpen { open } => vec![("open", open)],
+                    ScopeProblemKind::Interlaced { scope, other } => vec![("scope", scope), ("other", other)],
+                    ScopeProblemKind::LateParent { scope } => vec![("scope", scope)],
+                };
+                for (key, name) in names {
+                    v[key] = json!(name);
+                }
+                v
+            })
+            .collect();
+        json!({
+            "schema": "phosphor-stats/1",
+            "complete": self.complete,
+            "events": self.events,
+            "chunks": self.chunks,
+            "recorded": self.recorded,
+            "dropped": dropped,
+            "lost_chunks": self.lost_chunks,
+            "span_ns": self.span_ns,
+            "percentiles": {"exact_up_to": EXACT_SAMPLES, "relative_error": PERCENTILE_ERROR},
+            "threads": self.threads.iter().map(|t| json!({
+                "tid": t.tid,
+                "name": t.name,
+                "events": t.events,
+                "lost_chunks": t.lost_chunks,
+                "problems": t.problems,
+            })).collect::<Vec<_>>(),
+            "sort": match options.sort {
+                SortBy::Total => "total",
+                SortBy::Count => "count",
+                SortBy::Max => "max",
+            },
+            "kinds": kinds,
+            "kinds_total": self.kinds.len(),
+            "paths": paths,
+            "paths_total": self.paths.len(),
+            "async": self.asyncs.iter().map(|a| json!({
+                "name": a.name,
+                "pairs": a.durations.map_or(0, |d| d.samples),
+                "durations": a.durations.as_ref().map(durations),
+                "unended": a.unended,
+                "unbegun": a.unbegun,
+            })).collect::<Vec<_>>(),
+            "problems": {
+                "count": self.problem_count,
+                "resolved_early": self.resolved_early,
+                "examples": examples,
+            },
+        })
+    }
+}
+
+fn kind(k: &KindStats) -> Value {
+    json!({
+        "path": k.path,
+        "type": k.event_type.as_str(),
+        "count": k.count,
+        "durations": k.durations.as_ref().map(durations),
+    })
+}
+
+fn durations(d: &DurationStats) -> Value {
+    json!({
+        "samples": d.samples,
+        "total_ns": d.total_ns,
+        "min_ns": d.min_ns,
+        "mean_ns": d.mean_ns,
+        "p50_ns": d.p50_ns,
+        "p99_ns": d.p99_ns,
+        "max_ns": d.max_ns,
+        "exact_percentiles": d.exact_percentiles,
+    })
+}

@@ -40,9 +40,11 @@
 
 use std::collections::HashMap;
 
-/// Pending slices kept per thread by default (statistics and folded stacks): about 16 MiB of
-/// memory per thread at most. Past it, the oldest are resolved under the path known then.
-pub const DEFAULT_PENDING_LIMIT: usize = 1 << 18;
+/// Pending slices kept per thread by default (statistics and folded stacks): 56 bytes each, so
+/// about 3.5 MiB per thread at most (plus the vectors' spare capacity). Past it, the oldest are
+/// resolved under the path known then. A frame of a game or a request of a server is far smaller;
+/// a scope around a whole thread's work is not, and is reported as a late parent.
+pub const DEFAULT_PENDING_LIMIT: usize = 1 << 16;
 
 /// A slice's name, as its consumer numbers them (a stack segment for folded stacks; a name and an
 /// event type for statistics). A begin and the end that matches it carry the same label.

@@ -319,8 +319,9 @@ impl TraceStats {
             if self.resolved_early > 0 {
                 writeln!(
                     f,
-                    "  {} scopes and events had their path fixed before their parent could arrive \
-                     (more were waiting than the pending limit)",
+                    "  {} scopes and events were counted before the end of the file, when their thread \
+                     had more waiting for a parent than the limit: their paths are exact unless a late \
+                     parent is reported",
                     format_count(self.resolved_early)
                 )?;
             }

@@ -20,7 +20,8 @@
 //! as viewers draw it) and turns it into a pending subtree holding its region. Instants, counters
 //! and logs are zero-length marks, adopted like slices. A slice that **partially overlaps** its
 //! nearest earlier sibling, or a pending slice that starts inside it and ends after it, is
-//! *interlaced*: reported, and left a sibling.
+//! *interlaced*: reported, and left a sibling. So is a slice recorded while a begin is open that
+//! started before it (it stays in the begin's region).
 //!
 //! Paths are interned in [`Paths`] (a trie of labels), and a subtree is handed to the [`Sink`]
 //! with its final paths when it is **resolved**: at the end of the stream, or early (below).
@@ -303,6 +304,12 @@ impl Nesting {
 
     fn add(&mut self, tid: u32, node: Node, sink: &mut impl Sink) {
         let t = self.threads.entry(tid).or_insert_with(Thread::new);
+        if let Some(open) = t.open.last().filter(|o| node.kind == SliceKind::Scope && node.start < o.start) {
+            // Recorded while the begin is open, but started before it: it stays in the begin's
+            // region (as viewers draw it), and overlaps it from the begin on.
+            let kind = ProblemKind::Interlaced { scope: node.label, other: open.label };
+            sink.problem(Problem { tid, ts: open.start, kind });
+        }
         let region = t.regions.last_mut().expect("the top level");
         insert(region, node, tid, sink);
         t.pending += 1;

@@ -147,6 +147,18 @@ fn partially_overlapping_siblings_are_interlaced_and_stay_siblings() {
 }
 
 #[test]
+fn a_slice_recorded_inside_an_open_begin_but_started_before_it_is_interlaced_with_it() {
+    let (mut n, mut r) = (Nesting::new(1000), Record::default());
+    n.begin(1, 1, 50);
+    n.complete(1, 2, 40, 20, &mut r); // [40, 60] while 1 is open since 50
+    n.end(1, 1, 100, &mut r);
+    let (slices, problems) = finish(n, r);
+    assert_eq!(problems, [Problem { tid: 1, ts: 50, kind: ProblemKind::Interlaced { scope: 2, other: 1 } }]);
+    // It keeps the begin's name, as viewers draw it.
+    assert_eq!(slices[1].1, [1, 2]);
+}
+
+#[test]
 fn ends_that_do_not_match_are_reported_with_thread_and_time() {
     let (mut n, mut r) = (Nesting::new(1000), Record::default());
     n.end(1, 5, 1, &mut r);

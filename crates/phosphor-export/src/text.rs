@@ -304,7 +304,8 @@ impl TraceStats {
             if self.problem_count == 0 {
                 writeln!(f, "  every scope nests: ends match their begins, no scope overlaps a sibling")?;
             } else {
-                writeln!(f, "  {} problems", format_count(self.problem_count))?;
+                let s = if self.problem_count == 1 { "" } else { "s" };
+                writeln!(f, "  {} problem{s}", format_count(self.problem_count))?;
                 for p in &self.problems {
                     let thread = self.thread_label(p.tid);
                     let tid =

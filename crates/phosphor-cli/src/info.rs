@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 use phosphor::format::file::{self, Block, ClockKind, Reader};
-use phosphor_export::{format_count, format_ns};
+use phosphor_export::{format_count, format_ns, ChunkLosses};
 
 /// Options of `phosphor info`.
 #[derive(Debug, Args)]
@@ -38,31 +38,12 @@ struct ThreadSummary {
     events: u64,
 }
 
-/// One writer stream (`Extents::stream_key`): a thread's own tenant, or a pool tenant.
-#[derive(Debug, Default)]
-struct StreamSummary {
-    /// Chunks of the stream.
-    chunks: u64,
-    /// The highest sequence number in the stream.
-    max_seq: Option<u64>,
-}
-
-impl StreamSummary {
-    /// Sequence numbers start at 0 and go up by one per chunk of the stream, so every number up to
-    /// the highest that has no chunk is a lost chunk (a ring buffer overwrote it). Chunks lost
-    /// after the last one kept leave no trace here; the trailer's drop counts still include their
-    /// events.
-    fn lost_chunks(&self) -> u64 {
-        self.max_seq.map_or(0, |m| m.saturating_add(1).saturating_sub(self.chunks))
-    }
-}
-
 /// Everything gathered by one pass over the file.
 #[derive(Debug, Default)]
 struct Summary {
     threads: BTreeMap<u32, ThreadSummary>,
-    /// Writer streams by `(stream, tid)`: stream 0 is per thread, pool streams have tid 0.
-    streams: BTreeMap<(u16, u32), StreamSummary>,
+    /// Chunks seen and lost per writer stream (a thread's own tenant, or a pool tenant).
+    losses: ChunkLosses,
     chunks: u64,
     events: u64,
     /// Smallest and largest event timestamp (raw ticks).
@@ -87,9 +68,7 @@ impl Summary {
             let x = chunk.extents;
             self.chunks += 1;
             self.threads.entry(x.tid).or_default().chunks += 1;
-            let stream = self.streams.entry(x.stream_key()).or_default();
-            stream.chunks += 1;
-            stream.max_seq = stream.max_seq.max(Some(x.stream_seq()));
+            self.losses.add(&x);
             if x.event_count > 0 {
                 let (lo, hi) = self.span.unwrap_or((x.first_ts, x.last_ts));
                 self.span = Some((lo.min(x.first_ts), hi.max(x.last_ts)));
@@ -188,16 +167,16 @@ fn print<R: Read>(
             "  {tid:>8}  {name:<name_width$}  {:>8}  {:>12}  {:>11}",
             format_count(t.chunks),
             format_count(t.events),
-            format_count(s.streams.get(&(0, *tid)).map_or(0, StreamSummary::lost_chunks))
+            format_count(s.losses.lost((0, *tid)))
         )?;
     }
-    let pool: Vec<_> = s.streams.iter().filter(|((k, _), _)| *k != 0).collect();
+    let pool: Vec<_> = s.losses.streams().filter(|((k, _), _, _)| *k != 0).collect();
     if !pool.is_empty() {
         // Pool tenants are shared, so their lost chunks belong to no one thread.
         writeln!(out, "pool tenants ({})", pool.len())?;
         writeln!(out, "  {:>8}  {:>8}  {:>11}", "tenant", "chunks", "lost chunks")?;
-        for ((k, _), p) in pool {
-            writeln!(out, "  {k:>8}  {:>8}  {:>11}", format_count(p.chunks), format_count(p.lost_chunks()))?;
+        for ((k, _), chunks, lost) in pool {
+            writeln!(out, "  {k:>8}  {:>8}  {:>11}", format_count(chunks), format_count(lost))?;
         }
     }
     writeln!(out)?;
@@ -366,13 +345,6 @@ mod tests {
     }
 
     #[test]
-    fn lost_chunks_are_the_missing_sequence_numbers_up_to_the_highest() {
-        let t = StreamSummary { chunks: 3, max_seq: Some(5) };
-        assert_eq!(t.lost_chunks(), 3);
-        assert_eq!(StreamSummary::default().lost_chunks(), 0);
-    }
-
-    #[test]
     fn pool_chunks_count_losses_per_pool_tenant_not_per_thread() {
         use phosphor::format::file::{ClockInfo, Header, Trailer, Writer, SEQ_STREAM_SHIFT};
         let clock = ClockInfo {
@@ -397,7 +369,7 @@ mod tests {
         let bytes = w.finish(&Trailer::default()).unwrap();
         let mut s = Summary::default();
         s.read(&mut Reader::new(bytes.as_slice()).unwrap()).unwrap();
-        let lost: Vec<((u16, u32), u64)> = s.streams.iter().map(|(k, v)| (*k, v.lost_chunks())).collect();
+        let lost: Vec<((u16, u32), u64)> = s.losses.streams().map(|(k, _, lost)| (k, lost)).collect();
         assert_eq!(lost, [((0, 12), 1), ((1, 0), 0), ((2, 0), 2)]);
         assert_eq!(s.threads[&10].chunks, 2);
         assert_eq!(s.threads[&11].chunks, 3);

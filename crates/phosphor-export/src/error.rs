@@ -4,7 +4,7 @@
 
 use std::io::{self, Read};
 
-use phosphor_format::file::{self, Event, Reader};
+use phosphor_format::file::{self, Event, Extents, Reader};
 
 /// What an exporter read and wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -64,19 +64,40 @@ pub(crate) fn read_events<R: Read, E>(
     summary: &mut ExportSummary,
     mut f: impl FnMut(&Event<'_>) -> Result<(), E>,
 ) -> Result<Option<file::Error>, E> {
+    read_chunks(reader, |item| {
+        match item {
+            Item::Chunk(_) => summary.chunks += 1,
+            Item::Event(e) => {
+                f(e)?;
+                summary.events += 1;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// What [`read_chunks`] hands its callback: a chunk's extents, then each of its events.
+pub(crate) enum Item<'a, 'r> {
+    Chunk(&'a Extents),
+    Event(&'a Event<'r>),
+}
+
+/// Reads the rest of the file in order, calling `f` with each chunk's extents and then with each
+/// of its events. Returns the read error that stopped it (`Ok(Some(_))`), or `f`'s error.
+pub(crate) fn read_chunks<R: Read, E>(
+    reader: &mut Reader<R>,
+    mut f: impl FnMut(Item<'_, '_>) -> Result<(), E>,
+) -> Result<Option<file::Error>, E> {
     loop {
         let chunk = match reader.next_chunk() {
             Ok(Some(chunk)) => chunk,
             Ok(None) => return Ok(None),
             Err(e) => return Ok(Some(e)),
         };
-        summary.chunks += 1;
+        f(Item::Chunk(&chunk.extents))?;
         for event in chunk.events() {
             match event {
-                Ok(e) => {
-                    f(&e)?;
-                    summary.events += 1;
-                }
+                Ok(e) => f(Item::Event(&e))?,
                 Err(e) => return Ok(Some(e)),
             }
         }

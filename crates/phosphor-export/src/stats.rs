@@ -34,6 +34,7 @@ use phosphor_format::file::{self, CallsiteInfo, ClockInfo, DropCounts, Event, Ex
 use phosphor_format::Phase;
 
 use crate::durations::{DurationStats, Durations};
+use crate::error::{read_chunks, Item};
 use crate::losses::ChunkLosses;
 use crate::nesting::{self, Label, Nesting, PathId, Problem, ProblemKind, Sink, Slice, SliceKind};
 use crate::scopes::{ScopeProblem, ScopeProblemKind};
@@ -342,20 +343,15 @@ impl StatsBuilder {
     /// Reads the rest of the file and finishes. On a read error, the statistics of everything
     /// before it come with the error.
     pub fn read<R: Read>(mut self, mut reader: Reader<R>) -> Result<TraceStats, StatsError> {
-        let failure = 'read: loop {
-            let chunk = match reader.next_chunk() {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break None,
-                Err(e) => break Some(e),
-            };
-            self.chunk(&chunk.extents);
-            for event in chunk.events() {
-                match event {
-                    Ok(e) => self.add(&e),
-                    Err(e) => break 'read Some(e),
-                }
+        let failure = read_chunks(&mut reader, |item| -> Result<(), std::convert::Infallible> {
+            match item {
+                Item::Chunk(x) => self.chunk(x),
+                Item::Event(e) => self.add(e),
             }
-        };
+            Ok(())
+        });
+        // The callback cannot fail.
+        let Ok(failure) = failure;
         let stats = self.finish(reader.thread_names(), reader.trailer());
         match failure {
             None => Ok(stats),

@@ -101,10 +101,12 @@
 mod pb;
 
 use std::collections::HashMap;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 
 use phosphor_format::file::{Block, CallsiteInfo, ClockInfo, Event, Reader, Trailer, Value};
 use phosphor_format::Phase;
+
+use pb::Enc;
 
 pub use crate::error::{Error, ExportSummary};
 
@@ -186,8 +188,8 @@ const UUID_THREAD: u64 = 2;
 const UUID_COUNTER: u64 = 3;
 const UUID_ASYNC: u64 = 4;
 
-/// Writes the trace that `reader` reads as a Perfetto protobuf trace to `out` (buffered here; pass
-/// the writer itself, not a `BufWriter`, unless it is one already).
+/// Writes the trace that `reader` reads as a Perfetto protobuf trace to `out` (in blocks of about
+/// 64 KiB: `out` needs no buffering of its own).
 ///
 /// On a read error (a truncated or corrupt file) the events read so far stay written, followed by
 /// the summary instant, so the output is a valid trace; [`Error::Read`] says where reading stopped.
@@ -207,18 +209,19 @@ pub fn write_perfetto<R: Read, W: Write>(reader: Reader<R>, out: W) -> Result<Ex
     Exporter::new(&reader, out).run(reader)
 }
 
-/// Room left in front of each packet for its key and length in the `Trace` (a packet of up to
-/// 2^35 bytes).
-const ROOM: usize = 6;
+/// Encoded packets are written out once they fill this many bytes.
+const FLUSH_AT: usize = 1 << 16;
 
 /// Callsite ids below this are cached in a vector, the rest in a map.
 const DENSE_CALLSITES: u32 = 1 << 16;
 
 /// The streaming state.
 struct Exporter<W: Write> {
-    out: BufWriter<W>,
-    /// The packet being encoded, after `ROOM` bytes.
-    packet: Vec<u8>,
+    out: W,
+    /// Packets encoded and not yet written, the last one possibly still being encoded.
+    buf: Enc,
+    /// Where the body of the packet being encoded starts in `buf`.
+    packet: usize,
     interner: Interner,
     callsites: CallsiteCache,
     clock: ClockInfo,
@@ -277,7 +280,7 @@ struct Interner {
     categories: HashMap<String, u64>,
     arg_names: HashMap<String, u64>,
     /// New `InternedData` entries, for the packet being encoded (the one that first uses them).
-    pending: Vec<u8>,
+    pending: Enc,
 }
 
 impl Interner {
@@ -293,10 +296,10 @@ impl Interner {
         // Iids start at 1: 0 means "not set" to trace processor.
         let iid = map.len() as u64 + 1;
         map.insert(s.to_owned(), iid);
-        let entry = pb::begin(&mut self.pending, table);
-        pb::uint(&mut self.pending, INTERNED_IID, iid);
-        pb::bytes(&mut self.pending, INTERNED_NAME, s.as_bytes());
-        pb::end(&mut self.pending, entry);
+        let entry = self.pending.begin(table);
+        self.pending.uint(INTERNED_IID, iid);
+        self.pending.bytes(INTERNED_NAME, s.as_bytes());
+        self.pending.end(entry);
         iid
     }
 }
@@ -340,13 +343,14 @@ impl<W: Write> Exporter<W> {
     fn new<R: Read>(reader: &Reader<R>, out: W) -> Exporter<W> {
         let header = reader.header();
         Exporter {
-            out: BufWriter::with_capacity(1 << 16, out),
-            packet: Vec::with_capacity(1024),
+            out,
+            buf: Enc::with_capacity(FLUSH_AT + 1024),
+            packet: 0,
             interner: Interner {
                 names: HashMap::new(),
                 categories: HashMap::new(),
                 arg_names: HashMap::new(),
-                pending: Vec::new(),
+                pending: Enc::default(),
             },
             // Generation 1: the default entries (generation 0) read as unresolved.
             callsites: CallsiteCache { dense: Vec::new(), sparse: HashMap::new(), generation: 1 },
@@ -378,13 +382,15 @@ impl<W: Write> Exporter<W> {
                     summary.chunks += 1;
                     let mut failed = None;
                     for event in chunk.events() {
-                        match event {
+                        // By reference: moving an `Event` out of the `Result` is a copy of its
+                        // 150-odd bytes, per event.
+                        match &event {
                             Ok(e) => {
-                                self.event(&e)?;
+                                self.event(e)?;
                                 summary.events += 1;
                             }
-                            Err(e) => {
-                                failed = Some(e);
+                            Err(_) => {
+                                failed = event.err();
                                 break;
                             }
                         }
@@ -403,6 +409,8 @@ impl<W: Write> Exporter<W> {
         summary.threads = self.threads.len();
         summary.complete = reader.trailer().is_some();
         self.trace_summary(reader.trailer(), failure.as_ref().map(|e| e.offset()))?;
+        self.out.write_all(self.buf.as_slice())?;
+        self.buf.clear();
         self.out.flush()?;
         match failure {
             None => Ok(summary),
@@ -413,35 +421,35 @@ impl<W: Write> Exporter<W> {
     /// The clock snapshot (which also starts the sequence) and the process track.
     fn preamble(&mut self, process_name: &str) -> io::Result<()> {
         self.start_packet(None, SEQ_INCREMENTAL_STATE_CLEARED);
-        let p = &mut self.packet;
-        let defaults = pb::begin(p, PACKET_DEFAULTS);
-        pb::uint(p, DEFAULTS_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_MONOTONIC);
-        pb::end(p, defaults);
-        let snapshot = pb::begin(p, PACKET_CLOCK_SNAPSHOT);
+        let p = &mut self.buf;
+        let defaults = p.begin(PACKET_DEFAULTS);
+        p.uint(DEFAULTS_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_MONOTONIC);
+        p.end(defaults);
+        let snapshot = p.begin(PACKET_CLOCK_SNAPSHOT);
         for (id, ts) in [
             (BUILTIN_CLOCK_MONOTONIC, self.clock.origin_monotonic_ns),
             (BUILTIN_CLOCK_REALTIME, self.clock.origin_wall_ns),
         ] {
-            let clock = pb::begin(p, SNAPSHOT_CLOCKS);
-            pb::uint(p, CLOCK_ID, id);
-            pb::uint(p, CLOCK_TIMESTAMP, ts);
-            pb::end(p, clock);
+            let clock = p.begin(SNAPSHOT_CLOCKS);
+            p.uint(CLOCK_ID, id);
+            p.uint(CLOCK_TIMESTAMP, ts);
+            p.end(clock);
         }
-        pb::uint(p, SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
-        pb::end(p, snapshot);
+        p.uint(SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
+        p.end(snapshot);
         self.finish_packet(false)?;
 
         self.start_packet(None, 0);
-        let p = &mut self.packet;
-        let track = pb::begin(p, PACKET_TRACK_DESCRIPTOR);
-        pb::uint(p, TRACK_UUID, self.process_uuid);
-        let process = pb::begin(p, TRACK_PROCESS);
-        pb::int(p, PROCESS_PID, i64::from(self.pid as i32));
+        let p = &mut self.buf;
+        let track = p.begin(PACKET_TRACK_DESCRIPTOR);
+        p.uint(TRACK_UUID, self.process_uuid);
+        let process = p.begin(TRACK_PROCESS);
+        p.int(PROCESS_PID, i64::from(self.pid as i32));
         if !process_name.is_empty() {
-            pb::bytes(p, PROCESS_NAME, process_name.as_bytes());
+            p.bytes(PROCESS_NAME, process_name.as_bytes());
         }
-        pb::end(p, process);
-        pb::end(p, track);
+        p.end(process);
+        p.end(track);
         self.finish_packet(false)
     }
 
@@ -465,11 +473,11 @@ impl<W: Write> Exporter<W> {
                 let end = self.ns(e.ts.saturating_add(e.duration.unwrap_or(0))).max(ts);
                 self.slice(TYPE_SLICE_BEGIN, ts, thread, &mut r, e, None)?;
                 self.start_packet(Some(end), SEQ_NEEDS_INCREMENTAL_STATE);
-                let p = &mut self.packet;
-                let te = pb::begin(p, PACKET_TRACK_EVENT);
-                pb::uint(p, EVENT_TYPE, TYPE_SLICE_END);
-                pb::uint(p, EVENT_TRACK_UUID, thread);
-                pb::end(p, te);
+                let p = &mut self.buf;
+                let te = p.begin(PACKET_TRACK_EVENT);
+                p.uint(EVENT_TYPE, TYPE_SLICE_END);
+                p.uint(EVENT_TRACK_UUID, thread);
+                p.end(te);
                 self.finish_packet(true)?;
                 self.saw(end);
             }
@@ -549,17 +557,17 @@ impl<W: Write> Exporter<W> {
         ts: Option<u64>,
     ) -> io::Result<()> {
         self.start_packet(ts, if ts.is_some() { SEQ_NEEDS_INCREMENTAL_STATE } else { 0 });
-        let p = &mut self.packet;
-        let track = pb::begin(p, PACKET_TRACK_DESCRIPTOR);
-        pb::uint(p, TRACK_UUID, uuid);
-        let thread = pb::begin(p, TRACK_THREAD);
-        pb::int(p, THREAD_PID, i64::from(self.pid as i32));
-        pb::int(p, THREAD_TID, i64::from(tid));
+        let p = &mut self.buf;
+        let track = p.begin(PACKET_TRACK_DESCRIPTOR);
+        p.uint(TRACK_UUID, uuid);
+        let thread = p.begin(TRACK_THREAD);
+        p.int(THREAD_PID, i64::from(self.pid as i32));
+        p.int(THREAD_TID, i64::from(tid));
         if let Some(name) = name {
-            pb::bytes(p, THREAD_NAME, name.as_bytes());
+            p.bytes(THREAD_NAME, name.as_bytes());
         }
-        pb::end(p, thread);
-        pb::end(p, track);
+        p.end(thread);
+        p.end(track);
         self.finish_packet(false)
     }
 
@@ -578,13 +586,13 @@ impl<W: Write> Exporter<W> {
             self.resolve_name(r, e.callsite);
         }
         self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-        let p = &mut self.packet;
-        let te = pb::begin(p, PACKET_TRACK_EVENT);
-        pb::uint(p, EVENT_TYPE, ty);
-        pb::uint(p, EVENT_TRACK_UUID, track);
+        let p = &mut self.buf;
+        let te = p.begin(PACKET_TRACK_EVENT);
+        p.uint(EVENT_TYPE, ty);
+        p.uint(EVENT_TRACK_UUID, track);
         if ty != TYPE_SLICE_END {
-            pb::uint(p, EVENT_CATEGORY_IIDS, r.category);
-            pb::uint(p, EVENT_NAME_IID, r.name);
+            p.uint(EVENT_CATEGORY_IIDS, r.category);
+            p.uint(EVENT_NAME_IID, r.name);
         }
         for (i, arg) in e.args.iter().enumerate() {
             let Some((name, value)) = *arg else { continue };
@@ -610,7 +618,7 @@ impl<W: Write> Exporter<W> {
             }
             annotation(p, self.async_id_iid, Value::U64(id));
         }
-        pb::end(p, te);
+        p.end(te);
         self.finish_packet(true)?;
         self.saw(ts);
         Ok(())
@@ -648,21 +656,21 @@ impl<W: Write> Exporter<W> {
                 r.counters[i] = self.counter_track(&e.callsite.category, &e.callsite.name, name, ts)?;
             }
             self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-            let p = &mut self.packet;
-            let te = pb::begin(p, PACKET_TRACK_EVENT);
-            pb::uint(p, EVENT_TYPE, TYPE_COUNTER);
-            pb::uint(p, EVENT_TRACK_UUID, r.counters[i]);
+            let p = &mut self.buf;
+            let te = p.begin(PACKET_TRACK_EVENT);
+            p.uint(EVENT_TYPE, TYPE_COUNTER);
+            p.uint(EVENT_TRACK_UUID, r.counters[i]);
             match value {
-                Value::I64(v) => pb::int(p, EVENT_COUNTER_VALUE, v),
+                Value::I64(v) => p.int(EVENT_COUNTER_VALUE, v),
                 Value::U64(v) => match i64::try_from(v) {
-                    Ok(v) => pb::int(p, EVENT_COUNTER_VALUE, v),
-                    Err(_) => pb::double(p, EVENT_DOUBLE_COUNTER_VALUE, v as f64),
+                    Ok(v) => p.int(EVENT_COUNTER_VALUE, v),
+                    Err(_) => p.double(EVENT_DOUBLE_COUNTER_VALUE, v as f64),
                 },
-                Value::Bool(v) => pb::int(p, EVENT_COUNTER_VALUE, i64::from(v)),
-                Value::F64(v) => pb::double(p, EVENT_DOUBLE_COUNTER_VALUE, v),
+                Value::Bool(v) => p.int(EVENT_COUNTER_VALUE, i64::from(v)),
+                Value::F64(v) => p.double(EVENT_DOUBLE_COUNTER_VALUE, v),
                 Value::Str(_) | Value::Pointer(_) => unreachable!("checked above"),
             }
-            pb::end(p, te);
+            p.end(te);
             self.finish_packet(true)?;
         }
         self.saw(ts);
@@ -682,15 +690,15 @@ impl<W: Write> Exporter<W> {
         }
         let uuid = self.new_track_uuid(UUID_COUNTER);
         self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-        let p = &mut self.packet;
-        let track = pb::begin(p, PACKET_TRACK_DESCRIPTOR);
-        pb::uint(p, TRACK_UUID, uuid);
-        pb::uint(p, TRACK_PARENT_UUID, self.process_uuid);
-        pb::bytes(p, TRACK_NAME, key.1.as_bytes());
-        let counter = pb::begin(p, TRACK_COUNTER);
-        pb::bytes(p, COUNTER_CATEGORIES, category.as_bytes());
-        pb::end(p, counter);
-        pb::end(p, track);
+        let p = &mut self.buf;
+        let track = p.begin(PACKET_TRACK_DESCRIPTOR);
+        p.uint(TRACK_UUID, uuid);
+        p.uint(TRACK_PARENT_UUID, self.process_uuid);
+        p.bytes(TRACK_NAME, key.1.as_bytes());
+        let counter = p.begin(TRACK_COUNTER);
+        p.bytes(COUNTER_CATEGORIES, category.as_bytes());
+        p.end(counter);
+        p.end(track);
         self.finish_packet(false)?;
         self.counters.insert(key, uuid);
         Ok(uuid)
@@ -710,12 +718,12 @@ impl<W: Write> Exporter<W> {
         }
         let uuid = self.new_track_uuid(UUID_ASYNC);
         self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-        let p = &mut self.packet;
-        let track = pb::begin(p, PACKET_TRACK_DESCRIPTOR);
-        pb::uint(p, TRACK_UUID, uuid);
-        pb::uint(p, TRACK_PARENT_UUID, self.process_uuid);
-        pb::bytes(p, TRACK_NAME, cs.name.as_bytes());
-        pb::end(p, track);
+        let p = &mut self.buf;
+        let track = p.begin(PACKET_TRACK_DESCRIPTOR);
+        p.uint(TRACK_UUID, uuid);
+        p.uint(TRACK_PARENT_UUID, self.process_uuid);
+        p.bytes(TRACK_NAME, cs.name.as_bytes());
+        p.end(track);
         self.finish_packet(false)?;
         self.asyncs.insert(key, AsyncTrack { uuid, open: step });
         Ok(uuid)
@@ -758,16 +766,16 @@ impl<W: Write> Exporter<W> {
             .map(|(n, _)| self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, n))
             .collect();
         self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-        let p = &mut self.packet;
-        let te = pb::begin(p, PACKET_TRACK_EVENT);
-        pb::uint(p, EVENT_TYPE, TYPE_INSTANT);
-        pb::uint(p, EVENT_TRACK_UUID, self.process_uuid);
-        pb::uint(p, EVENT_CATEGORY_IIDS, category);
-        pb::uint(p, EVENT_NAME_IID, name);
+        let p = &mut self.buf;
+        let te = p.begin(PACKET_TRACK_EVENT);
+        p.uint(EVENT_TYPE, TYPE_INSTANT);
+        p.uint(EVENT_TRACK_UUID, self.process_uuid);
+        p.uint(EVENT_CATEGORY_IIDS, category);
+        p.uint(EVENT_NAME_IID, name);
         for ((_, value), iid) in annotations.iter().zip(iids) {
             annotation(p, iid, *value);
         }
-        pb::end(p, te);
+        p.end(te);
         self.finish_packet(true)
     }
 
@@ -776,50 +784,51 @@ impl<W: Write> Exporter<W> {
         self.last_ns = Some(self.last_ns.map_or(ts, |l| l.max(ts)));
     }
 
-    /// Starts a packet on the sequence: the timestamp (in the defaults' clock) and the flags.
+    /// Starts a packet (a `Trace.packet` field) on the sequence: the timestamp (in the defaults'
+    /// clock) and the flags.
     #[inline]
     fn start_packet(&mut self, ts: Option<u64>, flags: u64) {
-        self.packet.clear();
-        self.packet.resize(ROOM, 0);
+        self.packet = self.buf.begin(TRACE_PACKET);
         if let Some(ts) = ts {
-            pb::uint(&mut self.packet, PACKET_TIMESTAMP, ts);
+            self.buf.uint(PACKET_TIMESTAMP, ts);
         }
-        pb::uint(&mut self.packet, PACKET_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+        self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
         if flags != 0 {
-            pb::uint(&mut self.packet, PACKET_SEQUENCE_FLAGS, flags);
+            self.buf.uint(PACKET_SEQUENCE_FLAGS, flags);
         }
     }
 
-    /// Adds the pending interned entries (if `interned`: only event packets use them) and writes
-    /// the packet as a `Trace.packet` field.
+    /// Adds the pending interned entries (if `interned`: only event packets use them), closes the
+    /// packet, and writes out the packets encoded so far once they are many.
     #[inline]
     fn finish_packet(&mut self, interned: bool) -> io::Result<()> {
         if interned && !self.interner.pending.is_empty() {
-            pb::bytes(&mut self.packet, PACKET_INTERNED_DATA, &self.interner.pending);
+            self.buf.bytes(PACKET_INTERNED_DATA, self.interner.pending.as_slice());
             self.interner.pending.clear();
         }
-        let len = (self.packet.len() - ROOM) as u64;
-        let (key, n) = pb::key_and_len(TRACE_PACKET, len);
-        let start = ROOM - n;
-        self.packet[start..ROOM].copy_from_slice(&key[..n]);
-        self.out.write_all(&self.packet[start..])
+        self.buf.end(self.packet);
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(self.buf.as_slice())?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 }
 
 /// A `DebugAnnotation` of `TrackEvent`.
 #[inline]
-fn annotation(p: &mut Vec<u8>, name_iid: u64, value: Value<'_>) {
-    let a = pb::begin(p, EVENT_DEBUG_ANNOTATIONS);
-    pb::uint(p, ANNOTATION_NAME_IID, name_iid);
+fn annotation(p: &mut Enc, name_iid: u64, value: Value<'_>) {
+    let a = p.begin(EVENT_DEBUG_ANNOTATIONS);
+    p.uint(ANNOTATION_NAME_IID, name_iid);
     match value {
-        Value::I64(v) => pb::int(p, ANNOTATION_INT, v),
-        Value::U64(v) => pb::uint(p, ANNOTATION_UINT, v),
-        Value::F64(v) => pb::double(p, ANNOTATION_DOUBLE, v),
-        Value::Bool(v) => pb::boolean(p, ANNOTATION_BOOL, v),
-        Value::Str(s) => pb::bytes(p, ANNOTATION_STRING, s.as_bytes()),
-        Value::Pointer(v) => pb::uint(p, ANNOTATION_POINTER, v),
+        Value::I64(v) => p.int(ANNOTATION_INT, v),
+        Value::U64(v) => p.uint(ANNOTATION_UINT, v),
+        Value::F64(v) => p.double(ANNOTATION_DOUBLE, v),
+        Value::Bool(v) => p.boolean(ANNOTATION_BOOL, v),
+        Value::Str(s) => p.bytes(ANNOTATION_STRING, s.as_bytes()),
+        Value::Pointer(v) => p.uint(ANNOTATION_POINTER, v),
     }
-    pb::end(p, a);
+    p.end(a);
 }
 
 #[cfg(test)]

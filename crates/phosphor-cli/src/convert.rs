@@ -16,7 +16,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use phosphor::format::file::Reader;
 use phosphor_export::chrome::{self, ExportSummary};
-use phosphor_export::folded;
+use phosphor_export::{folded, perfetto};
 use phosphor_export::{format_count, format_ns};
 
 use crate::info::format_bytes;
@@ -39,6 +39,8 @@ pub struct ConvertArgs {
 /// The formats `convert` writes. Only those that work are listed: clap refuses the others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
+    /// Perfetto's protobuf trace (`.pftrace`), for ui.perfetto.dev and trace processor.
+    Perfetto,
     /// Chrome trace event JSON, for chrome://tracing, ui.perfetto.dev and Speedscope.
     Chrome,
     /// Folded stacks, `thread;outer;inner <self-time-ns>` per line, for flame graph tools.
@@ -110,6 +112,10 @@ fn export(
     let result = match format {
         Format::Chrome => chrome::write_chrome_json(reader, &mut out).map_err(|e| match e {
             chrome::Error::Read { exported, source, .. } => Failure::Read(exported, source),
+            e => Failure::Write(e.into()),
+        }),
+        Format::Perfetto => perfetto::write_perfetto(reader, &mut out).map_err(|e| match e {
+            perfetto::Error::Read { exported, source, .. } => Failure::Read(exported, source),
             e => Failure::Write(e.into()),
         }),
         Format::Folded => folded::write_folded(reader, &mut out).map_err(|e| match e {

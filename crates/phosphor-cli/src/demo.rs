@@ -1,8 +1,8 @@
 //! `phosphor demo`: trace the workload of `workload.rs` with the global `TraceLog`, save the trace
 //! as `trace.phos` in the output directory (`demo-out/` unless `--out` says otherwise), and print
 //! the accounting (emitted = recorded + dropped) and the statistics `phosphor stats` computes from
-//! the saved file; then convert the file to Chrome JSON, `trace.json`, and draw a flame graph of its
-//! self time, `flame.svg`, next to it.
+//! the saved file; then convert the file to a Perfetto trace, `trace.pftrace`, and to Chrome JSON,
+//! `trace.json`, and draw a flame graph of its self time, `flame.svg`, next to it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -37,8 +37,8 @@ pub struct DemoArgs {
     /// The clock that stamps events.
     #[arg(long, value_enum, default_value_t = Clock::Tsc)]
     clock: Clock,
-    /// Directory for the trace file, `trace.phos`, its Chrome JSON, `trace.json`, and its flame
-    /// graph, `flame.svg` (created if needed).
+    /// Directory for the trace file, `trace.phos`, its Perfetto trace, `trace.pftrace`, its Chrome
+    /// JSON, `trace.json`, and its flame graph, `flame.svg` (created if needed).
     #[arg(long, value_name = "DIR", default_value = "demo-out")]
     out: PathBuf,
 }
@@ -206,7 +206,17 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         format_duration(save_time)
     )?;
     writeln!(out, "            (per thread and path: phosphor stats {})", path.display())?;
-    // The viewer's file, converted from the saved one as `phosphor convert` would.
+    // The viewers' files, converted from the saved one as `phosphor convert` would.
+    let pftrace = args.out.join("trace.pftrace");
+    let converted = convert::to_file(&path, convert::Format::Perfetto, &pftrace)
+        .with_context(|| format!("converting {} to a Perfetto trace", path.display()))?;
+    writeln!(
+        out,
+        "perfetto    {} ({}), written in {}",
+        pftrace.display(),
+        format_bytes(converted.bytes),
+        format_duration(converted.time)
+    )?;
     let json = args.out.join("trace.json");
     let converted = convert::to_file(&path, convert::Format::Chrome, &json)
         .with_context(|| format!("converting {} to Chrome JSON", path.display()))?;

@@ -33,9 +33,9 @@ enum Command {
     /// Describe a trace file: header, threads, callsites, events, time span, drops, size. A
     /// truncated or corrupt file shows everything before the damage, then the error.
     Info(info::InfoArgs),
-    /// Convert a trace file into a viewer's format (`--to chrome`: Chrome trace event JSON; `--to folded`: folded stacks of self
-    /// time in nanoseconds), to
-    /// stdout or to `-o OUT`. A truncated or corrupt file gives a whole document holding every
+    /// Convert a trace file into a viewer's format (`--to perfetto`: Perfetto protobuf; `--to
+    /// chrome`: Chrome trace event JSON; `--to folded`: folded stacks of self time in nanoseconds),
+    /// to stdout or to `-o OUT`. A truncated or corrupt file gives a whole document holding every
     /// chunk before the damage, then the error.
     Convert(convert::ConvertArgs),
     /// Draw a trace file as an SVG flame graph of self time (`-o OUT.svg`), from its folded stacks

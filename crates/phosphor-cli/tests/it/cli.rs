@@ -1,6 +1,6 @@
 //! Running the built `phosphor` binary, in a scratch directory of its own.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A new empty directory for one test, under Cargo's scratch directory for integration tests.
@@ -40,4 +40,34 @@ pub fn count(report: &str, label: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {label:?} line in:\n{report}"));
     let number = line.trim_start()[label.len()..].split_whitespace().next().unwrap();
     number.replace(',', "").parse().unwrap_or_else(|e| panic!("{line:?}: {e}"))
+}
+
+/// The Python interpreter with the official Perfetto protos (`scripts/python-env.sh`, or
+/// `$PHOSPHOR_PYTHON`), set up once per test process.
+pub fn python() -> &'static Path {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(|| {
+        if let Some(p) = std::env::var_os("PHOSPHOR_PYTHON") {
+            return PathBuf::from(p);
+        }
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/python-env.sh");
+        let out = Command::new("bash").arg(script).output().expect("bash runs scripts/python-env.sh");
+        assert!(
+            out.status.success(),
+            "scripts/python-env.sh failed (it needs python3 with venv and PyPI access):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    })
+}
+
+/// Checks a `.pftrace` with scripts/check_pftrace.py (the official Perfetto schema); returns its
+/// JSON result.
+pub fn check_pftrace(file: &Path) -> serde_json::Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/check_pftrace.py");
+    let out = Command::new(python()).arg(script).arg(file).output().expect("python runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!("check_pftrace.py printed no JSON ({e}):\n{text}\n{}", String::from_utf8_lossy(&out.stderr))
+    })
 }

@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::cli::{command, count, phosphor, scratch, stderr, stdout};
+use crate::cli::{check_pftrace, command, count, phosphor, scratch, stderr, stdout};
 
 /// Runs a small demo in the scratch directory of `test`; returns its report and its directory of
 /// output (holding `trace.phos` and `trace.json`). Its scratch directory is `TEST-files`: running
@@ -139,11 +139,11 @@ fn an_unknown_output_format_exits_2_listing_the_formats() {
     let (_, dir) = demo("convert-unknown");
     let out = phosphor(
         "convert-unknown",
-        &["convert", dir.join("trace.phos").to_str().unwrap(), "--to", "perfetto"],
+        &["convert", dir.join("trace.phos").to_str().unwrap(), "--to", "protobuf"],
     );
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("perfetto") && err.contains("chrome"), "{err}");
+    assert!(err.contains("perfetto") && err.contains("chrome") && err.contains("folded"), "{err}");
     assert!(out.stdout.is_empty());
 }
 
@@ -155,4 +155,51 @@ fn the_demo_writes_trace_json_next_to_its_trace_with_every_event() {
     assert!(line.contains(json.to_str().unwrap()), "{line}");
     let events = trace_events(&std::fs::read(&json).unwrap());
     assert_eq!(events.len() as u64, count(&report, "recorded"), "{report}");
+}
+
+#[test]
+fn the_demo_writes_a_perfetto_trace_that_the_official_schema_reads_with_every_slice_closed() {
+    let (report, dir) = demo("convert-perfetto");
+    let pftrace = dir.join("trace.pftrace");
+    let line = report.lines().find(|l| l.starts_with("perfetto")).unwrap_or_else(|| panic!("{report}"));
+    assert!(line.contains(pftrace.to_str().unwrap()), "{line}");
+    // `convert --to perfetto` writes the same bytes as the demo did.
+    let again = dir.join("again.pftrace");
+    let out = phosphor(
+        "convert-perfetto",
+        &[
+            "convert",
+            dir.join("trace.phos").to_str().unwrap(),
+            "--to",
+            "perfetto",
+            "-o",
+            again.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        std::fs::read(&again).unwrap() == std::fs::read(&pftrace).unwrap(),
+        "the conversion is deterministic"
+    );
+
+    let result = check_pftrace(&pftrace);
+    assert_eq!(result["ok"], true, "{:#}", result["errors"]);
+    let tracks = result["tracks"].as_array().expect("tracks");
+    let names: Vec<&str> = tracks.iter().filter_map(|t| t["name"].as_str()).collect();
+    for thread in ["worker-0", "worker-1", "sink"] {
+        assert!(names.contains(&thread), "no track for {thread}: {names:?}");
+    }
+    let mut slices = 0;
+    for t in tracks {
+        assert_eq!(t["unmatched_ends"].as_array().map_or(0, Vec::len), 0, "{}", t["name"]);
+        for s in t["slices"].as_array().into_iter().flatten() {
+            assert!(!s["dur"].is_null(), "slice never closed on {}: {s}", t["name"]);
+            slices += 1;
+        }
+    }
+    assert!(slices as u64 >= count(&report, "recorded") / 2, "{slices} slices for {report}");
+    assert!(
+        tracks.iter().any(|t| t["counter"].as_array().is_some_and(|c| !c.is_empty())),
+        "no counter track"
+    );
 }

@@ -1,9 +1,8 @@
 //! Tests of the Perfetto exporter. Every output is decoded by `scripts/check_pftrace.py` with the
-//! official generated protobuf code (it checks the schema, interning, tracks and clocks, and
-//! rebuilds the slices as trace processor would); the tests then check what it decoded.
+//! official generated protobuf code (see `checker.rs`: it checks the schema, interning, tracks and
+//! clocks, and rebuilds the slices as trace processor would); the tests then check what it
+//! decoded.
 
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use phosphor_format::file::{
@@ -12,132 +11,16 @@ use phosphor_format::file::{
 use phosphor_format::{pack_static_str, ArgType, Meta, Phase, Record};
 use serde_json::{json, Value as Json};
 
+use super::checker::{check, check_all, named, run_checker, s, slice, slices, thread, tracks};
 use super::*;
 
 const GOLDEN: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
 const GOLDEN_1_1: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.1.phtrace");
-const CHECKER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/check_pftrace.py");
-const PYTHON_ENV: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/python-env.sh");
-
-/// The interpreter with the official Perfetto protos: `$PHOSPHOR_PYTHON`, else the one
-/// `scripts/python-env.sh` sets up (once per test process). No Python is a failure, not a skip.
-fn python() -> &'static str {
-    static PYTHON: OnceLock<String> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        if let Ok(p) = std::env::var("PHOSPHOR_PYTHON") {
-            return p;
-        }
-        let out =
-            Command::new("bash").arg(PYTHON_ENV).stderr(Stdio::inherit()).output().unwrap_or_else(|e| {
-                panic!(
-                    "cannot run {PYTHON_ENV} to set up the tests' Python (set PHOSPHOR_PYTHON instead): {e}"
-                )
-            });
-        assert!(
-            out.status.success(),
-            "{PYTHON_ENV} failed ({}); the Perfetto tests need its Python environment \
-             (or PHOSPHOR_PYTHON pointing at a Python with `perfetto` and `protobuf`)",
-            out.status
-        );
-        let stdout = String::from_utf8(out.stdout).expect("python-env.sh prints a path");
-        stdout
-            .lines()
-            .last()
-            .unwrap_or_else(|| panic!("{PYTHON_ENV} printed no interpreter path"))
-            .trim()
-            .to_owned()
-    })
-}
-
-/// Runs the checker with `args` and `stdin`; returns its stdout (whatever its exit status: the
-/// results say what was wrong).
-fn run_checker(args: &[&str], stdin: &[u8]) -> String {
-    let mut child = Command::new(python())
-        .arg(CHECKER)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {} {CHECKER}: {e}", python()));
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_vec();
-    let feeder = std::thread::spawn(move || input.write_all(&stdin));
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.code().is_some_and(|c| c <= 1), "the checker crashed ({}):\n{stderr}", out.status);
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// The checker's results for several traces (one Python start).
-fn check_all(traces: &[Vec<u8>]) -> Vec<Json> {
-    let mut stdin = Vec::new();
-    for t in traces {
-        stdin.extend_from_slice(&(t.len() as u64).to_le_bytes());
-        stdin.extend_from_slice(t);
-    }
-    let out = run_checker(&["--batch"], &stdin);
-    let results: Vec<Json> =
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("bad checker output ({e}): {out}"));
-    assert_eq!(results.len(), traces.len());
-    results
-}
-
-/// The checker's result for one trace, which must be valid.
-fn check(trace: &[u8]) -> Json {
-    let result = check_all(&[trace.to_vec()]).pop().unwrap();
-    assert_eq!(result["ok"], true, "the official schema check failed: {:#}", result["errors"]);
-    result
-}
 
 fn export(bytes: &[u8]) -> (Vec<u8>, Result<ExportSummary, Error>) {
     let mut out = Vec::new();
     let r = write_perfetto(Reader::new(bytes).unwrap(), &mut out);
     (out, r)
-}
-
-/// The tracks the checker found, by kind.
-fn tracks<'a>(doc: &'a Json, kind: &str) -> Vec<&'a Json> {
-    doc["tracks"].as_array().unwrap().iter().filter(|t| t["kind"] == kind).collect()
-}
-
-fn thread(doc: &Json, tid: u64) -> &Json {
-    tracks(doc, "thread").into_iter().find(|t| t["tid"] == tid).unwrap_or_else(|| panic!("no thread {tid}"))
-}
-
-fn named<'a>(doc: &'a Json, kind: &str, name: &str) -> Vec<&'a Json> {
-    tracks(doc, kind).into_iter().filter(|t| t["name"] == name).collect()
-}
-
-/// A track's slices as `(name, ts, dur, depth)`; `dur` is `None` for a slice left open.
-fn slices(track: &Json) -> Vec<(String, u64, Option<u64>, u64)> {
-    track["slices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["name"].as_str().unwrap().to_owned(),
-                s["ts"].as_u64().unwrap(),
-                s["dur"].as_u64(),
-                s["depth"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn slice<'a>(track: &'a Json, name: &str) -> &'a Json {
-    track["slices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("no slice {name}"))
-}
-
-fn s(name: &str, ts: u64, dur: Option<u64>, depth: u64) -> (String, u64, Option<u64>, u64) {
-    (name.to_owned(), ts, dur, depth)
 }
 
 // ---- Building small trace files ----
@@ -747,6 +630,27 @@ fn a_truncated_file_exports_a_valid_trace_of_its_complete_chunks_and_says_where_
             "cut {cut}"
         );
     }
+}
+
+#[test]
+fn a_corrupt_record_stops_the_export_at_its_offset_with_a_valid_trace_of_what_came_before() {
+    let mut r = Reader::new(GOLDEN).unwrap();
+    let second_chunk = {
+        r.next_chunk().unwrap();
+        r.next_chunk().unwrap().unwrap().offset
+    };
+    // The chunk block: 8 bytes of framing, 40 of extents, then records; meta is at 12 in each.
+    let record = second_chunk + 8 + 40;
+    let mut bad = GOLDEN.to_vec();
+    bad[record as usize + 15] = 0xff; // reserved meta bits
+    let (pf, r) = export(&bad);
+    let err = r.unwrap_err();
+    let Error::Read { offset, exported, .. } = &err else { panic!("{err}") };
+    assert_eq!(*offset, record);
+    assert_eq!((exported.chunks, exported.events), (2, 6), "the first chunk, and none of the second");
+    let doc = check(&pf);
+    let summary = slice(tracks(&doc, "process")[0], "trace summary");
+    assert_eq!(summary["args"], json!({"incomplete": ["bool", true], "read_error_offset": ["uint", record]}));
 }
 
 #[test]

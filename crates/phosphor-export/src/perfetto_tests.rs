@@ -518,6 +518,25 @@ fn a_redefined_callsite_keeps_each_events_own_name() {
 }
 
 #[test]
+fn callsites_with_huge_ids_resolve_and_redefine_like_the_others() {
+    let far = 4_000_000_000;
+    let parts = vec![
+        Part::Callsites(vec![
+            callsite(far, "far", Phase::Instant, ["", ""]),
+            callsite(16, "near", Phase::Instant, ["", ""]),
+        ]),
+        chunk(1, vec![plain(1, far, &[]), plain(2, 16, &[]), plain(3, far, &[])]),
+        Part::Callsites(vec![callsite(far, "farther", Phase::Instant, ["", ""])]),
+        chunk(1, vec![plain(4, far, &[]), plain(5, 16, &[])]),
+    ];
+    let (pf, r) = export(&file(parts, &[], &Trailer::default()));
+    r.unwrap();
+    let doc = check(&pf);
+    let names: Vec<String> = slices(thread(&doc, 1)).into_iter().map(|s| s.0).collect();
+    assert_eq!(names, ["far", "near", "far", "farther", "near"]);
+}
+
+#[test]
 fn names_are_interned_once_in_the_first_packet_that_uses_them() {
     let cs = vec![
         callsite(16, "work", Phase::Complete, ["n", ""]),

@@ -7,8 +7,10 @@ use std::collections::HashMap;
 use super::pb::Enc;
 use super::proto::*;
 
-/// Callsite ids below this are cached in a vector, the rest in a map.
-const DENSE_CALLSITES: u32 = 1 << 16;
+/// Callsite ids below this are cached in a vector (the runtime numbers callsites from 16 up), the
+/// rest in a map; so a file with a huge id costs a map entry, not a vector that long (at most
+/// 16 Ki entries, under 1 MiB).
+const DENSE_CALLSITES: u32 = 1 << 14;
 
 /// What the exporter resolved for one callsite: iids and counter tracks, 0 until first needed.
 #[derive(Clone, Copy, Default)]

@@ -122,7 +122,8 @@ struct SelfTimes(HashMap<(u32, PathId), u64>);
 impl Sink for SelfTimes {
     fn slice(&mut self, s: &Slice) {
         if s.kind == SliceKind::Scope {
-            *self.0.entry((s.tid, s.path)).or_default() += s.self_ticks;
+            let total = self.0.entry((s.tid, s.path)).or_default();
+            *total = total.saturating_add(s.self_ticks);
         }
     }
 }

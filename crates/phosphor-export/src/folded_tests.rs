@@ -172,3 +172,14 @@ fn a_truncated_file_folds_what_was_read_then_names_the_offset() {
     // The golden clock: 0.5 ns per tick, from origin tick 1000 (so the slice starts before it).
     assert_eq!(String::from_utf8(out).unwrap(), "thread 1;leaf 5\n");
 }
+
+#[test]
+fn durations_that_sum_past_u64_saturate_instead_of_overflowing() {
+    // A corrupt (or fuzzed) file: sibling slices of the same path whose durations sum past
+    // u64::MAX, and interlaced children that sum past their parent.
+    let huge = u64::MAX / 2 + 1;
+    let main =
+        vec![slice(LEAF, 0, huge), slice(LEAF, 1, huge), slice(LEAF, 2, huge), slice(MID, 0, u64::MAX)];
+    let folded = folded_text(&file(&callsites(), &[(1, main)]));
+    assert!(folded.contains(&format!("main;mid;leaf {}", u64::MAX)), "{folded}");
+}

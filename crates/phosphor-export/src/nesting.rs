@@ -162,6 +162,12 @@ struct Node {
     kind: SliceKind,
 }
 
+/// The summed durations of `nodes`, saturating: the durations of a corrupt file can be anything,
+/// and overlapping (interlaced) siblings can sum past their parent.
+fn total_dur(nodes: &[Node]) -> u64 {
+    nodes.iter().fold(0, |sum, n| sum.saturating_add(n.dur()))
+}
+
 impl Node {
     fn dur(&self) -> u64 {
         match self.kind {
@@ -271,7 +277,7 @@ impl Nesting {
             sink.problem(Problem { tid, ts, kind: ProblemKind::WrongName { open: open.label, end: label } });
         }
         let resolved_inside = region.resolved_until.is_some();
-        let nested = open.nested + region.items.iter().map(Node::dur).sum::<u64>();
+        let nested = open.nested.saturating_add(total_dur(&region.items));
         let node = Node {
             start: open.start,
             end: ts.max(open.start),
@@ -408,12 +414,12 @@ fn insert(region: &mut Region, mut node: Node, tid: u32, sink: &mut impl Sink) {
                 }
             }
         }
-        adopted = node.children[first_child..].iter().map(Node::dur).sum::<u64>();
+        adopted = total_dur(&node.children[first_child..]);
         if first_child > 0 && node.children.len() > first_child {
             // A begin/end slice adopting more (only with explicit times): keep the order.
             node.children.sort_by_key(|n| n.start);
         }
-        node.nested += adopted;
+        node.nested = node.nested.saturating_add(adopted);
     }
     if let Some(nested) = holder_nested {
         *nested = nested.saturating_add(node.dur()).saturating_sub(adopted);
@@ -447,7 +453,7 @@ fn shed(
             let node = std::mem::replace(&mut region.items[taken], placeholder);
             region.resolved_until = region.resolved_until.max(Some(node.start));
             if k > 0 {
-                t.open[k - 1].nested += node.dur();
+                t.open[k - 1].nested = t.open[k - 1].nested.saturating_add(node.dur());
             }
             let n = resolve(paths, stack, tid, prefix, node, sink);
             t.pending -= n;

@@ -1,0 +1,34 @@
+//! Fuzzes everything that reads a trace file after the reader: the Perfetto, Chrome JSON and folded
+//! exporters and the statistics. Any input must give a result or an error naming an offset inside
+//! the input, and never panic. Inputs start from mutations of real files (seed the corpus with
+//! `crates/phosphor-format/tests/data/*.phtrace`).
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use phosphor_export::{chrome, folded, perfetto, TraceStats};
+use phosphor_format::file::Reader;
+
+fuzz_target!(|data: &[u8]| {
+    let within = |offset: Option<u64>| assert!(offset.is_none_or(|o| o <= data.len() as u64));
+    if let Ok(r) = Reader::new(data) {
+        within(perfetto::write_perfetto(r, std::io::sink()).err().and_then(|e| e.offset()));
+    }
+    if let Ok(r) = Reader::new(data) {
+        within(chrome::write_chrome_json(r, std::io::sink()).err().and_then(|e| e.offset()));
+    }
+    if let Ok(r) = Reader::new(data) {
+        within(folded::write_folded(r, std::io::sink()).err().and_then(|e| e.offset()));
+    }
+    if let Ok(r) = Reader::new(data) {
+        match TraceStats::from_reader(r) {
+            Ok(stats) => {
+                let _ = stats.to_string();
+            }
+            Err(e) => {
+                within(Some(e.source.offset()));
+                let _ = e.partial.to_string();
+            }
+        }
+    }
+});

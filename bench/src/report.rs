@@ -1,0 +1,466 @@
+//! The printed report: Markdown tables, ready for BENCHMARKS.md.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::instr::Instr;
+use crate::memory::Memory;
+use crate::phos::SessionCheck;
+use crate::run::{Measured, Plan};
+use crate::scaling::{ScalePoint, Work};
+use crate::scenario::{Check, Group};
+
+/// Everything one run measured.
+#[derive(Debug)]
+pub struct Results {
+    /// `sys::machine()`.
+    pub machine: String,
+    /// `sys::commit()`.
+    pub commit: String,
+    /// Load average when the run started and ended.
+    pub load: (String, String),
+    /// The timed rounds' plan.
+    pub plan: Plan,
+    /// Rounds of the scaling runs.
+    pub scaling_rounds: usize,
+    /// The command line that reproduces the run.
+    pub command: String,
+    /// Every scenario's figures, in table order.
+    pub measured: Vec<Measured>,
+    /// Every scenario's check, by id.
+    pub checks: HashMap<&'static str, Check>,
+    /// The timed Phosphor trace's accounting.
+    pub session: SessionCheck,
+    /// Instructions per event, by id, or why there are none.
+    pub instr: Result<HashMap<&'static str, Result<Instr, String>>, String>,
+    /// The scaling runs.
+    pub scaling: Vec<ScalePoint>,
+    /// `start` + `stop` in µs with few callsites registered and with 10,000 more.
+    pub start_stop_us: (f64, f64),
+    /// Resident memory.
+    pub memory: Memory,
+    /// Wall time of the whole run, s.
+    pub seconds: f64,
+}
+
+/// A time in ns with three significant digits.
+pub fn ns(x: f64) -> String {
+    if !x.is_finite() {
+        "—".into()
+    } else if x < 1.0 {
+        format!("{x:.3}")
+    } else if x < 10.0 {
+        format!("{x:.2}")
+    } else if x < 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// A ratio with three significant digits.
+pub fn times(x: f64) -> String {
+    if !x.is_finite() {
+        "—".into()
+    } else if x < 10.0 {
+        format!("{x:.3}")
+    } else if x < 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn kib(bytes: f64) -> String {
+    format!("{:.0} KiB", bytes / 1024.0)
+}
+
+impl Results {
+    fn get(&self, id: &str) -> Option<&Measured> {
+        self.measured.iter().find(|m| m.info.id == id)
+    }
+
+    fn instr_of(&self, id: &str) -> String {
+        match &self.instr {
+            Err(_) => "—".into(),
+            Ok(map) => match map.get(id) {
+                None => "—".into(),
+                Some(Err(_)) => "failed".into(),
+                Some(Ok(i)) if (i.all - i.calling).abs() < 0.5 => format!("{:.1}", i.calling),
+                Some(Ok(i)) => format!("{:.1} / {:.1}", i.calling, i.all),
+            },
+        }
+    }
+
+    /// The whole report.
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        self.header(&mut o);
+        self.main_table(&mut o);
+        self.scaling_table(&mut o);
+        self.callsite_table(&mut o);
+        self.memory_table(&mut o);
+        self.targets(&mut o);
+        o
+    }
+
+    fn header(&self, o: &mut String) {
+        let p = &self.plan;
+        let _ = writeln!(o, "# phosphor-bench: Phosphor, the limit loop and the peers, side by side\n");
+        let _ = writeln!(o, "- Machine: {}.", self.machine);
+        let _ = writeln!(o, "- Code: commit {}. Command: `{}`.", self.commit, self.command);
+        let _ = writeln!(
+            o,
+            "- Load average (1, 5, 15 min): {} at the start, {} at the end; the run took {:.0} s.",
+            self.load.0, self.load.1, self.seconds
+        );
+        let _ = writeln!(
+            o,
+            "- Method: {} rounds; every round runs every scenario (order rotated each round) as {} batches of \
+             about {:.0} ms, and keeps the batches' median. Figures are medians over the rounds; ratios are \
+             medians of the per-round ratios. Nothing is pinned. Instructions: callgrind, (Ir(2N) − Ir(N)) / N, \
+             calling thread / all threads where they differ.\n",
+            p.rounds,
+            p.batches,
+            p.batch_ns / 1e6
+        );
+    }
+
+    fn main_table(&self, o: &mut String) {
+        let _ = writeln!(o, "## Cost per event, one thread\n");
+        let _ = writeln!(
+            o,
+            "| scenario | ns/event | range over rounds | × limit loop | process CPU ns/event | \
+             × Phosphor (thread / process CPU) | instructions/event | recorded / expected |"
+        );
+        let _ = writeln!(o, "|---|---:|---:|---:|---:|---|---:|---|");
+        let limit = self.get("limit");
+        let mut last_group = None;
+        for m in &self.measured {
+            if last_group == Some(Group::Phosphor) && m.info.group != Group::Phosphor {
+                // Issue 5 adds the log macro; until then its row says so.
+                let _ = writeln!(
+                    o,
+                    "| Phosphor log, 3 params | n/a (issue 5: no `trace_log!` yet) | | | | | | |"
+                );
+            }
+            last_group = Some(m.info.group);
+            let (lo, hi) = m.wall_range();
+            let x_limit = limit.map(|l| times(m.wall_ratio(l))).unwrap_or_default();
+            let vs = m
+                .info
+                .vs
+                .and_then(|id| self.get(id).map(|p| (id, p)))
+                .map(|(id, p)| format!("{} / {} (vs `{id}`)", times(m.wall_ratio(p)), times(m.cpu_ratio(p))))
+                .unwrap_or_default();
+            let check =
+                self.checks.get(m.info.id).map(Check::summary).unwrap_or_else(|| "not checked".into());
+            let _ = writeln!(
+                o,
+                "| {} | {} | {}–{} | {} | {} | {} | {} | {} |",
+                m.info.label,
+                ns(m.wall()),
+                ns(lo),
+                ns(hi),
+                x_limit,
+                ns(m.cpu()),
+                vs,
+                self.instr_of(m.info.id),
+                check
+            );
+        }
+        let _ = writeln!(o);
+        let _ = writeln!(o, "- Timed Phosphor trace (64 MiB Ring, warm): {}.", self.session);
+        for m in &self.measured {
+            if !m.info.note.is_empty() {
+                let _ = writeln!(o, "- {}: {}.", m.info.label, m.info.note);
+            }
+        }
+        if let Err(why) = &self.instr {
+            let _ = writeln!(o, "- No instruction counts: {why}.");
+        } else if let Ok(map) = &self.instr {
+            for (id, r) in map {
+                if let Err(e) = r {
+                    let _ = writeln!(o, "- callgrind failed for `{id}`: {e}");
+                }
+            }
+        }
+        let _ = writeln!(
+            o,
+            "- \"× Phosphor\" divides the peer's figure by the Phosphor scenario doing the same work, in the \
+             same round: above 1 means Phosphor is cheaper. Process CPU counts every thread until the \
+             tracer has taken in the batch (fastrace's collector, tracing-chrome's writer).\n"
+        );
+    }
+
+    fn scaling_table(&self, o: &mut String) {
+        if self.scaling.is_empty() {
+            return;
+        }
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+        let _ = writeln!(
+            o,
+            "## Scaling: the same work on 1, 2, 4 and 16 threads ({} rounds)\n",
+            self.scaling_rounds
+        );
+        let _ = writeln!(
+            o,
+            "| workload | threads | events per thread | M events/s, all threads | × 1 thread | thread CPU ns/event |"
+        );
+        let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|");
+        for p in &self.scaling {
+            let base = self.scaling.iter().find(|b| b.work == p.work && b.threads == 1);
+            let over =
+                if p.threads > cpus { format!(" (oversubscribed: {cpus} CPUs)") } else { String::new() };
+            let _ = writeln!(
+                o,
+                "| {} | {}{} | {} | {:.1} | {} | {} |",
+                p.work.label(),
+                p.threads,
+                over,
+                p.events,
+                p.throughput() / 1e6,
+                base.map(|b| times(p.speedup(b))).unwrap_or_default(),
+                ns(p.thread_cpu())
+            );
+        }
+        let _ = writeln!(
+            o,
+            "\nThroughput is every thread's events over the wall time from the first thread's start to the \
+             last thread's end. With more threads than CPUs a thread waits for a CPU, so the cost per event is \
+             quoted in thread CPU time.\n"
+        );
+    }
+
+    fn callsite_table(&self, o: &mut String) {
+        let (Some(few), Some(many)) = (self.get("phos-10-sites"), self.get("phos-10k-sites")) else { return };
+        let _ = writeln!(o, "## 10,000 registered callsites against 10\n");
+        let _ = writeln!(o, "| | 10 callsites | 10,000 callsites | ratio |");
+        let _ = writeln!(o, "|---|---:|---:|---:|");
+        let _ = writeln!(
+            o,
+            "| instant event, ns (events rotate over the callsites) | {} | {} | {} |",
+            ns(few.wall()),
+            ns(many.wall()),
+            times(many.wall_ratio(few))
+        );
+        let _ = writeln!(
+            o,
+            "| instructions/event | {} | {} | |",
+            self.instr_of("phos-10-sites"),
+            self.instr_of("phos-10k-sites")
+        );
+        let (a, b) = self.start_stop_us;
+        let _ = writeln!(
+            o,
+            "| `TraceLog::start` + `stop` (64 KiB buffer), µs | {a:.1} (before the 10,000 registered) | {b:.1} | {} |",
+            times(b / a)
+        );
+        let _ = writeln!(
+            o,
+            "\nThe 10,000 callsites are built at run time and driven through the macro's own `check` and \
+             `emit`; the hot path does not look callsites up, so the difference is where their state words \
+             sit in the cache. A program with 10,000 macro sites would also pay for 10,000 copies of the \
+             inlined code in the instruction cache, which this does not show.\n"
+        );
+    }
+
+    fn memory_table(&self, o: &mut String) {
+        let _ = writeln!(o, "## Memory\n");
+        let _ = writeln!(o, "| what | measured | requirement |");
+        let _ = writeln!(o, "|---|---|---|");
+        match &self.memory.idle {
+            Ok(i) => {
+                let _ = writeln!(
+                    o,
+                    "| RSS growth of a program that links Phosphor and never traces, after 10 untraced callsites \
+                     ran 1,000 times on the main thread / and on a second thread (minus the same program \
+                     without the macros) | {} / {} (anonymous {}, file-backed {}) | < 100 KB |",
+                    kib(i.main_thread),
+                    kib(i.two_threads),
+                    kib(i.anon),
+                    kib(i.file)
+                );
+                let _ = writeln!(
+                    o,
+                    "| … each further callsite, once run (registered even when not tracing) | {:.0} bytes \
+                     (`size_of::<Callsite>()` = {:.0}) | |",
+                    i.per_callsite, i.callsite_size
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(o, "| RSS of a program that links Phosphor and never traces | not measured: {e} | < 100 KB |");
+            }
+        }
+        match &self.memory.tracing {
+            Ok(t) => {
+                let _ = writeln!(
+                    o,
+                    "| RSS growth while tracing into a {:.0} MiB Ring (4 threads, wrapped twice) | {:.1} MiB = \
+                     {:.1}% of the buffer (peak {:.1}%; after `stop` with the trace kept {:.1}%, dropped \
+                     {:.1}%){} | ≤ 110% |",
+                    t.buffer / 1048576.0,
+                    t.running / 1048576.0,
+                    100.0 * t.running / t.buffer,
+                    100.0 * t.peak / t.buffer,
+                    100.0 * t.stopped_kept / t.buffer,
+                    100.0 * t.dropped / t.buffer,
+                    if t.accounted { "" } else { "; ✗ accounting mismatch" }
+                );
+            }
+            Err(e) => {
+                let _ =
+                    writeln!(o, "| RSS while tracing with a 64 MiB buffer | not measured: {e} | ≤ 110% |");
+            }
+        }
+        let mut mem = Vec::new();
+        let mut disk = Vec::new();
+        for m in &self.measured {
+            if let Some(c) = self.checks.get(m.info.id) {
+                if let Some(b) = c.footprint.memory {
+                    mem.push(format!("{}: {b:.1}", m.info.id));
+                }
+                if let Some(b) = c.footprint.disk {
+                    disk.push(format!("{}: {b:.1}", m.info.id));
+                }
+            }
+        }
+        let _ = writeln!(o, "| bytes/event in memory | {} | |", mem.join("; "));
+        let _ = writeln!(o, "| bytes/event on disk | {} | |", disk.join("; "));
+        let _ = writeln!(
+            o,
+            "| conversion throughput and peak memory against trace size | `scripts/bench-convert.sh 1 10 100` | |"
+        );
+        let _ = writeln!(
+            o,
+            "\nPhosphor's bytes in memory are chunks used × 4 KiB over events (a 4 KiB chunk holds 127 \
+             records); on disk, the trace file `Trace::write_to` writes. puffin's figure is its scope \
+             stream; tracing-chrome's is the JSON it writes.\n"
+        );
+    }
+
+    fn targets(&self, o: &mut String) {
+        let _ = writeln!(o, "## Targets (issue 4)\n");
+        let _ = writeln!(o, "| target | measured | verdict |");
+        let _ = writeln!(o, "|---|---:|---|");
+        let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
+        let row = |o: &mut String, name: &str, value: Option<f64>, ok: &dyn Fn(f64) -> bool, unit: &str| {
+            let (m, v) = match value {
+                Some(x) if x.is_finite() => (format!("{}{unit}", times(x)), verdict(ok(x))),
+                _ => ("—".into(), "not measured"),
+            };
+            let _ = writeln!(o, "| {name} | {m} | {v} |");
+        };
+        let limit = self.get("limit");
+        let vs_limit = |id: &str| Some(self.get(id)?.wall_ratio(limit?));
+        let vs = |peer: &str, phos: &str, cpu: bool| {
+            let (a, b) = (self.get(peer)?, self.get(phos)?);
+            Some(if cpu { a.cpu_ratio(b) } else { a.wall_ratio(b) })
+        };
+        row(o, "instant ≤ 1.2× limit loop", vs_limit("phos-instant"), &|x| x <= 1.2, "×");
+        row(o, "scope ≤ 2.05× limit loop", vs_limit("phos-scope"), &|x| x <= 2.05, "×");
+        row(o, "disabled ≤ 0.1× limit loop", vs_limit("phos-disabled"), &|x| x <= 0.1, "×");
+        row(
+            o,
+            "≥ 3× cheaper than fastrace LocalSpan, calling thread",
+            vs("fastrace", "phos-scope", false),
+            &|x| x >= 3.0,
+            "×",
+        );
+        row(
+            o,
+            "≥ 6× cheaper than fastrace, process CPU",
+            vs("fastrace", "phos-scope", true),
+            &|x| x >= 6.0,
+            "×",
+        );
+        row(
+            o,
+            "≥ 4× cheaper than puffin scope, top level",
+            vs("puffin-top", "phos-scope", false),
+            &|x| x >= 4.0,
+            "×",
+        );
+        row(
+            o,
+            "≥ 4× cheaper than puffin scope, nested",
+            vs("puffin-nested", "phos-scope", false),
+            &|x| x >= 4.0,
+            "×",
+        );
+        row(
+            o,
+            "≥ 20× cheaper than tracing-chrome span, calling thread",
+            vs("chrome-span", "phos-scope", false),
+            &|x| x >= 20.0,
+            "×",
+        );
+        row(
+            o,
+            "≥ 50× cheaper than tracing-chrome span, process CPU",
+            vs("chrome-span", "phos-scope", true),
+            &|x| x >= 50.0,
+            "×",
+        );
+        row(
+            o,
+            "≥ 20× cheaper than tracing-chrome event (args serialized), calling thread",
+            vs("chrome-event", "phos-instant", false),
+            &|x| x >= 20.0,
+            "×",
+        );
+        row(
+            o,
+            "≥ 50× cheaper than tracing-chrome event (args serialized), process CPU",
+            vs("chrome-event", "phos-instant", true),
+            &|x| x >= 50.0,
+            "×",
+        );
+        row(
+            o,
+            "… event with tracing-chrome's defaults (args left out), calling thread ≥ 20×",
+            vs("chrome-event-noargs", "phos-instant", false),
+            &|x| x >= 20.0,
+            "×",
+        );
+        row(
+            o,
+            "… event with tracing-chrome's defaults (args left out), process CPU ≥ 50×",
+            vs("chrome-event-noargs", "phos-instant", true),
+            &|x| x >= 50.0,
+            "×",
+        );
+        let two = self.scaling.iter().find(|p| p.work == Work::PhosInstant && p.threads == 2);
+        let one = self.scaling.iter().find(|p| p.work == Work::PhosInstant && p.threads == 1);
+        row(
+            o,
+            "2 threads ≥ 1.8× one thread's throughput",
+            two.zip(one).map(|(t, o)| t.speedup(o)),
+            &|x| x >= 1.8,
+            "×",
+        );
+        let limit_two = self.scaling.iter().find(|p| p.work == Work::Limit && p.threads == 2);
+        let limit_one = self.scaling.iter().find(|p| p.work == Work::Limit && p.threads == 1);
+        if let Some(x) = limit_two.zip(limit_one).map(|(t, o)| t.speedup(o)) {
+            let _ =
+                writeln!(o, "| (the limit loop's own 2-thread speed-up, for reference) | {}× | |", times(x));
+        }
+        let idle = self.memory.idle.as_ref().ok().map(|i| i.two_threads.max(i.main_thread) / 1000.0);
+        row(o, "not tracing: RSS < 100 KB", idle, &|x| x < 100.0, " KB");
+        let tracing = self.memory.tracing.as_ref().ok().map(|t| 100.0 * t.running.max(t.peak) / t.buffer);
+        row(
+            o,
+            "tracing, 64 MiB buffer: RSS ≤ 110% of the buffer (running or peak)",
+            tracing,
+            &|x| x <= 110.0,
+            "%",
+        );
+        let all_checked = self.checks.values().all(Check::ok) && self.session.ok();
+        let _ = writeln!(
+            o,
+            "| every scenario's recorded count checked | {} | {} |",
+            if all_checked { "all ✓" } else { "some ✗" },
+            verdict(all_checked)
+        );
+    }
+}

@@ -51,7 +51,7 @@ pub fn run(cfg: &Config) -> Results {
         Plan { rounds: cfg.rounds.unwrap_or(21), batches: 3, batch_ns: 8e6 }
     };
     let scaling_rounds = if cfg.quick { 3 } else { plan.rounds.div_ceil(2) };
-    let reps = if cfg.quick { 1 } else { 3 };
+    let reps = if cfg.quick { 2 } else { 5 };
     let exe = std::env::current_exe().expect("the harness's own path");
 
     progress("start + stop cost, few callsites");
@@ -68,8 +68,13 @@ pub fn run(cfg: &Config) -> Results {
 
     // Each thread runs three single-thread batches, so that thread start-up skew stays small.
     let events = |id: &str| 3 * measured.iter().find(|m| m.info.id == id).map_or(100_000, |m| m.batch_events);
-    let works = [(Work::Limit, events("limit")), (Work::PhosInstant, events("phos-instant"))];
+    let works = [
+        (Work::Limit, events("limit")),
+        (Work::PhosInstant, events("phos-instant")),
+        (Work::PhosInstantSmallRing, events("phos-instant")),
+    ];
     let scaling = scaling::measure(&works, &THREADS, scaling_rounds, progress);
+    let small_ring = scaling::stop_small_ring();
 
     progress("stopping the timed trace; checking every scenario");
     let session = phos::stop_session();
@@ -100,6 +105,7 @@ pub fn run(cfg: &Config) -> Results {
         measured,
         checks,
         session,
+        small_ring,
         instr,
         scaling,
         start_stop_us: (start_stop_few, start_stop_many),

@@ -14,8 +14,12 @@ pub struct Idle {
     /// Growth of `VmRSS` while the main thread ran ten untraced callsites 1,000 times, minus the
     /// same program's growth without the macros.
     pub main_thread: f64,
-    /// The same after a second thread did the same.
+    /// The same after a second thread (started before the first reading) did the same.
     pub two_threads: f64,
+    /// The largest `two_threads` of the repetitions.
+    pub two_threads_max: f64,
+    /// Repetitions.
+    pub reps: usize,
     /// Of `two_threads`: anonymous memory (heap, statics written, thread-local blocks).
     pub anon: f64,
     /// Of `two_threads`: file-backed pages (Phosphor's code and read-only data faulted in).
@@ -136,9 +140,12 @@ fn idle(exe: &Path, reps: usize) -> Result<Idle, String> {
         per.push(growth(&c, "r1", "rss")? / get(&c, "callsites")?);
         size = get(&c, "callsite_size")?;
     }
+    let two_threads_max = two.iter().copied().fold(f64::MIN, f64::max);
     Ok(Idle {
         main_thread: median(&mut main),
         two_threads: median(&mut two),
+        two_threads_max,
+        reps,
         anon: median(&mut anon),
         file: median(&mut file),
         per_callsite: median(&mut per),

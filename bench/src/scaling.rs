@@ -9,8 +9,11 @@
 //! cannot grow, and a thread's wall time per event includes the time it waited for a CPU, which is
 //! why the per-event cost is quoted in thread CPU time.
 
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Instant;
+
+use phosphor::{BufferMode, TraceConfig, TraceLog, TraceLogConfig};
 
 use crate::limit::limit_batch;
 use crate::phos::{count_emitted, instant_batch};
@@ -27,6 +30,55 @@ pub enum Work {
     Limit,
     /// Phosphor's instant event with two arguments (needs the Phosphor session).
     PhosInstant,
+    /// The same into an independent log with a [`SMALL_RING_BYTES`] Ring, whose chunks stay in
+    /// the caches: against [`Work::PhosInstant`], it tells what writing 64 MiB to memory costs
+    /// from what the threads cost each other (both take a new chunk every 127 events).
+    PhosInstantSmallRing,
+}
+
+/// The Ring of [`Work::PhosInstantSmallRing`]'s log: 64 chunks.
+pub const SMALL_RING_BYTES: usize = 256 << 10;
+
+/// The independent log of [`Work::PhosInstantSmallRing`], and the events emitted into it.
+static SMALL_RING: OnceLock<(Arc<TraceLog>, AtomicU64)> = OnceLock::new();
+
+/// [`SMALL_RING`], started on first use.
+fn small_ring() -> &'static (Arc<TraceLog>, AtomicU64) {
+    SMALL_RING.get_or_init(|| {
+        let log = TraceLog::new(TraceLogConfig::default()).expect("a free log slot");
+        log.start(TraceConfig::new(BufferMode::Ring, SMALL_RING_BYTES)).expect("a fresh log");
+        (log, AtomicU64::new(0))
+    })
+}
+
+/// `n` instant events into the small-ring log.
+#[inline(never)]
+pub fn small_ring_instant_batch(n: u64) {
+    let log: &TraceLog = &small_ring().0;
+    for i in 0..n {
+        phosphor::trace_instant!(log: log, "bench", "instant_small_ring", "a" => i as i64, "b" => 7u64);
+    }
+}
+
+/// Stops the small-ring log, if it was used, and checks that every event emitted into it was
+/// recorded or overwritten by its Ring, with no other drop. `None` if it was never used.
+pub fn stop_small_ring() -> Option<(bool, String)> {
+    let (log, emitted) = SMALL_RING.get()?;
+    log.stop();
+    let stats = log.stats();
+    // Relaxed: the threads that added to it have been joined.
+    let emitted = emitted.load(Ordering::Relaxed);
+    let d = &stats.dropped;
+    let ok = stats.recorded + d.total() == emitted && d.total() == d.overwritten;
+    Some((
+        ok,
+        format!(
+            "{emitted} emitted = {} recorded + {} overwritten; other drops {}",
+            stats.recorded,
+            d.overwritten,
+            d.total() - d.overwritten
+        ),
+    ))
 }
 
 impl Work {
@@ -34,7 +86,8 @@ impl Work {
     pub fn label(self) -> &'static str {
         match self {
             Work::Limit => "limit loop",
-            Work::PhosInstant => "Phosphor instant",
+            Work::PhosInstant => "Phosphor instant, 64 MiB Ring",
+            Work::PhosInstantSmallRing => "Phosphor instant, 256 KiB Ring (cached)",
         }
     }
 
@@ -44,6 +97,11 @@ impl Work {
             Work::PhosInstant => {
                 instant_batch(n);
                 count_emitted(n);
+            }
+            Work::PhosInstantSmallRing => {
+                small_ring_instant_batch(n);
+                // Relaxed: a tally read after the threads are joined.
+                small_ring().1.fetch_add(n, Ordering::Relaxed);
             }
         }
     }

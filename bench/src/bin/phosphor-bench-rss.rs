@@ -3,9 +3,10 @@
 //! `/proc/self/status`. `phosphor-bench` runs it in each mode and prints the figures.
 //!
 //! Modes (each prints `key value` lines, values in bytes):
-//! - `idle`: a program that never starts a trace. `r0` is read before the first Phosphor call;
-//!   then the main thread runs [`instrumented`] (ten callsites of every kind, none traced) 1,000
-//!   times (`r1`), and a second thread does the same (`r2`).
+//! - `idle`: a program that never starts a trace. `r0` is read before the first Phosphor call,
+//!   with a second thread already started and waiting; then the main thread runs
+//!   [`instrumented`] (ten callsites of every kind, none traced) 1,000 times (`r1`), and the
+//!   second thread does the same (`r2`, read while it still lives).
 //! - `baseline`: the same program with [`plain`] in place of [`instrumented`]: the same loop,
 //!   the same mutex and the same thread, without the macros. `idle` minus `baseline` is what
 //!   Phosphor adds.
@@ -64,22 +65,33 @@ fn print(prefix: &str, r: Rss) {
 
 fn idle(work: fn(u64, &Mutex<u64>)) {
     let m = Mutex::new(0);
-    let r0 = Rss::now();
-    for i in 0..1_000 {
-        work(i, &m);
-    }
-    let r1 = Rss::now();
+    // The second thread exists before `r0`, so that what creating a thread costs (its stack, the
+    // code that starts it) is not in the figures; it runs the workload only between `r1` and `r2`.
+    let go = Barrier::new(2);
+    let done = Barrier::new(2);
+    let exit = Barrier::new(2);
     std::thread::scope(|s| {
         s.spawn(|| {
+            go.wait();
             for i in 0..1_000 {
                 work(i, &m);
             }
+            done.wait();
+            exit.wait();
         });
+        let r0 = Rss::now();
+        for i in 0..1_000 {
+            work(i, &m);
+        }
+        let r1 = Rss::now();
+        go.wait();
+        done.wait();
+        let r2 = Rss::now();
+        exit.wait();
+        print("r0", r0);
+        print("r1", r1);
+        print("r2", r2);
     });
-    let r2 = Rss::now();
-    print("r0", r0);
-    print("r1", r1);
-    print("r2", r2);
     assert!(!TraceLog::global().is_enabled(), "the idle program never traces");
 }
 

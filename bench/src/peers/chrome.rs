@@ -142,7 +142,7 @@ impl Chrome {
         match (span, args) {
             (true, _) => Info {
                 id: "chrome-span",
-                label: "tracing + tracing-chrome span enter/exit",
+                label: "tracing + tracing-chrome span enter/exit (no fields)",
                 group: Group::Peer,
                 vs: Some("phos-scope"),
                 note: "",

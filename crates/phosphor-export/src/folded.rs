@@ -33,7 +33,7 @@
 //! parent that arrives later no longer prefixes them). Begin slices never closed have no duration:
 //! they only give their names to what they enclose.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::{BufWriter, Read, Write};
 
 use phosphor_format::file::{self, ClockInfo, Event, Reader};
@@ -145,11 +145,11 @@ impl Default for Folder {
     fn default() -> Folder {
         Folder {
             names: Vec::new(),
-            name_index: HashMap::new(),
-            by_callsite: HashMap::new(),
+            name_index: HashMap::default(),
+            by_callsite: HashMap::default(),
             nesting: Nesting::new(crate::DEFAULT_PENDING_LIMIT),
             times: SelfTimes::default(),
-            threads: HashSet::new(),
+            threads: HashSet::default(),
         }
     }
 }

@@ -39,7 +39,7 @@
 //! resolved early were counted without its name. So memory is bounded by `limit` slices per thread
 //! plus the open begins, and paths are exact unless a `LateParent` is reported.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Pending slices kept per thread by default (statistics and folded stacks): 56 bytes each, so
 /// about 3.5 MiB per thread at most (plus the vectors' spare capacity). Past it, the oldest are
@@ -67,7 +67,7 @@ pub(crate) struct Paths {
 
 impl Paths {
     fn new() -> Paths {
-        Paths { nodes: vec![(ROOT, Label::MAX)], index: HashMap::new() }
+        Paths { nodes: vec![(ROOT, Label::MAX)], index: HashMap::default() }
     }
 
     /// The path `parent` followed by `label`.
@@ -238,7 +238,13 @@ pub(crate) struct Nesting {
 impl Nesting {
     /// Keeps at most `limit` pending slices per thread.
     pub(crate) fn new(limit: usize) -> Nesting {
-        Nesting { threads: HashMap::new(), paths: Paths::new(), limit, stack: Vec::new(), resolved_early: 0 }
+        Nesting {
+            threads: HashMap::default(),
+            paths: Paths::new(),
+            limit,
+            stack: Vec::new(),
+            resolved_early: 0,
+        }
     }
 
     /// The paths interned so far.

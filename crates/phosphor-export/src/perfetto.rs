@@ -107,7 +107,7 @@ mod intern;
 mod pb;
 mod proto;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Read, Write};
 
 use phosphor_format::file::{Block, CallsiteInfo, ClockInfo, Event, Reader, Trailer, Value};
@@ -214,11 +214,11 @@ impl<W: Write> Exporter<W> {
             origin_ns: header.clock.origin_monotonic_ns.min(i64::MAX as u64) as i64,
             pid: header.pid,
             process_uuid: u64::from(header.pid) << 4 | UUID_PROCESS,
-            thread_names: HashMap::new(),
-            threads: HashMap::new(),
+            thread_names: HashMap::default(),
+            threads: HashMap::default(),
             last_thread: None,
-            counters: HashMap::new(),
-            asyncs: HashMap::new(),
+            counters: HashMap::default(),
+            asyncs: HashMap::default(),
             next_track: 1,
             truncated_iid: 0,
             async_id_iid: 0,

@@ -26,7 +26,7 @@
 //! accumulator, see `durations.rs`), the open begins and async slices, and the scopes waiting for
 //! a parent, at most [`StatsBuilder::pending_limit`] per thread; not with the number of events.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
 
 use phosphor::Trace;
@@ -285,7 +285,7 @@ impl StatsBuilder {
             collector: Collector::default(),
             labels: Labels::default(),
             asyncs: Asyncs::default(),
-            threads: HashMap::new(),
+            threads: HashMap::default(),
             losses: ChunkLosses::default(),
             events: 0,
             chunks: 0,
@@ -373,7 +373,7 @@ impl StatsBuilder {
         let labels = &self.labels.names;
 
         let mut kinds = Vec::with_capacity(self.collector.kinds.len());
-        let mut across: HashMap<PathId, KindAcc> = HashMap::new();
+        let mut across: HashMap<PathId, KindAcc> = HashMap::default();
         let kind = |tid, path: PathId, acc: &KindAcc| {
             let segments = paths.labels(path);
             let event_type = labels[*segments.last().expect("a kind is not the root") as usize].1;

@@ -61,13 +61,19 @@ impl ClockInfo {
     /// Signed nanoseconds from the origin to raw clock value `ticks`. Exact for the nanosecond
     /// clocks (no float on the way); rounded to the nearest nanosecond for the TSC.
     pub fn since_origin_ns(&self, ticks: u64) -> i64 {
-        let d = i128::from(ticks) - i128::from(self.origin_ticks);
         if self.ns_per_tick == 1.0 {
-            i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
-        } else {
-            // `as` saturates, and maps a NaN from a corrupt header to 0.
-            (d as f64 * self.ns_per_tick).round() as i64
+            let d = i128::from(ticks) - i128::from(self.origin_ticks);
+            return i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX });
         }
+        // The distance as a float from its u64 magnitude: converting an i128 instead is a slow
+        // library call, and this runs once or twice per exported event.
+        let d = if ticks >= self.origin_ticks {
+            (ticks - self.origin_ticks) as f64
+        } else {
+            -((self.origin_ticks - ticks) as f64)
+        };
+        // `as` saturates, and maps a NaN from a corrupt header to 0.
+        (d * self.ns_per_tick).round() as i64
     }
 
     /// Converts a raw clock value to `CLOCK_MONOTONIC` nanoseconds (wall nanoseconds for

@@ -2,7 +2,7 @@
 //! and its `InternedData` entry goes into that packet), and what has been resolved per callsite so
 //! that an event costs one lookup by callsite id rather than hashing its strings.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::pb::Enc;
 use super::proto::*;
@@ -66,7 +66,7 @@ pub(super) struct CallsiteCache {
 impl CallsiteCache {
     pub(super) fn new() -> CallsiteCache {
         // Generation 1: the default entries (generation 0) read as unresolved.
-        CallsiteCache { dense: Vec::new(), sparse: HashMap::new(), generation: 1 }
+        CallsiteCache { dense: Vec::new(), sparse: HashMap::default(), generation: 1 }
     }
 
     pub(super) fn get(&self, id: u32) -> Resolved {

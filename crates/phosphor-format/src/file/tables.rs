@@ -19,6 +19,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use super::bytes::Body;
 use super::error::{Error, ErrorKind};
 use crate::{Phase, FIRST_CALLSITE_ID};
@@ -53,7 +55,9 @@ pub struct CallsiteInfo {
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
     pub(crate) strings: Vec<String>,
-    pub(crate) callsites: HashMap<u32, CallsiteInfo>,
+    /// By callsite id, looked up once per event: hashed with FxHash, not SipHash (ids come from
+    /// the file, but a collision-flooding file only slows its own reading).
+    pub(crate) callsites: FxHashMap<u32, CallsiteInfo>,
     pub(crate) threads: HashMap<u32, String>,
 }
 

@@ -9,7 +9,7 @@ use crate::phos::{self, Phos};
 use crate::scenario::Scenario;
 
 /// Every scenario id, in table order.
-pub const IDS: [&str; 19] = [
+pub const IDS: [&str; 20] = [
     "limit",
     "instant-now",
     "minstant",
@@ -22,6 +22,7 @@ pub const IDS: [&str; 19] = [
     "phos-10-sites",
     "phos-10k-sites",
     "fastrace",
+    "fastrace-burst",
     "puffin-top",
     "puffin-nested",
     "chrome-span",
@@ -57,7 +58,8 @@ pub fn make(id: &str, opts: &Options) -> Option<Box<dyn Scenario>> {
         "phos-disabled" => Box::new(Phos::new(phos::Kind::Disabled, v)),
         "phos-10-sites" => Box::new(Phos::new(phos::Kind::FewSites, v)),
         "phos-10k-sites" => Box::new(Phos::new(phos::Kind::ManySites, v)),
-        "fastrace" => Box::new(LocalSpans::new()),
+        "fastrace" => Box::new(LocalSpans::steady()),
+        "fastrace-burst" => Box::new(LocalSpans::burst()),
         "puffin-top" => Box::new(Scopes::new(false)),
         "puffin-nested" => Box::new(Scopes::new(true)),
         "chrome-span" => Box::new(Chrome::new(true, true)),

@@ -36,7 +36,7 @@ pub fn available() -> bool {
 /// The events per run for scenario `id`: fewer for the dear ones, so a run stays a few seconds.
 pub fn events_for(id: &str, quick: bool) -> u64 {
     let n = match id {
-        "fastrace" => 100_000,
+        "fastrace" | "fastrace-burst" => 100_000,
         "puffin-top" | "puffin-nested" => 50_000,
         "chrome-span" | "chrome-event" | "chrome-event-noargs" => 10_000,
         _ => 200_000,

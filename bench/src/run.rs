@@ -72,8 +72,8 @@ fn ratio(a: &[RoundFig], b: &[RoundFig], f: impl Fn(&RoundFig) -> f64) -> f64 {
     median(&mut a.iter().zip(b).map(|(x, y)| f(x) / f(y)).collect::<Vec<_>>())
 }
 
-/// The batch size for `s` that takes about `batch_ns`, from pilot batches grown until one takes
-/// a millisecond.
+/// The batch size for `s` that takes about `batch_ns` (but at least its `min_batch`), from pilot
+/// batches grown until one takes a millisecond.
 pub fn calibrate(s: &mut dyn Scenario, batch_ns: f64) -> u64 {
     let g = s.granule();
     let mut n = 1_000u64.next_multiple_of(g);
@@ -82,7 +82,7 @@ pub fn calibrate(s: &mut dyn Scenario, batch_ns: f64) -> u64 {
         if sample.wall_ns >= 1_000_000 || n >= 1 << 26 {
             let per_event = (sample.wall_ns as f64 / n as f64).max(0.05);
             let target = (batch_ns / per_event) as u64;
-            return target.clamp(g, 1 << 28).next_multiple_of(g);
+            return target.max(s.min_batch()).clamp(g, 1 << 28).next_multiple_of(g);
         }
         n *= 4;
     }

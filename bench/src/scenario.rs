@@ -158,6 +158,11 @@ pub trait Scenario {
         1
     }
 
+    /// The smallest batch that measures the tracer in its steady state (0: any).
+    fn min_batch(&self) -> u64 {
+        0
+    }
+
     /// Runs one batch of `n` events (a multiple of [`Scenario::granule`]).
     fn run(&mut self, n: u64) -> Sample;
 

@@ -61,7 +61,7 @@ fn the_limit_loop_stores_every_record() {
 
 #[test]
 fn fastrace_spans_reach_the_reporter_with_the_root_refreshed() {
-    let mut s = LocalSpans::new();
+    let mut s = LocalSpans::burst();
     for _ in 0..3 {
         s.run(12_000);
     }

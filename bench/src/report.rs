@@ -78,8 +78,13 @@ fn kib(bytes: f64) -> String {
 }
 
 impl Results {
+    /// A scenario's figures, if its recorded-count check passed (and, for Phosphor's, the timed
+    /// trace's accounting): no figure is quoted otherwise.
     fn get(&self, id: &str) -> Option<&Measured> {
-        self.measured.iter().find(|m| m.info.id == id)
+        let m = self.measured.iter().find(|m| m.info.id == id)?;
+        let checked = self.checks.get(id).is_some_and(Check::ok);
+        let session = m.info.group != Group::Phosphor || self.session.ok();
+        (checked && session).then_some(m)
     }
 
     fn instr_of(&self, id: &str) -> String {
@@ -147,6 +152,13 @@ impl Results {
                 );
             }
             last_group = Some(m.info.group);
+            let check =
+                self.checks.get(m.info.id).map(Check::summary).unwrap_or_else(|| "not checked".into());
+            if self.get(m.info.id).is_none() {
+                let _ =
+                    writeln!(o, "| {} | not quoted: the check failed | | | | | | {check} |", m.info.label);
+                continue;
+            }
             let (lo, hi) = m.wall_range();
             let x_limit = limit.map(|l| times(m.wall_ratio(l))).unwrap_or_default();
             let vs = m
@@ -155,8 +167,6 @@ impl Results {
                 .and_then(|id| self.get(id).map(|p| (id, p)))
                 .map(|(id, p)| format!("{} / {} (vs `{id}`)", times(m.wall_ratio(p)), times(m.cpu_ratio(p))))
                 .unwrap_or_default();
-            let check =
-                self.checks.get(m.info.id).map(Check::summary).unwrap_or_else(|| "not checked".into());
             let _ = writeln!(
                 o,
                 "| {} | {} | {}–{} | {} | {} | {} | {} | {} |",
@@ -489,4 +499,51 @@ enum Bound {
     AtLeast(f64),
     /// Shown for information.
     Info,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::RoundFig;
+    use crate::scenario::Info;
+
+    fn measured(id: &'static str, group: Group, wall: f64) -> Measured {
+        Measured {
+            info: Info { id, label: id, group, vs: None, note: "" },
+            batch_events: 1000,
+            rounds: vec![RoundFig { wall, cpu: wall }; 3],
+        }
+    }
+
+    #[test]
+    fn a_scenario_whose_check_failed_is_not_quoted() {
+        let mut checks = HashMap::new();
+        checks.insert("limit", Check::new(10, 10, 10, "counted"));
+        checks.insert("phos-instant", Check::new(10, 10, 9, "decoded"));
+        let r = Results {
+            machine: "m".into(),
+            commit: "c".into(),
+            load: ("0".into(), "0".into()),
+            plan: Plan { rounds: 3, batches: 1, batch_ns: 1e6 },
+            scaling_rounds: 0,
+            command: "cmd".into(),
+            measured: vec![
+                measured("limit", Group::Reference, 9.6),
+                measured("phos-instant", Group::Phosphor, 9.7),
+            ],
+            checks,
+            session: SessionCheck { emitted: 0, stats: Default::default() },
+            small_ring: None,
+            instr: Err("skipped".into()),
+            scaling: Vec::new(),
+            start_stop_us: (1.0, 2.0),
+            memory: Memory { idle: Err("skipped".into()), tracing: Err("skipped".into()) },
+            seconds: 1.0,
+        };
+        let text = r.render();
+        assert!(text.contains("| limit | 9.60 |"), "{text}");
+        assert!(text.contains("| phos-instant | not quoted: the check failed |"), "{text}");
+        assert!(text.contains("| instant ≤ 1.2× limit loop | — | not measured |"), "{text}");
+        assert!(text.contains("some ✗"), "{text}");
+    }
 }

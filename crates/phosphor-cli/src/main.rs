@@ -9,6 +9,7 @@ mod convert;
 mod demo;
 mod flamegraph;
 mod info;
+mod probes;
 mod progress;
 mod stats;
 mod workload;
@@ -48,6 +49,11 @@ enum Command {
     /// truncated or corrupt file gives the statistics of everything before the damage, then the
     /// error.
     Stats(stats::StatsArgs),
+    /// List the USDT probes (SystemTap SDT notes) of an ELF file, or of every ELF object a running
+    /// process has mapped (with run-time addresses and semaphore counts): provider, name, sites
+    /// (inlined copies counted once), address, semaphore and argument specs. Tables, or `--json`.
+    /// Malformed notes are skipped and counted; a file that is not ELF is an error.
+    Probes(probes::ProbesArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +65,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(&args, io::stdout().lock(), &mut io::stderr()),
         Command::Flamegraph(args) => flamegraph::run(&args, &mut io::stderr()),
         Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Probes(args) => probes::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

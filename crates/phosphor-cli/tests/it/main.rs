@@ -5,4 +5,5 @@ mod convert;
 mod demo;
 mod flamegraph;
 mod info;
+mod probes;
 mod stats;

@@ -84,5 +84,6 @@ fn generic<T: phosphor_usdt::SdtArg>(x: T) {
 fn probes_in_generic_code_take_the_instantiated_type() {
     generic(1u8);
     generic(-1i64);
-    generic(&0u16);
+    let reference: &u16 = &0;
+    generic(reference);
 }

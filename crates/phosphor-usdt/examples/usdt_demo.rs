@@ -16,8 +16,9 @@
 //! Probes: `demo:empty` (no arguments); `demo:all_types` (i8, i16, i32, i64, u8, u16, u32, u64,
 //! isize, usize, bool, pointer: twelve, the most a probe takes, negative where signed);
 //! `demo:inlined` (three sites, one per inlined call); `demo:guarded` (a semaphore, whose
-//! argument is computed only while a tool is attached); `demo:hot`; and `phosphor:db_sql__query__select`,
-//! a string-named probe as the Phosphor bridge makes them.
+//! argument is computed only while a tool is attached); `demo:hot`; and
+//! `phosphor:db_sql__query__select`, a string-named probe with a semaphore of its own, as the
+//! Phosphor bridge would make them.
 
 use std::hint::black_box;
 use std::io::BufRead;
@@ -101,8 +102,12 @@ fn fire_all() {
     println!("elsewhere enabled {}", elsewhere::guarded_enabled());
     println!("expensive evaluated {calls}");
 
-    // The Phosphor bridge's entry (a hidden API): the name is `category__name`, sanitised.
-    phosphor_usdt::__sdt_str_probe!(phosphor, "db.sql", "query: select", 7u32, -7i64);
+    // The Phosphor bridge's entry (a hidden API): the name is `category__name`, sanitised, and the
+    // probe has a semaphore of its own, without a symbol.
+    phosphor_usdt::__sdt_local_semaphore!(BRIDGE);
+    if BRIDGE.is_enabled() {
+        phosphor_usdt::__sdt_str_probe!(@semaphore BRIDGE, phosphor, "db.sql", "query: select", 7u32, -7i64);
+    }
     println!("done");
 }
 

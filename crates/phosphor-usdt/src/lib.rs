@@ -76,7 +76,18 @@
 //! `__sdt_str_probe!(provider, CATEGORY, NAME, args...)` (hidden) fires a probe named
 //! `CATEGORY__NAME`, sanitised to `[A-Za-z0-9_]` and cut at [`MAX_NAME_LEN`] bytes, where
 //! `CATEGORY` and `NAME` are `&'static str` constants; it is what a Phosphor callsite calls to be a
-//! USDT probe as well (provider `phosphor`).
+//! USDT probe as well (provider `phosphor`). `__sdt_local_semaphore!(SEM)` defines a semaphore for
+//! one such site, with no symbol, and `__sdt_str_probe!(@semaphore SEM, ...)` records it, so that
+//! the site's arguments can wait for `SEM.is_enabled()`.
+//!
+//! # Limits
+//!
+//! * A function that the linker removes (`--gc-sections`, which rustc passes) leaves its notes
+//!   behind with the address of nothing, as with `sys/sdt.h`; `phosphor probes` reports such sites
+//!   apart. Tying each note to its function (`SHF_LINK_ORDER`) needs a named symbol in the
+//!   function's section, which inline assembly that may be duplicated cannot define.
+//! * Semaphore symbols have default visibility: in a shared library, two libraries that define the
+//!   same `provider_name_semaphore` interpose (Rust has no stable way to hide a symbol).
 
 #![no_std]
 

@@ -146,10 +146,25 @@ macro_rules! sdt_enabled {
 ///
 /// `category` and `name` are evaluated in const context (they may be literals or `const` items,
 /// not local variables).
+///
+/// With a leading `@semaphore SEM,` the note records the address of `SEM`, a static defined in
+/// the same block by [`__sdt_local_semaphore!(SEM)`](crate::__sdt_local_semaphore); the caller
+/// tests `SEM.is_enabled()` first and evaluates the arguments only then:
+///
+/// ```
+/// phosphor_usdt::__sdt_local_semaphore!(SEM);
+/// if SEM.is_enabled() {
+///     phosphor_usdt::__sdt_str_probe!(@semaphore SEM, phosphor, "db", "query", 42u32);
+/// }
+/// ```
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_str_probe {
-    ($provider:ident, $category:expr, $name:expr $(, $arg:expr)* $(,)?) => {
+    (@semaphore $sem:ident, $provider:ident, $category:expr, $name:expr $(, $arg:expr)* $(,)?) => {
+        $crate::__sdt_str_probe!(@site ["{sem}"] [sem = sym $sem,], $provider, $category, $name $(, $arg)*)
+    };
+    (@site [$($sem_tpl:tt)*] [$($sem_ops:tt)*],
+        $provider:ident, $category:expr, $name:expr $(, $arg:expr)*) => {
         $crate::__sdt_zip!(@start {
             provider: [::core::stringify!($provider)],
             name: [$crate::__sdt_name_template!(),] [
@@ -163,8 +178,23 @@ macro_rules! __sdt_str_probe {
                 w6 = const $crate::__private::name_word($category, $name, 6),
                 w7 = const $crate::__private::name_word($category, $name, 7),
             ],
-            semaphore: ["0"] [],
+            semaphore: [$($sem_tpl)*] [$($sem_ops)*],
         } $($arg),*)
+    };
+    ($provider:ident, $category:expr, $name:expr $(, $arg:expr)* $(,)?) => {
+        $crate::__sdt_str_probe!(@site ["0"] [], $provider, $category, $name $(, $arg)*)
+    };
+}
+
+/// Internal, for other crates' macros (the Phosphor bridge): defines `static NAME:`
+/// [`Semaphore`](crate::Semaphore) in the section `.probes`, for one probe site, under no symbol
+/// of its own (so any number of them may exist). On targets without probes it is an ordinary
+/// static, which stays 0.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sdt_local_semaphore {
+    ($name:ident) => {
+        $crate::__sdt_local_semaphore_static!($name);
     };
 }
 

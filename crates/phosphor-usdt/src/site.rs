@@ -187,6 +187,28 @@ macro_rules! __sdt_semaphore_define {
     ($provider:ident, $name:ident) => {};
 }
 
+/// Internal: a semaphore without a symbol, for `__sdt_local_semaphore!`.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sdt_local_semaphore_static {
+    ($name:ident) => {
+        // SAFETY (of the unsafe attribute): `.probes` is a data section of its own, which only
+        // semaphores use.
+        #[unsafe(link_section = ".probes")]
+        static $name: $crate::Semaphore = $crate::Semaphore::new();
+    };
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sdt_local_semaphore_static {
+    ($name:ident) => {
+        static $name: $crate::Semaphore = $crate::Semaphore::new();
+    };
+}
+
 /// Internal: declares the semaphore of `provider:name`, with a reference the linker must resolve.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[doc(hidden)]

@@ -39,7 +39,11 @@ fn info_probes_lists_every_probe_and_every_inlined_site() {
         // The optimiser may unroll the hot loop, copying its probe.
         assert!(count(&rows, "demo", "hot") >= 1, "{what}: {rows:?}");
         let with_semaphore: Vec<_> = rows.iter().filter(|r| r.2).map(|r| r.1.as_str()).collect();
-        assert_eq!(with_semaphore, ["guarded"], "{what}: only demo:guarded has a semaphore");
+        assert_eq!(
+            with_semaphore,
+            ["guarded", "db_sql__query__select"],
+            "{what}: the probes with a semaphore"
+        );
     }
 }
 
@@ -90,8 +94,9 @@ fn gdb_stops_at_each_inlined_site_with_its_own_argument() {
     assert!(text.contains("Breakpoint 1 at") && text.contains("(3 locations)"), "{text}");
 }
 
+/// The probe is behind its semaphore (a `__sdt_local_semaphore!`): gdb's breakpoint enables it.
 #[test]
-fn a_string_named_probe_has_its_sanitised_name_and_its_arguments() {
+fn a_string_named_probe_has_its_sanitised_name_its_semaphore_and_its_arguments() {
     let text = gdb(
         demo(true),
         &[

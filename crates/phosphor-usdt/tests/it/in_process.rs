@@ -87,3 +87,26 @@ fn probes_in_generic_code_take_the_instantiated_type() {
     let reference: &u16 = &0;
     generic(reference);
 }
+
+/// The Phosphor bridge's shape: a string-named probe behind a semaphore of its own.
+#[test]
+fn a_local_semaphore_gates_a_string_named_probe() {
+    phosphor_usdt::__sdt_local_semaphore!(SITE);
+    let mut evaluated = 0;
+    let mut fire = || {
+        if SITE.is_enabled() {
+            evaluated += 1;
+            phosphor_usdt::__sdt_str_probe!(@semaphore SITE, phosphor, "cat", "name", evaluated);
+        }
+    };
+    fire();
+    // As a tool would: `Semaphore` is a transparent `AtomicU16`.
+    let counter = (&SITE as *const phosphor_usdt::Semaphore).cast::<AtomicU16>();
+    // SAFETY: the cast keeps the address and the layout (`#[repr(transparent)]`); only shared
+    // references to the atomic exist.
+    let counter = unsafe { &*counter };
+    // Relaxed: read back by this thread.
+    counter.fetch_add(1, Ordering::Relaxed);
+    fire();
+    assert_eq!(evaluated, 1, "evaluated once, while attached");
+}

@@ -59,12 +59,13 @@ fn notes(file: &Path) -> Vec<Note> {
     notes
 }
 
-/// The address of section `name` from `readelf -S -W`.
-fn section_address(file: &Path, name: &str) -> Option<(u64, String)> {
+/// The address range of section `name`, and its type and flags, from `readelf -S -W`.
+fn section(file: &Path, name: &str) -> Option<(std::ops::Range<u64>, String)> {
     readelf(&["-S", "-W"], file).lines().find_map(|l| {
         let l = l.split_once(']').map_or(l, |(_, rest)| rest);
         let f: Vec<&str> = l.split_whitespace().collect();
-        (f.first() == Some(&name)).then(|| (hex(f[2]), format!("{} {}", f[1], f.get(6).unwrap_or(&""))))
+        (f.first() == Some(&name))
+            .then(|| (hex(f[2])..hex(f[2]) + hex(f[4]), format!("{} {}", f[1], f.get(6).unwrap_or(&""))))
     })
 }
 
@@ -92,7 +93,8 @@ fn every_argument_is_recorded_with_its_size_and_signedness() {
 fn every_note_records_stapsdt_base_which_the_linker_kept() {
     for release in [false, true] {
         let file = demo(release);
-        let (base, flags) = section_address(file, ".stapsdt.base").expect("a .stapsdt.base section");
+        let (base, flags) = section(file, ".stapsdt.base").expect("a .stapsdt.base section");
+        let base = base.start;
         assert!(base != 0 && flags.starts_with("PROGBITS A"), "{base:#x} {flags}");
         let notes = notes(file);
         assert!(notes.len() >= 8, "{notes:?}");
@@ -104,21 +106,26 @@ fn every_note_records_stapsdt_base_which_the_linker_kept() {
 }
 
 #[test]
-fn the_semaphore_is_a_u16_named_as_sys_sdt_h_names_it_in_section_probes() {
+fn semaphores_are_u16s_in_section_probes_named_as_sys_sdt_h_names_them() {
     for release in [false, true] {
         let file = demo(release);
         let notes = notes(file);
         let guarded = notes.iter().find(|n| n.name == "guarded").unwrap();
-        let (probes, flags) = section_address(file, ".probes").expect("a .probes section");
+        let bridge = notes.iter().find(|n| n.name == "db_sql__query__select").unwrap();
+        let (probes, flags) = section(file, ".probes").expect("a .probes section");
         assert_eq!(flags, "PROGBITS WA", "initialised, writable data (uprobes find it by file offset)");
-        assert_eq!(guarded.semaphore, probes, "the only semaphore, at the start of .probes");
+        assert_eq!(probes.end - probes.start, 4, "two u16 semaphores");
+        assert!(probes.contains(&guarded.semaphore) && probes.contains(&bridge.semaphore));
+        assert_ne!(guarded.semaphore, bridge.semaphore);
         let symbols = readelf(&["-s", "-W"], file);
         let symbol = symbols
             .lines()
             .find(|l| l.trim_end().ends_with(" demo_guarded_semaphore"))
             .unwrap_or_else(|| panic!("no demo_guarded_semaphore symbol"));
         let f: Vec<&str> = symbol.split_whitespace().collect();
-        assert_eq!((hex(f[1]), f[2], f[3]), (probes, "2", "OBJECT"), "{symbol}");
-        assert!(notes.iter().filter(|n| n.name != "guarded").all(|n| n.semaphore == 0));
+        assert_eq!((hex(f[1]), f[2], f[3]), (guarded.semaphore, "2", "OBJECT"), "{symbol}");
+        let others: Vec<&Note> =
+            notes.iter().filter(|n| n.name != "guarded" && n.name != "db_sql__query__select").collect();
+        assert!(others.len() >= 6 && others.iter().all(|n| n.semaphore == 0), "{others:?}");
     }
 }

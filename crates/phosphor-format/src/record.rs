@@ -295,6 +295,7 @@ pub const fn continuation_records(extra_words: usize, str_bytes: usize) -> usize
 /// # Panics
 ///
 /// If `out` is shorter than the payload needs; callers size it with the same arguments.
+#[inline]
 pub fn encode_continuation(
     extra_words: &[u64],
     strs: &[&[u8]],

@@ -137,6 +137,7 @@ impl Arg for Static {
 }
 
 /// The longest prefix of `s` of at most [`MAX_DYN_STR_BYTES`] bytes that ends on a char boundary.
+#[inline]
 fn bounded(s: &str) -> (&[u8], bool) {
     if s.len() <= MAX_DYN_STR_BYTES {
         return (s.as_bytes(), false);

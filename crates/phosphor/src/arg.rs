@@ -47,7 +47,31 @@ pub trait Arg: private::Sealed {
     fn word_truncated(&self) -> bool {
         false
     }
+    /// The value as a USDT probe argument (the `usdt` feature): integers and `bool` as they are,
+    /// floats as their bits, strings and pointers as addresses.
+    #[cfg(feature = "usdt")]
+    #[doc(hidden)]
+    type Usdt: phosphor_usdt::SdtArg;
+    /// See [`Arg::Usdt`].
+    #[cfg(feature = "usdt")]
+    #[doc(hidden)]
+    fn usdt(&self) -> Self::Usdt;
 }
+
+/// The `usdt` half of an `Arg` impl: `usdt!(Type, |self| value)`.
+macro_rules! usdt {
+    ($t:ty, |$s:ident| $e:expr) => {
+        #[cfg(feature = "usdt")]
+        type Usdt = $t;
+        #[cfg(feature = "usdt")]
+        #[inline(always)]
+        fn usdt(&self) -> $t {
+            let $s = self;
+            $e
+        }
+    };
+}
+pub(crate) use usdt;
 
 macro_rules! int_arg {
     ($ty:ident, $t:ty) => {
@@ -58,6 +82,7 @@ macro_rules! int_arg {
             fn word(&self) -> u64 {
                 *self as u64
             }
+            usdt!($t, |s| *s);
         }
     };
 }
@@ -80,6 +105,7 @@ impl Arg for f64 {
     fn word(&self) -> u64 {
         self.to_bits()
     }
+    usdt!(u64, |s| s.to_bits());
 }
 
 impl private::Sealed for f32 {}
@@ -90,6 +116,7 @@ impl Arg for f32 {
     fn word(&self) -> u64 {
         f64::from(*self).to_bits()
     }
+    usdt!(u64, |s| f64::from(*s).to_bits());
 }
 
 impl private::Sealed for bool {}
@@ -100,6 +127,7 @@ impl Arg for bool {
     fn word(&self) -> u64 {
         u64::from(*self)
     }
+    usdt!(bool, |s| *s);
 }
 
 impl<T: ?Sized> private::Sealed for *const T {}
@@ -110,6 +138,7 @@ impl<T: ?Sized> Arg for *const T {
     fn word(&self) -> u64 {
         self.cast::<()>() as usize as u64
     }
+    usdt!(*const (), |s| s.cast::<()>());
 }
 
 impl<T: ?Sized> private::Sealed for *mut T {}
@@ -120,6 +149,7 @@ impl<T: ?Sized> Arg for *mut T {
     fn word(&self) -> u64 {
         self.cast::<()>() as usize as u64
     }
+    usdt!(*const (), |s| s.cast::<()>().cast_const());
 }
 
 impl private::Sealed for Static {}
@@ -134,6 +164,7 @@ impl Arg for Static {
     fn word_truncated(&self) -> bool {
         pack_static_str(self.0.as_ptr() as usize, self.0.len()).1
     }
+    usdt!(*const u8, |s| s.0.as_ptr());
 }
 
 /// The longest prefix of `s` of at most [`MAX_DYN_STR_BYTES`] bytes that ends on a char boundary.
@@ -161,6 +192,7 @@ impl Arg for &str {
     fn bytes(&self) -> (&[u8], bool) {
         bounded(self)
     }
+    usdt!(*const u8, |s| s.as_ptr());
 }
 
 impl private::Sealed for String {}
@@ -175,6 +207,7 @@ impl Arg for String {
     fn bytes(&self) -> (&[u8], bool) {
         bounded(self)
     }
+    usdt!(*const u8, |s| s.as_ptr());
 }
 
 impl<A: Arg> private::Sealed for &A {}
@@ -193,6 +226,7 @@ impl<A: Arg> Arg for &A {
     fn word_truncated(&self) -> bool {
         (**self).word_truncated()
     }
+    usdt!(A::Usdt, |s| (**s).usdt());
 }
 
 #[cfg(test)]

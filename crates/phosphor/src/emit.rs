@@ -28,6 +28,7 @@ impl Arg for NoArg {
     fn word(&self) -> u64 {
         0
     }
+    crate::arg::usdt!(u64, |_s| 0);
 }
 
 /// Where an event's timestamp comes from. A type rather than an enum, so each callsite's choice is

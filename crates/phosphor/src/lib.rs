@@ -110,4 +110,6 @@ pub mod __macro_support {
     pub use crate::callsite::{Callsite, CallsiteMeta};
     pub use crate::emit::{check, emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp};
     pub use phosphor_format::Phase;
+    #[cfg(feature = "usdt")]
+    pub use phosphor_usdt as usdt;
 }

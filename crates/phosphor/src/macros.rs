@@ -18,11 +18,7 @@ macro_rules! __phosphor_event {
             ),
         );
         let __phosphor_log: &$crate::TraceLog = $log;
-        if let Some(__phosphor_state) = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS) {
-            $crate::__macro_support::emit(
-                __phosphor_log, &__PHOSPHOR_CS, __phosphor_state, $stamp, [$($lead),*], $v0, $v1,
-            );
-        }
+        $crate::__phosphor_site!(__phosphor_log, __PHOSPHOR_CS, $cat, $name, $stamp, [$($lead),*], $v0, $v1);
     }};
     ($log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*] $(,)?) => {
         $crate::__phosphor_event!(@emit $log, $phase, $cat, $name, $stamp, [$($lead),*], ["", ""],
@@ -34,6 +30,92 @@ macro_rules! __phosphor_event {
     };
     ($log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $k0:literal => $v0:expr, $k1:literal => $v1:expr $(,)?) => {
         $crate::__phosphor_event!(@emit $log, $phase, $cat, $name, $stamp, [$($lead),*], [$k0, $k1], $v0, $v1)
+    };
+}
+
+/// Internal: checks a callsite and records its event (without the `usdt` feature).
+#[cfg(not(feature = "usdt"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_site {
+    ($log:ident, $cs:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $v0:expr, $v1:expr) => {
+        if let Some(__phosphor_state) = $crate::__macro_support::check($log, &$cs) {
+            $crate::__macro_support::emit($log, &$cs, __phosphor_state, $stamp, [$($lead),*], $v0, $v1);
+        }
+    };
+}
+
+/// Internal: checks a callsite and records its event, and fires its USDT probe
+/// (`phosphor:category__name`) while a tool is attached to it. The arguments are evaluated once,
+/// and only when one of the two wants them.
+#[cfg(feature = "usdt")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_site {
+    ($log:ident, $cs:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $v0:expr, $v1:expr) => {
+        $crate::__macro_support::usdt::__sdt_local_semaphore!(__PHOSPHOR_USDT);
+        let __phosphor_state = $crate::__macro_support::check($log, &$cs);
+        let __phosphor_tool = __PHOSPHOR_USDT.is_enabled();
+        if __phosphor_state.is_some() || __phosphor_tool {
+            let (__phosphor_v0, __phosphor_v1) = ($v0, $v1);
+            if __phosphor_tool {
+                $crate::__macro_support::usdt::__sdt_str_probe!(@semaphore __PHOSPHOR_USDT, phosphor, $cat, $name,
+                    $crate::Arg::usdt(&__phosphor_v0), $crate::Arg::usdt(&__phosphor_v1));
+            }
+            if let Some(__phosphor_state) = __phosphor_state {
+                $crate::__macro_support::emit(
+                    $log, &$cs, __phosphor_state, $stamp, [$($lead),*], __phosphor_v0, __phosphor_v1,
+                );
+            }
+        }
+    };
+}
+
+/// Internal: the guard of a scope; its arguments are evaluated when the scope opens, if enabled.
+#[cfg(not(feature = "usdt"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_scope_open {
+    ($log:ident, $cs:ident, $cat:expr, $name:expr, $on:ident, $args:expr) => {
+        $crate::__macro_support::ScopeGuard::new($log, &$cs, if $on { Some($args) } else { None })
+    };
+}
+
+/// Internal: the guard of a scope, whose USDT probe fires when the scope opens.
+#[cfg(feature = "usdt")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_scope_open {
+    ($log:ident, $cs:ident, $cat:expr, $name:expr, $on:ident, $args:expr) => {{
+        $crate::__macro_support::usdt::__sdt_local_semaphore!(__PHOSPHOR_USDT);
+        let __phosphor_tool = __PHOSPHOR_USDT.is_enabled();
+        let __phosphor_args = if $on || __phosphor_tool { Some($args) } else { None };
+        if let (true, Some((__phosphor_a0, __phosphor_a1))) = (__phosphor_tool, &__phosphor_args) {
+            $crate::__macro_support::usdt::__sdt_str_probe!(@semaphore __PHOSPHOR_USDT, phosphor, $cat, $name,
+                $crate::Arg::usdt(__phosphor_a0), $crate::Arg::usdt(__phosphor_a1));
+        }
+        $crate::__macro_support::ScopeGuard::new($log, &$cs, if $on { __phosphor_args } else { None })
+    }};
+}
+
+/// Internal: a USDT probe with no arguments (the `usdt` feature), or nothing.
+#[cfg(not(feature = "usdt"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_probe {
+    ($cat:expr, $name:expr) => {};
+}
+
+/// Internal: a USDT probe with no arguments (the `usdt` feature), or nothing.
+#[cfg(feature = "usdt")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_probe {
+    ($cat:expr, $name:expr) => {
+        $crate::__macro_support::usdt::__sdt_local_semaphore!(__PHOSPHOR_USDT);
+        if __PHOSPHOR_USDT.is_enabled() {
+            $crate::__macro_support::usdt::__sdt_str_probe!(@semaphore __PHOSPHOR_USDT, phosphor, $cat, $name);
+        }
     };
 }
 
@@ -137,9 +219,7 @@ macro_rules! __phosphor_scope {
         );
         let __phosphor_log: &$crate::TraceLog = $log;
         let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS).is_some();
-        $crate::__macro_support::ScopeGuard::new(
-            __phosphor_log, &__PHOSPHOR_CS, if __phosphor_on { Some($args) } else { None },
-        )
+        $crate::__phosphor_scope_open!(__phosphor_log, __PHOSPHOR_CS, $cat, $name, __phosphor_on, $args)
     }};
     ($log:expr, $cat:expr, $name:expr $(,)?) => {
         $crate::__phosphor_scope!(@guard $log, $cat, $name, ["", ""],
@@ -195,6 +275,7 @@ macro_rules! trace_lock_guard {
             ),
         );
         let __phosphor_log: &$crate::TraceLog = $log;
+        $crate::__phosphor_probe!($cat, $name);
         let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_WAIT).is_some()
             | $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_HELD).is_some();
         let __phosphor_start = if __phosphor_on { Some(__phosphor_log.now()) } else { None };

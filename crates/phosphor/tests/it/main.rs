@@ -13,6 +13,8 @@ mod lifecycle;
 mod reentrancy;
 mod smoke;
 mod support;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod usdt_bridge;
 
 /// The system allocator, counting calls per thread.
 struct CountingAllocator;

@@ -122,6 +122,21 @@ pub use crate::error::{Error, ExportSummary};
 /// The one packet sequence.
 const SEQUENCE_ID: u64 = 1;
 
+/// `trusted_packet_sequence_id = SEQUENCE_ID` and `sequence_flags = SEQ_NEEDS_INCREMENTAL_STATE`,
+/// encoded: both field keys and both values fit in one byte each (checked at compile time).
+const EVENT_PACKET_PREFIX: [u8; 4] = {
+    const fn byte(v: u64) -> u8 {
+        assert!(v < 0x80, "a one-byte varint");
+        v as u8
+    }
+    [
+        byte((PACKET_TRUSTED_SEQUENCE_ID as u64) << 3),
+        byte(SEQUENCE_ID),
+        byte((PACKET_SEQUENCE_FLAGS as u64) << 3),
+        byte(SEQ_NEEDS_INCREMENTAL_STATE),
+    ]
+};
+
 /// Track uuids: a kind in the low four bits, so the kinds never collide and thread uuids stay
 /// short varints.
 const UUID_PROCESS: u64 = 1;
@@ -648,9 +663,14 @@ impl<W: Write> Exporter<W> {
         if let Some(ts) = ts {
             self.buf.uint(PACKET_TIMESTAMP, ts);
         }
-        self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
-        if flags != 0 {
-            self.buf.uint(PACKET_SEQUENCE_FLAGS, flags);
+        if flags == SEQ_NEEDS_INCREMENTAL_STATE {
+            // Every event packet: the sequence id and the flags as four precomputed bytes.
+            self.buf.put(&EVENT_PACKET_PREFIX);
+        } else {
+            self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+            if flags != 0 {
+                self.buf.uint(PACKET_SEQUENCE_FLAGS, flags);
+            }
         }
     }
 

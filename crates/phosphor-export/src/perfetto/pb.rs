@@ -124,7 +124,7 @@ impl Enc {
     }
 
     #[inline]
-    fn put(&mut self, v: &[u8]) {
+    pub fn put(&mut self, v: &[u8]) {
         self.room(v.len());
         self.data[self.pos..self.pos + v.len()].copy_from_slice(v);
         self.pos += v.len();

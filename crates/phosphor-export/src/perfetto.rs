@@ -94,7 +94,9 @@
 //! The last packet is an instant named `trace summary` (category `phosphor`) on the process
 //! track, at the latest timestamp written: `events_recorded`, `events_dropped`, one
 //! `dropped.<reason>` per reason that lost events, `chunks_overwritten` and `buffer_exhausted` when
-//! set, from the trailer; or `incomplete = true` and `read_error_offset` when the file ended early.
+//! set, from the trailer; or `incomplete = true` and `read_error_offset` when the file ended early;
+//! and `chunks_lost`, the chunks missing from the writer streams' sequence numbers
+//! ([`ChunkLosses`](crate::ChunkLosses)), when there are any.
 //!
 //! # Speed
 //!
@@ -194,6 +196,8 @@ struct Exporter<W: Write> {
     async_id_iid: u64,
     /// The latest timestamp written.
     last_ns: Option<u64>,
+    /// Chunks seen per writer stream, for the chunks lost to sequence gaps.
+    losses: crate::ChunkLosses,
     scratch: String,
 }
 
@@ -238,6 +242,7 @@ impl<W: Write> Exporter<W> {
             truncated_iid: 0,
             async_id_iid: 0,
             last_ns: None,
+            losses: crate::ChunkLosses::default(),
             scratch: String::new(),
         }
     }
@@ -251,6 +256,7 @@ impl<W: Write> Exporter<W> {
             match reader.next_block() {
                 Ok(Some(Block::Chunk(chunk))) => {
                     summary.chunks += 1;
+                    self.losses.add(&chunk.extents);
                     let mut failed = None;
                     for event in chunk.events() {
                         // By reference: moving an `Event` out of the `Result` is a copy of its
@@ -606,7 +612,8 @@ impl<W: Write> Exporter<W> {
         uuid
     }
 
-    /// The closing instant on the process track: drops from the trailer, or where reading stopped.
+    /// The closing instant on the process track: drops from the trailer, or where reading stopped,
+    /// and the chunks lost to sequence gaps.
     fn trace_summary(&mut self, trailer: Option<&Trailer>, stopped_at: Option<u64>) -> io::Result<()> {
         let ts = self.last_ns.unwrap_or_else(|| self.ns(self.clock.origin_ticks));
         let mut annotations: Vec<(String, Value<'_>)> = Vec::new();
@@ -626,6 +633,12 @@ impl<W: Write> Exporter<W> {
             }
         } else {
             annotations.push(("incomplete".into(), Value::Bool(true)));
+        }
+        // Chunks missing from a writer stream's sequence (a ring buffer overwrote them): the time
+        // they covered shows no events, and this says why.
+        let lost = self.losses.total();
+        if lost > 0 {
+            annotations.push(("chunks_lost".into(), Value::U64(lost)));
         }
         if let Some(offset) = stopped_at {
             annotations.push(("read_error_offset".into(), Value::U64(offset)));

@@ -2,11 +2,12 @@
 
 use std::collections::BTreeSet;
 
-use phosphor_format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
+use phosphor_format::file::{CallsiteInfo, Reader, Trailer, Writer};
 use phosphor_format::{pack_static_str, ArgType, Meta, Phase, Record};
 use serde_json::Value as Json;
 
 use super::*;
+use crate::test_files::{clock, header};
 
 const GOLDEN: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
 
@@ -37,18 +38,7 @@ fn callsite(id: u32, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo 
 /// A file on a nanosecond clock (origin 0, so raw timestamps are the exported nanoseconds) with
 /// one chunk per `(tid, records)`. Static string words are indices into `statics`.
 fn file(callsites: &[CallsiteInfo], chunks: &[(u32, Vec<Record>)], statics: &[&'static str]) -> Vec<u8> {
-    let header = Header {
-        clock: ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 0,
-            fallback_reason: None,
-        },
-        pid: 7,
-        process_name: "test".into(),
-    };
+    let header = header(clock(1.0));
     let mut w = Writer::new(Vec::new(), &header).unwrap();
     w.write_callsites(callsites).unwrap();
     for (seq, (tid, records)) in chunks.iter().enumerate() {

@@ -1,9 +1,10 @@
 //! Tests of the folded stacks and flame graphs, on small files built here and on the v1 golden file.
 
-use phosphor_format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
-use phosphor_format::{ArgType, Meta, Phase, Record};
+use phosphor_format::file::{CallsiteInfo, Reader, Trailer, Writer};
+use phosphor_format::{Phase, Record};
 
 use super::*;
+use crate::test_files::{clock, header, mark, slice};
 
 const GOLDEN: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
 
@@ -22,18 +23,7 @@ fn callsite(id: u32, name: &str, phase: Phase) -> CallsiteInfo {
 
 /// A file on a nanosecond clock from origin 0, one chunk per `(tid, records)`; thread 1 is `main`.
 fn file(callsites: &[CallsiteInfo], chunks: &[(u32, Vec<Record>)]) -> Vec<u8> {
-    let header = Header {
-        clock: ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 0,
-            fallback_reason: None,
-        },
-        pid: 7,
-        process_name: "test".into(),
-    };
+    let header = header(clock(1.0));
     let mut w = Writer::new(Vec::new(), &header).unwrap();
     w.write_callsites(callsites).unwrap();
     for (seq, (tid, records)) in chunks.iter().enumerate() {
@@ -41,16 +31,6 @@ fn file(callsites: &[CallsiteInfo], chunks: &[(u32, Vec<Record>)]) -> Vec<u8> {
     }
     w.write_thread_names([(1, "main")]).unwrap();
     w.finish(&Trailer::default()).unwrap()
-}
-
-/// A complete (or lock) event of callsite `id` from `start` lasting `dur` ticks.
-fn slice(id: u32, start: u64, dur: u64) -> Record {
-    Record::new(start, id, Meta::new(1, ArgType::None, ArgType::None), [dur, 0])
-}
-
-/// A begin or end event of callsite `id` at `ts`.
-fn mark(id: u32, ts: u64) -> Record {
-    Record::new(ts, id, Meta::new(0, ArgType::None, ArgType::None), [0, 0])
 }
 
 fn folded_text(bytes: &[u8]) -> String {

@@ -50,6 +50,8 @@ pub mod perfetto;
 mod scopes;
 mod stats;
 mod stats_json;
+#[cfg(test)]
+mod test_files;
 mod text;
 
 pub use durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};

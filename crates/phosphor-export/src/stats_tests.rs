@@ -4,12 +4,11 @@
 use std::time::Duration;
 
 use phosphor::{trace_async_begin, trace_async_end, trace_lock_guard, BufferMode, TraceConfig, TraceLog};
-use phosphor_format::file::{
-    CallsiteInfo, ClockInfo, ClockKind, DropCounts, ErrorKind, Header, Trailer, Writer, SEQ_STREAM_SHIFT,
-};
+use phosphor_format::file::{CallsiteInfo, DropCounts, ErrorKind, Trailer, Writer, SEQ_STREAM_SHIFT};
 use phosphor_format::{ArgType, Meta, Record};
 
 use super::*;
+use crate::test_files::{clock, header, mark, slice};
 use crate::{SortBy, TableOptions, EXACT_SAMPLES, PERCENTILE_ERROR};
 
 const GOLDEN: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
@@ -61,21 +60,9 @@ fn callsites() -> Vec<CallsiteInfo> {
     ]
 }
 
-/// A clock of `ns_per_tick` from origin tick 0.
-fn clock(ns_per_tick: f64) -> ClockInfo {
-    ClockInfo {
-        kind: if ns_per_tick == 1.0 { ClockKind::Monotonic } else { ClockKind::Tsc },
-        ns_per_tick,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    }
-}
-
 /// A trace file: one chunk per `(tid, seq, records)`; thread 1 is `main`, 2 is `worker`.
 fn file(ns_per_tick: f64, chunks: &[(u32, u64, Vec<Record>)], trailer: &Trailer) -> Vec<u8> {
-    let header = Header { clock: clock(ns_per_tick), pid: 7, process_name: "test".into() };
+    let header = header(clock(ns_per_tick));
     let mut w = Writer::new(Vec::new(), &header).unwrap();
     w.write_callsites(&callsites()).unwrap();
     w.write_thread_names([(1, "main"), (2, "worker")]).unwrap();
@@ -90,16 +77,6 @@ fn stats_of(threads: &[(u32, Vec<Record>)]) -> TraceStats {
     let chunks: Vec<_> = threads.iter().map(|(tid, r)| (*tid, 0, r.clone())).collect();
     let bytes = file(1.0, &chunks, &Trailer::default());
     TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap()
-}
-
-/// A complete or lock event of callsite `id` from `start` lasting `dur` ticks.
-fn slice(id: u32, start: u64, dur: u64) -> Record {
-    Record::new(start, id, Meta::new(1, ArgType::None, ArgType::None), [dur, 0])
-}
-
-/// A begin, end, instant or log of callsite `id` at `ts`.
-fn mark(id: u32, ts: u64) -> Record {
-    Record::new(ts, id, Meta::new(0, ArgType::None, ArgType::None), [0, 0])
 }
 
 /// A counter sample or an async event (its lead word: the id) at `ts`.
@@ -340,7 +317,7 @@ fn drops_come_from_the_trailer_and_lost_chunks_from_sequence_gaps() {
 
 #[test]
 fn a_truncated_file_gives_the_statistics_before_the_damage_and_the_offset() {
-    let header = Header { clock: clock(1.0), pid: 7, process_name: "test".into() };
+    let header = header(clock(1.0));
     let mut w = Writer::new(Vec::new(), &header).unwrap();
     w.write_callsites(&callsites()).unwrap();
     w.write_chunk(1, 0, &[slice(PHYSICS, 10, 10), slice(UPDATE, 0, 50)], |_, _| "").unwrap();

@@ -19,6 +19,7 @@ pub mod chunk;
 pub mod clock;
 mod decode;
 pub mod file;
+pub mod hist;
 mod record;
 
 pub use clock::{ClockInfo, ClockKind};

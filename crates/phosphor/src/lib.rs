@@ -35,6 +35,8 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 #[cfg(not(loom))]
+mod aggregate;
+#[cfg(not(loom))]
 mod arg;
 mod barrier;
 mod buffer;
@@ -47,6 +49,9 @@ mod config;
 #[cfg(not(loom))]
 mod emit;
 mod error;
+#[cfg(not(loom))]
+mod group;
+mod intern;
 #[cfg(not(loom))]
 mod macros;
 #[cfg(not(loom))]

@@ -1,0 +1,1 @@
+//! Log-linear histogram buckets, shared by the runtime's histogram points and the tools.

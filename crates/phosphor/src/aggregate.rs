@@ -1,0 +1,1 @@
+//! In-process aggregate points: sums and log-linear histograms.

@@ -1,0 +1,1 @@
+//! Bounded interning of dynamic strings.

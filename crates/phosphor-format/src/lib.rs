@@ -19,10 +19,12 @@ pub mod chunk;
 pub mod clock;
 mod decode;
 pub mod file;
+mod hash;
 pub mod hist;
 mod record;
 
 pub use clock::{ClockInfo, ClockKind};
+pub use hash::fnv1a64;
 pub use decode::{count_events, decode_event, ArgWord, DecodeError, RawEvent};
 pub use record::{
     continuation_records, encode_continuation, pack_static_str, unpack_static_str, ArgType, Meta, Phase,

@@ -123,6 +123,67 @@ pub(crate) fn enabled_in(state: u64, slot: u32) -> bool {
     state & (1 << slot) != 0
 }
 
+/// Every static callsite of the program, gathered by the linker: each macro invocation adds a
+/// pointer to its `static` [`Callsite`] to this slice, so [`points`](crate::points) can list them
+/// all before any has run.
+///
+/// `linkme` supports the platforms named in the `cfg` below. Elsewhere the slice does not exist and
+/// callsites are registered on their first event only, so a listing shows just those that ran
+/// (the documented fallback).
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "windows",
+    target_os = "freebsd",
+    target_os = "openbsd",
+    target_os = "illumos"
+))]
+#[linkme::distributed_slice]
+pub static CALLSITES: [&'static Callsite];
+
+/// Internal: adds a callsite to [`CALLSITES`].
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "windows",
+    target_os = "freebsd",
+    target_os = "openbsd",
+    target_os = "illumos"
+))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_register {
+    ($cs:ident) => {
+        // In an anonymous const, so that two callsites of one block don't clash.
+        const _: () = {
+            #[$crate::__macro_support::linkme::distributed_slice($crate::__macro_support::CALLSITES)]
+            #[linkme(crate = $crate::__macro_support::linkme)]
+            static __PHOSPHOR_REGISTERED: &$crate::__macro_support::Callsite = &$cs;
+        };
+    };
+}
+
+/// Internal: no linker section on this platform; callsites register on their first event.
+#[cfg(not(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "windows",
+    target_os = "freebsd",
+    target_os = "openbsd",
+    target_os = "illumos"
+)))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_register {
+    ($cs:ident) => {};
+}
+
 struct Registry {
     callsites: Vec<&'static Callsite>,
     filters: [Option<Arc<CategoryFilter>>; MAX_LOGS],

@@ -228,7 +228,7 @@ impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
 pub struct LockGuard<'a, G> {
     guard: ManuallyDrop<G>,
     log: &'a TraceLog,
-    held: &'static Callsite,
+    held: Option<&'static Callsite>,
     acquired: Option<u64>,
 }
 
@@ -249,7 +249,16 @@ impl<'a, G> LockGuard<'a, G> {
             }
             now
         });
-        LockGuard { guard: ManuallyDrop::new(guard), log, held, acquired }
+        LockGuard { guard: ManuallyDrop::new(guard), log, held: Some(held), acquired }
+    }
+}
+
+impl<G> LockGuard<'static, G> {
+    /// Wraps `guard` without recording anything: what `trace_lock_guard!` becomes when its group
+    /// or all of Phosphor is compiled out, so the caller's code has the same types either way.
+    #[inline(always)]
+    pub fn untraced(guard: G) -> Self {
+        LockGuard { guard: ManuallyDrop::new(guard), log: TraceLog::global(), held: None, acquired: None }
     }
 }
 
@@ -266,9 +275,9 @@ impl<G> LockGuard<'_, G> {
     }
 
     fn record_held(&mut self) {
-        if let Some(acquired) = self.acquired.take() {
-            if let Some(state) = check(self.log, self.held) {
-                emit(self.log, self.held, state, Since(acquired), [0], NoArg, NoArg);
+        if let (Some(acquired), Some(held)) = (self.acquired.take(), self.held) {
+            if let Some(state) = check(self.log, held) {
+                emit(self.log, held, state, Since(acquired), [0], NoArg, NoArg);
             }
         }
     }

@@ -112,8 +112,20 @@ pub fn register_thread() {
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod __macro_support {
+    #[cfg(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "windows",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "illumos"
+    ))]
+    pub use crate::callsite::CALLSITES;
     pub use crate::callsite::{Callsite, CallsiteMeta};
     pub use crate::emit::{check, emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp};
+    pub use linkme;
     pub use phosphor_format::Phase;
     #[cfg(feature = "usdt")]
     pub use phosphor_usdt as usdt;

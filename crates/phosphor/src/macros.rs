@@ -7,16 +7,53 @@
 //! A macro expands to a `static` callsite and one relaxed load of its cached state; the arguments
 //! are evaluated only when the callsite is enabled (a callsite's first call registers it first).
 
+/// Internal: the `static` callsite of one macro invocation, registered in the linker section that
+/// [`points`](crate::points) lists.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_callsite {
+    ($cs:ident, $cat:expr, $name:expr, $phase:ident, [$n0:expr, $n1:expr]) => {
+        $crate::__phosphor_callsite!(
+            $cs,
+            $crate::__macro_support::CallsiteMeta::new(
+                $cat,
+                $name,
+                $crate::__macro_support::Phase::$phase,
+                [$n0, $n1],
+                file!(),
+                line!(),
+            )
+        );
+    };
+    ($cs:ident, $meta:expr) => {
+        static $cs: $crate::__macro_support::Callsite = $crate::__macro_support::Callsite::new($meta);
+        $crate::__phosphor_register!($cs);
+    };
+}
+
+/// Internal: routes a public macro to its recording arms (`@on`) or to its compiled-out arms
+/// (`@off`, under the `off` feature), which only type-check the arguments in dead code.
+#[cfg(not(feature = "off"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_gate {
+    ($m:ident, $($rest:tt)*) => { $crate::$m!(@on $($rest)*) };
+}
+
+/// Internal: routes a public macro to its compiled-out arms: the `off` feature is on.
+#[cfg(feature = "off")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_gate {
+    ($m:ident, $($rest:tt)*) => { $crate::$m!(@off $($rest)*) };
+}
+
 /// Internal: one event with 0, 1 or 2 arguments.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __phosphor_event {
     (@emit $log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], [$n0:expr, $n1:expr], $v0:expr, $v1:expr) => {{
-        static __PHOSPHOR_CS: $crate::__macro_support::Callsite = $crate::__macro_support::Callsite::new(
-            $crate::__macro_support::CallsiteMeta::new(
-                $cat, $name, $crate::__macro_support::Phase::$phase, [$n0, $n1], file!(), line!(),
-            ),
-        );
+        $crate::__phosphor_callsite!(__PHOSPHOR_CS, $cat, $name, $phase, [$n0, $n1]);
         let __phosphor_log: &$crate::TraceLog = $log;
         $crate::__phosphor_site!(__phosphor_log, __PHOSPHOR_CS, $cat, $name, $stamp, [$($lead),*], $v0, $v1);
     }};
@@ -126,33 +163,78 @@ macro_rules! __phosphor_probe {
 /// ```
 #[macro_export]
 macro_rules! trace_instant {
-    (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+    (@on log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_event!($log, Instant, $cat, $name, $crate::__macro_support::Now, [] $(, $k => $v)*)
     };
+    (@off log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        if false {
+            let _ = $log;
+            $(let _ = &$v;)*
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_instant, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_instant, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_instant, log: $($rest)*)
+    };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::trace_instant!(log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
+        $crate::__phosphor_gate!(trace_instant, log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
     };
 }
 
 /// Opens a slice on this thread; [`trace_end!`](crate::trace_end!) with the same name closes it.
 #[macro_export]
 macro_rules! trace_begin {
-    (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+    (@on log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_event!($log, Begin, $cat, $name, $crate::__macro_support::Now, [] $(, $k => $v)*)
     };
+    (@off log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        if false {
+            let _ = $log;
+            $(let _ = &$v;)*
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_begin, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_begin, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_begin, log: $($rest)*)
+    };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::trace_begin!(log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
+        $crate::__phosphor_gate!(trace_begin, log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
     };
 }
 
 /// Closes the slice opened by [`trace_begin!`](crate::trace_begin!); the name must match, which the tools check.
 #[macro_export]
 macro_rules! trace_end {
-    (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+    (@on log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_event!($log, End, $cat, $name, $crate::__macro_support::Now, [] $(, $k => $v)*)
     };
+    (@off log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        if false {
+            let _ = $log;
+            $(let _ = &$v;)*
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_end, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_end, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_end, log: $($rest)*)
+    };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::trace_end!(log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
+        $crate::__phosphor_gate!(trace_end, log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
     };
 }
 
@@ -163,11 +245,26 @@ macro_rules! trace_end {
 /// ```
 #[macro_export]
 macro_rules! trace_counter {
-    (log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {
+    (@on log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {
         $crate::__phosphor_event!($log, Counter, $cat, $name, $crate::__macro_support::Now, [], "value" => $value)
     };
+    (@off log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$value;
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_counter, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_counter, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_counter, log: $($rest)*)
+    };
     ($cat:expr, $name:expr, $value:expr $(,)?) => {
-        $crate::trace_counter!(log: $crate::TraceLog::global(), $cat, $name, $value)
+        $crate::__phosphor_gate!(trace_counter, log: $crate::TraceLog::global(), $cat, $name, $value)
     };
 }
 
@@ -175,35 +272,80 @@ macro_rules! trace_counter {
 /// [`now`](crate::now)) and a [`Duration`](std::time::Duration).
 #[macro_export]
 macro_rules! trace_complete {
-    (log: $log:expr, $cat:expr, $name:expr, $start:expr, $duration:expr $(, $k:literal => $v:expr)* $(,)?) => {{
+    (@on log: $log:expr, $cat:expr, $name:expr, $start:expr, $duration:expr $(, $k:literal => $v:expr)* $(,)?) => {{
         let __phosphor_l: &$crate::TraceLog = $log;
         $crate::__phosphor_event!(__phosphor_l, Complete, $cat, $name, $crate::__macro_support::At($start),
             [__phosphor_l.duration_to_ticks($duration)] $(, $k => $v)*)
     }};
+    (@off log: $log:expr, $cat:expr, $name:expr, $start:expr, $duration:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$start; let _ = &$duration; $(let _ = &$v;)*
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_complete, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_complete, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_complete, log: $($rest)*)
+    };
     ($cat:expr, $name:expr, $start:expr, $duration:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::trace_complete!(log: $crate::TraceLog::global(), $cat, $name, $start, $duration $(, $k => $v)*)
+        $crate::__phosphor_gate!(trace_complete, log: $crate::TraceLog::global(), $cat, $name, $start, $duration $(, $k => $v)*)
     };
 }
 
 /// Opens an async slice identified by `id` (any integer); it may end on another thread.
 #[macro_export]
 macro_rules! trace_async_begin {
-    (log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
+    (@on log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_event!($log, AsyncBegin, $cat, $name, $crate::__macro_support::Now, [($id) as u64] $(, $k => $v)*)
     };
+    (@off log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$id; $(let _ = &$v;)*
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_async_begin, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_async_begin, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_async_begin, log: $($rest)*)
+    };
     ($cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::trace_async_begin!(log: $crate::TraceLog::global(), $cat, $name, $id $(, $k => $v)*)
+        $crate::__phosphor_gate!(trace_async_begin, log: $crate::TraceLog::global(), $cat, $name, $id $(, $k => $v)*)
     };
 }
 
 /// Closes the async slice `id`.
 #[macro_export]
 macro_rules! trace_async_end {
-    (log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
+    (@on log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_event!($log, AsyncEnd, $cat, $name, $crate::__macro_support::Now, [($id) as u64] $(, $k => $v)*)
     };
+    (@off log: $log:expr, $cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$id; $(let _ = &$v;)*
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_async_end, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_async_end, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_async_end, log: $($rest)*)
+    };
     ($cat:expr, $name:expr, $id:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        $crate::trace_async_end!(log: $crate::TraceLog::global(), $cat, $name, $id $(, $k => $v)*)
+        $crate::__phosphor_gate!(trace_async_end, log: $crate::TraceLog::global(), $cat, $name, $id $(, $k => $v)*)
     };
 }
 
@@ -212,11 +354,7 @@ macro_rules! trace_async_end {
 #[macro_export]
 macro_rules! __phosphor_scope {
     (@guard $log:expr, $cat:expr, $name:expr, [$n0:expr, $n1:expr], $args:expr) => {{
-        static __PHOSPHOR_CS: $crate::__macro_support::Callsite = $crate::__macro_support::Callsite::new(
-            $crate::__macro_support::CallsiteMeta::new(
-                $cat, $name, $crate::__macro_support::Phase::Complete, [$n0, $n1], file!(), line!(),
-            ),
-        );
+        $crate::__phosphor_callsite!(__PHOSPHOR_CS, $cat, $name, Complete, [$n0, $n1]);
         let __phosphor_log: &$crate::TraceLog = $log;
         let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS).is_some();
         $crate::__phosphor_scope_open!(__phosphor_log, __PHOSPHOR_CS, $cat, $name, __phosphor_on, $args)
@@ -245,11 +383,26 @@ macro_rules! __phosphor_scope {
 /// ```
 #[macro_export]
 macro_rules! trace_scope {
-    (log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+    (@on log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         let __phosphor_scope_guard = $crate::__phosphor_scope!($log, $cat, $name $(, $k => $v)*);
     };
+    (@off log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        if false {
+            let _ = $log;
+            $(let _ = &$v;)*
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_scope, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_scope, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_scope, log: $($rest)*)
+    };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        let __phosphor_scope_guard = $crate::__phosphor_scope!($crate::TraceLog::global(), $cat, $name $(, $k => $v)*);
+        $crate::__phosphor_gate!(trace_scope, log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
     };
 }
 
@@ -263,17 +416,9 @@ macro_rules! trace_scope {
 /// ```
 #[macro_export]
 macro_rules! trace_lock_guard {
-    (log: $log:expr, $cat:expr, $name:literal, $lock:expr $(,)?) => {{
-        static __PHOSPHOR_WAIT: $crate::__macro_support::Callsite = $crate::__macro_support::Callsite::new(
-            $crate::__macro_support::CallsiteMeta::new(
-                $cat, concat!($name, ".wait"), $crate::__macro_support::Phase::LockWait, ["", ""], file!(), line!(),
-            ),
-        );
-        static __PHOSPHOR_HELD: $crate::__macro_support::Callsite = $crate::__macro_support::Callsite::new(
-            $crate::__macro_support::CallsiteMeta::new(
-                $cat, concat!($name, ".held"), $crate::__macro_support::Phase::LockHeld, ["", ""], file!(), line!(),
-            ),
-        );
+    (@on log: $log:expr, $cat:expr, $name:literal, $lock:expr $(,)?) => {{
+        $crate::__phosphor_callsite!(__PHOSPHOR_WAIT, $cat, concat!($name, ".wait"), LockWait, ["", ""]);
+        $crate::__phosphor_callsite!(__PHOSPHOR_HELD, $cat, concat!($name, ".held"), LockHeld, ["", ""]);
         let __phosphor_log: &$crate::TraceLog = $log;
         $crate::__phosphor_probe!($cat, $name);
         let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_WAIT).is_some()
@@ -283,7 +428,22 @@ macro_rules! trace_lock_guard {
             __phosphor_log, &__PHOSPHOR_WAIT, &__PHOSPHOR_HELD, __phosphor_start, $lock,
         )
     }};
+    (@off log: $log:expr, $cat:expr, $name:literal, $lock:expr $(,)?) => {{
+        if false {
+            let _ = $log;
+        }
+        $crate::__macro_support::LockGuard::untraced($lock)
+    }};
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_lock_guard, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_lock_guard, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_lock_guard, log: $($rest)*)
+    };
     ($cat:expr, $name:literal, $lock:expr $(,)?) => {
-        $crate::trace_lock_guard!(log: $crate::TraceLog::global(), $cat, $name, $lock)
+        $crate::__phosphor_gate!(trace_lock_guard, log: $crate::TraceLog::global(), $cat, $name, $lock)
     };
 }

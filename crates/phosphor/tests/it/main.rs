@@ -9,6 +9,7 @@ mod accounting;
 mod alloc;
 mod config;
 mod events;
+mod groups;
 mod lifecycle;
 mod reentrancy;
 mod smoke;

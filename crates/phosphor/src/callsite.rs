@@ -23,6 +23,7 @@
 //! `TraceLog::start` and `stop` rewrite the bits of every registered callsite under the same lock,
 //! so a callsite can never miss a change.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -30,6 +31,7 @@ pub use phosphor_format::fnv1a64;
 use phosphor_format::{Phase, FIRST_CALLSITE_ID};
 
 use crate::category::CategoryFilter;
+use crate::points::{PointKind, PointSelector};
 use crate::MAX_LOGS;
 
 const ENABLED_MASK: u64 = 0xffff_ffff;
@@ -52,6 +54,8 @@ pub struct CallsiteMeta {
     pub line: u32,
     /// FNV-1a 64 hash of `name`: the name's id across processes.
     pub name_hash: u64,
+    /// What the point measures.
+    pub kind: PointKind,
 }
 
 impl CallsiteMeta {
@@ -64,7 +68,23 @@ impl CallsiteMeta {
         file: &'static str,
         line: u32,
     ) -> CallsiteMeta {
-        CallsiteMeta { category, name, phase, arg_names, file, line, name_hash: fnv1a64(name.as_bytes()) }
+        CallsiteMeta {
+            category,
+            name,
+            phase,
+            arg_names,
+            file,
+            line,
+            name_hash: fnv1a64(name.as_bytes()),
+            kind: PointKind::of_phase(phase),
+        }
+    }
+
+    /// The same metadata for a point of `kind` (aggregates and data points, whose phase alone
+    /// does not say it).
+    pub const fn with_kind(mut self, kind: PointKind) -> CallsiteMeta {
+        self.kind = kind;
+        self
     }
 }
 
@@ -184,13 +204,31 @@ macro_rules! __phosphor_register {
     ($cs:ident) => {};
 }
 
+/// A run-time override from [`points::enable`](crate::points::enable) or
+/// [`points::disable`](crate::points::disable); the last rule that matches a callsite decides.
+#[derive(Clone, Debug)]
+pub(crate) struct Rule {
+    pub(crate) selector: PointSelector,
+    pub(crate) enable: bool,
+}
+
 struct Registry {
     callsites: Vec<&'static Callsite>,
     filters: [Option<Arc<CategoryFilter>>; MAX_LOGS],
+    rules: Vec<Rule>,
+    /// Points created at run time, by (category, name, phase): creating one twice returns the first.
+    dynamic: BTreeMap<(String, String, u8), &'static Callsite>,
+    /// Whether every callsite of [`CALLSITES`] has been registered.
+    all_static: bool,
 }
 
-static REGISTRY: Mutex<Registry> =
-    Mutex::new(Registry { callsites: Vec::new(), filters: [const { None }; MAX_LOGS] });
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    callsites: Vec::new(),
+    filters: [const { None }; MAX_LOGS],
+    rules: Vec::new(),
+    dynamic: BTreeMap::new(),
+    all_static: false,
+});
 
 fn registry() -> MutexGuard<'static, Registry> {
     // A panic while holding the lock leaves the registry consistent (each step is a push or a
@@ -198,56 +236,155 @@ fn registry() -> MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn mask_for(filters: &[Option<Arc<CategoryFilter>>; MAX_LOGS], category: &str) -> u64 {
-    let mut mask = 0;
-    for (slot, f) in filters.iter().enumerate() {
-        if f.as_ref().is_some_and(|f| f.matches(category)) {
-            mask |= 1 << slot;
+impl Registry {
+    /// Whether the point rules let `cs` record at all (id 0: not registered yet).
+    fn allowed(&self, cs: &Callsite, id: u32) -> bool {
+        self.rules.iter().rev().find(|r| r.selector.matches(&cs.meta, id)).is_none_or(|r| r.enable)
+    }
+
+    /// The enabled bits of `cs`: the slots whose category filter takes it, if the rules allow it.
+    fn mask(&self, cs: &Callsite, id: u32) -> u64 {
+        if !self.allowed(cs, id) {
+            return 0;
+        }
+        let mut mask = 0;
+        for (slot, f) in self.filters.iter().enumerate() {
+            if f.as_ref().is_some_and(|f| f.matches(cs.meta.category)) {
+                mask |= 1 << slot;
+            }
+        }
+        mask
+    }
+
+    /// Registers `cs` unless it is already; returns its state word.
+    fn register(&mut self, cs: &'static Callsite) -> u64 {
+        let s = cs.state.load(Ordering::Relaxed);
+        if s >> 32 != 0 {
+            return s; // registered before (by another thread, or by `register_all_static`)
+        }
+        let id = FIRST_CALLSITE_ID + self.callsites.len() as u32;
+        self.callsites.push(cs);
+        let state = (u64::from(id) << 32) | self.mask(cs, id);
+        // Relaxed: the word is self-contained; the registry lock orders it against start/stop.
+        cs.state.store(state, Ordering::Relaxed);
+        state
+    }
+
+    /// Registers every callsite the linker gathered, so each has an id and a listing shows it.
+    fn register_all_static(&mut self) {
+        if self.all_static {
+            return;
+        }
+        #[cfg(any(
+            target_os = "linux",
+            target_os = "android",
+            target_os = "macos",
+            target_os = "ios",
+            target_os = "windows",
+            target_os = "freebsd",
+            target_os = "openbsd",
+            target_os = "illumos"
+        ))]
+        for cs in CALLSITES {
+            self.register(cs);
+        }
+        self.all_static = true;
+    }
+
+    /// Rewrites every registered callsite's enabled bits after a filter or rule changed. The next
+    /// event of each callsite sees the new bits.
+    fn refresh(&self) {
+        for (i, cs) in self.callsites.iter().enumerate() {
+            let id = FIRST_CALLSITE_ID + i as u32;
+            let mask = self.mask(cs, id);
+            // Relaxed: see `Callsite::state`. The id half never changes once set, so a plain
+            // store of the recomputed word is safe against the (locked) writers.
+            cs.state.store((u64::from(id) << 32) | mask, Ordering::Relaxed);
         }
     }
-    mask
 }
 
 /// Registers `cs` and returns its new state word. Runs once per callsite.
 #[cold]
 #[inline(never)]
 pub(crate) fn register(cs: &'static Callsite) -> u64 {
-    let mut reg = registry();
-    let s = cs.state.load(Ordering::Relaxed);
-    if s >> 32 != 0 {
-        return s; // another thread registered it first
-    }
-    let id = FIRST_CALLSITE_ID + reg.callsites.len() as u32;
-    reg.callsites.push(cs);
-    let state = (u64::from(id) << 32) | mask_for(&reg.filters, cs.meta.category);
-    // Relaxed: the word is self-contained; the registry lock orders it against start/stop.
-    cs.state.store(state, Ordering::Relaxed);
-    state
+    registry().register(cs)
 }
 
 /// Enables `filter`'s categories for `slot` on every callsite, present and future.
 pub(crate) fn enable_slot(slot: u32, filter: Arc<CategoryFilter>) {
     let mut reg = registry();
-    let bit = 1u64 << slot;
-    for cs in &reg.callsites {
-        // Relaxed: see `Callsite::state`.
-        if filter.matches(cs.meta.category) {
-            cs.state.fetch_or(bit, Ordering::Relaxed);
-        } else {
-            cs.state.fetch_and(!bit, Ordering::Relaxed);
-        }
-    }
     reg.filters[slot as usize] = Some(filter);
+    reg.refresh();
 }
 
 /// Disables `slot` on every callsite.
 pub(crate) fn disable_slot(slot: u32) {
     let mut reg = registry();
     reg.filters[slot as usize] = None;
-    for cs in &reg.callsites {
-        // Relaxed: see `Callsite::state`.
-        cs.state.fetch_and(!(1u64 << slot), Ordering::Relaxed);
+    reg.refresh();
+}
+
+/// Adds a point rule and applies it to every callsite; returns how many registered callsites it
+/// matches (every static callsite is registered first, so the count covers them all).
+pub(crate) fn add_rule(rule: Rule) -> usize {
+    let mut reg = registry();
+    reg.register_all_static();
+    let matched = reg
+        .callsites
+        .iter()
+        .enumerate()
+        .filter(|(i, cs)| rule.selector.matches(&cs.meta, FIRST_CALLSITE_ID + *i as u32))
+        .count();
+    reg.rules.push(rule);
+    reg.refresh();
+    matched
+}
+
+/// Drops every point rule.
+pub(crate) fn clear_rules() {
+    let mut reg = registry();
+    reg.rules.clear();
+    reg.refresh();
+}
+
+/// Every callsite, static ones registered first, with its id and whether the rules allow it.
+pub(crate) fn list_all() -> Vec<(u32, &'static Callsite, bool)> {
+    let mut reg = registry();
+    reg.register_all_static();
+    reg.callsites
+        .iter()
+        .enumerate()
+        .map(|(i, cs)| {
+            let id = FIRST_CALLSITE_ID + i as u32;
+            (id, *cs, reg.allowed(cs, id))
+        })
+        .collect()
+}
+
+/// The most points that can be created at run time (each is leaked, once per distinct name).
+pub const MAX_DYNAMIC_POINTS: usize = 65_536;
+
+/// The dynamic point for (`category`, `name`, `phase`): the existing one, or a new one built
+/// by `make` (which leaks it) and registered.
+pub(crate) fn dynamic(
+    category: &str,
+    name: &str,
+    phase: Phase,
+    make: impl FnOnce() -> &'static Callsite,
+) -> Option<&'static Callsite> {
+    let mut reg = registry();
+    let key = (category.to_owned(), name.to_owned(), phase as u8);
+    if let Some(cs) = reg.dynamic.get(&key) {
+        return Some(cs);
     }
+    if reg.dynamic.len() >= MAX_DYNAMIC_POINTS {
+        return None;
+    }
+    let cs = make();
+    reg.dynamic.insert(key, cs);
+    reg.register(cs);
+    Some(cs)
 }
 
 /// Every registered callsite, indexed by `id - FIRST_CALLSITE_ID`.

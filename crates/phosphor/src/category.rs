@@ -50,7 +50,7 @@ impl CategoryFilter {
 
 /// Matches `*` and `?` globs, iteratively with one backtrack point (linear for one `*`, and never
 /// worse than O(glob × text)).
-fn glob_match(glob: &str, text: &str) -> bool {
+pub(crate) fn glob_match(glob: &str, text: &str) -> bool {
     let (g, t): (Vec<char>, Vec<char>) = (glob.chars().collect(), text.chars().collect());
     let (mut gi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;

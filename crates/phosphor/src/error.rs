@@ -65,4 +65,24 @@ pub enum ErrorKind {
         /// The most allowed.
         max: usize,
     },
+    /// A point selector does not parse.
+    #[error("invalid point selector {spec:?}: {reason}")]
+    InvalidPointSelector {
+        /// The selector text.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The limit on points created at run time is reached.
+    #[error("at most {max} points can be created at run time")]
+    TooManyDynamicPoints {
+        /// The limit.
+        max: usize,
+    },
+    /// This kind of point cannot be created at run time.
+    #[error("{kind} points cannot be created at run time; declare them with their macro")]
+    UnsupportedDynamicPoint {
+        /// The kind asked for.
+        kind: &'static str,
+    },
 }

@@ -55,6 +55,8 @@ mod intern;
 #[cfg(not(loom))]
 mod macros;
 #[cfg(not(loom))]
+pub mod points;
+#[cfg(not(loom))]
 mod stats;
 mod sync;
 mod tenant;
@@ -73,7 +75,7 @@ mod loom_tests;
 #[cfg(not(loom))]
 pub use arg::{Arg, Static};
 #[cfg(not(loom))]
-pub use callsite::{fnv1a64, Callsite, CallsiteMeta};
+pub use callsite::{fnv1a64, Callsite, CallsiteMeta, MAX_DYNAMIC_POINTS};
 pub use category::CategoryFilter;
 pub use clock::{ClockInfo, ClockKind};
 pub use config::{BufferMode, ThreadPolicy, TraceLogConfig, MAX_POOL_TENANTS};

@@ -1,0 +1,302 @@
+//! Instrumentation points (DSUI): listing every callsite, switching points on and off at run time,
+//! and points created at run time from strings.
+//!
+//! # What is a point?
+//!
+//! Every macro invocation is a point: a `static` [`Callsite`] that the linker also gathers into one
+//! section (`linkme`), so [`list`] knows every point of the program before any has run. A point is
+//! recorded when a running trace's category filter takes its category *and* no rule here disables
+//! it. Rules ([`enable`], [`disable`]) select points by category glob, name glob or id; the last
+//! matching rule wins. A change rewrites the cached enabled bits of every callsite under the
+//! registry lock, so it takes effect at each point's next event, also on a running trace; the
+//! recording path itself is unchanged (one relaxed load and a bit test), however many points exist.
+//!
+//! Points created at run time ([`Point::new`], DSUI's `dsui_create_ip`) are registered at once;
+//! creating the same (category, name, kind) again returns the first.
+//!
+//! # Fallback
+//!
+//! `linkme` works on Linux, Android, macOS, iOS, Windows, FreeBSD, OpenBSD and illumos. On other
+//! targets there is no section: a callsite is registered when it first runs, and [`list`] shows only
+//! those.
+
+use std::fmt;
+use std::str::FromStr;
+
+use phosphor_format::Phase;
+
+use crate::callsite::{self, Callsite, CallsiteMeta, Rule};
+use crate::category::glob_match;
+use crate::emit::{check, emit, NoArg, Now, ScopeGuard};
+use crate::error::{Error, ErrorKind};
+use crate::TraceLog;
+
+/// What a point measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PointKind {
+    /// A point in time (`trace_instant!`).
+    Event,
+    /// A begin/end pair or a span (`trace_scope!`, `trace_begin!`/`trace_end!`, `trace_complete!`,
+    /// async slices, lock wait and hold times).
+    Interval,
+    /// A sampled value (`trace_counter!`).
+    Counter,
+    /// A value recorded in the current scope (`trace_data!`).
+    Data,
+    /// A log message with deferred formatting (`trace_log!`).
+    Log,
+    /// An in-process sum (`trace_sum!`), exported when the trace stops.
+    Sum,
+    /// An in-process log-linear histogram (`trace_histogram!`), exported when the trace stops.
+    Histogram,
+}
+
+impl PointKind {
+    /// The kind of a callsite recording events of `phase`.
+    pub const fn of_phase(phase: Phase) -> PointKind {
+        match phase {
+            Phase::Instant => PointKind::Event,
+            Phase::Counter => PointKind::Counter,
+            Phase::Log => PointKind::Log,
+            Phase::Begin
+            | Phase::End
+            | Phase::Complete
+            | Phase::AsyncBegin
+            | Phase::AsyncEnd
+            | Phase::LockWait
+            | Phase::LockHeld => PointKind::Interval,
+        }
+    }
+
+    /// A short lowercase name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PointKind::Event => "event",
+            PointKind::Interval => "interval",
+            PointKind::Counter => "counter",
+            PointKind::Data => "data",
+            PointKind::Log => "log",
+            PointKind::Sum => "sum",
+            PointKind::Histogram => "histogram",
+        }
+    }
+}
+
+impl fmt::Display for PointKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which points a rule applies to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PointSelector {
+    /// Points whose category matches the glob (`*` any run, `?` any one character).
+    Category(String),
+    /// Points whose name matches the glob.
+    Name(String),
+    /// The point with this id (see [`PointInfo::id`]).
+    Id(u32),
+}
+
+impl PointSelector {
+    pub(crate) fn matches(&self, meta: &CallsiteMeta, id: u32) -> bool {
+        match self {
+            PointSelector::Category(g) => glob_match(g, meta.category),
+            PointSelector::Name(g) => glob_match(g, meta.name),
+            PointSelector::Id(want) => id != 0 && id == *want,
+        }
+    }
+}
+
+/// Parses `category=GLOB`, `name=GLOB` or `id=N`; a bare glob selects by category.
+impl FromStr for PointSelector {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<PointSelector, Error> {
+        let bad = |reason: &str| {
+            Error::new(ErrorKind::InvalidPointSelector { spec: s.to_owned(), reason: reason.to_owned() })
+        };
+        let (key, value) = match s.split_once('=') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None => ("category", s.trim()),
+        };
+        if value.is_empty() {
+            return Err(bad("the pattern is empty"));
+        }
+        match key {
+            "category" | "cat" => Ok(PointSelector::Category(value.to_owned())),
+            "name" => Ok(PointSelector::Name(value.to_owned())),
+            "id" => value.parse().map(PointSelector::Id).map_err(|_| bad("an id is a decimal number")),
+            _ => Err(bad("expected category=GLOB, name=GLOB or id=N")),
+        }
+    }
+}
+
+/// One point, as [`list`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointInfo {
+    /// The callsite id that records carry.
+    pub id: u32,
+    /// Category (the group, in DSUI's terms).
+    pub category: &'static str,
+    /// Name (for logs, the format string).
+    pub name: &'static str,
+    /// What it measures.
+    pub kind: PointKind,
+    /// The phase of the events it records.
+    pub phase: Phase,
+    /// Source file (`"<dynamic>"` for points created at run time).
+    pub file: &'static str,
+    /// Source line (0 for points created at run time).
+    pub line: u32,
+    /// Whether the rules let it record (a trace's category filter may still leave it out).
+    pub enabled: bool,
+    /// Whether a running trace records it now.
+    pub recording: bool,
+}
+
+/// Every point of the program: every static callsite (registered by this call if it had not run
+/// yet) and every point created at run time, by id.
+pub fn list() -> Vec<PointInfo> {
+    callsite::list_all()
+        .into_iter()
+        .map(|(id, cs, enabled)| {
+            let m = cs.meta();
+            PointInfo {
+                id,
+                category: m.category,
+                name: m.name,
+                kind: m.kind,
+                phase: m.phase,
+                file: m.file,
+                line: m.line,
+                enabled,
+                recording: cs.state() as u32 != 0,
+            }
+        })
+        .collect()
+}
+
+/// Lets the selected points record again (undoing an earlier [`disable`]); returns how many points
+/// the selector matches now.
+pub fn enable(selector: PointSelector) -> usize {
+    callsite::add_rule(Rule { selector, enable: true })
+}
+
+/// Stops the selected points from recording, in running traces from their next event on; returns
+/// how many points the selector matches now (points created later are matched too).
+pub fn disable(selector: PointSelector) -> usize {
+    callsite::add_rule(Rule { selector, enable: false })
+}
+
+/// Removes every rule: each point is again recorded whenever a trace's categories take it.
+pub fn reset() {
+    callsite::clear_rules();
+}
+
+/// A point created at run time from strings (DSUI's `dsui_create_ip`): the same as a macro's
+/// callsite, for names known only when the program runs. Recording through it costs what a macro
+/// costs.
+#[derive(Clone, Copy, Debug)]
+pub struct Point {
+    cs: &'static Callsite,
+}
+
+impl Point {
+    /// The point (`category`, `name`) of `kind`: created and registered, or the existing one if it
+    /// was created before. Its strings are copied once and kept for the life of the process.
+    ///
+    /// Fails when [`MAX_DYNAMIC_POINTS`](crate::callsite::MAX_DYNAMIC_POINTS) distinct points exist,
+    /// which bounds what they can leak, or for kinds that aggregate in process (sums and
+    /// histograms, which are `static`s declared with their macros).
+    pub fn new(category: &str, name: &str, kind: PointKind) -> Result<Point, Error> {
+        let phase = match kind {
+            PointKind::Event => Phase::Instant,
+            PointKind::Interval => Phase::Complete,
+            PointKind::Counter => Phase::Counter,
+            PointKind::Log => Phase::Log,
+            _ => return Err(Error::new(ErrorKind::UnsupportedDynamicPoint { kind: kind.as_str() })),
+        };
+        let arg0 = if kind == PointKind::Counter { "value" } else { "" };
+        let make = || -> &'static Callsite {
+            let category: &'static str = Box::leak(category.to_owned().into_boxed_str());
+            let name: &'static str = Box::leak(name.to_owned().into_boxed_str());
+            let meta = CallsiteMeta::new(category, name, phase, [arg0, ""], "<dynamic>", 0);
+            Box::leak(Box::new(Callsite::new(meta)))
+        };
+        callsite::dynamic(category, name, phase, make)
+            .map(|cs| Point { cs })
+            .ok_or_else(|| Error::new(ErrorKind::TooManyDynamicPoints { max: callsite::MAX_DYNAMIC_POINTS }))
+    }
+
+    /// The callsite id its events carry.
+    pub fn id(&self) -> u32 {
+        self.cs.id()
+    }
+
+    /// The point's category.
+    pub fn category(&self) -> &'static str {
+        self.cs.meta().category
+    }
+
+    /// The point's name.
+    pub fn name(&self) -> &'static str {
+        self.cs.meta().name
+    }
+
+    /// The point's kind.
+    pub fn kind(&self) -> PointKind {
+        self.cs.meta().kind
+    }
+
+    /// Records an instant event in the global log. Does nothing unless this is an `Event` point.
+    #[inline]
+    pub fn instant(&self) {
+        self.instant_in(TraceLog::global());
+    }
+
+    /// Records an instant event in `log`. Does nothing unless this is an `Event` point.
+    #[inline]
+    pub fn instant_in(&self, log: &TraceLog) {
+        if self.kind() != PointKind::Event {
+            return;
+        }
+        if let Some(state) = check(log, self.cs) {
+            emit(log, self.cs, state, Now, [], NoArg, NoArg);
+        }
+    }
+
+    /// Records a counter sample in the global log. Does nothing unless this is a `Counter` point.
+    #[inline]
+    pub fn counter<V: crate::Arg>(&self, value: V) {
+        self.counter_in(TraceLog::global(), value);
+    }
+
+    /// Records a counter sample in `log`. Does nothing unless this is a `Counter` point.
+    #[inline]
+    pub fn counter_in<V: crate::Arg>(&self, log: &TraceLog, value: V) {
+        if self.kind() != PointKind::Counter {
+            return;
+        }
+        if let Some(state) = check(log, self.cs) {
+            emit(log, self.cs, state, Now, [], value, NoArg);
+        }
+    }
+
+    /// Opens a span that records a complete event in the global log when the guard drops. Records
+    /// nothing unless this is an `Interval` point.
+    #[inline]
+    pub fn scope(&self) -> ScopeGuard<'static, NoArg, NoArg> {
+        self.scope_in(TraceLog::global())
+    }
+
+    /// Opens a span recorded in `log` when the guard drops. Records nothing unless this is an
+    /// `Interval` point.
+    #[inline]
+    pub fn scope_in<'l>(&self, log: &'l TraceLog) -> ScopeGuard<'l, NoArg, NoArg> {
+        let on = self.kind() == PointKind::Interval && check(log, self.cs).is_some();
+        ScopeGuard::new(log, self.cs, on.then_some((NoArg, NoArg)))
+    }
+}

@@ -13,6 +13,86 @@ use phosphor_format::{pack_static_str, ArgType, MAX_DYN_STR_BYTES};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Static(pub &'static str);
 
+/// A static string paired with its FNV-1a 64 hash, computed at compile time (Palanteer's
+/// `plString_t`).
+///
+/// Recording one costs what a string literal costs: it is stored by address, with no copy and no
+/// hashing at run time. That makes it the type for a name chosen at run time among static ones:
+///
+/// ```
+/// use phosphor::{pstr, PString};
+///
+/// const READ: PString = pstr!("read");
+/// const WRITE: PString = pstr!("write");
+/// fn op(write: bool) {
+///     phosphor::trace_scope!("io", dyn if write { WRITE } else { READ });
+/// }
+/// # op(true);
+/// assert_eq!(READ.hash(), phosphor::fnv1a64(b"read"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PString {
+    s: &'static str,
+    hash: u64,
+}
+
+impl PString {
+    /// Pairs `s` with its hash; `const`, so the hash is computed by the compiler.
+    pub const fn new(s: &'static str) -> PString {
+        PString { s, hash: phosphor_format::fnv1a64(s.as_bytes()) }
+    }
+
+    /// The string.
+    pub const fn as_str(&self) -> &'static str {
+        self.s
+    }
+
+    /// Its FNV-1a 64 hash: the string's id across processes.
+    pub const fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
+impl private::Sealed for PString {}
+
+impl Arg for PString {
+    const TYPE: ArgType = ArgType::StaticStr;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        Static(self.s).word()
+    }
+    #[inline(always)]
+    fn word_truncated(&self) -> bool {
+        Static(self.s).word_truncated()
+    }
+    usdt!(*const u8, |s| s.s.as_ptr());
+}
+
+/// A value that can name an event chosen at run time (`dyn` names in the macros): [`PString`] and
+/// [`Static`] cost what a static name costs; other strings are interned.
+pub trait IntoName: private::Sealed {
+    /// How the name is recorded.
+    type Arg: Arg;
+    /// The name as argument 0 of the event.
+    fn into_name(self) -> Self::Arg;
+}
+
+impl IntoName for PString {
+    type Arg = PString;
+    #[inline(always)]
+    fn into_name(self) -> PString {
+        self
+    }
+}
+
+impl IntoName for Static {
+    type Arg = Static;
+    #[inline(always)]
+    fn into_name(self) -> Static {
+        self
+    }
+}
+
 /// Seals [`Arg`]: the encoder trusts what an `Arg` says about itself (a dynamic string's length
 /// sizes the event's records; a static string's word is dereferenced when the trace is decoded),
 /// so only this crate's types may implement it.

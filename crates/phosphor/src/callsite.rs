@@ -56,6 +56,9 @@ pub struct CallsiteMeta {
     pub name_hash: u64,
     /// What the point measures.
     pub kind: PointKind,
+    /// Whether each event's name is its argument 0, chosen at run time (`dyn` names); `name` is
+    /// then the expression's text.
+    pub dynamic_name: bool,
 }
 
 impl CallsiteMeta {
@@ -77,7 +80,14 @@ impl CallsiteMeta {
             line,
             name_hash: fnv1a64(name.as_bytes()),
             kind: PointKind::of_phase(phase),
+            dynamic_name: false,
         }
+    }
+
+    /// The same metadata for events named at run time by their argument 0.
+    pub const fn with_dynamic_name(mut self) -> CallsiteMeta {
+        self.dynamic_name = true;
+        self
     }
 
     /// The same metadata for a point of `kind` (aggregates and data points, whose phase alone

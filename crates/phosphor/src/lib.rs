@@ -73,7 +73,7 @@ mod trace_log;
 mod loom_tests;
 
 #[cfg(not(loom))]
-pub use arg::{Arg, Static};
+pub use arg::{Arg, IntoName, PString, Static};
 #[cfg(not(loom))]
 pub use callsite::{fnv1a64, Callsite, CallsiteMeta, MAX_DYNAMIC_POINTS};
 pub use category::CategoryFilter;
@@ -114,6 +114,7 @@ pub fn register_thread() {
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod __macro_support {
+    pub use crate::arg::IntoName;
     #[cfg(any(
         target_os = "linux",
         target_os = "android",
@@ -127,6 +128,12 @@ pub mod __macro_support {
     pub use crate::callsite::CALLSITES;
     pub use crate::callsite::{Callsite, CallsiteMeta};
     pub use crate::emit::{check, emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp};
+
+    /// The name of a `dyn`-named event as its argument 0.
+    #[inline(always)]
+    pub fn name_arg<N: IntoName>(name: N) -> N::Arg {
+        name.into_name()
+    }
     pub use linkme;
     pub use phosphor_format::Phase;
     #[cfg(feature = "usdt")]

@@ -7,6 +7,16 @@
 //! A macro expands to a `static` callsite and one relaxed load of its cached state; the arguments
 //! are evaluated only when the callsite is enabled (a callsite's first call registers it first).
 
+/// A [`PString`](crate::PString) constant: the string with its FNV-1a 64 hash computed by the
+/// compiler.
+#[macro_export]
+macro_rules! pstr {
+    ($s:expr) => {{
+        const __PHOSPHOR_PSTRING: $crate::PString = $crate::PString::new($s);
+        __PHOSPHOR_PSTRING
+    }};
+}
+
 /// Internal: the `static` callsite of one macro invocation, registered in the linker section that
 /// [`points`](crate::points) lists.
 #[doc(hidden)]
@@ -57,6 +67,21 @@ macro_rules! __phosphor_event {
         let __phosphor_log: &$crate::TraceLog = $log;
         $crate::__phosphor_site!(__phosphor_log, __PHOSPHOR_CS, $cat, $name, $stamp, [$($lead),*], $v0, $v1);
     }};
+    (@emit_dyn $log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $n1:expr, $v1:expr) => {{
+        $crate::__phosphor_callsite!(__PHOSPHOR_CS, $crate::__macro_support::CallsiteMeta::new(
+            $cat, stringify!($name), $crate::__macro_support::Phase::$phase, ["name", $n1], file!(), line!(),
+        ).with_dynamic_name());
+        let __phosphor_log: &$crate::TraceLog = $log;
+        $crate::__phosphor_site!(__phosphor_log, __PHOSPHOR_CS, $cat, "dyn", $stamp, [$($lead),*],
+            $crate::__macro_support::name_arg($name), $v1);
+    }};
+    ($log:expr, $phase:ident, $cat:expr, dyn $name:expr, $stamp:expr, [$($lead:expr),*] $(,)?) => {
+        $crate::__phosphor_event!(@emit_dyn $log, $phase, $cat, $name, $stamp, [$($lead),*], "",
+            $crate::__macro_support::NoArg)
+    };
+    ($log:expr, $phase:ident, $cat:expr, dyn $name:expr, $stamp:expr, [$($lead:expr),*], $k1:literal => $v1:expr $(,)?) => {
+        $crate::__phosphor_event!(@emit_dyn $log, $phase, $cat, $name, $stamp, [$($lead),*], $k1, $v1)
+    };
     ($log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*] $(,)?) => {
         $crate::__phosphor_event!(@emit $log, $phase, $cat, $name, $stamp, [$($lead),*], ["", ""],
             $crate::__macro_support::NoArg, $crate::__macro_support::NoArg)
@@ -161,8 +186,26 @@ macro_rules! __phosphor_probe {
 /// ```
 /// phosphor::trace_instant!("net", "packet", "len" => 1500u32, "retry" => false);
 /// ```
+///
+/// A name chosen at run time follows `dyn` (then one argument at most): a [`PString`](crate::PString)
+/// or [`Static`](crate::Static) costs what a static name costs.
+///
+/// ```
+/// const KINDS: [phosphor::PString; 2] = [phosphor::pstr!("ping"), phosphor::pstr!("pong")];
+/// phosphor::trace_instant!("net", dyn KINDS[1], "seq" => 7u32);
+/// ```
 #[macro_export]
 macro_rules! trace_instant {
+    (@on log: $log:expr, $cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        $crate::__phosphor_event!($log, Instant, $cat, dyn $name, $crate::__macro_support::Now, [] $(, $k => $v)?)
+    };
+    (@off log: $log:expr, $cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$name;
+            $(let _ = &$v;)?
+        }
+    };
     (@on log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_event!($log, Instant, $cat, $name, $crate::__macro_support::Now, [] $(, $k => $v)*)
     };
@@ -181,6 +224,9 @@ macro_rules! trace_instant {
     (log: $($rest:tt)*) => {
         $crate::__phosphor_gate!(trace_instant, log: $($rest)*)
     };
+    ($cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        $crate::__phosphor_gate!(trace_instant, log: $crate::TraceLog::global(), $cat, dyn $name $(, $k => $v)?)
+    };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_gate!(trace_instant, log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
     };
@@ -189,6 +235,16 @@ macro_rules! trace_instant {
 /// Opens a slice on this thread; [`trace_end!`](crate::trace_end!) with the same name closes it.
 #[macro_export]
 macro_rules! trace_begin {
+    (@on log: $log:expr, $cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        $crate::__phosphor_event!($log, Begin, $cat, dyn $name, $crate::__macro_support::Now, [] $(, $k => $v)?)
+    };
+    (@off log: $log:expr, $cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$name;
+            $(let _ = &$v;)?
+        }
+    };
     (@on log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_event!($log, Begin, $cat, $name, $crate::__macro_support::Now, [] $(, $k => $v)*)
     };
@@ -207,6 +263,9 @@ macro_rules! trace_begin {
     (log: $($rest:tt)*) => {
         $crate::__phosphor_gate!(trace_begin, log: $($rest)*)
     };
+    ($cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        $crate::__phosphor_gate!(trace_begin, log: $crate::TraceLog::global(), $cat, dyn $name $(, $k => $v)?)
+    };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_gate!(trace_begin, log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
     };
@@ -215,6 +274,16 @@ macro_rules! trace_begin {
 /// Closes the slice opened by [`trace_begin!`](crate::trace_begin!); the name must match, which the tools check.
 #[macro_export]
 macro_rules! trace_end {
+    (@on log: $log:expr, $cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        $crate::__phosphor_event!($log, End, $cat, dyn $name, $crate::__macro_support::Now, [] $(, $k => $v)?)
+    };
+    (@off log: $log:expr, $cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$name;
+            $(let _ = &$v;)?
+        }
+    };
     (@on log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_event!($log, End, $cat, $name, $crate::__macro_support::Now, [] $(, $k => $v)*)
     };
@@ -232,6 +301,9 @@ macro_rules! trace_end {
     };
     (log: $($rest:tt)*) => {
         $crate::__phosphor_gate!(trace_end, log: $($rest)*)
+    };
+    ($cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        $crate::__phosphor_gate!(trace_end, log: $crate::TraceLog::global(), $cat, dyn $name $(, $k => $v)?)
     };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_gate!(trace_end, log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
@@ -359,6 +431,21 @@ macro_rules! __phosphor_scope {
         let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS).is_some();
         $crate::__phosphor_scope_open!(__phosphor_log, __PHOSPHOR_CS, $cat, $name, __phosphor_on, $args)
     }};
+    (@guard_dyn $log:expr, $cat:expr, $name:expr, $n1:expr, $v1:expr) => {{
+        $crate::__phosphor_callsite!(__PHOSPHOR_CS, $crate::__macro_support::CallsiteMeta::new(
+            $cat, stringify!($name), $crate::__macro_support::Phase::Complete, ["name", $n1], file!(), line!(),
+        ).with_dynamic_name());
+        let __phosphor_log: &$crate::TraceLog = $log;
+        let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS).is_some();
+        $crate::__phosphor_scope_open!(__phosphor_log, __PHOSPHOR_CS, $cat, "dyn", __phosphor_on,
+            ($crate::__macro_support::name_arg($name), $v1))
+    }};
+    ($log:expr, $cat:expr, dyn $name:expr $(,)?) => {
+        $crate::__phosphor_scope!(@guard_dyn $log, $cat, $name, "", $crate::__macro_support::NoArg)
+    };
+    ($log:expr, $cat:expr, dyn $name:expr, $k1:literal => $v1:expr $(,)?) => {
+        $crate::__phosphor_scope!(@guard_dyn $log, $cat, $name, $k1, $v1)
+    };
     ($log:expr, $cat:expr, $name:expr $(,)?) => {
         $crate::__phosphor_scope!(@guard $log, $cat, $name, ["", ""],
             ($crate::__macro_support::NoArg, $crate::__macro_support::NoArg))
@@ -383,6 +470,16 @@ macro_rules! __phosphor_scope {
 /// ```
 #[macro_export]
 macro_rules! trace_scope {
+    (@on log: $log:expr, $cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        let __phosphor_scope_guard = $crate::__phosphor_scope!($log, $cat, dyn $name $(, $k => $v)?);
+    };
+    (@off log: $log:expr, $cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$name;
+            $(let _ = &$v;)?
+        }
+    };
     (@on log: $log:expr, $cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         let __phosphor_scope_guard = $crate::__phosphor_scope!($log, $cat, $name $(, $k => $v)*);
     };
@@ -400,6 +497,9 @@ macro_rules! trace_scope {
     };
     (log: $($rest:tt)*) => {
         $crate::__phosphor_gate!(trace_scope, log: $($rest)*)
+    };
+    ($cat:expr, dyn $name:expr $(, $k:literal => $v:expr)? $(,)?) => {
+        $crate::__phosphor_gate!(trace_scope, log: $crate::TraceLog::global(), $cat, dyn $name $(, $k => $v)?)
     };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_gate!(trace_scope, log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)

@@ -74,6 +74,14 @@ impl Event<'_> {
     pub fn arg(&self, name: &str) -> Option<ArgValue<'_>> {
         self.args.iter().flatten().find(|(n, _)| *n == name).map(|(_, v)| *v)
     }
+
+    /// The event's name: the callsite's, or for a name chosen at run time (`dyn`), argument 0.
+    pub fn name(&self) -> &str {
+        match (self.callsite.dynamic_name, &self.args[0]) {
+            (true, Some((_, ArgValue::Str(s)))) => s,
+            _ => self.callsite.name,
+        }
+    }
 }
 
 /// A trace that does not decode. Traces recorded by this crate always decode; this guards the

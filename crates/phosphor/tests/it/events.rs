@@ -423,3 +423,38 @@ fn a_thread_that_reuses_a_dead_threads_id_does_not_inherit_its_name() {
     assert_eq!(events(&trace).iter().filter(|e| e.tid == departed).count(), 2);
     assert_eq!(trace.thread_name(departed), Some("successor"), "the live thread's name wins");
 }
+
+#[test]
+fn a_name_chosen_at_run_time_is_argument_0_and_costs_one_record_for_a_pstring() {
+    use phosphor::{pstr, PString, Static};
+    const OPS: [PString; 2] = [pstr!("op-read"), pstr!("op-write")];
+    let log = started(fixed(1 << 16));
+    for (i, op) in OPS.iter().enumerate() {
+        trace_instant!(log: &log, "dyn", dyn *op, "i" => i as u32);
+    }
+    {
+        trace_scope!(log: &log, "dyn", dyn Static("op-scope"));
+        phosphor::trace_begin!(log: &log, "dyn", dyn OPS[0]);
+        phosphor::trace_end!(log: &log, "dyn", dyn OPS[0]);
+    }
+    let trace = stop_and_take(&log);
+    let evs = events(&trace);
+    let got: Vec<(&str, Phase)> = evs.iter().map(|e| (e.name(), e.phase())).collect();
+    assert_eq!(
+        got,
+        [
+            ("op-read", Phase::Instant),
+            ("op-write", Phase::Instant),
+            ("op-read", Phase::Begin),
+            ("op-read", Phase::End),
+            ("op-scope", Phase::Complete),
+        ]
+    );
+    assert!(evs.iter().all(|e| e.callsite.dynamic_name && e.args[0].map(|(n, _)| n) == Some("name")));
+    assert_eq!(evs[1].arg("i"), Some(ArgValue::U64(1)));
+    assert_eq!(evs[0].callsite.name, "*op", "a dyn callsite's own name is the expression");
+    // One record per event: a PString is stored by address, like a static name.
+    assert_eq!(trace.stats().recorded, 5);
+    let records: usize = trace.chunks().map(|c| c.records.len()).sum();
+    assert_eq!(records, 5);
+}

@@ -11,6 +11,9 @@
 //! After divan, it stops the trace and checks that every emitted event is accounted for:
 //! `recorded + dropped == emitted`, the drops being the Ring's overwrites.
 //!
+//! The binary also holds 10,000 extra registered points (`ten_thousand_points`), to show that the
+//! number of points does not change what one event costs.
+//!
 //! Run with `cargo bench -p phosphor --bench hot_path`; BENCHMARKS.md has the figures.
 
 use std::cell::UnsafeCell;
@@ -125,6 +128,44 @@ fn instant_dynamic_str(bencher: Bencher) {
     count_emitted(i);
 }
 
+/// An event named at run time by a `PString` chosen among static ones (Palanteer's `plString_t`):
+/// stored by address like a static name, so it should cost what `instant_2_int_args` costs.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn instant_pstring_name(bencher: Bencher) {
+    const NAMES: [phosphor::PString; 2] = [phosphor::pstr!("read"), phosphor::pstr!("write")];
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!("bench", dyn NAMES[(i & 1) as usize], "a" => i as i64);
+    });
+    count_emitted(i);
+}
+
+/// A callsite whose category the trace takes but which a point rule disabled
+/// (`points::disable(name=...)`): the same cached-state check as `disabled_category`.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn disabled_point(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!("bench", "disabled_by_rule", "a" => i as i64, "b" => 7u64);
+    });
+}
+
+/// 10,000 more registered points (statics in the linker section, all given ids by
+/// `points::list()` in `main`): the recording path reads only its own callsite's state word, so
+/// the scenarios above cost the same as without them.
+#[allow(dead_code)]
+fn ten_thousand_points() {
+    macro_rules! ten {
+        ($($body:tt)*) => {
+            { $($body)*; } { $($body)*; } { $($body)*; } { $($body)*; } { $($body)*; }
+            { $($body)*; } { $($body)*; } { $($body)*; } { $($body)*; } { $($body)*; }
+        };
+    }
+    ten!(ten!(ten!(ten!(phosphor::__phosphor_callsite!(POINT, "many", "point", Instant, ["", ""])))));
+}
+
 /// For information: `instant_2_int_args` into an independent log with a 256 KiB Ring, whose chunks
 /// stay in cache. The gap to `instant_2_int_args` is the cost of writing to memory that is not
 /// cached (the 64 MiB ring is swept once every 2 M events).
@@ -146,6 +187,12 @@ fn main() {
     let log = TraceLog::global();
     let config = TraceConfig::new(BufferMode::Ring, RING_BYTES).categories("-off").expect("a valid filter");
     log.start(config).expect("no trace is running yet");
+    let matched = phosphor::points::disable("name=disabled_by_rule".parse().expect("a valid selector"));
+    assert_eq!(matched, 1);
+    let points = phosphor::points::list();
+    let many = points.iter().filter(|p| p.category == "many").count();
+    assert_eq!(many, 10_000, "the 10,000 extra points are registered");
+    println!("registered points: {}", points.len());
 
     let warm = (RING_BYTES / 32) as u64;
     for i in 0..warm {

@@ -141,7 +141,7 @@ fn write_event(out: &mut impl Write, clock: &ClockInfo, pid: u32, e: &Event<'_>)
         Phase::End => b",\"ph\":\"E\",\"ts\":",
         Phase::Complete | Phase::LockWait | Phase::LockHeld => b",\"ph\":\"X\",\"ts\":",
         Phase::Instant | Phase::Log => b",\"ph\":\"i\",\"ts\":",
-        Phase::Counter => b",\"ph\":\"C\",\"ts\":",
+        Phase::Counter | Phase::Data => b",\"ph\":\"C\",\"ts\":",
         Phase::AsyncBegin => b",\"ph\":\"b\",\"ts\":",
         Phase::AsyncEnd => b",\"ph\":\"e\",\"ts\":",
     };

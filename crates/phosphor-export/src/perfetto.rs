@@ -358,7 +358,7 @@ impl<W: Write> Exporter<W> {
                 self.finish_packet(true)?;
                 self.saw(end);
             }
-            Phase::Counter => self.counter(ts, thread, &mut r, e)?,
+            Phase::Counter | Phase::Data => self.counter(ts, thread, &mut r, e)?,
             Phase::AsyncBegin | Phase::AsyncEnd => {
                 let begin = cs.phase == Phase::AsyncBegin;
                 self.resolve_name(&mut r, cs);

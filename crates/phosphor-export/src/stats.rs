@@ -138,7 +138,7 @@ impl EventType {
             Phase::LockWait => EventType::LockWait,
             Phase::LockHeld => EventType::LockHeld,
             Phase::Instant => EventType::Instant,
-            Phase::Counter => EventType::Counter,
+            Phase::Counter | Phase::Data => EventType::Counter,
             Phase::Log => EventType::Log,
             Phase::AsyncBegin | Phase::AsyncEnd => return None,
         })

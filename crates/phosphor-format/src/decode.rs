@@ -1,6 +1,8 @@
 //! Decoding a run of records back into events, with every length checked.
 
-use crate::record::{unpack_static_str, ArgType, Meta, Record, MAX_ARGS, MAX_LEAD_WORDS, RECORD_SIZE};
+use crate::record::{
+    unpack_static_str, ArgType, Meta, Record, MAX_ARGS, MAX_LEAD_WORDS, MAX_PARAMS, RECORD_SIZE,
+};
 
 /// What was wrong with a run of records. `index` is the offending record's position in the slice
 /// given to [`decode_event`].
@@ -59,6 +61,28 @@ pub enum DecodeError {
         /// Argument position.
         arg: usize,
     },
+    /// Packed parameters anywhere but alone in argument 0.
+    #[error("record {index}: packed parameters must be argument 0, with no argument 1")]
+    MisplacedParams {
+        /// Record position.
+        index: usize,
+    },
+    /// A parameter descriptor with a nibble that is no value type, or a gap.
+    #[error("record {index}: invalid parameter descriptor {desc:#x}")]
+    BadParamDescriptor {
+        /// Record position.
+        index: usize,
+        /// The descriptor found.
+        desc: u64,
+    },
+    /// A dynamic-string parameter is not valid UTF-8.
+    #[error("record {index}: dynamic string parameter {param} is not valid UTF-8")]
+    InvalidParamUtf8 {
+        /// Record position.
+        index: usize,
+        /// Parameter position.
+        param: usize,
+    },
 }
 
 /// A decoded argument value. Strings borrow from the records.
@@ -94,12 +118,139 @@ pub struct RawEvent<'a> {
     pub lead: [u64; MAX_LEAD_WORDS],
     /// Valid entries of `lead`.
     pub lead_len: usize,
-    /// Arguments in order; `None` where absent.
+    /// Arguments in order; `None` where absent (argument 0 is `None` when `params` is `Some`).
     pub args: [Option<ArgWord<'a>>; MAX_ARGS],
+    /// A log's packed parameters (argument 0 of type [`ArgType::Params`]).
+    pub params: Option<RawParams<'a>>,
     /// Whether a string argument was cut when it was recorded.
     pub truncated: bool,
     /// Records the event occupies, main record included.
     pub len: usize,
+}
+
+/// A log's packed parameters, checked when decoded: iterating cannot fail.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RawParams<'a> {
+    desc: u64,
+    len: usize,
+    record: &'a Record,
+    payload: &'a [u8],
+    /// The payload word index (0 and 1 are the slots) of parameter 0.
+    first_word: usize,
+    /// Where the first dynamic-string parameter's bytes start in the payload.
+    str_start: usize,
+}
+
+impl<'a> RawParams<'a> {
+    /// How many parameters.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The descriptor word.
+    pub fn descriptor(&self) -> u64 {
+        self.desc
+    }
+
+    /// The parameters in order.
+    pub fn iter(&self) -> ParamIter<'a> {
+        ParamIter { params: *self, i: 0, str_at: self.str_start }
+    }
+
+    /// The payload word index of parameter `i` (words 0 and 1 are the main record's slots, word
+    /// `k ≥ 2` the `k-2`th 8 bytes after it): where a writer finds a static string's word.
+    pub fn word_index(&self, i: usize) -> usize {
+        self.first_word + i
+    }
+}
+
+/// Iterator over [`RawParams`].
+#[derive(Clone, Debug)]
+pub struct ParamIter<'a> {
+    params: RawParams<'a>,
+    i: usize,
+    str_at: usize,
+}
+
+impl<'a> Iterator for ParamIter<'a> {
+    type Item = ArgWord<'a>;
+
+    fn next(&mut self) -> Option<ArgWord<'a>> {
+        let p = &self.params;
+        if self.i >= p.len {
+            return None;
+        }
+        let code = ((p.desc >> (4 * self.i)) & 0xf) as u8;
+        let v = word_at(p.record, p.payload, p.first_word + self.i);
+        self.i += 1;
+        // `decode_event` checked every code, length and string, so the fallbacks below are never
+        // taken; they keep this path free of panics all the same.
+        Some(match ArgType::from_code(code).unwrap_or(ArgType::None) {
+            ArgType::DynStr => {
+                let len = usize::try_from(v).unwrap_or(0);
+                let bytes = p.payload.get(self.str_at..self.str_at + len).unwrap_or(&[]);
+                self.str_at += len;
+                ArgWord::Str(core::str::from_utf8(bytes).unwrap_or(""))
+            }
+            t => scalar(t, v),
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.params.len - self.i;
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for ParamIter<'_> {}
+
+/// Payload word `i`: the slots, then the continuation bytes (0 past the end).
+fn word_at(record: &Record, payload: &[u8], i: usize) -> u64 {
+    if i < 2 {
+        record.slots[i]
+    } else {
+        let at = (i - 2) * 8;
+        payload.get(at..at + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    }
+}
+
+/// A word of a type stored inline (not a dynamic string).
+fn scalar(t: ArgType, v: u64) -> ArgWord<'static> {
+    match t {
+        ArgType::I64 => ArgWord::I64(v as i64),
+        ArgType::U64 => ArgWord::U64(v),
+        ArgType::F64 => ArgWord::F64(f64::from_bits(v)),
+        ArgType::Bool => ArgWord::Bool(v != 0),
+        ArgType::StaticStr => {
+            let (addr, len) = unpack_static_str(v);
+            ArgWord::StaticStr { addr, len }
+        }
+        // Pointer, and (unreachable after the checks) None, DynStr and Params.
+        _ => ArgWord::Pointer(v),
+    }
+}
+
+/// Parses a parameter descriptor: the count, or `None` if a nibble is no value type or a
+/// parameter follows a zero nibble.
+fn param_count(desc: u64) -> Option<usize> {
+    let mut n = 0;
+    while n < MAX_PARAMS && (desc >> (4 * n)) & 0xf != 0 {
+        let code = ((desc >> (4 * n)) & 0xf) as u8;
+        match ArgType::from_code(code) {
+            Some(ArgType::None | ArgType::Params) | None => return None,
+            Some(_) => n += 1,
+        }
+    }
+    // Nothing may follow the first zero nibble.
+    if n < MAX_PARAMS && desc >> (4 * n) != 0 {
+        return None;
+    }
+    Some(n)
 }
 
 /// Views records as bytes without copying.
@@ -152,28 +303,38 @@ pub fn decode_event(records: &[Record], index: usize) -> Result<RawEvent<'_>, De
         let code = meta.arg_code(i);
         *t = ArgType::from_code(code).ok_or(DecodeError::UnknownArgType { index, code })?;
     }
+    if types[1] == ArgType::Params || (types[0] == ArgType::Params && types[1] != ArgType::None) {
+        return Err(DecodeError::MisplacedParams { index });
+    }
     let nargs = types.iter().filter(|t| **t != ArgType::None).count();
-    let nwords = lead_len + nargs;
+    let mut nwords = lead_len + nargs;
     let payload = record_bytes(&records[index + 1..index + 1 + cont]);
     debug_assert_eq!(payload.len(), cont * RECORD_SIZE);
-    let extra_words = nwords.saturating_sub(2);
-    if extra_words * 8 > payload.len() {
-        return Err(DecodeError::PayloadOverrun { index, needed: extra_words * 8, available: payload.len() });
-    }
-    let word = |i: usize| -> u64 {
-        if i < 2 {
-            record.slots[i]
+    let words_fit = |n: usize| {
+        let extra = n.saturating_sub(2);
+        if extra * 8 > payload.len() {
+            Err(DecodeError::PayloadOverrun { index, needed: extra * 8, available: payload.len() })
         } else {
-            let at = (i - 2) * 8;
-            u64::from_le_bytes(payload[at..at + 8].try_into().expect("checked above"))
+            Ok(())
         }
     };
+    words_fit(nwords)?;
+    let word = |i: usize| word_at(record, payload, i);
+    let mut nparams = 0;
+    if types[0] == ArgType::Params {
+        let desc = word(lead_len);
+        nparams = param_count(desc).ok_or(DecodeError::BadParamDescriptor { index, desc })?;
+        nwords += nparams;
+        words_fit(nwords)?;
+    }
+    let extra_words = nwords.saturating_sub(2);
     let mut lead = [0u64; MAX_LEAD_WORDS];
     for (i, l) in lead.iter_mut().enumerate().take(lead_len) {
         *l = word(i);
     }
     let mut str_at = extra_words * 8;
     let mut args = [None; MAX_ARGS];
+    let mut params = None;
     let mut w = lead_len;
     for (i, t) in types.iter().enumerate() {
         if *t == ArgType::None {
@@ -183,15 +344,33 @@ pub fn decode_event(records: &[Record], index: usize) -> Result<RawEvent<'_>, De
         w += 1;
         args[i] = Some(match t {
             ArgType::None => unreachable!("skipped above"),
-            ArgType::I64 => ArgWord::I64(v as i64),
-            ArgType::U64 => ArgWord::U64(v),
-            ArgType::F64 => ArgWord::F64(f64::from_bits(v)),
-            ArgType::Bool => ArgWord::Bool(v != 0),
-            ArgType::Pointer => ArgWord::Pointer(v),
-            ArgType::StaticStr => {
-                let (addr, len) = unpack_static_str(v);
-                ArgWord::StaticStr { addr, len }
+            ArgType::Params => {
+                let str_start = str_at;
+                for p in 0..nparams {
+                    if (v >> (4 * p)) & 0xf != ArgType::DynStr as u64 {
+                        continue;
+                    }
+                    let len = usize::try_from(word(w + p)).unwrap_or(usize::MAX);
+                    let end = str_at.checked_add(len).filter(|&e| e <= payload.len()).ok_or(
+                        DecodeError::PayloadOverrun {
+                            index,
+                            needed: str_at.saturating_add(len),
+                            available: payload.len(),
+                        },
+                    )?;
+                    core::str::from_utf8(&payload[str_at..end])
+                        .map_err(|_| DecodeError::InvalidParamUtf8 { index, param: p })?;
+                    str_at = end;
+                }
+                params = Some(RawParams { desc: v, len: nparams, record, payload, first_word: w, str_start });
+                continue;
             }
+            ArgType::I64
+            | ArgType::U64
+            | ArgType::F64
+            | ArgType::Bool
+            | ArgType::Pointer
+            | ArgType::StaticStr => scalar(*t, v),
             ArgType::DynStr => {
                 let len = usize::try_from(v).unwrap_or(usize::MAX);
                 let end = str_at.checked_add(len).filter(|&e| e <= payload.len()).ok_or(
@@ -208,7 +387,7 @@ pub fn decode_event(records: &[Record], index: usize) -> Result<RawEvent<'_>, De
             }
         });
     }
-    Ok(RawEvent { record, lead, lead_len, args, truncated: meta.truncated(), len: 1 + cont })
+    Ok(RawEvent { record, lead, lead_len, args, params, truncated: meta.truncated(), len: 1 + cont })
 }
 
 #[cfg(test)]
@@ -315,5 +494,95 @@ mod tests {
         let meta = Meta::new(0, ArgType::DynStr, ArgType::None);
         let recs = encode(meta, &[2], &[&[0xff, 0xfe]]);
         assert_eq!(decode_event(&recs, 0), Err(DecodeError::InvalidUtf8 { index: 0, arg: 0 }));
+    }
+
+    fn params_event(types: &[ArgType], words: &[u64], strs: &[&[u8]]) -> Vec<Record> {
+        let mut all = vec![crate::params_desc(types)];
+        all.extend_from_slice(words);
+        encode(Meta::new(0, ArgType::Params, ArgType::None), &all, strs)
+    }
+
+    #[test]
+    fn packed_params_of_every_type_round_trip() {
+        let s1 = "from host-17";
+        let s2 = "ünïcödé and more than one record's worth of text, to spill";
+        let types = [
+            ArgType::I64,
+            ArgType::DynStr,
+            ArgType::U64,
+            ArgType::F64,
+            ArgType::Bool,
+            ArgType::StaticStr,
+            ArgType::Pointer,
+            ArgType::DynStr,
+        ];
+        let (st, _) = pack_static_str(0x1234, 5);
+        let words = [(-3i64) as u64, s1.len() as u64, 7, 1.5f64.to_bits(), 1, st, 0xdead, s2.len() as u64];
+        let recs = params_event(&types, &words, &[s1.as_bytes(), s2.as_bytes()]);
+        let e = decode_event(&recs, 0).unwrap();
+        assert_eq!(e.len, recs.len());
+        assert_eq!(e.args, [None, None]);
+        let p = e.params.expect("params");
+        assert_eq!(p.len(), 8);
+        let got: Vec<ArgWord<'_>> = p.iter().collect();
+        assert_eq!(
+            got,
+            [
+                ArgWord::I64(-3),
+                ArgWord::Str(s1),
+                ArgWord::U64(7),
+                ArgWord::F64(1.5),
+                ArgWord::Bool(true),
+                ArgWord::StaticStr { addr: 0x1234, len: 5 },
+                ArgWord::Pointer(0xdead),
+                ArgWord::Str(s2),
+            ]
+        );
+        assert_eq!(p.word_index(0), 1, "parameter 0 sits in slot 1, after the descriptor");
+    }
+
+    #[test]
+    fn three_int_params_take_two_records_and_none_decode_empty() {
+        let recs = params_event(&[ArgType::I64; 3], &[1, 2, 3], &[]);
+        assert_eq!(recs.len(), 2);
+        let p = decode_event(&recs, 0).unwrap().params.unwrap();
+        assert_eq!(p.iter().collect::<Vec<_>>(), [ArgWord::I64(1), ArgWord::I64(2), ArgWord::I64(3)]);
+        let recs = params_event(&[], &[], &[]);
+        let p = decode_event(&recs, 0).unwrap().params.unwrap();
+        assert!(p.is_empty() && p.iter().next().is_none());
+        let sixteen = [ArgType::U64; 16];
+        let recs = params_event(&sixteen, &[9; 16], &[]);
+        assert_eq!(decode_event(&recs, 0).unwrap().params.unwrap().iter().count(), 16);
+    }
+
+    #[test]
+    fn bad_descriptors_misplaced_params_and_bad_param_strings_are_errors() {
+        let meta = Meta::new(0, ArgType::Params, ArgType::None);
+        for desc in [0x8u64, 0xf, 0x101, 0x90] {
+            let recs = encode(meta, &[desc, 0], &[]);
+            assert_eq!(
+                decode_event(&recs, 0),
+                Err(DecodeError::BadParamDescriptor { index: 0, desc }),
+                "{desc:#x}"
+            );
+        }
+        let recs = encode(Meta::new(0, ArgType::Params, ArgType::U64), &[0x2, 1, 2], &[]);
+        assert_eq!(decode_event(&recs, 0), Err(DecodeError::MisplacedParams { index: 0 }));
+        let recs = encode(Meta::new(0, ArgType::U64, ArgType::Params), &[1, 0], &[]);
+        assert_eq!(decode_event(&recs, 0), Err(DecodeError::MisplacedParams { index: 0 }));
+        // Five params announced, but no continuation record for words 2..6.
+        let recs = [Record::new(0, 20, meta, [0x22222, 1])];
+        assert!(matches!(decode_event(&recs, 0), Err(DecodeError::PayloadOverrun { .. })));
+        let recs = params_event(&[ArgType::U64, ArgType::DynStr], &[1, 2], &[&[0xc3, 0x28]]);
+        assert_eq!(decode_event(&recs, 0), Err(DecodeError::InvalidParamUtf8 { index: 0, param: 1 }));
+        let recs = params_event(&[ArgType::DynStr], &[40], &[b"short"]);
+        assert!(matches!(decode_event(&recs, 0), Err(DecodeError::PayloadOverrun { .. })));
+    }
+
+    #[test]
+    fn params_desc_packs_nibbles_in_order() {
+        assert_eq!(crate::params_desc(&[ArgType::I64, ArgType::DynStr, ArgType::Bool]), 0x471);
+        const D: u64 = crate::params_desc(&[ArgType::U64]);
+        assert_eq!(D, 2);
     }
 }

@@ -21,14 +21,16 @@ mod decode;
 pub mod file;
 mod hash;
 pub mod hist;
+mod level;
 mod record;
 
 pub use clock::{ClockInfo, ClockKind};
+pub use decode::{count_events, decode_event, ArgWord, DecodeError, ParamIter, RawEvent, RawParams};
 pub use hash::fnv1a64;
-pub use decode::{count_events, decode_event, ArgWord, DecodeError, RawEvent};
+pub use level::{Level, ParseLevelError};
 pub use record::{
-    continuation_records, encode_continuation, pack_static_str, unpack_static_str, ArgType, Meta, Phase,
-    Record, MAX_ARGS, MAX_DYN_STR_BYTES, MAX_LEAD_WORDS,
+    continuation_records, encode_continuation, pack_static_str, params_desc, unpack_static_str, ArgType,
+    Meta, Phase, Record, MAX_ARGS, MAX_DYN_STR_BYTES, MAX_LEAD_WORDS, MAX_PARAMS,
 };
 
 /// Callsite ids below this value are reserved for records that are not events.

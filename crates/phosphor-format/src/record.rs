@@ -31,6 +31,9 @@ pub const RECORD_SIZE: usize = 32;
 /// Arguments an event can carry.
 pub const MAX_ARGS: usize = 2;
 
+/// Parameters a log event can carry (packed under [`ArgType::Params`]).
+pub const MAX_PARAMS: usize = 16;
+
 /// Lead words an event can carry before its arguments.
 pub const MAX_LEAD_WORDS: usize = 3;
 
@@ -166,6 +169,10 @@ pub enum ArgType {
     Pointer = 6,
     /// A string copied into continuation records; the word holds its stored length.
     DynStr = 7,
+    /// Packed parameters (a log's, format 1.2): only as argument 0, with argument 1 absent. Its
+    /// word is a descriptor ([`params_desc`]); one word per parameter follows it, then the bytes of
+    /// the dynamic-string parameters in order.
+    Params = 8,
 }
 
 impl ArgType {
@@ -180,6 +187,7 @@ impl ArgType {
             5 => ArgType::StaticStr,
             6 => ArgType::Pointer,
             7 => ArgType::DynStr,
+            8 => ArgType::Params,
             _ => return None,
         })
     }
@@ -209,6 +217,9 @@ pub enum Phase {
     LockWait = 9,
     /// Time a lock was held; like [`Phase::Complete`].
     LockHeld = 10,
+    /// A named value recorded inside the current scope (Palanteer's `plData`); argument 0 is the
+    /// value. Format 1.2.
+    Data = 11,
 }
 
 impl Phase {
@@ -225,6 +236,7 @@ impl Phase {
             8 => Phase::Log,
             9 => Phase::LockWait,
             10 => Phase::LockHeld,
+            11 => Phase::Data,
             _ => return None,
         })
     }
@@ -255,8 +267,25 @@ impl Phase {
             Phase::Log => "log",
             Phase::LockWait => "lock_wait",
             Phase::LockHeld => "lock_held",
+            Phase::Data => "data",
         }
     }
+}
+
+/// The descriptor word of packed parameters: the 4-bit [`ArgType`] code of parameter `i` in bits
+/// `4i..4i+4`, zero nibbles after the last parameter. Usable in constants; fails to compile (or
+/// panics) for more than [`MAX_PARAMS`] types, or for `None` or `Params` among them.
+pub const fn params_desc(types: &[ArgType]) -> u64 {
+    assert!(types.len() <= MAX_PARAMS, "at most 16 log parameters");
+    let mut desc = 0u64;
+    let mut i = 0;
+    while i < types.len() {
+        let code = types[i] as u64;
+        assert!(code != 0 && code != ArgType::Params as u64, "a parameter's type must be a value type");
+        desc |= code << (4 * i);
+        i += 1;
+    }
+    desc
 }
 
 const STATIC_STR_ADDR_BITS: u32 = 48;

@@ -59,6 +59,7 @@ impl PointKind {
             Phase::Instant => PointKind::Event,
             Phase::Counter => PointKind::Counter,
             Phase::Log => PointKind::Log,
+            Phase::Data => PointKind::Data,
             Phase::Begin
             | Phase::End
             | Phase::Complete

@@ -32,6 +32,8 @@ fn callsite(id: u32, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo 
         file: "chrome_tests.rs".into(),
         line: 1,
         name_hash: 0,
+        level: None,
+        dynamic_name: false,
     }
 }
 

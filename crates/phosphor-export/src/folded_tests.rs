@@ -18,6 +18,8 @@ fn callsite(id: u32, name: &str, phase: Phase) -> CallsiteInfo {
         file: "folded_tests.rs".into(),
         line: 1,
         name_hash: 0,
+        level: None,
+        dynamic_name: false,
     }
 }
 

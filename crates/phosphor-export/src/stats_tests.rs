@@ -38,6 +38,8 @@ fn callsite(id: u32, name: &str, phase: Phase) -> CallsiteInfo {
         file: "stats_tests.rs".into(),
         line: id,
         name_hash: 0,
+        level: None,
+        dynamic_name: false,
     }
 }
 

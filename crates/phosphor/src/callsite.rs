@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use phosphor_format::fnv1a64;
-use phosphor_format::{Phase, FIRST_CALLSITE_ID};
+use phosphor_format::{Level, Phase, FIRST_CALLSITE_ID};
 
 use crate::category::CategoryFilter;
 use crate::points::{PointKind, PointSelector};
@@ -59,6 +59,8 @@ pub struct CallsiteMeta {
     /// Whether each event's name is its argument 0, chosen at run time (`dyn` names); `name` is
     /// then the expression's text.
     pub dynamic_name: bool,
+    /// The level of a log callsite (`trace_log!`, whose name is the format string).
+    pub level: Option<Level>,
 }
 
 impl CallsiteMeta {
@@ -81,7 +83,14 @@ impl CallsiteMeta {
             name_hash: fnv1a64(name.as_bytes()),
             kind: PointKind::of_phase(phase),
             dynamic_name: false,
+            level: None,
         }
+    }
+
+    /// The same metadata for a log of `level`.
+    pub const fn with_level(mut self, level: Level) -> CallsiteMeta {
+        self.level = Some(level);
+        self
     }
 
     /// The same metadata for events named at run time by their argument 0.

@@ -40,6 +40,8 @@ impl Trace {
                 file: m.file.into(),
                 line: m.line,
                 name_hash: m.name_hash,
+                level: m.level,
+                dynamic_name: m.dynamic_name,
             })
             .collect();
         w.write_callsites(&callsites)?;

@@ -121,6 +121,16 @@ impl Extents {
     }
 }
 
+/// The byte offset, from the first record, of payload word `word` of the event at record `i`:
+/// words 0 and 1 sit in the slots, later ones at the start of the continuation bytes.
+fn word_offset(i: usize, word: usize) -> usize {
+    if word < 2 {
+        i * RECORD_SIZE + 16 + 8 * word
+    } else {
+        (i + 1) * RECORD_SIZE + 8 * (word - 2)
+    }
+}
+
 /// Encodes a chunk's records for a file into `out` (extents first), replacing each static string
 /// word by `intern(address, length)`. Fails on the first record that does not decode, with its
 /// index.
@@ -159,15 +169,17 @@ pub(crate) fn encode_chunk(
             }
             if let Some(crate::ArgWord::StaticStr { addr, len }) = ev.args[a] {
                 let index = u64::from(intern(addr, len));
-                // Words 0 and 1 sit in the slots; later ones at the start of the continuation bytes.
-                let at = if word < 2 {
-                    i * RECORD_SIZE + 16 + 8 * word
-                } else {
-                    (i + 1) * RECORD_SIZE + 8 * (word - 2)
-                };
-                out[recs + at..recs + at + 8].copy_from_slice(&index.to_le_bytes());
+                out[recs + word_offset(i, word)..][..8].copy_from_slice(&index.to_le_bytes());
             }
             word += 1;
+        }
+        if let Some(p) = ev.params {
+            for (k, w) in p.iter().enumerate() {
+                if let crate::ArgWord::StaticStr { addr, len } = w {
+                    let index = u64::from(intern(addr, len));
+                    out[recs + word_offset(i, p.word_index(k))..][..8].copy_from_slice(&index.to_le_bytes());
+                }
+            }
         }
         i += ev.len;
     }

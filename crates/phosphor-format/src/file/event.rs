@@ -8,7 +8,7 @@
 use super::chunk::Chunk;
 use super::error::{Error, ErrorKind};
 use super::tables::CallsiteInfo;
-use crate::{decode_event, ArgWord, Phase, ID_THREAD_SWITCH, MAX_ARGS};
+use crate::{decode_event, ArgWord, ParamIter, Phase, RawParams, ID_THREAD_SWITCH, MAX_ARGS};
 
 /// An argument value.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -42,10 +42,83 @@ pub struct Event<'a> {
     pub async_id: Option<u64>,
     /// Arguments: name and value.
     pub args: [Option<(&'a str, Value<'a>)>; MAX_ARGS],
+    /// A log's parameters, in order (empty for other events).
+    pub params: Params<'a>,
     /// Whether a string argument was cut when it was recorded.
     pub truncated: bool,
     /// File offset of the event's main record.
     pub offset: u64,
+}
+
+/// A log event's parameters, with static strings resolved through the string table. Compared and
+/// printed as their values.
+#[derive(Clone, Copy)]
+pub struct Params<'a> {
+    raw: Option<RawParams<'a>>,
+    strings: &'a [String],
+}
+
+impl<'a> Params<'a> {
+    /// How many parameters.
+    pub fn len(&self) -> usize {
+        self.raw.map_or(0, |r| r.len())
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The parameters in order.
+    pub fn iter(&self) -> ParamValues<'a> {
+        ParamValues { inner: self.raw.map(|r| r.iter()), strings: self.strings }
+    }
+}
+
+impl PartialEq for Params<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl core::fmt::Debug for Params<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Iterator over a log's parameter values; see [`Params::iter`].
+#[derive(Clone, Debug)]
+pub struct ParamValues<'a> {
+    inner: Option<ParamIter<'a>>,
+    strings: &'a [String],
+}
+
+impl<'a> Iterator for ParamValues<'a> {
+    type Item = Value<'a>;
+
+    fn next(&mut self) -> Option<Value<'a>> {
+        let w = self.inner.as_mut()?.next()?;
+        // `ChunkEvents` checked every static string's index before handing out the event.
+        Some(
+            value(w, |i| usize::try_from(i).ok().and_then(|i| self.strings.get(i)).map(String::as_str))
+                .unwrap_or(Value::Str("")),
+        )
+    }
+}
+
+/// `w` as a value, resolving a static string's table index with `string`.
+fn value<'a>(w: ArgWord<'a>, string: impl FnOnce(u64) -> Option<&'a str>) -> Option<Value<'a>> {
+    Some(match w {
+        ArgWord::I64(v) => Value::I64(v),
+        ArgWord::U64(v) => Value::U64(v),
+        ArgWord::F64(v) => Value::F64(v),
+        ArgWord::Bool(v) => Value::Bool(v),
+        ArgWord::Pointer(v) => Value::Pointer(v),
+        ArgWord::Str(s) => Value::Str(s),
+        // In files the whole word is a string table index (see chunk.rs).
+        ArgWord::StaticStr { addr, len } => Value::Str(string(addr | ((len as u64) << 48))?),
+    })
 }
 
 impl Event<'_> {
@@ -101,26 +174,30 @@ impl<'a> Iterator for ChunkEvents<'a> {
             let Some(cs) = self.chunk.tables.callsites.get(&r.id) else {
                 return self.fail(ErrorKind::UnknownCallsite(r.id), at);
             };
+            let tables = self.chunk.tables;
             let mut args = [None; MAX_ARGS];
             for (i, a) in raw.args.iter().enumerate() {
                 let Some(w) = *a else { continue };
-                let v = match w {
-                    ArgWord::I64(v) => Value::I64(v),
-                    ArgWord::U64(v) => Value::U64(v),
-                    ArgWord::F64(v) => Value::F64(v),
-                    ArgWord::Bool(v) => Value::Bool(v),
-                    ArgWord::Pointer(v) => Value::Pointer(v),
-                    ArgWord::Str(s) => Value::Str(s),
-                    ArgWord::StaticStr { addr, len } => {
-                        // In files the whole word is a string table index (see chunk.rs).
-                        let index = addr | ((len as u64) << 48);
-                        match self.chunk.tables.string(index, 0) {
-                            Ok(s) => Value::Str(s),
-                            Err(e) => return self.fail(e.kind().clone(), at),
-                        }
-                    }
+                let mut missing = 0;
+                let Some(v) = value(w, |index| {
+                    missing = index;
+                    tables.string(index, 0).ok()
+                }) else {
+                    return self
+                        .fail(ErrorKind::UnknownString { index: missing, len: tables.strings.len() }, at);
                 };
                 args[i] = Some((cs.arg_names[i].as_str(), v));
+            }
+            if let Some(p) = raw.params {
+                // Check every static string now, so that iterating the parameters cannot fail.
+                for w in p.iter() {
+                    if let ArgWord::StaticStr { addr, len } = w {
+                        let index = addr | ((len as u64) << 48);
+                        if let Err(e) = tables.string(index, 0) {
+                            return self.fail(e.kind().clone(), at);
+                        }
+                    }
+                }
             }
             let lead = (raw.lead_len > 0).then_some(raw.lead[0]);
             return Some(Ok(Event {
@@ -130,6 +207,7 @@ impl<'a> Iterator for ChunkEvents<'a> {
                 duration: if cs.phase.has_duration() { lead } else { None },
                 async_id: if matches!(cs.phase, Phase::AsyncBegin | Phase::AsyncEnd) { lead } else { None },
                 args,
+                params: Params { raw: raw.params, strings: &tables.strings },
                 truncated: raw.truncated,
                 offset: self.chunk.record_offset(at),
             }));

@@ -18,7 +18,7 @@ pub const FORMAT_MAJOR: u16 = 1;
 
 /// The minor format version this crate writes. Minor versions only add what older readers can
 /// skip (new non-critical block kinds, fields appended to a body).
-pub const FORMAT_MINOR: u16 = 1;
+pub const FORMAT_MINOR: u16 = 2;
 
 /// Bytes of the preamble: magic, major, minor, reserved.
 pub const PREAMBLE_BYTES: usize = 16;
@@ -44,6 +44,8 @@ pub mod kind {
     pub const CHUNK: u32 = 5;
     /// Counters: [`Trailer`](super::Trailer). Always the last block.
     pub const TRAILER: u32 = 6;
+    /// Snapshots of aggregate points (format 1.2): [`Aggregate`](super::Aggregate).
+    pub const AGGREGATES: u32 = 7;
     /// Set on kinds a reader must understand.
     pub const CRITICAL: u32 = 1 << 31;
 
@@ -56,6 +58,7 @@ pub mod kind {
             THREADS => "thread block",
             CHUNK => "chunk block",
             TRAILER => "trailer block",
+            AGGREGATES => "aggregates block",
             _ => "unknown block",
         }
     }

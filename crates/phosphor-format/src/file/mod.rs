@@ -11,6 +11,7 @@
 //!   callsites  callsite definitions, referring to strings
 //!   threads    thread names
 //!   chunk      extents (tid, seq, counts, first/last timestamp), then the 32-byte records
+//!   aggregates snapshots of sums and histograms (1.2)
 //!   trailer    recorded and dropped counters (last)
 //! ```
 //!
@@ -24,6 +25,7 @@
 //! * [`Chunk::events`] decodes a chunk's events into [`Event`]s with callsites and strings resolved.
 //! * [`Error`] names the byte offset of every problem; its [`ErrorKind`] says what it was.
 
+mod aggregates;
 mod bytes;
 mod chunk;
 mod error;
@@ -34,13 +36,14 @@ mod tables;
 mod writer;
 
 pub use crate::clock::{ClockInfo, ClockKind};
+pub use aggregates::{Aggregate, AggregateKind};
 pub use chunk::{Chunk, Extents, EXTENTS_BYTES, SEQ_STREAM_SHIFT};
 pub use error::{Error, ErrorKind};
-pub use event::{ChunkEvents, Event, Value};
+pub use event::{ChunkEvents, Event, ParamValues, Params, Value};
 pub use header::{
     kind, DropCounts, Header, Trailer, BLOCK_HEADER_BYTES, FORMAT_MAJOR, FORMAT_MINOR, MAGIC,
     MAX_BLOCK_BYTES, PREAMBLE_BYTES,
 };
 pub use reader::{Block, Reader};
-pub use tables::CallsiteInfo;
+pub use tables::{CallsiteInfo, CALLSITE_NAME_FROM_ARG0};
 pub use writer::Writer;

@@ -48,6 +48,11 @@ pub enum Block<'a> {
     },
     /// A chunk of records.
     Chunk(Chunk<'a>),
+    /// Aggregate snapshots (format 1.2), appended to [`Reader::aggregates`].
+    Aggregates {
+        /// Snapshots in this block.
+        count: u32,
+    },
     /// The trailer; the file ends here.
     Trailer(&'a Trailer),
     /// A block of a kind this reader does not know, skipped.
@@ -65,6 +70,7 @@ enum Found {
     Callsites(u32),
     Threads(u32),
     Chunk { extents: Extents, offset: u64 },
+    Aggregates(u32),
     Trailer,
     Unknown { kind: u32, len: u32 },
 }
@@ -80,6 +86,7 @@ pub struct Reader<R: Read> {
     header: Header,
     tables: Tables,
     trailer: Option<Trailer>,
+    aggregates: Vec<super::aggregates::Aggregate>,
     body: Vec<u8>,
     records: Vec<Record>,
     done: bool,
@@ -142,6 +149,7 @@ impl<R: Read> Reader<R> {
             },
             tables: Tables::default(),
             trailer: None,
+            aggregates: Vec::new(),
             body: Vec::new(),
             records: Vec::new(),
             done: false,
@@ -195,6 +203,12 @@ impl<R: Read> Reader<R> {
         self.tables.threads.iter().map(|(t, n)| (*t, n.as_str()))
     }
 
+    /// Every aggregate snapshot read so far (aggregates blocks usually come just before the
+    /// trailer).
+    pub fn aggregates(&self) -> &[super::aggregates::Aggregate] {
+        &self.aggregates
+    }
+
     /// The string table read so far.
     pub fn strings(&self) -> &[String] {
         &self.tables.strings
@@ -207,6 +221,7 @@ impl<R: Read> Reader<R> {
             Found::Strings { first, count } => Block::Strings { first, count },
             Found::Callsites(count) => Block::Callsites { count },
             Found::Threads(count) => Block::Threads { count },
+            Found::Aggregates(count) => Block::Aggregates { count },
             Found::Chunk { extents, offset } => Block::Chunk(self.chunk(extents, offset)),
             Found::Trailer => Block::Trailer(self.trailer.as_ref().expect("just read")),
             Found::Unknown { kind, len } => Block::Unknown { kind, len },
@@ -278,6 +293,12 @@ impl<R: Read> Reader<R> {
                 }));
                 Found::Chunk { extents, offset: start }
             }
+            kind::AGGREGATES => Found::Aggregates(super::aggregates::decode(
+                &self.body,
+                base,
+                &self.tables,
+                &mut self.aggregates,
+            )?),
             kind::TRAILER => {
                 self.trailer = Some(Trailer::decode(&self.body, base)?);
                 Found::Trailer

@@ -10,7 +10,7 @@
 //! ```text
 //! strings block:   count u32, then count × (len u32, UTF-8 bytes)
 //! callsite block:  count u32, entry_size u32 (40 in v1), then count entries:
-//!                    id u32, phase u8, 3 reserved bytes, line u32, category u32, name u32,
+//!                    id u32, phase u8, level u8 (1.2), flags u8 (1.2), reserved u8, line u32, category u32, name u32,
 //!                    arg name 0 u32, arg name 1 u32, file u32 (string indices), name_hash u64
 //! thread block:    count u32, entry_size u32 (8 in v1), then count × (tid u32, name u32)
 //! ```
@@ -23,7 +23,11 @@ use rustc_hash::FxHashMap;
 
 use super::bytes::Body;
 use super::error::{Error, ErrorKind};
-use crate::{Phase, FIRST_CALLSITE_ID};
+use crate::{Level, Phase, FIRST_CALLSITE_ID};
+
+/// Callsite flag (entry byte 6, format 1.2): each event's name is the string value of its
+/// argument 0, chosen at run time.
+pub const CALLSITE_NAME_FROM_ARG0: u8 = 1;
 
 /// Bytes of a v1 callsite entry.
 pub(crate) const CALLSITE_ENTRY_BYTES: usize = 40;
@@ -49,6 +53,12 @@ pub struct CallsiteInfo {
     pub line: u32,
     /// FNV-1a 64 hash of the name, as recorded.
     pub name_hash: u64,
+    /// The level of a log callsite (whose `name` is the format string); `None` for other kinds.
+    pub level: Option<Level>,
+    /// Whether each event's name is its argument 0, chosen at run time; `name` is then only a
+    /// description of the callsite (the expression's text), and tools don't show argument 0 as an
+    /// argument.
+    pub dynamic_name: bool,
 }
 
 /// The tables read so far.
@@ -125,7 +135,19 @@ impl Tables {
             let code = b.u8()?;
             let phase = Phase::from_code(code)
                 .ok_or_else(|| Error::malformed(what, format!("unknown phase code {code}"), at + 4))?;
-            b.take(3)?;
+            let level_code = b.u8()?;
+            let level =
+                match level_code {
+                    0 => None,
+                    c => Some(Level::from_code(c).ok_or_else(|| {
+                        Error::malformed(what, format!("unknown log level code {c}"), at + 5)
+                    })?),
+                };
+            let flags = b.u8()?;
+            if flags & !CALLSITE_NAME_FROM_ARG0 != 0 {
+                return Err(Error::malformed(what, format!("unknown callsite flags {flags:#x}"), at + 6));
+            }
+            b.take(1)?;
             let line = b.u32()?;
             let category = self.string_field(&mut b)?;
             let name = self.string_field(&mut b)?;
@@ -133,8 +155,22 @@ impl Tables {
             let file = self.string_field(&mut b)?;
             let name_hash = b.u64()?;
             b.take(size - CALLSITE_ENTRY_BYTES)?;
-            self.callsites
-                .insert(id, CallsiteInfo { id, category, name, phase, arg_names, file, line, name_hash });
+            let dynamic_name = flags & CALLSITE_NAME_FROM_ARG0 != 0;
+            self.callsites.insert(
+                id,
+                CallsiteInfo {
+                    id,
+                    category,
+                    name,
+                    phase,
+                    arg_names,
+                    file,
+                    line,
+                    name_hash,
+                    level,
+                    dynamic_name,
+                },
+            );
         }
         Ok(count)
     }

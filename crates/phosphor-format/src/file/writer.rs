@@ -121,7 +121,8 @@ impl<W: Write> Writer<W> {
                 ));
             }
             entries.extend_from_slice(&c.id.to_le_bytes());
-            entries.extend_from_slice(&[c.phase as u8, 0, 0, 0]);
+            let flags = if c.dynamic_name { super::tables::CALLSITE_NAME_FROM_ARG0 } else { 0 };
+            entries.extend_from_slice(&[c.phase as u8, c.level.map_or(0, |l| l as u8), flags, 0]);
             entries.extend_from_slice(&c.line.to_le_bytes());
             for s in [&c.category, &c.name, &c.arg_names[0], &c.arg_names[1], &c.file] {
                 let i = self.intern(s);
@@ -138,6 +139,17 @@ impl<W: Write> Writer<W> {
             self.table_block(kind::CALLSITES, count, CALLSITE_ENTRY_BYTES, &mut entries)?;
         }
         Ok(())
+    }
+
+    /// Writes snapshots of aggregate points (format 1.2). Their callsites must be written first.
+    pub fn write_aggregates(&mut self, aggregates: &[super::aggregates::Aggregate]) -> Result<(), Error> {
+        if aggregates.is_empty() {
+            return Ok(());
+        }
+        self.flush_strings()?;
+        self.block.clear();
+        super::aggregates::encode(aggregates, &mut self.block);
+        self.write_block(kind::AGGREGATES)
     }
 
     /// Names threads.

@@ -93,7 +93,7 @@ fn a_newer_minor_version_with_an_unknown_block_still_reads() {
     let got = read_all(&newer);
     assert!(got.error.is_none(), "{:?}", got.error);
     assert!(got.trailer);
-    assert_eq!(got.chunks.len(), 4);
+    assert_eq!(got.chunks.len(), 5);
     let mut r = Reader::new(&newer[..]).unwrap();
     assert_eq!(r.version(), (1, 7));
     let mut unknown = Vec::new();
@@ -179,4 +179,57 @@ fn a_file_that_does_not_start_with_the_header_block_is_refused() {
     let mut bad = file[..PREAMBLE_BYTES].to_vec();
     bad.extend_from_slice(&file[at..]);
     assert_eq!(error_kind(&bad), (ErrorKind::MissingHeader { found: kind::STRINGS }, PREAMBLE_BYTES as u64));
+}
+
+/// The golden file's bytes, the offset of its first callsite entry, and that of its aggregates
+/// block.
+fn golden_offsets() -> (Vec<u8>, usize, usize) {
+    let file = golden_v1();
+    let b = blocks(&file);
+    let callsites = b.iter().find(|x| x.1 == kind::CALLSITES).unwrap().0 + 8 + 8;
+    let aggregates = b.iter().find(|x| x.1 == kind::AGGREGATES).unwrap().0;
+    (file, callsites, aggregates)
+}
+
+#[test]
+fn an_unknown_log_level_or_callsite_flag_is_malformed_at_its_byte() {
+    let (file, entry, _) = golden_offsets();
+    let mut bad = file.clone();
+    bad[entry + 5] = 9;
+    let (k, offset) = error_kind(&bad);
+    assert!(matches!(&k, ErrorKind::Malformed { what: "callsite block", .. }), "{k:?}");
+    assert!(k.to_string().contains("level code 9"), "{k}");
+    assert_eq!(offset, entry as u64 + 5);
+    let mut bad = file.clone();
+    bad[entry + 6] = 0x4;
+    let (k, offset) = error_kind(&bad);
+    assert!(k.to_string().contains("flags 0x4"), "{k}");
+    assert_eq!(offset, entry as u64 + 6);
+}
+
+#[test]
+fn a_bad_aggregates_block_is_an_error_at_the_entry() {
+    let (file, _, at) = golden_offsets();
+    let body = at + 8;
+    // Entry 0: callsite u32 at body+4, kind u8 at body+8.
+    let mut bad = file.clone();
+    bad[body + 4..body + 8].copy_from_slice(&999u32.to_le_bytes());
+    assert_eq!(error_kind(&bad), (ErrorKind::UnknownCallsite(999), body as u64 + 4));
+    let mut bad = file.clone();
+    bad[body + 8] = 3;
+    let (k, offset) = error_kind(&bad);
+    assert!(k.to_string().contains("unknown aggregate kind 3"), "{k}");
+    assert_eq!(offset, body as u64 + 8);
+    // Entry 1 (the histogram) starts after entry 0's 24 bytes; its count is at +8.
+    let hist = body + 4 + 24;
+    let mut bad = file.clone();
+    bad[hist + 8] = 6;
+    let (k, _) = error_kind(&bad);
+    assert!(k.to_string().contains("add up to 5, not the count 6"), "{k}");
+    // The bucket count (after count, sum, min, max) claims more than the block holds.
+    let mut bad = file.clone();
+    bad[hist + 40..hist + 44].copy_from_slice(&u32::MAX.to_le_bytes());
+    let (k, offset) = error_kind(&bad);
+    assert!(k.to_string().contains("buckets do not fit"), "{k}");
+    assert_eq!(offset, hist as u64 + 40);
 }

@@ -7,20 +7,27 @@
 //!   number to the stream). To regenerate it (only if it must change), run
 //!   `cargo test -p phosphor-format --test it -- --ignored regenerate_the_v1_1_golden_file`.
 //!
-//! Every later reader must still read both: the `reads_back_exactly` tests stay as they are when
-//! the format moves on. `the_writer_reproduces_the_v1_1_golden_file_byte_for_byte` pins the
+//! * `tests/data/golden-v1.2.phtrace` is version 1.2, written by [`golden_v1`] now: the 1.1
+//!   content plus a chunk of 1.2 events (a log with packed parameters, a data value, an event
+//!   named at run time), a log callsite with a level, and an aggregates block. Regenerate it the
+//!   same way with `regenerate_the_v1_2_golden_file`.
+//!
+//! Every later reader must still read them all: the `reads_back` tests stay as they are when
+//! the format moves on. `the_writer_reproduces_the_v1_2_golden_file_byte_for_byte` pins the
 //! writer and moves to the next golden file when the writer's version changes.
 
 use phosphor_format::file::{
-    CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Trailer, Value, Writer, SEQ_STREAM_SHIFT,
+    Aggregate, AggregateKind, CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Trailer, Value,
+    Writer, SEQ_STREAM_SHIFT,
 };
-use phosphor_format::{pack_static_str, ArgType, Meta, Phase, Record, ID_THREAD_SWITCH};
+use phosphor_format::{pack_static_str, params_desc, ArgType, Level, Meta, Phase, Record, ID_THREAD_SWITCH};
 
 use crate::support::event;
 
 const GOLDEN: &[u8] = include_bytes!("../data/golden-v1.phtrace");
 const GOLDEN_1_1: &[u8] = include_bytes!("../data/golden-v1.1.phtrace");
-const GOLDEN_1_1_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.1.phtrace");
+const GOLDEN_1_2: &[u8] = include_bytes!("../data/golden-v1.2.phtrace");
+const GOLDEN_1_2_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.2.phtrace");
 
 fn fnv1a64(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
@@ -36,6 +43,8 @@ fn callsite(id: u32, category: &str, name: &str, phase: Phase, args: [&str; 2], 
         file: "src/golden.rs".into(),
         line,
         name_hash: fnv1a64(name),
+        level: None,
+        dynamic_name: false,
     }
 }
 
@@ -53,6 +62,41 @@ fn callsites() -> Vec<CallsiteInfo> {
     ]
 }
 
+/// The callsites of the 1.2 golden file: the 1.1 ones and those of 1.2's additions.
+fn callsites_v1_2() -> Vec<CallsiteInfo> {
+    let mut all = callsites();
+    let mut log = callsite(25, "net", "user {} from {} took {:.1} ms ({})", Phase::Log, ["", ""], 20);
+    log.level = Some(Level::Warn);
+    let mut named = callsite(27, "io", "op_name()", Phase::Instant, ["name", "bytes"], 22);
+    named.dynamic_name = true;
+    all.extend([
+        log,
+        callsite(26, "mem", "queue_depth", Phase::Data, ["value", ""], 21),
+        named,
+        callsite(28, "net", "bytes_sent", Phase::Counter, ["", ""], 23),
+        callsite(29, "net", "latency_ns", Phase::Counter, ["", ""], 24),
+    ]);
+    all
+}
+
+fn golden_aggregates() -> Vec<Aggregate> {
+    vec![
+        Aggregate { callsite: 28, kind: AggregateKind::Sum { count: 3, sum: -12 } },
+        Aggregate {
+            callsite: 29,
+            kind: AggregateKind::Histogram {
+                count: 5,
+                sum: 1_000,
+                min: 3,
+                max: 900,
+                buckets: vec![(3, 1), (40, 3), (77, 1)],
+            },
+        },
+    ]
+}
+
+const HOST: &str = "host-17.example";
+
 const STATIC_ONE: (usize, &str) = (0x1000, "static-one");
 const STATIC_TWO: (usize, &str) = (0x2000, "static-two");
 const URL: &str = "http://example/ünï";
@@ -69,9 +113,10 @@ fn resolve(addr: u64, len: usize) -> &'static str {
     }
 }
 
-/// Writes the v1.1 golden trace: three chunks of two threads (a thread switch inside the first, a
+/// Writes the v1.2 golden trace: three chunks of two threads (a thread switch inside the first, a
 /// sequence gap on thread 101), every phase and argument type, continuation records and drops (all
-/// as in the 1.0 golden file), then a chunk of pool tenant 1's writer stream, started by thread 102.
+/// as in the 1.0 golden file), then a chunk of pool tenant 1's writer stream, started by thread 102
+/// (as in 1.1), then a chunk of 1.2 events and an aggregates block.
 pub fn golden_v1() -> Vec<u8> {
     use ArgType::*;
     let header = Header {
@@ -87,7 +132,7 @@ pub fn golden_v1() -> Vec<u8> {
         process_name: "golden".into(),
     };
     let mut w = Writer::new(Vec::new(), &header).unwrap();
-    w.write_callsites(&callsites()).unwrap();
+    w.write_callsites(&callsites_v1_2()).unwrap();
     w.write_thread_names([(101, "main"), (102, "worker-1")]).unwrap();
 
     let mut a: Vec<Record> = Vec::new();
@@ -113,6 +158,17 @@ pub fn golden_v1() -> Vec<u8> {
     let d = event(4000, 16, Meta::new(0, I64, U64), &[3, 4], &[]);
     w.write_chunk(102, 1 << SEQ_STREAM_SHIFT, &d, resolve).unwrap();
 
+    // 1.2: a warn log with four packed parameters (an int, a dynamic string, a float, a static
+    // string), a data value, and an event named at run time by a static string.
+    let mut e: Vec<Record> = Vec::new();
+    let desc = params_desc(&[U64, DynStr, F64, StaticStr]);
+    let words = [desc, 42, HOST.len() as u64, 12.25f64.to_bits(), static_word(STATIC_TWO)];
+    e.extend(event(5000, 25, Meta::new(0, Params, None), &words, &[HOST.as_bytes()]));
+    e.extend(event(5100, 26, Meta::new(0, U64, None), &[17], &[]));
+    e.extend(event(5200, 27, Meta::new(0, StaticStr, U64), &[static_word(STATIC_ONE), 4096], &[]));
+    w.write_chunk(101, 3, &e, resolve).unwrap();
+    w.write_aggregates(&golden_aggregates()).unwrap();
+
     w.finish(&golden_trailer()).unwrap()
 }
 
@@ -128,14 +184,65 @@ fn golden_trailer() -> Trailer {
 }
 
 #[test]
-#[ignore = "writes tests/data/golden-v1.1.phtrace; run by hand only"]
-fn regenerate_the_v1_1_golden_file() {
-    std::fs::write(GOLDEN_1_1_PATH, golden_v1()).unwrap();
+#[ignore = "writes tests/data/golden-v1.2.phtrace; run by hand only"]
+fn regenerate_the_v1_2_golden_file() {
+    std::fs::write(GOLDEN_1_2_PATH, golden_v1()).unwrap();
 }
 
 #[test]
-fn the_writer_reproduces_the_v1_1_golden_file_byte_for_byte() {
-    assert!(golden_v1() == GOLDEN_1_1, "the writer's output differs from {GOLDEN_1_1_PATH}");
+fn the_writer_reproduces_the_v1_2_golden_file_byte_for_byte() {
+    assert!(golden_v1() == GOLDEN_1_2, "the writer's output differs from {GOLDEN_1_2_PATH}");
+}
+
+#[test]
+fn the_v1_2_golden_file_reads_back_the_1_1_content_then_logs_data_dynamic_names_and_aggregates() {
+    let mut r = Reader::new(GOLDEN_1_2).unwrap();
+    assert_eq!(r.version(), (1, 2));
+    let mut old = Reader::new(GOLDEN_1_1).unwrap();
+    while let Some(want) = old.next_chunk().unwrap() {
+        let (want_extents, want_events): (_, Vec<_>) =
+            (want.extents, want.events().map(Result::unwrap).collect());
+        let got = r.next_chunk().unwrap().expect("as many chunks as in 1.1");
+        assert_eq!(got.extents, want_extents);
+        let got_events: Vec<_> = got.events().map(Result::unwrap).collect();
+        assert_eq!(got_events.len(), want_events.len());
+        for (g, w) in got_events.iter().zip(&want_events) {
+            assert_eq!(
+                (g.tid, g.ts, g.callsite, g.args, g.params),
+                (w.tid, w.ts, w.callsite, w.args, w.params)
+            );
+        }
+    }
+    let chunk = r.next_chunk().unwrap().expect("the 1.2 chunk");
+    let events: Vec<_> = chunk.events().map(Result::unwrap).collect();
+    assert_eq!(events.len(), 3);
+    let log = &events[0];
+    assert_eq!(
+        (log.callsite.level, log.callsite.name.as_str()),
+        (Some(Level::Warn), "user {} from {} took {:.1} ms ({})")
+    );
+    assert_eq!(log.args, [None, None]);
+    let params: Vec<Value<'_>> = log.params.iter().collect();
+    assert_eq!(params, [Value::U64(42), Value::Str(HOST), Value::F64(12.25), Value::Str("static-two")]);
+    assert_eq!(log.params.len(), 4);
+    let data = &events[1];
+    assert_eq!(
+        (data.phase(), data.arg("value"), data.params.is_empty()),
+        (Phase::Data, Some(Value::U64(17)), true)
+    );
+    let named = &events[2];
+    assert!(named.callsite.dynamic_name);
+    assert_eq!(
+        (named.arg("name"), named.arg("bytes")),
+        (Some(Value::Str("static-one")), Some(Value::U64(4096)))
+    );
+    assert!(r.next_chunk().unwrap().is_none());
+    assert_eq!(r.aggregates(), golden_aggregates());
+    let mut cs: Vec<CallsiteInfo> = r.callsites().cloned().collect();
+    cs.sort_by_key(|c| c.id);
+    assert_eq!(cs, callsites_v1_2());
+    assert_eq!(r.trailer(), Some(&golden_trailer()));
+    assert_eq!(r.offset(), GOLDEN_1_2.len() as u64);
 }
 
 #[test]

@@ -13,6 +13,12 @@ use phosphor_format::{pack_static_str, ArgType, MAX_DYN_STR_BYTES};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Static(pub &'static str);
 
+impl std::fmt::Display for Static {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.0)
+    }
+}
+
 /// A static string paired with its FNV-1a 64 hash, computed at compile time (Palanteer's
 /// `plString_t`).
 ///
@@ -50,6 +56,12 @@ impl PString {
     /// Its FNV-1a 64 hash: the string's id across processes.
     pub const fn hash(&self) -> u64 {
         self.hash
+    }
+}
+
+impl std::fmt::Display for PString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.s)
     }
 }
 

@@ -231,9 +231,22 @@ pub(crate) struct Rule {
     pub(crate) enable: bool,
 }
 
+/// What a running trace records: its categories, and its most verbose log level.
+#[derive(Clone, Debug)]
+pub(crate) struct SlotFilter {
+    pub(crate) categories: Arc<CategoryFilter>,
+    pub(crate) max_level: Level,
+}
+
+impl SlotFilter {
+    fn takes(&self, meta: &CallsiteMeta) -> bool {
+        self.categories.matches(meta.category) && meta.level.is_none_or(|l| l <= self.max_level)
+    }
+}
+
 struct Registry {
     callsites: Vec<&'static Callsite>,
-    filters: [Option<Arc<CategoryFilter>>; MAX_LOGS],
+    filters: [Option<SlotFilter>; MAX_LOGS],
     rules: Vec<Rule>,
     /// Points created at run time, by (category, name, phase): creating one twice returns the first.
     dynamic: BTreeMap<(String, String, u8), &'static Callsite>,
@@ -268,7 +281,7 @@ impl Registry {
         }
         let mut mask = 0;
         for (slot, f) in self.filters.iter().enumerate() {
-            if f.as_ref().is_some_and(|f| f.matches(cs.meta.category)) {
+            if f.as_ref().is_some_and(|f| f.takes(&cs.meta)) {
                 mask |= 1 << slot;
             }
         }
@@ -330,8 +343,8 @@ pub(crate) fn register(cs: &'static Callsite) -> u64 {
     registry().register(cs)
 }
 
-/// Enables `filter`'s categories for `slot` on every callsite, present and future.
-pub(crate) fn enable_slot(slot: u32, filter: Arc<CategoryFilter>) {
+/// Enables what `filter` takes for `slot` on every callsite, present and future.
+pub(crate) fn enable_slot(slot: u32, filter: SlotFilter) {
     let mut reg = registry();
     reg.filters[slot as usize] = Some(filter);
     reg.refresh();

@@ -101,6 +101,7 @@ pub struct TraceConfig {
     pub(crate) mode: BufferMode,
     pub(crate) buffer_size: usize,
     pub(crate) categories: CategoryFilter,
+    pub(crate) log_level: phosphor_format::Level,
     pub(crate) on_stop: Option<StopCallback>,
 }
 
@@ -111,6 +112,7 @@ impl std::fmt::Debug for TraceConfig {
             .field("mode", &self.mode)
             .field("buffer_size", &self.buffer_size)
             .field("categories", &self.categories)
+            .field("log_level", &self.log_level)
             .field("on_stop", &self.on_stop.is_some())
             .finish()
     }
@@ -121,7 +123,22 @@ impl TraceConfig {
     /// A trace in `mode` using `buffer_size` bytes (rounded down to whole 4 KiB chunks), with every
     /// category enabled.
     pub fn new(mode: BufferMode, buffer_size: usize) -> Self {
-        TraceConfig { mode, buffer_size, categories: CategoryFilter::default(), on_stop: None }
+        TraceConfig {
+            mode,
+            buffer_size,
+            categories: CategoryFilter::default(),
+            log_level: phosphor_format::Level::Trace,
+            on_stop: None,
+        }
+    }
+
+    /// Records logs (`trace_log!`) of `level` and more severe only; the default records every
+    /// level. Like the category filter, this is applied to each callsite's cached enabled bits,
+    /// so a filtered-out log costs what a disabled category costs. Levels compiled out with the
+    /// `max-level-*` features are never recorded, whatever this says.
+    pub fn log_level(mut self, level: phosphor_format::Level) -> Self {
+        self.log_level = level;
+        self
     }
 
     /// Sets the category filter, e.g. `"net*,-net.verbose"` (see `CategoryFilter`).

@@ -144,17 +144,17 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     } else {
         let (sa, ta) = a.bytes();
         let (sb, tb) = b.bytes();
-        emit_multi(log, id, meta.with_truncated(meta.truncated() || ta || tb), stamp, &words[..k], [sa, sb]);
+        emit_multi(log, id, meta.with_truncated(meta.truncated() || ta || tb), stamp, &words[..k], &[sa, sb]);
     }
 }
 
 /// The fill of a one-record event.
 #[derive(Clone, Copy)]
-struct OneRecord<S> {
-    stamp: S,
-    id: u32,
-    meta: Meta,
-    words: [u64; 2],
+pub(crate) struct OneRecord<S> {
+    pub(crate) stamp: S,
+    pub(crate) id: u32,
+    pub(crate) meta: Meta,
+    pub(crate) words: [u64; 2],
 }
 
 impl<S: Stamp> Fill for OneRecord<S> {
@@ -175,9 +175,16 @@ const _: () = assert!(
 
 /// Records an event that needs continuation records.
 #[inline(never)]
-fn emit_multi<S: Stamp>(log: &TraceLog, id: u32, meta: Meta, stamp: S, words: &[u64], strs: [&[u8]; 2]) {
+pub(crate) fn emit_multi<S: Stamp>(
+    log: &TraceLog,
+    id: u32,
+    meta: Meta,
+    stamp: S,
+    words: &[u64],
+    strs: &[&[u8]],
+) {
     let extra = words.get(2..).unwrap_or(&[]);
-    let cont = continuation_records(extra.len(), strs[0].len() + strs[1].len());
+    let cont = continuation_records(extra.len(), strs.iter().map(|s| s.len()).sum());
     let meta = meta.with_continuation(cont as u32);
     let mut slots = [0u64; 2];
     for (s, w) in slots.iter_mut().zip(words) {
@@ -190,7 +197,7 @@ fn emit_multi<S: Stamp>(log: &TraceLog, id: u32, meta: Meta, stamp: S, words: &[
         unsafe { (*dst).write(Record::new(ts, id, meta, slots)) };
         // SAFETY: as above; the slots after the first are `cont` long and not aliased.
         let rest: &mut [MaybeUninit<Record>] = unsafe { std::slice::from_raw_parts_mut(dst.add(1), cont) };
-        encode_continuation(extra, &strs, rest);
+        encode_continuation(extra, strs, rest);
     });
 }
 

@@ -53,6 +53,8 @@ mod error;
 mod group;
 mod intern;
 #[cfg(not(loom))]
+mod logs;
+#[cfg(not(loom))]
 mod macros;
 #[cfg(not(loom))]
 pub mod points;
@@ -82,16 +84,18 @@ pub use config::{BufferMode, ThreadPolicy, TraceLogConfig, MAX_POOL_TENANTS};
 #[cfg(not(loom))]
 pub use config::{StopCallback, TraceConfig};
 pub use error::{Error, ErrorKind};
+#[cfg(not(loom))]
+pub use logs::{LogParams, MAX_LOG_STR_BYTES, STATIC_MAX_LEVEL};
 /// The byte layout and the trace file reader and writer (`format::file`), re-exported so that
 /// `Trace::save`'s errors and saved files can be handled without a second dependency.
 pub use phosphor_format as format;
-pub use phosphor_format::Phase;
+pub use phosphor_format::{Level, Phase};
 #[cfg(not(loom))]
 pub use stats::{Drops, Stats};
 #[cfg(not(loom))]
 pub use thread::{current_thread_id, set_thread_name};
 #[cfg(not(loom))]
-pub use trace::{ArgValue, ChunkView, Event, Events, Trace, TraceError};
+pub use trace::{ArgValue, ChunkView, Event, Events, LogParamValues, Trace, TraceError};
 #[cfg(not(loom))]
 pub use trace_log::TraceLog;
 
@@ -128,6 +132,7 @@ pub mod __macro_support {
     pub use crate::callsite::CALLSITES;
     pub use crate::callsite::{Callsite, CallsiteMeta};
     pub use crate::emit::{check, emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp};
+    pub use crate::logs::emit_log;
 
     /// The name of a `dyn`-named event as its argument 0.
     #[inline(always)]

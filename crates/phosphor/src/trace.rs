@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use phosphor_format::{
-    decode_event, ArgWord, DecodeError, Phase, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH,
+    decode_event, ArgWord, DecodeError, Phase, RawParams, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH,
 };
 
 use crate::buffer::TraceBuffer;
@@ -60,8 +60,33 @@ pub struct Event<'a> {
     pub async_id: Option<u64>,
     /// Arguments: name and value.
     pub args: [Option<(&'static str, ArgValue<'a>)>; 2],
+    /// A log's parameters (`trace_log!`), in order; empty for other events.
+    pub params: LogParamValues<'a>,
     /// Whether a string argument was cut.
     pub truncated: bool,
+}
+
+/// The parameters of a log event, decoded on demand.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct LogParamValues<'a> {
+    raw: Option<RawParams<'a>>,
+}
+
+impl<'a> LogParamValues<'a> {
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.raw.map_or(0, |r| r.len())
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values in order.
+    pub fn iter(&self) -> impl Iterator<Item = ArgValue<'a>> + 'a {
+        self.raw.into_iter().flat_map(|r| r.iter()).map(value)
+    }
 }
 
 impl Event<'_> {
@@ -219,6 +244,7 @@ impl<'a> Iterator for Events<'a> {
                 duration: if meta.phase.has_duration() { lead } else { None },
                 async_id: if matches!(meta.phase, Phase::AsyncBegin | Phase::AsyncEnd) { lead } else { None },
                 args,
+                params: LogParamValues { raw: raw.params },
                 truncated: raw.truncated,
             }));
         }

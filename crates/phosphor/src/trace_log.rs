@@ -177,7 +177,10 @@ impl TraceLog {
         // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
         // initialised chunk headers.
         self.core.buffer.store(buffer, Ordering::Release);
-        let filter = Arc::new(config.categories.clone());
+        let filter = callsite::SlotFilter {
+            categories: Arc::new(config.categories.clone()),
+            max_level: config.log_level,
+        };
         c.running = Some(Running { config, buffer: OwnedBuffer(buffer) });
         // Relaxed: a status flag for `is_enabled`.
         self.enabled.store(true, Ordering::Relaxed);

@@ -11,6 +11,7 @@ mod config;
 mod events;
 mod groups;
 mod lifecycle;
+mod logs;
 mod points;
 mod reentrancy;
 mod smoke;

@@ -1,0 +1,199 @@
+//! Deferred-format logs (Palanteer): `trace_log!` records its callsite (whose name is the format
+//! string), and its parameters packed into the event; only the tools format the message.
+//!
+//! # How parameters are packed
+//!
+//! The parameters are a tuple of [`Arg`]s. [`LogParams`] turns it into the words of format 1.2's
+//! packed parameters: a descriptor (each parameter's `ArgType` in 4 bits, a constant per callsite),
+//! one word per parameter, then the bytes of the dynamic strings. A log with one scalar parameter
+//! fits in one record; anything longer takes the out-of-line multi-record path. Dynamic strings
+//! are cut at [`MAX_LOG_STR_BYTES`] in all (each also at `MAX_DYN_STR_BYTES`), so the largest log
+//! still fits in one chunk, and a cut sets the event's truncated flag.
+//!
+//! # Levels
+//!
+//! A level is filtered twice. At compile time, the `max-level-*` features of this crate remove
+//! the callsites of more verbose levels altogether (their tokens are dropped, as for a disabled
+//! group). At run time, [`TraceConfig::log_level`](crate::TraceConfig::log_level) clears the
+//! enabled bits of more verbose callsites, so they cost what a disabled category costs.
+
+use phosphor_format::{ArgType, Level, Meta, MAX_DYN_STR_BYTES, MAX_PARAMS};
+
+use crate::arg::Arg;
+use crate::callsite::Callsite;
+use crate::emit::{emit_multi, Now, OneRecord};
+use crate::TraceLog;
+
+/// The most bytes of dynamic-string parameters one log keeps (the rest is cut, and flagged).
+pub const MAX_LOG_STR_BYTES: usize = 2048;
+
+// The largest log (every parameter a word, and the string budget) fits in one chunk.
+const _: () = assert!(
+    phosphor_format::continuation_records(MAX_PARAMS + 1, MAX_LOG_STR_BYTES)
+        < phosphor_format::chunk::CHUNK_RECORDS
+);
+
+/// The most verbose level compiled in, from the `max-level-*` features (`None`: logs are
+/// compiled out altogether).
+pub const STATIC_MAX_LEVEL: Option<Level> = if cfg!(feature = "max-level-off") {
+    None
+} else if cfg!(feature = "max-level-error") {
+    Some(Level::Error)
+} else if cfg!(feature = "max-level-warn") {
+    Some(Level::Warn)
+} else if cfg!(feature = "max-level-info") {
+    Some(Level::Info)
+} else if cfg!(feature = "max-level-debug") {
+    Some(Level::Debug)
+} else {
+    Some(Level::Trace)
+};
+
+/// One parameter, as the packer sees it.
+#[derive(Clone, Copy, Debug)]
+#[doc(hidden)]
+pub struct Param<'a> {
+    ty: ArgType,
+    word: u64,
+    bytes: &'a [u8],
+    cut: bool,
+}
+
+impl<'a> Param<'a> {
+    #[inline(always)]
+    fn of<A: Arg>(a: &'a A) -> Param<'a> {
+        let (bytes, cut) = a.bytes();
+        Param { ty: A::TYPE, word: a.word(), bytes, cut: cut || a.word_truncated() }
+    }
+}
+
+/// A tuple of log parameters: `()` to 16 [`Arg`]s. Sealed, like `Arg`.
+pub trait LogParams: crate::arg::private::Sealed {
+    /// How many.
+    const COUNT: usize;
+    /// The descriptor word (a constant).
+    const DESC: u64;
+    /// Whether a parameter is a dynamic string.
+    const DYNAMIC: bool;
+    /// Records the parameters as the packed parameters of an event of `cs`.
+    #[doc(hidden)]
+    fn emit(&self, log: &TraceLog, id: u32);
+}
+
+macro_rules! log_params {
+    ($n:expr; $($t:ident $i:tt),*) => {
+        impl<$($t: Arg),*> crate::arg::private::Sealed for ($($t,)*) {}
+        impl<$($t: Arg),*> LogParams for ($($t,)*) {
+            const COUNT: usize = $n;
+            const DESC: u64 = phosphor_format::params_desc(&[$($t::TYPE),*]);
+            const DYNAMIC: bool = false $(|| matches!($t::TYPE, ArgType::DynStr))*;
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn emit(&self, log: &TraceLog, id: u32) {
+                let params: [Param<'_>; $n] = [$(Param::of(&self.$i)),*];
+                emit_params(log, id, Self::DESC, Self::DYNAMIC, &params);
+            }
+        }
+    };
+}
+
+log_params!(0;);
+log_params!(1; A 0);
+log_params!(2; A 0, B 1);
+log_params!(3; A 0, B 1, C 2);
+log_params!(4; A 0, B 1, C 2, D 3);
+log_params!(5; A 0, B 1, C 2, D 3, E 4);
+log_params!(6; A 0, B 1, C 2, D 3, E 4, F 5);
+log_params!(7; A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+log_params!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+log_params!(9; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+log_params!(10; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+log_params!(11; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+log_params!(12; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+log_params!(13; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+log_params!(14; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+log_params!(15; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+log_params!(16; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
+
+/// Records a log event of callsite `id` with `params`: one record for at most one scalar
+/// parameter, else the multi-record path.
+#[inline(always)]
+fn emit_params(log: &TraceLog, id: u32, desc: u64, dynamic: bool, params: &[Param<'_>]) {
+    let meta = Meta::new(0, ArgType::Params, ArgType::None);
+    let cut = params.iter().any(|p| p.cut);
+    match params {
+        [] => log.write_event(
+            1,
+            OneRecord { stamp: Now, id, meta: Meta::new(0, ArgType::None, ArgType::None), words: [0, 0] },
+        ),
+        [p] if !dynamic => log.write_event(
+            1,
+            OneRecord { stamp: Now, id, meta: meta.with_truncated(cut), words: [desc, p.word] },
+        ),
+        _ => emit_params_multi(log, id, desc, meta.with_truncated(cut), params),
+    }
+}
+
+/// The multi-record path: the words, and the dynamic strings within [`MAX_LOG_STR_BYTES`].
+#[inline(never)]
+fn emit_params_multi(log: &TraceLog, id: u32, desc: u64, meta: Meta, params: &[Param<'_>]) {
+    let mut words = [0u64; MAX_PARAMS + 1];
+    let mut strs: [&[u8]; MAX_PARAMS] = [&[]; MAX_PARAMS];
+    let (mut nstrs, mut budget, mut cut) = (0, MAX_LOG_STR_BYTES, false);
+    words[0] = desc;
+    for (i, p) in params.iter().enumerate() {
+        words[i + 1] = p.word;
+        if p.ty == ArgType::DynStr {
+            let kept = utf8_prefix(p.bytes, budget.min(MAX_DYN_STR_BYTES));
+            cut |= kept.len() < p.bytes.len();
+            budget -= kept.len();
+            words[i + 1] = kept.len() as u64;
+            strs[nstrs] = kept;
+            nstrs += 1;
+        }
+    }
+    let meta = if cut { meta.with_truncated(true) } else { meta };
+    emit_multi(log, id, meta, Now, &words[..params.len() + 1], &strs[..nstrs]);
+}
+
+/// The longest prefix of `bytes` (UTF-8) of at most `max` bytes that ends on a char boundary.
+fn utf8_prefix(bytes: &[u8], max: usize) -> &[u8] {
+    if bytes.len() <= max {
+        return bytes;
+    }
+    let mut end = max;
+    // A continuation byte is 0b10xx_xxxx; step back to the start of its char.
+    while end > 0 && bytes[end] & 0xc0 == 0x80 {
+        end -= 1;
+    }
+    &bytes[..end]
+}
+
+/// Records a log event; `state` is what `check` returned for `cs`. Called by `trace_log!`.
+#[inline(always)]
+pub fn emit_log<P: LogParams>(log: &TraceLog, cs: &'static Callsite, state: u64, params: P) {
+    let _ = cs;
+    params.emit(log, (state >> 32) as u32);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_are_constants_of_the_parameter_types() {
+        assert_eq!(<(u32, &str, f64) as LogParams>::DESC, 0x372);
+        assert_eq!(<(u32, &str, f64) as LogParams>::COUNT, 3);
+        const { assert!(<(u32, &str) as LogParams>::DYNAMIC) };
+        const { assert!(!<(i8, bool, crate::Static) as LogParams>::DYNAMIC) };
+        assert_eq!(<() as LogParams>::DESC, 0);
+    }
+
+    #[test]
+    fn strings_are_cut_on_char_boundaries() {
+        let s = "aé".repeat(10); // 'é' is 2 bytes
+        assert_eq!(utf8_prefix(s.as_bytes(), 2), b"a");
+        assert_eq!(utf8_prefix(s.as_bytes(), 3), "aé".as_bytes());
+        assert_eq!(utf8_prefix(b"abc", 10), b"abc");
+    }
+}

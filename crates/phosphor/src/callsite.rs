@@ -27,9 +27,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use phosphor_format::file::{Aggregate, AggregateKind};
 pub use phosphor_format::fnv1a64;
 use phosphor_format::{Level, Phase, FIRST_CALLSITE_ID};
 
+use crate::aggregate::AggregateRef;
 use crate::category::CategoryFilter;
 use crate::points::{PointKind, PointSelector};
 use crate::MAX_LOGS;
@@ -61,6 +63,8 @@ pub struct CallsiteMeta {
     pub dynamic_name: bool,
     /// The level of a log callsite (`trace_log!`, whose name is the format string).
     pub level: Option<Level>,
+    /// The in-process aggregate of a `trace_sum!` or `trace_histogram!` point.
+    pub aggregate: Option<AggregateRef>,
 }
 
 impl CallsiteMeta {
@@ -84,7 +88,18 @@ impl CallsiteMeta {
             kind: PointKind::of_phase(phase),
             dynamic_name: false,
             level: None,
+            aggregate: None,
         }
+    }
+
+    /// The same metadata for an aggregate point (its kind follows the aggregate).
+    pub const fn with_aggregate(mut self, aggregate: AggregateRef) -> CallsiteMeta {
+        self.kind = match aggregate {
+            AggregateRef::Sum(_) => PointKind::Sum,
+            AggregateRef::Histogram(_) => PointKind::Histogram,
+        };
+        self.aggregate = Some(aggregate);
+        self
     }
 
     /// The same metadata for a log of `level`.
@@ -417,6 +432,20 @@ pub(crate) fn dynamic(
     reg.dynamic.insert(key, cs);
     reg.register(cs);
     Some(cs)
+}
+
+/// A snapshot of every registered aggregate point that has counted anything, by id, with the
+/// callsite's metadata.
+pub(crate) fn aggregate_snapshots() -> Vec<(Aggregate, &'static CallsiteMeta)> {
+    let reg = registry();
+    reg.callsites
+        .iter()
+        .enumerate()
+        .filter_map(|(i, cs)| Some((cs.meta.aggregate?.snapshot(FIRST_CALLSITE_ID + i as u32), &cs.meta)))
+        .filter(|(a, _)| match a.kind {
+            AggregateKind::Sum { count, .. } | AggregateKind::Histogram { count, .. } => count > 0,
+        })
+        .collect()
 }
 
 /// Every registered callsite, indexed by `id - FIRST_CALLSITE_ID`.

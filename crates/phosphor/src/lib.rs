@@ -118,6 +118,7 @@ pub fn register_thread() {
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod __macro_support {
+    pub use crate::aggregate::{AggregateRef, Histogram, Sum};
     pub use crate::arg::IntoName;
     #[cfg(any(
         target_os = "linux",

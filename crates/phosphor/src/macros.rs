@@ -258,6 +258,87 @@ macro_rules! trace_data {
     };
 }
 
+/// Adds to an in-process sum (DSUI's counter): no event is written; the trace carries the sum and
+/// the number of additions, snapshotted when it stops. The value is any integer (as `i64`).
+///
+/// ```
+/// phosphor::trace_sum!("net", "bytes_sent", 1500);
+/// ```
+#[macro_export]
+macro_rules! trace_sum {
+    (@on log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {{
+        static __PHOSPHOR_SUM: $crate::__macro_support::Sum = $crate::__macro_support::Sum::new();
+        $crate::__phosphor_callsite!(__PHOSPHOR_CS, $crate::__macro_support::CallsiteMeta::new(
+            $cat, $name, $crate::__macro_support::Phase::Counter, ["", ""], file!(), line!(),
+        ).with_aggregate($crate::__macro_support::AggregateRef::Sum(&__PHOSPHOR_SUM)));
+        let __phosphor_log: &$crate::TraceLog = $log;
+        $crate::__phosphor_probe!($cat, $name);
+        if $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS).is_some() {
+            __PHOSPHOR_SUM.add(($value) as i64);
+        }
+    }};
+    (@off log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$value;
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_sum, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_sum, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_sum, log: $($rest)*)
+    };
+    ($cat:expr, $name:expr, $value:expr $(,)?) => {
+        $crate::__phosphor_gate!(trace_sum, log: $crate::TraceLog::global(), $cat, $name, $value)
+    };
+}
+
+/// Records a value in an in-process log-linear histogram (DSUI's histogram): no event is written;
+/// the trace carries the count, sum, minimum, maximum and buckets (each within 6.25%),
+/// snapshotted when it stops, and `phosphor stats` shows its percentiles. The value is any
+/// unsigned integer (as `u64`), e.g. a latency in nanoseconds.
+///
+/// ```
+/// let started = std::time::Instant::now();
+/// phosphor::trace_histogram!("net", "rtt_ns", started.elapsed().as_nanos() as u64);
+/// ```
+#[macro_export]
+macro_rules! trace_histogram {
+    (@on log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {{
+        static __PHOSPHOR_HIST: $crate::__macro_support::Histogram = $crate::__macro_support::Histogram::new();
+        $crate::__phosphor_callsite!(__PHOSPHOR_CS, $crate::__macro_support::CallsiteMeta::new(
+            $cat, $name, $crate::__macro_support::Phase::Counter, ["", ""], file!(), line!(),
+        ).with_aggregate($crate::__macro_support::AggregateRef::Histogram(&__PHOSPHOR_HIST)));
+        let __phosphor_log: &$crate::TraceLog = $log;
+        $crate::__phosphor_probe!($cat, $name);
+        if $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS).is_some() {
+            __PHOSPHOR_HIST.record(($value) as u64);
+        }
+    }};
+    (@off log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {
+        if false {
+            let _ = $log;
+            let _ = &$value;
+        }
+    };
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_histogram, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_histogram, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_histogram, log: $($rest)*)
+    };
+    ($cat:expr, $name:expr, $value:expr $(,)?) => {
+        $crate::__phosphor_gate!(trace_histogram, log: $crate::TraceLog::global(), $cat, $name, $value)
+    };
+}
+
 /// Internal: the `static` callsite of one macro invocation, registered in the linker section that
 /// [`points`](crate::points) lists.
 #[doc(hidden)]

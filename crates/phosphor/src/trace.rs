@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use phosphor_format::file::Aggregate;
 use phosphor_format::{
     decode_event, ArgWord, DecodeError, Phase, RawParams, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH,
 };
@@ -25,6 +26,7 @@ pub struct Trace {
     threads: HashMap<u32, String>,
     clock: ClockInfo,
     stats: Stats,
+    aggregates: Vec<Aggregate>,
 }
 
 /// One chunk of a trace.
@@ -141,9 +143,10 @@ impl Trace {
         threads: HashMap<u32, String>,
         clock: ClockInfo,
         stats: Stats,
+        aggregates: Vec<Aggregate>,
     ) -> Trace {
         let order = buffer.used_chunks();
-        Trace { buffer, order, callsites, threads, clock, stats }
+        Trace { buffer, order, callsites, threads, clock, stats, aggregates }
     }
 
     /// The chunks holding data, in loan order.
@@ -185,6 +188,12 @@ impl Trace {
     /// What was recorded and dropped.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// What the aggregate points (`trace_sum!`, `trace_histogram!`) whose category the trace
+    /// took counted during the trace (see `aggregate.rs` for how a delta is taken).
+    pub fn aggregates(&self) -> &[Aggregate] {
+        &self.aggregates
     }
 }
 

@@ -62,6 +62,7 @@ impl Trace {
         for c in self.chunks() {
             w.write_chunk(c.tid, c.seq, c.records, static_str)?;
         }
+        w.write_aggregates(self.aggregates())?;
         w.finish(&self.file_trailer())
     }
 

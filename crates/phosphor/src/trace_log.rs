@@ -12,7 +12,10 @@
 //! * [`TraceLog::write_event`] is the hot path's entry: this thread's tenant for the slot, then
 //!   `Tenant::write`. A missing or dead tenant takes the `#[cold]` attach path.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use phosphor_format::file::{Aggregate, AggregateKind};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::buffer::TraceBuffer;
@@ -36,6 +39,8 @@ unsafe impl Send for OwnedBuffer {}
 struct Running {
     config: TraceConfig,
     buffer: OwnedBuffer,
+    /// The aggregate points' snapshots at the start, by callsite id.
+    aggregates_at_start: HashMap<u32, Aggregate>,
 }
 
 struct Control {
@@ -181,7 +186,9 @@ impl TraceLog {
             categories: Arc::new(config.categories.clone()),
             max_level: config.log_level,
         };
-        c.running = Some(Running { config, buffer: OwnedBuffer(buffer) });
+        let aggregates_at_start =
+            callsite::aggregate_snapshots().into_iter().map(|(a, _)| (a.callsite, a)).collect();
+        c.running = Some(Running { config, buffer: OwnedBuffer(buffer), aggregates_at_start });
         // Relaxed: a status flag for `is_enabled`.
         self.enabled.store(true, Ordering::Relaxed);
         callsite::enable_slot(self.slot, filter);
@@ -215,7 +222,17 @@ impl TraceLog {
         c.drops_baseline = now;
         let clock = c.clock.clone().expect("calibrated in start");
         c.last_stats = stats.clone();
-        c.last_trace = Some(Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats));
+        // What the aggregate points this trace's categories take counted since it started.
+        let aggregates = callsite::aggregate_snapshots()
+            .into_iter()
+            .filter(|(_, meta)| running.config.categories.matches(meta.category))
+            .map(|(a, _)| crate::aggregate::delta(&a, running.aggregates_at_start.get(&a.callsite)))
+            .filter(|a| match a.kind {
+                AggregateKind::Sum { count, .. } | AggregateKind::Histogram { count, .. } => count > 0,
+            })
+            .collect();
+        c.last_trace =
+            Some(Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates));
     }
 
     /// Whether a trace is running and accepting events (false once a Fixed buffer is full).

@@ -6,6 +6,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 
 mod accounting;
+mod aggregates;
 mod alloc;
 mod config;
 mod events;

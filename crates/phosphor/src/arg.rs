@@ -105,6 +105,84 @@ impl IntoName for Static {
     }
 }
 
+/// A dynamic string, interned ([`intern`](crate::intern())): stored like a static string (no copy
+/// into the event) when the interner holds it, else copied like any `&str` (a counted fallback).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interned<'a> {
+    /// The interner's copy.
+    Static(&'static str),
+    /// Not interned: copied into the event.
+    Inline(&'a str),
+}
+
+impl Interned<'_> {
+    /// The string.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Interned::Static(s) => s,
+            Interned::Inline(s) => s,
+        }
+    }
+}
+
+impl std::fmt::Display for Interned<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl private::Sealed for Interned<'_> {}
+
+impl Arg for Interned<'_> {
+    const TYPE: ArgType = ArgType::DynStr;
+    const VARIES: bool = true;
+    #[inline(always)]
+    fn runtime_type(&self) -> ArgType {
+        match self {
+            Interned::Static(_) => ArgType::StaticStr,
+            Interned::Inline(_) => ArgType::DynStr,
+        }
+    }
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        match self {
+            Interned::Static(s) => Static(s).word(),
+            Interned::Inline(s) => s.word(),
+        }
+    }
+    #[inline(always)]
+    fn bytes(&self) -> (&[u8], bool) {
+        match self {
+            Interned::Static(_) => (&[], false),
+            Interned::Inline(s) => bounded(s),
+        }
+    }
+    #[inline(always)]
+    fn word_truncated(&self) -> bool {
+        match self {
+            Interned::Static(s) => Static(s).word_truncated(),
+            Interned::Inline(_) => false,
+        }
+    }
+    usdt!(*const u8, |s| s.as_str().as_ptr());
+}
+
+impl<'a> IntoName for &'a str {
+    type Arg = Interned<'a>;
+    #[inline(always)]
+    fn into_name(self) -> Interned<'a> {
+        crate::intern(self)
+    }
+}
+
+impl<'a> IntoName for &'a String {
+    type Arg = Interned<'a>;
+    #[inline(always)]
+    fn into_name(self) -> Interned<'a> {
+        crate::intern(self)
+    }
+}
+
 /// Seals [`Arg`]: the encoder trusts what an `Arg` says about itself (a dynamic string's length
 /// sizes the event's records; a static string's word is dereferenced when the trace is decoded),
 /// so only this crate's types may implement it.
@@ -125,8 +203,17 @@ pub(crate) mod private {
 /// }
 /// ```
 pub trait Arg: private::Sealed {
-    /// How the value is stored.
+    /// How the value is stored (for [`Interned`], where it is decided at run time, `DynStr`).
     const TYPE: ArgType;
+    /// Whether the stored type is decided at run time ([`Arg::runtime_type`]).
+    #[doc(hidden)]
+    const VARIES: bool = false;
+    /// The stored type of this value (`TYPE` unless `VARIES`).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn runtime_type(&self) -> ArgType {
+        Self::TYPE
+    }
     /// The 8-byte word; for dynamic strings, the stored length.
     fn word(&self) -> u64;
     /// The bytes to copy into continuation records (dynamic strings only) and whether they were cut.
@@ -306,6 +393,11 @@ impl<A: Arg> private::Sealed for &A {}
 
 impl<A: Arg> Arg for &A {
     const TYPE: ArgType = A::TYPE;
+    const VARIES: bool = A::VARIES;
+    #[inline(always)]
+    fn runtime_type(&self) -> ArgType {
+        (**self).runtime_type()
+    }
     #[inline(always)]
     fn word(&self) -> u64 {
         (**self).word()

@@ -121,8 +121,11 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     b: B,
 ) {
     let id = (state >> 32) as u32;
-    let has_a = A::TYPE as u8 != 0;
-    let has_b = B::TYPE as u8 != 0;
+    // Constants, unless an argument's type is decided at run time (an interned string).
+    let ta = if A::VARIES { a.runtime_type() } else { A::TYPE };
+    let tb = if B::VARIES { b.runtime_type() } else { B::TYPE };
+    let has_a = ta as u8 != 0;
+    let has_b = tb as u8 != 0;
     let mut words = [0u64; 4];
     let mut k = 0;
     for w in lead {
@@ -137,8 +140,8 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
         words[k] = b.word();
         k += 1;
     }
-    let dynamic = matches!(A::TYPE, ArgType::DynStr) || matches!(B::TYPE, ArgType::DynStr);
-    let meta = Meta::new(L, A::TYPE, B::TYPE).with_truncated(a.word_truncated() || b.word_truncated());
+    let dynamic = matches!(ta, ArgType::DynStr) || matches!(tb, ArgType::DynStr);
+    let meta = Meta::new(L, ta, tb).with_truncated(a.word_truncated() || b.word_truncated());
     if k <= 2 && !dynamic {
         log.write_event(1, OneRecord { stamp, id, meta, words: [words[0], words[1]] });
     } else {

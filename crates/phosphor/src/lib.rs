@@ -75,7 +75,7 @@ mod trace_log;
 mod loom_tests;
 
 #[cfg(not(loom))]
-pub use arg::{Arg, IntoName, PString, Static};
+pub use arg::{Arg, Interned, IntoName, PString, Static};
 #[cfg(not(loom))]
 pub use callsite::{fnv1a64, Callsite, CallsiteMeta, MAX_DYNAMIC_POINTS};
 pub use category::CategoryFilter;
@@ -84,6 +84,7 @@ pub use config::{BufferMode, ThreadPolicy, TraceLogConfig, MAX_POOL_TENANTS};
 #[cfg(not(loom))]
 pub use config::{StopCallback, TraceConfig};
 pub use error::{Error, ErrorKind};
+pub use intern::{InternStats, MAX_INTERNED_BYTES};
 #[cfg(not(loom))]
 pub use logs::{LogParams, MAX_LOG_STR_BYTES, STATIC_MAX_LEVEL};
 /// The byte layout and the trace file reader and writer (`format::file`), re-exported so that
@@ -107,6 +108,31 @@ pub const MAX_LOGS: usize = 32;
 #[inline(always)]
 pub fn now() -> u64 {
     TraceLog::global().now()
+}
+
+/// Interns a dynamic string (Palanteer's dynamic strings): the event then stores it like a static
+/// string, and a trace file holds it once however many events use it. The interner is bounded
+/// (`intern.rs`: 4,096 strings, 256 KiB); when it cannot take a string, the string is copied into
+/// the event instead, and [`intern_stats`] counts the fallback. The lookup hashes the string and
+/// takes no lock.
+///
+/// ```
+/// let path = format!("/users/{}", 42);
+/// phosphor::trace_instant!("http", "request", "path" => phosphor::intern(&path));
+/// ```
+#[cfg(not(loom))]
+#[inline]
+pub fn intern(s: &str) -> Interned<'_> {
+    match intern::INTERNER.intern(s) {
+        Some(copy) => Interned::Static(copy),
+        None => Interned::Inline(s),
+    }
+}
+
+/// What the string interner holds, and how many strings it could not take.
+#[cfg(not(loom))]
+pub fn intern_stats() -> InternStats {
+    intern::INTERNER.stats()
 }
 
 /// Gives the calling thread its own tenant in the global log even under `ThreadPolicy::Pool`.

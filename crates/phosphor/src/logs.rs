@@ -63,7 +63,8 @@ impl<'a> Param<'a> {
     #[inline(always)]
     fn of<A: Arg>(a: &'a A) -> Param<'a> {
         let (bytes, cut) = a.bytes();
-        Param { ty: A::TYPE, word: a.word(), bytes, cut: cut || a.word_truncated() }
+        let ty = if A::VARIES { a.runtime_type() } else { A::TYPE };
+        Param { ty, word: a.word(), bytes, cut: cut || a.word_truncated() }
     }
 }
 
@@ -73,8 +74,10 @@ pub trait LogParams: crate::arg::private::Sealed {
     const COUNT: usize;
     /// The descriptor word (a constant).
     const DESC: u64;
-    /// Whether a parameter is a dynamic string.
+    /// Whether a parameter may be a dynamic string.
     const DYNAMIC: bool;
+    /// Whether a parameter's type is decided at run time (an interned string).
+    const VARIES: bool;
     /// Records the parameters as the packed parameters of an event of `cs`.
     #[doc(hidden)]
     fn emit(&self, log: &TraceLog, id: u32);
@@ -87,11 +90,13 @@ macro_rules! log_params {
             const COUNT: usize = $n;
             const DESC: u64 = phosphor_format::params_desc(&[$($t::TYPE),*]);
             const DYNAMIC: bool = false $(|| matches!($t::TYPE, ArgType::DynStr))*;
+            const VARIES: bool = false $(|| $t::VARIES)*;
             #[inline(always)]
             #[allow(unused_variables)]
             fn emit(&self, log: &TraceLog, id: u32) {
                 let params: [Param<'_>; $n] = [$(Param::of(&self.$i)),*];
-                emit_params(log, id, Self::DESC, Self::DYNAMIC, &params);
+                let desc = if Self::VARIES { runtime_desc(&params) } else { Self::DESC };
+                emit_params(log, id, desc, Self::DYNAMIC, &params);
             }
         }
     };
@@ -114,6 +119,11 @@ log_params!(13; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 
 log_params!(14; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
 log_params!(15; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
 log_params!(16; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
+
+/// The descriptor of parameters whose types are known only at run time.
+fn runtime_desc(params: &[Param<'_>]) -> u64 {
+    params.iter().enumerate().fold(0, |d, (i, p)| d | (p.ty as u64) << (4 * i))
+}
 
 /// Records a log event of callsite `id` with `params`: one record for at most one scalar
 /// parameter, else the multi-record path.

@@ -437,3 +437,34 @@ fn handoff_retire_races_stop() {
     };
     check("hand-off Fixed 2 chunks, 1 writer x 1 event, then thread exit", None, move || handoff(h));
 }
+
+/// Model 9: two threads intern the same new string while one of them also interns another. Every
+/// returned copy equals its input and was read after its bytes were published (the arena is a
+/// loom cell, so an unordered read would be reported as a race), the shared string has one slot,
+/// and each `None` is a counted fallback.
+#[test]
+fn intern_same_string_from_two_threads() {
+    use crate::intern::Interner;
+    check("intern_same_string_from_two_threads", None, || {
+        let i: &'static Interner = Box::leak(Box::new(Interner::new()));
+        let t = thread::spawn(move || (i.intern("ab"), i.intern("cde")));
+        let mine = i.intern("ab");
+        let (theirs, other) = t.join().unwrap();
+        let mut nones = 0;
+        for (got, want) in [(mine, "ab"), (theirs, "ab"), (other, "cde")] {
+            match got {
+                Some(s) => assert_eq!(s, want),
+                None => nones += 1,
+            }
+        }
+        if let (Some(a), Some(b)) = (mine, theirs) {
+            assert!(std::ptr::eq(a, b), "one copy of a string");
+        }
+        // Afterwards both are found, in one copy each.
+        let again = i.intern("ab").expect("published by now");
+        assert!(mine.is_none_or(|m| std::ptr::eq(m, again)));
+        let st = i.stats();
+        assert_eq!(st.strings, 2);
+        assert_eq!(st.fallbacks, nones);
+    });
+}

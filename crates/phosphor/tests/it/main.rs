@@ -11,6 +11,7 @@ mod alloc;
 mod config;
 mod events;
 mod groups;
+mod intern;
 mod lifecycle;
 mod logs;
 mod points;

@@ -44,6 +44,7 @@ pub mod chrome;
 mod durations;
 mod error;
 pub mod folded;
+pub mod logs;
 mod losses;
 mod nesting;
 pub mod perfetto;

@@ -19,6 +19,7 @@ pub mod chunk;
 pub mod clock;
 mod decode;
 pub mod file;
+mod glob;
 mod hash;
 pub mod hist;
 mod level;
@@ -26,6 +27,7 @@ mod record;
 
 pub use clock::{ClockInfo, ClockKind};
 pub use decode::{count_events, decode_event, ArgWord, DecodeError, ParamIter, RawEvent, RawParams};
+pub use glob::glob_match;
 pub use hash::fnv1a64;
 pub use level::{Level, ParseLevelError};
 pub use record::{

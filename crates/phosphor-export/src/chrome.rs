@@ -13,9 +13,13 @@
 //! | begin / end | `B` / `E` | |
 //! | complete | `X` | `dur` |
 //! | lock wait / lock held | `X` | `dur`; the name gets ` (wait)` / ` (held)` |
-//! | instant, log | `i` | `"s":"t"` (thread scope); a log's name is its format string |
-//! | counter | `C` | the value in `args` |
+//! | instant | `i` | `"s":"t"` (thread scope) |
+//! | log | `i` | `"s":"t"`; the name is the formatted message; `args`: `level`, `p0`, `p1`, ... |
+//! | counter, data | `C` | the value in `args` |
 //! | async begin / end | `b` / `e` | `"id"` (hex string: ids are 64-bit) and `"cat"` |
+//!
+//! An event named at run time (`dyn`) takes its name from argument 0, which is then not repeated
+//! in `args`.
 //!
 //! Metadata events (`M`) name the process (first) and every thread (last: a thread's name may be
 //! defined anywhere in the file). A thread that has events but no name is called `thread <tid>`.
@@ -58,6 +62,7 @@ pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Re
     // One entry per thread; `last_tid` spares the map lookup for runs of one thread's events.
     let mut threads = BTreeSet::new();
     let mut last_tid = None;
+    let mut scratch = String::new();
 
     out.write_all(b"{\"traceEvents\":[\n")?;
     write!(
@@ -72,7 +77,7 @@ pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Re
             threads.insert(e.tid);
             last_tid = Some(e.tid);
         }
-        write_event(&mut out, &clock, pid, e)?;
+        write_event(&mut out, &clock, pid, e, &mut scratch)?;
         Ok(())
     })?;
 
@@ -134,7 +139,13 @@ fn write_i64(out: &mut impl Write, v: i64) -> io::Result<()> {
     write_u64(out, v.unsigned_abs())
 }
 
-fn write_event(out: &mut impl Write, clock: &ClockInfo, pid: u32, e: &Event<'_>) -> io::Result<()> {
+fn write_event(
+    out: &mut impl Write,
+    clock: &ClockInfo,
+    pid: u32,
+    e: &Event<'_>,
+    scratch: &mut String,
+) -> io::Result<()> {
     let cs = e.callsite;
     let ph = match cs.phase {
         Phase::Begin => b",\"ph\":\"B\",\"ts\":",
@@ -149,6 +160,7 @@ fn write_event(out: &mut impl Write, clock: &ClockInfo, pid: u32, e: &Event<'_>)
     match cs.phase {
         Phase::LockWait => write_str_parts(out, &[&cs.name, " (wait)"])?,
         Phase::LockHeld => write_str_parts(out, &[&cs.name, " (held)"])?,
+        _ if cs.level.is_some() || cs.dynamic_name => write_str(out, crate::logs::event_name(e, scratch))?,
         _ => write_str(out, &cs.name)?,
     }
     out.write_all(b",\"cat\":")?;
@@ -170,10 +182,23 @@ fn write_event(out: &mut impl Write, clock: &ClockInfo, pid: u32, e: &Event<'_>)
     if let Some(id) = e.async_id {
         write!(out, ",\"id\":\"{id:#x}\"")?;
     }
-    if e.args.iter().any(Option::is_some) || e.truncated {
+    let shown = |i: usize| crate::logs::shows_arg(e, i);
+    let has_args = e.args.iter().enumerate().any(|(i, a)| a.is_some() && shown(i));
+    if has_args || e.truncated || cs.level.is_some() {
         out.write_all(b",\"args\":{")?;
         let mut first = true;
+        if let Some(level) = cs.level {
+            write!(out, "\"level\":\"{level}\"")?;
+            first = false;
+            for (i, v) in e.params.iter().enumerate() {
+                write!(out, ",\"p{i}\":")?;
+                write_value(out, v)?;
+            }
+        }
         for (i, (name, value)) in e.args.iter().enumerate().filter_map(|(i, a)| a.map(|a| (i, a))) {
+            if !shown(i) {
+                continue;
+            }
             if !first {
                 out.write_all(b",")?;
             }

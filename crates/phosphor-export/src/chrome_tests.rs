@@ -228,3 +228,21 @@ fn a_failing_output_is_a_write_error() {
     assert!(matches!(&err, Error::Write(e) if e.kind() == io::ErrorKind::BrokenPipe), "{err}");
     assert_eq!(err.offset(), None);
 }
+
+#[test]
+fn logs_are_named_by_their_formatted_message_and_dyn_names_by_argument_0() {
+    let golden = include_bytes!("../../phosphor-format/tests/data/golden-v1.2.phtrace");
+    let (json, r) = export(golden);
+    r.unwrap();
+    let evs = events(&json);
+    let log = evs.iter().find(|e| e["cat"] == "net" && e["ph"] == "i").expect("the log");
+    assert_eq!(log["name"], "user 42 from host-17.example took 12.2 ms (static-two)");
+    assert_eq!(
+        log["args"],
+        serde_json::json!({"level": "warn", "p0": 42, "p1": "host-17.example", "p2": 12.25, "p3": "static-two"})
+    );
+    let named = evs.iter().find(|e| e["name"] == "static-one").expect("the dyn-named instant");
+    assert_eq!(named["args"], serde_json::json!({"bytes": 4096}));
+    let data = evs.iter().find(|e| e["name"] == "queue_depth").expect("the data value");
+    assert_eq!((data["ph"].as_str(), &data["args"]), (Some("C"), &serde_json::json!({"value": 17})));
+}

@@ -36,6 +36,19 @@ pub fn event_name<'a>(e: &'a Event<'_>, scratch: &'a mut String) -> &'a str {
     &cs.name
 }
 
+/// Writes [`event_name`] into `out` (cleared first).
+pub fn write_event_name(out: &mut String, e: &Event<'_>) {
+    if e.callsite.level.is_some() {
+        format_event(out, e);
+        return;
+    }
+    out.clear();
+    match e.args[0] {
+        Some((_, Value::Str(s))) if e.callsite.dynamic_name => out.push_str(s),
+        _ => out.push_str(&e.callsite.name),
+    }
+}
+
 /// Whether argument `i` of `e` is shown as an argument (argument 0 of a `dyn`-named event is its
 /// name instead).
 pub fn shows_arg(e: &Event<'_>, i: usize) -> bool {

@@ -199,6 +199,11 @@ struct Exporter<W: Write> {
     /// Chunks seen per writer stream, for the chunks lost to sequence gaps.
     losses: crate::ChunkLosses,
     scratch: String,
+    /// A log's formatted message or a run-time name, for the event being written.
+    message: String,
+    /// Interned annotation names `level`, `p0`, `p1`, ... (0 until first used).
+    level_iid: u64,
+    param_iids: [u64; phosphor_format::MAX_PARAMS],
 }
 
 /// A thread's track and the name its last descriptor gave.
@@ -244,6 +249,9 @@ impl<W: Write> Exporter<W> {
             last_ns: None,
             losses: crate::ChunkLosses::default(),
             scratch: String::new(),
+            message: String::new(),
+            level_iid: 0,
+            param_iids: [0; phosphor_format::MAX_PARAMS],
         }
     }
 
@@ -459,8 +467,26 @@ impl<W: Write> Exporter<W> {
         e: &Event<'_>,
         async_id: Option<u64>,
     ) -> io::Result<()> {
+        let cs = e.callsite;
+        // A log's name is its formatted message, and a `dyn` name is argument 0: both differ per
+        // event, so they are written as strings, not interned.
+        let named = ty != TYPE_SLICE_END && (cs.level.is_some() || cs.dynamic_name);
         if ty != TYPE_SLICE_END {
-            self.resolve_name(r, e.callsite);
+            self.resolve_name(r, cs);
+        }
+        if named {
+            crate::logs::write_event_name(&mut self.message, e);
+        }
+        if cs.level.is_some() {
+            if self.level_iid == 0 {
+                self.level_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "level");
+            }
+            for i in 0..e.params.len().min(self.param_iids.len()) {
+                if self.param_iids[i] == 0 {
+                    self.param_iids[i] =
+                        self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, &format!("p{i}"));
+                }
+            }
         }
         self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
         let p = &mut self.buf;
@@ -469,10 +495,23 @@ impl<W: Write> Exporter<W> {
         p.uint(EVENT_TRACK_UUID, track);
         if ty != TYPE_SLICE_END {
             p.uint(EVENT_CATEGORY_IIDS, r.category);
-            p.uint(EVENT_NAME_IID, r.name);
+            if named {
+                p.bytes(EVENT_NAME, self.message.as_bytes());
+            } else {
+                p.uint(EVENT_NAME_IID, r.name);
+            }
+        }
+        if let Some(level) = cs.level {
+            annotation(p, self.level_iid, Value::Str(level.as_str()));
+            for (i, v) in e.params.iter().enumerate().take(self.param_iids.len()) {
+                annotation(p, self.param_iids[i], v);
+            }
         }
         for (i, arg) in e.args.iter().enumerate() {
             let Some((name, value)) = *arg else { continue };
+            if !crate::logs::shows_arg(e, i) {
+                continue;
+            }
             if r.args[i] == 0 {
                 r.args[i] = if name.is_empty() {
                     self.interner

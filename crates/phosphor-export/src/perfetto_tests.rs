@@ -761,3 +761,28 @@ fn throughput() {
         pf.len() as f64 / n as f64
     );
 }
+
+const GOLDEN_1_2: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.2.phtrace");
+
+#[test]
+fn logs_show_their_formatted_message_data_is_a_counter_and_dyn_names_come_from_argument_0() {
+    let (pf, r) = export(GOLDEN_1_2);
+    r.unwrap();
+    let doc = check(&pf);
+    let main = thread(&doc, 101);
+    let log = slice(main, "user 42 from host-17.example took 12.2 ms (static-two)");
+    assert_eq!(log["category"], "net");
+    assert_eq!(
+        log["args"],
+        json!({
+            "level": ["string", "warn"], "p0": ["uint", 42], "p1": ["string", "host-17.example"],
+            "p2": ["double", 12.25], "p3": ["string", "static-two"],
+        })
+    );
+    let named_slice = slice(main, "static-one");
+    assert_eq!(named_slice["args"], json!({"bytes": ["uint", 4096]}), "argument 0 is the name, not an arg");
+    let depth = named(&doc, "counter", "queue_depth");
+    assert_eq!(depth.len(), 1);
+    assert_eq!(depth[0]["counter"].as_array().unwrap().len(), 1);
+    assert_eq!(depth[0]["counter"][0][1], 17);
+}

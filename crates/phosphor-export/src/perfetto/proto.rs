@@ -50,6 +50,7 @@ pub const EVENT_CATEGORY_IIDS: u32 = 3;
 pub const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
 pub const EVENT_TYPE: u32 = 9;
 pub const EVENT_NAME_IID: u32 = 10;
+pub const EVENT_NAME: u32 = 23;
 pub const EVENT_TRACK_UUID: u32 = 11;
 pub const EVENT_COUNTER_VALUE: u32 = 30;
 pub const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;

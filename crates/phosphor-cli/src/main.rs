@@ -9,6 +9,7 @@ mod convert;
 mod demo;
 mod flamegraph;
 mod info;
+mod logs;
 mod probes;
 mod progress;
 mod stats;
@@ -49,6 +50,11 @@ enum Command {
     /// truncated or corrupt file gives the statistics of everything before the damage, then the
     /// error.
     Stats(stats::StatsArgs),
+    /// Print the deferred-format logs of a trace file (`trace_log!`), formatted now: one line per
+    /// log in file order (time, level, thread, category, message), or `--json` lines; filter with
+    /// `--level` and `--category`. A truncated or corrupt file prints every log before the damage,
+    /// then the error.
+    Logs(logs::LogsArgs),
     /// List the USDT probes (SystemTap SDT notes) of an ELF file, or of every ELF object a running
     /// process has mapped (with run-time addresses and semaphore counts): provider, name, sites
     /// (inlined copies counted once), address, semaphore and argument specs. Tables, or `--json`.
@@ -65,6 +71,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(&args, io::stdout().lock(), &mut io::stderr()),
         Command::Flamegraph(args) => flamegraph::run(&args, &mut io::stderr()),
         Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Logs(args) => logs::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         Command::Probes(args) => probes::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
     };
     match result {

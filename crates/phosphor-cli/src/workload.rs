@@ -6,6 +6,9 @@
 //! arguments (one a dynamic string), and every few iterations an item handed to the sink through a
 //! shared queue: an async slice (`trace_async_begin!` here, `trace_async_end!` on the sink), the
 //! queue's `Mutex` taken under `trace_lock_guard!`, and its depth sampled with `trace_counter!`.
+//! Issue 5's points are there too: `trace_log!` messages at several levels (formatted only by the
+//! tools), `trace_data!` values inside scopes, a `trace_sum!` and a `trace_histogram!` (aggregated
+//! in process, no events), and scopes named at run time (`dyn`, from `PString`s).
 //!
 //! Every thread counts each event it emits, so the demo can check the recorder's accounting:
 //! every emitted event is either recorded or counted as dropped.
@@ -17,9 +20,12 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use phosphor::{
-    trace_async_begin, trace_async_end, trace_begin, trace_counter, trace_end, trace_instant,
-    trace_lock_guard, trace_scope, Static,
+    pstr, trace_async_begin, trace_async_end, trace_begin, trace_counter, trace_data, trace_end,
+    trace_histogram, trace_instant, trace_lock_guard, trace_log, trace_scope, trace_sum, PString, Static,
 };
+
+/// The stages a consumed item goes through, chosen at run time: `dyn` scope names.
+const STAGES: [PString; 3] = [pstr!("stage.decode"), pstr!("stage.validate"), pstr!("stage.store")];
 
 /// What one thread emitted.
 #[derive(Debug)]
@@ -109,6 +115,8 @@ fn worker(index: usize, target: u64, queue: &Queue) -> ThreadReport {
             if i % 256 == 255 {
                 trace_scope!("demo", "flush", "pending" => i % 1024);
                 n += 1;
+                trace_data!("demo", "flush_pending", i % 1024);
+                n += 1;
                 spin(&mut state, 2_000);
             }
             if i % 64 == 0 {
@@ -118,7 +126,22 @@ fn worker(index: usize, target: u64, queue: &Queue) -> ThreadReport {
             if i % 1024 == 0 {
                 trace_instant!("demo", "status", "worker" => name.as_str(), "state" => Static("running"));
                 n += 1;
+                trace_log!(
+                    info,
+                    "demo",
+                    "{} reached iteration {} (checksum {:#x})",
+                    name.as_str(),
+                    i,
+                    hashed
+                );
+                n += 1;
             }
+            if i % 512 == 511 {
+                trace_log!(debug, "demo", "{} parsed {} bytes, state {:016x}", name.as_str(), bytes, state);
+                n += 1;
+            }
+            trace_sum!("demo", "bytes_parsed", bytes);
+            trace_histogram!("demo", "parse_bytes", bytes);
             if i % HANDOFF_EVERY == 0 {
                 let id = ((index as u64) << 40) | i;
                 trace_async_begin!("demo", "item", id, "worker" => index);
@@ -179,8 +202,14 @@ fn sink(queue: &Queue, workers: usize) -> ThreadReport {
         }
         trace_scope!("demo", "drain", "items" => batch.len());
         n += 1;
+        if batch.len() > 64 {
+            trace_log!(warn, "demo", "sink is behind: {} items in one drain", batch.len());
+            n += 1;
+        }
         for item in batch.drain(..) {
             trace_scope!("demo", "consume", "id" => item.id);
+            n += 1;
+            trace_scope!("demo", dyn STAGES[(item.id % 3) as usize]);
             n += 1;
             black_box(spin(&mut state, 8) ^ item.value);
             trace_async_end!("demo", "item", item.id);

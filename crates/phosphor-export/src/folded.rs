@@ -36,7 +36,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::{BufWriter, Read, Write};
 
-use phosphor_format::file::{self, ClockInfo, Event, Reader};
+use phosphor_format::file::{self, ClockInfo, Event, Reader, Value};
 use phosphor_format::Phase;
 
 use crate::error::read_events;
@@ -164,7 +164,11 @@ impl Folder {
             Phase::LockHeld => " (held)",
             _ => return,
         };
-        let label = self.label(cs.id, || format!("{}{suffix}", cs.name));
+        let label = match e.args[0] {
+            // A name chosen at run time: labelled by that name, not by the callsite.
+            Some((_, Value::Str(name))) if cs.dynamic_name => self.label_name(sanitize(name)),
+            _ => self.label(cs.id, || format!("{}{suffix}", cs.name)),
+        };
         match cs.phase {
             Phase::Begin => self.nesting.begin(e.tid, label, e.ts),
             Phase::End => self.nesting.end(e.tid, label, e.ts, &mut self.times),
@@ -177,8 +181,14 @@ impl Folder {
         if let Some(&l) = self.by_callsite.get(&id) {
             return l;
         }
-        let name = sanitize(&make());
-        let l = match self.name_index.get(&name) {
+        let l = self.label_name(sanitize(&make()));
+        self.by_callsite.insert(id, l);
+        l
+    }
+
+    /// The label of a frame named `name`.
+    fn label_name(&mut self, name: String) -> Label {
+        match self.name_index.get(&name) {
             Some(&l) => l,
             None => {
                 let l = self.names.len() as Label;
@@ -186,9 +196,7 @@ impl Folder {
                 self.name_index.insert(name, l);
                 l
             }
-        };
-        self.by_callsite.insert(id, l);
-        l
+        }
     }
 
     /// Ends the stream; the stacks with self time, sorted.

@@ -30,8 +30,11 @@ use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
 
 use phosphor::Trace;
-use phosphor_format::file::{self, CallsiteInfo, ClockInfo, DropCounts, Event, Extents, Reader, Trailer};
-use phosphor_format::Phase;
+use phosphor_format::file::{
+    self, Aggregate, AggregateKind, CallsiteInfo, ClockInfo, DropCounts, Event, Extents, Reader, Trailer,
+    Value,
+};
+use phosphor_format::{Level, Phase};
 
 use crate::durations::{DurationStats, Durations};
 use crate::error::{read_chunks, Item};
@@ -76,6 +79,49 @@ pub struct TraceStats {
     /// Scopes and events whose path was fixed before the end of the file because their thread
     /// had more pending than the limit; a later parent is then a [`ScopeProblemKind::LateParent`].
     pub resolved_early: u64,
+    /// Log messages (`trace_log!`) per callsite: by level, then category and format string.
+    pub logs: Vec<LogStats>,
+    /// The aggregate points' snapshots (`trace_sum!`, `trace_histogram!`): by category and name.
+    pub aggregates: Vec<AggregateStats>,
+}
+
+/// The log messages of one log callsite.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogStats {
+    /// Its level.
+    pub level: Level,
+    /// Its category.
+    pub category: String,
+    /// Its format string.
+    pub format: String,
+    /// Messages logged.
+    pub count: u64,
+}
+
+/// One aggregate point's snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AggregateStats {
+    /// Its category.
+    pub category: String,
+    /// Its name.
+    pub name: String,
+    /// What it counted.
+    pub kind: AggregateKind,
+}
+
+impl AggregateStats {
+    /// A histogram's `q`-quantile (within 6.25%, see `phosphor_format::hist`, and never outside
+    /// the recorded minimum and maximum); `None` for a sum or an empty histogram.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        match &self.kind {
+            AggregateKind::Histogram { buckets, min, max, .. } => {
+                phosphor_format::hist::quantile(buckets, q).map(|v| v.clamp(*min, (*max).max(*min)))
+            }
+            AggregateKind::Sum { .. } => None,
+        }
+    }
 }
 
 /// Statistics of one thread.
@@ -274,6 +320,9 @@ pub struct StatsBuilder {
     chunks: u64,
     /// Smallest start and largest end, in ticks.
     span: Option<(u64, u64)>,
+    /// Log messages by callsite id, and the callsite's level, category and format string.
+    logs: HashMap<u32, LogStats>,
+    aggregates: Vec<AggregateStats>,
 }
 
 impl StatsBuilder {
@@ -290,6 +339,26 @@ impl StatsBuilder {
             events: 0,
             chunks: 0,
             span: None,
+            logs: HashMap::default(),
+            aggregates: Vec::new(),
+        }
+    }
+
+    /// Takes in the aggregate snapshots a reader has read, naming each by its callsite (those
+    /// whose callsite is unknown are skipped).
+    pub fn aggregates<'c>(
+        &mut self,
+        aggregates: &[Aggregate],
+        callsite: impl Fn(u32) -> Option<&'c CallsiteInfo>,
+    ) {
+        for a in aggregates {
+            if let Some(cs) = callsite(a.callsite) {
+                self.aggregates.push(AggregateStats {
+                    category: cs.category.clone(),
+                    name: cs.name.clone(),
+                    kind: a.kind.clone(),
+                });
+            }
         }
     }
 
@@ -324,11 +393,25 @@ impl StatsBuilder {
         let end = ts.saturating_add(event.duration.unwrap_or(0));
         self.span = Some(self.span.map_or((ts, end), |(lo, hi)| (lo.min(ts), hi.max(end))));
         let cs = event.callsite;
+        if let Some(level) = cs.level {
+            let e = self.logs.entry(cs.id).or_insert_with(|| LogStats {
+                level,
+                category: cs.category.clone(),
+                format: cs.name.clone(),
+                count: 0,
+            });
+            // A redefined callsite id keeps the first definition's text; counts stay exact.
+            e.count += 1;
+        }
         let Some(ty) = EventType::of(cs.phase) else {
             self.asyncs.add(cs, event.async_id.unwrap_or(0), ts);
             return;
         };
-        let label = self.labels.label(cs, ty);
+        let label = match event.args[0] {
+            // A name chosen at run time: the kind is that name, not the callsite's.
+            Some((_, Value::Str(name))) if cs.dynamic_name => self.labels.named(name, ty),
+            _ => self.labels.label(cs, ty),
+        };
         let sink = &mut self.collector;
         match cs.phase {
             Phase::Begin => self.nesting.begin(tid, label, ts),
@@ -352,6 +435,7 @@ impl StatsBuilder {
         });
         // The callback cannot fail.
         let Ok(failure) = failure;
+        self.aggregates(reader.aggregates(), |id| reader.callsite(id));
         let stats = self.finish(reader.thread_names(), reader.trailer());
         match failure {
             None => Ok(stats),
@@ -423,6 +507,11 @@ impl StatsBuilder {
             .collect();
         problems.sort_by_key(|p| (p.tid, p.at_ns));
 
+        let mut logs: Vec<LogStats> = self.logs.into_values().collect();
+        logs.sort_by(|a, b| (a.level, &a.category, &a.format).cmp(&(b.level, &b.category, &b.format)));
+        let mut aggregates = std::mem::take(&mut self.aggregates);
+        aggregates.sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
+
         let mut tids: Vec<u32> = self.threads.keys().copied().collect();
         tids.extend(self.losses.streams().filter(|((s, _), _, _)| *s == 0).map(|((_, tid), _, _)| tid));
         tids.sort_unstable();
@@ -453,6 +542,8 @@ impl StatsBuilder {
             problems,
             problem_count: self.collector.problem_count,
             resolved_early: self.nesting.resolved_early(),
+            logs,
+            aggregates,
         }
     }
 }
@@ -475,8 +566,15 @@ impl Labels {
                 return l;
             }
         }
-        let key = (cs.name.clone(), ty);
-        let l = match self.index.get(&key) {
+        let l = self.named(&cs.name, ty);
+        self.by_callsite.insert(cs.id, l);
+        l
+    }
+
+    /// The label of events named `name` of type `ty`.
+    fn named(&mut self, name: &str, ty: EventType) -> Label {
+        let key = (name.to_owned(), ty);
+        match self.index.get(&key) {
             Some(&l) => l,
             None => {
                 let l = self.names.len() as Label;
@@ -484,9 +582,7 @@ impl Labels {
                 self.index.insert(key, l);
                 l
             }
-        };
-        self.by_callsite.insert(cs.id, l);
-        l
+        }
     }
 }
 

@@ -23,7 +23,12 @@
 //!   "paths": [KIND],              all threads together
 //!   "paths_total": n,
 //!   "async": [{"name": s, "pairs": n, "durations": DURATIONS | null, "unended": n, "unbegun": n}],
-//!   "problems": {"count": n, "resolved_early": n, "examples": [PROBLEM]}
+//!   "problems": {"count": n, "resolved_early": n, "examples": [PROBLEM]},
+//!   "logs": [{"level": s, "category": s, "format": s, "count": n}],
+//!   "aggregates": [{"category": s, "name": s, "kind": "sum", "count": n, "sum": n}
+//!                | {"category": s, "name": s, "kind": "histogram", "count": n, "sum": n, "min": n,
+//!                   "max": n, "p50": n | null, "p90": n | null, "p99": n | null,
+//!                   "buckets": [[index, count]]}]
 //! }
 //! KIND      = {"path": [s], "type": "scope" | "lock_wait" | "lock_held" | "instant" | "counter" | "log",
 //!              "count": n, "durations": DURATIONS | null}
@@ -38,6 +43,8 @@
 //! ```
 
 use std::io::{self, Write};
+
+use phosphor_format::file::AggregateKind;
 
 use serde_json::{json, Map, Value};
 
@@ -138,6 +145,22 @@ impl TraceStats {
                 "resolved_early": self.resolved_early,
                 "examples": examples,
             },
+            "logs": self.logs.iter().map(|l| json!({
+                "level": l.level.as_str(),
+                "category": l.category,
+                "format": l.format,
+                "count": l.count,
+            })).collect::<Vec<_>>(),
+            "aggregates": self.aggregates.iter().map(|a| match &a.kind {
+                AggregateKind::Sum { count, sum } => json!({
+                    "category": a.category, "name": a.name, "kind": "sum", "count": count, "sum": sum,
+                }),
+                AggregateKind::Histogram { count, sum, min, max, buckets } => json!({
+                    "category": a.category, "name": a.name, "kind": "histogram", "count": count,
+                    "sum": sum, "min": min, "max": max, "p50": a.quantile(0.5), "p90": a.quantile(0.9),
+                    "p99": a.quantile(0.99), "buckets": buckets,
+                }),
+            }).collect::<Vec<_>>(),
         })
     }
 }

@@ -449,3 +449,37 @@ fn a_fixed_buffer_that_ran_out_reports_its_drops_by_reason() {
     assert_eq!(stats.drops.as_ref().unwrap().buffer_full, 1000 - recorded);
     assert_eq!(stats.path(&["flood"]).unwrap().count, recorded);
 }
+
+#[test]
+fn logs_aggregates_and_dyn_names_of_the_v1_2_golden_file() {
+    let golden = include_bytes!("../../phosphor-format/tests/data/golden-v1.2.phtrace");
+    let stats = TraceStats::from_reader(Reader::new(&golden[..]).unwrap()).unwrap();
+    assert_eq!(stats.logs.len(), 1);
+    let l = &stats.logs[0];
+    assert_eq!(
+        (l.level, l.category.as_str(), l.format.as_str(), l.count),
+        (phosphor_format::Level::Warn, "net", "user {} from {} took {:.1} ms ({})", 1)
+    );
+    let names: Vec<(&str, &str)> =
+        stats.aggregates.iter().map(|a| (a.category.as_str(), a.name.as_str())).collect();
+    assert_eq!(names, [("net", "bytes_sent"), ("net", "latency_ns")]);
+    assert_eq!(stats.aggregates[0].quantile(0.5), None);
+    // Buckets (3, 1), (40, 3), (77, 1): the median is in bucket 40, [128, 143].
+    let p50 = stats.aggregates[1].quantile(0.5).unwrap();
+    assert!((128..=143).contains(&p50), "{p50}");
+    // The event named at run time is a kind under that name, not the callsite's (inside the
+    // scope thread 101 left open).
+    assert_eq!(stats.path(&["scope", "static-one"]).map(|k| k.count), Some(1), "{:?}", stats.paths);
+    assert!(stats.paths.iter().all(|k| !k.path.iter().any(|p| p == "op_name()")));
+    let text = stats.to_string();
+    insta::assert_snapshot!("golden_v1_2_stats_text", text);
+    let mut json = Vec::new();
+    stats.write_json(&mut json, TableOptions { sort: SortBy::Total, top: None }).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["logs"][0]["format"], "user {} from {} took {:.1} ms ({})");
+    assert_eq!(
+        v["aggregates"][0],
+        serde_json::json!({"category": "net", "name": "bytes_sent", "kind": "sum", "count": 3, "sum": -12})
+    );
+    assert_eq!(v["aggregates"][1]["buckets"], serde_json::json!([[3, 1], [40, 3], [77, 1]]));
+}

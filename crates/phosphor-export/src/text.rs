@@ -11,6 +11,8 @@ use std::fmt::{self, Display, Formatter};
 use phosphor::Drops;
 
 use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
+use phosphor_format::file::AggregateKind;
+
 use crate::stats::{KindStats, TraceStats};
 
 /// `n` with its thousands grouped by commas.
@@ -190,6 +192,16 @@ impl TableOptions {
 }
 
 /// A time since the clock origin, `+1.23 µs` or `-40 ns`.
+/// A signed count with thousands separators.
+fn format_signed(n: i64) -> String {
+    let s = format_count(n.unsigned_abs());
+    if n < 0 {
+        format!("-{s}")
+    } else {
+        s
+    }
+}
+
 fn format_at(ns: i64) -> String {
     let sign = if ns < 0 { '-' } else { '+' };
     format!("{sign}{}", format_ns(ns.unsigned_abs()))
@@ -298,6 +310,67 @@ impl TraceStats {
         })
     }
 
+    /// A table of the log callsites: level, category, count and format string.
+    pub fn logs_table(&self) -> impl Display + '_ {
+        Render(move |f: &mut Formatter<'_>| {
+            use Align::*;
+            let mut t =
+                Table::new(&[("level", Left), ("category", Left), ("count", Right), ("format", Left)]);
+            for l in &self.logs {
+                t.row(vec![l.level.to_string(), l.category.clone(), format_count(l.count), l.format.clone()]);
+            }
+            write!(f, "{t}")
+        })
+    }
+
+    /// A table of the aggregate points: sums with their count, histograms with count, sum and
+    /// percentiles (p50, p90, p99 within 6.25%).
+    pub fn aggregates_table(&self) -> impl Display + '_ {
+        Render(move |f: &mut Formatter<'_>| {
+            use Align::*;
+            let mut t = Table::new(&[
+                ("point", Left),
+                ("kind", Left),
+                ("count", Right),
+                ("sum", Right),
+                ("min", Right),
+                ("p50", Right),
+                ("p90", Right),
+                ("p99", Right),
+                ("max", Right),
+            ]);
+            for a in &self.aggregates {
+                let name = format!("{}/{}", a.category, a.name);
+                let q = |q| a.quantile(q).map_or_else(String::new, format_count);
+                match &a.kind {
+                    AggregateKind::Sum { count, sum } => t.row(vec![
+                        name,
+                        "sum".into(),
+                        format_count(*count),
+                        format_signed(*sum),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    ]),
+                    AggregateKind::Histogram { count, sum, min, max, .. } => t.row(vec![
+                        name,
+                        "histogram".into(),
+                        format_count(*count),
+                        format_count(*sum),
+                        format_count(*min),
+                        q(0.5),
+                        q(0.9),
+                        q(0.99),
+                        format_count(*max),
+                    ]),
+                }
+            }
+            write!(f, "{t}")
+        })
+    }
+
     /// The scope checks: the problems, one per line with thread and time, or that there are none.
     pub fn problem_report(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
@@ -344,6 +417,21 @@ impl TraceStats {
             if !self.asyncs.is_empty() {
                 writeln!(f, "\nasync slices ({})", self.asyncs.len())?;
                 write!(f, "{}", self.asyncs_table())?;
+            }
+            if !self.logs.is_empty() {
+                let n: u64 = self.logs.iter().map(|l| l.count).sum();
+                let (m, c) = (if n == 1 { "" } else { "s" }, if self.logs.len() == 1 { "" } else { "s" });
+                writeln!(
+                    f,
+                    "\nlogs ({} message{m} from {} callsite{c}; print them with phosphor logs)",
+                    format_count(n),
+                    self.logs.len()
+                )?;
+                write!(f, "{}", self.logs_table())?;
+            }
+            if !self.aggregates.is_empty() {
+                writeln!(f, "\naggregates ({}; histogram percentiles within 6.25%)", self.aggregates.len())?;
+                write!(f, "{}", self.aggregates_table())?;
             }
             writeln!(f, "\nscope checks")?;
             write!(f, "{}", self.problem_report())

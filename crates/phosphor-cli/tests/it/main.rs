@@ -5,5 +5,6 @@ mod convert;
 mod demo;
 mod flamegraph;
 mod info;
+mod logs;
 mod probes;
 mod stats;

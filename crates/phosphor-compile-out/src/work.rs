@@ -1,0 +1,56 @@
+//! The instrumented work: every macro, in both groups. Values used only by the instrumentation
+//! (`n`, `bytes`, `id`, `start`) must not warn when it is compiled out (`#![deny(warnings)]`).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use phosphor::{
+    trace_async_begin, trace_async_end, trace_begin, trace_complete, trace_counter, trace_data, trace_end,
+    trace_histogram, trace_instant, trace_lock_guard, trace_log, trace_scope, trace_sum,
+};
+
+/// Emits 15 events in the net group (and 15 in the disk group when it is compiled in), plus a sum
+/// and a histogram in each.
+pub fn run(n: u64) {
+    let m = Mutex::new(0u64);
+    let bytes = n * 100;
+    let id = n + 1;
+    {
+        trace_scope!(group: net, "cgo.net", "cgo-net-9f2c1-scope", "n" => n);
+        trace_instant!(group: net, "cgo.net", "cgo-net-9f2c1-instant", "bytes" => bytes);
+        trace_counter!(group: net, "cgo.net", "cgo-net-9f2c1-counter", bytes);
+        trace_data!(group: net, "cgo.net", "cgo-net-9f2c1-data", bytes);
+        trace_begin!(group: net, "cgo.net", "cgo-net-9f2c1-begin");
+        trace_end!(group: net, "cgo.net", "cgo-net-9f2c1-begin");
+        trace_async_begin!(group: net, "cgo.net", "cgo-net-9f2c1-async", id);
+        trace_async_end!(group: net, "cgo.net", "cgo-net-9f2c1-async", id);
+        let start = phosphor::now();
+        trace_complete!(group: net, "cgo.net", "cgo-net-9f2c1-complete", start, Duration::from_nanos(5));
+        trace_log!(group: net, info, "cgo.net", "cgo-net-9f2c1-log {} bytes", bytes);
+        trace_sum!(group: net, "cgo.net", "cgo-net-9f2c1-sum", bytes);
+        trace_histogram!(group: net, "cgo.net", "cgo-net-9f2c1-histogram", bytes);
+        let mut g = trace_lock_guard!(group: net, "cgo.net", "cgo-net-9f2c1-lock", m.lock().unwrap());
+        **g += 1;
+        let log = phosphor::TraceLog::global();
+        trace_instant!(group: net, log: log, "cgo.net", "cgo-net-9f2c1-logged", "n" => n);
+    }
+    {
+        trace_scope!(group: disk, "cgo.disk", "cgo-disk-4be07-scope", "n" => n);
+        trace_instant!(group: disk, "cgo.disk", "cgo-disk-4be07-instant", "bytes" => bytes);
+        trace_counter!(group: disk, "cgo.disk", "cgo-disk-4be07-counter", bytes);
+        trace_data!(group: disk, "cgo.disk", "cgo-disk-4be07-data", bytes);
+        trace_begin!(group: disk, "cgo.disk", "cgo-disk-4be07-begin");
+        trace_end!(group: disk, "cgo.disk", "cgo-disk-4be07-begin");
+        trace_async_begin!(group: disk, "cgo.disk", "cgo-disk-4be07-async", id);
+        trace_async_end!(group: disk, "cgo.disk", "cgo-disk-4be07-async", id);
+        let start = phosphor::now();
+        trace_complete!(group: disk, "cgo.disk", "cgo-disk-4be07-complete", start, Duration::from_nanos(5));
+        trace_log!(group: disk, info, "cgo.disk", "cgo-disk-4be07-log {} bytes", bytes);
+        trace_sum!(group: disk, "cgo.disk", "cgo-disk-4be07-sum", bytes);
+        trace_histogram!(group: disk, "cgo.disk", "cgo-disk-4be07-histogram", bytes);
+        let mut g = trace_lock_guard!(group: disk, "cgo.disk", "cgo-disk-4be07-lock", m.lock().unwrap());
+        **g += 1;
+        let log = phosphor::TraceLog::global();
+        trace_instant!(group: disk, log: log, "cgo.disk", "cgo-disk-4be07-logged", "n" => n);
+    }
+}

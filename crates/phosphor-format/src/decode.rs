@@ -580,6 +580,16 @@ mod tests {
     }
 
     #[test]
+    fn a_continuation_of_words_is_what_encode_continuation_writes() {
+        let w = [0x0102_0304_0506_0708, 0x1112_1314_1516_1718, 0x2122_2324_2526_2728, u64::MAX];
+        let mut out = [MaybeUninit::uninit(); 1];
+        assert_eq!(encode_continuation(&w, &[], &mut out), 1);
+        // SAFETY: encode_continuation wrote the record, as asserted.
+        let encoded = unsafe { out[0].assume_init() };
+        assert_eq!(Record::continuation_of_words(w), encoded);
+    }
+
+    #[test]
     fn params_desc_packs_nibbles_in_order() {
         assert_eq!(crate::params_desc(&[ArgType::I64, ArgType::DynStr, ArgType::Bool]), 0x471);
         const D: u64 = crate::params_desc(&[ArgType::U64]);

@@ -74,6 +74,15 @@ impl Record {
         b
     }
 
+    /// A continuation record holding the four payload words `w` in order, as
+    /// [`encode_continuation`] lays them out (little-endian words: the first fills `ts`, the second
+    /// `id` and `meta`, the last two the slots). For writers that fill a whole continuation record
+    /// of words without going through `encode_continuation`.
+    #[inline(always)]
+    pub const fn continuation_of_words(w: [u64; 4]) -> Record {
+        Record { ts: w[0], id: w[1] as u32, meta: Meta((w[1] >> 32) as u32), slots: [w[2], w[3]] }
+    }
+
     /// The inverse of [`Record::to_bytes`].
     pub fn from_bytes(b: &[u8; RECORD_SIZE]) -> Record {
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));

@@ -128,6 +128,63 @@ fn instant_dynamic_str(bencher: Bencher) {
     count_emitted(i);
 }
 
+/// A deferred-format log with three integer parameters (`trace_log!`): two records (descriptor and
+/// parameter 0 in the slots, parameters 1 and 2 in a continuation record); nothing is formatted.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn log_3_ints(bench: Bencher) {
+    let mut i = 0u64;
+    bench.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_log!(info, "bench", "item {} of {} took {} ns", i, 7u64, i >> 3);
+    });
+    count_emitted(i);
+}
+
+/// A 16-byte dynamic string argument, copied into the event (a continuation record).
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn instant_dyn_str_16(bencher: Bencher) {
+    let s: &str = black_box("request-4242-abc");
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!("bench", "dyn_str_16", "s" => s);
+    });
+    count_emitted(i);
+}
+
+/// The same 16-byte string interned (`phosphor::intern`): hashed and found in the interner, then
+/// stored by address in one record.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn instant_interned_16(bencher: Bencher) {
+    let s: &str = black_box("request-4242-abc");
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!("bench", "interned_16", "s" => phosphor::intern(s));
+    });
+    count_emitted(i);
+}
+
+/// A log of a level the trace filters out (`TraceConfig::log_level`): the cached-state check only.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn disabled_log_level(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_log!(trace, "bench", "item {} of {} took {} ns", i, 7u64, i >> 3);
+    });
+}
+
+/// A histogram point (`trace_histogram!`): no event, four relaxed atomic updates.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn histogram_point(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_histogram!("bench", "histogram", i & 0xffff);
+    });
+}
+
 /// An event named at run time by a `PString` chosen among static ones (Palanteer's `plString_t`):
 /// stored by address like a static name, so it should cost what `instant_2_int_args` costs.
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
@@ -185,7 +242,10 @@ fn instant_small_ring(bencher: Bencher) {
 
 fn main() {
     let log = TraceLog::global();
-    let config = TraceConfig::new(BufferMode::Ring, RING_BYTES).categories("-off").expect("a valid filter");
+    let config = TraceConfig::new(BufferMode::Ring, RING_BYTES)
+        .categories("-off")
+        .expect("a valid filter")
+        .log_level(phosphor::Level::Debug);
     log.start(config).expect("no trace is running yet");
     let matched = phosphor::points::disable("name=disabled_by_rule".parse().expect("a valid selector"));
     assert_eq!(matched, 1);

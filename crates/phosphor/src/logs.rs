@@ -17,11 +17,15 @@
 //! group). At run time, [`TraceConfig::log_level`](crate::TraceConfig::log_level) clears the
 //! enabled bits of more verbose callsites, so they cost what a disabled category costs.
 
-use phosphor_format::{ArgType, Level, Meta, MAX_DYN_STR_BYTES, MAX_PARAMS};
+use std::mem::MaybeUninit;
+
+use phosphor_format::{ArgType, Level, Meta, Record, MAX_DYN_STR_BYTES, MAX_PARAMS};
 
 use crate::arg::Arg;
 use crate::callsite::Callsite;
+use crate::clock::ClockKind;
 use crate::emit::{emit_multi, Now, OneRecord};
+use crate::tenant::Fill;
 use crate::TraceLog;
 
 /// The most bytes of dynamic-string parameters one log keeps (the rest is cut, and flagged).
@@ -140,7 +144,38 @@ fn emit_params(log: &TraceLog, id: u32, desc: u64, dynamic: bool, params: &[Para
             1,
             OneRecord { stamp: Now, id, meta: meta.with_truncated(cut), words: [desc, p.word] },
         ),
+        // Up to five scalar parameters: the descriptor and parameter 0 in the slots, the others in
+        // one continuation record, written in place (no byte-wise packing).
+        [p0, rest @ ..] if !dynamic && rest.len() <= 4 => {
+            let mut words = [0u64; 4];
+            for (w, p) in words.iter_mut().zip(rest) {
+                *w = p.word;
+            }
+            let meta = meta.with_truncated(cut).with_continuation(1);
+            log.write_event(2, TwoRecords { id, meta, head: [desc, p0.word], rest: words });
+        }
         _ => emit_params_multi(log, id, desc, meta.with_truncated(cut), params),
+    }
+}
+
+/// The fill of a log of two to five scalar parameters: a main record and one continuation record.
+#[derive(Clone, Copy)]
+struct TwoRecords {
+    id: u32,
+    meta: Meta,
+    head: [u64; 2],
+    rest: [u64; 4],
+}
+
+impl Fill for TwoRecords {
+    #[inline(always)]
+    fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind) {
+        let ts = crate::clock::now(clock);
+        // SAFETY: `write_event(2, ..)` hands us two contiguous writable, unpublished record slots.
+        unsafe {
+            (*dst).write(Record::new(ts, self.id, self.meta, self.head));
+            (*dst.add(1)).write(Record::continuation_of_words(self.rest));
+        }
     }
 }
 

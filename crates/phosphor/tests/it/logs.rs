@@ -47,10 +47,26 @@ fn three_int_parameters_take_two_records_and_one_takes_one() {
     let log = started(fixed());
     trace_log!(log: &log, info, "logs", "{} {} {}", 1u64, 2u64, 3u64);
     trace_log!(log: &log, info, "logs", "{}", 1u64);
+    trace_log!(log: &log, info, "logs", "{} {} {} {} {}", -1i8, 2.5f32, false, Static("s"), u64::MAX);
     let trace = stop_and_take(&log);
     let records: usize = trace.chunks().map(|c| c.records.len()).sum();
-    assert_eq!(records, 3);
-    assert_eq!(trace.stats().recorded, 2);
+    assert_eq!(records, 5, "two, one, and two records (five scalars fill one continuation record)");
+    assert_eq!(trace.stats().recorded, 3);
+    let evs = events(&trace);
+    assert_eq!(
+        evs[0].params.iter().collect::<Vec<_>>(),
+        [ArgValue::U64(1), ArgValue::U64(2), ArgValue::U64(3)]
+    );
+    assert_eq!(
+        evs[2].params.iter().collect::<Vec<_>>(),
+        [
+            ArgValue::I64(-1),
+            ArgValue::F64(2.5),
+            ArgValue::Bool(false),
+            ArgValue::Str("s"),
+            ArgValue::U64(u64::MAX)
+        ]
+    );
 }
 
 #[test]

@@ -54,7 +54,7 @@ run_mode() {
     PER_OP[$mode]=$(awk -v a="$t1" -v b="$t2" -v n="$N" 'BEGIN { printf "%.1f", (b - a) / n }')
 }
 
-MODES=(instant scope counter dynstr disabled limit empty)
+MODES=(instant scope counter dynstr log3 interned disabled limit empty)
 for mode in "${MODES[@]}"; do
     run_mode "$mode"
 done

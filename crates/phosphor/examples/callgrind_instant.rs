@@ -75,6 +75,21 @@ fn run_dynstr(n: u64) {
 }
 
 #[inline(never)]
+fn run_log3(n: u64) {
+    for i in 0..n {
+        phosphor::trace_log!(info, "bench", "item {} of {} took {} ns", i, 7u64, i >> 3);
+    }
+}
+
+#[inline(never)]
+fn run_interned(n: u64) {
+    let s: &str = black_box("request-4242-abc");
+    for _ in 0..n {
+        phosphor::trace_instant!("bench", "interned", "s" => phosphor::intern(s));
+    }
+}
+
+#[inline(never)]
 fn run_disabled(n: u64) {
     for i in 0..n {
         phosphor::trace_instant!("off", "disabled", "a" => i as i64, "b" => 7u64);
@@ -98,7 +113,7 @@ fn run_empty(n: u64) {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(mode), Some(n)) = (args.next(), args.next().and_then(|s| s.parse::<u64>().ok())) else {
-        eprintln!("usage: callgrind_instant <instant|scope|counter|dynstr|disabled|limit|empty> <N>");
+        eprintln!("usage: callgrind_instant <instant|scope|counter|dynstr|log3|interned|disabled|limit|empty> <N>");
         std::process::exit(2);
     };
     let log = TraceLog::global();
@@ -112,6 +127,8 @@ fn main() {
         "scope" => (run_scope(warm), run_scope(n)),
         "counter" => (run_counter(warm), run_counter(n)),
         "dynstr" => (run_dynstr(warm), run_dynstr(n)),
+        "log3" => (run_log3(warm), run_log3(n)),
+        "interned" => (run_interned(warm), run_interned(n)),
         "disabled" => (run_disabled(warm), run_disabled(n)),
         "limit" => (run_limit(warm), run_limit(n)),
         "empty" => (run_empty(warm), run_empty(n)),
@@ -123,7 +140,7 @@ fn main() {
     log.stop();
     let stats = log.stats();
     let emitted = match mode.as_str() {
-        "instant" | "scope" | "counter" | "dynstr" => warm + n,
+        "instant" | "scope" | "counter" | "dynstr" | "log3" | "interned" => warm + n,
         _ => 0,
     };
     let accounted = stats.recorded + stats.dropped.total();

@@ -467,6 +467,64 @@ impl<W: Write> Exporter<W> {
         e: &Event<'_>,
         async_id: Option<u64>,
     ) -> io::Result<()> {
+        if ty != TYPE_SLICE_END && (e.callsite.level.is_some() || e.callsite.dynamic_name) {
+            return self.slice_named(ty, ts, track, r, e, async_id);
+        }
+        if ty != TYPE_SLICE_END {
+            self.resolve_name(r, e.callsite);
+        }
+        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        let p = &mut self.buf;
+        let te = p.begin(PACKET_TRACK_EVENT);
+        p.uint(EVENT_TYPE, ty);
+        p.uint(EVENT_TRACK_UUID, track);
+        if ty != TYPE_SLICE_END {
+            p.uint(EVENT_CATEGORY_IIDS, r.category);
+            p.uint(EVENT_NAME_IID, r.name);
+        }
+        for (i, arg) in e.args.iter().enumerate() {
+            let Some((name, value)) = *arg else { continue };
+            if r.args[i] == 0 {
+                r.args[i] = if name.is_empty() {
+                    self.interner
+                        .intern(INTERNED_DEBUG_ANNOTATION_NAMES, if i == 0 { "arg0" } else { "arg1" })
+                } else {
+                    self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, name)
+                };
+            }
+            annotation(p, r.args[i], value);
+        }
+        if e.truncated {
+            if self.truncated_iid == 0 {
+                self.truncated_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "truncated");
+            }
+            annotation(p, self.truncated_iid, Value::Bool(true));
+        }
+        if let Some(id) = async_id {
+            if self.async_id_iid == 0 {
+                self.async_id_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "async_id");
+            }
+            annotation(p, self.async_id_iid, Value::U64(id));
+        }
+        p.end(te);
+        self.finish_packet(true)?;
+        self.saw(ts);
+        Ok(())
+    }
+
+    /// [`slice`](Self::slice) for a log (named by its formatted message, with its level and
+    /// parameters) or an event named at run time (argument 0): names written as strings, not
+    /// interned, since they differ per event. Out of line, to keep the common path lean.
+    #[inline(never)]
+    fn slice_named(
+        &mut self,
+        ty: u64,
+        ts: u64,
+        track: u64,
+        r: &mut Resolved,
+        e: &Event<'_>,
+        async_id: Option<u64>,
+    ) -> io::Result<()> {
         let cs = e.callsite;
         // A log's name is its formatted message, and a `dyn` name is argument 0: both differ per
         // event, so they are written as strings, not interned.

@@ -132,19 +132,20 @@ pub struct RawEvent<'a> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RawParams<'a> {
     desc: u64,
-    len: usize,
     record: &'a Record,
     payload: &'a [u8],
-    /// The payload word index (0 and 1 are the slots) of parameter 0.
-    first_word: usize,
-    /// Where the first dynamic-string parameter's bytes start in the payload.
-    str_start: usize,
+    /// How many (at most `MAX_PARAMS`).
+    len: u8,
+    /// The payload word index (0 and 1 are the slots) of parameter 0 (at most `MAX_LEAD_WORDS + 1`).
+    first_word: u8,
+    /// Where the first dynamic-string parameter's bytes start in the payload (under 255 × 32).
+    str_start: u16,
 }
 
 impl<'a> RawParams<'a> {
     /// How many parameters.
     pub fn len(&self) -> usize {
-        self.len
+        usize::from(self.len)
     }
 
     /// Whether there are none.
@@ -159,13 +160,13 @@ impl<'a> RawParams<'a> {
 
     /// The parameters in order.
     pub fn iter(&self) -> ParamIter<'a> {
-        ParamIter { params: *self, i: 0, str_at: self.str_start }
+        ParamIter { params: *self, i: 0, str_at: usize::from(self.str_start) }
     }
 
     /// The payload word index of parameter `i` (words 0 and 1 are the main record's slots, word
     /// `k ≥ 2` the `k-2`th 8 bytes after it): where a writer finds a static string's word.
     pub fn word_index(&self, i: usize) -> usize {
-        self.first_word + i
+        usize::from(self.first_word) + i
     }
 }
 
@@ -182,11 +183,11 @@ impl<'a> Iterator for ParamIter<'a> {
 
     fn next(&mut self) -> Option<ArgWord<'a>> {
         let p = &self.params;
-        if self.i >= p.len {
+        if self.i >= p.len() {
             return None;
         }
         let code = ((p.desc >> (4 * self.i)) & 0xf) as u8;
-        let v = word_at(p.record, p.payload, p.first_word + self.i);
+        let v = word_at(p.record, p.payload, usize::from(p.first_word) + self.i);
         self.i += 1;
         // `decode_event` checked every code, length and string, so the fallbacks below are never
         // taken; they keep this path free of panics all the same.
@@ -202,7 +203,7 @@ impl<'a> Iterator for ParamIter<'a> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.params.len - self.i;
+        let n = self.params.len() - self.i;
         (n, Some(n))
     }
 }
@@ -283,6 +284,7 @@ pub fn count_events(records: &[Record]) -> u64 {
 /// The continuation bytes are read in little-endian layout, which is the in-memory layout on the
 /// little-endian targets Phosphor records on; on a big-endian host the reader of a file re-encodes
 /// records with [`Record::from_bytes`] first.
+#[inline]
 pub fn decode_event(records: &[Record], index: usize) -> Result<RawEvent<'_>, DecodeError> {
     let record = &records[index];
     let meta: Meta = record.meta;
@@ -362,7 +364,15 @@ pub fn decode_event(records: &[Record], index: usize) -> Result<RawEvent<'_>, De
                         .map_err(|_| DecodeError::InvalidParamUtf8 { index, param: p })?;
                     str_at = end;
                 }
-                params = Some(RawParams { desc: v, len: nparams, record, payload, first_word: w, str_start });
+                // Fit by construction: at most 16 params, 4 leading words, 255 × 32 payload bytes.
+                params = Some(RawParams {
+                    desc: v,
+                    record,
+                    payload,
+                    len: nparams as u8,
+                    first_word: w as u8,
+                    str_start: str_start as u16,
+                });
                 continue;
             }
             ArgType::I64

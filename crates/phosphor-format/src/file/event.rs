@@ -55,7 +55,7 @@ pub struct Event<'a> {
 #[derive(Clone, Copy)]
 pub struct Params<'a> {
     raw: Option<RawParams<'a>>,
-    strings: &'a [String],
+    strings: &'a Vec<String>,
 }
 
 impl<'a> Params<'a> {
@@ -91,7 +91,7 @@ impl core::fmt::Debug for Params<'_> {
 #[derive(Clone, Debug)]
 pub struct ParamValues<'a> {
     inner: Option<ParamIter<'a>>,
-    strings: &'a [String],
+    strings: &'a Vec<String>,
 }
 
 impl<'a> Iterator for ParamValues<'a> {
@@ -178,13 +178,21 @@ impl<'a> Iterator for ChunkEvents<'a> {
             let mut args = [None; MAX_ARGS];
             for (i, a) in raw.args.iter().enumerate() {
                 let Some(w) = *a else { continue };
-                let mut missing = 0;
-                let Some(v) = value(w, |index| {
-                    missing = index;
-                    tables.string(index, 0).ok()
-                }) else {
-                    return self
-                        .fail(ErrorKind::UnknownString { index: missing, len: tables.strings.len() }, at);
+                let v = match w {
+                    ArgWord::I64(v) => Value::I64(v),
+                    ArgWord::U64(v) => Value::U64(v),
+                    ArgWord::F64(v) => Value::F64(v),
+                    ArgWord::Bool(v) => Value::Bool(v),
+                    ArgWord::Pointer(v) => Value::Pointer(v),
+                    ArgWord::Str(s) => Value::Str(s),
+                    ArgWord::StaticStr { addr, len } => {
+                        // In files the whole word is a string table index (see chunk.rs).
+                        let index = addr | ((len as u64) << 48);
+                        match tables.string(index, 0) {
+                            Ok(s) => Value::Str(s),
+                            Err(e) => return self.fail(e.kind().clone(), at),
+                        }
+                    }
                 };
                 args[i] = Some((cs.arg_names[i].as_str(), v));
             }

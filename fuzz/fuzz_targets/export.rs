@@ -1,11 +1,13 @@
 //! Fuzzes everything that reads a trace file after the reader: the Perfetto, Chrome JSON and folded
-//! exporters and the statistics. Any input must give a result or an error naming an offset inside
+//! exporters, the statistics, and `phosphor logs` (the log formatter, on the file's format strings
+//! and parameters, and on the input itself as a format string). Any input must give a result or an error naming an offset inside
 //! the input, and never panic. Inputs start from mutations of real files (seed the corpus with
 //! `crates/phosphor-format/tests/data/*.phtrace`).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use phosphor_export::logs::{format_log, write_logs, LogFilter};
 use phosphor_export::{chrome, folded, perfetto, TraceStats};
 use phosphor_format::file::Reader;
 
@@ -19,6 +21,13 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(r) = Reader::new(data) {
         within(folded::write_folded(r, std::io::sink()).err().and_then(|e| e.offset()));
+    }
+    if let Ok(r) = Reader::new(data) {
+        within(write_logs(r, std::io::sink(), &LogFilter::default()).err().and_then(|e| e.offset()));
+    }
+    if let Ok(fmt) = std::str::from_utf8(data) {
+        let mut out = String::new();
+        format_log(&mut out, fmt, &[phosphor_format::file::Value::U64(7), phosphor_format::file::Value::Str(fmt)]);
     }
     if let Ok(r) = Reader::new(data) {
         match TraceStats::from_reader(r) {

@@ -9,8 +9,8 @@ use phosphor::{
     trace_histogram, trace_instant, trace_lock_guard, trace_log, trace_scope, trace_sum,
 };
 
-/// Emits 15 events in the net group (and 15 in the disk group when it is compiled in), plus a sum
-/// and a histogram in each.
+/// Emits 13 events in the net group (and 13 in the disk group when it is compiled in), plus a sum
+/// and a histogram in each; and two logs outside the groups, a `warn` and an `info`.
 pub fn run(n: u64) {
     let m = Mutex::new(0u64);
     let bytes = n * 100;
@@ -34,6 +34,9 @@ pub fn run(n: u64) {
         let log = phosphor::TraceLog::global();
         trace_instant!(group: net, log: log, "cgo.net", "cgo-net-9f2c1-logged", "n" => n);
     }
+    // Outside any group: only the compile-time level limit decides (feature `max-level-warn`).
+    trace_log!(warn, "cgo.level", "cgo-level-warn-51d3 {}", n);
+    trace_log!(info, "cgo.level", "cgo-level-info-8a6e {}", n);
     {
         trace_scope!(group: disk, "cgo.disk", "cgo-disk-4be07-scope", "n" => n);
         trace_instant!(group: disk, "cgo.disk", "cgo-disk-4be07-instant", "bytes" => bytes);

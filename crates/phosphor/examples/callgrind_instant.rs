@@ -113,7 +113,9 @@ fn run_empty(n: u64) {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(mode), Some(n)) = (args.next(), args.next().and_then(|s| s.parse::<u64>().ok())) else {
-        eprintln!("usage: callgrind_instant <instant|scope|counter|dynstr|log3|interned|disabled|limit|empty> <N>");
+        eprintln!(
+            "usage: callgrind_instant <instant|scope|counter|dynstr|log3|interned|disabled|limit|empty> <N>"
+        );
         std::process::exit(2);
     };
     let log = TraceLog::global();

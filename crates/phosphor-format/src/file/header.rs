@@ -44,7 +44,7 @@ pub mod kind {
     pub const CHUNK: u32 = 5;
     /// Counters: [`Trailer`](super::Trailer). Always the last block.
     pub const TRAILER: u32 = 6;
-    /// Snapshots of aggregate points (format 1.2): [`Aggregate`](super::Aggregate).
+    /// Snapshots of aggregate points (format 1.2): [`Aggregate`](crate::file::Aggregate).
     pub const AGGREGATES: u32 = 7;
     /// Set on kinds a reader must understand.
     pub const CRITICAL: u32 = 1 << 31;

@@ -17,10 +17,13 @@
 //!
 //! ```text
 //!   FREE ──loan──▶ LOANED ──give_back / evict──▶ FULL ──loan (overwrite, counted)──▶ LOANED
+//!                                                 FULL ◀──snapshot (copied)──▶ READING
 //! ```
 //!
 //! A loan is a compare-and-swap from FREE or FULL to LOANED, so a chunk held by a tenant is never
-//! reused under it. Fixed mode uses the same states but never overwrites.
+//! reused under it. Fixed mode uses the same states but never overwrites. A dump of a running
+//! trace ([`TraceBuffer::snapshot`]) pins each FULL chunk in turn (FULL → READING), copies it and
+//! puts it back; a loan skips a READING chunk as it skips a LOANED one, so the copy is never torn.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -34,6 +37,7 @@ use crate::BufferMode;
 const FREE: u8 = 0;
 const LOANED: u8 = 1;
 const FULL: u8 = 2;
+const READING: u8 = 3;
 
 /// The extents of a chunk, after its records.
 #[derive(Debug)]
@@ -240,7 +244,7 @@ impl TraceBuffer {
                     let chunk = &self.chunks[(ticket % n) as usize];
                     // Relaxed: a hint; the compare-and-swap below re-checks it.
                     let state = chunk.header.state.load(Ordering::Relaxed);
-                    if state == LOANED {
+                    if state == LOANED || state == READING {
                         continue;
                     }
                     // Acquire: pairs with the Release in `give_back`, so the previous holder's
@@ -321,6 +325,57 @@ impl TraceBuffer {
 
     pub(crate) fn chunk(&self, i: usize) -> &TraceChunk {
         &self.chunks[i]
+    }
+
+    /// A copy of every chunk that is given back (FULL) now, as a buffer of its own: what a dump of
+    /// a running trace holds. Chunks still held by a tenant are not copied (the caller gives them
+    /// back first); a chunk a tenant re-loans while this runs is skipped. Writers never wait: each
+    /// chunk is pinned (FULL → READING) only while it is copied, and a loan passes over it.
+    pub(crate) fn snapshot(&self) -> TraceBuffer {
+        let copy = TraceBuffer::new(BufferMode::Fixed, self.chunks.len());
+        let mut n = 0;
+        let mut events = 0u64;
+        for chunk in self.chunks.iter() {
+            // Acquire: pairs with `give_back`'s Release, so the records and header are complete.
+            if chunk
+                .header
+                .state
+                .compare_exchange(FULL, READING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            // SAFETY: the chunk is pinned: no loan takes a READING chunk, so nothing writes to it
+            // until the Release store below.
+            let records = unsafe { chunk.records() };
+            let dst = &copy.chunks[n];
+            for (i, r) in records.iter().enumerate() {
+                // SAFETY: `dst` belongs to `copy`, which nobody else can reach yet; `i` is below
+                // the committed count, itself at most CHUNK_RECORDS.
+                unsafe { (*dst.slot(i)).write(*r) };
+            }
+            let h = &chunk.header;
+            // Relaxed: the Acquire above ordered these after the last holder's stores.
+            let chunk_events = h.events.load(Ordering::Relaxed);
+            events += u64::from(chunk_events);
+            let d = &dst.header;
+            // Relaxed: `copy` is private to this thread until it is returned.
+            d.loan.store(h.loan.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.seq.store(h.seq.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.tid.store(h.tid.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.events.store(chunk_events, Ordering::Relaxed);
+            d.state.store(FULL, Ordering::Relaxed);
+            dst.publish(records.len() as u32);
+            // Release: a later loaner's Acquire compare-and-swap sees our reads done before it
+            // overwrites the chunk.
+            h.state.store(FULL, Ordering::Release);
+            n += 1;
+        }
+        // Relaxed: `copy` is private to this thread.
+        copy.counters.chunks_loaned.store(n as u64, Ordering::Relaxed);
+        copy.counters.events_given_back.store(events, Ordering::Relaxed);
+        copy.next.store(n as u64, Ordering::Relaxed);
+        copy
     }
 }
 

@@ -85,4 +85,7 @@ pub enum ErrorKind {
         /// The kind asked for.
         kind: &'static str,
     },
+    /// No trace is running (a snapshot needs one).
+    #[error("no trace is running on this TraceLog")]
+    NotRunning,
 }

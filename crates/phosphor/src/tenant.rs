@@ -443,6 +443,17 @@ impl Tenant {
 /// `evict_threads`: master-locks every tenant, gives its chunk back to `buf` (or forgets it when
 /// `buf` is `None`) and leaves it empty. Unlocks them again unless `keep_locked`.
 pub(crate) fn evict_all(tenants: &[Arc<Tenant>], buf: Option<&TraceBuffer>, keep_locked: bool) {
+    take_chunks(tenants, buf, keep_locked, true);
+}
+
+/// Gives every tenant's chunk back to `buf` while the trace goes on (a dump): as `evict_all`, but
+/// each tenant keeps its sequence numbers, so its next chunk continues its writer stream. Writers
+/// never wait: one that is mid-event finishes it first, while we wait for it.
+pub(crate) fn flush_all(tenants: &[Arc<Tenant>], buf: &TraceBuffer) {
+    take_chunks(tenants, Some(buf), false, false);
+}
+
+fn take_chunks(tenants: &[Arc<Tenant>], buf: Option<&TraceBuffer>, keep_locked: bool, reset_seq: bool) {
     for t in tenants {
         t.lock.raise_master();
     }
@@ -460,7 +471,9 @@ pub(crate) fn evict_all(tenants: &[Arc<Tenant>], buf: Option<&TraceBuffer>, keep
         }
         st.chunk = std::ptr::null();
         st.pos = CHUNK_RECORDS as u32;
-        st.seq = 0;
+        if reset_seq {
+            st.seq = 0;
+        }
         if !keep_locked {
             t.lock.master_unlock();
         }

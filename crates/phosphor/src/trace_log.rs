@@ -43,6 +43,20 @@ struct Running {
     aggregates_at_start: HashMap<u32, Aggregate>,
 }
 
+impl Running {
+    /// What the aggregate points this trace's categories take counted since it started.
+    fn aggregates_so_far(&self) -> Vec<Aggregate> {
+        callsite::aggregate_snapshots()
+            .into_iter()
+            .filter(|(_, meta)| self.config.categories.matches(meta.category))
+            .map(|(a, _)| crate::aggregate::delta(&a, self.aggregates_at_start.get(&a.callsite)))
+            .filter(|a| match a.kind {
+                AggregateKind::Sum { count, .. } | AggregateKind::Histogram { count, .. } => count > 0,
+            })
+            .collect()
+    }
+}
+
 struct Control {
     config: Option<TraceLogConfig>,
     clock: Option<ClockInfo>,
@@ -223,14 +237,7 @@ impl TraceLog {
         let clock = c.clock.clone().expect("calibrated in start");
         c.last_stats = stats.clone();
         // What the aggregate points this trace's categories take counted since it started.
-        let aggregates = callsite::aggregate_snapshots()
-            .into_iter()
-            .filter(|(_, meta)| running.config.categories.matches(meta.category))
-            .map(|(a, _)| crate::aggregate::delta(&a, running.aggregates_at_start.get(&a.callsite)))
-            .filter(|a| match a.kind {
-                AggregateKind::Sum { count, .. } | AggregateKind::Histogram { count, .. } => count > 0,
-            })
-            .collect();
+        let aggregates = running.aggregates_so_far();
         c.last_trace =
             Some(Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates));
     }
@@ -289,6 +296,40 @@ impl TraceLog {
             chunks_total: buf.chunk_count() as u64,
             buffer_exhausted: buf.is_exhausted(),
         }
+    }
+
+    /// A copy of what the running trace holds now, without stopping it: the flight recorder's dump
+    /// on demand (`log.snapshot()?.save("dump.phos")?`). Every thread's current chunk is given
+    /// back first (each thread starts a new chunk at its next event, continuing its writer
+    /// stream), then every given-back chunk is copied, one at a time. Recording threads never
+    /// wait: a thread in the middle of an event finishes it first, and a chunk being copied is
+    /// passed over by the next loan. In Ring mode the dump holds the most recent events the buffer
+    /// keeps; in Fixed mode the chunks given back early are not refilled, so a dump costs the
+    /// rest of those chunks.
+    ///
+    /// The snapshot's `Stats` count the events it holds as recorded, and the drops (overwrites
+    /// included) of the running trace so far.
+    pub fn snapshot(&self) -> Result<Trace, Error> {
+        let c = self.control();
+        let Some(running) = c.running.as_ref() else {
+            return Err(Error::new(ErrorKind::NotRunning));
+        };
+        // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock
+        // (only `stop`, under the same lock, frees it).
+        let buf = unsafe { &*running.buffer.0 };
+        let all: Vec<Arc<Tenant>> = c.tenants.iter().chain(c.pool.iter()).cloned().collect();
+        crate::tenant::flush_all(&all, buf);
+        let copy = buf.snapshot();
+        let drops = self.load_drops().since(&c.drops_baseline);
+        let live = self.stats_of(buf, true, &drops);
+        let mut stats = self.stats_of(&copy, true, &drops);
+        stats.dropped.overwritten = live.dropped.overwritten;
+        stats.chunks_overwritten = live.chunks_overwritten;
+        stats.chunks_total = live.chunks_total;
+        stats.buffer_exhausted = live.buffer_exhausted;
+        let aggregates = running.aggregates_so_far();
+        let clock = c.clock.clone().expect("calibrated in start");
+        Ok(Trace::new(copy, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates))
     }
 
     /// Takes the last finished trace.

@@ -17,6 +17,7 @@ mod logs;
 mod points;
 mod reentrancy;
 mod smoke;
+mod snapshot;
 mod support;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod usdt_bridge;

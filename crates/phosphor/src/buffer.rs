@@ -62,6 +62,11 @@ pub(crate) struct ChunkHeader {
 pub(crate) struct TraceChunk {
     records: [UnsafeCell<MaybeUninit<Record>>; CHUNK_RECORDS],
     header: ChunkHeader,
+    /// Under loom, a tracked cell standing for the records: `publish` writes it and `records`
+    /// reads it, so loom reports a reader whose access is not ordered after the writer's (the
+    /// records themselves are std cells, which loom does not track).
+    #[cfg(loom)]
+    shadow: loom::cell::UnsafeCell<()>,
 }
 
 #[cfg(not(loom))]
@@ -91,6 +96,8 @@ impl TraceChunk {
     /// Acquire load of the count.
     #[inline(always)]
     pub(crate) fn publish(&self, n: u32) {
+        #[cfg(loom)]
+        self.shadow.with_mut(|_| ());
         self.header.committed.store(n, Ordering::Release);
     }
 
@@ -122,6 +129,8 @@ impl TraceChunk {
     /// No tenant may write into this chunk for as long as the slice lives: the trace is stopped
     /// and every tenant evicted, or the caller otherwise owns the chunk.
     pub(crate) unsafe fn records(&self) -> &[Record] {
+        #[cfg(loom)]
+        self.shadow.with(|_| ());
         let n = (self.committed() as usize).min(CHUNK_RECORDS);
         // SAFETY: [1] `UnsafeCell<MaybeUninit<Record>>` has the layout of `Record`, both wrappers
         // being `repr(transparent)`. [2] The first `n` records were written before the Release
@@ -194,7 +203,9 @@ impl TraceBuffer {
                     committed: AtomicU32::new(0),
                     events: AtomicU32::new(0),
                     state: AtomicU8::new(FREE),
-                })
+                });
+                #[cfg(loom)]
+                std::ptr::addr_of_mut!((*p).shadow).write(loom::cell::UnsafeCell::new(()));
             };
         }
         // SAFETY: every header was written above, and the records are `MaybeUninit`, for which

@@ -14,6 +14,12 @@
 //!   Each fill also touches a per-writer loom cell, which the stopper reads after eviction: a fill
 //!   that could still run after `evict_all` returned would be reported as a race on that cell.
 //!
+//! * Model 9 interns one string from two threads (`intern.rs`); model 10 races a dump
+//!   (`flush_all` and `TraceBuffer::snapshot`) against a ring writer. Every chunk has a loom cell
+//!   that `publish` writes and `records` reads, so a copy or a read of records that is not ordered
+//!   after their writer is reported as a race (removing the loan's READING check makes model 10
+//!   fail that way).
+//!
 //! Every model prints how many executions loom explored and how long it took.
 //!
 //! # Models that once failed
@@ -466,5 +472,61 @@ fn intern_same_string_from_two_threads() {
         let st = i.stats();
         assert_eq!(st.strings, 2);
         assert_eq!(st.fallbacks, nones);
+    });
+}
+
+/// Model 10: a dump (`TraceLog::snapshot`: `flush_all`, then `TraceBuffer::snapshot`) races a
+/// writer in a one-chunk ring that overwrites its chunk. Every chunk the dump copies is read after
+/// its last writer published it and before anyone re-loans it (the chunk's loom cell reports any
+/// other order as a race), a copy holds whole events of one chunk generation only, and the trace
+/// stopped afterwards still accounts for every event.
+#[test]
+fn snapshot_races_a_ring_writer() {
+    check("snapshot races a Ring writer (1 chunk, 3 events)", None, || {
+        let core = Arc::new(LogCore::new());
+        let buffer = Box::into_raw(Box::new(TraceBuffer::new(BufferMode::Ring, 1)));
+        // Release: as in `TraceLog::start`.
+        core.buffer.store(buffer, Ordering::Release);
+        let tenant = Arc::new(Tenant::new(&core, ClockKind::Monotonic, None, true, 1));
+        let shadow = Arc::new(Shadow(UnsafeCell::new(0)));
+        let writer = {
+            let (core, tenant, shadow) = (core.clone(), tenant.clone(), shadow.clone());
+            // 64 records per event: one event per chunk, so each event takes (or overwrites) the
+            // one chunk.
+            thread::spawn(move || {
+                (0..3u64)
+                    .map(|e| tenant.write(&core, || 1, 64, fill_event(&shadow, 0, e, 64)))
+                    .collect::<Vec<_>>()
+            })
+        };
+        // SAFETY: the buffer is freed only after the writer is joined, below.
+        let buf = unsafe { &*buffer };
+        crate::tenant::flush_all(std::slice::from_ref(&tenant), buf);
+        let copy = buf.snapshot();
+        for i in copy.used_chunks() {
+            // SAFETY: `copy` is this thread's own buffer.
+            let records = unsafe { copy.chunk(i).records() };
+            let events: Vec<u64> =
+                records.iter().filter(|r| r.id >= FIRST_CALLSITE_ID).map(|r| r.slots[1]).collect();
+            assert_eq!(events.len(), 1, "a copied chunk holds its one whole event");
+            assert!(records.iter().all(|r| r.slots[1] == events[0]), "no record of another generation");
+        }
+        let outcomes = writer.join().unwrap();
+        // AcqRel: as in `stop`.
+        let ptr = core.buffer.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        evict_all(std::slice::from_ref(&tenant), Some(buf), false);
+        let written = outcomes.iter().filter(|o| **o == Outcome::Written).count() as u64;
+        let recorded: u64 =
+            buf.used_chunks().iter().map(|&i| count_events(unsafe { buf.chunk(i).records() })).sum();
+        // Relaxed: the writer was joined.
+        let overwritten = buf.counters.events_overwritten.load(Ordering::Relaxed);
+        assert_eq!(
+            recorded + overwritten,
+            written,
+            "every written event is in the chunk or counted as overwritten"
+        );
+        assert_eq!(written, shadow.get());
+        // SAFETY: from `Box::into_raw` above, freed once, after every use.
+        drop(unsafe { Box::from_raw(ptr) });
     });
 }

@@ -88,4 +88,7 @@ pub enum ErrorKind {
     /// No trace is running (a snapshot needs one).
     #[error("no trace is running on this TraceLog")]
     NotRunning,
+    /// A dump signal could not be set up.
+    #[error("setting up the dump signal failed: {0}")]
+    Signal(String),
 }

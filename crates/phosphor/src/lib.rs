@@ -58,6 +58,8 @@ mod logs;
 mod macros;
 #[cfg(not(loom))]
 pub mod points;
+#[cfg(all(not(loom), target_os = "linux"))]
+pub mod recorder;
 #[cfg(not(loom))]
 mod stats;
 mod sync;

@@ -310,7 +310,18 @@ impl TraceLog {
     /// The snapshot's `Stats` count the events it holds as recorded, and the drops (overwrites
     /// included) of the running trace so far.
     pub fn snapshot(&self) -> Result<Trace, Error> {
-        let c = self.control();
+        self.snapshot_of(&self.control())
+    }
+
+    /// [`snapshot`](Self::snapshot), unless another thread holds this log's control lock (it is
+    /// starting, stopping or dumping it): then `None` at once. For panic hooks, which must not
+    /// wait for a lock the panicking code may hold.
+    pub fn try_snapshot(&self) -> Option<Result<Trace, Error>> {
+        let c = self.control.try_lock().ok()?;
+        Some(self.snapshot_of(&c))
+    }
+
+    fn snapshot_of(&self, c: &Control) -> Result<Trace, Error> {
         let Some(running) = c.running.as_ref() else {
             return Err(Error::new(ErrorKind::NotRunning));
         };

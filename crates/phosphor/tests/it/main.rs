@@ -15,6 +15,7 @@ mod intern;
 mod lifecycle;
 mod logs;
 mod points;
+mod recorder;
 mod reentrancy;
 mod smoke;
 mod snapshot;

@@ -1,0 +1,118 @@
+//! The flight recorder's triggers: a dump on a signal (in this process) and on a panic (in a child
+//! process, this test binary run again for one ignored test).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use phosphor::format::file::{Reader, Value};
+use phosphor::{trace_instant, BufferMode, TraceConfig};
+
+use crate::support::started;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `(thread, name, i)` of every event of a dump file.
+fn dumped(path: &Path) -> Vec<(u32, String, u64)> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut r = Reader::new(&bytes[..]).unwrap();
+    let mut out = Vec::new();
+    r.for_each_event(|e| {
+        let i = match e.arg("i") {
+            Some(Value::U64(i)) => i,
+            _ => 0,
+        };
+        out.push((e.tid, e.callsite.name.clone(), i));
+    })
+    .unwrap();
+    out
+}
+
+fn wait_for(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn each_signal_dumps_the_running_trace_to_a_numbered_file() {
+    let dir = scratch("recorder-signal");
+    let log = started(TraceConfig::new(BufferMode::Ring, 1 << 20));
+    phosphor::recorder::dump_on_signal(log.clone(), libc::SIGUSR2, dir.join("dump-{n}.phos")).unwrap();
+    for i in 0..100u64 {
+        trace_instant!(log: &log, "rec", "rec-sig", "i" => i);
+    }
+    // SAFETY: raising a signal whose handler was just installed.
+    unsafe { libc::raise(libc::SIGUSR2) };
+    wait_for(&dir.join("dump-1.phos"));
+    for i in 100..150u64 {
+        trace_instant!(log: &log, "rec", "rec-sig", "i" => i);
+    }
+    // SAFETY: as above.
+    unsafe { libc::raise(libc::SIGUSR2) };
+    wait_for(&dir.join("dump-2.phos"));
+    let first: Vec<u64> = dumped(&dir.join("dump-1.phos")).into_iter().map(|e| e.2).collect();
+    let second: Vec<u64> = dumped(&dir.join("dump-2.phos")).into_iter().map(|e| e.2).collect();
+    assert_eq!(first, (0..100).collect::<Vec<_>>());
+    assert_eq!(second, (0..150).collect::<Vec<_>>());
+    assert!(!dir.join("dump-1.phos.tmp").exists(), "written through a temporary file and renamed");
+    assert!(
+        phosphor::recorder::dump_on_signal(log.clone(), libc::SIGUSR1, dir.join("x")).is_err(),
+        "one signal per process"
+    );
+    log.stop();
+}
+
+/// The child of `a_panic_dumps_the_trace_before_the_default_hook_runs`: two threads log and
+/// finish, then the main thread logs one last event and panics.
+#[test]
+#[ignore = "run by a_panic_dumps_the_trace_before_the_default_hook_runs in a child process"]
+fn panic_child() {
+    let path = std::env::var_os("PHOSPHOR_TEST_PANIC_DUMP").expect("run by the parent test");
+    let log = started(TraceConfig::new(BufferMode::Ring, 4 << 20));
+    phosphor::recorder::dump_on_panic(log.clone(), path);
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..1000u64 {
+                    trace_instant!(log: &log, "rec", "rec-worker", "i" => i);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    trace_instant!(log: &log, "rec", "rec-last", "i" => 7u64);
+    panic!("phosphor test panic");
+}
+
+#[test]
+fn a_panic_dumps_the_trace_before_the_default_hook_runs() {
+    let dir = scratch("recorder-panic");
+    let dump = dir.join("panic.phos");
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "recorder::panic_child", "--test-threads=1", "--nocapture"])
+        .env("PHOSPHOR_TEST_PANIC_DUMP", &dump)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the child failed as a panicking test does");
+    assert!(stderr.contains("phosphor test panic"), "the previous hook still printed the panic:\n{stderr}");
+    let events = dumped(&dump);
+    let workers = events.iter().filter(|e| e.1 == "rec-worker").count();
+    assert_eq!(workers, 2000, "every worker event is in the dump");
+    assert_eq!(
+        events.last().map(|e| (e.1.as_str(), e.2)),
+        Some(("rec-last", 7)),
+        "the panicking thread's last event"
+    );
+}

@@ -482,34 +482,7 @@ impl<W: Write> Exporter<W> {
             p.uint(EVENT_CATEGORY_IIDS, r.category);
             p.uint(EVENT_NAME_IID, r.name);
         }
-        for (i, arg) in e.args.iter().enumerate() {
-            let Some((name, value)) = *arg else { continue };
-            if r.args[i] == 0 {
-                r.args[i] = if name.is_empty() {
-                    self.interner
-                        .intern(INTERNED_DEBUG_ANNOTATION_NAMES, if i == 0 { "arg0" } else { "arg1" })
-                } else {
-                    self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, name)
-                };
-            }
-            annotation(p, r.args[i], value);
-        }
-        if e.truncated {
-            if self.truncated_iid == 0 {
-                self.truncated_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "truncated");
-            }
-            annotation(p, self.truncated_iid, Value::Bool(true));
-        }
-        if let Some(id) = async_id {
-            if self.async_id_iid == 0 {
-                self.async_id_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "async_id");
-            }
-            annotation(p, self.async_id_iid, Value::U64(id));
-        }
-        p.end(te);
-        self.finish_packet(true)?;
-        self.saw(ts);
-        Ok(())
+        self.event_tail(te, ts, r, e, async_id, 0)
     }
 
     /// [`slice`](Self::slice) for a log (named by its formatted message, with its level and
@@ -565,11 +538,26 @@ impl<W: Write> Exporter<W> {
                 annotation(p, self.param_iids[i], v);
             }
         }
-        for (i, arg) in e.args.iter().enumerate() {
+        let first = if crate::logs::shows_arg(e, 0) { 0 } else { 1 };
+        self.event_tail(te, ts, r, e, async_id, first)
+    }
+
+    /// The end of a `TrackEvent` that [`slice`](Self::slice) or
+    /// [`slice_named`](Self::slice_named) began as `te`: its arguments from `first_arg` on, the
+    /// truncated flag and the async id as debug annotations; then the packet is finished.
+    #[inline(always)]
+    fn event_tail(
+        &mut self,
+        te: usize,
+        ts: u64,
+        r: &mut Resolved,
+        e: &Event<'_>,
+        async_id: Option<u64>,
+        first_arg: usize,
+    ) -> io::Result<()> {
+        let p = &mut self.buf;
+        for (i, arg) in e.args.iter().enumerate().skip(first_arg) {
             let Some((name, value)) = *arg else { continue };
-            if !crate::logs::shows_arg(e, i) {
-                continue;
-            }
             if r.args[i] == 0 {
                 r.args[i] = if name.is_empty() {
                     self.interner

@@ -100,24 +100,26 @@ impl<'a> Iterator for ParamValues<'a> {
     fn next(&mut self) -> Option<Value<'a>> {
         let w = self.inner.as_mut()?.next()?;
         // `ChunkEvents` checked every static string's index before handing out the event.
-        Some(
-            value(w, |i| usize::try_from(i).ok().and_then(|i| self.strings.get(i)).map(String::as_str))
-                .unwrap_or(Value::Str("")),
-        )
+        Some(value(w, self.strings).unwrap_or(Value::Str("")))
     }
 }
 
-/// `w` as a value, resolving a static string's table index with `string`.
-fn value<'a>(w: ArgWord<'a>, string: impl FnOnce(u64) -> Option<&'a str>) -> Option<Value<'a>> {
-    Some(match w {
+/// `w` as a value, a static string resolved in `strings` (in files the whole word is a string
+/// table index, see chunk.rs); `Err` with the index if the table has no such string.
+#[inline(always)]
+fn value<'a>(w: ArgWord<'a>, strings: &'a [String]) -> Result<Value<'a>, u64> {
+    Ok(match w {
         ArgWord::I64(v) => Value::I64(v),
         ArgWord::U64(v) => Value::U64(v),
         ArgWord::F64(v) => Value::F64(v),
         ArgWord::Bool(v) => Value::Bool(v),
         ArgWord::Pointer(v) => Value::Pointer(v),
         ArgWord::Str(s) => Value::Str(s),
-        // In files the whole word is a string table index (see chunk.rs).
-        ArgWord::StaticStr { addr, len } => Value::Str(string(addr | ((len as u64) << 48))?),
+        ArgWord::StaticStr { addr, len } => {
+            let index = addr | ((len as u64) << 48);
+            let s = usize::try_from(index).ok().and_then(|i| strings.get(i)).ok_or(index)?;
+            Value::Str(s)
+        }
     })
 }
 
@@ -178,20 +180,10 @@ impl<'a> Iterator for ChunkEvents<'a> {
             let mut args = [None; MAX_ARGS];
             for (i, a) in raw.args.iter().enumerate() {
                 let Some(w) = *a else { continue };
-                let v = match w {
-                    ArgWord::I64(v) => Value::I64(v),
-                    ArgWord::U64(v) => Value::U64(v),
-                    ArgWord::F64(v) => Value::F64(v),
-                    ArgWord::Bool(v) => Value::Bool(v),
-                    ArgWord::Pointer(v) => Value::Pointer(v),
-                    ArgWord::Str(s) => Value::Str(s),
-                    ArgWord::StaticStr { addr, len } => {
-                        // In files the whole word is a string table index (see chunk.rs).
-                        let index = addr | ((len as u64) << 48);
-                        match tables.string(index, 0) {
-                            Ok(s) => Value::Str(s),
-                            Err(e) => return self.fail(e.kind().clone(), at),
-                        }
+                let v = match value(w, &tables.strings) {
+                    Ok(v) => v,
+                    Err(index) => {
+                        return self.fail(ErrorKind::UnknownString { index, len: tables.strings.len() }, at)
                     }
                 };
                 args[i] = Some((cs.arg_names[i].as_str(), v));
@@ -199,11 +191,8 @@ impl<'a> Iterator for ChunkEvents<'a> {
             if let Some(p) = raw.params {
                 // Check every static string now, so that iterating the parameters cannot fail.
                 for w in p.iter() {
-                    if let ArgWord::StaticStr { addr, len } = w {
-                        let index = addr | ((len as u64) << 48);
-                        if let Err(e) = tables.string(index, 0) {
-                            return self.fail(e.kind().clone(), at);
-                        }
+                    if let Err(index) = value(w, &tables.strings) {
+                        return self.fail(ErrorKind::UnknownString { index, len: tables.strings.len() }, at);
                     }
                 }
             }

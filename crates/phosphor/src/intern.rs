@@ -323,6 +323,20 @@ mod tests {
     }
 
     #[test]
+    fn memory_is_bounded_however_many_distinct_strings_come() {
+        // Unlike tracers that keep every dynamic name for ever: 200,000 distinct names fill the
+        // table and the arena, then every new one is a counted fallback.
+        let i = fresh();
+        for n in 0..200_000u32 {
+            let _ = i.intern(&format!("user-{n}-request-path"));
+        }
+        let s = i.stats();
+        assert!(s.strings <= SLOTS && s.bytes <= ARENA_BYTES, "{s:?}");
+        assert_eq!(s.strings as u64 + s.fallbacks, 200_000, "every string was interned or counted");
+        assert!(s.fallbacks >= 200_000 - SLOTS as u64);
+    }
+
+    #[test]
     fn threads_interning_overlapping_strings_agree() {
         let i = fresh();
         let results: Vec<Vec<(String, Option<usize>)>> = std::thread::scope(|s| {

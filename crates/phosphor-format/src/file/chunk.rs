@@ -73,14 +73,15 @@ impl Extents {
         }
     }
 
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.tid.to_le_bytes());
-        out.extend_from_slice(&self.record_count.to_le_bytes());
-        out.extend_from_slice(&self.seq.to_le_bytes());
-        out.extend_from_slice(&self.first_ts.to_le_bytes());
-        out.extend_from_slice(&self.last_ts.to_le_bytes());
-        out.extend_from_slice(&self.committed_bytes.to_le_bytes());
-        out.extend_from_slice(&self.event_count.to_le_bytes());
+    /// Writes the 40 bytes of the extents into `out[..40]`.
+    pub(crate) fn encode_into(&self, out: &mut [u8]) {
+        out[0..4].copy_from_slice(&self.tid.to_le_bytes());
+        out[4..8].copy_from_slice(&self.record_count.to_le_bytes());
+        out[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        out[16..24].copy_from_slice(&self.first_ts.to_le_bytes());
+        out[24..32].copy_from_slice(&self.last_ts.to_le_bytes());
+        out[32..36].copy_from_slice(&self.committed_bytes.to_le_bytes());
+        out[36..40].copy_from_slice(&self.event_count.to_le_bytes());
     }
 
     /// Decodes and checks the extents of a chunk body of `body.len()` bytes at file offset `base`.
@@ -139,13 +140,25 @@ pub(crate) fn encode_chunk(
     seq: u64,
     records: &[Record],
     out: &mut Vec<u8>,
-    mut intern: impl FnMut(u64, usize) -> u32,
+    intern: impl FnMut(u64, usize) -> u32,
 ) -> Result<Extents, (usize, crate::DecodeError)> {
     let start = out.len();
-    out.resize(start + EXTENTS_BYTES, 0);
-    let recs = out.len();
-    for r in records {
-        out.extend_from_slice(&r.to_bytes());
+    out.resize(start + EXTENTS_BYTES + records.len() * RECORD_SIZE, 0);
+    encode_chunk_into(tid, seq, records, &mut out[start..], intern)
+}
+
+/// [`encode_chunk`] into `out`, which is exactly `EXTENTS_BYTES + 32 × records` long: no
+/// allocation (the crash-dump path uses it through [`super::raw`]).
+pub(crate) fn encode_chunk_into(
+    tid: u32,
+    seq: u64,
+    records: &[Record],
+    out: &mut [u8],
+    mut intern: impl FnMut(u64, usize) -> u32,
+) -> Result<Extents, (usize, crate::DecodeError)> {
+    let recs = EXTENTS_BYTES;
+    for (r, dst) in records.iter().zip(out[recs..].chunks_exact_mut(RECORD_SIZE)) {
+        dst.copy_from_slice(&r.to_bytes());
     }
     let (mut first_ts, mut last_ts, mut events) = (u64::MAX, 0, 0u32);
     let mut i = 0;
@@ -195,9 +208,7 @@ pub(crate) fn encode_chunk(
         last_ts,
         event_count: events,
     };
-    let mut head = Vec::with_capacity(EXTENTS_BYTES);
-    e.encode(&mut head);
-    out[start..start + EXTENTS_BYTES].copy_from_slice(&head);
+    e.encode_into(&mut out[..EXTENTS_BYTES]);
     Ok(e)
 }
 

@@ -223,6 +223,12 @@ impl Trailer {
     const EXHAUSTED: u64 = 1;
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_with(&mut |b| out.extend_from_slice(b));
+    }
+
+    /// The trailer's body, piece by piece, to `put` (no allocation).
+    pub(crate) fn encode_with(&self, put: &mut impl FnMut(&[u8])) {
+        let out = put;
         for v in [
             self.recorded,
             self.chunks_loaned,
@@ -230,17 +236,17 @@ impl Trailer {
             self.chunks_total,
             if self.buffer_exhausted { Self::EXHAUSTED } else { 0 },
         ] {
-            out.extend_from_slice(&v.to_le_bytes());
+            out(&v.to_le_bytes());
         }
         let drops = self.dropped.as_array();
         let extra = usize::from(self.dropped.other != 0);
-        out.extend_from_slice(&((drops.len() + extra) as u32).to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
+        out(&((drops.len() + extra) as u32).to_le_bytes());
+        out(&[0; 4]);
         for v in drops {
-            out.extend_from_slice(&v.to_le_bytes());
+            out(&v.to_le_bytes());
         }
         if extra == 1 {
-            out.extend_from_slice(&self.dropped.other.to_le_bytes());
+            out(&self.dropped.other.to_le_bytes());
         }
     }
 

@@ -31,6 +31,7 @@ mod chunk;
 mod error;
 mod event;
 mod header;
+pub mod raw;
 mod reader;
 mod tables;
 mod writer;
@@ -45,5 +46,5 @@ pub use header::{
     MAX_BLOCK_BYTES, PREAMBLE_BYTES,
 };
 pub use reader::{Block, Reader};
-pub use tables::{CallsiteInfo, CALLSITE_NAME_FROM_ARG0};
+pub use tables::{CallsiteInfo, RawCallsite, CALLSITE_NAME_FROM_ARG0};
 pub use writer::Writer;

@@ -61,6 +61,42 @@ pub struct CallsiteInfo {
     pub dynamic_name: bool,
 }
 
+/// A callsite entry as stored (format 1.2): its strings as string table indices. The writer
+/// and the allocation-free encoders of [`raw`](super::raw) both encode entries through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawCallsite {
+    /// The id records refer to it by (at least 16).
+    pub id: u32,
+    /// What it records.
+    pub phase: Phase,
+    /// The level of a log callsite.
+    pub level: Option<Level>,
+    /// Whether each event's name is its argument 0.
+    pub dynamic_name: bool,
+    /// Source line.
+    pub line: u32,
+    /// String indices of the category, name, argument names 0 and 1, and source file.
+    pub strings: [u32; 5],
+    /// FNV-1a 64 hash of the name.
+    pub name_hash: u64,
+}
+
+impl RawCallsite {
+    /// The entry's 40 bytes.
+    pub fn encode(&self) -> [u8; CALLSITE_ENTRY_BYTES] {
+        let mut e = [0u8; CALLSITE_ENTRY_BYTES];
+        e[0..4].copy_from_slice(&self.id.to_le_bytes());
+        let flags = if self.dynamic_name { CALLSITE_NAME_FROM_ARG0 } else { 0 };
+        e[4..8].copy_from_slice(&[self.phase as u8, self.level.map_or(0, |l| l as u8), flags, 0]);
+        e[8..12].copy_from_slice(&self.line.to_le_bytes());
+        for (k, i) in self.strings.iter().enumerate() {
+            e[12 + 4 * k..16 + 4 * k].copy_from_slice(&i.to_le_bytes());
+        }
+        e[32..40].copy_from_slice(&self.name_hash.to_le_bytes());
+        e
+    }
+}
+
 /// The tables read so far.
 #[derive(Debug, Default)]
 pub(crate) struct Tables {

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use super::chunk::{encode_chunk, EXTENTS_BYTES};
 use super::error::{Error, ErrorKind};
-use super::header::{kind, Header, Trailer, FORMAT_MAJOR, FORMAT_MINOR, MAGIC, MAX_BLOCK_BYTES};
+use super::header::{kind, Header, Trailer, MAX_BLOCK_BYTES};
 use super::tables::{CallsiteInfo, CALLSITE_ENTRY_BYTES, THREAD_ENTRY_BYTES};
 use crate::record::RECORD_SIZE;
 use crate::Record;
@@ -70,12 +70,7 @@ impl<W: Write> Writer<W> {
             block: Vec::new(),
             chunk: Vec::new(),
         };
-        let mut pre = Vec::with_capacity(16);
-        pre.extend_from_slice(&MAGIC);
-        pre.extend_from_slice(&FORMAT_MAJOR.to_le_bytes());
-        pre.extend_from_slice(&FORMAT_MINOR.to_le_bytes());
-        pre.extend_from_slice(&[0; 4]);
-        w.write_raw(&pre)?;
+        w.write_raw(&super::raw::preamble())?;
         header.encode(&mut w.block);
         w.write_block(kind::HEADER)?;
         Ok(w)
@@ -120,15 +115,18 @@ impl<W: Write> Writer<W> {
                     self.offset,
                 ));
             }
-            entries.extend_from_slice(&c.id.to_le_bytes());
-            let flags = if c.dynamic_name { super::tables::CALLSITE_NAME_FROM_ARG0 } else { 0 };
-            entries.extend_from_slice(&[c.phase as u8, c.level.map_or(0, |l| l as u8), flags, 0]);
-            entries.extend_from_slice(&c.line.to_le_bytes());
-            for s in [&c.category, &c.name, &c.arg_names[0], &c.arg_names[1], &c.file] {
-                let i = self.intern(s);
-                entries.extend_from_slice(&i.to_le_bytes());
-            }
-            entries.extend_from_slice(&c.name_hash.to_le_bytes());
+            let strings =
+                [&c.category, &c.name, &c.arg_names[0], &c.arg_names[1], &c.file].map(|s| self.intern(s));
+            let raw = super::tables::RawCallsite {
+                id: c.id,
+                phase: c.phase,
+                level: c.level,
+                dynamic_name: c.dynamic_name,
+                line: c.line,
+                strings,
+                name_hash: c.name_hash,
+            };
+            entries.extend_from_slice(&raw.encode());
             count += 1;
             if count as usize == ENTRIES_PER_BLOCK {
                 self.table_block(kind::CALLSITES, count, CALLSITE_ENTRY_BYTES, &mut entries)?;

@@ -117,6 +117,27 @@ impl TraceChunk {
         self.header.seq.load(Ordering::Relaxed)
     }
 
+    /// Whether the chunk was ever loaned in this trace (FREE chunks hold nothing).
+    pub(crate) fn is_used(&self) -> bool {
+        // Relaxed: a crash dump's best effort; the committed count (Acquire) guards the records.
+        self.header.state.load(Ordering::Relaxed) != FREE
+    }
+
+    /// The committed records copied into `out`, for a crash dump, which cannot stop the writers:
+    /// a chunk re-loaned while it is copied may come out torn (the reader then reports the chunk
+    /// as corrupt and keeps the others). Returns how many were copied.
+    pub(crate) fn copy_records_racy(&self, out: &mut [Record]) -> usize {
+        let n = (self.committed() as usize).min(CHUNK_RECORDS).min(out.len());
+        for (i, dst) in out.iter_mut().enumerate().take(n) {
+            // SAFETY: the slot is inside the array (i < CHUNK_RECORDS) and was initialised before
+            // the committed count we acquired was published. A re-loan may be writing it now:
+            // the read is volatile, so it is a (possibly stale or mixed) value, never assumed
+            // stable, and nothing but the dump depends on it.
+            *dst = unsafe { std::ptr::read_volatile(self.slot(i).cast::<Record>()) };
+        }
+        n
+    }
+
     pub(crate) fn loan_stamp(&self) -> u64 {
         // Relaxed: as for `tid`.
         self.header.loan.load(Ordering::Relaxed)

@@ -310,6 +310,7 @@ impl Registry {
             return s; // registered before (by another thread, or by `register_all_static`)
         }
         let id = FIRST_CALLSITE_ID + self.callsites.len() as u32;
+        crash_list_push(self.callsites.len(), cs);
         self.callsites.push(cs);
         let state = (u64::from(id) << 32) | self.mask(cs, id);
         // Relaxed: the word is self-contained; the registry lock orders it against start/stop.
@@ -349,6 +350,35 @@ impl Registry {
             cs.state.store((u64::from(id) << 32) | mask, Ordering::Relaxed);
         }
     }
+}
+
+/// Callsites a fatal-signal handler may read (`recorder::dump_on_crash`): index `i` holds callsite
+/// id `FIRST_CALLSITE_ID + i`, as the registry does, but in a fixed array of atomics that needs no
+/// lock and never moves. Callsites past the end are missing from crash dumps.
+pub(crate) const CRASH_LIST_LEN: usize = 1 << 17;
+static CRASH_LIST: [std::sync::atomic::AtomicPtr<Callsite>; CRASH_LIST_LEN] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; CRASH_LIST_LEN];
+static CRASH_LIST_COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn crash_list_push(index: usize, cs: &'static Callsite) {
+    if index < CRASH_LIST_LEN {
+        // Relaxed: published by the Release store of the count below.
+        CRASH_LIST[index].store(std::ptr::from_ref(cs).cast_mut(), Ordering::Relaxed);
+        // Release: a reader that acquires the count sees every pointer below it.
+        CRASH_LIST_COUNT.store(index + 1, Ordering::Release);
+    }
+}
+
+/// The callsites registered so far with their ids, for a signal handler: no lock, no allocation.
+pub(crate) fn crash_list() -> impl Iterator<Item = (u32, &'static Callsite)> {
+    // Acquire: pairs with `crash_list_push`.
+    let n = CRASH_LIST_COUNT.load(Ordering::Acquire);
+    CRASH_LIST[..n].iter().enumerate().filter_map(|(i, p)| {
+        // Relaxed: ordered by the Acquire load of the count. SAFETY: every pointer below the
+        // count was stored from a `&'static Callsite` before the count was published.
+        let cs = unsafe { p.load(Ordering::Relaxed).as_ref() }?;
+        Some((FIRST_CALLSITE_ID + i as u32, cs))
+    })
 }
 
 /// Registers `cs` and returns its new state word. Runs once per callsite.

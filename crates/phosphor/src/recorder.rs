@@ -180,3 +180,261 @@ pub fn dump_on_signal(
     }
     Ok(())
 }
+
+// ---- Fatal signals ----
+
+/// The signals [`dump_on_crash`] handles.
+pub const CRASH_SIGNALS: [libc::c_int; 5] =
+    [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
+
+/// What the crash handler needs, prepared while allocating is still allowed.
+struct CrashSetup {
+    log: &'static TraceLog,
+    /// NUL-terminated path.
+    path: std::ffi::CString,
+    /// The preamble and the header block.
+    head: Vec<u8>,
+}
+
+/// The crash handler's scratch space: a chunk's records and one encoded block. Statics rather
+/// than the (small) signal stack.
+struct Scratch {
+    records: std::cell::UnsafeCell<[phosphor_format::Record; phosphor_format::chunk::CHUNK_RECORDS]>,
+    block: std::cell::UnsafeCell<[u8; 2 * phosphor_format::chunk::CHUNK_BYTES]>,
+    previous: std::cell::UnsafeCell<[std::mem::MaybeUninit<libc::sigaction>; CRASH_SIGNALS.len()]>,
+}
+
+// SAFETY: `records` and `block` are used only by the one crash handler invocation that wins
+// `CRASHING`; `previous` is written by `dump_on_crash` before the handlers are installed and read
+// only by handlers.
+unsafe impl Sync for Scratch {}
+
+static SCRATCH: Scratch = Scratch {
+    records: std::cell::UnsafeCell::new(
+        [phosphor_format::Record::new(0, 0, phosphor_format::Meta(0), [0; 2]);
+            phosphor_format::chunk::CHUNK_RECORDS],
+    ),
+    block: std::cell::UnsafeCell::new([0; 2 * phosphor_format::chunk::CHUNK_BYTES]),
+    previous: std::cell::UnsafeCell::new([const { std::mem::MaybeUninit::uninit() }; CRASH_SIGNALS.len()]),
+};
+
+static CRASH_SETUP: std::sync::atomic::AtomicPtr<CrashSetup> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+static CRASHING: AtomicBool = AtomicBool::new(false);
+
+/// Writes `log`'s running trace to `path` when the process receives a fatal signal (`SIGSEGV`,
+/// `SIGBUS`, `SIGILL`, `SIGFPE`, `SIGABRT`), then lets the signal do what it did before (the
+/// previous handler, or the default: the process dies of it).
+///
+/// The handler is async-signal-safe: no allocation, no lock, only `open`, `write`, `fsync` and
+/// `close` of data prepared here or read in place. It writes a whole trace file: the callsites
+/// registered so far (from a lock-free list), every chunk that holds events (given back, or still
+/// being written, up to its committed count, so the crashing thread's last event is there), the
+/// static strings they use, and a trailer. Other threads go on recording meanwhile: a chunk
+/// re-loaned while it is copied may come out torn, and is then left out or read up to the tear.
+/// Thread names are not written (threads show by id). A stack overflow is not dumped: the handler
+/// runs on the crashing thread's stack, so the kernel kills the process at once. Call it once a
+/// trace of `log` has started (the file's clock comes from it); only one log per process.
+pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result<(), Error> {
+    let signal_error = |m: String| Error::new(ErrorKind::Signal(m));
+    let clock = log.clock_info().ok_or_else(|| Error::new(ErrorKind::NotRunning))?;
+    let header = phosphor_format::file::Header {
+        clock,
+        pid: std::process::id(),
+        process_name: std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default(),
+    };
+    let path = std::ffi::CString::new(path.into().into_os_string().into_encoded_bytes())
+        .map_err(|_| signal_error("the dump path contains a NUL byte".into()))?;
+    let setup = Box::into_raw(Box::new(CrashSetup {
+        log,
+        path,
+        head: phosphor_format::file::raw::preamble_and_header(&header),
+    }));
+    // AcqRel: publishes the setup to the handlers (which load it with Acquire).
+    if CRASH_SETUP.compare_exchange(std::ptr::null_mut(), setup, Ordering::AcqRel, Ordering::Acquire).is_err()
+    {
+        // SAFETY: `setup` came from Box::into_raw above and was never shared.
+        drop(unsafe { Box::from_raw(setup) });
+        return Err(signal_error("a crash dump is already set up".into()));
+    }
+    for (k, &sig) in CRASH_SIGNALS.iter().enumerate() {
+        // SAFETY: a zeroed sigaction is valid; the handler is an `extern "C"` fn of the
+        // SA_SIGINFO shape; `previous[k]` is written before the handler that reads it exists.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction =
+                on_crash as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            // Not SA_ONSTACK: the threads' alternate signal stacks (std's, for stack overflow
+            // reports) are too small for the dump; it runs on the crashing thread's own stack.
+            sa.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut sa.sa_mask);
+            let previous = (*SCRATCH.previous.get())[k].as_mut_ptr();
+            if libc::sigaction(sig, &sa, previous) != 0 {
+                return Err(signal_error(format!("sigaction({sig}): {}", std::io::Error::last_os_error())));
+            }
+        }
+    }
+    Ok(())
+}
+
+extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // Relaxed: a one-shot flag; only the first crash writes.
+    if !CRASHING.swap(true, Ordering::Relaxed) {
+        // Acquire: pairs with the publication in `dump_on_crash`.
+        let setup = CRASH_SETUP.load(Ordering::Acquire);
+        // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
+        if let Some(setup) = unsafe { setup.as_ref() } {
+            write_crash_dump(setup);
+        }
+    }
+    // Give the signal back to what handled it before, and raise it again: it is blocked while we
+    // run, so it is delivered when we return (a hardware fault also recurs on return).
+    if let Some(k) = CRASH_SIGNALS.iter().position(|&s| s == sig) {
+        // SAFETY: `previous[k]` was filled by `dump_on_crash` before this handler was installed.
+        unsafe {
+            libc::sigaction(sig, (*SCRATCH.previous.get())[k].as_ptr(), std::ptr::null_mut());
+            libc::raise(sig);
+        }
+    }
+}
+
+/// A file descriptor written with raw `write(2)`s; errors end the dump quietly.
+struct RawFile(libc::c_int);
+
+impl RawFile {
+    fn put(&self, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            // SAFETY: `bytes` is a valid slice; `write` is async-signal-safe.
+            let n = unsafe { libc::write(self.0, bytes.as_ptr().cast(), bytes.len()) };
+            if n <= 0 {
+                // SAFETY: reading errno is async-signal-safe.
+                if n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
+                    continue;
+                }
+                return false;
+            }
+            bytes = &bytes[n as usize..];
+        }
+        true
+    }
+}
+
+/// The async-signal-safe dump: see [`dump_on_crash`].
+fn write_crash_dump(setup: &CrashSetup) {
+    use phosphor_format::file::raw;
+
+    // SAFETY: `open` is async-signal-safe; the path is NUL-terminated.
+    let fd = unsafe {
+        libc::open(
+            setup.path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    let f = RawFile(fd);
+    // SAFETY: only the handler invocation that won `CRASHING` gets here, so the scratch space is
+    // ours alone.
+    let (block, records) = unsafe { (&mut *SCRATCH.block.get(), &mut *SCRATCH.records.get()) };
+    let mut strings = 0u32;
+    let mut ok = f.put(&setup.head);
+    // The callsites: each one's strings, then its entry.
+    for (id, cs) in crate::callsite::crash_list() {
+        let m = cs.meta();
+        let strs = [m.category, m.name, m.arg_names[0], m.arg_names[1], m.file].map(str::as_bytes);
+        let Some(n) = raw::strings_block(block, &strs) else { continue };
+        ok &= f.put(&block[..n]);
+        let entry = phosphor_format::file::RawCallsite {
+            id,
+            phase: m.phase,
+            level: m.level,
+            dynamic_name: m.dynamic_name,
+            line: m.line,
+            strings: [strings, strings + 1, strings + 2, strings + 3, strings + 4],
+            name_hash: m.name_hash,
+        };
+        strings += 5;
+        if let Some(n) = raw::callsite_block(block, &entry) {
+            ok &= f.put(&block[..n]);
+        }
+    }
+    // The chunks, from the oldest loan on (Ring mode loans round-robin).
+    let mut recorded = 0u64;
+    let core = setup.log.core();
+    // Acquire: pairs with `start`'s Release, so the chunks' headers are initialised.
+    let buf = core.buffer.load(Ordering::Acquire);
+    // SAFETY: a running trace's buffer is freed only by `stop`; a crash dump races a `stop` only if
+    // the program crashes while stopping, which this best-effort path accepts.
+    if let Some(buf) = unsafe { buf.as_ref() } {
+        let n = buf.chunk_count();
+        let oldest = (0..n)
+            .filter(|&i| buf.chunk(i).is_used())
+            .min_by_key(|&i| buf.chunk(i).loan_stamp())
+            .unwrap_or(0);
+        for k in 0..n {
+            let chunk = buf.chunk((oldest + k) % n);
+            if !ok || !chunk.is_used() {
+                continue;
+            }
+            let count = chunk.copy_records_racy(records);
+            if count == 0 {
+                continue;
+            }
+            // Static string words become string table indices, each string written just before.
+            let mut intern = |addr: u64, len: usize| -> u32 {
+                let s: &[u8] = if addr == 0 {
+                    &[]
+                } else {
+                    // SAFETY: a static string word is packed from a `&'static str` of this process
+                    // (or from the interner's arena, which is never freed), so the bytes are
+                    // readable; a torn word could point elsewhere, which a crash dump accepts.
+                    unsafe { std::slice::from_raw_parts(addr as usize as *const u8, len) }
+                };
+                let mut small = [0u8; 1024];
+                let len = s.len().min(small.len() - 16);
+                if let Some(w) = raw::strings_block(&mut small, &[&s[..len]]) {
+                    ok &= f.put(&small[..w]);
+                }
+                strings += 1;
+                strings - 1
+            };
+            if let Ok(w) = raw::chunk_block(block, chunk.tid(), chunk.seq(), &records[..count], &mut intern) {
+                recorded += phosphor_format::count_events(&records[..count]);
+                ok &= f.put(&block[..w]);
+            }
+        }
+    }
+    let d = &core.drops;
+    // Relaxed: statistics, best effort.
+    let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let trailer = phosphor_format::file::Trailer {
+        recorded,
+        dropped: phosphor_format::file::DropCounts {
+            buffer_full: l(&d.buffer_full),
+            no_chunk: l(&d.no_chunk),
+            contended: l(&d.contended),
+            stopping: l(&d.stopping),
+            reentrant: l(&d.reentrant),
+            thread_exited: l(&d.thread_exited),
+            overwritten: 0,
+            other: 0,
+        },
+        chunks_loaned: 0,
+        chunks_overwritten: 0,
+        chunks_total: 0,
+        buffer_exhausted: false,
+    };
+    if let (true, Some(n)) = (ok, raw::trailer_block(block, &trailer)) {
+        f.put(&block[..n]);
+    }
+    // SAFETY: `fsync` and `close` are async-signal-safe; `fd` is ours.
+    unsafe {
+        libc::fsync(fd);
+        libc::close(fd);
+    }
+}

@@ -343,6 +343,16 @@ impl TraceLog {
         Ok(Trace::new(copy, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates))
     }
 
+    /// What a crash dump reads without locks: the recording core (buffer pointer, drop counters).
+    pub(crate) fn core(&self) -> &LogCore {
+        &self.core
+    }
+
+    /// The clock of the log's traces, once one has started.
+    pub(crate) fn clock_info(&self) -> Option<ClockInfo> {
+        self.control().clock.clone()
+    }
+
     /// Takes the last finished trace.
     pub fn take_trace(&self) -> Option<Trace> {
         self.control().last_trace.take()

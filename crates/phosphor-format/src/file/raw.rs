@@ -21,6 +21,18 @@ pub fn preamble() -> [u8; PREAMBLE_BYTES] {
     p
 }
 
+/// The preamble and the header block, to write first (this one allocates: encode it ahead of
+/// time, when allocating is allowed).
+pub fn preamble_and_header(header: &super::Header) -> Vec<u8> {
+    let mut body = Vec::new();
+    header.encode(&mut body);
+    let mut out = preamble().to_vec();
+    out.extend_from_slice(&kind::HEADER.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
 /// Writes the framing of a block of `kind` with a body of `len` bytes; the body goes after it.
 fn frame(out: &mut [u8], kind: u32, len: usize) -> Option<usize> {
     let total = BLOCK_HEADER_BYTES.checked_add(len)?;
@@ -148,9 +160,7 @@ mod tests {
         let reference = w.finish(&trailer).unwrap();
 
         // The same with the raw encoders, string by string as a crash dump writes them.
-        let mut file = Writer::new(Vec::new(), &header).unwrap().finish(&trailer).unwrap();
-        let trailer_len = trailer_block(&mut [0u8; 256], &trailer).unwrap();
-        file.truncate(file.len() - trailer_len);
+        let mut file = preamble_and_header(&header);
         let mut buf = [0u8; 8192];
         let n = strings_block(&mut buf, &[b"c", b"n", b"a", b"s", b"f.rs"]).unwrap();
         file.extend_from_slice(&buf[..n]);

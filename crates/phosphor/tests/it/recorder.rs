@@ -116,3 +116,91 @@ fn a_panic_dumps_the_trace_before_the_default_hook_runs() {
         "the panicking thread's last event"
     );
 }
+
+/// The child of `a_fatal_signal_dumps_the_trace_and_the_process_still_dies_of_it`: two threads
+/// log and finish, the main thread logs one last event and aborts (`SIGABRT`: a raised `SIGSEGV`
+/// would not kill a Rust program, whose own handler only acts on real faults).
+#[test]
+#[ignore = "run by a_fatal_signal_dumps_the_trace_and_the_process_still_dies_of_it in a child process"]
+fn crash_child() {
+    let path = std::env::var_os("PHOSPHOR_TEST_CRASH_DUMP").expect("run by the parent test");
+    let log = phosphor::TraceLog::global();
+    log.start(TraceConfig::new(BufferMode::Ring, 4 << 20)).unwrap();
+    phosphor::recorder::dump_on_crash(log, path).unwrap();
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(|| {
+                for i in 0..500u64 {
+                    trace_instant!("rec", "rec-crash-worker", "i" => i, "s" => phosphor::Static("static-arg"));
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    trace_instant!("rec", "rec-crash-last", "i" => 9u64);
+    if std::env::var_os("PHOSPHOR_TEST_CRASH_SEGV").is_some() {
+        // A real fault: a write to a page mapped read-only.
+        // SAFETY: mapping one anonymous read-only page; the write below faults, by design.
+        unsafe {
+            let page = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(page, libc::MAP_FAILED);
+            std::ptr::write_volatile(page.cast::<u8>(), 1);
+        }
+    }
+    std::process::abort();
+}
+
+#[test]
+fn a_fatal_signal_dumps_the_trace_and_the_process_still_dies_of_it() {
+    check_crash_dump("abort", libc::SIGABRT);
+}
+
+#[test]
+fn a_segmentation_fault_dumps_the_trace_and_the_process_still_dies_of_it() {
+    check_crash_dump("segv", libc::SIGSEGV);
+}
+
+/// Runs `crash_child` (aborting, or faulting when `how` is "segv"), and checks that it died of
+/// `signal` and that its dump holds every event, the last one included.
+fn check_crash_dump(how: &str, signal: libc::c_int) {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch(&format!("recorder-crash-{how}"));
+    let dump = dir.join("crash.phos");
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--ignored", "--exact", "recorder::crash_child", "--test-threads=1", "--nocapture"])
+        .env("PHOSPHOR_TEST_CRASH_DUMP", &dump);
+    if how == "segv" {
+        cmd.env("PHOSPHOR_TEST_CRASH_SEGV", "1");
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.signal(), Some(signal), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&dump).expect("a crash dump");
+    let mut r = Reader::new(&bytes[..]).unwrap();
+    let mut events = Vec::new();
+    r.for_each_event(|e| {
+        let s = match e.arg("s") {
+            Some(Value::Str(s)) => s.to_owned(),
+            _ => String::new(),
+        };
+        events.push((e.callsite.name.clone(), s));
+    })
+    .unwrap();
+    assert!(r.trailer().is_some(), "the dump is a whole file");
+    let workers: Vec<_> = events.iter().filter(|e| e.0 == "rec-crash-worker").collect();
+    assert_eq!(workers.len(), 1000, "every worker event");
+    assert!(workers.iter().all(|e| e.1 == "static-arg"), "static string arguments are resolved");
+    assert_eq!(
+        events.last().map(|e| e.0.as_str()),
+        Some("rec-crash-last"),
+        "the crashing thread's last event"
+    );
+}

@@ -409,21 +409,9 @@ fn write_crash_dump(setup: &CrashSetup) {
             }
         }
     }
-    let d = &core.drops;
-    // Relaxed: statistics, best effort.
-    let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let trailer = phosphor_format::file::Trailer {
         recorded,
-        dropped: phosphor_format::file::DropCounts {
-            buffer_full: l(&d.buffer_full),
-            no_chunk: l(&d.no_chunk),
-            contended: l(&d.contended),
-            stopping: l(&d.stopping),
-            reentrant: l(&d.reentrant),
-            thread_exited: l(&d.thread_exited),
-            overwritten: 0,
-            other: 0,
-        },
+        dropped: core.drops.load(),
         chunks_loaned: 0,
         chunks_overwritten: 0,
         chunks_total: 0,

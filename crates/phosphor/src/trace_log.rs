@@ -43,6 +43,24 @@ struct Running {
     aggregates_at_start: HashMap<u32, Aggregate>,
 }
 
+impl crate::tenant::DropCounters {
+    /// The counters now (no allocation, no lock: the crash dump reads them too).
+    pub(crate) fn load(&self) -> Drops {
+        // Relaxed: statistics.
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        Drops {
+            buffer_full: l(&self.buffer_full),
+            no_chunk: l(&self.no_chunk),
+            contended: l(&self.contended),
+            stopping: l(&self.stopping),
+            reentrant: l(&self.reentrant),
+            thread_exited: l(&self.thread_exited),
+            overwritten: 0,
+            other: 0,
+        }
+    }
+}
+
 impl Running {
     /// What the aggregate points this trace's categories take counted since it started.
     fn aggregates_so_far(&self) -> Vec<Aggregate> {
@@ -266,19 +284,7 @@ impl TraceLog {
     }
 
     fn load_drops(&self) -> Drops {
-        let d = &self.core.drops;
-        // Relaxed: statistics.
-        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-        Drops {
-            buffer_full: l(&d.buffer_full),
-            no_chunk: l(&d.no_chunk),
-            contended: l(&d.contended),
-            stopping: l(&d.stopping),
-            reentrant: l(&d.reentrant),
-            thread_exited: l(&d.thread_exited),
-            overwritten: 0,
-            other: 0,
-        }
+        self.core.drops.load()
     }
 
     /// A buffer's figures, with `drops` (the log's drops since the baseline) added.

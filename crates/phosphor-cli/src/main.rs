@@ -12,6 +12,7 @@ mod info;
 mod logs;
 mod probes;
 mod progress;
+mod recover;
 mod stats;
 mod workload;
 
@@ -55,6 +56,10 @@ enum Command {
     /// `--level` and `--category`. A truncated or corrupt file prints every log before the damage,
     /// then the error.
     Logs(logs::LogsArgs),
+    /// Rebuild a trace file from the ring file of a file-backed trace (`TraceConfig::file_backed`)
+    /// that a dead process left behind, even one killed with SIGKILL: every committed event, with
+    /// its callsites and clock (`-o OUT`).
+    Recover(recover::RecoverArgs),
     /// List the USDT probes (SystemTap SDT notes) of an ELF file, or of every ELF object a running
     /// process has mapped (with run-time addresses and semaphore counts): provider, name, sites
     /// (inlined copies counted once), address, semaphore and argument specs. Tables, or `--json`.
@@ -72,6 +77,7 @@ fn main() -> ExitCode {
         Command::Flamegraph(args) => flamegraph::run(&args, &mut io::stderr()),
         Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         Command::Logs(args) => logs::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Recover(args) => recover::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         Command::Probes(args) => probes::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
     };
     match result {

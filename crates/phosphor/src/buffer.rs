@@ -183,10 +183,30 @@ pub(crate) struct BufferCounters {
     pub(crate) events_given_back: AtomicU64,
 }
 
+/// Where a buffer's chunks live.
+enum Chunks {
+    /// Heap memory (the default).
+    Heap(Box<[TraceChunk]>),
+    /// A shared mapping of a ring file (`TraceConfig::file_backed`), which outlives the process.
+    #[cfg(all(not(loom), unix))]
+    Mapped(std::sync::Arc<crate::ring::Mapping>),
+}
+
+impl std::ops::Deref for Chunks {
+    type Target = [TraceChunk];
+    fn deref(&self) -> &[TraceChunk] {
+        match self {
+            Chunks::Heap(c) => c,
+            #[cfg(all(not(loom), unix))]
+            Chunks::Mapped(m) => m.chunks(),
+        }
+    }
+}
+
 /// Every chunk of one trace.
 pub(crate) struct TraceBuffer {
     mode: BufferMode,
-    chunks: Box<[TraceChunk]>,
+    chunks: Chunks,
     /// Loans so far; in ring mode also the round-robin cursor.
     next: AtomicU64,
     exhausted: AtomicBool,
@@ -234,7 +254,19 @@ impl TraceBuffer {
         let chunks = unsafe { mem.assume_init() };
         TraceBuffer {
             mode,
-            chunks,
+            chunks: Chunks::Heap(chunks),
+            next: AtomicU64::new(0),
+            exhausted: AtomicBool::new(false),
+            counters: BufferCounters::default(),
+        }
+    }
+
+    /// A buffer whose chunks are those of a ring file's mapping (zero-filled: every chunk FREE).
+    #[cfg(all(not(loom), unix))]
+    pub(crate) fn mapped(mode: BufferMode, mapping: std::sync::Arc<crate::ring::Mapping>) -> TraceBuffer {
+        TraceBuffer {
+            mode,
+            chunks: Chunks::Mapped(mapping),
             next: AtomicU64::new(0),
             exhausted: AtomicBool::new(false),
             counters: BufferCounters::default(),

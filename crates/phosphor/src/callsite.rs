@@ -267,6 +267,9 @@ struct Registry {
     dynamic: BTreeMap<(String, String, u8), &'static Callsite>,
     /// Whether every callsite of [`CALLSITES`] has been registered.
     all_static: bool,
+    /// The ring file of a file-backed trace, whose metadata gets every callsite registered.
+    #[cfg(unix)]
+    ring: Option<Arc<crate::ring::Mapping>>,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
@@ -275,6 +278,8 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     rules: Vec::new(),
     dynamic: BTreeMap::new(),
     all_static: false,
+    #[cfg(unix)]
+    ring: None,
 });
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -312,6 +317,10 @@ impl Registry {
         let id = FIRST_CALLSITE_ID + self.callsites.len() as u32;
         crash_list_push(self.callsites.len(), cs);
         self.callsites.push(cs);
+        #[cfg(unix)]
+        if let Some(ring) = &self.ring {
+            ring.append_callsite(id, cs);
+        }
         let state = (u64::from(id) << 32) | self.mask(cs, id);
         // Relaxed: the word is self-contained; the registry lock orders it against start/stop.
         cs.state.store(state, Ordering::Relaxed);
@@ -462,6 +471,20 @@ pub(crate) fn dynamic(
     reg.dynamic.insert(key, cs);
     reg.register(cs);
     Some(cs)
+}
+
+/// Makes `ring`'s metadata receive every callsite: all registered now (every static one first),
+/// and each one registered later; `None` stops it (the trace stopped).
+#[cfg(unix)]
+pub(crate) fn set_ring(ring: Option<Arc<crate::ring::Mapping>>) {
+    let mut reg = registry();
+    if let Some(r) = &ring {
+        reg.register_all_static();
+        for (i, cs) in reg.callsites.iter().enumerate() {
+            r.append_callsite(FIRST_CALLSITE_ID + i as u32, cs);
+        }
+    }
+    reg.ring = ring;
 }
 
 /// A snapshot of every registered aggregate point that has counted anything, by id, with the

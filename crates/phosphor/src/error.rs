@@ -91,4 +91,7 @@ pub enum ErrorKind {
     /// A dump signal could not be set up.
     #[error("setting up the dump signal failed: {0}")]
     Signal(String),
+    /// The ring file of a file-backed trace could not be created.
+    #[error("the ring file could not be created: {0}")]
+    RingFile(String),
 }

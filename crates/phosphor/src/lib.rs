@@ -60,6 +60,8 @@ mod macros;
 pub mod points;
 #[cfg(all(not(loom), target_os = "linux"))]
 pub mod recorder;
+#[cfg(all(not(loom), unix))]
+mod ring;
 #[cfg(not(loom))]
 mod stats;
 mod sync;

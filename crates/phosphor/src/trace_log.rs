@@ -210,7 +210,13 @@ impl TraceLog {
         }
         c.started_once = true;
         c.tenants.retain(|t| !t.is_retired());
-        let buffer = Box::into_raw(Box::new(TraceBuffer::new(config.mode, chunks)));
+        let buffer = match &config.ring_file {
+            None => TraceBuffer::new(config.mode, chunks),
+            Some(path) => {
+                self.ring_buffer(path, config.mode, chunks, c.clock.clone().expect("calibrated above"))?
+            }
+        };
+        let buffer = Box::into_raw(Box::new(buffer));
         // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
         // initialised chunk headers.
         self.core.buffer.store(buffer, Ordering::Release);
@@ -234,6 +240,10 @@ impl TraceLog {
         let mut c = self.control();
         let Some(running) = c.running.take() else { return };
         callsite::disable_slot(self.slot);
+        #[cfg(unix)]
+        if running.config.ring_file.is_some() {
+            callsite::set_ring(None);
+        }
         // Relaxed: a status flag.
         self.enabled.store(false, Ordering::Relaxed);
         // AcqRel: the swap must not be reordered after the evictions below (Release side) and sees
@@ -347,6 +357,43 @@ impl TraceLog {
         let aggregates = running.aggregates_so_far();
         let clock = c.clock.clone().expect("calibrated in start");
         Ok(Trace::new(copy, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates))
+    }
+
+    /// A buffer in a new ring file at `path` (`TraceConfig::file_backed`), whose metadata then
+    /// receives every callsite.
+    #[cfg(unix)]
+    fn ring_buffer(
+        &self,
+        path: &std::path::Path,
+        mode: crate::BufferMode,
+        chunks: usize,
+        clock: ClockInfo,
+    ) -> Result<TraceBuffer, Error> {
+        let header = phosphor_format::file::Header {
+            clock,
+            pid: std::process::id(),
+            process_name: std::env::current_exe()
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_default(),
+        };
+        let head = phosphor_format::file::raw::preamble_and_header(&header);
+        let mapping = crate::ring::create(path, chunks, &head)
+            .map_err(|e| Error::new(ErrorKind::RingFile(format!("{}: {e}", path.display()))))?;
+        let mapping = Arc::new(mapping);
+        callsite::set_ring(Some(mapping.clone()));
+        Ok(TraceBuffer::mapped(mode, mapping))
+    }
+
+    #[cfg(not(unix))]
+    fn ring_buffer(
+        &self,
+        path: &std::path::Path,
+        _mode: crate::BufferMode,
+        _chunks: usize,
+        _clock: ClockInfo,
+    ) -> Result<TraceBuffer, Error> {
+        Err(Error::new(ErrorKind::RingFile(format!("{}: file-backed buffers need Unix", path.display()))))
     }
 
     /// What a crash dump reads without locks: the recording core (buffer pointer, drop counters).

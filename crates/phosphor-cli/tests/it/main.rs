@@ -7,4 +7,5 @@ mod flamegraph;
 mod info;
 mod logs;
 mod probes;
+mod recover;
 mod stats;

@@ -33,6 +33,7 @@ mod event;
 mod header;
 pub mod raw;
 mod reader;
+pub mod ring;
 mod tables;
 mod writer;
 

@@ -204,3 +204,59 @@ fn check_crash_dump(how: &str, signal: libc::c_int) {
         "the crashing thread's last event"
     );
 }
+
+/// The child of `a_killed_process_leaves_a_ring_file_that_recovers_every_committed_event`: logs
+/// 3 × 700 events into a file-backed ring, says so, and waits to be killed.
+#[test]
+#[ignore = "run by a_killed_process_leaves_a_ring_file_that_recovers_every_committed_event in a child process"]
+fn kill_child() {
+    let path = std::env::var_os("PHOSPHOR_TEST_RING_FILE").expect("run by the parent test");
+    let log = started(TraceConfig::new(BufferMode::Ring, 1 << 20).file_backed(path));
+    let threads: Vec<_> = (0..3)
+        .map(|_| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..700u64 {
+                    trace_instant!(log: &log, "rec", "rec-ring", "i" => i);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    println!("logged");
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn a_killed_process_leaves_a_ring_file_that_recovers_every_committed_event() {
+    use std::io::BufRead;
+    let dir = scratch("recorder-ring");
+    let ring = dir.join("trace.ring");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "recorder::kill_child", "--test-threads=1", "--nocapture"])
+        .env("PHOSPHOR_TEST_RING_FILE", &ring)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(lines.any(|l| l.unwrap().contains("logged")), "the child logged");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let bytes = std::fs::read(&ring).unwrap();
+    let trace = phosphor::format::file::ring::recover(&bytes).unwrap();
+    let mut r = Reader::new(&trace[..]).unwrap();
+    let mut per_thread: std::collections::BTreeMap<u32, Vec<u64>> = Default::default();
+    r.for_each_event(|e| {
+        assert_eq!(e.callsite.name, "rec-ring");
+        let Some(Value::U64(i)) = e.arg("i") else { panic!("{e:?}") };
+        per_thread.entry(e.tid).or_default().push(i);
+    })
+    .unwrap();
+    assert_eq!(r.trailer().map(|t| t.recorded), Some(2100));
+    assert_eq!(per_thread.len(), 3);
+    for (tid, seq) in per_thread {
+        assert_eq!(seq, (0..700).collect::<Vec<_>>(), "thread {tid}: exactly its committed events, in order");
+    }
+}

@@ -1,0 +1,151 @@
+//! File-backed Ring buffers (`TraceConfig::file_backed`): the chunks live in a shared memory
+//! mapping of a ring file (`phosphor_format::file::ring` has the layout), so the kernel keeps every
+//! committed event when the process dies, even of `SIGKILL`; `phosphor recover` turns the file
+//! into a trace file. Recording is unchanged: a tenant writes into a mapped page as into a heap
+//! one.
+//!
+//! The callsites are written into the file's metadata region as trace-file blocks: every callsite
+//! registered when the trace starts (all static ones, through the linker section), then each one
+//! registered later, by the registry, under its lock.
+
+use std::fs::OpenOptions;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use phosphor_format::chunk::CHUNK_BYTES;
+use phosphor_format::file::ring::{at, RING_HEADER_BYTES, RING_MAGIC};
+use phosphor_format::file::{raw, RawCallsite};
+
+use crate::buffer::TraceChunk;
+use crate::callsite::Callsite;
+
+/// Bytes of the metadata region (callsite definitions): about 10,000 callsites.
+pub(crate) const META_CAPACITY: usize = 4 << 20;
+
+/// A shared mapping of a ring file, unmapped when dropped.
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    base: *mut u8,
+    len: usize,
+    chunks: usize,
+}
+
+// SAFETY: the mapping is plain shared memory owned by this value; the chunks in it are accessed
+// under the same rules as heap chunks (see `TraceBuffer`), and the metadata only under the
+// registry lock.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `base` and `len` are those of our own successful mmap, unmapped once.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+impl Mapping {
+    /// The chunks, zero-filled by the file's creation: every header reads as a FREE chunk.
+    pub(crate) fn chunks(&self) -> &[TraceChunk] {
+        // SAFETY: [1] the chunk region starts page-aligned at RING_HEADER_BYTES and holds `chunks`
+        // chunks of CHUNK_BYTES = size_of::<TraceChunk>(), with TraceChunk's alignment (64). [2]
+        // Zero bytes are a valid TraceChunk: atomics at zero, records `MaybeUninit`. [3] The slice
+        // lives as long as `self`, which keeps the mapping.
+        unsafe {
+            std::slice::from_raw_parts(self.base.add(RING_HEADER_BYTES).cast::<TraceChunk>(), self.chunks)
+        }
+    }
+
+    fn meta_len(&self) -> &AtomicU64 {
+        // SAFETY: offset 40 of the page-aligned mapping is 8-byte aligned and inside the header;
+        // only the registry (under its lock) writes it.
+        unsafe { &*self.base.add(at::META_LEN).cast::<AtomicU64>() }
+    }
+
+    fn meta_strings(&self) -> &AtomicU64 {
+        // SAFETY: as in `meta_len`, at offset 48.
+        unsafe { &*self.base.add(at::META_STRINGS).cast::<AtomicU64>() }
+    }
+
+    /// Appends `id`'s definition (its strings, then its entry) to the metadata region. Called under
+    /// the registry lock. A full region leaves the callsite out (recovered events of it are then
+    /// reported as of an unknown callsite).
+    pub(crate) fn append_callsite(&self, id: u32, cs: &Callsite) {
+        let m = cs.meta();
+        let strs = [m.category, m.name, m.arg_names[0], m.arg_names[1], m.file].map(str::as_bytes);
+        let mut buf = vec![0u8; 64 + strs.iter().map(|s| s.len() + 4).sum::<usize>()];
+        // Relaxed: only the registry, under its lock, writes these.
+        let (len, first) =
+            (self.meta_len().load(Ordering::Relaxed), self.meta_strings().load(Ordering::Relaxed));
+        let Some(a) = raw::strings_block(&mut buf, &strs) else { return };
+        let entry = RawCallsite {
+            id,
+            phase: m.phase,
+            level: m.level,
+            dynamic_name: m.dynamic_name,
+            line: m.line,
+            strings: std::array::from_fn(|k| first as u32 + k as u32),
+            name_hash: m.name_hash,
+        };
+        let mut entry_buf = [0u8; 64];
+        let Some(b) = raw::callsite_block(&mut entry_buf, &entry) else { return };
+        let start = len as usize;
+        if start + a + b > META_CAPACITY {
+            return;
+        }
+        let meta = RING_HEADER_BYTES + self.chunks * CHUNK_BYTES;
+        // SAFETY: `meta + start .. + a + b` is inside the metadata region (checked above), which
+        // only the registry writes, under its lock.
+        unsafe {
+            let dst = self.base.add(meta + start);
+            std::ptr::copy_nonoverlapping(buf.as_ptr(), dst, a);
+            std::ptr::copy_nonoverlapping(entry_buf.as_ptr(), dst.add(a), b);
+        }
+        // Relaxed: the length is stored last, and a reader of the file (after the process is gone,
+        // or `recover` of a live one) sees whole blocks up to it; within the process nothing
+        // synchronises on it.
+        self.meta_strings().store(first + 5, Ordering::Relaxed);
+        self.meta_len().store((start + a + b) as u64, Ordering::Relaxed);
+    }
+}
+
+/// Creates the ring file at `path` for `chunks` chunks, with `head` (the trace file's preamble and
+/// header block) in its header, and maps it.
+pub(crate) fn create(path: &Path, chunks: usize, head: &[u8]) -> std::io::Result<Mapping> {
+    if head.len() > RING_HEADER_BYTES - at::HEAD {
+        return Err(std::io::Error::other("the process name is too long for the ring header"));
+    }
+    let len = RING_HEADER_BYTES + chunks * CHUNK_BYTES + META_CAPACITY;
+    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+    f.set_len(len as u64)?;
+    // SAFETY: mapping `len` bytes of a file we just sized to `len`, shared, read-write.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    let m = Mapping { base: base.cast(), len, chunks };
+    let put = |at: usize, bytes: &[u8]| {
+        // SAFETY: every field written lies in the first page of the mapping, before anything
+        // else can see it.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), m.base.add(at), bytes.len()) }
+    };
+    put(0, &RING_MAGIC);
+    put(at::VERSION, &1u32.to_le_bytes());
+    put(at::CHUNK_SIZE, &(CHUNK_BYTES as u32).to_le_bytes());
+    put(at::CHUNK_COUNT, &(chunks as u64).to_le_bytes());
+    put(at::META_OFFSET, &((RING_HEADER_BYTES + chunks * CHUNK_BYTES) as u64).to_le_bytes());
+    put(at::META_CAPACITY, &(META_CAPACITY as u64).to_le_bytes());
+    put(at::HEAD_LEN, &(head.len() as u32).to_le_bytes());
+    put(at::HEAD, head);
+    Ok(m)
+}

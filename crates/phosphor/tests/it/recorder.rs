@@ -81,13 +81,13 @@ fn panic_child() {
     let log = started(TraceConfig::new(BufferMode::Ring, 4 << 20));
     phosphor::recorder::dump_on_panic(log.clone(), path);
     let counts: &'static [AtomicU64; 2] = Box::leak(Box::new([AtomicU64::new(0), AtomicU64::new(0)]));
-    for w in 0..2 {
+    for count in counts.iter() {
         let log = log.clone();
         std::thread::spawn(move || {
             for i in 0u64.. {
                 trace_instant!(log: &log, "rec", "rec-worker", "i" => i);
                 // Relaxed: a progress counter read by the main thread.
-                counts[w].store(i + 1, Ordering::Relaxed);
+                count.store(i + 1, Ordering::Relaxed);
             }
         });
     }

@@ -223,6 +223,30 @@ fn ten_thousand_points() {
     ten!(ten!(ten!(ten!(phosphor::__phosphor_callsite!(POINT, "many", "point", Instant, ["", ""])))));
 }
 
+/// `instant_2_int_args` into an independent log whose 64 MiB Ring lives in a memory-mapped ring
+/// file (`TraceConfig::file_backed`): the flight recorder that survives `SIGKILL`. The file is in
+/// the system's temporary directory. Compare with `instant_2_int_args` (heap, same size).
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn instant_file_backed(bencher: Bencher) {
+    let path = std::env::temp_dir().join(format!("phosphor-bench-{}.ring", std::process::id()));
+    let log = TraceLog::new(TraceLogConfig::default()).expect("a free log slot");
+    log.start(TraceConfig::new(BufferMode::Ring, RING_BYTES).file_backed(&path)).expect("a ring file");
+    let warm = (RING_BYTES / 32) as u64;
+    for i in 0..warm {
+        phosphor::trace_instant!(log: &log, "bench", "warm_file", "a" => i as i64, "b" => 7u64);
+    }
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!(log: &log, "bench", "instant_file", "a" => i as i64, "b" => 7u64);
+    });
+    log.stop();
+    let stats = log.stats();
+    assert_eq!(stats.recorded + stats.dropped.total(), i + warm, "file-backed ring lost events: {stats}");
+    drop(log.take_trace());
+    let _ = std::fs::remove_file(&path);
+}
+
 /// For information: `instant_2_int_args` into an independent log with a 256 KiB Ring, whose chunks
 /// stay in cache. The gap to `instant_2_int_args` is the cost of writing to memory that is not
 /// cached (the 64 MiB ring is swept once every 2 M events).

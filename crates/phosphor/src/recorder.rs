@@ -238,14 +238,7 @@ static CRASHING: AtomicBool = AtomicBool::new(false);
 pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result<(), Error> {
     let signal_error = |m: String| Error::new(ErrorKind::Signal(m));
     let clock = log.clock_info().ok_or_else(|| Error::new(ErrorKind::NotRunning))?;
-    let header = phosphor_format::file::Header {
-        clock,
-        pid: std::process::id(),
-        process_name: std::env::current_exe()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_default(),
-    };
+    let header = crate::trace_file::process_header(clock);
     let path = std::ffi::CString::new(path.into().into_os_string().into_encoded_bytes())
         .map_err(|_| signal_error("the dump path contains a NUL byte".into()))?;
     let setup = Box::into_raw(Box::new(CrashSetup {

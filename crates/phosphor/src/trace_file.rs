@@ -16,6 +16,15 @@ use phosphor_format::ID_THREAD_SWITCH;
 
 use crate::trace::{static_str, Trace};
 
+/// The header of a trace file of this process on `clock`: the pid and the executable's name.
+pub(crate) fn process_header(clock: crate::ClockInfo) -> Header {
+    let process_name = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    Header { clock, pid: std::process::id(), process_name }
+}
+
 impl Trace {
     /// Saves the trace as a trace file at `path` (created or truncated). See `docs/FORMAT.md`.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), Error> {
@@ -67,12 +76,7 @@ impl Trace {
     }
 
     fn file_header(&self) -> Header {
-        let c = self.clock();
-        let process_name = std::env::current_exe()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_default();
-        Header { clock: c.clone(), pid: std::process::id(), process_name }
+        process_header(self.clock().clone())
     }
 
     fn file_trailer(&self) -> Trailer {

@@ -369,15 +369,7 @@ impl TraceLog {
         chunks: usize,
         clock: ClockInfo,
     ) -> Result<TraceBuffer, Error> {
-        let header = phosphor_format::file::Header {
-            clock,
-            pid: std::process::id(),
-            process_name: std::env::current_exe()
-                .ok()
-                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_default(),
-        };
-        let head = phosphor_format::file::raw::preamble_and_header(&header);
+        let head = phosphor_format::file::raw::preamble_and_header(&crate::trace_file::process_header(clock));
         let mapping = crate::ring::create(path, chunks, &head)
             .map_err(|e| Error::new(ErrorKind::RingFile(format!("{}: {e}", path.display()))))?;
         let mapping = Arc::new(mapping);

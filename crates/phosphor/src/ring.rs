@@ -117,8 +117,13 @@ pub(crate) fn create(path: &Path, chunks: usize, head: &[u8]) -> std::io::Result
         return Err(std::io::Error::other("the process name is too long for the ring header"));
     }
     let len = RING_HEADER_BYTES + chunks * CHUNK_BYTES + META_CAPACITY;
-    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+    // A new file renamed over the path, never the old file truncated: a trace taken from an earlier
+    // file-backed trace may still map the old one.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".new");
+    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
     f.set_len(len as u64)?;
+    std::fs::rename(&tmp, path)?;
     // SAFETY: mapping `len` bytes of a file we just sized to `len`, shared, read-write.
     let base = unsafe {
         libc::mmap(

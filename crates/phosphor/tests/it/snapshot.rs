@@ -141,3 +141,23 @@ fn a_hundred_snapshots_while_four_threads_log_all_read_cleanly_and_lose_nothing(
     let s = trace.stats();
     assert_eq!(s.recorded + s.dropped.total(), emitted, "no event unaccounted for: {s}");
 }
+
+#[test]
+fn a_second_file_backed_trace_on_the_same_path_leaves_the_first_trace_intact() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("snapshot-reuse");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ring = dir.join("t.ring");
+    let log = started(TraceConfig::new(BufferMode::Ring, 1 << 16).file_backed(&ring));
+    let tid = phosphor::current_thread_id();
+    for i in 0..10u64 {
+        trace_instant!(log: &log, "snap", "snap-ev", "i" => i);
+    }
+    let first = stop_and_take(&log);
+    log.start(TraceConfig::new(BufferMode::Ring, 1 << 16).file_backed(&ring)).unwrap();
+    trace_instant!(log: &log, "snap", "snap-ev", "i" => 99u64);
+    // The first trace still maps its own file: its events are whole.
+    assert_eq!(seqs(&first, tid), (0..10).collect::<Vec<_>>());
+    let second = stop_and_take(&log);
+    assert_eq!(seqs(&second, tid), [99]);
+}

@@ -6,48 +6,11 @@
 //! gets the same loop around its event (`for i in 0..n`, as in
 //! `crates/phosphor/examples/callgrind_instant.rs`).
 
-use std::cell::UnsafeCell;
 use std::hint::black_box;
 
+pub use phosphor_limit::{limit_step, limit_stored};
+
 use crate::scenario::{timed, Check, Group, Info, Sample, Scenario};
-
-/// The limit loop's ring: 4096 records of 32 bytes and a cursor, in one thread local.
-struct LimitRing {
-    pos: UnsafeCell<usize>,
-    recs: UnsafeCell<[[u64; 4]; 4096]>,
-}
-
-thread_local! {
-    static LIMIT: LimitRing =
-        const { LimitRing { pos: UnsafeCell::new(0), recs: UnsafeCell::new([[0; 4]; 4096]) } };
-}
-
-/// One raw clock read and one 32-byte store into a thread-local ring: the floor for an event.
-///
-/// Keep in step with `limit_step` in `crates/phosphor/benches/hot_path.rs` and
-/// `crates/phosphor/examples/callgrind_instant.rs`: the three copies must measure the same loop.
-#[inline(always)]
-pub fn limit_step(a: u64, b: u64) {
-    // SAFETY: rdtsc has no memory effects and exists on every x86-64 CPU.
-    let ts = unsafe { core::arch::x86_64::_rdtsc() };
-    LIMIT.with(|r| {
-        // SAFETY: [1] the ring is this thread's own, and no reference to it escapes this closure,
-        // so nothing else aliases `pos` or `recs` here. [2] The index is masked into bounds.
-        unsafe {
-            let pos = *r.pos.get();
-            (*r.recs.get())[pos & 4095] = [ts, 0x0001_0000_0000_0101, a, b];
-            *r.pos.get() = pos.wrapping_add(1);
-        }
-    });
-}
-
-/// Records the limit loop has stored on this thread: its recorded count.
-pub fn limit_stored() -> u64 {
-    LIMIT.with(|r| {
-        // SAFETY: a plain read of this thread's own cursor; no reference into the ring is live.
-        unsafe { *r.pos.get() }
-    }) as u64
-}
 
 /// `n` iterations of the limit loop.
 #[inline(never)]

@@ -8,9 +8,8 @@
 //!
 //! Run with `cargo bench -p phosphor-usdt --bench probe_site`.
 
-use std::cell::UnsafeCell;
-
 use divan::{black_box, Bencher};
+use phosphor_limit::limit_step;
 use phosphor_usdt::{sdt, sdt_define_semaphore, sdt_enabled, sdt_with_semaphore};
 
 /// Iterations per divan sample.
@@ -19,34 +18,6 @@ const SAMPLE_SIZE: u32 = 10_000;
 const SAMPLE_COUNT: u32 = 1_000;
 
 sdt_define_semaphore!(bench, gated);
-
-/// The limit loop's ring: 4096 records of 32 bytes and a cursor, in one thread local.
-struct LimitRing {
-    pos: UnsafeCell<usize>,
-    recs: UnsafeCell<[[u64; 4]; 4096]>,
-}
-
-thread_local! {
-    static LIMIT: LimitRing =
-        const { LimitRing { pos: UnsafeCell::new(0), recs: UnsafeCell::new([[0; 4]; 4096]) } };
-}
-
-/// One raw clock read and one 32-byte store into a thread-local ring: the floor for an event.
-/// A copy of `limit_step` in `crates/phosphor/benches/hot_path.rs`: keep the two in step.
-#[inline(always)]
-fn limit_step(a: u64, b: u64) {
-    // SAFETY: rdtsc has no memory effects and exists on every x86-64 CPU.
-    let ts = unsafe { core::arch::x86_64::_rdtsc() };
-    LIMIT.with(|r| {
-        // SAFETY: [1] the ring is this thread's own, and no reference to it escapes this closure,
-        // so nothing else aliases `pos` or `recs` here. [2] The index is masked into bounds.
-        unsafe {
-            let pos = *r.pos.get();
-            (*r.recs.get())[pos & 4095] = [ts, 0x0001_0000_0000_0101, a, b];
-            *r.pos.get() = pos.wrapping_add(1);
-        }
-    });
-}
 
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn limit_loop(bencher: Bencher) {

@@ -16,11 +16,11 @@
 //!
 //! Run with `cargo bench -p phosphor --bench hot_path`; BENCHMARKS.md has the figures.
 
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use divan::{black_box, Bencher};
 use phosphor::{BufferMode, TraceConfig, TraceLog, TraceLogConfig};
+use phosphor_limit::limit_step;
 
 /// Events per divan sample.
 const SAMPLE_SIZE: u32 = 10_000;
@@ -37,34 +37,6 @@ static EMITTED: AtomicU64 = AtomicU64::new(0);
 fn count_emitted(n: u64) {
     // Relaxed: a tally read by the same thread after divan returns.
     EMITTED.fetch_add(n, Ordering::Relaxed);
-}
-
-/// The limit loop's ring: 4096 records of 32 bytes and a cursor, in one thread local.
-struct LimitRing {
-    pos: UnsafeCell<usize>,
-    recs: UnsafeCell<[[u64; 4]; 4096]>,
-}
-
-thread_local! {
-    static LIMIT: LimitRing =
-        const { LimitRing { pos: UnsafeCell::new(0), recs: UnsafeCell::new([[0; 4]; 4096]) } };
-}
-
-/// One raw clock read and one 32-byte store into a thread-local ring: the floor for an event.
-/// Keep in step with the copy in `examples/callgrind_instant.rs`.
-#[inline(always)]
-fn limit_step(a: u64, b: u64) {
-    // SAFETY: rdtsc has no memory effects and exists on every x86-64 CPU.
-    let ts = unsafe { core::arch::x86_64::_rdtsc() };
-    LIMIT.with(|r| {
-        // SAFETY: [1] the ring is this thread's own, and no reference to it escapes this closure,
-        // so nothing else aliases `pos` or `recs` here. [2] The index is masked into bounds.
-        unsafe {
-            let pos = *r.pos.get();
-            (*r.recs.get())[pos & 4095] = [ts, 0x0001_0000_0000_0101, a, b];
-            *r.pos.get() = pos.wrapping_add(1);
-        }
-    });
 }
 
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]

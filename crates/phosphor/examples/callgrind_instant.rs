@@ -10,40 +10,13 @@
 //! reuse warm chunks as they would in a long-running trace; that warm-up is part of the setup cost
 //! the subtraction cancels.
 
-use std::cell::UnsafeCell;
 use std::hint::black_box;
 
 use phosphor::{BufferMode, TraceConfig, TraceLog};
+use phosphor_limit::limit_step;
 
 /// Ring size: the same as the benchmark's.
 const RING_BYTES: usize = 64 << 20;
-
-/// The limit loop's ring: 4096 records of 32 bytes and a cursor, in one thread local.
-struct LimitRing {
-    pos: UnsafeCell<usize>,
-    recs: UnsafeCell<[[u64; 4]; 4096]>,
-}
-
-thread_local! {
-    static LIMIT: LimitRing =
-        const { LimitRing { pos: UnsafeCell::new(0), recs: UnsafeCell::new([[0; 4]; 4096]) } };
-}
-
-/// One raw clock read and one 32-byte store into a thread-local ring: the floor for an event.
-#[inline(always)]
-fn limit_step(a: u64, b: u64) {
-    // SAFETY: rdtsc has no memory effects and exists on every x86-64 CPU.
-    let ts = unsafe { core::arch::x86_64::_rdtsc() };
-    LIMIT.with(|r| {
-        // SAFETY: [1] the ring is this thread's own, and no reference to it escapes this closure,
-        // so nothing else aliases `pos` or `recs` here. [2] The index is masked into bounds.
-        unsafe {
-            let pos = *r.pos.get();
-            (*r.recs.get())[pos & 4095] = [ts, 0x0001_0000_0000_0101, a, b];
-            *r.pos.get() = pos.wrapping_add(1);
-        }
-    });
-}
 
 #[inline(never)]
 fn run_instant(n: u64) {

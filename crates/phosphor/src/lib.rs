@@ -47,6 +47,8 @@ mod chunk_lock;
 mod clock;
 mod config;
 #[cfg(not(loom))]
+pub mod control;
+#[cfg(not(loom))]
 mod emit;
 mod error;
 #[cfg(not(loom))]

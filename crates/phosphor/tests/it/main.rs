@@ -9,6 +9,7 @@ mod accounting;
 mod aggregates;
 mod alloc;
 mod config;
+mod control;
 mod events;
 mod groups;
 mod intern;

@@ -1,6 +1,9 @@
 //! Remote commands: Palanteer's CLI specification and command examples, table-driven, and the
 //! registry's errors.
 
+// Palanteer's examples use the digits of π as an arbitrary default value.
+#![allow(clippy::approx_constant)]
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 

@@ -9,15 +9,24 @@
 //!   against their types, every parameter without a default present. A rejected command gets an
 //!   error [`Reply`] that explains exactly what was wrong, and its handler is never called.
 //!
-//! The transport (a Unix socket served by a reception thread, `phosphor call`) builds on `call`.
+//! * [`serve`] starts the reception thread: a Unix domain socket (mode 0600) that serves command
+//!   lines to [`call`]; [`client::call`] is the other end (`phosphor call PID 'cmd p=v'`).
 
+mod builtins;
+#[cfg(unix)]
+pub mod client;
 mod command;
+#[cfg(unix)]
+mod server;
 mod spec;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+pub use builtins::register_builtins;
 pub use command::{parse_args, split_name, Args};
+#[cfg(unix)]
+pub use server::{default_socket_dir, serve, Limits, Server};
 pub use spec::{Param, ParamType, Spec, Value};
 
 /// What a command answers: success or failure, and a text.

@@ -103,10 +103,12 @@ impl Spec {
                 "int" => ParamType::Int,
                 "float" => ParamType::Float,
                 "string" => ParamType::String,
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "at byte {}: parameter {name:?} has the unknown type {other:?} (int, float or string)",
                     spec.len() - rest.len()
-                )),
+                ))
+                }
             };
             rest = &rest[ty_end..];
             let mut default = None;

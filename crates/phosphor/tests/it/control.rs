@@ -127,3 +127,115 @@ fn registered_commands_are_called_with_checked_arguments_and_rejected_ones_never
         .iter()
         .any(|(n, s, d)| n == "test::setRange" && s == "min=int max=int" && d == "sets the bounds"));
 }
+
+fn socket(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("control").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir.join("c.sock")
+}
+
+#[test]
+fn the_socket_serves_many_clients_at_once_and_only_its_user() {
+    use std::os::unix::fs::PermissionsExt;
+    control::register("test::echo", "text=string", "echoes", |a, r| r.push(a.string(0).unwrap())).unwrap();
+    let server = control::serve(Some(socket("many")), control::Limits::default()).unwrap();
+    let mode = std::fs::metadata(server.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "only this user may connect");
+    let dir_mode = std::fs::metadata(server.path().parent().unwrap()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(dir_mode, 0o700);
+    let path = server.path().to_owned();
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                for k in 0..20 {
+                    let r = control::client::call(
+                        &path,
+                        &format!("test::echo t=[[client {c} call {k}]]"),
+                        timeout(),
+                    )
+                    .unwrap();
+                    assert_eq!((r.error, r.text), (false, format!("client {c} call {k}")));
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let r = control::client::call(&path, "test::echo", timeout()).unwrap();
+    assert!(r.error && r.text.contains("missing mandatory parameter: text"), "{r:?}");
+    drop(server);
+    assert!(!path.exists(), "the socket goes with the server");
+}
+
+fn timeout() -> std::time::Duration {
+    std::time::Duration::from_secs(20)
+}
+
+#[test]
+fn an_oversized_request_or_a_slow_handler_gets_an_error_and_others_are_still_served() {
+    use std::io::{Read, Write};
+    control::register("test::sleep", "ms=int", "sleeps", |a, r| {
+        std::thread::sleep(std::time::Duration::from_millis(a.int(0).unwrap() as u64));
+        r.push("awake");
+    })
+    .unwrap();
+    let limits = control::Limits {
+        max_request: 64,
+        handler_timeout: std::time::Duration::from_millis(200),
+        ..Default::default()
+    };
+    let server = control::serve(Some(socket("limits")), limits).unwrap();
+    let path = server.path().to_owned();
+    let mut big = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    big.write_all(format!("test::sleep ms={}\n", "1".repeat(100)).as_bytes()).unwrap();
+    let mut reply = String::new();
+    big.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("error ") && reply.contains("longer than 64 bytes"), "{reply}");
+    let r = control::client::call(&path, "test::sleep ms=2000", timeout()).unwrap();
+    assert!(r.error && r.text.contains("did not answer within"), "{r:?}");
+    let r = control::client::call(&path, "test::sleep ms=1", timeout()).unwrap();
+    assert_eq!((r.error, r.text.as_str()), (false, "awake"), "the server still serves");
+}
+
+#[test]
+fn built_in_commands_start_dump_and_stop_a_trace_and_switch_points() {
+    let log: &'static phosphor::TraceLog =
+        &**Box::leak(Box::new(crate::support::new_log(Default::default())));
+    control::register_builtins(log).unwrap();
+    let dir = socket("builtins");
+    let server = control::serve(Some(dir.clone()), control::Limits::default()).unwrap();
+    let call = |line: &str| control::client::call(server.path(), line, timeout()).unwrap();
+    let r = call("help");
+    assert!(
+        !r.error && r.text.contains("trace.dump path=string") && r.text.contains("points.disable"),
+        "{}",
+        r.text
+    );
+    let r = call("trace.start categories=ctl* mode=ring size=1048576");
+    assert_eq!((r.error, r.text.as_str()), (false, "started"));
+    for i in 0..50u64 {
+        phosphor::trace_instant!(log: log, "ctl", "ctl-ev", "i" => i);
+    }
+    let dump = dir.parent().unwrap().join("dump.phos");
+    let r = call(&format!("trace.dump path={}", dump.display()));
+    assert!(!r.error && r.text.starts_with("50 events"), "{r:?}");
+    let bytes = std::fs::read(&dump).unwrap();
+    let mut reader = phosphor::format::file::Reader::new(&bytes[..]).unwrap();
+    let mut n = 0;
+    reader.for_each_event(|_| n += 1).unwrap();
+    assert_eq!(n, 50, "the dump reads back");
+    let r = call("points.disable pattern=name=ctl-muted");
+    assert!(!r.error, "{r:?}");
+    phosphor::trace_instant!(log: log, "ctl", "ctl-muted");
+    assert!(call("points.list").text.lines().any(|l| l.contains("off") && l.contains("ctl/ctl-muted")));
+    let r = call("trace.status");
+    assert!(r.text.starts_with("running: true"), "{}", r.text);
+    let r = call("trace.start");
+    assert!(r.error && r.text.contains("already running"), "{r:?}");
+    let r = call("trace.stop");
+    assert!(!r.error && r.text.starts_with("stopped"), "{r:?}");
+    assert_eq!(log.take_trace().unwrap().stats().recorded, 50, "the muted point recorded nothing");
+    assert!(call("trace.start mode=circular").text.contains("neither ring nor fixed"));
+}

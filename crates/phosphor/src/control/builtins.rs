@@ -1,0 +1,97 @@
+//! The built-in commands: `help`, `trace.start`, `trace.stop`, `trace.status`, `trace.dump`,
+//! `points.list`, `points.enable`, `points.disable`.
+
+use std::fmt::Write;
+
+use super::{register, Args, Reply};
+use crate::points::{self, PointSelector};
+use crate::{BufferMode, TraceConfig, TraceLog};
+
+fn text(args: &Args, i: usize) -> &str {
+    args.string(i).unwrap_or("")
+}
+
+/// Registers the built-in commands for `log` (usually `TraceLog::global()`). Fails if one of
+/// their names is taken.
+pub fn register_builtins(log: &'static TraceLog) -> Result<(), String> {
+    register("help", "", "lists every command with its parameters and description", |_, r: &mut Reply| {
+        for (name, spec, description) in super::list() {
+            let _ = writeln!(r.text, "{name} {spec}\n    {description}");
+        }
+    })?;
+    register(
+        "trace.start",
+        "categories=string[[*]] mode=string[[ring]] size=int[[67108864]]",
+        "starts a trace: category globs, mode ring or fixed, buffer size in bytes",
+        move |a, r| {
+            let mode = match text(a, 1) {
+                "ring" => BufferMode::Ring,
+                "fixed" => BufferMode::Fixed,
+                other => return r.set_error(format!("mode {other:?} is neither ring nor fixed")),
+            };
+            let size = usize::try_from(a.int(2).unwrap_or(0)).unwrap_or(0);
+            let started = TraceConfig::new(mode, size).categories(text(a, 0)).and_then(|c| log.start(c));
+            match started {
+                Ok(()) => r.push("started"),
+                Err(e) => r.set_error(e.to_string()),
+            }
+        },
+    )?;
+    register(
+        "trace.stop",
+        "",
+        "stops the running trace (its figures stay for trace.status)",
+        move |_, r| {
+            log.stop();
+            let _ = write!(r.text, "stopped: {}", log.stats());
+        },
+    )?;
+    register("trace.status", "", "whether a trace runs, and its figures", move |_, r| {
+        let _ = write!(r.text, "running: {}\n{}", log.is_enabled(), log.stats());
+    })?;
+    register(
+        "trace.dump",
+        "path=string",
+        "writes what the running trace holds to a trace file",
+        move |a, r| match log.snapshot() {
+            Ok(t) => match t.save(text(a, 0)) {
+                Ok(()) => {
+                    let _ = write!(r.text, "{} events written to {}", t.stats().recorded, text(a, 0));
+                }
+                Err(e) => r.set_error(e.to_string()),
+            },
+            Err(e) => r.set_error(e.to_string()),
+        },
+    )?;
+    register(
+        "points.list",
+        "",
+        "lists every instrumentation point: id, kind, enabled, category/name, file:line",
+        |_, r| {
+            for p in points::list() {
+                let _ = writeln!(
+                    r.text,
+                    "{:>6} {:<9} {:<3} {}/{} {}:{}",
+                    p.id,
+                    p.kind.as_str(),
+                    if p.enabled { "on" } else { "off" },
+                    p.category,
+                    p.name,
+                    p.file,
+                    p.line
+                );
+            }
+        },
+    )?;
+    for (name, enable) in [("points.enable", true), ("points.disable", false)] {
+        let what = if enable { "lets the matching points record again" } else { "stops the matching points" };
+        register(name, "pattern=string", what, move |a, r| match text(a, 0).parse::<PointSelector>() {
+            Ok(sel) => {
+                let n = if enable { points::enable(sel) } else { points::disable(sel) };
+                let _ = write!(r.text, "{n} points match");
+            }
+            Err(e) => r.set_error(e.to_string()),
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! The reception thread (Palanteer's): a Unix domain socket that serves command lines.
+//!
+//! Protocol, per connection, any number of times: the client sends one command line ending in
+//! `\n` (at most [`Limits::max_request`] bytes); the server answers `ok <n>\n` or `error <n>\n`
+//! followed by `n` bytes of text. Each connection has its own thread, so a slow client does not
+//! block the others; at most [`Limits::max_connections`] at once (more are answered with an error
+//! and closed). A handler that runs longer than [`Limits::handler_timeout`] gets an error reply (it
+//! goes on running on its own thread).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Reply;
+
+/// The server's limits.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// The longest command line, in bytes.
+    pub max_request: usize,
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// How long a handler may run before its caller gets an error.
+    pub handler_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_request: 64 << 10, max_connections: 32, handler_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// The default socket of this process: `$XDG_RUNTIME_DIR/phosphor/<pid>.sock`, or
+/// `<temp dir>/phosphor-<uid>/<pid>.sock`.
+pub fn default_socket_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("phosphor"),
+        // SAFETY: getuid has no preconditions and cannot fail.
+        _ => std::env::temp_dir().join(format!("phosphor-{}", unsafe { libc::getuid() })),
+    }
+}
+
+/// A running reception thread; the socket file is removed when it is dropped.
+#[derive(Debug)]
+pub struct Server {
+    path: PathBuf,
+}
+
+impl Server {
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Serves commands on a Unix socket at `path` (default: [`default_socket_dir`]`/<pid>.sock`),
+/// readable and writable by this user only (directory 0700, socket 0600).
+pub fn serve(path: Option<PathBuf>, limits: Limits) -> std::io::Result<Server> {
+    let path = path.unwrap_or_else(|| default_socket_dir().join(format!("{}.sock", std::process::id())));
+    if let Some(dir) = path.parent() {
+        if !dir.exists() {
+            std::fs::create_dir_all(dir)?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    let active = Arc::new(AtomicUsize::new(0));
+    std::thread::Builder::new().name("phosphor-control".into()).spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            // Relaxed: a count of live connection threads; only this thread increments it.
+            if active.load(Ordering::Relaxed) >= limits.max_connections {
+                let _ = answer(
+                    &mut stream,
+                    &Reply { error: true, text: "too many connections; try again".into() },
+                );
+                continue;
+            }
+            active.fetch_add(1, Ordering::Relaxed);
+            let (mine, limits) = (active.clone(), limits.clone());
+            let spawned =
+                std::thread::Builder::new().name("phosphor-control-client".into()).spawn(move || {
+                    connection(stream, &limits);
+                    // Relaxed: see above.
+                    mine.fetch_sub(1, Ordering::Relaxed);
+                });
+            if spawned.is_err() {
+                // Relaxed: see above.
+                active.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    })?;
+    Ok(Server { path })
+}
+
+fn answer(stream: &mut UnixStream, reply: &Reply) -> std::io::Result<()> {
+    let status = if reply.error { "error" } else { "ok" };
+    write!(stream, "{status} {}\n{}", reply.text.len(), reply.text)?;
+    stream.flush()
+}
+
+/// Serves one client until it closes the connection or breaks the protocol.
+fn connection(stream: UnixStream, limits: &Limits) {
+    let Ok(mut out) = stream.try_clone() else { return };
+    let mut input = BufReader::new(stream);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // One more byte than the limit tells an over-long line from one at the limit.
+        let limit = (limits.max_request + 1) as u64;
+        match (&mut input).take(limit).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.last() != Some(&b'\n') {
+            let text = if line.len() > limits.max_request {
+                format!("the request is longer than {} bytes", limits.max_request)
+            } else {
+                "the request does not end with a newline".into()
+            };
+            let _ = answer(&mut out, &Reply { error: true, text });
+            return; // the rest of the stream cannot be framed
+        }
+        let reply = match std::str::from_utf8(&line[..line.len() - 1]) {
+            Ok(cmd) => run_with_timeout(cmd.trim_end_matches('\r').to_owned(), limits.handler_timeout),
+            Err(_) => Reply { error: true, text: "the request is not UTF-8".into() },
+        };
+        if answer(&mut out, &reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// Runs a command on a thread of its own, waiting at most `timeout` for its reply.
+fn run_with_timeout(cmd: String, timeout: Duration) -> Reply {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().name("phosphor-command".into()).spawn(move || {
+        let _ = tx.send(super::call(&cmd));
+    });
+    if let Err(e) = spawned {
+        return Reply { error: true, text: format!("cannot run the command: {e}") };
+    }
+    rx.recv_timeout(timeout).unwrap_or_else(|_| Reply {
+        error: true,
+        text: format!("the command did not answer within {:.1?}", timeout),
+    })
+}

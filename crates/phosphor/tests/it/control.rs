@@ -201,8 +201,7 @@ fn an_oversized_request_or_a_slow_handler_gets_an_error_and_others_are_still_ser
 
 #[test]
 fn built_in_commands_start_dump_and_stop_a_trace_and_switch_points() {
-    let log: &'static phosphor::TraceLog =
-        &**Box::leak(Box::new(crate::support::new_log(Default::default())));
+    let log: &'static phosphor::TraceLog = Box::leak(Box::new(crate::support::new_log(Default::default())));
     control::register_builtins(log).unwrap();
     let dir = socket("builtins");
     let server = control::serve(Some(dir.clone()), control::Limits::default()).unwrap();

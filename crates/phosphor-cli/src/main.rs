@@ -5,6 +5,7 @@
 //! context chain (`{:#}`) and exit with status 2; a closed stdout (`phosphor demo | head`) is a
 //! normal end, status 0.
 
+mod call;
 mod convert;
 mod demo;
 mod flamegraph;
@@ -60,6 +61,12 @@ enum Command {
     /// that a dead process left behind, even one killed with SIGKILL: every committed event, with
     /// its callsites and clock (`-o OUT`).
     Recover(recover::RecoverArgs),
+    /// Run a command in a running program (`phosphor::control`): TARGET is its pid or its control
+    /// socket; the command is one quoted argument, e.g. 'trace.dump path=/tmp/now.phos'. Prints
+    /// the answer; a rejected or failed command exits with status 2.
+    Call(call::CallArgs),
+    /// List the running programs with a control socket (pid and socket); stale sockets are removed.
+    Ls,
     /// List the USDT probes (SystemTap SDT notes) of an ELF file, or of every ELF object a running
     /// process has mapped (with run-time addresses and semaphore counts): provider, name, sites
     /// (inlined copies counted once), address, semaphore and argument specs. Tables, or `--json`.
@@ -78,6 +85,8 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         Command::Logs(args) => logs::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         Command::Recover(args) => recover::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Call(args) => call::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Ls => call::ls(&mut io::BufWriter::new(io::stdout().lock())),
         Command::Probes(args) => probes::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
     };
     match result {

@@ -1,0 +1,80 @@
+//! `phosphor call TARGET 'cmd p=v'` and `phosphor ls`: remote commands into running programs
+//! (`phosphor::control`). TARGET is a process id (its socket in the default directory) or a
+//! socket path.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use phosphor::control::{client, default_socket_dir};
+
+/// Options of `phosphor call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// A process id, or the path of a control socket.
+    target: String,
+    /// The command line, e.g. 'trace.dump path=/tmp/now.phos' (one argument: quote it).
+    command: String,
+    /// Seconds to wait for the answer.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+}
+
+/// The socket of `target`.
+fn socket(target: &str) -> PathBuf {
+    match target.parse::<u32>() {
+        Ok(pid) => default_socket_dir().join(format!("{pid}.sock")),
+        Err(_) => PathBuf::from(target),
+    }
+}
+
+/// Runs `phosphor call`: prints the answer; a command that failed is an error (exit status 2).
+pub fn run(args: &CallArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let path = socket(&args.target);
+    let reply = client::call(&path, &args.command, Duration::from_secs(args.timeout))
+        .with_context(|| format!("{}: no answer from the control socket", path.display()))?;
+    if reply.error {
+        anyhow::bail!("{}", reply.text.trim_end());
+    }
+    write!(out, "{}", reply.text)?;
+    if !reply.text.is_empty() && !reply.text.ends_with('\n') {
+        writeln!(out)?;
+    }
+    Ok(out.flush()?)
+}
+
+/// Runs `phosphor ls`: the live processes with a control socket in the default directory. A
+/// socket whose process is gone (it refuses connections) is removed.
+pub fn ls(out: &mut impl Write) -> anyhow::Result<()> {
+    let dir = default_socket_dir();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot list", dir.display())),
+    };
+    let mut live = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        let Some(pid) = path.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if path.extension().is_none_or(|x| x != "sock") {
+            continue;
+        }
+        // A socket nobody accepts on is stale: its process died without removing it.
+        match std::os::unix::net::UnixStream::connect(&path) {
+            Ok(_) => live.push((pid, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(_) => {}
+        }
+    }
+    live.sort();
+    for (pid, path) in live {
+        writeln!(out, "{pid}\t{}", path.display())?;
+    }
+    Ok(out.flush()?)
+}

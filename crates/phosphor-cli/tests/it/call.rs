@@ -1,0 +1,47 @@
+//! `phosphor call` and `phosphor ls` against a control socket served by this test process.
+
+use std::os::unix::net::UnixListener;
+
+use crate::cli::{command, scratch, stderr, stdout};
+
+#[test]
+fn call_prints_the_answer_and_a_rejected_command_exits_2() {
+    phosphor::control::register("cli::add", "a=int b=int[[1]]", "adds", |args, r| {
+        r.push(&(args.int(0).unwrap() + args.int(1).unwrap()).to_string());
+    })
+    .unwrap();
+    let dir = scratch("call-files");
+    let server =
+        phosphor::control::serve(Some(dir.join("rt/phosphor/4242.sock")), Default::default()).unwrap();
+    let sock = server.path().to_str().unwrap().to_owned();
+    let out = command("call-ok").args(["call", &sock, "cli::add a=40 b=2"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "42\n");
+    let out = command("call-bad").args(["call", &sock, "cli::add b=2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("missing mandatory parameter: a"), "{}", stderr(&out));
+    // A pid is looked up in the default directory ($XDG_RUNTIME_DIR/phosphor).
+    let out = command("call-pid")
+        .env("XDG_RUNTIME_DIR", dir.join("rt"))
+        .args(["call", "4242", "cli::add a=1"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "2\n", "{}", stderr(&out));
+    let out = command("call-none").args(["call", "/nonexistent/x.sock", "help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no answer"), "{}", stderr(&out));
+}
+
+#[test]
+fn ls_lists_live_sockets_and_removes_stale_ones() {
+    let dir = scratch("ls-files");
+    let rt = dir.join("rt");
+    let live = phosphor::control::serve(Some(rt.join("phosphor/111.sock")), Default::default()).unwrap();
+    let stale = rt.join("phosphor/222.sock");
+    drop(UnixListener::bind(&stale).unwrap()); // bound, then nobody accepts: a dead process's socket
+    assert!(stale.exists());
+    let out = command("ls").env("XDG_RUNTIME_DIR", &rt).arg("ls").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("111\t{}\n", live.path().display()));
+    assert!(!stale.exists(), "the stale socket is removed");
+}

@@ -1,6 +1,6 @@
 //! `phosphor call TARGET 'cmd p=v'` and `phosphor ls`: remote commands into running programs
-//! (`phosphor::control`). TARGET is a process id (its socket in the default directory) or a
-//! socket path.
+//! (`phosphor::control`). TARGET is a process id (its socket in the default directory), a socket
+//! path, or `host:port` of a TCP control port (with `--token`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,6 +20,9 @@ pub struct CallArgs {
     /// Seconds to wait for the answer.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
+    /// The token of a TCP control port (TARGET `host:port`).
+    #[arg(long)]
+    token: Option<String>,
 }
 
 /// The socket of `target`.
@@ -32,9 +35,19 @@ fn socket(target: &str) -> PathBuf {
 
 /// Runs `phosphor call`: prints the answer; a command that failed is an error (exit status 2).
 pub fn run(args: &CallArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let path = socket(&args.target);
-    let reply = client::call(&path, &args.command, Duration::from_secs(args.timeout))
-        .with_context(|| format!("{}: no answer from the control socket", path.display()))?;
+    let timeout = Duration::from_secs(args.timeout);
+    let reply = match args.target.parse::<std::net::SocketAddr>() {
+        Ok(addr) => {
+            let token = args.token.as_deref().context("a TCP target needs --token")?;
+            client::call_tcp(addr, token, &args.command, timeout)
+                .with_context(|| format!("{addr}: no answer from the control port"))?
+        }
+        Err(_) => {
+            let path = socket(&args.target);
+            client::call(&path, &args.command, timeout)
+                .with_context(|| format!("{}: no answer from the control socket", path.display()))?
+        }
+    };
     if reply.error {
         anyhow::bail!("{}", reply.text.trim_end());
     }

@@ -61,8 +61,8 @@ enum Command {
     /// that a dead process left behind, even one killed with SIGKILL: every committed event, with
     /// its callsites and clock (`-o OUT`).
     Recover(recover::RecoverArgs),
-    /// Run a command in a running program (`phosphor::control`): TARGET is its pid or its control
-    /// socket; the command is one quoted argument, e.g. 'trace.dump path=/tmp/now.phos'. Prints
+    /// Run a command in a running program (`phosphor::control`): TARGET is its pid, its control
+    /// socket, or `host:port` of its TCP control port (with `--token`); the command is one quoted argument, e.g. 'trace.dump path=/tmp/now.phos'. Prints
     /// the answer; a rejected or failed command exits with status 2.
     Call(call::CallArgs),
     /// List the running programs with a control socket (pid and socket); stale sockets are removed.

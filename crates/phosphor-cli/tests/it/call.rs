@@ -45,3 +45,22 @@ fn ls_lists_live_sockets_and_removes_stale_ones() {
     assert_eq!(stdout(&out), format!("111\t{}\n", live.path().display()));
     assert!(!stale.exists(), "the stale socket is removed");
 }
+
+#[test]
+fn call_reaches_a_tcp_port_with_its_token_only() {
+    phosphor::control::register("cli::tcp", "", "pong", |_, r| r.push("pong")).unwrap();
+    let token = "cli-test-token-0123456789";
+    let server =
+        phosphor::control::serve_tcp("127.0.0.1:0".parse().unwrap(), token, Default::default()).unwrap();
+    let addr = server.addr().to_string();
+    let out = command("call-tcp").args(["call", &addr, "cli::tcp", "--token", token]).output().unwrap();
+    assert_eq!(stdout(&out), "pong\n", "{}", stderr(&out));
+    let out = command("call-tcp-bad")
+        .args(["call", &addr, "cli::tcp", "--token", "wrong-token-0123456789"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("token"), "{}", stderr(&out));
+    let out = command("call-tcp-none").args(["call", &addr, "cli::tcp"]).output().unwrap();
+    assert!(stderr(&out).contains("needs --token"), "{}", stderr(&out));
+}

@@ -9,14 +9,49 @@ use super::Reply;
 
 /// Sends `line` to the control socket at `path` and returns its reply.
 pub fn call(path: &Path, line: &str, timeout: Duration) -> std::io::Result<Reply> {
-    if line.contains('\n') {
+    one_line(line)?;
+    let stream = UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(timeout))?;
+    exchange(stream, line)
+}
+
+/// Sends `line` to the TCP control port at `addr` (`serve_tcp`), presenting `token` first.
+pub fn call_tcp(
+    addr: std::net::SocketAddr,
+    token: &str,
+    line: &str,
+    timeout: Duration,
+) -> std::io::Result<Reply> {
+    one_line(line)?;
+    one_line(token)?;
+    let stream = std::net::TcpStream::connect_timeout(&addr, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    let mut w = stream.try_clone()?;
+    w.write_all(format!("token {token}\n").as_bytes())?;
+    let mut input = BufReader::new(stream.try_clone()?);
+    let greeting = read_reply(&mut input)?;
+    if greeting.error {
+        return Ok(greeting);
+    }
+    exchange(stream, line)
+}
+
+fn one_line(s: &str) -> std::io::Result<()> {
+    if s.contains('\n') {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "a command is one line"));
     }
-    let mut stream = UnixStream::connect(path)?;
-    stream.set_read_timeout(Some(timeout))?;
+    Ok(())
+}
+
+/// Writes a request line and reads its reply.
+fn exchange<S: Read + Write>(mut stream: S, line: &str) -> std::io::Result<Reply> {
     stream.write_all(line.as_bytes())?;
     stream.write_all(b"\n")?;
-    let mut input = BufReader::new(stream);
+    read_reply(&mut BufReader::new(stream))
+}
+
+/// Reads one reply: `ok|error <n>\n` and `n` bytes of text.
+fn read_reply(input: &mut impl BufRead) -> std::io::Result<Reply> {
     let mut head = String::new();
     input.read_line(&mut head)?;
     let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad reply header {head:?}"));

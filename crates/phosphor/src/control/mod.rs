@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 pub use builtins::register_builtins;
 pub use command::{parse_args, split_name, Args};
 #[cfg(unix)]
-pub use server::{default_socket_dir, serve, Limits, Server};
+pub use server::{default_socket_dir, serve, serve_tcp, Limits, Server, TcpServer};
 pub use spec::{Param, ParamType, Spec, Value};
 
 /// What a command answers: success or failure, and a text.

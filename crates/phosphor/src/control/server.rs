@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -88,11 +88,12 @@ pub fn serve(path: Option<PathBuf>, limits: Limits) -> std::io::Result<Server> {
                 );
                 continue;
             }
+            let Ok(out) = stream.try_clone() else { continue };
             active.fetch_add(1, Ordering::Relaxed);
             let (mine, limits) = (active.clone(), limits.clone());
             let spawned =
                 std::thread::Builder::new().name("phosphor-control-client".into()).spawn(move || {
-                    connection(stream, &limits);
+                    connection(stream, out, &limits, None);
                     // Relaxed: see above.
                     mine.fetch_sub(1, Ordering::Relaxed);
                 });
@@ -105,17 +106,97 @@ pub fn serve(path: Option<PathBuf>, limits: Limits) -> std::io::Result<Server> {
     Ok(Server { path })
 }
 
-fn answer(stream: &mut UnixStream, reply: &Reply) -> std::io::Result<()> {
+/// A running TCP reception thread on loopback.
+#[derive(Debug)]
+pub struct TcpServer {
+    addr: std::net::SocketAddr,
+}
+
+impl TcpServer {
+    /// The address it listens on.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+}
+
+/// Serves commands on TCP at `addr`, which must be a loopback address (port 0 picks one), to
+/// clients that first send `token <token>` (see [`client::call_tcp`](super::client::call_tcp)).
+/// The token must be at least 16 characters.
+pub fn serve_tcp(addr: std::net::SocketAddr, token: &str, limits: Limits) -> std::io::Result<TcpServer> {
+    if !addr.ip().is_loopback() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the control port listens on loopback only",
+        ));
+    }
+    if token.len() < 16 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the token must be at least 16 characters",
+        ));
+    }
+    let listener = std::net::TcpListener::bind(addr)?;
+    let addr = listener.local_addr()?;
+    let token: Arc<str> = token.into();
+    let active = Arc::new(AtomicUsize::new(0));
+    std::thread::Builder::new().name("phosphor-control-tcp".into()).spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            // Relaxed: a count of live connection threads, as in `serve`.
+            if active.load(Ordering::Relaxed) >= limits.max_connections {
+                let _ = answer(
+                    &mut stream,
+                    &Reply { error: true, text: "too many connections; try again".into() },
+                );
+                continue;
+            }
+            let Ok(out) = stream.try_clone() else { continue };
+            active.fetch_add(1, Ordering::Relaxed);
+            let (mine, limits, token) = (active.clone(), limits.clone(), token.clone());
+            let spawned =
+                std::thread::Builder::new().name("phosphor-control-client".into()).spawn(move || {
+                    connection(stream, out, &limits, Some(&token));
+                    // Relaxed: see above.
+                    mine.fetch_sub(1, Ordering::Relaxed);
+                });
+            if spawned.is_err() {
+                // Relaxed: see above.
+                active.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    })?;
+    Ok(TcpServer { addr })
+}
+
+fn answer(stream: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
     let status = if reply.error { "error" } else { "ok" };
     write!(stream, "{status} {}\n{}", reply.text.len(), reply.text)?;
     stream.flush()
 }
 
-/// Serves one client until it closes the connection or breaks the protocol.
-fn connection(stream: UnixStream, limits: &Limits) {
-    let Ok(mut out) = stream.try_clone() else { return };
+/// Serves one client until it closes the connection or breaks the protocol. With a `token`, the
+/// first line must be `token <token>`.
+fn connection<S: Read + Write>(stream: S, out: S, limits: &Limits, token: Option<&str>) {
+    let mut out = out;
     let mut input = BufReader::new(stream);
     let mut line = Vec::new();
+    if let Some(token) = token {
+        let limit = (limits.max_request + 1) as u64;
+        let _ = (&mut input).take(limit).read_until(b'\n', &mut line);
+        let given = std::str::from_utf8(&line).ok().and_then(|l| l.trim_end().strip_prefix("token "));
+        // A comparison whose time does not depend on where the tokens differ.
+        let ok = given.is_some_and(|g| {
+            g.len() == token.len() && g.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        });
+        if !ok {
+            let _ = answer(
+                &mut out,
+                &Reply { error: true, text: "a token is required: send `token <token>` first".into() },
+            );
+            return;
+        }
+        let _ = answer(&mut out, &Reply { error: false, text: String::new() });
+    }
     loop {
         line.clear();
         // One more byte than the limit tells an over-long line from one at the limit.

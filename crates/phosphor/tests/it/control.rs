@@ -238,3 +238,28 @@ fn built_in_commands_start_dump_and_stop_a_trace_and_switch_points() {
     assert_eq!(log.take_trace().unwrap().stats().recorded, 50, "the muted point recorded nothing");
     assert!(call("trace.start mode=circular").text.contains("neither ring nor fixed"));
 }
+
+#[test]
+fn tcp_needs_its_token_and_loopback() {
+    use std::io::{Read, Write};
+    control::register("test::tcp", "", "answers over TCP", |_, r| r.push("pong")).unwrap();
+    let token = "0123456789abcdef-secret";
+    let server =
+        control::serve_tcp("127.0.0.1:0".parse().unwrap(), token, control::Limits::default()).unwrap();
+    let r = control::client::call_tcp(server.addr(), token, "test::tcp", timeout()).unwrap();
+    assert_eq!((r.error, r.text.as_str()), (false, "pong"));
+    let r =
+        control::client::call_tcp(server.addr(), "0123456789abcdef-wrong!", "test::tcp", timeout()).unwrap();
+    assert!(r.error && r.text.contains("token is required"), "{r:?}");
+    // A request without the token is refused, and the command is not run.
+    let mut raw = std::net::TcpStream::connect(server.addr()).unwrap();
+    raw.write_all(b"test::tcp\n").unwrap();
+    let mut reply = String::new();
+    raw.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("error ") && !reply.contains("pong"), "{reply}");
+    let e = control::serve_tcp("0.0.0.0:0".parse().unwrap(), token, control::Limits::default()).unwrap_err();
+    assert!(e.to_string().contains("loopback"), "{e}");
+    let e =
+        control::serve_tcp("127.0.0.1:0".parse().unwrap(), "short", control::Limits::default()).unwrap_err();
+    assert!(e.to_string().contains("16 characters"), "{e}");
+}

@@ -64,3 +64,28 @@ fn call_reaches_a_tcp_port_with_its_token_only() {
     let out = command("call-tcp-none").args(["call", &addr, "cli::tcp"]).output().unwrap();
     assert!(stderr(&out).contains("needs --token"), "{}", stderr(&out));
 }
+
+#[test]
+fn call_starts_dumps_and_stops_a_trace_through_the_built_in_commands() {
+    let log: &'static phosphor::TraceLog =
+        Box::leak(Box::new(phosphor::TraceLog::new(phosphor::TraceLogConfig::default()).unwrap()));
+    phosphor::control::register_builtins(log).unwrap();
+    let dir = scratch("call-builtins-files");
+    let server = phosphor::control::serve(Some(dir.join("c.sock")), Default::default()).unwrap();
+    let sock = server.path().to_str().unwrap().to_owned();
+    let call = |test: &str, cmd: &str| command(test).args(["call", &sock, cmd]).output().unwrap();
+    let out = call("call-start", "trace.start categories=cli* size=1048576");
+    assert_eq!(stdout(&out), "started\n", "{}", stderr(&out));
+    for i in 0..25u64 {
+        phosphor::trace_instant!(log: log, "cli", "cli-ev", "i" => i);
+    }
+    let dump = dir.join("now.phos");
+    let out = call("call-dump", &format!("trace.dump path={}", dump.display()));
+    assert!(stdout(&out).starts_with("25 events written"), "{}{}", stdout(&out), stderr(&out));
+    let out = command("call-info").args(["info", dump.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success() && stdout(&out).contains("events      25"), "{}", stdout(&out));
+    let out = call("call-stop", "trace.stop");
+    assert!(stdout(&out).starts_with("stopped"), "{}", stderr(&out));
+    let out = call("call-help", "help");
+    assert!(stdout(&out).contains("trace.dump path=string"));
+}

@@ -263,3 +263,33 @@ fn tcp_needs_its_token_and_loopback() {
         control::serve_tcp("127.0.0.1:0".parse().unwrap(), "short", control::Limits::default()).unwrap_err();
     assert!(e.to_string().contains("16 characters"), "{e}");
 }
+
+#[test]
+fn an_idle_client_blocks_no_one_and_the_connection_limit_is_an_error() {
+    use std::io::Read;
+    control::register("test::ping", "", "pong", |_, r| r.push("pong")).unwrap();
+    let limits = control::Limits { max_connections: 2, ..Default::default() };
+    let server = control::serve(Some(socket("conns")), limits).unwrap();
+    let path = server.path().to_owned();
+    // A client that connects and sends nothing holds its own thread only.
+    let idle = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    let r = control::client::call(&path, "test::ping", timeout()).unwrap();
+    assert_eq!(r.text, "pong", "served while another client idles");
+    // Two idle clients fill the limit: the next connection is answered with an error.
+    let idle2 = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    let mut third = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    let mut reply = String::new();
+    third.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("error ") && reply.contains("too many connections"), "{reply}");
+    drop((idle, idle2));
+    // Once they are gone, connections are served again.
+    let deadline = std::time::Instant::now() + timeout();
+    loop {
+        let r = control::client::call(&path, "test::ping", timeout()).unwrap();
+        if r.text == "pong" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never served again: {r:?}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

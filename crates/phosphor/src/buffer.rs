@@ -391,15 +391,74 @@ impl TraceBuffer {
         &self.chunks[i]
     }
 
-    /// A copy of every chunk that is given back (FULL) now, as a buffer of its own: what a dump of
-    /// a running trace holds. Chunks still held by a tenant are not copied (the caller gives them
-    /// back first); a chunk a tenant re-loans while this runs is skipped. Writers never wait: each
-    /// chunk is pinned (FULL → READING) only while it is copied, and a loan passes over it.
-    pub(crate) fn snapshot(&self) -> TraceBuffer {
-        let copy = TraceBuffer::new(BufferMode::Fixed, self.chunks.len());
-        let mut n = 0;
-        let mut events = 0u64;
-        for chunk in self.chunks.iter() {
+    /// Starts a copy of this buffer (a dump of a running trace): see [`Snapshot`].
+    pub(crate) fn snapshot_begin(&self) -> Snapshot {
+        Snapshot {
+            copy: TraceBuffer::new(BufferMode::Fixed, self.chunks.len()),
+            n: 0,
+            events: 0,
+            taken: std::collections::HashSet::new(),
+        }
+    }
+}
+
+/// A copy of a running buffer, made in two passes, so that the most recent events are never lost
+/// to a writer that re-loans a chunk between a flush and its copy:
+/// 1. [`add_held`](Snapshot::add_held): each tenant's current chunk, copied while the dump holds
+///    the tenant's master lock (before the chunk is given back);
+/// 2. [`finish`](Snapshot::finish): every other chunk that is given back (FULL), each pinned
+///    (FULL → READING) while it is copied; a loan passes over a READING chunk, so writers never
+///    wait and no copy is torn.
+pub(crate) struct Snapshot {
+    copy: TraceBuffer,
+    n: usize,
+    events: u64,
+    /// The chunks copied in the first pass, not to be copied again.
+    taken: std::collections::HashSet<usize>,
+}
+
+impl Snapshot {
+    /// Copies `records` and `src`'s header into the next chunk of the copy.
+    fn copy_in(&mut self, src: &TraceChunk, records: &[Record], events: u32) {
+        let dst = &self.copy.chunks[self.n];
+        for (i, r) in records.iter().enumerate() {
+            // SAFETY: `dst` belongs to `copy`, which nobody else can reach yet; `i` is below the
+            // committed count, itself at most CHUNK_RECORDS.
+            unsafe { (*dst.slot(i)).write(*r) };
+        }
+        let (h, d) = (&src.header, &dst.header);
+        // Relaxed throughout: the caller ordered these loads after the chunk's last writer (a
+        // master lock, or the pinning Acquire), and `copy` is private to this thread.
+        d.loan.store(h.loan.load(Ordering::Relaxed), Ordering::Relaxed);
+        d.seq.store(h.seq.load(Ordering::Relaxed), Ordering::Relaxed);
+        d.tid.store(h.tid.load(Ordering::Relaxed), Ordering::Relaxed);
+        d.events.store(events, Ordering::Relaxed);
+        d.state.store(FULL, Ordering::Relaxed);
+        dst.publish(records.len() as u32);
+        self.events += u64::from(events);
+        self.n += 1;
+    }
+
+    /// Copies a chunk that a tenant holds, with its `events` events.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the chunk (its tenant's master lock), so no one writes it meanwhile.
+    pub(crate) unsafe fn add_held(&mut self, chunk: &TraceChunk, events: u32) {
+        // SAFETY: the caller holds the chunk.
+        let records = unsafe { chunk.records() };
+        if self.n < self.copy.chunks.len() && self.taken.insert(std::ptr::from_ref(chunk) as usize) {
+            self.copy_in(chunk, records, events);
+        }
+    }
+
+    /// Copies every other given-back chunk of `buf`, and returns the copy.
+    pub(crate) fn finish(mut self, buf: &TraceBuffer) -> TraceBuffer {
+        for chunk in buf.chunks.iter() {
+            if self.n >= self.copy.chunks.len() || self.taken.contains(&(std::ptr::from_ref(chunk) as usize))
+            {
+                continue;
+            }
             // Acquire: pairs with `give_back`'s Release, so the records and header are complete.
             if chunk
                 .header
@@ -412,33 +471,18 @@ impl TraceBuffer {
             // SAFETY: the chunk is pinned: no loan takes a READING chunk, so nothing writes to it
             // until the Release store below.
             let records = unsafe { chunk.records() };
-            let dst = &copy.chunks[n];
-            for (i, r) in records.iter().enumerate() {
-                // SAFETY: `dst` belongs to `copy`, which nobody else can reach yet; `i` is below
-                // the committed count, itself at most CHUNK_RECORDS.
-                unsafe { (*dst.slot(i)).write(*r) };
-            }
-            let h = &chunk.header;
-            // Relaxed: the Acquire above ordered these after the last holder's stores.
-            let chunk_events = h.events.load(Ordering::Relaxed);
-            events += u64::from(chunk_events);
-            let d = &dst.header;
-            // Relaxed: `copy` is private to this thread until it is returned.
-            d.loan.store(h.loan.load(Ordering::Relaxed), Ordering::Relaxed);
-            d.seq.store(h.seq.load(Ordering::Relaxed), Ordering::Relaxed);
-            d.tid.store(h.tid.load(Ordering::Relaxed), Ordering::Relaxed);
-            d.events.store(chunk_events, Ordering::Relaxed);
-            d.state.store(FULL, Ordering::Relaxed);
-            dst.publish(records.len() as u32);
+            // Relaxed: ordered by the Acquire above.
+            let events = chunk.header.events.load(Ordering::Relaxed);
+            self.copy_in(chunk, records, events);
             // Release: a later loaner's Acquire compare-and-swap sees our reads done before it
             // overwrites the chunk.
-            h.state.store(FULL, Ordering::Release);
-            n += 1;
+            chunk.header.state.store(FULL, Ordering::Release);
         }
+        let copy = self.copy;
         // Relaxed: `copy` is private to this thread.
-        copy.counters.chunks_loaned.store(n as u64, Ordering::Relaxed);
-        copy.counters.events_given_back.store(events, Ordering::Relaxed);
-        copy.next.store(n as u64, Ordering::Relaxed);
+        copy.counters.chunks_loaned.store(self.n as u64, Ordering::Relaxed);
+        copy.counters.events_given_back.store(self.events, Ordering::Relaxed);
+        copy.next.store(self.n as u64, Ordering::Relaxed);
         copy
     }
 }

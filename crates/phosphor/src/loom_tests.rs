@@ -15,7 +15,7 @@
 //!   that could still run after `evict_all` returned would be reported as a race on that cell.
 //!
 //! * Model 9 interns one string from two threads (`intern.rs`); model 10 races a dump
-//!   (`flush_all` and `TraceBuffer::snapshot`) against a ring writer. Every chunk has a loom cell
+//!   (`flush_all` and `Snapshot`) against a ring writer. Every chunk has a loom cell
 //!   that `publish` writes and `records` reads, so a copy or a read of records that is not ordered
 //!   after their writer is reported as a race (removing the loan's READING check makes model 10
 //!   fail that way).
@@ -475,7 +475,8 @@ fn intern_same_string_from_two_threads() {
     });
 }
 
-/// Model 10: a dump (`TraceLog::snapshot`: `flush_all`, then `TraceBuffer::snapshot`) races a
+/// Model 10: a dump (`TraceLog::snapshot`: `flush_all` copying each held chunk, then
+/// `Snapshot::finish` copying the given-back ones) races a
 /// writer in a one-chunk ring that overwrites its chunk. Every chunk the dump copies is read after
 /// its last writer published it and before anyone re-loans it (the chunk's loom cell reports any
 /// other order as a race), a copy holds whole events of one chunk generation only, and the trace
@@ -501,8 +502,10 @@ fn snapshot_races_a_ring_writer() {
         };
         // SAFETY: the buffer is freed only after the writer is joined, below.
         let buf = unsafe { &*buffer };
-        crate::tenant::flush_all(std::slice::from_ref(&tenant), buf);
-        let copy = buf.snapshot();
+        let mut snap = buf.snapshot_begin();
+        // SAFETY: `flush_all` shows each chunk while it holds the chunk's tenant.
+        crate::tenant::flush_all(std::slice::from_ref(&tenant), buf, |c, e| unsafe { snap.add_held(c, e) });
+        let copy = snap.finish(buf);
         for i in copy.used_chunks() {
             // SAFETY: `copy` is this thread's own buffer.
             let records = unsafe { copy.chunk(i).records() };

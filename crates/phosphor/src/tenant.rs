@@ -443,17 +443,24 @@ impl Tenant {
 /// `evict_threads`: master-locks every tenant, gives its chunk back to `buf` (or forgets it when
 /// `buf` is `None`) and leaves it empty. Unlocks them again unless `keep_locked`.
 pub(crate) fn evict_all(tenants: &[Arc<Tenant>], buf: Option<&TraceBuffer>, keep_locked: bool) {
-    take_chunks(tenants, buf, keep_locked, true);
+    take_chunks(tenants, buf, keep_locked, true, |_, _| {});
 }
 
-/// Gives every tenant's chunk back to `buf` while the trace goes on (a dump): as `evict_all`, but
+/// Gives every tenant's chunk back to `buf` while the trace goes on (a dump), after showing it to
+/// `held` (with its event count) while the tenant's master lock makes it ours: as `evict_all`, but
 /// each tenant keeps its sequence numbers, so its next chunk continues its writer stream. Writers
 /// never wait: one that is mid-event finishes it first, while we wait for it.
-pub(crate) fn flush_all(tenants: &[Arc<Tenant>], buf: &TraceBuffer) {
-    take_chunks(tenants, Some(buf), false, false);
+pub(crate) fn flush_all(tenants: &[Arc<Tenant>], buf: &TraceBuffer, held: impl FnMut(&TraceChunk, u32)) {
+    take_chunks(tenants, Some(buf), false, false, held);
 }
 
-fn take_chunks(tenants: &[Arc<Tenant>], buf: Option<&TraceBuffer>, keep_locked: bool, reset_seq: bool) {
+fn take_chunks(
+    tenants: &[Arc<Tenant>],
+    buf: Option<&TraceBuffer>,
+    keep_locked: bool,
+    reset_seq: bool,
+    mut held: impl FnMut(&TraceChunk, u32),
+) {
     for t in tenants {
         t.lock.raise_master();
     }
@@ -465,9 +472,11 @@ fn take_chunks(tenants: &[Arc<Tenant>], buf: Option<&TraceBuffer>, keep_locked: 
         // SAFETY: master lock held, no slave inside.
         let st = unsafe { &mut *t.st.get() };
         if let (Some(buf), false) = (buf, st.chunk.is_null()) {
-            // SAFETY: the chunk belongs to `buf`, the buffer being retired, and the master lock
-            // makes us its only holder.
-            unsafe { buf.give_back(&*st.chunk, st.events()) };
+            // SAFETY: the chunk belongs to `buf`, and the master lock makes us its only holder.
+            let chunk = unsafe { &*st.chunk };
+            held(chunk, st.events());
+            // SAFETY: as above.
+            unsafe { buf.give_back(chunk, st.events()) };
         }
         st.chunk = std::ptr::null();
         st.pos = CHUNK_RECORDS as u32;

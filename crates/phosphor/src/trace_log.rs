@@ -345,8 +345,10 @@ impl TraceLog {
         // (only `stop`, under the same lock, frees it).
         let buf = unsafe { &*running.buffer.0 };
         let all: Vec<Arc<Tenant>> = c.tenants.iter().chain(c.pool.iter()).cloned().collect();
-        crate::tenant::flush_all(&all, buf);
-        let copy = buf.snapshot();
+        let mut snap = buf.snapshot_begin();
+        // SAFETY: `flush_all` shows each chunk while it holds the chunk's tenant (master lock).
+        crate::tenant::flush_all(&all, buf, |chunk, events| unsafe { snap.add_held(chunk, events) });
+        let copy = snap.finish(buf);
         let drops = self.load_drops().since(&c.drops_baseline);
         let live = self.stats_of(buf, true, &drops);
         let mut stats = self.stats_of(&copy, true, &drops);

@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -76,33 +76,8 @@ pub fn serve(path: Option<PathBuf>, limits: Limits) -> std::io::Result<Server> {
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path)?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    let active = Arc::new(AtomicUsize::new(0));
-    std::thread::Builder::new().name("phosphor-control".into()).spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            // Relaxed: a count of live connection threads; only this thread increments it.
-            if active.load(Ordering::Relaxed) >= limits.max_connections {
-                let _ = answer(
-                    &mut stream,
-                    &Reply { error: true, text: "too many connections; try again".into() },
-                );
-                continue;
-            }
-            let Ok(out) = stream.try_clone() else { continue };
-            active.fetch_add(1, Ordering::Relaxed);
-            let (mine, limits) = (active.clone(), limits.clone());
-            let spawned =
-                std::thread::Builder::new().name("phosphor-control-client".into()).spawn(move || {
-                    connection(stream, out, &limits, None);
-                    // Relaxed: see above.
-                    mine.fetch_sub(1, Ordering::Relaxed);
-                });
-            if spawned.is_err() {
-                // Relaxed: see above.
-                active.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
-    })?;
+    let incoming = std::iter::from_fn(move || Some(listener.accept().map(|(s, _)| s)));
+    spawn_accept_loop("phosphor-control", incoming, UnixStream::try_clone, limits, None)?;
     Ok(Server { path })
 }
 
@@ -137,12 +112,36 @@ pub fn serve_tcp(addr: std::net::SocketAddr, token: &str, limits: Limits) -> std
     }
     let listener = std::net::TcpListener::bind(addr)?;
     let addr = listener.local_addr()?;
-    let token: Arc<str> = token.into();
+    let incoming = std::iter::from_fn(move || Some(listener.accept().map(|(s, _)| s)));
+    spawn_accept_loop(
+        "phosphor-control-tcp",
+        incoming,
+        std::net::TcpStream::try_clone,
+        limits,
+        Some(token.into()),
+    )?;
+    Ok(TcpServer { addr })
+}
+
+/// Spawns the thread that accepts connections from `incoming` and serves each on a thread of its
+/// own (`clone` splits a stream into its reading and writing halves), at most
+/// `limits.max_connections` at once; with a `token`, each client must present it first.
+fn spawn_accept_loop<S, I>(
+    name: &str,
+    incoming: I,
+    clone: fn(&S) -> std::io::Result<S>,
+    limits: Limits,
+    token: Option<Arc<str>>,
+) -> std::io::Result<()>
+where
+    S: Read + Write + Send + 'static,
+    I: Iterator<Item = std::io::Result<S>> + Send + 'static,
+{
     let active = Arc::new(AtomicUsize::new(0));
-    std::thread::Builder::new().name("phosphor-control-tcp".into()).spawn(move || {
-        for stream in listener.incoming() {
+    std::thread::Builder::new().name(name.into()).spawn(move || {
+        for stream in incoming {
             let Ok(mut stream) = stream else { continue };
-            // Relaxed: a count of live connection threads, as in `serve`.
+            // Relaxed: a count of live connection threads; only this thread increments it.
             if active.load(Ordering::Relaxed) >= limits.max_connections {
                 let _ = answer(
                     &mut stream,
@@ -150,12 +149,12 @@ pub fn serve_tcp(addr: std::net::SocketAddr, token: &str, limits: Limits) -> std
                 );
                 continue;
             }
-            let Ok(out) = stream.try_clone() else { continue };
+            let Ok(out) = clone(&stream) else { continue };
             active.fetch_add(1, Ordering::Relaxed);
             let (mine, limits, token) = (active.clone(), limits.clone(), token.clone());
             let spawned =
                 std::thread::Builder::new().name("phosphor-control-client".into()).spawn(move || {
-                    connection(stream, out, &limits, Some(&token));
+                    connection(stream, out, &limits, token.as_deref());
                     // Relaxed: see above.
                     mine.fetch_sub(1, Ordering::Relaxed);
                 });
@@ -165,7 +164,7 @@ pub fn serve_tcp(addr: std::net::SocketAddr, token: &str, limits: Limits) -> std
             }
         }
     })?;
-    Ok(TcpServer { addr })
+    Ok(())
 }
 
 fn answer(stream: &mut impl Write, reply: &Reply) -> std::io::Result<()> {

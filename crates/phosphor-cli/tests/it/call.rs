@@ -89,3 +89,128 @@ fn call_starts_dumps_and_stops_a_trace_through_the_built_in_commands() {
     let out = call("call-help", "help");
     assert!(stdout(&out).contains("trace.dump path=string"));
 }
+
+/// The `remote_commands` example, running as a child process with its socket in `rt`; killed
+/// when dropped.
+struct Child {
+    child: std::process::Child,
+    socket: String,
+}
+
+impl Child {
+    fn spawn(rt: &std::path::Path, args: &[&str]) -> Child {
+        use std::io::BufRead;
+        // `cargo test` builds the package's examples next to the test binary's directory.
+        let exe = std::env::current_exe().unwrap();
+        let example = exe.parent().unwrap().parent().unwrap().join("examples/remote_commands");
+        assert!(
+            example.exists(),
+            "{} is built by a whole `cargo test` (or `cargo build --example remote_commands`)",
+            example.display()
+        );
+        let mut child = std::process::Command::new(example)
+            .args(args)
+            .env("XDG_RUNTIME_DIR", rt)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let socket = line.trim_end().strip_prefix("socket ").expect("it prints its socket").to_owned();
+        Child { child, socket }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_child_program_is_driven_by_phosphor_call() {
+    let dir = scratch("child-files");
+    let rt = dir.join("rt");
+    let mut child = Child::spawn(&rt, &["--max-request", "256", "--handler-timeout-ms", "300"]);
+    let pid = child.child.id().to_string();
+    assert_eq!(child.socket, rt.join(format!("phosphor/{pid}.sock")).display().to_string());
+    let call = |test: &str, cmd: &str| {
+        command(test).env("XDG_RUNTIME_DIR", &rt).args(["call", &pid, cmd]).output().unwrap()
+    };
+
+    // `phosphor ls` finds it.
+    let out = command("child-ls").env("XDG_RUNTIME_DIR", &rt).arg("ls").output().unwrap();
+    assert_eq!(stdout(&out), format!("{pid}\t{}\n", child.socket));
+
+    // Success, with a default and a prefix.
+    let out = call("child-set", "config:setRange mi=10");
+    assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "ok\n"), "{}", stderr(&out));
+    assert_eq!(stdout(&call("child-get", "config:get")), "10 100\n");
+
+    // Each kind of rejection: exit status 2, a message that says why, and the handler not run.
+    let rejected = [
+        ("config:setRange", "missing mandatory parameter: min"),
+        ("config:setRange m=1", "ambiguous"),
+        ("config:setRange min=ten", "min"),
+        ("config:setRange min=1 colour=red", "colour"),
+        ("config:set min=1", "no command is called \"config:set\""),
+        ("config:setRange min=200", "min 200 is above max 100"),
+    ];
+    for (cmd, why) in rejected {
+        let out = call("child-bad", cmd);
+        assert_eq!(out.status.code(), Some(2), "{cmd}");
+        assert!(stderr(&out).contains(why), "{cmd}: {}", stderr(&out));
+    }
+    assert_eq!(stdout(&call("child-get", "config:get")), "10 100\n", "no rejected command ran");
+
+    // The limits: a request over 256 bytes and a handler over 300 ms get errors, and the child
+    // keeps serving.
+    let out = call("child-long", &format!("config:setRange min=[[{}]]", "9".repeat(300)));
+    assert!(stderr(&out).contains("longer than 256 bytes"), "{}", stderr(&out));
+    let out = call("child-slow", "work:sleep ms=3000");
+    assert!(stderr(&out).contains("did not answer within"), "{}", stderr(&out));
+    assert_eq!(stdout(&call("child-get", "config:get")), "10 100\n");
+
+    // Concurrent clients, each with its own range.
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            let (rt, pid) = (rt.clone(), pid.clone());
+            std::thread::spawn(move || {
+                for k in 0..5 {
+                    let cmd = format!("config:setRange min={} max=1000", c * 10 + k);
+                    let out = command(&format!("child-many-{c}"))
+                        .env("XDG_RUNTIME_DIR", &rt)
+                        .args(["call", &pid, &cmd])
+                        .output()
+                        .unwrap();
+                    assert_eq!(stdout(&out), "ok\n", "{}", stderr(&out));
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let range = stdout(&call("child-get", "config:get"));
+    assert!(range.ends_with(" 1000\n") && ["4 ", "14 ", "24 ", "34 "].iter().any(|p| range.starts_with(p)));
+
+    // trace.start → a burst → trace.dump → read the dump with the tools.
+    let out = call("child-start", "trace.start categories=burst size=4194304");
+    assert_eq!(stdout(&out), "started\n", "{}", stderr(&out));
+    assert_eq!(stdout(&call("child-burst", "work:burst n=500")), "500 instants\n");
+    let dump = dir.join("child.phos");
+    let out = call("child-dump", &format!("trace.dump path={}", dump.display()));
+    assert!(stdout(&out).starts_with("500 events written"), "{}{}", stdout(&out), stderr(&out));
+    let out = command("child-info").args(["info", dump.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success() && stdout(&out).contains("events      500"), "{}", stdout(&out));
+    let out = command("child-stats").args(["stats", dump.to_str().unwrap()]).output().unwrap();
+    assert!(stdout(&out).contains("tick"), "{}", stdout(&out));
+    assert!(stdout(&call("child-stop", "trace.stop")).starts_with("stopped"));
+
+    // Quit: the child exits cleanly and takes its socket with it.
+    assert_eq!(stdout(&call("child-quit", "app:quit")), "bye\n");
+    let status = child.child.wait().unwrap();
+    assert!(status.success());
+    assert!(!std::path::Path::new(&child.socket).exists(), "the socket is removed on exit");
+}

@@ -66,12 +66,14 @@ impl Drop for Server {
 /// Serves commands on a Unix socket at `path` (default: [`default_socket_dir`]`/<pid>.sock`),
 /// readable and writable by this user only (directory 0700, socket 0600).
 pub fn serve(path: Option<PathBuf>, limits: Limits) -> std::io::Result<Server> {
+    let default = path.is_none();
     let path = path.unwrap_or_else(|| default_socket_dir().join(format!("{}.sock", std::process::id())));
     if let Some(dir) = path.parent() {
         if !dir.exists() {
             std::fs::create_dir_all(dir)?;
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
         }
+        check_socket_dir(dir, default)?;
     }
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path)?;
@@ -79,6 +81,29 @@ pub fn serve(path: Option<PathBuf>, limits: Limits) -> std::io::Result<Server> {
     let incoming = std::iter::from_fn(move || Some(listener.accept().map(|(s, _)| s)));
     spawn_accept_loop("phosphor-control", incoming, UnixStream::try_clone, limits, None)?;
     Ok(Server { path })
+}
+
+/// Refuses a socket directory that another user owns (they could replace the socket, or read the
+/// commands sent to it) and, for the default directory, one that others may enter: the socket's own
+/// 0600 mode is set just after it is bound, so the directory is what guards that moment.
+fn check_socket_dir(dir: &Path, default: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir)?;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    let refuse = |why: String| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("refusing to serve commands in {}: {why}", dir.display()),
+        ))
+    };
+    if meta.uid() != me {
+        return refuse(format!("it belongs to uid {}, not to this user (uid {me})", meta.uid()));
+    }
+    if default && meta.mode() & 0o077 != 0 {
+        return refuse(format!("its mode is {:o}; it must be 0700", meta.mode() & 0o777));
+    }
+    Ok(())
 }
 
 /// A running TCP reception thread on loopback.

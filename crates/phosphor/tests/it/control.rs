@@ -299,3 +299,64 @@ fn an_idle_client_blocks_no_one_and_the_connection_limit_is_an_error() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// Another user cannot connect to the socket, and a directory that another user owns is refused.
+/// Switching users needs root (CI runs as root); as another user, only the mode bits are checked.
+#[test]
+fn another_user_cannot_connect_or_own_the_directory() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    const NOBODY: u32 = 65534;
+    let server = control::serve(Some(socket("other-user")), control::Limits::default()).unwrap();
+    let meta = std::fs::metadata(server.path()).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("not root: the connection as another user is not tried");
+        return;
+    }
+    let path = std::ffi::CString::new(server.path().as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: sockaddr_un is plain data; all zeroes is a valid (empty) value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in addr.sun_path.iter_mut().zip(path.as_bytes_with_nul()) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: the child calls only async-signal-safe functions (setgid, setuid, socket, connect,
+    // _exit) on memory prepared before the fork, as a child of a multi-threaded process must.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: see the fork above; `addr` outlives the calls that read it.
+        unsafe {
+            if libc::setgid(NOBODY) != 0 || libc::setuid(NOBODY) != 0 {
+                libc::_exit(100);
+            }
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            let r = libc::connect(
+                fd,
+                &addr as *const libc::sockaddr_un as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+            );
+            // 0: connected; otherwise the errno (EACCES is 13).
+            libc::_exit(if r == 0 { 0 } else { *libc::__errno_location() });
+        }
+    }
+    assert!(pid > 0, "fork failed");
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status));
+    assert_eq!(libc::WEXITSTATUS(status), libc::EACCES, "another user is refused by the 0700 directory");
+    // The root user itself still gets through.
+    control::register("test::owner", "", "answers its owner", |_, r| r.push("served")).unwrap();
+    let r = control::client::call(server.path(), "test::owner", timeout()).unwrap();
+    assert_eq!((r.error, r.text.as_str()), (false, "served"));
+
+    // A directory that belongs to someone else is refused with a message that says so.
+    let theirs = socket("theirs");
+    std::fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+    std::os::unix::fs::chown(theirs.parent().unwrap(), Some(NOBODY), Some(NOBODY)).unwrap();
+    assert_eq!(std::fs::metadata(theirs.parent().unwrap()).unwrap().uid(), NOBODY);
+    let e = control::serve(Some(theirs), control::Limits::default()).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied);
+    assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+}

@@ -295,7 +295,10 @@ def track_event(pkt, where, seq, tracks, errors):
         if te.type not in (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_SLICE_END,
                            pb.TrackEvent.TYPE_INSTANT):
             errors.append(f"{where}: TrackEvent of type {kind}")
-    track.events.append((pkt.timestamp, kind, name, ",".join(categories) or None, args, value))
+    flows = list(te.flow_ids)
+    if len(te.flow_ids_old) or len(te.terminating_flow_ids_old):
+        errors.append(f"{where}: deprecated flow_ids_old")
+    track.events.append((pkt.timestamp, kind, name, ",".join(categories) or None, args, value, flows))
 
 
 def replay(track):
@@ -304,10 +307,10 @@ def replay(track):
     out.update(track.identity)
     events = sorted(track.events, key=lambda e: e[0])
     if track.kind() == "counter":
-        out["counter"] = [[ts, value] for ts, _, _, _, _, value in events]
+        out["counter"] = [[ts, value] for ts, _, _, _, _, value, _ in events]
         return out
     slices, stack, unmatched = [], [], []
-    for ts, kind, name, category, args, _ in events:
+    for ts, kind, name, category, args, _, flows in events:
         if kind == "TYPE_SLICE_END":
             if not stack:
                 unmatched.append(ts)
@@ -319,6 +322,8 @@ def replay(track):
             s = {"type": "instant" if kind == "TYPE_INSTANT" else "slice", "name": name,
                  "category": category, "ts": ts, "dur": 0 if kind == "TYPE_INSTANT" else None,
                  "depth": len(stack), "args": args}
+            if flows:
+                s["flows"] = flows
             slices.append(s)
             if kind == "TYPE_SLICE_BEGIN":
                 stack.append(s)
@@ -342,7 +347,8 @@ def dump(result, trace):
             dur = "open" if s["dur"] is None else f"+{s['dur']}"
             args = ", ".join(f"{k}: {v[0]} {json.dumps(v[1], ensure_ascii=False)}" for k, v in s["args"].items())
             lines.append(f"    {s['ts']} {dur} {'  ' * s['depth']}{s['type']} {s['name']} [{s['category']}]"
-                         + (f" {{{args}}}" if args else ""))
+                         + (f" {{{args}}}" if args else "")
+                         + (f" flows={s['flows']}" if s.get("flows") else ""))
         for ts in t.get("unmatched_ends", []):
             lines.append(f"    {ts} end with nothing open")
     lines.append("errors:" + "".join(f"\n  {e}" for e in result["errors"]) if result["errors"] else "errors: none")

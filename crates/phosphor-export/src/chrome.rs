@@ -182,6 +182,19 @@ fn write_event(
     if let Some(id) = e.async_id {
         write!(out, ",\"id\":\"{id:#x}\"")?;
     }
+    // Flows (the JSON format's v2 flow fields): an async slice's begin starts one, and each slice
+    // that works for it (a poll) continues it.
+    match (cs.phase, e.async_id, e.args[0]) {
+        (Phase::AsyncBegin, Some(id), _) => {
+            write!(out, ",\"bind_id\":\"{:#x}\",\"flow_out\":true", crate::perfetto::flow_id(cs, id))?
+        }
+        (Phase::Complete, _, Some((_, Value::U64(id)))) if cs.flow => write!(
+            out,
+            ",\"bind_id\":\"{:#x}\",\"flow_in\":true,\"flow_out\":true",
+            crate::perfetto::flow_id(cs, id)
+        )?,
+        _ => {}
+    }
     let shown = |i: usize| crate::logs::shows_arg(e, i);
     let has_args = e.args.iter().enumerate().any(|(i, a)| a.is_some() && shown(i));
     if has_args || e.truncated || cs.level.is_some() {

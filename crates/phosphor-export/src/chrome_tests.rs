@@ -34,6 +34,7 @@ fn callsite(id: u32, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo 
         name_hash: 0,
         level: None,
         dynamic_name: false,
+        flow: false,
     }
 }
 
@@ -245,4 +246,31 @@ fn logs_are_named_by_their_formatted_message_and_dyn_names_by_argument_0() {
     assert_eq!(named["args"], serde_json::json!({"bytes": 4096}));
     let data = evs.iter().find(|e| e["name"] == "queue_depth").expect("the data value");
     assert_eq!((data["ph"].as_str(), &data["args"]), (Some("C"), &serde_json::json!({"value": 17})));
+}
+
+#[test]
+fn polls_of_an_instrumented_future_continue_its_async_slices_flow() {
+    const GOLDEN_1_3: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.3.phtrace");
+    let (json, r) = export(GOLDEN_1_3);
+    r.unwrap();
+    let events = events(&json);
+    let begin: Vec<&Json> = events.iter().filter(|e| e["ph"] == "b" && e["id"] == "0x9").collect();
+    assert_eq!(begin.len(), 1);
+    assert_eq!(begin[0]["flow_out"], true);
+    let flow = &begin[0]["bind_id"];
+    assert!(flow.as_str().is_some_and(|f| f.starts_with("0x")), "{}", begin[0]);
+    let polls: Vec<&Json> = events.iter().filter(|e| e["ph"] == "X" && e["args"]["task"] == 9).collect();
+    assert_eq!(polls.len(), 2);
+    for p in &polls {
+        assert_eq!(
+            (&p["bind_id"], &p["flow_in"], &p["flow_out"]),
+            (flow, &Json::Bool(true), &Json::Bool(true))
+        );
+    }
+    let tids: BTreeSet<u64> = polls.iter().map(|p| p["tid"].as_u64().unwrap()).collect();
+    assert_eq!(tids, BTreeSet::from([101, 102]));
+    // The only other event in a flow is the 1.0 content's async begin (`request` 7), alone in its own.
+    let others: Vec<&Json> = events.iter().filter(|e| e.get("bind_id").is_some_and(|b| b != flow)).collect();
+    assert_eq!(others.len(), 1);
+    assert_eq!((&others[0]["ph"], &others[0]["id"]), (&Json::from("b"), &Json::from("0x7")));
 }

@@ -20,6 +20,7 @@ fn callsite(id: u32, name: &str, phase: Phase) -> CallsiteInfo {
         name_hash: 0,
         level: None,
         dynamic_name: false,
+        flow: false,
     }
 }
 

@@ -194,6 +194,8 @@ struct Exporter<W: Write> {
     /// Iids of the annotations the exporter adds, once interned (0 before).
     truncated_iid: u64,
     async_id_iid: u64,
+    /// The flow id the next `TrackEvent` carries (set just before it is written).
+    flow: Option<u64>,
     /// The latest timestamp written.
     last_ns: Option<u64>,
     /// Chunks seen per writer stream, for the chunks lost to sequence gaps.
@@ -210,6 +212,16 @@ struct Exporter<W: Write> {
 struct ThreadTrack {
     uuid: u64,
     name: Option<String>,
+}
+
+/// The flow that links async slice `id` of `cs`'s category and name to the slices that work for
+/// it (its polls): a hash of the three, the same in every chunk and generation of the export.
+pub(crate) fn flow_id(cs: &CallsiteInfo, id: u64) -> u64 {
+    let h = phosphor_format::fnv1a64(cs.category.as_bytes())
+        ^ phosphor_format::fnv1a64(cs.name.as_bytes()).rotate_left(21);
+    // A final multiply-xorshift mixes the id into every bit; 0 is not a valid flow id.
+    let x = (h ^ id).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (x ^ x >> 29).max(1)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -246,6 +258,7 @@ impl<W: Write> Exporter<W> {
             next_track: 1,
             truncated_iid: 0,
             async_id_iid: 0,
+            flow: None,
             last_ns: None,
             losses: crate::ChunkLosses::default(),
             scratch: String::new(),
@@ -356,6 +369,11 @@ impl<W: Write> Exporter<W> {
             Phase::Instant | Phase::Log => self.slice(TYPE_INSTANT, ts, thread, &mut r, e, None)?,
             Phase::Complete | Phase::LockWait | Phase::LockHeld => {
                 let end = self.ns(e.ts.saturating_add(e.duration.unwrap_or(0))).max(ts);
+                if cs.flow {
+                    if let Some((_, Value::U64(id))) = e.args[0] {
+                        self.flow = Some(flow_id(cs, id));
+                    }
+                }
                 self.slice(TYPE_SLICE_BEGIN, ts, thread, &mut r, e, None)?;
                 self.start_packet(Some(end), SEQ_NEEDS_INCREMENTAL_STATE);
                 let p = &mut self.buf;
@@ -374,6 +392,9 @@ impl<W: Write> Exporter<W> {
                 let track =
                     self.async_track(AsyncKey { category: r.category, name: r.name, id }, cs, begin, ts)?;
                 let ty = if begin { TYPE_SLICE_BEGIN } else { TYPE_SLICE_END };
+                if begin {
+                    self.flow = Some(flow_id(cs, id));
+                }
                 self.slice(ty, ts, track, &mut r, e, begin.then_some(id))?;
             }
         }
@@ -573,6 +594,10 @@ impl<W: Write> Exporter<W> {
                 self.truncated_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "truncated");
             }
             annotation(p, self.truncated_iid, Value::Bool(true));
+        }
+        if let Some(flow) = self.flow.take() {
+            p.tag(EVENT_FLOW_IDS, pb::I64);
+            p.put(&flow.to_le_bytes());
         }
         if let Some(id) = async_id {
             if self.async_id_iid == 0 {

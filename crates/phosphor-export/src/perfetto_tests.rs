@@ -37,6 +37,7 @@ fn callsite(id: u32, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo 
         name_hash: 0,
         level: None,
         dynamic_name: false,
+        flow: false,
     }
 }
 
@@ -440,6 +441,55 @@ fn async_slices_get_a_track_per_open_key_even_when_the_end_comes_first_in_the_fi
     let other = named(&doc, "track", "other");
     assert_eq!(slices(other[0]), [s("other", T0 + 40, Some(5), 0)]);
     assert_eq!(slice(other[0], "other")["args"], json!({"async_id": ["uint", 1]}));
+}
+
+#[test]
+fn polls_of_an_instrumented_future_are_linked_to_its_async_slice_by_one_flow() {
+    let mut poll = callsite(18, "fetch", Phase::Complete, ["task", ""]);
+    poll.flow = true;
+    let cs = vec![
+        callsite(16, "fetch", Phase::AsyncBegin, ["", ""]),
+        callsite(17, "fetch", Phase::AsyncEnd, ["cancelled", ""]),
+        poll,
+    ];
+    let a = |ts, id, cs| ev(ts, cs, &[id], &[], &[], false);
+    let p = |ts, dur, task| ev(ts, 18, &[dur], &[(ArgType::U64, task)], &[], false);
+    let chunks = vec![
+        Part::Callsites(cs),
+        // Task 5 is polled on thread 1, then on thread 2; task 6 on thread 2 only.
+        chunk(1, vec![a(10, 5, 16), p(20, 5, 5), a(22, 6, 16)]),
+        chunk(2, vec![p(30, 4, 6), p(40, 5, 5), a(50, 5, 17), p(60, 3, 6), a(70, 6, 17)]),
+    ];
+    let (pf, r) = export(&file(chunks, &[], &Trailer::default()));
+    r.unwrap();
+    let doc = check(&pf);
+    let flows_of = |slice: &Json| slice["flows"].as_array().cloned().unwrap_or_default();
+    let tracks = named(&doc, "track", "fetch");
+    assert_eq!(tracks.len(), 2, "one async track per task");
+    let mut by_task = std::collections::BTreeMap::new();
+    for t in &tracks {
+        let [slice] = t["slices"].as_array().unwrap().as_slice() else { panic!("one slice: {t:#}") };
+        let id = slice["args"]["async_id"][1].as_u64().unwrap();
+        let flows = flows_of(slice);
+        assert_eq!(flows.len(), 1, "the async slice starts one flow");
+        by_task.insert(id, flows[0].clone());
+    }
+    assert_ne!(by_task[&5], by_task[&6], "each task has its own flow");
+    // Every poll slice carries its task's flow, on the thread that ran it.
+    let polls = |tid| -> Vec<(u64, Json)> {
+        thread(&doc, tid)["slices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["args"]["task"][1].as_u64().unwrap(), flows_of(s)[0].clone()))
+            .collect()
+    };
+    assert_eq!(polls(1), [(5, by_task[&5].clone())]);
+    assert_eq!(polls(2), [(6, by_task[&6].clone()), (5, by_task[&5].clone()), (6, by_task[&6].clone())]);
+    assert_eq!(
+        slices(thread(&doc, 2)),
+        [s("fetch", T0 + 30, Some(4), 0), s("fetch", T0 + 40, Some(5), 0), s("fetch", T0 + 60, Some(3), 0)]
+    );
 }
 
 #[test]

@@ -61,6 +61,9 @@ pub struct CallsiteMeta {
     /// Whether each event's name is its argument 0, chosen at run time (`dyn` names); `name` is
     /// then the expression's text.
     pub dynamic_name: bool,
+    /// Whether each event is a complete slice whose argument 0 is the id of the async slice (of
+    /// the same category and name) it works for: one poll of an instrumented future.
+    pub flow: bool,
     /// The level of a log callsite (`trace_log!`, whose name is the format string).
     pub level: Option<Level>,
     /// The in-process aggregate of a `trace_sum!` or `trace_histogram!` point.
@@ -87,6 +90,7 @@ impl CallsiteMeta {
             name_hash: fnv1a64(name.as_bytes()),
             kind: PointKind::of_phase(phase),
             dynamic_name: false,
+            flow: false,
             level: None,
             aggregate: None,
         }
@@ -111,6 +115,12 @@ impl CallsiteMeta {
     /// The same metadata for events named at run time by their argument 0.
     pub const fn with_dynamic_name(mut self) -> CallsiteMeta {
         self.dynamic_name = true;
+        self
+    }
+
+    /// The same metadata for slices that work for an async slice, whose id is their argument 0.
+    pub const fn with_flow(mut self) -> CallsiteMeta {
+        self.flow = true;
         self
     }
 

@@ -52,6 +52,8 @@ pub mod control;
 mod emit;
 mod error;
 #[cfg(not(loom))]
+pub mod future;
+#[cfg(not(loom))]
 mod group;
 mod intern;
 #[cfg(not(loom))]

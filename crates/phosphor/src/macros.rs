@@ -717,6 +717,51 @@ macro_rules! trace_async_begin {
     };
 }
 
+/// Wraps a future so that its whole life is one async slice named `name` (from its creation to
+/// its completion, or its drop, marked `cancelled`), and each poll a slice on the thread that ran
+/// it, linked to the async slice by a flow (see [`future`](crate::future)). Evaluates to a
+/// [`Traced`](crate::future::Traced) future, or to the future itself when compiled out.
+///
+/// ```
+/// # async fn fetch(_: u32) -> u32 { 7 }
+/// let task = phosphor::trace_future!("net", "fetch", fetch(3));
+/// # drop(task);
+/// ```
+#[macro_export]
+macro_rules! trace_future {
+    (@on log: $log:expr, $cat:expr, $name:expr, $future:expr $(,)?) => {{
+        $crate::__phosphor_callsite!(__PHOSPHOR_BEGIN, $cat, $name, AsyncBegin, ["", ""]);
+        $crate::__phosphor_callsite!(__PHOSPHOR_END, $cat, $name, AsyncEnd, ["cancelled", ""]);
+        $crate::__phosphor_callsite!(__PHOSPHOR_POLL, $crate::__macro_support::CallsiteMeta::new(
+            $cat, $name, $crate::__macro_support::Phase::Complete, ["task", ""], file!(), line!(),
+        ).with_flow());
+        static __PHOSPHOR_SITES: $crate::future::FutureSites = $crate::future::FutureSites {
+            begin: &__PHOSPHOR_BEGIN,
+            end: &__PHOSPHOR_END,
+            poll: &__PHOSPHOR_POLL,
+        };
+        $crate::future::Traced::new($log, &__PHOSPHOR_SITES, $future)
+    }};
+    (@off log: $log:expr, $cat:expr, $name:expr, $future:expr $(,)?) => {{
+        if false {
+            let _ = $log;
+        }
+        $future
+    }};
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_future, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_future, log: $crate::TraceLog::global(), $($rest)*)
+    };
+    (log: $($rest:tt)*) => {
+        $crate::__phosphor_gate!(trace_future, log: $($rest)*)
+    };
+    ($cat:expr, $name:expr, $future:expr $(,)?) => {
+        $crate::__phosphor_gate!(trace_future, log: $crate::TraceLog::global(), $cat, $name, $future)
+    };
+}
+
 /// Closes the async slice `id`.
 #[macro_export]
 macro_rules! trace_async_end {

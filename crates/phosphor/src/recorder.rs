@@ -347,6 +347,7 @@ fn write_crash_dump(setup: &CrashSetup) {
             phase: m.phase,
             level: m.level,
             dynamic_name: m.dynamic_name,
+            flow: m.flow,
             line: m.line,
             strings: [strings, strings + 1, strings + 2, strings + 3, strings + 4],
             name_hash: m.name_hash,

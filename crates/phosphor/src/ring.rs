@@ -84,6 +84,7 @@ impl Mapping {
             phase: m.phase,
             level: m.level,
             dynamic_name: m.dynamic_name,
+            flow: m.flow,
             line: m.line,
             strings: std::array::from_fn(|k| first as u32 + k as u32),
             name_hash: m.name_hash,

@@ -51,6 +51,7 @@ impl Trace {
                 name_hash: m.name_hash,
                 level: m.level,
                 dynamic_name: m.dynamic_name,
+                flow: m.flow,
             })
             .collect();
         w.write_callsites(&callsites)?;

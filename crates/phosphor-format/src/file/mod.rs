@@ -47,5 +47,5 @@ pub use header::{
     MAX_BLOCK_BYTES, PREAMBLE_BYTES,
 };
 pub use reader::{Block, Reader};
-pub use tables::{CallsiteInfo, RawCallsite, CALLSITE_NAME_FROM_ARG0};
+pub use tables::{CallsiteInfo, RawCallsite, CALLSITE_FLOW_ARG0, CALLSITE_NAME_FROM_ARG0};
 pub use writer::Writer;

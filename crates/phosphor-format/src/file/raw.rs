@@ -152,6 +152,7 @@ mod tests {
             name_hash: 9,
             level: None,
             dynamic_name: false,
+            flow: false,
         };
         // The reference: the allocating writer.
         let mut w = Writer::new(Vec::new(), &header).unwrap();
@@ -169,6 +170,7 @@ mod tests {
             phase: Phase::Instant,
             level: None,
             dynamic_name: false,
+            flow: false,
             line: 3,
             strings: [0, 1, 2, 3, 4],
             name_hash: 9,

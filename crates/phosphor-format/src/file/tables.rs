@@ -10,7 +10,7 @@
 //! ```text
 //! strings block:   count u32, then count × (len u32, UTF-8 bytes)
 //! callsite block:  count u32, entry_size u32 (40 in v1), then count entries:
-//!                    id u32, phase u8, level u8 (1.2), flags u8 (1.2), reserved u8, line u32, category u32, name u32,
+//!                    id u32, phase u8, level u8 (1.2), flags u8 (1.2: bit 0 name from arg 0; 1.3: bit 1 flow), reserved u8, line u32, category u32, name u32,
 //!                    arg name 0 u32, arg name 1 u32, file u32 (string indices), name_hash u64
 //! thread block:    count u32, entry_size u32 (8 in v1), then count × (tid u32, name u32)
 //! ```
@@ -28,6 +28,11 @@ use crate::{Level, Phase, FIRST_CALLSITE_ID};
 /// Callsite flag (entry byte 6, format 1.2): each event's name is the string value of its
 /// argument 0, chosen at run time.
 pub const CALLSITE_NAME_FROM_ARG0: u8 = 1;
+
+/// Callsite flag (entry byte 6, format 1.3): a slice (a `Complete` event) whose argument 0 is the
+/// id of the async slice it works for, such as one poll of an instrumented future; tools link the
+/// two with a flow.
+pub const CALLSITE_FLOW_ARG0: u8 = 2;
 
 /// Bytes of a v1 callsite entry.
 pub(crate) const CALLSITE_ENTRY_BYTES: usize = 40;
@@ -59,6 +64,9 @@ pub struct CallsiteInfo {
     /// description of the callsite (the expression's text), and tools don't show argument 0 as an
     /// argument.
     pub dynamic_name: bool,
+    /// Whether argument 0 of each event is the id of the async slice the event works for, which
+    /// tools link to it with a flow (format 1.3).
+    pub flow: bool,
 }
 
 /// A callsite entry as stored (format 1.2): its strings as string table indices. The writer
@@ -73,6 +81,8 @@ pub struct RawCallsite {
     pub level: Option<Level>,
     /// Whether each event's name is its argument 0.
     pub dynamic_name: bool,
+    /// Whether argument 0 of each event is the id of an async slice (format 1.3).
+    pub flow: bool,
     /// Source line.
     pub line: u32,
     /// String indices of the category, name, argument names 0 and 1, and source file.
@@ -86,7 +96,8 @@ impl RawCallsite {
     pub fn encode(&self) -> [u8; CALLSITE_ENTRY_BYTES] {
         let mut e = [0u8; CALLSITE_ENTRY_BYTES];
         e[0..4].copy_from_slice(&self.id.to_le_bytes());
-        let flags = if self.dynamic_name { CALLSITE_NAME_FROM_ARG0 } else { 0 };
+        let flags = if self.dynamic_name { CALLSITE_NAME_FROM_ARG0 } else { 0 }
+            | if self.flow { CALLSITE_FLOW_ARG0 } else { 0 };
         e[4..8].copy_from_slice(&[self.phase as u8, self.level.map_or(0, |l| l as u8), flags, 0]);
         e[8..12].copy_from_slice(&self.line.to_le_bytes());
         for (k, i) in self.strings.iter().enumerate() {
@@ -180,7 +191,7 @@ impl Tables {
                     })?),
                 };
             let flags = b.u8()?;
-            if flags & !CALLSITE_NAME_FROM_ARG0 != 0 {
+            if flags & !(CALLSITE_NAME_FROM_ARG0 | CALLSITE_FLOW_ARG0) != 0 {
                 return Err(Error::malformed(what, format!("unknown callsite flags {flags:#x}"), at + 6));
             }
             b.take(1)?;
@@ -192,6 +203,7 @@ impl Tables {
             let name_hash = b.u64()?;
             b.take(size - CALLSITE_ENTRY_BYTES)?;
             let dynamic_name = flags & CALLSITE_NAME_FROM_ARG0 != 0;
+            let flow = flags & CALLSITE_FLOW_ARG0 != 0;
             self.callsites.insert(
                 id,
                 CallsiteInfo {
@@ -205,6 +217,7 @@ impl Tables {
                     name_hash,
                     level,
                     dynamic_name,
+                    flow,
                 },
             );
         }

@@ -122,6 +122,7 @@ impl<W: Write> Writer<W> {
                 phase: c.phase,
                 level: c.level,
                 dynamic_name: c.dynamic_name,
+                flow: c.flow,
                 line: c.line,
                 strings,
                 name_hash: c.name_hash,

@@ -12,8 +12,13 @@
 //!   named at run time), a log callsite with a level, and an aggregates block. Regenerate it the
 //!   same way with `regenerate_the_v1_2_golden_file`.
 //!
+//! * `tests/data/golden-v1.3.phtrace` is version 1.3, written by [`golden_v1`] now: the 1.2
+//!   content plus a callsite flagged as a flow (a poll slice linked to its async slice) and a chunk
+//!   with an async slice and two of its polls. Regenerate it with
+//!   `regenerate_the_v1_3_golden_file`.
+//!
 //! Every later reader must still read them all: the `reads_back` tests stay as they are when
-//! the format moves on. `the_writer_reproduces_the_v1_2_golden_file_byte_for_byte` pins the
+//! the format moves on. `the_writer_reproduces_the_v1_3_golden_file_byte_for_byte` pins the
 //! writer and moves to the next golden file when the writer's version changes.
 
 use phosphor_format::file::{
@@ -27,7 +32,8 @@ use crate::support::event;
 const GOLDEN: &[u8] = include_bytes!("../data/golden-v1.phtrace");
 const GOLDEN_1_1: &[u8] = include_bytes!("../data/golden-v1.1.phtrace");
 const GOLDEN_1_2: &[u8] = include_bytes!("../data/golden-v1.2.phtrace");
-const GOLDEN_1_2_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.2.phtrace");
+const GOLDEN_1_3: &[u8] = include_bytes!("../data/golden-v1.3.phtrace");
+const GOLDEN_1_3_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.3.phtrace");
 
 fn fnv1a64(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
@@ -45,6 +51,7 @@ fn callsite(id: u32, category: &str, name: &str, phase: Phase, args: [&str; 2], 
         name_hash: fnv1a64(name),
         level: None,
         dynamic_name: false,
+        flow: false,
     }
 }
 
@@ -76,6 +83,15 @@ fn callsites_v1_2() -> Vec<CallsiteInfo> {
         callsite(28, "net", "bytes_sent", Phase::Counter, ["", ""], 23),
         callsite(29, "net", "latency_ns", Phase::Counter, ["", ""], 24),
     ]);
+    all
+}
+
+/// The callsites of the 1.3 golden file: the 1.2 ones and a poll slice flagged as a flow.
+fn callsites_v1_3() -> Vec<CallsiteInfo> {
+    let mut all = callsites_v1_2();
+    let mut poll = callsite(30, "io", "request", Phase::Complete, ["task", ""], 25);
+    poll.flow = true;
+    all.push(poll);
     all
 }
 
@@ -132,7 +148,7 @@ pub fn golden_v1() -> Vec<u8> {
         process_name: "golden".into(),
     };
     let mut w = Writer::new(Vec::new(), &header).unwrap();
-    w.write_callsites(&callsites_v1_2()).unwrap();
+    w.write_callsites(&callsites_v1_3()).unwrap();
     w.write_thread_names([(101, "main"), (102, "worker-1")]).unwrap();
 
     let mut a: Vec<Record> = Vec::new();
@@ -169,6 +185,18 @@ pub fn golden_v1() -> Vec<u8> {
     w.write_chunk(101, 3, &e, resolve).unwrap();
     w.write_aggregates(&golden_aggregates()).unwrap();
 
+    // 1.3: async slice 9 of `io/request`, and two polls of it (slices of 50 and 70 ticks) on two
+    // threads, linked to it by their flow flag.
+    let f = [
+        event(6000, 21, Meta::new(1, None, None), &[9], &[]),
+        event(6010, 30, Meta::new(1, U64, None), &[50, 9], &[]),
+        event(6200, 22, Meta::new(1, None, None), &[9], &[]),
+    ]
+    .concat();
+    w.write_chunk(101, 4, &f, resolve).unwrap();
+    let g = event(6100, 30, Meta::new(1, U64, None), &[70, 9], &[]);
+    w.write_chunk(102, 2, &g, resolve).unwrap();
+
     w.finish(&golden_trailer()).unwrap()
 }
 
@@ -184,14 +212,50 @@ fn golden_trailer() -> Trailer {
 }
 
 #[test]
-#[ignore = "writes tests/data/golden-v1.2.phtrace; run by hand only"]
-fn regenerate_the_v1_2_golden_file() {
-    std::fs::write(GOLDEN_1_2_PATH, golden_v1()).unwrap();
+#[ignore = "writes tests/data/golden-v1.3.phtrace; run by hand only"]
+fn regenerate_the_v1_3_golden_file() {
+    std::fs::write(GOLDEN_1_3_PATH, golden_v1()).unwrap();
 }
 
 #[test]
-fn the_writer_reproduces_the_v1_2_golden_file_byte_for_byte() {
-    assert!(golden_v1() == GOLDEN_1_2, "the writer's output differs from {GOLDEN_1_2_PATH}");
+fn the_writer_reproduces_the_v1_3_golden_file_byte_for_byte() {
+    assert!(golden_v1() == GOLDEN_1_3, "the writer's output differs from {GOLDEN_1_3_PATH}");
+}
+
+#[test]
+fn the_v1_3_golden_file_reads_back_the_1_2_content_then_polls_flagged_as_flows() {
+    let mut r = Reader::new(GOLDEN_1_3).unwrap();
+    assert_eq!(r.version(), (1, 3));
+    let mut old = Reader::new(GOLDEN_1_2).unwrap();
+    while let Some(want) = old.next_chunk().unwrap() {
+        let want_events: Vec<_> = want.events().map(Result::unwrap).collect();
+        let got = r.next_chunk().unwrap().expect("as many chunks as in 1.2");
+        let got_events: Vec<_> = got.events().map(Result::unwrap).collect();
+        assert_eq!(got_events.len(), want_events.len());
+        for (g, w) in got_events.iter().zip(&want_events) {
+            assert_eq!((g.tid, g.ts, g.callsite, g.args), (w.tid, w.ts, w.callsite, w.args));
+            assert!(g.params.iter().eq(w.params.iter()));
+        }
+    }
+    let mut polls = Vec::new();
+    while let Some(chunk) = r.next_chunk().unwrap() {
+        for e in chunk.events().map(Result::unwrap) {
+            if e.callsite.flow {
+                let task = match e.arg("task") {
+                    Some(Value::U64(t)) => t,
+                    other => panic!("a poll's task id is a u64, not {other:?}"),
+                };
+                polls.push((e.tid, e.ts, e.duration, task));
+            } else {
+                assert_eq!((e.callsite.name.as_str(), e.async_id), ("request", Some(9)));
+            }
+        }
+    }
+    assert_eq!(polls, [(101, 6010, Some(50), 9), (102, 6100, Some(70), 9)]);
+    let mut cs: Vec<CallsiteInfo> = r.callsites().cloned().collect();
+    cs.sort_by_key(|c| c.id);
+    assert_eq!(cs, callsites_v1_3());
+    assert_eq!(r.trailer(), Some(&golden_trailer()));
 }
 
 #[test]

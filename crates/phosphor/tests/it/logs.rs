@@ -136,7 +136,7 @@ fn logs_data_and_run_time_names_survive_a_trace_file() {
     let mut bytes = Vec::new();
     trace.write_to(&mut bytes).unwrap();
     let mut r = Reader::new(&bytes[..]).unwrap();
-    assert_eq!(r.version(), (1, 2));
+    assert_eq!(r.version(), (1, phosphor::format::file::FORMAT_MINOR));
     let mut seen = Vec::new();
     r.for_each_event(|e| {
         let params: Vec<String> = e.params.iter().map(|v| format!("{v:?}")).collect();

@@ -11,6 +11,7 @@ mod alloc;
 mod config;
 mod control;
 mod events;
+mod futures;
 mod groups;
 mod intern;
 mod lifecycle;

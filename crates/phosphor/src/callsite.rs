@@ -274,7 +274,7 @@ struct Registry {
     filters: [Option<SlotFilter>; MAX_LOGS],
     rules: Vec<Rule>,
     /// Points created at run time, by (category, name, phase): creating one twice returns the first.
-    dynamic: BTreeMap<(String, String, u8), &'static Callsite>,
+    dynamic: BTreeMap<(String, String, u8, String), &'static Callsite>,
     /// Whether every callsite of [`CALLSITES`] has been registered.
     all_static: bool,
     /// The ring file of a file-backed trace, whose metadata gets every callsite registered.
@@ -461,16 +461,18 @@ pub(crate) fn list_all() -> Vec<(u32, &'static Callsite, bool)> {
 /// The most points that can be created at run time (each is leaked, once per distinct name).
 pub const MAX_DYNAMIC_POINTS: usize = 65_536;
 
-/// The dynamic point for (`category`, `name`, `phase`): the existing one, or a new one built
-/// by `make` (which leaks it) and registered.
+/// The dynamic point for (`category`, `name`, `phase`, `detail`): the existing one, or a new one
+/// built by `make` (which leaks it) and registered. `detail` tells apart points that share the
+/// first three but not the rest of their metadata (level, argument names, location).
 pub(crate) fn dynamic(
     category: &str,
     name: &str,
     phase: Phase,
+    detail: &str,
     make: impl FnOnce() -> &'static Callsite,
 ) -> Option<&'static Callsite> {
     let mut reg = registry();
-    let key = (category.to_owned(), name.to_owned(), phase as u8);
+    let key = (category.to_owned(), name.to_owned(), phase as u8, detail.to_owned());
     if let Some(cs) = reg.dynamic.get(&key) {
         return Some(cs);
     }

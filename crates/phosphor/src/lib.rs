@@ -39,6 +39,8 @@ mod aggregate;
 #[cfg(not(loom))]
 mod arg;
 mod barrier;
+#[cfg(not(loom))]
+pub mod bridge;
 mod buffer;
 #[cfg(not(loom))]
 mod callsite;
@@ -66,6 +68,7 @@ pub mod points;
 pub mod recorder;
 #[cfg(all(not(loom), unix))]
 mod ring;
+mod site_cache;
 #[cfg(not(loom))]
 mod stats;
 mod sync;

@@ -100,7 +100,7 @@ macro_rules! log_params {
             fn emit(&self, log: &TraceLog, id: u32) {
                 let params: [Param<'_>; $n] = [$(Param::of(&self.$i)),*];
                 let desc = if Self::VARIES { runtime_desc(&params) } else { Self::DESC };
-                emit_params(log, id, desc, Self::DYNAMIC, &params);
+                emit_params(log, id, desc, Self::DYNAMIC, &params, false);
             }
         }
     };
@@ -132,9 +132,9 @@ fn runtime_desc(params: &[Param<'_>]) -> u64 {
 /// Records a log event of callsite `id` with `params`: one record for at most one scalar
 /// parameter, else the multi-record path.
 #[inline(always)]
-fn emit_params(log: &TraceLog, id: u32, desc: u64, dynamic: bool, params: &[Param<'_>]) {
+fn emit_params(log: &TraceLog, id: u32, desc: u64, dynamic: bool, params: &[Param<'_>], cut: bool) {
     let meta = Meta::new(0, ArgType::Params, ArgType::None);
-    let cut = params.iter().any(|p| p.cut);
+    let cut = cut || params.iter().any(|p| p.cut);
     match params {
         [] => log.write_event(
             1,
@@ -212,6 +212,19 @@ fn utf8_prefix(bytes: &[u8], max: usize) -> &[u8] {
         end -= 1;
     }
     &bytes[..end]
+}
+
+/// Records a log event of callsite `id` whose parameters are known only at run time (at most
+/// [`MAX_PARAMS`]; the caller cuts the rest and says so with `cut`, the event's truncated flag).
+pub(crate) fn emit_values(log: &TraceLog, id: u32, values: &[crate::bridge::Value<'_>], cut: bool) {
+    let mut params = [Param { ty: ArgType::None, word: 0, bytes: &[], cut: false }; MAX_PARAMS];
+    let n = values.len().min(MAX_PARAMS);
+    for (p, v) in params.iter_mut().zip(&values[..n]) {
+        *p = Param::of(v);
+    }
+    let params = &params[..n];
+    let dynamic = params.iter().any(|p| p.ty == ArgType::DynStr);
+    emit_params(log, id, runtime_desc(params), dynamic, params, cut || values.len() > n);
 }
 
 /// Records a log event; `state` is what `check` returned for `cs`. Called by `trace_log!`.

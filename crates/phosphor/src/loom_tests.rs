@@ -14,6 +14,7 @@
 //!   Each fill also touches a per-writer loom cell, which the stopper reads after eviction: a fill
 //!   that could still run after `evict_all` returned would be reported as a race on that cell.
 //!
+//! * Model 11 races two insertions of one key into a `SiteCache` and a lookup (`site_cache.rs`).
 //! * Model 9 interns one string from two threads (`intern.rs`); model 10 races a dump
 //!   (`flush_all` and `Snapshot`) against a ring writer. Every chunk has a loom cell
 //!   that `publish` writes and `records` reads, so a copy or a read of records that is not ordered
@@ -531,5 +532,50 @@ fn snapshot_races_a_ring_writer() {
         assert_eq!(written, shadow.get());
         // SAFETY: from `Box::into_raw` above, freed once, after every use.
         drop(unsafe { Box::from_raw(ptr) });
+    });
+}
+
+/// A value built in a loom cell: reading it on another thread is reported as a race unless the
+/// read is ordered after the write.
+struct Built(UnsafeCell<u64>);
+
+// SAFETY: the cell is written once, by the thread that builds the value, before the cache
+// publishes it; the model checks that every other access is ordered after that write.
+unsafe impl Sync for Built {}
+
+impl Built {
+    fn new(v: u64) -> Built {
+        Built(UnsafeCell::new(v))
+    }
+
+    fn read(&self) -> u64 {
+        // SAFETY: a shared read, which loom checks is ordered after the write in `new`.
+        self.0.with(|p| unsafe { *p })
+    }
+}
+
+/// Model 11: two threads insert the same key into a `SiteCache` while a third looks it up. Both
+/// inserts return the one published value (the loser's is dropped), the lookup finds nothing or
+/// that value, and every read of the value is ordered after it was built (the value is a loom
+/// cell; publishing with Relaxed instead of Release is reported as a race).
+#[test]
+fn site_cache_inserts_race_and_a_lookup_sees_a_built_value() {
+    use crate::site_cache::SiteCache;
+    check("site cache: two inserts of one key and a lookup", None, || {
+        let cache: &'static SiteCache<Built> = Box::leak(Box::new(SiteCache::new(64)));
+        let other = thread::spawn(move || {
+            let v = cache.insert(0x1000, || Built::new(1)).expect("room");
+            (v as *const Built as usize, v.read())
+        });
+        let reader = thread::spawn(move || cache.get(0x1000).map(|v| (v as *const Built as usize, v.read())));
+        let mine = cache.insert(0x1000, || Built::new(2)).expect("room");
+        let (theirs, their_value) = other.join().unwrap();
+        assert_eq!(mine as *const Built as usize, theirs, "one value per key");
+        assert_eq!(mine.read(), their_value);
+        assert!([1, 2].contains(&their_value));
+        if let Some((at, value)) = reader.join().unwrap() {
+            assert_eq!((at, value), (theirs, their_value));
+        }
+        assert!(cache.get(0x2000).is_none());
     });
 }

@@ -25,9 +25,10 @@ use std::str::FromStr;
 
 use phosphor_format::Phase;
 
+use crate::bridge::{MaybeValue, PointSpec, Value};
 use crate::callsite::{self, Callsite, CallsiteMeta, Rule};
 use crate::category::glob_match;
-use crate::emit::{check, emit, NoArg, Now, ScopeGuard};
+use crate::emit::{check, emit, NoArg, Now, ScopeGuard, Since};
 use crate::error::{Error, ErrorKind};
 use crate::TraceLog;
 
@@ -227,9 +228,89 @@ impl Point {
             let meta = CallsiteMeta::new(category, name, phase, [arg0, ""], "<dynamic>", 0);
             Box::leak(Box::new(Callsite::new(meta)))
         };
-        callsite::dynamic(category, name, phase, make)
+        callsite::dynamic(category, name, phase, "", make)
             .map(|cs| Point { cs })
             .ok_or_else(|| Error::new(ErrorKind::TooManyDynamicPoints { max: callsite::MAX_DYNAMIC_POINTS }))
+    }
+
+    /// A point with every piece of metadata given at run time, for bridges from other
+    /// instrumentation (see [`bridge`](crate::bridge)): its strings are copied once and kept for
+    /// the life of the process. The same spec returns the same point.
+    ///
+    /// Fails for the phases that in-process aggregates and data points use, when a `Log` spec has
+    /// no level, and when [`MAX_DYNAMIC_POINTS`](crate::callsite::MAX_DYNAMIC_POINTS) exist.
+    pub fn custom(spec: &PointSpec<'_>) -> Result<Point, Error> {
+        let unsupported = |kind| Err(Error::new(ErrorKind::UnsupportedDynamicPoint { kind }));
+        match spec.phase {
+            Phase::Data | Phase::LockWait | Phase::LockHeld => return unsupported("data or lock"),
+            Phase::Log if spec.level.is_none() => return unsupported("log without a level"),
+            _ => {}
+        }
+        let level = if spec.phase == Phase::Log { spec.level } else { None };
+        let detail = format!(
+            "{}\0{}\0{}\0{}\0{}",
+            level.map_or("", |l| l.as_str()),
+            spec.arg_names[0],
+            spec.arg_names[1],
+            spec.file,
+            spec.line
+        );
+        let make = || -> &'static Callsite {
+            let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
+            let mut meta = CallsiteMeta::new(
+                leak(spec.category),
+                leak(spec.name),
+                spec.phase,
+                spec.arg_names.map(leak),
+                leak(spec.file),
+                spec.line,
+            );
+            if let Some(level) = level {
+                meta = meta.with_level(level);
+            }
+            Box::leak(Box::new(Callsite::new(meta)))
+        };
+        callsite::dynamic(spec.category, spec.name, spec.phase, &detail, make)
+            .map(|cs| Point { cs })
+            .ok_or_else(|| Error::new(ErrorKind::TooManyDynamicPoints { max: callsite::MAX_DYNAMIC_POINTS }))
+    }
+
+    /// Whether an event of this point would be recorded in `log` now: a bridge asks before it
+    /// collects values.
+    #[inline]
+    pub fn enabled_in(&self, log: &TraceLog) -> bool {
+        check(log, self.cs).is_some()
+    }
+
+    /// Records an event of this point's phase in `log`, now, with up to two arguments (named by
+    /// the point's argument names). `id` is an async slice's id (`AsyncBegin`, `AsyncEnd`); a
+    /// `Complete` point records a slice that started at `start` (a [`TraceLog::now`] reading).
+    /// `cut` sets the event's truncated flag: the caller had more values than fit. Does nothing
+    /// for a `Log` point (see [`log_in`](Self::log_in)).
+    #[inline]
+    pub fn record_in(&self, log: &TraceLog, id: u64, start: u64, args: [Option<Value<'_>>; 2], cut: bool) {
+        let Some(state) = check(log, self.cs) else { return };
+        let a = MaybeValue { value: args[0], cut };
+        let b = MaybeValue { value: args[1], cut: false };
+        match self.cs.meta().phase {
+            Phase::AsyncBegin | Phase::AsyncEnd => emit(log, self.cs, state, Now, [id], a, b),
+            Phase::Complete => emit(log, self.cs, state, Since(start), [0], a, b),
+            Phase::Log => {}
+            _ => emit(log, self.cs, state, Now, [], a, b),
+        }
+    }
+
+    /// Records a log event of this `Log` point in `log`: its parameters in the order of the
+    /// format string's placeholders. At most `MAX_PARAMS` (16) are kept; with more, or with `cut`,
+    /// the event is flagged truncated. Does nothing for other points.
+    #[inline]
+    pub fn log_in(&self, log: &TraceLog, params: &[Value<'_>], cut: bool) {
+        if self.cs.meta().phase != Phase::Log {
+            return;
+        }
+        if let Some(state) = check(log, self.cs) {
+            crate::logs::emit_values(log, (state >> 32) as u32, params, cut);
+        }
     }
 
     /// The callsite id its events carry.

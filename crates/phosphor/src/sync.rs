@@ -1,16 +1,18 @@
 //! Atomics used by the lock and buffer code, swapped for loom's under `--cfg loom`.
 //!
-//! Only the modules that loom models (`chunk_lock`, `buffer`, `tenant`, `intern`) take their atomics from
+//! Only the modules that loom models (`chunk_lock`, `buffer`, `tenant`, `intern`, `site_cache`) take their atomics from
 //! here. Callsite statics need `const` constructors, which loom's atomics lack, so they use std's.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
-    fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 #[cfg(loom)]
 pub(crate) use loom::thread::yield_now;
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(not(loom))]
 pub(crate) use std::thread::yield_now;

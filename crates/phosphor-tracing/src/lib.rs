@@ -1,0 +1,345 @@
+//! A [`tracing_subscriber::Layer`] that records `tracing` spans and events into Phosphor.
+//!
+//! ```
+//! use tracing_subscriber::prelude::*;
+//!
+//! let log = phosphor::TraceLog::global();
+//! tracing_subscriber::registry().with(phosphor_tracing::PhosphorLayer::new(log)).init();
+//! # log.start(phosphor::TraceConfig::new(phosphor::BufferMode::Ring, 1 << 20)).unwrap();
+//! tracing::info!(user = "ada", n = 3, "logged in");
+//! # log.stop();
+//! ```
+//!
+//! # What is recorded
+//!
+//! * An **event** is a Phosphor log (`trace_log!`'s kind) of the event's level, with the event's
+//!   target as its category. Its format string is built once per callsite: the message, then
+//!   ` name={}` per other field. Field values are its parameters: integers, floats and booleans
+//!   stay typed; `&str` values are copied; anything else (the message included, which `tracing`
+//!   hands over as `fmt::Arguments`) is formatted with `Debug` into a per-thread buffer and copied.
+//!   At most 16 parameters are kept; the event is flagged truncated if it had more.
+//! * A **span** is an async slice from its creation to its close (its whole life, named by the
+//!   span, on a track of its own, with its id) carrying its first two fields as typed arguments
+//!   (flagged truncated if it has more), and a slice on the thread from each enter to the matching
+//!   exit. Values recorded later (`Span::record`) are not recorded.
+//!
+//! The points of a `tracing` callsite are made the first time it is seen and cached by the
+//! callsite's address in a lock-free table, so an event costs a lookup and the recording, with no
+//! lock and no allocation (the per-thread buffer keeps its capacity).
+//!
+//! # Filters
+//!
+//! Phosphor's own filters apply: the trace's category globs match targets, and its log level
+//! applies to events. `tracing_subscriber`'s filters (`with_filter`, `EnvFilter`, `Targets`,
+//! `LevelFilter`) apply as to any layer.
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use phosphor::bridge::{PointSpec, SiteCache, Value};
+use phosphor::points::Point;
+use phosphor::{Level, Phase, TraceLog};
+use tracing_core::field::{Field, Visit};
+use tracing_core::span::{Attributes, Id};
+use tracing_core::{Event, Metadata, Subscriber};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+
+/// The most parameters a Phosphor log keeps.
+const MAX_PARAMS: usize = phosphor::format::MAX_PARAMS;
+
+/// `tracing` allows at most 32 fields per callsite.
+const MAX_FIELDS: usize = 32;
+
+/// Callsites the cache holds; beyond, events of new callsites are counted as lost.
+const CACHE_SLOTS: usize = 16384;
+
+/// The Phosphor points of one `tracing` callsite.
+#[derive(Debug)]
+enum Site {
+    Event {
+        log: Point,
+        /// Each field's parameter position (by field index), `u8::MAX` when it is not kept.
+        slot: [u8; MAX_FIELDS],
+        params: usize,
+    },
+    Span {
+        begin: Point,
+        end: Point,
+        enter: Point,
+        exit: Point,
+    },
+    /// Points could not be made (too many dynamic points).
+    None,
+}
+
+/// Records `tracing` spans and events into a Phosphor [`TraceLog`]; see the crate docs.
+#[derive(Debug)]
+pub struct PhosphorLayer {
+    log: &'static TraceLog,
+    sites: SiteCache<Site>,
+    lost: AtomicU64,
+}
+
+impl PhosphorLayer {
+    /// A layer recording into `log` (usually [`TraceLog::global`]).
+    pub fn new(log: &'static TraceLog) -> PhosphorLayer {
+        PhosphorLayer { log, sites: SiteCache::new(CACHE_SLOTS), lost: AtomicU64::new(0) }
+    }
+
+    /// Events and spans not recorded because their callsite got no points: the callsite cache
+    /// was full, or Phosphor's limit of dynamic points was reached.
+    pub fn lost(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.lost.load(Ordering::Relaxed)
+    }
+
+    fn site(&self, meta: &'static Metadata<'static>) -> &'static Site {
+        let key = meta as *const Metadata<'static> as usize;
+        if let Some(site) = self.sites.get(key) {
+            return site;
+        }
+        self.sites.insert(key, || make_site(meta)).unwrap_or(&Site::None)
+    }
+
+    fn count_lost(&self) {
+        // Relaxed: a statistic.
+        self.lost.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn level(l: &tracing_core::Level) -> Level {
+    match *l {
+        tracing_core::Level::ERROR => Level::Error,
+        tracing_core::Level::WARN => Level::Warn,
+        tracing_core::Level::INFO => Level::Info,
+        tracing_core::Level::DEBUG => Level::Debug,
+        _ => Level::Trace,
+    }
+}
+
+/// Makes the points of a callsite: cold, once per callsite.
+#[cold]
+fn make_site(meta: &'static Metadata<'static>) -> Site {
+    fn spec<'a>(meta: &'static Metadata<'static>, name: &'a str, phase: Phase) -> PointSpec<'a> {
+        PointSpec {
+            category: meta.target(),
+            name,
+            phase,
+            level: Some(level(meta.level())),
+            arg_names: ["", ""],
+            file: meta.file().unwrap_or("<unknown>"),
+            line: meta.line().unwrap_or(0),
+        }
+    }
+    let made = if meta.is_span() {
+        let names: Vec<&str> = meta.fields().iter().map(|f| f.name()).take(2).collect();
+        let arg_names = [names.first().copied().unwrap_or(""), names.get(1).copied().unwrap_or("")];
+        (|| {
+            Ok::<_, phosphor::Error>(Site::Span {
+                begin: Point::custom(&PointSpec { arg_names, ..spec(meta, meta.name(), Phase::AsyncBegin) })?,
+                end: Point::custom(&spec(meta, meta.name(), Phase::AsyncEnd))?,
+                enter: Point::custom(&spec(meta, meta.name(), Phase::Begin))?,
+                exit: Point::custom(&spec(meta, meta.name(), Phase::End))?,
+            })
+        })()
+    } else {
+        // The message first, then the other fields in order, as `name={}`.
+        let mut format = String::new();
+        let mut slot = [u8::MAX; MAX_FIELDS];
+        let mut params = 0;
+        let fields = meta.fields();
+        let is_message = |f: &Field| f.name() == "message";
+        for f in fields.iter().filter(is_message).chain(fields.iter().filter(|f| !is_message(f))) {
+            if params == MAX_PARAMS || f.index() >= MAX_FIELDS {
+                break;
+            }
+            slot[f.index()] = params as u8;
+            params += 1;
+            if !format.is_empty() {
+                format.push(' ');
+            }
+            if f.name() == "message" {
+                format.push_str("{}");
+            } else {
+                let _ = write!(format, "{}={{}}", f.name());
+            }
+        }
+        Point::custom(&spec(meta, &format, Phase::Log)).map(|log| Site::Event { log, slot, params })
+    };
+    made.unwrap_or(Site::None)
+}
+
+/// A collected value: typed, or a range of the per-thread text buffer.
+#[derive(Clone, Copy, Debug)]
+enum Slot {
+    Empty,
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Bool(bool),
+    Text(u32, u32),
+}
+
+/// Collects field values into slots, formatting into `text`.
+struct Collect<'a> {
+    slots: [Slot; MAX_PARAMS],
+    /// Field index → slot (events); for spans, the first two fields.
+    map: &'a [u8; MAX_FIELDS],
+    text: &'a mut String,
+    /// Fields that had a value but no slot.
+    extra: bool,
+}
+
+impl Collect<'_> {
+    fn slot(&mut self, field: &Field) -> Option<&mut Slot> {
+        match self.map.get(field.index()).copied() {
+            Some(i) if (i as usize) < MAX_PARAMS => Some(&mut self.slots[i as usize]),
+            _ => {
+                self.extra = true;
+                None
+            }
+        }
+    }
+
+    fn put(&mut self, field: &Field, v: Slot) {
+        if let Some(s) = self.slot(field) {
+            *s = v;
+        }
+    }
+}
+
+fn value(s: Slot, text: &str) -> Value<'_> {
+    match s {
+        Slot::Empty => Value::Static(""),
+        Slot::I64(v) => Value::I64(v),
+        Slot::U64(v) => Value::U64(v),
+        Slot::F64(v) => Value::F64(v),
+        Slot::Bool(v) => Value::Bool(v),
+        Slot::Text(a, b) => Value::Str(text.get(a as usize..b as usize).unwrap_or("")),
+    }
+}
+
+impl Visit for Collect<'_> {
+    fn record_i64(&mut self, field: &Field, v: i64) {
+        self.put(field, Slot::I64(v));
+    }
+    fn record_u64(&mut self, field: &Field, v: u64) {
+        self.put(field, Slot::U64(v));
+    }
+    fn record_f64(&mut self, field: &Field, v: f64) {
+        self.put(field, Slot::F64(v));
+    }
+    fn record_bool(&mut self, field: &Field, v: bool) {
+        self.put(field, Slot::Bool(v));
+    }
+    fn record_str(&mut self, field: &Field, v: &str) {
+        if self.slot(field).is_some() {
+            let start = self.text.len() as u32;
+            self.text.push_str(v);
+            let end = self.text.len() as u32;
+            self.put(field, Slot::Text(start, end));
+        }
+    }
+    fn record_debug(&mut self, field: &Field, v: &dyn std::fmt::Debug) {
+        if self.slot(field).is_some() {
+            let start = self.text.len() as u32;
+            let _ = write!(self.text, "{v:?}");
+            let end = self.text.len() as u32;
+            self.put(field, Slot::Text(start, end));
+        }
+    }
+}
+
+thread_local! {
+    /// The text of formatted values; cleared per event, its capacity kept.
+    static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Runs `f` with the per-thread text buffer, or a fresh one if it is in use (a field's `Debug`
+/// that itself emits an event).
+fn with_text<R>(f: impl FnOnce(&mut String) -> R) -> R {
+    TEXT.with(|t| match t.try_borrow_mut() {
+        Ok(mut t) => {
+            t.clear();
+            f(&mut t)
+        }
+        Err(_) => f(&mut String::new()),
+    })
+}
+
+/// The first two fields of a span, in its slots 0 and 1.
+const SPAN_MAP: [u8; MAX_FIELDS] = {
+    let mut m = [u8::MAX; MAX_FIELDS];
+    m[0] = 0;
+    m[1] = 1;
+    m
+};
+
+impl<S> tracing_subscriber::Layer<S> for PhosphorLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> tracing_core::subscriber::Interest {
+        // Make the points now, off the recording path.
+        if matches!(self.site(meta), Site::None) {
+            self.count_lost();
+        }
+        tracing_core::subscriber::Interest::always()
+    }
+
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let Site::Event { log, slot, params } = self.site(event.metadata()) else {
+            return self.count_lost();
+        };
+        if !log.enabled_in(self.log) {
+            return;
+        }
+        with_text(|text| {
+            let mut c = Collect { slots: [Slot::Empty; MAX_PARAMS], map: slot, text, extra: false };
+            event.record(&mut c);
+            let Collect { slots, extra, .. } = c;
+            let mut values = [Value::U64(0); MAX_PARAMS];
+            for (v, s) in values.iter_mut().zip(&slots[..*params]) {
+                *v = value(*s, text);
+            }
+            log.log_in(self.log, &values[..*params], extra);
+        });
+    }
+
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
+        let Site::Span { begin, .. } = self.site(attrs.metadata()) else {
+            return self.count_lost();
+        };
+        if !begin.enabled_in(self.log) {
+            return;
+        }
+        with_text(|text| {
+            let mut c = Collect { slots: [Slot::Empty; MAX_PARAMS], map: &SPAN_MAP, text, extra: false };
+            attrs.record(&mut c);
+            let Collect { slots, extra, .. } = c;
+            let fields = attrs.metadata().fields().len();
+            let arg = |i: usize| (i < fields).then(|| value(slots[i], text));
+            begin.record_in(self.log, id.into_u64(), 0, [arg(0), arg(1)], extra);
+        });
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        if let Some(Site::Span { enter, .. }) = ctx.metadata(id).map(|m| self.site(m)) {
+            enter.record_in(self.log, 0, 0, [None, None], false);
+        }
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        if let Some(Site::Span { exit, .. }) = ctx.metadata(id).map(|m| self.site(m)) {
+            exit.record_in(self.log, 0, 0, [None, None], false);
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if let Some(Site::Span { end, .. }) = ctx.metadata(&id).map(|m| self.site(m)) {
+            end.record_in(self.log, id.into_u64(), 0, [None, None], false);
+        }
+    }
+}

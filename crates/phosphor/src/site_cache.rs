@@ -1,6 +1,8 @@
 //! A lock-free map from a foreign callsite's address to the points made for it: the cache of
 //! [`bridge`](crate::bridge). Its atomics come from `sync`, so loom models it (model 11).
 
+use std::marker::PhantomData;
+
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 
 /// A lock-free map from a foreign callsite's address to a value made once for it (its points),
@@ -11,6 +13,9 @@ use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 pub struct SiteCache<V: 'static> {
     slots: Box<[Slot<V>]>,
     mask: usize,
+    /// The cache hands out `&V` to every thread and may drop a `V` built on another thread: it is
+    /// `Send` and `Sync` only when `V` is (its atomics alone would make it both).
+    _values: PhantomData<V>,
 }
 
 #[derive(Debug)]
@@ -28,7 +33,7 @@ impl<V: 'static> SiteCache<V> {
         let slots = (0..n)
             .map(|_| Slot { key: AtomicUsize::new(0), value: AtomicPtr::new(std::ptr::null_mut()) })
             .collect();
-        SiteCache { slots, mask: n - 1 }
+        SiteCache { slots, mask: n - 1, _values: PhantomData }
     }
 
     fn start(&self, key: usize) -> usize {

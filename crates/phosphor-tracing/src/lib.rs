@@ -21,7 +21,8 @@
 //! * A **span** is an async slice from its creation to its close (its whole life, named by the
 //!   span, on a track of its own, with its id) carrying its first two fields as typed arguments
 //!   (flagged truncated if it has more), and a slice on the thread from each enter to the matching
-//!   exit. Values recorded later (`Span::record`) are not recorded.
+//!   exit. Values recorded later (`Span::record`) are not recorded. Spans that never leave their
+//!   thread may skip the async slice ([`PhosphorLayer::with_span_lifetimes`]).
 //!
 //! The points of a `tracing` callsite are made the first time it is seen and cached by the
 //! callsite's address in a lock-free table, so an event costs a lookup and the recording, with no
@@ -80,12 +81,22 @@ pub struct PhosphorLayer {
     log: &'static TraceLog,
     sites: SiteCache<Site>,
     lost: AtomicU64,
+    lifetimes: bool,
 }
 
 impl PhosphorLayer {
     /// A layer recording into `log` (usually [`TraceLog::global`]).
     pub fn new(log: &'static TraceLog) -> PhosphorLayer {
-        PhosphorLayer { log, sites: SiteCache::new(CACHE_SLOTS), lost: AtomicU64::new(0) }
+        PhosphorLayer { log, sites: SiteCache::new(CACHE_SLOTS), lost: AtomicU64::new(0), lifetimes: true }
+    }
+
+    /// Whether a span's whole life is recorded as an async slice (the default) besides its
+    /// enter/exit slices. Code whose spans never leave their thread may turn it off: each span
+    /// then costs two events instead of four, and the viewer shows no track per span. The span's
+    /// fields are recorded with its life only.
+    pub fn with_span_lifetimes(mut self, lifetimes: bool) -> PhosphorLayer {
+        self.lifetimes = lifetimes;
+        self
     }
 
     /// Events and spans not recorded because their callsite got no points: the callsite cache
@@ -299,12 +310,13 @@ where
         with_text(|text| {
             let mut c = Collect { slots: [Slot::Empty; MAX_PARAMS], map: slot, text, extra: false };
             event.record(&mut c);
-            let Collect { slots, extra, .. } = c;
+            // Read in place: the slots are a few hundred bytes, not worth a move.
+            let text: &str = c.text;
             let mut values = [Value::U64(0); MAX_PARAMS];
-            for (v, s) in values.iter_mut().zip(&slots[..*params]) {
+            for (v, s) in values.iter_mut().zip(&c.slots[..*params]) {
                 *v = value(*s, text);
             }
-            log.log_in(self.log, &values[..*params], extra);
+            log.log_in(self.log, &values[..*params], c.extra);
         });
     }
 
@@ -312,7 +324,7 @@ where
         let Site::Span { begin, .. } = self.site(attrs.metadata()) else {
             return self.count_lost();
         };
-        if !begin.enabled_in(self.log) {
+        if !self.lifetimes || !begin.enabled_in(self.log) {
             return;
         }
         with_text(|text| {
@@ -338,6 +350,9 @@ where
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if !self.lifetimes {
+            return;
+        }
         if let Some(Site::Span { end, .. }) = ctx.metadata(&id).map(|m| self.site(m)) {
             end.record_in(self.log, id.into_u64(), 0, [None, None], false);
         }

@@ -129,32 +129,42 @@ fn runtime_desc(params: &[Param<'_>]) -> u64 {
     params.iter().enumerate().fold(0, |d, (i, p)| d | (p.ty as u64) << (4 * i))
 }
 
-/// Records a log event of callsite `id` with `params`: one record for at most one scalar
-/// parameter, else the multi-record path.
+/// Records a log event of callsite `id` with `params`: the scalar fast path for at most five
+/// scalar parameters, else the multi-record path.
 #[inline(always)]
 fn emit_params(log: &TraceLog, id: u32, desc: u64, dynamic: bool, params: &[Param<'_>], cut: bool) {
-    let meta = Meta::new(0, ArgType::Params, ArgType::None);
     let cut = cut || params.iter().any(|p| p.cut);
-    match params {
+    if !dynamic && params.len() <= 5 {
+        let mut words = [0u64; 5];
+        for (w, p) in words.iter_mut().zip(params) {
+            *w = p.word;
+        }
+        return emit_scalar_words(log, id, desc, cut, &words[..params.len()]);
+    }
+    let meta = Meta::new(0, ArgType::Params, ArgType::None);
+    emit_params_multi(log, id, desc, meta.with_truncated(cut), params)
+}
+
+/// Records a log event of at most five scalar parameters (their words): one record for none or
+/// one, else the descriptor and parameter 0 in the slots and the others in one continuation
+/// record, written in place (no byte-wise packing).
+#[inline(always)]
+fn emit_scalar_words(log: &TraceLog, id: u32, desc: u64, cut: bool, words: &[u64]) {
+    let meta = Meta::new(0, ArgType::Params, ArgType::None).with_truncated(cut);
+    match words {
         [] => log.write_event(
             1,
             OneRecord { stamp: Now, id, meta: Meta::new(0, ArgType::None, ArgType::None), words: [0, 0] },
         ),
-        [p] if !dynamic => log.write_event(
-            1,
-            OneRecord { stamp: Now, id, meta: meta.with_truncated(cut), words: [desc, p.word] },
-        ),
-        // Up to five scalar parameters: the descriptor and parameter 0 in the slots, the others in
-        // one continuation record, written in place (no byte-wise packing).
-        [p0, rest @ ..] if !dynamic && rest.len() <= 4 => {
-            let mut words = [0u64; 4];
-            for (w, p) in words.iter_mut().zip(rest) {
-                *w = p.word;
+        [w] => log.write_event(1, OneRecord { stamp: Now, id, meta, words: [desc, *w] }),
+        [w0, rest @ ..] => {
+            let mut more = [0u64; 4];
+            for (m, w) in more.iter_mut().zip(rest) {
+                *m = *w;
             }
-            let meta = meta.with_truncated(cut).with_continuation(1);
-            log.write_event(2, TwoRecords { id, meta, head: [desc, p0.word], rest: words });
+            let meta = meta.with_continuation(1);
+            log.write_event(2, TwoRecords { id, meta, head: [desc, *w0], rest: more });
         }
-        _ => emit_params_multi(log, id, desc, meta.with_truncated(cut), params),
     }
 }
 
@@ -217,14 +227,29 @@ fn utf8_prefix(bytes: &[u8], max: usize) -> &[u8] {
 /// Records a log event of callsite `id` whose parameters are known only at run time (at most
 /// [`MAX_PARAMS`]; the caller cuts the rest and says so with `cut`, the event's truncated flag).
 pub(crate) fn emit_values(log: &TraceLog, id: u32, values: &[crate::bridge::Value<'_>], cut: bool) {
-    let mut params = [Param { ty: ArgType::None, word: 0, bytes: &[], cut: false }; MAX_PARAMS];
     let n = values.len().min(MAX_PARAMS);
-    for (p, v) in params.iter_mut().zip(&values[..n]) {
+    let (values, cut) = (&values[..n], cut || values.len() > n);
+    let (mut desc, mut dynamic) = (0u64, false);
+    for (i, v) in values.iter().enumerate() {
+        let ty = v.runtime_type();
+        desc |= (ty as u64) << (4 * i);
+        dynamic |= ty == ArgType::DynStr;
+    }
+    // The common case (a few numbers): their words straight into the records.
+    if !dynamic && n <= 5 {
+        let mut words = [0u64; 5];
+        let mut truncated = cut;
+        for (w, v) in words.iter_mut().zip(values) {
+            *w = v.word();
+            truncated |= v.word_truncated();
+        }
+        return emit_scalar_words(log, id, desc, truncated, &words[..n]);
+    }
+    let mut params = [Param { ty: ArgType::None, word: 0, bytes: &[], cut: false }; MAX_PARAMS];
+    for (p, v) in params.iter_mut().zip(values) {
         *p = Param::of(v);
     }
-    let params = &params[..n];
-    let dynamic = params.iter().any(|p| p.ty == ArgType::DynStr);
-    emit_params(log, id, runtime_desc(params), dynamic, params, cut || values.len() > n);
+    emit_params(log, id, desc, dynamic, &params[..n], cut);
 }
 
 /// Records a log event; `state` is what `check` returned for `cs`. Called by `trace_log!`.

@@ -269,3 +269,16 @@ fn instrumented_futures_on_a_multi_threaded_runtime_keep_one_slice_per_span() {
     assert_eq!(enters, exits);
     assert!(enters >= 4 * TASKS as usize, "a slice per poll: {enters}");
 }
+
+#[test]
+fn without_lifetimes_a_span_is_only_its_enter_and_exit_slices() {
+    let log = started("*", Level::Trace);
+    let layer = PhosphorLayer::new(log).with_span_lifetimes(false);
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        let span = tracing::info_span!(target: "db", "query", table = "users");
+        let _entered = span.enter();
+    });
+    let trace = stop(log);
+    let kinds: Vec<Phase> = events(&trace).iter().map(|e| e.phase()).collect();
+    assert_eq!(kinds, [Phase::Begin, Phase::End]);
+}

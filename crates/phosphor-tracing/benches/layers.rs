@@ -1,0 +1,251 @@
+//! `tracing` instrumentation recorded by three layers, side by side in one run: Phosphor's
+//! (`PhosphorLayer`), `tracing-chrome` and `tracing-perfetto`, next to the limit loop and to
+//! Phosphor's own macro.
+//!
+//! The workloads are the ones of `phosphor-bench`: an event with two integer fields
+//! (`tracing::info!(a, b)`), and a span created, entered, exited and closed
+//! (`info_span!("scope").entered()`, dropped at once). Each bench installs its layer as this
+//! thread's default subscriber (`tracing::subscriber::set_default`), so every layer pays the same
+//! scoped-dispatch lookup. Arguments are recorded by all three (`include_args(true)` for
+//! tracing-chrome, `with_debug_annotations(true)` for tracing-perfetto). Both peers write into a
+//! sink that counts what it is given and throws the bytes away.
+//!
+//! `event_noop_layer` and `span_noop_layer` run a layer that does nothing: the cost of `tracing`'s
+//! macros, dispatch and span registry, which every layer pays before it records anything.
+//!
+//! What is measured is the calling thread's time. tracing-chrome also spends its writer thread's
+//! time formatting JSON, which is not in its figure here (`phosphor-bench` measures process CPU);
+//! tracing-perfetto encodes and writes on the calling thread; Phosphor has no thread of its own.
+//!
+//! Before divan starts, `main` checks every layer's recorded count for 10,000 events and 10,000
+//! spans: no figure is quoted for a layer that lost events. Phosphor records four events per span
+//! (its life as an async slice, and the enter/exit slice), tracing-chrome two, tracing-perfetto one
+//! message holding the begin and end.
+//!
+//! Run with `cargo bench -p phosphor-tracing --bench layers`; BENCHMARKS.md has the figures.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use divan::Bencher;
+use phosphor::{BufferMode, TraceConfig, TraceLog, TraceLogConfig};
+use phosphor_limit::limit_step;
+use phosphor_tracing::PhosphorLayer;
+use tracing_subscriber::layer::SubscriberExt;
+
+/// Events per divan sample.
+const SAMPLE_SIZE: u32 = 10_000;
+/// Samples per bench: 2 M events (tracing-chrome's channel holds what its writer has not written).
+const SAMPLE_COUNT: u32 = 200;
+/// The global trace's Ring buffer.
+const RING_BYTES: usize = 64 << 20;
+
+/// What a peer's sink was given: writes and line breaks.
+#[derive(Clone, Default)]
+struct Sink {
+    writes: Arc<AtomicU64>,
+    lines: Arc<AtomicU64>,
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Relaxed: tallies read after the writer is flushed or the calls have returned.
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.lines.fetch_add(buf.iter().filter(|&&b| b == b'\n').count() as u64, Ordering::Relaxed);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Sink {
+    type Writer = Sink;
+    fn make_writer(&'a self) -> Sink {
+        self.clone()
+    }
+}
+
+fn event(i: u64) {
+    tracing::info!(a = i as i64, b = 7u64);
+}
+
+fn span() {
+    let _s = tracing::info_span!("scope").entered();
+}
+
+/// A layer that does nothing: what `tracing` and its registry cost before any layer works.
+struct NoopLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
+
+fn noop_subscriber() -> impl tracing::Subscriber + Send + Sync {
+    tracing_subscriber::registry().with(NoopLayer)
+}
+
+fn phosphor_subscriber(log: &'static TraceLog) -> impl tracing::Subscriber + Send + Sync {
+    tracing_subscriber::registry().with(PhosphorLayer::new(log))
+}
+
+fn chrome_subscriber(sink: Sink) -> (impl tracing::Subscriber + Send + Sync, tracing_chrome::FlushGuard) {
+    let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new().writer(sink).include_args(true).build();
+    (tracing_subscriber::registry().with(layer), guard)
+}
+
+fn perfetto_subscriber(sink: Sink) -> impl tracing::Subscriber + Send + Sync {
+    let layer = tracing_perfetto::PerfettoLayer::new(sink).with_debug_annotations(true);
+    tracing_subscriber::registry().with(layer)
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn limit_loop(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        limit_step(i, 7);
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn phosphor_macro_instant(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_instant!("layers", "instant", "a" => i as i64, "b" => 7u64);
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_noop_layer(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(noop_subscriber());
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn span_noop_layer(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(noop_subscriber());
+    bencher.bench_local(span);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_phosphor_layer(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(phosphor_subscriber(TraceLog::global()));
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_tracing_chrome(bencher: Bencher) {
+    let (sub, guard) = chrome_subscriber(Sink::default());
+    let _d = tracing::subscriber::set_default(sub);
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+    drop(guard);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_tracing_perfetto(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(perfetto_subscriber(Sink::default()));
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn span_phosphor_layer(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(phosphor_subscriber(TraceLog::global()));
+    bencher.bench_local(span);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn span_phosphor_layer_no_lifetimes(bencher: Bencher) {
+    let layer = PhosphorLayer::new(TraceLog::global()).with_span_lifetimes(false);
+    let _d = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+    bencher.bench_local(span);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn span_tracing_chrome(bencher: Bencher) {
+    let (sub, guard) = chrome_subscriber(Sink::default());
+    let _d = tracing::subscriber::set_default(sub);
+    bencher.bench_local(span);
+    drop(guard);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn span_tracing_perfetto(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(perfetto_subscriber(Sink::default()));
+    bencher.bench_local(span);
+}
+
+/// Checks that each layer records every event and span of a run of 10,000 (see the module docs).
+fn check_recorded_counts() {
+    const N: u64 = 10_000;
+    let run = |f: &dyn Fn()| {
+        for _ in 0..N {
+            f();
+        }
+    };
+    // Phosphor: into a log of its own, with a buffer that keeps everything.
+    let log: &'static TraceLog = Box::leak(Box::new(TraceLog::new(TraceLogConfig::default()).unwrap()));
+    log.start(TraceConfig::new(BufferMode::Fixed, 64 << 20)).unwrap();
+    tracing::subscriber::with_default(phosphor_subscriber(log), || {
+        run(&|| event(1));
+        run(&span);
+    });
+    log.stop();
+    let stats = log.stats();
+    assert_eq!((stats.recorded, stats.dropped.total()), (N + 4 * N, 0), "Phosphor layer");
+    println!("check: Phosphor layer recorded {N} events and {N} spans (4 events each), 0 dropped");
+
+    let sink = Sink::default();
+    let (sub, guard) = chrome_subscriber(sink.clone());
+    tracing::subscriber::with_default(sub, || {
+        run(&|| event(1));
+        run(&span);
+    });
+    drop(guard); // flushes and joins the writer
+                 // One line per entry, plus the array's brackets and the thread-name entry.
+    let lines = sink.lines.load(Ordering::Relaxed);
+    assert!(lines >= N + 2 * N, "tracing-chrome wrote {lines} lines");
+    println!("check: tracing-chrome wrote {lines} JSON lines for {N} events and {N} spans (2 each)");
+
+    let sink = Sink::default();
+    tracing::subscriber::with_default(perfetto_subscriber(sink.clone()), || {
+        run(&|| event(1));
+        run(&span);
+    });
+    let writes = sink.writes.load(Ordering::Relaxed);
+    assert_eq!(writes, 2 * N, "tracing-perfetto");
+    println!("check: tracing-perfetto wrote {writes} messages for {N} events and {N} spans (1 each)");
+}
+
+fn main() {
+    check_recorded_counts();
+    let config = TraceConfig::new(BufferMode::Ring, RING_BYTES).categories("-off").unwrap();
+    TraceLog::global().start(config).unwrap();
+    divan::main();
+    let log = TraceLog::global();
+    log.stop();
+    let s = log.stats();
+    println!(
+        "global trace: {} recorded, {} overwritten by the Ring, other drops {}",
+        s.recorded,
+        s.dropped.overwritten,
+        s.dropped.total() - s.dropped.overwritten
+    );
+    assert_eq!(s.dropped.total(), s.dropped.overwritten, "only the Ring's overwrites");
+}

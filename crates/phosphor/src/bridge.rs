@@ -118,8 +118,8 @@ pub struct PointSpec<'a> {
     pub category: &'a str,
     /// Name (for a log, its format string: `{}` placeholders take the parameters in order).
     pub name: &'a str,
-    /// What it records: `Instant`, `Begin`, `End`, `Complete`, `Counter`, `AsyncBegin`, `AsyncEnd`
-    /// or `Log`.
+    /// What it records: `Instant`, `Begin`, `End`, `Complete`, `Counter`, `Data`, `AsyncBegin`,
+    /// `AsyncEnd` or `Log`.
     pub phase: Phase,
     /// The level of a log point (required for `Log`, ignored otherwise).
     pub level: Option<Level>,

@@ -237,12 +237,11 @@ impl Point {
     /// instrumentation (see [`bridge`](crate::bridge)): its strings are copied once and kept for
     /// the life of the process. The same spec returns the same point.
     ///
-    /// Fails for the phases that in-process aggregates and data points use, when a `Log` spec has
-    /// no level, and when [`MAX_DYNAMIC_POINTS`](crate::callsite::MAX_DYNAMIC_POINTS) exist.
+    /// Fails for the lock phases (recorded in pairs by `trace_lock!`), when a `Log` spec has no level, and when [`MAX_DYNAMIC_POINTS`](crate::callsite::MAX_DYNAMIC_POINTS) exist.
     pub fn custom(spec: &PointSpec<'_>) -> Result<Point, Error> {
         let unsupported = |kind| Err(Error::new(ErrorKind::UnsupportedDynamicPoint { kind }));
         match spec.phase {
-            Phase::Data | Phase::LockWait | Phase::LockHeld => return unsupported("data or lock"),
+            Phase::LockWait | Phase::LockHeld => return unsupported("lock"),
             Phase::Log if spec.level.is_none() => return unsupported("log without a level"),
             _ => {}
         }

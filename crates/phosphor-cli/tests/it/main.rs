@@ -8,5 +8,6 @@ mod flamegraph;
 mod info;
 mod logs;
 mod probes;
+mod python;
 mod recover;
 mod stats;

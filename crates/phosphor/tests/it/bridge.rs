@@ -27,8 +27,9 @@ fn a_custom_point_is_made_once_per_spec_and_checked() {
     assert_ne!(other.id(), p.id(), "other argument names, another point");
     let e = Point::custom(&PointSpec::new("bridge", "log", Phase::Log)).unwrap_err();
     assert!(e.to_string().contains("log without a level"), "{e}");
-    let e = Point::custom(&PointSpec::new("bridge", "d", Phase::Data)).unwrap_err();
-    assert!(e.to_string().contains("data"), "{e}");
+    let e = Point::custom(&PointSpec::new("bridge", "held", Phase::LockHeld)).unwrap_err();
+    assert!(e.to_string().contains("lock"), "{e}");
+    assert!(Point::custom(&PointSpec::new("bridge", "depth", Phase::Data)).is_ok());
 }
 
 #[test]

@@ -54,7 +54,9 @@ fn the_python_module_builds_and_passes_its_pytest_suite() {
         .expect("maturin wrote a wheel");
     run(
         "pip install",
-        Command::new(&python).args(["-m", "pip", "install", "-q", "--force-reinstall", "--no-deps"]).arg(&wheel),
+        Command::new(&python)
+            .args(["-m", "pip", "install", "-q", "--force-reinstall", "--no-deps"])
+            .arg(&wheel),
     );
     run(
         "pytest",

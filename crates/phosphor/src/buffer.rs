@@ -12,6 +12,12 @@
 //!     exhausted and tracing stops.
 //!   * **Ring** walks the chunks round-robin and reuses the oldest chunk that no tenant holds,
 //!     counting the events it overwrites. This is the flight recorder.
+//!   * **Stream** loans FREE chunks only; `give_back` also queues the full chunk's index for the
+//!     collector (a bounded lock-free queue as long as the pool, so a push never fails: a chunk is
+//!     queued at most once between two loans), which writes it out and [`release`]s it (FULL →
+//!     FREE). Nothing is overwritten: when no chunk is FREE the event is dropped and counted.
+//!
+//! [`release`]: TraceBuffer::release
 //!
 //! # Chunk states (ring mode)
 //!
@@ -211,6 +217,9 @@ pub(crate) struct TraceBuffer {
     next: AtomicU64,
     exhausted: AtomicBool,
     pub(crate) counters: BufferCounters,
+    /// Stream mode: indices of the chunks given back and not yet released by the collector.
+    #[cfg(not(loom))]
+    full: Option<crossbeam_queue::ArrayQueue<u32>>,
 }
 
 impl std::fmt::Debug for TraceBuffer {
@@ -252,24 +261,29 @@ impl TraceBuffer {
         // SAFETY: every header was written above, and the records are `MaybeUninit`, for which
         // uninitialised memory is a valid value.
         let chunks = unsafe { mem.assume_init() };
+        let count = chunks.len();
         TraceBuffer {
             mode,
             chunks: Chunks::Heap(chunks),
             next: AtomicU64::new(0),
             exhausted: AtomicBool::new(false),
             counters: BufferCounters::default(),
+            #[cfg(not(loom))]
+            full: (mode == BufferMode::Stream).then(|| crossbeam_queue::ArrayQueue::new(count)),
         }
     }
 
     /// A buffer whose chunks are those of a ring file's mapping (zero-filled: every chunk FREE).
     #[cfg(all(not(loom), unix))]
     pub(crate) fn mapped(mode: BufferMode, mapping: std::sync::Arc<crate::ring::Mapping>) -> TraceBuffer {
+        let n = mapping.chunks().len();
         TraceBuffer {
             mode,
             chunks: Chunks::Mapped(mapping),
             next: AtomicU64::new(0),
             exhausted: AtomicBool::new(false),
             counters: BufferCounters::default(),
+            full: (mode == BufferMode::Stream).then(|| crossbeam_queue::ArrayQueue::new(n)),
         }
     }
 
@@ -299,6 +313,24 @@ impl TraceBuffer {
                 // Relaxed: a fresh chunk in Fixed mode is FREE and only this ticket holder sees it.
                 chunk.header.state.store(LOANED, Ordering::Relaxed);
                 self.stamp(chunk, ticket, tid, seq)
+            }
+            BufferMode::Stream => {
+                for _ in 0..n {
+                    // Relaxed: as in Ring mode, the cursor only spreads the search.
+                    let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+                    let chunk = &self.chunks[(ticket % n) as usize];
+                    // Acquire: pairs with the collector's Release in `release`, so its reads of the
+                    // chunk happen before our writes into it.
+                    if chunk
+                        .header
+                        .state
+                        .compare_exchange(FREE, LOANED, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        return self.stamp(chunk, ticket, tid, seq);
+                    }
+                }
+                Loan::AllLoaned
             }
             BufferMode::Ring => {
                 for _ in 0..n {
@@ -365,6 +397,41 @@ impl TraceBuffer {
         // Release: publishes the chunk's records and header to the next loaner (which acquires the
         // state) and to readers.
         chunk.header.state.store(FULL, Ordering::Release);
+        #[cfg(not(loom))]
+        if let Some(q) = &self.full {
+            // The queue's push and pop synchronise: the collector sees what we wrote. It holds
+            // every chunk at most once, so it is never full.
+            let pushed = q.push(self.index_of(chunk));
+            debug_assert!(pushed.is_ok(), "a chunk was queued twice");
+        }
+    }
+
+    /// The position of `chunk` in this buffer.
+    #[cfg(not(loom))]
+    fn index_of(&self, chunk: &TraceChunk) -> u32 {
+        let base = self.chunks.as_ptr() as usize;
+        ((std::ptr::from_ref(chunk) as usize - base) / std::mem::size_of::<TraceChunk>()) as u32
+    }
+
+    /// Stream mode: the next chunk given back and not yet released, if any. The caller reads it
+    /// (nobody writes a FULL chunk) and then [`release`](Self::release)s it.
+    #[cfg(not(loom))]
+    pub(crate) fn pop_full(&self) -> Option<&TraceChunk> {
+        let i = self.full.as_ref()?.pop()?;
+        Some(&self.chunks[i as usize])
+    }
+
+    /// Stream mode: puts a chunk the collector has written out back into the pool.
+    #[cfg(not(loom))]
+    pub(crate) fn release(&self, chunk: &TraceChunk) {
+        // Release: pairs with the loaning compare-and-swap (Acquire), so the collector's reads of
+        // the records happen before the next writer overwrites them.
+        chunk.header.state.store(FREE, Ordering::Release);
+    }
+
+    /// The buffer's mode.
+    pub(crate) fn mode(&self) -> BufferMode {
+        self.mode
     }
 
     /// Events recorded and still held: given back and not overwritten. Exact once every tenant has

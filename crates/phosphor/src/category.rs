@@ -43,6 +43,11 @@ impl CategoryFilter {
         Ok(f)
     }
 
+    /// Whether every category is traced (no glob at all, or a lone `*`).
+    pub fn is_all(&self) -> bool {
+        self.disable.is_empty() && (self.enable.is_empty() || self.enable.iter().any(|g| g == "*"))
+    }
+
     /// Whether `category` is traced.
     pub fn matches(&self, category: &str) -> bool {
         (self.enable.is_empty() || self.enable.iter().any(|g| glob_match(g, category)))

@@ -88,6 +88,11 @@ pub enum BufferMode {
     Fixed,
     /// Reuse the oldest full chunk and count the events it held: a flight recorder.
     Ring,
+    /// Continuous tracing: full chunks go to a collector thread that writes them to the open
+    /// datastreams (`TraceLog::open_stream`) and returns them to the pool. When every chunk is in
+    /// use, events are dropped and counted (or the writer waits, under a `Block` datastream), and
+    /// the writer's next chunk starts with a saturation marker.
+    Stream,
 }
 
 /// Called on the recording thread when a Fixed buffer fills. It may call `TraceLog::stop`.

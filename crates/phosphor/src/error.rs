@@ -94,4 +94,19 @@ pub enum ErrorKind {
     /// The ring file of a file-backed trace could not be created.
     #[error("the ring file could not be created: {0}")]
     RingFile(String),
+    /// Datastreams need a trace in `BufferMode::Stream`, and snapshots one in another mode.
+    #[error("{0}")]
+    WrongMode(&'static str),
+    /// The limit on open datastreams is reached.
+    #[error("at most {max} datastreams can be open at once")]
+    TooManyStreams {
+        /// The limit.
+        max: usize,
+    },
+    /// No open datastream has this id.
+    #[error("no open datastream has this id")]
+    NoSuchStream,
+    /// The collector thread could not be started.
+    #[error("the collector thread could not be started: {0}")]
+    Collector(String),
 }

@@ -71,6 +71,8 @@ mod ring;
 mod site_cache;
 #[cfg(not(loom))]
 mod stats;
+#[cfg(not(loom))]
+pub mod stream;
 mod sync;
 mod tenant;
 #[cfg(not(loom))]

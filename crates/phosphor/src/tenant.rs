@@ -85,6 +85,11 @@ pub(crate) struct LogCore {
     /// `stop` clears it before `evict_all`, and so owns the buffer once eviction is done.
     pub(crate) buffer: AtomicPtr<TraceBuffer>,
     pub(crate) drops: DropCounters,
+    /// Stream mode: how long a writer waits for a free chunk before it drops its event (ns; 0:
+    /// it does not wait). Set while a `Block` datastream is open.
+    pub(crate) block_ns: AtomicU64,
+    /// Stream mode: the callsite id of the saturation marker (0: none).
+    pub(crate) saturation_id: crate::sync::AtomicU32,
 }
 
 impl LogCore {
@@ -101,12 +106,19 @@ impl LogCore {
                 reentrant: A::new(0),
                 thread_exited: A::new(0),
             },
+            block_ns: A::new(0),
+            saturation_id: std::sync::atomic::AtomicU32::new(0),
         }
     }
 
     #[cfg(loom)]
     pub(crate) fn new() -> LogCore {
-        LogCore { buffer: AtomicPtr::new(std::ptr::null_mut()), drops: DropCounters::default() }
+        LogCore {
+            buffer: AtomicPtr::new(std::ptr::null_mut()),
+            drops: DropCounters::default(),
+            block_ns: AtomicU64::new(0),
+            saturation_id: crate::sync::AtomicU32::new(0),
+        }
     }
 }
 
@@ -151,6 +163,9 @@ struct TenantState {
     tid: u32,
     /// Sequence number of the next chunk this tenant loans.
     seq: u64,
+    /// Stream mode: events dropped for want of a free chunk since this tenant's last chunk; its
+    /// next chunk starts with a saturation marker that says how many.
+    lost: u64,
 }
 
 impl TenantState {
@@ -233,6 +248,7 @@ impl Tenant {
                 extra: 0,
                 tid,
                 seq: 0,
+                lost: 0,
             }),
         }
     }
@@ -375,13 +391,20 @@ impl Tenant {
             st.chunk = std::ptr::null();
             st.pos = CHUNK_RECORDS as u32;
         }
-        match buf.loan(tid, self.stream | st.seq) {
+        let mut loan = buf.loan(tid, self.stream | st.seq);
+        if matches!(loan, Loan::AllLoaned) {
+            loan = self.wait_for_chunk(core, buf, tid, st.seq);
+        }
+        match loan {
             Loan::Chunk(c) => {
                 st.chunk = c;
                 st.pos = 0;
                 st.extra = 0;
                 st.seq += 1;
                 st.tid = tid;
+                if st.lost > 0 {
+                    self.mark_saturation(core, st, n);
+                }
                 Ok(())
             }
             Loan::Exhausted { first } => {
@@ -390,9 +413,48 @@ impl Tenant {
             }
             Loan::AllLoaned => {
                 core.drops.count(DropReason::NoChunk);
+                st.lost += 1;
                 Err(Outcome::Dropped)
             }
         }
+    }
+
+    /// Stream mode with a `Block` datastream open: retries the loan until a chunk is free or the
+    /// configured time has passed (LTTng's blocking mode). Otherwise, or in other modes, one more
+    /// failed loan.
+    #[cold]
+    fn wait_for_chunk<'b>(&self, core: &LogCore, buf: &'b TraceBuffer, tid: u32, seq: u64) -> Loan<'b> {
+        // Relaxed: a setting; a change takes effect at some later wait.
+        let ns = core.block_ns.load(Ordering::Relaxed);
+        if ns == 0 || buf.mode() != crate::BufferMode::Stream {
+            return Loan::AllLoaned;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_nanos(ns);
+        loop {
+            crate::sync::yield_now();
+            match buf.loan(tid, self.stream | seq) {
+                Loan::AllLoaned if std::time::Instant::now() < deadline => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// Writes the saturation marker at the start of a fresh chunk: an instant of the marker
+    /// callsite whose argument is the number of events dropped since this tenant's last chunk.
+    #[cold]
+    fn mark_saturation(&self, core: &LogCore, st: &mut TenantState, n: u32) {
+        // Relaxed: set once when the trace starts, before any tenant can reach its buffer.
+        let id = core.saturation_id.load(Ordering::Relaxed);
+        if id == 0 || 1 + n > CHUNK_RECORDS as u32 {
+            return;
+        }
+        let meta = Meta::new(0, phosphor_format::ArgType::U64, phosphor_format::ArgType::None);
+        let ts = crate::clock::now(self.clock);
+        // SAFETY: the chunk was just loaned to this tenant, whose slave lock we hold; slot 0 is
+        // unpublished and ours to write.
+        unsafe { (*(*st.chunk).slot(0)).write(Record::new(ts, id, meta, [st.lost, 0])) };
+        st.pos = 1;
+        st.lost = 0;
     }
 
     /// The owning thread is exiting: hand the chunk back (its events stay in the trace) and mark

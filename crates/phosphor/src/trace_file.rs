@@ -25,6 +25,23 @@ pub(crate) fn process_header(clock: crate::ClockInfo) -> Header {
     Header { clock, pid: std::process::id(), process_name }
 }
 
+/// A callsite's entry in a trace file's callsite table.
+pub(crate) fn callsite_info(id: u32, m: &crate::CallsiteMeta) -> CallsiteInfo {
+    CallsiteInfo {
+        id,
+        category: m.category.into(),
+        name: m.name.into(),
+        phase: m.phase,
+        arg_names: m.arg_names.map(String::from),
+        file: m.file.into(),
+        line: m.line,
+        name_hash: m.name_hash,
+        level: m.level,
+        dynamic_name: m.dynamic_name,
+        flow: m.flow,
+    }
+}
+
 impl Trace {
     /// Saves the trace as a trace file at `path` (created or truncated). See `docs/FORMAT.md`.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), Error> {
@@ -38,22 +55,7 @@ impl Trace {
     /// Writes the trace as a trace file to `out`, and returns `out` flushed.
     pub fn write_to<W: Write>(&self, out: W) -> Result<W, Error> {
         let mut w = Writer::new(out, &self.file_header())?;
-        let callsites: Vec<CallsiteInfo> = self
-            .callsites()
-            .map(|(id, m)| CallsiteInfo {
-                id,
-                category: m.category.into(),
-                name: m.name.into(),
-                phase: m.phase,
-                arg_names: m.arg_names.map(String::from),
-                file: m.file.into(),
-                line: m.line,
-                name_hash: m.name_hash,
-                level: m.level,
-                dynamic_name: m.dynamic_name,
-                flow: m.flow,
-            })
-            .collect();
+        let callsites: Vec<CallsiteInfo> = self.callsites().map(|(id, m)| callsite_info(id, m)).collect();
         w.write_callsites(&callsites)?;
         // Every thread that wrote into a chunk, including those a pool tenant switched to.
         let mut tids = BTreeSet::new();

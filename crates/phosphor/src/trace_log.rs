@@ -39,6 +39,8 @@ unsafe impl Send for OwnedBuffer {}
 struct Running {
     config: TraceConfig,
     buffer: OwnedBuffer,
+    /// The collector thread of a streaming trace.
+    collector: Option<crate::stream::Collector>,
     /// The aggregate points' snapshots at the start, by callsite id.
     aggregates_at_start: HashMap<u32, Aggregate>,
 }
@@ -88,6 +90,8 @@ struct Control {
     /// `stop` (counted after its snapshot) lands in the next trace's figures instead of vanishing.
     drops_baseline: Drops,
     started_once: bool,
+    /// The figures of the datastreams that were open when the last streaming trace stopped.
+    last_streams: Vec<(crate::stream::StreamId, crate::stream::StreamStats)>,
 }
 
 /// A trace log: the recorder's front door.
@@ -130,6 +134,7 @@ impl TraceLog {
                 last_stats: Stats::ZERO,
                 drops_baseline: Stats::ZERO.dropped,
                 started_once: false,
+                last_streams: Vec::new(),
             }),
         }
     }
@@ -217,6 +222,23 @@ impl TraceLog {
             }
         };
         let buffer = Box::into_raw(Box::new(buffer));
+        let collector = if config.mode == crate::BufferMode::Stream {
+            let state = callsite::register(&crate::stream::SATURATION);
+            // Relaxed: read by tenants only after they acquire the buffer published below.
+            self.core.saturation_id.store((state >> 32) as u32, Ordering::Relaxed);
+            self.core.block_ns.store(0, Ordering::Relaxed);
+            let header = crate::trace_file::process_header(c.clock.clone().expect("calibrated above"));
+            match crate::stream::Collector::start(self, buffer, header) {
+                Ok(col) => Some(col),
+                Err(e) => {
+                    // SAFETY: never published; ours to free.
+                    drop(unsafe { Box::from_raw(buffer) });
+                    return Err(Error::new(ErrorKind::Collector(e.to_string())));
+                }
+            }
+        } else {
+            None
+        };
         // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
         // initialised chunk headers.
         self.core.buffer.store(buffer, Ordering::Release);
@@ -226,7 +248,7 @@ impl TraceLog {
         };
         let aggregates_at_start =
             callsite::aggregate_snapshots().into_iter().map(|(a, _)| (a.callsite, a)).collect();
-        c.running = Some(Running { config, buffer: OwnedBuffer(buffer), aggregates_at_start });
+        c.running = Some(Running { config, buffer: OwnedBuffer(buffer), collector, aggregates_at_start });
         // Relaxed: a status flag for `is_enabled`.
         self.enabled.store(true, Ordering::Relaxed);
         callsite::enable_slot(self.slot, filter);
@@ -238,7 +260,7 @@ impl TraceLog {
     /// trace is running.
     pub fn stop(&self) {
         let mut c = self.control();
-        let Some(running) = c.running.take() else { return };
+        let Some(mut running) = c.running.take() else { return };
         callsite::disable_slot(self.slot);
         #[cfg(unix)]
         if running.config.ring_file.is_some() {
@@ -262,12 +284,80 @@ impl TraceLog {
         let now = self.load_drops();
         let stats = self.stats_of(&buffer, false, &now.since(&c.drops_baseline));
         c.drops_baseline = now;
+        // Streaming: the collector writes every chunk given back (all of them, now), finishes the
+        // datastreams with the final figures, and exits.
+        c.last_streams = match running.collector.take() {
+            Some(col) => col.finish(stats.clone()),
+            None => Vec::new(),
+        };
         let clock = c.clock.clone().expect("calibrated in start");
         c.last_stats = stats.clone();
         // What the aggregate points this trace's categories take counted since it started.
         let aggregates = running.aggregates_so_far();
         c.last_trace =
             Some(Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates));
+    }
+
+    /// Opens a datastream on the running streaming trace ([`BufferMode::Stream`](crate::BufferMode::Stream)):
+    /// from now on, every chunk the collector takes is also written to `config`'s sink, with the
+    /// events of its categories. At most [`MAX_STREAMS`](crate::stream::MAX_STREAMS) at once.
+    pub fn open_stream(&self, config: crate::stream::StreamConfig) -> Result<crate::stream::StreamId, Error> {
+        let c = self.control();
+        let col = Self::collector(&c)?;
+        let id = col.open(config)?;
+        self.set_block_timeout(col);
+        Ok(id)
+    }
+
+    /// Closes a datastream: it is finished after the batch the collector is writing, with its
+    /// trailer (the trace's figures so far); chunks queued after that do not reach it. Returns
+    /// what it wrote and lost.
+    pub fn close_stream(&self, id: crate::stream::StreamId) -> Result<crate::stream::StreamStats, Error> {
+        let c = self.control();
+        let col = Self::collector(&c)?;
+        let stats = self.stats_locked(&c);
+        let s = col.close(id, &stats)?;
+        self.set_block_timeout(col);
+        Ok(s)
+    }
+
+    /// A datastream's figures: of an open one, or, once the trace has stopped, of the streams that
+    /// were open then.
+    pub fn stream_stats(&self, id: crate::stream::StreamId) -> Result<crate::stream::StreamStats, Error> {
+        let c = self.control();
+        match c.running.as_ref().and_then(|r| r.collector.as_ref()) {
+            Some(col) => col.stats(id),
+            None => c
+                .last_streams
+                .iter()
+                .find(|(i, _)| *i == id)
+                .map(|(_, s)| s.clone())
+                .ok_or_else(|| Error::new(ErrorKind::NoSuchStream)),
+        }
+    }
+
+    fn collector(c: &Control) -> Result<&crate::stream::Collector, Error> {
+        c.running.as_ref().and_then(|r| r.collector.as_ref()).ok_or_else(|| {
+            Error::new(ErrorKind::WrongMode("datastreams need a running trace in BufferMode::Stream"))
+        })
+    }
+
+    fn set_block_timeout(&self, col: &crate::stream::Collector) {
+        let ns = u64::try_from(col.block_timeout().as_nanos()).unwrap_or(u64::MAX);
+        // Relaxed: a setting that writers read when they find no free chunk.
+        self.core.block_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// The collector's periodic flush: gives every thread's partly filled chunk back (into the
+    /// collector's queue), unless the control lock is busy (a `stop` in progress waits for the
+    /// collector, so it must not wait here).
+    pub(crate) fn flush_partial_chunks(&self) {
+        let Ok(c) = self.control.try_lock() else { return };
+        let Some(running) = c.running.as_ref() else { return };
+        // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock.
+        let buf = unsafe { &*running.buffer.0 };
+        let all: Vec<Arc<Tenant>> = c.tenants.iter().chain(c.pool.iter()).cloned().collect();
+        crate::tenant::flush_all(&all, buf, |_, _| {});
     }
 
     /// Whether a trace is running and accepting events (false once a Fixed buffer is full).
@@ -281,6 +371,10 @@ impl TraceLog {
     /// here as they are counted (and reported again in the next trace's figures).
     pub fn stats(&self) -> Stats {
         let c = self.control();
+        self.stats_locked(&c)
+    }
+
+    fn stats_locked(&self, c: &Control) -> Stats {
         let late = self.load_drops().since(&c.drops_baseline);
         match &c.running {
             // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock.
@@ -341,6 +435,11 @@ impl TraceLog {
         let Some(running) = c.running.as_ref() else {
             return Err(Error::new(ErrorKind::NotRunning));
         };
+        if running.collector.is_some() {
+            return Err(Error::new(ErrorKind::WrongMode(
+                "a streaming trace has no snapshot: its datastreams already hold its events",
+            )));
+        }
         // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock
         // (only `stop`, under the same lock, frees it).
         let buf = unsafe { &*running.buffer.0 };

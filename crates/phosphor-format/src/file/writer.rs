@@ -213,6 +213,13 @@ impl<W: Write> Writer<W> {
         r
     }
 
+    /// Flushes the output: everything written so far is a valid (trailer-less) trace file, which a
+    /// reader reads to its last block. Strings interned since the last block wait for the block
+    /// that uses them.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.out.flush().map_err(|e| Error::io(e, self.offset))
+    }
+
     /// Writes the trailer and flushes; returns the output.
     pub fn finish(mut self, trailer: &Trailer) -> Result<W, Error> {
         self.flush_strings()?;

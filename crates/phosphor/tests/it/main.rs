@@ -22,6 +22,7 @@ mod recorder;
 mod reentrancy;
 mod smoke;
 mod snapshot;
+mod stream;
 mod support;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod usdt_bridge;

@@ -1,0 +1,643 @@
+//! Continuous tracing: the collector thread and its datastreams (DSUI's datastreams, Palanteer's
+//! transmission thread).
+//!
+//! A trace in [`BufferMode::Stream`](crate::BufferMode::Stream) hands each full chunk to the
+//! buffer's queue. One collector thread per trace pops them, writes each to every open datastream
+//! (a [`Sink`] with its own category filter), and releases the chunk back to the pool. Every
+//! `flush_period` (5 ms by default, as Palanteer) it also takes back the threads' partly filled
+//! chunks, so that a quiet thread's events arrive promptly.
+//!
+//! Each datastream is a trace file as a byte stream (`docs/FORMAT.md`): a header, then for each
+//! chunk the callsites and thread names it uses that this stream has not had yet, then the chunk.
+//! It is flushed after every batch, so a file is readable while it is written and valid at every
+//! flush; the trailer comes when the stream is closed or the trace stops. A stream whose category
+//! filter is not `*` gets each chunk with the other categories' events removed (an empty chunk
+//! keeps the writer's sequence numbers contiguous, so a reader tells removed from lost).
+//!
+//! Nothing is lost without being counted:
+//! * a writer that finds no free chunk drops its event, counted as `no_chunk` (or, while a
+//!   [`Backpressure::Block`] stream is open, first waits up to its timeout), and its next chunk
+//!   starts with a saturation marker (`phosphor`/`saturation`, argument `dropped`);
+//! * a stream whose sink fails counts the events of every chunk it could not write
+//!   ([`StreamStats::events_dropped`]) and reports the first error once. A TCP sink reconnects
+//!   with backoff (a new connection is a new trace file: header, callsites and threads again).
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufWriter, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use phosphor_format::file::{Header, Trailer, Writer};
+use phosphor_format::{count_events, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH};
+
+use crate::buffer::TraceBuffer;
+use crate::callsite::{self, Callsite};
+use crate::category::CategoryFilter;
+use crate::error::{Error, ErrorKind};
+use crate::trace::static_str;
+use crate::{Stats, TraceLog};
+
+/// The saturation marker: the first event of a writer's chunk after it dropped events for want of
+/// a free chunk; its argument is how many.
+pub(crate) static SATURATION: Callsite = Callsite::new(crate::CallsiteMeta::new(
+    "phosphor",
+    "saturation",
+    phosphor_format::Phase::Instant,
+    ["dropped", ""],
+    file!(),
+    line!(),
+));
+
+/// The most datastreams open at once on one trace.
+pub const MAX_STREAMS: usize = 8;
+
+/// How often the collector takes back partly filled chunks, by default.
+pub const DEFAULT_FLUSH_PERIOD: Duration = Duration::from_millis(5);
+
+/// Where a datastream's bytes go.
+pub enum Sink {
+    /// A trace file, created or truncated.
+    File(PathBuf),
+    /// A TCP connection to a recording server (`phosphor record --listen`), reconnected with
+    /// backoff when it breaks.
+    Tcp(SocketAddr),
+    /// Memory, readable through the [`MemorySink`] handle.
+    Memory(MemorySink),
+    /// Any writer (tests use failing ones).
+    Writer(Box<dyn Write + Send>),
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sink::File(p) => write!(f, "File({})", p.display()),
+            Sink::Tcp(a) => write!(f, "Tcp({a})"),
+            Sink::Memory(_) => f.write_str("Memory"),
+            Sink::Writer(_) => f.write_str("Writer"),
+        }
+    }
+}
+
+/// A memory sink's bytes, shared with the collector.
+#[derive(Clone, Debug, Default)]
+pub struct MemorySink(Arc<Mutex<Vec<u8>>>);
+
+impl MemorySink {
+    /// An empty memory sink.
+    pub fn new() -> MemorySink {
+        MemorySink::default()
+    }
+
+    /// A copy of what was written so far (a valid trace file up to its last flush).
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Write for MemorySink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What a datastream does when it cannot keep up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Backpressure {
+    /// Writers never wait: an event that finds no free chunk is dropped and counted; a chunk the
+    /// sink cannot take is dropped and counted.
+    #[default]
+    Drop,
+    /// Writers that find no free chunk wait for one up to `timeout` before dropping (LTTng's
+    /// blocking mode), and a broken TCP sink is retried for up to `timeout` before a chunk is
+    /// dropped.
+    Block {
+        /// The longest wait.
+        timeout: Duration,
+    },
+}
+
+/// A datastream to open on a streaming trace ([`TraceLog::open_stream`]).
+#[derive(Debug)]
+pub struct StreamConfig {
+    pub(crate) sink: Sink,
+    pub(crate) categories: CategoryFilter,
+    pub(crate) backpressure: Backpressure,
+}
+
+impl StreamConfig {
+    /// Every category to `sink`, dropping (and counting) what does not fit.
+    pub fn new(sink: Sink) -> StreamConfig {
+        StreamConfig { sink, categories: CategoryFilter::default(), backpressure: Backpressure::Drop }
+    }
+
+    /// Only the categories `spec` takes (the trace's own filter syntax).
+    pub fn categories(mut self, spec: &str) -> Result<StreamConfig, Error> {
+        self.categories = CategoryFilter::parse(spec)?;
+        Ok(self)
+    }
+
+    /// What to do when the stream cannot keep up.
+    pub fn backpressure(mut self, b: Backpressure) -> StreamConfig {
+        self.backpressure = b;
+        self
+    }
+}
+
+/// A datastream's id, from [`TraceLog::open_stream`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StreamId(pub(crate) u32);
+
+/// What a datastream has written and lost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamStats {
+    /// Chunks written (possibly emptied by the category filter).
+    pub chunks_written: u64,
+    /// Events written.
+    pub events_written: u64,
+    /// Events of chunks the sink could not take.
+    pub events_dropped: u64,
+    /// Events the category filter removed.
+    pub events_filtered: u64,
+    /// Bytes written, over every connection.
+    pub bytes_written: u64,
+    /// Connections made after the first (TCP).
+    pub reconnects: u64,
+    /// The first error, if any (it is reported once, on standard error, when it happens).
+    pub first_error: Option<String>,
+}
+
+/// Counts the bytes that reach the sink.
+struct Counted {
+    inner: Box<dyn Write + Send>,
+    bytes: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        // Relaxed: a statistic.
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+type StreamWriter = Writer<BufWriter<Counted>>;
+
+/// One open datastream, owned by the collector.
+struct Stream {
+    id: u32,
+    /// How to (re)open the sink; `None` once a one-shot sink (a writer) has been used.
+    sink: Option<Sink>,
+    categories: CategoryFilter,
+    backpressure: Backpressure,
+    writer: Option<StreamWriter>,
+    /// Callsite ids (from `FIRST_CALLSITE_ID`) already defined in this stream's file.
+    sent: Vec<bool>,
+    threads: HashSet<u32>,
+    connected_once: bool,
+    retry_at: Instant,
+    backoff: Duration,
+    bytes: Arc<std::sync::atomic::AtomicU64>,
+    stats: StreamStats,
+    /// The filtered copy of a chunk, reused.
+    scratch: Vec<Record>,
+}
+
+impl Stream {
+    fn new(id: u32, config: StreamConfig) -> Stream {
+        Stream {
+            id,
+            sink: Some(config.sink),
+            categories: config.categories,
+            backpressure: config.backpressure,
+            writer: None,
+            sent: Vec::new(),
+            threads: HashSet::new(),
+            connected_once: false,
+            retry_at: Instant::now(),
+            backoff: Duration::from_millis(50),
+            bytes: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            stats: StreamStats::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match &self.sink {
+            Some(s) => format!("datastream {} ({s:?})", self.id),
+            None => format!("datastream {}", self.id),
+        }
+    }
+
+    /// Opens the sink and writes the header, when the stream has no writer and it is time to try.
+    fn connect(&mut self, header: &Header) -> bool {
+        if self.writer.is_some() {
+            return true;
+        }
+        if Instant::now() < self.retry_at {
+            return false;
+        }
+        let out: std::io::Result<Box<dyn Write + Send>> = match &mut self.sink {
+            Some(Sink::File(p)) if !self.connected_once => {
+                std::fs::File::create(&*p).map(|f| Box::new(f) as Box<dyn Write + Send>)
+            }
+            Some(Sink::Tcp(a)) => TcpStream::connect_timeout(a, Duration::from_secs(1)).map(|s| {
+                let _ = s.set_nodelay(true);
+                let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+                Box::new(s) as Box<dyn Write + Send>
+            }),
+            Some(Sink::Memory(m)) if !self.connected_once => Ok(Box::new(m.clone())),
+            _ => match self.sink.take() {
+                Some(Sink::Writer(w)) if !self.connected_once => Ok(w),
+                other => {
+                    self.sink = other;
+                    // A file, memory or writer sink that failed once stays failed.
+                    return false;
+                }
+            },
+        };
+        let opened = out.map_err(|e| e.to_string()).and_then(|out| {
+            let counted = Counted { inner: out, bytes: self.bytes.clone() };
+            Writer::new(BufWriter::with_capacity(256 << 10, counted), header).map_err(|e| e.to_string())
+        });
+        match opened {
+            Ok(w) => {
+                if self.connected_once {
+                    self.stats.reconnects += 1;
+                }
+                self.connected_once = true;
+                self.writer = Some(w);
+                self.sent.clear();
+                self.threads.clear();
+                self.backoff = Duration::from_millis(50);
+                true
+            }
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    /// The sink failed: the error is reported once, the writer dropped, and a retry scheduled
+    /// (with doubling backoff, up to 2 s) for the sinks that can be reopened.
+    fn fail(&mut self, e: String) {
+        if self.stats.first_error.is_none() {
+            eprintln!(
+                "phosphor: {} failed: {e}; its chunks are dropped and counted until it recovers",
+                self.describe()
+            );
+            self.stats.first_error = Some(e);
+        }
+        self.writer = None;
+        self.retry_at = Instant::now() + self.backoff;
+        self.backoff = (self.backoff * 2).min(Duration::from_secs(2));
+    }
+
+    /// Writes one chunk: the callsites and thread names it needs first.
+    fn write_chunk(
+        &mut self,
+        header: &Header,
+        table: &mut CallsiteTable,
+        names: &mut ThreadNames,
+        tid: u32,
+        seq: u64,
+        records: &[Record],
+    ) {
+        let events = count_events(records);
+        if !self.connect(header) {
+            if let Backpressure::Block { timeout } = self.backpressure {
+                // Keep trying for a while before this chunk is given up.
+                let deadline = Instant::now() + timeout;
+                while Instant::now() < deadline && !self.connect(header) {
+                    std::thread::sleep(Duration::from_millis(10).min(self.backoff));
+                    self.retry_at = Instant::now();
+                }
+            }
+            if self.writer.is_none() {
+                self.stats.events_dropped += events;
+                return;
+            }
+        }
+        let selected: &[Record] = if self.categories.is_all() {
+            records
+        } else {
+            filter_records(records, &self.categories, table, &mut self.scratch);
+            &self.scratch
+        };
+        let kept = count_events(selected);
+        self.stats.events_filtered += events - kept;
+        // What this chunk uses that the stream has not defined yet.
+        let mut new_callsites = Vec::new();
+        let mut new_threads = Vec::new();
+        if self.threads.insert(tid) {
+            new_threads.push(tid);
+        }
+        let mut i = 0;
+        while let Some(r) = selected.get(i) {
+            if r.id == ID_THREAD_SWITCH {
+                let t = r.slots[0] as u32;
+                if self.threads.insert(t) {
+                    new_threads.push(t);
+                }
+            } else if r.id >= FIRST_CALLSITE_ID {
+                let k = (r.id - FIRST_CALLSITE_ID) as usize;
+                if self.sent.len() <= k {
+                    self.sent.resize(k + 1, false);
+                }
+                if !self.sent[k] {
+                    self.sent[k] = true;
+                    if let Some(cs) = table.get(r.id) {
+                        new_callsites.push(crate::trace_file::callsite_info(r.id, cs.meta()));
+                    }
+                }
+            }
+            i += 1 + r.meta.continuation();
+        }
+        let w = self.writer.as_mut().expect("connected above");
+        let mut result = w.write_callsites(&new_callsites);
+        if result.is_ok() && !new_threads.is_empty() {
+            let named: Vec<(u32, String)> =
+                new_threads.iter().filter_map(|&t| Some((t, names.get(t)?.to_owned()))).collect();
+            result = w.write_thread_names(named.iter().map(|(t, n)| (*t, n.as_str())));
+        }
+        if result.is_ok() {
+            result = w.write_chunk(tid, seq, selected, static_str);
+        }
+        match result {
+            Ok(()) => {
+                self.stats.chunks_written += 1;
+                self.stats.events_written += kept;
+            }
+            Err(e) => {
+                self.stats.events_dropped += kept;
+                self.fail(e.to_string());
+            }
+        }
+    }
+
+    /// Flushes what was written, so the sink holds a valid trace file.
+    fn flush(&mut self) {
+        if let Some(w) = &mut self.writer {
+            if let Err(e) = w.flush() {
+                self.fail(e.to_string());
+            }
+        }
+    }
+
+    /// Writes the trailer and closes the sink; returns the stream's figures.
+    fn finish(mut self, trailer: &Trailer) -> StreamStats {
+        if let Some(w) = self.writer.take() {
+            match w.finish(trailer) {
+                Ok(out) => {
+                    if let Err(e) = out.into_inner().map_err(|e| e.into_error()).and_then(|mut c| c.flush()) {
+                        self.fail(e.to_string());
+                    }
+                }
+                Err(e) => self.fail(e.to_string()),
+            }
+        }
+        self.stats.bytes_written = self.bytes.load(Ordering::Relaxed);
+        self.stats
+    }
+
+    fn current_stats(&self) -> StreamStats {
+        let mut s = self.stats.clone();
+        // Relaxed: a statistic.
+        s.bytes_written = self.bytes.load(Ordering::Relaxed);
+        s
+    }
+}
+
+/// The events of `records` whose callsite `filter` takes (thread switches kept), into `out`.
+fn filter_records(
+    records: &[Record],
+    filter: &CategoryFilter,
+    table: &mut CallsiteTable,
+    out: &mut Vec<Record>,
+) {
+    out.clear();
+    let mut i = 0;
+    while let Some(r) = records.get(i) {
+        let len = 1 + r.meta.continuation();
+        let keep = r.id == ID_THREAD_SWITCH
+            || (r.id >= FIRST_CALLSITE_ID
+                && table.get(r.id).is_some_and(|cs| filter.matches(cs.meta().category)));
+        if keep {
+            out.extend_from_slice(&records[i..(i + len).min(records.len())]);
+        }
+        i += len;
+    }
+}
+
+/// The registry's callsites by id, refreshed when a chunk names one it does not know yet.
+#[derive(Default)]
+struct CallsiteTable(Vec<&'static Callsite>);
+
+impl CallsiteTable {
+    fn get(&mut self, id: u32) -> Option<&'static Callsite> {
+        let k = id.checked_sub(FIRST_CALLSITE_ID)? as usize;
+        if k >= self.0.len() {
+            self.0 = callsite::snapshot();
+        }
+        self.0.get(k).copied()
+    }
+}
+
+/// Thread names, refreshed when a thread without one shows up.
+#[derive(Default)]
+struct ThreadNames(HashMap<u32, String>);
+
+impl ThreadNames {
+    fn get(&mut self, tid: u32) -> Option<&str> {
+        if !self.0.contains_key(&tid) {
+            self.0 = crate::thread::thread_names();
+        }
+        self.0.get(&tid).map(String::as_str)
+    }
+}
+
+/// What the trace and its collector share.
+pub(crate) struct Shared {
+    streams: Mutex<Vec<Stream>>,
+    next_id: std::sync::atomic::AtomicU32,
+    stop: AtomicBool,
+    header: Header,
+    flush_period: Duration,
+}
+
+/// A streaming trace's collector thread.
+pub(crate) struct Collector {
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<Vec<(u32, StreamStats)>>>,
+    /// The final figures, for the trailers; set by `stop` before it joins.
+    final_stats: Arc<Mutex<Option<Stats>>>,
+}
+
+/// The buffer pointer, sent to the collector thread. It stays valid until `stop` has joined the
+/// thread.
+struct BufferPtr(*const TraceBuffer);
+// SAFETY: a `TraceBuffer` is `Sync`; the pointer is dereferenced only while `stop` keeps the buffer
+// alive (it joins the collector before freeing it).
+unsafe impl Send for BufferPtr {}
+
+/// The log, sent to the collector thread; alive until `stop` has joined it.
+struct LogPtr(*const TraceLog);
+// SAFETY: `TraceLog` is `Sync`; `stop` (also run by `Drop`) joins the collector before the log can go.
+unsafe impl Send for LogPtr {}
+
+impl Collector {
+    /// Starts the collector of `buf`, the buffer of `log`'s streaming trace.
+    pub(crate) fn start(
+        log: &TraceLog,
+        buf: *const TraceBuffer,
+        header: Header,
+    ) -> std::io::Result<Collector> {
+        let shared = Arc::new(Shared {
+            streams: Mutex::new(Vec::new()),
+            next_id: std::sync::atomic::AtomicU32::new(1),
+            stop: AtomicBool::new(false),
+            header,
+            flush_period: DEFAULT_FLUSH_PERIOD,
+        });
+        let final_stats = Arc::new(Mutex::new(None));
+        let (s, f, b, l) = (shared.clone(), final_stats.clone(), BufferPtr(buf), LogPtr(log));
+        let thread = std::thread::Builder::new().name("phosphor-collector".into()).spawn(move || {
+            let (b, l) = (b, l);
+            // SAFETY: see `BufferPtr` and `LogPtr`.
+            let (buf, log) = unsafe { (&*b.0, &*l.0) };
+            collect(&s, buf, log, &f)
+        })?;
+        Ok(Collector { shared, thread: Some(thread), final_stats })
+    }
+
+    /// Opens a datastream.
+    pub(crate) fn open(&self, config: StreamConfig) -> Result<StreamId, Error> {
+        let mut streams = self.shared.streams.lock().unwrap_or_else(|p| p.into_inner());
+        if streams.len() >= MAX_STREAMS {
+            return Err(Error::new(ErrorKind::TooManyStreams { max: MAX_STREAMS }));
+        }
+        // Relaxed: only distinctness matters.
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        streams.push(Stream::new(id, config));
+        Ok(StreamId(id))
+    }
+
+    /// The longest `Block` timeout among the open streams (zero: none blocks).
+    pub(crate) fn block_timeout(&self) -> Duration {
+        let streams = self.shared.streams.lock().unwrap_or_else(|p| p.into_inner());
+        streams
+            .iter()
+            .filter_map(|s| match s.backpressure {
+                Backpressure::Block { timeout } => Some(timeout),
+                Backpressure::Drop => None,
+            })
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Closes a datastream after the chunks already queued have been written to it: its trailer
+    /// carries `stats`.
+    pub(crate) fn close(&self, id: StreamId, stats: &Stats) -> Result<StreamStats, Error> {
+        let mut streams = self.shared.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let k =
+            streams.iter().position(|s| s.id == id.0).ok_or_else(|| Error::new(ErrorKind::NoSuchStream))?;
+        let s = streams.remove(k);
+        Ok(s.finish(&trailer(stats)))
+    }
+
+    /// A datastream's figures so far.
+    pub(crate) fn stats(&self, id: StreamId) -> Result<StreamStats, Error> {
+        let streams = self.shared.streams.lock().unwrap_or_else(|p| p.into_inner());
+        streams
+            .iter()
+            .find(|s| s.id == id.0)
+            .map(Stream::current_stats)
+            .ok_or_else(|| Error::new(ErrorKind::NoSuchStream))
+    }
+
+    /// Lets the collector write every queued chunk, finish the streams with `stats`, and exit;
+    /// returns each stream's figures. The caller has already taken every chunk back from the
+    /// threads (they are queued).
+    pub(crate) fn finish(mut self, stats: Stats) -> Vec<(StreamId, StreamStats)> {
+        *self.final_stats.lock().unwrap_or_else(|p| p.into_inner()) = Some(stats);
+        // Release: the collector's Acquire load then sees the final figures and every queued chunk.
+        self.shared.stop.store(true, Ordering::Release);
+        let Some(t) = self.thread.take() else { return Vec::new() };
+        t.thread().unpark();
+        t.join().unwrap_or_default().into_iter().map(|(id, s)| (StreamId(id), s)).collect()
+    }
+}
+
+fn trailer(s: &Stats) -> Trailer {
+    Trailer {
+        recorded: s.recorded,
+        dropped: s.dropped.clone(),
+        chunks_loaned: s.chunks_loaned,
+        chunks_overwritten: s.chunks_overwritten,
+        chunks_total: s.chunks_total,
+        buffer_exhausted: s.buffer_exhausted,
+    }
+}
+
+/// The collector's loop.
+fn collect(
+    shared: &Shared,
+    buf: &TraceBuffer,
+    log: &TraceLog,
+    final_stats: &Mutex<Option<Stats>>,
+) -> Vec<(u32, StreamStats)> {
+    let mut table = CallsiteTable::default();
+    let mut names = ThreadNames::default();
+    let mut last_flush = Instant::now();
+    loop {
+        // Acquire: pairs with `finish`'s Release.
+        let stopping = shared.stop.load(Ordering::Acquire);
+        let mut written = 0;
+        {
+            let mut streams = shared.streams.lock().unwrap_or_else(|p| p.into_inner());
+            while let Some(chunk) = buf.pop_full() {
+                // SAFETY: a queued chunk is FULL: no tenant holds it, and it is not loaned again
+                // until we release it.
+                let records = unsafe { chunk.records() };
+                for s in streams.iter_mut() {
+                    s.write_chunk(&shared.header, &mut table, &mut names, chunk.tid(), chunk.seq(), records);
+                }
+                buf.release(chunk);
+                written += 1;
+                if written % 256 == 0 {
+                    // Let `open_stream`/`close_stream` in between long batches.
+                    break;
+                }
+            }
+            if written > 0 {
+                for s in streams.iter_mut() {
+                    s.flush();
+                }
+            }
+        }
+        if stopping && written == 0 {
+            let stats = final_stats.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(Stats::ZERO);
+            let t = trailer(&stats);
+            let streams = std::mem::take(&mut *shared.streams.lock().unwrap_or_else(|p| p.into_inner()));
+            return streams.into_iter().map(|s| (s.id, s.finish(&t))).collect();
+        }
+        if !stopping && last_flush.elapsed() >= shared.flush_period {
+            log.flush_partial_chunks();
+            last_flush = Instant::now();
+        }
+        if written == 0 && !stopping {
+            std::thread::park_timeout(Duration::from_millis(1));
+        }
+    }
+}

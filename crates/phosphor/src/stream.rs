@@ -4,8 +4,9 @@
 //! A trace in [`BufferMode::Stream`](crate::BufferMode::Stream) hands each full chunk to the
 //! buffer's queue. One collector thread per trace pops them, writes each to every open datastream
 //! (a [`Sink`] with its own category filter), and releases the chunk back to the pool. Every
-//! `flush_period` (5 ms by default, as Palanteer) it also takes back the threads' partly filled
-//! chunks, so that a quiet thread's events arrive promptly.
+//! `flush_period` (5 ms by default, as Palanteer) it also takes back the partly filled chunk of
+//! each thread that wrote nothing during the last period, so that a quiet thread's events arrive
+//! within about two periods. Busy threads are not interrupted: they fill their chunks soon enough.
 //!
 //! Each datastream is a trace file as a byte stream (`docs/FORMAT.md`): a header, then for each
 //! chunk the callsites and thread names it uses that this stream has not had yet, then the chunk.
@@ -600,6 +601,7 @@ fn collect(
     let mut table = CallsiteTable::default();
     let mut names = ThreadNames::default();
     let mut last_flush = Instant::now();
+    let mut quiet = HashMap::new();
     loop {
         // Acquire: pairs with `finish`'s Release.
         let stopping = shared.stop.load(Ordering::Acquire);
@@ -633,7 +635,7 @@ fn collect(
             return streams.into_iter().map(|s| (s.id, s.finish(&t))).collect();
         }
         if !stopping && last_flush.elapsed() >= shared.flush_period {
-            log.flush_partial_chunks();
+            log.flush_partial_chunks(&mut quiet);
             last_flush = Instant::now();
         }
         if written == 0 && !stopping {

@@ -203,6 +203,10 @@ pub(crate) struct Tenant {
     /// a dying log master-locks every tenant for ever before it frees the core.
     core: *const LogCore,
     st: UnsafeCell<TenantState>,
+    /// The chunk the tenant holds (`st.chunk`), published for the streaming collector's periodic
+    /// flush, which looks for quiet tenants without taking their locks. Written only where
+    /// `st.chunk` changes, all of them slow paths.
+    current: AtomicPtr<TraceChunk>,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -242,6 +246,7 @@ impl Tenant {
             dead: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             core,
+            current: AtomicPtr::new(std::ptr::null_mut()),
             st: UnsafeCell::new(TenantState {
                 chunk: std::ptr::null(),
                 pos: CHUNK_RECORDS as u32,
@@ -389,6 +394,8 @@ impl Tenant {
             // before a buffer is retired), and we hold it under the slave lock.
             unsafe { buf.give_back(&*st.chunk, st.events()) };
             st.chunk = std::ptr::null();
+            // Relaxed: a hint for the collector, which locks the tenant before it trusts it.
+            self.current.store(std::ptr::null_mut(), Ordering::Relaxed);
             st.pos = CHUNK_RECORDS as u32;
         }
         let mut loan = buf.loan(tid, self.stream | st.seq);
@@ -398,6 +405,8 @@ impl Tenant {
         match loan {
             Loan::Chunk(c) => {
                 st.chunk = c;
+                // Relaxed: a hint for the collector (see `current`).
+                self.current.store(std::ptr::from_ref(c).cast_mut(), Ordering::Relaxed);
                 st.pos = 0;
                 st.extra = 0;
                 st.seq += 1;
@@ -484,6 +493,8 @@ impl Tenant {
                     // SAFETY: as in `make_room`; the chunk belongs to this buffer and we hold it.
                     unsafe { (*buf).give_back(&*st.chunk, st.events()) };
                     st.chunk = std::ptr::null();
+                    // Relaxed: a hint for the collector, which locks the tenant before it trusts it.
+                    self.current.store(std::ptr::null_mut(), Ordering::Relaxed);
                     st.pos = CHUNK_RECORDS as u32;
                 }
             }
@@ -541,6 +552,8 @@ fn take_chunks(
             unsafe { buf.give_back(chunk, st.events()) };
         }
         st.chunk = std::ptr::null();
+        // Relaxed: a hint for the collector, which locks the tenant before it trusts it.
+        t.current.store(std::ptr::null_mut(), Ordering::Relaxed);
         st.pos = CHUNK_RECORDS as u32;
         if reset_seq {
             st.seq = 0;
@@ -549,4 +562,49 @@ fn take_chunks(
             t.lock.master_unlock();
         }
     }
+}
+
+/// The streaming collector's periodic flush: gives back the chunk of every tenant that has been
+/// quiet since the last call (same chunk, same committed count, some events in it), so that a
+/// quiet thread's events reach the datastreams. Busy tenants are left alone: they fill their
+/// chunks soon enough, and taking a tenant's master lock makes a writer that arrives meanwhile drop
+/// its event (counted as `stopping`), which only a quiet tenant can afford. `last` keeps what each
+/// tenant held at the previous call.
+#[cfg(not(loom))]
+pub(crate) fn flush_quiet(
+    tenants: &[Arc<Tenant>],
+    buf: &TraceBuffer,
+    last: &mut std::collections::HashMap<usize, (usize, u32)>,
+) {
+    let mut seen = std::collections::HashMap::with_capacity(tenants.len());
+    for t in tenants {
+        // Relaxed: a hint; the chunk is only trusted under the master lock below.
+        let chunk = t.current.load(Ordering::Relaxed);
+        if chunk.is_null() {
+            continue;
+        }
+        // SAFETY: a tenant's chunk belongs to the running buffer, which the caller keeps alive;
+        // its committed count is atomic.
+        let committed = unsafe { (*chunk).committed() };
+        let key = Arc::as_ptr(t) as usize;
+        seen.insert(key, (chunk as usize, committed));
+        if committed == 0 || last.get(&key) != Some(&(chunk as usize, committed)) {
+            continue;
+        }
+        t.lock.raise_master();
+        barrier::heavy();
+        t.lock.wait_for_slave();
+        // SAFETY: master lock held, no slave inside.
+        let st = unsafe { &mut *t.st.get() };
+        if std::ptr::eq(st.chunk, chunk) {
+            // SAFETY: the chunk belongs to `buf`, and the master lock makes us its only holder.
+            unsafe { buf.give_back(&*chunk, st.events()) };
+            st.chunk = std::ptr::null();
+            st.pos = CHUNK_RECORDS as u32;
+            t.current.store(std::ptr::null_mut(), Ordering::Relaxed);
+            seen.remove(&key);
+        }
+        t.lock.master_unlock();
+    }
+    *last = seen;
 }

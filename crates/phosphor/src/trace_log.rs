@@ -348,16 +348,16 @@ impl TraceLog {
         self.core.block_ns.store(ns, Ordering::Relaxed);
     }
 
-    /// The collector's periodic flush: gives every thread's partly filled chunk back (into the
-    /// collector's queue), unless the control lock is busy (a `stop` in progress waits for the
-    /// collector, so it must not wait here).
-    pub(crate) fn flush_partial_chunks(&self) {
+    /// The collector's periodic flush: gives back the partly filled chunk of every thread that has
+    /// been quiet since the last flush (into the collector's queue), unless the control lock is
+    /// busy (a `stop` in progress waits for the collector, so it must not wait here).
+    pub(crate) fn flush_partial_chunks(&self, last: &mut HashMap<usize, (usize, u32)>) {
         let Ok(c) = self.control.try_lock() else { return };
         let Some(running) = c.running.as_ref() else { return };
         // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock.
         let buf = unsafe { &*running.buffer.0 };
         let all: Vec<Arc<Tenant>> = c.tenants.iter().chain(c.pool.iter()).cloned().collect();
-        crate::tenant::flush_all(&all, buf, |_, _| {});
+        crate::tenant::flush_quiet(&all, buf, last);
     }
 
     /// Whether a trace is running and accepting events (false once a Fixed buffer is full).

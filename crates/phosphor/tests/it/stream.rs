@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use phosphor::format::file::{Reader, Value};
-use phosphor::stream::{MemorySink, Sink, StreamConfig};
+use phosphor::stream::{Backpressure, MemorySink, Sink, StreamConfig};
 use phosphor::{trace_instant, BufferMode, TraceConfig, TraceLog};
 
 use crate::support::new_log;
@@ -104,4 +104,141 @@ fn every_event_reaches_the_sinks_or_is_counted_and_filters_apply() {
     let so = log.stream_stats(o).unwrap();
     assert_eq!(so.events_written, got.by_category["odd"]);
     assert!(so.events_filtered >= got.by_category["even"]);
+}
+
+/// A writer that takes `delay` per write: a sink slower than the writers.
+struct Slow(std::time::Duration, Vec<u8>);
+
+impl std::io::Write for Slow {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::thread::sleep(self.0);
+        self.1.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_saturated_pool_drops_counts_and_marks_the_point_of_loss() {
+    // 16 chunks and a sink that sleeps 2 ms per write: the writers outrun it.
+    let log = streaming(16 * 4096);
+    let mem = MemorySink::new();
+    log.open_stream(StreamConfig::new(Sink::Memory(mem.clone()))).unwrap();
+    let slow = log
+        .open_stream(StreamConfig::new(Sink::Writer(Box::new(Slow(
+            std::time::Duration::from_millis(2),
+            Vec::new(),
+        )))))
+        .unwrap();
+    let emitted = emit(&log, 2, 200_000);
+    log.stop();
+    let stats = log.stats();
+    let got = read(&mem.bytes());
+    let received: u64 = got.by_category.values().sum();
+    assert!(stats.dropped.no_chunk > 0, "the pool saturated: {stats:?}");
+    assert_eq!(stats.dropped.total(), stats.dropped.no_chunk);
+    assert_eq!(received + stats.dropped.total(), emitted, "received + dropped == emitted");
+    assert_eq!(received + got.saturation_markers, stats.recorded);
+    assert!(got.saturation_markers > 0 && got.saturation_dropped > 0);
+    assert!(got.saturation_dropped <= stats.dropped.no_chunk);
+    assert_eq!(got.lost_chunks, 0);
+    let s = log.stream_stats(slow).unwrap();
+    assert_eq!(s.events_written, stats.recorded, "the slow sink still got every recorded event");
+}
+
+#[test]
+fn block_backpressure_makes_writers_wait_instead_of_dropping() {
+    let log = streaming(16 * 4096);
+    let mem = MemorySink::new();
+    let slow = Sink::Writer(Box::new(Slow(std::time::Duration::from_micros(200), Vec::new())));
+    let block = Backpressure::Block { timeout: std::time::Duration::from_secs(10) };
+    log.open_stream(StreamConfig::new(slow).backpressure(block)).unwrap();
+    log.open_stream(StreamConfig::new(Sink::Memory(mem.clone()))).unwrap();
+    let emitted = emit(&log, 2, 50_000);
+    log.stop();
+    let stats = log.stats();
+    assert_eq!((stats.recorded, stats.dropped.total()), (emitted, 0), "{stats:?}");
+    let got = read(&mem.bytes());
+    assert_eq!(got.by_category.values().sum::<u64>(), emitted);
+    assert_eq!(got.saturation_markers, 0);
+}
+
+/// A writer that fails once `room` bytes have been written, like a full disk.
+struct Full {
+    room: usize,
+    written: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl std::io::Write for Full {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use std::sync::atomic::Ordering;
+        let done = self.written.load(Ordering::Relaxed);
+        if done + buf.len() > self.room {
+            return Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device"));
+        }
+        self.written.fetch_add(buf.len(), Ordering::Relaxed);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_sink_is_reported_once_counted_and_does_not_disturb_the_program_or_other_streams() {
+    let log = streaming(4 << 20);
+    let mem = MemorySink::new();
+    let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let full = log
+        .open_stream(StreamConfig::new(Sink::Writer(Box::new(Full {
+            room: 1 << 20,
+            written: written.clone(),
+        }))))
+        .unwrap();
+    log.open_stream(StreamConfig::new(Sink::Memory(mem.clone()))).unwrap();
+    let emitted = emit(&log, 4, 100_000);
+    log.stop();
+    let stats = log.stats();
+    let s = log.stream_stats(full).unwrap();
+    let error = s.first_error.as_deref().unwrap_or_default();
+    assert!(error.contains("no space left"), "{s:?}");
+    assert!(s.events_dropped > 0 && s.events_written > 0);
+    assert_eq!(s.events_written + s.events_dropped, stats.recorded, "{s:?}");
+    assert!(written.load(std::sync::atomic::Ordering::Relaxed) <= 1 << 20);
+    // The other stream and the program carried on.
+    let got = read(&mem.bytes());
+    assert_eq!(got.by_category.values().sum::<u64>() + got.saturation_markers, stats.recorded);
+    assert_eq!(stats.recorded - got.saturation_markers + stats.dropped.total(), emitted);
+}
+
+#[test]
+fn streams_are_bounded_opened_and_closed_at_run_time_and_need_stream_mode() {
+    let log = streaming(1 << 20);
+    let ids: Vec<_> = (0..phosphor::stream::MAX_STREAMS)
+        .map(|_| log.open_stream(StreamConfig::new(Sink::Memory(MemorySink::new()))).unwrap())
+        .collect();
+    let e = log.open_stream(StreamConfig::new(Sink::Memory(MemorySink::new()))).unwrap_err();
+    assert!(e.to_string().contains("at most 8 datastreams"), "{e}");
+    // A stream opened later gets only what comes after it; a closed one has its trailer.
+    for id in &ids {
+        log.close_stream(*id).unwrap();
+    }
+    let early = MemorySink::new();
+    let id = log.open_stream(StreamConfig::new(Sink::Memory(early.clone()))).unwrap();
+    emit(&log, 1, 1000);
+    std::thread::sleep(std::time::Duration::from_millis(50)); // the periodic flush delivers them
+    let s = log.close_stream(id).unwrap();
+    assert_eq!(s.events_written, 1000, "a quiet thread's events arrive with the periodic flush");
+    let got = read(&early.bytes());
+    assert!(got.trailer);
+    assert_eq!(got.by_category["even"], 1000);
+    assert!(log.close_stream(id).is_err());
+    assert!(log.snapshot().is_err(), "a streaming trace has no snapshot");
+    log.stop();
+    let fixed = new_log(Default::default());
+    fixed.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
+    let e = fixed.open_stream(StreamConfig::new(Sink::Memory(MemorySink::new()))).unwrap_err();
+    assert!(e.to_string().contains("BufferMode::Stream"), "{e}");
 }

@@ -261,6 +261,7 @@ impl TraceBuffer {
         // SAFETY: every header was written above, and the records are `MaybeUninit`, for which
         // uninitialised memory is a valid value.
         let chunks = unsafe { mem.assume_init() };
+        #[cfg(not(loom))]
         let count = chunks.len();
         TraceBuffer {
             mode,

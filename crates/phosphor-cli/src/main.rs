@@ -13,6 +13,7 @@ mod info;
 mod logs;
 mod probes;
 mod progress;
+mod record;
 mod recover;
 mod stats;
 mod workload;
@@ -61,6 +62,10 @@ enum Command {
     /// that a dead process left behind, even one killed with SIGKILL: every committed event, with
     /// its callsites and clock (`-o OUT`).
     Recover(recover::RecoverArgs),
+    /// Receive traces streamed over TCP by traced programs (a datastream with `Sink::Tcp`): one
+    /// trace file per connection in --out, named by process name, pid and time. Loopback only
+    /// unless --any-address.
+    Record(record::RecordArgs),
     /// Run a command in a running program (`phosphor::control`): TARGET is its pid, its control
     /// socket, or `host:port` of its TCP control port (with `--token`); the command is one quoted argument, e.g. 'trace.dump path=/tmp/now.phos'. Prints
     /// the answer; a rejected or failed command exits with status 2.
@@ -85,6 +90,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         Command::Logs(args) => logs::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         Command::Recover(args) => recover::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Record(args) => record::run(&args),
         Command::Call(args) => call::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
         Command::Ls => call::ls(&mut io::BufWriter::new(io::stdout().lock())),
         Command::Probes(args) => probes::run(&args, &mut io::BufWriter::new(io::stdout().lock())),

@@ -60,7 +60,7 @@ pub use losses::ChunkLosses;
 pub use nesting::DEFAULT_PENDING_LIMIT;
 pub use scopes::{ScopeProblem, ScopeProblemKind};
 pub use stats::{
-    AggregateStats, AsyncStats, EventType, KindStats, LogStats, StatsBuilder, StatsError, ThreadStats,
-    TraceStats, MAX_PROBLEM_EXAMPLES,
+    AggregateStats, AsyncStats, EventType, KindStats, LogStats, Saturation, StatsBuilder, StatsError,
+    ThreadStats, TraceStats, MAX_PROBLEM_EXAMPLES,
 };
 pub use text::{format_count, format_drops, format_ns, SortBy, TableOptions};

@@ -83,6 +83,18 @@ pub struct TraceStats {
     pub logs: Vec<LogStats>,
     /// The aggregate points' snapshots (`trace_sum!`, `trace_histogram!`): by category and name.
     pub aggregates: Vec<AggregateStats>,
+    /// Saturation markers of a streaming trace (`phosphor`/`saturation` instants): how many, and
+    /// the events their writers dropped for want of a free chunk just before each.
+    pub saturation: Saturation,
+}
+
+/// The saturation markers a streaming trace holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Saturation {
+    /// Markers.
+    pub markers: u64,
+    /// The events they say were dropped.
+    pub dropped: u64,
 }
 
 /// The log messages of one log callsite.
@@ -323,6 +335,7 @@ pub struct StatsBuilder {
     /// Log messages by callsite id, and the callsite's level, category and format string.
     logs: HashMap<u32, LogStats>,
     aggregates: Vec<AggregateStats>,
+    saturation: Saturation,
 }
 
 impl StatsBuilder {
@@ -341,6 +354,7 @@ impl StatsBuilder {
             span: None,
             logs: HashMap::default(),
             aggregates: Vec::new(),
+            saturation: Saturation::default(),
         }
     }
 
@@ -393,6 +407,12 @@ impl StatsBuilder {
         let end = ts.saturating_add(event.duration.unwrap_or(0));
         self.span = Some(self.span.map_or((ts, end), |(lo, hi)| (lo.min(ts), hi.max(end))));
         let cs = event.callsite;
+        if cs.phase == Phase::Instant && cs.category == "phosphor" && cs.name == "saturation" {
+            self.saturation.markers += 1;
+            if let Some(Value::U64(n)) = event.arg("dropped") {
+                self.saturation.dropped += n;
+            }
+        }
         if let Some(level) = cs.level {
             let e = self.logs.entry(cs.id).or_insert_with(|| LogStats {
                 level,
@@ -544,6 +564,7 @@ impl StatsBuilder {
             resolved_early: self.nesting.resolved_early(),
             logs,
             aggregates,
+            saturation: self.saturation,
         }
     }
 }

@@ -14,6 +14,7 @@
 //!   "dropped": {"total": n, "buffer_full": n, "no_chunk": n, "contended": n, "stopping": n,
 //!               "reentrant": n, "thread_exited": n, "overwritten": n, "other": n} | null,
 //!   "lost_chunks": n,             gaps in the chunk sequence numbers
+//!   "saturation": {"markers": n, "dropped": n},  a streaming trace's saturation markers
 //!   "span_ns": n,
 //!   "percentiles": {"exact_up_to": 256, "relative_error": 0.001},
 //!   "threads": [{"tid": n, "name": s | null, "events": n, "lost_chunks": n, "problems": n}],
@@ -115,6 +116,7 @@ impl TraceStats {
             "recorded": self.recorded,
             "dropped": dropped,
             "lost_chunks": self.lost_chunks,
+            "saturation": {"markers": self.saturation.markers, "dropped": self.saturation.dropped},
             "span_ns": self.span_ns,
             "percentiles": {"exact_up_to": EXACT_SAMPLES, "relative_error": PERCENTILE_ERROR},
             "threads": self.threads.iter().map(|t| json!({

@@ -223,6 +223,14 @@ impl TraceStats {
                 None => writeln!(f, "dropped      unknown: no trailer was read")?,
             }
             writeln!(f, "lost chunks  {}", format_count(self.lost_chunks))?;
+            if self.saturation.markers > 0 {
+                writeln!(
+                    f,
+                    "saturation   {} markers: {} events dropped just before them for want of a free chunk",
+                    format_count(self.saturation.markers),
+                    format_count(self.saturation.dropped)
+                )?;
+            }
             writeln!(f, "span         {}", format_ns(self.span_ns))
         })
     }

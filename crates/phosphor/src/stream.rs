@@ -22,6 +22,10 @@
 //! * a stream whose sink fails counts the events of every chunk it could not write
 //!   ([`StreamStats::events_dropped`]) and reports the first error once. A TCP sink reconnects
 //!   with backoff (a new connection is a new trace file: header, callsites and threads again).
+//!   The recording server acknowledges the bytes its file holds, so a chunk sent to a server that
+//!   died before acknowledging it is counted as dropped too. (One that the server wrote to its
+//!   file just before dying, without acknowledging it, is then both in the file and counted: the
+//!   count is an upper bound by at most one acknowledgement's worth.)
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Write};
@@ -212,6 +216,16 @@ struct Stream {
     stats: StreamStats,
     /// The filtered copy of a chunk, reused.
     scratch: Vec<Record>,
+    /// TCP: the read side of the connection, where the server acknowledges the bytes its file
+    /// holds.
+    acks: Option<TcpStream>,
+    /// TCP: the stream offset after each chunk written and not yet acknowledged, with its events.
+    inflight: std::collections::VecDeque<(u64, u64)>,
+    /// TCP: the bytes the server has acknowledged on this connection.
+    acked: u64,
+    ack_buf: Vec<u8>,
+    /// The trailer is written: the server closing the connection is expected now.
+    finishing: bool,
 }
 
 impl Stream {
@@ -230,6 +244,11 @@ impl Stream {
             bytes: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             stats: StreamStats::default(),
             scratch: Vec::new(),
+            acks: None,
+            inflight: Default::default(),
+            acked: 0,
+            ack_buf: Vec::new(),
+            finishing: false,
         }
     }
 
@@ -252,10 +271,16 @@ impl Stream {
             Some(Sink::File(p)) if !self.connected_once => {
                 std::fs::File::create(&*p).map(|f| Box::new(f) as Box<dyn Write + Send>)
             }
-            Some(Sink::Tcp(a)) => TcpStream::connect_timeout(a, Duration::from_secs(1)).map(|s| {
+            Some(Sink::Tcp(a)) => TcpStream::connect_timeout(a, Duration::from_secs(1)).and_then(|s| {
                 let _ = s.set_nodelay(true);
-                let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-                Box::new(s) as Box<dyn Write + Send>
+                s.set_write_timeout(Some(Duration::from_secs(5)))?;
+                let acks = s.try_clone()?;
+                acks.set_nonblocking(true)?;
+                self.acks = Some(acks);
+                self.inflight.clear();
+                self.acked = 0;
+                self.ack_buf.clear();
+                Ok(Box::new(s) as Box<dyn Write + Send>)
             }),
             Some(Sink::Memory(m)) if !self.connected_once => Ok(Box::new(m.clone())),
             _ => match self.sink.take() {
@@ -293,6 +318,11 @@ impl Stream {
     /// The sink failed: the error is reported once, the writer dropped, and a retry scheduled
     /// (with doubling backoff, up to 2 s) for the sinks that can be reopened.
     fn fail(&mut self, e: String) {
+        // What the server had not acknowledged went down with the connection.
+        let lost: u64 = self.inflight.drain(..).map(|(_, events)| events).sum();
+        self.stats.events_written -= lost;
+        self.stats.events_dropped += lost;
+        self.acks = None;
         if self.stats.first_error.is_none() {
             eprintln!(
                 "phosphor: {} failed: {e}; its chunks are dropped and counted until it recovers",
@@ -379,6 +409,9 @@ impl Stream {
             Ok(()) => {
                 self.stats.chunks_written += 1;
                 self.stats.events_written += kept;
+                if self.acks.is_some() {
+                    self.inflight.push_back((w.offset(), kept));
+                }
             }
             Err(e) => {
                 self.stats.events_dropped += kept;
@@ -394,15 +427,61 @@ impl Stream {
                 self.fail(e.to_string());
             }
         }
+        self.read_acks();
+    }
+
+    /// TCP: takes in the server's acknowledgements so far (without waiting); a closed or broken
+    /// connection fails the stream.
+    fn read_acks(&mut self) {
+        let Some(a) = &mut self.acks else { return };
+        let mut buf = [0u8; 256];
+        let broken = loop {
+            match std::io::Read::read(a, &mut buf) {
+                Ok(0) => break Some("the server closed the connection".to_owned()),
+                Ok(n) => self.ack_buf.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break None,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break Some(e.to_string()),
+            }
+        };
+        let whole = self.ack_buf.len() / 8 * 8;
+        for v in self.ack_buf[..whole].chunks_exact(8) {
+            self.acked = self.acked.max(u64::from_le_bytes(v.try_into().expect("8 bytes")));
+        }
+        self.ack_buf.drain(..whole);
+        while self.inflight.front().is_some_and(|&(end, _)| end <= self.acked) {
+            self.inflight.pop_front();
+        }
+        match broken {
+            // The server closes the connection once it has the trailer.
+            Some(_) if self.finishing && self.inflight.is_empty() => self.acks = None,
+            Some(e) => self.fail(e),
+            None => {}
+        }
     }
 
     /// Writes the trailer and closes the sink; returns the stream's figures.
     fn finish(mut self, trailer: &Trailer) -> StreamStats {
         if let Some(w) = self.writer.take() {
+            let end = w.offset();
             match w.finish(trailer) {
                 Ok(out) => {
-                    if let Err(e) = out.into_inner().map_err(|e| e.into_error()).and_then(|mut c| c.flush()) {
-                        self.fail(e.to_string());
+                    match out.into_inner().map_err(|e| e.into_error()).and_then(|mut c| c.flush().map(|_| c))
+                    {
+                        Ok(c) => {
+                            // TCP: wait (a little) for the server to acknowledge the whole stream.
+                            drop(c);
+                            self.finishing = true;
+                            let deadline = Instant::now() + Duration::from_secs(2);
+                            while self.acks.is_some() && self.acked < end && Instant::now() < deadline {
+                                self.read_acks();
+                                std::thread::sleep(Duration::from_millis(2));
+                            }
+                            if self.acks.is_some() && !self.inflight.is_empty() {
+                                self.fail("the server did not acknowledge the end of the stream".into());
+                            }
+                        }
+                        Err(e) => self.fail(e.to_string()),
                     }
                 }
                 Err(e) => self.fail(e.to_string()),

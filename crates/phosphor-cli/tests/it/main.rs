@@ -9,5 +9,6 @@ mod info;
 mod logs;
 mod probes;
 mod python;
+mod record;
 mod recover;
 mod stats;

@@ -17,6 +17,9 @@ use anyhow::{bail, Context};
 use clap::Args;
 use phosphor::format::file::{kind, Reader, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES};
 
+/// The most bytes written to a file before it is flushed and acknowledged.
+const ACK_EVERY: u64 = 256 << 10;
+
 /// Options of `phosphor record`.
 #[derive(Debug, Args)]
 pub struct RecordArgs {
@@ -165,6 +168,7 @@ pub fn receive(conn: TcpStream, dir: &Path) -> anyhow::Result<Received> {
     out.write_all(&head)?;
     let mut got = Received { path, blocks: 1, bytes: head.len() as u64, complete: false, cut: 0 };
     let mut body = Vec::new();
+    let mut flushed = 0;
     loop {
         let mut frame = [0u8; BLOCK_HEADER_BYTES];
         let n = read_full(&mut input, &mut frame)?;
@@ -195,9 +199,12 @@ pub fn receive(conn: TcpStream, dir: &Path) -> anyhow::Result<Received> {
             got.complete = true;
             break;
         }
-        // Whole blocks reach the file as soon as the client pauses: readable while recording.
-        if input.buffer().is_empty() {
+        // Whole blocks reach the file as soon as the client pauses, or every 256 KiB under a
+        // steady stream: readable while recording, and acknowledged. What the file holds beyond
+        // the last acknowledgement is what a killed server leaves counted as lost as well.
+        if input.buffer().is_empty() || got.bytes - flushed >= ACK_EVERY {
             out.flush()?;
+            flushed = got.bytes;
             // The client may be gone already; its next connection is another file.
             let _ = acks.write_all(&got.bytes.to_le_bytes());
         }

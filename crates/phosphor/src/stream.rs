@@ -275,7 +275,10 @@ impl Stream {
                 let _ = s.set_nodelay(true);
                 s.set_write_timeout(Some(Duration::from_secs(5)))?;
                 let acks = s.try_clone()?;
-                acks.set_nonblocking(true)?;
+                // Reads of acknowledgements must not wait. Not `set_nonblocking`: that is the
+                // socket's (both clones') flag, and would make the writes fail when the send
+                // buffer is full. A read timeout affects reads only.
+                acks.set_read_timeout(Some(Duration::from_micros(1)))?;
                 self.acks = Some(acks);
                 self.inflight.clear();
                 self.acked = 0;
@@ -318,7 +321,9 @@ impl Stream {
     /// The sink failed: the error is reported once, the writer dropped, and a retry scheduled
     /// (with doubling backoff, up to 2 s) for the sinks that can be reopened.
     fn fail(&mut self, e: String) {
-        // What the server had not acknowledged went down with the connection.
+        // The acknowledgements that arrived before the end count; what the server had not
+        // acknowledged went down with the connection.
+        let _ = self.take_acks();
         let lost: u64 = self.inflight.drain(..).map(|(_, events)| events).sum();
         self.stats.events_written -= lost;
         self.stats.events_dropped += lost;
@@ -433,13 +438,28 @@ impl Stream {
     /// TCP: takes in the server's acknowledgements so far (without waiting); a closed or broken
     /// connection fails the stream.
     fn read_acks(&mut self) {
-        let Some(a) = &mut self.acks else { return };
+        match self.take_acks() {
+            // The server closes the connection once it has the trailer.
+            Some(_) if self.finishing && self.inflight.is_empty() => self.acks = None,
+            Some(e) => self.fail(e),
+            None => {}
+        }
+    }
+
+    /// Applies the acknowledgements that have arrived; returns why the connection is over, if it
+    /// is.
+    fn take_acks(&mut self) -> Option<String> {
+        let a = self.acks.as_mut()?;
         let mut buf = [0u8; 256];
         let broken = loop {
             match std::io::Read::read(a, &mut buf) {
                 Ok(0) => break Some("the server closed the connection".to_owned()),
                 Ok(n) => self.ack_buf.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break None,
+                Err(e)
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                {
+                    break None
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => break Some(e.to_string()),
             }
@@ -452,12 +472,7 @@ impl Stream {
         while self.inflight.front().is_some_and(|&(end, _)| end <= self.acked) {
             self.inflight.pop_front();
         }
-        match broken {
-            // The server closes the connection once it has the trailer.
-            Some(_) if self.finishing && self.inflight.is_empty() => self.acks = None,
-            Some(e) => self.fail(e),
-            None => {}
-        }
+        broken
     }
 
     /// Writes the trailer and closes the sink; returns the stream's figures.

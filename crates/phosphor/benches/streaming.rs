@@ -56,14 +56,15 @@ fn options() -> Options {
     o
 }
 
-/// CPU time of this process's thread named `name` (as `/proc` shows it: 15 bytes at most), ns.
+/// CPU time of this process's threads whose name starts with `name` (as `/proc` shows names: 15
+/// bytes at most), ns.
 fn thread_cpu_ns(name: &str) -> u64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let mut total = 0;
     for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.trim_end() != &name[..name.len().min(15)] {
+        if !comm.trim_end().starts_with(&name[..name.len().min(15)]) {
             continue;
         }
         let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
@@ -117,7 +118,7 @@ fn run(o: &Options, rate: u64) -> Run {
     let log = TraceLog::new(TraceLogConfig::default()).expect("a log");
     log.start(TraceConfig::new(BufferMode::Stream, o.buffer_mib << 20)).expect("start");
     let id = log.open_stream(StreamConfig::new(Sink::File(o.out.clone()))).expect("a datastream");
-    let cpu0 = thread_cpu_ns("phosphor-collector");
+    let cpu0 = thread_cpu_ns("phosphor-");
     let go = Arc::new(AtomicBool::new(true));
     let busy_ns = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -154,7 +155,8 @@ fn run(o: &Options, rate: u64) -> Run {
     go.store(false, Ordering::Relaxed);
     let emitted: u64 = producers.into_iter().map(|p| p.join().expect("a producer")).sum();
     let seconds = started.elapsed().as_secs_f64();
-    let collector_cpu_ns = thread_cpu_ns("phosphor-collector").saturating_sub(cpu0);
+    // The dispatcher and the datastream's thread.
+    let collector_cpu_ns = thread_cpu_ns("phosphor-").saturating_sub(cpu0);
     log.stop();
     let stats = log.stats();
     let s = log.stream_stats(id).expect("stream figures");

@@ -414,12 +414,11 @@ impl TraceBuffer {
         ((std::ptr::from_ref(chunk) as usize - base) / std::mem::size_of::<TraceChunk>()) as u32
     }
 
-    /// Stream mode: the next chunk given back and not yet released, if any. The caller reads it
-    /// (nobody writes a FULL chunk) and then [`release`](Self::release)s it.
+    /// Stream mode: the index of the next chunk given back and not yet released, if any. The
+    /// caller reads it (nobody writes a FULL chunk) and then [`release`](Self::release)s it.
     #[cfg(not(loom))]
-    pub(crate) fn pop_full(&self) -> Option<&TraceChunk> {
-        let i = self.full.as_ref()?.pop()?;
-        Some(&self.chunks[i as usize])
+    pub(crate) fn pop_full_index(&self) -> Option<u32> {
+        self.full.as_ref()?.pop()
     }
 
     /// Stream mode: puts a chunk the collector has written out back into the pool.

@@ -2,8 +2,12 @@
 //! transmission thread).
 //!
 //! A trace in [`BufferMode::Stream`](crate::BufferMode::Stream) hands each full chunk to the
-//! buffer's queue. One collector thread per trace pops them, writes each to every open datastream
-//! (a [`Sink`] with its own category filter), and releases the chunk back to the pool. Every
+//! buffer's queue. The trace's dispatcher thread (`phosphor-collector`) pops them and queues each
+//! for every open datastream (a [`Sink`] with its own category filter), each of which has a thread
+//! of its own (`phosphor-sink-N`; DSUI puts each sink under exactly one logging thread), so a slow
+//! sink's writes do not wait for the others'. The last stream done with a chunk releases it to the
+//! pool, so a sink that cannot keep up fills the pool, and then the writers drop (and count) their
+//! events as with any saturation. Every
 //! `flush_period` (5 ms by default, as Palanteer) it also takes back the partly filled chunk of
 //! each thread that wrote nothing during the last period, so that a quiet thread's events arrive
 //! within about two periods. Busy threads are not interrupted: they fill their chunks soon enough.
@@ -506,6 +510,22 @@ impl Stream {
         self.stats
     }
 
+    /// A placeholder while a stream is being finished.
+    fn closed(id: u32) -> Stream {
+        let mut s = Stream::new(id, StreamConfig::new(Sink::Memory(MemorySink::new())));
+        s.sink = None;
+        s
+    }
+
+    /// A finished stream, kept for its figures.
+    fn finished(stats: StreamStats) -> Stream {
+        let mut s = Stream::closed(0);
+        // Relaxed: a statistic.
+        s.bytes.store(stats.bytes_written, Ordering::Relaxed);
+        s.stats = stats;
+        s
+    }
+
     fn current_stats(&self) -> StreamStats {
         let mut s = self.stats.clone();
         // Relaxed: a statistic.
@@ -562,78 +582,119 @@ impl ThreadNames {
     }
 }
 
-/// What the trace and its collector share.
+/// A datastream's thread: it writes the chunks the dispatcher queues for it, in order, and
+/// releases each chunk once every stream that was given it is done with it.
+struct Worker {
+    id: u32,
+    backpressure: Backpressure,
+    /// Chunk indices to write.
+    queue: crossbeam_queue::ArrayQueue<u32>,
+    stream: Mutex<Stream>,
+    /// Set when the stream is being closed: finish once the queue is empty, with this trailer.
+    closing: Mutex<Option<Trailer>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// What the trace, its dispatcher and its datastream threads share.
 pub(crate) struct Shared {
-    streams: Mutex<Vec<Stream>>,
+    workers: Mutex<Vec<Arc<Worker>>>,
     next_id: std::sync::atomic::AtomicU32,
     stop: AtomicBool,
     header: Header,
     flush_period: Duration,
+    /// Per chunk: the streams that still have to write it; the last one releases it.
+    refs: Box<[std::sync::atomic::AtomicU32]>,
+    buf: BufferPtr,
 }
 
-/// A streaming trace's collector thread.
+/// A streaming trace's dispatcher thread (it pops full chunks and queues them for each datastream's
+/// thread, and runs the periodic flush).
 pub(crate) struct Collector {
     shared: Arc<Shared>,
-    thread: Option<std::thread::JoinHandle<Vec<(u32, StreamStats)>>>,
-    /// The final figures, for the trailers; set by `stop` before it joins.
-    final_stats: Arc<Mutex<Option<Stats>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
-/// The buffer pointer, sent to the collector thread. It stays valid until `stop` has joined the
-/// thread.
+/// The buffer pointer, shared with the collector's threads. It stays valid until `stop` has joined
+/// them.
+#[derive(Clone, Copy)]
 struct BufferPtr(*const TraceBuffer);
 // SAFETY: a `TraceBuffer` is `Sync`; the pointer is dereferenced only while `stop` keeps the buffer
-// alive (it joins the collector before freeing it).
+// alive (it joins every collector thread before freeing it).
 unsafe impl Send for BufferPtr {}
+// SAFETY: as above.
+unsafe impl Sync for BufferPtr {}
 
-/// The log, sent to the collector thread; alive until `stop` has joined it.
+impl BufferPtr {
+    fn get(&self) -> &TraceBuffer {
+        // SAFETY: see the type.
+        unsafe { &*self.0 }
+    }
+}
+
+/// The log, sent to the dispatcher; alive until `stop` has joined it.
 struct LogPtr(*const TraceLog);
-// SAFETY: `TraceLog` is `Sync`; `stop` (also run by `Drop`) joins the collector before the log can go.
+// SAFETY: `TraceLog` is `Sync`; `stop` (also run by `Drop`) joins the dispatcher before the log can go.
 unsafe impl Send for LogPtr {}
 
 impl Collector {
-    /// Starts the collector of `buf`, the buffer of `log`'s streaming trace.
+    /// Starts the dispatcher of `buf`, the buffer of `log`'s streaming trace.
     pub(crate) fn start(
         log: &TraceLog,
         buf: *const TraceBuffer,
         header: Header,
     ) -> std::io::Result<Collector> {
+        let buf = BufferPtr(buf);
+        let chunks = buf.get().chunk_count();
         let shared = Arc::new(Shared {
-            streams: Mutex::new(Vec::new()),
+            workers: Mutex::new(Vec::new()),
             next_id: std::sync::atomic::AtomicU32::new(1),
             stop: AtomicBool::new(false),
             header,
             flush_period: DEFAULT_FLUSH_PERIOD,
+            refs: (0..chunks).map(|_| std::sync::atomic::AtomicU32::new(0)).collect(),
+            buf,
         });
-        let final_stats = Arc::new(Mutex::new(None));
-        let (s, f, b, l) = (shared.clone(), final_stats.clone(), BufferPtr(buf), LogPtr(log));
+        let (s, l) = (shared.clone(), LogPtr(log));
         let thread = std::thread::Builder::new().name("phosphor-collector".into()).spawn(move || {
-            let (b, l) = (b, l);
-            // SAFETY: see `BufferPtr` and `LogPtr`.
-            let (buf, log) = unsafe { (&*b.0, &*l.0) };
-            collect(&s, buf, log, &f)
+            let l = l;
+            // SAFETY: see `LogPtr`.
+            dispatch(&s, unsafe { &*l.0 })
         })?;
-        Ok(Collector { shared, thread: Some(thread), final_stats })
+        Ok(Collector { shared, thread: Some(thread) })
     }
 
-    /// Opens a datastream.
+    /// Opens a datastream: a thread of its own.
     pub(crate) fn open(&self, config: StreamConfig) -> Result<StreamId, Error> {
-        let mut streams = self.shared.streams.lock().unwrap_or_else(|p| p.into_inner());
-        if streams.len() >= MAX_STREAMS {
+        let mut workers = self.shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+        if workers.len() >= MAX_STREAMS {
             return Err(Error::new(ErrorKind::TooManyStreams { max: MAX_STREAMS }));
         }
         // Relaxed: only distinctness matters.
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        streams.push(Stream::new(id, config));
+        let w = Arc::new(Worker {
+            id,
+            backpressure: config.backpressure,
+            queue: crossbeam_queue::ArrayQueue::new(self.shared.refs.len()),
+            stream: Mutex::new(Stream::new(id, config)),
+            closing: Mutex::new(None),
+            thread: Mutex::new(None),
+        });
+        let (ww, shared) = (w.clone(), self.shared.clone());
+        let t = std::thread::Builder::new()
+            .name(format!("phosphor-sink-{id}"))
+            .spawn(move || write_stream(&shared, &ww))
+            .map_err(|e| Error::new(ErrorKind::Collector(e.to_string())))?;
+        *w.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+        workers.push(w);
         Ok(StreamId(id))
     }
 
     /// The longest `Block` timeout among the open streams (zero: none blocks).
     pub(crate) fn block_timeout(&self) -> Duration {
-        let streams = self.shared.streams.lock().unwrap_or_else(|p| p.into_inner());
-        streams
+        let workers = self.shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+        workers
             .iter()
-            .filter_map(|s| match s.backpressure {
+            .filter_map(|w| match w.backpressure {
                 Backpressure::Block { timeout } => Some(timeout),
                 Backpressure::Drop => None,
             })
@@ -641,37 +702,54 @@ impl Collector {
             .unwrap_or_default()
     }
 
-    /// Closes a datastream after the chunks already queued have been written to it: its trailer
-    /// carries `stats`.
+    /// Closes a datastream: it writes the chunks already queued for it, then its trailer (with
+    /// `stats`). Returns what it wrote and lost.
     pub(crate) fn close(&self, id: StreamId, stats: &Stats) -> Result<StreamStats, Error> {
-        let mut streams = self.shared.streams.lock().unwrap_or_else(|p| p.into_inner());
-        let k =
-            streams.iter().position(|s| s.id == id.0).ok_or_else(|| Error::new(ErrorKind::NoSuchStream))?;
-        let s = streams.remove(k);
-        Ok(s.finish(&trailer(stats)))
+        let w = {
+            let mut workers = self.shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+            let k = workers
+                .iter()
+                .position(|w| w.id == id.0)
+                .ok_or_else(|| Error::new(ErrorKind::NoSuchStream))?;
+            workers.remove(k)
+        };
+        Ok(finish_worker(&w, trailer(stats)))
     }
 
     /// A datastream's figures so far.
     pub(crate) fn stats(&self, id: StreamId) -> Result<StreamStats, Error> {
-        let streams = self.shared.streams.lock().unwrap_or_else(|p| p.into_inner());
-        streams
-            .iter()
-            .find(|s| s.id == id.0)
-            .map(Stream::current_stats)
-            .ok_or_else(|| Error::new(ErrorKind::NoSuchStream))
+        let workers = self.shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+        let w = workers.iter().find(|w| w.id == id.0).ok_or_else(|| Error::new(ErrorKind::NoSuchStream))?;
+        let s = w.stream.lock().unwrap_or_else(|p| p.into_inner()).current_stats();
+        Ok(s)
     }
 
-    /// Lets the collector write every queued chunk, finish the streams with `stats`, and exit;
+    /// Lets the dispatcher queue every chunk given back, then finishes every stream with `stats`;
     /// returns each stream's figures. The caller has already taken every chunk back from the
-    /// threads (they are queued).
+    /// threads.
     pub(crate) fn finish(mut self, stats: Stats) -> Vec<(StreamId, StreamStats)> {
-        *self.final_stats.lock().unwrap_or_else(|p| p.into_inner()) = Some(stats);
-        // Release: the collector's Acquire load then sees the final figures and every queued chunk.
+        // Release: the dispatcher's Acquire load then sees every chunk queued before.
         self.shared.stop.store(true, Ordering::Release);
-        let Some(t) = self.thread.take() else { return Vec::new() };
-        t.thread().unpark();
-        t.join().unwrap_or_default().into_iter().map(|(id, s)| (StreamId(id), s)).collect()
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+        let workers = std::mem::take(&mut *self.shared.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        let t = trailer(&stats);
+        workers.iter().map(|w| (StreamId(w.id), finish_worker(w, t.clone()))).collect()
     }
+}
+
+/// Tells a stream's thread to finish after its queue, with `trailer`, and joins it.
+fn finish_worker(w: &Worker, trailer: Trailer) -> StreamStats {
+    *w.closing.lock().unwrap_or_else(|p| p.into_inner()) = Some(trailer);
+    let t = w.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(t) = t {
+        t.thread().unpark();
+        let _ = t.join();
+    }
+    let s = w.stream.lock().unwrap_or_else(|p| p.into_inner()).current_stats();
+    s
 }
 
 fn trailer(s: &Stats) -> Trailer {
@@ -685,55 +763,108 @@ fn trailer(s: &Stats) -> Trailer {
     }
 }
 
-/// The collector's loop.
-fn collect(
-    shared: &Shared,
-    buf: &TraceBuffer,
-    log: &TraceLog,
-    final_stats: &Mutex<Option<Stats>>,
-) -> Vec<(u32, StreamStats)> {
-    let mut table = CallsiteTable::default();
-    let mut names = ThreadNames::default();
+/// The stream of chunk `i` is done with it: the last one releases it to the pool.
+fn unref(shared: &Shared, i: u32) {
+    // AcqRel: the last decrement sees every other stream's reads of the chunk (Acquire), and
+    // `release`'s Release store then orders them all before the next writer.
+    if shared.refs[i as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+        let buf = shared.buf.get();
+        buf.release(buf.chunk(i as usize));
+    }
+}
+
+/// The dispatcher's loop.
+fn dispatch(shared: &Shared, log: &TraceLog) {
+    let buf = shared.buf.get();
     let mut last_flush = Instant::now();
     let mut quiet = HashMap::new();
     loop {
         // Acquire: pairs with `finish`'s Release.
         let stopping = shared.stop.load(Ordering::Acquire);
-        let mut written = 0;
+        let mut moved = 0;
         {
-            let mut streams = shared.streams.lock().unwrap_or_else(|p| p.into_inner());
-            while let Some(chunk) = buf.pop_full() {
-                // SAFETY: a queued chunk is FULL: no tenant holds it, and it is not loaned again
-                // until we release it.
-                let records = unsafe { chunk.records() };
-                for s in streams.iter_mut() {
-                    s.write_chunk(&shared.header, &mut table, &mut names, chunk.tid(), chunk.seq(), records);
+            let workers = shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+            while let Some(i) = buf.pop_full_index() {
+                moved += 1;
+                if workers.is_empty() {
+                    buf.release(buf.chunk(i as usize));
+                    continue;
                 }
-                buf.release(chunk);
-                written += 1;
-                if written % 256 == 0 {
-                    // Let `open_stream`/`close_stream` in between long batches.
+                // Relaxed: the queues' push and pop order it for the stream threads.
+                shared.refs[i as usize].store(workers.len() as u32, Ordering::Relaxed);
+                for w in workers.iter() {
+                    // The queue is as long as the pool and holds a chunk at most once: never full.
+                    let pushed = w.queue.push(i);
+                    debug_assert!(pushed.is_ok());
+                }
+                if moved % 256 == 0 {
                     break;
                 }
             }
-            if written > 0 {
-                for s in streams.iter_mut() {
-                    s.flush();
+            if moved > 0 {
+                for w in workers.iter() {
+                    if let Some(t) = w.thread.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                        t.thread().unpark();
+                    }
                 }
             }
         }
-        if stopping && written == 0 {
-            let stats = final_stats.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(Stats::ZERO);
-            let t = trailer(&stats);
-            let streams = std::mem::take(&mut *shared.streams.lock().unwrap_or_else(|p| p.into_inner()));
-            return streams.into_iter().map(|s| (s.id, s.finish(&t))).collect();
+        if stopping && moved == 0 {
+            return;
         }
         if !stopping && last_flush.elapsed() >= shared.flush_period {
             log.flush_partial_chunks(&mut quiet);
             last_flush = Instant::now();
         }
-        if written == 0 && !stopping {
+        if moved == 0 && !stopping {
             std::thread::park_timeout(Duration::from_millis(1));
+        }
+    }
+}
+
+/// A datastream's thread: writes what is queued for it, flushes when the queue is empty, and
+/// finishes when it is closed.
+fn write_stream(shared: &Shared, w: &Worker) {
+    let buf = shared.buf.get();
+    let mut table = CallsiteTable::default();
+    let mut names = ThreadNames::default();
+    loop {
+        let mut wrote = 0;
+        while let Some(i) = w.queue.pop() {
+            let chunk = buf.chunk(i as usize);
+            // SAFETY: a queued chunk is FULL: no tenant holds it, and it is not loaned again until
+            // every stream given it has unreferenced it.
+            let records = unsafe { chunk.records() };
+            {
+                let mut s = w.stream.lock().unwrap_or_else(|p| p.into_inner());
+                s.write_chunk(&shared.header, &mut table, &mut names, chunk.tid(), chunk.seq(), records);
+            }
+            unref(shared, i);
+            wrote += 1;
+            if wrote % 64 == 0 {
+                w.stream.lock().unwrap_or_else(|p| p.into_inner()).flush();
+            }
+        }
+        if wrote > 0 {
+            w.stream.lock().unwrap_or_else(|p| p.into_inner()).flush();
+        }
+        let closing = w.closing.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = closing {
+            if w.queue.is_empty() {
+                let mut s = w.stream.lock().unwrap_or_else(|p| p.into_inner());
+                let stream = std::mem::replace(&mut *s, Stream::closed(w.id));
+                *s = Stream::finished(stream.finish(&t));
+                return;
+            }
+            // More came meanwhile: write it first.
+            *w.closing.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+            continue;
+        }
+        if wrote == 0 {
+            std::thread::park_timeout(Duration::from_millis(1));
+        } else {
+            // Let the dispatcher catch up on the periodic flush's chunks.
+            std::thread::yield_now();
         }
     }
 }

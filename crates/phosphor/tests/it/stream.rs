@@ -53,6 +53,17 @@ fn read(bytes: &[u8]) -> Received {
     got
 }
 
+/// The events of a stream still being written: every whole block up to where it ends for now.
+fn events_so_far(bytes: &[u8]) -> u64 {
+    let Ok(mut r) = Reader::new(bytes) else { return 0 };
+    let mut n = 0;
+    while let Ok(Some(chunk)) = r.next_chunk() {
+        n += chunk.events().filter(|e| e.as_ref().is_ok_and(|e| e.callsite.category != "phosphor")).count()
+            as u64;
+    }
+    n
+}
+
 /// `threads` threads emitting `per_thread` instants each in category `cat{i % 2}`.
 fn emit(log: &Arc<TraceLog>, threads: u64, per_thread: u64) -> u64 {
     let handles: Vec<_> = (0..threads)
@@ -241,4 +252,36 @@ fn streams_are_bounded_opened_and_closed_at_run_time_and_need_stream_mode() {
     fixed.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
     let e = fixed.open_stream(StreamConfig::new(Sink::Memory(MemorySink::new()))).unwrap_err();
     assert!(e.to_string().contains("BufferMode::Stream"), "{e}");
+}
+
+#[test]
+fn a_slow_sink_does_not_hold_up_another_streams_writes() {
+    let log = streaming(1 << 20);
+    // Opened first: a single thread serving both streams in order would write to it first.
+    let slow = log
+        .open_stream(StreamConfig::new(Sink::Writer(Box::new(Slow(
+            std::time::Duration::from_millis(500),
+            Vec::new(),
+        )))))
+        .unwrap();
+    let mem = MemorySink::new();
+    log.open_stream(StreamConfig::new(Sink::Memory(mem.clone()))).unwrap();
+    let t0 = std::time::Instant::now();
+    emit(&log, 1, 20 * 127);
+    // The fast stream's bytes hold every event long before the slow sink's first write returns.
+    let mut got = 0;
+    while t0.elapsed() < std::time::Duration::from_millis(400) {
+        got = events_so_far(&mem.bytes());
+        if got == 20 * 127 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(got, 20 * 127, "the fast stream was held up");
+    log.stop();
+    assert_eq!(
+        log.stream_stats(slow).unwrap().events_written,
+        20 * 127,
+        "the slow one catches up by the end"
+    );
 }

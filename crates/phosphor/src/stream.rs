@@ -753,14 +753,7 @@ fn finish_worker(w: &Worker, trailer: Trailer) -> StreamStats {
 }
 
 fn trailer(s: &Stats) -> Trailer {
-    Trailer {
-        recorded: s.recorded,
-        dropped: s.dropped.clone(),
-        chunks_loaned: s.chunks_loaned,
-        chunks_overwritten: s.chunks_overwritten,
-        chunks_total: s.chunks_total,
-        buffer_exhausted: s.buffer_exhausted,
-    }
+    crate::trace_file::trailer_of(s)
 }
 
 /// The stream of chunk `i` is done with it: the last one releases it to the pool.

@@ -83,15 +83,19 @@ impl Trace {
     }
 
     fn file_trailer(&self) -> Trailer {
-        let s = self.stats();
-        Trailer {
-            recorded: s.recorded,
-            dropped: s.dropped.clone(),
-            chunks_loaned: s.chunks_loaned,
-            chunks_overwritten: s.chunks_overwritten,
-            chunks_total: s.chunks_total,
-            buffer_exhausted: s.buffer_exhausted,
-        }
+        trailer_of(self.stats())
+    }
+}
+
+/// A trace file's trailer: the trace's figures.
+pub(crate) fn trailer_of(s: &crate::Stats) -> Trailer {
+    Trailer {
+        recorded: s.recorded,
+        dropped: s.dropped.clone(),
+        chunks_loaned: s.chunks_loaned,
+        chunks_overwritten: s.chunks_overwritten,
+        chunks_total: s.chunks_total,
+        buffer_exhausted: s.buffer_exhausted,
     }
 }
 

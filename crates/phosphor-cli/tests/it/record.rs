@@ -251,35 +251,38 @@ fn soak_both(secs: f64) {
         dir.join("soak.phos")
     };
     let (emitted, stats, s) = soak(Sink::File(file.clone()), secs);
-    let (events, markers, trailer) = events_in(&file);
+    let received = events_in(&file);
     let _ = std::fs::remove_file(&file);
-    println!(
-        "file: {emitted} emitted in {secs} s ({:.2} M/s); {events} received, {} dropped (pool), {} (sink), {markers} markers",
-        emitted as f64 / secs / 1e6,
-        stats.dropped.total(),
-        s.events_dropped
-    );
-    assert!(trailer);
-    assert_eq!(s.events_dropped, 0);
-    assert_eq!(events + markers, stats.recorded);
-    assert_eq!(events + stats.dropped.total(), emitted, "received + dropped == emitted (file)");
+    check_soak("file", secs, emitted, &stats, &s, received);
 
     let server = Server::start("127.0.0.1:0", &dir.join("tcp"));
     let (emitted, stats, s) = soak(Sink::Tcp(server.addr), secs);
     assert!(server.ended().contains("complete"));
     let files = trace_files(&dir.join("tcp"));
     assert_eq!(files.len(), 1);
-    let (events, markers, trailer) = events_in(&files[0]);
+    check_soak("tcp", secs, emitted, &stats, &s, events_in(&files[0]));
+}
+
+/// Prints a soak's figures and checks them: a complete file, nothing lost by the sink (a server
+/// that stays up acknowledges everything), and received + dropped == emitted.
+fn check_soak(
+    sink: &str,
+    secs: f64,
+    emitted: u64,
+    stats: &phosphor::Stats,
+    s: &phosphor::stream::StreamStats,
+    (events, markers, trailer): (u64, u64, bool),
+) {
     println!(
-        "tcp: {emitted} emitted in {secs} s ({:.2} M/s); {events} received, {} dropped (pool), {} (sink), {markers} markers",
+        "{sink}: {emitted} emitted in {secs} s ({:.2} M/s); {events} received, {} dropped (pool), {} (sink), {markers} markers",
         emitted as f64 / secs / 1e6,
         stats.dropped.total(),
         s.events_dropped
     );
     assert!(trailer);
-    assert_eq!(s.events_dropped, 0, "a server that stays up acknowledges everything");
-    assert_eq!(events + markers, stats.recorded);
-    assert_eq!(events + stats.dropped.total(), emitted, "received + dropped == emitted (tcp)");
+    assert_eq!(s.events_dropped, 0, "{sink}");
+    assert_eq!(events + markers, stats.recorded, "{sink}");
+    assert_eq!(events + stats.dropped.total(), emitted, "received + dropped == emitted ({sink})");
 }
 
 #[test]

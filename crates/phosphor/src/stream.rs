@@ -506,6 +506,7 @@ impl Stream {
                 Err(e) => self.fail(e.to_string()),
             }
         }
+        // Relaxed: a statistic, read by the thread that wrote it.
         self.stats.bytes_written = self.bytes.load(Ordering::Relaxed);
         self.stats
     }

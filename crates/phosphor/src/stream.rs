@@ -369,13 +369,12 @@ impl Stream {
                 return;
             }
         }
-        let selected: &[Record] = if self.categories.is_all() {
-            records
+        let (selected, kept): (&[Record], u64) = if self.categories.is_all() {
+            (records, events)
         } else {
             filter_records(records, &self.categories, table, &mut self.scratch);
-            &self.scratch
+            (&self.scratch, count_events(&self.scratch))
         };
-        let kept = count_events(selected);
         self.stats.events_filtered += events - kept;
         // What this chunk uses that the stream has not defined yet.
         let mut new_callsites = Vec::new();

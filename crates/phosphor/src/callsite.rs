@@ -118,6 +118,27 @@ impl CallsiteMeta {
         self
     }
 
+    /// The five strings a trace file stores for this callsite, in the order of its entry: category,
+    /// name, the argument names, the file.
+    pub(crate) fn file_strings(&self) -> [&'static [u8]; 5] {
+        [self.category, self.name, self.arg_names[0], self.arg_names[1], self.file].map(str::as_bytes)
+    }
+
+    /// The callsite's file entry as id `id`, its strings ([`file_strings`](Self::file_strings))
+    /// being string table entries `first..first + 5`. No allocation: the crash dump uses it.
+    pub(crate) fn raw_entry(&self, id: u32, first: u32) -> phosphor_format::file::RawCallsite {
+        phosphor_format::file::RawCallsite {
+            id,
+            phase: self.phase,
+            level: self.level,
+            dynamic_name: self.dynamic_name,
+            flow: self.flow,
+            line: self.line,
+            strings: std::array::from_fn(|k| first + k as u32),
+            name_hash: self.name_hash,
+        }
+    }
+
     /// The same metadata for slices that work for an async slice, whose id is their argument 0.
     pub const fn with_flow(mut self) -> CallsiteMeta {
         self.flow = true;

@@ -339,19 +339,9 @@ fn write_crash_dump(setup: &CrashSetup) {
     // The callsites: each one's strings, then its entry.
     for (id, cs) in crate::callsite::crash_list() {
         let m = cs.meta();
-        let strs = [m.category, m.name, m.arg_names[0], m.arg_names[1], m.file].map(str::as_bytes);
-        let Some(n) = raw::strings_block(block, &strs) else { continue };
+        let Some(n) = raw::strings_block(block, &m.file_strings()) else { continue };
         ok &= f.put(&block[..n]);
-        let entry = phosphor_format::file::RawCallsite {
-            id,
-            phase: m.phase,
-            level: m.level,
-            dynamic_name: m.dynamic_name,
-            flow: m.flow,
-            line: m.line,
-            strings: [strings, strings + 1, strings + 2, strings + 3, strings + 4],
-            name_hash: m.name_hash,
-        };
+        let entry = m.raw_entry(id, strings);
         strings += 5;
         if let Some(n) = raw::callsite_block(block, &entry) {
             ok &= f.put(&block[..n]);

@@ -14,8 +14,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use phosphor_format::chunk::CHUNK_BYTES;
+use phosphor_format::file::raw;
 use phosphor_format::file::ring::{at, RING_HEADER_BYTES, RING_MAGIC};
-use phosphor_format::file::{raw, RawCallsite};
 
 use crate::buffer::TraceChunk;
 use crate::callsite::Callsite;
@@ -73,22 +73,13 @@ impl Mapping {
     /// reported as of an unknown callsite).
     pub(crate) fn append_callsite(&self, id: u32, cs: &Callsite) {
         let m = cs.meta();
-        let strs = [m.category, m.name, m.arg_names[0], m.arg_names[1], m.file].map(str::as_bytes);
+        let strs = m.file_strings();
         let mut buf = vec![0u8; 64 + strs.iter().map(|s| s.len() + 4).sum::<usize>()];
         // Relaxed: only the registry, under its lock, writes these.
         let (len, first) =
             (self.meta_len().load(Ordering::Relaxed), self.meta_strings().load(Ordering::Relaxed));
         let Some(a) = raw::strings_block(&mut buf, &strs) else { return };
-        let entry = RawCallsite {
-            id,
-            phase: m.phase,
-            level: m.level,
-            dynamic_name: m.dynamic_name,
-            flow: m.flow,
-            line: m.line,
-            strings: std::array::from_fn(|k| first as u32 + k as u32),
-            name_hash: m.name_hash,
-        };
+        let entry = m.raw_entry(id, first as u32);
         let mut entry_buf = [0u8; 64];
         let Some(b) = raw::callsite_block(&mut entry_buf, &entry) else { return };
         let start = len as usize;

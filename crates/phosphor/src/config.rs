@@ -91,7 +91,8 @@ pub enum BufferMode {
     /// Continuous tracing: full chunks go to a collector thread that writes them to the open
     /// datastreams (`TraceLog::open_stream`) and returns them to the pool. When every chunk is in
     /// use, events are dropped and counted (or the writer waits, under a `Block` datastream), and
-    /// the writer's next chunk starts with a saturation marker.
+    /// the writer's next chunk starts with a saturation marker. Events recorded while no
+    /// datastream is open count as recorded and go to no sink.
     Stream,
 }
 

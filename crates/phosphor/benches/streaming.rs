@@ -105,6 +105,8 @@ struct Run {
     emitted: u64,
     recorded: u64,
     dropped: u64,
+    /// The drops by reason, those that happened.
+    reasons: String,
     received: u64,
     markers: u64,
     stream_dropped: u64,
@@ -178,6 +180,14 @@ fn run(o: &Options, rate: u64) -> Run {
         emitted,
         recorded: stats.recorded,
         dropped: stats.dropped.total(),
+        reasons: stats
+            .dropped
+            .by_reason()
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
         received,
         markers,
         stream_dropped: s.events_dropped,
@@ -191,7 +201,7 @@ fn run(o: &Options, rate: u64) -> Run {
 fn report(r: &Run, limit: f64) {
     let ok = r.received + r.dropped == r.emitted && r.received + r.markers + r.stream_dropped == r.recorded;
     println!(
-        "emitted {} in {:.1} s = {:.2} M events/s; received {} ({:.2} M/s), dropped {} (pool) + {} (sink); \
+        "emitted {} in {:.1} s = {:.2} M events/s; received {} ({:.2} M/s), dropped {} (pool: {}) + {} (sink); \
          markers {}; {:.0} MB written ({:.0} MB/s)",
         r.emitted,
         r.seconds,
@@ -199,6 +209,7 @@ fn report(r: &Run, limit: f64) {
         r.received,
         r.received as f64 / r.seconds / 1e6,
         r.dropped,
+        if r.reasons.is_empty() { "none" } else { &r.reasons },
         r.stream_dropped,
         r.markers,
         r.bytes as f64 / 1e6,

@@ -124,6 +124,31 @@ impl Extents {
 
 /// The byte offset, from the first record, of payload word `word` of the event at record `i`:
 /// words 0 and 1 sit in the slots, later ones at the start of the continuation bytes.
+/// The length in records of the event at `records[i]` if it holds only numbers (no string, no
+/// packed parameters) and is well formed, as [`decode_event`] checks it; otherwise `None`, and the
+/// caller decodes it in full (which also reports what is wrong).
+#[inline]
+fn scalar_event_len(records: &[Record], i: usize) -> Option<usize> {
+    let meta = records[i].meta;
+    let scalar = |code: u8| {
+        matches!(
+            ArgType::from_code(code),
+            Some(
+                ArgType::None | ArgType::I64 | ArgType::U64 | ArgType::F64 | ArgType::Bool | ArgType::Pointer
+            )
+        )
+    };
+    let (lead, cont) = (meta.lead_words(), meta.continuation());
+    let ok = meta.reserved_bits() == 0
+        && lead <= crate::MAX_LEAD_WORDS
+        && scalar(meta.arg_code(0))
+        && scalar(meta.arg_code(1))
+        && cont < records.len() - i;
+    let args = usize::from(meta.arg_code(0) != 0) + usize::from(meta.arg_code(1) != 0);
+    // The words beyond the two slots must fit in the continuation records.
+    (ok && (lead + args).saturating_sub(2) * 8 <= cont * RECORD_SIZE).then_some(1 + cont)
+}
+
 fn word_offset(i: usize, word: usize) -> usize {
     if word < 2 {
         i * RECORD_SIZE + 16 + 8 * word
@@ -168,12 +193,18 @@ pub(crate) fn encode_chunk_into(
             i += 1;
             continue;
         }
-        let ev = decode_event(records, i).map_err(|e| (i, e))?;
         if r.id >= FIRST_CALLSITE_ID {
             events += 1;
             first_ts = first_ts.min(r.ts);
             last_ts = last_ts.max(r.ts);
         }
+        // Most events hold only numbers: nothing to rewrite, and a check of the header alone
+        // accepts exactly what `decode_event` would.
+        if let Some(len) = scalar_event_len(records, i) {
+            i += len;
+            continue;
+        }
+        let ev = decode_event(records, i).map_err(|e| (i, e))?;
         let mut word = ev.lead_len;
         for a in 0..MAX_ARGS {
             let t = ArgType::from_code(r.meta.arg_code(a)).unwrap_or(ArgType::None);
@@ -241,5 +272,52 @@ impl<'a> Chunk<'a> {
     /// The chunk's events, with callsites and strings resolved.
     pub fn events(&self) -> super::event::ChunkEvents<'a> {
         super::event::ChunkEvents::new(*self)
+    }
+}
+
+#[cfg(test)]
+mod scalar_fast_path_tests {
+    use super::*;
+    use crate::Meta;
+
+    /// Every event shape the fast path accepts, `decode_event` accepts too, with the same length;
+    /// and it accepts every well-formed numbers-only event.
+    #[test]
+    fn the_fast_path_accepts_only_what_decode_event_accepts() {
+        let mut accepted = 0;
+        for lead in 0..4u32 {
+            for a0 in 0..16u32 {
+                for a1 in 0..16u32 {
+                    for cont in 0..4u32 {
+                        for extra in [0u32, 1 << 8, 1 << 9] {
+                            let meta = Meta(lead << 12 | a0 << 16 | a1 << 20 | cont | extra);
+                            for available in 0..4usize {
+                                let mut records = vec![Record::new(1, FIRST_CALLSITE_ID, meta, [3, 4])];
+                                records.extend((0..available).map(|_| Record::new(0, 0, Meta(0), [0, 0])));
+                                let fast = scalar_event_len(&records, 0);
+                                let full = decode_event(&records, 0);
+                                if let Some(len) = fast {
+                                    accepted += 1;
+                                    let ev =
+                                        full.unwrap_or_else(|e| panic!("{meta:?}: fast path took {e:?}"));
+                                    assert_eq!(ev.len, len, "{meta:?}");
+                                } else if let Ok(ev) = full {
+                                    // Declined: it holds a string or parameters.
+                                    assert!(
+                                        ev.params.is_some()
+                                            || ev.args.iter().flatten().any(|a| matches!(
+                                                a,
+                                                crate::ArgWord::Str(_) | crate::ArgWord::StaticStr { .. }
+                                            )),
+                                        "{meta:?} is numbers only and well formed, yet declined"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(accepted > 1000, "{accepted}");
     }
 }

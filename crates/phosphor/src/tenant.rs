@@ -556,7 +556,9 @@ fn take_chunks(
         t.current.store(std::ptr::null_mut(), Ordering::Relaxed);
         st.pos = CHUNK_RECORDS as u32;
         if reset_seq {
+            // A new trace starts the tenant afresh: sequence numbers, and losses to mark.
             st.seq = 0;
+            st.lost = 0;
         }
         if !keep_locked {
             t.lock.master_unlock();

@@ -222,11 +222,15 @@ impl TraceLog {
             }
         };
         let buffer = Box::into_raw(Box::new(buffer));
+        // Markers and blocking are the streaming mode's; another mode clears what a streaming
+        // trace of this log left. Relaxed: read by tenants only after they acquire the buffer
+        // published below.
+        self.core.saturation_id.store(0, Ordering::Relaxed);
+        self.core.block_ns.store(0, Ordering::Relaxed);
         let collector = if config.mode == crate::BufferMode::Stream {
             let state = callsite::register(&crate::stream::SATURATION);
-            // Relaxed: read by tenants only after they acquire the buffer published below.
+            // Relaxed: as above.
             self.core.saturation_id.store((state >> 32) as u32, Ordering::Relaxed);
-            self.core.block_ns.store(0, Ordering::Relaxed);
             let header = crate::trace_file::process_header(c.clock.clone().expect("calibrated above"));
             match crate::stream::Collector::start(self, buffer, header) {
                 Ok(col) => Some(col),

@@ -285,3 +285,36 @@ fn a_slow_sink_does_not_hold_up_another_streams_writes() {
         "the slow one catches up by the end"
     );
 }
+
+#[test]
+fn a_new_trace_does_not_mark_the_last_traces_losses() {
+    let log = new_log(Default::default());
+    // A two-chunk pool and a slow sink: this thread drops events, and the trace stops before it
+    // gets another chunk to mark them in.
+    log.start(TraceConfig::new(BufferMode::Stream, 2 * 4096)).unwrap();
+    log.open_stream(StreamConfig::new(Sink::Writer(Box::new(Slow(
+        std::time::Duration::from_millis(50),
+        Vec::new(),
+    )))))
+    .unwrap();
+    for i in 0..2000u64 {
+        trace_instant!(log: &log, "old", "tick", "i" => i);
+    }
+    log.stop();
+    assert!(log.stats().dropped.no_chunk > 0);
+    // The next trace, on the same thread, starts clean.
+    log.start(TraceConfig::new(BufferMode::Stream, 1 << 20)).unwrap();
+    let mem = MemorySink::new();
+    log.open_stream(StreamConfig::new(Sink::Memory(mem.clone()))).unwrap();
+    for i in 0..10u64 {
+        trace_instant!(log: &log, "new", "tick", "i" => i);
+    }
+    log.stop();
+    let got = read(&mem.bytes());
+    assert_eq!((got.by_category["new"], got.saturation_markers), (10, 0), "{got:?}");
+    // And a Fixed trace afterwards has no markers either.
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
+    trace_instant!(log: &log, "fixed", "tick", "i" => 1u64);
+    let trace = crate::support::stop_and_take(&log);
+    assert!(crate::support::events(&trace).iter().all(|e| e.callsite.name != "saturation"));
+}

@@ -8,7 +8,7 @@
 //! sink's writes do not wait for the others'. The last stream done with a chunk releases it to the
 //! pool, so a sink that cannot keep up fills the pool, and then the writers drop (and count) their
 //! events as with any saturation. Every
-//! `flush_period` (5 ms by default, as Palanteer) it also takes back the partly filled chunk of
+//! [`FLUSH_PERIOD`] (5 ms, as Palanteer) it also takes back the partly filled chunk of
 //! each thread that wrote nothing during the last period, so that a quiet thread's events arrive
 //! within about two periods. Busy threads are not interrupted: they fill their chunks soon enough.
 //!
@@ -63,8 +63,8 @@ pub(crate) static SATURATION: Callsite = Callsite::new(crate::CallsiteMeta::new(
 /// The most datastreams open at once on one trace.
 pub const MAX_STREAMS: usize = 8;
 
-/// How often the collector takes back partly filled chunks, by default.
-pub const DEFAULT_FLUSH_PERIOD: Duration = Duration::from_millis(5);
+/// How often the collector takes back the partly filled chunks of quiet threads.
+pub const FLUSH_PERIOD: Duration = Duration::from_millis(5);
 
 /// Where a datastream's bytes go.
 pub enum Sink {
@@ -601,7 +601,6 @@ pub(crate) struct Shared {
     next_id: std::sync::atomic::AtomicU32,
     stop: AtomicBool,
     header: Header,
-    flush_period: Duration,
     /// Per chunk: the streams that still have to write it; the last one releases it.
     refs: Box<[std::sync::atomic::AtomicU32]>,
     buf: BufferPtr,
@@ -650,7 +649,6 @@ impl Collector {
             next_id: std::sync::atomic::AtomicU32::new(1),
             stop: AtomicBool::new(false),
             header,
-            flush_period: DEFAULT_FLUSH_PERIOD,
             refs: (0..chunks).map(|_| std::sync::atomic::AtomicU32::new(0)).collect(),
             buf,
         });
@@ -805,7 +803,7 @@ fn dispatch(shared: &Shared, log: &TraceLog) {
         if stopping && moved == 0 {
             return;
         }
-        if !stopping && last_flush.elapsed() >= shared.flush_period {
+        if !stopping && last_flush.elapsed() >= FLUSH_PERIOD {
             log.flush_partial_chunks(&mut quiet);
             last_flush = Instant::now();
         }

@@ -5,13 +5,14 @@
 //! * A [`TraceChunk`] is one page: [`CHUNK_RECORDS`] 32-byte records and a [`ChunkHeader`] holding
 //!   its extents. A chunk is written by one tenant at a time, and its writer publishes the committed
 //!   record count with a Release store after the records (optimistic logging, XRay FDR v2): a reader
-//!   that acquires the count sees every record below it complete.
+//!   that acquires the count sees every record below it complete, and those records do not change
+//!   until the chunk is loaned again.
 //! * A [`TraceBuffer`] owns every chunk of one trace, allocated at `start`. It loans chunks to
 //!   tenants without locks:
 //!   * **Fixed** hands out chunks in order with one `fetch_add`; when they run out the buffer is
 //!     exhausted and tracing stops.
-//!   * **Ring** walks the chunks round-robin and reuses the oldest chunk that no tenant holds,
-//!     counting the events it overwrites. This is the flight recorder.
+//!   * **Ring** walks the chunks round-robin and reuses the oldest chunk that no tenant holds and
+//!     no reader has pinned, counting the events it overwrites. This is the flight recorder.
 //!   * **Stream** loans FREE chunks only; `give_back` also queues the full chunk's index for the
 //!     collector (a bounded lock-free queue as long as the pool, so a push never fails: a chunk is
 //!     queued at most once between two loans), which writes it out and [`release`]s it (FULL →
@@ -19,17 +20,24 @@
 //!
 //! [`release`]: TraceBuffer::release
 //!
-//! # Chunk states (ring mode)
+//! # Chunk states
+//!
+//! A chunk's state byte holds its kind in the low two bits and a count of *pins* above them:
 //!
 //! ```text
-//!   FREE ──loan──▶ LOANED ──give_back / evict──▶ FULL ──loan (overwrite, counted)──▶ LOANED
-//!                                                 FULL ◀──snapshot (copied)──▶ READING
+//!   FREE ──loan──▶ CLAIMED ──stamped──▶ LOANED ──give_back / evict──▶ FULL
+//!   FULL ──loan (Ring: overwrite, counted)──▶ CLAIMED          FULL ──release (Stream)──▶ FREE
 //! ```
 //!
-//! A loan is a compare-and-swap from FREE or FULL to LOANED, so a chunk held by a tenant is never
-//! reused under it. Fixed mode uses the same states but never overwrites. A dump of a running
-//! trace ([`TraceBuffer::snapshot`]) pins each FULL chunk in turn (FULL → READING), copies it and
-//! puts it back; a loan skips a READING chunk as it skips a LOANED one, so the copy is never torn.
+//! A loan is a compare-and-swap from FREE or FULL *with no pin* to CLAIMED; the new holder stamps
+//! the header (committed count 0, loan stamp, sequence number, thread) and then stores LOANED with
+//! Release. A reader that is not the holder (a dump, the streaming collector's flush of a quiet
+//! thread, the crash dump) [`pin`](TraceChunk::pin)s a LOANED or FULL chunk (adds one pin, Acquire,
+//! so it sees the stamp), reads the committed count (Acquire) and copies that prefix, and unpins.
+//! While a chunk is pinned no loan can take it, so the prefix cannot be overwritten under the
+//! reader; its holder keeps writing *above* the prefix and may give it back (LOANED → FULL keeps
+//! the pins) without waiting for anyone. This is how dumps copy a running trace with no lock: a
+//! writer never waits for, and never fails because of, a reader.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -40,10 +48,15 @@ use phosphor_format::Record;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use crate::BufferMode;
 
+/// The kind bits of a chunk's state.
+const KIND: u8 = 0b11;
 const FREE: u8 = 0;
 const LOANED: u8 = 1;
 const FULL: u8 = 2;
-const READING: u8 = 3;
+/// Taken by a loan and being stamped; not yet readable.
+const CLAIMED: u8 = 3;
+/// One pin, in the bits above the kind (at most 63 at once).
+const PIN: u8 = 1 << 2;
 
 /// The extents of a chunk, after its records.
 #[derive(Debug)]
@@ -59,7 +72,7 @@ pub(crate) struct ChunkHeader {
     committed: AtomicU32,
     /// Events (not records) in the chunk, counted when it is given back.
     events: AtomicU32,
-    /// FREE, LOANED or FULL.
+    /// The kind (FREE, CLAIMED, LOANED or FULL) in the low two bits, the pin count above.
     state: AtomicU8,
 }
 
@@ -68,11 +81,12 @@ pub(crate) struct ChunkHeader {
 pub(crate) struct TraceChunk {
     records: [UnsafeCell<MaybeUninit<Record>>; CHUNK_RECORDS],
     header: ChunkHeader,
-    /// Under loom, a tracked cell standing for the records: `publish` writes it and `records`
-    /// reads it, so loom reports a reader whose access is not ordered after the writer's (the
+    /// Under loom, a tracked cell per record: `publish` writes the newly published ones and every
+    /// reader reads the ones it copies, so loom reports a reader whose access is not ordered after
+    /// the record's writer, or a writer that reuses a record a reader may still be copying (the
     /// records themselves are std cells, which loom does not track).
     #[cfg(loom)]
-    shadow: loom::cell::UnsafeCell<()>,
+    shadow: Box<[loom::cell::UnsafeCell<()>]>,
 }
 
 #[cfg(not(loom))]
@@ -82,6 +96,18 @@ impl std::fmt::Debug for TraceChunk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TraceChunk").field("header", &self.header).finish_non_exhaustive()
     }
+}
+
+/// What a pinned copy of a chunk holds: its header as it was when the records were copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Copied {
+    /// Records copied (the committed count).
+    pub(crate) records: usize,
+    pub(crate) tid: u32,
+    pub(crate) seq: u64,
+    pub(crate) loan: u64,
+    /// The chunk was given back (its event count is final), rather than still held by a tenant.
+    pub(crate) full: bool,
 }
 
 impl TraceChunk {
@@ -103,7 +129,13 @@ impl TraceChunk {
     #[inline(always)]
     pub(crate) fn publish(&self, n: u32) {
         #[cfg(loom)]
-        self.shadow.with_mut(|_| ());
+        {
+            // Relaxed: only the holder writes the count, so this is its own last store.
+            let old = self.header.committed.load(Ordering::Relaxed) as usize;
+            for c in &self.shadow[old.min(n as usize)..n as usize] {
+                c.with_mut(|_| ());
+            }
+        }
         self.header.committed.store(n, Ordering::Release);
     }
 
@@ -114,7 +146,7 @@ impl TraceChunk {
 
     pub(crate) fn tid(&self) -> u32 {
         // Relaxed: written at loan time by the loaning thread; readers synchronise with it through
-        // the tenant lock (eviction) or the chunk state before reading.
+        // the tenant lock (eviction), the chunk state, or a pin before reading.
         self.header.tid.load(Ordering::Relaxed)
     }
 
@@ -123,30 +155,108 @@ impl TraceChunk {
         self.header.seq.load(Ordering::Relaxed)
     }
 
-    /// Whether the chunk was ever loaned in this trace (FREE chunks hold nothing).
-    pub(crate) fn is_used(&self) -> bool {
-        // Relaxed: a crash dump's best effort; the committed count (Acquire) guards the records.
-        self.header.state.load(Ordering::Relaxed) != FREE
-    }
-
-    /// The committed records copied into `out`, for a crash dump, which cannot stop the writers:
-    /// a chunk re-loaned while it is copied may come out torn (the reader then reports the chunk
-    /// as corrupt and keeps the others). Returns how many were copied.
-    pub(crate) fn copy_records_racy(&self, out: &mut [Record]) -> usize {
-        let n = (self.committed() as usize).min(CHUNK_RECORDS).min(out.len());
-        for (i, dst) in out.iter_mut().enumerate().take(n) {
-            // SAFETY: the slot is inside the array (i < CHUNK_RECORDS) and was initialised before
-            // the committed count we acquired was published. A re-loan may be writing it now:
-            // the read is volatile, so it is a (possibly stale or mixed) value, never assumed
-            // stable, and nothing but the dump depends on it.
-            *dst = unsafe { std::ptr::read_volatile(self.slot(i).cast::<Record>()) };
-        }
-        n
-    }
-
     pub(crate) fn loan_stamp(&self) -> u64 {
         // Relaxed: as for `tid`.
         self.header.loan.load(Ordering::Relaxed)
+    }
+
+    /// Whether the chunk was ever loaned in this trace (FREE chunks hold nothing).
+    pub(crate) fn is_used(&self) -> bool {
+        // Relaxed: a hint; `pin` decides what is read.
+        self.header.state.load(Ordering::Relaxed) & KIND != FREE
+    }
+
+    /// Pins a LOANED or FULL chunk so that no loan can take it until [`unpin`](Self::unpin):
+    /// its committed records stay as they are, whoever holds it. Fails (never waits) for a FREE
+    /// chunk, one being stamped by a new holder, or one with 63 pins already.
+    pub(crate) fn pin(&self) -> bool {
+        // Relaxed: a first guess; the compare-and-swap checks it.
+        let mut s = self.header.state.load(Ordering::Relaxed);
+        loop {
+            let kind = s & KIND;
+            if (kind != LOANED && kind != FULL) || s > u8::MAX - PIN {
+                return false;
+            }
+            // Acquire: the state we replace belongs to the release sequence of the holder's
+            // LOANED store (made after its stamp) or of `give_back`'s Release, so the header and
+            // every count the holder published before it are visible to us. Pins and unpins are
+            // read-modify-writes, which keep that release sequence going.
+            match self.header.state.compare_exchange_weak(s, s + PIN, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// Removes a pin taken by [`pin`](Self::pin).
+    pub(crate) fn unpin(&self) {
+        // Release: our reads of the records happen before a later loan's Acquire compare-and-swap
+        // sees the chunk unpinned and lets a new holder overwrite them.
+        let before = self.header.state.fetch_sub(PIN, Ordering::Release);
+        debug_assert!(before >= PIN, "unpin without a pin");
+    }
+
+    /// Pins a LOANED or FULL chunk (see [`pin`](Self::pin)) and says what it holds now: the
+    /// committed count and the header those records belong to. The caller reads at most that many
+    /// records ([`prefix`](Self::prefix)) and then [`unpin`](Self::unpin)s it. `None` if the chunk
+    /// could not be pinned.
+    pub(crate) fn pin_committed(&self) -> Option<Copied> {
+        if !self.pin() {
+            return None;
+        }
+        // Relaxed: the pin's Acquire ordered these after the holder's stamp, which wrote them.
+        let (tid, seq, loan) = (self.tid(), self.seq(), self.loan_stamp());
+        // Acquire (in `committed`): pairs with the holder's `publish`, so the records below are
+        // complete. The pin ordered the stamp's reset of the count before this load, so no earlier
+        // holder's count can be read.
+        let n = (self.committed() as usize).min(CHUNK_RECORDS);
+        // Relaxed: a pinned chunk's kind only goes from LOANED to FULL; if FULL is seen, the
+        // records and count were final before it (`give_back` follows the last publish).
+        let full = self.header.state.load(Ordering::Relaxed) & KIND == FULL;
+        Some(Copied { records: n, tid, seq, loan, full })
+    }
+
+    /// Shows `f` the committed records of a LOANED or FULL chunk, pinned while `f` runs, with the
+    /// header they belong to; `None` if the chunk could not be pinned (free, or being loaned again
+    /// at this moment). Never waits and never makes a writer fail: the holder goes on writing
+    /// above the prefix meanwhile. Usable from a signal handler (no allocation, no lock).
+    pub(crate) fn read_pinned<R>(&self, f: impl FnOnce(&[Record], Copied) -> R) -> Option<R> {
+        let c = self.pin_committed()?;
+        // SAFETY: the pin keeps every loan off this chunk, so no one writes records below the
+        // committed count we acquired while it is held.
+        let records = unsafe { self.prefix(c.records) };
+        let r = f(records, c);
+        self.unpin();
+        Some(r)
+    }
+
+    /// Copies the committed records into `out` as [`read_pinned`](Self::read_pinned) shows them
+    /// (at most `out.len()`); for the crash dump, which has static scratch space.
+    pub(crate) fn copy_pinned(&self, out: &mut [Record]) -> Option<Copied> {
+        self.read_pinned(|records, mut c| {
+            c.records = records.len().min(out.len());
+            out[..c.records].copy_from_slice(&records[..c.records]);
+            c
+        })
+    }
+
+    /// The first `n` records, which must be committed and not written while the slice lives.
+    ///
+    /// # Safety
+    ///
+    /// `n` is at most a committed count that this thread acquired (or that a thread it
+    /// synchronised with acquired), and no tenant writes the first `n` records while the slice
+    /// lives (the chunk is pinned, given back, or its holder evicted).
+    pub(crate) unsafe fn prefix(&self, n: usize) -> &[Record] {
+        #[cfg(loom)]
+        for c in &self.shadow[..n] {
+            c.with(|_| ());
+        }
+        // SAFETY: [1] `UnsafeCell<MaybeUninit<Record>>` has the layout of `Record`, both wrappers
+        // being `repr(transparent)`. [2] The first `n` records were written before the Release
+        // store of a count ≥ `n` that the caller acquired, so they are initialised. [3] The caller
+        // guarantees that no one writes to them while the slice lives.
+        unsafe { std::slice::from_raw_parts(self.records.as_ptr().cast::<Record>(), n) }
     }
 
     /// The committed records.
@@ -156,14 +266,9 @@ impl TraceChunk {
     /// No tenant may write into this chunk for as long as the slice lives: the trace is stopped
     /// and every tenant evicted, or the caller otherwise owns the chunk.
     pub(crate) unsafe fn records(&self) -> &[Record] {
-        #[cfg(loom)]
-        self.shadow.with(|_| ());
         let n = (self.committed() as usize).min(CHUNK_RECORDS);
-        // SAFETY: [1] `UnsafeCell<MaybeUninit<Record>>` has the layout of `Record`, both wrappers
-        // being `repr(transparent)`. [2] The first `n` records were written before the Release
-        // store of `n` that our Acquire load saw, so they are initialised. [3] The caller
-        // guarantees that no one writes to them while the slice lives.
-        unsafe { std::slice::from_raw_parts(self.records.as_ptr().cast::<Record>(), n) }
+        // SAFETY: `n` was just acquired, and the caller guarantees no writer.
+        unsafe { self.prefix(n) }
     }
 }
 
@@ -187,6 +292,8 @@ pub(crate) struct BufferCounters {
     pub(crate) events_overwritten: AtomicU64,
     /// Events in chunks given back so far (overwritten ones included).
     pub(crate) events_given_back: AtomicU64,
+    /// Stream mode: saturation markers written (recorded events that the user did not emit).
+    pub(crate) markers: AtomicU64,
 }
 
 /// Where a buffer's chunks live.
@@ -216,6 +323,8 @@ pub(crate) struct TraceBuffer {
     /// Loans so far; in ring mode also the round-robin cursor.
     next: AtomicU64,
     exhausted: AtomicBool,
+    /// Which trace of the process this buffer belongs to (never reused, unlike its address).
+    pub(crate) generation: u64,
     pub(crate) counters: BufferCounters,
     /// Stream mode: indices of the chunks given back and not yet released by the collector.
     #[cfg(not(loom))]
@@ -229,45 +338,67 @@ impl std::fmt::Debug for TraceBuffer {
 }
 
 // SAFETY: the records are `UnsafeCell`s written only by the tenant that holds the chunk (a loan
-// is exclusive: a unique `fetch_add` ticket in Fixed mode, a compare-and-swap to LOANED in Ring
-// mode) inside its slave critical section, and read only after that writer has published them or
-// been evicted. Every other field is atomic.
+// is exclusive: a unique `fetch_add` ticket in Fixed mode, a compare-and-swap to CLAIMED
+// otherwise) inside its slave critical section, above the committed count, and read only below a
+// committed count that the reader acquired while the chunk could not be loaned again (pinned,
+// given back, or its holder evicted). Every other field is atomic or immutable.
 unsafe impl Sync for TraceBuffer {}
 // SAFETY: the buffer owns its chunks; nothing in it is tied to a thread.
 unsafe impl Send for TraceBuffer {}
 
+/// The heap could not give a buffer its memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AllocFailed {
+    pub(crate) bytes: usize,
+}
+
+fn new_header() -> ChunkHeader {
+    ChunkHeader {
+        loan: AtomicU64::new(0),
+        seq: AtomicU64::new(0),
+        tid: AtomicU32::new(0),
+        committed: AtomicU32::new(0),
+        events: AtomicU32::new(0),
+        state: AtomicU8::new(FREE),
+    }
+}
+
 impl TraceBuffer {
-    /// Allocates `chunks` chunks. Their records stay uninitialised until written.
-    pub(crate) fn new(mode: BufferMode, chunks: usize) -> TraceBuffer {
+    /// Allocates `chunks` chunks, or fails (never aborts) when the heap cannot give them. Their
+    /// records stay uninitialised until written.
+    pub(crate) fn new(mode: BufferMode, chunks: usize) -> Result<TraceBuffer, AllocFailed> {
         assert!(chunks > 0, "a buffer needs at least one chunk");
-        let mut mem = Box::<[TraceChunk]>::new_uninit_slice(chunks);
+        let bytes = chunks.saturating_mul(std::mem::size_of::<TraceChunk>());
+        let mut mem: Vec<MaybeUninit<TraceChunk>> = Vec::new();
+        mem.try_reserve_exact(chunks).map_err(|_| AllocFailed { bytes })?;
+        mem.resize_with(chunks, MaybeUninit::uninit);
         for c in mem.iter_mut() {
             let p = c.as_mut_ptr();
             // SAFETY: `p` points to an allocated, properly aligned TraceChunk; writing the header
             // field in place does not read the uninitialised memory.
             unsafe {
-                std::ptr::addr_of_mut!((*p).header).write(ChunkHeader {
-                    loan: AtomicU64::new(0),
-                    seq: AtomicU64::new(0),
-                    tid: AtomicU32::new(0),
-                    committed: AtomicU32::new(0),
-                    events: AtomicU32::new(0),
-                    state: AtomicU8::new(FREE),
-                });
+                std::ptr::addr_of_mut!((*p).header).write(new_header());
                 #[cfg(loom)]
-                std::ptr::addr_of_mut!((*p).shadow).write(loom::cell::UnsafeCell::new(()));
+                std::ptr::addr_of_mut!((*p).shadow)
+                    .write((0..CHUNK_RECORDS).map(|_| loom::cell::UnsafeCell::new(())).collect());
             };
         }
         // SAFETY: every header was written above, and the records are `MaybeUninit`, for which
-        // uninitialised memory is a valid value.
-        let chunks = unsafe { mem.assume_init() };
+        // uninitialised memory is a valid value; `MaybeUninit<T>` has the layout of `T`.
+        let chunks: Box<[TraceChunk]> =
+            unsafe { Box::from_raw(Box::into_raw(mem.into_boxed_slice()) as *mut [TraceChunk]) };
+        Ok(TraceBuffer::with_chunks(mode, Chunks::Heap(chunks)))
+    }
+
+    fn with_chunks(mode: BufferMode, chunks: Chunks) -> TraceBuffer {
         #[cfg(not(loom))]
         let count = chunks.len();
         TraceBuffer {
             mode,
-            chunks: Chunks::Heap(chunks),
+            chunks,
             next: AtomicU64::new(0),
             exhausted: AtomicBool::new(false),
+            generation: 0,
             counters: BufferCounters::default(),
             #[cfg(not(loom))]
             full: (mode == BufferMode::Stream).then(|| crossbeam_queue::ArrayQueue::new(count)),
@@ -277,15 +408,7 @@ impl TraceBuffer {
     /// A buffer whose chunks are those of a ring file's mapping (zero-filled: every chunk FREE).
     #[cfg(all(not(loom), unix))]
     pub(crate) fn mapped(mode: BufferMode, mapping: std::sync::Arc<crate::ring::Mapping>) -> TraceBuffer {
-        let n = mapping.chunks().len();
-        TraceBuffer {
-            mode,
-            chunks: Chunks::Mapped(mapping),
-            next: AtomicU64::new(0),
-            exhausted: AtomicBool::new(false),
-            counters: BufferCounters::default(),
-            full: (mode == BufferMode::Stream).then(|| crossbeam_queue::ArrayQueue::new(n)),
-        }
+        TraceBuffer::with_chunks(mode, Chunks::Mapped(mapping))
     }
 
     pub(crate) fn chunk_count(&self) -> usize {
@@ -310,46 +433,30 @@ impl TraceBuffer {
                     let first = !self.exhausted.swap(true, Ordering::Relaxed);
                     return Loan::Exhausted { first };
                 }
-                let chunk = &self.chunks[ticket as usize];
-                // Relaxed: a fresh chunk in Fixed mode is FREE and only this ticket holder sees it.
-                chunk.header.state.store(LOANED, Ordering::Relaxed);
-                self.stamp(chunk, ticket, tid, seq)
+                // A fresh Fixed chunk is FREE, which no one pins, and only this ticket's holder
+                // reaches it: no claim is needed before the stamp.
+                self.stamp(&self.chunks[ticket as usize], ticket, tid, seq)
             }
-            BufferMode::Stream => {
-                for _ in 0..n {
-                    // Relaxed: as in Ring mode, the cursor only spreads the search.
-                    let ticket = self.next.fetch_add(1, Ordering::Relaxed);
-                    let chunk = &self.chunks[(ticket % n) as usize];
-                    // Acquire: pairs with the collector's Release in `release`, so its reads of the
-                    // chunk happen before our writes into it.
-                    if chunk
-                        .header
-                        .state
-                        .compare_exchange(FREE, LOANED, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                    {
-                        return self.stamp(chunk, ticket, tid, seq);
-                    }
-                }
-                Loan::AllLoaned
-            }
-            BufferMode::Ring => {
+            BufferMode::Stream | BufferMode::Ring => {
+                let ring = self.mode == BufferMode::Ring;
                 for _ in 0..n {
                     // Relaxed: the cursor only spreads loans round-robin; ownership comes from the
                     // compare-and-swap below.
                     let ticket = self.next.fetch_add(1, Ordering::Relaxed);
                     let chunk = &self.chunks[(ticket % n) as usize];
-                    // Relaxed: a hint; the compare-and-swap below re-checks it.
+                    // Relaxed: a hint; the compare-and-swap below re-checks it. Only an unpinned
+                    // FREE chunk (or, in a ring, an unpinned FULL one) can be taken.
                     let state = chunk.header.state.load(Ordering::Relaxed);
-                    if state == LOANED || state == READING {
+                    if state != FREE && !(ring && state == FULL) {
                         continue;
                     }
-                    // Acquire: pairs with the Release in `give_back`, so the previous holder's
-                    // committed count is final when we read it to count the overwrite.
+                    // Acquire: pairs with the Release of `give_back` (or the collector's
+                    // `release`, or the last reader's `unpin`), so the previous holder's counts are
+                    // final and every reader's copy is done before we overwrite the records.
                     if chunk
                         .header
                         .state
-                        .compare_exchange(state, LOANED, Ordering::Acquire, Ordering::Relaxed)
+                        .compare_exchange(state, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
                         .is_err()
                     {
                         continue;
@@ -367,20 +474,27 @@ impl TraceBuffer {
         }
     }
 
+    /// Stamps a chunk this caller just took, then makes it LOANED (and so pinnable).
     fn stamp<'a>(&self, chunk: &'a TraceChunk, ticket: u64, tid: u32, seq: u64) -> Loan<'a> {
-        // Relaxed throughout: the chunk is now owned by the caller, and readers synchronise with
-        // these stores through the tenant lock or `give_back`'s Release.
-        chunk.header.committed.store(0, Ordering::Relaxed);
-        chunk.header.events.store(0, Ordering::Relaxed);
-        chunk.header.loan.store(ticket, Ordering::Relaxed);
-        chunk.header.seq.store(seq, Ordering::Relaxed);
-        chunk.header.tid.store(tid, Ordering::Relaxed);
+        let h = &chunk.header;
+        // Relaxed: the count first, so that a crash in the middle leaves no old records under a
+        // new header; the Release store of LOANED below publishes all of these to pinners, and
+        // the tenant lock or `give_back` to everyone else.
+        h.committed.store(0, Ordering::Relaxed);
+        h.events.store(0, Ordering::Relaxed);
+        h.loan.store(ticket, Ordering::Relaxed);
+        h.seq.store(seq, Ordering::Relaxed);
+        h.tid.store(tid, Ordering::Relaxed);
+        // Release: a reader that pins the chunk (Acquire) sees the stamp, and so reads this loan's
+        // committed count and no earlier holder's.
+        h.state.store(LOANED, Ordering::Release);
         self.counters.chunks_loaned.fetch_add(1, Ordering::Relaxed);
         Loan::Chunk(chunk)
     }
 
     /// Returns a chunk whose tenant is done with it (full, evicted, or its thread exited), with
-    /// the number of events (not records) it holds.
+    /// the number of events (not records) it holds. Pins are kept: a reader copying the chunk
+    /// goes on undisturbed.
     ///
     /// # Safety
     ///
@@ -392,12 +506,13 @@ impl TraceBuffer {
             phosphor_format::count_events(unsafe { chunk.records() }),
             u64::from(events)
         );
-        // Relaxed: published by the Release store of the state below.
+        // Relaxed: published by the Release of the state change below.
         chunk.header.events.store(events, Ordering::Relaxed);
         self.counters.events_given_back.fetch_add(u64::from(events), Ordering::Relaxed);
         // Release: publishes the chunk's records and header to the next loaner (which acquires the
-        // state) and to readers.
-        chunk.header.state.store(FULL, Ordering::Release);
+        // state) and to readers. LOANED ^ (LOANED ^ FULL) = FULL, with the pin count untouched.
+        let before = chunk.header.state.fetch_xor(LOANED ^ FULL, Ordering::Release);
+        debug_assert_eq!(before & KIND, LOANED, "gave back a chunk that was not loaned");
         #[cfg(not(loom))]
         if let Some(q) = &self.full {
             // The queue's push and pop synchronise: the collector sees what we wrote. It holds
@@ -408,8 +523,7 @@ impl TraceBuffer {
     }
 
     /// The position of `chunk` in this buffer.
-    #[cfg(not(loom))]
-    fn index_of(&self, chunk: &TraceChunk) -> u32 {
+    pub(crate) fn index_of(&self, chunk: &TraceChunk) -> u32 {
         let base = self.chunks.as_ptr() as usize;
         ((std::ptr::from_ref(chunk) as usize - base) / std::mem::size_of::<TraceChunk>()) as u32
     }
@@ -421,12 +535,14 @@ impl TraceBuffer {
         self.full.as_ref()?.pop()
     }
 
-    /// Stream mode: puts a chunk the collector has written out back into the pool.
+    /// Stream mode: puts a chunk the collector has written out back into the pool (FULL → FREE,
+    /// pins kept: a pinned chunk becomes loanable when its last pin goes).
     #[cfg(not(loom))]
     pub(crate) fn release(&self, chunk: &TraceChunk) {
         // Release: pairs with the loaning compare-and-swap (Acquire), so the collector's reads of
-        // the records happen before the next writer overwrites them.
-        chunk.header.state.store(FREE, Ordering::Release);
+        // the records happen before the next writer overwrites them. FULL & !KIND = FREE.
+        let before = chunk.header.state.fetch_and(!KIND, Ordering::Release);
+        debug_assert_eq!(before & KIND, FULL, "released a chunk that was not full");
     }
 
     /// The buffer's mode.
@@ -447,7 +563,8 @@ impl TraceBuffer {
         let mut v: Vec<usize> = (0..self.chunks.len())
             // Acquire: pairs with `give_back`.
             .filter(|&i| {
-                self.chunks[i].header.state.load(Ordering::Acquire) != FREE && self.chunks[i].committed() > 0
+                self.chunks[i].header.state.load(Ordering::Acquire) & KIND != FREE
+                    && self.chunks[i].committed() > 0
             })
             .collect();
         v.sort_by_key(|&i| self.chunks[i].loan_stamp());
@@ -458,99 +575,47 @@ impl TraceBuffer {
         &self.chunks[i]
     }
 
-    /// Starts a copy of this buffer (a dump of a running trace): see [`Snapshot`].
-    pub(crate) fn snapshot_begin(&self) -> Snapshot {
-        Snapshot {
-            copy: TraceBuffer::new(BufferMode::Fixed, self.chunks.len()),
-            n: 0,
-            events: 0,
-            taken: std::collections::HashSet::new(),
-        }
-    }
-}
-
-/// A copy of a running buffer, made in two passes, so that the most recent events are never lost
-/// to a writer that re-loans a chunk between a flush and its copy:
-/// 1. [`add_held`](Snapshot::add_held): each tenant's current chunk, copied while the dump holds
-///    the tenant's master lock (before the chunk is given back);
-/// 2. [`finish`](Snapshot::finish): every other chunk that is given back (FULL), each pinned
-///    (FULL → READING) while it is copied; a loan passes over a READING chunk, so writers never
-///    wait and no copy is torn.
-pub(crate) struct Snapshot {
-    copy: TraceBuffer,
-    n: usize,
-    events: u64,
-    /// The chunks copied in the first pass, not to be copied again.
-    taken: std::collections::HashSet<usize>,
-}
-
-impl Snapshot {
-    /// Copies `records` and `src`'s header into the next chunk of the copy.
-    fn copy_in(&mut self, src: &TraceChunk, records: &[Record], events: u32) {
-        let dst = &self.copy.chunks[self.n];
-        for (i, r) in records.iter().enumerate() {
-            // SAFETY: `dst` belongs to `copy`, which nobody else can reach yet; `i` is below the
-            // committed count, itself at most CHUNK_RECORDS.
-            unsafe { (*dst.slot(i)).write(*r) };
-        }
-        let (h, d) = (&src.header, &dst.header);
-        // Relaxed throughout: the caller ordered these loads after the chunk's last writer (a
-        // master lock, or the pinning Acquire), and `copy` is private to this thread.
-        d.loan.store(h.loan.load(Ordering::Relaxed), Ordering::Relaxed);
-        d.seq.store(h.seq.load(Ordering::Relaxed), Ordering::Relaxed);
-        d.tid.store(h.tid.load(Ordering::Relaxed), Ordering::Relaxed);
-        d.events.store(events, Ordering::Relaxed);
-        d.state.store(FULL, Ordering::Relaxed);
-        dst.publish(records.len() as u32);
-        self.events += u64::from(events);
-        self.n += 1;
-    }
-
-    /// Copies a chunk that a tenant holds, with its `events` events.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds the chunk (its tenant's master lock), so no one writes it meanwhile.
-    pub(crate) unsafe fn add_held(&mut self, chunk: &TraceChunk, events: u32) {
-        // SAFETY: the caller holds the chunk.
-        let records = unsafe { chunk.records() };
-        if self.n < self.copy.chunks.len() && self.taken.insert(std::ptr::from_ref(chunk) as usize) {
-            self.copy_in(chunk, records, events);
-        }
-    }
-
-    /// Copies every other given-back chunk of `buf`, and returns the copy.
-    pub(crate) fn finish(mut self, buf: &TraceBuffer) -> TraceBuffer {
-        for chunk in buf.chunks.iter() {
-            if self.n >= self.copy.chunks.len() || self.taken.contains(&(std::ptr::from_ref(chunk) as usize))
-            {
-                continue;
+    /// A copy of what this running buffer holds now (a flight-recorder dump): every LOANED or FULL
+    /// chunk, pinned in turn while its committed records are copied (see [`TraceChunk::pin`]).
+    /// Writers never wait and never fail because of it: a tenant keeps its chunk and goes on
+    /// writing above the copied prefix, and what it writes after the copy goes into the next dump.
+    /// Returns the copy, a Fixed buffer whose counters say what it holds.
+    pub(crate) fn snapshot(&self) -> Result<TraceBuffer, AllocFailed> {
+        let copy = TraceBuffer::new(BufferMode::Fixed, self.chunks.len())?;
+        let (mut n, mut events) = (0usize, 0u64);
+        for chunk in self.chunks.iter() {
+            let dst = &copy.chunks[n];
+            let copied = chunk.read_pinned(|records, c| {
+                if records.is_empty() {
+                    return None;
+                }
+                for (i, r) in records.iter().enumerate() {
+                    // SAFETY: `dst` belongs to `copy`, which nobody else can reach yet; `i` is
+                    // below the committed count, itself at most CHUNK_RECORDS.
+                    unsafe { (*dst.slot(i)).write(*r) };
+                }
+                // The events are counted in the copy: a held chunk has no count yet.
+                let e = phosphor_format::count_events(records) as u32;
+                let d = &dst.header;
+                // Relaxed throughout: `copy` is private to this thread.
+                d.loan.store(c.loan, Ordering::Relaxed);
+                d.seq.store(c.seq, Ordering::Relaxed);
+                d.tid.store(c.tid, Ordering::Relaxed);
+                d.events.store(e, Ordering::Relaxed);
+                d.state.store(FULL, Ordering::Relaxed);
+                dst.publish(records.len() as u32);
+                Some(e)
+            });
+            if let Some(Some(e)) = copied {
+                events += u64::from(e);
+                n += 1;
             }
-            // Acquire: pairs with `give_back`'s Release, so the records and header are complete.
-            if chunk
-                .header
-                .state
-                .compare_exchange(FULL, READING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                continue;
-            }
-            // SAFETY: the chunk is pinned: no loan takes a READING chunk, so nothing writes to it
-            // until the Release store below.
-            let records = unsafe { chunk.records() };
-            // Relaxed: ordered by the Acquire above.
-            let events = chunk.header.events.load(Ordering::Relaxed);
-            self.copy_in(chunk, records, events);
-            // Release: a later loaner's Acquire compare-and-swap sees our reads done before it
-            // overwrites the chunk.
-            chunk.header.state.store(FULL, Ordering::Release);
         }
-        let copy = self.copy;
         // Relaxed: `copy` is private to this thread.
-        copy.counters.chunks_loaned.store(self.n as u64, Ordering::Relaxed);
-        copy.counters.events_given_back.store(self.events, Ordering::Relaxed);
-        copy.next.store(self.n as u64, Ordering::Relaxed);
-        copy
+        copy.counters.chunks_loaned.store(n as u64, Ordering::Relaxed);
+        copy.counters.events_given_back.store(events, Ordering::Relaxed);
+        copy.next.store(n as u64, Ordering::Relaxed);
+        Ok(copy)
     }
 }
 
@@ -567,7 +632,7 @@ mod tests {
 
     #[test]
     fn a_fixed_buffer_is_exhausted_once_and_reports_it_once() {
-        let b = TraceBuffer::new(BufferMode::Fixed, 2);
+        let b = TraceBuffer::new(BufferMode::Fixed, 2).unwrap();
         take(&b);
         take(&b);
         assert!(matches!(b.loan(1, 2), Loan::Exhausted { first: true }));
@@ -577,7 +642,7 @@ mod tests {
 
     #[test]
     fn a_ring_buffer_overwrites_the_oldest_full_chunk_and_counts_its_events() {
-        let b = TraceBuffer::new(BufferMode::Ring, 2);
+        let b = TraceBuffer::new(BufferMode::Ring, 2).unwrap();
         let c0 = take(&b);
         // SAFETY: the chunk is loaned to this test alone.
         unsafe { (*c0.slot(0)).write(Record::new(0, 20, Default::default(), [0; 2])) };
@@ -598,7 +663,7 @@ mod tests {
 
     #[test]
     fn committed_records_are_read_back_in_loan_order() {
-        let b = TraceBuffer::new(BufferMode::Fixed, 3);
+        let b = TraceBuffer::new(BufferMode::Fixed, 3).unwrap();
         for i in 0..2u64 {
             let c = take(&b);
             for j in 0..3 {
@@ -616,5 +681,72 @@ mod tests {
             used.iter().flat_map(|&i| unsafe { b.chunk(i).records() }.iter().map(|r| r.ts)).collect();
         assert_eq!(ts, [0, 1, 2, 10, 11, 12]);
         assert_eq!(b.recorded_events(), 6);
+    }
+
+    fn write(c: &TraceChunk, from: u32, to: u32) {
+        for j in from..to {
+            // SAFETY: the chunk is loaned to this test alone, and slot j is above the count.
+            unsafe { (*c.slot(j as usize)).write(Record::new(u64::from(j), 20, Default::default(), [0; 2])) };
+        }
+        c.publish(to);
+    }
+
+    #[test]
+    fn a_pinned_chunk_is_never_loaned_again_and_keeps_its_pin_when_given_back() {
+        let b = TraceBuffer::new(BufferMode::Ring, 1).unwrap();
+        let c = take(&b);
+        write(c, 0, 2);
+        assert!(c.pin());
+        // The holder goes on writing above the pinned prefix, and gives the chunk back without
+        // waiting for the reader.
+        write(c, 2, 3);
+        // SAFETY: this test holds c, which holds three events.
+        unsafe { b.give_back(c, 3) };
+        assert!(matches!(b.loan(1, 1), Loan::AllLoaned), "a pinned FULL chunk is not overwritten");
+        c.unpin();
+        assert!(std::ptr::eq(take(&b), c), "unpinned, it is reused");
+        assert_eq!(b.counters.events_overwritten.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn a_free_chunk_or_one_being_stamped_cannot_be_pinned() {
+        let b = TraceBuffer::new(BufferMode::Stream, 1).unwrap();
+        assert!(!b.chunk(0).pin(), "FREE");
+        b.chunk(0).header.state.store(CLAIMED, Ordering::Relaxed);
+        assert!(!b.chunk(0).pin(), "CLAIMED: its header is being rewritten");
+        assert!(b.chunk(0).copy_pinned(&mut []).is_none());
+    }
+
+    #[test]
+    fn a_snapshot_copies_held_and_given_back_chunks_and_leaves_the_holders_writing() {
+        let b = TraceBuffer::new(BufferMode::Ring, 4).unwrap();
+        let full = take(&b);
+        write(full, 0, 5);
+        // SAFETY: this test holds `full`, which holds five events.
+        unsafe { b.give_back(full, 5) };
+        let held = take(&b);
+        write(held, 0, 3);
+        let copy = b.snapshot().unwrap();
+        assert_eq!(copy.recorded_events(), 8, "5 given back + the 3 committed in the held chunk");
+        let used = copy.used_chunks();
+        assert_eq!(used.len(), 2);
+        // The holder still holds its chunk (no give-back, no lock), and the records it writes now
+        // are not in the copy.
+        write(held, 3, 4);
+        // SAFETY: `copy` is private to this test.
+        let lens: Vec<usize> = used.iter().map(|&i| unsafe { copy.chunk(i).records() }.len()).collect();
+        assert_eq!(lens, [5, 3]);
+        assert_eq!(held.committed(), 4);
+        // Every pin was released: both chunks can be loaned again once given back.
+        // SAFETY: this test holds `held`, which holds four events.
+        unsafe { b.give_back(held, 4) };
+        assert_eq!(b.chunk(b.index_of(full) as usize).header.state.load(Ordering::Relaxed), FULL);
+        assert_eq!(b.chunk(b.index_of(held) as usize).header.state.load(Ordering::Relaxed), FULL);
+    }
+
+    #[test]
+    fn a_buffer_too_large_for_the_heap_is_an_error_not_an_abort() {
+        let e = TraceBuffer::new(BufferMode::Fixed, usize::MAX / 4096).unwrap_err();
+        assert!(e.bytes > 1 << 40);
     }
 }

@@ -313,6 +313,17 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     ring: None,
 });
 
+/// The registry's lock, held across a `fork` (see `fork.rs`).
+#[cfg(unix)]
+pub(crate) struct ForkLock(#[allow(dead_code)] MutexGuard<'static, Registry>);
+
+#[cfg(unix)]
+impl ForkLock {
+    pub(crate) fn take() -> ForkLock {
+        ForkLock(registry())
+    }
+}
+
 fn registry() -> MutexGuard<'static, Registry> {
     // A panic while holding the lock leaves the registry consistent (each step is a push or a
     // store), so a poisoned lock is safe to keep using.
@@ -419,6 +430,19 @@ pub(crate) fn crash_list() -> impl Iterator<Item = (u32, &'static Callsite)> {
         let cs = unsafe { p.load(Ordering::Relaxed).as_ref() }?;
         Some((FIRST_CALLSITE_ID + i as u32, cs))
     })
+}
+
+/// The callsite whose id is `id`, if it is registered and within the crash list: no lock, no
+/// allocation (the write path's cold re-check of a racing event uses it).
+pub(crate) fn by_id(id: u32) -> Option<&'static Callsite> {
+    let i = id.checked_sub(FIRST_CALLSITE_ID)? as usize;
+    // Acquire: pairs with `crash_list_push`.
+    if i >= CRASH_LIST_COUNT.load(Ordering::Acquire).min(CRASH_LIST_LEN) {
+        return None;
+    }
+    // Relaxed: ordered by the Acquire load of the count. SAFETY: every pointer below the count
+    // was stored from a `&'static Callsite` before the count was published.
+    unsafe { CRASH_LIST[i].load(Ordering::Relaxed).as_ref() }
 }
 
 /// Registers `cs` and returns its new state word. Runs once per callsite.

@@ -152,6 +152,15 @@ impl ChunkLock {
         self.master.store(false, Ordering::Release);
     }
 
+    /// Clears both flags, whoever set them. Only for a child process just forked, where the
+    /// thread that held either side no longer exists and never will release it.
+    #[cfg(not(loom))]
+    pub(crate) fn force_unlock_after_fork(&self) {
+        // Relaxed: the child has one thread; the next master or slave synchronises afresh.
+        self.slave.store(false, Ordering::Relaxed);
+        self.master.store(false, Ordering::Relaxed);
+    }
+
     /// The current state, for assertions and diagnostics; racy by nature.
     #[allow(dead_code)]
     pub(crate) fn state(&self) -> LockState {

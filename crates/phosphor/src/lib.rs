@@ -53,6 +53,8 @@ pub mod control;
 #[cfg(not(loom))]
 mod emit;
 mod error;
+#[cfg(all(unix, not(loom)))]
+mod fork;
 #[cfg(not(loom))]
 pub mod future;
 #[cfg(not(loom))]

@@ -14,12 +14,16 @@
 //!   Each fill also touches a per-writer loom cell, which the stopper reads after eviction: a fill
 //!   that could still run after `evict_all` returned would be reported as a race on that cell.
 //!
+//! * Model 12 pins the chunk a writer holds (the streaming collector's piece), reads its committed
+//!   prefix on a third thread and unpins it there, while the writer writes on, gives the chunk
+//!   back and loans again: no torn or mixed read, and the writer never fails.
 //! * Model 11 races two insertions of one key into a `SiteCache` and a lookup (`site_cache.rs`).
 //! * Model 9 interns one string from two threads (`intern.rs`); model 10 races a dump
-//!   (`flush_all` and `Snapshot`) against a ring writer. Every chunk has a loom cell
-//!   that `publish` writes and `records` reads, so a copy or a read of records that is not ordered
-//!   after their writer is reported as a race (removing the loan's READING check makes model 10
-//!   fail that way).
+//!   (`TraceBuffer::snapshot`, which pins each chunk in turn) against a ring writer. Every record
+//!   of a chunk has a loom cell that `publish` writes and every reader reads, so a copy or a read
+//!   of records that is not ordered after their writer, or a writer reusing records a reader may
+//!   still be copying, is reported as a race (letting a loan take a pinned chunk makes models 10
+//!   and 12 fail that way).
 //!
 //! Every model prints how many executions loom explored and how long it took.
 //!
@@ -266,8 +270,8 @@ fn fill_event(
 }
 
 fn handoff(h: Handoff) {
-    let core = Arc::new(LogCore::new());
-    let buffer = Box::into_raw(Box::new(TraceBuffer::new(h.mode, h.chunks)));
+    let core = Arc::new(LogCore::new(0));
+    let buffer = Box::into_raw(Box::new(TraceBuffer::new(h.mode, h.chunks).unwrap()));
     // Release: as in `TraceLog::start`, publishes the initialised buffer to the tenants' Acquire.
     core.buffer.store(buffer, Ordering::Release);
 
@@ -476,17 +480,17 @@ fn intern_same_string_from_two_threads() {
     });
 }
 
-/// Model 10: a dump (`TraceLog::snapshot`: `flush_all` copying each held chunk, then
-/// `Snapshot::finish` copying the given-back ones) races a
-/// writer in a one-chunk ring that overwrites its chunk. Every chunk the dump copies is read after
+/// Model 10: a dump (`TraceBuffer::snapshot`: each chunk pinned, its committed prefix copied,
+/// unpinned, the held chunk included, without touching the tenant) races a writer in a one-chunk
+/// ring that overwrites its chunk (or, while the chunk is pinned, finds no chunk and drops). Every chunk the dump copies is read after
 /// its last writer published it and before anyone re-loans it (the chunk's loom cell reports any
 /// other order as a race), a copy holds whole events of one chunk generation only, and the trace
 /// stopped afterwards still accounts for every event.
 #[test]
 fn snapshot_races_a_ring_writer() {
     check("snapshot races a Ring writer (1 chunk, 3 events)", None, || {
-        let core = Arc::new(LogCore::new());
-        let buffer = Box::into_raw(Box::new(TraceBuffer::new(BufferMode::Ring, 1)));
+        let core = Arc::new(LogCore::new(0));
+        let buffer = Box::into_raw(Box::new(TraceBuffer::new(BufferMode::Ring, 1).unwrap()));
         // Release: as in `TraceLog::start`.
         core.buffer.store(buffer, Ordering::Release);
         let tenant = Arc::new(Tenant::new(&core, ClockKind::Monotonic, None, true, 1));
@@ -503,10 +507,7 @@ fn snapshot_races_a_ring_writer() {
         };
         // SAFETY: the buffer is freed only after the writer is joined, below.
         let buf = unsafe { &*buffer };
-        let mut snap = buf.snapshot_begin();
-        // SAFETY: `flush_all` shows each chunk while it holds the chunk's tenant.
-        crate::tenant::flush_all(std::slice::from_ref(&tenant), buf, |c, e| unsafe { snap.add_held(c, e) });
-        let copy = snap.finish(buf);
+        let copy = buf.snapshot().unwrap();
         for i in copy.used_chunks() {
             // SAFETY: `copy` is this thread's own buffer.
             let records = unsafe { copy.chunk(i).records() };
@@ -530,6 +531,95 @@ fn snapshot_races_a_ring_writer() {
             "every written event is in the chunk or counted as overwritten"
         );
         assert_eq!(written, shadow.get());
+        // Relaxed: the writer was joined.
+        let (stopping, no_chunk) =
+            (core.drops.stopping.load(Ordering::Relaxed), core.drops.no_chunk.load(Ordering::Relaxed));
+        assert_eq!(stopping, 0, "a dump never fails a writer as `stopping`");
+        assert_eq!(written + no_chunk, 3, "an event the pinned chunk kept out is counted as no_chunk");
+        // SAFETY: from `Box::into_raw` above, freed once, after every use.
+        drop(unsafe { Box::from_raw(ptr) });
+    });
+}
+
+/// Model 12: the streaming collector's piece of a chunk a thread still holds (`stream::Pieces`):
+/// the dispatcher finds the tenant's current chunk without any lock, pins it, and hands the
+/// committed count to a stream thread (here through an atomic with Release/Acquire, as the job
+/// queue does), which reads that prefix and unpins; meanwhile the writer goes on writing into the
+/// chunk, gives it back and loans again in a two-chunk ring. The records the stream thread reads
+/// are complete and of one loan (their chunk cells are checked for races), and the writer never
+/// fails: nothing is dropped.
+#[test]
+fn a_pinned_piece_is_read_while_its_writer_goes_on() {
+    check("a pinned piece is read while its writer goes on (2 chunks, 3 events)", Some(3), || {
+        let core = Arc::new(LogCore::new(0));
+        let buffer = Box::into_raw(Box::new(TraceBuffer::new(BufferMode::Ring, 2).unwrap()));
+        // Release: as in `TraceLog::start`.
+        core.buffer.store(buffer, Ordering::Release);
+        let tenant = Arc::new(Tenant::new(&core, ClockKind::Monotonic, None, true, 1));
+        let shadow = Arc::new(Shadow(UnsafeCell::new(0)));
+        let writer = {
+            let (core, tenant, shadow) = (core.clone(), tenant.clone(), shadow.clone());
+            // 64 records per event: the second event needs the other chunk.
+            thread::spawn(move || {
+                (0..3u64)
+                    .map(|e| tenant.write(&core, || 1, 64, fill_event(&shadow, 0, e, 64)))
+                    .collect::<Vec<_>>()
+            })
+        };
+        // The job: the chunk's address and the count, 0 while there is none.
+        let job = Arc::new((crate::sync::AtomicUsize::new(0), crate::sync::AtomicU32::new(0)));
+        let stream = {
+            let job = job.clone();
+            let buffer = buffer as usize;
+            thread::spawn(move || {
+                // Acquire: pairs with the dispatcher's Release, as a queue pop with its push.
+                let n = job.1.load(Ordering::Acquire);
+                if n == 0 {
+                    return None;
+                }
+                // Relaxed: ordered by the Acquire above.
+                let chunk = job.0.load(Ordering::Relaxed) as *const crate::buffer::TraceChunk;
+                // SAFETY: the buffer outlives both threads (freed after the joins); the chunk is
+                // pinned and `n` was acquired by the dispatcher, whose Release we acquired.
+                let (chunk, _) = (unsafe { &*chunk }, buffer);
+                // SAFETY: see above: pinned, and `n` is a committed count.
+                let records = unsafe { chunk.prefix(n as usize) };
+                let events: Vec<u64> =
+                    records.iter().filter(|r| r.id >= FIRST_CALLSITE_ID).map(|r| r.slots[1]).collect();
+                let whole = records.iter().all(|r| events.contains(&r.slots[1]));
+                chunk.unpin();
+                Some((events, whole))
+            })
+        };
+        // The dispatcher: the tenant's chunk, by its hint, pinned.
+        let current = tenant.current_chunk();
+        if !current.is_null() {
+            // SAFETY: a hint into the live buffer.
+            let chunk = unsafe { &*current };
+            if let Some(p) = chunk.pin_committed() {
+                if p.records > 0 {
+                    // Relaxed: published by the Release below.
+                    job.0.store(current as usize, Ordering::Relaxed);
+                    // Release: the stream thread's Acquire sees the pin and the count's reads.
+                    job.1.store(p.records as u32, Ordering::Release);
+                } else {
+                    chunk.unpin();
+                }
+            }
+        }
+        let outcomes = writer.join().unwrap();
+        if let Some((events, whole)) = stream.join().unwrap() {
+            assert!(!events.is_empty() && whole, "a piece holds whole events of one loan: {events:?}");
+        } else if job.1.load(Ordering::Relaxed) != 0 {
+            // The stream thread looked before the job was there: unpin for it.
+            // SAFETY: the chunk of the job, pinned by the dispatcher.
+            unsafe { &*(job.0.load(Ordering::Relaxed) as *const crate::buffer::TraceChunk) }.unpin();
+        }
+        assert!(outcomes.iter().all(|o| *o == Outcome::Written), "the writer never failed: {outcomes:?}");
+        // AcqRel: as in `stop`.
+        let ptr = core.buffer.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: every thread that used the buffer was joined.
+        evict_all(std::slice::from_ref(&tenant), Some(unsafe { &*ptr }), false);
         // SAFETY: from `Box::into_raw` above, freed once, after every use.
         drop(unsafe { Box::from_raw(ptr) });
     });

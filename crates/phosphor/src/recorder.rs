@@ -365,7 +365,11 @@ fn write_crash_dump(setup: &CrashSetup) {
             if !ok || !chunk.is_used() {
                 continue;
             }
-            let count = chunk.copy_records_racy(records);
+            // Pinned while copied: the records below the committed count stay as they are, and the
+            // header read is the one they belong to. A chunk that cannot be pinned (being loaned
+            // again right now) is left out.
+            let Some(copied) = chunk.copy_pinned(records) else { continue };
+            let count = copied.records;
             if count == 0 {
                 continue;
             }
@@ -387,7 +391,7 @@ fn write_crash_dump(setup: &CrashSetup) {
                 strings += 1;
                 strings - 1
             };
-            if let Ok(w) = raw::chunk_block(block, chunk.tid(), chunk.seq(), &records[..count], &mut intern) {
+            if let Ok(w) = raw::chunk_block(block, copied.tid, copied.seq, &records[..count], &mut intern) {
                 recorded += phosphor_format::count_events(&records[..count]);
                 ok &= f.put(&block[..w]);
             }

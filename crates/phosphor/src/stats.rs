@@ -13,8 +13,13 @@ pub use phosphor_format::file::DropCounts as Drops;
 pub struct Stats {
     /// Whether the trace is still running (figures then lag by the chunks threads hold).
     pub running: bool,
-    /// Events in the trace.
+    /// Events in the trace. In [`BufferMode::Stream`](crate::BufferMode::Stream) this includes the
+    /// [`saturation_markers`](Self::saturation_markers), which the recorder writes itself: there
+    /// `recorded - saturation_markers + dropped.total()` is what the program emitted.
     pub recorded: u64,
+    /// Saturation markers written (Stream mode): an event at the start of a thread's chunk that
+    /// says how many of its events were dropped for want of a free chunk. Counted in `recorded`.
+    pub saturation_markers: u64,
     /// Events lost, by reason.
     pub dropped: Drops,
     /// Chunks handed to tenants.
@@ -31,6 +36,7 @@ impl Stats {
     pub(crate) const ZERO: Stats = Stats {
         running: false,
         recorded: 0,
+        saturation_markers: 0,
         dropped: Drops {
             buffer_full: 0,
             no_chunk: 0,
@@ -51,6 +57,9 @@ impl Stats {
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "recorded {} events, dropped {}", self.recorded, self.dropped.total())?;
+        if self.saturation_markers > 0 {
+            writeln!(f, "  of the recorded, saturation markers: {}", self.saturation_markers)?;
+        }
         for (name, n) in self.dropped.by_reason() {
             if n > 0 {
                 writeln!(f, "  dropped ({name}): {n}")?;

@@ -7,10 +7,15 @@
 //! of its own (`phosphor-sink-N`; DSUI puts each sink under exactly one logging thread), so a slow
 //! sink's writes do not wait for the others'. The last stream done with a chunk releases it to the
 //! pool, so a sink that cannot keep up fills the pool, and then the writers drop (and count) their
-//! events as with any saturation. Every
-//! [`FLUSH_PERIOD`] (5 ms, as Palanteer) it also takes back the partly filled chunk of
-//! each thread that wrote nothing during the last period, so that a quiet thread's events arrive
-//! within about two periods. Busy threads are not interrupted: they fill their chunks soon enough.
+//! events as with any saturation. Every [`FLUSH_PERIOD`] (5 ms, as Palanteer) the dispatcher also
+//! sends on the events that have waited a whole period in a chunk a thread is still writing: it
+//! pins the chunk (`TraceChunk::pin`: no loan can take it meanwhile), queues its committed prefix
+//! for the datastreams as a *piece* of the chunk, and the last stream done with the piece unpins
+//! it; when the chunk is given back, each stream writes the rest. The writer keeps its chunk and
+//! goes on writing past the prefix: it never waits for the collector and never drops an event
+//! because of it, so a quiet thread's events arrive within about two periods at no cost to the
+//! busy ones. A chunk written in pieces is several chunk blocks with the same thread stream and
+//! sequence number, in order (`docs/FORMAT.md`).
 //!
 //! Each datastream is a trace file as a byte stream (`docs/FORMAT.md`): a header, then for each
 //! chunk the callsites and thread names it uses that this stream has not had yet, then the chunk.
@@ -587,8 +592,8 @@ impl ThreadNames {
 struct Worker {
     id: u32,
     backpressure: Backpressure,
-    /// Chunk indices to write.
-    queue: crossbeam_queue::ArrayQueue<u32>,
+    /// Jobs ([`Job`]) to write: whole chunks given back, and pieces of chunks still held.
+    queue: crossbeam_queue::ArrayQueue<u64>,
     stream: Mutex<Stream>,
     /// Set when the stream is being closed: finish once the queue is empty, with this trailer.
     closing: Mutex<Option<Trailer>>,
@@ -603,6 +608,9 @@ pub(crate) struct Shared {
     header: Header,
     /// Per chunk: the streams that still have to write it; the last one releases it.
     refs: Box<[std::sync::atomic::AtomicU32]>,
+    /// Per chunk: the streams that still have to write the piece queued for them (at most one
+    /// piece per chunk is outstanding); the last one unpins the chunk.
+    piece_refs: Box<[std::sync::atomic::AtomicU32]>,
     buf: BufferPtr,
 }
 
@@ -650,6 +658,7 @@ impl Collector {
             stop: AtomicBool::new(false),
             header,
             refs: (0..chunks).map(|_| std::sync::atomic::AtomicU32::new(0)).collect(),
+            piece_refs: (0..chunks).map(|_| std::sync::atomic::AtomicU32::new(0)).collect(),
             buf,
         });
         let (s, l) = (shared.clone(), LogPtr(log));
@@ -672,7 +681,8 @@ impl Collector {
         let w = Arc::new(Worker {
             id,
             backpressure: config.backpressure,
-            queue: crossbeam_queue::ArrayQueue::new(self.shared.refs.len()),
+            // At most one whole chunk and one piece of each chunk are queued at once.
+            queue: crossbeam_queue::ArrayQueue::new(2 * self.shared.refs.len()),
             stream: Mutex::new(Stream::new(id, config)),
             closing: Mutex::new(None),
             thread: Mutex::new(None),
@@ -754,6 +764,32 @@ fn trailer(s: &Stats) -> Trailer {
     crate::trace_file::trailer_of(s)
 }
 
+/// What a datastream's thread is given to write: chunk `index`, whole (`upto` 0: given back, every
+/// committed record not written yet), or a piece of it up to record `upto` (pinned meanwhile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Job {
+    index: u32,
+    upto: u32,
+}
+
+impl Job {
+    fn pack(self) -> u64 {
+        u64::from(self.index) | (u64::from(self.upto) << 32)
+    }
+    fn unpack(v: u64) -> Job {
+        Job { index: v as u32, upto: (v >> 32) as u32 }
+    }
+}
+
+/// The stream of chunk `i`'s piece is done with it: the last one unpins the chunk.
+fn unref_piece(shared: &Shared, i: u32) {
+    // AcqRel: the last decrement sees every other stream's reads (Acquire), and `unpin`'s Release
+    // orders them all before a later loan.
+    if shared.piece_refs[i as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+        shared.buf.get().chunk(i as usize).unpin();
+    }
+}
+
 /// The stream of chunk `i` is done with it: the last one releases it to the pool.
 fn unref(shared: &Shared, i: u32) {
     // AcqRel: the last decrement sees every other stream's reads of the chunk (Acquire), and
@@ -768,7 +804,7 @@ fn unref(shared: &Shared, i: u32) {
 fn dispatch(shared: &Shared, log: &TraceLog) {
     let buf = shared.buf.get();
     let mut last_flush = Instant::now();
-    let mut quiet = HashMap::new();
+    let mut pieces = Pieces::default();
     loop {
         // Acquire: pairs with `finish`'s Release.
         let stopping = shared.stop.load(Ordering::Acquire);
@@ -783,9 +819,10 @@ fn dispatch(shared: &Shared, log: &TraceLog) {
                 }
                 // Relaxed: the queues' push and pop order it for the stream threads.
                 shared.refs[i as usize].store(workers.len() as u32, Ordering::Relaxed);
+                pieces.sent.remove(&i);
                 for w in workers.iter() {
-                    // The queue is as long as the pool and holds a chunk at most once: never full.
-                    let pushed = w.queue.push(i);
+                    // The queue holds at most one whole chunk and one piece per chunk: never full.
+                    let pushed = w.queue.push(Job { index: i, upto: 0 }.pack());
                     debug_assert!(pushed.is_ok());
                 }
                 if moved % 256 == 0 {
@@ -804,7 +841,7 @@ fn dispatch(shared: &Shared, log: &TraceLog) {
             return;
         }
         if !stopping && last_flush.elapsed() >= FLUSH_PERIOD {
-            log.flush_partial_chunks(&mut quiet);
+            pieces.flush(shared, log);
             last_flush = Instant::now();
         }
         if moved == 0 && !stopping {
@@ -813,24 +850,137 @@ fn dispatch(shared: &Shared, log: &TraceLog) {
     }
 }
 
+/// The dispatcher's record of the pieces it sent, and of what each tenant held a period ago.
+#[derive(Default)]
+struct Pieces {
+    /// Per chunk index: the loan stamp and the records up to which pieces were queued.
+    sent: HashMap<u32, (u64, u32)>,
+    /// Per tenant (address): its chunk (address) and committed count at the last flush.
+    last: HashMap<usize, (usize, u32)>,
+    held: Vec<(usize, usize)>,
+}
+
+impl Pieces {
+    /// Queues, for every datastream, the events that have waited a whole period in a chunk that a
+    /// thread still holds. The chunk is pinned until the last stream has written the piece. Takes
+    /// no tenant lock: the writers never notice.
+    fn flush(&mut self, shared: &Shared, log: &TraceLog) {
+        let buf = shared.buf.get();
+        self.held.clear();
+        log.held_chunks(&mut self.held);
+        let workers = shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut now = HashMap::with_capacity(self.held.len());
+        for &(tenant, chunk) in &self.held {
+            // SAFETY: a tenant's current chunk belongs to the running trace's buffer, which
+            // outlives this thread; reading its committed count is an atomic load.
+            let c = unsafe { &*(chunk as *const crate::buffer::TraceChunk) };
+            let i = buf.index_of(c);
+            let committed = c.committed();
+            now.insert(tenant, (chunk, committed));
+            let Some(&(then_chunk, then)) = self.last.get(&tenant) else { continue };
+            // Relaxed: the piece counter is only ever changed by this thread upwards (from 0) and
+            // by the streams downwards; a stale non-zero only delays the next piece by a period.
+            let outstanding = shared.piece_refs[i as usize].load(Ordering::Relaxed) != 0;
+            if then_chunk != chunk || then == 0 || workers.is_empty() || outstanding {
+                continue;
+            }
+            let Some(p) = c.pin_committed() else { continue };
+            let done = match self.sent.get(&i) {
+                Some(&(loan, upto)) if loan == p.loan => upto as usize,
+                _ => 0,
+            };
+            // Only what was committed a period ago has waited long enough; a chunk given back
+            // meanwhile is on its way whole.
+            if p.full || p.records <= done || (then as usize) <= done {
+                c.unpin();
+                continue;
+            }
+            self.sent.insert(i, (p.loan, p.records as u32));
+            // Relaxed: the queues' push and pop order it for the stream threads.
+            shared.piece_refs[i as usize].store(workers.len() as u32, Ordering::Relaxed);
+            for w in workers.iter() {
+                let pushed = w.queue.push(Job { index: i, upto: p.records as u32 }.pack());
+                debug_assert!(pushed.is_ok());
+                if let Some(t) = w.thread.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                    t.thread().unpark();
+                }
+            }
+        }
+        self.last = now;
+    }
+}
+
+/// What a datastream's thread has written of a chunk that it was given in pieces: the loan, the
+/// records written, and the thread whose events come next (a pool tenant switches writers).
+#[derive(Clone, Copy)]
+struct Written {
+    loan: u64,
+    upto: usize,
+    tid: u32,
+}
+
+/// Writes one job for a datastream: records `from..to` of chunk `i` (the rest of it, for a whole
+/// chunk), under the thread that wrote them.
+fn write_job(
+    shared: &Shared,
+    w: &Worker,
+    job: Job,
+    table: &mut CallsiteTable,
+    names: &mut ThreadNames,
+    written: &mut HashMap<u32, Written>,
+) {
+    let chunk = shared.buf.get().chunk(job.index as usize);
+    let loan = chunk.loan_stamp();
+    let prior = written.get(&job.index).filter(|p| p.loan == loan).copied();
+    let (from, tid) = prior.map_or((0, chunk.tid()), |p| (p.upto, p.tid));
+    // SAFETY: a whole chunk is FULL and referenced by this stream (no loan takes it until every
+    // stream given it has unreferenced it); a piece's chunk is pinned until every stream given it
+    // is done, and `upto` is a count the dispatcher acquired before it queued the job (the queue's
+    // push and pop order that for us). Either way no one writes the records read here.
+    let records = unsafe {
+        if job.upto == 0 {
+            chunk.records()
+        } else {
+            chunk.prefix(job.upto as usize)
+        }
+    };
+    let part = &records[from.min(records.len())..];
+    if job.upto == 0 {
+        written.remove(&job.index);
+    } else {
+        // The writer at the end of this piece: the last thread switch in it, or the same one.
+        let mut next = tid;
+        let mut k = 0;
+        while let Some(r) = part.get(k) {
+            if r.id == ID_THREAD_SWITCH {
+                next = r.slots[0] as u32;
+            }
+            k += 1 + r.meta.continuation();
+        }
+        written.insert(job.index, Written { loan, upto: records.len(), tid: next });
+    }
+    if !part.is_empty() {
+        let mut s = w.stream.lock().unwrap_or_else(|p| p.into_inner());
+        s.write_chunk(&shared.header, table, names, tid, chunk.seq(), part);
+    }
+}
+
 /// A datastream's thread: writes what is queued for it, flushes when the queue is empty, and
 /// finishes when it is closed.
 fn write_stream(shared: &Shared, w: &Worker) {
-    let buf = shared.buf.get();
     let mut table = CallsiteTable::default();
     let mut names = ThreadNames::default();
+    let mut written = HashMap::new();
     loop {
         let mut wrote = 0;
-        while let Some(i) = w.queue.pop() {
-            let chunk = buf.chunk(i as usize);
-            // SAFETY: a queued chunk is FULL: no tenant holds it, and it is not loaned again until
-            // every stream given it has unreferenced it.
-            let records = unsafe { chunk.records() };
-            {
-                let mut s = w.stream.lock().unwrap_or_else(|p| p.into_inner());
-                s.write_chunk(&shared.header, &mut table, &mut names, chunk.tid(), chunk.seq(), records);
+        while let Some(v) = w.queue.pop() {
+            let job = Job::unpack(v);
+            write_job(shared, w, job, &mut table, &mut names, &mut written);
+            if job.upto == 0 {
+                unref(shared, job.index);
+            } else {
+                unref_piece(shared, job.index);
             }
-            unref(shared, i);
             wrote += 1;
             if wrote % 64 == 0 {
                 w.stream.lock().unwrap_or_else(|p| p.into_inner()).flush();

@@ -13,7 +13,10 @@
 //!
 //! [`evict_all`] is `evict_threads`: it master-locks every tenant, takes back its chunk and leaves
 //! the tenant empty. With the buffer pointer already cleared, no slave can reach the old buffer
-//! afterwards, so the tenant locks double as the grace period that lets `stop` own the buffer.
+//! afterwards, so the tenant locks double as the grace period that lets `stop` own the buffer. The
+//! master lock is taken only there (and by a dying log): dumps and the streaming collector read a
+//! tenant's chunk by pinning it (`TraceChunk::pin`), never by locking the tenant, so a running
+//! trace never makes a writer fail.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -90,11 +93,13 @@ pub(crate) struct LogCore {
     pub(crate) block_ns: AtomicU64,
     /// Stream mode: the callsite id of the saturation marker (0: none).
     pub(crate) saturation_id: crate::sync::AtomicU32,
+    /// The log's slot: which enabled bit of a callsite's state is this log's.
+    pub(crate) slot: u32,
 }
 
 impl LogCore {
     #[cfg(not(loom))]
-    pub(crate) const fn new() -> LogCore {
+    pub(crate) const fn new(slot: u32) -> LogCore {
         use std::sync::atomic::AtomicU64 as A;
         LogCore {
             buffer: AtomicPtr::new(std::ptr::null_mut()),
@@ -108,17 +113,57 @@ impl LogCore {
             },
             block_ns: A::new(0),
             saturation_id: std::sync::atomic::AtomicU32::new(0),
+            slot,
         }
     }
 
     #[cfg(loom)]
-    pub(crate) fn new() -> LogCore {
+    pub(crate) fn new(slot: u32) -> LogCore {
         LogCore {
             buffer: AtomicPtr::new(std::ptr::null_mut()),
             drops: DropCounters::default(),
             block_ns: AtomicU64::new(0),
             saturation_id: crate::sync::AtomicU32::new(0),
+            slot,
         }
+    }
+
+    /// Whether this log still traces the callsite `id` (an event written into a chunk of a new
+    /// trace may have passed its enabled check in the previous one). Unknown ids (the recorder's
+    /// own markers) are traced.
+    #[cold]
+    fn still_traces(&self, id: u32) -> bool {
+        #[cfg(not(loom))]
+        {
+            crate::callsite::by_id(id).is_none_or(|cs| crate::callsite::enabled_in(cs.state(), self.slot))
+        }
+        #[cfg(loom)]
+        {
+            let _ = id;
+            true
+        }
+    }
+}
+
+/// What `make_room` made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Room {
+    /// Room in the chunk the tenant already wrote this trace's events into.
+    Ready,
+    /// Room in the tenant's first chunk of a new trace, or after a pool tenant changed writers:
+    /// the event may have passed its enabled check before the trace (re)started, so it is written
+    /// only if the running trace still takes its callsite.
+    Recheck,
+}
+
+/// Releases a slave lock when dropped, so a panic inside the critical section (a debug
+/// assertion, an index out of bounds) unwinds without leaving the lock held for ever.
+struct SlaveHeld<'a>(&'a ChunkLock);
+
+impl Drop for SlaveHeld<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.slave_unlock();
     }
 }
 
@@ -143,9 +188,9 @@ pub(crate) enum Outcome {
     Written,
     /// Dropped and already counted.
     Dropped,
-    /// Dropped and counted; this call exhausted this Fixed buffer first, so it owes the stop
-    /// callback (if that buffer's trace is still running).
-    Exhausted(*const TraceBuffer),
+    /// Dropped and counted; this call exhausted a Fixed buffer first, so it owes the stop
+    /// callback, if the trace of that buffer (this generation) is still the running one.
+    Exhausted(u64),
     /// Not written and not counted: the tenant is dead, so the caller attaches a new one and retries.
     Dead,
 }
@@ -166,6 +211,8 @@ struct TenantState {
     /// Stream mode: events dropped for want of a free chunk since this tenant's last chunk; its
     /// next chunk starts with a saturation marker that says how many.
     lost: u64,
+    /// The generation of the buffer the tenant last loaned a chunk from.
+    generation: u64,
 }
 
 impl TenantState {
@@ -254,6 +301,7 @@ impl Tenant {
                 tid,
                 seq: 0,
                 lost: 0,
+                generation: 0,
             }),
         }
     }
@@ -284,24 +332,31 @@ impl Tenant {
         F: Fill,
         T: Fn() -> u32,
     {
+        let mut room = Room::Ready;
         if self.shared {
-            if let Err(outcome) = self.lock_shared(core, tid(), n) {
-                return outcome;
+            match self.lock_shared(core, tid(), n) {
+                Ok(r) => room = r,
+                Err(outcome) => return outcome,
             }
         } else if let Err(held) = self.lock.try_slave_lock_exclusive() {
             return self.lock_failed(core, held);
         }
-        // SAFETY: the slave lock is held, so no one else touches `st` until `slave_unlock`.
+        // Unlocks on every return below, and on unwinding.
+        let _held = SlaveHeld(&self.lock);
+        // SAFETY: the slave lock is held, so no one else touches `st` until it is released.
         let st = unsafe { &mut *self.st.get() };
         // Written as `pos > CAP - n` (n is a small constant) rather than `pos + n > CAP`: one compare.
         // `n <= CHUNK_RECORDS` always holds: `Arg` is sealed and emit.rs asserts the largest event
         // fits in a chunk.
         debug_assert!(n as usize <= CHUNK_RECORDS);
         if st.pos > CHUNK_RECORDS as u32 - n {
-            if let Err(outcome) = self.make_room(core, st, tid(), n) {
-                self.lock.slave_unlock();
-                return outcome;
+            match self.make_room(core, st, tid(), n) {
+                Ok(r) => room = r,
+                Err(outcome) => return outcome,
             }
+        }
+        if room == Room::Recheck {
+            return Self::write_rechecked(core, st, n, fill, self.clock);
         }
         let pos = st.pos;
         // SAFETY: the check above (or make_room) guarantees a chunk loaned to this tenant with
@@ -314,7 +369,38 @@ impl Tenant {
         }
         st.pos = pos + n;
         chunk.publish(pos + n);
-        self.lock.slave_unlock();
+        Outcome::Written
+    }
+
+    /// Writes an event into room that [`Room::Recheck`] describes: fills it, and publishes it only
+    /// if the log still traces its callsite. Otherwise the event passed its enabled check before
+    /// the running trace started (it raced a `stop` and the next `start`) and the running trace
+    /// excludes it: it is counted as `stopping`, once, and is not in the new trace.
+    #[cold]
+    #[inline(never)]
+    fn write_rechecked<F: Fill>(
+        core: &LogCore,
+        st: &mut TenantState,
+        n: u32,
+        fill: F,
+        clock: ClockKind,
+    ) -> Outcome {
+        let pos = st.pos;
+        // SAFETY: as in `write`: room for `n` records at `pos` in a chunk this tenant holds.
+        let chunk = unsafe { &*st.chunk };
+        let dst = chunk.slot(pos as usize);
+        fill.fill(dst, clock);
+        // SAFETY: `fill` initialised the event's first record, which names its callsite.
+        let id = unsafe { (*dst).assume_init_ref() }.id;
+        if !core.still_traces(id) {
+            core.drops.count(DropReason::Stopping);
+            return Outcome::Dropped;
+        }
+        if n > 1 {
+            st.extra += n - 1;
+        }
+        st.pos = pos + n;
+        chunk.publish(pos + n);
         Outcome::Written
     }
 
@@ -323,25 +409,25 @@ impl Tenant {
     /// fill, so the exclusive path keeps the fill in registers.
     #[cold]
     #[inline(never)]
-    fn lock_shared(&self, core: &LogCore, tid: u32, n: u32) -> Result<(), Outcome> {
+    fn lock_shared(&self, core: &LogCore, tid: u32, n: u32) -> Result<Room, Outcome> {
         if let Err(held) = self.lock.try_slave_lock_shared() {
             return Err(self.lock_failed(core, held));
         }
+        let held = SlaveHeld(&self.lock);
         // SAFETY: the slave lock is held.
         let st = unsafe { &mut *self.st.get() };
-        if st.tid != tid {
-            if let Err(outcome) = self.make_room(core, st, tid, n) {
-                self.lock.slave_unlock();
-                return Err(outcome);
-            }
-        }
-        Ok(())
+        let room = if st.tid != tid { self.make_room(core, st, tid, n)? } else { Room::Ready };
+        // The caller releases the lock from here on.
+        std::mem::forget(held);
+        Ok(room)
     }
 
     /// Counts a failed slave lock under the reason the failed attempt saw, unless the tenant is
     /// dead. A thread-local tenant's slave side is only ever its own thread's, so finding it held
     /// is re-entry; a shared tenant's may be another thread's, which counts as contention (even
-    /// when it is a signal handler re-entering its own thread's hold on a pool tenant).
+    /// when it is a signal handler re-entering its own thread's hold on a pool tenant). The master
+    /// side is taken only by `stop` (and a dying log or a forked child, whose tenants are dead or
+    /// retired), so a master-held lock means the event raced the end of its trace.
     #[cold]
     #[inline(never)]
     fn lock_failed(&self, core: &LogCore, held: Held) -> Outcome {
@@ -358,10 +444,11 @@ impl Tenant {
     }
 
     /// Ensures `n` free records in a chunk stamped for `tid`: a thread-switch record for a pool
-    /// tenant changing writers, or a new chunk.
+    /// tenant changing writers, or a new chunk. The tenant's state is consistent at every point
+    /// where this can fail or unwind.
     #[cold]
     #[inline(never)]
-    fn make_room(&self, core: &LogCore, st: &mut TenantState, tid: u32, n: u32) -> Result<(), Outcome> {
+    fn make_room(&self, core: &LogCore, st: &mut TenantState, tid: u32, n: u32) -> Result<Room, Outcome> {
         if self.shared && st.tid != tid && st.pos + 1 + n <= CHUNK_RECORDS as u32 {
             // SAFETY: the chunk is non-null (pos < CHUNK_RECORDS) and loaned to this tenant, whose
             // slave lock we hold; slot `pos` is unpublished and ours to write.
@@ -378,7 +465,8 @@ impl Tenant {
             st.pos += 1;
             st.extra += 1;
             st.tid = tid;
-            return Ok(());
+            // The new writer's event may have passed its check before a restart.
+            return Ok(Room::Recheck);
         }
         // Acquire: pairs with the Release store in `TraceLog::start`, so the buffer's memory is
         // initialised. The slave lock keeps `stop` from freeing it while we use it.
@@ -390,13 +478,16 @@ impl Tenant {
         // SAFETY: non-null, and alive for as long as we hold the slave lock (see LogCore::buffer).
         let buf = unsafe { &*buf };
         if !st.chunk.is_null() {
-            // SAFETY: a tenant's chunk always belongs to the current buffer (eviction clears it
-            // before a buffer is retired), and we hold it under the slave lock.
-            unsafe { buf.give_back(&*st.chunk, st.events()) };
+            let (chunk, events) = (st.chunk, st.events());
+            // Forget the chunk first: if `give_back` unwound, the tenant must not go on writing
+            // into a chunk that may be FULL.
             st.chunk = std::ptr::null();
-            // Relaxed: a hint for the collector, which locks the tenant before it trusts it.
-            self.current.store(std::ptr::null_mut(), Ordering::Relaxed);
             st.pos = CHUNK_RECORDS as u32;
+            // Relaxed: a hint for the collector, which pins the chunk before it trusts it.
+            self.current.store(std::ptr::null_mut(), Ordering::Relaxed);
+            // SAFETY: a tenant's chunk always belongs to the current buffer (eviction clears it
+            // before a buffer is retired), and we held it under the slave lock.
+            unsafe { buf.give_back(&*chunk, events) };
         }
         let mut loan = buf.loan(tid, self.stream | st.seq);
         if matches!(loan, Loan::AllLoaned) {
@@ -412,13 +503,15 @@ impl Tenant {
                 st.seq += 1;
                 st.tid = tid;
                 if st.lost > 0 {
-                    self.mark_saturation(core, st, n);
+                    self.mark_saturation(core, buf, st, n);
                 }
-                Ok(())
+                let fresh = st.generation != buf.generation;
+                st.generation = buf.generation;
+                Ok(if fresh || self.pooled { Room::Recheck } else { Room::Ready })
             }
             Loan::Exhausted { first } => {
                 core.drops.count(DropReason::BufferFull);
-                Err(if first { Outcome::Exhausted(buf) } else { Outcome::Dropped })
+                Err(if first { Outcome::Exhausted(buf.generation) } else { Outcome::Dropped })
             }
             Loan::AllLoaned => {
                 core.drops.count(DropReason::NoChunk);
@@ -451,7 +544,7 @@ impl Tenant {
     /// Writes the saturation marker at the start of a fresh chunk: an instant of the marker
     /// callsite whose argument is the number of events dropped since this tenant's last chunk.
     #[cold]
-    fn mark_saturation(&self, core: &LogCore, st: &mut TenantState, n: u32) {
+    fn mark_saturation(&self, core: &LogCore, buf: &TraceBuffer, st: &mut TenantState, n: u32) {
         // Relaxed: set once when the trace starts, before any tenant can reach its buffer.
         let id = core.saturation_id.load(Ordering::Relaxed);
         if id == 0 || 1 + n > CHUNK_RECORDS as u32 {
@@ -464,6 +557,11 @@ impl Tenant {
         unsafe { (*(*st.chunk).slot(0)).write(Record::new(ts, id, meta, [st.lost, 0])) };
         st.pos = 1;
         st.lost = 0;
+        // Published now, so the marker is committed even if the event after it is not written.
+        // SAFETY: as above.
+        unsafe { (*st.chunk).publish(1) };
+        // Relaxed: a statistic.
+        buf.counters.markers.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The owning thread is exiting: hand the chunk back (its events stay in the trace) and mark
@@ -493,7 +591,7 @@ impl Tenant {
                     // SAFETY: as in `make_room`; the chunk belongs to this buffer and we hold it.
                     unsafe { (*buf).give_back(&*st.chunk, st.events()) };
                     st.chunk = std::ptr::null();
-                    // Relaxed: a hint for the collector, which locks the tenant before it trusts it.
+                    // Relaxed: a hint for the collector, which pins the chunk before it trusts it.
                     self.current.store(std::ptr::null_mut(), Ordering::Relaxed);
                     st.pos = CHUNK_RECORDS as u32;
                 }
@@ -514,26 +612,11 @@ impl Tenant {
 }
 
 /// `evict_threads`: master-locks every tenant, gives its chunk back to `buf` (or forgets it when
-/// `buf` is `None`) and leaves it empty. Unlocks them again unless `keep_locked`.
+/// `buf` is `None`) and leaves it empty, its sequence numbers and losses reset for the next trace.
+/// Unlocks them again unless `keep_locked`. Only `stop` and a dying log call this: it waits for a
+/// writer that is inside its critical section, and a writer that arrives meanwhile drops its event
+/// as `stopping`.
 pub(crate) fn evict_all(tenants: &[Arc<Tenant>], buf: Option<&TraceBuffer>, keep_locked: bool) {
-    take_chunks(tenants, buf, keep_locked, true, |_, _| {});
-}
-
-/// Gives every tenant's chunk back to `buf` while the trace goes on (a dump), after showing it to
-/// `held` (with its event count) while the tenant's master lock makes it ours: as `evict_all`, but
-/// each tenant keeps its sequence numbers, so its next chunk continues its writer stream. Writers
-/// never wait: one that is mid-event finishes it first, while we wait for it.
-pub(crate) fn flush_all(tenants: &[Arc<Tenant>], buf: &TraceBuffer, held: impl FnMut(&TraceChunk, u32)) {
-    take_chunks(tenants, Some(buf), false, false, held);
-}
-
-fn take_chunks(
-    tenants: &[Arc<Tenant>],
-    buf: Option<&TraceBuffer>,
-    keep_locked: bool,
-    reset_seq: bool,
-    mut held: impl FnMut(&TraceChunk, u32),
-) {
     for t in tenants {
         t.lock.raise_master();
     }
@@ -544,21 +627,17 @@ fn take_chunks(
         t.lock.wait_for_slave();
         // SAFETY: master lock held, no slave inside.
         let st = unsafe { &mut *t.st.get() };
-        if let (Some(buf), false) = (buf, st.chunk.is_null()) {
-            // SAFETY: the chunk belongs to `buf`, and the master lock makes us its only holder.
-            let chunk = unsafe { &*st.chunk };
-            held(chunk, st.events());
-            // SAFETY: as above.
-            unsafe { buf.give_back(chunk, st.events()) };
-        }
+        let (chunk, events) = (st.chunk, st.events());
         st.chunk = std::ptr::null();
-        // Relaxed: a hint for the collector, which locks the tenant before it trusts it.
+        // Relaxed: a hint for the collector, which pins the chunk before it trusts it.
         t.current.store(std::ptr::null_mut(), Ordering::Relaxed);
         st.pos = CHUNK_RECORDS as u32;
-        if reset_seq {
-            // A new trace starts the tenant afresh: sequence numbers, and losses to mark.
-            st.seq = 0;
-            st.lost = 0;
+        // A new trace starts the tenant afresh: sequence numbers, and losses to mark.
+        st.seq = 0;
+        st.lost = 0;
+        if let (Some(buf), false) = (buf, chunk.is_null()) {
+            // SAFETY: the chunk belongs to `buf`, and the master lock makes us its only holder.
+            unsafe { buf.give_back(&*chunk, events) };
         }
         if !keep_locked {
             t.lock.master_unlock();
@@ -566,47 +645,39 @@ fn take_chunks(
     }
 }
 
-/// The streaming collector's periodic flush: gives back the chunk of every tenant that has been
-/// quiet since the last call (same chunk, same committed count, some events in it), so that a
-/// quiet thread's events reach the datastreams. Busy tenants are left alone: they fill their
-/// chunks soon enough, and taking a tenant's master lock makes a writer that arrives meanwhile drop
-/// its event (counted as `stopping`), which only a quiet tenant can afford. `last` keeps what each
-/// tenant held at the previous call.
-#[cfg(not(loom))]
-pub(crate) fn flush_quiet(
-    tenants: &[Arc<Tenant>],
-    buf: &TraceBuffer,
-    last: &mut std::collections::HashMap<usize, (usize, u32)>,
-) {
-    let mut seen = std::collections::HashMap::with_capacity(tenants.len());
-    for t in tenants {
-        // Relaxed: a hint; the chunk is only trusted under the master lock below.
-        let chunk = t.current.load(Ordering::Relaxed);
-        if chunk.is_null() {
-            continue;
-        }
-        // SAFETY: a tenant's chunk belongs to the running buffer, which the caller keeps alive;
-        // its committed count is atomic.
-        let committed = unsafe { (*chunk).committed() };
-        let key = Arc::as_ptr(t) as usize;
-        seen.insert(key, (chunk as usize, committed));
-        if committed == 0 || last.get(&key) != Some(&(chunk as usize, committed)) {
-            continue;
-        }
-        t.lock.raise_master();
-        barrier::heavy();
-        t.lock.wait_for_slave();
-        // SAFETY: master lock held, no slave inside.
-        let st = unsafe { &mut *t.st.get() };
-        if std::ptr::eq(st.chunk, chunk) {
-            // SAFETY: the chunk belongs to `buf`, and the master lock makes us its only holder.
-            unsafe { buf.give_back(&*chunk, st.events()) };
-            st.chunk = std::ptr::null();
-            st.pos = CHUNK_RECORDS as u32;
-            t.current.store(std::ptr::null_mut(), Ordering::Relaxed);
-            seen.remove(&key);
-        }
-        t.lock.master_unlock();
+impl Tenant {
+    /// The chunk the tenant holds now, as a hint (it may be given back at any moment): the
+    /// streaming collector pins it before it reads it.
+    pub(crate) fn current_chunk(&self) -> *const TraceChunk {
+        // Relaxed: a hint; `TraceChunk::pin` orders what is read from the chunk.
+        self.current.load(Ordering::Relaxed)
     }
-    *last = seen;
+
+    /// In a child process just forked: no other thread exists, so whatever a vanished thread held
+    /// (its slave flag, a master flag raised by a `stop` that was running) is released by force,
+    /// and the chunk, which belongs to the parent's trace, is forgotten. The tenant is then empty,
+    /// as after `evict_all`, and `retired` unless it is the forking thread's own or a pool tenant.
+    ///
+    /// # Safety
+    ///
+    /// Only in the child of a `fork`, from the forking thread (the only one), before any other
+    /// thread is started, with the log's control lock held.
+    #[cfg(not(loom))]
+    pub(crate) unsafe fn reset_after_fork(&self, keep: bool) {
+        self.lock.force_unlock_after_fork();
+        // SAFETY: no other thread exists to hold either side of the lock (see the contract).
+        let st = unsafe { &mut *self.st.get() };
+        st.chunk = std::ptr::null();
+        st.pos = CHUNK_RECORDS as u32;
+        st.extra = 0;
+        st.seq = 0;
+        st.lost = 0;
+        st.generation = 0;
+        // Relaxed: single-threaded here.
+        self.current.store(std::ptr::null_mut(), Ordering::Relaxed);
+        if !keep && !self.pooled {
+            // Release: as in `retire`.
+            self.retired.store(true, Ordering::Release);
+        }
+    }
 }

@@ -207,6 +207,32 @@ pub(crate) fn sync_name(t: &ThreadState) {
     };
 }
 
+/// The name table's lock, held across a `fork` (see `fork.rs`).
+#[cfg(unix)]
+pub(crate) struct ForkLock(std::sync::MutexGuard<'static, Option<HashMap<u32, String>>>);
+
+#[cfg(unix)]
+impl ForkLock {
+    pub(crate) fn take() -> ForkLock {
+        ForkLock(NAMES.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Forgets every name: in a child, they are the parent's threads'.
+    pub(crate) fn clear(&mut self) {
+        *self.0 = None;
+    }
+}
+
+/// In a child process just forked, on its only thread: its thread id is new (the cached one is
+/// the parent thread's), and so is its name-table entry.
+#[cfg(unix)]
+pub(crate) fn after_fork_in_child() {
+    let _ = THREAD.try_with(|t| {
+        t.tid.set(0);
+        t.named.set(false);
+    });
+}
+
 pub(crate) fn thread_names() -> HashMap<u32, String> {
     NAMES.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default()
 }

@@ -98,9 +98,9 @@ struct Control {
 pub struct TraceLog {
     slot: u32,
     core: LogCore,
-    /// A buffer whose exhaustion was found while its thread was busy; handled when a control
-    /// lock is released.
-    pending_exhausted: std::sync::atomic::AtomicPtr<TraceBuffer>,
+    /// The generation of a buffer whose exhaustion was found while its thread was busy (0: none);
+    /// handled when a control lock is released.
+    pending_exhausted: std::sync::atomic::AtomicU64,
     /// `is_enabled`: running and not exhausted.
     enabled: AtomicBool,
     control: Mutex<Control>,
@@ -117,12 +117,16 @@ static GLOBAL: TraceLog = TraceLog::with_slot(0);
 /// Slots in use; bit 0 is the global log's.
 static SLOTS: AtomicU32 = AtomicU32::new(1);
 
+/// The next trace's generation: every buffer of the process gets its own (from 1; a tenant that
+/// never loaned has generation 0).
+static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 impl TraceLog {
     const fn with_slot(slot: u32) -> TraceLog {
         TraceLog {
             slot,
-            core: LogCore::new(),
-            pending_exhausted: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+            core: LogCore::new(slot),
+            pending_exhausted: std::sync::atomic::AtomicU64::new(0),
             enabled: AtomicBool::new(false),
             control: Mutex::new(Control {
                 config: None,
@@ -158,6 +162,7 @@ impl TraceLog {
         let slot = (!mask & ((1u64 << MAX_LOGS) - 1) as u32).trailing_zeros();
         let log = Arc::new(TraceLog::with_slot(slot));
         log.control().config = Some(config);
+        LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::as_ptr(&log) as usize);
         Ok(log)
     }
 
@@ -169,6 +174,26 @@ impl TraceLog {
         // failure aside), so a poisoned lock is safe to keep using.
         let guard = self.control.lock().unwrap_or_else(|p| p.into_inner());
         ControlGuard { guard: std::mem::ManuallyDrop::new(guard), log: self, was_busy }
+    }
+
+    /// The control lock if it is free now (`None` at once if another thread holds it), marking
+    /// the thread busy as [`control`](Self::control) does: an event recorded meanwhile on this
+    /// thread (an instrumented allocator, a signal handler) neither attaches nor runs the stop
+    /// callback, both of which take this lock. For paths that must never wait for it: panic
+    /// hooks, the streaming collector.
+    fn try_control(&self) -> Option<ControlGuard<'_>> {
+        let was_busy = THREAD.with(|t| !t.enter_busy());
+        let guard = match self.control.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if !was_busy {
+                    THREAD.with(|t| t.leave_busy());
+                }
+                return None;
+            }
+        };
+        Some(ControlGuard { guard: std::mem::ManuallyDrop::new(guard), log: self, was_busy })
     }
 
     /// Applies one-time configuration. Fails if it was applied already or a trace has started
@@ -203,6 +228,8 @@ impl TraceLog {
     /// Starts a trace. Events from before this call are not recorded.
     pub fn start(&self, config: TraceConfig) -> Result<(), Error> {
         let chunks = config.chunks()?;
+        #[cfg(unix)]
+        crate::fork::install();
         let mut c = self.control();
         if c.running.is_some() {
             return Err(Error::new(ErrorKind::AlreadyRunning));
@@ -215,12 +242,15 @@ impl TraceLog {
         }
         c.started_once = true;
         c.tenants.retain(|t| !t.is_retired());
-        let buffer = match &config.ring_file {
-            None => TraceBuffer::new(config.mode, chunks),
+        let mut buffer = match &config.ring_file {
+            None => TraceBuffer::new(config.mode, chunks)
+                .map_err(|e| Error::new(ErrorKind::BufferAlloc { bytes: e.bytes }))?,
             Some(path) => {
                 self.ring_buffer(path, config.mode, chunks, c.clock.clone().expect("calibrated above"))?
             }
         };
+        // Relaxed: only uniqueness matters.
+        buffer.generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
         let buffer = Box::into_raw(Box::new(buffer));
         // Markers and blocking are the streaming mode's; another mode clears what a streaming
         // trace of this log left. Relaxed: read by tenants only after they acquire the buffer
@@ -282,18 +312,19 @@ impl TraceLog {
         let all: Vec<Arc<Tenant>> = c.tenants.iter().chain(c.pool.iter()).cloned().collect();
         evict_all(&all, Some(buf), false);
         c.tenants.retain(|t| !t.is_retired());
-        // SAFETY: the buffer pointer is unpublished and every tenant has been evicted under its
-        // master lock, so no slave holds or can reach the buffer: we own it again.
-        let buffer = unsafe { Box::from_raw(running.buffer.0) };
         let now = self.load_drops();
-        let stats = self.stats_of(&buffer, false, &now.since(&c.drops_baseline));
+        let stats = self.stats_of(buf, false, &now.since(&c.drops_baseline));
         c.drops_baseline = now;
         // Streaming: the collector writes every chunk given back (all of them, now), finishes the
-        // datastreams with the final figures, and exits.
+        // datastreams with the final figures, and exits; its threads read the buffer until then.
         c.last_streams = match running.collector.take() {
             Some(col) => col.finish(stats.clone()),
             None => Vec::new(),
         };
+        // SAFETY: the buffer pointer is unpublished, every tenant has been evicted under its
+        // master lock (so no slave holds or can reach the buffer), and the collector's threads
+        // are joined: nothing else refers to the buffer, and we own it again.
+        let buffer = unsafe { Box::from_raw(running.buffer.0) };
         let clock = c.clock.clone().expect("calibrated in start");
         c.last_stats = stats.clone();
         // What the aggregate points this trace's categories take counted since it started.
@@ -352,16 +383,21 @@ impl TraceLog {
         self.core.block_ns.store(ns, Ordering::Relaxed);
     }
 
-    /// The collector's periodic flush: gives back the partly filled chunk of every thread that has
-    /// been quiet since the last flush (into the collector's queue), unless the control lock is
-    /// busy (a `stop` in progress waits for the collector, so it must not wait here).
-    pub(crate) fn flush_partial_chunks(&self, last: &mut HashMap<usize, (usize, u32)>) {
-        let Ok(c) = self.control.try_lock() else { return };
-        let Some(running) = c.running.as_ref() else { return };
-        // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock.
-        let buf = unsafe { &*running.buffer.0 };
-        let all: Vec<Arc<Tenant>> = c.tenants.iter().chain(c.pool.iter()).cloned().collect();
-        crate::tenant::flush_quiet(&all, buf, last);
+    /// The chunks the running trace's tenants hold now (hints: each may be given back at any
+    /// moment), for the streaming collector's periodic flush of quiet threads, which pins each
+    /// before it reads it. Appends to `out`; nothing if the control lock is busy (a `stop` in
+    /// progress waits for the collector, so the collector must not wait here).
+    pub(crate) fn held_chunks(&self, out: &mut Vec<(usize, usize)>) {
+        let Some(c) = self.try_control() else { return };
+        if c.running.is_none() {
+            return;
+        }
+        for t in c.tenants.iter().chain(c.pool.iter()) {
+            let chunk = t.current_chunk();
+            if !chunk.is_null() {
+                out.push((Arc::as_ptr(t) as usize, chunk as usize));
+            }
+        }
     }
 
     /// Whether a trace is running and accepting events (false once a Fixed buffer is full).
@@ -404,6 +440,7 @@ impl TraceLog {
         Stats {
             running,
             recorded: buf.recorded_events(),
+            saturation_markers: k.markers.load(Ordering::Relaxed),
             dropped,
             chunks_loaned: k.chunks_loaned.load(Ordering::Relaxed),
             chunks_overwritten: k.chunks_overwritten.load(Ordering::Relaxed),
@@ -413,13 +450,12 @@ impl TraceLog {
     }
 
     /// A copy of what the running trace holds now, without stopping it: the flight recorder's dump
-    /// on demand (`log.snapshot()?.save("dump.phos")?`). Every thread's current chunk is given
-    /// back first (each thread starts a new chunk at its next event, continuing its writer
-    /// stream), then every given-back chunk is copied, one at a time. Recording threads never
-    /// wait: a thread in the middle of an event finishes it first, and a chunk being copied is
-    /// passed over by the next loan. In Ring mode the dump holds the most recent events the buffer
-    /// keeps; in Fixed mode the chunks given back early are not refilled, so a dump costs the
-    /// rest of those chunks.
+    /// on demand (`log.snapshot()?.save("dump.phos")?`). Every chunk in use, the ones threads are
+    /// writing into included, is pinned in turn while its committed events are copied. Recording
+    /// threads never wait for a dump and never drop an event because of one: a thread keeps its
+    /// chunk and goes on writing past what was copied (those events are in the next dump), and a
+    /// Ring loan passes over a chunk while it is pinned. A dump costs the writers nothing but the
+    /// memory bandwidth of the copy (one pass over the buffer).
     ///
     /// The snapshot's `Stats` count the events it holds as recorded, and the drops (overwrites
     /// included) of the running trace so far.
@@ -431,7 +467,7 @@ impl TraceLog {
     /// starting, stopping or dumping it): then `None` at once. For panic hooks, which must not
     /// wait for a lock the panicking code may hold.
     pub fn try_snapshot(&self) -> Option<Result<Trace, Error>> {
-        let c = self.control.try_lock().ok()?;
+        let c = self.try_control()?;
         Some(self.snapshot_of(&c))
     }
 
@@ -447,11 +483,7 @@ impl TraceLog {
         // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock
         // (only `stop`, under the same lock, frees it).
         let buf = unsafe { &*running.buffer.0 };
-        let all: Vec<Arc<Tenant>> = c.tenants.iter().chain(c.pool.iter()).cloned().collect();
-        let mut snap = buf.snapshot_begin();
-        // SAFETY: `flush_all` shows each chunk while it holds the chunk's tenant (master lock).
-        crate::tenant::flush_all(&all, buf, |chunk, events| unsafe { snap.add_held(chunk, events) });
-        let copy = snap.finish(buf);
+        let copy = buf.snapshot().map_err(|e| Error::new(ErrorKind::BufferAlloc { bytes: e.bytes }))?;
         let drops = self.load_drops().since(&c.drops_baseline);
         let live = self.stats_of(buf, true, &drops);
         let mut stats = self.stats_of(&copy, true, &drops);
@@ -558,11 +590,14 @@ impl TraceLog {
                     return; // counted by attach
                 }
             }
-            // SAFETY: non-null table entries are live Arcs owned by this thread's table, which only
-            // this thread changes, and not during this call.
+            // SAFETY: `p` was a non-null entry of this thread's table, a live Arc the table owns.
+            // Only this thread changes the table, but a signal handler on it may replace the entry
+            // during this call (attaching over a dead tenant); a replaced tenant is then kept in
+            // the thread's graveyard until the thread exits (`thread::set_tenant`), so `p` stays
+            // valid for the whole call either way.
             match unsafe { &*p }.write(&self.core, current_thread_id, n, fill) {
                 Outcome::Dead => p = std::ptr::null(),
-                Outcome::Exhausted(buf) => return self.on_exhausted(buf),
+                Outcome::Exhausted(generation) => return self.on_exhausted(generation),
                 Outcome::Written | Outcome::Dropped => return,
             }
         }
@@ -625,22 +660,27 @@ impl TraceLog {
         Some(t.set_tenant(self.slot(), tenant))
     }
 
-    /// A Fixed buffer (`buf`) just ran out: tracing is no longer enabled, and the stop callback
-    /// runs here, on the thread whose event found it full, outside every tenant lock, provided
-    /// `buf`'s trace is still the running one. If this thread is busy (a signal handler interrupted
-    /// the recorder or a control call), the callback is deferred to when its control lock is
-    /// released.
+    /// A Fixed buffer (of trace `generation`) just ran out: tracing is no longer enabled, and the
+    /// stop callback runs here, on the thread whose event found it full, outside every tenant
+    /// lock, provided that trace is still the running one. Generations are never reused (a freed
+    /// buffer's address is, by the next trace's). If this thread is busy (a signal handler
+    /// interrupted the recorder or a control call), the callback is deferred to when its control
+    /// lock is released.
     #[cold]
     #[inline(never)]
-    fn on_exhausted(&self, buf: *const TraceBuffer) {
+    fn on_exhausted(&self, generation: u64) {
         if THREAD.with(|t| t.is_busy()) {
-            // Release: pairs with the Acquire swap in `ControlGuard::drop`.
-            self.pending_exhausted.store(buf.cast_mut(), Ordering::Release);
+            // Relaxed: the value is all that is passed; `ControlGuard::drop` reads it on this
+            // same thread, or under the control lock, which orders it.
+            self.pending_exhausted.store(generation, Ordering::Relaxed);
             return;
         }
         let cb: Option<StopCallback> = {
             let c = self.control();
-            let Some(r) = c.running.as_ref().filter(|r| std::ptr::eq(r.buffer.0, buf)) else {
+            let Some(r) = c.running.as_ref().filter(|r| {
+                // SAFETY: the buffer stays alive while `running` holds it and we hold the lock.
+                unsafe { &*r.buffer.0 }.generation == generation
+            }) else {
                 return;
             };
             // Relaxed: a status flag.
@@ -689,6 +729,84 @@ impl Drop for TraceLog {
         set_clock_hint(self.slot, ClockKind::Tsc, 1.0);
         // Relaxed: see `TraceLog::new`.
         SLOTS.fetch_and(!(1 << self.slot), Ordering::Relaxed);
+        // Last: a fork's `prepare` holds this list (and so keeps this log's memory) while it forks.
+        let me = std::ptr::from_ref(self) as usize;
+        LIVE.lock().unwrap_or_else(|p| p.into_inner()).retain(|&a| a != me);
+    }
+}
+
+/// The independent logs alive now (their addresses), for the fork handlers. A log leaves the list
+/// at the end of its `Drop`, under this lock, so a fork that holds it sees only live logs.
+static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Every log's control lock and the list of live logs, held across a `fork` (see `fork.rs`).
+#[cfg(unix)]
+pub(crate) struct ForkLocks {
+    /// Dropped first (fields drop in order): the logs' locks, then the list.
+    controls: Vec<(&'static TraceLog, MutexGuard<'static, Control>)>,
+    _live: MutexGuard<'static, Vec<usize>>,
+}
+
+#[cfg(unix)]
+impl ForkLocks {
+    /// Takes the list of live logs, then each log's control lock, by slot.
+    pub(crate) fn take() -> ForkLocks {
+        let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: a listed log is alive, and stays so while we hold the list (its `Drop` unlists
+        // it under this lock before its memory goes), which `ForkLocks` does for as long as it
+        // holds the log's guard: the fields drop in that order.
+        let mut logs: Vec<&'static TraceLog> =
+            live.iter().map(|&a| unsafe { &*(a as *const TraceLog) }).collect();
+        logs.push(&GLOBAL);
+        logs.sort_by_key(|l| l.slot);
+        let controls =
+            logs.into_iter().map(|l| (l, l.control.lock().unwrap_or_else(|p| p.into_inner()))).collect();
+        ForkLocks { controls, _live: live }
+    }
+
+    /// In the child: stops every log's running trace there (see `fork.rs`), then releases.
+    pub(crate) fn reset_in_child(mut self) {
+        for (log, c) in &mut self.controls {
+            log.reset_in_child(c);
+        }
+    }
+}
+
+#[cfg(unix)]
+impl TraceLog {
+    /// The fork child's half of `stop`: no thread but this one exists, so nothing is waited for.
+    /// Every tenant is unlocked by force and emptied (the other threads' retired), the running
+    /// trace's buffer is freed (the child's copy; a ring file is only unmapped here) without
+    /// being read, and its collector forgotten: its threads are gone, and its sinks must not
+    /// write the parent's buffered bytes again. The child then has no trace, as if none had run.
+    fn reset_in_child(&self, c: &mut Control) {
+        let mine = THREAD.try_with(|t| t.tenant(self.slot)).unwrap_or(std::ptr::null());
+        for t in c.tenants.iter().chain(c.pool.iter()) {
+            // SAFETY: we are the child's only thread, holding this log's control lock.
+            unsafe { t.reset_after_fork(std::ptr::eq(Arc::as_ptr(t), mine)) };
+        }
+        c.tenants.retain(|t| !t.is_retired());
+        if let Some(mut running) = c.running.take() {
+            callsite::disable_slot(self.slot);
+            if running.config.ring_file.is_some() {
+                callsite::set_ring(None);
+            }
+            // Relaxed: a status flag; single-threaded here.
+            self.enabled.store(false, Ordering::Relaxed);
+            // Relaxed: single-threaded here.
+            self.core.buffer.store(std::ptr::null_mut(), Ordering::Relaxed);
+            if let Some(col) = running.collector.take() {
+                std::mem::forget(col);
+            }
+            // SAFETY: unpublished above, and no thread but this one exists to hold or reach it.
+            drop(unsafe { Box::from_raw(running.buffer.0) });
+        }
+        c.last_trace = None;
+        c.last_stats = Stats::ZERO;
+        c.last_streams.clear();
+        c.drops_baseline = self.load_drops();
+        // Relaxed: single-threaded here.
+        self.pending_exhausted.store(0, Ordering::Relaxed);
     }
 }
 
@@ -723,9 +841,9 @@ impl Drop for ControlGuard<'_> {
             return; // an outer busy section clears the mark
         }
         THREAD.with(|t| t.leave_busy());
-        // Acquire: pairs with the Release store in `on_exhausted`.
-        let pending = self.log.pending_exhausted.swap(std::ptr::null_mut(), Ordering::Acquire);
-        if !pending.is_null() {
+        // Relaxed: see `on_exhausted`.
+        let pending = self.log.pending_exhausted.swap(0, Ordering::Relaxed);
+        if pending != 0 {
             self.log.on_exhausted(pending);
         }
     }

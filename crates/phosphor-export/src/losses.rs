@@ -10,30 +10,35 @@ use phosphor_format::file::Extents;
 ///
 /// Sequence numbers start at 0 and go up by one per chunk of a stream, so every number up to the
 /// highest seen that has no chunk was lost. Chunks lost after a stream's last surviving one leave
-/// no gap; the trailer's drop counts still include their events.
+/// no gap; the trailer's drop counts still include their events. A streamed chunk may come in
+/// *pieces*, consecutive blocks with the same number (`docs/FORMAT.md`): they count as one chunk.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChunkLosses {
-    /// Per stream key: chunks seen and the highest sequence number.
-    streams: BTreeMap<(u16, u32), (u64, u64)>,
+    /// Per stream key: distinct chunks seen, the highest sequence number, and the last one seen.
+    streams: BTreeMap<(u16, u32), (u64, u64, Option<u64>)>,
 }
 
 impl ChunkLosses {
-    /// Counts one chunk.
+    /// Counts one chunk block (a piece of the chunk before it, if it has the same number).
     pub fn add(&mut self, extents: &Extents) {
-        let (chunks, max_seq) = self.streams.entry(extents.stream_key()).or_default();
-        *chunks += 1;
-        *max_seq = (*max_seq).max(extents.stream_seq());
+        let (chunks, max_seq, last) = self.streams.entry(extents.stream_key()).or_default();
+        let seq = extents.stream_seq();
+        if *last != Some(seq) {
+            *chunks += 1;
+        }
+        *last = Some(seq);
+        *max_seq = (*max_seq).max(seq);
     }
 
     /// Chunks lost from the stream `key` (`(0, tid)` for a thread's own tenant, `(k, 0)` for pool
     /// tenant `k`).
     pub fn lost(&self, key: (u16, u32)) -> u64 {
-        self.streams.get(&key).map_or(0, |&(chunks, max)| max.saturating_add(1).saturating_sub(chunks))
+        self.streams.get(&key).map_or(0, |&(chunks, max, _)| max.saturating_add(1).saturating_sub(chunks))
     }
 
     /// `(stream key, chunks seen, chunks lost)` for every stream, by key.
     pub fn streams(&self) -> impl Iterator<Item = ((u16, u32), u64, u64)> + '_ {
-        self.streams.iter().map(|(&k, &(chunks, _))| (k, chunks, self.lost(k)))
+        self.streams.iter().map(|(&k, &(chunks, _, _))| (k, chunks, self.lost(k)))
     }
 
     /// Chunks lost from all streams.
@@ -67,5 +72,16 @@ mod tests {
         assert_eq!(streams, [((0, 12), 2, 1), ((1, 0), 3, 0), ((2, 0), 2, 2)]);
         assert_eq!(l.total(), 3);
         assert_eq!(l.lost((0, 10)), 0, "thread 10 has no tenant of its own");
+    }
+
+    #[test]
+    fn the_pieces_of_a_streamed_chunk_count_as_one_chunk() {
+        let mut l = ChunkLosses::default();
+        // Thread 12's chunk 0 in two pieces, chunk 1 whole, chunk 3 in three pieces: chunk 2 lost.
+        for x in [chunk(12, 0, 0), chunk(12, 0, 0), chunk(12, 0, 1), chunk(12, 0, 3), chunk(12, 0, 3)] {
+            l.add(&x);
+        }
+        l.add(&chunk(12, 0, 3));
+        assert_eq!(l.streams().collect::<Vec<_>>(), [((0, 12), 3, 1)]);
     }
 }

@@ -507,6 +507,12 @@ fn snapshot_races_a_ring_writer() {
         };
         // SAFETY: the buffer is freed only after the writer is joined, below.
         let buf = unsafe { &*buffer };
+        // Loom 0.7 does not take a load followed by another thread's compare-and-swap of the same
+        // atomic as dependent, so a dump that starts with the chunks' state loads would be explored
+        // in one order only (one execution). Reading the tenant's chunk hint first, which the
+        // writer stores (what the streaming collector does first too), gives loom the branch
+        // point, and from there it explores the pins against the loans.
+        let _hint = tenant.current_chunk();
         let copy = buf.snapshot().unwrap();
         for i in copy.used_chunks() {
             // SAFETY: `copy` is this thread's own buffer.

@@ -681,3 +681,49 @@ impl Tenant {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::BufferMode;
+
+    fn one_record(id: u32) -> impl Fill {
+        move |dst: *mut MaybeUninit<Record>, _: ClockKind| {
+            // SAFETY: `Tenant::write` hands the fill one writable slot.
+            unsafe { dst.write(MaybeUninit::new(Record::new(1, id, Meta(0), [0; 2]))) };
+        }
+    }
+
+    /// A panic inside the slave critical section (here in the fill; in real code a debug
+    /// assertion or an index) must not leave the lock held: later events are written, not counted
+    /// as re-entrant, and eviction does not wait for ever.
+    #[test]
+    fn a_panic_inside_the_critical_section_releases_the_lock() {
+        let core = LogCore::new(0);
+        let buffer = Box::into_raw(Box::new(TraceBuffer::new(BufferMode::Fixed, 2).unwrap()));
+        // Release: as in `TraceLog::start`.
+        core.buffer.store(buffer, Ordering::Release);
+        for shared in [false, true] {
+            let exclusive_ok = !shared && barrier::asymmetric_available();
+            let t = Arc::new(Tenant::new(&core, ClockKind::Monotonic, None, exclusive_ok, 7));
+            assert_eq!(t.write(&core, || 7, 1, one_record(20)), Outcome::Written);
+            let panicking = |_: *mut MaybeUninit<Record>, _: ClockKind| panic!("inside the critical section");
+            let r =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.write(&core, || 7, 1, panicking)));
+            assert!(r.is_err());
+            assert_eq!(t.lock.state(), crate::chunk_lock::LockState::Unlocked, "shared: {shared}");
+            assert_eq!(t.write(&core, || 7, 1, one_record(21)), Outcome::Written);
+            // Relaxed: single-threaded.
+            assert_eq!(core.drops.reentrant.load(Ordering::Relaxed), 0);
+            // SAFETY: the buffer lives until the end of the test.
+            evict_all(std::slice::from_ref(&t), Some(unsafe { &*buffer }), false);
+        }
+        // SAFETY: every tenant was evicted; nothing refers to the buffer.
+        let buf = unsafe { Box::from_raw(buffer) };
+        assert_eq!(
+            buf.recorded_events(),
+            4,
+            "the two events before and after each panic, none of the panicking"
+        );
+    }
+}

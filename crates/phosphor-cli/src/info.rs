@@ -234,6 +234,14 @@ fn print<R: Read>(
                 format_count(t.recorded),
                 if t.recorded == s.events { "" } else { ": DIFFERS from the events in the file" }
             )?;
+            if t.saturation_markers > 0 {
+                writeln!(
+                    out,
+                    "markers     {} saturation markers among the recorded; emitted {}",
+                    format_count(t.saturation_markers),
+                    format_count(t.emitted())
+                )?;
+            }
             writeln!(
                 out,
                 "buffer      {} chunks, {} loaned, {} overwritten{}",

@@ -404,6 +404,8 @@ fn write_crash_dump(setup: &CrashSetup) {
         chunks_overwritten: 0,
         chunks_total: 0,
         buffer_exhausted: false,
+        // Markers are written in Stream mode, which has its datastreams rather than dumps.
+        saturation_markers: 0,
     };
     if let (true, Some(n)) = (ok, raw::trailer_block(block, &trailer)) {
         f.put(&block[..n]);

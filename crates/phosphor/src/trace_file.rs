@@ -96,6 +96,7 @@ pub(crate) fn trailer_of(s: &crate::Stats) -> Trailer {
         chunks_overwritten: s.chunks_overwritten,
         chunks_total: s.chunks_total,
         buffer_exhausted: s.buffer_exhausted,
+        saturation_markers: s.saturation_markers,
     }
 }
 

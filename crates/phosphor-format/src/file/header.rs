@@ -18,7 +18,7 @@ pub const FORMAT_MAJOR: u16 = 1;
 
 /// The minor format version this crate writes. Minor versions only add what older readers can
 /// skip (new non-critical block kinds, fields appended to a body).
-pub const FORMAT_MINOR: u16 = 3;
+pub const FORMAT_MINOR: u16 = 4;
 
 /// Bytes of the preamble: magic, major, minor, reserved.
 pub const PREAMBLE_BYTES: usize = 16;
@@ -217,6 +217,10 @@ pub struct Trailer {
     pub chunks_total: u64,
     /// A Fixed buffer ran out.
     pub buffer_exhausted: bool,
+    /// Saturation markers among the recorded events (format 1.4; 0 in older files): events the
+    /// recorder wrote itself (a streaming writer's note of how many events it dropped), so that
+    /// `recorded - saturation_markers + dropped.total()` is what the program emitted.
+    pub saturation_markers: u64,
 }
 
 impl Trailer {
@@ -248,6 +252,14 @@ impl Trailer {
         if extra == 1 {
             out(&self.dropped.other.to_le_bytes());
         }
+        // 1.4: after the drop counters.
+        out(&self.saturation_markers.to_le_bytes());
+    }
+
+    /// What the program emitted during the trace, by the trailer's counts: the recorded events
+    /// that are not the recorder's own markers, plus the dropped ones.
+    pub fn emitted(&self) -> u64 {
+        self.recorded.saturating_sub(self.saturation_markers).saturating_add(self.dropped.total())
     }
 
     pub(crate) fn decode(body: &[u8], base: u64) -> Result<Trailer, Error> {
@@ -269,6 +281,8 @@ impl Trailer {
             }
         }
         let [buffer_full, no_chunk, contended, stopping, reentrant, thread_exited, overwritten] = known;
+        // 1.4 appended the saturation markers; an older trailer ends before them.
+        let saturation_markers = if b.remaining() >= 8 { b.u64()? } else { 0 };
         Ok(Trailer {
             recorded,
             dropped: DropCounts {
@@ -285,6 +299,7 @@ impl Trailer {
             chunks_overwritten,
             chunks_total,
             buffer_exhausted: flags & Self::EXHAUSTED != 0,
+            saturation_markers,
         })
     }
 }

@@ -12,13 +12,16 @@
 //!   named at run time), a log callsite with a level, and an aggregates block. Regenerate it the
 //!   same way with `regenerate_the_v1_2_golden_file`.
 //!
-//! * `tests/data/golden-v1.3.phtrace` is version 1.3, written by [`golden_v1`] now: the 1.2
-//!   content plus a callsite flagged as a flow (a poll slice linked to its async slice) and a chunk
-//!   with an async slice and two of its polls. Regenerate it with
-//!   `regenerate_the_v1_3_golden_file`.
+//! * `tests/data/golden-v1.3.phtrace` is version 1.3: the 1.2 content plus a callsite flagged as a
+//!   flow (a poll slice linked to its async slice) and a chunk with an async slice and two of its
+//!   polls. It never changes again.
+//!
+//! * `tests/data/golden-v1.4.phtrace` is version 1.4, written by [`golden_v1`] now: the 1.3
+//!   content plus a streamed chunk in two pieces (two blocks with one sequence number), and a
+//!   trailer with the saturation markers. Regenerate it with `regenerate_the_v1_4_golden_file`.
 //!
 //! Every later reader must still read them all: the `reads_back` tests stay as they are when
-//! the format moves on. `the_writer_reproduces_the_v1_3_golden_file_byte_for_byte` pins the
+//! the format moves on. `the_writer_reproduces_the_v1_4_golden_file_byte_for_byte` pins the
 //! writer and moves to the next golden file when the writer's version changes.
 
 use phosphor_format::file::{
@@ -33,7 +36,8 @@ const GOLDEN: &[u8] = include_bytes!("../data/golden-v1.phtrace");
 const GOLDEN_1_1: &[u8] = include_bytes!("../data/golden-v1.1.phtrace");
 const GOLDEN_1_2: &[u8] = include_bytes!("../data/golden-v1.2.phtrace");
 const GOLDEN_1_3: &[u8] = include_bytes!("../data/golden-v1.3.phtrace");
-const GOLDEN_1_3_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.3.phtrace");
+const GOLDEN_1_4: &[u8] = include_bytes!("../data/golden-v1.4.phtrace");
+const GOLDEN_1_4_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.4.phtrace");
 
 fn fnv1a64(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
@@ -197,10 +201,20 @@ pub fn golden_v1() -> Vec<u8> {
     let g = event(6100, 30, Meta::new(1, U64, None), &[70, 9], &[]);
     w.write_chunk(102, 2, &g, resolve).unwrap();
 
+    // 1.4: thread 101's chunk 5 streamed in two pieces (the same sequence number), the second
+    // after another thread's chunk.
+    let h = event(7000, 16, Meta::new(0, I64, U64), &[5, 6], &[]);
+    w.write_chunk(101, 5, &h, resolve).unwrap();
+    let i = event(7100, 16, Meta::new(0, I64, U64), &[7, 8], &[]);
+    w.write_chunk(102, 3, &i, resolve).unwrap();
+    let j = event(7200, 16, Meta::new(0, I64, U64), &[9, 10], &[]);
+    w.write_chunk(101, 5, &j, resolve).unwrap();
+
     w.finish(&golden_trailer()).unwrap()
 }
 
-fn golden_trailer() -> Trailer {
+/// The trailer of the 1.3 golden file (and of the older ones).
+fn golden_trailer_v1_3() -> Trailer {
     Trailer {
         recorded: 10,
         dropped: DropCounts { buffer_full: 5, contended: 2, overwritten: 127, ..DropCounts::default() },
@@ -208,18 +222,51 @@ fn golden_trailer() -> Trailer {
         chunks_overwritten: 1,
         chunks_total: 8,
         buffer_exhausted: true,
+        saturation_markers: 0,
     }
 }
 
-#[test]
-#[ignore = "writes tests/data/golden-v1.3.phtrace; run by hand only"]
-fn regenerate_the_v1_3_golden_file() {
-    std::fs::write(GOLDEN_1_3_PATH, golden_v1()).unwrap();
+/// The trailer the writer writes now: 1.4 adds the saturation markers.
+fn golden_trailer() -> Trailer {
+    Trailer { saturation_markers: 3, ..golden_trailer_v1_3() }
 }
 
 #[test]
-fn the_writer_reproduces_the_v1_3_golden_file_byte_for_byte() {
-    assert!(golden_v1() == GOLDEN_1_3, "the writer's output differs from {GOLDEN_1_3_PATH}");
+#[ignore = "writes tests/data/golden-v1.4.phtrace; run by hand only"]
+fn regenerate_the_v1_4_golden_file() {
+    std::fs::write(GOLDEN_1_4_PATH, golden_v1()).unwrap();
+}
+
+#[test]
+fn the_writer_reproduces_the_v1_4_golden_file_byte_for_byte() {
+    assert!(golden_v1() == GOLDEN_1_4, "the writer's output differs from {GOLDEN_1_4_PATH}");
+}
+
+#[test]
+fn the_v1_4_golden_file_reads_back_the_1_3_content_then_a_chunk_in_pieces_and_the_markers() {
+    let mut r = Reader::new(GOLDEN_1_4).unwrap();
+    assert_eq!(r.version(), (1, 4));
+    let mut old = Reader::new(GOLDEN_1_3).unwrap();
+    while let Some(want) = old.next_chunk().unwrap() {
+        let want_events: Vec<_> = want.events().map(Result::unwrap).collect();
+        let got = r.next_chunk().unwrap().expect("as many chunks as in 1.3");
+        let got_events: Vec<_> = got.events().map(Result::unwrap).collect();
+        assert_eq!(got_events.len(), want_events.len());
+        for (g, w) in got_events.iter().zip(&want_events) {
+            assert_eq!((g.tid, g.ts, g.callsite, g.args), (w.tid, w.ts, w.callsite, w.args));
+        }
+    }
+    let mut pieces = Vec::new();
+    while let Some(chunk) = r.next_chunk().unwrap() {
+        let seq = chunk.extents.seq;
+        for e in chunk.events().map(Result::unwrap) {
+            pieces.push((e.tid, seq, e.ts));
+        }
+    }
+    assert_eq!(pieces, [(101, 5, 7000), (102, 3, 7100), (101, 5, 7200)]);
+    let t = r.trailer().expect("a trailer");
+    assert_eq!(t, &golden_trailer());
+    assert_eq!(t.emitted(), 10 - 3 + 134, "recorded less the markers, plus the drops");
 }
 
 #[test]
@@ -255,7 +302,7 @@ fn the_v1_3_golden_file_reads_back_the_1_2_content_then_polls_flagged_as_flows()
     let mut cs: Vec<CallsiteInfo> = r.callsites().cloned().collect();
     cs.sort_by_key(|c| c.id);
     assert_eq!(cs, callsites_v1_3());
-    assert_eq!(r.trailer(), Some(&golden_trailer()));
+    assert_eq!(r.trailer(), Some(&golden_trailer_v1_3()));
 }
 
 #[test]
@@ -305,7 +352,7 @@ fn the_v1_2_golden_file_reads_back_the_1_1_content_then_logs_data_dynamic_names_
     let mut cs: Vec<CallsiteInfo> = r.callsites().cloned().collect();
     cs.sort_by_key(|c| c.id);
     assert_eq!(cs, callsites_v1_2());
-    assert_eq!(r.trailer(), Some(&golden_trailer()));
+    assert_eq!(r.trailer(), Some(&golden_trailer_v1_3()));
     assert_eq!(r.offset(), GOLDEN_1_2.len() as u64);
 }
 
@@ -339,7 +386,7 @@ fn the_v1_1_golden_file_reads_back_as_the_1_0_content_plus_a_pool_stream_chunk()
     let e = pool.events().next().unwrap().unwrap();
     assert_eq!((e.tid, e.ts, e.arg("i"), e.arg("u")), (102, 4000, Some(Value::I64(3)), Some(Value::U64(4))));
     assert!(r.next_chunk().unwrap().is_none());
-    assert_eq!(r.trailer(), Some(&golden_trailer()));
+    assert_eq!(r.trailer(), Some(&golden_trailer_v1_3()));
     assert_eq!(r.offset(), GOLDEN_1_1.len() as u64);
 }
 
@@ -402,7 +449,7 @@ fn the_v1_golden_file_reads_back_exactly() {
     let mut cs: Vec<CallsiteInfo> = r.callsites().cloned().collect();
     cs.sort_by_key(|c| c.id);
     assert_eq!(cs, callsites());
-    assert_eq!(r.trailer(), Some(&golden_trailer()));
+    assert_eq!(r.trailer(), Some(&golden_trailer_v1_3()));
     assert_eq!(r.offset(), GOLDEN.len() as u64);
 }
 

@@ -167,6 +167,11 @@ impl<S: Stamp> Fill for OneRecord<S> {
         // SAFETY: `Tenant::write` hands us one writable, unpublished record slot.
         unsafe { (*dst).write(Record::new(ts, self.id, self.meta, [w0, self.words[1]])) };
     }
+
+    #[inline(always)]
+    fn callsite(&self) -> u32 {
+        self.id
+    }
 }
 
 // The largest event (a lead word, two arguments, two dynamic strings at their bound) must fit in
@@ -193,7 +198,7 @@ pub(crate) fn emit_multi<S: Stamp>(
     for (s, w) in slots.iter_mut().zip(words) {
         *s = *w;
     }
-    log.write_event(1 + cont as u32, move |dst: *mut MaybeUninit<Record>, clock: ClockKind| {
+    let fill = move |dst: *mut MaybeUninit<Record>, clock: ClockKind| {
         let (ts, w0) = stamp.resolve(clock, slots[0]);
         let slots = [w0, slots[1]];
         // SAFETY: `write_event` hands us `1 + cont` contiguous writable, unpublished record slots.
@@ -201,7 +206,8 @@ pub(crate) fn emit_multi<S: Stamp>(
         // SAFETY: as above; the slots after the first are `cont` long and not aliased.
         let rest: &mut [MaybeUninit<Record>] = unsafe { std::slice::from_raw_parts_mut(dst.add(1), cont) };
         encode_continuation(extra, strs, rest);
-    });
+    };
+    log.write_event(1 + cont as u32, crate::tenant::Identified(id, fill));
 }
 
 /// The guard of `trace_scope!`: records a complete event when dropped.

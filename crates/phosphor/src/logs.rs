@@ -187,6 +187,11 @@ impl Fill for TwoRecords {
             (*dst.add(1)).write(Record::continuation_of_words(self.rest));
         }
     }
+
+    #[inline(always)]
+    fn callsite(&self) -> u32 {
+        self.id
+    }
 }
 
 /// The multi-record path: the words, and the dynamic strings within [`MAX_LOG_STR_BYTES`].

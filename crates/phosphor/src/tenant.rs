@@ -145,23 +145,27 @@ impl LogCore {
     }
 }
 
-/// What `make_room` made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Room {
-    /// Room in the chunk the tenant already wrote this trace's events into.
-    Ready,
-    /// Room in the tenant's first chunk of a new trace, or after a pool tenant changed writers:
-    /// the event may have passed its enabled check before the trace (re)started, so it is written
-    /// only if the running trace still takes its callsite.
-    Recheck,
+/// Releases a slave lock if dropped while unwinding, so a panic inside the critical section (a
+/// debug assertion, an index out of bounds) does not leave the lock held for ever. Normal returns
+/// [`disarm`](UnlockOnUnwind::disarm) it and unlock themselves.
+///
+/// Where it is armed: around everything inside the critical section that can unwind. On the fast
+/// path that is only a multi-record event's fill (`encode_continuation` is out of line and
+/// indexes); a one-record fill is straight-line stores and a clock read, which cannot unwind, and
+/// arming a guard around it would cost every event (the unwinding edge kept the compiler from
+/// folding the write's outcome: 3 instructions per event under callgrind). `make_room`, the
+/// out-of-line slow path inside the critical section, arms its own.
+struct UnlockOnUnwind<'a>(&'a ChunkLock);
+
+impl UnlockOnUnwind<'_> {
+    #[inline(always)]
+    fn disarm(self) {
+        std::mem::forget(self);
+    }
 }
 
-/// Releases a slave lock when dropped, so a panic inside the critical section (a debug
-/// assertion, an index out of bounds) unwinds without leaving the lock held for ever.
-struct SlaveHeld<'a>(&'a ChunkLock);
-
-impl Drop for SlaveHeld<'_> {
-    #[inline(always)]
+impl Drop for UnlockOnUnwind<'_> {
+    #[cold]
     fn drop(&mut self) {
         self.0.slave_unlock();
     }
@@ -173,6 +177,29 @@ pub(crate) trait Fill: Copy {
     /// Writes all the records of the event into the slots starting at `dst`, reading `clock`
     /// where the event needs the time.
     fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind);
+
+    /// The callsite id of the event (0: unknown, never re-checked), for the cold re-check of an
+    /// event that may have passed its enabled check before the running trace started.
+    #[inline(always)]
+    fn callsite(&self) -> u32 {
+        0
+    }
+}
+
+/// A fill with its callsite id, for fills written as closures.
+#[derive(Clone, Copy)]
+pub(crate) struct Identified<F>(pub(crate) u32, pub(crate) F);
+
+impl<F: FnOnce(*mut MaybeUninit<Record>, ClockKind) + Copy> Fill for Identified<F> {
+    #[inline(always)]
+    fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind) {
+        (self.1)(dst, clock)
+    }
+
+    #[inline(always)]
+    fn callsite(&self) -> u32 {
+        self.0
+    }
 }
 
 impl<F: FnOnce(*mut MaybeUninit<Record>, ClockKind) + Copy> Fill for F {
@@ -332,17 +359,13 @@ impl Tenant {
         F: Fill,
         T: Fn() -> u32,
     {
-        let mut room = Room::Ready;
         if self.shared {
-            match self.lock_shared(core, tid(), n) {
-                Ok(r) => room = r,
-                Err(outcome) => return outcome,
+            if let Err(outcome) = self.lock_shared(core, tid(), n, fill.callsite()) {
+                return outcome;
             }
         } else if let Err(held) = self.lock.try_slave_lock_exclusive() {
             return self.lock_failed(core, held);
         }
-        // Unlocks on every return below, and on unwinding.
-        let _held = SlaveHeld(&self.lock);
         // SAFETY: the slave lock is held, so no one else touches `st` until it is released.
         let st = unsafe { &mut *self.st.get() };
         // Written as `pos > CAP - n` (n is a small constant) rather than `pos + n > CAP`: one compare.
@@ -350,76 +373,67 @@ impl Tenant {
         // fits in a chunk.
         debug_assert!(n as usize <= CHUNK_RECORDS);
         if st.pos > CHUNK_RECORDS as u32 - n {
-            match self.make_room(core, st, tid(), n) {
-                Ok(r) => room = r,
-                Err(outcome) => return outcome,
+            // `make_room` releases the lock itself if it unwinds.
+            if let Err(outcome) = self.make_room(core, st, tid(), n, fill.callsite()) {
+                self.lock.slave_unlock();
+                return outcome;
             }
-        }
-        if room == Room::Recheck {
-            return Self::write_rechecked(core, st, n, fill, self.clock);
         }
         let pos = st.pos;
         // SAFETY: the check above (or make_room) guarantees a chunk loaned to this tenant with
         // `pos + n <= CHUNK_RECORDS`; the slots at and above `pos` are unpublished and ours.
         let chunk = unsafe { &*st.chunk };
-        fill.fill(chunk.slot(pos as usize), self.clock);
+        // See `UnlockOnUnwind` for why only a multi-record fill is guarded. `n` is a constant at
+        // every callsite, so one of these two branches is all a callsite compiles to.
+        if n > 1 {
+            let unwind = UnlockOnUnwind(&self.lock);
+            fill.fill(chunk.slot(pos as usize), self.clock);
+            unwind.disarm();
+        } else {
+            fill.fill(chunk.slot(pos as usize), self.clock);
+        }
         // `n` is a constant at every callsite, so for one-record events this folds away.
         if n > 1 {
             st.extra += n - 1;
         }
         st.pos = pos + n;
         chunk.publish(pos + n);
-        Outcome::Written
-    }
-
-    /// Writes an event into room that [`Room::Recheck`] describes: fills it, and publishes it only
-    /// if the log still traces its callsite. Otherwise the event passed its enabled check before
-    /// the running trace started (it raced a `stop` and the next `start`) and the running trace
-    /// excludes it: it is counted as `stopping`, once, and is not in the new trace.
-    #[cold]
-    #[inline(never)]
-    fn write_rechecked<F: Fill>(
-        core: &LogCore,
-        st: &mut TenantState,
-        n: u32,
-        fill: F,
-        clock: ClockKind,
-    ) -> Outcome {
-        let pos = st.pos;
-        // SAFETY: as in `write`: room for `n` records at `pos` in a chunk this tenant holds.
-        let chunk = unsafe { &*st.chunk };
-        let dst = chunk.slot(pos as usize);
-        fill.fill(dst, clock);
-        // SAFETY: `fill` initialised the event's first record, which names its callsite.
-        let id = unsafe { (*dst).assume_init_ref() }.id;
-        if !core.still_traces(id) {
-            core.drops.count(DropReason::Stopping);
-            return Outcome::Dropped;
-        }
-        if n > 1 {
-            st.extra += n - 1;
-        }
-        st.pos = pos + n;
-        chunk.publish(pos + n);
+        self.lock.slave_unlock();
         Outcome::Written
     }
 
     /// The slave lock of a tenant shared by several threads: a compare-and-swap, then a
     /// thread-switch record (or a new chunk) when the writer changes. Out of line and free of the
-    /// fill, so the exclusive path keeps the fill in registers.
+    /// fill, so the exclusive path keeps the fill in registers. Unlocks again if it fails.
     #[cold]
     #[inline(never)]
-    fn lock_shared(&self, core: &LogCore, tid: u32, n: u32) -> Result<Room, Outcome> {
+    fn lock_shared(&self, core: &LogCore, tid: u32, n: u32, callsite: u32) -> Result<(), Outcome> {
         if let Err(held) = self.lock.try_slave_lock_shared() {
             return Err(self.lock_failed(core, held));
         }
-        let held = SlaveHeld(&self.lock);
         // SAFETY: the slave lock is held.
         let st = unsafe { &mut *self.st.get() };
-        let room = if st.tid != tid { self.make_room(core, st, tid, n)? } else { Room::Ready };
-        // The caller releases the lock from here on.
-        std::mem::forget(held);
-        Ok(room)
+        if st.tid != tid {
+            if let Err(outcome) = self.make_room(core, st, tid, n, callsite) {
+                self.lock.slave_unlock();
+                return Err(outcome);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the running trace still takes the event of `callsite`; if not, counts it as
+    /// `stopping`. An event reaching a tenant's first chunk of a new trace (or a pool tenant just
+    /// switched to its thread) may have passed its enabled check before that trace started: it
+    /// raced a `stop` and the next `start`. If the new trace excludes its callsite, it is counted
+    /// once, as `stopping`, and not written into the new trace.
+    #[cold]
+    fn still_traced(core: &LogCore, callsite: u32) -> bool {
+        if callsite == 0 || core.still_traces(callsite) {
+            return true;
+        }
+        core.drops.count(DropReason::Stopping);
+        false
     }
 
     /// Counts a failed slave lock under the reason the failed attempt saw, unless the tenant is
@@ -448,7 +462,33 @@ impl Tenant {
     /// where this can fail or unwind.
     #[cold]
     #[inline(never)]
-    fn make_room(&self, core: &LogCore, st: &mut TenantState, tid: u32, n: u32) -> Result<Room, Outcome> {
+    fn make_room(
+        &self,
+        core: &LogCore,
+        st: &mut TenantState,
+        tid: u32,
+        n: u32,
+        callsite: u32,
+    ) -> Result<(), Outcome> {
+        let unwind = UnlockOnUnwind(&self.lock);
+        let room = self.make_room_locked(core, st, tid, n, callsite);
+        unwind.disarm();
+        room
+    }
+
+    #[inline(always)]
+    fn make_room_locked(
+        &self,
+        core: &LogCore,
+        st: &mut TenantState,
+        tid: u32,
+        n: u32,
+        callsite: u32,
+    ) -> Result<(), Outcome> {
+        // A pool tenant switching to this thread: its event may have raced a restart.
+        if self.pooled && st.tid != tid && !Self::still_traced(core, callsite) {
+            return Err(Outcome::Dropped);
+        }
         if self.shared && st.tid != tid && st.pos + 1 + n <= CHUNK_RECORDS as u32 {
             // SAFETY: the chunk is non-null (pos < CHUNK_RECORDS) and loaned to this tenant, whose
             // slave lock we hold; slot `pos` is unpublished and ours to write.
@@ -465,8 +505,7 @@ impl Tenant {
             st.pos += 1;
             st.extra += 1;
             st.tid = tid;
-            // The new writer's event may have passed its check before a restart.
-            return Ok(Room::Recheck);
+            return Ok(());
         }
         // Acquire: pairs with the Release store in `TraceLog::start`, so the buffer's memory is
         // initialised. The slave lock keeps `stop` from freeing it while we use it.
@@ -477,6 +516,12 @@ impl Tenant {
         }
         // SAFETY: non-null, and alive for as long as we hold the slave lock (see LogCore::buffer).
         let buf = unsafe { &*buf };
+        // The tenant's first chunk of this trace: its event may have raced a restart. Checked
+        // before anything changes, so a refused event leaves the tenant as it was.
+        if st.generation != buf.generation && !self.pooled && !Self::still_traced(core, callsite) {
+            return Err(Outcome::Dropped);
+        }
+        st.generation = buf.generation;
         if !st.chunk.is_null() {
             let (chunk, events) = (st.chunk, st.events());
             // Forget the chunk first: if `give_back` unwound, the tenant must not go on writing
@@ -505,9 +550,7 @@ impl Tenant {
                 if st.lost > 0 {
                     self.mark_saturation(core, buf, st, n);
                 }
-                let fresh = st.generation != buf.generation;
-                st.generation = buf.generation;
-                Ok(if fresh || self.pooled { Room::Recheck } else { Room::Ready })
+                Ok(())
             }
             Loan::Exhausted { first } => {
                 core.drops.count(DropReason::BufferFull);
@@ -707,9 +750,11 @@ mod tests {
             let exclusive_ok = !shared && barrier::asymmetric_available();
             let t = Arc::new(Tenant::new(&core, ClockKind::Monotonic, None, exclusive_ok, 7));
             assert_eq!(t.write(&core, || 7, 1, one_record(20)), Outcome::Written);
+            // Two records: a multi-record fill is the one that calls out-of-line code that can
+            // panic (`encode_continuation`); see `UnlockOnUnwind`.
             let panicking = |_: *mut MaybeUninit<Record>, _: ClockKind| panic!("inside the critical section");
             let r =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.write(&core, || 7, 1, panicking)));
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.write(&core, || 7, 2, panicking)));
             assert!(r.is_err());
             assert_eq!(t.lock.state(), crate::chunk_lock::LockState::Unlocked, "shared: {shared}");
             assert_eq!(t.write(&core, || 7, 1, one_record(21)), Outcome::Written);

@@ -16,6 +16,7 @@ mod futures;
 mod groups;
 mod intern;
 mod lifecycle;
+mod limits;
 mod logs;
 mod points;
 mod recorder;

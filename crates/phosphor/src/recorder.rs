@@ -11,6 +11,9 @@
 //! * [`dump_on_signal`] dumps each time the process receives a signal (for example `SIGUSR2`; off
 //!   unless asked for). The handler only writes a byte to a pipe (async-signal-safe); a thread of
 //!   ours does the dump.
+//! * [`dump_on_crash`] writes a trace file from an async-signal-safe handler of the fatal signals
+//!   (`SIGSEGV`, ...), then lets the signal take its course: the action that was in place before
+//!   (stored before ours is installed), or the default one.
 //!
 //! # What each failure leaves
 //!
@@ -19,8 +22,9 @@
 //!   `start`, `stop` or another dump): the hook never waits for it, and says on stderr that it
 //!   skipped the dump. Only the first panic dumps (later ones would overwrite it).
 //! * **Signal-triggered dump**: as a snapshot; the file appears some time after the signal.
-//! * Fatal signals (`SIGSEGV`, ...), `SIGKILL` and torn chunks are not covered yet (file-backed
-//!   buffers and `phosphor recover` will).
+//! * **Fatal signal**: one dump, written by the first crashing thread; see [`dump_on_crash`] and
+//!   docs/FLIGHT_RECORDER.md. `SIGKILL` leaves nothing here: file-backed rings (`ring.rs`) and
+//!   `phosphor recover` cover it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -196,8 +200,8 @@ struct CrashSetup {
     head: Vec<u8>,
 }
 
-/// The crash handler's scratch space: a chunk's records and one encoded block. Statics rather
-/// than the (small) signal stack.
+/// The crash handler's scratch space: a chunk's records and one encoded block, and the action
+/// each signal had before ours. Statics rather than the (small) signal stack.
 struct Scratch {
     records: std::cell::UnsafeCell<[phosphor_format::Record; phosphor_format::chunk::CHUNK_RECORDS]>,
     block: std::cell::UnsafeCell<[u8; 2 * phosphor_format::chunk::CHUNK_BYTES]>,
@@ -205,8 +209,9 @@ struct Scratch {
 }
 
 // SAFETY: `records` and `block` are used only by the one crash handler invocation that wins
-// `CRASHING`; `previous` is written by `dump_on_crash` before the handlers are installed and read
-// only by handlers.
+// `CRASHING`. `previous[k]` is written only by `dump_on_crash` (once per process: it must win
+// `CRASH_SETUP` first), before it sets `PREVIOUS_STORED[k]` with Release; a handler reads it only
+// after an Acquire load of that flag returned true, and nothing writes it after.
 unsafe impl Sync for Scratch {}
 
 static SCRATCH: Scratch = Scratch {
@@ -218,8 +223,13 @@ static SCRATCH: Scratch = Scratch {
     previous: std::cell::UnsafeCell::new([const { std::mem::MaybeUninit::uninit() }; CRASH_SIGNALS.len()]),
 };
 
+/// Whether `SCRATCH.previous[k]` holds the action `CRASH_SIGNALS[k]` had before ours.
+static PREVIOUS_STORED: [AtomicBool; CRASH_SIGNALS.len()] =
+    [const { AtomicBool::new(false) }; CRASH_SIGNALS.len()];
+
 static CRASH_SETUP: std::sync::atomic::AtomicPtr<CrashSetup> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
 static CRASHING: AtomicBool = AtomicBool::new(false);
 
 /// Writes `log`'s running trace to `path` when the process receives a fatal signal (`SIGSEGV`,
@@ -254,9 +264,22 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
         return Err(signal_error("a crash dump is already set up".into()));
     }
     for (k, &sig) in CRASH_SIGNALS.iter().enumerate() {
+        // First the action in place now, stored where the handler will find it; only then ours.
+        // Installing ours while asking for the old one would leave a window in which a fault on
+        // another thread chains to a slot not yet written.
+        // SAFETY: `previous[k]` is written here only (this call won `CRASH_SETUP`, so no other
+        // does), while no handler of ours that reads it can run: it is not installed yet, and
+        // `PREVIOUS_STORED[k]` is still false. sigaction fills a valid `sigaction` out-pointer.
+        let queried =
+            unsafe { libc::sigaction(sig, std::ptr::null(), (*SCRATCH.previous.get())[k].as_mut_ptr()) };
+        if queried != 0 {
+            return Err(signal_error(format!("sigaction({sig}): {}", std::io::Error::last_os_error())));
+        }
+        // Release: a handler that loads the flag with Acquire sees the stored action.
+        PREVIOUS_STORED[k].store(true, Ordering::Release);
         // SAFETY: a zeroed sigaction is valid; the handler is an `extern "C"` fn of the
-        // SA_SIGINFO shape; `previous[k]` is written before the handler that reads it exists.
-        unsafe {
+        // SA_SIGINFO shape.
+        let installed = unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction =
                 on_crash as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
@@ -264,16 +287,17 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
             // reports) are too small for the dump; it runs on the crashing thread's own stack.
             sa.sa_flags = libc::SA_SIGINFO;
             libc::sigemptyset(&mut sa.sa_mask);
-            let previous = (*SCRATCH.previous.get())[k].as_mut_ptr();
-            if libc::sigaction(sig, &sa, previous) != 0 {
-                return Err(signal_error(format!("sigaction({sig}): {}", std::io::Error::last_os_error())));
-            }
+            libc::sigaction(sig, &sa, std::ptr::null_mut())
+        };
+        if installed != 0 {
+            return Err(signal_error(format!("sigaction({sig}): {}", std::io::Error::last_os_error())));
         }
     }
     Ok(())
 }
 
 extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let Some(k) = CRASH_SIGNALS.iter().position(|&s| s == sig) else { return };
     // Relaxed: a one-shot flag; only the first crash writes.
     if !CRASHING.swap(true, Ordering::Relaxed) {
         // Acquire: pairs with the publication in `dump_on_crash`.
@@ -283,14 +307,23 @@ extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut
             write_crash_dump(setup);
         }
     }
-    // Give the signal back to what handled it before, and raise it again: it is blocked while we
-    // run, so it is delivered when we return (a hardware fault also recurs on return).
-    if let Some(k) = CRASH_SIGNALS.iter().position(|&s| s == sig) {
-        // SAFETY: `previous[k]` was filled by `dump_on_crash` before this handler was installed.
-        unsafe {
-            libc::sigaction(sig, (*SCRATCH.previous.get())[k].as_ptr(), std::ptr::null_mut());
-            libc::raise(sig);
-        }
+    chain(k, sig);
+}
+
+/// Gives signal `CRASH_SIGNALS[k]` back to what handled it before (the default action if that is
+/// not known), and raises it again: it is blocked while we run, so it is delivered when we return
+/// (a hardware fault also recurs on return).
+fn chain(k: usize, sig: libc::c_int) {
+    // Acquire: pairs with the Release store in `dump_on_crash`, after the slot was written.
+    let stored = PREVIOUS_STORED[k].load(Ordering::Acquire);
+    // SAFETY: a zeroed sigaction with SIG_DFL is valid. `previous[k]` is read only once the flag
+    // says it was written, and is never written again. sigaction and raise are async-signal-safe.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        let action = if stored { (*SCRATCH.previous.get())[k].as_ptr() } else { &default };
+        libc::sigaction(sig, action, std::ptr::null_mut());
+        libc::raise(sig);
     }
 }
 
@@ -408,5 +441,51 @@ fn write_crash_dump(setup: &CrashSetup) {
     unsafe {
         libc::fsync(fd);
         libc::close(fd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Forks; the child runs `f` (async-signal-safe calls only: the parent has other threads), then
+    /// exits with status 0. Returns the child's wait status.
+    fn in_child(f: impl FnOnce()) -> libc::c_int {
+        // SAFETY: fork, then in the child only `f` (async-signal-safe by contract), setrlimit and
+        // _exit; the parent waits for the child it made.
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+            if pid == 0 {
+                // No core file for the signals the child dies of.
+                libc::setrlimit(libc::RLIMIT_CORE, &libc::rlimit { rlim_cur: 0, rlim_max: 0 });
+                f();
+                libc::_exit(0);
+            }
+            let mut status = 0;
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            status
+        }
+    }
+
+    #[test]
+    fn a_crash_before_the_previous_action_is_stored_falls_back_to_the_default_action() {
+        let k = CRASH_SIGNALS.iter().position(|&s| s == libc::SIGFPE).unwrap();
+        let status = in_child(|| {
+            // What the slot may hold before `dump_on_crash` stores the previous action in it: here
+            // an action that ignores the signal. The handler must not trust it.
+            // SAFETY: this child process is single-threaded, and no handler of ours runs.
+            unsafe {
+                let mut stale: libc::sigaction = std::mem::zeroed();
+                stale.sa_sigaction = libc::SIG_IGN;
+                (*SCRATCH.previous.get())[k] = std::mem::MaybeUninit::new(stale);
+            }
+            // As if a fault came in the window: the handler runs before the slot was filled.
+            on_crash(libc::SIGFPE, std::ptr::null_mut(), std::ptr::null_mut());
+        });
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGFPE,
+            "the signal's default action killed the child (status {status:#x})"
+        );
     }
 }

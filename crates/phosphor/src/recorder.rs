@@ -22,12 +22,12 @@
 //!   `start`, `stop` or another dump): the hook never waits for it, and says on stderr that it
 //!   skipped the dump. Only the first panic dumps (later ones would overwrite it).
 //! * **Signal-triggered dump**: as a snapshot; the file appears some time after the signal.
-//! * **Fatal signal**: one dump, written by the first crashing thread; see [`dump_on_crash`] and
-//!   docs/FLIGHT_RECORDER.md. `SIGKILL` leaves nothing here: file-backed rings (`ring.rs`) and
-//!   `phosphor recover` cover it.
+//! * **Fatal signal**: one dump, written by the first crashing thread while any other crashing
+//!   thread waits for it; see [`dump_on_crash`] and docs/FLIGHT_RECORDER.md. `SIGKILL` leaves
+//!   nothing here: file-backed rings (`ring.rs`) and `phosphor recover` cover it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind};
@@ -208,8 +208,8 @@ struct Scratch {
     previous: std::cell::UnsafeCell<[std::mem::MaybeUninit<libc::sigaction>; CRASH_SIGNALS.len()]>,
 }
 
-// SAFETY: `records` and `block` are used only by the one crash handler invocation that wins
-// `CRASHING`. `previous[k]` is written only by `dump_on_crash` (once per process: it must win
+// SAFETY: `records` and `block` are used only by the thread that wins `CRASH_OWNER`, which happens
+// once per process. `previous[k]` is written only by `dump_on_crash` (once per process: it must win
 // `CRASH_SETUP` first), before it sets `PREVIOUS_STORED[k]` with Release; a handler reads it only
 // after an Acquire load of that flag returned true, and nothing writes it after.
 unsafe impl Sync for Scratch {}
@@ -230,21 +230,30 @@ static PREVIOUS_STORED: [AtomicBool; CRASH_SIGNALS.len()] =
 static CRASH_SETUP: std::sync::atomic::AtomicPtr<CrashSetup> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 
-static CRASHING: AtomicBool = AtomicBool::new(false);
+/// The kernel thread id of the thread that writes the dump: 0 until the first crash.
+static CRASH_OWNER: AtomicI32 = AtomicI32::new(0);
+
+/// 1 once the dump is written (or given up): a futex word the other crashing threads wait on.
+static DUMP_DONE: AtomicU32 = AtomicU32::new(0);
 
 /// Writes `log`'s running trace to `path` when the process receives a fatal signal (`SIGSEGV`,
 /// `SIGBUS`, `SIGILL`, `SIGFPE`, `SIGABRT`), then lets the signal do what it did before (the
 /// previous handler, or the default: the process dies of it).
 ///
-/// The handler is async-signal-safe: no allocation, no lock, only `open`, `write`, `fsync` and
-/// `close` of data prepared here or read in place. It writes a whole trace file: the callsites
-/// registered so far (from a lock-free list), every chunk that holds events (given back, or still
-/// being written, up to its committed count, so the crashing thread's last event is there), the
-/// static strings they use, and a trailer. Other threads go on recording meanwhile: a chunk
-/// re-loaned while it is copied may come out torn, and is then left out or read up to the tear.
-/// Thread names are not written (threads show by id). A stack overflow is not dumped: the handler
-/// runs on the crashing thread's stack, so the kernel kills the process at once. Call it once a
-/// trace of `log` has started (the file's clock comes from it); only one log per process.
+/// The handler is async-signal-safe: no allocation, no lock, only `open`, `write`, `fsync`,
+/// `close` and `futex` on data prepared here or read in place. It writes a whole trace file: the
+/// callsites registered so far (from a lock-free list), every chunk that holds events (given back,
+/// or still being written, up to its committed count, so the crashing thread's last event is
+/// there), the static strings they use, and a trailer.
+///
+/// One thread writes the dump. Another thread that crashes meanwhile waits in its handler until
+/// the dump is written, then its signal takes its course; a fault of the writing thread inside its
+/// own dump passes on at once (the dump is then cut short). Other threads go on recording
+/// meanwhile: a chunk re-loaned while it is copied may come out torn, and is then left out or read
+/// up to the tear. Thread names are not written (threads show by id). A stack overflow is not
+/// dumped: the handler runs on the crashing thread's stack, so the kernel kills the process at
+/// once. Call it once a trace of `log` has started (the file's clock comes from it); only one log
+/// per process.
 pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result<(), Error> {
     let signal_error = |m: String| Error::new(ErrorKind::Signal(m));
     let clock = log.clock_info().ok_or_else(|| Error::new(ErrorKind::NotRunning))?;
@@ -298,16 +307,61 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
 
 extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let Some(k) = CRASH_SIGNALS.iter().position(|&s| s == sig) else { return };
-    // Relaxed: a one-shot flag; only the first crash writes.
-    if !CRASHING.swap(true, Ordering::Relaxed) {
-        // Acquire: pairs with the publication in `dump_on_crash`.
-        let setup = CRASH_SETUP.load(Ordering::Acquire);
-        // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
-        if let Some(setup) = unsafe { setup.as_ref() } {
-            write_crash_dump(setup);
+    // SAFETY: reading errno and gettid are async-signal-safe. errno is restored before we return,
+    // in case the previous action lets the interrupted code go on.
+    let (errno, me) = unsafe { (*libc::__errno_location(), libc::gettid()) };
+    // Relaxed: the compare-and-swap alone decides the one writer; the scratch space it grants is
+    // never handed over to another thread.
+    match CRASH_OWNER.compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => {
+            // Acquire: pairs with the publication in `dump_on_crash`.
+            let setup = CRASH_SETUP.load(Ordering::Acquire);
+            // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
+            if let Some(setup) = unsafe { setup.as_ref() } {
+                write_crash_dump(setup);
+            }
+            // Release: the flag is set after the dump's last write (and pairs with the Acquire
+            // loads of the waiting threads, so they chain after it).
+            DUMP_DONE.store(1, Ordering::Release);
+            // SAFETY: FUTEX_WAKE on a live static word; the kernel reads nothing else.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    DUMP_DONE.as_ptr(),
+                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                    i32::MAX,
+                )
+            };
         }
+        // This very thread faulted again inside its dump (another crash signal: ours leaves them
+        // unblocked). Waiting would be for ever: the dump is cut short, and the signal passes on.
+        Err(owner) if owner == me => {}
+        Err(_) => wait_for_dump(),
     }
     chain(k, sig);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Waits until the crash dump another thread is writing is written. Async-signal-safe: atomic
+/// loads and `futex` waits only.
+fn wait_for_dump() {
+    // Acquire: pairs with the writer's Release store.
+    while DUMP_DONE.load(Ordering::Acquire) == 0 {
+        // A bounded wait, then the flag is read again (a signal or a spurious wake ends it early).
+        let tick = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+        // SAFETY: FUTEX_WAIT on a live static word, which sleeps only while it still holds 0;
+        // `tick` is a valid timespec for the duration of the call.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                DUMP_DONE.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                0u32,
+                &tick as *const libc::timespec,
+            )
+        };
+    }
 }
 
 /// Gives signal `CRASH_SIGNALS[k]` back to what handled it before (the default action if that is

@@ -11,6 +11,7 @@ mod alloc;
 mod bridge;
 mod config;
 mod control;
+mod crash;
 mod events;
 mod futures;
 mod groups;

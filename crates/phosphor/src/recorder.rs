@@ -236,15 +236,24 @@ static CRASH_OWNER: AtomicI32 = AtomicI32::new(0);
 /// 1 once the dump is written (or given up): a futex word the other crashing threads wait on.
 static DUMP_DONE: AtomicU32 = AtomicU32::new(0);
 
+/// The pipe through which the handler has the kernel copy a static string that lies outside the
+/// known ranges (`addr.rs`); -1 when it could not be made (such strings are then placeholders).
+static COPY_PIPE: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
+
+/// The longest static string the crash dump writes (longer ones are cut): what fits in the small
+/// strings block it encodes each one into.
+const CRASH_STR_MAX: usize = 1008;
+
 /// Writes `log`'s running trace to `path` when the process receives a fatal signal (`SIGSEGV`,
 /// `SIGBUS`, `SIGILL`, `SIGFPE`, `SIGABRT`), then lets the signal do what it did before (the
 /// previous handler, or the default: the process dies of it).
 ///
-/// The handler is async-signal-safe: no allocation, no lock, only `open`, `write`, `fsync`,
-/// `close` and `futex` on data prepared here or read in place. It writes a whole trace file: the
-/// callsites registered so far (from a lock-free list), every chunk that holds events (given back,
-/// or still being written, up to its committed count, so the crashing thread's last event is
-/// there), the static strings they use, and a trailer.
+/// The handler is async-signal-safe: no allocation, no lock, only `open`, `write`, `read`,
+/// `fsync`, `close` and `futex` on data prepared here or read in place. It writes a whole trace
+/// file: the callsites registered so far (from a lock-free list), every chunk that holds events
+/// (given back, or still being written, up to its committed count, so the crashing thread's last
+/// event is there), the static strings they use (checked first: see `addr.rs`; an unreadable one
+/// is written as `<bad static string>`), and a trailer.
 ///
 /// One thread writes the dump. Another thread that crashes meanwhile waits in its handler until
 /// the dump is written, then its signal takes its course; a fault of the writing thread inside its
@@ -260,6 +269,8 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
     let header = crate::trace_file::process_header(clock);
     let path = std::ffi::CString::new(path.into().into_os_string().into_encoded_bytes())
         .map_err(|_| signal_error("the dump path contains a NUL byte".into()))?;
+    // The known ranges of static strings, found now: the handler cannot look for them.
+    crate::addr::collect();
     let setup = Box::into_raw(Box::new(CrashSetup {
         log,
         path,
@@ -271,6 +282,13 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
         // SAFETY: `setup` came from Box::into_raw above and was never shared.
         drop(unsafe { Box::from_raw(setup) });
         return Err(signal_error("a crash dump is already set up".into()));
+    }
+    let mut fds = [-1; 2];
+    // SAFETY: `fds` is a valid two-int array for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } == 0 {
+        // Relaxed: the sigaction calls below, which install the only reader, come after.
+        COPY_PIPE[0].store(fds[0], Ordering::Relaxed);
+        COPY_PIPE[1].store(fds[1], Ordering::Relaxed);
     }
     for (k, &sig) in CRASH_SIGNALS.iter().enumerate() {
         // First the action in place now, stored where the handler will find it; only then ours.
@@ -381,6 +399,30 @@ fn chain(k: usize, sig: libc::c_int) {
     }
 }
 
+/// The bytes of a static string word for the crash dump (at most [`CRASH_STR_MAX`]): read in place
+/// inside a known range, else copied by the kernel into `buf`, else the placeholder. A word of a
+/// chunk copied while a thread rewrites it can point anywhere: it is never read unchecked.
+/// Async-signal-safe.
+fn crash_string(addr: u64, len: usize, buf: &mut [u8; CRASH_STR_MAX]) -> &[u8] {
+    let len = len.min(CRASH_STR_MAX);
+    let Ok(addr) = usize::try_from(addr) else { return crate::trace::BAD_STATIC_STR.as_bytes() };
+    if addr == 0 || len == 0 {
+        return &[];
+    }
+    if crate::addr::is_known(addr, len) {
+        // SAFETY: `addr..addr + len` lies in a read-only segment of a loaded object or in the
+        // interner's arena (a static), mapped for as long as the process runs.
+        return unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+    }
+    // Relaxed: stored before the handler was installed.
+    let fds = [COPY_PIPE[0].load(Ordering::Relaxed), COPY_PIPE[1].load(Ordering::Relaxed)];
+    if fds[0] >= 0 && crate::addr::copy_by_kernel(fds, addr, &mut buf[..len]) {
+        &buf[..len]
+    } else {
+        crate::trace::BAD_STATIC_STR.as_bytes()
+    }
+}
+
 /// A file descriptor written with raw `write(2)`s; errors end the dump quietly.
 struct RawFile(libc::c_int);
 
@@ -458,17 +500,11 @@ fn write_crash_dump(setup: &CrashSetup) {
             }
             // Static string words become string table indices, each string written just before.
             let mut intern = |addr: u64, len: usize| -> u32 {
-                let s: &[u8] = if addr == 0 {
-                    &[]
-                } else {
-                    // SAFETY: a static string word is packed from a `&'static str` of this process
-                    // (or from the interner's arena, which is never freed), so the bytes are
-                    // readable; a torn word could point elsewhere, which a crash dump accepts.
-                    unsafe { std::slice::from_raw_parts(addr as usize as *const u8, len) }
-                };
-                let mut small = [0u8; 1024];
-                let len = s.len().min(small.len() - 16);
-                if let Some(w) = raw::strings_block(&mut small, &[&s[..len]]) {
+                let mut copy = [0u8; CRASH_STR_MAX];
+                let s = crash_string(addr, len, &mut copy);
+                // Room for the block's framing and the string's length.
+                let mut small = [0u8; CRASH_STR_MAX + 16];
+                if let Some(w) = raw::strings_block(&mut small, &[s]) {
                     ok &= f.put(&small[..w]);
                 }
                 strings += 1;
@@ -520,6 +556,28 @@ mod tests {
             assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
             status
         }
+    }
+
+    #[test]
+    fn the_crash_dump_reads_a_static_string_only_where_it_is_readable() {
+        crate::addr::collect();
+        let mut fds = [-1; 2];
+        // SAFETY: `fds` is a valid two-int array for pipe2 to fill.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) }, 0);
+        // Relaxed: what `dump_on_crash` does; no handler runs in this test process.
+        COPY_PIPE[0].store(fds[0], Ordering::Relaxed);
+        COPY_PIPE[1].store(fds[1], Ordering::Relaxed);
+        let mut buf = [0u8; CRASH_STR_MAX];
+        let bad = crate::trace::BAD_STATIC_STR.as_bytes();
+        let lit = "a literal";
+        assert_eq!(crash_string(lit.as_ptr() as u64, lit.len(), &mut buf), lit.as_bytes());
+        let heap: &'static str = String::from("on the heap").leak();
+        assert_eq!(crash_string(heap.as_ptr() as u64, heap.len(), &mut buf), heap.as_bytes());
+        assert_eq!(crash_string(0x10, 5, &mut buf), bad);
+        assert_eq!(crash_string(1 << 47, 5, &mut buf), bad);
+        assert_eq!(crash_string(0, 5, &mut buf), b"");
+        let long = "x".repeat(5000).leak();
+        assert_eq!(crash_string(long.as_ptr() as u64, long.len(), &mut buf).len(), CRASH_STR_MAX, "cut");
     }
 
     #[test]

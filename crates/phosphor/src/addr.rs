@@ -197,6 +197,8 @@ pub(crate) fn resolve(addr: usize, len: usize) -> Option<&'static [u8]> {
         // SAFETY: the range lies in a read-only segment of a loaded object, mapped for as long as
         // the object is loaded (a string of an unloaded library is a dangling `&'static str`
         // already), or in the interner's arena, a static: readable for the life of the process.
+        // The arena's bytes are written once, before the string they hold is published, and a
+        // word the recorder wrote points at published bytes only.
         return Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
     }
     #[cfg(unix)]

@@ -411,7 +411,9 @@ fn crash_string(addr: u64, len: usize, buf: &mut [u8; CRASH_STR_MAX]) -> &[u8] {
     }
     if crate::addr::is_known(addr, len) {
         // SAFETY: `addr..addr + len` lies in a read-only segment of a loaded object or in the
-        // interner's arena (a static), mapped for as long as the process runs.
+        // interner's arena (a static), so it is mapped and reading it cannot fault. A word the
+        // recorder wrote points at bytes published before its record; a word torn by a re-loan
+        // may point at arena bytes being written now, read as racily as the records themselves.
         return unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
     }
     // Relaxed: stored before the handler was installed.

@@ -16,11 +16,14 @@
 //! written into a pipe, which fails with `EFAULT` rather than faulting when they are not all
 //! readable, and read back. The copy is used, never the address. Bytes that cannot be copied are a
 //! bad string: the callers show [`BAD_STATIC_STR`](crate::trace::BAD_STATIC_STR) in their place.
+//!
+//! All this is Linux's (`dl_iterate_phdr`'s 64-bit program headers, `pipe2`); elsewhere the tools
+//! trust a word as recorded, as they did before (the crash handler is Linux only).
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 use std::sync::Mutex;
 
 /// The most segments kept (a program with its usual libraries has about a dozen read-only ones);
@@ -122,7 +125,7 @@ pub(crate) fn is_known(addr: usize, len: usize) -> bool {
 /// empty), by `write` and `read`: the kernel copies them, and fails with `EFAULT` instead of
 /// faulting when some are not readable. Returns whether every byte was copied; the pipe is left
 /// empty either way. Async-signal-safe: system calls only, no allocation.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 pub(crate) fn copy_by_kernel(fds: [libc::c_int; 2], addr: usize, out: &mut [u8]) -> bool {
     // At most PIPE_BUF bytes at a time: a pipe holds at least that much (even one shrunk to a
     // page because its user holds many), so each piece fits whole.
@@ -155,7 +158,7 @@ pub(crate) fn copy_by_kernel(fds: [libc::c_int; 2], addr: usize, out: &mut [u8])
 }
 
 /// `f()` again while it fails with EINTR.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 fn retry(mut f: impl FnMut() -> isize) -> isize {
     loop {
         let n = f();
@@ -168,21 +171,21 @@ fn retry(mut f: impl FnMut() -> isize) -> isize {
 
 /// The most bytes [`resolve`] keeps in kernel-made copies, and the most words it remembers;
 /// strings past them show as bad.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 const MAX_COPIED_BYTES: usize = 4 << 20;
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 const MAX_COPIED_WORDS: usize = 1 << 16;
 
 /// The kernel-made copies of strings outside the known ranges, by `(address, length)`, and the
 /// pipe they are made through. Leaked: a copy is `'static`, like the string it stands for.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 struct Copies {
     fds: Option<[libc::c_int; 2]>,
     by_word: HashMap<(usize, usize), Option<&'static [u8]>>,
     bytes: usize,
 }
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 static COPIES: Mutex<Option<Copies>> = Mutex::new(None);
 
 /// The bytes of the static string `addr..addr + len`, for the tools (not for a signal handler):
@@ -201,7 +204,7 @@ pub(crate) fn resolve(addr: usize, len: usize) -> Option<&'static [u8]> {
         // word the recorder wrote points at published bytes only.
         return Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
     }
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     {
         // Each step leaves the cache consistent, so a poisoned lock is safe to keep using.
         let mut guard = COPIES.lock().unwrap_or_else(|p| p.into_inner());
@@ -229,10 +232,10 @@ pub(crate) fn resolve(addr: usize, len: usize) -> Option<&'static [u8]> {
         c.by_word.insert((addr, len), copied);
         copied
     }
-    #[cfg(not(unix))]
+    #[cfg(not(target_os = "linux"))]
     {
-        // SAFETY: without a way to ask the kernel, a word is trusted as recorded: the sealed `Arg`
-        // trait packs static string words from `&'static str`s only.
+        // SAFETY: where the kernel is not asked (outside Linux), a word is trusted as recorded:
+        // the sealed `Arg` trait packs static string words from `&'static str`s only.
         Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) })
     }
 }
@@ -242,6 +245,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
     fn literals_and_the_arena_are_known_and_the_heap_and_page_zero_are_not() {
         collect();
         let lit = "a string literal of this binary";
@@ -255,6 +259,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn the_kernel_copies_readable_bytes_and_refuses_the_others() {
         // Leaked, as a static string on the heap is: the copies are remembered by address.
         let heap: &'static str = String::from("heap bytes").repeat(1000).leak();

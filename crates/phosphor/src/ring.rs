@@ -107,11 +107,16 @@ impl Mapping {
 /// recording thread's first store into a page the filesystem has no block for would get `SIGBUS`.
 /// A full filesystem is then an error here, at `start`. On tmpfs (`/dev/shm`) the blocks are
 /// memory. A filesystem that cannot `fallocate` (`EOPNOTSUPP`, or `EINVAL` from some that do not
-/// support the operation) gets zeros written over the whole length instead, which allocates the
-/// blocks on every filesystem that does not compress or deduplicate zeros.
+/// support the operation), and a system other than Linux, gets zeros written over the whole length
+/// instead, which allocates the blocks on every filesystem that does not compress or deduplicate
+/// zeros.
 fn reserve(f: &std::fs::File, len: usize) -> std::io::Result<()> {
-    let too_big = || std::io::Error::other("the ring file is larger than a file offset");
-    let n = libc::off_t::try_from(len).map_err(|_| too_big())?;
+    #[cfg(not(target_os = "linux"))]
+    return write_zeros(f, len);
+    #[cfg(target_os = "linux")]
+    let n = libc::off_t::try_from(len)
+        .map_err(|_| std::io::Error::other("the ring file is larger than a file offset"))?;
+    #[cfg(target_os = "linux")]
     loop {
         // SAFETY: `f` is an open file of ours; posix_fallocate takes no memory from us. It returns
         // the error number rather than setting errno.

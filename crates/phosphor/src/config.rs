@@ -128,8 +128,17 @@ impl std::fmt::Debug for TraceConfig {
 
 #[cfg(not(loom))]
 impl TraceConfig {
+    /// The largest buffer a trace may have on any machine: 64 GiB (16 Mi chunks, about two billion
+    /// one-record events). A buffer is allocated whole at `start`, and writing each chunk's header
+    /// makes every page of it resident, so a trace's buffer must fit in memory; past 64 GiB a size
+    /// is more likely a wrong unit than a plan. On a machine with less physical memory, the
+    /// physical memory is the limit. `start` refuses a larger buffer with
+    /// [`ErrorKind::BufferTooLarge`], which names the limit.
+    pub const MAX_BUFFER_BYTES: u64 = 64 << 30;
+
     /// A trace in `mode` using `buffer_size` bytes (rounded down to whole 4 KiB chunks), with every
-    /// category enabled.
+    /// category enabled. The size is checked at `start`: at least one chunk, and at most the
+    /// smaller of [`MAX_BUFFER_BYTES`](Self::MAX_BUFFER_BYTES) and the machine's physical memory.
     pub fn new(mode: BufferMode, buffer_size: usize) -> Self {
         TraceConfig {
             mode,
@@ -183,9 +192,34 @@ impl TraceConfig {
     }
 
     pub(crate) fn chunks(&self) -> Result<usize, Error> {
+        let max = max_buffer_bytes();
+        if self.buffer_size > max {
+            return Err(Error::new(ErrorKind::BufferTooLarge { size: self.buffer_size, max }));
+        }
         match self.buffer_size / CHUNK_BYTES {
             0 => Err(Error::new(ErrorKind::BufferTooSmall { size: self.buffer_size, chunk: CHUNK_BYTES })),
             n => Ok(n),
         }
     }
+}
+
+/// The largest buffer on this machine: [`TraceConfig::MAX_BUFFER_BYTES`], or the physical memory
+/// if that is smaller (when the system can tell).
+#[cfg(not(loom))]
+pub(crate) fn max_buffer_bytes() -> usize {
+    let cap = usize::try_from(TraceConfig::MAX_BUFFER_BYTES).unwrap_or(usize::MAX);
+    physical_memory().map_or(cap, |m| cap.min(m))
+}
+
+#[cfg(all(not(loom), unix))]
+fn physical_memory() -> Option<usize> {
+    // SAFETY: sysconf only reads system parameters; an unknown one returns -1.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let (pages, page) = (usize::try_from(pages).ok()?, usize::try_from(page).ok()?);
+    Some(pages.saturating_mul(page)).filter(|&m| m > 0)
+}
+
+#[cfg(all(not(loom), not(unix)))]
+fn physical_memory() -> Option<usize> {
+    None
 }

@@ -42,6 +42,26 @@ pub enum ErrorKind {
         /// Chunk size.
         chunk: usize,
     },
+    /// The buffer is larger than a trace may use on this machine: the smaller of
+    /// [`TraceConfig::MAX_BUFFER_BYTES`](crate::TraceConfig::MAX_BUFFER_BYTES) and the physical memory (see
+    /// [`TraceConfig::new`](crate::TraceConfig::new)).
+    #[error(
+        "buffer size {size} bytes is larger than the limit of {max} bytes (the smaller of 64 GiB and \
+         this machine's physical memory)"
+    )]
+    BufferTooLarge {
+        /// Requested size.
+        size: usize,
+        /// The limit on this machine.
+        max: usize,
+    },
+    /// The memory for the buffer could not be allocated (a size under the limit, which the system
+    /// could not give now).
+    #[error("the trace buffer of {bytes} bytes could not be allocated")]
+    BufferAlloc {
+        /// The bytes asked for.
+        bytes: usize,
+    },
     /// A category filter does not parse.
     #[error("invalid category filter {spec:?}: {reason}")]
     InvalidCategoryFilter {

@@ -233,6 +233,17 @@ impl Interner {
         }
     }
 
+    /// The arena's bytes handed out so far, `start..end`: every interned string lies inside. The
+    /// crash dump and the tools read a static string word in place only inside known ranges
+    /// (`addr.rs`), this one among them; the arena is part of a static, so it stays mapped.
+    #[cfg(not(loom))]
+    pub(crate) fn arena_range(&self) -> (usize, usize) {
+        let start = self.arena.get() as usize;
+        // Relaxed: only a bound; a string recorded in an event was published (and so reserved)
+        // before the event was written. Async-signal-safe: one atomic load.
+        (start, start + self.used.load(Ordering::Relaxed).min(ARENA_BYTES))
+    }
+
     /// What it holds.
     pub(crate) fn stats(&self) -> InternStats {
         // Relaxed: statistics.

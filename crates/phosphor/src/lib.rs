@@ -35,6 +35,8 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 #[cfg(not(loom))]
+mod addr;
+#[cfg(not(loom))]
 mod aggregate;
 #[cfg(not(loom))]
 mod arg;

@@ -11,6 +11,9 @@
 //! * [`dump_on_signal`] dumps each time the process receives a signal (for example `SIGUSR2`; off
 //!   unless asked for). The handler only writes a byte to a pipe (async-signal-safe); a thread of
 //!   ours does the dump.
+//! * [`dump_on_crash`] writes a trace file from an async-signal-safe handler of the fatal signals
+//!   (`SIGSEGV`, ...), then lets the signal take its course: the action that was in place before
+//!   (stored before ours is installed), or the default one.
 //!
 //! # What each failure leaves
 //!
@@ -19,11 +22,12 @@
 //!   `start`, `stop` or another dump): the hook never waits for it, and says on stderr that it
 //!   skipped the dump. Only the first panic dumps (later ones would overwrite it).
 //! * **Signal-triggered dump**: as a snapshot; the file appears some time after the signal.
-//! * Fatal signals (`SIGSEGV`, ...), `SIGKILL` and torn chunks are not covered yet (file-backed
-//!   buffers and `phosphor recover` will).
+//! * **Fatal signal**: one dump, written by the first crashing thread while any other crashing
+//!   thread waits for it; see [`dump_on_crash`] and docs/FLIGHT_RECORDER.md. `SIGKILL` leaves
+//!   nothing here: file-backed rings (`ring.rs`) and `phosphor recover` cover it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind};
@@ -196,17 +200,18 @@ struct CrashSetup {
     head: Vec<u8>,
 }
 
-/// The crash handler's scratch space: a chunk's records and one encoded block. Statics rather
-/// than the (small) signal stack.
+/// The crash handler's scratch space: a chunk's records and one encoded block, and the action
+/// each signal had before ours. Statics rather than the (small) signal stack.
 struct Scratch {
     records: std::cell::UnsafeCell<[phosphor_format::Record; phosphor_format::chunk::CHUNK_RECORDS]>,
     block: std::cell::UnsafeCell<[u8; 2 * phosphor_format::chunk::CHUNK_BYTES]>,
     previous: std::cell::UnsafeCell<[std::mem::MaybeUninit<libc::sigaction>; CRASH_SIGNALS.len()]>,
 }
 
-// SAFETY: `records` and `block` are used only by the one crash handler invocation that wins
-// `CRASHING`; `previous` is written by `dump_on_crash` before the handlers are installed and read
-// only by handlers.
+// SAFETY: `records` and `block` are used only by the thread that wins `CRASH_OWNER`, which happens
+// once per process. `previous[k]` is written only by `dump_on_crash` (once per process: it must win
+// `CRASH_SETUP` first), before it sets `PREVIOUS_STORED[k]` with Release; a handler reads it only
+// after an Acquire load of that flag returned true, and nothing writes it after.
 unsafe impl Sync for Scratch {}
 
 static SCRATCH: Scratch = Scratch {
@@ -218,29 +223,54 @@ static SCRATCH: Scratch = Scratch {
     previous: std::cell::UnsafeCell::new([const { std::mem::MaybeUninit::uninit() }; CRASH_SIGNALS.len()]),
 };
 
+/// Whether `SCRATCH.previous[k]` holds the action `CRASH_SIGNALS[k]` had before ours.
+static PREVIOUS_STORED: [AtomicBool; CRASH_SIGNALS.len()] =
+    [const { AtomicBool::new(false) }; CRASH_SIGNALS.len()];
+
 static CRASH_SETUP: std::sync::atomic::AtomicPtr<CrashSetup> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
-static CRASHING: AtomicBool = AtomicBool::new(false);
+
+/// The kernel thread id of the thread that writes the dump: 0 until the first crash.
+static CRASH_OWNER: AtomicI32 = AtomicI32::new(0);
+
+/// 1 once the dump is written (or given up): a futex word the other crashing threads wait on.
+static DUMP_DONE: AtomicU32 = AtomicU32::new(0);
+
+/// The pipe through which the handler has the kernel copy a static string that lies outside the
+/// known ranges (`addr.rs`); -1 when it could not be made (such strings are then placeholders).
+static COPY_PIPE: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
+
+/// The longest static string the crash dump writes (longer ones are cut): what fits in the small
+/// strings block it encodes each one into.
+const CRASH_STR_MAX: usize = 1008;
 
 /// Writes `log`'s running trace to `path` when the process receives a fatal signal (`SIGSEGV`,
 /// `SIGBUS`, `SIGILL`, `SIGFPE`, `SIGABRT`), then lets the signal do what it did before (the
 /// previous handler, or the default: the process dies of it).
 ///
-/// The handler is async-signal-safe: no allocation, no lock, only `open`, `write`, `fsync` and
-/// `close` of data prepared here or read in place. It writes a whole trace file: the callsites
-/// registered so far (from a lock-free list), every chunk that holds events (given back, or still
-/// being written, up to its committed count, so the crashing thread's last event is there), the
-/// static strings they use, and a trailer. Other threads go on recording meanwhile: a chunk
-/// re-loaned while it is copied may come out torn, and is then left out or read up to the tear.
-/// Thread names are not written (threads show by id). A stack overflow is not dumped: the handler
-/// runs on the crashing thread's stack, so the kernel kills the process at once. Call it once a
-/// trace of `log` has started (the file's clock comes from it); only one log per process.
+/// The handler is async-signal-safe: no allocation, no lock, only `open`, `write`, `read`,
+/// `fsync`, `close` and `futex` on data prepared here or read in place. It writes a whole trace
+/// file: the callsites registered so far (from a lock-free list), every chunk that holds events
+/// (given back, or still being written, up to its committed count, so the crashing thread's last
+/// event is there), the static strings they use (checked first: see `addr.rs`; an unreadable one
+/// is written as `<bad static string>`), and a trailer.
+///
+/// One thread writes the dump. Another thread that crashes meanwhile waits in its handler until
+/// the dump is written, then its signal takes its course; a fault of the writing thread inside its
+/// own dump passes on at once (the dump is then cut short). Other threads go on recording
+/// meanwhile: a chunk re-loaned while it is copied may come out torn, and is then left out or read
+/// up to the tear. Thread names are not written (threads show by id). A stack overflow is not
+/// dumped: the handler runs on the crashing thread's stack, so the kernel kills the process at
+/// once. Call it once a trace of `log` has started (the file's clock comes from it); only one log
+/// per process.
 pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result<(), Error> {
     let signal_error = |m: String| Error::new(ErrorKind::Signal(m));
     let clock = log.clock_info().ok_or_else(|| Error::new(ErrorKind::NotRunning))?;
     let header = crate::trace_file::process_header(clock);
     let path = std::ffi::CString::new(path.into().into_os_string().into_encoded_bytes())
         .map_err(|_| signal_error("the dump path contains a NUL byte".into()))?;
+    // The known ranges of static strings, found now: the handler cannot look for them.
+    crate::addr::collect();
     let setup = Box::into_raw(Box::new(CrashSetup {
         log,
         path,
@@ -253,10 +283,30 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
         drop(unsafe { Box::from_raw(setup) });
         return Err(signal_error("a crash dump is already set up".into()));
     }
+    let mut fds = [-1; 2];
+    // SAFETY: `fds` is a valid two-int array for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } == 0 {
+        // Relaxed: the sigaction calls below, which install the only reader, come after.
+        COPY_PIPE[0].store(fds[0], Ordering::Relaxed);
+        COPY_PIPE[1].store(fds[1], Ordering::Relaxed);
+    }
     for (k, &sig) in CRASH_SIGNALS.iter().enumerate() {
+        // First the action in place now, stored where the handler will find it; only then ours.
+        // Installing ours while asking for the old one would leave a window in which a fault on
+        // another thread chains to a slot not yet written.
+        // SAFETY: `previous[k]` is written here only (this call won `CRASH_SETUP`, so no other
+        // does), while no handler of ours that reads it can run: it is not installed yet, and
+        // `PREVIOUS_STORED[k]` is still false. sigaction fills a valid `sigaction` out-pointer.
+        let queried =
+            unsafe { libc::sigaction(sig, std::ptr::null(), (*SCRATCH.previous.get())[k].as_mut_ptr()) };
+        if queried != 0 {
+            return Err(signal_error(format!("sigaction({sig}): {}", std::io::Error::last_os_error())));
+        }
+        // Release: a handler that loads the flag with Acquire sees the stored action.
+        PREVIOUS_STORED[k].store(true, Ordering::Release);
         // SAFETY: a zeroed sigaction is valid; the handler is an `extern "C"` fn of the
-        // SA_SIGINFO shape; `previous[k]` is written before the handler that reads it exists.
-        unsafe {
+        // SA_SIGINFO shape.
+        let installed = unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction =
                 on_crash as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
@@ -264,33 +314,114 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
             // reports) are too small for the dump; it runs on the crashing thread's own stack.
             sa.sa_flags = libc::SA_SIGINFO;
             libc::sigemptyset(&mut sa.sa_mask);
-            let previous = (*SCRATCH.previous.get())[k].as_mut_ptr();
-            if libc::sigaction(sig, &sa, previous) != 0 {
-                return Err(signal_error(format!("sigaction({sig}): {}", std::io::Error::last_os_error())));
-            }
+            libc::sigaction(sig, &sa, std::ptr::null_mut())
+        };
+        if installed != 0 {
+            return Err(signal_error(format!("sigaction({sig}): {}", std::io::Error::last_os_error())));
         }
     }
     Ok(())
 }
 
 extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    // Relaxed: a one-shot flag; only the first crash writes.
-    if !CRASHING.swap(true, Ordering::Relaxed) {
-        // Acquire: pairs with the publication in `dump_on_crash`.
-        let setup = CRASH_SETUP.load(Ordering::Acquire);
-        // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
-        if let Some(setup) = unsafe { setup.as_ref() } {
-            write_crash_dump(setup);
+    let Some(k) = CRASH_SIGNALS.iter().position(|&s| s == sig) else { return };
+    // SAFETY: reading errno and gettid are async-signal-safe. errno is restored before we return,
+    // in case the previous action lets the interrupted code go on.
+    let (errno, me) = unsafe { (*libc::__errno_location(), libc::gettid()) };
+    // Relaxed: the compare-and-swap alone decides the one writer; the scratch space it grants is
+    // never handed over to another thread.
+    match CRASH_OWNER.compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => {
+            // Acquire: pairs with the publication in `dump_on_crash`.
+            let setup = CRASH_SETUP.load(Ordering::Acquire);
+            // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
+            if let Some(setup) = unsafe { setup.as_ref() } {
+                write_crash_dump(setup);
+            }
+            // Release: the flag is set after the dump's last write (and pairs with the Acquire
+            // loads of the waiting threads, so they chain after it).
+            DUMP_DONE.store(1, Ordering::Release);
+            // SAFETY: FUTEX_WAKE on a live static word; the kernel reads nothing else.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    DUMP_DONE.as_ptr(),
+                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                    i32::MAX,
+                )
+            };
         }
+        // This very thread faulted again inside its dump (another crash signal: ours leaves them
+        // unblocked). Waiting would be for ever: the dump is cut short, and the signal passes on.
+        Err(owner) if owner == me => {}
+        Err(_) => wait_for_dump(),
     }
-    // Give the signal back to what handled it before, and raise it again: it is blocked while we
-    // run, so it is delivered when we return (a hardware fault also recurs on return).
-    if let Some(k) = CRASH_SIGNALS.iter().position(|&s| s == sig) {
-        // SAFETY: `previous[k]` was filled by `dump_on_crash` before this handler was installed.
+    chain(k, sig);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Waits until the crash dump another thread is writing is written. Async-signal-safe: atomic
+/// loads and `futex` waits only.
+fn wait_for_dump() {
+    // Acquire: pairs with the writer's Release store.
+    while DUMP_DONE.load(Ordering::Acquire) == 0 {
+        // A bounded wait, then the flag is read again (a signal or a spurious wake ends it early).
+        let tick = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+        // SAFETY: FUTEX_WAIT on a live static word, which sleeps only while it still holds 0;
+        // `tick` is a valid timespec for the duration of the call.
         unsafe {
-            libc::sigaction(sig, (*SCRATCH.previous.get())[k].as_ptr(), std::ptr::null_mut());
-            libc::raise(sig);
-        }
+            libc::syscall(
+                libc::SYS_futex,
+                DUMP_DONE.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                0u32,
+                &tick as *const libc::timespec,
+            )
+        };
+    }
+}
+
+/// Gives signal `CRASH_SIGNALS[k]` back to what handled it before (the default action if that is
+/// not known), and raises it again: it is blocked while we run, so it is delivered when we return
+/// (a hardware fault also recurs on return).
+fn chain(k: usize, sig: libc::c_int) {
+    // Acquire: pairs with the Release store in `dump_on_crash`, after the slot was written.
+    let stored = PREVIOUS_STORED[k].load(Ordering::Acquire);
+    // SAFETY: a zeroed sigaction with SIG_DFL is valid. `previous[k]` is read only once the flag
+    // says it was written, and is never written again. sigaction and raise are async-signal-safe.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        let action = if stored { (*SCRATCH.previous.get())[k].as_ptr() } else { &default };
+        libc::sigaction(sig, action, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+/// The bytes of a static string word for the crash dump (at most [`CRASH_STR_MAX`]): read in place
+/// inside a known range, else copied by the kernel into `buf`, else the placeholder. A word of a
+/// chunk copied while a thread rewrites it can point anywhere: it is never read unchecked.
+/// Async-signal-safe.
+fn crash_string(addr: u64, len: usize, buf: &mut [u8; CRASH_STR_MAX]) -> &[u8] {
+    let len = len.min(CRASH_STR_MAX);
+    let Ok(addr) = usize::try_from(addr) else { return crate::trace::BAD_STATIC_STR.as_bytes() };
+    if addr == 0 || len == 0 {
+        return &[];
+    }
+    if crate::addr::is_known(addr, len) {
+        // SAFETY: `addr..addr + len` lies in a read-only segment of a loaded object or in the
+        // interner's arena (a static), so it is mapped and reading it cannot fault. A word the
+        // recorder wrote points at bytes published before its record; a word torn by a re-loan
+        // may point at arena bytes being written now, read as racily as the records themselves.
+        return unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+    }
+    // Relaxed: stored before the handler was installed.
+    let fds = [COPY_PIPE[0].load(Ordering::Relaxed), COPY_PIPE[1].load(Ordering::Relaxed)];
+    if fds[0] >= 0 && crate::addr::copy_by_kernel(fds, addr, &mut buf[..len]) {
+        &buf[..len]
+    } else {
+        crate::trace::BAD_STATIC_STR.as_bytes()
     }
 }
 
@@ -375,17 +506,11 @@ fn write_crash_dump(setup: &CrashSetup) {
             }
             // Static string words become string table indices, each string written just before.
             let mut intern = |addr: u64, len: usize| -> u32 {
-                let s: &[u8] = if addr == 0 {
-                    &[]
-                } else {
-                    // SAFETY: a static string word is packed from a `&'static str` of this process
-                    // (or from the interner's arena, which is never freed), so the bytes are
-                    // readable; a torn word could point elsewhere, which a crash dump accepts.
-                    unsafe { std::slice::from_raw_parts(addr as usize as *const u8, len) }
-                };
-                let mut small = [0u8; 1024];
-                let len = s.len().min(small.len() - 16);
-                if let Some(w) = raw::strings_block(&mut small, &[&s[..len]]) {
+                let mut copy = [0u8; CRASH_STR_MAX];
+                let s = crash_string(addr, len, &mut copy);
+                // Room for the block's framing and the string's length.
+                let mut small = [0u8; CRASH_STR_MAX + 16];
+                if let Some(w) = raw::strings_block(&mut small, &[s]) {
                     ok &= f.put(&small[..w]);
                 }
                 strings += 1;
@@ -414,5 +539,73 @@ fn write_crash_dump(setup: &CrashSetup) {
     unsafe {
         libc::fsync(fd);
         libc::close(fd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Forks; the child runs `f` (async-signal-safe calls only: the parent has other threads), then
+    /// exits with status 0. Returns the child's wait status.
+    fn in_child(f: impl FnOnce()) -> libc::c_int {
+        // SAFETY: fork, then in the child only `f` (async-signal-safe by contract), setrlimit and
+        // _exit; the parent waits for the child it made.
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+            if pid == 0 {
+                // No core file for the signals the child dies of.
+                libc::setrlimit(libc::RLIMIT_CORE, &libc::rlimit { rlim_cur: 0, rlim_max: 0 });
+                f();
+                libc::_exit(0);
+            }
+            let mut status = 0;
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            status
+        }
+    }
+
+    #[test]
+    fn the_crash_dump_reads_a_static_string_only_where_it_is_readable() {
+        crate::addr::collect();
+        let mut fds = [-1; 2];
+        // SAFETY: `fds` is a valid two-int array for pipe2 to fill.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) }, 0);
+        // Relaxed: what `dump_on_crash` does; no handler runs in this test process.
+        COPY_PIPE[0].store(fds[0], Ordering::Relaxed);
+        COPY_PIPE[1].store(fds[1], Ordering::Relaxed);
+        let mut buf = [0u8; CRASH_STR_MAX];
+        let bad = crate::trace::BAD_STATIC_STR.as_bytes();
+        let lit = "a literal";
+        assert_eq!(crash_string(lit.as_ptr() as u64, lit.len(), &mut buf), lit.as_bytes());
+        let heap: &'static str = String::from("on the heap").leak();
+        assert_eq!(crash_string(heap.as_ptr() as u64, heap.len(), &mut buf), heap.as_bytes());
+        assert_eq!(crash_string(0x10, 5, &mut buf), bad);
+        assert_eq!(crash_string(1 << 47, 5, &mut buf), bad);
+        assert_eq!(crash_string(0, 5, &mut buf), b"");
+        let long = "x".repeat(5000).leak();
+        assert_eq!(crash_string(long.as_ptr() as u64, long.len(), &mut buf).len(), CRASH_STR_MAX, "cut");
+    }
+
+    #[test]
+    fn a_crash_before_the_previous_action_is_stored_falls_back_to_the_default_action() {
+        let k = CRASH_SIGNALS.iter().position(|&s| s == libc::SIGFPE).unwrap();
+        let status = in_child(|| {
+            // What the slot may hold before `dump_on_crash` stores the previous action in it: here
+            // an action that ignores the signal. The handler must not trust it.
+            // SAFETY: this child process is single-threaded, and no handler of ours runs.
+            unsafe {
+                let mut stale: libc::sigaction = std::mem::zeroed();
+                stale.sa_sigaction = libc::SIG_IGN;
+                (*SCRATCH.previous.get())[k] = std::mem::MaybeUninit::new(stale);
+            }
+            // As if a fault came in the window: the handler runs before the slot was filled.
+            on_crash(libc::SIGFPE, std::ptr::null_mut(), std::ptr::null_mut());
+        });
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGFPE,
+            "the signal's default action killed the child (status {status:#x})"
+        );
     }
 }

@@ -102,6 +102,46 @@ impl Mapping {
     }
 }
 
+/// Gives the file `len` bytes and reserves their blocks, so that a store into any page of the
+/// mapping never finds the filesystem full: without the reservation the file would be sparse, and a
+/// recording thread's first store into a page the filesystem has no block for would get `SIGBUS`.
+/// A full filesystem is then an error here, at `start`. On tmpfs (`/dev/shm`) the blocks are
+/// memory. A filesystem that cannot `fallocate` (`EOPNOTSUPP`, or `EINVAL` from some that do not
+/// support the operation), and a system other than Linux, gets zeros written over the whole length
+/// instead, which allocates the blocks on every filesystem that does not compress or deduplicate
+/// zeros.
+fn reserve(f: &std::fs::File, len: usize) -> std::io::Result<()> {
+    #[cfg(not(target_os = "linux"))]
+    return write_zeros(f, len);
+    #[cfg(target_os = "linux")]
+    let n = libc::off_t::try_from(len)
+        .map_err(|_| std::io::Error::other("the ring file is larger than a file offset"))?;
+    #[cfg(target_os = "linux")]
+    loop {
+        // SAFETY: `f` is an open file of ours; posix_fallocate takes no memory from us. It returns
+        // the error number rather than setting errno.
+        match unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, n) } {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            libc::EOPNOTSUPP | libc::EINVAL => return write_zeros(f, len),
+            e => return Err(std::io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+/// Writes zeros over the file's first `len` bytes (extending it to `len`).
+fn write_zeros(f: &std::fs::File, len: usize) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let zeros = vec![0u8; 1 << 16];
+    let mut at = 0;
+    while at < len {
+        let n = zeros.len().min(len - at);
+        f.write_all_at(&zeros[..n], at as u64)?;
+        at += n;
+    }
+    Ok(())
+}
+
 /// Creates the ring file at `path` for `chunks` chunks, with `head` (the trace file's preamble and
 /// header block) in its header, and maps it.
 pub(crate) fn create(path: &Path, chunks: usize, head: &[u8]) -> std::io::Result<Mapping> {
@@ -114,9 +154,13 @@ pub(crate) fn create(path: &Path, chunks: usize, head: &[u8]) -> std::io::Result
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".new");
     let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
-    f.set_len(len as u64)?;
+    if let Err(e) = reserve(&f, len) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(std::io::Error::new(e.kind(), format!("reserving {len} bytes: {e}")));
+    }
     std::fs::rename(&tmp, path)?;
-    // SAFETY: mapping `len` bytes of a file we just sized to `len`, shared, read-write.
+    // SAFETY: mapping `len` bytes of a file we just sized to `len` (and reserved), shared,
+    // read-write.
     let base = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -145,4 +189,26 @@ pub(crate) fn create(path: &Path, chunks: usize, head: &[u8]) -> std::io::Result
     put(at::HEAD_LEN, &(head.len() as u32).to_le_bytes());
     put(at::HEAD, head);
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    #[test]
+    fn the_fallback_reservation_allocates_every_block_of_a_sparse_file() {
+        let path = std::env::temp_dir().join(format!("phosphor-ring-zeros-{}", std::process::id()));
+        let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        let len = (1 << 20) + 100;
+        f.set_len(len as u64).unwrap();
+        let sparse = f.metadata().unwrap().blocks();
+        write_zeros(&f, len).unwrap();
+        let m = f.metadata().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(m.len(), len as u64);
+        assert!(sparse * 512 < len as u64, "the file was sparse: {sparse} blocks");
+        assert!(m.blocks() * 512 >= len as u64, "{} blocks of 512 bytes for {len} bytes", m.blocks());
+    }
 }

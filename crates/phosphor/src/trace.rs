@@ -272,18 +272,106 @@ fn value(w: ArgWord<'_>) -> ArgValue<'_> {
     }
 }
 
-/// Resolves a static string recorded by this process.
+/// What a static string argument whose address is not readable memory decodes as.
+pub(crate) const BAD_STATIC_STR: &str = "<bad static string>";
+
+/// Resolves a static string recorded by this process, or [`BAD_STATIC_STR`] when its word does not
+/// point at readable memory (a corrupt or forged record): `addr.rs` reads it in place only inside
+/// the program's read-only segments or the interner's arena, and has the kernel copy it elsewhere.
 pub(crate) fn static_str(addr: u64, len: usize) -> &'static str {
     if addr == 0 {
         return "";
     }
-    // SAFETY: in-memory traces are recorded by this process, and a StaticStr word is only ever
-    // packed from a `&'static str` (`arg::Static`), so `addr..addr+len` lies inside that string,
-    // which lives for the whole program.
-    let bytes = unsafe { std::slice::from_raw_parts(addr as usize as *const u8, len) };
+    let Some(bytes) = usize::try_from(addr).ok().and_then(|a| crate::addr::resolve(a, len)) else {
+        return BAD_STATIC_STR;
+    };
     match std::str::from_utf8(bytes) {
         Ok(s) => s,
         // A string longer than 65,535 bytes was cut, possibly inside a char: keep the valid prefix.
         Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
+// Linux: elsewhere a static string word is trusted as recorded (see `addr.rs`).
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use phosphor_format::file::{Reader, Value};
+    use phosphor_format::pack_static_str;
+
+    use crate::{trace_instant, ArgValue, BufferMode, Static, Trace, TraceConfig, TraceLog};
+
+    /// A trace of four events whose static string argument the test then points elsewhere: to
+    /// address 0x10, to an inaccessible page, across the end of a readable page into that one,
+    /// and to a string leaked on the heap (a real `&'static str`, which must still resolve).
+    fn forged() -> (Trace, &'static str) {
+        let log = TraceLog::new(Default::default()).unwrap();
+        log.start(TraceConfig::new(BufferMode::Fixed, 1 << 16)).unwrap();
+        for k in 0..4u64 {
+            trace_instant!(log: &log, "forge", "forged", "k" => k, "s" => Static("original"));
+        }
+        log.stop();
+        let trace = log.take_trace().unwrap();
+        // Two pages: the first readable, the second not.
+        // SAFETY: a fresh anonymous mapping of two pages, then the second made inaccessible; the
+        // mapping is never unmapped (the test process ends with it).
+        let page = unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            assert_eq!(libc::mprotect(p.cast::<u8>().add(4096).cast(), 4096, libc::PROT_NONE), 0);
+            p as usize
+        };
+        let leaked: &'static str = Box::leak(String::from("leaked on the heap").into_boxed_str());
+        let targets =
+            [(0x10, 5), (page + 4096, 8), (page + 4093, 8), (leaked.as_ptr() as usize, leaked.len())];
+        let original = pack_static_str("original".as_ptr() as usize, 8).0;
+        for &i in &trace.order {
+            let chunk = trace.buffer.chunk(i);
+            // SAFETY: the trace owns its stopped buffer: nothing else reads or writes it now.
+            let records = unsafe { chunk.records() }.to_vec();
+            for (at, mut r) in records.into_iter().enumerate() {
+                let Some(slot) = r.slots.iter().position(|&w| w == original) else { continue };
+                let (addr, len) = targets[r.slots[0] as usize];
+                r.slots[slot] = pack_static_str(addr, len).0;
+                // SAFETY: as above; the slot is one of the chunk's committed records.
+                unsafe { chunk.slot(at).write(std::mem::MaybeUninit::new(r)) };
+            }
+        }
+        (trace, leaked)
+    }
+
+    #[test]
+    fn a_static_string_word_outside_readable_memory_decodes_as_a_placeholder() {
+        let (trace, leaked) = forged();
+        let got: Vec<String> = trace
+            .events()
+            .map(|e| match e.unwrap().arg("s") {
+                Some(ArgValue::Str(s)) => s.to_owned(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let bad = super::BAD_STATIC_STR;
+        assert_eq!(got, [bad, bad, bad, leaked]);
+    }
+
+    #[test]
+    fn a_static_string_word_outside_readable_memory_is_saved_as_a_placeholder() {
+        let (trace, leaked) = forged();
+        let file = trace.write_to(Vec::new()).unwrap();
+        let mut r = Reader::new(&file[..]).unwrap();
+        let mut got = Vec::new();
+        r.for_each_event(|e| match e.arg("s") {
+            Some(Value::Str(s)) => got.push(s.to_owned()),
+            other => panic!("{other:?}"),
+        })
+        .unwrap();
+        let bad = super::BAD_STATIC_STR;
+        assert_eq!(got, [bad, bad, bad, leaked]);
     }
 }

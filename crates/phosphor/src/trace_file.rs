@@ -4,8 +4,9 @@
 //! maps the runtime's types onto the file's: the clock, the process, the callsite table, the names
 //! of the threads that appear in the chunks, each chunk with its thread id and sequence number, and
 //! the statistics as the trailer. Static string arguments are resolved here, in the recording
-//! process, where their addresses still mean something; the writer stores them as string table
-//! entries.
+//! process, where their addresses still mean something (and are checked first: a word that does
+//! not point at readable memory is saved as `<bad static string>`, see `addr.rs`); the writer
+//! stores them as string table entries.
 
 use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};

@@ -29,7 +29,15 @@ pub fn register_builtins(log: &'static TraceLog) -> Result<(), String> {
                 "fixed" => BufferMode::Fixed,
                 other => return r.set_error(format!("mode {other:?} is neither ring nor fixed")),
             };
-            let size = usize::try_from(a.int(2).unwrap_or(0)).unwrap_or(0);
+            // A negative size is refused here (it is no number of bytes); a size past the limit
+            // is refused by `start`, whose error names the limit.
+            let size = match a.int(2) {
+                Some(n) if n < 0 => {
+                    return r.set_error(format!("size {n} is negative: it is a number of bytes"))
+                }
+                Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+                None => return r.set_error("size is not an integer"),
+            };
             let started = TraceConfig::new(mode, size).categories(text(a, 0)).and_then(|c| log.start(c));
             match started {
                 Ok(()) => r.push("started"),

@@ -14,6 +14,7 @@ mod control;
 mod events;
 mod futures;
 mod groups;
+mod hardening;
 mod intern;
 mod lifecycle;
 mod logs;

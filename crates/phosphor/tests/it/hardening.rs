@@ -145,7 +145,7 @@ pub(crate) fn run_alone(name: &str, env: &[(&str, String)], limit: Duration) {
     let _ = std::fs::remove_file(&err_path);
     assert!(status.success(), "{name} failed ({status})\n{text}");
     // A misspelt name runs nothing and succeeds.
-    assert!(text.contains(&format!("test {name} ... ok")), "{name} did not run\n{text}");
+    assert!(text.contains("test result: ok. 1 passed"), "{name} did not run\n{text}");
 }
 
 /// Events each forked child records in its fresh trace.
@@ -226,8 +226,21 @@ pub(crate) fn fork_and_check(log: &TraceLog) -> Result<(), String> {
     if pid == 0 {
         // SAFETY: closing our copy of the read end.
         unsafe { libc::close(read_end) };
-        let status = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child_checks(log, write_end)))
-            .unwrap_or(2);
+        let status =
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child_checks(log, write_end))) {
+                Ok(status) => status,
+                Err(payload) => {
+                    // The panic hook's message went to the test harness's capture, which the child
+                    // never prints: say what the panic was.
+                    let msg = payload
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    child_fail(&format!("panicked: {msg}"));
+                    2
+                }
+            };
         // SAFETY: ends the child at once.
         unsafe { libc::_exit(status) };
     }

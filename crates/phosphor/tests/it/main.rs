@@ -23,6 +23,7 @@ mod recorder;
 mod reentrancy;
 mod smoke;
 mod snapshot;
+mod soak;
 mod stream;
 mod support;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

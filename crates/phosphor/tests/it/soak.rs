@@ -158,14 +158,14 @@ impl Soak {
             let snap = log.snapshot().unwrap();
             assert!(snap.stats().recorded > 0, "dump {d} is empty");
             if d == 0 {
-                snap.save(&path).unwrap();
-                let file = read_trace_file(&path);
+                snap.save(path.path()).unwrap();
+                let file = read_trace_file(path.path());
                 assert!(file.trailer);
                 assert_eq!(file.events, snap.stats().recorded, "a saved dump reads back whole");
             }
             self.dumps += 1;
         }
-        let _ = std::fs::remove_file(&path);
+        drop(path);
         self.fork(log);
         let emitted = w.pause();
         let trace = stop_and_take(log);
@@ -180,7 +180,7 @@ impl Soak {
     fn stream(&mut self, log: &TraceLog, w: &Writers) {
         log.start(TraceConfig::new(BufferMode::Stream, 8 << 20)).unwrap();
         let path = scratch_file("soak-stream.phos");
-        let id = log.open_stream(StreamConfig::new(Sink::File(path.clone()))).unwrap();
+        let id = log.open_stream(StreamConfig::new(Sink::File(path.path().to_owned()))).unwrap();
         w.resume();
         // Long enough for the collector's own flushes (every 5 ms) to run many times.
         std::thread::sleep(Duration::from_millis(40));
@@ -191,8 +191,7 @@ impl Soak {
         let s = log.stats();
         assert_eq!(s.dropped.stopping, 0, "nothing was under way when the trace stopped: {s}");
         let stream = log.stream_stats(id).unwrap();
-        let file = read_trace_file(&path);
-        let _ = std::fs::remove_file(&path);
+        let file = read_trace_file(path.path());
         assert!(file.trailer, "the stream's file is whole (a child wrote nothing into it)");
         assert_eq!(stream.events_dropped, 0, "{stream:?}");
         assert_eq!(file.events, stream.events_written);

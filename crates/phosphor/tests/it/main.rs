@@ -15,6 +15,7 @@ mod crash;
 mod events;
 mod futures;
 mod groups;
+mod hardening;
 mod intern;
 mod lifecycle;
 mod limits;
@@ -24,6 +25,7 @@ mod recorder;
 mod reentrancy;
 mod smoke;
 mod snapshot;
+mod soak;
 mod stream;
 mod support;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -129,10 +129,4 @@ pub enum ErrorKind {
     /// The collector thread could not be started.
     #[error("the collector thread could not be started: {0}")]
     Collector(String),
-    /// The heap could not give the trace its buffer (or a dump its copy).
-    #[error("could not allocate {bytes} bytes for the trace buffer")]
-    BufferAlloc {
-        /// The bytes asked for.
-        bytes: usize,
-    },
 }

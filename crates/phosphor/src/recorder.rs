@@ -480,6 +480,8 @@ fn write_crash_dump(setup: &CrashSetup) {
     }
     // The chunks, from the oldest loan on (Ring mode loans round-robin).
     let mut recorded = 0u64;
+    let mut dropped = setup.log.core().drops.load();
+    let (mut loaned, mut overwritten_chunks, mut total) = (0, 0, 0);
     let core = setup.log.core();
     // Acquire: pairs with `start`'s Release, so the chunks' headers are initialised.
     let buf = core.buffer.load(Ordering::Acquire);
@@ -487,6 +489,14 @@ fn write_crash_dump(setup: &CrashSetup) {
     // the program crashes while stopping, which this best-effort path accepts.
     if let Some(buf) = unsafe { buf.as_ref() } {
         let n = buf.chunk_count();
+        // Relaxed: statistics, read once. A chunk left out below because it could not be pinned
+        // is being loaned again: its old events are the ones this count already took (the loan
+        // counts an overwrite before it stamps the chunk), so none goes uncounted.
+        let k = &buf.counters;
+        dropped.overwritten = k.events_overwritten.load(Ordering::Relaxed);
+        loaned = k.chunks_loaned.load(Ordering::Relaxed);
+        overwritten_chunks = k.chunks_overwritten.load(Ordering::Relaxed);
+        total = n as u64;
         let oldest = (0..n)
             .filter(|&i| buf.chunk(i).is_used())
             .min_by_key(|&i| buf.chunk(i).loan_stamp())
@@ -498,7 +508,7 @@ fn write_crash_dump(setup: &CrashSetup) {
             }
             // Pinned while copied: the records below the committed count stay as they are, and the
             // header read is the one they belong to. A chunk that cannot be pinned (being loaned
-            // again right now) is left out.
+            // again right now, so its old events count as overwritten) is left out.
             let Some(copied) = chunk.copy_pinned(records) else { continue };
             let count = copied.records;
             if count == 0 {
@@ -524,10 +534,10 @@ fn write_crash_dump(setup: &CrashSetup) {
     }
     let trailer = phosphor_format::file::Trailer {
         recorded,
-        dropped: core.drops.load(),
-        chunks_loaned: 0,
-        chunks_overwritten: 0,
-        chunks_total: 0,
+        dropped,
+        chunks_loaned: loaned,
+        chunks_overwritten: overwritten_chunks,
+        chunks_total: total,
         buffer_exhausted: false,
         // Markers are written in Stream mode, which has its datastreams rather than dumps.
         saturation_markers: 0,

@@ -64,15 +64,9 @@ impl Drop for StopOnDrop {
 }
 
 /// `Stats::saturation_markers`: the saturation markers a Stream trace wrote, which `recorded`
-/// counts (issue 17 §6). The field comes with the fix; until then this reads it from the `Debug`
-/// output so that the tests compile, and fails the test that needs it.
-// LEAD: once `Stats::saturation_markers` exists, replace the body with `stats.saturation_markers`.
+/// counts (issue 17 §6).
 pub(crate) fn saturation_markers(stats: &Stats) -> u64 {
-    let s = format!("{stats:?}");
-    let Some(rest) = s.split("saturation_markers: ").nth(1) else {
-        panic!("Stats has no `saturation_markers` field (issue 17 §6 adds it): {s}");
-    };
-    rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    stats.saturation_markers
 }
 
 /// Fails unless `overwritten` (a Ring buffer's reuse of its oldest chunk) is the only reason

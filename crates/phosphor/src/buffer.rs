@@ -284,8 +284,11 @@ pub(crate) enum Loan<'a> {
     AllLoaned,
 }
 
-/// Counters kept by a buffer for its own trace.
+/// Counters kept by a buffer for its own trace. Every writer updates them at every chunk swap:
+/// aligned (and so padded) to 128 bytes, as `Tenant` is, so that they share no cache line with
+/// the loan cursor or the read-mostly fields.
 #[derive(Debug, Default)]
+#[repr(align(128))]
 pub(crate) struct BufferCounters {
     pub(crate) chunks_loaned: AtomicU64,
     pub(crate) chunks_overwritten: AtomicU64,
@@ -295,6 +298,10 @@ pub(crate) struct BufferCounters {
     /// Stream mode: saturation markers written (recorded events that the user did not emit).
     pub(crate) markers: AtomicU64,
 }
+
+/// The loan cursor, alone on its cache line (see `BufferCounters`).
+#[repr(align(128))]
+struct Cursor(AtomicU64);
 
 /// Where a buffer's chunks live.
 enum Chunks {
@@ -320,8 +327,9 @@ impl std::ops::Deref for Chunks {
 pub(crate) struct TraceBuffer {
     mode: BufferMode,
     chunks: Chunks,
-    /// Loans so far; in ring mode also the round-robin cursor.
-    next: AtomicU64,
+    /// Loans so far; in ring mode also the round-robin cursor. Every writer takes a ticket at
+    /// every chunk swap: on a cache line of its own.
+    next: Cursor,
     exhausted: AtomicBool,
     /// Which trace of the process this buffer belongs to (never reused, unlike its address).
     pub(crate) generation: u64,
@@ -396,7 +404,7 @@ impl TraceBuffer {
         TraceBuffer {
             mode,
             chunks,
-            next: AtomicU64::new(0),
+            next: Cursor(AtomicU64::new(0)),
             exhausted: AtomicBool::new(false),
             generation: 0,
             counters: BufferCounters::default(),
@@ -427,7 +435,7 @@ impl TraceBuffer {
             BufferMode::Fixed => {
                 // Relaxed: the ticket only has to be unique; the chunk's memory was initialised
                 // before the buffer was published to tenants (an Acquire load in the tenant).
-                let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+                let ticket = self.next.0.fetch_add(1, Ordering::Relaxed);
                 if ticket >= n {
                     // Relaxed: `swap` is atomic, so exactly one caller sees `false`.
                     let first = !self.exhausted.swap(true, Ordering::Relaxed);
@@ -442,7 +450,7 @@ impl TraceBuffer {
                 for _ in 0..n {
                     // Relaxed: the cursor only spreads loans round-robin; ownership comes from the
                     // compare-and-swap below.
-                    let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+                    let ticket = self.next.0.fetch_add(1, Ordering::Relaxed);
                     let chunk = &self.chunks[(ticket % n) as usize];
                     // Relaxed: a hint; the compare-and-swap below re-checks it. Only an unpinned
                     // FREE chunk (or, in a ring, an unpinned FULL one) can be taken.
@@ -614,7 +622,7 @@ impl TraceBuffer {
         // Relaxed: `copy` is private to this thread.
         copy.counters.chunks_loaned.store(n as u64, Ordering::Relaxed);
         copy.counters.events_given_back.store(events, Ordering::Relaxed);
-        copy.next.store(n as u64, Ordering::Relaxed);
+        copy.next.0.store(n as u64, Ordering::Relaxed);
         Ok(copy)
     }
 }

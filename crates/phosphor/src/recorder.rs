@@ -97,11 +97,19 @@ pub fn dump_on_panic(log: impl Into<Recorded>, path: impl Into<PathBuf>) {
 
 /// The write end of the signal pipe, for the handler (-1: none).
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+/// The process that set up the dump signal (whose `phosphor-dump` thread reads the pipe).
+static SIGNAL_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    // Relaxed: the fd was stored before the handler was installed (sigaction orders it).
+    // Relaxed: the fd and the pid were stored before the handler was installed (sigaction orders
+    // them).
     let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
-    if fd >= 0 {
+    // A forked child inherits the handler and the pipe, but not the `phosphor-dump` thread: its
+    // byte would wake the parent's thread and dump the parent. The child's tracing is stopped at
+    // the fork (see `fork.rs`), so it has nothing to dump: the signal is ignored there.
+    // SAFETY: getpid is async-signal-safe and cannot fail.
+    let mine = SIGNAL_PID.load(Ordering::Relaxed) == unsafe { libc::getpid() } as u32;
+    if fd >= 0 && mine {
         let byte = 1u8;
         // SAFETY: `write` is async-signal-safe; the buffer is a valid one-byte local. A full pipe
         // (non-blocking) drops this request: a dump is pending anyway. errno is saved and restored
@@ -142,6 +150,8 @@ pub fn dump_on_signal(
         return Err(Error::new(ErrorKind::Signal("a dump signal is already set up".into())));
     }
     let reader = fds[0];
+    // Relaxed: as for the pipe, sigaction below orders it before any handler.
+    SIGNAL_PID.store(std::process::id(), Ordering::Relaxed);
     std::thread::Builder::new()
         .name("phosphor-dump".into())
         .spawn(move || {

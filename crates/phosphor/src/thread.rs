@@ -66,12 +66,19 @@ impl ThreadState {
         p
     }
 
-    /// Forgets the tenant of `slot`, releasing it.
+    /// Forgets the tenant of `slot`, retiring it. As in `set_tenant`, code this call interrupted
+    /// (it runs from `register_thread`, which a signal handler could call) may still hold the
+    /// pointer, so the tenant is kept in the graveyard until the thread exits; only at the exit
+    /// itself, when nothing on this thread can hold it any more, is the reference dropped.
     pub(crate) fn clear_tenant(&self, slot: u32) {
         let old = self.tenants[slot as usize].replace(std::ptr::null());
         if !old.is_null() {
             // SAFETY: `old` came from `Arc::into_raw` and was owned by this cell.
-            unsafe { Arc::from_raw(old) }.retire();
+            let old = unsafe { Arc::from_raw(old) };
+            old.retire();
+            if !self.exiting.get() {
+                bury(old);
+            }
         }
     }
 

@@ -44,10 +44,12 @@ pub fn default_socket_dir() -> PathBuf {
     }
 }
 
-/// A running reception thread; the socket file is removed when it is dropped.
+/// A running reception thread; the socket file is removed when it is dropped (by the process
+/// that created it: a forked child's copy leaves the parent's socket alone).
 #[derive(Debug)]
 pub struct Server {
     path: PathBuf,
+    pid: u32,
 }
 
 impl Server {
@@ -59,7 +61,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if self.pid == std::process::id() {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -80,7 +84,7 @@ pub fn serve(path: Option<PathBuf>, limits: Limits) -> std::io::Result<Server> {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     let incoming = std::iter::from_fn(move || Some(listener.accept().map(|(s, _)| s)));
     spawn_accept_loop("phosphor-control", incoming, UnixStream::try_clone, limits, None)?;
-    Ok(Server { path })
+    Ok(Server { path, pid: std::process::id() })
 }
 
 /// Refuses a socket directory that another user owns (they could replace the socket, or read the

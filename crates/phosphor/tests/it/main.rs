@@ -13,6 +13,7 @@ mod config;
 mod control;
 mod crash;
 mod events;
+mod fork_effects;
 mod futures;
 mod groups;
 mod hardening;

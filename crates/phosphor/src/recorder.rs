@@ -204,6 +204,9 @@ pub const CRASH_SIGNALS: [libc::c_int; 5] =
 /// What the crash handler needs, prepared while allocating is still allowed.
 struct CrashSetup {
     log: &'static TraceLog,
+    /// The process that set it up. A forked child inherits the handlers, but its tracing is
+    /// stopped at the fork and the path is the parent's: it does not dump.
+    pid: u32,
     /// NUL-terminated path.
     path: std::ffi::CString,
     /// The preamble and the header block.
@@ -283,6 +286,7 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
     crate::addr::collect();
     let setup = Box::into_raw(Box::new(CrashSetup {
         log,
+        pid: std::process::id(),
         path,
         head: phosphor_format::file::raw::preamble_and_header(&header),
     }));
@@ -344,8 +348,11 @@ extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut
         Ok(_) => {
             // Acquire: pairs with the publication in `dump_on_crash`.
             let setup = CRASH_SETUP.load(Ordering::Acquire);
-            // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
-            if let Some(setup) = unsafe { setup.as_ref() } {
+            // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed; getpid is
+            // async-signal-safe.
+            if let Some(setup) =
+                unsafe { setup.as_ref() }.filter(|s| s.pid == unsafe { libc::getpid() } as u32)
+            {
                 write_crash_dump(setup);
             }
             // Release: the flag is set after the dump's last write (and pairs with the Acquire

@@ -1,9 +1,9 @@
 //! Where a static string argument may be read. A static string word is an address and a length
 //! packed into a record (`arg::Static`, `phosphor_format::pack_static_str`); the crash dump and the
 //! tools (`Trace::events`, `Trace::save`, the stream writers) turn it back into bytes. Recorded
-//! through the sealed `Arg` trait it always points into a `&'static str`, but a record copied while
-//! a thread rewrites it (the crash dump), corrupted memory or a forged record can hold any word,
-//! and reading through that would fault. So a word is read in place only inside a *known range*:
+//! through the sealed `Arg` trait it always points into a `&'static str`, but corrupted memory (the
+//! crash dump runs when something already went wrong) or a forged record can hold any word, and
+//! reading through that would fault. So a word is read in place only inside a *known range*:
 //!
 //! * the readable, non-writable `PT_LOAD` segments of every object loaded when the ranges were
 //!   collected (the program and its shared libraries: string literals live there), found once with

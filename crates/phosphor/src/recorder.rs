@@ -246,6 +246,13 @@ static CRASH_SETUP: std::sync::atomic::AtomicPtr<CrashSetup> =
 /// The kernel thread id of the thread that writes the dump: 0 until the first crash.
 static CRASH_OWNER: AtomicI32 = AtomicI32::new(0);
 
+/// Whether a fatal-signal handler has started a crash dump, which may be reading the buffer whose
+/// pointer it loaded: `stop` then leaves that buffer unfreed (the process is dying).
+pub(crate) fn crash_dump_started() -> bool {
+    // SeqCst: see `on_crash`.
+    CRASH_OWNER.load(Ordering::SeqCst) != 0
+}
+
 /// 1 once the dump is written (or given up): a futex word the other crashing threads wait on.
 static DUMP_DONE: AtomicU32 = AtomicU32::new(0);
 
@@ -344,7 +351,10 @@ extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut
     let (errno, me) = unsafe { (*libc::__errno_location(), libc::gettid()) };
     // Relaxed: the compare-and-swap alone decides the one writer; the scratch space it grants is
     // never handed over to another thread.
-    match CRASH_OWNER.compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed) {
+    // SeqCst on success: with the SeqCst load of the buffer pointer in `write_crash_dump`, and
+    // `stop`'s SeqCst swap of it and load of this word (`crash_dump_started`), Dekker's pattern:
+    // either the dump sees no buffer, or `stop` sees the dump and does not free the buffer.
+    match CRASH_OWNER.compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed) {
         Ok(_) => {
             // Acquire: pairs with the publication in `dump_on_crash`.
             let setup = CRASH_SETUP.load(Ordering::Acquire);
@@ -500,10 +510,12 @@ fn write_crash_dump(setup: &CrashSetup) {
     let mut dropped = setup.log.core().drops.load();
     let (mut loaned, mut overwritten_chunks, mut total) = (0, 0, 0);
     let core = setup.log.core();
-    // Acquire: pairs with `start`'s Release, so the chunks' headers are initialised.
-    let buf = core.buffer.load(Ordering::Acquire);
-    // SAFETY: a running trace's buffer is freed only by `stop`; a crash dump races a `stop` only if
-    // the program crashes while stopping, which this best-effort path accepts.
+    // SeqCst (Acquire included: pairs with `start`'s Release, so the chunks' headers are
+    // initialised): see `on_crash`'s compare-and-swap.
+    let buf = core.buffer.load(Ordering::SeqCst);
+    // SAFETY: a running trace's buffer is freed only by `stop`, which unpublishes it first and then
+    // leaves it unfreed if a crash dump has started (`crash_dump_started`): a pointer read here is
+    // never freed under us.
     if let Some(buf) = unsafe { buf.as_ref() } {
         let n = buf.chunk_count();
         // Relaxed: statistics, read once. A chunk left out below because it could not be pinned

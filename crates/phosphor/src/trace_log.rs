@@ -302,10 +302,11 @@ impl TraceLog {
         }
         // Relaxed: a status flag.
         self.enabled.store(false, Ordering::Relaxed);
-        // AcqRel: the swap must not be reordered after the evictions below (Release side) and sees
-        // the pointer we stored (Acquire side). `evict_all`'s heavy barrier then makes it visible
-        // to every slave that enters after it.
-        let ptr = self.core.buffer.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        // SeqCst: the swap must not be reordered after the evictions below (Release side) and sees
+        // the pointer we stored (Acquire side); `evict_all`'s heavy barrier then makes it visible
+        // to every slave that enters after it. Sequentially consistent for the crash dump's sake
+        // (see `recorder::crash_dump_started`, read below).
+        let ptr = self.core.buffer.swap(std::ptr::null_mut(), Ordering::SeqCst);
         debug_assert_eq!(ptr, running.buffer.0);
         // SAFETY: `ptr` came from `Box::into_raw` in `start` and is freed only below.
         let buf = unsafe { &*ptr };
@@ -321,9 +322,17 @@ impl TraceLog {
             Some(col) => col.finish(stats.clone()),
             None => Vec::new(),
         };
+        // A crash dump that loaded the pointer before we unpublished it may be reading the buffer:
+        // the process is dying, so leave the buffer to it rather than free it.
+        #[cfg(target_os = "linux")]
+        if crate::recorder::crash_dump_started() {
+            c.last_stats = stats;
+            return;
+        }
         // SAFETY: the buffer pointer is unpublished, every tenant has been evicted under its
-        // master lock (so no slave holds or can reach the buffer), and the collector's threads
-        // are joined: nothing else refers to the buffer, and we own it again.
+        // master lock (so no slave holds or can reach the buffer), the collector's threads are
+        // joined, and no crash dump started (one that starts now finds the pointer null): nothing
+        // else refers to the buffer, and we own it again.
         let buffer = unsafe { Box::from_raw(running.buffer.0) };
         let clock = c.clock.clone().expect("calibrated in start");
         c.last_stats = stats.clone();

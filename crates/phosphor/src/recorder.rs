@@ -358,11 +358,10 @@ extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut
         Ok(_) => {
             // Acquire: pairs with the publication in `dump_on_crash`.
             let setup = CRASH_SETUP.load(Ordering::Acquire);
-            // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed; getpid is
-            // async-signal-safe.
-            if let Some(setup) =
-                unsafe { setup.as_ref() }.filter(|s| s.pid == unsafe { libc::getpid() } as u32)
-            {
+            // SAFETY: getpid is async-signal-safe and cannot fail.
+            let pid = unsafe { libc::getpid() } as u32;
+            // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
+            if let Some(setup) = unsafe { setup.as_ref() }.filter(|s| s.pid == pid) {
                 write_crash_dump(setup);
             }
             // Release: the flag is set after the dump's last write (and pairs with the Acquire

@@ -29,6 +29,13 @@ use crate::thread::{self, current_thread_id, ThreadState, THREAD};
 use crate::trace::Trace;
 use crate::MAX_LOGS;
 
+#[cfg(unix)]
+mod after_fork;
+mod streams;
+
+#[cfg(unix)]
+pub(crate) use after_fork::ForkLocks;
+
 /// A buffer owned by the running trace.
 struct OwnedBuffer(*mut TraceBuffer);
 
@@ -340,73 +347,6 @@ impl TraceLog {
         let aggregates = running.aggregates_so_far();
         c.last_trace =
             Some(Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates));
-    }
-
-    /// Opens a datastream on the running streaming trace ([`BufferMode::Stream`](crate::BufferMode::Stream)):
-    /// from now on, every chunk the collector takes is also written to `config`'s sink, with the
-    /// events of its categories. At most [`MAX_STREAMS`](crate::stream::MAX_STREAMS) at once.
-    pub fn open_stream(&self, config: crate::stream::StreamConfig) -> Result<crate::stream::StreamId, Error> {
-        let c = self.control();
-        let col = Self::collector(&c)?;
-        let id = col.open(config)?;
-        self.set_block_timeout(col);
-        Ok(id)
-    }
-
-    /// Closes a datastream: it is finished after the batch the collector is writing, with its
-    /// trailer (the trace's figures so far); chunks queued after that do not reach it. Returns
-    /// what it wrote and lost.
-    pub fn close_stream(&self, id: crate::stream::StreamId) -> Result<crate::stream::StreamStats, Error> {
-        let c = self.control();
-        let col = Self::collector(&c)?;
-        let stats = self.stats_locked(&c);
-        let s = col.close(id, &stats)?;
-        self.set_block_timeout(col);
-        Ok(s)
-    }
-
-    /// A datastream's figures: of an open one, or, once the trace has stopped, of the streams that
-    /// were open then.
-    pub fn stream_stats(&self, id: crate::stream::StreamId) -> Result<crate::stream::StreamStats, Error> {
-        let c = self.control();
-        match c.running.as_ref().and_then(|r| r.collector.as_ref()) {
-            Some(col) => col.stats(id),
-            None => c
-                .last_streams
-                .iter()
-                .find(|(i, _)| *i == id)
-                .map(|(_, s)| s.clone())
-                .ok_or_else(|| Error::new(ErrorKind::NoSuchStream)),
-        }
-    }
-
-    fn collector(c: &Control) -> Result<&crate::stream::Collector, Error> {
-        c.running.as_ref().and_then(|r| r.collector.as_ref()).ok_or_else(|| {
-            Error::new(ErrorKind::WrongMode("datastreams need a running trace in BufferMode::Stream"))
-        })
-    }
-
-    fn set_block_timeout(&self, col: &crate::stream::Collector) {
-        let ns = u64::try_from(col.block_timeout().as_nanos()).unwrap_or(u64::MAX);
-        // Relaxed: a setting that writers read when they find no free chunk.
-        self.core.block_ns.store(ns, Ordering::Relaxed);
-    }
-
-    /// The chunks the running trace's tenants hold now (hints: each may be given back at any
-    /// moment), for the streaming collector's periodic flush of quiet threads, which pins each
-    /// before it reads it. Appends to `out`; nothing if the control lock is busy (a `stop` in
-    /// progress waits for the collector, so the collector must not wait here).
-    pub(crate) fn held_chunks(&self, out: &mut Vec<(usize, usize)>) {
-        let Some(c) = self.try_control() else { return };
-        if c.running.is_none() {
-            return;
-        }
-        for t in c.tenants.iter().chain(c.pool.iter()) {
-            let chunk = t.current_chunk();
-            if !chunk.is_null() {
-                out.push((Arc::as_ptr(t) as usize, chunk as usize));
-            }
-        }
     }
 
     /// Whether a trace is running and accepting events (false once a Fixed buffer is full).
@@ -747,77 +687,6 @@ impl Drop for TraceLog {
 /// The independent logs alive now (their addresses), for the fork handlers. A log leaves the list
 /// at the end of its `Drop`, under this lock, so a fork that holds it sees only live logs.
 static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-
-/// Every log's control lock and the list of live logs, held across a `fork` (see `fork.rs`).
-#[cfg(unix)]
-pub(crate) struct ForkLocks {
-    /// Dropped first (fields drop in order): the logs' locks, then the list.
-    controls: Vec<(&'static TraceLog, MutexGuard<'static, Control>)>,
-    _live: MutexGuard<'static, Vec<usize>>,
-}
-
-#[cfg(unix)]
-impl ForkLocks {
-    /// Takes the list of live logs, then each log's control lock, by slot.
-    pub(crate) fn take() -> ForkLocks {
-        let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: a listed log is alive, and stays so while we hold the list (its `Drop` unlists
-        // it under this lock before its memory goes), which `ForkLocks` does for as long as it
-        // holds the log's guard: the fields drop in that order.
-        let mut logs: Vec<&'static TraceLog> =
-            live.iter().map(|&a| unsafe { &*(a as *const TraceLog) }).collect();
-        logs.push(&GLOBAL);
-        logs.sort_by_key(|l| l.slot);
-        let controls =
-            logs.into_iter().map(|l| (l, l.control.lock().unwrap_or_else(|p| p.into_inner()))).collect();
-        ForkLocks { controls, _live: live }
-    }
-
-    /// In the child: stops every log's running trace there (see `fork.rs`), then releases.
-    pub(crate) fn reset_in_child(mut self) {
-        for (log, c) in &mut self.controls {
-            log.reset_in_child(c);
-        }
-    }
-}
-
-#[cfg(unix)]
-impl TraceLog {
-    /// The fork child's half of `stop`: no thread but this one exists, so nothing is waited for.
-    /// Every tenant is unlocked by force and emptied (the other threads' retired), the running
-    /// trace's buffer is freed (the child's copy; a ring file is only unmapped here) without
-    /// being read, and its collector forgotten: its threads are gone, and its sinks must not
-    /// write the parent's buffered bytes again. The child then has no trace, as if none had run.
-    fn reset_in_child(&self, c: &mut Control) {
-        let mine = THREAD.try_with(|t| t.tenant(self.slot)).unwrap_or(std::ptr::null());
-        for t in c.tenants.iter().chain(c.pool.iter()) {
-            // SAFETY: we are the child's only thread, holding this log's control lock.
-            unsafe { t.reset_after_fork(std::ptr::eq(Arc::as_ptr(t), mine)) };
-        }
-        c.tenants.retain(|t| !t.is_retired());
-        if let Some(mut running) = c.running.take() {
-            callsite::disable_slot(self.slot);
-            if running.config.ring_file.is_some() {
-                callsite::set_ring(None);
-            }
-            // Relaxed: a status flag; single-threaded here.
-            self.enabled.store(false, Ordering::Relaxed);
-            // Relaxed: single-threaded here.
-            self.core.buffer.store(std::ptr::null_mut(), Ordering::Relaxed);
-            if let Some(col) = running.collector.take() {
-                std::mem::forget(col);
-            }
-            // SAFETY: unpublished above, and no thread but this one exists to hold or reach it.
-            drop(unsafe { Box::from_raw(running.buffer.0) });
-        }
-        c.last_trace = None;
-        c.last_stats = Stats::ZERO;
-        c.last_streams.clear();
-        c.drops_baseline = self.load_drops();
-        // Relaxed: single-threaded here.
-        self.pending_exhausted.store(0, Ordering::Relaxed);
-    }
-}
 
 /// The control lock's guard: derefs to `Control`, and on release clears the thread's busy mark
 /// and runs a stop callback deferred while the lock was held.

@@ -480,6 +480,34 @@ fn intern_same_string_from_two_threads() {
     });
 }
 
+/// A Ring buffer of `chunks` chunks, published as `TraceLog::start` does, and a thread writing
+/// three 64-record events into its tenant (a chunk holds 127 records: one event per chunk).
+struct RingWriter {
+    core: Arc<LogCore>,
+    buffer: *mut TraceBuffer,
+    tenant: Arc<Tenant>,
+    shadow: Arc<Shadow>,
+    writer: thread::JoinHandle<Vec<Outcome>>,
+}
+
+fn ring_writer(chunks: usize) -> RingWriter {
+    let core = Arc::new(LogCore::new(0));
+    let buffer = Box::into_raw(Box::new(TraceBuffer::new(BufferMode::Ring, chunks).unwrap()));
+    // Release: as in `TraceLog::start`.
+    core.buffer.store(buffer, Ordering::Release);
+    let tenant = Arc::new(Tenant::new(&core, ClockKind::Monotonic, None, true, 1));
+    let shadow = Arc::new(Shadow(UnsafeCell::new(0)));
+    let writer = {
+        let (core, tenant, shadow) = (core.clone(), tenant.clone(), shadow.clone());
+        thread::spawn(move || {
+            (0..3u64)
+                .map(|e| tenant.write(&core, || 1, 64, fill_event(&shadow, 0, e, 64)))
+                .collect::<Vec<_>>()
+        })
+    };
+    RingWriter { core, buffer, tenant, shadow, writer }
+}
+
 /// Model 10: a dump (`TraceBuffer::snapshot`: each chunk pinned, its committed prefix copied,
 /// unpinned, the held chunk included, without touching the tenant) races a writer in a one-chunk
 /// ring that overwrites its chunk (or, while the chunk is pinned, finds no chunk and drops). Every chunk the dump copies is read after
@@ -489,22 +517,8 @@ fn intern_same_string_from_two_threads() {
 #[test]
 fn snapshot_races_a_ring_writer() {
     check("snapshot races a Ring writer (1 chunk, 3 events)", None, || {
-        let core = Arc::new(LogCore::new(0));
-        let buffer = Box::into_raw(Box::new(TraceBuffer::new(BufferMode::Ring, 1).unwrap()));
-        // Release: as in `TraceLog::start`.
-        core.buffer.store(buffer, Ordering::Release);
-        let tenant = Arc::new(Tenant::new(&core, ClockKind::Monotonic, None, true, 1));
-        let shadow = Arc::new(Shadow(UnsafeCell::new(0)));
-        let writer = {
-            let (core, tenant, shadow) = (core.clone(), tenant.clone(), shadow.clone());
-            // 64 records per event: one event per chunk, so each event takes (or overwrites) the
-            // one chunk.
-            thread::spawn(move || {
-                (0..3u64)
-                    .map(|e| tenant.write(&core, || 1, 64, fill_event(&shadow, 0, e, 64)))
-                    .collect::<Vec<_>>()
-            })
-        };
+        // One event per chunk, so each event takes (or overwrites) the one chunk.
+        let RingWriter { core, buffer, tenant, shadow, writer } = ring_writer(1);
         // SAFETY: the buffer is freed only after the writer is joined, below.
         let buf = unsafe { &*buffer };
         // Loom 0.7 does not take a load followed by another thread's compare-and-swap of the same
@@ -557,21 +571,8 @@ fn snapshot_races_a_ring_writer() {
 #[test]
 fn a_pinned_piece_is_read_while_its_writer_goes_on() {
     check("a pinned piece is read while its writer goes on (2 chunks, 3 events)", Some(3), || {
-        let core = Arc::new(LogCore::new(0));
-        let buffer = Box::into_raw(Box::new(TraceBuffer::new(BufferMode::Ring, 2).unwrap()));
-        // Release: as in `TraceLog::start`.
-        core.buffer.store(buffer, Ordering::Release);
-        let tenant = Arc::new(Tenant::new(&core, ClockKind::Monotonic, None, true, 1));
-        let shadow = Arc::new(Shadow(UnsafeCell::new(0)));
-        let writer = {
-            let (core, tenant, shadow) = (core.clone(), tenant.clone(), shadow.clone());
-            // 64 records per event: the second event needs the other chunk.
-            thread::spawn(move || {
-                (0..3u64)
-                    .map(|e| tenant.write(&core, || 1, 64, fill_event(&shadow, 0, e, 64)))
-                    .collect::<Vec<_>>()
-            })
-        };
+        // One event per chunk: the second event needs the other chunk.
+        let RingWriter { core, buffer, tenant, shadow, writer } = ring_writer(2);
         // The job: the chunk's address and the count, 0 while there is none.
         let job = Arc::new((crate::sync::AtomicUsize::new(0), crate::sync::AtomicU32::new(0)));
         let stream = {

@@ -82,22 +82,22 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo(args) => demo::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
-        Command::Info(args) => info::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Demo(args) => demo::run(&args, &mut io::BufWriter::new(stdout())),
+        Command::Info(args) => info::run(&args, &mut io::BufWriter::new(stdout())),
         // The exporter buffers its output itself.
-        Command::Convert(args) => convert::run(&args, io::stdout().lock(), &mut io::stderr()),
+        Command::Convert(args) => convert::run(&args, stdout(), &mut io::stderr()),
         Command::Flamegraph(args) => flamegraph::run(&args, &mut io::stderr()),
-        Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
-        Command::Logs(args) => logs::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
-        Command::Recover(args) => recover::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(stdout())),
+        Command::Logs(args) => logs::run(&args, &mut io::BufWriter::new(stdout())),
+        Command::Recover(args) => recover::run(&args, &mut io::BufWriter::new(stdout())),
         Command::Record(args) => record::run(&args),
-        Command::Call(args) => call::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
-        Command::Ls => call::ls(&mut io::BufWriter::new(io::stdout().lock())),
-        Command::Probes(args) => probes::run(&args, &mut io::BufWriter::new(io::stdout().lock())),
+        Command::Call(args) => call::run(&args, &mut io::BufWriter::new(stdout())),
+        Command::Ls => call::ls(&mut io::BufWriter::new(stdout())),
+        Command::Probes(args) => probes::run(&args, &mut io::BufWriter::new(stdout())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if is_stdout_closed(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // Nothing useful is left to do if stderr is closed too.
             let _ = writeln!(io::stderr(), "phosphor: {e:#}");
@@ -106,7 +106,54 @@ fn main() -> ExitCode {
     }
 }
 
-/// Whether `e` comes from writing to a closed pipe: the reader has gone, which is not our failure.
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+/// Whether `e` comes from writing to a closed standard output (`phosphor stats f | head`): the
+/// reader has gone, which is not our failure. Any other broken pipe (a control socket the program
+/// closed, a sink) is an error like any other: it must not pass for success.
+fn is_stdout_closed(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .and_then(|io| io.get_ref())
+            .is_some_and(|inner| inner.is::<StdoutClosed>())
+            || c.is::<StdoutClosed>()
+    })
+}
+
+/// The marker a write to a closed standard output carries, so that `main` can tell it from other
+/// broken pipes.
+#[derive(Debug)]
+struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("standard output was closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Standard output, whose broken pipe is marked [`StdoutClosed`].
+struct Stdout(io::StdoutLock<'static>);
+
+fn stdout() -> Stdout {
+    Stdout(io::stdout().lock())
+}
+
+fn mark(e: io::Error) -> io::Error {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        io::Error::new(io::ErrorKind::BrokenPipe, StdoutClosed)
+    } else {
+        e
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(mark)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf).map_err(mark)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(mark)
+    }
 }

@@ -168,6 +168,12 @@ fn a_child_program_is_driven_by_phosphor_call() {
     // keeps serving.
     let out = call("child-long", &format!("config:setRange min=[[{}]]", "9".repeat(300)));
     assert!(stderr(&out).contains("longer than 256 bytes"), "{}", stderr(&out));
+    // A request far over the limit: the program stops reading and closes while `phosphor call` is
+    // still writing, whose write then fails with a broken pipe. That must not pass for success
+    // (it once did: any broken pipe exited 0 with no output); the program's reason is shown.
+    let out = call("child-huge", &format!("config:setRange min=[[{}]]", "9".repeat(120 << 10)));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("longer than 256 bytes"), "{}", stderr(&out));
     let out = call("child-slow", "work:sleep ms=3000");
     assert!(stderr(&out).contains("did not answer within"), "{}", stderr(&out));
     assert_eq!(stdout(&call("child-get", "config:get")), "10 100\n");

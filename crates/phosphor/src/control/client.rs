@@ -43,11 +43,21 @@ fn one_line(s: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes a request line and reads its reply.
+/// Writes a request line and reads its reply. If the server stops reading before the request is
+/// all written (it is over the server's size limit), the write fails with a broken pipe, but the
+/// server has said why before it closed: that reply is read and returned, and only if there is
+/// none does the write's error stand.
 fn exchange<S: Read + Write>(mut stream: S, line: &str) -> std::io::Result<Reply> {
-    stream.write_all(line.as_bytes())?;
-    stream.write_all(b"\n")?;
-    read_reply(&mut BufReader::new(stream))
+    let sent = stream.write_all(line.as_bytes()).and_then(|()| stream.write_all(b"\n"));
+    match sent {
+        Ok(()) => read_reply(&mut BufReader::new(stream)),
+        Err(e)
+            if matches!(e.kind(), std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset) =>
+        {
+            read_reply(&mut BufReader::new(stream)).map_err(|_| e)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Reads one reply: `ok|error <n>\n` and `n` bytes of text.

@@ -134,7 +134,7 @@ pub enum Backpressure {
     },
 }
 
-/// A datastream to open on a streaming trace ([`TraceLog::open_stream`]).
+/// A datastream to open on a streaming trace ([`TraceLog::open_stream`](crate::TraceLog::open_stream)).
 #[derive(Debug)]
 pub struct StreamConfig {
     pub(crate) sink: Sink,
@@ -161,7 +161,7 @@ impl StreamConfig {
     }
 }
 
-/// A datastream's id, from [`TraceLog::open_stream`].
+/// A datastream's id, from [`TraceLog::open_stream`](crate::TraceLog::open_stream).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StreamId(pub(crate) u32);
 

@@ -20,9 +20,28 @@ pub struct CallArgs {
     /// Seconds to wait for the answer.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
-    /// The token of a TCP control port (TARGET `host:port`).
-    #[arg(long)]
+    /// The token of a TCP control port (TARGET `host:port`). Every user sees a command line
+    /// (`ps`): prefer `--token-file` or the `PHOSPHOR_TOKEN` environment variable.
+    #[arg(long, conflicts_with = "token_file")]
     token: Option<String>,
+    /// A file whose first line is the token of a TCP control port.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+}
+
+/// The token: `--token`, else the first line of `--token-file`, else `PHOSPHOR_TOKEN`.
+fn token(args: &CallArgs) -> anyhow::Result<Option<String>> {
+    if let Some(t) = &args.token {
+        return Ok(Some(t.clone()));
+    }
+    if let Some(path) = &args.token_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read the token", path.display()))?;
+        let line = text.lines().next().unwrap_or("").trim();
+        anyhow::ensure!(!line.is_empty(), "{}: the token file is empty", path.display());
+        return Ok(Some(line.to_owned()));
+    }
+    Ok(std::env::var("PHOSPHOR_TOKEN").ok().filter(|t| !t.is_empty()))
 }
 
 /// The socket of `target`.
@@ -38,8 +57,9 @@ pub fn run(args: &CallArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(args.timeout);
     let reply = match args.target.parse::<std::net::SocketAddr>() {
         Ok(addr) => {
-            let token = args.token.as_deref().context("a TCP target needs --token")?;
-            client::call_tcp(addr, token, &args.command, timeout)
+            let token = token(args)?
+                .context("a TCP target needs a token: --token-file, PHOSPHOR_TOKEN or --token")?;
+            client::call_tcp(addr, &token, &args.command, timeout)
                 .with_context(|| format!("{addr}: no answer from the control port"))?
         }
         Err(_) => {

@@ -61,8 +61,29 @@ fn call_reaches_a_tcp_port_with_its_token_only() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("token"), "{}", stderr(&out));
-    let out = command("call-tcp-none").args(["call", &addr, "cli::tcp"]).output().unwrap();
-    assert!(stderr(&out).contains("needs --token"), "{}", stderr(&out));
+    let out = command("call-tcp-none")
+        .env_remove("PHOSPHOR_TOKEN")
+        .args(["call", &addr, "cli::tcp"])
+        .output()
+        .unwrap();
+    assert!(stderr(&out).contains("needs a token"), "{}", stderr(&out));
+    // The token kept off the command line (which every user sees in `ps`): from a file, or from
+    // the environment.
+    let file = std::env::temp_dir().join(format!("phosphor-cli-token-{}", std::process::id()));
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    let out = command("call-tcp-file")
+        .args(["call", &addr, "cli::tcp", "--token-file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(stdout(&out), "pong\n", "{}", stderr(&out));
+    let out = command("call-tcp-env")
+        .env("PHOSPHOR_TOKEN", token)
+        .args(["call", &addr, "cli::tcp"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "pong\n", "{}", stderr(&out));
 }
 
 #[test]

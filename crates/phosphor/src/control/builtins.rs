@@ -60,15 +60,23 @@ pub fn register_builtins(log: &'static TraceLog) -> Result<(), String> {
     register(
         "trace.dump",
         "path=string",
-        "writes what the running trace holds to a trace file",
-        move |a, r| match log.snapshot() {
-            Ok(t) => match t.save(text(a, 0)) {
-                Ok(()) => {
-                    let _ = write!(r.text, "{} events written to {}", t.stats().recorded, text(a, 0));
+        "writes what the running trace holds (or, stopped, the last trace) to a trace file",
+        move |a, r| {
+            let path = text(a, 0);
+            let save = |t: &crate::Trace| t.save(path).map(|()| t.stats().recorded);
+            let saved = match log.snapshot() {
+                Ok(t) => Some(save(&t)),
+                // Stopped: the trace it finished, unless it was taken.
+                Err(e) if *e.kind() == crate::ErrorKind::NotRunning => log.with_last_trace(save),
+                Err(e) => return r.set_error(e.to_string()),
+            };
+            match saved {
+                Some(Ok(n)) => {
+                    let _ = write!(r.text, "{n} events written to {path}");
                 }
-                Err(e) => r.set_error(e.to_string()),
-            },
-            Err(e) => r.set_error(e.to_string()),
+                Some(Err(e)) => r.set_error(e.to_string()),
+                None => r.set_error("no trace is running, and none has stopped"),
+            }
         },
     )?;
     register(

@@ -256,7 +256,16 @@ fn connection<S: Read + Write>(stream: S, out: S, limits: &Limits, token: Option
 fn run_with_timeout(cmd: String, timeout: Duration) -> Reply {
     let (tx, rx) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new().name("phosphor-command".into()).spawn(move || {
-        let _ = tx.send(super::call(&cmd));
+        let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| super::call(&cmd)))
+            .unwrap_or_else(|payload| {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".into());
+                Reply { error: true, text: format!("the command panicked: {what}") }
+            });
+        let _ = tx.send(reply);
     });
     if let Err(e) = spawned {
         return Reply { error: true, text: format!("cannot run the command: {e}") };

@@ -489,6 +489,12 @@ impl TraceLog {
         self.control().last_trace.take()
     }
 
+    /// Shows `f` the last finished trace, if it was not taken, without taking it (the control
+    /// channel's `trace.dump` after `trace.stop`).
+    pub(crate) fn with_last_trace<R>(&self, f: impl FnOnce(&Trace) -> R) -> Option<R> {
+        self.control().last_trace.as_ref().map(f)
+    }
+
     /// Gives the calling thread a tenant of its own in this log even under `ThreadPolicy::Pool`.
     pub fn register_thread(&self) {
         THREAD.with(|t| {

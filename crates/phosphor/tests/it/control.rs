@@ -197,6 +197,17 @@ fn an_oversized_request_or_a_slow_handler_gets_an_error_and_others_are_still_ser
     assert!(r.error && r.text.contains("did not answer within"), "{r:?}");
     let r = control::client::call(&path, "test::sleep ms=1", timeout()).unwrap();
     assert_eq!((r.error, r.text.as_str()), (false, "awake"), "the server still serves");
+    // A handler that panics is reported as a panic, with its message, at once (it was once "did
+    // not answer within" the handler timeout).
+    // (A server with the default handler timeout: the panic hook's backtrace alone can take longer
+    // than 200 ms in a debug build.)
+    control::register("test::panic", "", "panics", |_, _| panic!("the handler broke")).unwrap();
+    let server = control::serve(Some(socket("panics")), control::Limits::default()).unwrap();
+    let path = server.path().to_owned();
+    let r = control::client::call(&path, "test::panic", timeout()).unwrap();
+    assert!(r.error && r.text == "the command panicked: the handler broke", "{r:?}");
+    let r = control::client::call(&path, "test::sleep ms=1", timeout()).unwrap();
+    assert_eq!((r.error, r.text.as_str()), (false, "awake"), "the server still serves");
 }
 
 #[test]
@@ -235,7 +246,14 @@ fn built_in_commands_start_dump_and_stop_a_trace_and_switch_points() {
     assert!(r.error && r.text.contains("already running"), "{r:?}");
     let r = call("trace.stop");
     assert!(!r.error && r.text.starts_with("stopped"), "{r:?}");
+    // Stopped, `trace.dump` saves the trace that stop finished (it once said "no trace is running").
+    std::fs::remove_file(&dump).unwrap();
+    let r = call(&format!("trace.dump path={}", dump.display()));
+    assert!(!r.error && r.text.starts_with("50 events"), "{r:?}");
+    assert!(dump.exists());
     assert_eq!(log.take_trace().unwrap().stats().recorded, 50, "the muted point recorded nothing");
+    let r = call(&format!("trace.dump path={}", dump.display()));
+    assert!(r.error && r.text.contains("none has stopped"), "taken, nothing is left to dump: {r:?}");
     assert!(call("trace.start mode=circular").text.contains("neither ring nor fixed"));
 }
 

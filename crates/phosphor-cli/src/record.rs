@@ -8,6 +8,13 @@
 //! acknowledges: it sends the number of bytes the file holds (8 bytes, little-endian), so the
 //! client counts exactly what a dying server took with it. Each connection has a thread of its
 //! own, so many programs record at once. It listens on loopback unless `--any-address`.
+//!
+//! A hostile or broken client costs little: buffers grow as bytes arrive (a frame that declares a
+//! 64 MiB block costs nothing until the bytes come), the bytes that all connections' unfinished
+//! blocks hold together are capped (`--max-buffered`), so are the connections (`--max-connections`:
+//! one over it is closed at once, which the client sees as a refused connection and retries
+//! later), a peer must send its header within `HEADER_TIMEOUT` and then something at least every
+//! `--idle-timeout` seconds, and the file name is bounded and sanitised.
 
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -19,6 +26,15 @@ use phosphor::format::file::{kind, Reader, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_
 
 /// The most bytes written to a file before it is flushed and acknowledged.
 const ACK_EVERY: u64 = 256 << 10;
+
+/// How long a new connection has to send its preamble and header block.
+const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The longest process-name part of a file name, in bytes (file names are at most 255).
+const NAME_MAX: usize = 64;
+
+/// Bytes of unfinished blocks held by every connection together, and the limit (`--max-buffered`).
+static BUFFERED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Options of `phosphor record`.
 #[derive(Debug, Args)]
@@ -35,6 +51,25 @@ pub struct RecordArgs {
     /// Exit after this many connections have ended (for scripts and tests; default: never).
     #[arg(long)]
     connections: Option<u64>,
+    /// The most connections at once; one more is closed at once (the client retries later).
+    #[arg(long, default_value_t = 256)]
+    max_connections: usize,
+    /// The most bytes of unfinished blocks all connections may hold together (MiB); a connection
+    /// whose block would pass it is ended, keeping every whole block it sent.
+    #[arg(long, default_value_t = 256)]
+    max_buffered: u64,
+    /// Seconds a connection may send nothing before it is ended (its file keeps every whole block).
+    #[arg(long, default_value_t = 300)]
+    idle_timeout: u64,
+}
+
+/// The limits a connection's thread applies.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Bytes of unfinished blocks all connections may hold together.
+    pub max_buffered: u64,
+    /// How long a connection may send nothing.
+    pub idle: std::time::Duration,
 }
 
 /// Runs the server: prints `listening on ADDR`, then a line per ended connection.
@@ -59,20 +94,100 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
             std::process::exit(0);
         });
     }
+    let limits = Limits {
+        max_buffered: args.max_buffered.saturating_mul(1 << 20),
+        idle: std::time::Duration::from_secs(args.idle_timeout.max(1)),
+    };
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
-        let (dir, done) = (args.out.clone(), done_tx.clone());
+        let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        // Relaxed: a count; only this thread increments it.
+        if open.load(std::sync::atomic::Ordering::Relaxed) >= args.max_connections {
+            eprintln!(
+                "phosphor record: {peer}: refused: {} connections already (--max-connections)",
+                args.max_connections
+            );
+            drop(conn);
+            continue;
+        }
+        // Relaxed: as above.
+        open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (dir, done, open) = (args.out.clone(), done_tx.clone(), open.clone());
         std::thread::spawn(move || {
-            let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-            match receive(conn, &dir) {
+            match receive(conn, &dir, limits) {
                 Ok(r) => println!("{}", r.describe(&peer)),
                 Err(e) => eprintln!("phosphor record: {peer}: {e:#}"),
             }
             let _ = std::io::stdout().flush();
+            // Relaxed: a count.
+            open.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
             let _ = done.send(());
         });
     }
     Ok(())
+}
+
+/// Bytes of an unfinished block that one connection holds, counted against
+/// `Limits::max_buffered` as they arrive (not as a peer declares them: a peer that declares a
+/// large block and sends little holds little), and given back when dropped.
+#[derive(Default)]
+struct Reserved(u64);
+
+impl Reserved {
+    /// Counts `n` more bytes, unless all connections together would then hold more than `max`.
+    fn grow(&mut self, n: u64, max: u64) -> bool {
+        // Relaxed: a counter; the compare-and-swap keeps the sum exact.
+        let ok = BUFFERED
+            .fetch_update(std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed, |b| {
+                (b + n <= max).then_some(b + n)
+            })
+            .is_ok();
+        if ok {
+            self.0 += n;
+        }
+        ok
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        // Relaxed: as in `take`.
+        BUFFERED.fetch_sub(self.0, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// How reading a block ended.
+enum Block {
+    /// All of it.
+    Whole,
+    /// The stream ended (or timed out) after this many of its bytes.
+    Cut(usize),
+    /// All connections together would hold more than `Limits::max_buffered`.
+    OverLimit,
+}
+
+/// Reads `len` bytes into `buf` (cleared first), growing it as they arrive rather than at once,
+/// each piece counted against `max` in `held`: a peer that declares a large block and sends little
+/// costs little.
+fn read_block(r: &mut impl Read, buf: &mut Vec<u8>, len: usize, held: &mut Reserved, max: u64) -> Block {
+    buf.clear();
+    let mut chunk = [0u8; 16 << 10];
+    while buf.len() < len {
+        let want = (len - buf.len()).min(chunk.len());
+        match r.read(&mut chunk[..want]) {
+            Ok(0) => return Block::Cut(buf.len()),
+            Ok(k) => {
+                if !held.grow(k as u64, max) {
+                    return Block::OverLimit;
+                }
+                buf.extend_from_slice(&chunk[..k]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Block::Cut(buf.len()),
+        }
+    }
+    Block::Whole
 }
 
 /// What one connection left.
@@ -118,12 +233,16 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// A file name made of `s`'s safe characters.
+/// A file name part made of `s`'s safe characters, at most `NAME_MAX` bytes, never starting with
+/// `.` or `-` (a hidden file, or one a shell command would take for an option).
 fn sanitize(s: &str) -> String {
-    let t: String =
-        s.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-    if t.is_empty() || t.starts_with('.') {
-        format!("trace{t}")
+    let t: String = s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .take(NAME_MAX)
+        .collect();
+    if t.is_empty() || t.starts_with('.') || t.starts_with('-') {
+        format!("trace{}", &t[..t.len().min(NAME_MAX - 5)])
     } else {
         t
     }
@@ -144,24 +263,37 @@ fn create(dir: &Path, name: &str, pid: u32) -> anyhow::Result<(PathBuf, std::fs:
     bail!("too many files named after {name}-{pid}-{secs} in {}", dir.display())
 }
 
-/// Copies one connection's trace into a new file in `dir`, whole blocks only.
-pub fn receive(conn: TcpStream, dir: &Path) -> anyhow::Result<Received> {
+/// Copies one connection's trace into a new file in `dir`, whole blocks only, within `limits`.
+pub fn receive(conn: TcpStream, dir: &Path, limits: Limits) -> anyhow::Result<Received> {
     let mut acks = conn.try_clone()?;
-    let mut input = BufReader::with_capacity(1 << 20, conn);
+    // The header must come soon; after it, the idle timeout applies.
+    conn.set_read_timeout(Some(HEADER_TIMEOUT))?;
+    let timeouts = conn.try_clone()?;
+    let mut input = BufReader::with_capacity(64 << 10, conn);
     // The preamble and the header block name the file.
     let mut head = vec![0u8; PREAMBLE_BYTES + BLOCK_HEADER_BYTES];
     if read_full(&mut input, &mut head)? < head.len() || head[..MAGIC.len()] != MAGIC {
-        bail!("not a Phosphor trace stream");
+        bail!("not a Phosphor trace stream (or no header within {HEADER_TIMEOUT:?})");
     }
     let header_len = u32::from_le_bytes(head[PREAMBLE_BYTES + 4..].try_into().expect("4 bytes"));
     if header_len > MAX_BLOCK_BYTES {
         bail!("a header block of {header_len} bytes");
     }
-    let start = head.len();
-    head.resize(start + header_len as usize, 0);
-    if read_full(&mut input, &mut head[start..])? < header_len as usize {
-        bail!("the stream ended inside its header");
+    let mut rest = Vec::new();
+    match read_block(
+        &mut input,
+        &mut rest,
+        header_len as usize,
+        &mut Reserved::default(),
+        limits.max_buffered,
+    ) {
+        Block::Whole => head.extend_from_slice(&rest),
+        Block::Cut(_) => bail!("the stream ended inside its header (or no header within {HEADER_TIMEOUT:?})"),
+        Block::OverLimit => {
+            bail!("its header passed the server's limit of unfinished blocks (--max-buffered)")
+        }
     }
+    timeouts.set_read_timeout(Some(limits.idle))?;
     let header = Reader::new(&head[..]).context("a bad header")?.header().clone();
     let (path, file) = create(dir, &header.process_name, header.pid)?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
@@ -185,14 +317,30 @@ pub fn receive(conn: TcpStream, dir: &Path) -> anyhow::Result<Received> {
                 got.bytes
             );
         }
-        body.resize(len as usize, 0);
-        let n = read_full(&mut input, &mut body)?;
-        if n < body.len() {
-            got.cut = (frame.len() + n) as u64;
-            break;
+        let mut held = Reserved::default();
+        match read_block(&mut input, &mut body, len as usize, &mut held, limits.max_buffered) {
+            Block::Whole => {}
+            Block::Cut(n) => {
+                got.cut = (frame.len() + n) as u64;
+                break;
+            }
+            Block::OverLimit => {
+                out.flush()?;
+                bail!(
+                    "{}: a block of {len} bytes at byte {} passed the server's limit of unfinished \
+                     blocks (--max-buffered); the file keeps every whole block before it",
+                    got.path.display(),
+                    got.bytes
+                );
+            }
         }
         out.write_all(&frame)?;
         out.write_all(&body)?;
+        drop(held);
+        // A large block's buffer is not kept for the smaller ones that follow.
+        if body.capacity() > 1 << 20 {
+            body = Vec::new();
+        }
         got.blocks += 1;
         got.bytes += (frame.len() + body.len()) as u64;
         if block_kind == kind::TRAILER {
@@ -212,4 +360,22 @@ pub fn receive(conn: TcpStream, dir: &Path) -> anyhow::Result<Received> {
     out.flush()?;
     let _ = acks.write_all(&got.bytes.to_le_bytes());
     Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_name_part_is_bounded_and_never_an_option_or_hidden() {
+        assert_eq!(sanitize("my app/v2"), "my_app_v2");
+        assert_eq!(sanitize("-rf"), "trace-rf");
+        assert_eq!(sanitize(".hidden"), "trace.hidden");
+        assert_eq!(sanitize(""), "trace");
+        let long = sanitize(&"x".repeat(300));
+        assert_eq!(long.len(), NAME_MAX);
+        assert!(sanitize(&format!("-{}", "y".repeat(300))).len() <= NAME_MAX);
+        // Multi-byte characters become one `_` each: the bound is in bytes.
+        assert_eq!(sanitize("é"), "_");
+    }
 }

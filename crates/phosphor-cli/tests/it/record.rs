@@ -363,3 +363,61 @@ fn stats_report_the_saturation_markers_of_a_streamed_trace() {
     let line = text.lines().find(|l| l.starts_with("saturation")).unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("markers") && line.contains("events dropped"), "{line}");
 }
+
+/// The server's resident memory, from /proc.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status");
+    kb << 10
+}
+
+/// 100 clients that each send a preamble and a frame declaring a 64 MiB header block, then
+/// nothing (once 1.3 GiB: every connection zero-filled the declared length at once): the server
+/// stays small, and a real program's stream beside them is still recorded whole.
+#[test]
+fn a_hundred_clients_declaring_huge_blocks_cost_little_and_a_real_stream_is_recorded_whole() {
+    use std::io::Write;
+    let dir = scratch("record-hostile");
+    let server = Server::start("127.0.0.1:0", &dir.join("out"));
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&phosphor::format::file::MAGIC);
+    frame.extend_from_slice(&1u16.to_le_bytes());
+    frame.extend_from_slice(&phosphor::format::file::FORMAT_MINOR.to_le_bytes());
+    frame.extend_from_slice(&[0; 4]);
+    frame.extend_from_slice(&phosphor::format::file::kind::HEADER.to_le_bytes());
+    frame.extend_from_slice(&phosphor::format::file::MAX_BLOCK_BYTES.to_le_bytes());
+    let hostile: Vec<_> = (0..100)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(server.addr).unwrap();
+            c.write_all(&frame).unwrap();
+            c
+        })
+        .collect();
+    // Give the server's threads time to take in what was sent.
+    std::thread::sleep(Duration::from_millis(300));
+    let rss = rss_bytes(server.child.id());
+    assert!(rss < 64 << 20, "100 idle clients declaring 64 MiB blocks cost {} MiB", rss >> 20);
+
+    let log = streaming_log();
+    let id = log.open_stream(StreamConfig::new(Sink::Tcp(server.addr))).unwrap();
+    for i in 0..20_000u64 {
+        trace_instant!(log: &log, "rec", "beside", "i" => i);
+    }
+    log.stop();
+    let s = log.stream_stats(id).unwrap();
+    assert_eq!((s.events_dropped, s.first_error.as_deref()), (0, None), "{s:?}");
+    let line = server.ended();
+    assert!(line.contains("complete"), "{line}");
+    let files = trace_files(&dir.join("out"));
+    assert_eq!(files.len(), 1, "the hostile clients sent no header, so no file: {files:?}");
+    let (events, markers, trailer) = events_in(&files[0]);
+    assert_eq!((events + markers, trailer), (log.stats().recorded, true));
+    assert_eq!(events, 20_000);
+    let rss = rss_bytes(server.child.id());
+    assert!(rss < 64 << 20, "after the real stream, {} MiB", rss >> 20);
+    drop(hostile);
+}

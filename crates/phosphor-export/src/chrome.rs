@@ -247,15 +247,27 @@ fn write_value(out: &mut impl Write, v: Value<'_>) -> io::Result<()> {
     }
 }
 
+/// A float as JSON: JSON has no infinity or NaN (a corrupt clock rate can be either), so those are
+/// `null`.
+fn json_f64(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:?}")
+    } else {
+        "null".into()
+    }
+}
+
 fn write_other_data<R: Read>(out: &mut impl Write, reader: &Reader<R>) -> io::Result<()> {
     let h = reader.header();
     let (major, minor) = reader.version();
     let clock = h.clock.kind.as_str();
     write!(
         out,
-        "\"format_version\":\"{major}.{minor}\",\"clock\":\"{clock}\",\"ns_per_tick\":{:?},\
+        "\"format_version\":\"{major}.{minor}\",\"clock\":\"{clock}\",\"ns_per_tick\":{},\
          \"origin_monotonic_ns\":{},\"origin_wall_ns\":{}",
-        h.clock.ns_per_tick, h.clock.origin_monotonic_ns, h.clock.origin_wall_ns
+        json_f64(h.clock.ns_per_tick),
+        h.clock.origin_monotonic_ns,
+        h.clock.origin_wall_ns
     )?;
     if let Some(t) = reader.trailer() {
         write!(out, ",\"events_recorded\":{},\"events_dropped\":{}", t.recorded, t.dropped.total())?;

@@ -120,6 +120,20 @@ fn timestamps_are_exact_decimal_microseconds() {
 }
 
 #[test]
+fn a_clock_rate_json_cannot_hold_is_null_and_the_output_stays_valid_json() {
+    for rate in [f64::INFINITY, f64::NAN, f64::NEG_INFINITY] {
+        let mut w = Writer::new(Vec::new(), &header(clock(rate))).unwrap();
+        w.write_callsites(&[callsite(16, "tick", Phase::Instant, ["", ""])]).unwrap();
+        w.write_chunk(1, 0, &[Record::new(5, 16, Meta(0), [0; 2])], |_, _| "").unwrap();
+        let bytes = w.finish(&Trailer::default()).unwrap();
+        let (json, r) = export(&bytes);
+        r.unwrap();
+        let doc: Json = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{rate}: invalid JSON ({e})"));
+        assert_eq!(doc["otherData"]["ns_per_tick"], Json::Null, "{rate}");
+    }
+}
+
+#[test]
 fn tsc_ticks_are_converted_with_the_header_rate_from_the_clock_origin() {
     // The golden clock: 0.5 ns per tick from origin tick 1000; its first event is at the origin
     // and its complete event starts 100 ticks later and lasts 50.

@@ -146,3 +146,14 @@ fn info_on_a_corrupt_chunk_prints_the_chunks_before_it_then_names_its_offset_and
     assert!(err.contains(bad.to_str().unwrap()) && err.contains("committed length 12345"), "{err}");
     assert!(err.contains(&format!("at byte {}", chunk_at + 8 + 32)), "{err}");
 }
+
+#[test]
+fn a_directory_is_an_error_that_names_it_and_says_why_once() {
+    let dir = scratch_path("info-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = info("info-dir", &dir);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&dir.display().to_string()) && err.contains("at byte 0"), "{err}");
+    assert_eq!(err.matches("Is a directory").count(), 1, "the OS error once, not twice: {err}");
+}

@@ -70,14 +70,21 @@ pub fn to_file(input: &Path, output: &Path) -> anyhow::Result<Drawn> {
             let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
             Ok(Drawn { bytes, events: summary.events, time: started.elapsed() })
         }
-        Err(folded::Error::Read { exported, source, .. }) => Err(anyhow::Error::new(source.with_path(input))
-            .context(format!(
-                "drawing {} stopped early ({} shows the {} events of the {} chunks before the damage)",
-                input.display(),
-                output.display(),
-                format_count(exported.events),
-                format_count(exported.chunks)
-            ))),
+        Err(folded::Error::Read { exported, source, .. }) => {
+            let drawn = f.metadata().map(|m| m.len()).unwrap_or(0) > 0;
+            let shows = if drawn {
+                format!(
+                    "{} shows the {} events of the {} chunks before the damage",
+                    output.display(),
+                    format_count(exported.events),
+                    format_count(exported.chunks)
+                )
+            } else {
+                format!("no stack was complete before the damage, so {} is empty", output.display())
+            };
+            Err(anyhow::Error::new(source.with_path(input))
+                .context(format!("drawing {} stopped early ({shows})", input.display())))
+        }
         Err(e) => Err(anyhow::Error::new(e).context(format!("writing {}", output.display()))),
     }
 }

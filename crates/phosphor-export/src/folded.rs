@@ -103,7 +103,13 @@ pub fn write_flamegraph<R: Read, W: Write>(
     options.title = title.to_owned();
     options.count_name = "ns".to_owned();
     let mut out = BufWriter::with_capacity(1 << 16, out);
-    inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out)?;
+    let drawn = inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out);
+    if drawn.is_err() && failure.is_some() {
+        // Nothing to draw because the file is damaged before its first stack ("No stack counts
+        // found"): the read error, with the file's offset, is the one that says why.
+        return finish(folded.summary, failure);
+    }
+    drawn?;
     out.flush()?;
     finish(folded.summary, failure)
 }

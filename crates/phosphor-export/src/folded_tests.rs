@@ -157,6 +157,22 @@ fn a_truncated_file_folds_what_was_read_then_names_the_offset() {
 }
 
 #[test]
+fn a_flame_graph_of_a_file_damaged_before_its_first_stack_names_the_offset() {
+    let header = Reader::new(GOLDEN).unwrap().header().clone();
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(&callsites()).unwrap();
+    let chunk_start = w.offset();
+    w.write_chunk(1, 0, &[slice(LEAF, 10, 10)], |_, _| "").unwrap();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    // Cut inside the only chunk: nothing to draw. inferno's own error ("No stack counts found")
+    // lost the read error, with its offset, that says why.
+    let cut = &bytes[..chunk_start as usize + 12];
+    let err = write_flamegraph(Reader::new(cut).unwrap(), Vec::new(), "t").unwrap_err();
+    let Error::Read { offset, exported, .. } = &err else { panic!("{err:?}") };
+    assert_eq!((*offset, exported.chunks), (chunk_start, 0), "{err}");
+}
+
+#[test]
 fn durations_that_sum_past_u64_saturate_instead_of_overflowing() {
     // A corrupt (or fuzzed) file: sibling slices of the same path whose durations sum past
     // u64::MAX, and interlaced children that sum past their parent.

@@ -26,11 +26,20 @@ pub struct Limits {
     pub max_connections: usize,
     /// How long a handler may run before its caller gets an error.
     pub handler_timeout: Duration,
+    /// How long a client may take to send its token line, and each request line (counted from the
+    /// connection, or from the last answer): a client that sends nothing is disconnected then,
+    /// so idle connections hold the `max_connections` slots for no longer than this.
+    pub request_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_request: 64 << 10, max_connections: 32, handler_timeout: Duration::from_secs(10) }
+        Limits {
+            max_request: 64 << 10,
+            max_connections: 32,
+            handler_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(5),
+        }
     }
 }
 
@@ -82,7 +91,10 @@ pub fn serve(path: Option<PathBuf>, limits: Limits) -> std::io::Result<Server> {
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path)?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    let incoming = std::iter::from_fn(move || Some(listener.accept().map(|(s, _)| s)));
+    let timeout = limits.request_timeout;
+    let incoming = std::iter::from_fn(move || {
+        Some(listener.accept().and_then(|(s, _)| s.set_read_timeout(Some(timeout)).map(|()| s)))
+    });
     spawn_accept_loop("phosphor-control", incoming, UnixStream::try_clone, limits, None)?;
     Ok(Server { path, pid: std::process::id() })
 }
@@ -141,7 +153,10 @@ pub fn serve_tcp(addr: std::net::SocketAddr, token: &str, limits: Limits) -> std
     }
     let listener = std::net::TcpListener::bind(addr)?;
     let addr = listener.local_addr()?;
-    let incoming = std::iter::from_fn(move || Some(listener.accept().map(|(s, _)| s)));
+    let timeout = limits.request_timeout;
+    let incoming = std::iter::from_fn(move || {
+        Some(listener.accept().and_then(|(s, _)| s.set_read_timeout(Some(timeout)).map(|()| s)))
+    });
     spawn_accept_loop(
         "phosphor-control-tcp",
         incoming,

@@ -378,3 +378,30 @@ fn another_user_cannot_connect_or_own_the_directory() {
     assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied);
     assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
 }
+
+/// Clients that connect to the TCP port and send nothing (no token, no request) once held every
+/// connection slot for as long as they stayed, locking the owner out without knowing the token.
+/// They are disconnected after `request_timeout`, and the owner is served again while they are
+/// still connected.
+#[test]
+fn idle_clients_without_a_token_lock_the_owner_out_for_no_longer_than_the_request_timeout() {
+    control::register("test::lockout", "", "pong", |_, r| r.push("pong")).unwrap();
+    let token = "0123456789abcdef-owner";
+    let limits = control::Limits {
+        max_connections: 4,
+        request_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
+    };
+    let server = control::serve_tcp("127.0.0.1:0".parse().unwrap(), token, limits).unwrap();
+    let idle: Vec<_> = (0..4).map(|_| std::net::TcpStream::connect(server.addr()).unwrap()).collect();
+    let t0 = std::time::Instant::now();
+    loop {
+        let r = control::client::call_tcp(server.addr(), token, "test::lockout", timeout());
+        if r.as_ref().is_ok_and(|r| !r.error && r.text == "pong") {
+            break;
+        }
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "still locked out: {r:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(idle);
+}

@@ -27,9 +27,12 @@ pub fn run(args: &RecoverArgs, out: &mut impl Write) -> anyhow::Result<()> {
     }
     let trace = phosphor::format::file::ring::recover(&ring).map_err(|e| e.with_path(&args.ring))?;
     std::fs::write(&args.out, &trace).with_context(|| format!("{}: cannot write", args.out.display()))?;
-    let mut r = phosphor::format::file::Reader::new(&trace[..])?;
+    // Read back: the events recovered. An error here is about the file just written.
     let mut events = 0u64;
-    r.for_each_event(|_| events += 1)?;
+    phosphor::format::file::Reader::new(&trace[..])
+        .and_then(|mut r| r.for_each_event(|_| events += 1))
+        .map_err(|e| e.with_path(&args.out))
+        .with_context(|| format!("reading back the trace recovered from {}", args.ring.display()))?;
     writeln!(out, "{}: {events} events recovered from {}", args.out.display(), args.ring.display())?;
     Ok(out.flush()?)
 }

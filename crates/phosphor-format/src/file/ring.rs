@@ -77,6 +77,22 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
     u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
 }
 
+/// The records up to the first event that does not decode (or whose continuations run past the
+/// end).
+fn valid_prefix(records: &[Record]) -> usize {
+    let mut i = 0;
+    while let Some(r) = records.get(i) {
+        let len = 1 + r.meta.continuation();
+        if i + len > records.len()
+            || (r.id >= crate::FIRST_CALLSITE_ID && crate::decode_event(records, i).is_err())
+        {
+            break;
+        }
+        i += len;
+    }
+    i
+}
+
 fn bad(what: impl Into<String>, at: usize) -> Error {
     Error::malformed("ring file", what.into(), at as u64)
 }
@@ -87,8 +103,19 @@ fn bad(what: impl Into<String>, at: usize) -> Error {
 /// arguments lived in the dead process's memory too: they come back as `<static string>`.
 /// Errors name the offset of what is wrong; a chunk whose records do not decode is left out.
 pub fn recover(ring: &[u8]) -> Result<Vec<u8>, Error> {
-    if ring.len() < RING_HEADER_BYTES || ring[..8] != RING_MAGIC {
+    if ring.get(..8) != Some(&RING_MAGIC[..]) {
         return Err(Error::new(ErrorKind::BadMagic, 0));
+    }
+    if ring.len() < RING_HEADER_BYTES {
+        // A ring file cut short (a copy in progress, a full disk): say so, not "bad magic".
+        return Err(Error::new(
+            ErrorKind::Truncated {
+                what: "ring header",
+                needed: RING_HEADER_BYTES as u64,
+                available: ring.len() as u64,
+            },
+            0,
+        ));
     }
     if u32_at(ring, at::VERSION) != 1 {
         return Err(bad(format!("ring file version {}", u32_at(ring, at::VERSION)), at::VERSION));
@@ -139,6 +166,10 @@ pub fn recover(ring: &[u8]) -> Result<Vec<u8>, Error> {
                 .chunks_exact(RECORD_SIZE)
                 .map(|r| Record::from_bytes(r.try_into().expect("32 bytes"))),
         );
+        // A corrupt committed count (say 0xFFFFFFFF, clamped to a whole chunk) takes in records
+        // that were never written: keep the events that decode, up to the first that does not, so
+        // that one bad chunk costs its own tail and not every chunk after it in the file.
+        records.truncate(valid_prefix(&records));
         let (tid, seq) = (u32_at(c, chunk_at::TID), u64_at(c, chunk_at::SEQ));
         if let Ok(w) = raw::chunk_block(&mut block, tid, seq, &records, |_, _| placeholder) {
             recorded += crate::count_events(&records);

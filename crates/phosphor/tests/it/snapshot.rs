@@ -83,6 +83,67 @@ fn a_recovered_ring_trusts_only_committed_records() {
     log.stop();
 }
 
+/// A chunk whose committed count is corrupt (0xFFFFFFFF, read as a whole chunk of records that
+/// were never written) costs its own garbage only: the chunks after it are still recovered (it
+/// once hid every chunk after it). A ring file cut short is "truncated", not "bad magic".
+#[test]
+fn a_corrupt_committed_count_hides_no_other_chunk_and_a_short_ring_is_truncated() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("snapshot-corrupt-count");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ring = dir.join("c.ring");
+    let log = started(TraceConfig::new(BufferMode::Ring, 1 << 16).file_backed(&ring));
+    // Two threads, a chunk each: 3 events on this one, 5 on another.
+    for i in 0..3u64 {
+        trace_instant!(log: &log, "snap", "corrupt-a", "i" => i);
+    }
+    let other = {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            for i in 0..5u64 {
+                trace_instant!(log: &log, "snap", "corrupt-b", "i" => i);
+            }
+            phosphor::current_thread_id()
+        })
+        .join()
+        .unwrap()
+    };
+    let mut bytes = std::fs::read(&ring).unwrap();
+    let base = phosphor::format::file::ring::RING_HEADER_BYTES;
+    let (at_tid, at_committed, at_loan) = {
+        use phosphor::format::file::ring::chunk_at;
+        (chunk_at::TID, chunk_at::COMMITTED, chunk_at::LOAN)
+    };
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let tid = phosphor::current_thread_id();
+    let mine = (0..16).map(|c| base + c * 4096).find(|&b| u32_at(&bytes, b + at_tid) == tid).unwrap();
+    let theirs = (0..16).map(|c| base + c * 4096).find(|&b| u32_at(&bytes, b + at_tid) == other).unwrap();
+    // Corrupt the chunk recovery reads first (the older loan), so the other one comes after it.
+    let first = if u64_at(&bytes, mine + at_loan) < u64_at(&bytes, theirs + at_loan) { mine } else { theirs };
+    bytes[first + 3 * 32..first + 127 * 32].fill(0xa5);
+    bytes[first + at_committed..first + at_committed + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let trace = phosphor::format::file::ring::recover(&bytes).unwrap();
+    let mut r = Reader::new(&trace[..]).unwrap();
+    let mut names = Vec::new();
+    r.for_each_event(|e| names.push(e.callsite.name.clone())).unwrap();
+    let count = |n: &str| names.iter().filter(|x| x.as_str() == n).count();
+    let (a, b) = (count("corrupt-a"), count("corrupt-b"));
+    let (kept, whole) = if first == mine { (a, b) } else { (b, a) };
+    assert_eq!(
+        whole,
+        if first == mine { 5 } else { 3 },
+        "the chunk after the corrupt one is whole: {names:?}"
+    );
+    // Records 0 to 2 were written before the garbage: the corrupt chunk keeps those 3 events (it
+    // was dropped whole before).
+    assert_eq!(kept, 3, "the corrupt chunk keeps the events before its garbage: {names:?}");
+    // A ring file cut short.
+    let e = phosphor::format::file::ring::recover(&bytes[..1000]).unwrap_err();
+    assert!(e.to_string().contains("ring header"), "{e}");
+    log.stop();
+}
+
 #[test]
 fn a_snapshot_needs_a_running_trace() {
     let log = new_log(TraceLogConfig::default());

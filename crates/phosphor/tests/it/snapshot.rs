@@ -84,8 +84,9 @@ fn a_recovered_ring_trusts_only_committed_records() {
 }
 
 /// A chunk whose committed count is corrupt (0xFFFFFFFF, read as a whole chunk of records that
-/// were never written) costs its own garbage only: the chunks after it are still recovered (it
-/// once hid every chunk after it). A ring file cut short is "truncated", not "bad magic".
+/// were never written) costs its own garbage only: its events before the garbage are recovered
+/// (the chunk was dropped whole), and so is the chunk after it. A ring file cut short is
+/// "truncated", not "bad magic".
 #[test]
 fn a_corrupt_committed_count_hides_no_other_chunk_and_a_short_ring_is_truncated() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("snapshot-corrupt-count");

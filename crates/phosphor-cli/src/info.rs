@@ -50,6 +50,8 @@ struct Summary {
     span: Option<(u64, u64)>,
     /// Chunks whose extents announce a different number of events than their records decode to.
     miscounted_chunks: u64,
+    /// The first such chunk: its block's offset, the count its extents announce, the count found.
+    first_miscounted: Option<(u64, u32, u64)>,
     /// Bytes from the start of the file to the end of the last block read without error.
     whole: u64,
 }
@@ -82,6 +84,8 @@ impl Summary {
             self.events += decoded;
             if decoded != u64::from(x.event_count) {
                 self.miscounted_chunks += 1;
+                // The first one's offset (its block's start), so a user can look at the bytes.
+                self.first_miscounted.get_or_insert((self.whole, x.event_count, decoded));
             }
         }
     }
@@ -262,11 +266,12 @@ fn print<R: Read>(
     };
     let part = if complete { String::new() } else { format!(" ({} of it read)", format_bytes(read)) };
     writeln!(out, "file size   {}{part}{per_event}", format_bytes(size))?;
-    if s.miscounted_chunks > 0 {
+    if let (n @ 1.., Some((at, announced, decoded))) = (s.miscounted_chunks, s.first_miscounted) {
         writeln!(
             out,
-            "MISMATCH    {} chunk(s) whose extents announce a different event count than their records",
-            format_count(s.miscounted_chunks)
+            "MISMATCH    {} chunk(s) whose extents announce a different event count than their records; \
+             the first, the chunk block at byte {at}, announces {announced} and holds {decoded}",
+            format_count(n)
         )?;
     }
     Ok(())

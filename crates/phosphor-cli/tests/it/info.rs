@@ -157,3 +157,57 @@ fn a_directory_is_an_error_that_names_it_and_says_why_once() {
     assert!(err.contains(&dir.display().to_string()) && err.contains("at byte 0"), "{err}");
     assert_eq!(err.matches("Is a directory").count(), 1, "the OS error once, not twice: {err}");
 }
+
+/// A chunk whose extents announce another event count than its records hold is reported with its
+/// block's offset (it was only counted), so a user can look at the bytes.
+#[test]
+fn a_chunk_whose_event_count_disagrees_is_reported_with_its_offset() {
+    use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
+    use phosphor::format::{Meta, Phase, Record};
+    let header = Header {
+        clock: ClockInfo {
+            kind: ClockKind::Monotonic,
+            ns_per_tick: 1.0,
+            origin_ticks: 0,
+            origin_monotonic_ns: 0,
+            origin_wall_ns: 0,
+            fallback_reason: None,
+        },
+        pid: 1,
+        process_name: "miscount".into(),
+    };
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(&[CallsiteInfo {
+        id: 16,
+        category: "c".into(),
+        name: "tick".into(),
+        phase: Phase::Instant,
+        arg_names: [String::new(), String::new()],
+        file: "f.rs".into(),
+        line: 1,
+        name_hash: 0,
+        level: None,
+        dynamic_name: false,
+        flow: false,
+    }])
+    .unwrap();
+    let at = w.offset();
+    let records = [Record::new(10, 16, Meta(0), [0; 2]), Record::new(20, 16, Meta(0), [0; 2])];
+    w.write_chunk(1, 0, &records, |_, _| "").unwrap();
+    let mut bytes = w.finish(&Trailer { recorded: 2, ..Trailer::default() }).unwrap();
+    // The extents' event count: 8 bytes of block framing, then offset 36 of the extents.
+    let count = at as usize + 8 + 36;
+    assert_eq!(bytes[count..count + 4], 2u32.to_le_bytes());
+    bytes[count..count + 4].copy_from_slice(&1u32.to_le_bytes());
+    let dir = scratch_path("info-miscount");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("miscount.phos");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = info("info-miscount", &file);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("the chunk block at byte {at}, announces 1 and holds 2")),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

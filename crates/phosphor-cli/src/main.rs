@@ -100,10 +100,27 @@ fn main() -> ExitCode {
         Err(e) if is_stdout_closed(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // Nothing useful is left to do if stderr is closed too.
-            let _ = writeln!(io::stderr(), "phosphor: {e:#}");
+            let _ = writeln!(io::stderr(), "phosphor: {}", message(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes, `: `-separated, leaving out a cause whose text the message already
+/// holds (a file error shows its I/O error in its own text, and has it as its source too).
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// Whether `e` comes from writing to a closed standard output (`phosphor stats f | head`): the

@@ -132,8 +132,10 @@ impl fmt::Display for Error {
         if let Some(p) = &self.path {
             write!(f, "{}: ", p.display())?;
         }
-        // The I/O error itself is the `source`, which error reporters print after this (printing
-        // it here too showed it twice: "Is a directory (os error 21): Is a directory (os error 21)").
-        write!(f, "at byte {}: {}", self.offset, self.kind)
+        write!(f, "at byte {}: {}", self.offset, self.kind)?;
+        if let Some(e) = &self.source {
+            write!(f, ": {e}")?;
+        }
+        Ok(())
     }
 }

@@ -60,10 +60,15 @@ pub fn register_builtins(log: &'static TraceLog) -> Result<(), String> {
     register(
         "trace.dump",
         "path=string",
-        "writes what the running trace holds (or, stopped, the last trace) to a trace file",
+        "writes what the running trace holds (or, stopped, the last trace) to a trace file \
+         (inside the server's dump directory, if it has one)",
         move |a, r| {
             let path = text(a, 0);
-            let save = |t: &crate::Trace| t.save(path).map(|()| t.stats().recorded);
+            let target = match super::writable_path(path) {
+                Ok(p) => p,
+                Err(e) => return r.set_error(e),
+            };
+            let save = |t: &crate::Trace| t.save(&target).map(|()| t.stats().recorded);
             let saved = match log.snapshot() {
                 Ok(t) => Some(save(&t)),
                 // Stopped: the trace it finished, unless it was taken.

@@ -16,6 +16,7 @@ mod builtins;
 #[cfg(unix)]
 pub mod client;
 mod command;
+mod confine;
 #[cfg(unix)]
 mod server;
 mod spec;
@@ -25,6 +26,7 @@ use std::sync::{Arc, Mutex};
 
 pub use builtins::register_builtins;
 pub use command::{parse_args, split_name, Args};
+pub use confine::writable_path;
 #[cfg(unix)]
 pub use server::{default_socket_dir, serve, serve_tcp, Limits, Server, TcpServer};
 pub use spec::{Param, ParamType, Spec, Value};

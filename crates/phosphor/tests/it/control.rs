@@ -255,6 +255,75 @@ fn built_in_commands_start_dump_and_stop_a_trace_and_switch_points() {
     let r = call(&format!("trace.dump path={}", dump.display()));
     assert!(r.error && r.text.contains("none has stopped"), "taken, nothing is left to dump: {r:?}");
     assert!(call("trace.start mode=circular").text.contains("neither ring nor fixed"));
+    dumps_stay_in_the_dump_directory(log);
+}
+
+/// A server's dump directory confines `trace.dump`; over TCP, without one, it writes nothing (the
+/// token alone once let a client write anywhere the program could).
+fn dumps_stay_in_the_dump_directory(log: &'static phosphor::TraceLog) {
+    let call = |path: &std::path::Path, line: &str| control::client::call(path, line, timeout()).unwrap();
+    let sock = socket("confined");
+    let dumps = sock.parent().unwrap().join("dumps");
+    std::fs::create_dir_all(&dumps).unwrap();
+    let limits = control::Limits { dump_dir: Some(dumps.clone()), ..Default::default() };
+    let server = control::serve(Some(sock), limits).unwrap();
+    assert_eq!(call(server.path(), "trace.start").text, "started");
+    phosphor::trace_instant!(log: log, "ctl", "ctl-confined");
+    let r = call(server.path(), "trace.dump path=inside.phos");
+    assert!(!r.error, "{r:?}");
+    assert!(dumps.join("inside.phos").exists(), "a relative path is inside the directory");
+    let outside = dumps.parent().unwrap().join("outside.phos");
+    for bad in ["../outside.phos", outside.to_str().unwrap(), "/tmp/phosphor-confined.phos"] {
+        let r = call(server.path(), &format!("trace.dump path={bad}"));
+        assert!(r.error && r.text.contains("dump directory"), "{bad}: {r:?}");
+    }
+    assert!(!outside.exists() && !std::path::Path::new("/tmp/phosphor-confined.phos").exists());
+    let e = control::serve(
+        Some(socket("no-dumps")),
+        control::Limits { dump_dir: Some(dumps.join("missing")), ..Default::default() },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("missing"), "a dump directory that does not exist: {e}");
+    let token = "0123456789abcdef-dumps";
+    let tcp = control::serve_tcp("127.0.0.1:0".parse().unwrap(), token, Default::default()).unwrap();
+    let r = control::client::call_tcp(tcp.addr(), token, "trace.dump path=/tmp/phosphor-tcp.phos", timeout())
+        .unwrap();
+    assert!(r.error && r.text.contains("no dump directory"), "{r:?}");
+    assert!(!std::path::Path::new("/tmp/phosphor-tcp.phos").exists());
+    let limits = control::Limits { dump_dir: Some(dumps.clone()), ..Default::default() };
+    let tcp = control::serve_tcp("127.0.0.1:0".parse().unwrap(), token, limits).unwrap();
+    let r = control::client::call_tcp(tcp.addr(), token, "trace.dump path=tcp.phos", timeout()).unwrap();
+    assert!(!r.error && dumps.join("tcp.phos").exists(), "{r:?}");
+    call(server.path(), "trace.stop");
+}
+
+/// Over TCP, clients that connect and never send the token take none of the slots of clients that
+/// have presented it (32 of them once locked the owner out), and make way for new ones.
+#[test]
+fn clients_without_the_token_cannot_lock_out_the_owner() {
+    control::register("test::tcp-slots", "", "pong", |_, r| r.push("pong")).unwrap();
+    let token = "0123456789abcdef-slots";
+    let limits = control::Limits { max_connections: 2, max_unauthenticated: 4, ..Default::default() };
+    let server = control::serve_tcp("127.0.0.1:0".parse().unwrap(), token, limits).unwrap();
+    let idle: Vec<_> = (0..20).map(|_| std::net::TcpStream::connect(server.addr()).unwrap()).collect();
+    for _ in 0..5 {
+        let r = control::client::call_tcp(server.addr(), token, "test::tcp-slots", timeout()).unwrap();
+        assert_eq!((r.error, r.text.as_str()), (false, "pong"), "the owner is served beside 20 idle clients");
+    }
+    // The idle clients beyond the 4 waiting places were shut down as newer ones came.
+    // (A shut-down connection reads its end, or a reset; an open idle one times out.)
+    let closed = idle
+        .iter()
+        .filter(|s| {
+            use std::io::Read;
+            s.set_read_timeout(Some(std::time::Duration::from_millis(200))).unwrap();
+            match (&**s).read(&mut [0u8; 1]) {
+                Ok(n) => n == 0,
+                Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+            }
+        })
+        .count();
+    assert!(closed >= 16, "{closed} of 20 idle clients were shut down");
 }
 
 #[test]

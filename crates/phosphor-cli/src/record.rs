@@ -11,10 +11,12 @@
 //!
 //! A hostile or broken client costs little: buffers grow as bytes arrive (a frame that declares a
 //! 64 MiB block costs nothing until the bytes come), the bytes that all connections' unfinished
-//! blocks hold together are capped (`--max-buffered`), so are the connections (`--max-connections`:
-//! one over it is closed at once, which the client sees as a refused connection and retries
-//! later), a peer must send its header within `HEADER_TIMEOUT` and then something at least every
-//! `--idle-timeout` seconds, and the file name is bounded and sanitised.
+//! blocks hold together are capped (`--max-buffered`), so are the connections (`--max-connections`),
+//! a peer must send its header within `HEADER_TIMEOUT` and then something at least every
+//! `--idle-timeout` seconds, and the file name is bounded and sanitised. A connection the server
+//! refuses (one over `--max-connections`) or ends (a limit passed, an idle peer, a bad header) is
+//! told why with an `end` message (`phosphor_format::file::ack`) before it is closed, so the
+//! client counts a refusal apart from a broken connection and waits before it tries again.
 
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -22,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::Args;
+use phosphor::format::file::ack::{encode_ack, encode_end};
 use phosphor::format::file::{kind, Reader, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES};
 
 /// The most bytes written to a file before it is flushed and acknowledged.
@@ -32,6 +35,10 @@ const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The longest process-name part of a file name, in bytes (file names are at most 255).
 const NAME_MAX: usize = 64;
+
+/// Refusals being delivered at once (each on a short-lived thread); past it, a refused connection
+/// is closed without its reason.
+const MAX_REFUSING: usize = 16;
 
 /// Bytes of unfinished blocks held by every connection together, and the limit (`--max-buffered`).
 static BUFFERED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -99,25 +106,35 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         idle: std::time::Duration::from_secs(args.idle_timeout.max(1)),
     };
     let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let refusing = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
         let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         // Relaxed: a count; only this thread increments it.
         if open.load(std::sync::atomic::Ordering::Relaxed) >= args.max_connections {
-            eprintln!(
-                "phosphor record: {peer}: refused: {} connections already (--max-connections)",
-                args.max_connections
-            );
-            drop(conn);
+            let why = format!("refused: {} connections already (--max-connections)", args.max_connections);
+            eprintln!("phosphor record: {peer}: {why}");
+            refuse(conn, why, &refusing);
             continue;
         }
         // Relaxed: as above.
         open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (dir, done, open) = (args.out.clone(), done_tx.clone(), open.clone());
         std::thread::spawn(move || {
+            let ender = conn.try_clone().ok();
             match receive(conn, &dir, limits) {
-                Ok(r) => println!("{}", r.describe(&peer)),
-                Err(e) => eprintln!("phosphor record: {peer}: {e:#}"),
+                Ok(r) => {
+                    if let (Some(why), Some(c)) = (&r.ended, ender) {
+                        end_connection(c, why);
+                    }
+                    println!("{}", r.describe(&peer));
+                }
+                Err(e) => {
+                    if let Some(c) = ender {
+                        end_connection(c, &format!("{e:#}"));
+                    }
+                    eprintln!("phosphor record: {peer}: {e:#}");
+                }
             }
             let _ = std::io::stdout().flush();
             // Relaxed: a count.
@@ -126,6 +143,52 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         });
     }
     Ok(())
+}
+
+/// Tells a refused connection why on a thread of its own (at most `MAX_REFUSING` at once), so the
+/// accept loop goes on at once.
+fn refuse(conn: TcpStream, why: String, refusing: &std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering::Relaxed;
+    // Relaxed: a count; the compare-and-swap keeps it within the limit.
+    if refusing.fetch_update(Relaxed, Relaxed, |n| (n < MAX_REFUSING).then_some(n + 1)).is_err() {
+        return;
+    }
+    let count = refusing.clone();
+    let spawned = std::thread::Builder::new().name("refuse".into()).spawn(move || {
+        end_connection(conn, &why);
+        // Relaxed: as above.
+        count.fetch_sub(1, Relaxed);
+    });
+    if spawned.is_err() {
+        // Relaxed: as above.
+        refusing.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Sends the `end` message saying `why`, then closes the connection once the client has closed
+/// its side (or after a second): closing with the client's bytes unread would reset the
+/// connection, which can lose the message before the client reads it.
+fn end_connection(conn: TcpStream, why: &str) {
+    let _ = conn.set_write_timeout(Some(std::time::Duration::from_secs(1)));
+    if (&conn).write_all(&encode_end(why)).is_err() {
+        return;
+    }
+    let _ = conn.shutdown(std::net::Shutdown::Write);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut sink = [0u8; 16 << 10];
+    let mut drained = 0usize;
+    while drained < 16 << 20 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || conn.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match (&conn).read(&mut sink) {
+            Ok(0) => break,
+            Ok(n) => drained += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
 }
 
 /// Bytes of an unfinished block that one connection holds, counted against
@@ -161,8 +224,10 @@ impl Drop for Reserved {
 enum Block {
     /// All of it.
     Whole,
-    /// The stream ended (or timed out) after this many of its bytes.
+    /// The stream ended after this many of its bytes.
     Cut(usize),
+    /// The peer sent nothing for the read timeout, after this many of its bytes.
+    Idle(usize),
     /// All connections together would hold more than `Limits::max_buffered`.
     OverLimit,
 }
@@ -184,6 +249,7 @@ fn read_block(r: &mut impl Read, buf: &mut Vec<u8>, len: usize, held: &mut Reser
                 buf.extend_from_slice(&chunk[..k]);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => return Block::Idle(buf.len()),
             Err(_) => return Block::Cut(buf.len()),
         }
     }
@@ -203,11 +269,15 @@ pub struct Received {
     pub complete: bool,
     /// Bytes of a block cut by the disconnection, not written.
     pub cut: u64,
+    /// Why the server ended the connection (a limit), if it did.
+    pub ended: Option<String>,
 }
 
 impl Received {
     fn describe(&self, peer: &str) -> String {
-        let end = if self.complete {
+        let end = if let Some(why) = &self.ended {
+            format!("ended by the server: {why}; every whole block kept")
+        } else if self.complete {
             "complete".to_owned()
         } else if self.cut > 0 {
             format!("disconnected mid-block ({} bytes of it dropped); every whole block kept", self.cut)
@@ -218,19 +288,24 @@ impl Received {
     }
 }
 
-/// Reads until `buf` is full or the stream ends; returns the bytes read. A broken connection (a
-/// reset, a killed client) ends the stream like a close.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+/// Whether a read failed for the socket's read timeout.
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+}
+
+/// Reads until `buf` is full or the stream ends; returns the bytes read, and whether the read
+/// timeout ended it. A broken connection (a reset, a killed client) ends the stream like a close.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> (usize, bool) {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
+            Err(e) => return (n, is_timeout(&e)),
         }
     }
-    Ok(n)
+    (n, false)
 }
 
 /// A file name part made of `s`'s safe characters, at most `NAME_MAX` bytes, never starting with
@@ -272,7 +347,7 @@ pub fn receive(conn: TcpStream, dir: &Path, limits: Limits) -> anyhow::Result<Re
     let mut input = BufReader::with_capacity(64 << 10, conn);
     // The preamble and the header block name the file.
     let mut head = vec![0u8; PREAMBLE_BYTES + BLOCK_HEADER_BYTES];
-    if read_full(&mut input, &mut head)? < head.len() || head[..MAGIC.len()] != MAGIC {
+    if read_full(&mut input, &mut head).0 < head.len() || head[..MAGIC.len()] != MAGIC {
         bail!("not a Phosphor trace stream (or no header within {HEADER_TIMEOUT:?})");
     }
     let header_len = u32::from_le_bytes(head[PREAMBLE_BYTES + 4..].try_into().expect("4 bytes"));
@@ -288,7 +363,8 @@ pub fn receive(conn: TcpStream, dir: &Path, limits: Limits) -> anyhow::Result<Re
         limits.max_buffered,
     ) {
         Block::Whole => head.extend_from_slice(&rest),
-        Block::Cut(_) => bail!("the stream ended inside its header (or no header within {HEADER_TIMEOUT:?})"),
+        Block::Cut(_) => bail!("the stream ended inside its header"),
+        Block::Idle(_) => bail!("no header within {HEADER_TIMEOUT:?}"),
         Block::OverLimit => {
             bail!("its header passed the server's limit of unfinished blocks (--max-buffered)")
         }
@@ -298,24 +374,27 @@ pub fn receive(conn: TcpStream, dir: &Path, limits: Limits) -> anyhow::Result<Re
     let (path, file) = create(dir, &header.process_name, header.pid)?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     out.write_all(&head)?;
-    let mut got = Received { path, blocks: 1, bytes: head.len() as u64, complete: false, cut: 0 };
+    let mut got =
+        Received { path, blocks: 1, bytes: head.len() as u64, complete: false, cut: 0, ended: None };
+    let idle = || format!("nothing came for {} s (--idle-timeout)", limits.idle.as_secs());
     let mut body = Vec::new();
     let mut flushed = 0;
     loop {
         let mut frame = [0u8; BLOCK_HEADER_BYTES];
-        let n = read_full(&mut input, &mut frame)?;
+        let (n, timed_out) = read_full(&mut input, &mut frame);
         if n < frame.len() {
             got.cut = n as u64;
+            got.ended = timed_out.then(idle);
             break;
         }
         let block_kind = u32::from_le_bytes(frame[..4].try_into().expect("4 bytes"));
         let len = u32::from_le_bytes(frame[4..].try_into().expect("4 bytes"));
         if len > MAX_BLOCK_BYTES {
-            bail!(
-                "{}: a block of {len} bytes at byte {}; the file keeps what came before",
-                got.path.display(),
+            got.ended = Some(format!(
+                "a block of {len} bytes at byte {}, over the format's {MAX_BLOCK_BYTES}",
                 got.bytes
-            );
+            ));
+            break;
         }
         let mut held = Reserved::default();
         match read_block(&mut input, &mut body, len as usize, &mut held, limits.max_buffered) {
@@ -324,14 +403,20 @@ pub fn receive(conn: TcpStream, dir: &Path, limits: Limits) -> anyhow::Result<Re
                 got.cut = (frame.len() + n) as u64;
                 break;
             }
+            Block::Idle(n) => {
+                got.cut = (frame.len() + n) as u64;
+                got.ended = Some(idle());
+                break;
+            }
             Block::OverLimit => {
-                out.flush()?;
-                bail!(
-                    "{}: a block of {len} bytes at byte {} passed the server's limit of unfinished \
-                     blocks (--max-buffered); the file keeps every whole block before it",
-                    got.path.display(),
-                    got.bytes
-                );
+                got.cut = (frame.len() + body.len()) as u64;
+                got.ended = Some(format!(
+                    "a block of {len} bytes at byte {} passed the server's limit of unfinished \
+                     blocks (--max-buffered, {} MiB for all connections)",
+                    got.bytes,
+                    limits.max_buffered >> 20
+                ));
+                break;
             }
         }
         out.write_all(&frame)?;
@@ -354,11 +439,11 @@ pub fn receive(conn: TcpStream, dir: &Path, limits: Limits) -> anyhow::Result<Re
             out.flush()?;
             flushed = got.bytes;
             // The client may be gone already; its next connection is another file.
-            let _ = acks.write_all(&got.bytes.to_le_bytes());
+            let _ = acks.write_all(&encode_ack(got.bytes));
         }
     }
     out.flush()?;
-    let _ = acks.write_all(&got.bytes.to_le_bytes());
+    let _ = acks.write_all(&encode_ack(got.bytes));
     Ok(got)
 }
 

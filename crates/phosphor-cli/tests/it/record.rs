@@ -24,9 +24,15 @@ struct Server {
 
 impl Server {
     fn start(listen: &str, out: &Path) -> Server {
+        Server::start_with(listen, out, &[])
+    }
+
+    /// A server started with `args` besides the address and directory.
+    fn start_with(listen: &str, out: &Path, args: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_phosphor"))
             .args(["record", "--listen", listen, "--out"])
             .arg(out)
+            .args(args)
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -420,4 +426,125 @@ fn a_hundred_clients_declaring_huge_blocks_cost_little_and_a_real_stream_is_reco
     let rss = rss_bytes(server.child.id());
     assert!(rss < 64 << 20, "after the real stream, {} MiB", rss >> 20);
     drop(hostile);
+}
+
+/// The server's messages on a raw connection until it closes it.
+fn server_messages(mut c: std::net::TcpStream) -> Vec<phosphor::format::file::ack::Ack> {
+    use std::io::Read;
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut r = phosphor::format::file::ack::AckReader::default();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while let Ok(n @ 1..) = c.read(&mut buf) {
+        r.push(&buf[..n]);
+        while let Some(a) = r.next_ack() {
+            got.push(a);
+        }
+    }
+    got
+}
+
+/// The preamble and header block of a trace stream.
+fn stream_head() -> Vec<u8> {
+    use phosphor::format::file::{ClockInfo, ClockKind, Header, Writer};
+    let clock = ClockInfo {
+        kind: ClockKind::Monotonic,
+        ns_per_tick: 1.0,
+        origin_ticks: 0,
+        origin_monotonic_ns: 0,
+        origin_wall_ns: 0,
+        fallback_reason: None,
+    };
+    let header = Header { clock, pid: 1, process_name: "head".into() };
+    let mut out = Vec::new();
+    let mut w = Writer::new(&mut out, &header).unwrap();
+    w.flush().unwrap();
+    drop(w);
+    out
+}
+
+/// A connection over `--max-connections` is told why before it is closed (it was once closed
+/// silently, which the client could not tell from a broken server): the stream counts a server
+/// end, reports the reason, waits, and is recorded once a place is free.
+#[test]
+fn a_refused_stream_is_told_why_and_recorded_once_a_place_is_free() {
+    use phosphor::format::file::ack::Ack;
+    use std::io::Write;
+    let dir = scratch("record-refused");
+    let out = dir.join("out");
+    let server = Server::start_with("127.0.0.1:0", &out, &["--max-connections", "2"]);
+    // Two clients that hold the places, each having sent a preamble only.
+    let holders: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(server.addr).unwrap();
+            c.write_all(&stream_head()[..16]).unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // A raw third client reads the refusal.
+    let third = std::net::TcpStream::connect(server.addr).unwrap();
+    let got = server_messages(third);
+    assert!(
+        matches!(&got[..], [Ack::End(why)] if why.contains("2 connections already (--max-connections)")),
+        "{got:?}"
+    );
+    // A traced program's stream is refused, says so, and counts what it could not send.
+    let log = streaming_log();
+    let id = log.open_stream(StreamConfig::new(Sink::Tcp(server.addr))).unwrap();
+    let mut emitted = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while log.stream_stats(id).unwrap().server_ends == 0 {
+        assert!(Instant::now() < deadline, "never refused: {:?}", log.stream_stats(id));
+        trace_instant!(log: &log, "rec", "refused", "i" => emitted);
+        emitted += 1;
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let s = log.stream_stats(id).unwrap();
+    let e = s.first_error.clone().unwrap();
+    assert!(e.contains("the server ended the connection: refused: 2 connections"), "{e}");
+    drop(holders);
+    // Once the holders are gone, the stream connects again (after its longest backoff, 2 s).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while log.stream_stats(id).unwrap().events_written == 0 {
+        assert!(Instant::now() < deadline, "never recorded: {:?}", log.stream_stats(id));
+        trace_instant!(log: &log, "rec", "refused", "i" => emitted);
+        emitted += 1;
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    log.stop();
+    let stats = log.stats();
+    let s = log.stream_stats(id).unwrap();
+    assert_eq!(s.server_ends, 1, "{s:?}");
+    assert_eq!(stats.dropped.total(), 0, "{stats:?}");
+    assert_eq!(stats.recorded, emitted);
+    let mut line = server.ended();
+    while !line.contains("complete") {
+        line = server.ended();
+    }
+    let files = trace_files(&out);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let (events, markers, trailer) = events_in(&files[0]);
+    assert!(trailer);
+    assert_eq!(markers, 0);
+    assert_eq!(events, s.events_written, "{s:?}");
+    assert_eq!(events + s.events_dropped, emitted, "written + dropped == emitted: {s:?}");
+}
+
+/// A peer that goes quiet past `--idle-timeout` is told so, and its file keeps its header.
+#[test]
+fn an_idle_peer_is_told_why_it_was_ended() {
+    use phosphor::format::file::ack::Ack;
+    use std::io::Write;
+    let dir = scratch("record-idle");
+    let server = Server::start_with("127.0.0.1:0", &dir.join("out"), &["--idle-timeout", "1"]);
+    let mut c = std::net::TcpStream::connect(server.addr).unwrap();
+    c.write_all(&stream_head()).unwrap();
+    let got = server_messages(c);
+    assert!(
+        matches!(&got[..], [Ack::Bytes(_), Ack::End(why)] if why.contains("nothing came for 1 s (--idle-timeout)")),
+        "{got:?}"
+    );
+    let line = server.ended();
+    assert!(line.contains("ended by the server: nothing came for 1 s"), "{line}");
 }

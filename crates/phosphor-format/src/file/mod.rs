@@ -25,6 +25,7 @@
 //! * [`Chunk::events`] decodes a chunk's events into [`Event`]s with callsites and strings resolved.
 //! * [`Error`] names the byte offset of every problem; its [`ErrorKind`] says what it was.
 
+pub mod ack;
 mod aggregates;
 mod bytes;
 mod chunk;

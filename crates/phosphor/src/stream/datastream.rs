@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use phosphor_format::file::ack::{Ack, AckReader};
 use phosphor_format::file::{Header, Trailer, Writer};
 use phosphor_format::{count_events, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH};
 
@@ -16,6 +17,9 @@ use super::{Backpressure, MemorySink, Sink, StreamConfig, StreamStats};
 use crate::callsite::{self, Callsite};
 use crate::category::CategoryFilter;
 use crate::trace::static_str;
+
+/// The longest wait between two attempts to reopen a failed sink.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// Counts the bytes that reach the sink.
 struct Counted {
@@ -62,7 +66,8 @@ pub(super) struct Stream {
     inflight: std::collections::VecDeque<(u64, u64)>,
     /// TCP: the bytes the server has acknowledged on this connection.
     acked: u64,
-    ack_buf: Vec<u8>,
+    /// TCP: the server's messages, as their bytes arrive.
+    ack_reader: AckReader,
     /// The trailer is written: the server closing the connection is expected now.
     finishing: bool,
 }
@@ -86,7 +91,7 @@ impl Stream {
             acks: None,
             inflight: Default::default(),
             acked: 0,
-            ack_buf: Vec::new(),
+            ack_reader: AckReader::default(),
             finishing: false,
         }
     }
@@ -121,7 +126,7 @@ impl Stream {
                 self.acks = Some(acks);
                 self.inflight.clear();
                 self.acked = 0;
-                self.ack_buf.clear();
+                self.ack_reader = AckReader::default();
                 Ok(Box::new(s) as Box<dyn Write + Send>)
             }),
             Some(Sink::Memory(m)) if !self.connected_once => Ok(Box::new(m.clone())),
@@ -176,7 +181,7 @@ impl Stream {
         }
         self.writer = None;
         self.retry_at = Instant::now() + self.backoff;
-        self.backoff = (self.backoff * 2).min(Duration::from_secs(2));
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }
 
     /// Writes one chunk: the callsites and thread names it needs first.
@@ -292,7 +297,7 @@ impl Stream {
         let broken = loop {
             match std::io::Read::read(a, &mut buf) {
                 Ok(0) => break Some("the server closed the connection".to_owned()),
-                Ok(n) => self.ack_buf.extend_from_slice(&buf[..n]),
+                Ok(n) => self.ack_reader.push(&buf[..n]),
                 Err(e)
                     if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
                 {
@@ -302,15 +307,26 @@ impl Stream {
                 Err(e) => break Some(e.to_string()),
             }
         };
-        let whole = self.ack_buf.len() / 8 * 8;
-        for v in self.ack_buf[..whole].chunks_exact(8) {
-            self.acked = self.acked.max(u64::from_le_bytes(v.try_into().expect("8 bytes")));
+        let mut ended = None;
+        while let Some(ack) = self.ack_reader.next_ack() {
+            match ack {
+                Ack::Bytes(n) => self.acked = self.acked.max(n),
+                Ack::End(reason) => ended = Some(reason),
+            }
         }
-        self.ack_buf.drain(..whole);
+        let ended = ended.or_else(|| broken.as_ref().and(self.ack_reader.cut_end()));
         while self.inflight.front().is_some_and(|&(end, _)| end <= self.acked) {
             self.inflight.pop_front();
         }
-        broken
+        match ended {
+            Some(reason) => {
+                // Refused or ended on purpose: retrying at once would only be refused again.
+                self.stats.server_ends += 1;
+                self.backoff = MAX_BACKOFF;
+                Some(format!("the server ended the connection: {reason}"))
+            }
+            None => broken,
+        }
     }
 
     /// Writes the trailer and closes the sink; returns the stream's figures.

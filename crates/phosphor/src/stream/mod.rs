@@ -180,6 +180,11 @@ pub struct StreamStats {
     pub bytes_written: u64,
     /// Connections made after the first (TCP).
     pub reconnects: u64,
+    /// Connections the recording server refused or ended on purpose, saying why (TCP): too many
+    /// connections, a limit passed, a stream idle too long. The reason is an error of the stream
+    /// (`first_error` if it came first), and the stream waits the longest backoff before it
+    /// connects again.
+    pub server_ends: u64,
     /// The first error, if any (it is reported once, on standard error, when it happens).
     pub first_error: Option<String>,
 }

@@ -32,7 +32,7 @@ pub struct ConvertArgs {
     to: Format,
     /// Write to this file (created or truncated) and print a summary to stderr, instead of
     /// writing to stdout.
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(short, long, visible_alias = "out", value_name = "OUT")]
     output: Option<PathBuf>,
 }
 

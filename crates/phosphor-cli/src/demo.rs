@@ -39,7 +39,13 @@ pub struct DemoArgs {
     clock: Clock,
     /// Directory for the trace file, `trace.phos`, its Perfetto trace, `trace.pftrace`, its Chrome
     /// JSON, `trace.json`, and its flame graph, `flame.svg` (created if needed).
-    #[arg(long, value_name = "DIR", default_value = "demo-out")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        visible_alias = "out",
+        value_name = "DIR",
+        default_value = "demo-out"
+    )]
     out: PathBuf,
 }
 

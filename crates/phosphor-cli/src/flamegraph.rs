@@ -24,7 +24,7 @@ pub struct FlamegraphArgs {
     /// The trace file (written by `Trace::save` or `phosphor demo`).
     file: PathBuf,
     /// The SVG file to write (created or truncated).
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(short, long, visible_alias = "out", value_name = "OUT")]
     output: PathBuf,
 }
 

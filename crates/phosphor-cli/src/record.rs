@@ -50,7 +50,13 @@ pub struct RecordArgs {
     #[arg(long)]
     listen: SocketAddr,
     /// The directory of the trace files (created if needed).
-    #[arg(long, default_value = "phosphor-records")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        visible_alias = "out",
+        value_name = "DIR",
+        default_value = "phosphor-records"
+    )]
     out: PathBuf,
     /// Allow an address other than loopback (anyone who can reach it can write files here).
     #[arg(long)]

@@ -15,7 +15,7 @@ pub struct RecoverArgs {
     /// The ring file.
     ring: PathBuf,
     /// The trace file to write.
-    #[arg(short, long)]
+    #[arg(short = 'o', long = "output", visible_alias = "out", value_name = "OUT")]
     out: PathBuf,
 }
 

@@ -1,20 +1,42 @@
 //! Errors of the configuration and control API. The recording path has none: it counts.
 
-/// An error from the `TraceLog` API.
+/// An error from the `TraceLog` API, or from saving or reading a trace file (converted from a
+/// [`format::file::Error`](crate::format::file::Error), so one `?` serves both:
+///
+/// ```no_run
+/// fn dump(log: &phosphor::TraceLog) -> Result<(), phosphor::Error> {
+///     log.snapshot()?.save("dump.phos")?;
+///     Ok(())
+/// }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[error("{kind}")]
 pub struct Error {
     kind: ErrorKind,
+    /// Not a `#[source]`: `kind`'s message already holds its text, and a report of the chain
+    /// would show it twice.
+    file: Option<Box<phosphor_format::file::Error>>,
 }
 
 impl Error {
     pub(crate) fn new(kind: ErrorKind) -> Error {
-        Error { kind }
+        Error { kind, file: None }
     }
 
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
+    }
+
+    /// The trace file error this one was made from (`ErrorKind::File`), with its kind and offset.
+    pub fn file_error(&self) -> Option<&phosphor_format::file::Error> {
+        self.file.as_deref()
+    }
+}
+
+impl From<phosphor_format::file::Error> for Error {
+    fn from(e: phosphor_format::file::Error) -> Error {
+        Error { kind: ErrorKind::File(e.to_string()), file: Some(Box::new(e)) }
     }
 }
 
@@ -126,6 +148,9 @@ pub enum ErrorKind {
     /// No open datastream has this id.
     #[error("no open datastream has this id")]
     NoSuchStream,
+    /// Saving or reading a trace file failed; [`Error::file_error`] has the details.
+    #[error("{0}")]
+    File(String),
     /// The collector thread could not be started.
     #[error("the collector thread could not be started: {0}")]
     Collector(String),

@@ -108,6 +108,21 @@ pub use logs::{LogParams, MAX_LOG_STR_BYTES, STATIC_MAX_LEVEL};
 /// `Trace::save`'s errors and saved files can be handled without a second dependency.
 pub use phosphor_format as format;
 pub use phosphor_format::{Level, Phase};
+/// USDT static tracepoints of their own, besides the `usdt` feature that makes every Phosphor
+/// callsite one: the `phosphor-usdt` crate, so one dependency gives both.
+///
+/// ```
+/// phosphor::usdt::sdt_define_semaphore!(myapp, query);
+///
+/// fn run(rows: u32) {
+///     phosphor::usdt::sdt!(myapp, start, rows);
+///     if phosphor::usdt::sdt_enabled!(myapp, query) {
+///         // work that only an attached tool wants
+///     }
+/// }
+/// # run(1);
+/// ```
+pub use phosphor_usdt as usdt;
 #[cfg(not(loom))]
 pub use stats::{Drops, Stats};
 #[cfg(not(loom))]

@@ -71,3 +71,46 @@ pub fn check_pftrace(file: &Path) -> serde_json::Value {
         panic!("check_pftrace.py printed no JSON ({e}):\n{text}\n{}", String::from_utf8_lossy(&out.stderr))
     })
 }
+
+/// Every command that writes takes `-o`/`--output`, and `--out` (the old spelling of `demo`,
+/// `record` and `recover`) still works.
+#[test]
+fn every_writing_command_takes_the_same_output_flags() {
+    let dir = scratch("output-flags");
+    for flag in ["-o", "--output", "--out"] {
+        let out = dir.join(format!("demo{flag}"));
+        let r = phosphor(
+            "output-flags-demo",
+            &["demo", "--threads", "1", "--events", "200", flag, out.to_str().unwrap()],
+        );
+        assert!(r.status.success(), "demo {flag}: {}", stderr(&r));
+        assert!(out.join("trace.phos").exists(), "demo {flag}");
+    }
+    let trace = dir.join("demo-o/trace.phos");
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../phosphor-format/tests/data/golden-v1.2.phtrace");
+    for (cmd, target, extra) in [
+        ("convert", dir.join("c.json"), &["--to", "chrome"][..]),
+        ("flamegraph", dir.join("f.svg"), &[][..]),
+        ("recover", dir.join("r.phos"), &[][..]),
+    ] {
+        for flag in ["-o", "--output", "--out"] {
+            let input = if cmd == "recover" { &golden } else { &trace };
+            let mut args = vec![cmd, input.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&[flag, target.to_str().unwrap()]);
+            let r = phosphor("output-flags-cmd", &args);
+            // `recover` refuses a trace file (it wants a ring file) after parsing its flags.
+            if cmd == "recover" {
+                assert!(stderr(&r).contains("trace file already"), "{cmd} {flag}: {}", stderr(&r));
+            } else {
+                assert!(r.status.success(), "{cmd} {flag}: {}", stderr(&r));
+                assert!(target.exists(), "{cmd} {flag}");
+                std::fs::remove_file(&target).unwrap();
+            }
+        }
+    }
+    let r = phosphor("output-flags-record", &["record", "--help"]);
+    let help = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert!(help.contains("--output") && help.contains("--out"), "{help}");
+}

@@ -9,9 +9,44 @@ use phosphor::{
     trace_histogram, trace_instant, trace_lock_guard, trace_log, trace_scope, trace_sum,
 };
 
-/// Emits 13 events in the net group (and 13 in the disk group when it is compiled in), plus a sum
+/// `#[phosphor::trace]` in the net group: a scope.
+#[phosphor::trace(group = net, category = "cgo.net", name = "cgo-net-9f2c1-attr", args(n))]
+fn attr_net(n: u64) -> u64 {
+    n + 1
+}
+
+/// `#[phosphor::trace]` in the net group: an async slice, with a slice per poll.
+#[phosphor::trace(group = net, category = "cgo.net", name = "cgo-net-9f2c1-attr-async", args(n))]
+async fn attr_net_async(n: u64) -> u64 {
+    n + 2
+}
+
+/// `#[phosphor::trace]` in the disk group: a scope.
+#[phosphor::trace(group = disk, category = "cgo.disk", name = "cgo-disk-4be07-attr", args(n))]
+fn attr_disk(n: u64) -> u64 {
+    n + 1
+}
+
+/// `#[phosphor::trace]` in the disk group: an async slice, with a slice per poll.
+#[phosphor::trace(group = disk, category = "cgo.disk", name = "cgo-disk-4be07-attr-async", args(n))]
+async fn attr_disk_async(n: u64) -> u64 {
+    n + 2
+}
+
+/// Runs a future that is ready at its first poll.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::pin!(f).poll(&mut cx) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => unreachable!("the future is ready at once"),
+    }
+}
+
+/// Emits 17 events in the net group (and 17 in the disk group when it is compiled in), plus a sum
 /// and a histogram in each; and two logs outside the groups, a `warn` and an `info`.
 pub fn run(n: u64) {
+    assert_eq!((attr_net(n), block_on(attr_net_async(n))), (n + 1, n + 2));
+    assert_eq!((attr_disk(n), block_on(attr_disk_async(n))), (n + 1, n + 2));
     let m = Mutex::new(0u64);
     let bytes = n * 100;
     let id = n + 1;

@@ -88,6 +88,38 @@ fn disabled_category(bencher: Bencher) {
     });
 }
 
+/// `#[phosphor::trace]` on a function: a scope, as `scope` is.
+#[phosphor::trace(category = "bench", name = "attribute")]
+#[inline(always)]
+fn attributed() {}
+
+/// `#[phosphor::trace]` on a function whose category the trace excludes.
+#[phosphor::trace(category = "off", name = "attribute_disabled", args(a))]
+#[inline(always)]
+fn attributed_disabled(a: u64) {
+    black_box(a);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn attribute_scope(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        attributed();
+    });
+    count_emitted(i);
+}
+
+/// The attribute on a disabled callsite: the cached-state check, as `disabled_category`.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn attribute_disabled(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        attributed_disabled(i);
+    });
+}
+
 /// For information: a short dynamic string is copied into a continuation record.
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn instant_dynamic_str(bencher: Bencher) {

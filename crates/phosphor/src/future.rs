@@ -20,6 +20,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
+use crate::arg::Arg;
 use crate::callsite::Callsite;
 use crate::emit::{check, emit, NoArg, Now, Since};
 use crate::TraceLog;
@@ -54,13 +55,51 @@ impl<'l, F: Future> Traced<'l, F> {
     /// Wraps `future`, opening its async slice now if its category is traced.
     #[inline]
     pub fn new(log: &'l TraceLog, sites: &'static FutureSites, future: F) -> Self {
+        Self::with_args(log, sites, future, NoArg, NoArg)
+    }
+
+    /// Wraps `future`, opening its async slice now, with two arguments (named by the begin
+    /// callsite; [`NoArg`](crate::__macro_support::NoArg) for none), if its category is traced.
+    #[inline]
+    pub fn with_args<A: Arg, B: Arg>(
+        log: &'l TraceLog,
+        sites: &'static FutureSites,
+        future: F,
+        a: A,
+        b: B,
+    ) -> Self {
+        Begun::new(log, sites, a, b).wrap(future)
+    }
+}
+
+/// An async slice opened before its future exists: `trace_future!` opens it first, so that its
+/// arguments are evaluated (and may borrow what the future expression then moves) before the
+/// future is made. [`Begun::wrap`] gives the [`Traced`] future that ends it.
+#[derive(Debug)]
+#[must_use = "the async slice ends when the future it wraps does"]
+pub struct Begun<'l> {
+    log: &'l TraceLog,
+    sites: &'static FutureSites,
+    id: u64,
+}
+
+impl<'l> Begun<'l> {
+    /// Opens the async slice now with two arguments, if its category is traced.
+    #[inline]
+    pub fn new<A: Arg, B: Arg>(log: &'l TraceLog, sites: &'static FutureSites, a: A, b: B) -> Self {
         let mut id = 0;
         if let Some(state) = check(log, sites.begin) {
             // Relaxed: the counter only has to hand out distinct values.
             id = NEXT_TASK.fetch_add(1, Ordering::Relaxed);
-            emit(log, sites.begin, state, Now, [id], NoArg, NoArg);
+            emit(log, sites.begin, state, Now, [id], a, b);
         }
-        Traced { future, log, sites, id }
+        Begun { log, sites, id }
+    }
+
+    /// The future whose life the slice is.
+    #[inline]
+    pub fn wrap<F: Future>(self, future: F) -> Traced<'l, F> {
+        Traced { future, log: self.log, sites: self.sites, id: self.id }
     }
 }
 

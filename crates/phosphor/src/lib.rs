@@ -108,6 +108,26 @@ pub use logs::{LogParams, MAX_LOG_STR_BYTES, STATIC_MAX_LEVEL};
 /// `Trace::save`'s errors and saved files can be handled without a second dependency.
 pub use phosphor_format as format;
 pub use phosphor_format::{Level, Phase};
+/// Records each call of a function as a scope, and each run of an `async fn` as an async slice
+/// with a slice per poll: `#[phosphor::trace]`, `#[phosphor::trace(category = "net", name =
+/// "fetch", args(id, len), group = net)]`. The defaults are the function's name and the last
+/// segment of its module path.
+///
+/// ```
+/// #[phosphor::trace(category = "db", args(rows))]
+/// fn query(sql: &str, rows: u32) -> usize {
+///     sql.len() + rows as usize
+/// }
+///
+/// #[phosphor::trace]
+/// async fn fetch(id: u64) -> Result<u64, std::num::ParseIntError> {
+///     let n: u64 = "7".parse()?;
+///     Ok(id + n)
+/// }
+/// # assert_eq!(query("select", 1), 7);
+/// # drop(fetch(1));
+/// ```
+pub use phosphor_macros::trace;
 /// USDT static tracepoints of their own, besides the `usdt` feature that makes every Phosphor
 /// callsite one: the `phosphor-usdt` crate, so one dependency gives both.
 ///
@@ -199,6 +219,25 @@ pub mod __macro_support {
         name.into_name()
     }
     pub use linkme;
+
+    /// The last segment of a module path (`module_path!()`), the default category of
+    /// `#[phosphor::trace]`: `app::net::tcp` gives `tcp`.
+    pub const fn module_category(path: &'static str) -> &'static str {
+        let bytes = path.as_bytes();
+        let mut start = 0;
+        let mut i = 0;
+        while i + 1 < bytes.len() {
+            if bytes[i] == b':' && bytes[i + 1] == b':' {
+                start = i + 2;
+            }
+            i += 1;
+        }
+        let (_, tail) = bytes.split_at(start);
+        match core::str::from_utf8(tail) {
+            Ok(s) => s,
+            Err(_) => path,
+        }
+    }
     pub use phosphor_format::Phase;
     #[cfg(feature = "usdt")]
     pub use phosphor_usdt as usdt;

@@ -720,17 +720,20 @@ macro_rules! trace_async_begin {
 /// Wraps a future so that its whole life is one async slice named `name` (from its creation to
 /// its completion, or its drop, marked `cancelled`), and each poll a slice on the thread that ran
 /// it, linked to the async slice by a flow (see [`future`](crate::future)). Evaluates to a
-/// [`Traced`](crate::future::Traced) future, or to the future itself when compiled out.
+/// [`Traced`](crate::future::Traced) future, or to the future itself when compiled out. Up to two
+/// arguments follow the future, recorded on the async slice's begin.
 ///
 /// ```
 /// # async fn fetch(_: u32) -> u32 { 7 }
 /// let task = phosphor::trace_future!("net", "fetch", fetch(3));
 /// # drop(task);
+/// let task = phosphor::trace_future!("net", "fetch", fetch(4), "id" => 4u32);
+/// # drop(task);
 /// ```
 #[macro_export]
 macro_rules! trace_future {
-    (@on log: $log:expr, $cat:expr, $name:expr, $future:expr $(,)?) => {{
-        $crate::__phosphor_callsite!(__PHOSPHOR_BEGIN, $cat, $name, AsyncBegin, ["", ""]);
+    (@sites $log:expr, $cat:expr, $name:expr, $future:expr, [$n0:expr, $n1:expr], $v0:expr, $v1:expr) => {{
+        $crate::__phosphor_callsite!(__PHOSPHOR_BEGIN, $cat, $name, AsyncBegin, [$n0, $n1]);
         $crate::__phosphor_callsite!(__PHOSPHOR_END, $cat, $name, AsyncEnd, ["cancelled", ""]);
         $crate::__phosphor_callsite!(__PHOSPHOR_POLL, $crate::__macro_support::CallsiteMeta::new(
             $cat, $name, $crate::__macro_support::Phase::Complete, ["task", ""], file!(), line!(),
@@ -740,11 +743,25 @@ macro_rules! trace_future {
             end: &__PHOSPHOR_END,
             poll: &__PHOSPHOR_POLL,
         };
-        $crate::future::Traced::new($log, &__PHOSPHOR_SITES, $future)
+        // The slice opens (its arguments evaluated) before the future expression runs, which may
+        // move what the arguments borrowed.
+        let __phosphor_begun = $crate::future::Begun::new($log, &__PHOSPHOR_SITES, $v0, $v1);
+        __phosphor_begun.wrap($future)
     }};
-    (@off log: $log:expr, $cat:expr, $name:expr, $future:expr $(,)?) => {{
+    (@on log: $log:expr, $cat:expr, $name:expr, $future:expr $(,)?) => {
+        $crate::trace_future!(@sites $log, $cat, $name, $future, ["", ""],
+            $crate::__macro_support::NoArg, $crate::__macro_support::NoArg)
+    };
+    (@on log: $log:expr, $cat:expr, $name:expr, $future:expr, $k0:literal => $v0:expr $(,)?) => {
+        $crate::trace_future!(@sites $log, $cat, $name, $future, [$k0, ""], $v0, $crate::__macro_support::NoArg)
+    };
+    (@on log: $log:expr, $cat:expr, $name:expr, $future:expr, $k0:literal => $v0:expr, $k1:literal => $v1:expr $(,)?) => {
+        $crate::trace_future!(@sites $log, $cat, $name, $future, [$k0, $k1], $v0, $v1)
+    };
+    (@off log: $log:expr, $cat:expr, $name:expr, $future:expr $(, $k:literal => $v:expr)* $(,)?) => {{
         if false {
             let _ = $log;
+            $(let _ = &$v;)*
         }
         $future
     }};
@@ -757,8 +774,8 @@ macro_rules! trace_future {
     (log: $($rest:tt)*) => {
         $crate::__phosphor_gate!(trace_future, log: $($rest)*)
     };
-    ($cat:expr, $name:expr, $future:expr $(,)?) => {
-        $crate::__phosphor_gate!(trace_future, log: $crate::TraceLog::global(), $cat, $name, $future)
+    ($cat:expr, $name:expr, $future:expr $(, $k:literal => $v:expr)* $(,)?) => {
+        $crate::__phosphor_gate!(trace_future, log: $crate::TraceLog::global(), $cat, $name, $future $(, $k => $v)*)
     };
 }
 

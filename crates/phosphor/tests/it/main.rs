@@ -8,6 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 mod accounting;
 mod aggregates;
 mod alloc;
+mod attribute;
 mod bridge;
 mod config;
 mod control;

@@ -1,0 +1,8 @@
+#[phosphor::trace]
+const fn f() -> u32 {
+    1
+}
+
+fn main() {
+    f();
+}

@@ -1,0 +1,6 @@
+#[phosphor::trace(name = parse, category = "")]
+fn f() {}
+
+fn main() {
+    f();
+}

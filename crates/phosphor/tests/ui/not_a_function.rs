@@ -1,0 +1,6 @@
+#[phosphor::trace]
+struct S;
+
+fn main() {
+    let _ = S;
+}

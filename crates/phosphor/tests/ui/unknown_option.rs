@@ -1,0 +1,6 @@
+#[phosphor::trace(level = "info")]
+fn f() {}
+
+fn main() {
+    f();
+}

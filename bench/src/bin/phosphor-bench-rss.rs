@@ -47,7 +47,7 @@ fn instrumented(i: u64, m: &Mutex<u64>) {
     phosphor::trace_async_end!("app", "async", i);
     phosphor::trace_complete!("app", "complete", phosphor::now(), Duration::from_nanos(5));
     let mut g = phosphor::trace_lock_guard!("app", "lock", m.lock().unwrap_or_else(|p| p.into_inner()));
-    **g += 1;
+    *g += 1;
 }
 
 /// [`instrumented`] without the macros.

@@ -189,7 +189,7 @@ fn sink(queue: &Queue, workers: usize) -> ThreadReport {
                 queue.items.lock().unwrap_or_else(PoisonError::into_inner)
             );
             n += 2;
-            std::mem::swap(&mut **q, &mut batch);
+            std::mem::swap(&mut *q, &mut batch);
             trace_counter!("demo", "queue_depth", q.len());
             n += 1;
         }

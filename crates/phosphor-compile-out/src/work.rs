@@ -65,7 +65,7 @@ pub fn run(n: u64) {
         trace_sum!(group: net, "cgo.net", "cgo-net-9f2c1-sum", bytes);
         trace_histogram!(group: net, "cgo.net", "cgo-net-9f2c1-histogram", bytes);
         let mut g = trace_lock_guard!(group: net, "cgo.net", "cgo-net-9f2c1-lock", m.lock().unwrap());
-        **g += 1;
+        *g += 1;
         let log = phosphor::TraceLog::global();
         trace_instant!(group: net, log: log, "cgo.net", "cgo-net-9f2c1-logged", "n" => n);
     }
@@ -87,7 +87,7 @@ pub fn run(n: u64) {
         trace_sum!(group: disk, "cgo.disk", "cgo-disk-4be07-sum", bytes);
         trace_histogram!(group: disk, "cgo.disk", "cgo-disk-4be07-histogram", bytes);
         let mut g = trace_lock_guard!(group: disk, "cgo.disk", "cgo-disk-4be07-lock", m.lock().unwrap());
-        **g += 1;
+        *g += 1;
         let log = phosphor::TraceLog::global();
         trace_instant!(group: disk, log: log, "cgo.disk", "cgo-disk-4be07-logged", "n" => n);
     }

@@ -413,7 +413,7 @@ fn recorded_traces_pair_async_slices_across_threads_and_type_lock_events() {
     let m = std::sync::Mutex::new(0);
     for _ in 0..4 {
         let mut g = trace_lock_guard!(log: &log, "test", "m", m.lock().unwrap());
-        **g += 1;
+        *g += 1;
     }
     trace_async_begin!(log: &log, "test", "request", 7u64);
     trace_async_begin!(log: &log, "test", "request", 8u64);

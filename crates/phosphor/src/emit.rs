@@ -290,6 +290,16 @@ impl<G> LockGuard<'_, G> {
         guard
     }
 
+    /// The lock's own guard (for a guard type that does not deref, or its own methods).
+    pub fn inner(&self) -> &G {
+        &self.guard
+    }
+
+    /// The lock's own guard, mutably.
+    pub fn inner_mut(&mut self) -> &mut G {
+        &mut self.guard
+    }
+
     fn record_held(&mut self) {
         if let (Some(acquired), Some(held)) = (self.acquired.take(), self.held) {
             if let Some(state) = check(self.log, held) {
@@ -299,15 +309,17 @@ impl<G> LockGuard<'_, G> {
     }
 }
 
-impl<G> Deref for LockGuard<'_, G> {
-    type Target = G;
-    fn deref(&self) -> &G {
+/// Derefs to what the lock's guard derefs to (`*g += 1` on a traced `MutexGuard<u64>`), as the
+/// guard itself would.
+impl<G: Deref> Deref for LockGuard<'_, G> {
+    type Target = G::Target;
+    fn deref(&self) -> &G::Target {
         &self.guard
     }
 }
 
-impl<G> DerefMut for LockGuard<'_, G> {
-    fn deref_mut(&mut self) -> &mut G {
+impl<G: DerefMut> DerefMut for LockGuard<'_, G> {
+    fn deref_mut(&mut self) -> &mut G::Target {
         &mut self.guard
     }
 }

@@ -896,7 +896,7 @@ macro_rules! trace_scope {
 /// ```
 /// let m = std::sync::Mutex::new(0);
 /// let mut g = phosphor::trace_lock_guard!("sync", "counter", m.lock().unwrap());
-/// **g += 1;
+/// *g += 1;
 /// ```
 #[macro_export]
 macro_rules! trace_lock_guard {

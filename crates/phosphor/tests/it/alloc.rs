@@ -31,7 +31,7 @@ fn round(log: &TraceLog, i: u64, m: &Mutex<u64>, owned: &String, long: &str) -> 
     trace_instant!(log: log, "hot", "long", "d" => long, "i" => i);
     {
         let mut g = trace_lock_guard!(log: log, "hot", "lock", m.lock().unwrap());
-        **g += 1;
+        *g += 1;
     }
     14
 }

@@ -70,7 +70,7 @@ fn record_categories(log: &TraceLog, m: &Mutex<u32>) {
         trace_scope!(log: log, "nettle", "nettle");
     }
     let mut g = trace_lock_guard!(log: log, "net.verbose", "lock", m.lock().unwrap());
-    **g += 1;
+    *g += 1;
 }
 
 #[test]

@@ -228,8 +228,8 @@ fn a_lock_guard_records_wait_and_held_durations_and_derefs_to_the_inner_guard() 
     locked_rx.recv().unwrap();
     {
         let mut g = trace_lock_guard!(log: &log, "sync", "counter", m.lock().unwrap());
-        **g += 2;
-        assert_eq!(**g, 42);
+        *g += 2;
+        assert_eq!(*g, 42);
         std::thread::sleep(Duration::from_millis(3));
     }
     holder.join().unwrap();

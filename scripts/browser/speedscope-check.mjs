@@ -27,6 +27,7 @@ const script = path.join(os.tmpdir(), `phosphor-speedscope-${process.pid}.js`)
 const base64 = fs.readFileSync(profile).toString('base64')
 fs.writeFileSync(script, `speedscope.loadFileFromBase64(${JSON.stringify(name)}, ${JSON.stringify(base64)})`)
 
+const started = Date.now()
 const result = { loaded: false, title: '', errors: [], mis_nesting: 0, warnings: 0, examples: [] }
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -46,7 +47,8 @@ try {
     }
   })
   page.on('pageerror', e => result.errors.push(String(e && e.message ? e.message : e)))
-  await page.goto(`file://${index}#localProfilePath=${script}`)
+  page.on('error', e => result.errors.push(`the page crashed: ${e && e.message ? e.message : e}`))
+  await page.goto(`file://${index}#localProfilePath=${script}`, { timeout: timeoutMs, waitUntil: 'domcontentloaded' })
   // Loaded: the title names the file; failed: the error screen.
   await page.waitForFunction(
     n => document.title.includes(n) || document.body.innerText.includes('Something went wrong'),
@@ -58,9 +60,10 @@ try {
   if (text.includes('Something went wrong')) result.errors.push('speedscope: Something went wrong')
   result.loaded = result.title.includes(name) && !text.includes('Something went wrong')
 } catch (e) {
-  result.errors.push(String(e && e.message ? e.message : e))
+  result.errors.push(`${String(e && e.message ? e.message : e)} (after ${(Date.now() - started) / 1000} s)`)
 } finally {
   await browser.close()
   fs.rmSync(script, { force: true })
 }
+result.seconds = (Date.now() - started) / 1000
 console.log(JSON.stringify(result))

@@ -31,8 +31,10 @@
 //! origin** (the instant the header's `origin_ticks` was read); the origin's `CLOCK_MONOTONIC` and
 //! wall-clock nanoseconds are in `otherData`, so absolute times can be recovered. Relative times
 //! keep the numbers small enough that a viewer parsing them as `f64` keeps every nanosecond. A
-//! duration is `ns(start + dur) - ns(start)`, so a slice ends exactly where an event stamped at its
-//! end tick is.
+//! duration is `ns(start + dur) - ns(start)` less a shave under half a nanosecond (and a zero
+//! duration 0.1 ns), so that viewers which add `ts + dur` in floating point still see each slice
+//! end before its parent and before the next slice begins (see `chrome_time`); rounded to the
+//! nanosecond, as Perfetto reads it, the duration is exact.
 //!
 //! # Arguments
 //!
@@ -46,6 +48,7 @@ use std::io::{self, BufWriter, Read, Write};
 use phosphor_format::file::{ClockInfo, Event, Reader, Value};
 use phosphor_format::Phase;
 
+use crate::chrome_time::{write_units_as_us, Ties};
 use crate::error::read_events;
 pub use crate::error::{Error, ExportSummary};
 
@@ -63,6 +66,7 @@ pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Re
     let mut threads = BTreeSet::new();
     let mut last_tid = None;
     let mut scratch = String::new();
+    let mut ties = Ties::default();
 
     out.write_all(b"{\"traceEvents\":[\n")?;
     write!(
@@ -77,7 +81,7 @@ pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Re
             threads.insert(e.tid);
             last_tid = Some(e.tid);
         }
-        write_event(&mut out, &clock, pid, e, &mut scratch)?;
+        write_event(&mut out, &clock, pid, e, &mut scratch, &mut ties)?;
         Ok(())
     })?;
 
@@ -145,6 +149,7 @@ fn write_event(
     pid: u32,
     e: &Event<'_>,
     scratch: &mut String,
+    ties: &mut Ties,
 ) -> io::Result<()> {
     let cs = e.callsite;
     let ph = match cs.phase {
@@ -157,11 +162,20 @@ fn write_event(
         Phase::AsyncEnd => b",\"ph\":\"e\",\"ts\":",
     };
     out.write_all(b",\n{\"name\":")?;
-    match cs.phase {
-        Phase::LockWait => write_str_parts(out, &[&cs.name, " (wait)"])?,
-        Phase::LockHeld => write_str_parts(out, &[&cs.name, " (held)"])?,
-        _ if cs.level.is_some() || cs.dynamic_name => write_str(out, crate::logs::event_name(e, scratch))?,
-        _ => write_str(out, &cs.name)?,
+    let name: &str = match cs.phase {
+        Phase::LockWait => {
+            write_str_parts(out, &[&cs.name, " (wait)"])?;
+            &cs.name
+        }
+        Phase::LockHeld => {
+            write_str_parts(out, &[&cs.name, " (held)"])?;
+            &cs.name
+        }
+        _ if cs.level.is_some() || cs.dynamic_name => crate::logs::event_name(e, scratch),
+        _ => &cs.name,
+    };
+    if !matches!(cs.phase, Phase::LockWait | Phase::LockHeld) {
+        write_str(out, name)?;
     }
     out.write_all(b",\"cat\":")?;
     write_str(out, &cs.category)?;
@@ -170,7 +184,8 @@ fn write_event(
     write_us(out, start)?;
     if let Some(d) = e.duration {
         out.write_all(b",\"dur\":")?;
-        write_us(out, clock.since_origin_ns(e.ts.saturating_add(d)).saturating_sub(start))?;
+        let end = clock.since_origin_ns(e.ts.saturating_add(d));
+        write_units_as_us(out, ties.duration_units(e.tid, start, end))?;
     }
     out.write_all(b",\"pid\":")?;
     write_u64(out, pid.into())?;
@@ -195,6 +210,27 @@ fn write_event(
         )?,
         _ => {}
     }
+    // A begin's arguments are kept (within bounds) and repeated on its end: importers that match
+    // an end to its begin by name and arguments (speedscope) would otherwise see another frame.
+    match cs.phase {
+        Phase::Begin => {
+            let mut args = Vec::new();
+            write_args(&mut args, e)?;
+            out.write_all(&args)?;
+            ties.push_begin(e.tid, name, args);
+        }
+        Phase::End => match ties.pop_end(e.tid, name) {
+            Some(args) => out.write_all(&args)?,
+            None => write_args(out, e)?,
+        },
+        _ => write_args(out, e)?,
+    }
+    out.write_all(b"}")
+}
+
+/// Writes `,"args":{...}` for `e`, if it has any to show.
+fn write_args(out: &mut impl Write, e: &Event<'_>) -> io::Result<()> {
+    let cs = &e.callsite;
     let shown = |i: usize| crate::logs::shows_arg(e, i);
     let has_args = e.args.iter().enumerate().any(|(i, a)| a.is_some() && shown(i));
     if has_args || e.truncated || cs.level.is_some() {
@@ -229,7 +265,7 @@ fn write_event(
         }
         out.write_all(b"}")?;
     }
-    out.write_all(b"}")
+    Ok(())
 }
 
 fn write_value(out: &mut impl Write, v: Value<'_>) -> io::Result<()> {

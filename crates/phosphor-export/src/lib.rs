@@ -41,6 +41,7 @@
 //! **Architecture invariant:** only this crate knows output formats.
 
 pub mod chrome;
+mod chrome_time;
 mod durations;
 mod error;
 pub mod folded;

@@ -227,6 +227,16 @@ def check(data):
         if t.kind() in ("counter", "track") and (parent not in tracks or tracks[parent].kind() != "process"):
             errors.append(f"track {t.uuid} ({t.kind()}): not parented to a process track")
 
+    # A flow is drawn between the events that carry its id: one that only one event carries has
+    # nothing to point at (and one terminated but never carried, no start).
+    ends = {}
+    for t in tracks.values():
+        for ev in t.events:
+            for f in ev[6] + ev[7]:
+                ends[f] = ends.get(f, 0) + 1
+    for f, n in sorted(ends.items()):
+        if n < 2:
+            errors.append(f"flow {f}: one event only; a flow needs two ends")
     result = {
         "ok": not errors,
         "errors": errors,
@@ -296,9 +306,11 @@ def track_event(pkt, where, seq, tracks, errors):
                            pb.TrackEvent.TYPE_INSTANT):
             errors.append(f"{where}: TrackEvent of type {kind}")
     flows = list(te.flow_ids)
+    terminating = list(te.terminating_flow_ids)
     if len(te.flow_ids_old) or len(te.terminating_flow_ids_old):
         errors.append(f"{where}: deprecated flow_ids_old")
-    track.events.append((pkt.timestamp, kind, name, ",".join(categories) or None, args, value, flows))
+    track.events.append((pkt.timestamp, kind, name, ",".join(categories) or None, args, value,
+                         flows, terminating))
 
 
 def replay(track):
@@ -307,10 +319,10 @@ def replay(track):
     out.update(track.identity)
     events = sorted(track.events, key=lambda e: e[0])
     if track.kind() == "counter":
-        out["counter"] = [[ts, value] for ts, _, _, _, _, value, _ in events]
+        out["counter"] = [[ts, value] for ts, _, _, _, _, value, _, _ in events]
         return out
     slices, stack, unmatched = [], [], []
-    for ts, kind, name, category, args, _, flows in events:
+    for ts, kind, name, category, args, _, flows, terminating in events:
         if kind == "TYPE_SLICE_END":
             if not stack:
                 unmatched.append(ts)
@@ -318,6 +330,8 @@ def replay(track):
             s = stack.pop()
             s["dur"] = ts - s["ts"]
             s["args"].update(args)
+            if terminating:
+                s["terminating_flows"] = terminating
         else:
             s = {"type": "instant" if kind == "TYPE_INSTANT" else "slice", "name": name,
                  "category": category, "ts": ts, "dur": 0 if kind == "TYPE_INSTANT" else None,
@@ -348,7 +362,8 @@ def dump(result, trace):
             args = ", ".join(f"{k}: {v[0]} {json.dumps(v[1], ensure_ascii=False)}" for k, v in s["args"].items())
             lines.append(f"    {s['ts']} {dur} {'  ' * s['depth']}{s['type']} {s['name']} [{s['category']}]"
                          + (f" {{{args}}}" if args else "")
-                         + (f" flows={s['flows']}" if s.get("flows") else ""))
+                         + (f" flows={s['flows']}" if s.get("flows") else "")
+                         + (f" terminating_flows={s['terminating_flows']}" if s.get("terminating_flows") else ""))
         for ts in t.get("unmatched_ends", []):
             lines.append(f"    {ts} end with nothing open")
     lines.append("errors:" + "".join(f"\n  {e}" for e in result["errors"]) if result["errors"] else "errors: none")

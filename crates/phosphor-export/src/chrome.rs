@@ -197,18 +197,23 @@ fn write_event(
     if let Some(id) = e.async_id {
         write!(out, ",\"id\":\"{id:#x}\"")?;
     }
-    // Flows (the JSON format's v2 flow fields): an async slice's begin starts one, and each slice
-    // that works for it (a poll) continues it.
-    match (cs.phase, e.async_id, e.args[0]) {
-        (Phase::AsyncBegin, Some(id), _) => {
-            write!(out, ",\"bind_id\":\"{:#x}\",\"flow_out\":true", crate::perfetto::flow_id(cs, id))?
-        }
-        (Phase::Complete, _, Some((_, Value::U64(id)))) if cs.flow => write!(
-            out,
-            ",\"bind_id\":\"{:#x}\",\"flow_in\":true,\"flow_out\":true",
-            crate::perfetto::flow_id(cs, id)
-        )?,
-        _ => {}
+    // Flows (the JSON format's v2 flow fields): an instrumented future's async slice (its
+    // callsites flagged) starts one at its begin and ends it at its end, and each poll continues
+    // it; so the flow has two ends even with no poll. Async slices of `trace_async_begin!` have
+    // none.
+    let fields = match (cs.phase, cs.flow) {
+        (Phase::AsyncBegin, true) => ",\"flow_out\":true",
+        (Phase::AsyncEnd, true) => ",\"flow_in\":true",
+        (Phase::Complete, true) => ",\"flow_in\":true,\"flow_out\":true",
+        _ => "",
+    };
+    let id = match (cs.phase, e.async_id, e.args[0]) {
+        (Phase::AsyncBegin | Phase::AsyncEnd, Some(id), _) => Some(id),
+        (Phase::Complete, _, Some((_, Value::U64(id)))) => Some(id),
+        _ => None,
+    };
+    if let (false, Some(id)) = (fields.is_empty(), id) {
+        write!(out, ",\"bind_id\":\"{:#x}\"{fields}", crate::perfetto::flow_id(cs, id))?;
     }
     // A begin's arguments are kept (within bounds) and repeated on its end: importers that match
     // an end to its begin by name and arguments (speedscope) would otherwise see another frame.

@@ -264,18 +264,17 @@ fn logs_are_named_by_their_formatted_message_and_dyn_names_by_argument_0() {
 }
 
 #[test]
-fn polls_of_an_instrumented_future_continue_its_async_slices_flow() {
+fn polls_of_an_instrumented_future_carry_its_flow_and_its_end_closes_it() {
+    // The 1.3 golden file: task 9's polls (flagged) on two threads; its async begin and end are
+    // not flagged (written before futures' slices were), so the polls alone carry the flow.
     const GOLDEN_1_3: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.3.phtrace");
     let (json, r) = export(GOLDEN_1_3);
     r.unwrap();
     let events = events(&json);
-    let begin: Vec<&Json> = events.iter().filter(|e| e["ph"] == "b" && e["id"] == "0x9").collect();
-    assert_eq!(begin.len(), 1);
-    assert_eq!(begin[0]["flow_out"], true);
-    let flow = &begin[0]["bind_id"];
-    assert!(flow.as_str().is_some_and(|f| f.starts_with("0x")), "{}", begin[0]);
     let polls: Vec<&Json> = events.iter().filter(|e| e["ph"] == "X" && e["args"]["task"] == 9).collect();
     assert_eq!(polls.len(), 2);
+    let flow = &polls[0]["bind_id"];
+    assert!(flow.as_str().is_some_and(|f| f.starts_with("0x")), "{}", polls[0]);
     for p in &polls {
         assert_eq!(
             (&p["bind_id"], &p["flow_in"], &p["flow_out"]),
@@ -284,8 +283,27 @@ fn polls_of_an_instrumented_future_continue_its_async_slices_flow() {
     }
     let tids: BTreeSet<u64> = polls.iter().map(|p| p["tid"].as_u64().unwrap()).collect();
     assert_eq!(tids, BTreeSet::from([101, 102]));
-    // The only other event in a flow is the 1.0 content's async begin (`request` 7), alone in its own.
+    // No other event is in a flow: the async slices of `trace_async_begin!` (`request` 7, 9) start
+    // none (`request` 7 once started a flow nothing continued).
     let others: Vec<&Json> = events.iter().filter(|e| e.get("bind_id").is_some_and(|b| b != flow)).collect();
-    assert_eq!(others.len(), 1);
-    assert_eq!((&others[0]["ph"], &others[0]["id"]), (&Json::from("b"), &Json::from("0x7")));
+    assert_eq!(others, Vec::<&Json>::new());
+    assert!(events.iter().filter(|e| e["ph"] == "b").all(|e| e.get("bind_id").is_none()));
+}
+
+#[test]
+fn a_futures_flagged_slice_starts_and_ends_its_flow_even_with_no_poll() {
+    let mut begin = callsite(16, "fetch", Phase::AsyncBegin, ["", ""]);
+    let mut end = callsite(17, "fetch", Phase::AsyncEnd, ["cancelled", ""]);
+    (begin.flow, end.flow) = (true, true);
+    let records = vec![
+        Record::new(10, 16, Meta::new(1, ArgType::None, ArgType::None), [3, 0]),
+        Record::new(20, 17, Meta::new(1, ArgType::None, ArgType::None), [3, 0]),
+    ];
+    let (json, r) = export(&file(&[begin, end], &[(1, records)], &[]));
+    r.unwrap();
+    let events = events(&json);
+    let b = events.iter().find(|e| e["ph"] == "b").unwrap();
+    let e = events.iter().find(|e| e["ph"] == "e").unwrap();
+    assert_eq!((&b["flow_out"], &e["flow_in"]), (&Json::Bool(true), &Json::Bool(true)));
+    assert!(b["bind_id"].is_string() && b["bind_id"] == e["bind_id"], "{b} {e}");
 }

@@ -106,6 +106,7 @@
 //! written in place, with no allocation and no formatting.
 
 mod intern;
+mod lanes;
 mod pb;
 mod proto;
 
@@ -116,6 +117,7 @@ use phosphor_format::file::{Block, CallsiteInfo, ClockInfo, Event, Reader, Trail
 use phosphor_format::Phase;
 
 use intern::{CallsiteCache, Interner, Resolved};
+use lanes::{AsyncKey, Lanes};
 use pb::Enc;
 use proto::*;
 
@@ -189,13 +191,15 @@ struct Exporter<W: Write> {
     threads: HashMap<u32, ThreadTrack>,
     last_thread: Option<(u32, u64)>,
     counters: HashMap<(String, String), u64>,
-    asyncs: HashMap<AsyncKey, AsyncTrack>,
+    lanes: Lanes,
     next_track: u64,
     /// Iids of the annotations the exporter adds, once interned (0 before).
     truncated_iid: u64,
     async_id_iid: u64,
     /// The flow id the next `TrackEvent` carries (set just before it is written).
     flow: Option<u64>,
+    /// The flow id the next `TrackEvent` terminates.
+    terminating_flow: Option<u64>,
     /// The latest timestamp written.
     last_ns: Option<u64>,
     /// Chunks seen per writer stream, for the chunks lost to sequence gaps.
@@ -224,19 +228,6 @@ pub(crate) fn flow_id(cs: &CallsiteInfo, id: u64) -> u64 {
     (x ^ x >> 29).max(1)
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct AsyncKey {
-    category: u64,
-    name: u64,
-    id: u64,
-}
-
-struct AsyncTrack {
-    uuid: u64,
-    /// Begins minus ends seen so far.
-    open: i64,
-}
-
 impl<W: Write> Exporter<W> {
     fn new<R: Read>(reader: &Reader<R>, out: W) -> Exporter<W> {
         let header = reader.header();
@@ -254,11 +245,12 @@ impl<W: Write> Exporter<W> {
             threads: HashMap::default(),
             last_thread: None,
             counters: HashMap::default(),
-            asyncs: HashMap::default(),
+            lanes: Lanes::default(),
             next_track: 1,
             truncated_iid: 0,
             async_id_iid: 0,
             flow: None,
+            terminating_flow: None,
             last_ns: None,
             losses: crate::ChunkLosses::default(),
             scratch: String::new(),
@@ -392,8 +384,12 @@ impl<W: Write> Exporter<W> {
                 let track =
                     self.async_track(AsyncKey { category: r.category, name: r.name, id }, cs, begin, ts)?;
                 let ty = if begin { TYPE_SLICE_BEGIN } else { TYPE_SLICE_END };
-                if begin {
-                    self.flow = Some(flow_id(cs, id));
+                // An instrumented future's slice (flagged): its begin starts the flow its polls
+                // carry and its end terminates it, so the flow has two ends even with no poll.
+                match (cs.flow, begin) {
+                    (true, true) => self.flow = Some(flow_id(cs, id)),
+                    (true, false) => self.terminating_flow = Some(flow_id(cs, id)),
+                    (false, _) => {}
                 }
                 self.slice(ty, ts, track, &mut r, e, begin.then_some(id))?;
             }
@@ -599,6 +595,10 @@ impl<W: Write> Exporter<W> {
             p.tag(EVENT_FLOW_IDS, pb::I64);
             p.put(&flow.to_le_bytes());
         }
+        if let Some(flow) = self.terminating_flow.take() {
+            p.tag(EVENT_TERMINATING_FLOW_IDS, pb::I64);
+            p.put(&flow.to_le_bytes());
+        }
         if let Some(id) = async_id {
             if self.async_id_iid == 0 {
                 self.async_id_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "async_id");
@@ -691,29 +691,23 @@ impl<W: Write> Exporter<W> {
         Ok(uuid)
     }
 
-    /// The track of an async key, opened (descriptor written) if the key is not open; forgotten
-    /// once its begins and ends balance.
+    /// The lane of an async key (see `lanes`), its descriptor written if it is new.
     fn async_track(&mut self, key: AsyncKey, cs: &CallsiteInfo, begin: bool, ts: u64) -> io::Result<u64> {
-        let step = if begin { 1 } else { -1 };
-        if let Some(t) = self.asyncs.get_mut(&key) {
-            t.open += step;
-            let uuid = t.uuid;
-            if t.open == 0 {
-                self.asyncs.remove(&key);
-            }
-            return Ok(uuid);
+        let next = self.next_track << 4 | UUID_ASYNC;
+        let placed = self.lanes.event(key, begin, ts, || next);
+        if !placed.new {
+            return Ok(placed.lane);
         }
-        let uuid = self.new_track_uuid(UUID_ASYNC);
+        self.next_track += 1;
         self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
         let p = &mut self.buf;
         let track = p.begin(PACKET_TRACK_DESCRIPTOR);
-        p.uint(TRACK_UUID, uuid);
+        p.uint(TRACK_UUID, placed.lane);
         p.uint(TRACK_PARENT_UUID, self.process_uuid);
         p.bytes(TRACK_NAME, cs.name.as_bytes());
         p.end(track);
         self.finish_packet(false)?;
-        self.asyncs.insert(key, AsyncTrack { uuid, open: step });
-        Ok(uuid)
+        Ok(placed.lane)
     }
 
     fn new_track_uuid(&mut self, kind: u64) -> u64 {

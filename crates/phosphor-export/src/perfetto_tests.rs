@@ -415,7 +415,7 @@ fn async_slices_get_a_track_per_open_key_even_when_the_end_comes_first_in_the_fi
                 // Another name with the same id: another track.
                 a(40, 1, 18),
                 a(45, 1, 19),
-                // Request 2 again, after it ended: a new track.
+                // Request 2 again, after it ended.
                 a(80, 2, 16),
                 a(90, 2, 17),
             ],
@@ -433,9 +433,13 @@ fn async_slices_get_a_track_per_open_key_even_when_the_end_comes_first_in_the_fi
         got,
         [
             vec![s("req", T0 + 10, Some(40), 0)],
-            vec![s("req", T0 + 20, Some(15), 0), s("req", T0 + 25, Some(5), 1)],
+            vec![
+                s("req", T0 + 20, Some(15), 0),
+                s("req", T0 + 25, Some(5), 1),
+                // Request 2 again, after it ended: on a lane free since 70 (lanes are reused).
+                s("req", T0 + 80, Some(10), 0)
+            ],
             vec![s("req", T0 + 60, Some(10), 0)],
-            vec![s("req", T0 + 80, Some(10), 0)],
         ]
     );
     let other = named(&doc, "track", "other");
@@ -446,12 +450,10 @@ fn async_slices_get_a_track_per_open_key_even_when_the_end_comes_first_in_the_fi
 #[test]
 fn polls_of_an_instrumented_future_are_linked_to_its_async_slice_by_one_flow() {
     let mut poll = callsite(18, "fetch", Phase::Complete, ["task", ""]);
-    poll.flow = true;
-    let cs = vec![
-        callsite(16, "fetch", Phase::AsyncBegin, ["", ""]),
-        callsite(17, "fetch", Phase::AsyncEnd, ["cancelled", ""]),
-        poll,
-    ];
+    let mut begin = callsite(16, "fetch", Phase::AsyncBegin, ["", ""]);
+    let mut end = callsite(17, "fetch", Phase::AsyncEnd, ["cancelled", ""]);
+    (poll.flow, begin.flow, end.flow) = (true, true, true);
+    let cs = vec![begin, end, poll];
     let a = |ts, id, cs| ev(ts, cs, &[id], &[], &[], false);
     let p = |ts, dur, task| ev(ts, 18, &[dur], &[(ArgType::U64, task)], &[], false);
     let chunks = vec![
@@ -465,13 +467,15 @@ fn polls_of_an_instrumented_future_are_linked_to_its_async_slice_by_one_flow() {
     let doc = check(&pf);
     let flows_of = |slice: &Json| slice["flows"].as_array().cloned().unwrap_or_default();
     let tracks = named(&doc, "track", "fetch");
-    assert_eq!(tracks.len(), 2, "one async track per task");
+    assert_eq!(tracks.len(), 2, "a lane per task open at once");
     let mut by_task = std::collections::BTreeMap::new();
     for t in &tracks {
         let [slice] = t["slices"].as_array().unwrap().as_slice() else { panic!("one slice: {t:#}") };
         let id = slice["args"]["async_id"][1].as_u64().unwrap();
+        // The future's slice starts its flow at its begin and terminates it at its end.
         let flows = flows_of(slice);
-        assert_eq!(flows.len(), 1, "the async slice starts one flow");
+        assert_eq!(flows.len(), 1, "the async slice starts one flow: {slice:#}");
+        assert_eq!(slice["terminating_flows"], json!([flows[0].clone()]), "and its end ends it");
         by_task.insert(id, flows[0].clone());
     }
     assert_ne!(by_task[&5], by_task[&6], "each task has its own flow");
@@ -508,7 +512,8 @@ fn async_keys_are_forgotten_once_their_slices_close() {
     let mut out = Vec::new();
     let mut x = Exporter::new(&reader, &mut out);
     assert_eq!(x.run(reader).unwrap().events, 1001);
-    assert_eq!(x.asyncs.len(), 1, "only the slice still open is remembered");
+    assert_eq!(x.lanes.open_slices(), 1, "only the slice still open is remembered");
+    assert_eq!(x.lanes.made, 1, "501 slices one after another share one lane");
     assert_eq!(x.threads.len(), 1);
     // "req" and "test", and the summary's "trace summary" and "phosphor".
     assert_eq!(x.interner.names.len() + x.interner.categories.len(), 4);

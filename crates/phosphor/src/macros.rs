@@ -733,8 +733,13 @@ macro_rules! trace_async_begin {
 #[macro_export]
 macro_rules! trace_future {
     (@sites $log:expr, $cat:expr, $name:expr, $future:expr, [$n0:expr, $n1:expr], $v0:expr, $v1:expr) => {{
-        $crate::__phosphor_callsite!(__PHOSPHOR_BEGIN, $cat, $name, AsyncBegin, [$n0, $n1]);
-        $crate::__phosphor_callsite!(__PHOSPHOR_END, $cat, $name, AsyncEnd, ["cancelled", ""]);
+        // Flagged as a future's (format 1.3's flow flag): exporters link its polls to it.
+        $crate::__phosphor_callsite!(__PHOSPHOR_BEGIN, $crate::__macro_support::CallsiteMeta::new(
+            $cat, $name, $crate::__macro_support::Phase::AsyncBegin, [$n0, $n1], file!(), line!(),
+        ).with_flow());
+        $crate::__phosphor_callsite!(__PHOSPHOR_END, $crate::__macro_support::CallsiteMeta::new(
+            $cat, $name, $crate::__macro_support::Phase::AsyncEnd, ["cancelled", ""], file!(), line!(),
+        ).with_flow());
         $crate::__phosphor_callsite!(__PHOSPHOR_POLL, $crate::__macro_support::CallsiteMeta::new(
             $cat, $name, $crate::__macro_support::Phase::Complete, ["task", ""], file!(), line!(),
         ).with_flow());

@@ -56,6 +56,7 @@ pub const EVENT_COUNTER_VALUE: u32 = 30;
 pub const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
 /// `repeated fixed64 flow_ids = 47`: events with the same flow id are linked, in time order.
 pub const EVENT_FLOW_IDS: u32 = 47;
+pub const EVENT_TERMINATING_FLOW_IDS: u32 = 48;
 pub const TYPE_SLICE_BEGIN: u64 = 1;
 pub const TYPE_SLICE_END: u64 = 2;
 pub const TYPE_INSTANT: u64 = 3;

@@ -31,7 +31,8 @@ pub const CALLSITE_NAME_FROM_ARG0: u8 = 1;
 
 /// Callsite flag (entry byte 6, format 1.3): a slice (a `Complete` event) whose argument 0 is the
 /// id of the async slice it works for, such as one poll of an instrumented future; tools link the
-/// two with a flow.
+/// two with a flow. On an async begin or end: the async slice is an instrumented future's, whose
+/// polls are so flagged (its begin starts the flow, its end ends it).
 pub const CALLSITE_FLOW_ARG0: u8 = 2;
 
 /// Bytes of a v1 callsite entry.

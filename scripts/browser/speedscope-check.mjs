@@ -31,6 +31,8 @@ const started = Date.now()
 const result = { loaded: false, title: '', errors: [], mis_nesting: 0, warnings: 0, examples: [] }
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  // A CDP call (the wait below) may take as long as the import.
+  protocolTimeout: timeoutMs + 60000,
   headless: true,
   args: ['--no-sandbox', '--allow-file-access-from-files', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader'],
 })

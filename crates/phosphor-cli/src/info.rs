@@ -158,7 +158,7 @@ fn print<R: Read>(
 
     writeln!(out, "threads ({})", s.threads.len())?;
     let names: Vec<String> =
-        s.threads.keys().map(|&t| display_name(reader.thread_name(t).unwrap_or(""))).collect();
+        s.threads.keys().map(|&t| display_name(reader.thread_name(t).as_deref().unwrap_or(""))).collect();
     let name_width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(4);
     writeln!(
         out,
@@ -185,11 +185,11 @@ fn print<R: Read>(
     }
     writeln!(out)?;
 
-    let mut callsites: Vec<&file::CallsiteInfo> = reader.callsites().collect();
+    let mut callsites: Vec<file::Callsite<'_>> = reader.callsites().collect();
     callsites.sort_by_key(|c| c.id);
     writeln!(out, "callsites   {}", format_count(callsites.len() as u64))?;
     if args.callsites {
-        let width = |f: fn(&file::CallsiteInfo) -> usize| callsites.iter().map(|c| f(c)).max().unwrap_or(0);
+        let width = |f: fn(&file::Callsite<'_>) -> usize| callsites.iter().map(f).max().unwrap_or(0);
         let (cat_w, name_w) = (width(|c| c.category.chars().count()), width(|c| c.name.chars().count()));
         for c in &callsites {
             writeln!(

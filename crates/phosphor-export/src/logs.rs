@@ -23,7 +23,7 @@ use crate::error::{Error, ExportSummary};
 /// The name a viewer should show for `e`: a log's formatted message (written into `scratch`), the
 /// run-time name of a `dyn`-named event (its argument 0), or the callsite's name.
 pub fn event_name<'a>(e: &'a Event<'_>, scratch: &'a mut String) -> &'a str {
-    let cs = e.callsite;
+    let cs = &e.callsite;
     if cs.level.is_some() {
         format_event(scratch, e);
         return scratch;
@@ -147,7 +147,7 @@ pub fn write_logs<R: Read, W: io::Write>(
             }
         }
         if threads {
-            names.extend(reader.thread_names().map(|(t, n)| (t, n.to_owned())));
+            names.extend(reader.thread_names().map(|(t, n)| (t, n.to_string())));
         }
     }
     io::Write::flush(&mut out)?;

@@ -112,7 +112,7 @@ mod proto;
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Read, Write};
 
-use phosphor_format::file::{Block, CallsiteInfo, ClockInfo, Event, Reader, Trailer, Value};
+use phosphor_format::file::{Block, Callsite, ClockInfo, Event, Reader, Trailer, Value};
 use phosphor_format::Phase;
 
 use intern::{CallsiteCache, Interner, Resolved};
@@ -216,7 +216,7 @@ struct ThreadTrack {
 
 /// The flow that links async slice `id` of `cs`'s category and name to the slices that work for
 /// it (its polls): a hash of the three, the same in every chunk and generation of the export.
-pub(crate) fn flow_id(cs: &CallsiteInfo, id: u64) -> u64 {
+pub(crate) fn flow_id(cs: &Callsite<'_>, id: u64) -> u64 {
     let h = phosphor_format::fnv1a64(cs.category.as_bytes())
         ^ phosphor_format::fnv1a64(cs.name.as_bytes()).rotate_left(21);
     // A final multiply-xorshift mixes the id into every bit; 0 is not a valid flow id.
@@ -358,7 +358,7 @@ impl<W: Write> Exporter<W> {
     }
 
     fn event(&mut self, e: &Event<'_>) -> io::Result<()> {
-        let cs = e.callsite;
+        let cs = &e.callsite;
         let ts = self.ns(e.ts);
         let thread = self.thread_track(e.tid, ts)?;
         let mut r = self.callsites.get(cs.id);
@@ -437,6 +437,7 @@ impl<W: Write> Exporter<W> {
     fn sync_thread_names<R: Read>(&mut self, reader: &Reader<R>) -> io::Result<()> {
         let mut renamed = Vec::new();
         for (tid, name) in reader.thread_names() {
+            let name = name.as_str();
             if self.thread_names.get(&tid).map(String::as_str) != Some(name) {
                 self.thread_names.insert(tid, name.to_owned());
             }
@@ -492,7 +493,7 @@ impl<W: Write> Exporter<W> {
             return self.slice_named(ty, ts, track, r, e, async_id);
         }
         if ty != TYPE_SLICE_END {
-            self.resolve_name(r, e.callsite);
+            self.resolve_name(r, &e.callsite);
         }
         self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
         let p = &mut self.buf;
@@ -519,7 +520,7 @@ impl<W: Write> Exporter<W> {
         e: &Event<'_>,
         async_id: Option<u64>,
     ) -> io::Result<()> {
-        let cs = e.callsite;
+        let cs = &e.callsite;
         // A log's name is its formatted message, and a `dyn` name is argument 0: both differ per
         // event, so they are written as strings, not interned.
         let named = ty != TYPE_SLICE_END && (cs.level.is_some() || cs.dynamic_name);
@@ -613,7 +614,7 @@ impl<W: Write> Exporter<W> {
 
     /// Interns the callsite's name (with the lock suffix) and category, once per generation.
     #[inline]
-    fn resolve_name(&mut self, r: &mut Resolved, cs: &CallsiteInfo) {
+    fn resolve_name(&mut self, r: &mut Resolved, cs: &Callsite<'_>) {
         if r.name != 0 {
             return;
         }
@@ -693,7 +694,7 @@ impl<W: Write> Exporter<W> {
 
     /// The track of an async key, opened (descriptor written) if the key is not open; forgotten
     /// once its begins and ends balance.
-    fn async_track(&mut self, key: AsyncKey, cs: &CallsiteInfo, begin: bool, ts: u64) -> io::Result<u64> {
+    fn async_track(&mut self, key: AsyncKey, cs: &Callsite<'_>, begin: bool, ts: u64) -> io::Result<u64> {
         let step = if begin { 1 } else { -1 };
         if let Some(t) = self.asyncs.get_mut(&key) {
             t.open += step;

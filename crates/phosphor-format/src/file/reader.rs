@@ -1,7 +1,9 @@
 //! [`Reader`]: reads a trace file of any size in constant memory, one block at a time.
 //!
 //! The reader holds the tables (strings, callsites, thread names: metadata, small next to the
-//! events) and the current block's bytes. A chunk is read into a reusable buffer and lent out as a
+//! events) and the current block's bytes. It keeps each string once and the entries that name it
+//! by index (see [`StringTable`]), so the tables cost about what their blocks took in the file,
+//! however often a long string is named. A chunk is read into a reusable buffer and lent out as a
 //! [`Chunk`] until the next call. Every length read from the file is checked before use, and no
 //! buffer is sized from a length field before the bytes have arrived, so a corrupt length cannot
 //! make the reader allocate more than the file holds (and never more than
@@ -21,7 +23,8 @@ use super::error::{Error, ErrorKind};
 use super::header::{
     kind, Header, Trailer, BLOCK_HEADER_BYTES, FORMAT_MAJOR, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES,
 };
-use super::tables::{CallsiteInfo, Tables};
+use super::strings::{StringTable, TableStr};
+use super::tables::{Callsite, Tables};
 use crate::record::RECORD_SIZE;
 use crate::Record;
 
@@ -184,23 +187,23 @@ impl<R: Read> Reader<R> {
     }
 
     /// The callsite with `id`, if a block read so far defined it.
-    pub fn callsite(&self, id: u32) -> Option<&CallsiteInfo> {
-        self.tables.callsites.get(&id)
+    pub fn callsite(&self, id: u32) -> Option<Callsite<'_>> {
+        self.tables.callsite(id)
     }
 
-    /// Every callsite defined so far, in no particular order.
-    pub fn callsites(&self) -> impl Iterator<Item = &CallsiteInfo> + '_ {
-        self.tables.callsites.values()
+    /// Every callsite defined so far, in the order first defined.
+    pub fn callsites(&self) -> impl ExactSizeIterator<Item = Callsite<'_>> + '_ {
+        self.tables.callsites()
     }
 
     /// The name of thread `tid`, if a block read so far named it.
-    pub fn thread_name(&self, tid: u32) -> Option<&str> {
-        self.tables.threads.get(&tid).map(String::as_str)
+    pub fn thread_name(&self, tid: u32) -> Option<TableStr<'_>> {
+        self.tables.thread_name(tid)
     }
 
     /// Every thread name read so far, in no particular order.
-    pub fn thread_names(&self) -> impl Iterator<Item = (u32, &str)> + '_ {
-        self.tables.threads.iter().map(|(t, n)| (*t, n.as_str()))
+    pub fn thread_names(&self) -> impl ExactSizeIterator<Item = (u32, TableStr<'_>)> + '_ {
+        self.tables.thread_names()
     }
 
     /// Every aggregate snapshot read so far (aggregates blocks usually come just before the
@@ -209,8 +212,8 @@ impl<R: Read> Reader<R> {
         &self.aggregates
     }
 
-    /// The string table read so far.
-    pub fn strings(&self) -> &[String] {
+    /// The string table read so far: each string once, however many entries name it.
+    pub fn strings(&self) -> &StringTable {
         &self.tables.strings
     }
 

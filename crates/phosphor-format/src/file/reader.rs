@@ -315,6 +315,27 @@ impl<R: Read> Reader<R> {
         Ok(Some(found))
     }
 
+    /// Reads up to `len` bytes into `self.body`; returns how many arrived. The buffer grows by
+    /// at most the bytes already read (64 KiB to start), never by the length field alone, so a
+    /// corrupt length costs no more than the bytes that follow it; and it ends no larger than the
+    /// block, so a long block costs its length once, not the double that growth by doubling may.
+    fn read_body(&mut self, len: usize, base: u64) -> Result<usize, Error> {
+        self.body.clear();
+        let mut got = 0;
+        while got < len {
+            let want = (len - got).min(got.max(64 << 10));
+            self.body.reserve_exact(want);
+            self.body.resize(got + want, 0);
+            let n = read_full(&mut self.input, &mut self.body[got..], base + got as u64)?;
+            got += n;
+            if n < want {
+                break;
+            }
+        }
+        self.body.truncate(got);
+        Ok(got)
+    }
+
     /// Reads one block's framing and body into `self.body`; returns its kind and advances the
     /// offset past it.
     fn read_frame(&mut self) -> Result<u32, Error> {
@@ -338,11 +359,7 @@ impl<R: Read> Reader<R> {
                 start + 4,
             ));
         }
-        self.body.clear();
-        let got = (&mut self.input)
-            .take(u64::from(len))
-            .read_to_end(&mut self.body)
-            .map_err(|e| Error::io(e, start + BLOCK_HEADER_BYTES as u64))?;
+        let got = self.read_body(len as usize, start + BLOCK_HEADER_BYTES as u64)?;
         if got < len as usize {
             let kind = ErrorKind::Truncated {
                 what: kind::name(kind),

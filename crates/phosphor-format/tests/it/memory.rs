@@ -167,3 +167,14 @@ fn reading_many_callsites_costs_a_small_multiple_of_their_entries() {
     assert_eq!(events, 1000);
     assert!(peak <= 3 * bytes.len(), "peak {peak} bytes reading a file of {}", bytes.len());
 }
+
+#[test]
+fn a_long_block_is_read_into_a_buffer_of_its_length_not_double() {
+    // A string block of 1 MiB and 8 bytes: a buffer grown by doubling would reach 2 MiB.
+    let long = "z".repeat(1 << 20);
+    let bytes = file(1, 0, |_| [long.as_str(); 5], 0, |_| "");
+    let (events, peak) = peak_bytes_during(|| read_all(&mut Reader::new(bytes.as_slice()).unwrap()));
+    assert_eq!(events, 0);
+    // The block's bytes, the string table's copy, and a little for the rest.
+    assert!(peak <= 2 * long.len() + (64 << 10), "peak {peak} bytes for a string of {}", long.len());
+}

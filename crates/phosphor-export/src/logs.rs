@@ -90,15 +90,12 @@ pub fn write_logs<R: Read, W: io::Write>(
     let clock = reader.header().clock.clone();
     let mut summary = ExportSummary::default();
     let (mut msg, mut line) = (String::new(), String::new());
-    // Thread names as read so far (a threads block precedes the chunks in saved files).
-    let mut names: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
     loop {
         let block = match reader.next_block() {
             Ok(Some(b)) => b,
             Ok(None) => break,
             Err(source) => return Err(Error::Read { offset: source.offset(), exported: summary, source }),
         };
-        let threads = matches!(block, Block::Threads { .. });
         if let Block::Chunk(chunk) = block {
             summary.chunks += 1;
             for e in chunk.events() {
@@ -117,13 +114,20 @@ pub fn write_logs<R: Read, W: io::Write>(
                 summary.events += 1;
                 format_event(&mut msg, &e);
                 let ns = clock.since_origin_ns(e.ts);
-                let tid = e.tid.to_string();
-                let thread = names.get(&e.tid).unwrap_or(&tid);
+                // The name as the blocks before this chunk define it (a threads block precedes
+                // the chunks in saved files), else the id.
+                let name = chunk.thread_name(e.tid);
+                let thread = Thread(name.as_deref(), e.tid);
                 line.clear();
                 if filter.json {
                     let _ =
                         write!(line, "{{\"ts_ns\":{ns},\"level\":\"{level}\",\"tid\":{},\"thread\":", e.tid);
-                    json_str(&mut line, thread);
+                    match thread.0 {
+                        Some(name) => json_str(&mut line, name),
+                        None => {
+                            let _ = write!(line, "\"{}\"", e.tid);
+                        }
+                    }
                     line.push_str(",\"category\":");
                     json_str(&mut line, &e.callsite.category);
                     line.push_str(",\"message\":");
@@ -146,14 +150,23 @@ pub fn write_logs<R: Read, W: io::Write>(
                 io::Write::write_all(&mut out, line.as_bytes())?;
             }
         }
-        if threads {
-            names.extend(reader.thread_names().map(|(t, n)| (t, n.to_string())));
-        }
     }
     io::Write::flush(&mut out)?;
-    summary.threads = names.len();
+    summary.threads = reader.thread_names().len();
     summary.complete = reader.trailer().is_some();
     Ok(summary)
+}
+
+/// A thread as a log line shows it: its name, else its id.
+struct Thread<'a>(Option<&'a str>, u32);
+
+impl std::fmt::Display for Thread<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(name) => f.write_str(name),
+            None => write!(f, "{}", self.1),
+        }
+    }
 }
 
 fn json_str(out: &mut String, s: &str) {

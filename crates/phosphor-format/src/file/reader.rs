@@ -28,6 +28,9 @@ use super::tables::{Callsite, Tables};
 use crate::record::RECORD_SIZE;
 use crate::Record;
 
+/// A block buffer longer than this is freed once its block is read.
+const KEEP_BODY_BYTES: usize = 1 << 20;
+
 /// One block, as [`Reader::next_block`] returns it.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -264,6 +267,12 @@ impl<R: Read> Reader<R> {
         let r = self.read_block_inner();
         if !matches!(r, Ok(Some(_))) {
             self.done = true;
+        }
+        // The block has been taken in (a chunk's records are copied out): a long one's buffer is
+        // not kept for the small ones that usually follow, such as 60 MiB of strings before
+        // chunks of 4 KiB.
+        if self.body.capacity() > KEEP_BODY_BYTES {
+            self.body = Vec::new();
         }
         r
     }

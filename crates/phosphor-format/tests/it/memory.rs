@@ -178,3 +178,16 @@ fn a_long_block_is_read_into_a_buffer_of_its_length_not_double() {
     // The block's bytes, the string table's copy, and a little for the rest.
     assert!(peak <= 2 * long.len() + (64 << 10), "peak {peak} bytes for a string of {}", long.len());
 }
+
+#[test]
+fn a_long_block_is_freed_once_read() {
+    let long = "w".repeat(4 << 20);
+    let bytes = file(1, 1, |_| [long.as_str(); 5], 0, |_| "");
+    let base = LIVE.with(Cell::get);
+    let mut r = Reader::new(bytes.as_slice()).unwrap();
+    assert_eq!(read_all(&mut r), 1);
+    // The string table's copy stays, the 4 MiB block's buffer does not.
+    let held = (LIVE.with(Cell::get) - base) as usize;
+    assert!(held < long.len() + (1 << 20), "the reader holds {held} bytes for a string of {}", long.len());
+    drop(r);
+}

@@ -173,3 +173,19 @@ fn exporters_hold_no_copy_of_a_callsite_string_per_callsite() {
         assert!(g < half, "{what}: 30 more callsites named by one string took {g} more bytes");
     }
 }
+
+#[test]
+fn logs_hold_a_long_message_once_not_again_in_a_line() {
+    let format = "m".repeat(1 << 20);
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    let mut cs = callsite(16, "c", Phase::Log);
+    cs.name = &format;
+    w.write_callsites(&[cs]).unwrap();
+    w.write_chunk(1, 0, &[mark(16, 10)], |_, _| "").unwrap();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    for export in [logs, logs_json] {
+        let peak = peak_bytes_during(|| export(Reader::new(bytes.as_slice()).unwrap()));
+        // The string table's copy and the formatted message, and a little more.
+        assert!(peak < 2 * format.len() + (512 << 10), "peak {peak} for a message of {}", format.len());
+    }
+}

@@ -157,18 +157,23 @@ fn print<R: Read>(
     writeln!(out)?;
 
     writeln!(out, "threads ({})", s.threads.len())?;
-    let names: Vec<String> =
-        s.threads.keys().map(|&t| display_name(reader.thread_name(t).unwrap_or(""))).collect();
-    let name_width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(4);
+    // Names are borrowed from the reader, which holds each once, however many threads share it.
+    let name = |tid: u32| display_name(reader.thread_name(tid).map_or("", |n| n.as_str()));
+    let name_width = column_width(s.threads.keys().map(|&t| name(t))).max(4);
     writeln!(
         out,
-        "  {:>8}  {:<name_width$}  {:>8}  {:>12}  {:>11}",
-        "tid", "name", "chunks", "events", "lost chunks"
+        "  {:>8}  {}  {:>8}  {:>12}  {:>11}",
+        "tid",
+        Padded("name", name_width),
+        "chunks",
+        "events",
+        "lost chunks"
     )?;
-    for ((tid, t), name) in s.threads.iter().zip(&names) {
+    for (tid, t) in &s.threads {
         writeln!(
             out,
-            "  {tid:>8}  {name:<name_width$}  {:>8}  {:>12}  {:>11}",
+            "  {tid:>8}  {}  {:>8}  {:>12}  {:>11}",
+            Padded(name(*tid), name_width),
             format_count(t.chunks),
             format_count(t.events),
             format_count(s.losses.lost((0, *tid)))
@@ -185,19 +190,21 @@ fn print<R: Read>(
     }
     writeln!(out)?;
 
-    let mut callsites: Vec<&file::CallsiteInfo> = reader.callsites().collect();
-    callsites.sort_by_key(|c| c.id);
-    writeln!(out, "callsites   {}", format_count(callsites.len() as u64))?;
+    writeln!(out, "callsites   {}", format_count(reader.callsites().len() as u64))?;
     if args.callsites {
-        let width = |f: fn(&file::CallsiteInfo) -> usize| callsites.iter().map(|c| f(c)).max().unwrap_or(0);
-        let (cat_w, name_w) = (width(|c| c.category.chars().count()), width(|c| c.name.chars().count()));
-        for c in &callsites {
+        // By id: the ids alone are sorted, and each callsite is looked up as it is printed, so
+        // the listing costs 4 bytes per callsite beyond what the reader holds.
+        let mut ids: Vec<u32> = reader.callsites().map(|c| c.id).collect();
+        ids.sort_unstable();
+        let cat_w = column_width(reader.callsites().map(|c| c.category.as_str()));
+        let name_w = column_width(reader.callsites().map(|c| c.name.as_str()));
+        for c in ids.into_iter().filter_map(|id| reader.callsite(id)) {
             writeln!(
                 out,
-                "  {:>6}  {:<cat_w$}  {:<name_w$}  {:<11}  {}:{}",
+                "  {:>6}  {}  {}  {:<11}  {}:{}",
                 c.id,
-                c.category,
-                c.name,
+                Padded(&c.category, cat_w),
+                Padded(&c.name, name_w),
                 c.phase.as_str(),
                 c.file,
                 c.line
@@ -278,11 +285,34 @@ fn print<R: Read>(
 }
 
 /// A name as printed: `-` when empty.
-fn display_name(name: &str) -> String {
+fn display_name(name: &str) -> &str {
     if name.is_empty() {
-        "-".into()
+        "-"
     } else {
-        name.into()
+        name
+    }
+}
+
+/// Columns are padded to their longest entry, but not past this many characters: a longer name
+/// sticks out of its column rather than pad every other row with spaces.
+const MAX_COLUMN: usize = 64;
+
+/// The width of a column of `cells`: the longest, in characters, at most [`MAX_COLUMN`].
+fn column_width<'a>(cells: impl Iterator<Item = &'a str>) -> usize {
+    cells.map(|c| c.chars().take(MAX_COLUMN).count()).max().unwrap_or(0)
+}
+
+/// A cell left-aligned in `width` characters (`format!`'s `{:<w$}` refuses widths past 65,535).
+struct Padded<'a>(&'a str, usize);
+
+impl std::fmt::Display for Padded<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)?;
+        let short = self.1.saturating_sub(self.0.chars().take(self.1).count());
+        for _ in 0..short {
+            f.write_str(" ")?;
+        }
+        Ok(())
     }
 }
 

@@ -87,7 +87,7 @@ pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Re
 
     // Names last: a threads block may follow the chunks it names.
     let mut names: BTreeMap<u32, Option<&str>> = threads.iter().map(|t| (*t, None)).collect();
-    names.extend(reader.thread_names().map(|(t, n)| (t, Some(n))));
+    names.extend(reader.thread_names().map(|(t, n)| (t, Some(n.as_str()))));
     for (tid, name) in names {
         write!(out, ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":")?;
         match name {
@@ -151,7 +151,7 @@ fn write_event(
     scratch: &mut String,
     ties: &mut Ties,
 ) -> io::Result<()> {
-    let cs = e.callsite;
+    let cs = &e.callsite;
     let ph = match cs.phase {
         Phase::Begin => b",\"ph\":\"B\",\"ts\":",
         Phase::End => b",\"ph\":\"E\",\"ts\":",

@@ -69,7 +69,7 @@ pub fn fold<R: Read>(mut reader: Reader<R>) -> (Folded, Option<file::Error>) {
         f.add(e);
         Ok(())
     });
-    let names: HashMap<u32, &str> = reader.thread_names().collect();
+    let names: HashMap<u32, &str> = reader.thread_names().map(|(t, n)| (t, n.as_str())).collect();
     summary.threads = f.threads.len();
     summary.complete = reader.trailer().is_some();
     (Folded { stacks: f.finish(&names, &clock), summary }, failure)
@@ -163,7 +163,7 @@ impl Default for Folder {
 impl Folder {
     fn add(&mut self, e: &Event<'_>) {
         self.threads.insert(e.tid);
-        let cs = e.callsite;
+        let cs = &e.callsite;
         let suffix = match cs.phase {
             Phase::Complete | Phase::Begin | Phase::End => "",
             Phase::LockWait => " (wait)",

@@ -47,6 +47,8 @@ mod error;
 pub mod folded;
 pub mod logs;
 mod losses;
+#[cfg(test)]
+mod memory_tests;
 mod nesting;
 pub mod perfetto;
 mod scopes;

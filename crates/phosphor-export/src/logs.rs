@@ -23,7 +23,7 @@ use crate::error::{Error, ExportSummary};
 /// The name a viewer should show for `e`: a log's formatted message (written into `scratch`), the
 /// run-time name of a `dyn`-named event (its argument 0), or the callsite's name.
 pub fn event_name<'a>(e: &'a Event<'_>, scratch: &'a mut String) -> &'a str {
-    let cs = e.callsite;
+    let cs = &e.callsite;
     if cs.level.is_some() {
         format_event(scratch, e);
         return scratch;
@@ -89,16 +89,13 @@ pub fn write_logs<R: Read, W: io::Write>(
     let mut out = BufWriter::with_capacity(1 << 16, out);
     let clock = reader.header().clock.clone();
     let mut summary = ExportSummary::default();
-    let (mut msg, mut line) = (String::new(), String::new());
-    // Thread names as read so far (a threads block precedes the chunks in saved files).
-    let mut names: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
+    let mut msg = String::new();
     loop {
         let block = match reader.next_block() {
             Ok(Some(b)) => b,
             Ok(None) => break,
             Err(source) => return Err(Error::Read { offset: source.offset(), exported: summary, source }),
         };
-        let threads = matches!(block, Block::Threads { .. });
         if let Block::Chunk(chunk) = block {
             summary.chunks += 1;
             for e in chunk.events() {
@@ -116,62 +113,101 @@ pub fn write_logs<R: Read, W: io::Write>(
                 }
                 summary.events += 1;
                 format_event(&mut msg, &e);
-                let ns = clock.since_origin_ns(e.ts);
-                let tid = e.tid.to_string();
-                let thread = names.get(&e.tid).unwrap_or(&tid);
-                line.clear();
+                // The name as the blocks before this chunk define it (a threads block precedes
+                // the chunks in saved files), else the id.
+                let name = chunk.thread_name(e.tid);
+                let line = LogLine { ns: clock.since_origin_ns(e.ts), level, thread: name.as_deref(), e: &e };
+                // Straight to the buffered output: a line is as long as its message, which may be
+                // a long format string, and is not copied again.
                 if filter.json {
-                    let _ =
-                        write!(line, "{{\"ts_ns\":{ns},\"level\":\"{level}\",\"tid\":{},\"thread\":", e.tid);
-                    json_str(&mut line, thread);
-                    line.push_str(",\"category\":");
-                    json_str(&mut line, &e.callsite.category);
-                    line.push_str(",\"message\":");
-                    json_str(&mut line, &msg);
-                    line.push_str(",\"file\":");
-                    json_str(&mut line, &e.callsite.file);
-                    let _ = writeln!(line, ",\"line\":{}}}", e.callsite.line);
+                    line.write_json(&mut out, &msg)?;
                 } else {
-                    let _ = writeln!(
-                        line,
-                        "{:>4}.{:06} {:<5} [{}] {}: {}",
-                        ns.div_euclid(1_000_000_000),
-                        ns.rem_euclid(1_000_000_000) / 1000,
-                        level.as_str().to_uppercase(),
-                        thread,
-                        e.callsite.category,
-                        msg
-                    );
+                    line.write_text(&mut out, &msg)?;
                 }
-                io::Write::write_all(&mut out, line.as_bytes())?;
             }
-        }
-        if threads {
-            names.extend(reader.thread_names().map(|(t, n)| (t, n.to_owned())));
         }
     }
     io::Write::flush(&mut out)?;
-    summary.threads = names.len();
+    summary.threads = reader.thread_names().len();
     summary.complete = reader.trailer().is_some();
     Ok(summary)
 }
 
-fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+/// What a line of `phosphor logs` shows besides the message.
+struct LogLine<'a> {
+    /// Since the clock's origin.
+    ns: i64,
+    level: Level,
+    /// The thread's name, if it has one.
+    thread: Option<&'a str>,
+    e: &'a Event<'a>,
+}
+
+impl LogLine<'_> {
+    /// `   1.000250 INFO  [main] category: message`
+    fn write_text(&self, out: &mut impl io::Write, msg: &str) -> io::Result<()> {
+        let level = match self.level {
+            Level::Error => "ERROR",
+            Level::Warn => "WARN",
+            Level::Info => "INFO",
+            Level::Debug => "DEBUG",
+            Level::Trace => "TRACE",
+        };
+        let (s, us) = (self.ns.div_euclid(1_000_000_000), self.ns.rem_euclid(1_000_000_000) / 1000);
+        write!(out, "{s:>4}.{us:06} {level:<5} [")?;
+        match self.thread {
+            Some(name) => out.write_all(name.as_bytes())?,
+            None => write!(out, "{}", self.e.tid)?,
         }
+        out.write_all(b"] ")?;
+        out.write_all(self.e.callsite.category.as_bytes())?;
+        out.write_all(b": ")?;
+        out.write_all(msg.as_bytes())?;
+        out.write_all(b"\n")
     }
-    out.push('"');
+
+    /// One JSON object: `ts_ns`, `level`, `tid`, `thread`, `category`, `message`, `file`, `line`.
+    fn write_json(&self, out: &mut impl io::Write, msg: &str) -> io::Result<()> {
+        let e = self.e;
+        write!(out, "{{\"ts_ns\":{},\"level\":\"{}\",\"tid\":{},\"thread\":", self.ns, self.level, e.tid)?;
+        match self.thread {
+            Some(name) => json_str(out, name)?,
+            None => write!(out, "\"{}\"", e.tid)?,
+        }
+        out.write_all(b",\"category\":")?;
+        json_str(out, &e.callsite.category)?;
+        out.write_all(b",\"message\":")?;
+        json_str(out, msg)?;
+        out.write_all(b",\"file\":")?;
+        json_str(out, &e.callsite.file)?;
+        writeln!(out, ",\"line\":{}}}", e.callsite.line)
+    }
+}
+
+/// `s` as a JSON string; the runs between characters that need escaping are written whole.
+fn json_str(out: &mut impl io::Write, s: &str) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    let mut run = 0;
+    for (i, c) in s.char_indices() {
+        let escape = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => "",
+            _ => continue,
+        };
+        out.write_all(&s.as_bytes()[run..i])?;
+        if escape.is_empty() {
+            write!(out, "\\u{:04x}", c as u32)?;
+        } else {
+            out.write_all(escape.as_bytes())?;
+        }
+        run = i + c.len_utf8();
+    }
+    out.write_all(&s.as_bytes()[run..])?;
+    out.write_all(b"\"")
 }
 
 /// Formats `fmt` with `params` into `out` (cleared first). Allocates nothing once `out` has grown
@@ -388,6 +424,16 @@ fn pad(out: &mut String, start: usize, spec: &Spec, numeric: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_strings_escape_what_json_needs_and_read_back_the_same() {
+        let text = "a\"b\\c\nd\re\tf\u{1}g\u{2028}h\u{2029}ünï";
+        let mut out = Vec::new();
+        json_str(&mut out, text).unwrap();
+        let json = String::from_utf8(out).unwrap();
+        assert_eq!(json, r#""a\"b\\c\nd\re\tf\u0001g\u2028h\u2029ünï""#);
+        assert_eq!(serde_json::from_str::<String>(&json).unwrap(), text);
+    }
 
     fn fmt(f: &str, p: &[Value<'_>]) -> String {
         let mut s = String::new();

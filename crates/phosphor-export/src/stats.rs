@@ -31,8 +31,7 @@ use std::io::Read;
 
 use phosphor::Trace;
 use phosphor_format::file::{
-    self, Aggregate, AggregateKind, CallsiteInfo, ClockInfo, DropCounts, Event, Extents, Reader, Trailer,
-    Value,
+    self, Aggregate, AggregateKind, Callsite, ClockInfo, DropCounts, Event, Extents, Reader, Trailer, Value,
 };
 use phosphor_format::{Level, Phase};
 
@@ -313,7 +312,7 @@ impl TraceStats {
 ///         builder.add(&event?);
 ///     }
 /// }
-/// let stats = builder.finish(reader.thread_names(), reader.trailer());
+/// let stats = builder.finish(reader.thread_names().map(|(t, n)| (t, n.as_str())), reader.trailer());
 /// assert_eq!(stats.events, 10);
 /// # Ok(())
 /// # }
@@ -363,13 +362,13 @@ impl StatsBuilder {
     pub fn aggregates<'c>(
         &mut self,
         aggregates: &[Aggregate],
-        callsite: impl Fn(u32) -> Option<&'c CallsiteInfo>,
+        callsite: impl Fn(u32) -> Option<Callsite<'c>>,
     ) {
         for a in aggregates {
             if let Some(cs) = callsite(a.callsite) {
                 self.aggregates.push(AggregateStats {
-                    category: cs.category.clone(),
-                    name: cs.name.clone(),
+                    category: cs.category.into(),
+                    name: cs.name.into(),
                     kind: a.kind.clone(),
                 });
             }
@@ -406,7 +405,7 @@ impl StatsBuilder {
         let (tid, ts) = (event.tid, event.ts);
         let end = ts.saturating_add(event.duration.unwrap_or(0));
         self.span = Some(self.span.map_or((ts, end), |(lo, hi)| (lo.min(ts), hi.max(end))));
-        let cs = event.callsite;
+        let cs = &event.callsite;
         if cs.phase == Phase::Instant && cs.category == "phosphor" && cs.name == "saturation" {
             self.saturation.markers += 1;
             if let Some(Value::U64(n)) = event.arg("dropped") {
@@ -416,8 +415,8 @@ impl StatsBuilder {
         if let Some(level) = cs.level {
             let e = self.logs.entry(cs.id).or_insert_with(|| LogStats {
                 level,
-                category: cs.category.clone(),
-                format: cs.name.clone(),
+                category: cs.category.into(),
+                format: cs.name.into(),
                 count: 0,
             });
             // A redefined callsite id keeps the first definition's text; counts stay exact.
@@ -456,7 +455,7 @@ impl StatsBuilder {
         // The callback cannot fail.
         let Ok(failure) = failure;
         self.aggregates(reader.aggregates(), |id| reader.callsite(id));
-        let stats = self.finish(reader.thread_names(), reader.trailer());
+        let stats = self.finish(reader.thread_names().map(|(t, n)| (t, n.as_str())), reader.trailer());
         match failure {
             None => Ok(stats),
             Some(source) => Err(StatsError { partial: Box::new(stats), source }),
@@ -579,7 +578,7 @@ struct Labels {
 
 impl Labels {
     /// The label of `cs` as an event of type `ty` (a begin and its end share one).
-    fn label(&mut self, cs: &CallsiteInfo, ty: EventType) -> Label {
+    fn label(&mut self, cs: &Callsite<'_>, ty: EventType) -> Label {
         if let Some(&l) = self.by_callsite.get(&cs.id) {
             let (name, t) = &self.names[l as usize];
             // A file may define an id again; the name then changes.
@@ -658,19 +657,19 @@ struct AsyncAcc {
 }
 
 impl Asyncs {
-    fn add(&mut self, cs: &CallsiteInfo, id: u64, ts: u64) {
-        let n = match self.index.get(&cs.name) {
+    fn add(&mut self, cs: &Callsite<'_>, id: u64, ts: u64) {
+        let n = match self.index.get(cs.name.as_str()) {
             Some(&n) => n,
             None => {
                 let n = self.names.len();
                 let acc = AsyncAcc {
-                    name: cs.name.clone(),
+                    name: cs.name.into(),
                     durations: Durations::default(),
                     unended: 0,
                     unbegun: 0,
                 };
                 self.names.push(acc);
-                self.index.insert(cs.name.clone(), n);
+                self.index.insert(cs.name.into(), n);
                 n
             }
         };

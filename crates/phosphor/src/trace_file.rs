@@ -256,9 +256,9 @@ mod tests {
         let mut tids: Vec<u32> = trace.events().map(|e| e.unwrap().tid).collect();
         tids.dedup();
         for t in tids {
-            assert_eq!(r.thread_name(t), trace.thread_name(t), "thread {t}");
+            assert_eq!(r.thread_name(t).as_deref(), trace.thread_name(t), "thread {t}");
         }
-        let mut names: Vec<&str> = r.thread_names().map(|(_, n)| n).collect();
+        let mut names: Vec<&str> = r.thread_names().map(|(_, n)| n.as_str()).collect();
         names.sort();
         assert_eq!(names, ["main-thread", "worker-0", "worker-1", "worker-2"]);
 

@@ -211,3 +211,61 @@ fn a_chunk_whose_event_count_disagrees_is_reported_with_its_offset() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Names longer than `format!` can pad to (65,535 characters) are printed, not a panic; columns
+/// are padded to the longest name up to 64 characters only, and callsites are listed by id.
+#[test]
+fn names_longer_than_a_format_width_are_printed_and_pad_no_other_row() {
+    use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
+    use phosphor::format::{Meta, Phase, Record};
+    let clock = ClockInfo {
+        kind: ClockKind::Monotonic,
+        ns_per_tick: 1.0,
+        origin_ticks: 0,
+        origin_monotonic_ns: 0,
+        origin_wall_ns: 0,
+        fallback_reason: None,
+    };
+    let long = "L".repeat(70_000);
+    let callsite = |id: u32, name: &'static str| CallsiteInfo {
+        id,
+        category: "c",
+        name,
+        phase: Phase::Instant,
+        arg_names: ["", ""],
+        file: "f.rs",
+        line: id,
+        name_hash: 0,
+        level: None,
+        dynamic_name: false,
+        flow: false,
+    };
+    let long_name: &'static str = long.clone().leak();
+    let mut w = Writer::new(Vec::new(), &Header { clock, pid: 1, process_name: "long".into() }).unwrap();
+    // Defined out of id order: the listing sorts them.
+    w.write_callsites(&[callsite(17, "short"), callsite(16, long_name)]).unwrap();
+    w.write_thread_names([(1, long.as_str()), (2, "two")]).unwrap();
+    for tid in [1, 2] {
+        w.write_chunk(tid, 0, &[Record::new(10, 16, Meta(0), [0; 2])], |_, _| "").unwrap();
+    }
+    let bytes = w.finish(&Trailer { recorded: 2, ..Trailer::default() }).unwrap();
+    let dir = scratch_path("info-long-names");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("long.phos");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = phosphor("info-long-names-run", &["info", "--callsites", file.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let line = |start: &str| text.lines().find(|l| l.trim_start().starts_with(start)).unwrap_or_default();
+    assert!(line("1 ").contains(&long), "thread 1 is named in full");
+    let two = line("2 ");
+    assert!(
+        two.contains("two") && two.len() < 200,
+        "thread 2's row is not padded to 70,000: {} bytes",
+        two.len()
+    );
+    let (first, second) = (line("16 "), line("17 "));
+    assert!(first.contains(&long) && first.ends_with("f.rs:16"), "{}", &first[..100]);
+    assert!(second.contains("short") && second.len() < 200 && second.ends_with("f.rs:17"), "{second}");
+    assert!(text.find("f.rs:16") < text.find("f.rs:17"), "by id");
+}

@@ -93,7 +93,7 @@ pub(crate) fn decode(
     for _ in 0..count {
         let at = b.offset();
         let callsite = b.u32()?;
-        if !tables.callsites.contains_key(&callsite) {
+        if !tables.has_callsite(callsite) {
             return Err(Error::new(ErrorKind::UnknownCallsite(callsite), at));
         }
         let kind = b.u8()?;

@@ -19,6 +19,7 @@
 
 use super::bytes::Body;
 use super::error::Error;
+use super::strings::{StringTable, TableStr};
 use super::tables::Tables;
 use crate::record::RECORD_SIZE;
 use crate::{decode_event, ArgType, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH, MAX_ARGS};
@@ -272,6 +273,18 @@ impl<'a> Chunk<'a> {
     /// The chunk's events, with callsites and strings resolved.
     pub fn events(&self) -> super::event::ChunkEvents<'a> {
         super::event::ChunkEvents::new(*self)
+    }
+
+    /// The name of thread `tid` as the blocks before this chunk define it (what
+    /// [`Reader::thread_name`](super::Reader::thread_name) says, while the chunk borrows the
+    /// reader).
+    pub fn thread_name(&self, tid: u32) -> Option<TableStr<'a>> {
+        self.tables.thread_name(tid)
+    }
+
+    /// The string table as the blocks before this chunk define it.
+    pub fn strings(&self) -> &'a StringTable {
+        &self.tables.strings
     }
 }
 

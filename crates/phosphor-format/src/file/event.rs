@@ -7,7 +7,8 @@
 
 use super::chunk::Chunk;
 use super::error::{Error, ErrorKind};
-use super::tables::CallsiteInfo;
+use super::strings::StringTable;
+use super::tables::Callsite;
 use crate::{decode_event, ArgWord, ParamIter, Phase, RawParams, ID_THREAD_SWITCH, MAX_ARGS};
 
 /// An argument value.
@@ -34,8 +35,8 @@ pub struct Event<'a> {
     pub tid: u32,
     /// Raw clock value (the start, for complete events).
     pub ts: u64,
-    /// The callsite.
-    pub callsite: &'a CallsiteInfo,
+    /// The callsite (its strings are handles to the reader's string table).
+    pub callsite: Callsite<'a>,
     /// Duration in clock ticks, for complete and lock events.
     pub duration: Option<u64>,
     /// The id of an async event.
@@ -55,7 +56,7 @@ pub struct Event<'a> {
 #[derive(Clone, Copy)]
 pub struct Params<'a> {
     raw: Option<RawParams<'a>>,
-    strings: &'a Vec<String>,
+    strings: &'a StringTable,
 }
 
 impl<'a> Params<'a> {
@@ -91,7 +92,7 @@ impl core::fmt::Debug for Params<'_> {
 #[derive(Clone, Debug)]
 pub struct ParamValues<'a> {
     inner: Option<ParamIter<'a>>,
-    strings: &'a Vec<String>,
+    strings: &'a StringTable,
 }
 
 impl<'a> Iterator for ParamValues<'a> {
@@ -107,7 +108,7 @@ impl<'a> Iterator for ParamValues<'a> {
 /// `w` as a value, a static string resolved in `strings` (in files the whole word is a string
 /// table index, see chunk.rs); `Err` with the index if the table has no such string.
 #[inline(always)]
-fn value<'a>(w: ArgWord<'a>, strings: &'a [String]) -> Result<Value<'a>, u64> {
+fn value<'a>(w: ArgWord<'a>, strings: &'a StringTable) -> Result<Value<'a>, u64> {
     Ok(match w {
         ArgWord::I64(v) => Value::I64(v),
         ArgWord::U64(v) => Value::U64(v),
@@ -173,7 +174,7 @@ impl<'a> Iterator for ChunkEvents<'a> {
                 Err(e) => return self.fail(ErrorKind::Decode(e), at),
             };
             self.pos += raw.len;
-            let Some(cs) = self.chunk.tables.callsites.get(&r.id) else {
+            let Some(cs) = self.chunk.tables.callsite(r.id) else {
                 return self.fail(ErrorKind::UnknownCallsite(r.id), at);
             };
             let tables = self.chunk.tables;

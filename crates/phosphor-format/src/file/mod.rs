@@ -23,6 +23,8 @@
 //!
 //! * [`Writer`] writes the blocks; [`Reader`] reads them, lending one [`Chunk`] at a time.
 //! * [`Chunk::events`] decodes a chunk's events into [`Event`]s with callsites and strings resolved.
+//! * [`StringTable`] holds each string of the file once; the [`Callsite`]s and thread names a
+//!   reader lends refer to it through [`TableStr`] handles.
 //! * [`Error`] names the byte offset of every problem; its [`ErrorKind`] says what it was.
 
 pub mod ack;
@@ -35,6 +37,7 @@ mod header;
 pub mod raw;
 mod reader;
 pub mod ring;
+mod strings;
 mod tables;
 mod writer;
 
@@ -48,5 +51,6 @@ pub use header::{
     MAX_BLOCK_BYTES, PREAMBLE_BYTES,
 };
 pub use reader::{Block, Reader};
-pub use tables::{CallsiteInfo, RawCallsite, CALLSITE_FLOW_ARG0, CALLSITE_NAME_FROM_ARG0};
+pub use strings::{StringTable, TableStr};
+pub use tables::{Callsite, CallsiteInfo, RawCallsite, CALLSITE_FLOW_ARG0, CALLSITE_NAME_FROM_ARG0};
 pub use writer::Writer;

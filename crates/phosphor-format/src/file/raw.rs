@@ -143,11 +143,11 @@ mod tests {
         };
         let cs = CallsiteInfo {
             id: 16,
-            category: "c".into(),
-            name: "n".into(),
+            category: "c",
+            name: "n",
             phase: Phase::Instant,
-            arg_names: ["a".into(), "s".into()],
-            file: "f.rs".into(),
+            arg_names: ["a", "s"],
+            file: "f.rs",
             line: 3,
             name_hash: 9,
             level: None,
@@ -190,7 +190,7 @@ mod tests {
             r.for_each_event(|e| {
                 out.push((
                     e.ts,
-                    e.callsite.name.clone(),
+                    e.callsite.name.to_string(),
                     format!("{:?}", e.arg("a")),
                     format!("{:?}", e.arg("s")),
                 ))

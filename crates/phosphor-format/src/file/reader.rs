@@ -1,7 +1,9 @@
 //! [`Reader`]: reads a trace file of any size in constant memory, one block at a time.
 //!
 //! The reader holds the tables (strings, callsites, thread names: metadata, small next to the
-//! events) and the current block's bytes. A chunk is read into a reusable buffer and lent out as a
+//! events) and the current block's bytes. It keeps each string once and the entries that name it
+//! by index (see [`StringTable`]), so the tables cost about what their blocks took in the file,
+//! however often a long string is named. A chunk is read into a reusable buffer and lent out as a
 //! [`Chunk`] until the next call. Every length read from the file is checked before use, and no
 //! buffer is sized from a length field before the bytes have arrived, so a corrupt length cannot
 //! make the reader allocate more than the file holds (and never more than
@@ -21,9 +23,13 @@ use super::error::{Error, ErrorKind};
 use super::header::{
     kind, Header, Trailer, BLOCK_HEADER_BYTES, FORMAT_MAJOR, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES,
 };
-use super::tables::{CallsiteInfo, Tables};
+use super::strings::{StringTable, TableStr};
+use super::tables::{Callsite, Tables};
 use crate::record::RECORD_SIZE;
 use crate::Record;
+
+/// A block buffer longer than this is freed once its block is read.
+const KEEP_BODY_BYTES: usize = 1 << 20;
 
 /// One block, as [`Reader::next_block`] returns it.
 #[derive(Debug)]
@@ -184,23 +190,23 @@ impl<R: Read> Reader<R> {
     }
 
     /// The callsite with `id`, if a block read so far defined it.
-    pub fn callsite(&self, id: u32) -> Option<&CallsiteInfo> {
-        self.tables.callsites.get(&id)
+    pub fn callsite(&self, id: u32) -> Option<Callsite<'_>> {
+        self.tables.callsite(id)
     }
 
-    /// Every callsite defined so far, in no particular order.
-    pub fn callsites(&self) -> impl Iterator<Item = &CallsiteInfo> + '_ {
-        self.tables.callsites.values()
+    /// Every callsite defined so far, in the order first defined.
+    pub fn callsites(&self) -> impl ExactSizeIterator<Item = Callsite<'_>> + '_ {
+        self.tables.callsites()
     }
 
     /// The name of thread `tid`, if a block read so far named it.
-    pub fn thread_name(&self, tid: u32) -> Option<&str> {
-        self.tables.threads.get(&tid).map(String::as_str)
+    pub fn thread_name(&self, tid: u32) -> Option<TableStr<'_>> {
+        self.tables.thread_name(tid)
     }
 
     /// Every thread name read so far, in no particular order.
-    pub fn thread_names(&self) -> impl Iterator<Item = (u32, &str)> + '_ {
-        self.tables.threads.iter().map(|(t, n)| (*t, n.as_str()))
+    pub fn thread_names(&self) -> impl ExactSizeIterator<Item = (u32, TableStr<'_>)> + '_ {
+        self.tables.thread_names()
     }
 
     /// Every aggregate snapshot read so far (aggregates blocks usually come just before the
@@ -209,8 +215,8 @@ impl<R: Read> Reader<R> {
         &self.aggregates
     }
 
-    /// The string table read so far.
-    pub fn strings(&self) -> &[String] {
+    /// The string table read so far: each string once, however many entries name it.
+    pub fn strings(&self) -> &StringTable {
         &self.tables.strings
     }
 
@@ -262,6 +268,12 @@ impl<R: Read> Reader<R> {
         if !matches!(r, Ok(Some(_))) {
             self.done = true;
         }
+        // The block has been taken in (a chunk's records are copied out): a long one's buffer is
+        // not kept for the small ones that usually follow, such as 60 MiB of strings before
+        // chunks of 4 KiB.
+        if self.body.capacity() > KEEP_BODY_BYTES {
+            self.body = Vec::new();
+        }
         r
     }
 
@@ -312,6 +324,27 @@ impl<R: Read> Reader<R> {
         Ok(Some(found))
     }
 
+    /// Reads up to `len` bytes into `self.body`; returns how many arrived. The buffer grows by
+    /// at most the bytes already read (64 KiB to start), never by the length field alone, so a
+    /// corrupt length costs no more than the bytes that follow it; and it ends no larger than the
+    /// block, so a long block costs its length once, not the double that growth by doubling may.
+    fn read_body(&mut self, len: usize, base: u64) -> Result<usize, Error> {
+        self.body.clear();
+        let mut got = 0;
+        while got < len {
+            let want = (len - got).min(got.max(64 << 10));
+            self.body.reserve_exact(want);
+            self.body.resize(got + want, 0);
+            let n = read_full(&mut self.input, &mut self.body[got..], base + got as u64)?;
+            got += n;
+            if n < want {
+                break;
+            }
+        }
+        self.body.truncate(got);
+        Ok(got)
+    }
+
     /// Reads one block's framing and body into `self.body`; returns its kind and advances the
     /// offset past it.
     fn read_frame(&mut self) -> Result<u32, Error> {
@@ -335,11 +368,7 @@ impl<R: Read> Reader<R> {
                 start + 4,
             ));
         }
-        self.body.clear();
-        let got = (&mut self.input)
-            .take(u64::from(len))
-            .read_to_end(&mut self.body)
-            .map_err(|e| Error::io(e, start + BLOCK_HEADER_BYTES as u64))?;
+        let got = self.read_body(len as usize, start + BLOCK_HEADER_BYTES as u64)?;
         if got < len as usize {
             let kind = ErrorKind::Truncated {
                 what: kind::name(kind),

@@ -16,13 +16,15 @@
 //! ```
 //!
 //! A later minor version may lengthen entries; readers skip the bytes past the v1 fields.
-
-use std::collections::HashMap;
+//!
+//! The reader stores entries as they are in the file, strings as indices ([`RawCallsite`]), and
+//! lends [`Callsite`]s whose strings are handles into the one [`StringTable`].
 
 use rustc_hash::FxHashMap;
 
 use super::bytes::Body;
 use super::error::{Error, ErrorKind};
+use super::strings::{StringTable, TableStr};
 use crate::{Level, Phase, FIRST_CALLSITE_ID};
 
 /// Callsite flag (entry byte 6, format 1.2): each event's name is the string value of its
@@ -40,21 +42,28 @@ pub(crate) const CALLSITE_ENTRY_BYTES: usize = 40;
 /// Bytes of a v1 thread entry.
 pub(crate) const THREAD_ENTRY_BYTES: usize = 8;
 
-/// A callsite as stored in a file: owned strings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallsiteInfo {
+/// A callsite: what its events record and where it is in the source.
+///
+/// `S` is how it holds its strings. [`Writer::write_callsites`](super::Writer::write_callsites)
+/// takes any `S` that reads as a `str` (`String`, the default, or `&str`); a
+/// [`Reader`](super::Reader) lends [`Callsite`]s, whose strings are [`TableStr`]s: handles to the
+/// one copy of each string the reader keeps, however many callsites name it.
+/// [`into_owned`](Self::into_owned) copies the strings out, and callsites compare equal across
+/// string types when their strings are equal.
+#[derive(Clone, Copy, Debug)]
+pub struct CallsiteInfo<S = String> {
     /// The id records refer to it by.
     pub id: u32,
     /// Category.
-    pub category: String,
+    pub category: S,
     /// Event name (for logs, the format string).
-    pub name: String,
+    pub name: S,
     /// What it records.
     pub phase: Phase,
     /// Argument names, empty where absent.
-    pub arg_names: [String; 2],
+    pub arg_names: [S; 2],
     /// Source file.
-    pub file: String,
+    pub file: S,
     /// Source line.
     pub line: u32,
     /// FNV-1a 64 hash of the name, as recorded.
@@ -69,6 +78,51 @@ pub struct CallsiteInfo {
     /// tools link to it with a flow (format 1.3).
     pub flow: bool,
 }
+
+/// A callsite as a [`Reader`](super::Reader) lends it: its strings are handles to the reader's
+/// string table, so it is small and `Copy`.
+pub type Callsite<'a> = CallsiteInfo<TableStr<'a>>;
+
+impl<S> CallsiteInfo<S> {
+    /// The same callsite with owned strings.
+    pub fn into_owned(self) -> CallsiteInfo
+    where
+        S: Into<String>,
+    {
+        let [a0, a1] = self.arg_names;
+        CallsiteInfo {
+            id: self.id,
+            category: self.category.into(),
+            name: self.name.into(),
+            phase: self.phase,
+            arg_names: [a0.into(), a1.into()],
+            file: self.file.into(),
+            line: self.line,
+            name_hash: self.name_hash,
+            level: self.level,
+            dynamic_name: self.dynamic_name,
+            flow: self.flow,
+        }
+    }
+}
+
+impl<A: PartialEq<B>, B> PartialEq<CallsiteInfo<B>> for CallsiteInfo<A> {
+    fn eq(&self, o: &CallsiteInfo<B>) -> bool {
+        self.id == o.id
+            && self.category == o.category
+            && self.name == o.name
+            && self.phase == o.phase
+            && self.arg_names == o.arg_names
+            && self.file == o.file
+            && self.line == o.line
+            && self.name_hash == o.name_hash
+            && self.level == o.level
+            && self.dynamic_name == o.dynamic_name
+            && self.flow == o.flow
+    }
+}
+
+impl<S: Eq> Eq for CallsiteInfo<S> {}
 
 /// A callsite entry as stored (format 1.2): its strings as string table indices. The writer
 /// and the allocation-free encoders of [`raw`](super::raw) both encode entries through it.
@@ -109,29 +163,76 @@ impl RawCallsite {
     }
 }
 
-/// The tables read so far.
+impl RawCallsite {
+    /// The callsite, its strings resolved in `strings` (which has every index it names).
+    fn resolve(self, strings: &StringTable) -> Callsite<'_> {
+        let [category, name, a0, a1, file] = self.strings.map(|i| strings.handle(i));
+        CallsiteInfo {
+            id: self.id,
+            category,
+            name,
+            phase: self.phase,
+            arg_names: [a0, a1],
+            file,
+            line: self.line,
+            name_hash: self.name_hash,
+            level: self.level,
+            dynamic_name: self.dynamic_name,
+            flow: self.flow,
+        }
+    }
+}
+
+/// The tables read so far: each string once, and entries that name strings by index.
+///
+/// A callsite costs its 40-byte entry and a slot of the id index, a thread name 8 bytes and its
+/// slot, whatever the length of the strings they name.
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
-    pub(crate) strings: Vec<String>,
-    /// By callsite id, looked up once per event: hashed with FxHash, not SipHash (ids come from
-    /// the file, but a collision-flooding file only slows its own reading).
-    pub(crate) callsites: FxHashMap<u32, CallsiteInfo>,
-    pub(crate) threads: HashMap<u32, String>,
+    pub(crate) strings: StringTable,
+    /// Callsites in the order first defined (a redefinition replaces the entry in place).
+    callsites: Vec<RawCallsite>,
+    /// Callsite id → position in `callsites`, looked up once per event: hashed with FxHash, not
+    /// SipHash (ids come from the file, but a collision-flooding file only slows its own reading).
+    by_id: FxHashMap<u32, u32>,
+    /// Thread id → string index of its name.
+    threads: FxHashMap<u32, u32>,
 }
 
 impl Tables {
-    pub(crate) fn string(&self, index: u64, at: u64) -> Result<&str, Error> {
-        usize::try_from(index)
-            .ok()
-            .and_then(|i| self.strings.get(i))
-            .map(String::as_str)
-            .ok_or(Error::new(ErrorKind::UnknownString { index, len: self.strings.len() }, at))
+    /// The callsite with `id`, if defined.
+    #[inline]
+    pub(crate) fn callsite(&self, id: u32) -> Option<Callsite<'_>> {
+        let &at = self.by_id.get(&id)?;
+        Some(self.callsites[at as usize].resolve(&self.strings))
     }
 
-    fn string_field(&self, b: &mut Body<'_>) -> Result<String, Error> {
+    pub(crate) fn has_callsite(&self, id: u32) -> bool {
+        self.by_id.contains_key(&id)
+    }
+
+    /// Every callsite, in the order first defined.
+    pub(crate) fn callsites(&self) -> impl ExactSizeIterator<Item = Callsite<'_>> + '_ {
+        self.callsites.iter().map(|c| c.resolve(&self.strings))
+    }
+
+    pub(crate) fn thread_name(&self, tid: u32) -> Option<TableStr<'_>> {
+        self.threads.get(&tid).map(|&i| self.strings.handle(i))
+    }
+
+    pub(crate) fn thread_names(&self) -> impl ExactSizeIterator<Item = (u32, TableStr<'_>)> + '_ {
+        self.threads.iter().map(|(&t, &i)| (t, self.strings.handle(i)))
+    }
+
+    /// A string index field, checked against the table.
+    fn string_field(&self, b: &mut Body<'_>) -> Result<u32, Error> {
         let at = b.offset();
         let i = b.u32()?;
-        Ok(self.string(u64::from(i), at)?.to_owned())
+        if i as usize >= self.strings.len() {
+            let kind = ErrorKind::UnknownString { index: u64::from(i), len: self.strings.len() };
+            return Err(Error::new(kind, at));
+        }
+        Ok(i)
     }
 
     /// Reads a strings block; returns how many strings it added.
@@ -140,7 +241,7 @@ impl Tables {
         let count = b.u32()?;
         for _ in 0..count {
             let s = b.str()?;
-            self.strings.push(s.to_owned());
+            self.strings.push(s);
         }
         b.finish()?;
         Ok(count)
@@ -197,30 +298,29 @@ impl Tables {
             }
             b.take(1)?;
             let line = b.u32()?;
-            let category = self.string_field(&mut b)?;
-            let name = self.string_field(&mut b)?;
-            let arg_names = [self.string_field(&mut b)?, self.string_field(&mut b)?];
-            let file = self.string_field(&mut b)?;
+            let mut strings = [0u32; 5];
+            for s in &mut strings {
+                *s = self.string_field(&mut b)?;
+            }
             let name_hash = b.u64()?;
             b.take(size - CALLSITE_ENTRY_BYTES)?;
-            let dynamic_name = flags & CALLSITE_NAME_FROM_ARG0 != 0;
-            let flow = flags & CALLSITE_FLOW_ARG0 != 0;
-            self.callsites.insert(
+            let entry = RawCallsite {
                 id,
-                CallsiteInfo {
-                    id,
-                    category,
-                    name,
-                    phase,
-                    arg_names,
-                    file,
-                    line,
-                    name_hash,
-                    level,
-                    dynamic_name,
-                    flow,
-                },
-            );
+                phase,
+                level,
+                dynamic_name: flags & CALLSITE_NAME_FROM_ARG0 != 0,
+                flow: flags & CALLSITE_FLOW_ARG0 != 0,
+                line,
+                strings,
+                name_hash,
+            };
+            // Positions fit in u32: there is one per distinct id.
+            let next = self.callsites.len() as u32;
+            let at = *self.by_id.entry(id).or_insert(next);
+            match self.callsites.get_mut(at as usize) {
+                Some(old) => *old = entry,
+                None => self.callsites.push(entry),
+            }
         }
         Ok(count)
     }

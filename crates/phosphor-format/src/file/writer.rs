@@ -101,9 +101,11 @@ impl<W: Write> Writer<W> {
     }
 
     /// Defines callsites. Ids must be at least [`FIRST_CALLSITE_ID`](crate::FIRST_CALLSITE_ID).
-    pub fn write_callsites<'c>(
+    /// Their strings may be of any type that reads as a `str`: `String`, `&str`, or the
+    /// [`TableStr`](super::TableStr)s of callsites a [`Reader`](super::Reader) lends.
+    pub fn write_callsites<'c, S: AsRef<str> + 'c>(
         &mut self,
-        callsites: impl IntoIterator<Item = &'c CallsiteInfo>,
+        callsites: impl IntoIterator<Item = &'c CallsiteInfo<S>>,
     ) -> Result<(), Error> {
         let mut entries = Vec::new();
         let mut count = 0u32;
@@ -115,8 +117,8 @@ impl<W: Write> Writer<W> {
                     self.offset,
                 ));
             }
-            let strings =
-                [&c.category, &c.name, &c.arg_names[0], &c.arg_names[1], &c.file].map(|s| self.intern(s));
+            let strings = [&c.category, &c.name, &c.arg_names[0], &c.arg_names[1], &c.file]
+                .map(|s| self.intern(s.as_ref()));
             let raw = super::tables::RawCallsite {
                 id: c.id,
                 phase: c.phase,

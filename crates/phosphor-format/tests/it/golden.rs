@@ -299,7 +299,7 @@ fn the_v1_3_golden_file_reads_back_the_1_2_content_then_polls_flagged_as_flows()
         }
     }
     assert_eq!(polls, [(101, 6010, Some(50), 9), (102, 6100, Some(70), 9)]);
-    let mut cs: Vec<CallsiteInfo> = r.callsites().cloned().collect();
+    let mut cs: Vec<CallsiteInfo> = r.callsites().map(CallsiteInfo::into_owned).collect();
     cs.sort_by_key(|c| c.id);
     assert_eq!(cs, callsites_v1_3());
     assert_eq!(r.trailer(), Some(&golden_trailer_v1_3()));
@@ -349,7 +349,7 @@ fn the_v1_2_golden_file_reads_back_the_1_1_content_then_logs_data_dynamic_names_
     );
     assert!(r.next_chunk().unwrap().is_none());
     assert_eq!(r.aggregates(), golden_aggregates());
-    let mut cs: Vec<CallsiteInfo> = r.callsites().cloned().collect();
+    let mut cs: Vec<CallsiteInfo> = r.callsites().map(CallsiteInfo::into_owned).collect();
     cs.sort_by_key(|c| c.id);
     assert_eq!(cs, callsites_v1_2());
     assert_eq!(r.trailer(), Some(&golden_trailer_v1_3()));
@@ -444,9 +444,9 @@ fn the_v1_golden_file_reads_back_exactly() {
             "101 3000 app/instant_ints Instant dur=None id=None [i=I64(1), u=U64(2)]",
         ]
     );
-    assert_eq!(r.thread_name(101), Some("main"));
-    assert_eq!(r.thread_name(102), Some("worker-1"));
-    let mut cs: Vec<CallsiteInfo> = r.callsites().cloned().collect();
+    assert_eq!(r.thread_name(101).as_deref(), Some("main"));
+    assert_eq!(r.thread_name(102).as_deref(), Some("worker-1"));
+    let mut cs: Vec<CallsiteInfo> = r.callsites().map(CallsiteInfo::into_owned).collect();
     cs.sort_by_key(|c| c.id);
     assert_eq!(cs, callsites());
     assert_eq!(r.trailer(), Some(&golden_trailer_v1_3()));
@@ -461,7 +461,7 @@ fn static_strings_are_stored_as_string_table_indices_not_addresses() {
     let word = chunk.records[3].slots[0];
     assert!(word < 1 << 32, "a string index, not a packed address: {word:#x}");
     let strings = r.strings();
-    assert_eq!(strings[word as usize], "static-one");
+    assert_eq!(&strings[word as usize], "static-one");
 }
 
 #[test]

@@ -2,4 +2,5 @@
 
 mod corrupt;
 mod golden;
+mod memory;
 mod support;

@@ -57,7 +57,7 @@ fn whole_dump(path: &Path) -> Vec<(String, u64, String, u32)> {
             Some(Value::Str(s)) => s.to_owned(),
             _ => String::new(),
         };
-        out.push((e.callsite.name.clone(), i, s, e.tid));
+        out.push((e.callsite.name.to_string(), i, s, e.tid));
     })
     .unwrap_or_else(|e| panic!("the dump reads to its end: {e}"));
     assert!(r.trailer().is_some(), "the dump is a whole file");

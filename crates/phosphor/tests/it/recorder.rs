@@ -27,7 +27,7 @@ fn dumped(path: &Path) -> Vec<(u32, String, u64)> {
             Some(Value::U64(i)) => i,
             _ => 0,
         };
-        out.push((e.tid, e.callsite.name.clone(), i));
+        out.push((e.tid, e.callsite.name.to_string(), i));
     })
     .unwrap();
     out
@@ -193,7 +193,7 @@ fn check_crash_dump(how: &str, signal: libc::c_int) {
             Some(Value::Str(s)) => s.to_owned(),
             _ => String::new(),
         };
-        events.push((e.callsite.name.clone(), s));
+        events.push((e.callsite.name.to_string(), s));
     })
     .unwrap();
     assert!(r.trailer().is_some(), "the dump is a whole file");

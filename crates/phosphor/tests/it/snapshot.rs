@@ -127,7 +127,7 @@ fn a_corrupt_committed_count_hides_no_other_chunk_and_a_short_ring_is_truncated(
     let trace = phosphor::format::file::ring::recover(&bytes).unwrap();
     let mut r = Reader::new(&trace[..]).unwrap();
     let mut names = Vec::new();
-    r.for_each_event(|e| names.push(e.callsite.name.clone())).unwrap();
+    r.for_each_event(|e| names.push(e.callsite.name.to_string())).unwrap();
     let count = |n: &str| names.iter().filter(|x| x.as_str() == n).count();
     let (a, b) = (count("corrupt-a"), count("corrupt-b"));
     let (kept, whole) = if first == mine { (a, b) } else { (b, a) };

@@ -45,7 +45,7 @@ fn read(bytes: &[u8]) -> Received {
                 }
                 got.saturation_markers += 1;
             } else {
-                *got.by_category.entry(e.callsite.category.clone()).or_default() += 1;
+                *got.by_category.entry(e.callsite.category.to_string()).or_default() += 1;
             }
         }
     }

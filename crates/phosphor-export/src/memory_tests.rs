@@ -1,0 +1,191 @@
+//! The exporters hold no copy of a name per thread or per callsite: the reader holds each string
+//! once and they borrow it. Measured as the growth of the peak of live bytes (counted per thread
+//! by this test binary's allocator) from a file with 10 threads or callsites named by one long
+//! string to a file with 40: a copy each would add 30 times its length.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use phosphor_format::file::{CallsiteInfo, Reader, Trailer, Writer};
+use phosphor_format::{ArgType, Meta, Phase, Record};
+
+use crate::test_files::{clock, header, mark, slice};
+
+thread_local! {
+    /// Bytes allocated and not freed by this thread, and their peak since the last reset.
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn count(delta: isize) {
+    let _ = LIVE.try_with(|live| {
+        live.set(live.get() + delta);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(live.get())));
+    });
+}
+
+/// The system allocator, counting live bytes per thread.
+struct Counting;
+
+// SAFETY: every method forwards to `System` unchanged; the counters are const-initialised thread
+// locals without a destructor, which never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size() as isize);
+        // SAFETY: forwarded unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count(layout.size() as isize);
+        // SAFETY: forwarded unchanged.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(new_size as isize - layout.size() as isize);
+        // SAFETY: forwarded unchanged; `ptr` came from `System` with `layout`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count(-(layout.size() as isize));
+        // SAFETY: forwarded unchanged; `ptr` came from `System` with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The peak of the bytes this thread holds while `f` runs, above what it held before.
+fn peak_bytes_during(f: impl FnOnce()) -> usize {
+    let base = LIVE.with(Cell::get);
+    PEAK.with(|p| p.set(base));
+    f();
+    (PEAK.with(Cell::get) - base).max(0) as usize
+}
+
+/// The name every thread or callsite has.
+fn long() -> String {
+    "n".repeat(256 << 10)
+}
+
+fn callsite(id: u32, name: &str, phase: Phase) -> CallsiteInfo<&str> {
+    CallsiteInfo {
+        id,
+        category: name,
+        name,
+        phase,
+        arg_names: ["", ""],
+        file: name,
+        line: 1,
+        name_hash: 0,
+        level: (phase == Phase::Log).then_some(phosphor_format::Level::Info),
+        dynamic_name: false,
+        flow: false,
+    }
+}
+
+/// Threads `1..=n` named `long()`, each with a slice and a log of short-named callsites.
+fn threads(n: u32) -> Vec<u8> {
+    let long = long();
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&[callsite(16, "work", Phase::Complete), callsite(17, "note", Phase::Log)]).unwrap();
+    w.write_thread_names((1..=n).map(|t| (t, long.as_str()))).unwrap();
+    for t in 1..=n {
+        w.write_chunk(t, 0, &[slice(16, 10, 5), mark(17, 20)], |_, _| "").unwrap();
+    }
+    w.finish(&Trailer::default()).unwrap()
+}
+
+/// Callsites `16..16 + n` whose name, category and file are `long()`: slices, logs, instants and
+/// async begins and ends in turn, one event each on one thread.
+fn callsites(n: u32) -> Vec<u8> {
+    let long = long();
+    let phases = [Phase::Complete, Phase::Log, Phase::Instant, Phase::AsyncBegin, Phase::AsyncEnd];
+    let cs: Vec<_> = (0..n).map(|i| callsite(16 + i, &long, phases[i as usize % phases.len()])).collect();
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&cs).unwrap();
+    w.write_thread_names([(1, "main")]).unwrap();
+    let records: Vec<Record> = cs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let ts = 10 * i as u64;
+            match c.phase {
+                Phase::Complete => slice(c.id, ts, 5),
+                Phase::AsyncBegin | Phase::AsyncEnd => {
+                    Record::new(ts, c.id, Meta::new(1, ArgType::None, ArgType::None), [i as u64, 0])
+                }
+                _ => mark(c.id, ts),
+            }
+        })
+        .collect();
+    w.write_chunk(1, 0, &records, |_, _| "").unwrap();
+    w.finish(&Trailer::default()).unwrap()
+}
+
+/// How much more the export of `file(40)` holds at its peak than that of `file(10)`.
+fn growth(file: fn(u32) -> Vec<u8>, export: Export) -> isize {
+    let peak = |n| {
+        let bytes = file(n);
+        peak_bytes_during(|| export(Reader::new(bytes.as_slice()).unwrap())) as isize
+    };
+    peak(40) - peak(10)
+}
+
+fn chrome(r: Reader<&[u8]>) {
+    crate::chrome::write_chrome_json(r, std::io::sink()).unwrap();
+}
+
+fn perfetto(r: Reader<&[u8]>) {
+    crate::perfetto::write_perfetto(r, std::io::sink()).unwrap();
+}
+
+fn logs(r: Reader<&[u8]>) {
+    crate::logs::write_logs(r, std::io::sink(), &crate::logs::LogFilter::default()).unwrap();
+}
+
+fn logs_json(r: Reader<&[u8]>) {
+    let filter = crate::logs::LogFilter { json: true, ..Default::default() };
+    crate::logs::write_logs(r, std::io::sink(), &filter).unwrap();
+}
+
+/// An export to a sink.
+type Export = fn(Reader<&[u8]>);
+
+/// Each exporter that streams.
+const EXPORTS: [(&str, Export); 4] =
+    [("chrome", chrome), ("logs", logs), ("logs json", logs_json), ("perfetto", perfetto)];
+
+#[test]
+fn exporters_hold_no_copy_of_a_thread_name_per_thread() {
+    let half = long().len() as isize / 2;
+    for (what, export) in EXPORTS {
+        let g = growth(threads, export);
+        assert!(g < half, "{what}: 30 more threads named by one string took {g} more bytes");
+    }
+}
+
+#[test]
+fn exporters_hold_no_copy_of_a_callsite_string_per_callsite() {
+    let half = long().len() as isize / 2;
+    for (what, export) in EXPORTS {
+        let g = growth(callsites, export);
+        assert!(g < half, "{what}: 30 more callsites named by one string took {g} more bytes");
+    }
+}
+
+#[test]
+fn logs_hold_a_long_message_once_not_again_in_a_line() {
+    let format = "m".repeat(1 << 20);
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    let mut cs = callsite(16, "c", Phase::Log);
+    cs.name = &format;
+    w.write_callsites(&[cs]).unwrap();
+    w.write_chunk(1, 0, &[mark(16, 10)], |_, _| "").unwrap();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    for export in [logs, logs_json] {
+        let peak = peak_bytes_during(|| export(Reader::new(bytes.as_slice()).unwrap()));
+        // The string table's copy and the formatted message, and a little more.
+        assert!(peak < 2 * format.len() + (512 << 10), "peak {peak} for a message of {}", format.len());
+    }
+}

@@ -49,6 +49,7 @@ mod losses;
 mod nesting;
 pub mod perfetto;
 mod scopes;
+mod siblings;
 mod stats;
 mod stats_json;
 #[cfg(test)]

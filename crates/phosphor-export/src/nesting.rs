@@ -12,19 +12,24 @@
 //! * in each region, the **pending** finished subtrees, sorted by start: slices whose parent may
 //!   still arrive.
 //!
-//! A complete event `[s, e]` **adopts** the pending subtrees of the innermost region that it
-//! contains (start ≥ `s`, end ≤ `e`: the children were recorded first, as scope guards do). If an
-//! earlier pending slice contains it instead (an event recorded with explicit times, after its
-//! parent), it goes down into that slice's children, the same way. Equal intervals nest the one
-//! recorded first inside the later one. An end closes the innermost open begin (whatever its name,
-//! as viewers draw it) and turns it into a pending subtree holding its region. Instants, counters
-//! and logs are zero-length marks, adopted like slices. A slice that **partially overlaps** its
-//! nearest earlier sibling, or a pending slice that starts inside it and ends after it, is
-//! *interlaced*: reported, and left a sibling. So is a slice recorded while a begin is open that
-//! started before it (it stays in the begin's region).
+//! A complete event `[s, e]` **adopts** the pending subtrees of the innermost region that start
+//! within it, in order of start, up to the first that ends after it (the children were recorded
+//! first, as scope guards do). If an earlier pending slice contains it instead (an event recorded
+//! with explicit times, after its parent), it goes down into that slice's children, the same way.
+//! Equal intervals nest the one recorded first inside the later one. An end closes the innermost
+//! open begin (whatever its name, as viewers draw it) and turns it into a pending subtree holding
+//! its region. Instants, counters and logs are zero-length marks, adopted like slices. A slice
+//! that **partially overlaps** its nearest earlier sibling, or the first pending slice that starts
+//! inside it and ends after it, is *interlaced*: reported, and left a sibling. So is a slice
+//! recorded while a begin is open that started before it (it stays in the begin's region).
 //!
-//! Paths are interned in [`Paths`] (a trie of labels), and a subtree is handed to the [`Sink`]
-//! with its final paths when it is **resolved**: at the end of the stream, or early (below).
+//! Each level's pending slices are [`Siblings`]: ordered by start (the newest first among equal
+//! starts), with insertion anywhere and the removal of a run in O(log n). So a slice costs
+//! O(log n) to place, plus a step per level it goes down and per subtree it adopts, however its
+//! timestamps jump about; a file whose timestamps go backwards costs no more than one in order.
+//!
+//! Paths are interned in [`Paths`] (a trie of labels), and a subtree is handed to the [`Sink`] with its final paths when it is
+//! **resolved**: at the end of the stream, or early (below).
 //!
 //! # When a path is final, and memory
 //!
@@ -39,10 +44,14 @@
 //! resolved early were counted without its name. So memory is bounded by `limit` slices per thread
 //! plus the open begins, and paths are exact unless a `LateParent` is reported.
 
+use std::cmp::Reverse;
+
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::siblings::{Key, Siblings};
+
 /// Pending slices kept per thread by default (statistics and folded stacks): 56 bytes each, so
-/// about 3.5 MiB per thread at most (plus the vectors' spare capacity). Past it, the oldest are
+/// about 3.5 MiB per thread at most (plus the lists' spare capacity). Past it, the oldest are
 /// resolved under the path known then. A frame of a game or a request of a server is far smaller;
 /// a scope around a whole thread's work is not, and is reported as a late parent.
 pub const DEFAULT_PENDING_LIMIT: usize = 1 << 16;
@@ -156,19 +165,36 @@ struct Node {
     end: u64,
     /// Durations of the direct children, including those already resolved.
     nested: u64,
-    /// Sorted by start.
-    children: Vec<Node>,
+    children: Siblings<Node>,
     label: Label,
     kind: SliceKind,
 }
 
+impl Drop for Node {
+    /// Drops a subtree without recursion: pending subtrees can be deeper than the call stack.
+    fn drop(&mut self) {
+        let mut lists = vec![std::mem::take(&mut self.children)];
+        while let Some(list) = lists.pop() {
+            for (_, mut n) in list {
+                if !n.children.is_empty() {
+                    lists.push(std::mem::take(&mut n.children));
+                }
+            }
+        }
+    }
+}
+
 /// The summed durations of `nodes`, saturating: the durations of a corrupt file can be anything,
 /// and overlapping (interlaced) siblings can sum past their parent.
-fn total_dur(nodes: &[Node]) -> u64 {
-    nodes.iter().fold(0, |sum, n| sum.saturating_add(n.dur()))
+fn total_dur<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> u64 {
+    nodes.into_iter().fold(0, |sum, n| sum.saturating_add(n.dur()))
 }
 
 impl Node {
+    fn new(start: u64, end: u64, label: Label, kind: SliceKind) -> Node {
+        Node { start, end, nested: 0, children: Siblings::default(), label, kind }
+    }
+
     fn dur(&self) -> u64 {
         match self.kind {
             SliceKind::Scope => self.end - self.start,
@@ -202,8 +228,7 @@ struct Open {
 /// The pending subtrees at one level of open begins.
 #[derive(Debug, Default)]
 struct Region {
-    /// Sorted by start.
-    items: Vec<Node>,
+    items: Siblings<Node>,
     /// The latest start of a subtree resolved early from this region.
     resolved_until: Option<u64>,
 }
@@ -233,6 +258,11 @@ pub(crate) struct Nesting {
     /// Scratch stack of `resolve`.
     stack: Vec<(PathId, Node)>,
     resolved_early: u64,
+    /// The arrival number of the next slice (0 is for begins left open, placed after all).
+    next_seq: u64,
+    /// Levels gone down and subtrees adopted, placing slices: what their placement cost.
+    #[cfg(test)]
+    steps: u64,
 }
 
 impl Nesting {
@@ -244,6 +274,9 @@ impl Nesting {
             limit,
             stack: Vec::new(),
             resolved_early: 0,
+            next_seq: 1,
+            #[cfg(test)]
+            steps: 0,
         }
     }
 
@@ -260,6 +293,12 @@ impl Nesting {
     /// Pending slices, all threads together.
     pub(crate) fn pending(&self) -> usize {
         self.threads.values().map(|t| t.pending).sum()
+    }
+
+    /// What placing the slices has cost so far: levels gone down, subtrees adopted.
+    #[cfg(test)]
+    pub(crate) fn steps(&self) -> u64 {
+        self.steps
     }
 
     /// Opens a begin slice.
@@ -283,15 +322,9 @@ impl Nesting {
             sink.problem(Problem { tid, ts, kind: ProblemKind::WrongName { open: open.label, end: label } });
         }
         let resolved_inside = region.resolved_until.is_some();
-        let nested = open.nested.saturating_add(total_dur(&region.items));
-        let node = Node {
-            start: open.start,
-            end: ts.max(open.start),
-            nested,
-            children: region.items,
-            label: open.label,
-            kind: SliceKind::Scope,
-        };
+        let mut node = Node::new(open.start, ts.max(open.start), open.label, SliceKind::Scope);
+        node.nested = open.nested.saturating_add(total_dur(region.items.iter().map(|(_, n)| n)));
+        node.children = region.items;
         self.add(tid, node, sink);
         if resolved_inside {
             // A slice that later encloses this one would also enclose the children resolved early.
@@ -303,15 +336,13 @@ impl Nesting {
 
     /// A slice from `ts` lasting `dur` ticks, recorded at its end.
     pub(crate) fn complete(&mut self, tid: u32, label: Label, ts: u64, dur: u64, sink: &mut impl Sink) {
-        let end = ts.saturating_add(dur);
-        let node = Node { start: ts, end, nested: 0, children: Vec::new(), label, kind: SliceKind::Scope };
+        let node = Node::new(ts, ts.saturating_add(dur), label, SliceKind::Scope);
         self.add(tid, node, sink);
     }
 
     /// A point event at `ts`.
     pub(crate) fn mark(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
-        let node = Node { start: ts, end: ts, nested: 0, children: Vec::new(), label, kind: SliceKind::Mark };
-        self.add(tid, node, sink);
+        self.add(tid, Node::new(ts, ts, label, SliceKind::Mark), sink);
     }
 
     fn add(&mut self, tid: u32, node: Node, sink: &mut impl Sink) {
@@ -322,11 +353,18 @@ impl Nesting {
             let kind = ProblemKind::Interlaced { scope: node.label, other: open.label };
             sink.problem(Problem { tid, ts: open.start, kind });
         }
+        let seq = self.next_seq;
+        self.next_seq += 1;
         let region = t.regions.last_mut().expect("the top level");
-        insert(region, node, tid, sink);
+        let _steps = insert(region, node, seq, tid, sink);
+        #[cfg(test)]
+        {
+            self.steps += _steps as u64;
+        }
         t.pending += 1;
         if t.pending > self.limit {
-            self.resolved_early += shed(t, tid, self.limit, &mut self.paths, &mut self.stack, sink) as u64;
+            let resolved = shed(t, tid, self.limit, &mut self.paths, &mut self.stack, sink);
+            self.resolved_early += resolved as u64;
         }
     }
 
@@ -343,94 +381,81 @@ impl Nesting {
                     ts: open.start,
                     kind: ProblemKind::LeftOpen { open: open.label },
                 });
-                let node = Node {
-                    start: open.start,
-                    end: open.start,
-                    nested: 0,
-                    children: region.items,
-                    label: open.label,
-                    kind: SliceKind::Unclosed,
-                };
+                let mut node = Node::new(open.start, open.start, open.label, SliceKind::Unclosed);
+                node.children = region.items;
+                // After the slices starting with it (arrival number 0 sorts last).
                 let outer = &mut t.regions.last_mut().expect("the top level").items;
-                let at = outer.partition_point(|n| n.start <= node.start);
-                outer.insert(at, node);
+                outer.insert((open.start, Reverse(0)), node);
             }
-            for node in t.regions.pop().expect("the top level").items {
+            for (_, node) in std::mem::take(&mut t.regions[0].items) {
                 resolve(&mut self.paths, &mut self.stack, tid, ROOT, node, sink);
             }
         }
     }
 }
 
-/// The index of the earlier slice among `items` that holds `node`: only the slices starting with
-/// it, and the nearest one starting before it, can (siblings do not overlap).
-fn container(items: &[Node], node: &Node) -> Option<usize> {
-    let after = items.partition_point(|n| n.start <= node.start);
-    for j in (0..after).rev() {
-        if items[j].holds(node) {
-            return Some(j);
-        }
-        if items[j].start < node.start {
-            break;
+/// The key of the earlier slice in `list` that holds `node`, if any: the oldest of those starting
+/// with it, or the one before them. No other can (siblings do not overlap), and among equal starts
+/// only the oldest can be a scope: a later scope starting there adopts the slices starting with
+/// it, or goes inside the scope that holds it.
+fn holder(list: &Siblings<Node>, node: &Node) -> Option<Key> {
+    if let Some((k, n)) = list.oldest_at(node.start) {
+        if n.holds(node) {
+            return Some(k);
         }
     }
-    None
+    let (k, n) = list.last_before(node.start)?;
+    n.holds(node).then_some(k)
 }
 
-/// Puts `node` into `region`: down into the pending slice that holds it, if any; there, it adopts
-/// the slices it contains.
-fn insert(region: &mut Region, mut node: Node, tid: u32, sink: &mut impl Sink) {
+/// Puts `node`, the slice number `seq`, into `region`: down into the pending slice that holds it,
+/// if any; there, it adopts the slices it contains. Returns the levels gone down plus the subtrees
+/// adopted.
+fn insert(region: &mut Region, mut node: Node, seq: u64, tid: u32, sink: &mut impl Sink) -> usize {
     let Region { items, resolved_until } = region;
-    let mut items = items;
+    let mut list = items;
     let mut holder_nested = None;
-    while let Some(j) = container(items, &node) {
-        let Node { nested, children, .. } = &mut items[j];
+    let mut depth = 0;
+    while let Some(k) = holder(list, &node) {
+        depth += 1;
+        let this = list;
+        let Node { nested, children, .. } = this.get_mut(k).expect("the holder was just found");
         holder_nested = Some(nested);
-        items = children;
+        list = children;
     }
     let is_scope = node.kind == SliceKind::Scope;
     if is_scope && holder_nested.is_none() && resolved_until.is_some_and(|r| node.start <= r) {
         sink.problem(Problem { tid, ts: node.start, kind: ProblemKind::LateParent { scope: node.label } });
     }
-    let lo = items.partition_point(|n| n.start < node.start);
-    let mut adopted = 0;
+    let mut adopted = Vec::new();
+    let mut adopted_dur = 0;
     if is_scope {
-        // `container` found that the nearest earlier sibling does not hold `node`: if it is still
+        // `holder` found that the nearest earlier sibling does not hold `node`: if it is still
         // running when `node` starts, the two overlap.
-        if let Some(prev) = lo.checked_sub(1).map(|i| &items[i]) {
+        if let Some((_, prev)) = list.last_before(node.start) {
             if prev.kind == SliceKind::Scope && prev.end > node.start {
                 let kind = ProblemKind::Interlaced { scope: node.label, other: prev.label };
                 sink.problem(Problem { tid, ts: node.start, kind });
             }
         }
-        let first_child = node.children.len();
-        if items[lo..].iter().all(|n| n.end <= node.end) {
-            node.children.extend(items.drain(lo..));
-        } else {
-            let rest: Vec<Node> = items.drain(lo..).collect();
-            for n in rest {
-                if n.end <= node.end {
-                    node.children.push(n);
-                } else {
-                    if n.kind == SliceKind::Scope && n.start < node.end {
-                        let kind = ProblemKind::Interlaced { scope: node.label, other: n.label };
-                        sink.problem(Problem { tid, ts: n.start, kind });
-                    }
-                    items.push(n);
-                }
+        let end = node.end;
+        let refused = list.take_run(node.start, end, |n| n.end <= end, &mut adopted);
+        if let Some(n) = refused.and_then(|k| list.get(k)) {
+            if n.kind == SliceKind::Scope && n.start < end {
+                let kind = ProblemKind::Interlaced { scope: node.label, other: n.label };
+                sink.problem(Problem { tid, ts: n.start, kind });
             }
         }
-        adopted = total_dur(&node.children[first_child..]);
-        if first_child > 0 && node.children.len() > first_child {
-            // A begin/end slice adopting more (only with explicit times): keep the order.
-            node.children.sort_by_key(|n| n.start);
-        }
-        node.nested = node.nested.saturating_add(adopted);
+        adopted_dur = total_dur(adopted.iter().map(|(_, n)| n));
+        node.nested = node.nested.saturating_add(adopted_dur);
     }
+    let steps = depth + adopted.len();
+    node.children.extend(adopted);
     if let Some(nested) = holder_nested {
-        *nested = nested.saturating_add(node.dur()).saturating_sub(adopted);
+        *nested = nested.saturating_add(node.dur()).saturating_sub(adopted_dur);
     }
-    items.insert(lo, node);
+    list.insert((node.start, Reverse(seq)), node);
+    steps
 }
 
 /// Resolves the oldest pending subtrees of `t` (lowest region first) until it holds at most three
@@ -447,16 +472,10 @@ fn shed(
     let target = limit - limit / 4;
     let mut resolved = 0;
     for k in 0..t.regions.len() {
-        if t.pending <= target {
-            break;
-        }
         let prefix = if k == 0 { ROOT } else { t.open[k - 1].path };
-        let region = &mut t.regions[k];
-        let mut taken = 0;
-        while taken < region.items.len() && t.pending > target {
-            let placeholder =
-                Node { start: 0, end: 0, nested: 0, children: Vec::new(), label: 0, kind: SliceKind::Mark };
-            let node = std::mem::replace(&mut region.items[taken], placeholder);
+        while t.pending > target {
+            let Some((_, node)) = t.regions[k].items.pop_first() else { break };
+            let region = &mut t.regions[k];
             region.resolved_until = region.resolved_until.max(Some(node.start));
             if k > 0 {
                 t.open[k - 1].nested = t.open[k - 1].nested.saturating_add(node.dur());
@@ -464,9 +483,7 @@ fn shed(
             let n = resolve(paths, stack, tid, prefix, node, sink);
             t.pending -= n;
             resolved += n;
-            taken += 1;
         }
-        region.items.drain(..taken);
     }
     resolved
 }
@@ -483,13 +500,13 @@ fn resolve(
 ) -> usize {
     let mut n = 0;
     stack.push((prefix, node));
-    while let Some((prefix, node)) = stack.pop() {
+    while let Some((prefix, mut node)) = stack.pop() {
         let path = paths.child(prefix, node.label);
         let dur = node.dur();
         let self_ticks = dur.saturating_sub(node.nested);
         sink.slice(&Slice { tid, path, kind: node.kind, start: node.start, dur, self_ticks });
         n += 1;
-        stack.extend(node.children.into_iter().map(|c| (path, c)));
+        stack.extend(std::mem::take(&mut node.children).into_iter().map(|(_, c)| (path, c)));
     }
     n
 }

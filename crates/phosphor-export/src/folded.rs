@@ -41,7 +41,7 @@ use phosphor_format::Phase;
 
 use crate::error::read_events;
 pub use crate::error::{Error, ExportSummary};
-use crate::nesting::{Label, Nesting, PathId, Sink, Slice, SliceKind};
+use crate::nesting::{Label, Nesting, PathId, Sink, Slice, SliceKind, DEEPER};
 
 /// Folded stacks: self time in nanoseconds per stack, and what was read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -72,7 +72,8 @@ pub fn fold<R: Read>(mut reader: Reader<R>) -> (Folded, Option<file::Error>) {
     let names: HashMap<u32, &str> = reader.thread_names().collect();
     summary.threads = f.threads.len();
     summary.complete = reader.trailer().is_some();
-    (Folded { stacks: f.finish(&names, &clock), summary }, failure)
+    let stacks = f.finish(&names, &clock, &mut summary);
+    (Folded { stacks, summary }, failure)
 }
 
 /// Writes the folded stacks of the trace that `reader` reads to `out`, one sorted line per stack
@@ -102,6 +103,14 @@ pub fn write_flamegraph<R: Read, W: Write>(
     let mut options = inferno::flamegraph::Options::default();
     options.title = title.to_owned();
     options.count_name = "ns".to_owned();
+    if folded.summary.truncated > 0 {
+        options.subtitle = Some(format!(
+            "{} slices nested deeper than {} are drawn by name under [deeper than {}]",
+            folded.summary.truncated,
+            crate::DEFAULT_MAX_DEPTH,
+            crate::DEFAULT_MAX_DEPTH
+        ));
+    }
     let mut out = BufWriter::with_capacity(1 << 16, out);
     let drawn = inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out);
     if drawn.is_err() && failure.is_some() {
@@ -205,10 +214,17 @@ impl Folder {
         }
     }
 
-    /// Ends the stream; the stacks with self time, sorted.
-    fn finish(mut self, thread_names: &HashMap<u32, &str>, clock: &ClockInfo) -> Vec<(String, u64)> {
+    /// Ends the stream; the stacks with self time, sorted. Counts the truncated slices in `summary`.
+    fn finish(
+        mut self,
+        thread_names: &HashMap<u32, &str>,
+        clock: &ClockInfo,
+        summary: &mut ExportSummary,
+    ) -> Vec<(String, u64)> {
         self.nesting.finish(&mut self.times);
+        summary.truncated = u32::try_from(self.nesting.truncated()).unwrap_or(u32::MAX);
         let paths = self.nesting.paths();
+        let deeper = format!("[deeper than {}]", paths.max_depth());
         let mut out: Vec<(String, u64)> = Vec::new();
         for (&(tid, path), &ticks) in &self.times.0 {
             let ns = clock.ticks_to_ns(ticks);
@@ -221,7 +237,7 @@ impl Folder {
             };
             for label in paths.labels(path) {
                 stack.push(';');
-                stack.push_str(&self.names[label as usize]);
+                stack.push_str(if label == DEEPER { &deeper } else { &self.names[label as usize] });
             }
             out.push((stack, ns));
         }

@@ -182,3 +182,38 @@ fn durations_that_sum_past_u64_saturate_instead_of_overflowing() {
     let folded = folded_text(&file(&callsites(), &[(1, main)]));
     assert!(folded.contains(&format!("main;mid;leaf {}", u64::MAX)), "{folded}");
 }
+
+/// `depth` nested begin/end pairs of `frame` on thread 1: level j spans `[j, 2·depth − 1 − j]`,
+/// so each has a self time of 2 ns but the innermost, 1 ns.
+fn nested_frames(depth: u64) -> Vec<u8> {
+    let begins = (0..depth).map(|i| mark(FRAME_BEGIN, i));
+    let ends = (0..depth).map(|k| mark(FRAME_END, depth + k));
+    file(&callsites(), &[(1, begins.chain(ends).collect())])
+}
+
+#[test]
+fn stacks_deeper_than_the_cap_fold_under_one_marker_frame_and_are_counted() {
+    let depth = crate::DEFAULT_MAX_DEPTH as u64;
+    let (folded, failure) = fold(Reader::new(nested_frames(1000).as_slice()).unwrap());
+    assert!(failure.is_none());
+    // One line per level down to the cap, then the 744 deeper frames together by name.
+    assert_eq!(folded.stacks.len() as u64, depth + 1);
+    assert_eq!(u64::from(folded.summary.truncated), 1000 - depth);
+    let (deepest, ns) = folded.stacks.iter().max_by_key(|(s, _)| s.len()).unwrap();
+    let frames: Vec<&str> = deepest.split(';').collect();
+    assert_eq!(frames.len() as u64, 1 + depth + 2, "{deepest}");
+    assert_eq!(frames[1 + depth as usize..], ["[deeper than 256]", "frame"]);
+    assert_eq!(*ns, 2 * (1000 - depth - 1) + 1);
+    // Nothing is lost: the self times add up to the outermost frame's duration.
+    assert_eq!(folded.stacks.iter().map(|(_, ns)| ns).sum::<u64>(), 2 * 1000 - 1);
+}
+
+#[test]
+fn a_flame_graph_of_stacks_deeper_than_the_cap_says_so_in_its_subtitle() {
+    let mut svg = Vec::new();
+    let summary =
+        write_flamegraph(Reader::new(nested_frames(300).as_slice()).unwrap(), &mut svg, "t").unwrap();
+    assert_eq!(summary.truncated as usize, 300 - crate::DEFAULT_MAX_DEPTH);
+    let svg = String::from_utf8(svg).unwrap();
+    assert!(svg.contains("44 slices nested deeper than 256 are drawn by name under [deeper than 256]"));
+}

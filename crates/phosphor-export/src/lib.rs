@@ -58,7 +58,7 @@ mod text;
 
 pub use durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
 pub use losses::ChunkLosses;
-pub use nesting::DEFAULT_PENDING_LIMIT;
+pub use nesting::{DEFAULT_MAX_DEPTH, DEFAULT_PENDING_LIMIT};
 pub use scopes::{ScopeProblem, ScopeProblemKind};
 pub use stats::{
     AggregateStats, AsyncStats, EventType, KindStats, LogStats, Saturation, StatsBuilder, StatsError,

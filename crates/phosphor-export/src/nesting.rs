@@ -28,8 +28,21 @@
 //! O(log n) to place, plus a step per level it goes down and per subtree it adopts, however its
 //! timestamps jump about; a file whose timestamps go backwards costs no more than one in order.
 //!
-//! Paths are interned in [`Paths`] (a trie of labels), and a subtree is handed to the [`Sink`] with its final paths when it is
+//! Paths are interned in [`Paths`] (a trie of labels: a path of depth d takes d nodes, shared with
+//! its prefixes), and a subtree is handed to the [`Sink`] with its final paths when it is
 //! **resolved**: at the end of the stream, or early (below).
+//!
+//! # Depth
+//!
+//! Paths are at most `max_depth` labels deep ([`DEFAULT_MAX_DEPTH`]). Below that, a slice's path is
+//! its ancestors down to that depth, then [`DEEPER`], then its own label: the slices deeper than
+//! the cap are counted by name under one marker per place where the cap was reached
+//! ([`Nesting::truncated`] counts them). Without a cap, a file of n nested scopes would make n
+//! paths of up to n labels for the statistics and the folded stacks to spell out. A slice never
+//! goes down into pending slices past the cap either (its path would not change): it is placed
+//! beside the slice that holds it there, which counts its duration as a child's. So durations and
+//! counts stay exact, self times below the cap are exact along a chain of slices and approximate
+//! where the cap cuts a wider tree, and no problem is reported below the cap.
 //!
 //! # When a path is final, and memory
 //!
@@ -56,9 +69,18 @@ use crate::siblings::{Key, Siblings};
 /// a scope around a whole thread's work is not, and is reported as a late parent.
 pub const DEFAULT_PENDING_LIMIT: usize = 1 << 16;
 
+/// The deepest path kept by default: slices nested deeper are counted by name under a
+/// [`DEEPER`] marker. Flame graph tools cap stacks too (perf at 127 frames by default); an
+/// instrumented program's scopes nest far less deeply than its calls.
+pub const DEFAULT_MAX_DEPTH: usize = 256;
+
 /// A slice's name, as its consumer numbers them (a stack segment for folded stacks; a name and an
 /// event type for statistics). A begin and the end that matches it carry the same label.
+/// [`DEEPER`] is reserved.
 pub(crate) type Label = u32;
+
+/// The label of the marker that stands for the levels below the depth cap.
+pub(crate) const DEEPER: Label = Label::MAX;
 
 /// An interned path: a stack of labels. [`ROOT`] is the empty path, a thread's top level.
 pub(crate) type PathId = u32;
@@ -66,36 +88,94 @@ pub(crate) type PathId = u32;
 /// The empty path.
 pub(crate) const ROOT: PathId = 0;
 
+/// One path of the trie.
+#[derive(Clone, Copy, Debug)]
+struct PathNode {
+    parent: PathId,
+    label: Label,
+    /// Labels in the path, the [`DEEPER`] marker included.
+    depth: u32,
+}
+
 /// The paths seen so far: a trie of labels, shared by all threads.
 #[derive(Debug)]
 pub(crate) struct Paths {
-    /// Per path: its parent and its last label (the root's entry is unused).
-    nodes: Vec<(PathId, Label)>,
+    nodes: Vec<PathNode>,
     index: HashMap<(PathId, Label), PathId>,
+    max_depth: u32,
 }
 
 impl Paths {
-    fn new() -> Paths {
-        Paths { nodes: vec![(ROOT, Label::MAX)], index: HashMap::default() }
+    fn new(max_depth: usize) -> Paths {
+        Paths {
+            nodes: vec![PathNode { parent: ROOT, label: DEEPER, depth: 0 }],
+            index: HashMap::default(),
+            max_depth: u32::try_from(max_depth).unwrap_or(u32::MAX).clamp(1, u32::MAX - 2),
+        }
     }
 
-    /// The path `parent` followed by `label`.
+    /// The path `parent` followed by `label`, cut at the depth cap: past it, the ancestors down
+    /// to the cap, [`DEEPER`], then `label`.
     pub(crate) fn child(&mut self, parent: PathId, label: Label) -> PathId {
+        let depth = self.depth(parent);
+        if depth < self.max_depth {
+            self.intern(parent, label)
+        } else if depth == self.max_depth {
+            let marker = self.intern(parent, DEEPER);
+            self.intern(marker, label)
+        } else {
+            // Below the marker: beside `parent`, under the same marker.
+            self.intern(self.parent(parent), label)
+        }
+    }
+
+    fn intern(&mut self, parent: PathId, label: Label) -> PathId {
         let next = self.nodes.len() as PathId;
         let id = *self.index.entry((parent, label)).or_insert(next);
         if id == next {
-            self.nodes.push((parent, label));
+            let depth = self.nodes[parent as usize].depth + 1;
+            self.nodes.push(PathNode { parent, label, depth });
         }
         id
     }
 
+    /// Labels in `path` (a path cut at the cap counts its marker).
+    pub(crate) fn depth(&self, path: PathId) -> u32 {
+        self.nodes[path as usize].depth
+    }
+
+    /// `path` without its last label (the root for the root).
+    pub(crate) fn parent(&self, path: PathId) -> PathId {
+        self.nodes[path as usize].parent
+    }
+
+    /// The last label of `path` (meaningless for the root).
+    pub(crate) fn label(&self, path: PathId) -> Label {
+        self.nodes[path as usize].label
+    }
+
+    /// Whether `path` was cut at the depth cap.
+    pub(crate) fn is_truncated(&self, path: PathId) -> bool {
+        self.depth(path) > self.max_depth
+    }
+
+    /// The depth cap.
+    pub(crate) fn max_depth(&self) -> usize {
+        self.max_depth as usize
+    }
+
+    /// Paths interned, the root included.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// The labels of `path`, outermost first.
     pub(crate) fn labels(&self, mut path: PathId) -> Vec<Label> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.depth(path) as usize);
         while path != ROOT {
-            let (parent, label) = self.nodes[path as usize];
-            out.push(label);
-            path = parent;
+            out.push(self.label(path));
+            path = self.parent(path);
         }
         out.reverse();
         out
@@ -258,6 +338,7 @@ pub(crate) struct Nesting {
     /// Scratch stack of `resolve`.
     stack: Vec<(PathId, Node)>,
     resolved_early: u64,
+    truncated: u64,
     /// The arrival number of the next slice (0 is for begins left open, placed after all).
     next_seq: u64,
     /// Levels gone down and subtrees adopted, placing slices: what their placement cost.
@@ -266,18 +347,25 @@ pub(crate) struct Nesting {
 }
 
 impl Nesting {
-    /// Keeps at most `limit` pending slices per thread.
+    /// Keeps at most `limit` pending slices per thread, and paths [`DEFAULT_MAX_DEPTH`] deep.
     pub(crate) fn new(limit: usize) -> Nesting {
         Nesting {
             threads: HashMap::default(),
-            paths: Paths::new(),
+            paths: Paths::new(DEFAULT_MAX_DEPTH),
             limit,
             stack: Vec::new(),
             resolved_early: 0,
+            truncated: 0,
             next_seq: 1,
             #[cfg(test)]
             steps: 0,
         }
+    }
+
+    /// Cuts paths at `depth` labels (at least 1) instead. Call it before the first event.
+    pub(crate) fn max_depth(mut self, depth: usize) -> Nesting {
+        self.paths = Paths::new(depth);
+        self
     }
 
     /// The paths interned so far.
@@ -288,6 +376,11 @@ impl Nesting {
     /// Slices resolved before the end of the stream because a thread reached the limit.
     pub(crate) fn resolved_early(&self) -> u64 {
         self.resolved_early
+    }
+
+    /// Slices resolved so far whose path was cut at the depth cap.
+    pub(crate) fn truncated(&self) -> u64 {
+        self.truncated
     }
 
     /// Pending slices, all threads together.
@@ -353,17 +446,21 @@ impl Nesting {
             let kind = ProblemKind::Interlaced { scope: node.label, other: open.label };
             sink.problem(Problem { tid, ts: open.start, kind });
         }
+        // Levels the slice may go down before its path would be cut anyway.
+        let prefix = t.open.last().map_or(ROOT, |o| o.path);
+        let room = self.paths.max_depth.saturating_sub(self.paths.depth(prefix)) as usize;
         let seq = self.next_seq;
         self.next_seq += 1;
         let region = t.regions.last_mut().expect("the top level");
-        let _steps = insert(region, node, seq, tid, sink);
+        let _steps = insert(region, node, seq, room, tid, sink);
         #[cfg(test)]
         {
             self.steps += _steps as u64;
         }
         t.pending += 1;
         if t.pending > self.limit {
-            let resolved = shed(t, tid, self.limit, &mut self.paths, &mut self.stack, sink);
+            let resolved =
+                shed(t, tid, self.limit, &mut self.paths, &mut self.stack, &mut self.truncated, sink);
             self.resolved_early += resolved as u64;
         }
     }
@@ -388,7 +485,7 @@ impl Nesting {
                 outer.insert((open.start, Reverse(0)), node);
             }
             for (_, node) in std::mem::take(&mut t.regions[0].items) {
-                resolve(&mut self.paths, &mut self.stack, tid, ROOT, node, sink);
+                resolve(&mut self.paths, &mut self.stack, &mut self.truncated, tid, ROOT, node, sink);
             }
         }
     }
@@ -409,14 +506,28 @@ fn holder(list: &Siblings<Node>, node: &Node) -> Option<Key> {
 }
 
 /// Puts `node`, the slice number `seq`, into `region`: down into the pending slice that holds it,
-/// if any; there, it adopts the slices it contains. Returns the levels gone down plus the subtrees
-/// adopted.
-fn insert(region: &mut Region, mut node: Node, seq: u64, tid: u32, sink: &mut impl Sink) -> usize {
+/// if any (at most `room` levels); there, it adopts the slices it contains. Returns the levels
+/// gone down plus the subtrees adopted.
+fn insert(
+    region: &mut Region,
+    mut node: Node,
+    seq: u64,
+    room: usize,
+    tid: u32,
+    sink: &mut impl Sink,
+) -> usize {
     let Region { items, resolved_until } = region;
     let mut list = items;
     let mut holder_nested = None;
     let mut depth = 0;
+    // At the depth cap, the slice is placed beside the one that holds it, which takes its
+    // duration as a child's (exact along a chain); no problem is reported there.
+    let mut capped = None;
     while let Some(k) = holder(list, &node) {
+        if depth == room {
+            capped = Some(k);
+            break;
+        }
         depth += 1;
         let this = list;
         let Node { nested, children, .. } = this.get_mut(k).expect("the holder was just found");
@@ -424,23 +535,26 @@ fn insert(region: &mut Region, mut node: Node, seq: u64, tid: u32, sink: &mut im
         list = children;
     }
     let is_scope = node.kind == SliceKind::Scope;
-    if is_scope && holder_nested.is_none() && resolved_until.is_some_and(|r| node.start <= r) {
+    let at_top = holder_nested.is_none() && capped.is_none();
+    if is_scope && at_top && resolved_until.is_some_and(|r| node.start <= r) {
         sink.problem(Problem { tid, ts: node.start, kind: ProblemKind::LateParent { scope: node.label } });
     }
     let mut adopted = Vec::new();
     let mut adopted_dur = 0;
     if is_scope {
-        // `holder` found that the nearest earlier sibling does not hold `node`: if it is still
-        // running when `node` starts, the two overlap.
-        if let Some((_, prev)) = list.last_before(node.start) {
-            if prev.kind == SliceKind::Scope && prev.end > node.start {
-                let kind = ProblemKind::Interlaced { scope: node.label, other: prev.label };
-                sink.problem(Problem { tid, ts: node.start, kind });
+        if capped.is_none() {
+            // `holder` found that the nearest earlier sibling does not hold `node`: if it is still
+            // running when `node` starts, the two overlap.
+            if let Some((_, prev)) = list.last_before(node.start) {
+                if prev.kind == SliceKind::Scope && prev.end > node.start {
+                    let kind = ProblemKind::Interlaced { scope: node.label, other: prev.label };
+                    sink.problem(Problem { tid, ts: node.start, kind });
+                }
             }
         }
         let end = node.end;
         let refused = list.take_run(node.start, end, |n| n.end <= end, &mut adopted);
-        if let Some(n) = refused.and_then(|k| list.get(k)) {
+        if let Some(n) = refused.and_then(|k| list.get(k)).filter(|_| capped.is_none()) {
             if n.kind == SliceKind::Scope && n.start < end {
                 let kind = ProblemKind::Interlaced { scope: node.label, other: n.label };
                 sink.problem(Problem { tid, ts: n.start, kind });
@@ -451,7 +565,11 @@ fn insert(region: &mut Region, mut node: Node, seq: u64, tid: u32, sink: &mut im
     }
     let steps = depth + adopted.len();
     node.children.extend(adopted);
-    if let Some(nested) = holder_nested {
+    let parent_nested = match capped {
+        Some(k) => list.get_mut(k).map(|n| &mut n.nested),
+        None => holder_nested,
+    };
+    if let Some(nested) = parent_nested {
         *nested = nested.saturating_add(node.dur()).saturating_sub(adopted_dur);
     }
     list.insert((node.start, Reverse(seq)), node);
@@ -467,6 +585,7 @@ fn shed(
     limit: usize,
     paths: &mut Paths,
     stack: &mut Vec<(PathId, Node)>,
+    truncated: &mut u64,
     sink: &mut impl Sink,
 ) -> usize {
     let target = limit - limit / 4;
@@ -480,7 +599,7 @@ fn shed(
             if k > 0 {
                 t.open[k - 1].nested = t.open[k - 1].nested.saturating_add(node.dur());
             }
-            let n = resolve(paths, stack, tid, prefix, node, sink);
+            let n = resolve(paths, stack, truncated, tid, prefix, node, sink);
             t.pending -= n;
             resolved += n;
         }
@@ -488,11 +607,12 @@ fn shed(
     resolved
 }
 
-/// Hands the subtree `node`, under `prefix`, to `sink`; returns its size. Iterative: a subtree can
-/// be deeper than the call stack.
+/// Hands the subtree `node`, under `prefix`, to `sink`, counting the paths cut at the depth cap in
+/// `truncated`; returns its size. Iterative: a subtree can be deeper than the call stack.
 fn resolve(
     paths: &mut Paths,
     stack: &mut Vec<(PathId, Node)>,
+    truncated: &mut u64,
     tid: u32,
     prefix: PathId,
     node: Node,
@@ -502,6 +622,7 @@ fn resolve(
     stack.push((prefix, node));
     while let Some((prefix, mut node)) = stack.pop() {
         let path = paths.child(prefix, node.label);
+        *truncated += u64::from(paths.is_truncated(path));
         let dur = node.dur();
         let self_ticks = dur.saturating_sub(node.nested);
         sink.slice(&Slice { tid, path, kind: node.kind, start: node.start, dur, self_ticks });

@@ -360,6 +360,46 @@ fn many_marks_at_one_time_are_placed_without_scanning_each_other() {
 }
 
 #[test]
+fn paths_are_cut_at_the_depth_cap_and_the_slices_below_it_are_counted_by_name() {
+    // 10,000 begins never ended: 10,000 paths of up to 10,000 labels without the cap.
+    let (mut n, mut r) = (Nesting::new(1000).max_depth(8), Record::default());
+    for i in 0..10_000u64 {
+        n.begin(1, 1 + (i % 2) as Label, i);
+    }
+    n.finish(&mut r);
+    // The root, 8 levels, one marker and the two names below it.
+    assert_eq!(n.paths().len(), 1 + 8 + 1 + 2);
+    assert_eq!(n.truncated(), 10_000 - 8);
+    assert_eq!(r.slices.len(), 10_000);
+    let deepest: Vec<Vec<Label>> =
+        r.slices.iter().map(|s| n.paths().labels(s.path)).max().into_iter().collect();
+    assert_eq!(deepest[0], [1, 2, 1, 2, 1, 2, 1, 2, DEEPER, 2]);
+    assert_eq!(r.problems.len(), 10_000, "each begin left open is reported");
+}
+
+#[test]
+fn slices_below_the_depth_cap_keep_their_durations_and_the_total_self_time() {
+    for outer_first in [false, true] {
+        // 2,000 nested slices: innermost first (as scope guards write them) or outermost first
+        // (explicit times), where each would go down through all the pending ones.
+        let (mut n, mut r) = (Nesting::new(1 << 20).max_depth(16), Record::default());
+        let order: Vec<u64> = if outer_first { (0..2000).collect() } else { (0..2000).rev().collect() };
+        for &i in &order {
+            n.complete(1, 1, 10 * i, 10 * (4000 - 2 * i), &mut r);
+        }
+        assert!(n.steps() <= 2000 * 18, "outer first {outer_first}: {} steps", n.steps());
+        let (slices, problems) = finish(n, r);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(slices.len(), 2000);
+        let mut durs: Vec<u64> = slices.iter().map(|s| s.4).collect();
+        durs.sort_unstable();
+        assert_eq!(durs, (0..2000).rev().map(|i| 10 * (4000 - 2 * i)).collect::<Vec<_>>());
+        assert!(slices.iter().all(|s| s.1.len() <= 16 || s.1[16] == DEEPER));
+        assert_eq!(slices.iter().map(|s| s.5).sum::<u64>(), 40_000, "outer first {outer_first}");
+    }
+}
+
+#[test]
 fn a_deep_pending_tree_is_dropped_without_recursion() {
     // Nested slices innermost first: a chain 100,000 deep, dropped unresolved (as when a
     // statistics builder is dropped early). Recursive drops overflow the test thread's stack.

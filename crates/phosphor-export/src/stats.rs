@@ -39,7 +39,7 @@ use phosphor_format::{Level, Phase};
 use crate::durations::{DurationStats, Durations};
 use crate::error::{read_chunks, Item};
 use crate::losses::ChunkLosses;
-use crate::nesting::{self, Label, Nesting, PathId, Problem, ProblemKind, Sink, Slice, SliceKind};
+use crate::nesting::{self, Label, Nesting, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER};
 use crate::scopes::{ScopeProblem, ScopeProblemKind};
 
 /// At most this many [`ScopeProblem`]s are kept as examples in [`TraceStats::problems`]; all are
@@ -79,6 +79,11 @@ pub struct TraceStats {
     /// Scopes and events whose path was fixed before the end of the file because their thread
     /// had more pending than the limit; a later parent is then a [`ScopeProblemKind::LateParent`].
     pub resolved_early: u64,
+    /// Paths are cut at this many scopes ([`StatsBuilder::max_depth`]).
+    pub max_depth: usize,
+    /// Scopes and events nested deeper than `max_depth`: counted by name under a
+    /// `[deeper than N]` segment that stands for the levels cut.
+    pub truncated: u64,
     /// Log messages (`trace_log!`) per callsite: by level, then category and format string.
     pub logs: Vec<LogStats>,
     /// The aggregate points' snapshots (`trace_sum!`, `trace_histogram!`): by category and name.
@@ -383,7 +388,15 @@ impl StatsBuilder {
     /// file. Past the limit, the oldest have their path fixed as known then; a scope that arrives
     /// later and encloses them is reported as a [`ScopeProblemKind::LateParent`].
     pub fn pending_limit(mut self, scopes: usize) -> StatsBuilder {
-        self.nesting = Nesting::new(scopes);
+        self.nesting = Nesting::new(scopes).max_depth(self.nesting.paths().max_depth());
+        self
+    }
+
+    /// Cuts paths at `scopes` levels ([`DEFAULT_MAX_DEPTH`](crate::DEFAULT_MAX_DEPTH) unless set;
+    /// at least 1): what is nested deeper is counted by name under a `[deeper than N]` segment
+    /// ([`TraceStats::truncated`]). Without a cap, n nested scopes make n kinds of up to n names.
+    pub fn max_depth(mut self, scopes: usize) -> StatsBuilder {
+        self.nesting = self.nesting.max_depth(scopes);
         self
     }
 
@@ -475,6 +488,8 @@ impl StatsBuilder {
         let names: HashMap<u32, &str> = thread_names.into_iter().collect();
         let paths = self.nesting.paths();
         let labels = &self.labels.names;
+        let deeper = format!("[deeper than {}]", paths.max_depth());
+        let segment = |l: Label| if l == DEEPER { deeper.clone() } else { labels[l as usize].0.clone() };
 
         let mut kinds = Vec::with_capacity(self.collector.kinds.len());
         let mut across: HashMap<PathId, KindAcc> = HashMap::default();
@@ -483,7 +498,7 @@ impl StatsBuilder {
             let event_type = labels[*segments.last().expect("a kind is not the root") as usize].1;
             KindStats {
                 tid,
-                path: segments.iter().map(|&l| labels[l as usize].0.clone()).collect(),
+                path: segments.iter().map(|&l| segment(l)).collect(),
                 event_type,
                 count: acc.count,
                 durations: acc.durations.stats(clock),
@@ -562,6 +577,8 @@ impl StatsBuilder {
             problems,
             problem_count: self.collector.problem_count,
             resolved_early: self.nesting.resolved_early(),
+            max_depth: paths.max_depth(),
+            truncated: self.nesting.truncated(),
             logs,
             aggregates,
             saturation: self.saturation,

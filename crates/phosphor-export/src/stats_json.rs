@@ -24,7 +24,9 @@
 //!   "paths": [KIND],              all threads together
 //!   "paths_total": n,
 //!   "async": [{"name": s, "pairs": n, "durations": DURATIONS | null, "unended": n, "unbegun": n}],
-//!   "problems": {"count": n, "resolved_early": n, "examples": [PROBLEM]},
+//!   "problems": {"count": n, "resolved_early": n, "examples": [PROBLEM],
+//!                "max_depth": n, "truncated": n},   paths cut at max_depth scopes; what was deeper
+//!                                                   counts under a "[deeper than N]" segment
 //!   "logs": [{"level": s, "category": s, "format": s, "count": n}],
 //!   "aggregates": [{"category": s, "name": s, "kind": "sum", "count": n, "sum": n}
 //!                | {"category": s, "name": s, "kind": "histogram", "count": n, "sum": n, "min": n,
@@ -145,6 +147,8 @@ impl TraceStats {
             "problems": {
                 "count": self.problem_count,
                 "resolved_early": self.resolved_early,
+                "max_depth": self.max_depth,
+                "truncated": self.truncated,
                 "examples": examples,
             },
             "logs": self.logs.iter().map(|l| json!({

@@ -484,3 +484,38 @@ fn logs_aggregates_and_dyn_names_of_the_v1_2_golden_file() {
     );
     assert_eq!(v["aggregates"][1]["buckets"], serde_json::json!([[3, 1], [40, 3], [77, 1]]));
 }
+
+#[test]
+fn begins_nested_past_the_depth_cap_make_a_bounded_number_of_kinds_and_are_counted() {
+    // 4,000 nested begins never ended: 4,000 kinds of up to 4,000 names each without the cap.
+    let main: Vec<Record> = (0..4000).map(|i| mark(FRAME, i)).collect();
+    let stats = stats_of(&[(1, main)]);
+    let depth = crate::DEFAULT_MAX_DEPTH;
+    assert_eq!((stats.max_depth, stats.truncated), (depth, 4000 - depth as u64));
+    // A kind per level down to the cap, then one for the frames below it, by name.
+    assert_eq!(stats.kinds.len(), depth + 1);
+    assert_eq!(stats.paths.len(), depth + 1);
+    let deepest = stats.kinds.iter().max_by_key(|k| k.path.len()).unwrap();
+    assert_eq!(deepest.path.len(), depth + 2);
+    assert_eq!(deepest.path[depth..], ["[deeper than 256]", "frame"]);
+    assert_eq!(deepest.count, 4000 - depth as u64);
+    assert_eq!(stats.problem_count, 4000, "every begin is left open");
+
+    let mut json = Vec::new();
+    stats.write_json(&mut json, TableOptions { sort: SortBy::Count, top: None }).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(json["problems"]["truncated"], 4000 - depth as u64);
+    assert_eq!(json["problems"]["max_depth"], depth);
+    let text = stats.report(TableOptions::default()).to_string();
+    assert!(text.contains("3,744 scopes and events nested deeper than 256 levels"), "{text}");
+}
+
+#[test]
+fn the_depth_cap_can_be_set() {
+    let main: Vec<Record> = (0..20).map(|i| mark(FRAME, i)).collect();
+    let bytes = file(1.0, &[(1, 0, main)], &Trailer::default());
+    let reader = Reader::new(bytes.as_slice()).unwrap();
+    let stats =
+        StatsBuilder::new(&reader.header().clock).max_depth(4).pending_limit(100).read(reader).unwrap();
+    assert_eq!((stats.max_depth, stats.truncated, stats.kinds.len()), (4, 16, 5));
+}

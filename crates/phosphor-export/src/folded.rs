@@ -182,7 +182,7 @@ impl Folder {
         let label = match e.args[0] {
             // A name chosen at run time: labelled by that name, not by the callsite.
             Some((_, Value::Str(name))) if cs.dynamic_name => self.label_name(sanitize(name)),
-            _ => self.label(cs.id, || format!("{}{suffix}", cs.name)),
+            _ => self.label(cs.id, || format!("{}{suffix}", &*cs.name)),
         };
         match cs.phase {
             Phase::Begin => self.nesting.begin(e.tid, label, e.ts),

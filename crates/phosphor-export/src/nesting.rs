@@ -164,8 +164,8 @@ impl Paths {
         self.max_depth as usize
     }
 
-    /// Paths interned, the root included.
-    #[cfg(test)]
+    /// Paths interned, the root included: their ids are below it, a parent's below its
+    /// children's.
     pub(crate) fn len(&self) -> usize {
         self.nodes.len()
     }
@@ -466,7 +466,7 @@ impl Nesting {
     }
 
     /// Ends the stream: begins still open become unclosed slices (reported), and every pending
-    /// subtree is resolved.
+    /// subtree is resolved. No slice may be added after: the paths' index is freed.
     pub(crate) fn finish(&mut self, sink: &mut impl Sink) {
         let mut threads: Vec<(u32, Thread)> = self.threads.drain().collect();
         threads.sort_unstable_by_key(|(tid, _)| *tid);
@@ -488,6 +488,7 @@ impl Nesting {
                 resolve(&mut self.paths, &mut self.stack, &mut self.truncated, tid, ROOT, node, sink);
             }
         }
+        self.paths.index = HashMap::default();
     }
 }
 

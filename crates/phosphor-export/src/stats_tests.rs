@@ -471,7 +471,7 @@ fn logs_aggregates_and_dyn_names_of_the_v1_2_golden_file() {
     // The event named at run time is a kind under that name, not the callsite's (inside the
     // scope thread 101 left open).
     assert_eq!(stats.path(&["scope", "static-one"]).map(|k| k.count), Some(1), "{:?}", stats.paths);
-    assert!(stats.paths.iter().all(|k| !k.path.iter().any(|p| p == "op_name()")));
+    assert!(stats.paths.iter().all(|k| !k.path.segments().any(|p| p == "op_name()")));
     let text = stats.to_string();
     insta::assert_snapshot!("golden_v1_2_stats_text", text);
     let mut json = Vec::new();
@@ -497,7 +497,7 @@ fn begins_nested_past_the_depth_cap_make_a_bounded_number_of_kinds_and_are_count
     assert_eq!(stats.paths.len(), depth + 1);
     let deepest = stats.kinds.iter().max_by_key(|k| k.path.len()).unwrap();
     assert_eq!(deepest.path.len(), depth + 2);
-    assert_eq!(deepest.path[depth..], ["[deeper than 256]", "frame"]);
+    assert_eq!(deepest.path.segments().skip(depth).collect::<Vec<_>>(), ["[deeper than 256]", "frame"]);
     assert_eq!(deepest.count, 4000 - depth as u64);
     assert_eq!(stats.problem_count, 4000, "every begin is left open");
 
@@ -518,4 +518,23 @@ fn the_depth_cap_can_be_set() {
     let stats =
         StatsBuilder::new(&reader.header().clock).max_depth(4).pending_limit(100).read(reader).unwrap();
     assert_eq!((stats.max_depth, stats.truncated, stats.kinds.len()), (4, 16, 5));
+}
+
+#[test]
+fn the_kinds_of_deeply_nested_scopes_share_one_tree_of_names() {
+    // 2,000 nested frames: 2,000 kinds per table, 2,001,000 names if each spelled its path out.
+    let begins = (0..2000).map(|i| mark(FRAME, i));
+    let ends = (0..2000).map(|i| mark(FRAME_END, 2000 + i));
+    let bytes = file(1.0, &[(1, 0, begins.chain(ends).collect())], &Trailer::default());
+    let reader = Reader::new(bytes.as_slice()).unwrap();
+    let stats = StatsBuilder::new(&reader.header().clock).max_depth(5000).read(reader).unwrap();
+    assert_eq!((stats.kinds.len(), stats.paths.len(), stats.truncated), (2000, 2000, 0));
+    let first = &stats.kinds[0].path;
+    assert!(stats.kinds.iter().chain(&stats.paths).all(|k| k.path.same_tree(first)));
+    assert_eq!(first.tree_len(), 2001, "a node per depth, and the empty path");
+    // In order of their names: the shorter prefix first.
+    let lens: Vec<usize> = stats.kinds.iter().map(|k| k.path.len()).collect();
+    assert_eq!(lens, (1..=2000).collect::<Vec<_>>());
+    assert_eq!(stats.kind(1, &["frame"; 3]).map(|k| k.count), Some(1));
+    assert_eq!(stats.paths[1999].path_string().len(), 2000 * 6 - 1);
 }

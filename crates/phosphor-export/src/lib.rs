@@ -40,6 +40,7 @@
 //!
 //! **Architecture invariant:** only this crate knows output formats.
 
+mod asyncs;
 pub mod chrome;
 mod durations;
 mod error;

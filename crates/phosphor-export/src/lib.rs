@@ -52,6 +52,7 @@ pub mod perfetto;
 mod scope_path;
 mod scopes;
 mod siblings;
+mod stacks;
 mod stats;
 mod stats_json;
 #[cfg(test)]

@@ -373,6 +373,11 @@ impl Nesting {
         &self.paths
     }
 
+    /// The paths, once the stream has ended.
+    pub(crate) fn into_paths(self) -> Paths {
+        self.paths
+    }
+
     /// Slices resolved before the end of the stream because a thread reached the limit.
     pub(crate) fn resolved_early(&self) -> u64 {
         self.resolved_early

@@ -64,7 +64,8 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
     match &args.output {
         None => {
             let reader = progress::open(&args.file, "converting")?;
-            export(reader, &args.file, args.to, stdout, "stdout")?;
+            let c = export(reader, &args.file, args.to, stdout, "stdout")?;
+            note_truncated(stderr, &c.summary)?;
         }
         Some(out) => {
             let c = to_file(&args.file, args.to, out)?;
@@ -80,7 +81,21 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
                 format_bytes(c.bytes),
                 format_ns(u64::try_from(c.time.as_nanos()).unwrap_or(u64::MAX))
             )?;
+            note_truncated(stderr, s)?;
         }
+    }
+    Ok(())
+}
+
+/// Says how many slices a folded export cut at the depth cap, if any.
+fn note_truncated(stderr: &mut impl Write, s: &ExportSummary) -> io::Result<()> {
+    if s.truncated > 0 {
+        let depth = phosphor_export::DEFAULT_MAX_DEPTH;
+        writeln!(
+            stderr,
+            "note: {} slices nested deeper than {depth} levels are folded by name under \"[deeper than {depth}]\"",
+            format_count(s.truncated.into())
+        )?;
     }
     Ok(())
 }

@@ -35,6 +35,8 @@ pub struct Drawn {
     pub bytes: u64,
     /// Events read.
     pub events: u64,
+    /// Slices nested deeper than the depth cap, drawn under `[deeper than N]` frames.
+    pub truncated: u32,
     /// How long reading and drawing took.
     pub time: Duration,
 }
@@ -50,6 +52,14 @@ pub fn run(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()>
         format_bytes(d.bytes),
         format_ns(u64::try_from(d.time.as_nanos()).unwrap_or(u64::MAX))
     )?;
+    if d.truncated > 0 {
+        let depth = phosphor_export::DEFAULT_MAX_DEPTH;
+        writeln!(
+            stderr,
+            "note: {} slices nested deeper than {depth} levels are drawn by name under \"[deeper than {depth}]\"",
+            format_count(d.truncated.into())
+        )?;
+    }
     Ok(())
 }
 
@@ -68,7 +78,7 @@ pub fn to_file(input: &Path, output: &Path) -> anyhow::Result<Drawn> {
     match folded::write_flamegraph(reader, &f, &title) {
         Ok(summary) => {
             let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
-            Ok(Drawn { bytes, events: summary.events, time: started.elapsed() })
+            Ok(Drawn { bytes, events: summary.events, truncated: summary.truncated, time: started.elapsed() })
         }
         Err(folded::Error::Read { exported, source, .. }) => {
             let drawn = f.metadata().map(|m| m.len()).unwrap_or(0) > 0;

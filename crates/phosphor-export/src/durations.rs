@@ -12,7 +12,8 @@
 //!
 //! # Memory
 //!
-//! A kind with at most [`EXACT_SAMPLES`] durations keeps them (8 bytes each). A histogram takes
+//! An accumulator takes 48 bytes. Past two durations, a kind with at most [`EXACT_SAMPLES`] keeps
+//! them all (8 bytes each); past that, a histogram takes
 //! 16 KiB, plus 8 KiB per power of two between 2048 ticks and its longest duration: about 190 KiB
 //! for durations up to a second at 3 GHz.
 
@@ -51,31 +52,29 @@ pub struct DurationStats {
     pub exact_percentiles: bool,
 }
 
-/// The accumulator of one distribution, in clock ticks.
+/// The accumulator of one distribution, in clock ticks: 48 bytes, and a store past two durations
+/// (a kind counted once or twice, as most of a file with many kinds are, allocates nothing).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Durations {
     count: u64,
-    total: u128,
-    min: u64,
-    max: u64,
-    store: Store,
+    /// The exact total, a `u128` as its low and high words: 8-byte alignment keeps the
+    /// accumulator 16 bytes smaller.
+    total: [u64; 2],
+    /// The shortest and the longest.
+    range: [u64; 2],
+    /// Past two durations (`range` holds those two), all of them or their histogram.
+    more: Option<Box<Store>>,
 }
 
 #[derive(Clone, Debug)]
 enum Store {
     /// Every duration, while there are at most [`EXACT_SAMPLES`].
     Exact(Vec<u64>),
-    Histogram(Box<Histogram<u64>>),
+    Histogram(Histogram<u64>),
 }
 
-impl Default for Store {
-    fn default() -> Store {
-        Store::Exact(Vec::new())
-    }
-}
-
-fn histogram() -> Box<Histogram<u64>> {
-    Box::new(Histogram::new(PERCENTILE_DIGITS).expect("3 significant digits are in hdrhistogram's range"))
+fn histogram() -> Histogram<u64> {
+    Histogram::new(PERCENTILE_DIGITS).expect("3 significant digits are in hdrhistogram's range")
 }
 
 /// Records `ticks`, growing the histogram's range as needed (`saturating_record` would clamp to
@@ -88,24 +87,40 @@ fn record(h: &mut Histogram<u64>, ticks: u64) {
 }
 
 impl Durations {
+    fn total(&self) -> u128 {
+        u128::from(self.total[0]) | (u128::from(self.total[1]) << 64)
+    }
+
+    fn add_total(&mut self, ticks: u128) {
+        let t = self.total().saturating_add(ticks);
+        self.total = [t as u64, (t >> 64) as u64];
+    }
+
+    /// The durations, while there are at most two.
+    fn few(&self) -> &[u64] {
+        &self.range[..self.count.min(2) as usize]
+    }
+
     /// Adds a duration of `ticks`.
     pub(crate) fn add(&mut self, ticks: u64) {
-        if self.count == 0 {
-            (self.min, self.max) = (ticks, ticks);
-        } else {
-            self.min = self.min.min(ticks);
-            self.max = self.max.max(ticks);
-        }
+        let [min, max] = self.range;
+        self.range = if self.count == 0 { [ticks, ticks] } else { [min.min(ticks), max.max(ticks)] };
         self.count += 1;
-        self.total += u128::from(ticks);
-        match &mut self.store {
+        self.add_total(u128::from(ticks));
+        let Some(store) = self.more.as_deref_mut() else {
+            if self.count == 3 {
+                self.more = Some(Box::new(Store::Exact(vec![min, max, ticks])));
+            }
+            return;
+        };
+        match store {
             Store::Exact(v) if v.len() < EXACT_SAMPLES => v.push(ticks),
             Store::Exact(v) => {
                 let mut h = histogram();
                 for &t in v.iter().chain([&ticks]) {
                     record(&mut h, t);
                 }
-                self.store = Store::Histogram(h);
+                *store = Store::Histogram(h);
             }
             Store::Histogram(h) => record(h, ticks),
         }
@@ -113,46 +128,46 @@ impl Durations {
 
     /// Adds every duration of `other`.
     pub(crate) fn merge(&mut self, other: &Durations) {
-        if other.count == 0 {
-            return;
-        }
-        match &other.store {
-            Store::Exact(v) => v.iter().for_each(|&t| self.add(t)),
-            Store::Histogram(theirs) => {
-                let mut h = match std::mem::take(&mut self.store) {
-                    Store::Histogram(h) => h,
-                    Store::Exact(v) => {
+        match other.more.as_deref() {
+            None => other.few().iter().for_each(|&t| self.add(t)),
+            Some(Store::Exact(v)) => v.iter().for_each(|&t| self.add(t)),
+            Some(Store::Histogram(theirs)) => {
+                let mut h = match self.more.take().map(|b| *b) {
+                    Some(Store::Histogram(h)) => h,
+                    mine => {
                         let mut h = histogram();
-                        v.iter().for_each(|&t| record(&mut h, t));
+                        let exact = match &mine {
+                            Some(Store::Exact(v)) => v.as_slice(),
+                            _ => self.few(),
+                        };
+                        exact.iter().for_each(|&t| record(&mut h, t));
                         h
                     }
                 };
                 // Both histograms have the same precision and auto-resize, so this cannot fail.
-                h.add(&**theirs).expect("histograms of the same precision add");
-                self.store = Store::Histogram(h);
-                if self.count == 0 {
-                    (self.min, self.max) = (other.min, other.max);
-                } else {
-                    self.min = self.min.min(other.min);
-                    self.max = self.max.max(other.max);
-                }
+                h.add(theirs).expect("histograms of the same precision add");
+                self.more = Some(Box::new(Store::Histogram(h)));
+                let ([a, b], [c, d]) = (self.range, other.range);
+                self.range = if self.count == 0 { other.range } else { [a.min(c), b.max(d)] };
                 self.count += other.count;
-                self.total += other.total;
+                self.add_total(other.total());
             }
         }
     }
 
     /// The nearest-rank `p`th percentile (`0 < p ≤ 100`), in ticks.
     fn percentile(&self, p: u32) -> u64 {
-        match &self.store {
-            Store::Exact(v) => {
-                let mut sorted = v.clone();
-                sorted.sort_unstable();
-                let rank = (v.len() * p as usize).div_ceil(100).clamp(1, v.len());
-                sorted[rank - 1]
+        let exact = match self.more.as_deref() {
+            Some(Store::Histogram(h)) => {
+                return h.value_at_quantile(f64::from(p) / 100.0).clamp(self.range[0], self.range[1]);
             }
-            Store::Histogram(h) => h.value_at_quantile(f64::from(p) / 100.0).clamp(self.min, self.max),
-        }
+            Some(Store::Exact(v)) => v.as_slice(),
+            None => self.few(),
+        };
+        let mut sorted = exact.to_vec();
+        sorted.sort_unstable();
+        let rank = (exact.len() * p as usize).div_ceil(100).clamp(1, exact.len());
+        sorted[rank - 1]
     }
 
     /// The distribution in nanoseconds; `None` when no duration was added.
@@ -161,16 +176,16 @@ impl Durations {
             return None;
         }
         let ns = |ticks: u64| clock.ticks_to_ns(ticks);
-        let total = u64::try_from(self.total).unwrap_or(u64::MAX);
+        let total = u64::try_from(self.total()).unwrap_or(u64::MAX);
         Some(DurationStats {
             samples: self.count,
             total_ns: ns(total),
-            min_ns: ns(self.min),
-            mean_ns: ns((self.total / u128::from(self.count)) as u64),
+            min_ns: ns(self.range[0]),
+            mean_ns: ns((self.total() / u128::from(self.count)) as u64),
             p50_ns: ns(self.percentile(50)),
             p99_ns: ns(self.percentile(99)),
-            max_ns: ns(self.max),
-            exact_percentiles: matches!(self.store, Store::Exact(_)),
+            max_ns: ns(self.range[1]),
+            exact_percentiles: !matches!(self.more.as_deref(), Some(Store::Histogram(_))),
         })
     }
 }
@@ -225,6 +240,20 @@ mod tests {
     }
 
     #[test]
+    fn a_kind_counted_once_or_twice_takes_48_bytes_and_no_store() {
+        assert_eq!(std::mem::size_of::<Durations>(), 48);
+        let clock = ns_clock(1.0);
+        for n in 1..=3u64 {
+            let d = of((1..=n).rev().map(|t| t * 10));
+            assert_eq!(d.more.is_some(), n == 3, "{n} durations");
+            let s = d.stats(&clock).unwrap();
+            assert_eq!((s.samples, s.min_ns, s.max_ns, s.total_ns), (n, 10, n * 10, n * (n + 1) * 5));
+            // Nearest rank: the median of two is the lower, p99 the higher.
+            assert_eq!((s.p50_ns, s.p99_ns), ([10, 10, 20][n as usize - 1], n * 10));
+        }
+    }
+
+    #[test]
     fn percentiles_never_pass_the_exact_maximum() {
         // Every value in one bucket whose highest equivalent value is above them.
         let d = of(std::iter::repeat_n(1_000_001, 1000));
@@ -235,7 +264,18 @@ mod tests {
     #[test]
     fn merging_gives_the_distribution_of_both() {
         let clock = ns_clock(1.0);
-        for (a, b) in [(10u64, 20u64), (300, 5), (5, 300), (1000, 1000)] {
+        for (a, b) in [
+            (10u64, 20u64),
+            (300, 5),
+            (5, 300),
+            (1000, 1000),
+            (1, 2),
+            (2, 1),
+            (2, 2),
+            (0, 2),
+            (2, 300),
+            (300, 1),
+        ] {
             let (xs, ys): (Vec<u64>, Vec<u64>) = ((1..=a).collect(), (1..=b).map(|v| v * 3).collect());
             let mut merged = of(xs.clone());
             merged.merge(&of(ys.clone()));

@@ -18,6 +18,10 @@ pub struct ExportSummary {
     pub threads: usize,
     /// Whether the trailer was read: the input was whole.
     pub complete: bool,
+    /// Slices nested deeper than the depth cap, folded under a `[deeper than N]` frame (folded
+    /// stacks and flame graphs; 0 for the other formats). Saturates; 32 bits keep
+    /// [`Error`] small.
+    pub truncated: u32,
 }
 
 /// Why an export stopped.

@@ -25,7 +25,9 @@
 //!
 //! # Memory
 //!
-//! The aggregate takes one entry per distinct stack and thread. Besides it, the folder holds the
+//! The aggregate takes one entry per distinct stack and thread, its stack interned (a path of the
+//! nesting's trie): the stacks are spelled out only as they are written (`stacks.rs`), and a flame
+//! graph is handed the lines it can draw. Besides it, the folder holds the
 //! slices still waiting for a parent, at most
 //! [`DEFAULT_PENDING_LIMIT`](crate::DEFAULT_PENDING_LIMIT) per thread: a complete event's
 //! parent is only known when the parent ends, and nothing marks where it starts, so a later parent
@@ -42,6 +44,7 @@ use phosphor_format::Phase;
 use crate::error::read_events;
 pub use crate::error::{Error, ExportSummary};
 use crate::nesting::{Label, Nesting, PathId, Sink, Slice, SliceKind};
+use crate::stacks::Stacks;
 
 /// Folded stacks: self time in nanoseconds per stack, and what was read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -60,8 +63,15 @@ impl Folded {
 }
 
 /// Folds the trace that `reader` reads. The error, if any, is the read error that stopped it: the
-/// stacks are then those of everything before it.
-pub fn fold<R: Read>(mut reader: Reader<R>) -> (Folded, Option<file::Error>) {
+/// stacks are then those of everything before it. All the stacks are spelled out in memory:
+/// [`write_folded`] writes them one at a time instead.
+pub fn fold<R: Read>(reader: Reader<R>) -> (Folded, Option<file::Error>) {
+    let (stacks, summary, failure) = stacks(reader);
+    (Folded { stacks: stacks.to_vec(), summary }, failure)
+}
+
+/// Reads the trace and sorts its stacks.
+fn stacks<R: Read>(mut reader: Reader<R>) -> (Stacks, ExportSummary, Option<file::Error>) {
     let clock = reader.header().clock.clone();
     let mut f = Folder::default();
     let mut summary = ExportSummary::default();
@@ -72,46 +82,55 @@ pub fn fold<R: Read>(mut reader: Reader<R>) -> (Folded, Option<file::Error>) {
     let names: HashMap<u32, &str> = reader.thread_names().map(|(t, n)| (t, n.as_str())).collect();
     summary.threads = f.threads.len();
     summary.complete = reader.trailer().is_some();
-    (Folded { stacks: f.finish(&names, &clock), summary }, failure)
+    let stacks = f.finish(&names, &clock, &mut summary);
+    (stacks, summary, failure)
 }
 
 /// Writes the folded stacks of the trace that `reader` reads to `out`, one sorted line per stack
-/// (buffered here). On a read error the stacks read so far are written, then [`Error::Read`] says
-/// where reading stopped.
+/// (buffered here), each spelled out as it is written. On a read error the stacks read so far
+/// are written, then [`Error::Read`] says where reading stopped.
 pub fn write_folded<R: Read, W: Write>(reader: Reader<R>, out: W) -> Result<ExportSummary, Error> {
-    let (folded, failure) = fold(reader);
+    let (stacks, summary, failure) = stacks(reader);
     let mut out = BufWriter::with_capacity(1 << 16, out);
-    for (stack, ns) in &folded.stacks {
-        writeln!(out, "{stack} {ns}")?;
-    }
+    stacks.write(&mut out)?;
     out.flush()?;
-    finish(folded.summary, failure)
+    finish(summary, failure)
 }
 
 /// Draws the trace that `reader` reads as an SVG flame graph, titled `title`, to `out`: the
-/// folded stacks of [`fold`] rendered by [`inferno`], widths in nanoseconds of self time. On a read
-/// error the graph of what was read is written, then [`Error::Read`] says where reading stopped.
-/// A trace without slices gives inferno's error image and [`Error::Write`].
+/// folded stacks of [`fold`] rendered by [`inferno`], widths in nanoseconds of self time. Runs of
+/// frames too narrow to be drawn are handed to inferno as one line each (the picture is the same).
+/// On a read error the graph of what was read is written, then [`Error::Read`] says where reading
+/// stopped. A trace without slices gives inferno's error image and [`Error::Write`].
 pub fn write_flamegraph<R: Read, W: Write>(
     reader: Reader<R>,
     out: W,
     title: &str,
 ) -> Result<ExportSummary, Error> {
-    let (folded, failure) = fold(reader);
-    let lines: Vec<String> = folded.lines().collect();
+    let (stacks, summary, failure) = stacks(reader);
     let mut options = inferno::flamegraph::Options::default();
     options.title = title.to_owned();
     options.count_name = "ns".to_owned();
+    if summary.truncated > 0 {
+        options.subtitle = Some(format!(
+            "{} slices nested deeper than {} are drawn by name under [deeper than {}]",
+            summary.truncated,
+            crate::DEFAULT_MAX_DEPTH,
+            crate::DEFAULT_MAX_DEPTH
+        ));
+    }
+    let lines = stacks.flame_lines(options.min_width);
+    drop(stacks);
     let mut out = BufWriter::with_capacity(1 << 16, out);
-    let drawn = inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out);
+    let drawn = inferno::flamegraph::from_lines(&mut options, lines.lines(), &mut out);
     if drawn.is_err() && failure.is_some() {
         // Nothing to draw because the file is damaged before its first stack ("No stack counts
         // found"): the read error, with the file's offset, is the one that says why.
-        return finish(folded.summary, failure);
+        return finish(summary, failure);
     }
     drawn?;
     out.flush()?;
-    finish(folded.summary, failure)
+    finish(summary, failure)
 }
 
 fn finish(summary: ExportSummary, failure: Option<file::Error>) -> Result<ExportSummary, Error> {
@@ -173,7 +192,7 @@ impl Folder {
         let label = match e.args[0] {
             // A name chosen at run time: labelled by that name, not by the callsite.
             Some((_, Value::Str(name))) if cs.dynamic_name => self.label_name(sanitize(name)),
-            _ => self.label(cs.id, || format!("{}{suffix}", cs.name)),
+            _ => self.label(cs.id, || format!("{}{suffix}", &*cs.name)),
         };
         match cs.phase {
             Phase::Begin => self.nesting.begin(e.tid, label, e.ts),
@@ -205,28 +224,22 @@ impl Folder {
         }
     }
 
-    /// Ends the stream; the stacks with self time, sorted.
-    fn finish(mut self, thread_names: &HashMap<u32, &str>, clock: &ClockInfo) -> Vec<(String, u64)> {
+    /// Ends the stream; the stacks with self time, sorted. Counts the truncated slices in `summary`.
+    fn finish(
+        mut self,
+        thread_names: &HashMap<u32, &str>,
+        clock: &ClockInfo,
+        summary: &mut ExportSummary,
+    ) -> Stacks {
         self.nesting.finish(&mut self.times);
-        let paths = self.nesting.paths();
-        let mut out: Vec<(String, u64)> = Vec::new();
-        for (&(tid, path), &ticks) in &self.times.0 {
-            let ns = clock.ticks_to_ns(ticks);
-            if ns == 0 {
-                continue;
-            }
-            let mut stack = match thread_names.get(&tid) {
-                Some(n) => sanitize(n),
-                None => format!("thread {tid}"),
-            };
-            for label in paths.labels(path) {
-                stack.push(';');
-                stack.push_str(&self.names[label as usize]);
-            }
-            out.push((stack, ns));
-        }
-        out.sort_unstable();
-        out
+        summary.truncated = u32::try_from(self.nesting.truncated()).unwrap_or(u32::MAX);
+        let times =
+            self.times.0.into_iter().map(|((tid, path), ticks)| (tid, path, clock.ticks_to_ns(ticks)));
+        let thread = |tid: u32| match thread_names.get(&tid) {
+            Some(n) => sanitize(n),
+            None => format!("thread {tid}"),
+        };
+        Stacks::new(times, thread, self.names, self.nesting.into_paths())
     }
 }
 

@@ -182,3 +182,102 @@ fn durations_that_sum_past_u64_saturate_instead_of_overflowing() {
     let folded = folded_text(&file(&callsites(), &[(1, main)]));
     assert!(folded.contains(&format!("main;mid;leaf {}", u64::MAX)), "{folded}");
 }
+
+/// `depth` nested begin/end pairs of `frame` on thread 1: level j spans `[j, 2·depth − 1 − j]`,
+/// so each has a self time of 2 ns but the innermost, 1 ns.
+fn nested_frames(depth: u64) -> Vec<u8> {
+    let begins = (0..depth).map(|i| mark(FRAME_BEGIN, i));
+    let ends = (0..depth).map(|k| mark(FRAME_END, depth + k));
+    file(&callsites(), &[(1, begins.chain(ends).collect())])
+}
+
+#[test]
+fn stacks_deeper_than_the_cap_fold_under_one_marker_frame_and_are_counted() {
+    let depth = crate::DEFAULT_MAX_DEPTH as u64;
+    let (folded, failure) = fold(Reader::new(nested_frames(1000).as_slice()).unwrap());
+    assert!(failure.is_none());
+    // One line per level down to the cap, then the 744 deeper frames together by name.
+    assert_eq!(folded.stacks.len() as u64, depth + 1);
+    assert_eq!(u64::from(folded.summary.truncated), 1000 - depth);
+    let (deepest, ns) = folded.stacks.iter().max_by_key(|(s, _)| s.len()).unwrap();
+    let frames: Vec<&str> = deepest.split(';').collect();
+    assert_eq!(frames.len() as u64, 1 + depth + 2, "{deepest}");
+    assert_eq!(frames[1 + depth as usize..], ["[deeper than 256]", "frame"]);
+    assert_eq!(*ns, 2 * (1000 - depth - 1) + 1);
+    // Nothing is lost: the self times add up to the outermost frame's duration.
+    assert_eq!(folded.stacks.iter().map(|(_, ns)| ns).sum::<u64>(), 2 * 1000 - 1);
+}
+
+#[test]
+fn a_flame_graph_of_stacks_deeper_than_the_cap_says_so_in_its_subtitle() {
+    let mut svg = Vec::new();
+    let summary =
+        write_flamegraph(Reader::new(nested_frames(300).as_slice()).unwrap(), &mut svg, "t").unwrap();
+    assert_eq!(summary.truncated as usize, 300 - crate::DEFAULT_MAX_DEPTH);
+    let svg = String::from_utf8(svg).unwrap();
+    assert!(svg.contains("44 slices nested deeper than 256 are drawn by name under [deeper than 256]"));
+}
+
+/// A file of `callsites` and `chunks` of thread ids and records, with these thread names.
+fn named_file(callsites: &[CallsiteInfo], names: &[(u32, &str)], chunks: &[(u32, Vec<Record>)]) -> Vec<u8> {
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(callsites).unwrap();
+    w.write_thread_names(names.iter().copied()).unwrap();
+    for (seq, (tid, records)) in chunks.iter().enumerate() {
+        w.write_chunk(*tid, seq as u64, records, |_, _| "").unwrap();
+    }
+    w.finish(&Trailer::default()).unwrap()
+}
+
+#[test]
+fn stacks_come_in_the_order_of_their_text_though_it_is_never_made_to_sort_them() {
+    // Names that are prefixes of others, followed by bytes below and above `;`.
+    let names = ["f", "f2", "f 3", "f!", "fa", "g", "f\t", "f;x"];
+    let sites: Vec<CallsiteInfo> =
+        names.iter().enumerate().map(|(i, n)| callsite(16 + i as u32, n, Phase::Complete)).collect();
+    let mut chunks = Vec::new();
+    for tid in [1, 2, 3, 4, 10] {
+        let mut records = Vec::new();
+        let mut at = 0;
+        for outer in 0..names.len() as u32 {
+            for inner in 0..names.len() as u32 {
+                records.push(slice(16 + inner, at + 2, 3));
+                records.push(slice(16 + outer, at, 10 + u64::from(tid)));
+                at += 100;
+            }
+        }
+        chunks.push((tid, records));
+    }
+    // Thread 4 has thread 1's name; 3 and 10 have none ("thread 3", "thread 10").
+    let bytes = named_file(&sites, &[(1, "a"), (2, "a b"), (4, "a")], &chunks);
+    let (folded, _) = fold(Reader::new(bytes.as_slice()).unwrap());
+    assert!(folded.stacks.len() > 300);
+    assert!(folded.stacks.windows(2).all(|w| w[0] <= w[1]), "{:#?}", folded.stacks);
+    assert!(folded.stacks.iter().any(|(s, _)| s == "thread 10;f_x;f\t"));
+}
+
+#[test]
+fn a_flame_graph_of_the_frames_it_can_draw_is_the_flame_graph_of_every_frame() {
+    // Under `big`: 5,000 frames of 1 ns each, too narrow to draw (under 0.01% of the total),
+    // among two wide ones; on thread 2, a thread too narrow to draw.
+    let mut sites = vec![callsite(16, "big", Phase::Complete), callsite(17, "leaf_2500x", Phase::Complete)];
+    sites.extend((0..5000).map(|i| callsite(100 + i, &format!("leaf_{i:04}"), Phase::Complete)));
+    let mut main: Vec<Record> = (0..5000).map(|i| slice(100 + i, 10 + 100 * u64::from(i), 1)).collect();
+    main.push(slice(17, 600_000, 50_000));
+    main.push(slice(16, 0, 1_000_000));
+    main.push(slice(17, 1_000_000, 20_000));
+    let bytes = named_file(&sites, &[(1, "main"), (2, "tiny")], &[(1, main), (2, vec![slice(100, 5, 3)])]);
+    let (stacks, _, _) = stacks(Reader::new(bytes.as_slice()).unwrap());
+    let draw = |lines: &mut dyn Iterator<Item = &str>| {
+        let mut options = inferno::flamegraph::Options::default();
+        options.hash = true;
+        let mut svg = Vec::new();
+        inferno::flamegraph::from_lines(&mut options, lines, &mut svg).unwrap();
+        String::from_utf8(svg).unwrap()
+    };
+    let every: Vec<String> = stacks.to_vec().iter().map(|(s, ns)| format!("{s} {ns}")).collect();
+    let drawable = stacks.flame_lines(inferno::flamegraph::Options::default().min_width);
+    assert_eq!(every.len(), 5004);
+    assert!(drawable.lines().count() < 80, "{drawable}");
+    assert_eq!(draw(&mut drawable.lines()), draw(&mut every.iter().map(String::as_str)));
+}

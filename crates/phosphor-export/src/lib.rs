@@ -5,7 +5,7 @@
 //! * [`TraceStats`] summarises a trace file, read in one streaming pass by
 //!   [`TraceStats::from_reader`] (or fed event by event to a [`StatsBuilder`]):
 //!   * [`KindStats`]: per event kind, a scope path on one thread (`frame/update/physics` on
-//!     `worker-1`, as Palanteer has them), the count and, for scopes, [`DurationStats`] (total,
+//!     `worker-1`, as Palanteer has them; a [`ScopePath`], interned), the count and, for scopes, [`DurationStats`] (total,
 //!     min, mean, p50, p99, max in nanoseconds; the percentiles exact up to [`EXACT_SAMPLES`]
 //!     durations, then within [`PERCENTILE_ERROR`]); also per path across threads;
 //!   * [`ThreadStats`]: events and lost chunks per thread, with the thread's name;
@@ -40,6 +40,7 @@
 //!
 //! **Architecture invariant:** only this crate knows output formats.
 
+mod asyncs;
 pub mod chrome;
 mod chrome_time;
 mod durations;
@@ -51,7 +52,10 @@ mod losses;
 mod memory_tests;
 mod nesting;
 pub mod perfetto;
+mod scope_path;
 mod scopes;
+mod siblings;
+mod stacks;
 mod stats;
 mod stats_json;
 #[cfg(test)]
@@ -60,7 +64,8 @@ mod text;
 
 pub use durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
 pub use losses::ChunkLosses;
-pub use nesting::DEFAULT_PENDING_LIMIT;
+pub use nesting::{DEFAULT_MAX_DEPTH, DEFAULT_PENDING_LIMIT};
+pub use scope_path::ScopePath;
 pub use scopes::{ScopeProblem, ScopeProblemKind};
 pub use stats::{
     AggregateStats, AsyncStats, EventType, KindStats, LogStats, Saturation, StatsBuilder, StatsError,

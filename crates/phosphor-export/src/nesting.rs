@@ -12,19 +12,37 @@
 //! * in each region, the **pending** finished subtrees, sorted by start: slices whose parent may
 //!   still arrive.
 //!
-//! A complete event `[s, e]` **adopts** the pending subtrees of the innermost region that it
-//! contains (start ≥ `s`, end ≤ `e`: the children were recorded first, as scope guards do). If an
-//! earlier pending slice contains it instead (an event recorded with explicit times, after its
-//! parent), it goes down into that slice's children, the same way. Equal intervals nest the one
-//! recorded first inside the later one. An end closes the innermost open begin (whatever its name,
-//! as viewers draw it) and turns it into a pending subtree holding its region. Instants, counters
-//! and logs are zero-length marks, adopted like slices. A slice that **partially overlaps** its
-//! nearest earlier sibling, or a pending slice that starts inside it and ends after it, is
-//! *interlaced*: reported, and left a sibling. So is a slice recorded while a begin is open that
-//! started before it (it stays in the begin's region).
+//! A complete event `[s, e]` **adopts** the pending subtrees of the innermost region that start
+//! within it, in order of start, up to the first that ends after it (the children were recorded
+//! first, as scope guards do). If an earlier pending slice contains it instead (an event recorded
+//! with explicit times, after its parent), it goes down into that slice's children, the same way.
+//! Equal intervals nest the one recorded first inside the later one. An end closes the innermost
+//! open begin (whatever its name, as viewers draw it) and turns it into a pending subtree holding
+//! its region. Instants, counters and logs are zero-length marks, adopted like slices. A slice
+//! that **partially overlaps** its nearest earlier sibling, or the first pending slice that starts
+//! inside it and ends after it, is *interlaced*: reported, and left a sibling. So is a slice
+//! recorded while a begin is open that started before it (it stays in the begin's region).
 //!
-//! Paths are interned in [`Paths`] (a trie of labels), and a subtree is handed to the [`Sink`]
-//! with its final paths when it is **resolved**: at the end of the stream, or early (below).
+//! Each level's pending slices are [`Siblings`]: ordered by start (the newest first among equal
+//! starts), with insertion anywhere and the removal of a run in O(log n). So a slice costs
+//! O(log n) to place, plus a step per level it goes down and per subtree it adopts, however its
+//! timestamps jump about; a file whose timestamps go backwards costs no more than one in order.
+//!
+//! Paths are interned in [`Paths`] (a trie of labels: a path of depth d takes d nodes, shared with
+//! its prefixes), and a subtree is handed to the [`Sink`] with its final paths when it is
+//! **resolved**: at the end of the stream, or early (below).
+//!
+//! # Depth
+//!
+//! Paths are at most `max_depth` labels deep ([`DEFAULT_MAX_DEPTH`]). Below that, a slice's path is
+//! its ancestors down to that depth, then [`DEEPER`], then its own label: the slices deeper than
+//! the cap are counted by name under one marker per place where the cap was reached
+//! ([`Nesting::truncated`] counts them). Without a cap, a file of n nested scopes would make n
+//! paths of up to n labels for the statistics and the folded stacks to spell out. A slice never
+//! goes down into pending slices past the cap either (its path would not change): it is placed
+//! beside the slice that holds it there, which counts its duration as a child's. So durations and
+//! counts stay exact, self times below the cap are exact along a chain of slices and approximate
+//! where the cap cuts a wider tree, and no problem is reported below the cap.
 //!
 //! # When a path is final, and memory
 //!
@@ -39,17 +57,30 @@
 //! resolved early were counted without its name. So memory is bounded by `limit` slices per thread
 //! plus the open begins, and paths are exact unless a `LateParent` is reported.
 
+use std::cmp::Reverse;
+
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::siblings::{Key, Siblings};
+
 /// Pending slices kept per thread by default (statistics and folded stacks): 56 bytes each, so
-/// about 3.5 MiB per thread at most (plus the vectors' spare capacity). Past it, the oldest are
+/// about 3.5 MiB per thread at most (plus the lists' spare capacity). Past it, the oldest are
 /// resolved under the path known then. A frame of a game or a request of a server is far smaller;
 /// a scope around a whole thread's work is not, and is reported as a late parent.
 pub const DEFAULT_PENDING_LIMIT: usize = 1 << 16;
 
+/// The deepest path kept by default: slices nested deeper are counted by name under a
+/// [`DEEPER`] marker. Flame graph tools cap stacks too (perf at 127 frames by default); an
+/// instrumented program's scopes nest far less deeply than its calls.
+pub const DEFAULT_MAX_DEPTH: usize = 256;
+
 /// A slice's name, as its consumer numbers them (a stack segment for folded stacks; a name and an
 /// event type for statistics). A begin and the end that matches it carry the same label.
+/// [`DEEPER`] is reserved.
 pub(crate) type Label = u32;
+
+/// The label of the marker that stands for the levels below the depth cap.
+pub(crate) const DEEPER: Label = Label::MAX;
 
 /// An interned path: a stack of labels. [`ROOT`] is the empty path, a thread's top level.
 pub(crate) type PathId = u32;
@@ -57,36 +88,94 @@ pub(crate) type PathId = u32;
 /// The empty path.
 pub(crate) const ROOT: PathId = 0;
 
+/// One path of the trie.
+#[derive(Clone, Copy, Debug)]
+struct PathNode {
+    parent: PathId,
+    label: Label,
+    /// Labels in the path, the [`DEEPER`] marker included.
+    depth: u32,
+}
+
 /// The paths seen so far: a trie of labels, shared by all threads.
 #[derive(Debug)]
 pub(crate) struct Paths {
-    /// Per path: its parent and its last label (the root's entry is unused).
-    nodes: Vec<(PathId, Label)>,
+    nodes: Vec<PathNode>,
     index: HashMap<(PathId, Label), PathId>,
+    max_depth: u32,
 }
 
 impl Paths {
-    fn new() -> Paths {
-        Paths { nodes: vec![(ROOT, Label::MAX)], index: HashMap::default() }
+    fn new(max_depth: usize) -> Paths {
+        Paths {
+            nodes: vec![PathNode { parent: ROOT, label: DEEPER, depth: 0 }],
+            index: HashMap::default(),
+            max_depth: u32::try_from(max_depth).unwrap_or(u32::MAX).clamp(1, u32::MAX - 2),
+        }
     }
 
-    /// The path `parent` followed by `label`.
+    /// The path `parent` followed by `label`, cut at the depth cap: past it, the ancestors down
+    /// to the cap, [`DEEPER`], then `label`.
     pub(crate) fn child(&mut self, parent: PathId, label: Label) -> PathId {
+        let depth = self.depth(parent);
+        if depth < self.max_depth {
+            self.intern(parent, label)
+        } else if depth == self.max_depth {
+            let marker = self.intern(parent, DEEPER);
+            self.intern(marker, label)
+        } else {
+            // Below the marker: beside `parent`, under the same marker.
+            self.intern(self.parent(parent), label)
+        }
+    }
+
+    fn intern(&mut self, parent: PathId, label: Label) -> PathId {
         let next = self.nodes.len() as PathId;
         let id = *self.index.entry((parent, label)).or_insert(next);
         if id == next {
-            self.nodes.push((parent, label));
+            let depth = self.nodes[parent as usize].depth + 1;
+            self.nodes.push(PathNode { parent, label, depth });
         }
         id
     }
 
+    /// Labels in `path` (a path cut at the cap counts its marker).
+    pub(crate) fn depth(&self, path: PathId) -> u32 {
+        self.nodes[path as usize].depth
+    }
+
+    /// `path` without its last label (the root for the root).
+    pub(crate) fn parent(&self, path: PathId) -> PathId {
+        self.nodes[path as usize].parent
+    }
+
+    /// The last label of `path` (meaningless for the root).
+    pub(crate) fn label(&self, path: PathId) -> Label {
+        self.nodes[path as usize].label
+    }
+
+    /// Whether `path` was cut at the depth cap.
+    pub(crate) fn is_truncated(&self, path: PathId) -> bool {
+        self.depth(path) > self.max_depth
+    }
+
+    /// The depth cap.
+    pub(crate) fn max_depth(&self) -> usize {
+        self.max_depth as usize
+    }
+
+    /// Paths interned, the root included: their ids are below it, a parent's below its
+    /// children's.
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// The labels of `path`, outermost first.
     pub(crate) fn labels(&self, mut path: PathId) -> Vec<Label> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.depth(path) as usize);
         while path != ROOT {
-            let (parent, label) = self.nodes[path as usize];
-            out.push(label);
-            path = parent;
+            out.push(self.label(path));
+            path = self.parent(path);
         }
         out.reverse();
         out
@@ -156,19 +245,36 @@ struct Node {
     end: u64,
     /// Durations of the direct children, including those already resolved.
     nested: u64,
-    /// Sorted by start.
-    children: Vec<Node>,
+    children: Siblings<Node>,
     label: Label,
     kind: SliceKind,
 }
 
+impl Drop for Node {
+    /// Drops a subtree without recursion: pending subtrees can be deeper than the call stack.
+    fn drop(&mut self) {
+        let mut lists = vec![std::mem::take(&mut self.children)];
+        while let Some(list) = lists.pop() {
+            for (_, mut n) in list {
+                if !n.children.is_empty() {
+                    lists.push(std::mem::take(&mut n.children));
+                }
+            }
+        }
+    }
+}
+
 /// The summed durations of `nodes`, saturating: the durations of a corrupt file can be anything,
 /// and overlapping (interlaced) siblings can sum past their parent.
-fn total_dur(nodes: &[Node]) -> u64 {
-    nodes.iter().fold(0, |sum, n| sum.saturating_add(n.dur()))
+fn total_dur<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> u64 {
+    nodes.into_iter().fold(0, |sum, n| sum.saturating_add(n.dur()))
 }
 
 impl Node {
+    fn new(start: u64, end: u64, label: Label, kind: SliceKind) -> Node {
+        Node { start, end, nested: 0, children: Siblings::default(), label, kind }
+    }
+
     fn dur(&self) -> u64 {
         match self.kind {
             SliceKind::Scope => self.end - self.start,
@@ -202,8 +308,7 @@ struct Open {
 /// The pending subtrees at one level of open begins.
 #[derive(Debug, Default)]
 struct Region {
-    /// Sorted by start.
-    items: Vec<Node>,
+    items: Siblings<Node>,
     /// The latest start of a subtree resolved early from this region.
     resolved_until: Option<u64>,
 }
@@ -233,18 +338,34 @@ pub(crate) struct Nesting {
     /// Scratch stack of `resolve`.
     stack: Vec<(PathId, Node)>,
     resolved_early: u64,
+    truncated: u64,
+    /// The arrival number of the next slice (0 is for begins left open, placed after all).
+    next_seq: u64,
+    /// Levels gone down and subtrees adopted, placing slices: what their placement cost.
+    #[cfg(test)]
+    steps: u64,
 }
 
 impl Nesting {
-    /// Keeps at most `limit` pending slices per thread.
+    /// Keeps at most `limit` pending slices per thread, and paths [`DEFAULT_MAX_DEPTH`] deep.
     pub(crate) fn new(limit: usize) -> Nesting {
         Nesting {
             threads: HashMap::default(),
-            paths: Paths::new(),
+            paths: Paths::new(DEFAULT_MAX_DEPTH),
             limit,
             stack: Vec::new(),
             resolved_early: 0,
+            truncated: 0,
+            next_seq: 1,
+            #[cfg(test)]
+            steps: 0,
         }
+    }
+
+    /// Cuts paths at `depth` labels (at least 1) instead. Call it before the first event.
+    pub(crate) fn max_depth(mut self, depth: usize) -> Nesting {
+        self.paths = Paths::new(depth);
+        self
     }
 
     /// The paths interned so far.
@@ -252,14 +373,30 @@ impl Nesting {
         &self.paths
     }
 
+    /// The paths, once the stream has ended.
+    pub(crate) fn into_paths(self) -> Paths {
+        self.paths
+    }
+
     /// Slices resolved before the end of the stream because a thread reached the limit.
     pub(crate) fn resolved_early(&self) -> u64 {
         self.resolved_early
     }
 
+    /// Slices resolved so far whose path was cut at the depth cap.
+    pub(crate) fn truncated(&self) -> u64 {
+        self.truncated
+    }
+
     /// Pending slices, all threads together.
     pub(crate) fn pending(&self) -> usize {
         self.threads.values().map(|t| t.pending).sum()
+    }
+
+    /// What placing the slices has cost so far: levels gone down, subtrees adopted.
+    #[cfg(test)]
+    pub(crate) fn steps(&self) -> u64 {
+        self.steps
     }
 
     /// Opens a begin slice.
@@ -283,15 +420,9 @@ impl Nesting {
             sink.problem(Problem { tid, ts, kind: ProblemKind::WrongName { open: open.label, end: label } });
         }
         let resolved_inside = region.resolved_until.is_some();
-        let nested = open.nested.saturating_add(total_dur(&region.items));
-        let node = Node {
-            start: open.start,
-            end: ts.max(open.start),
-            nested,
-            children: region.items,
-            label: open.label,
-            kind: SliceKind::Scope,
-        };
+        let mut node = Node::new(open.start, ts.max(open.start), open.label, SliceKind::Scope);
+        node.nested = open.nested.saturating_add(total_dur(region.items.iter().map(|(_, n)| n)));
+        node.children = region.items;
         self.add(tid, node, sink);
         if resolved_inside {
             // A slice that later encloses this one would also enclose the children resolved early.
@@ -303,15 +434,13 @@ impl Nesting {
 
     /// A slice from `ts` lasting `dur` ticks, recorded at its end.
     pub(crate) fn complete(&mut self, tid: u32, label: Label, ts: u64, dur: u64, sink: &mut impl Sink) {
-        let end = ts.saturating_add(dur);
-        let node = Node { start: ts, end, nested: 0, children: Vec::new(), label, kind: SliceKind::Scope };
+        let node = Node::new(ts, ts.saturating_add(dur), label, SliceKind::Scope);
         self.add(tid, node, sink);
     }
 
     /// A point event at `ts`.
     pub(crate) fn mark(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
-        let node = Node { start: ts, end: ts, nested: 0, children: Vec::new(), label, kind: SliceKind::Mark };
-        self.add(tid, node, sink);
+        self.add(tid, Node::new(ts, ts, label, SliceKind::Mark), sink);
     }
 
     fn add(&mut self, tid: u32, node: Node, sink: &mut impl Sink) {
@@ -322,16 +451,27 @@ impl Nesting {
             let kind = ProblemKind::Interlaced { scope: node.label, other: open.label };
             sink.problem(Problem { tid, ts: open.start, kind });
         }
+        // Levels the slice may go down before its path would be cut anyway.
+        let prefix = t.open.last().map_or(ROOT, |o| o.path);
+        let room = self.paths.max_depth.saturating_sub(self.paths.depth(prefix)) as usize;
+        let seq = self.next_seq;
+        self.next_seq += 1;
         let region = t.regions.last_mut().expect("the top level");
-        insert(region, node, tid, sink);
+        let _steps = insert(region, node, seq, room, tid, sink);
+        #[cfg(test)]
+        {
+            self.steps += _steps as u64;
+        }
         t.pending += 1;
         if t.pending > self.limit {
-            self.resolved_early += shed(t, tid, self.limit, &mut self.paths, &mut self.stack, sink) as u64;
+            let resolved =
+                shed(t, tid, self.limit, &mut self.paths, &mut self.stack, &mut self.truncated, sink);
+            self.resolved_early += resolved as u64;
         }
     }
 
     /// Ends the stream: begins still open become unclosed slices (reported), and every pending
-    /// subtree is resolved.
+    /// subtree is resolved. No slice may be added after: the paths' index is freed.
     pub(crate) fn finish(&mut self, sink: &mut impl Sink) {
         let mut threads: Vec<(u32, Thread)> = self.threads.drain().collect();
         threads.sort_unstable_by_key(|(tid, _)| *tid);
@@ -343,94 +483,103 @@ impl Nesting {
                     ts: open.start,
                     kind: ProblemKind::LeftOpen { open: open.label },
                 });
-                let node = Node {
-                    start: open.start,
-                    end: open.start,
-                    nested: 0,
-                    children: region.items,
-                    label: open.label,
-                    kind: SliceKind::Unclosed,
-                };
+                let mut node = Node::new(open.start, open.start, open.label, SliceKind::Unclosed);
+                node.children = region.items;
+                // After the slices starting with it (arrival number 0 sorts last).
                 let outer = &mut t.regions.last_mut().expect("the top level").items;
-                let at = outer.partition_point(|n| n.start <= node.start);
-                outer.insert(at, node);
+                outer.insert((open.start, Reverse(0)), node);
             }
-            for node in t.regions.pop().expect("the top level").items {
-                resolve(&mut self.paths, &mut self.stack, tid, ROOT, node, sink);
+            for (_, node) in std::mem::take(&mut t.regions[0].items) {
+                resolve(&mut self.paths, &mut self.stack, &mut self.truncated, tid, ROOT, node, sink);
             }
         }
+        self.paths.index = HashMap::default();
     }
 }
 
-/// The index of the earlier slice among `items` that holds `node`: only the slices starting with
-/// it, and the nearest one starting before it, can (siblings do not overlap).
-fn container(items: &[Node], node: &Node) -> Option<usize> {
-    let after = items.partition_point(|n| n.start <= node.start);
-    for j in (0..after).rev() {
-        if items[j].holds(node) {
-            return Some(j);
+/// The key of the earlier slice in `list` that holds `node`, if any: the oldest of those starting
+/// with it, or the one before them. No other can (siblings do not overlap), and among equal starts
+/// only the oldest can be a scope: a later scope starting there adopts the slices starting with
+/// it, or goes inside the scope that holds it.
+fn holder(list: &Siblings<Node>, node: &Node) -> Option<Key> {
+    if let Some((k, n)) = list.oldest_at(node.start) {
+        if n.holds(node) {
+            return Some(k);
         }
-        if items[j].start < node.start {
+    }
+    let (k, n) = list.last_before(node.start)?;
+    n.holds(node).then_some(k)
+}
+
+/// Puts `node`, the slice number `seq`, into `region`: down into the pending slice that holds it,
+/// if any (at most `room` levels); there, it adopts the slices it contains. Returns the levels
+/// gone down plus the subtrees adopted.
+fn insert(
+    region: &mut Region,
+    mut node: Node,
+    seq: u64,
+    room: usize,
+    tid: u32,
+    sink: &mut impl Sink,
+) -> usize {
+    let Region { items, resolved_until } = region;
+    let mut list = items;
+    let mut holder_nested = None;
+    let mut depth = 0;
+    // At the depth cap, the slice is placed beside the one that holds it, which takes its
+    // duration as a child's (exact along a chain); no problem is reported there.
+    let mut capped = None;
+    while let Some(k) = holder(list, &node) {
+        if depth == room {
+            capped = Some(k);
             break;
         }
-    }
-    None
-}
-
-/// Puts `node` into `region`: down into the pending slice that holds it, if any; there, it adopts
-/// the slices it contains.
-fn insert(region: &mut Region, mut node: Node, tid: u32, sink: &mut impl Sink) {
-    let Region { items, resolved_until } = region;
-    let mut items = items;
-    let mut holder_nested = None;
-    while let Some(j) = container(items, &node) {
-        let Node { nested, children, .. } = &mut items[j];
+        depth += 1;
+        let this = list;
+        let Node { nested, children, .. } = this.get_mut(k).expect("the holder was just found");
         holder_nested = Some(nested);
-        items = children;
+        list = children;
     }
     let is_scope = node.kind == SliceKind::Scope;
-    if is_scope && holder_nested.is_none() && resolved_until.is_some_and(|r| node.start <= r) {
+    let at_top = holder_nested.is_none() && capped.is_none();
+    if is_scope && at_top && resolved_until.is_some_and(|r| node.start <= r) {
         sink.problem(Problem { tid, ts: node.start, kind: ProblemKind::LateParent { scope: node.label } });
     }
-    let lo = items.partition_point(|n| n.start < node.start);
-    let mut adopted = 0;
+    let mut adopted = Vec::new();
+    let mut adopted_dur = 0;
     if is_scope {
-        // `container` found that the nearest earlier sibling does not hold `node`: if it is still
-        // running when `node` starts, the two overlap.
-        if let Some(prev) = lo.checked_sub(1).map(|i| &items[i]) {
-            if prev.kind == SliceKind::Scope && prev.end > node.start {
-                let kind = ProblemKind::Interlaced { scope: node.label, other: prev.label };
-                sink.problem(Problem { tid, ts: node.start, kind });
-            }
-        }
-        let first_child = node.children.len();
-        if items[lo..].iter().all(|n| n.end <= node.end) {
-            node.children.extend(items.drain(lo..));
-        } else {
-            let rest: Vec<Node> = items.drain(lo..).collect();
-            for n in rest {
-                if n.end <= node.end {
-                    node.children.push(n);
-                } else {
-                    if n.kind == SliceKind::Scope && n.start < node.end {
-                        let kind = ProblemKind::Interlaced { scope: node.label, other: n.label };
-                        sink.problem(Problem { tid, ts: n.start, kind });
-                    }
-                    items.push(n);
+        if capped.is_none() {
+            // `holder` found that the nearest earlier sibling does not hold `node`: if it is still
+            // running when `node` starts, the two overlap.
+            if let Some((_, prev)) = list.last_before(node.start) {
+                if prev.kind == SliceKind::Scope && prev.end > node.start {
+                    let kind = ProblemKind::Interlaced { scope: node.label, other: prev.label };
+                    sink.problem(Problem { tid, ts: node.start, kind });
                 }
             }
         }
-        adopted = total_dur(&node.children[first_child..]);
-        if first_child > 0 && node.children.len() > first_child {
-            // A begin/end slice adopting more (only with explicit times): keep the order.
-            node.children.sort_by_key(|n| n.start);
+        let end = node.end;
+        let refused = list.take_run(node.start, end, |n| n.end <= end, &mut adopted);
+        if let Some(n) = refused.and_then(|k| list.get(k)).filter(|_| capped.is_none()) {
+            if n.kind == SliceKind::Scope && n.start < end {
+                let kind = ProblemKind::Interlaced { scope: node.label, other: n.label };
+                sink.problem(Problem { tid, ts: n.start, kind });
+            }
         }
-        node.nested = node.nested.saturating_add(adopted);
+        adopted_dur = total_dur(adopted.iter().map(|(_, n)| n));
+        node.nested = node.nested.saturating_add(adopted_dur);
     }
-    if let Some(nested) = holder_nested {
-        *nested = nested.saturating_add(node.dur()).saturating_sub(adopted);
+    let steps = depth + adopted.len();
+    node.children.extend(adopted);
+    let parent_nested = match capped {
+        Some(k) => list.get_mut(k).map(|n| &mut n.nested),
+        None => holder_nested,
+    };
+    if let Some(nested) = parent_nested {
+        *nested = nested.saturating_add(node.dur()).saturating_sub(adopted_dur);
     }
-    items.insert(lo, node);
+    list.insert((node.start, Reverse(seq)), node);
+    steps
 }
 
 /// Resolves the oldest pending subtrees of `t` (lowest region first) until it holds at most three
@@ -442,40 +591,34 @@ fn shed(
     limit: usize,
     paths: &mut Paths,
     stack: &mut Vec<(PathId, Node)>,
+    truncated: &mut u64,
     sink: &mut impl Sink,
 ) -> usize {
     let target = limit - limit / 4;
     let mut resolved = 0;
     for k in 0..t.regions.len() {
-        if t.pending <= target {
-            break;
-        }
         let prefix = if k == 0 { ROOT } else { t.open[k - 1].path };
-        let region = &mut t.regions[k];
-        let mut taken = 0;
-        while taken < region.items.len() && t.pending > target {
-            let placeholder =
-                Node { start: 0, end: 0, nested: 0, children: Vec::new(), label: 0, kind: SliceKind::Mark };
-            let node = std::mem::replace(&mut region.items[taken], placeholder);
+        while t.pending > target {
+            let Some((_, node)) = t.regions[k].items.pop_first() else { break };
+            let region = &mut t.regions[k];
             region.resolved_until = region.resolved_until.max(Some(node.start));
             if k > 0 {
                 t.open[k - 1].nested = t.open[k - 1].nested.saturating_add(node.dur());
             }
-            let n = resolve(paths, stack, tid, prefix, node, sink);
+            let n = resolve(paths, stack, truncated, tid, prefix, node, sink);
             t.pending -= n;
             resolved += n;
-            taken += 1;
         }
-        region.items.drain(..taken);
     }
     resolved
 }
 
-/// Hands the subtree `node`, under `prefix`, to `sink`; returns its size. Iterative: a subtree can
-/// be deeper than the call stack.
+/// Hands the subtree `node`, under `prefix`, to `sink`, counting the paths cut at the depth cap in
+/// `truncated`; returns its size. Iterative: a subtree can be deeper than the call stack.
 fn resolve(
     paths: &mut Paths,
     stack: &mut Vec<(PathId, Node)>,
+    truncated: &mut u64,
     tid: u32,
     prefix: PathId,
     node: Node,
@@ -483,13 +626,14 @@ fn resolve(
 ) -> usize {
     let mut n = 0;
     stack.push((prefix, node));
-    while let Some((prefix, node)) = stack.pop() {
+    while let Some((prefix, mut node)) = stack.pop() {
         let path = paths.child(prefix, node.label);
+        *truncated += u64::from(paths.is_truncated(path));
         let dur = node.dur();
         let self_ticks = dur.saturating_sub(node.nested);
         sink.slice(&Slice { tid, path, kind: node.kind, start: node.start, dur, self_ticks });
         n += 1;
-        stack.extend(node.children.into_iter().map(|c| (path, c)));
+        stack.extend(std::mem::take(&mut node.children).into_iter().map(|(_, c)| (path, c)));
     }
     n
 }

@@ -1,5 +1,7 @@
 //! Tests of the nesting engine alone, with labels 1, 2, 3… standing for names.
 
+use std::cmp::Reverse;
+
 use super::*;
 
 /// Records what the engine resolves.
@@ -235,4 +237,176 @@ fn children_resolved_early_inside_an_open_begin_keep_its_name_and_its_self_time(
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(slices[0], (1, vec![1], Scope, 0, 200, 150));
     assert_eq!(slices[1..].iter().filter(|s| s.1 == [1, 2]).count(), 10);
+}
+
+/// A xorshift64* generator: the tests' random inputs, the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Nested slices `(label, start, end)` filling `[lo, hi)`: disjoint siblings, each with children
+/// of its own, none of zero length, no two alike.
+fn laminar(rng: &mut Rng, lo: u64, hi: u64, depth: u32, out: &mut Vec<(Label, u64, u64)>) {
+    let mut at = lo;
+    while depth < 12 && at + 4 <= hi {
+        let start = at + rng.below((hi - at) / 4 + 1);
+        let end = (start + 2 + rng.below(hi - start - 1)).min(hi);
+        if end - start < 2 {
+            break;
+        }
+        out.push((1 + rng.below(4) as Label, start, end));
+        // Children strictly inside, so that no interval equals its parent's.
+        laminar(rng, start + 1, end - 1, depth + 1, out);
+        at = end + rng.below(3);
+        if rng.below(3) == 0 {
+            break;
+        }
+    }
+}
+
+/// What the slices of a nested family resolve to, worked out by sorting them by start (the longer
+/// first) and nesting them with a stack: `(tid 1, path, Scope, start, dur, self)`.
+fn reference(slices: &[(Label, u64, u64)]) -> Vec<Resolved> {
+    let mut sorted = slices.to_vec();
+    sorted.sort_by_key(|&(_, s, e)| (s, Reverse(e)));
+    let mut stack: Vec<(Vec<Label>, u64, u64, usize)> = Vec::new(); // path, start, end, index
+    let mut out: Vec<Resolved> = Vec::new();
+    for &(label, start, end) in &sorted {
+        while stack.last().is_some_and(|&(_, _, e, _)| e <= start) {
+            stack.pop();
+        }
+        let mut path = stack.last().map_or(Vec::new(), |(p, ..)| p.clone());
+        path.push(label);
+        if let Some(&(_, _, _, parent)) = stack.last() {
+            out[parent].5 -= end - start;
+        }
+        stack.push((path.clone(), start, end, out.len()));
+        out.push((1, path, Scope, start, end - start, end - start));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn slices_arriving_in_any_order_nest_as_sorting_them_by_start_does() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for round in 0..200 {
+        let mut slices = Vec::new();
+        laminar(&mut rng, 0, 10_000, 0, &mut slices);
+        // Fisher–Yates: timestamps jump backwards and forwards.
+        for i in (1..slices.len()).rev() {
+            slices.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let (mut n, mut r) = (Nesting::new(1 << 20), Record::default());
+        for &(label, start, end) in &slices {
+            n.complete(1, label, start, end - start, &mut r);
+        }
+        let (got, problems) = finish(n, r);
+        assert!(problems.is_empty(), "round {round}: {problems:?}");
+        assert_eq!(got, reference(&slices), "round {round}: {slices:?}");
+    }
+}
+
+#[test]
+fn timestamps_going_backwards_cost_a_step_per_slice_not_per_pending_slice() {
+    let n_slices = 20_000u64;
+    type Start = fn(u64, u64) -> u64;
+    let patterns: [(&str, Start); 3] = [
+        ("decreasing", |i, n| 2 * (n - i)),
+        ("alternating", |i, n| if i % 2 == 0 { i } else { 4 * n - i }),
+        ("sawtooth", |i, _| (i % 100) * 1000 + i / 100),
+    ];
+    for (name, start) in patterns {
+        let (mut n, mut r) = (Nesting::new(1 << 20), Record::default());
+        let mut starts = Vec::new();
+        for i in 0..n_slices {
+            let s = start(i, n_slices) * 3;
+            starts.push(s);
+            n.complete(1, 1, s, 1, &mut r);
+        }
+        // Every slice is a sibling: placing one takes a lookup, not a move of the others (the
+        // sorted list moved half of them).
+        assert!(n.steps() <= n_slices, "{name}: {} steps", n.steps());
+        let (slices, problems) = finish(n, r);
+        assert!(problems.is_empty(), "{name}: {problems:?}");
+        starts.sort_unstable();
+        let got: Vec<u64> = slices.iter().map(|s| s.3).collect();
+        assert_eq!(got, starts, "{name}");
+    }
+}
+
+#[test]
+fn many_marks_at_one_time_are_placed_without_scanning_each_other() {
+    let (mut n, mut r) = (Nesting::new(1 << 20), Record::default());
+    for _ in 0..20_000 {
+        n.mark(1, 4, 5, &mut r);
+    }
+    n.complete(1, 1, 5, 0, &mut r);
+    // The zero-length slice at the same time adopts them all, once.
+    assert!(n.steps() <= 20_000, "{} steps", n.steps());
+    let (slices, _) = finish(n, r);
+    assert_eq!(slices.iter().filter(|s| s.1 == [1, 4]).count(), 20_000);
+}
+
+#[test]
+fn paths_are_cut_at_the_depth_cap_and_the_slices_below_it_are_counted_by_name() {
+    // 10,000 begins never ended: 10,000 paths of up to 10,000 labels without the cap.
+    let (mut n, mut r) = (Nesting::new(1000).max_depth(8), Record::default());
+    for i in 0..10_000u64 {
+        n.begin(1, 1 + (i % 2) as Label, i);
+    }
+    n.finish(&mut r);
+    // The root, 8 levels, one marker and the two names below it.
+    assert_eq!(n.paths().len(), 1 + 8 + 1 + 2);
+    assert_eq!(n.truncated(), 10_000 - 8);
+    assert_eq!(r.slices.len(), 10_000);
+    let deepest: Vec<Vec<Label>> =
+        r.slices.iter().map(|s| n.paths().labels(s.path)).max().into_iter().collect();
+    assert_eq!(deepest[0], [1, 2, 1, 2, 1, 2, 1, 2, DEEPER, 2]);
+    assert_eq!(r.problems.len(), 10_000, "each begin left open is reported");
+}
+
+#[test]
+fn slices_below_the_depth_cap_keep_their_durations_and_the_total_self_time() {
+    for outer_first in [false, true] {
+        // 2,000 nested slices: innermost first (as scope guards write them) or outermost first
+        // (explicit times), where each would go down through all the pending ones.
+        let (mut n, mut r) = (Nesting::new(1 << 20).max_depth(16), Record::default());
+        let order: Vec<u64> = if outer_first { (0..2000).collect() } else { (0..2000).rev().collect() };
+        for &i in &order {
+            n.complete(1, 1, 10 * i, 10 * (4000 - 2 * i), &mut r);
+        }
+        assert!(n.steps() <= 2000 * 18, "outer first {outer_first}: {} steps", n.steps());
+        let (slices, problems) = finish(n, r);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(slices.len(), 2000);
+        let mut durs: Vec<u64> = slices.iter().map(|s| s.4).collect();
+        durs.sort_unstable();
+        assert_eq!(durs, (0..2000).rev().map(|i| 10 * (4000 - 2 * i)).collect::<Vec<_>>());
+        assert!(slices.iter().all(|s| s.1.len() <= 16 || s.1[16] == DEEPER));
+        assert_eq!(slices.iter().map(|s| s.5).sum::<u64>(), 40_000, "outer first {outer_first}");
+    }
+}
+
+#[test]
+fn a_deep_pending_tree_is_dropped_without_recursion() {
+    // Nested slices innermost first: a chain 100,000 deep, dropped unresolved (as when a
+    // statistics builder is dropped early). Recursive drops overflow the test thread's stack.
+    let (mut n, mut r) = (Nesting::new(1 << 20), Record::default());
+    for i in (0..100_000u64).rev() {
+        n.complete(1, 1, i, 2 * (100_000 - i), &mut r);
+    }
+    assert_eq!(n.pending(), 100_000);
+    drop(n);
 }

@@ -25,9 +25,13 @@
 //! Memory grows with the kinds (distinct paths × threads, each with a [`DurationStats`]
 //! accumulator, see `durations.rs`), the open begins and async slices, and the scopes waiting for
 //! a parent, at most [`StatsBuilder::pending_limit`] per thread; not with the number of events.
+//! Paths are interned as trees (`nesting.rs` while reading, [`ScopePath`] in the result), so a
+//! kind costs about 300 bytes whatever its depth (a file of a million callsites, one event each:
+//! 0.3 GB besides the reader's tables), and paths are at most [`StatsBuilder::max_depth`] deep.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
+use std::sync::Arc;
 
 use phosphor::Trace;
 use phosphor_format::file::{
@@ -35,10 +39,14 @@ use phosphor_format::file::{
 };
 use phosphor_format::{Level, Phase};
 
+use crate::asyncs::Asyncs;
 use crate::durations::{DurationStats, Durations};
 use crate::error::{read_chunks, Item};
 use crate::losses::ChunkLosses;
-use crate::nesting::{self, Label, Nesting, PathId, Problem, ProblemKind, Sink, Slice, SliceKind};
+use crate::nesting::{
+    self, Label, Nesting, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT,
+};
+use crate::scope_path::{PathTreeBuilder, ScopePath};
 use crate::scopes::{ScopeProblem, ScopeProblemKind};
 
 /// At most this many [`ScopeProblem`]s are kept as examples in [`TraceStats::problems`]; all are
@@ -78,6 +86,11 @@ pub struct TraceStats {
     /// Scopes and events whose path was fixed before the end of the file because their thread
     /// had more pending than the limit; a later parent is then a [`ScopeProblemKind::LateParent`].
     pub resolved_early: u64,
+    /// Paths are cut at this many scopes ([`StatsBuilder::max_depth`]).
+    pub max_depth: usize,
+    /// Scopes and events nested deeper than `max_depth`: counted by name under a
+    /// `[deeper than N]` segment that stands for the levels cut.
+    pub truncated: u64,
     /// Log messages (`trace_log!`) per callsite: by level, then category and format string.
     pub logs: Vec<LogStats>,
     /// The aggregate points' snapshots (`trace_sum!`, `trace_histogram!`): by category and name.
@@ -208,8 +221,9 @@ impl EventType {
 pub struct KindStats {
     /// The thread; `None` in [`TraceStats::paths`], which adds up all threads.
     pub tid: Option<u32>,
-    /// The names of the enclosing scopes, outermost first, then the kind's own.
-    pub path: Vec<String>,
+    /// The names of the enclosing scopes, outermost first, then the kind's own (interned: the
+    /// kinds of one [`TraceStats`] share a tree of names).
+    pub path: ScopePath,
     /// The type of the last segment.
     pub event_type: EventType,
     /// Scopes or events of this kind (a begin never ended counts, without a duration).
@@ -221,12 +235,12 @@ pub struct KindStats {
 impl KindStats {
     /// The path, its names joined by `/`.
     pub fn path_string(&self) -> String {
-        self.path.join("/")
+        self.path.to_string()
     }
 
     /// The kind's own name: the last segment of its path.
     pub fn name(&self) -> &str {
-        self.path.last().map_or("", String::as_str)
+        self.path.name()
     }
 }
 
@@ -282,12 +296,12 @@ impl TraceStats {
 
     /// The kind at `path` on thread `tid` (of the first type, if a path has several).
     pub fn kind(&self, tid: u32, path: &[&str]) -> Option<&KindStats> {
-        self.kinds.iter().find(|k| k.tid == Some(tid) && k.path.iter().eq(path))
+        self.kinds.iter().find(|k| k.tid == Some(tid) && k.path.is(path))
     }
 
     /// The kind at `path`, all threads together (of the first type, if a path has several).
     pub fn path(&self, path: &[&str]) -> Option<&KindStats> {
-        self.paths.iter().find(|k| k.path.iter().eq(path))
+        self.paths.iter().find(|k| k.path.is(path))
     }
 
     /// The async slices called `name`.
@@ -382,7 +396,15 @@ impl StatsBuilder {
     /// file. Past the limit, the oldest have their path fixed as known then; a scope that arrives
     /// later and encloses them is reported as a [`ScopeProblemKind::LateParent`].
     pub fn pending_limit(mut self, scopes: usize) -> StatsBuilder {
-        self.nesting = Nesting::new(scopes);
+        self.nesting = Nesting::new(scopes).max_depth(self.nesting.paths().max_depth());
+        self
+    }
+
+    /// Cuts paths at `scopes` levels ([`DEFAULT_MAX_DEPTH`](crate::DEFAULT_MAX_DEPTH) unless set;
+    /// at least 1): what is nested deeper is counted by name under a `[deeper than N]` segment
+    /// ([`TraceStats::truncated`]). Without a cap, n nested scopes make n kinds of up to n names.
+    pub fn max_depth(mut self, scopes: usize) -> StatsBuilder {
+        self.nesting = self.nesting.max_depth(scopes);
         self
     }
 
@@ -470,38 +492,50 @@ impl StatsBuilder {
         trailer: Option<&Trailer>,
     ) -> TraceStats {
         self.nesting.finish(&mut self.collector);
+        // What finding labels, paths and kinds took is not needed any more.
+        self.labels.index = HashMap::default();
+        self.labels.by_callsite = HashMap::default();
+        self.collector.index = HashMap::default();
         let clock = &self.clock;
         let names: HashMap<u32, &str> = thread_names.into_iter().collect();
         let paths = self.nesting.paths();
         let labels = &self.labels.names;
+        let tree = name_tree(paths, labels);
 
-        let mut kinds = Vec::with_capacity(self.collector.kinds.len());
-        let mut across: HashMap<PathId, KindAcc> = HashMap::default();
-        let kind = |tid, path: PathId, acc: &KindAcc| {
-            let segments = paths.labels(path);
-            let event_type = labels[*segments.last().expect("a kind is not the root") as usize].1;
-            KindStats {
-                tid,
-                path: segments.iter().map(|&l| labels[l as usize].0.clone()).collect(),
-                event_type,
-                count: acc.count,
-                durations: acc.durations.stats(clock),
-            }
+        let kind = |tid, path: PathId, acc: &KindAcc| KindStats {
+            tid,
+            path: tree.path(path),
+            event_type: labels[paths.label(path) as usize].1,
+            count: acc.count,
+            durations: acc.durations.stats(clock),
         };
-        for (&(tid, path), acc) in &self.collector.kinds {
-            kinds.push(kind(Some(tid), path, acc));
-            let all = across.entry(path).or_default();
-            all.count += acc.count;
-            all.durations.merge(&acc.durations);
+        // By path, so that each path's kinds on every thread add up to its kind across threads.
+        let mut per_thread = std::mem::take(&mut self.collector.kinds);
+        per_thread.sort_unstable_by_key(|k| (k.path, k.tid));
+        let mut kinds = Vec::with_capacity(per_thread.len());
+        let mut by_path = Vec::new();
+        for run in per_thread.chunk_by(|a, b| a.path == b.path) {
+            kinds.extend(run.iter().map(|k| kind(Some(k.tid), k.path, &k.acc)));
+            let path = run[0].path;
+            if let [one] = run {
+                by_path.push(kind(None, path, &one.acc));
+            } else {
+                let mut all = KindAcc::default();
+                for k in run {
+                    all.count += k.acc.count;
+                    all.durations.merge(&k.acc.durations);
+                }
+                by_path.push(kind(None, path, &all));
+            }
         }
+        drop(per_thread);
         let order = |a: &KindStats, b: &KindStats| {
-            (a.tid, &a.path, a.event_type).cmp(&(b.tid, &b.path, b.event_type))
+            a.tid.cmp(&b.tid).then_with(|| a.path.cmp_names(&b.path)).then(a.event_type.cmp(&b.event_type))
         };
         kinds.sort_by(order);
-        let mut by_path: Vec<KindStats> = across.iter().map(|(&path, acc)| kind(None, path, acc)).collect();
         by_path.sort_by(order);
 
-        let name = |l: Label| labels[l as usize].0.clone();
+        let name = |l: Label| labels[l as usize].0.to_string();
         let mut problems: Vec<ScopeProblem> = self
             .collector
             .problems
@@ -561,6 +595,8 @@ impl StatsBuilder {
             problems,
             problem_count: self.collector.problem_count,
             resolved_early: self.nesting.resolved_early(),
+            max_depth: paths.max_depth(),
+            truncated: self.nesting.truncated(),
             logs,
             aggregates,
             saturation: self.saturation,
@@ -568,41 +604,101 @@ impl StatsBuilder {
     }
 }
 
-/// Names and event types by label, and the label of each callsite.
+/// The statistics' paths as [`ScopePath`]s: the nesting's paths of labels (a name and an event
+/// type) become paths of names, in a tree of their own.
+struct NameTree {
+    tree: Arc<crate::scope_path::PathTree>,
+    /// By the nesting's path id, the tree's.
+    ids: Vec<u32>,
+}
+
+impl NameTree {
+    fn path(&self, path: PathId) -> ScopePath {
+        ScopePath::new(self.tree.clone(), self.ids[path as usize])
+    }
+}
+
+/// Interns every path of `paths` as names: the labels' (which differ in name or in event type),
+/// and `[deeper than N]` for the depth cap's marker.
+fn name_tree(paths: &nesting::Paths, labels: &[(Arc<str>, EventType)]) -> NameTree {
+    let mut numbers: HashMap<&str, u32> = HashMap::default();
+    let mut names: Vec<Arc<str>> = Vec::new();
+    let by_label: Vec<u32> = labels
+        .iter()
+        .map(|(name, _)| {
+            *numbers.entry(name).or_insert_with(|| {
+                names.push(name.clone());
+                names.len() as u32 - 1
+            })
+        })
+        .collect();
+    let marker = format!("[deeper than {}]", paths.max_depth());
+    let deeper = numbers.get(marker.as_str()).copied().unwrap_or_else(|| {
+        names.push(marker.into());
+        names.len() as u32 - 1
+    });
+    drop(numbers);
+    let mut b = PathTreeBuilder::new(names);
+    // A path is interned after its parent, so its parent's id is already mapped.
+    let mut ids = Vec::with_capacity(paths.len());
+    for path in 0..paths.len() as PathId {
+        ids.push(if path == ROOT {
+            0
+        } else {
+            let label = paths.label(path);
+            let name = if label == DEEPER { deeper } else { by_label[label as usize] };
+            b.child(ids[paths.parent(path) as usize], name)
+        });
+    }
+    NameTree { tree: b.finish(), ids }
+}
+
+/// The label that no name of a type has yet.
+const NO_LABEL: Label = Label::MAX;
+
+/// Event types, as indices.
+const EVENT_TYPES: usize = EventType::Log as usize + 1;
+
+/// Names and event types by label, and the label of each callsite. A name is stored once however
+/// many types and labels it has (and shared with the statistics' paths).
 #[derive(Debug, Default)]
 struct Labels {
-    names: Vec<(String, EventType)>,
-    index: HashMap<(String, EventType), Label>,
+    names: Vec<(Arc<str>, EventType)>,
+    /// By name, its label of each type ([`NO_LABEL`] where none).
+    index: HashMap<Arc<str>, [Label; EVENT_TYPES]>,
     by_callsite: HashMap<u32, Label>,
 }
 
 impl Labels {
     /// The label of `cs` as an event of type `ty` (a begin and its end share one).
     fn label(&mut self, cs: &Callsite<'_>, ty: EventType) -> Label {
+        let name: &str = cs.name.as_str();
         if let Some(&l) = self.by_callsite.get(&cs.id) {
-            let (name, t) = &self.names[l as usize];
+            let (known, t) = &self.names[l as usize];
             // A file may define an id again; the name then changes.
-            if *t == ty && *name == cs.name {
+            if *t == ty && **known == *name {
                 return l;
             }
         }
-        let l = self.named(&cs.name, ty);
+        let l = self.named(name, ty);
         self.by_callsite.insert(cs.id, l);
         l
     }
 
     /// The label of events named `name` of type `ty`.
     fn named(&mut self, name: &str, ty: EventType) -> Label {
-        let key = (name.to_owned(), ty);
-        match self.index.get(&key) {
-            Some(&l) => l,
-            None => {
-                let l = self.names.len() as Label;
-                self.names.push(key.clone());
-                self.index.insert(key, l);
-                l
-            }
+        let t = ty as usize;
+        if let Some(labels) = self.index.get(name).filter(|labels| labels[t] != NO_LABEL) {
+            return labels[t];
         }
+        let key = match self.index.get_key_value(name) {
+            Some((key, _)) => key.clone(),
+            None => Arc::from(name),
+        };
+        let next = self.names.len() as Label;
+        self.names.push((key.clone(), ty));
+        self.index.entry(key).or_insert([NO_LABEL; EVENT_TYPES])[t] = next;
+        next
     }
 }
 
@@ -612,10 +708,20 @@ struct KindAcc {
     durations: Durations,
 }
 
+/// A kind as the nesting resolves it: a path on a thread, and what was counted.
+#[derive(Debug)]
+struct Kind {
+    tid: u32,
+    path: PathId,
+    acc: KindAcc,
+}
+
 /// What the nesting resolves, by thread and path; and the problems.
 #[derive(Debug, Default)]
 struct Collector {
-    kinds: HashMap<(u32, PathId), KindAcc>,
+    /// By thread and path, the kind's place in `kinds`.
+    index: HashMap<(u32, PathId), u32>,
+    kinds: Vec<Kind>,
     problems: Vec<Problem>,
     problem_count: u64,
     per_thread: HashMap<u32, u64>,
@@ -623,7 +729,12 @@ struct Collector {
 
 impl Sink for Collector {
     fn slice(&mut self, s: &Slice) {
-        let k = self.kinds.entry((s.tid, s.path)).or_default();
+        let kinds = &mut self.kinds;
+        let at = *self.index.entry((s.tid, s.path)).or_insert_with(|| {
+            kinds.push(Kind { tid: s.tid, path: s.path, acc: KindAcc::default() });
+            kinds.len() as u32 - 1
+        });
+        let k = &mut kinds[at as usize].acc;
         k.count += 1;
         if s.kind == SliceKind::Scope {
             k.durations.add(s.dur);
@@ -636,84 +747,6 @@ impl Sink for Collector {
         if self.problems.len() < MAX_PROBLEM_EXAMPLES {
             self.problems.push(p);
         }
-    }
-}
-
-/// Async slices: the halves waiting for their other half, and the pairs by name.
-#[derive(Debug, Default)]
-struct Asyncs {
-    names: Vec<AsyncAcc>,
-    index: HashMap<String, usize>,
-    /// (name index, async id) → the half seen first: a begin (`true`) or an end, and its time.
-    open: HashMap<(usize, u64), (bool, u64)>,
-}
-
-#[derive(Debug)]
-struct AsyncAcc {
-    name: String,
-    durations: Durations,
-    unended: u64,
-    unbegun: u64,
-}
-
-impl Asyncs {
-    fn add(&mut self, cs: &Callsite<'_>, id: u64, ts: u64) {
-        let n = match self.index.get(cs.name.as_str()) {
-            Some(&n) => n,
-            None => {
-                let n = self.names.len();
-                let acc = AsyncAcc {
-                    name: cs.name.into(),
-                    durations: Durations::default(),
-                    unended: 0,
-                    unbegun: 0,
-                };
-                self.names.push(acc);
-                self.index.insert(cs.name.into(), n);
-                n
-            }
-        };
-        let begin = cs.phase == Phase::AsyncBegin;
-        // Events come thread by thread, so an end may come before its begin.
-        match self.open.remove(&(n, id)) {
-            Some((first_is_begin, first)) if first_is_begin != begin => {
-                let (b, e) = if begin { (ts, first) } else { (first, ts) };
-                self.names[n].durations.add(e.saturating_sub(b));
-            }
-            previous => {
-                // A second begin (or end) for the same id: the first one stays unmatched.
-                if let Some((first_is_begin, _)) = previous {
-                    self.unmatched(n, first_is_begin);
-                }
-                self.open.insert((n, id), (begin, ts));
-            }
-        }
-    }
-
-    fn unmatched(&mut self, n: usize, begin: bool) {
-        if begin {
-            self.names[n].unended += 1;
-        } else {
-            self.names[n].unbegun += 1;
-        }
-    }
-
-    fn finish(mut self, clock: &ClockInfo) -> Vec<AsyncStats> {
-        for ((n, _), (begin, _)) in std::mem::take(&mut self.open) {
-            self.unmatched(n, begin);
-        }
-        let mut out: Vec<AsyncStats> = self
-            .names
-            .into_iter()
-            .map(|a| AsyncStats {
-                durations: a.durations.stats(clock),
-                name: a.name,
-                unended: a.unended,
-                unbegun: a.unbegun,
-            })
-            .collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        out
     }
 }
 

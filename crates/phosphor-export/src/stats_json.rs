@@ -1,4 +1,6 @@
 //! [`TraceStats`] as JSON (`phosphor stats --json`): one object, pretty-printed, keys sorted.
+//! The arrays that grow with the file (threads, kinds, paths, async slices, logs, aggregates) are
+//! written an element at a time, each made as it is written.
 //!
 //! # Schema (`"schema": "phosphor-stats/1"`)
 //!
@@ -24,7 +26,9 @@
 //!   "paths": [KIND],              all threads together
 //!   "paths_total": n,
 //!   "async": [{"name": s, "pairs": n, "durations": DURATIONS | null, "unended": n, "unbegun": n}],
-//!   "problems": {"count": n, "resolved_early": n, "examples": [PROBLEM]},
+//!   "problems": {"count": n, "resolved_early": n, "examples": [PROBLEM],
+//!                "max_depth": n, "truncated": n},   paths cut at max_depth scopes; what was deeper
+//!                                                   counts under a "[deeper than N]" segment
 //!   "logs": [{"level": s, "category": s, "format": s, "count": n}],
 //!   "aggregates": [{"category": s, "name": s, "kind": "sum", "count": n, "sum": n}
 //!                | {"category": s, "name": s, "kind": "histogram", "count": n, "sum": n, "min": n,
@@ -47,11 +51,13 @@ use std::io::{self, Write};
 
 use phosphor_format::file::AggregateKind;
 
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{json, Map, Value};
 
 use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
+use crate::scope_path::ScopePath;
 use crate::scopes::ScopeProblemKind;
-use crate::stats::{KindStats, TraceStats};
+use crate::stats::{AggregateStats, KindStats, TraceStats};
 use crate::text::{SortBy, TableOptions};
 
 impl TraceStats {
@@ -59,25 +65,63 @@ impl TraceStats {
     /// `options` gives and cut to its `top`.
     pub fn write_json(&self, out: impl Write, options: TableOptions) -> io::Result<()> {
         let mut out = io::BufWriter::new(out);
-        serde_json::to_writer_pretty(&mut out, &self.to_json(options))?;
+        let thread_name = |tid: u32| {
+            let at = self.threads.binary_search_by_key(&tid, |t| t.tid).ok()?;
+            self.threads[at].name.as_deref()
+        };
+        let kinds = options.select(&self.kinds);
+        let paths = options.select(&self.paths);
+        let arrays = [
+            (
+                "threads",
+                Seq::new(self.threads.len(), |i| {
+                    let t = &self.threads[i];
+                    json!({
+                        "tid": t.tid,
+                        "name": t.name,
+                        "events": t.events,
+                        "lost_chunks": t.lost_chunks,
+                        "problems": t.problems,
+                    })
+                }),
+            ),
+            ("kinds", Seq::new(kinds.len(), |i| Kind { k: kinds[i], thread: Some(&thread_name) })),
+            ("paths", Seq::new(paths.len(), |i| Kind { k: paths[i], thread: None })),
+            (
+                "async",
+                Seq::new(self.asyncs.len(), |i| {
+                    let a = &self.asyncs[i];
+                    json!({
+                        "name": a.name,
+                        "pairs": a.durations.map_or(0, |d| d.samples),
+                        "durations": a.durations.as_ref().map(durations),
+                        "unended": a.unended,
+                        "unbegun": a.unbegun,
+                    })
+                }),
+            ),
+            (
+                "logs",
+                Seq::new(self.logs.len(), |i| {
+                    let l = &self.logs[i];
+                    json!({
+                        "level": l.level.as_str(),
+                        "category": l.category,
+                        "format": l.format,
+                        "count": l.count,
+                    })
+                }),
+            ),
+            ("aggregates", Seq::new(self.aggregates.len(), |i| aggregate(&self.aggregates[i]))),
+        ];
+        let doc = Doc { fields: self.fields(options, &thread_name), arrays };
+        doc.serialize(&mut serde_json::Serializer::pretty(&mut out))?;
         writeln!(out)?;
         out.flush()
     }
 
-    fn to_json(&self, options: TableOptions) -> Value {
-        let thread_name = |tid: u32| self.thread(tid).and_then(|t| t.name.clone());
-        let kinds: Vec<Value> = options
-            .select(&self.kinds)
-            .into_iter()
-            .map(|k| {
-                let mut v = kind(k);
-                let tid = k.tid.expect("per-thread kinds have a thread");
-                v["tid"] = json!(tid);
-                v["thread"] = json!(thread_name(tid));
-                v
-            })
-            .collect();
-        let paths: Vec<Value> = options.select(&self.paths).into_iter().map(kind).collect();
+    /// Everything but the arrays that grow with the file.
+    fn fields<'s>(&'s self, options: TableOptions, thread_name: &dyn Fn(u32) -> Option<&'s str>) -> Value {
         let dropped = self.drops.as_ref().map(|d| {
             let mut m: Map<String, Value> =
                 d.by_reason().iter().map(|&(r, n)| (r.to_owned(), json!(n))).collect();
@@ -119,72 +163,165 @@ impl TraceStats {
             "saturation": {"markers": self.saturation.markers, "dropped": self.saturation.dropped},
             "span_ns": self.span_ns,
             "percentiles": {"exact_up_to": EXACT_SAMPLES, "relative_error": PERCENTILE_ERROR},
-            "threads": self.threads.iter().map(|t| json!({
-                "tid": t.tid,
-                "name": t.name,
-                "events": t.events,
-                "lost_chunks": t.lost_chunks,
-                "problems": t.problems,
-            })).collect::<Vec<_>>(),
             "sort": match options.sort {
                 SortBy::Total => "total",
                 SortBy::Count => "count",
                 SortBy::Max => "max",
             },
-            "kinds": kinds,
             "kinds_total": self.kinds.len(),
-            "paths": paths,
             "paths_total": self.paths.len(),
-            "async": self.asyncs.iter().map(|a| json!({
-                "name": a.name,
-                "pairs": a.durations.map_or(0, |d| d.samples),
-                "durations": a.durations.as_ref().map(durations),
-                "unended": a.unended,
-                "unbegun": a.unbegun,
-            })).collect::<Vec<_>>(),
             "problems": {
                 "count": self.problem_count,
                 "resolved_early": self.resolved_early,
+                "max_depth": self.max_depth,
+                "truncated": self.truncated,
                 "examples": examples,
             },
-            "logs": self.logs.iter().map(|l| json!({
-                "level": l.level.as_str(),
-                "category": l.category,
-                "format": l.format,
-                "count": l.count,
-            })).collect::<Vec<_>>(),
-            "aggregates": self.aggregates.iter().map(|a| match &a.kind {
-                AggregateKind::Sum { count, sum } => json!({
-                    "category": a.category, "name": a.name, "kind": "sum", "count": count, "sum": sum,
-                }),
-                AggregateKind::Histogram { count, sum, min, max, buckets } => json!({
-                    "category": a.category, "name": a.name, "kind": "histogram", "count": count,
-                    "sum": sum, "min": min, "max": max, "p50": a.quantile(0.5), "p90": a.quantile(0.9),
-                    "p99": a.quantile(0.99), "buckets": buckets,
-                }),
-            }).collect::<Vec<_>>(),
         })
     }
 }
 
-fn kind(k: &KindStats) -> Value {
-    json!({
-        "path": k.path,
-        "type": k.event_type.as_str(),
-        "count": k.count,
-        "durations": k.durations.as_ref().map(durations),
-    })
+fn aggregate(a: &AggregateStats) -> Value {
+    match &a.kind {
+        AggregateKind::Sum { count, sum } => json!({
+            "category": a.category, "name": a.name, "kind": "sum", "count": count, "sum": sum,
+        }),
+        AggregateKind::Histogram { count, sum, min, max, buckets } => json!({
+            "category": a.category, "name": a.name, "kind": "histogram", "count": count,
+            "sum": sum, "min": min, "max": max, "p50": a.quantile(0.5), "p90": a.quantile(0.9),
+            "p99": a.quantile(0.99), "buckets": buckets,
+        }),
+    }
+}
+
+/// A JSON array of `len` elements, element `i` made by `item(i)` when it is written.
+struct Seq<'a> {
+    len: usize,
+    item: Box<dyn Fn(usize) -> Element<'a> + 'a>,
+}
+
+/// An element of a [`Seq`].
+enum Element<'a> {
+    Value(Value),
+    Kind(Kind<'a>),
+}
+
+impl From<Value> for Element<'_> {
+    fn from(v: Value) -> Self {
+        Element::Value(v)
+    }
+}
+
+impl<'a> From<Kind<'a>> for Element<'a> {
+    fn from(k: Kind<'a>) -> Self {
+        Element::Kind(k)
+    }
+}
+
+impl<'a> Seq<'a> {
+    fn new<E: Into<Element<'a>>>(len: usize, item: impl Fn(usize) -> E + 'a) -> Seq<'a> {
+        Seq { len, item: Box::new(move |i| item(i).into()) }
+    }
+}
+
+impl Serialize for Seq<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.len))?;
+        for i in 0..self.len {
+            match (self.item)(i) {
+                Element::Value(v) => seq.serialize_element(&v)?,
+                Element::Kind(k) => seq.serialize_element(&k)?,
+            }
+        }
+        seq.end()
+    }
+}
+
+/// A kind's object (KIND in the schema), written without making its path's strings; with its
+/// thread (`tid`, `thread`) when `thread` names threads.
+struct Kind<'a> {
+    k: &'a KindStats,
+    thread: Option<&'a dyn Fn(u32) -> Option<&'a str>>,
+}
+
+impl Serialize for Kind<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let k = self.k;
+        let mut map = s.serialize_map(None)?;
+        // In the order of the keys.
+        map.serialize_entry("count", &k.count)?;
+        map.serialize_entry("durations", &k.durations.as_ref().map(Durations))?;
+        map.serialize_entry("path", &Segments(&k.path))?;
+        if let (Some(thread), Some(tid)) = (self.thread, k.tid) {
+            map.serialize_entry("thread", &thread(tid))?;
+            map.serialize_entry("tid", &tid)?;
+        }
+        map.serialize_entry("type", k.event_type.as_str())?;
+        map.end()
+    }
+}
+
+/// A path as an array of its names.
+struct Segments<'a>(&'a ScopePath);
+
+impl Serialize for Segments<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.segments())
+    }
+}
+
+/// The statistics' object: the keys of `fields` (an object) and the `arrays`, in order.
+struct Doc<'a, const N: usize> {
+    fields: Value,
+    arrays: [(&'static str, Seq<'a>); N],
+}
+
+impl<const N: usize> Serialize for Doc<'_, N> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        enum Entry<'e, 'a> {
+            Field(&'e Value),
+            Array(&'e Seq<'a>),
+        }
+        let mut entries: Vec<(&str, Entry<'_, '_>)> = self
+            .fields
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), Entry::Field(v)))
+            .collect();
+        entries.extend(self.arrays.iter().map(|(k, a)| (*k, Entry::Array(a))));
+        entries.sort_by_key(|(k, _)| *k);
+        let mut map = s.serialize_map(Some(entries.len()))?;
+        for (key, entry) in entries {
+            match entry {
+                Entry::Field(v) => map.serialize_entry(key, v)?,
+                Entry::Array(a) => map.serialize_entry(key, a)?,
+            }
+        }
+        map.end()
+    }
 }
 
 fn durations(d: &DurationStats) -> Value {
-    json!({
-        "samples": d.samples,
-        "total_ns": d.total_ns,
-        "min_ns": d.min_ns,
-        "mean_ns": d.mean_ns,
-        "p50_ns": d.p50_ns,
-        "p99_ns": d.p99_ns,
-        "max_ns": d.max_ns,
-        "exact_percentiles": d.exact_percentiles,
-    })
+    json!(Durations(d))
+}
+
+/// DURATIONS in the schema, written without making a map.
+struct Durations<'a>(&'a DurationStats);
+
+impl Serialize for Durations<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let d = self.0;
+        let mut map = s.serialize_map(Some(8))?;
+        // In the order of the keys.
+        map.serialize_entry("exact_percentiles", &d.exact_percentiles)?;
+        map.serialize_entry("max_ns", &d.max_ns)?;
+        map.serialize_entry("mean_ns", &d.mean_ns)?;
+        map.serialize_entry("min_ns", &d.min_ns)?;
+        map.serialize_entry("p50_ns", &d.p50_ns)?;
+        map.serialize_entry("p99_ns", &d.p99_ns)?;
+        map.serialize_entry("samples", &d.samples)?;
+        map.serialize_entry("total_ns", &d.total_ns)?;
+        map.end()
+    }
 }

@@ -471,7 +471,7 @@ fn logs_aggregates_and_dyn_names_of_the_v1_2_golden_file() {
     // The event named at run time is a kind under that name, not the callsite's (inside the
     // scope thread 101 left open).
     assert_eq!(stats.path(&["scope", "static-one"]).map(|k| k.count), Some(1), "{:?}", stats.paths);
-    assert!(stats.paths.iter().all(|k| !k.path.iter().any(|p| p == "op_name()")));
+    assert!(stats.paths.iter().all(|k| !k.path.segments().any(|p| p == "op_name()")));
     let text = stats.to_string();
     insta::assert_snapshot!("golden_v1_2_stats_text", text);
     let mut json = Vec::new();
@@ -483,4 +483,58 @@ fn logs_aggregates_and_dyn_names_of_the_v1_2_golden_file() {
         serde_json::json!({"category": "net", "name": "bytes_sent", "kind": "sum", "count": 3, "sum": -12})
     );
     assert_eq!(v["aggregates"][1]["buckets"], serde_json::json!([[3, 1], [40, 3], [77, 1]]));
+}
+
+#[test]
+fn begins_nested_past_the_depth_cap_make_a_bounded_number_of_kinds_and_are_counted() {
+    // 4,000 nested begins never ended: 4,000 kinds of up to 4,000 names each without the cap.
+    let main: Vec<Record> = (0..4000).map(|i| mark(FRAME, i)).collect();
+    let stats = stats_of(&[(1, main)]);
+    let depth = crate::DEFAULT_MAX_DEPTH;
+    assert_eq!((stats.max_depth, stats.truncated), (depth, 4000 - depth as u64));
+    // A kind per level down to the cap, then one for the frames below it, by name.
+    assert_eq!(stats.kinds.len(), depth + 1);
+    assert_eq!(stats.paths.len(), depth + 1);
+    let deepest = stats.kinds.iter().max_by_key(|k| k.path.len()).unwrap();
+    assert_eq!(deepest.path.len(), depth + 2);
+    assert_eq!(deepest.path.segments().skip(depth).collect::<Vec<_>>(), ["[deeper than 256]", "frame"]);
+    assert_eq!(deepest.count, 4000 - depth as u64);
+    assert_eq!(stats.problem_count, 4000, "every begin is left open");
+
+    let mut json = Vec::new();
+    stats.write_json(&mut json, TableOptions { sort: SortBy::Count, top: None }).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(json["problems"]["truncated"], 4000 - depth as u64);
+    assert_eq!(json["problems"]["max_depth"], depth);
+    let text = stats.report(TableOptions::default()).to_string();
+    assert!(text.contains("3,744 scopes and events nested deeper than 256 levels"), "{text}");
+}
+
+#[test]
+fn the_depth_cap_can_be_set() {
+    let main: Vec<Record> = (0..20).map(|i| mark(FRAME, i)).collect();
+    let bytes = file(1.0, &[(1, 0, main)], &Trailer::default());
+    let reader = Reader::new(bytes.as_slice()).unwrap();
+    let stats =
+        StatsBuilder::new(&reader.header().clock).max_depth(4).pending_limit(100).read(reader).unwrap();
+    assert_eq!((stats.max_depth, stats.truncated, stats.kinds.len()), (4, 16, 5));
+}
+
+#[test]
+fn the_kinds_of_deeply_nested_scopes_share_one_tree_of_names() {
+    // 2,000 nested frames: 2,000 kinds per table, 2,001,000 names if each spelled its path out.
+    let begins = (0..2000).map(|i| mark(FRAME, i));
+    let ends = (0..2000).map(|i| mark(FRAME_END, 2000 + i));
+    let bytes = file(1.0, &[(1, 0, begins.chain(ends).collect())], &Trailer::default());
+    let reader = Reader::new(bytes.as_slice()).unwrap();
+    let stats = StatsBuilder::new(&reader.header().clock).max_depth(5000).read(reader).unwrap();
+    assert_eq!((stats.kinds.len(), stats.paths.len(), stats.truncated), (2000, 2000, 0));
+    let first = &stats.kinds[0].path;
+    assert!(stats.kinds.iter().chain(&stats.paths).all(|k| k.path.same_tree(first)));
+    assert_eq!(first.tree_len(), 2001, "a node per depth, and the empty path");
+    // In order of their names: the shorter prefix first.
+    let lens: Vec<usize> = stats.kinds.iter().map(|k| k.path.len()).collect();
+    assert_eq!(lens, (1..=2000).collect::<Vec<_>>());
+    assert_eq!(stats.kind(1, &["frame"; 3]).map(|k| k.count), Some(1));
+    assert_eq!(stats.paths[1999].path_string().len(), 2000 * 6 - 1);
 }

@@ -407,6 +407,16 @@ impl TraceStats {
                     format_count(self.resolved_early)
                 )?;
             }
+            if self.truncated > 0 {
+                writeln!(
+                    f,
+                    "  {} scopes and events nested deeper than {} levels are counted by name under \
+                     \"[deeper than {}]\"",
+                    format_count(self.truncated),
+                    self.max_depth,
+                    self.max_depth
+                )?;
+            }
             Ok(())
         })
     }

@@ -86,3 +86,65 @@ fn the_demo_writes_a_flame_graph_next_to_its_trace() {
     assert!(line.contains(svg.to_str().unwrap()) && line.contains("written in"), "{line}");
     assert_flame_graph(&std::fs::read_to_string(&svg).unwrap());
 }
+
+/// A trace file in `dir` of `depth` nested begin/end pairs of `frame` on one thread.
+fn nested_frames(dir: &std::path::Path, depth: u64) -> PathBuf {
+    use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
+    use phosphor::format::{Meta, Phase, Record};
+    let clock = ClockInfo {
+        kind: ClockKind::Monotonic,
+        ns_per_tick: 1.0,
+        origin_ticks: 0,
+        origin_monotonic_ns: 0,
+        origin_wall_ns: 0,
+        fallback_reason: None,
+    };
+    let header = Header { clock, pid: 1, process_name: "deep".into() };
+    let callsite = |id, phase| CallsiteInfo::<String> {
+        id,
+        category: "c".into(),
+        name: "frame".into(),
+        phase,
+        arg_names: Default::default(),
+        file: "f.rs".into(),
+        line: 1,
+        name_hash: 0,
+        level: None,
+        dynamic_name: false,
+        flow: false,
+    };
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(&[callsite(16, Phase::Begin), callsite(17, Phase::End)]).unwrap();
+    let begins = (0..depth).map(|i| Record::new(i, 16, Meta(0), [0; 2]));
+    let ends = (0..depth).map(|k| Record::new(depth + k, 17, Meta(0), [0; 2]));
+    let records: Vec<Record> = begins.chain(ends).collect();
+    for (seq, chunk) in records.chunks(127).enumerate() {
+        w.write_chunk(1, seq as u64, chunk, |_, _| "").unwrap();
+    }
+    let file = dir.join("deep.phos");
+    std::fs::write(&file, w.finish(&Trailer::default()).unwrap()).unwrap();
+    file
+}
+
+#[test]
+fn stacks_deeper_than_the_cap_fold_under_a_marker_frame_and_stderr_says_how_many() {
+    let dir = scratch("deep-stacks-files");
+    let file = nested_frames(&dir, 1000);
+    let out = phosphor("deep-stacks", &["convert", file.to_str().unwrap(), "--to", "folded"]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(text.lines().count(), 257, "a line per level down to 256, then the marker's");
+    assert!(text.lines().any(|l| l.ends_with(";[deeper than 256];frame 1487")), "{text}");
+    let note =
+        "note: 744 slices nested deeper than 256 levels are folded by name under \"[deeper than 256]\"";
+    assert!(err.contains(note), "{err}");
+
+    let svg = dir.join("deep.svg");
+    let out =
+        phosphor("deep-stacks-svg", &["flamegraph", file.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("note: 744 slices nested deeper than 256 levels are drawn by name"), "{err}");
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.contains("744 slices nested deeper than 256 are drawn by name under [deeper than 256]"));
+}

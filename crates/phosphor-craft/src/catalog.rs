@@ -1,6 +1,6 @@
 //! The cases: each hostile shape at the size the limits test uses (debug binaries, a shared
-//! 2-core machine, under a minute in all) and at the size the benchmark uses (the sizes of issue
-//! 18), and the reading commands each one is run with.
+//! 2-core machine, under a minute in all), at the size the benchmark uses (the sizes of issue 18),
+//! and as a fuzzing seed of a few KiB; and the reading commands each one is run with.
 
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
@@ -14,6 +14,8 @@ pub enum Scale {
     Test,
     /// The sizes of the benchmark (`scripts/bench-hostile.sh`).
     Bench,
+    /// A few KiB each: the fuzz targets' seeds (`fuzz/seeds/`).
+    Seed,
 }
 
 /// What a case's file is.
@@ -84,19 +86,31 @@ impl Case {
 
 /// Every case at `scale`.
 pub fn catalog(scale: Scale) -> Vec<Case> {
-    let t = scale == Scale::Test;
-    let pick = |test: u32, bench: u32| if t { test } else { bench };
-    let mib = |test: usize, bench: usize| (if t { test } else { bench }) << 20;
+    let seed = scale == Scale::Seed;
+    let pick = |test: u32, bench: u32| match scale {
+        Scale::Test => test,
+        Scale::Bench => bench,
+        Scale::Seed => (test / 1_000).clamp(2, 40),
+    };
+    let mib = |test: usize, bench: usize| match scale {
+        Scale::Test => test << 20,
+        Scale::Bench => bench << 20,
+        Scale::Seed => 2_000,
+    };
+    let deep = |depth: u32| if seed { 40 } else { depth };
     let trace = |name, shape| Case { name, input: Input::Trace(shape) };
     let mut cases = vec![
         trace(
             "huge-callsite-name",
-            Shape::HugeCallsiteName { bytes: mib(16, 60), callsites: pick(32, 1_000) },
+            Shape::HugeCallsiteName { bytes: mib(16, 60), callsites: pick(32, 1_000), events: 2 },
         ),
-        trace("huge-thread-name", Shape::HugeThreadName { bytes: mib(16, 60), threads: pick(32, 1_000) }),
-        trace("unclosed-begins", Shape::UnclosedBegins { depth: 10_000 }),
-        trace("nested-10k", Shape::NestedScopes { depth: 10_000 }),
-        trace("nested-100k", Shape::NestedScopes { depth: 100_000 }),
+        trace(
+            "huge-thread-name",
+            Shape::HugeThreadName { bytes: mib(16, 60), threads: pick(32, 1_000), events: 2 },
+        ),
+        trace("unclosed-begins", Shape::UnclosedBegins { depth: deep(10_000) }),
+        trace("nested-10k", Shape::NestedScopes { depth: deep(10_000) }),
+        trace("nested-100k", Shape::NestedScopes { depth: deep(100_000) }),
         trace(
             "backward-decreasing",
             Shape::BackwardTimestamps { events: pick(200_000, 1_000_000), order: Backwards::Decreasing },
@@ -116,15 +130,31 @@ pub fn catalog(scale: Scale) -> Vec<Case> {
         cases.push(trace(name, Shape::ClockRate { ns_per_tick }));
     }
     cases.extend([
-        trace("many-callsites", Shape::ManyCallsites { callsites: pick(250_000, 1_000_000) }),
-        trace("many-threads", Shape::ManyThreads { threads: pick(100_000, 1_000_000) }),
+        trace("many-callsites", Shape::ManyCallsites { callsites: pick(100_000, 1_000_000) }),
+        trace("many-threads", Shape::ManyThreads { threads: pick(50_000, 1_000_000) }),
         trace("tiny-chunks", Shape::TinyChunks { chunks: pick(200_000, 2_000_000) }),
-        trace("huge-args", Shape::HugeArgs { events: pick(2_000, 20_000) }),
-        trace("log-width", Shape::LogWidthBomb { repeats: 4_096, events: pick(1, 4) }),
-        trace("deep-long-names", Shape::DeepLongNames { depth: pick(1_000, 4_000), name_bytes: 4_096 }),
+        trace("huge-args", Shape::HugeArgs { events: if seed { 1 } else { pick(2_000, 20_000) } }),
+        trace(
+            "log-width",
+            Shape::LogWidthBomb {
+                repeats: match scale {
+                    Scale::Test => 2_048,
+                    Scale::Bench => 4_096,
+                    Scale::Seed => 8,
+                },
+                events: pick(1, 4),
+            },
+        ),
+        trace(
+            "deep-long-names",
+            Shape::DeepLongNames { depth: pick(1_000, 4_000), name_bytes: if seed { 64 } else { 4_096 } },
+        ),
         Case {
             name: "ring",
-            input: Input::Ring { chunks: pick(4_000, 50_000), callsites: pick(50_000, 500_000) },
+            input: Input::Ring {
+                chunks: if seed { 1 } else { pick(4_000, 50_000) },
+                callsites: pick(50_000, 500_000),
+            },
         },
     ]);
     cases

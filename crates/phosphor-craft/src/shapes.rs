@@ -25,11 +25,13 @@ pub enum Backwards {
 /// A hostile file and its size.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
-    /// (a) One string of `bytes` bytes is the name of `callsites` complete callsites; each is
-    /// recorded once.
-    HugeCallsiteName { bytes: usize, callsites: u32 },
-    /// (b) One string of `bytes` bytes names `threads` threads, each with one complete event.
-    HugeThreadName { bytes: usize, threads: u32 },
+    /// (a) One string of `bytes` bytes is the name of `callsites` complete callsites; the first
+    /// `events` are recorded once each (a viewer's format repeats a name per event: the output
+    /// grows with `events × bytes`, the reader's tables should not grow with `callsites × bytes`).
+    HugeCallsiteName { bytes: usize, callsites: u32, events: u32 },
+    /// (b) One string of `bytes` bytes names `threads` threads; the first `events` have one
+    /// complete event each.
+    HugeThreadName { bytes: usize, threads: u32, events: u32 },
     /// (c) `depth` begins on one thread that no end closes.
     UnclosedBegins { depth: u32 },
     /// (d) `depth` nested begin/end pairs on one thread, an instant and a log at the bottom.
@@ -118,24 +120,24 @@ impl Shape {
     pub fn write<W: Write>(&self, out: W) -> io::Result<W> {
         let id = FIRST_CALLSITE_ID;
         match *self {
-            Shape::HugeCallsiteName { bytes, callsites } => {
+            Shape::HugeCallsiteName { bytes, callsites, events } => {
                 let mut w = start(out, monotonic())?;
                 let name = w.string(&"x".repeat(bytes))?;
                 w.callsites((0..callsites).map(|k| callsite(id + k, Phase::Complete, name)))?;
                 let mut s = ChunkStream::new(1);
-                for k in 0..callsites {
+                for k in 0..events.min(callsites) {
                     s.push(&mut w, &records::complete(u64::from(k) * 10, id + k, 5))?;
                 }
                 s.flush(&mut w)?;
                 w.finish(Trailer::default())
             }
-            Shape::HugeThreadName { bytes, threads } => {
+            Shape::HugeThreadName { bytes, threads, events } => {
                 let mut w = start(out, monotonic())?;
                 let name = w.string(&"t".repeat(bytes))?;
                 let work = w.string("work")?;
                 w.callsites([callsite(id, Phase::Complete, work)])?;
                 w.threads((1..=threads).map(|tid| (tid, name)))?;
-                for tid in 1..=threads {
+                for tid in 1..=events.min(threads) {
                     let mut s = ChunkStream::new(tid);
                     s.push(&mut w, &records::complete(u64::from(tid) * 10, id, 5))?;
                     s.flush(&mut w)?;

@@ -17,8 +17,8 @@ fn read_all(bytes: &[u8]) -> u64 {
 #[test]
 fn every_shape_writes_a_file_the_reader_reads_whole() {
     let shapes = [
-        (Shape::HugeCallsiteName { bytes: 100_000, callsites: 5 }, 5),
-        (Shape::HugeThreadName { bytes: 100_000, threads: 5 }, 5),
+        (Shape::HugeCallsiteName { bytes: 100_000, callsites: 5, events: 3 }, 3),
+        (Shape::HugeThreadName { bytes: 100_000, threads: 5, events: 3 }, 3),
         (Shape::UnclosedBegins { depth: 300 }, 300),
         (Shape::NestedScopes { depth: 300 }, 602),
         (Shape::BackwardTimestamps { events: 1_000, order: Backwards::Decreasing }, 1_000),
@@ -39,7 +39,8 @@ fn every_shape_writes_a_file_the_reader_reads_whole() {
 
 #[test]
 fn a_huge_string_is_written_once_however_many_entries_name_it() {
-    let bytes = Shape::HugeCallsiteName { bytes: 1 << 20, callsites: 100 }.write(Vec::new()).unwrap();
+    let bytes =
+        Shape::HugeCallsiteName { bytes: 1 << 20, callsites: 100, events: 100 }.write(Vec::new()).unwrap();
     assert!(bytes.len() < (1 << 20) + 100 * 100, "{}", bytes.len());
     let mut r = Reader::new(&bytes[..]).unwrap();
     r.for_each_event(|e| assert_eq!(e.callsite.name.len(), 1 << 20)).unwrap();

@@ -110,14 +110,14 @@ pub fn catalog(scale: Scale) -> Vec<Case> {
         ),
         trace("unclosed-begins", Shape::UnclosedBegins { depth: deep(10_000) }),
         trace("nested-10k", Shape::NestedScopes { depth: deep(10_000) }),
-        trace("nested-100k", Shape::NestedScopes { depth: deep(100_000) }),
+        trace("nested-deep", Shape::NestedScopes { depth: if seed { 40 } else { pick(30_000, 100_000) } }),
         trace(
             "backward-decreasing",
-            Shape::BackwardTimestamps { events: pick(200_000, 1_000_000), order: Backwards::Decreasing },
+            Shape::BackwardTimestamps { events: pick(50_000, 1_000_000), order: Backwards::Decreasing },
         ),
         trace(
             "backward-alternating",
-            Shape::BackwardTimestamps { events: pick(200_000, 1_000_000), order: Backwards::Alternating },
+            Shape::BackwardTimestamps { events: pick(50_000, 1_000_000), order: Backwards::Alternating },
         ),
     ];
     for (name, ns_per_tick) in [
@@ -130,10 +130,10 @@ pub fn catalog(scale: Scale) -> Vec<Case> {
         cases.push(trace(name, Shape::ClockRate { ns_per_tick }));
     }
     cases.extend([
-        trace("many-callsites", Shape::ManyCallsites { callsites: pick(100_000, 1_000_000) }),
-        trace("many-threads", Shape::ManyThreads { threads: pick(50_000, 1_000_000) }),
-        trace("tiny-chunks", Shape::TinyChunks { chunks: pick(200_000, 2_000_000) }),
-        trace("huge-args", Shape::HugeArgs { events: if seed { 1 } else { pick(2_000, 20_000) } }),
+        trace("many-callsites", Shape::ManyCallsites { callsites: pick(25_000, 1_000_000) }),
+        trace("many-threads", Shape::ManyThreads { threads: pick(20_000, 1_000_000) }),
+        trace("tiny-chunks", Shape::TinyChunks { chunks: pick(20_000, 2_000_000) }),
+        trace("huge-args", Shape::HugeArgs { events: if seed { 1 } else { pick(500, 20_000) } }),
         trace(
             "log-width",
             Shape::LogWidthBomb {
@@ -152,8 +152,8 @@ pub fn catalog(scale: Scale) -> Vec<Case> {
         Case {
             name: "ring",
             input: Input::Ring {
-                chunks: if seed { 1 } else { pick(4_000, 50_000) },
-                callsites: pick(50_000, 500_000),
+                chunks: if seed { 1 } else { pick(2_000, 50_000) },
+                callsites: pick(20_000, 500_000),
             },
         },
     ]);

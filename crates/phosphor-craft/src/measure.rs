@@ -1,14 +1,14 @@
 //! Running a command under a watchdog and measuring it: its peak resident memory (the kernel's
 //! `ru_maxrss` of that child alone, from `wait4`), its wall time, and its exit.
 //!
-//! The child gets an address-space cap (`RLIMIT_AS`) so that a reader gone quadratic fails its
-//! allocation and dies instead of taking the machine's memory from the builds beside it; the
-//! watchdog kills it with `SIGKILL` past its time. Its standard output goes to a consumer on a
+//! The child gets an address-space cap (`RLIMIT_AS`, set with `prlimit` right after the spawn) so
+//! that a reader gone quadratic fails its allocation and dies instead of taking the machine's
+//! memory from the builds beside it; the watchdog kills it with `SIGKILL` past its time. Its standard output goes to a consumer on a
 //! thread of its own (a pipe must be drained while the child runs); standard error is kept up to
 //! 64 KiB.
 
 use std::io::{self, Read};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,8 +26,12 @@ pub struct Limits {
 pub struct Measured {
     /// How the child ended.
     pub status: ExitStatus,
-    /// Peak resident set, in bytes.
+    /// Peak resident set, in bytes: the child's own, or [`Measured::inherited`] if that is more.
     pub max_rss: u64,
+    /// The peak resident set of this process when it spawned the child. Linux charges it to the
+    /// child (an exec keeps the peak of the memory it replaces), so `max_rss` is exact when it is
+    /// above it, and otherwise says only that the child's own peak was at most that.
+    pub inherited: u64,
     /// From spawn to exit.
     pub wall: Duration,
     /// Whether the watchdog killed it.
@@ -65,22 +69,24 @@ pub fn run<T: Send + 'static>(
     consume: impl FnOnce(ChildStdout) -> T + Send + 'static,
 ) -> io::Result<(Measured, T)> {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    if let Some(cap) = limits.address_space {
-        let lim = libc::rlimit { rlim_cur: cap, rlim_max: cap };
-        // SAFETY: [1] the closure runs in the forked child before exec and calls only
-        // `setrlimit`, which is async-signal-safe; [2] `lim` is a plain value copied into it.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
     let started = Instant::now();
+    // Linux starts a child's `ru_maxrss` at the peak of the memory it execs from: ours.
+    let inherited = own_peak_rss();
+    // Spawned without a `pre_exec` hook (std then uses `posix_spawn`); the cap is set from here,
+    // just after the spawn.
     let mut child = cmd.spawn()?;
     let pid = child.id() as libc::pid_t;
+    if let Some(cap) = limits.address_space {
+        let lim = libc::rlimit { rlim_cur: cap, rlim_max: cap };
+        // SAFETY: [1] `pid` is our child, not yet reaped, so the id is its; [2] `lim` is valid for
+        // reads and the old limit's pointer may be null.
+        if unsafe { libc::prlimit(pid, libc::RLIMIT_AS, &lim, std::ptr::null_mut()) } != 0 {
+            let e = io::Error::last_os_error();
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    }
     let out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");
     let consumer = std::thread::spawn(move || consume(out));
@@ -127,6 +133,7 @@ pub fn run<T: Send + 'static>(
         status: ExitStatus::from_raw(status),
         // Linux reports kibibytes.
         max_rss: (usage.ru_maxrss as u64) * 1024,
+        inherited,
         wall,
         timed_out,
         stderr,
@@ -134,7 +141,43 @@ pub fn run<T: Send + 'static>(
     Ok((measured, consumed))
 }
 
+/// This process's peak resident set so far (`VmHWM`), in bytes; 0 if unknown.
+pub fn own_peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:"));
+    hwm.and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).map_or(0, |kb| kb * 1024)
+}
+
 /// Drains a reader, counting its bytes.
 pub fn count_bytes(mut r: impl Read) -> u64 {
     io::copy(&mut r, &mut io::sink()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits { watchdog: Duration::from_secs(60), address_space: Some(1 << 30) }
+    }
+
+    #[test]
+    fn a_child_is_charged_with_at_most_the_peak_of_the_process_that_runs_it() {
+        let held = vec![7u8; 256 << 20];
+        assert!(held.iter().step_by(4096).all(|&b| b == 7));
+        let (m, _) = run(&mut Command::new("true"), &limits(), count_bytes).unwrap();
+        assert_eq!(m.code(), Some(0));
+        assert!(m.inherited >= 256 << 20, "{m:?}");
+        assert!(m.max_rss <= m.inherited + (16 << 20), "{m:?}");
+    }
+
+    #[test]
+    fn the_watchdog_kills_a_child_past_its_time_and_the_output_is_all_read() {
+        let quick = Limits { watchdog: Duration::from_millis(200), address_space: None };
+        let (m, _) = run(Command::new("sleep").arg("30"), &quick, count_bytes).unwrap();
+        assert!(m.timed_out && m.code().is_none(), "{m:?}");
+        assert!(m.wall < Duration::from_secs(10), "{m:?}");
+        let (m, out) = run(Command::new("seq").args(["1", "3"]), &limits(), count_bytes).unwrap();
+        assert_eq!((m.code(), out), (Some(0), 6));
+    }
 }

@@ -2,7 +2,9 @@
 //! scale): each must end with status 0 or 2, within a peak RSS of max(128 MiB, 3 × the file), and
 //! print JSON that parses with no non-finite number in it, whatever the file's shape.
 //!
-//! Peak RSS is the child's own (`wait4`). Time is not asserted, since this machine is shared and
+//! Peak RSS is the child's (`wait4`), which Linux starts at this process's own peak: the table
+//! marks such a figure `≤`, and this process keeps its peak below the limit (JSON up to 32 MiB is
+//! read whole, a larger document checked as it streams) so that the assertion stays exact. Time is not asserted, since this machine is shared and
 //! the binary is a debug build (`scripts/bench-hostile.sh` holds the 10 s target, in release); a
 //! watchdog (120 s, or `PHOSPHOR_LIMITS_WATCHDOG_SECS`) still fails a run gone quadratic. Each
 //! child runs under an address-space cap of four times its RSS limit (at least 1 GiB), so that a
@@ -10,7 +12,7 @@
 //! of every command on the file.
 
 use std::fmt::{self, Write as _};
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::process::{ChildStdout, Command};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -37,7 +39,7 @@ fn has_text_format() -> bool {
     })
 }
 
-/// Any JSON value, visited as it streams by: fails on a non-finite number, or a string that
+/// Any JSON value, visited without being built: fails on a non-finite number, or a string that
 /// reads as one (`"NaN"`, `"inf"`, `"-inf ns"`).
 struct Checked;
 
@@ -96,6 +98,52 @@ impl<'de> Visitor<'de> for CheckedVisitor {
     }
 }
 
+/// What a command printed: its size, and what is wrong with it as JSON (when it should be JSON).
+struct Output {
+    bytes: u64,
+    json_error: Option<String>,
+}
+
+/// JSON output read whole before it is checked; a larger document is checked as it streams.
+/// Parsing a slice is many times faster than a stream in a debug build (and a slow check holds the
+/// child up on a full pipe), but this process must stay small: its own peak RSS is charged to
+/// every child it spawns after (see `Measured::inherited`).
+const SLICE_JSON: u64 = 32 << 20;
+
+/// Checks one JSON document (`lines`: any number of them, one per line) for a non-finite number.
+fn check_json<'de, R: serde_json::de::Read<'de>>(
+    de: serde_json::Deserializer<R>,
+    lines: bool,
+) -> Option<String> {
+    let mut values = 0;
+    for v in de.into_iter::<Checked>() {
+        if let Err(e) = v {
+            return Some(e.to_string());
+        }
+        values += 1;
+    }
+    (!lines && values != 1).then(|| format!("{values} JSON documents, not one"))
+}
+
+/// Reads a command's standard output to the end; with `json`, checks it (see [`check_json`]).
+fn consume(mut out: ChildStdout, json: bool, lines: bool) -> Output {
+    if !json {
+        return Output { bytes: measure::count_bytes(out), json_error: None };
+    }
+    let mut doc = Vec::new();
+    let _ = (&mut out).take(SLICE_JSON).read_to_end(&mut doc);
+    if (doc.len() as u64) < SLICE_JSON {
+        let json_error = check_json(serde_json::Deserializer::from_slice(&doc), lines);
+        return Output { bytes: doc.len() as u64, json_error };
+    }
+    let mut counted =
+        Counting { inner: io::BufReader::with_capacity(1 << 16, doc.as_slice().chain(out)), bytes: 0 };
+    let json_error = check_json(serde_json::Deserializer::from_reader(&mut counted), lines);
+    // The rest, after an error, is drained: the child must not block on a full pipe.
+    let _ = io::copy(&mut counted, &mut io::sink());
+    Output { bytes: counted.bytes, json_error }
+}
+
 /// Counts the bytes read through it.
 struct Counting<R> {
     inner: R,
@@ -108,35 +156,6 @@ impl<R: Read> Read for Counting<R> {
         self.bytes += n as u64;
         Ok(n)
     }
-}
-
-/// What a command printed: its size, and what is wrong with it as JSON (when it should be JSON).
-struct Output {
-    bytes: u64,
-    json_error: Option<String>,
-}
-
-/// Reads a command's standard output to the end; with `json`, checks it is one JSON document
-/// (`lines`: any number of them, one per line) with no non-finite number.
-fn consume(out: ChildStdout, json: bool, lines: bool) -> Output {
-    let mut r = Counting { inner: BufReader::with_capacity(1 << 16, out), bytes: 0 };
-    let mut json_error = None;
-    if json {
-        let mut values = 0;
-        for v in serde_json::Deserializer::from_reader(&mut r).into_iter::<Checked>() {
-            if let Err(e) = v {
-                json_error = Some(e.to_string());
-                break;
-            }
-            values += 1;
-        }
-        if json_error.is_none() && !lines && values != 1 {
-            json_error = Some(format!("{values} JSON documents, not one"));
-        }
-    }
-    // The rest (all of it without `json`, or after an error) is drained: the child must not block.
-    let _ = io::copy(&mut r, &mut io::sink());
-    Output { bytes: r.bytes, json_error }
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -173,13 +192,20 @@ fn check(name: &str) {
         cmd.args(&args).current_dir(&dir);
         let (m, out) = measure::run(&mut cmd, &limits, move |o| consume(o, json, lines))
             .unwrap_or_else(|e| panic!("{shown}: {e}"));
+        // At most what this process had used (charged to the child), or exact.
+        let at_most = if m.max_rss <= m.inherited { "≤" } else { " " };
         let _ = writeln!(
             table,
-            "  {shown:<28} {:>16} {:>8.2}s {:>6.0} MiB {:>6.1} MiB",
+            "  {shown:<28} {:>16} {:>8.2}s {at_most}{:>6.0} MiB {:>6.1} MiB",
             m.end(),
             m.wall.as_secs_f64(),
             mib(m.max_rss),
             mib(out.bytes)
+        );
+        assert!(
+            m.inherited < limit,
+            "this test process's own peak RSS ({:.0} MiB) is over the limit: it cannot judge a child",
+            mib(m.inherited)
         );
         if m.timed_out || !matches!(m.code(), Some(0 | 2)) {
             let why = m.stderr.lines().find(|l| l.contains("panicked") || l.starts_with("phosphor:"));
@@ -218,8 +244,8 @@ fn scopes_nested_ten_thousand_deep_cost_no_more_than_the_file() {
 }
 
 #[test]
-fn scopes_nested_a_hundred_thousand_deep_cost_no_more_than_the_file() {
-    check("nested-100k");
+fn scopes_nested_thirty_thousand_deep_cost_no_more_than_the_file() {
+    check("nested-deep");
 }
 
 #[test]
@@ -258,12 +284,12 @@ fn a_subnormal_clock_rate_gives_finite_json() {
 }
 
 #[test]
-fn a_hundred_thousand_callsites_cost_no_more_than_the_file() {
+fn twenty_five_thousand_callsites_cost_no_more_than_the_file() {
     check("many-callsites");
 }
 
 #[test]
-fn fifty_thousand_threads_cost_no_more_than_the_file() {
+fn twenty_thousand_threads_cost_no_more_than_the_file() {
     check("many-threads");
 }
 

@@ -4,10 +4,11 @@
 //!
 //! Peak RSS is the child's (`wait4`), which Linux starts at this process's own peak: the table
 //! marks such a figure `≤`, and this process keeps its peak below the limit (JSON up to 32 MiB is
-//! read whole, a larger document checked as it streams) so that the assertion stays exact. Time is not asserted, since this machine is shared and
-//! the binary is a debug build (`scripts/bench-hostile.sh` holds the 10 s target, in release); a
-//! watchdog (120 s, or `PHOSPHOR_LIMITS_WATCHDOG_SECS`) still fails a run gone quadratic. Each
-//! child runs under an address-space cap of four times its RSS limit (at least 1 GiB), so that a
+//! read whole, a larger document checked as it streams) so that the assertion stays exact.
+//!
+//! Time is not asserted, since this machine is shared and the binary is a debug build
+//! (`scripts/bench-hostile.sh` holds the 10 s target, in release); a watchdog (120 s, or
+//! `PHOSPHOR_LIMITS_WATCHDOG_SECS`) still fails a run gone far past linear. Each child runs under an address-space cap of four times its RSS limit (at least 1 GiB), so that a
 //! blow-up aborts instead of taking the memory of the builds beside it. A failure prints the table
 //! of every command on the file.
 

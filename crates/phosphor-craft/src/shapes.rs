@@ -122,7 +122,7 @@ impl Shape {
         match *self {
             Shape::HugeCallsiteName { bytes, callsites, events } => {
                 let mut w = start(out, monotonic())?;
-                let name = w.string(&"x".repeat(bytes))?;
+                let name = w.repeated_string("x", bytes)?;
                 w.callsites((0..callsites).map(|k| callsite(id + k, Phase::Complete, name)))?;
                 let mut s = ChunkStream::new(1);
                 for k in 0..events.min(callsites) {
@@ -133,7 +133,7 @@ impl Shape {
             }
             Shape::HugeThreadName { bytes, threads, events } => {
                 let mut w = start(out, monotonic())?;
-                let name = w.string(&"t".repeat(bytes))?;
+                let name = w.repeated_string("t", bytes)?;
                 let work = w.string("work")?;
                 w.callsites([callsite(id, Phase::Complete, work)])?;
                 w.threads((1..=threads).map(|tid| (tid, name)))?;
@@ -252,7 +252,7 @@ impl Shape {
             }
             Shape::LogWidthBomb { repeats, events } => {
                 let mut w = start(out, monotonic())?;
-                let format = w.string(&"{0:65536}".repeat(repeats as usize))?;
+                let format = w.repeated_string("{0:65536}", 9 * repeats as usize)?;
                 w.callsites([callsite(id, Phase::Log, format)])?;
                 let mut s = ChunkStream::new(1);
                 for k in 0..events {

@@ -78,6 +78,33 @@ impl<W: Write> TraceWriter<W> {
         Ok(first)
     }
 
+    /// Adds one string of `unit` repeated to `bytes` bytes (cut to whole units), written in pieces
+    /// so that it is never held whole; returns its index.
+    pub fn repeated_string(&mut self, unit: &str, bytes: usize) -> io::Result<u32> {
+        let len = if unit.is_empty() { 0 } else { bytes / unit.len() * unit.len() };
+        let body = 8 + len;
+        if body > MAX_BLOCK_BYTES as usize {
+            return Err(too_long("strings block"));
+        }
+        // `docs/FORMAT.md`: kind, length, count, then the string's length and bytes.
+        self.scratch.clear();
+        for w in [kind::STRINGS, body as u32, 1, len as u32] {
+            self.scratch.extend_from_slice(&w.to_le_bytes());
+        }
+        let n = self.scratch.len();
+        self.block(n)?;
+        let piece = unit.repeat((1 << 20) / unit.len().max(1) + 1);
+        let mut left = len;
+        while left > 0 {
+            let take = left.min(piece.len() / unit.len().max(1) * unit.len());
+            self.out.write_all(&piece.as_bytes()[..take])?;
+            self.written += take as u64;
+            left -= take;
+        }
+        self.next_string += 1;
+        Ok(self.next_string - 1)
+    }
+
     /// Adds one string; returns its index.
     pub fn string(&mut self, s: &str) -> io::Result<u32> {
         self.strings(&[s])

@@ -48,6 +48,19 @@ fn a_huge_string_is_written_once_however_many_entries_name_it() {
 }
 
 #[test]
+fn a_repeated_string_is_the_string_repeated() {
+    let clock = crate::monotonic();
+    let mut w = crate::TraceWriter::new(Vec::new(), clock, "p").unwrap();
+    assert_eq!(w.repeated_string("ab", 3_000_001).unwrap(), 0);
+    assert_eq!(w.string("next").unwrap(), 1);
+    let bytes = w.finish(Default::default()).unwrap();
+    let mut r = Reader::new(&bytes[..]).unwrap();
+    while r.next_block().unwrap().is_some() {}
+    assert_eq!(r.strings()[0], "ab".repeat(1_500_000));
+    assert_eq!(r.strings()[1], "next");
+}
+
+#[test]
 fn the_ring_file_recovers_into_a_trace_of_every_chunk() {
     let ring = crate::write_ring(Vec::new(), 20, 300).unwrap();
     let trace = ring::recover(&ring).unwrap();

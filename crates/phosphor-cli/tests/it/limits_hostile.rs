@@ -109,7 +109,7 @@ struct Output {
 /// `NaN` or `Infinity` outside its strings: parsing it would hold its largest string (a 128 MiB
 /// log message, say), and this process must stay small, since its own peak RSS is charged to every
 /// child it spawns after (see `Measured::inherited`).
-const PARSED_JSON: u64 = 8 << 20;
+const PARSED_JSON: u64 = 1 << 20;
 
 /// Checks JSON (`lines`: any number of documents, one per line; else one) for a non-finite number.
 fn check_json(doc: &[u8], lines: bool) -> Option<String> {

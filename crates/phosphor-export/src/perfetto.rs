@@ -80,9 +80,10 @@
 //! Event names, categories and argument names are interned (`EventName`, `EventCategory`,
 //! `DebugAnnotationName`, iids from 1 by order of first use), each defined in the `interned_data`
 //! of the packet that first uses it; events refer to them by `TrackEvent.name_iid`,
-//! `TrackEvent.category_iids` and `DebugAnnotation.name_iid`. Interning is by content, so callsites
-//! with the same name share an iid, and a callsite id that a later callsites block redefines is
-//! looked up again.
+//! `TrackEvent.category_iids` and `DebugAnnotation.name_iid`. Names from the file are interned by
+//! their index in the reader's string table, which holds each distinct string once, so callsites
+//! with the same name share an iid, a callsite id that a later callsites block redefines gets its
+//! new names, and the exporter holds no copy of a name (`perfetto/intern.rs`).
 //!
 //! # Arguments and drops
 //!
@@ -115,7 +116,7 @@ use std::io::{self, Read, Write};
 use phosphor_format::file::{Block, Callsite, Chunk, ClockInfo, Event, Reader, Trailer, Value};
 use phosphor_format::Phase;
 
-use intern::{CallsiteCache, Interner, Resolved};
+use intern::{CallsiteCache, Interner, Resolved, Suffix};
 use pb::Enc;
 use proto::*;
 
@@ -198,7 +199,6 @@ struct Exporter<W: Write> {
     last_ns: Option<u64>,
     /// Chunks seen per writer stream, for the chunks lost to sequence gaps.
     losses: crate::ChunkLosses,
-    scratch: String,
     /// A log's formatted message or a run-time name, for the event being written.
     message: String,
     /// Interned annotation names `level`, `p0`, `p1`, ... (0 until first used).
@@ -259,7 +259,6 @@ impl<W: Write> Exporter<W> {
             flow: None,
             last_ns: None,
             losses: crate::ChunkLosses::default(),
-            scratch: String::new(),
             message: String::new(),
             level_iid: 0,
             param_iids: [0; phosphor_format::MAX_PARAMS],
@@ -361,7 +360,7 @@ impl<W: Write> Exporter<W> {
         let ts = self.ns(e.ts);
         let thread = self.thread_track(e.tid, ts, chunk)?;
         let mut r = self.callsites.get(cs.id);
-        let before = (r.name, r.args, r.counters);
+        let before = r.counters;
         match cs.phase {
             Phase::Begin => self.slice(TYPE_SLICE_BEGIN, ts, thread, &mut r, e, None)?,
             Phase::End => self.slice(TYPE_SLICE_END, ts, thread, &mut r, e, None)?,
@@ -397,8 +396,8 @@ impl<W: Write> Exporter<W> {
                 self.slice(ty, ts, track, &mut r, e, begin.then_some(id))?;
             }
         }
-        if (r.name, r.args, r.counters) != before {
-            self.callsites.set(cs.id, r);
+        if r.counters != before {
+            self.callsites.set(cs.id, r.counters);
         }
         Ok(())
     }
@@ -582,7 +581,8 @@ impl<W: Write> Exporter<W> {
                     self.interner
                         .intern(INTERNED_DEBUG_ANNOTATION_NAMES, if i == 0 { "arg0" } else { "arg1" })
                 } else {
-                    self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, name)
+                    let name = e.callsite.arg_names[i];
+                    self.interner.intern_str(INTERNED_DEBUG_ANNOTATION_NAMES, name, Suffix::None)
                 };
             }
             annotation(p, r.args[i], value);
@@ -609,22 +609,19 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    /// Interns the callsite's name (with the lock suffix) and category, once per generation.
+    /// Interns the callsite's name (with the lock suffix) and category.
     #[inline]
     fn resolve_name(&mut self, r: &mut Resolved, cs: &Callsite<'_>) {
         if r.name != 0 {
             return;
         }
         let suffix = match cs.phase {
-            Phase::LockWait => " (wait)",
-            Phase::LockHeld => " (held)",
-            _ => "",
+            Phase::LockWait => Suffix::Wait,
+            Phase::LockHeld => Suffix::Held,
+            _ => Suffix::None,
         };
-        self.scratch.clear();
-        self.scratch.push_str(&cs.name);
-        self.scratch.push_str(suffix);
-        r.name = self.interner.intern(INTERNED_EVENT_NAMES, &self.scratch);
-        r.category = self.interner.intern(INTERNED_EVENT_CATEGORIES, &cs.category);
+        r.name = self.interner.intern_str(INTERNED_EVENT_NAMES, cs.name, suffix);
+        r.category = self.interner.intern_str(INTERNED_EVENT_CATEGORIES, cs.category, Suffix::None);
     }
 
     /// One `TYPE_COUNTER` per argument on the argument's counter track, or an instant if an

@@ -218,3 +218,18 @@ fn exporters_cost_a_few_bytes_per_callsite_beyond_what_the_reader_holds() {
         assert!(extra < 32 * n as usize, "{what}: {} bytes per callsite beyond reading", extra / n as usize);
     }
 }
+
+#[test]
+fn perfetto_holds_a_long_name_in_the_reader_its_interned_entry_and_its_packet_only() {
+    let long = "p".repeat(4 << 20);
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    let mut cs = callsite(16, &long, Phase::Complete);
+    cs.category = "c";
+    w.write_callsites(&[cs]).unwrap();
+    w.write_chunk(1, 0, &[slice(16, 10, 5), slice(16, 20, 5)], |_, _| "").unwrap();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let peak = peak_bytes_during(|| perfetto(Reader::new(bytes.as_slice()).unwrap()));
+    // The string table's copy, the interned entry and the packet that carries it, each once
+    // (growth by doubling zero-filled up to twice each of the last two: 21 MB).
+    assert!(peak < 3 * long.len() + (1 << 20), "peak {peak} for a name of {}", long.len());
+}

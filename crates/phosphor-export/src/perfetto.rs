@@ -170,6 +170,10 @@ pub fn write_perfetto<R: Read, W: Write>(reader: Reader<R>, out: W) -> Result<Ex
 
 /// Encoded packets are written out once they fill this many bytes.
 const FLUSH_AT: usize = 1 << 16;
+/// The packet buffer and the pending interned entries give their room back once written if a long
+/// name made them grow past these.
+const KEEP_BUF: usize = 1 << 20;
+const KEEP_PENDING: usize = 1 << 16;
 
 /// The streaming state.
 struct Exporter<W: Write> {
@@ -798,12 +802,12 @@ impl<W: Write> Exporter<W> {
     fn finish_packet(&mut self, interned: bool) -> io::Result<()> {
         if interned && !self.interner.pending.is_empty() {
             self.buf.bytes(PACKET_INTERNED_DATA, self.interner.pending.as_slice());
-            self.interner.pending.clear();
+            self.interner.pending.clear_shrinking(KEEP_PENDING);
         }
         self.buf.end(self.packet);
         if self.buf.len() >= FLUSH_AT {
             self.out.write_all(self.buf.as_slice())?;
-            self.buf.clear();
+            self.buf.clear_shrinking(KEEP_BUF);
         }
         Ok(())
     }

@@ -189,3 +189,47 @@ fn logs_hold_a_long_message_once_not_again_in_a_line() {
         assert!(peak < 2 * format.len() + (512 << 10), "peak {peak} for a message of {}", format.len());
     }
 }
+
+#[test]
+fn exporters_cost_a_few_bytes_per_callsite_beyond_what_the_reader_holds() {
+    // 30,000 callsites of distinct names (ids past the perfetto exporter's dense range), one slice
+    // each: what an export holds at its peak beyond reading alone, per callsite.
+    let n = 30_000u32;
+    let names: Vec<String> = (0..n).map(|i| format!("cs{i:06}")).collect();
+    let cs: Vec<_> =
+        names.iter().enumerate().map(|(i, s)| callsite(16 + i as u32, s, Phase::Complete)).collect();
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&cs).unwrap();
+    let records: Vec<Record> = (0..n).map(|i| slice(16 + i, u64::from(i) * 10, 5)).collect();
+    for (k, part) in records.chunks(127).enumerate() {
+        w.write_chunk(1, k as u64, part, |_, _| "").unwrap();
+    }
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let read = peak_bytes_during(|| {
+        let mut r = Reader::new(bytes.as_slice()).unwrap();
+        while let Some(chunk) = r.next_chunk().unwrap() {
+            for e in chunk.events() {
+                e.unwrap();
+            }
+        }
+    });
+    for (what, export) in EXPORTS {
+        let extra = peak_bytes_during(|| export(Reader::new(bytes.as_slice()).unwrap())).saturating_sub(read);
+        assert!(extra < 32 * n as usize, "{what}: {} bytes per callsite beyond reading", extra / n as usize);
+    }
+}
+
+#[test]
+fn perfetto_holds_a_long_name_in_the_reader_its_interned_entry_and_its_packet_only() {
+    let long = "p".repeat(4 << 20);
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    let mut cs = callsite(16, &long, Phase::Complete);
+    cs.category = "c";
+    w.write_callsites(&[cs]).unwrap();
+    w.write_chunk(1, 0, &[slice(16, 10, 5), slice(16, 20, 5)], |_, _| "").unwrap();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let peak = peak_bytes_during(|| perfetto(Reader::new(bytes.as_slice()).unwrap()));
+    // The string table's copy, the interned entry and the packet that carries it, each once
+    // (growth by doubling zero-filled up to twice each of the last two: 21 MB).
+    assert!(peak < 3 * long.len() + (1 << 20), "peak {peak} for a name of {}", long.len());
+}

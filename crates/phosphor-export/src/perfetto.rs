@@ -80,9 +80,10 @@
 //! Event names, categories and argument names are interned (`EventName`, `EventCategory`,
 //! `DebugAnnotationName`, iids from 1 by order of first use), each defined in the `interned_data`
 //! of the packet that first uses it; events refer to them by `TrackEvent.name_iid`,
-//! `TrackEvent.category_iids` and `DebugAnnotation.name_iid`. Interning is by content, so callsites
-//! with the same name share an iid, and a callsite id that a later callsites block redefines is
-//! looked up again.
+//! `TrackEvent.category_iids` and `DebugAnnotation.name_iid`. Names from the file are interned by
+//! their index in the reader's string table, which holds each distinct string once, so callsites
+//! with the same name share an iid, a callsite id that a later callsites block redefines gets its
+//! new names, and the exporter holds no copy of a name (`perfetto/intern.rs`).
 //!
 //! # Arguments and drops
 //!
@@ -116,7 +117,7 @@ use std::io::{self, Read, Write};
 use phosphor_format::file::{Block, Callsite, Chunk, ClockInfo, Event, Reader, Trailer, Value};
 use phosphor_format::Phase;
 
-use intern::{CallsiteCache, Interner, Resolved};
+use intern::{CallsiteCache, Interner, Resolved, Suffix};
 use lanes::{AsyncKey, Lanes};
 use pb::Enc;
 use proto::*;
@@ -171,6 +172,10 @@ pub fn write_perfetto<R: Read, W: Write>(reader: Reader<R>, out: W) -> Result<Ex
 
 /// Encoded packets are written out once they fill this many bytes.
 const FLUSH_AT: usize = 1 << 16;
+/// The packet buffer and the pending interned entries give their room back once written if a long
+/// name made them grow past these.
+const KEEP_BUF: usize = 1 << 20;
+const KEEP_PENDING: usize = 1 << 16;
 
 /// The streaming state.
 struct Exporter<W: Write> {
@@ -202,7 +207,6 @@ struct Exporter<W: Write> {
     last_ns: Option<u64>,
     /// Chunks seen per writer stream, for the chunks lost to sequence gaps.
     losses: crate::ChunkLosses,
-    scratch: String,
     /// A log's formatted message or a run-time name, for the event being written.
     message: String,
     /// Interned annotation names `level`, `p0`, `p1`, ... (0 until first used).
@@ -251,7 +255,6 @@ impl<W: Write> Exporter<W> {
             terminating_flow: None,
             last_ns: None,
             losses: crate::ChunkLosses::default(),
-            scratch: String::new(),
             message: String::new(),
             level_iid: 0,
             param_iids: [0; phosphor_format::MAX_PARAMS],
@@ -353,7 +356,7 @@ impl<W: Write> Exporter<W> {
         let ts = self.ns(e.ts);
         let thread = self.thread_track(e.tid, ts, chunk)?;
         let mut r = self.callsites.get(cs.id);
-        let before = (r.name, r.args, r.counters);
+        let before = r.counters;
         match cs.phase {
             Phase::Begin => self.slice(TYPE_SLICE_BEGIN, ts, thread, &mut r, e, None)?,
             Phase::End => self.slice(TYPE_SLICE_END, ts, thread, &mut r, e, None)?,
@@ -393,8 +396,8 @@ impl<W: Write> Exporter<W> {
                 self.slice(ty, ts, track, &mut r, e, begin.then_some(id))?;
             }
         }
-        if (r.name, r.args, r.counters) != before {
-            self.callsites.set(cs.id, r);
+        if r.counters != before {
+            self.callsites.set(cs.id, r.counters);
         }
         Ok(())
     }
@@ -578,7 +581,8 @@ impl<W: Write> Exporter<W> {
                     self.interner
                         .intern(INTERNED_DEBUG_ANNOTATION_NAMES, if i == 0 { "arg0" } else { "arg1" })
                 } else {
-                    self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, name)
+                    let name = e.callsite.arg_names[i];
+                    self.interner.intern_str(INTERNED_DEBUG_ANNOTATION_NAMES, name, Suffix::None)
                 };
             }
             annotation(p, r.args[i], value);
@@ -609,22 +613,19 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    /// Interns the callsite's name (with the lock suffix) and category, once per generation.
+    /// Interns the callsite's name (with the lock suffix) and category.
     #[inline]
     fn resolve_name(&mut self, r: &mut Resolved, cs: &Callsite<'_>) {
         if r.name != 0 {
             return;
         }
         let suffix = match cs.phase {
-            Phase::LockWait => " (wait)",
-            Phase::LockHeld => " (held)",
-            _ => "",
+            Phase::LockWait => Suffix::Wait,
+            Phase::LockHeld => Suffix::Held,
+            _ => Suffix::None,
         };
-        self.scratch.clear();
-        self.scratch.push_str(&cs.name);
-        self.scratch.push_str(suffix);
-        r.name = self.interner.intern(INTERNED_EVENT_NAMES, &self.scratch);
-        r.category = self.interner.intern(INTERNED_EVENT_CATEGORIES, &cs.category);
+        r.name = self.interner.intern_str(INTERNED_EVENT_NAMES, cs.name, suffix);
+        r.category = self.interner.intern_str(INTERNED_EVENT_CATEGORIES, cs.category, Suffix::None);
     }
 
     /// One `TYPE_COUNTER` per argument on the argument's counter track, or an instant if an
@@ -795,12 +796,12 @@ impl<W: Write> Exporter<W> {
     fn finish_packet(&mut self, interned: bool) -> io::Result<()> {
         if interned && !self.interner.pending.is_empty() {
             self.buf.bytes(PACKET_INTERNED_DATA, self.interner.pending.as_slice());
-            self.interner.pending.clear();
+            self.interner.pending.clear_shrinking(KEEP_PENDING);
         }
         self.buf.end(self.packet);
         if self.buf.len() >= FLUSH_AT {
             self.out.write_all(self.buf.as_slice())?;
-            self.buf.clear();
+            self.buf.clear_shrinking(KEEP_BUF);
         }
         Ok(())
     }

@@ -516,7 +516,7 @@ fn async_keys_are_forgotten_once_their_slices_close() {
     assert_eq!(x.lanes.made, 1, "501 slices one after another share one lane");
     assert_eq!(x.threads.len(), 1);
     // "req" and "test", and the summary's "trace summary" and "phosphor".
-    assert_eq!(x.interner.names.len() + x.interner.categories.len(), 4);
+    assert_eq!(x.interner.interned(INTERNED_EVENT_NAMES) + x.interner.interned(INTERNED_EVENT_CATEGORIES), 4);
 }
 
 #[test]

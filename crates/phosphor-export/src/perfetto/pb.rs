@@ -62,11 +62,23 @@ impl Enc {
         }
     }
 
+    /// Doubles the room, or for a string longer than the buffer (a long name) makes room for it
+    /// and 64 KiB more: doubling would zero-fill up to twice its length.
     #[cold]
     #[inline(never)]
     fn grow(&mut self, n: usize) {
-        let len = (self.pos + n + SLACK).max(self.data.len() * 2).max(64);
-        self.data.resize(len, 0);
+        let need = self.pos + n + SLACK;
+        let len = if n >= self.data.len() { need + (64 << 10) } else { need.max(self.data.len() * 2) };
+        self.data.resize(len.max(64), 0);
+    }
+
+    /// Forgets what was written, and gives the room back if it grew past `keep` bytes (for one
+    /// long packet), so that it is not held for the rest of the export.
+    pub fn clear_shrinking(&mut self, keep: usize) {
+        self.pos = 0;
+        if self.data.len() > keep + SLACK {
+            self.data = vec![0; keep + SLACK];
+        }
     }
 
     /// Appends `v` as a varint: seven bits per byte, least significant first.

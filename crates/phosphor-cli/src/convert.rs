@@ -1,5 +1,6 @@
 //! `phosphor convert FILE --to FORMAT [-o OUT]`: a trace file in a viewer's format, streamed chunk
-//! by chunk by the exporters of `phosphor-export`, in constant memory.
+//! by chunk by the exporters of `phosphor-export`: memory grows with the file's names (and, for
+//! folded stacks, its distinct stacks, cut at 256 levels), never with its events.
 //!
 //! Without `-o` the document goes to stdout; with it, to the file (created or truncated), and a
 //! one-line summary goes to stderr. The input's header is read before the output is created, so a

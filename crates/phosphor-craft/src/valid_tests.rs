@@ -57,7 +57,7 @@ fn a_repeated_string_is_the_string_repeated() {
     let mut r = Reader::new(&bytes[..]).unwrap();
     while r.next_block().unwrap().is_some() {}
     assert_eq!(r.strings()[0], "ab".repeat(1_500_000));
-    assert_eq!(r.strings()[1], "next");
+    assert_eq!(&r.strings()[1], "next");
 }
 
 #[test]

@@ -5,9 +5,10 @@
 //! * [`TraceStats`] summarises a trace file, read in one streaming pass by
 //!   [`TraceStats::from_reader`] (or fed event by event to a [`StatsBuilder`]):
 //!   * [`KindStats`]: per event kind, a scope path on one thread (`frame/update/physics` on
-//!     `worker-1`, as Palanteer has them; a [`ScopePath`], interned), the count and, for scopes, [`DurationStats`] (total,
-//!     min, mean, p50, p99, max in nanoseconds; the percentiles exact up to [`EXACT_SAMPLES`]
-//!     durations, then within [`PERCENTILE_ERROR`]); also per path across threads;
+//!     `worker-1`, as Palanteer has them; a [`ScopePath`], interned), the count and, for scopes,
+//!     [`DurationStats`] (total, min, mean, p50, p99, max in nanoseconds; the percentiles exact up
+//!     to [`EXACT_SAMPLES`] durations, then within [`PERCENTILE_ERROR`]); also per path across
+//!     threads;
 //!   * [`ThreadStats`]: events and lost chunks per thread, with the thread's name;
 //!   * [`AsyncStats`]: async slices paired by name and id across threads;
 //!   * [`ScopeProblem`]s: ends without a begin or with another name, begins left open,

@@ -63,15 +63,15 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::siblings::{Key, Siblings};
 
-/// Pending slices kept per thread by default (statistics and folded stacks): 56 bytes each, so
-/// about 3.5 MiB per thread at most (plus the lists' spare capacity). Past it, the oldest are
+/// Pending slices kept per thread by default (statistics and folded stacks): 80 bytes each in
+/// their list, so about 5 MiB per thread at most (plus the lists' spare capacity). Past it, the oldest are
 /// resolved under the path known then. A frame of a game or a request of a server is far smaller;
 /// a scope around a whole thread's work is not, and is reported as a late parent.
 pub const DEFAULT_PENDING_LIMIT: usize = 1 << 16;
 
-/// The deepest path kept by default: slices nested deeper are counted by name under a
-/// [`DEEPER`] marker. Flame graph tools cap stacks too (perf at 127 frames by default); an
-/// instrumented program's scopes nest far less deeply than its calls.
+/// The deepest path kept by default (statistics and folded stacks): slices nested deeper are
+/// counted by name under a `[deeper than 256]` marker. Flame graph tools cap stacks too (perf at
+/// 127 frames by default); an instrumented program's scopes nest far less deeply than its calls.
 pub const DEFAULT_MAX_DEPTH: usize = 256;
 
 /// A slice's name, as its consumer numbers them (a stack segment for folded stacks; a name and an

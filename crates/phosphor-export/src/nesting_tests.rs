@@ -410,3 +410,9 @@ fn a_deep_pending_tree_is_dropped_without_recursion() {
     assert_eq!(n.pending(), 100_000);
     drop(n);
 }
+
+#[test]
+fn a_pending_slice_takes_80_bytes_in_its_list() {
+    // What DEFAULT_PENDING_LIMIT's bound on memory counts.
+    assert_eq!(std::mem::size_of::<(Key, Node)>(), 80);
+}

@@ -210,10 +210,32 @@ fn json_str(out: &mut impl io::Write, s: &str) -> io::Result<()> {
     out.write_all(b"\"")
 }
 
+/// The longest formatted message, in bytes: a format string's widths can ask for far more than the
+/// file holds (`{0:65536}` 4,096 times in a 37 KB file asked for 256 MiB per event); the message is
+/// cut there and ends with [`CUT_MARK`].
+pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+/// What ends a message cut at [`MAX_MESSAGE_BYTES`].
+pub const CUT_MARK: &str = " [cut]";
+
 /// Formats `fmt` with `params` into `out` (cleared first). Allocates nothing once `out` has grown
-/// to the message's size, except for values that need a temporary (padding).
+/// to the message's size, except for values that need a temporary (padding). A message longer than
+/// [`MAX_MESSAGE_BYTES`] is cut.
 pub fn format_log(out: &mut String, fmt: &str, params: &[Value<'_>]) {
     out.clear();
+    format_uncut(out, fmt, params);
+    if out.len() > MAX_MESSAGE_BYTES {
+        let mut at = MAX_MESSAGE_BYTES;
+        while !out.is_char_boundary(at) {
+            at -= 1;
+        }
+        out.truncate(at);
+        out.push_str(CUT_MARK);
+    }
+}
+
+/// `format_log`'s work; stops adding placeholders once past [`MAX_MESSAGE_BYTES`].
+fn format_uncut(out: &mut String, fmt: &str, params: &[Value<'_>]) {
     let mut used = 0u64; // bit i: parameter i was used (parameters past 64 count as used)
     let mut next = 0usize;
     let b = fmt.as_bytes();
@@ -253,6 +275,9 @@ pub fn format_log(out: &mut String, fmt: &str, params: &[Value<'_>]) {
                             used |= 1 << n;
                         }
                         write_value(out, *v, &Spec::parse(spec));
+                        if out.len() > MAX_MESSAGE_BYTES {
+                            return;
+                        }
                     }
                     None => out.push_str("{?}"),
                 }
@@ -496,6 +521,11 @@ mod tests {
         assert_eq!(fmt("{x}", &[Value::U64(1)]), "{?} [extra: 1]");
         assert_eq!(fmt("é{}ü", &[Value::Str("ñ")]), "éñü");
         assert_eq!(fmt("{:99999999999}", &[Value::U64(1)]).len(), 1 << 16, "widths are capped");
+        // And so is the message: 4,096 widths of 64 Ki once made a 256 MiB message.
+        let bomb = "{0:65536}".repeat(4096);
+        let m = fmt(&bomb, &[Value::U64(1)]);
+        assert_eq!(m.len(), MAX_MESSAGE_BYTES + CUT_MARK.len());
+        assert!(m.ends_with(CUT_MARK));
         // Arbitrary bytes never panic.
         for f in ["{", "}", "{:", "{:}", "{::}", "{:.}", "{:<}", "{:é^3}", "{}}", "{{}"] {
             let _ = fmt(f, &[Value::U64(1), Value::F64(f64::NAN)]);

@@ -173,10 +173,15 @@ impl Stacks {
     /// The lines a flame graph needs, one per line of text, when it draws no frame narrower than
     /// `min_width` percent of the whole (as [`inferno`] has it): see the module's notes.
     pub(crate) fn flame_lines(&self, min_width: f64) -> String {
-        let total: u64 = self.lines.iter().fold(0, |t, l| t.saturating_add(l.ns));
+        let raw_total: u64 = self.lines.iter().fold(0, |t, l| t.saturating_add(l.ns));
+        // inferno adds the counts up in a `usize`: past 2^62 ns in all (146 years: only a corrupt
+        // clock gets there; an infinite rate once overflowed it), every count is divided alike,
+        // which keeps the widths.
+        let divisor = (raw_total >> 62) + 1;
+        let total = raw_total / divisor;
         // Exactly inferno's test of a frame, by its time.
         let min_time = min_width / (100.0 / total as f64);
-        let drawn = |t: u64| (t as f64) >= min_time;
+        let drawn = |t: u64| ((t / divisor) as f64) >= min_time;
         let totals = self.frame_totals();
         let time = |thread: u32, path: PathId| totals[&(thread, path)];
         let mut out = String::new();
@@ -185,7 +190,7 @@ impl Stacks {
             self.stack(thread, path, &mut stack);
             out.push_str(&stack);
             out.push(' ');
-            out.push_str(&ns.to_string());
+            out.push_str(&(ns / divisor).to_string());
             out.push('\n');
         };
         // The outermost frame too narrow to draw that the last line went into, and the run that

@@ -173,12 +173,12 @@ impl Stacks {
     /// The lines a flame graph needs, one per line of text, when it draws no frame narrower than
     /// `min_width` percent of the whole (as [`inferno`] has it): see the module's notes.
     pub(crate) fn flame_lines(&self, min_width: f64) -> String {
-        let raw_total: u64 = self.lines.iter().fold(0, |t, l| t.saturating_add(l.ns));
+        let raw_total: u128 = self.lines.iter().map(|l| u128::from(l.ns)).sum();
         // inferno adds the counts up in a `usize`: past 2^62 ns in all (146 years: only a corrupt
         // clock gets there; an infinite rate once overflowed it), every count is divided alike,
         // which keeps the widths.
-        let divisor = (raw_total >> 62) + 1;
-        let total = raw_total / divisor;
+        let divisor = u64::try_from((raw_total >> 62) + 1).unwrap_or(u64::MAX);
+        let total = u64::try_from(raw_total / u128::from(divisor)).unwrap_or(u64::MAX);
         // Exactly inferno's test of a frame, by its time.
         let min_time = min_width / (100.0 / total as f64);
         let drawn = |t: u64| ((t / divisor) as f64) >= min_time;

@@ -253,6 +253,9 @@ struct Node {
 impl Drop for Node {
     /// Drops a subtree without recursion: pending subtrees can be deeper than the call stack.
     fn drop(&mut self) {
+        if self.children.is_empty() {
+            return;
+        }
         let mut lists = vec![std::mem::take(&mut self.children)];
         while let Some(list) = lists.pop() {
             for (_, mut n) in list {

@@ -2,20 +2,50 @@
 //! newest first among equal starts, that takes an insertion anywhere, and the removal of a run of
 //! neighbours, in O(log n).
 //!
-//! A file's timestamps can go backwards, so a slice may belong anywhere in the list, and a sorted
-//! `Vec` would move half of it on every insertion. [`Siblings`] is a sorted `Vec` while it is
-//! short ([`FEW`] items: most lists hold a child or two, and a `BTreeMap` node costs about
-//! 800 bytes), and a `BTreeMap` past that.
+//! In an ordinary trace a slice joins the list at its end and a parent takes a run from its end,
+//! and the oldest leave from its front: a sorted `VecDeque` does all three without moving the
+//! others, and keeps them in one block. But a file's timestamps can go backwards, so a slice may
+//! belong anywhere, and a sorted list would move half of it on every insertion. So [`Siblings`]
+//! becomes a `BTreeMap` when an insertion or a removal would move more than [`MOVES`] items,
+//! and a `VecDeque` again once half of its items have joined it at its end in a row: each change
+//! of form, O(n), is paid for by the n/2 operations or more before it.
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Where an item sits: its start, then its arrival number reversed, so that the newest of equal
 /// starts comes first. Arrival numbers are never `u64::MAX`.
 pub(crate) type Key = (u64, Reverse<u64>);
 
-/// Items a list keeps in a `Vec` before it becomes a `BTreeMap`.
-const FEW: usize = 16;
+/// The most items a sorted list moves for one insertion or removal before it becomes a tree.
+const MOVES: usize = 32;
+
+/// The partition point of `pred` in `v` (the first item whose key it is false for; true for a
+/// prefix), searched from the end: O(log d) for a point d items from it, as the points of an
+/// ordinary trace are.
+fn partition<V>(v: &VecDeque<(Key, V)>, pred: impl Fn(&Key) -> bool) -> usize {
+    // `pred` is false from `hi` on.
+    let (mut hi, mut step) = (v.len(), 1);
+    while hi > 0 {
+        let probe = hi.saturating_sub(step);
+        if pred(&v[probe].0) {
+            // The point is in (probe, hi].
+            let mut lo = probe + 1;
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if pred(&v[mid].0) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            return lo;
+        }
+        hi = probe;
+        step *= 2;
+    }
+    0
+}
 
 /// The smallest key of the items starting at `start`.
 fn first_at(start: u64) -> Key {
@@ -30,22 +60,24 @@ fn last_at(start: u64) -> Key {
 /// Items ordered by [`Key`].
 #[derive(Debug)]
 pub(crate) enum Siblings<V> {
-    /// Sorted by key; at most [`FEW`] items.
-    Few(Vec<(Key, V)>),
-    Many(BTreeMap<Key, V>),
+    /// Sorted by key.
+    List(VecDeque<(Key, V)>),
+    /// And the items that joined it at its end since an item joined it elsewhere (boxed: a node
+    /// holds a list, and most are short).
+    Tree(Box<(BTreeMap<Key, V>, usize)>),
 }
 
 impl<V> Default for Siblings<V> {
     fn default() -> Siblings<V> {
-        Siblings::Few(Vec::new())
+        Siblings::List(VecDeque::new())
     }
 }
 
 impl<V> Siblings<V> {
     pub(crate) fn len(&self) -> usize {
         match self {
-            Siblings::Few(v) => v.len(),
-            Siblings::Many(m) => m.len(),
+            Siblings::List(v) => v.len(),
+            Siblings::Tree(tree) => tree.0.len(),
         }
     }
 
@@ -53,37 +85,42 @@ impl<V> Siblings<V> {
         self.len() == 0
     }
 
+    /// Makes a sorted list a tree.
+    fn make_tree(&mut self) {
+        if let Siblings::List(v) = self {
+            *self = Siblings::Tree(Box::new((std::mem::take(v).into_iter().collect(), 0)));
+        }
+    }
+
     /// Adds an item; a key already present is replaced (keys are unique in use).
     pub(crate) fn insert(&mut self, key: Key, value: V) {
         match self {
-            Siblings::Few(v) => {
-                let at = v.partition_point(|(k, _)| *k < key);
+            Siblings::List(v) => {
+                let at = partition(v, |k| *k < key);
                 if v.get(at).is_some_and(|(k, _)| *k == key) {
                     v[at].1 = value;
-                    return;
-                }
-                v.insert(at, (key, value));
-                if v.len() > FEW {
-                    *self = Siblings::Many(std::mem::take(v).into_iter().collect());
+                } else if at.min(v.len() - at) <= MOVES {
+                    v.insert(at, (key, value));
+                } else {
+                    self.make_tree();
+                    self.insert(key, value);
                 }
             }
-            Siblings::Many(m) => {
+            Siblings::Tree(tree) => {
+                let (m, appends) = &mut **tree;
+                *appends = if m.last_key_value().is_none_or(|(k, _)| *k < key) { *appends + 1 } else { 0 };
                 m.insert(key, value);
+                if 2 * *appends > m.len() {
+                    *self = Siblings::List(std::mem::take(m).into_iter().collect());
+                }
             }
         }
     }
 
     /// Adds items in key order (as [`Siblings::take_run`] returns them).
     pub(crate) fn extend(&mut self, items: Vec<(Key, V)>) {
-        if items.is_empty() {
-            return;
-        }
         if self.is_empty() {
-            *self = if items.len() <= FEW {
-                Siblings::Few(items)
-            } else {
-                Siblings::Many(items.into_iter().collect())
-            };
+            *self = Siblings::List(items.into());
             return;
         }
         for (k, v) in items {
@@ -93,32 +130,32 @@ impl<V> Siblings<V> {
 
     pub(crate) fn get(&self, key: Key) -> Option<&V> {
         match self {
-            Siblings::Few(v) => {
-                let at = v.partition_point(|(k, _)| *k < key);
+            Siblings::List(v) => {
+                let at = partition(v, |k| *k < key);
                 v.get(at).filter(|(k, _)| *k == key).map(|(_, v)| v)
             }
-            Siblings::Many(m) => m.get(&key),
+            Siblings::Tree(tree) => tree.0.get(&key),
         }
     }
 
     pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut V> {
         match self {
-            Siblings::Few(v) => {
-                let at = v.partition_point(|(k, _)| *k < key);
+            Siblings::List(v) => {
+                let at = partition(v, |k| *k < key);
                 v.get_mut(at).filter(|(k, _)| *k == key).map(|(_, v)| v)
             }
-            Siblings::Many(m) => m.get_mut(&key),
+            Siblings::Tree(tree) => tree.0.get_mut(&key),
         }
     }
 
     /// The last item with a key at most `bound`.
     fn last_up_to(&self, bound: Key) -> Option<(Key, &V)> {
         match self {
-            Siblings::Few(v) => {
-                let at = v.partition_point(|(k, _)| *k <= bound);
+            Siblings::List(v) => {
+                let at = partition(v, |k| *k <= bound);
                 at.checked_sub(1).map(|i| (v[i].0, &v[i].1))
             }
-            Siblings::Many(m) => m.range(..=bound).next_back().map(|(k, v)| (*k, v)),
+            Siblings::Tree(tree) => tree.0.range(..=bound).next_back().map(|(k, v)| (*k, v)),
         }
     }
 
@@ -144,17 +181,24 @@ impl<V> Siblings<V> {
         out: &mut Vec<(Key, V)>,
     ) -> Option<Key> {
         match self {
-            Siblings::Few(v) => {
-                let lo = v.partition_point(|(k, _)| *k < first_at(from));
+            Siblings::List(v) => {
+                let lo = partition(v, |k| *k < first_at(from));
                 let mut hi = lo;
                 while hi < v.len() && v[hi].0 .0 <= to && take(&v[hi].1) {
                     hi += 1;
                 }
                 let refused = v.get(hi).filter(|(k, _)| k.0 <= to).map(|(k, _)| *k);
-                out.extend(v.drain(lo..hi));
+                if hi > lo {
+                    if lo.min(v.len() - hi) > MOVES {
+                        self.make_tree();
+                        return self.take_run(from, to, take, out);
+                    }
+                    out.extend(v.drain(lo..hi));
+                }
                 refused
             }
-            Siblings::Many(m) => loop {
+            Siblings::Tree(tree) => loop {
+                let m = &mut tree.0;
                 let (&k, v) = m.range(first_at(from)..).next()?;
                 if k.0 > to {
                     return None;
@@ -171,34 +215,63 @@ impl<V> Siblings<V> {
     /// Removes the first item.
     pub(crate) fn pop_first(&mut self) -> Option<(Key, V)> {
         match self {
-            Siblings::Few(v) => (!v.is_empty()).then(|| v.remove(0)),
-            Siblings::Many(m) => m.pop_first(),
+            Siblings::List(v) => v.pop_front(),
+            Siblings::Tree(tree) => tree.0.pop_first(),
         }
     }
 
     /// The items in key order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Key, &V)> + '_ {
-        let (few, many) = match self {
-            Siblings::Few(v) => (Some(v.iter().map(|(k, v)| (k, v))), None),
-            Siblings::Many(m) => (None, Some(m.iter())),
-        };
-        few.into_iter().flatten().chain(many.into_iter().flatten())
+    pub(crate) fn iter(&self) -> Iter<'_, V> {
+        match self {
+            Siblings::List(v) => Iter::List(v.iter()),
+            Siblings::Tree(tree) => Iter::Tree(tree.0.iter()),
+        }
+    }
+}
+
+/// The items of a [`Siblings`] in key order.
+pub(crate) enum Iter<'a, V> {
+    List(std::collections::vec_deque::Iter<'a, (Key, V)>),
+    Tree(std::collections::btree_map::Iter<'a, Key, V>),
+}
+
+impl<'a, V> Iterator for Iter<'a, V> {
+    type Item = (&'a Key, &'a V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::List(i) => i.next().map(|(k, v)| (k, v)),
+            Iter::Tree(i) => i.next(),
+        }
+    }
+}
+
+/// The items of a [`Siblings`] in key order, moved out.
+pub(crate) enum IntoIter<V> {
+    List(std::collections::vec_deque::IntoIter<(Key, V)>),
+    Tree(std::collections::btree_map::IntoIter<Key, V>),
+}
+
+impl<V> Iterator for IntoIter<V> {
+    type Item = (Key, V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            IntoIter::List(i) => i.next(),
+            IntoIter::Tree(i) => i.next(),
+        }
     }
 }
 
 impl<V> IntoIterator for Siblings<V> {
     type Item = (Key, V);
-    type IntoIter = std::iter::Chain<
-        std::iter::Flatten<std::option::IntoIter<std::vec::IntoIter<(Key, V)>>>,
-        std::iter::Flatten<std::option::IntoIter<std::collections::btree_map::IntoIter<Key, V>>>,
-    >;
+    type IntoIter = IntoIter<V>;
 
-    fn into_iter(self) -> Self::IntoIter {
-        let (few, many) = match self {
-            Siblings::Few(v) => (Some(v.into_iter()), None),
-            Siblings::Many(m) => (None, Some(m.into_iter())),
-        };
-        few.into_iter().flatten().chain(many.into_iter().flatten())
+    fn into_iter(self) -> IntoIter<V> {
+        match self {
+            Siblings::List(v) => IntoIter::List(v.into_iter()),
+            Siblings::Tree(tree) => IntoIter::Tree(tree.0.into_iter()),
+        }
     }
 }
 
@@ -210,10 +283,11 @@ mod tests {
         (start, Reverse(seq))
     }
 
-    /// The same operations on a list grown past `FEW` and on a plain sorted reference.
+    /// The same operations on a short list, on a long one that became a tree, and on a plain
+    /// sorted reference.
     #[test]
     fn both_representations_keep_the_order_of_a_sorted_reference() {
-        for n in [5u64, 40] {
+        for n in [5u64, 300] {
             let mut s = Siblings::default();
             let mut reference: Vec<(Key, u64)> = Vec::new();
             // Starts out of order, with repeats (seq = arrival number).
@@ -223,7 +297,7 @@ mod tests {
                 reference.push((key(start, seq), seq));
             }
             reference.sort();
-            assert_eq!(matches!(s, Siblings::Many(_)), n > FEW as u64);
+            assert_eq!(matches!(s, Siblings::Tree(..)), n > 100);
             let got: Vec<(Key, u64)> = s.iter().map(|(k, v)| (*k, *v)).collect();
             assert_eq!(got, reference);
             // Newest first among equal starts.
@@ -259,5 +333,45 @@ mod tests {
         assert_eq!(out, [(key(20, 2), 2)]);
         assert_eq!(s.pop_first(), Some((key(10, 1), 1)));
         assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn a_list_joined_at_its_ends_stays_a_list_and_a_tree_joined_at_its_end_becomes_one_again() {
+        let mut s = Siblings::default();
+        // At the end (an ordinary trace), then at the front (timestamps going backwards).
+        for i in 0..1000u64 {
+            s.insert(key(1000 + i, i + 1), i);
+            s.insert(key(999 - i, i + 1), i);
+        }
+        assert!(matches!(s, Siblings::List(_)));
+        s.insert(key(1000, 5000), 0);
+        assert!(matches!(s, Siblings::Tree(..)), "an insertion in the middle would move 1,000");
+        // Half of its items joined at its end in a row.
+        for i in 0..2002u64 {
+            s.insert(key(3000 + i, 6000 + i), i);
+            assert_eq!(matches!(s, Siblings::List(_)), i == 2001, "{i}");
+        }
+        let keys: Vec<Key> = s.iter().map(|(k, _)| *k).collect();
+        assert_eq!(keys.len(), 4003);
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn the_search_from_the_end_finds_what_a_binary_search_does() {
+        for n in 0..70u64 {
+            // Wrapped around its buffer: half pushed at the back, half at the front.
+            let mut v: VecDeque<(Key, ())> = VecDeque::new();
+            for i in 0..n {
+                if i % 2 == 0 {
+                    v.push_back((key(1000 + 2 * i, 1), ()));
+                } else {
+                    v.push_front((key(1000 - 2 * i, 1), ()));
+                }
+            }
+            for x in 850..(1000 + 2 * n + 2) {
+                let bound = key(x, 1);
+                assert_eq!(partition(&v, |k| *k < bound), v.partition_point(|(k, _)| *k < bound), "{n} {x}");
+            }
+        }
     }
 }

@@ -47,6 +47,7 @@ use std::io::{self, Write};
 
 use phosphor_format::file::AggregateKind;
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 
 use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
@@ -59,25 +60,14 @@ impl TraceStats {
     /// `options` gives and cut to its `top`.
     pub fn write_json(&self, out: impl Write, options: TableOptions) -> io::Result<()> {
         let mut out = io::BufWriter::new(out);
-        serde_json::to_writer_pretty(&mut out, &self.to_json(options))?;
+        serde_json::to_writer_pretty(&mut out, &Document { stats: self, options })?;
         writeln!(out)?;
         out.flush()
     }
 
-    fn to_json(&self, options: TableOptions) -> Value {
+    /// Everything but the kinds and the paths.
+    fn head_json(&self, options: TableOptions) -> Value {
         let thread_name = |tid: u32| self.thread(tid).and_then(|t| t.name.clone());
-        let kinds: Vec<Value> = options
-            .select(&self.kinds)
-            .into_iter()
-            .map(|k| {
-                let mut v = kind(k);
-                let tid = k.tid.expect("per-thread kinds have a thread");
-                v["tid"] = json!(tid);
-                v["thread"] = json!(thread_name(tid));
-                v
-            })
-            .collect();
-        let paths: Vec<Value> = options.select(&self.paths).into_iter().map(kind).collect();
         let dropped = self.drops.as_ref().map(|d| {
             let mut m: Map<String, Value> =
                 d.by_reason().iter().map(|&(r, n)| (r.to_owned(), json!(n))).collect();
@@ -131,9 +121,7 @@ impl TraceStats {
                 SortBy::Count => "count",
                 SortBy::Max => "max",
             },
-            "kinds": kinds,
             "kinds_total": self.kinds.len(),
-            "paths": paths,
             "paths_total": self.paths.len(),
             "async": self.asyncs.iter().map(|a| json!({
                 "name": a.name,
@@ -164,6 +152,59 @@ impl TraceStats {
                 }),
             }).collect::<Vec<_>>(),
         })
+    }
+}
+
+/// The document. A trace may have millions of kinds: each one's value is made as it is written,
+/// not all of them first (a `Value` tree took about 3 KB per kind, twice: kinds and paths).
+struct Document<'a> {
+    stats: &'a TraceStats,
+    options: TableOptions,
+}
+
+impl Serialize for Document<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let head = match self.stats.head_json(self.options) {
+            Value::Object(head) => head,
+            _ => Map::new(),
+        };
+        let (stats, options) = (self.stats, self.options);
+        let kinds = Kinds { list: options.select(&stats.kinds), stats, per_thread: true };
+        let paths = Kinds { list: options.select(&stats.paths), stats, per_thread: false };
+        let mut map = s.serialize_map(Some(head.len() + 2))?;
+        // Merged into the others' keys in order: serde_json's maps keep theirs sorted.
+        let mut lists = [("kinds", &kinds), ("paths", &paths)].into_iter().peekable();
+        for (key, value) in &head {
+            while let Some((name, list)) = lists.next_if(|(name, _)| *name < key.as_str()) {
+                map.serialize_entry(name, list)?;
+            }
+            map.serialize_entry(key, value)?;
+        }
+        for (name, list) in lists {
+            map.serialize_entry(name, list)?;
+        }
+        map.end()
+    }
+}
+
+/// Kinds (per thread, with their thread) or paths, in the order chosen.
+struct Kinds<'a> {
+    list: Vec<&'a KindStats>,
+    stats: &'a TraceStats,
+    per_thread: bool,
+}
+
+impl Serialize for Kinds<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.list.iter().map(|k| {
+            let mut v = kind(k);
+            if self.per_thread {
+                let tid = k.tid.expect("per-thread kinds have a thread");
+                v["tid"] = json!(tid);
+                v["thread"] = json!(self.stats.thread(tid).and_then(|t| t.name.as_deref()));
+            }
+            v
+        }))
     }
 }
 

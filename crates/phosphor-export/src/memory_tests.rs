@@ -233,3 +233,24 @@ fn perfetto_holds_a_long_name_in_the_reader_its_interned_entry_and_its_packet_on
     // (growth by doubling zero-filled up to twice each of the last two: 21 MB).
     assert!(peak < 3 * long.len() + (1 << 20), "peak {peak} for a name of {}", long.len());
 }
+
+#[test]
+fn stats_json_writes_its_kinds_one_at_a_time() {
+    let n = 20_000u32;
+    let names: Vec<String> = (0..n).map(|i| format!("kind{i:06}")).collect();
+    let cs: Vec<_> =
+        names.iter().enumerate().map(|(i, s)| callsite(16 + i as u32, s, Phase::Complete)).collect();
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&cs).unwrap();
+    let records: Vec<Record> = (0..n).map(|i| slice(16 + i, u64::from(i) * 10, 5)).collect();
+    for (k, part) in records.chunks(127).enumerate() {
+        w.write_chunk(1, k as u64, part, |_, _| "").unwrap();
+    }
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let stats = crate::TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    assert_eq!((stats.kinds.len(), stats.paths.len()), (n as usize, n as usize));
+    let all = crate::TableOptions { top: None, ..Default::default() };
+    let peak = peak_bytes_during(|| stats.write_json(std::io::sink(), all).unwrap());
+    // The two orders (a pointer per kind each) and one kind's value at a time.
+    assert!(peak < 64 * n as usize, "{} bytes per kind", peak / n as usize);
+}

@@ -59,7 +59,7 @@ impl<'l, F: Future> Traced<'l, F> {
     }
 
     /// Wraps `future`, opening its async slice now, with two arguments (named by the begin
-    /// callsite; [`NoArg`](crate::__macro_support::NoArg) for none), if its category is traced.
+    /// callsite; `NoArg` for none), if its category is traced.
     #[inline]
     pub fn with_args<A: Arg, B: Arg>(
         log: &'l TraceLog,

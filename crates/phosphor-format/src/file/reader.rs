@@ -334,14 +334,17 @@ impl<R: Read> Reader<R> {
         while got < len {
             let want = (len - got).min(got.max(64 << 10));
             self.body.reserve_exact(want);
-            self.body.resize(got + want, 0);
-            let n = read_full(&mut self.input, &mut self.body[got..], base + got as u64)?;
+            // Into the room just made: `read_to_end` grows the buffer only past what `take` lets
+            // through, which is `want`.
+            let n = (&mut self.input)
+                .take(want as u64)
+                .read_to_end(&mut self.body)
+                .map_err(|e| Error::io(e, base + got as u64))?;
             got += n;
             if n < want {
                 break;
             }
         }
-        self.body.truncate(got);
         Ok(got)
     }
 

@@ -16,29 +16,37 @@ use std::ops::{Deref, Index};
 
 /// The strings of a file's string blocks read so far, by index (their order across all string
 /// blocks, in file order), stored end to end in one buffer.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StringTable {
     text: String,
-    /// String `i` ends at `ends[i]` in `text` and starts where string `i - 1` ends.
-    ends: Vec<usize>,
+    /// String `i` is `text[bounds[i]..bounds[i + 1]]`; `bounds[0]` is 0.
+    bounds: Vec<usize>,
+}
+
+impl Default for StringTable {
+    fn default() -> StringTable {
+        StringTable { text: String::new(), bounds: vec![0] }
+    }
 }
 
 impl StringTable {
     /// How many strings.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.bounds.len() - 1
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len() == 0
     }
 
     /// String `index`, if the table has it.
+    #[inline]
     pub fn get(&self, index: usize) -> Option<&str> {
-        let end = *self.ends.get(index)?;
-        let start = if index == 0 { 0 } else { self.ends[index - 1] };
-        self.text.get(start..end)
+        match self.bounds.get(index..index.checked_add(2)?)? {
+            &[start, end] => self.text.get(start..end),
+            _ => None,
+        }
     }
 
     /// The strings in index order.
@@ -54,7 +62,7 @@ impl StringTable {
     /// Appends `s`; its index is the table's length before.
     pub(crate) fn push(&mut self, s: &str) {
         self.text.push_str(s);
-        self.ends.push(self.text.len());
+        self.bounds.push(self.text.len());
     }
 
     /// A handle to string `index`, which the caller checked is below [`len`](Self::len).
@@ -90,6 +98,7 @@ pub struct TableStr<'a> {
 
 impl<'a> TableStr<'a> {
     /// The text, borrowed from the table.
+    #[inline]
     pub fn as_str(&self) -> &'a str {
         // The index was checked when the entry naming it was read, and the table only grows.
         self.table.get(self.index as usize).unwrap_or("")

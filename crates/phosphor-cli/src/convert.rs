@@ -88,7 +88,7 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
     Ok(())
 }
 
-/// Says how many slices a folded export cut at the depth cap, if any.
+/// Says how many slices a folded export cut at the depth cap, and how many names it cut, if any.
 fn note_truncated(stderr: &mut impl Write, s: &ExportSummary) -> io::Result<()> {
     if s.truncated > 0 {
         let depth = phosphor_export::DEFAULT_MAX_DEPTH;
@@ -96,6 +96,15 @@ fn note_truncated(stderr: &mut impl Write, s: &ExportSummary) -> io::Result<()> 
             stderr,
             "note: {} slices nested deeper than {depth} levels are folded by name under \"[deeper than {depth}]\"",
             format_count(s.truncated.into())
+        )?;
+    }
+    if s.names_cut > 0 {
+        writeln!(
+            stderr,
+            "note: {} names longer than {} bytes are folded cut, ending in \"{}\"",
+            format_count(s.names_cut.into()),
+            phosphor_export::MAX_NAME_BYTES,
+            phosphor_export::NAME_CUT_MARK
         )?;
     }
     Ok(())

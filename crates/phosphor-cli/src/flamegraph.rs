@@ -37,6 +37,8 @@ pub struct Drawn {
     pub events: u64,
     /// Slices nested deeper than the depth cap, drawn under `[deeper than N]` frames.
     pub truncated: u32,
+    /// Distinct names longer than `MAX_NAME_BYTES`, drawn cut.
+    pub names_cut: u32,
     /// How long reading and drawing took.
     pub time: Duration,
 }
@@ -60,6 +62,15 @@ pub fn run(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()>
             format_count(d.truncated.into())
         )?;
     }
+    if d.names_cut > 0 {
+        writeln!(
+            stderr,
+            "note: {} names longer than {} bytes are drawn cut, ending in \"{}\"",
+            format_count(d.names_cut.into()),
+            phosphor_export::MAX_NAME_BYTES,
+            phosphor_export::NAME_CUT_MARK
+        )?;
+    }
     Ok(())
 }
 
@@ -78,7 +89,13 @@ pub fn to_file(input: &Path, output: &Path) -> anyhow::Result<Drawn> {
     match folded::write_flamegraph(reader, &f, &title) {
         Ok(summary) => {
             let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
-            Ok(Drawn { bytes, events: summary.events, truncated: summary.truncated, time: started.elapsed() })
+            Ok(Drawn {
+                bytes,
+                events: summary.events,
+                truncated: summary.truncated,
+                names_cut: summary.names_cut,
+                time: started.elapsed(),
+            })
         }
         Err(folded::Error::Read { exported, source, .. }) => {
             let drawn = f.metadata().map(|m| m.len()).unwrap_or(0) > 0;

@@ -101,7 +101,7 @@ pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Re
     out.write_all(b"}}\n")?;
     out.flush()?;
 
-    summary.threads = threads.len();
+    summary.threads = u32::try_from(threads.len()).unwrap_or(u32::MAX);
     summary.complete = reader.trailer().is_some();
     match failure {
         None => Ok(summary),

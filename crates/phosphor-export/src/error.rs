@@ -14,14 +14,17 @@ pub struct ExportSummary {
     pub chunks: u64,
     /// Events exported (metadata events not counted).
     pub events: u64,
-    /// Threads that had events.
-    pub threads: usize,
+    /// Threads that had events (saturates; 32 bits, as thread ids, keep [`Error`] small).
+    pub threads: u32,
     /// Whether the trailer was read: the input was whole.
     pub complete: bool,
     /// Slices nested deeper than the depth cap, folded under a `[deeper than N]` frame (folded
     /// stacks and flame graphs; 0 for the other formats). Saturates; 32 bits keep
     /// [`Error`] small.
     pub truncated: u32,
+    /// Distinct names longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES), shown cut (their first
+    /// bytes, then `…`) in folded stacks and flame graphs; 0 for the other formats. Saturates.
+    pub names_cut: u32,
 }
 
 /// Why an export stopped.

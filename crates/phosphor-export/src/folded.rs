@@ -43,6 +43,7 @@ use phosphor_format::Phase;
 
 use crate::error::read_events;
 pub use crate::error::{Error, ExportSummary};
+use crate::names::{self, MAX_NAME_BYTES};
 use crate::nesting::{Label, Nesting, PathId, Sink, Slice, SliceKind};
 use crate::stacks::Stacks;
 
@@ -80,7 +81,7 @@ fn stacks<R: Read>(mut reader: Reader<R>) -> (Stacks, ExportSummary, Option<file
         Ok(())
     });
     let names: HashMap<u32, &str> = reader.thread_names().map(|(t, n)| (t, n.as_str())).collect();
-    summary.threads = f.threads.len();
+    summary.threads = u32::try_from(f.threads.len()).unwrap_or(u32::MAX);
     summary.complete = reader.trailer().is_some();
     let stacks = f.finish(&names, &clock, &mut summary);
     (stacks, summary, failure)
@@ -111,15 +112,38 @@ pub fn write_flamegraph<R: Read, W: Write>(
     let mut options = inferno::flamegraph::Options::default();
     options.title = title.to_owned();
     options.count_name = "ns".to_owned();
+    let mut notes = Vec::new();
     if summary.truncated > 0 {
-        options.subtitle = Some(format!(
-            "{} slices nested deeper than {} are drawn by name under [deeper than {}]",
-            summary.truncated,
-            crate::DEFAULT_MAX_DEPTH,
-            crate::DEFAULT_MAX_DEPTH
+        let depth = crate::DEFAULT_MAX_DEPTH;
+        notes.push(format!(
+            "{} slices nested deeper than {depth} are drawn by name under [deeper than {depth}]",
+            summary.truncated
         ));
     }
-    let lines = stacks.flame_lines(options.min_width);
+    if summary.names_cut > 0 {
+        notes.push(format!("{} names longer than {MAX_NAME_BYTES} bytes are cut", summary.names_cut));
+    }
+    // inferno holds every line: when the frames it can draw would take more text than the budget,
+    // the narrowest are merged (widths doubled until it fits; past 100 % only one line is left).
+    let asked = options.min_width;
+    let mut min_width = asked;
+    let lines = loop {
+        let budget = if min_width > 100.0 { usize::MAX } else { FLAME_TEXT_BUDGET };
+        if let Some(lines) = stacks.flame_lines(min_width, budget) {
+            break lines;
+        }
+        min_width = (min_width * 2.0).max(0.1);
+    };
+    if min_width > asked {
+        options.min_width = min_width;
+        notes.push(format!(
+            "frames narrower than {min_width}% are not drawn, to keep the graph's text under {} MiB",
+            FLAME_TEXT_BUDGET >> 20
+        ));
+    }
+    if !notes.is_empty() {
+        options.subtitle = Some(notes.join("; "));
+    }
     drop(stacks);
     let mut out = BufWriter::with_capacity(1 << 16, out);
     let drawn = inferno::flamegraph::from_lines(&mut options, lines.lines(), &mut out);
@@ -139,6 +163,10 @@ fn finish(summary: ExportSummary, failure: Option<file::Error>) -> Result<Export
         Some(source) => Err(Error::Read { offset: source.offset(), exported: summary, source }),
     }
 }
+
+/// The most text of stacks a flame graph is drawn from: inferno holds it all, with a frame for
+/// each rectangle it draws.
+const FLAME_TEXT_BUDGET: usize = 32 << 20;
 
 /// Self time per thread and stack: the nesting engine's sink.
 #[derive(Debug, Default)]
@@ -164,6 +192,8 @@ struct Folder {
     times: SelfTimes,
     /// Threads that had events.
     threads: HashSet<u32>,
+    /// Distinct names cut to be shown (`names.rs`).
+    names_cut: u64,
 }
 
 impl Default for Folder {
@@ -175,6 +205,7 @@ impl Default for Folder {
             nesting: Nesting::new(crate::DEFAULT_PENDING_LIMIT),
             times: SelfTimes::default(),
             threads: HashSet::default(),
+            names_cut: 0,
         }
     }
 }
@@ -212,11 +243,16 @@ impl Folder {
     }
 
     /// The label of a frame named `name`.
-    fn label_name(&mut self, name: String) -> Label {
+    fn label_name(&mut self, mut name: String) -> Label {
+        let cut = name.len() > MAX_NAME_BYTES;
+        if cut {
+            name = names::shown(&name).into_owned();
+        }
         match self.name_index.get(&name) {
             Some(&l) => l,
             None => {
                 let l = self.names.len() as Label;
+                self.names_cut += u64::from(cut);
                 self.names.push(name.clone());
                 self.name_index.insert(name, l);
                 l
@@ -235,11 +271,18 @@ impl Folder {
         summary.truncated = u32::try_from(self.nesting.truncated()).unwrap_or(u32::MAX);
         let times =
             self.times.0.into_iter().map(|((tid, path), ticks)| (tid, path, clock.ticks_to_ns(ticks)));
+        let threads_cut = std::cell::Cell::new(0u64);
         let thread = |tid: u32| match thread_names.get(&tid) {
-            Some(n) => sanitize(n),
+            Some(n) => {
+                threads_cut.set(threads_cut.get() + u64::from(n.len() > MAX_NAME_BYTES));
+                sanitize(&names::shown(n))
+            }
             None => format!("thread {tid}"),
         };
-        Stacks::new(times, thread, self.names, self.nesting.into_paths())
+        let stacks = Stacks::new(times, thread, self.names, self.nesting.into_paths());
+        let cut = self.names_cut + threads_cut.get();
+        summary.names_cut = u32::try_from(cut).unwrap_or(u32::MAX);
+        stacks
     }
 }
 

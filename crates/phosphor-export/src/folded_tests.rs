@@ -276,8 +276,55 @@ fn a_flame_graph_of_the_frames_it_can_draw_is_the_flame_graph_of_every_frame() {
         String::from_utf8(svg).unwrap()
     };
     let every: Vec<String> = stacks.to_vec().iter().map(|(s, ns)| format!("{s} {ns}")).collect();
-    let drawable = stacks.flame_lines(inferno::flamegraph::Options::default().min_width);
+    let drawable = stacks.flame_lines(inferno::flamegraph::Options::default().min_width, usize::MAX).unwrap();
     assert_eq!(every.len(), 5004);
     assert!(drawable.lines().count() < 80, "{drawable}");
     assert_eq!(draw(&mut drawable.lines()), draw(&mut every.iter().map(String::as_str)));
+}
+
+/// `depth` nested begin/end pairs on thread 1, each of its own name of `name_bytes` bytes (level
+/// j's name starts with j), each with a self time of 2 ns but the innermost, 1 ns.
+fn nested_long_names(depth: u32, name_bytes: usize) -> Vec<u8> {
+    let mut sites = Vec::new();
+    for j in 0..depth {
+        let name = format!("{j:06}{}", "n".repeat(name_bytes - 6));
+        sites.push(callsite(100 + 2 * j, &name, Phase::Begin));
+        sites.push(callsite(101 + 2 * j, &name, Phase::End));
+    }
+    let d = u64::from(depth);
+    let begins = (0..depth).map(|j| mark(100 + 2 * j, u64::from(j)));
+    let ends = (0..depth).rev().map(|j| mark(101 + 2 * j, 2 * d - 1 - u64::from(j)));
+    file(&sites, &[(1, begins.chain(ends).collect())])
+}
+
+#[test]
+fn names_longer_than_the_limit_are_folded_cut_and_counted() {
+    let (folded, failure) = fold(Reader::new(nested_long_names(20, 2000).as_slice()).unwrap());
+    assert!(failure.is_none());
+    assert_eq!(folded.summary.names_cut, 20);
+    assert_eq!(folded.stacks.len(), 20);
+    for (stack, _) in &folded.stacks {
+        for frame in stack.split(';').skip(1) {
+            assert!(frame.len() <= MAX_NAME_BYTES + crate::NAME_CUT_MARK.len(), "{}", frame.len());
+            assert!(frame.ends_with(crate::NAME_CUT_MARK));
+        }
+    }
+    // Cut names stay apart where they differ before the cut: 20 levels, 20 frames deep.
+    assert_eq!(folded.stacks.iter().map(|(s, _)| s.split(';').count()).max(), Some(21));
+}
+
+#[test]
+fn a_flame_graph_too_big_to_hold_merges_its_narrowest_frames_and_says_so() {
+    // Spelled out, these stacks take 600 × 258 frames of 515 bytes: 80 MB, over the budget.
+    let bytes = nested_long_names(600, 600);
+    let mut svg = Vec::new();
+    let summary = write_flamegraph(Reader::new(bytes.as_slice()).unwrap(), &mut svg, "t").unwrap();
+    assert_eq!(summary.names_cut, 600);
+    let svg = String::from_utf8(svg).unwrap();
+    assert!(svg.contains("600 names longer than 512 bytes are cut"), "{}", &svg[..2000]);
+    let note = svg.find("frames narrower than ").expect("the subtitle says frames were merged");
+    let note = &svg[note..svg[note..].find('<').map_or(svg.len(), |end| note + end)];
+    assert!(note.ends_with("% are not drawn, to keep the graph&apos;s text under 32 MiB"), "{note}");
+    // The outermost frames, the widest, are still drawn.
+    assert!(svg.contains("000000nnn"));
 }

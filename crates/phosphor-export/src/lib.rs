@@ -51,6 +51,7 @@ pub mod logs;
 mod losses;
 #[cfg(test)]
 mod memory_tests;
+mod names;
 mod nesting;
 pub mod perfetto;
 mod scope_path;
@@ -65,6 +66,7 @@ mod text;
 
 pub use durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
 pub use losses::ChunkLosses;
+pub use names::{MAX_NAME_BYTES, NAME_CUT_MARK};
 pub use nesting::{DEFAULT_MAX_DEPTH, DEFAULT_PENDING_LIMIT};
 pub use scope_path::ScopePath;
 pub use scopes::{ScopeProblem, ScopeProblemKind};

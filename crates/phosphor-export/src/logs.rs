@@ -128,7 +128,7 @@ pub fn write_logs<R: Read, W: io::Write>(
         }
     }
     io::Write::flush(&mut out)?;
-    summary.threads = reader.thread_names().len();
+    summary.threads = u32::try_from(reader.thread_names().len()).unwrap_or(u32::MAX);
     summary.complete = reader.trailer().is_some();
     Ok(summary)
 }

@@ -297,7 +297,7 @@ impl<W: Write> Exporter<W> {
                 Err(e) => break Some(e),
             }
         };
-        summary.threads = self.threads.len();
+        summary.threads = u32::try_from(self.threads.len()).unwrap_or(u32::MAX);
         summary.complete = reader.trailer().is_some();
         self.trace_summary(reader.trailer(), failure.as_ref().map(|e| e.offset()))?;
         self.out.write_all(self.buf.as_slice())?;

@@ -12,6 +12,10 @@
 //! each run of adjacent sibling frames too narrow to be drawn, together still too narrow, becomes
 //! one line holding their time, under the first one's name. Every frame drawn keeps its place and
 //! width, so the picture is the same, in lines bounded by what can be drawn.
+//!
+//! Frames that can be drawn can still be many and deep (a thousand kinds a few hundred deep, with
+//! long names); [`flame_lines`](Stacks::flame_lines) stops at a budget of text, and its caller
+//! asks again with a wider minimum width until the lines fit.
 
 use std::cmp::Ordering;
 use std::io::{self, Write};
@@ -171,8 +175,9 @@ impl Stacks {
     }
 
     /// The lines a flame graph needs, one per line of text, when it draws no frame narrower than
-    /// `min_width` percent of the whole (as [`inferno`] has it): see the module's notes.
-    pub(crate) fn flame_lines(&self, min_width: f64) -> String {
+    /// `min_width` percent of the whole (as [`inferno`] has it): see the module's notes. `None`
+    /// once they pass `budget` bytes.
+    pub(crate) fn flame_lines(&self, min_width: f64, budget: usize) -> Option<String> {
         let raw_total: u128 = self.lines.iter().map(|l| u128::from(l.ns)).sum();
         // inferno adds the counts up in a `usize`: past 2^62 ns in all (146 years: only a corrupt
         // clock gets there; an infinite rate once overflowed it), every count is divided alike,
@@ -192,6 +197,7 @@ impl Stacks {
             out.push(' ');
             out.push_str(&(ns / divisor).to_string());
             out.push('\n');
+            (out.len() <= budget).then_some(())
         };
         // The outermost frame too narrow to draw that the last line went into, and the run that
         // frame belongs to.
@@ -209,9 +215,9 @@ impl Stacks {
             }
             let Some(x) = hidden else {
                 if let Some(r) = run.take() {
-                    line(r.first.0, r.first.1, r.ns, &mut out);
+                    line(r.first.0, r.first.1, r.ns, &mut out)?;
                 }
-                line(l.thread, l.path, l.ns, &mut out);
+                line(l.thread, l.path, l.ns, &mut out)?;
                 last = None;
                 continue;
             };
@@ -225,15 +231,15 @@ impl Stacks {
                 Some(r) if r.parent == parent && !drawn(r.ns.saturating_add(ns)) => r.ns += ns,
                 _ => {
                     if let Some(r) = run.replace(Run { first: (l.thread, x), parent, ns }) {
-                        line(r.first.0, r.first.1, r.ns, &mut out);
+                        line(r.first.0, r.first.1, r.ns, &mut out)?;
                     }
                 }
             }
         }
         if let Some(r) = run {
-            line(r.first.0, r.first.1, r.ns, &mut out);
+            line(r.first.0, r.first.1, r.ns, &mut out)?;
         }
-        out
+        Some(out)
     }
 
     /// The time of each frame (thread, path): its lines' and those of the frames inside it. A

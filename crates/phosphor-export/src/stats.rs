@@ -30,6 +30,7 @@
 //! 0.3 GB besides the reader's tables), and paths are at most [`StatsBuilder::max_depth`] deep.
 
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 use std::io::Read;
 use std::sync::Arc;
 
@@ -43,6 +44,7 @@ use crate::asyncs::Asyncs;
 use crate::durations::{DurationStats, Durations};
 use crate::error::{read_chunks, Item};
 use crate::losses::ChunkLosses;
+use crate::names;
 use crate::nesting::{
     self, Label, Nesting, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT,
 };
@@ -91,6 +93,9 @@ pub struct TraceStats {
     /// Scopes and events nested deeper than `max_depth`: counted by name under a
     /// `[deeper than N]` segment that stands for the levels cut.
     pub truncated: u64,
+    /// Distinct names longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES), shown cut (their
+    /// first bytes, then `…`) in kinds and paths; names that agree up to the cut are one kind.
+    pub names_cut: u64,
     /// Log messages (`trace_log!`) per callsite: by level, then category and format string.
     pub logs: Vec<LogStats>,
     /// The aggregate points' snapshots (`trace_sum!`, `trace_histogram!`): by category and name.
@@ -597,6 +602,7 @@ impl StatsBuilder {
             resolved_early: self.nesting.resolved_early(),
             max_depth: paths.max_depth(),
             truncated: self.nesting.truncated(),
+            names_cut: self.labels.cut,
             logs,
             aggregates,
             saturation: self.saturation,
@@ -663,16 +669,19 @@ const EVENT_TYPES: usize = EventType::Log as usize + 1;
 /// many types and labels it has (and shared with the statistics' paths).
 #[derive(Debug, Default)]
 struct Labels {
+    /// Names as shown (`names.rs`: a long name is cut), and their event types.
     names: Vec<(Arc<str>, EventType)>,
     /// By name, its label of each type ([`NO_LABEL`] where none).
     index: HashMap<Arc<str>, [Label; EVENT_TYPES]>,
     by_callsite: HashMap<u32, Label>,
+    /// Distinct names cut to be shown.
+    cut: u64,
 }
 
 impl Labels {
     /// The label of `cs` as an event of type `ty` (a begin and its end share one).
     fn label(&mut self, cs: &Callsite<'_>, ty: EventType) -> Label {
-        let name: &str = cs.name.as_str();
+        let name = names::shown(cs.name.as_str());
         if let Some(&l) = self.by_callsite.get(&cs.id) {
             let (known, t) = &self.names[l as usize];
             // A file may define an id again; the name then changes.
@@ -680,20 +689,29 @@ impl Labels {
                 return l;
             }
         }
-        let l = self.named(name, ty);
+        let l = self.shown(name, ty);
         self.by_callsite.insert(cs.id, l);
         l
     }
 
     /// The label of events named `name` of type `ty`.
     fn named(&mut self, name: &str, ty: EventType) -> Label {
+        self.shown(names::shown(name), ty)
+    }
+
+    /// The label of events of type `ty` whose name is shown as `name`.
+    fn shown(&mut self, name: Cow<'_, str>, ty: EventType) -> Label {
         let t = ty as usize;
-        if let Some(labels) = self.index.get(name).filter(|labels| labels[t] != NO_LABEL) {
+        if let Some(labels) = self.index.get(&*name).filter(|labels| labels[t] != NO_LABEL) {
             return labels[t];
         }
-        let key = match self.index.get_key_value(name) {
+        let key = match self.index.get_key_value(&*name) {
             Some((key, _)) => key.clone(),
-            None => Arc::from(name),
+            None => {
+                // Owned only when cut.
+                self.cut += u64::from(matches!(name, Cow::Owned(_)));
+                Arc::from(name)
+            }
         };
         let next = self.names.len() as Label;
         self.names.push((key.clone(), ty));

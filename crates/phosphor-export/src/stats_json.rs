@@ -27,8 +27,10 @@
 //!   "paths_total": n,
 //!   "async": [{"name": s, "pairs": n, "durations": DURATIONS | null, "unended": n, "unbegun": n}],
 //!   "problems": {"count": n, "resolved_early": n, "examples": [PROBLEM],
-//!                "max_depth": n, "truncated": n},   paths cut at max_depth scopes; what was deeper
+//!                "max_depth": n, "truncated": n,    paths cut at max_depth scopes; what was deeper
 //!                                                   counts under a "[deeper than N]" segment
+//!                "max_name_bytes": n, "names_cut": n},  distinct names longer than
+//!                                                   max_name_bytes, shown as their first bytes and "…"
 //!   "logs": [{"level": s, "category": s, "format": s, "count": n}],
 //!   "aggregates": [{"category": s, "name": s, "kind": "sum", "count": n, "sum": n}
 //!                | {"category": s, "name": s, "kind": "histogram", "count": n, "sum": n, "min": n,
@@ -175,6 +177,8 @@ impl TraceStats {
                 "resolved_early": self.resolved_early,
                 "max_depth": self.max_depth,
                 "truncated": self.truncated,
+                "max_name_bytes": crate::MAX_NAME_BYTES,
+                "names_cut": self.names_cut,
                 "examples": examples,
             },
         })

@@ -538,3 +538,31 @@ fn the_kinds_of_deeply_nested_scopes_share_one_tree_of_names() {
     assert_eq!(stats.kind(1, &["frame"; 3]).map(|k| k.count), Some(1));
     assert_eq!(stats.paths[1999].path_string().len(), 2000 * 6 - 1);
 }
+
+#[test]
+fn names_longer_than_the_limit_are_shown_cut_and_counted() {
+    let long = |fill: &str, end: &str| format!("{}{end}", fill.repeat(crate::MAX_NAME_BYTES + 100));
+    // Two names that part after the limit, and one that parts before it.
+    let sites = [
+        callsite(16, &long("x", "a"), Phase::Complete),
+        callsite(17, &long("x", "b"), Phase::Complete),
+        callsite(18, &long("y", ""), Phase::Complete),
+    ];
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&sites).unwrap();
+    w.write_chunk(1, 0, &[slice(16, 0, 10), slice(17, 20, 10), slice(18, 40, 10)], |_, _| "").unwrap();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let stats = TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    assert_eq!(stats.names_cut, 2);
+    let shown = |fill: &str| format!("{}{}", fill.repeat(crate::MAX_NAME_BYTES), crate::NAME_CUT_MARK);
+    assert_eq!(stats.path(&[&shown("x")]).unwrap().count, 2);
+    assert_eq!(stats.path(&[&shown("y")]).unwrap().count, 1);
+    let options = TableOptions { sort: SortBy::Total, top: None };
+    let mut json = Vec::new();
+    stats.write_json(&mut json, options).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(json["problems"]["names_cut"], 2);
+    assert_eq!(json["problems"]["max_name_bytes"], crate::MAX_NAME_BYTES);
+    let report = stats.report(options).to_string();
+    assert!(report.contains("2 names longer than 512 bytes are shown cut"), "{report}");
+}

@@ -417,6 +417,15 @@ impl TraceStats {
                     self.max_depth
                 )?;
             }
+            if self.names_cut > 0 {
+                writeln!(
+                    f,
+                    "  {} names longer than {} bytes are shown cut, ending in \"{}\"",
+                    format_count(self.names_cut),
+                    crate::MAX_NAME_BYTES,
+                    crate::NAME_CUT_MARK
+                )?;
+            }
             Ok(())
         })
     }

@@ -315,9 +315,6 @@ fn a_log_format_string_asking_for_enormous_widths_costs_no_more_than_the_file() 
 }
 
 #[test]
-#[ignore = "issue 18 (open): 1,000 scopes of 4 KiB names nested deep still give a flame graph of \
-            about 1 GB of stack text (SIGABRT at the cap) and 1 GB of stats JSON (over 120 s in \
-            debug): output that grows with kinds x depth x name length needs bounded names"]
 fn long_names_nested_deep_cost_no_more_than_the_file() {
     check("deep-long-names");
 }

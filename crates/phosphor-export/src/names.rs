@@ -1,0 +1,54 @@
+//! Names as the path-shaped outputs show them: statistics, folded stacks and flame graphs repeat a
+//! name once per path it is on, so their size is the sum over paths of the names along them. A
+//! file of a few MiB holding names of kilobytes nested a thousand deep would make gigabytes of
+//! such text; so these outputs show at most [`MAX_NAME_BYTES`] of a name, then `…`, and count
+//! the names they cut. Names that agree up to the cut are then one name there.
+
+use std::borrow::Cow;
+
+/// The longest name, in bytes, that statistics, folded stacks and flame graphs show whole.
+pub const MAX_NAME_BYTES: usize = 512;
+
+/// What stands for the rest of a name that was cut.
+pub const NAME_CUT_MARK: &str = "…";
+
+/// `name` as shown: whole if it has at most [`MAX_NAME_BYTES`] bytes, else its first bytes up to
+/// that (at a character's boundary) and [`NAME_CUT_MARK`] (then, and only then, owned).
+pub(crate) fn shown(name: &str) -> Cow<'_, str> {
+    if name.len() <= MAX_NAME_BYTES {
+        return Cow::Borrowed(name);
+    }
+    let mut end = MAX_NAME_BYTES;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut s = String::with_capacity(end + NAME_CUT_MARK.len());
+    s.push_str(&name[..end]);
+    s.push_str(NAME_CUT_MARK);
+    Cow::Owned(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_are_shown_whole_and_not_counted() {
+        let name = "n".repeat(MAX_NAME_BYTES);
+        let s = shown(&name);
+        assert_eq!(s, name);
+        assert!(matches!(s, Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn long_names_are_cut_at_a_character_boundary_and_counted() {
+        // 'é' is two bytes: the limit falls inside the last one that would fit.
+        let name = format!("a{}", "é".repeat(MAX_NAME_BYTES));
+        let s = shown(&name);
+        assert!(matches!(s, Cow::Owned(_)));
+        assert!(s.ends_with(NAME_CUT_MARK));
+        let kept = &s[..s.len() - NAME_CUT_MARK.len()];
+        assert_eq!(kept.len(), MAX_NAME_BYTES - 1);
+        assert!(name.starts_with(kept));
+    }
+}

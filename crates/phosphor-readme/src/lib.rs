@@ -1,0 +1,6 @@
+//! The README's Rust examples, compiled and run by `cargo test` as they are written there: each is
+//! a whole program a reader can paste into a `main.rs` of a crate with the dependencies above.
+//!
+//! This crate holds no code; its documentation is the README, and rustdoc tests every `rust` block
+//! of it (`no_run` marks the ones that need a server or leave files behind: those still compile).
+#![doc = include_str!("../../../README.md")]

@@ -90,19 +90,30 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
 
 /// Says how many slices a folded export cut at the depth cap, and how many names it cut, if any.
 fn note_truncated(stderr: &mut impl Write, s: &ExportSummary) -> io::Result<()> {
-    if s.truncated > 0 {
+    note_cuts(stderr, s.truncated, s.names_cut, "folded")
+}
+
+/// Says what stacks lost to the depth cap (`truncated` slices) and the name limit (`names_cut`
+/// names), each if any; `done` is what happened to them ("folded", "drawn").
+pub(crate) fn note_cuts(
+    stderr: &mut impl Write,
+    truncated: u32,
+    names_cut: u32,
+    done: &str,
+) -> io::Result<()> {
+    if truncated > 0 {
         let depth = phosphor_export::DEFAULT_MAX_DEPTH;
         writeln!(
             stderr,
-            "note: {} slices nested deeper than {depth} levels are folded by name under \"[deeper than {depth}]\"",
-            format_count(s.truncated.into())
+            "note: {} slices nested deeper than {depth} levels are {done} by name under \"[deeper than {depth}]\"",
+            format_count(truncated.into())
         )?;
     }
-    if s.names_cut > 0 {
+    if names_cut > 0 {
         writeln!(
             stderr,
-            "note: {} names longer than {} bytes are folded cut, ending in \"{}\"",
-            format_count(s.names_cut.into()),
+            "note: {} names longer than {} bytes are {done} cut, ending in \"{}\"",
+            format_count(names_cut.into()),
             phosphor_export::MAX_NAME_BYTES,
             phosphor_export::NAME_CUT_MARK
         )?;

@@ -54,23 +54,7 @@ pub fn run(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()>
         format_bytes(d.bytes),
         format_ns(u64::try_from(d.time.as_nanos()).unwrap_or(u64::MAX))
     )?;
-    if d.truncated > 0 {
-        let depth = phosphor_export::DEFAULT_MAX_DEPTH;
-        writeln!(
-            stderr,
-            "note: {} slices nested deeper than {depth} levels are drawn by name under \"[deeper than {depth}]\"",
-            format_count(d.truncated.into())
-        )?;
-    }
-    if d.names_cut > 0 {
-        writeln!(
-            stderr,
-            "note: {} names longer than {} bytes are drawn cut, ending in \"{}\"",
-            format_count(d.names_cut.into()),
-            phosphor_export::MAX_NAME_BYTES,
-            phosphor_export::NAME_CUT_MARK
-        )?;
-    }
+    crate::convert::note_cuts(stderr, d.truncated, d.names_cut, "drawn")?;
     Ok(())
 }
 

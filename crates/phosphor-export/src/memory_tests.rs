@@ -190,12 +190,10 @@ fn logs_hold_a_long_message_once_not_again_in_a_line() {
     }
 }
 
-#[test]
-fn exporters_cost_a_few_bytes_per_callsite_beyond_what_the_reader_holds() {
-    // 30,000 callsites of distinct names (ids past the perfetto exporter's dense range), one slice
-    // each: what an export holds at its peak beyond reading alone, per callsite.
-    let n = 30_000u32;
-    let names: Vec<String> = (0..n).map(|i| format!("cs{i:06}")).collect();
+/// A file of `n` callsites of distinct names (`{prefix}000000`, ...; ids past the Perfetto
+/// exporter's dense range), one complete slice each, on thread 1.
+fn distinct_slices(n: u32, prefix: &str) -> Vec<u8> {
+    let names: Vec<String> = (0..n).map(|i| format!("{prefix}{i:06}")).collect();
     let cs: Vec<_> =
         names.iter().enumerate().map(|(i, s)| callsite(16 + i as u32, s, Phase::Complete)).collect();
     let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
@@ -204,7 +202,14 @@ fn exporters_cost_a_few_bytes_per_callsite_beyond_what_the_reader_holds() {
     for (k, part) in records.chunks(127).enumerate() {
         w.write_chunk(1, k as u64, part, |_, _| "").unwrap();
     }
-    let bytes = w.finish(&Trailer::default()).unwrap();
+    w.finish(&Trailer::default()).unwrap()
+}
+
+#[test]
+fn exporters_cost_a_few_bytes_per_callsite_beyond_what_the_reader_holds() {
+    // What an export holds at its peak beyond reading alone, per callsite.
+    let n = 30_000u32;
+    let bytes = distinct_slices(n, "cs");
     let read = peak_bytes_during(|| {
         let mut r = Reader::new(bytes.as_slice()).unwrap();
         while let Some(chunk) = r.next_chunk().unwrap() {
@@ -237,16 +242,7 @@ fn perfetto_holds_a_long_name_in_the_reader_its_interned_entry_and_its_packet_on
 #[test]
 fn stats_json_writes_its_kinds_one_at_a_time() {
     let n = 20_000u32;
-    let names: Vec<String> = (0..n).map(|i| format!("kind{i:06}")).collect();
-    let cs: Vec<_> =
-        names.iter().enumerate().map(|(i, s)| callsite(16 + i as u32, s, Phase::Complete)).collect();
-    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
-    w.write_callsites(&cs).unwrap();
-    let records: Vec<Record> = (0..n).map(|i| slice(16 + i, u64::from(i) * 10, 5)).collect();
-    for (k, part) in records.chunks(127).enumerate() {
-        w.write_chunk(1, k as u64, part, |_, _| "").unwrap();
-    }
-    let bytes = w.finish(&Trailer::default()).unwrap();
+    let bytes = distinct_slices(n, "kind");
     let stats = crate::TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
     assert_eq!((stats.kinds.len(), stats.paths.len()), (n as usize, n as usize));
     let all = crate::TableOptions { top: None, ..Default::default() };

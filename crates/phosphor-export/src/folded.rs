@@ -36,6 +36,7 @@
 //! they only give their names to what they enclose.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::borrow::Cow;
 use std::io::{BufWriter, Read, Write};
 
 use phosphor_format::file::{self, ClockInfo, Event, Reader, Value};
@@ -222,8 +223,8 @@ impl Folder {
         };
         let label = match e.args[0] {
             // A name chosen at run time: labelled by that name, not by the callsite.
-            Some((_, Value::Str(name))) if cs.dynamic_name => self.label_name(sanitize(name)),
-            _ => self.label(cs.id, || format!("{}{suffix}", &*cs.name)),
+            Some((_, Value::Str(name))) if cs.dynamic_name => self.label_name(name, ""),
+            _ => self.label(cs.id, &cs.name, suffix),
         };
         match cs.phase {
             Phase::Begin => self.nesting.begin(e.tid, label, e.ts),
@@ -233,28 +234,29 @@ impl Folder {
     }
 
     /// The label of callsite `id`, its segment made by `make` the first time.
-    fn label(&mut self, id: u32, make: impl FnOnce() -> String) -> Label {
+    fn label(&mut self, id: u32, name: &str, suffix: &str) -> Label {
         if let Some(&l) = self.by_callsite.get(&id) {
             return l;
         }
-        let l = self.label_name(sanitize(&make()));
+        let l = self.label_name(name, suffix);
         self.by_callsite.insert(id, l);
         l
     }
 
-    /// The label of a frame named `name`.
-    fn label_name(&mut self, mut name: String) -> Label {
-        let cut = name.len() > MAX_NAME_BYTES;
-        if cut {
-            name = names::shown(&name).into_owned();
-        }
-        match self.name_index.get(&name) {
+    /// The label of a frame named `name` and `suffix`: the name is cut first (`names.rs`), so
+    /// that a name of megabytes costs its first bytes only, however many callsites it names.
+    fn label_name(&mut self, name: &str, suffix: &str) -> Label {
+        let shown = names::shown(name);
+        // Owned only when cut.
+        let cut = matches!(shown, Cow::Owned(_));
+        let text = sanitize(&format!("{shown}{suffix}"));
+        match self.name_index.get(&text) {
             Some(&l) => l,
             None => {
                 let l = self.names.len() as Label;
                 self.names_cut += u64::from(cut);
-                self.names.push(name.clone());
-                self.name_index.insert(name, l);
+                self.names.push(text.clone());
+                self.name_index.insert(text, l);
                 l
             }
         }

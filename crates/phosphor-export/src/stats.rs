@@ -159,7 +159,8 @@ impl AggregateStats {
 pub struct ThreadStats {
     /// The thread id recorded in the trace.
     pub tid: u32,
-    /// Its name, if it was named.
+    /// Its name, if it was named (cut past [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES), as
+    /// kinds' names are).
     pub name: Option<String>,
     /// Events it recorded.
     pub events: u64,
@@ -578,7 +579,8 @@ impl StatsBuilder {
             .into_iter()
             .map(|tid| ThreadStats {
                 tid,
-                name: names.get(&tid).map(|n| (*n).to_owned()),
+                // Cut as kinds' names are: a name of megabytes may name every thread.
+                name: names.get(&tid).map(|n| names::shown(n).into_owned()),
                 events: self.threads.get(&tid).copied().unwrap_or(0),
                 lost_chunks: self.losses.lost((0, tid)),
                 problems: self.collector.per_thread.get(&tid).copied().unwrap_or(0),

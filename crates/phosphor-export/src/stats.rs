@@ -88,6 +88,11 @@ pub struct TraceStats {
     /// Scopes and events whose path was fixed before the end of the file because their thread
     /// had more pending than the limit; a later parent is then a [`ScopeProblemKind::LateParent`].
     pub resolved_early: u64,
+    /// The most scopes and events a thread keeps waiting for a parent ([`StatsBuilder::pending_limit`]).
+    pub pending_limit: usize,
+    /// Scopes that arrived after some of what they enclose was resolved early (counted among the
+    /// problems as [`ScopeProblemKind::LateParent`]).
+    pub late_parents: u64,
     /// Paths are cut at this many scopes ([`StatsBuilder::max_depth`]).
     pub max_depth: usize,
     /// Scopes and events nested deeper than `max_depth`: counted by name under a
@@ -600,6 +605,8 @@ impl StatsBuilder {
             problems,
             problem_count: self.collector.problem_count,
             resolved_early: self.nesting.resolved_early(),
+            pending_limit: self.nesting.limit(),
+            late_parents: self.collector.late_parents,
             max_depth: paths.max_depth(),
             truncated: self.nesting.truncated(),
             names_cut: self.labels.cut,
@@ -742,6 +749,7 @@ struct Collector {
     kinds: Vec<Kind>,
     problems: Vec<Problem>,
     problem_count: u64,
+    late_parents: u64,
     per_thread: HashMap<u32, u64>,
 }
 
@@ -761,6 +769,7 @@ impl Sink for Collector {
 
     fn problem(&mut self, p: Problem) {
         self.problem_count += 1;
+        self.late_parents += u64::from(matches!(p.kind, ProblemKind::LateParent { .. }));
         *self.per_thread.entry(p.tid).or_default() += 1;
         if self.problems.len() < MAX_PROBLEM_EXAMPLES {
             self.problems.push(p);

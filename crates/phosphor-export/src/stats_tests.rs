@@ -566,3 +566,51 @@ fn names_longer_than_the_limit_are_shown_cut_and_counted() {
     let report = stats.report(options).to_string();
     assert!(report.contains("2 names longer than 512 bytes are shown cut"), "{report}");
 }
+
+#[test]
+fn threads_that_share_a_name_are_told_apart_by_their_tid_in_the_kinds_table() {
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&callsites()).unwrap();
+    w.write_thread_names([(1, "main"), (11, "tokio-rt-worker"), (12, "tokio-rt-worker")]).unwrap();
+    for (tid, dur) in [(1, 30), (11, 20), (12, 10)] {
+        w.write_chunk(tid, 0, &[slice(UPDATE, 0, dur)], |_, _| "").unwrap();
+    }
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let stats = TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    let table = stats.kinds_table(TableOptions::default(), false).to_string();
+    let threads: Vec<&str> =
+        table.lines().skip(1).map(|l| l.split("  update").next().unwrap().trim()).collect();
+    assert_eq!(threads, ["main", "tokio-rt-worker (tid 11)", "tokio-rt-worker (tid 12)"], "{table}");
+    // In JSON every per-thread row carries its tid.
+    let mut json = Vec::new();
+    stats.write_json(&mut json, TableOptions { sort: SortBy::Total, top: None }).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    for key in ["threads", "kinds"] {
+        let tids: Vec<u64> =
+            value[key].as_array().unwrap().iter().map(|r| r["tid"].as_u64().unwrap()).collect();
+        assert_eq!(tids.len(), 3, "{key}");
+    }
+}
+
+#[test]
+fn scopes_filed_early_are_explained_in_plain_words_with_whether_the_paths_hold() {
+    // 20 sibling slices on a limit of 8: the oldest are filed early; nothing encloses them.
+    let flat: Vec<Record> = (0..20).map(|i| slice(RENDER, i * 10, 5)).collect();
+    let bytes = file(1.0, &[(1, 0, flat.clone())], &Trailer::default());
+    let stats =
+        StatsBuilder::new(&clock(1.0)).pending_limit(8).read(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    assert!(stats.resolved_early > 0);
+    assert_eq!((stats.pending_limit, stats.late_parents), (8, 0));
+    let text = stats.problem_report().to_string();
+    assert!(text.contains("at most 8 wait per thread"), "{text}");
+    assert!(text.contains("Counts and durations are exact, and so are the paths"), "{text}");
+    // Then a slice around all of them turns up: a late parent, and the words say what it changed.
+    let late = [flat, vec![slice(UPDATE, 0, 1_000)]].concat();
+    let bytes = file(1.0, &[(1, 0, late)], &Trailer::default());
+    let stats =
+        StatsBuilder::new(&clock(1.0)).pending_limit(8).read(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    assert_eq!(stats.late_parents, 1);
+    let text = stats.problem_report().to_string();
+    assert!(text.contains("1 scope turned up too late to take in what it enclosed"), "{text}");
+    assert!(text.contains("every other path is exact"), "{text}");
+}

@@ -6,6 +6,7 @@
 //! [`TraceStats::report`] renders them all, and so does `Display` with the default
 //! [`TableOptions`] (the top 20 kinds by total time).
 
+use std::collections::HashSet;
 use std::fmt::{self, Display, Formatter};
 
 use phosphor::Drops;
@@ -271,10 +272,11 @@ impl TraceStats {
             }
             columns.extend(["total", "min", "mean", "p50", "p99", "max"].map(|c| (c, Right)));
             let mut t = Table::new(&columns);
+            let shared = self.shared_thread_names();
             for k in &kinds {
                 let mut row = Vec::with_capacity(columns.len());
                 if let Some(tid) = k.tid.filter(|_| !paths) {
-                    row.push(self.thread_label(tid));
+                    row.push(self.thread_label(tid, &shared));
                 }
                 row.extend([k.path_string(), k.event_type.as_str().to_owned(), format_count(k.count)]);
                 row.extend(duration_cells(k.durations.as_ref()));
@@ -388,10 +390,11 @@ impl TraceStats {
                 let s = if self.problem_count == 1 { "" } else { "s" };
                 writeln!(f, "  {} problem{s}", format_count(self.problem_count))?;
                 for p in &self.problems {
-                    let thread = self.thread_label(p.tid);
-                    let tid =
-                        if thread == p.tid.to_string() { String::new() } else { format!(" ({thread})") };
-                    writeln!(f, "    tid {}{tid} at {}: {}", p.tid, format_at(p.at_ns), p.kind)?;
+                    let name = match self.thread(p.tid).and_then(|t| t.name.as_deref()) {
+                        Some(name) => format!(" ({name})"),
+                        None => String::new(),
+                    };
+                    writeln!(f, "    tid {}{name} at {}: {}", p.tid, format_at(p.at_ns), p.kind)?;
                 }
                 let hidden = self.problem_count - self.problems.len() as u64;
                 if hidden > 0 {
@@ -399,13 +402,7 @@ impl TraceStats {
                 }
             }
             if self.resolved_early > 0 {
-                writeln!(
-                    f,
-                    "  {} scopes and events were counted before the end of the file, when their thread \
-                     had more waiting for a parent than the limit: their paths are exact unless a late \
-                     parent is reported",
-                    format_count(self.resolved_early)
-                )?;
+                write!(f, "{}", self.resolved_early_note())?;
             }
             if self.truncated > 0 {
                 writeln!(
@@ -465,12 +462,61 @@ impl TraceStats {
         })
     }
 
-    /// The thread's name, or its id when it has none.
-    fn thread_label(&self, tid: u32) -> String {
+    /// The names two or more threads have.
+    fn shared_thread_names(&self) -> HashSet<&str> {
+        let mut seen = HashSet::new();
+        let mut shared = HashSet::new();
+        for name in self.threads.iter().filter_map(|t| t.name.as_deref()) {
+            if !seen.insert(name) {
+                shared.insert(name);
+            }
+        }
+        shared
+    }
+
+    /// The thread's name, with its id when another thread has that name too (`shared`, see
+    /// [`Self::shared_thread_names`]: two `tokio-rt-worker`s must not read as one); its id when it
+    /// has no name.
+    fn thread_label(&self, tid: u32, shared: &HashSet<&str>) -> String {
         match self.thread(tid).and_then(|t| t.name.as_deref()) {
+            Some(name) if shared.contains(name) => format!("{name} (tid {tid})"),
             Some(name) => name.to_owned(),
             None => tid.to_string(),
         }
+    }
+
+    /// What [`TraceStats::resolved_early`] means, in words a newcomer follows, and whether the
+    /// figures are still right.
+    fn resolved_early_note(&self) -> impl Display + '_ {
+        Render(move |f: &mut Formatter<'_>| {
+            writeln!(
+                f,
+                "  {} scopes and events were filed under their path early. A scope is written when it \
+                 ends, after the scopes inside it, so each finished scope waits here for the scope \
+                 around it to turn up; to bound memory, at most {} wait per thread, and past that the \
+                 oldest are filed under the path known then.",
+                format_count(self.resolved_early),
+                format_count(self.pending_limit as u64)
+            )?;
+            match self.late_parents {
+                0 => writeln!(
+                    f,
+                    "  Counts and durations are exact, and so are the paths: no scope turned up later \
+                     around them."
+                ),
+                n => writeln!(
+                    f,
+                    "  Counts and durations are exact. {} scope{} turned up too late to take in what \
+                     {} enclosed (the \"late parent\" problems): what was inside {} is counted under a \
+                     path without {}; every other path is exact.",
+                    format_count(n),
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "it" } else { "they" },
+                    if n == 1 { "it" } else { "them" },
+                    if n == 1 { "it" } else { "them" },
+                ),
+            }
+        })
     }
 }
 

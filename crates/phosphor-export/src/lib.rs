@@ -48,6 +48,7 @@ mod durations;
 mod error;
 pub mod folded;
 pub mod logs;
+mod logs_window;
 mod losses;
 #[cfg(test)]
 mod memory_tests;

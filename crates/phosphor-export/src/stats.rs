@@ -260,8 +260,14 @@ impl KindStats {
 pub struct AsyncStats {
     /// The name.
     pub name: String,
-    /// The durations of the pairs, if any matched.
+    /// The durations of the pairs, if any matched. Their `total_ns` is the durations added up:
+    /// overlapping slices count again, so it can be far longer than the trace.
     pub durations: Option<DurationStats>,
+    /// How long at least one pair was open: the union of their intervals, in nanoseconds.
+    pub union_ns: u64,
+    /// The most by which `union_ns` may be over the exact union (0: exact). A name keeps a
+    /// bounded number of disjoint intervals; past it, the smallest gaps are counted as open.
+    pub union_error_ns: u64,
     /// Begins without an end of the same name and id.
     pub unended: u64,
     /// Ends without a begin of the same name and id.

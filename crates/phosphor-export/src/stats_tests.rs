@@ -614,3 +614,32 @@ fn scopes_filed_early_are_explained_in_plain_words_with_whether_the_paths_hold()
     assert!(text.contains("1 scope turned up too late to take in what it enclosed"), "{text}");
     assert!(text.contains("every other path is exact"), "{text}");
 }
+
+#[test]
+fn async_slices_show_how_long_one_was_open_beside_their_summed_durations() {
+    // Three overlapping requests, [0, 100], [50, 150] and [60, 70], and one apart, [300, 310]:
+    // begun on thread 1, ended on thread 2, whose chunk is read first.
+    let begins =
+        vec![valued(REQUEST, 0, 1), valued(REQUEST, 50, 2), valued(REQUEST, 60, 3), valued(REQUEST, 300, 4)];
+    let ends = vec![valued(REQUEST_END, 70, 3), valued(REQUEST_END, 100, 1), valued(REQUEST_END, 150, 2)];
+    let ends = [ends, vec![valued(REQUEST_END, 310, 4)]].concat();
+    let stats = stats_of(&[(2, ends), (1, begins)]);
+    let a = stats.async_slices("request").unwrap();
+    assert_eq!(a.durations.unwrap().total_ns, 100 + 100 + 10 + 10);
+    assert_eq!((a.union_ns, a.union_error_ns), (150 + 10, 0));
+    let table = stats.asyncs_table().to_string();
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..6], ["request", "4", "160", "ns", "220", "ns"], "{table}");
+    assert!(table.contains("open for: the time at least one slice of the name was open"), "{table}");
+    let mut json = Vec::new();
+    stats.write_json(&mut json, TableOptions::default()).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let a = &value["async"][0];
+    assert_eq!((a["union_ns"].as_u64(), a["union_error_ns"].as_u64()), (Some(160), Some(0)));
+    assert_eq!(a["durations"]["total_ns"], 220);
+    // A union that filled gaps to stay bounded says it may be over, and by how much.
+    let mut stats = stats;
+    stats.asyncs[0].union_error_ns = 40;
+    let table = stats.asyncs_table().to_string();
+    assert!(table.contains("≤ 160 ns") && table.contains("at most 40 ns too much, for request"), "{table}");
+}

@@ -294,14 +294,17 @@ impl TraceStats {
         })
     }
 
-    /// A table of the async slices by name: pairs, their durations, and the unmatched halves.
+    /// A table of the async slices by name: pairs, how long at least one was open, their
+    /// durations (added up, then min to max), and the unmatched halves; then what the two
+    /// totals mean.
     pub fn asyncs_table(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
             use Align::*;
             let mut t = Table::new(&[
                 ("name", Left),
                 ("pairs", Right),
-                ("total", Right),
+                ("open for", Right),
+                ("sum", Right),
                 ("min", Right),
                 ("mean", Right),
                 ("p50", Right),
@@ -311,12 +314,33 @@ impl TraceStats {
                 ("unbegun", Right),
             ]);
             for a in &self.asyncs {
-                let mut row = vec![a.name.clone(), format_count(a.durations.map_or(0, |d| d.samples))];
+                let open = match a.union_error_ns {
+                    0 => format_ns(a.union_ns),
+                    _ => format!("≤ {}", format_ns(a.union_ns)),
+                };
+                let mut row = vec![a.name.clone(), format_count(a.durations.map_or(0, |d| d.samples)), open];
                 row.extend(duration_cells(a.durations.as_ref()));
                 row.extend([format_count(a.unended), format_count(a.unbegun)]);
                 t.row(row);
             }
-            write!(f, "{t}")
+            write!(f, "{t}")?;
+            writeln!(
+                f,
+                "  (open for: the time at least one slice of the name was open;\n   sum: their \
+                 durations added up, so overlapping slices count again)"
+            )?;
+            if let Some(a) =
+                self.asyncs.iter().filter(|a| a.union_error_ns > 0).max_by_key(|a| a.union_error_ns)
+            {
+                writeln!(
+                    f,
+                    "  (≤: too many separate stretches to keep each; the smallest gaps between them are \
+                     counted as open, at most {} too much, for {})",
+                    format_ns(a.union_error_ns),
+                    a.name
+                )?;
+            }
+            Ok(())
         })
     }
 

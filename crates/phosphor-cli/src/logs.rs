@@ -15,9 +15,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use phosphor::Level;
-use phosphor_export::chrome::ExportSummary;
 use phosphor_export::format_count;
-use phosphor_export::logs::{write_logs, LogFilter, DEFAULT_WINDOW_BYTES};
+use phosphor_export::logs::{write_logs, LogFilter, LogOrder, DEFAULT_WINDOW_BYTES};
 
 use crate::progress;
 
@@ -50,15 +49,16 @@ pub fn run(args: &LogsArgs, out: &mut impl Write, stderr: &mut impl Write) -> an
         json: args.json,
         window_bytes: Some(args.window_mib.saturating_mul(1 << 20)),
     };
-    match write_logs(reader, &mut *out, &filter) {
+    let mut order = LogOrder::default();
+    match write_logs(reader, &mut *out, &filter, &mut order) {
         Ok(summary) => {
             out.flush()?;
-            note_out_of_order(stderr, &summary, args.window_mib)?;
+            note_out_of_order(stderr, order, summary.events, args.window_mib)?;
             Ok(())
         }
         Err(phosphor_export::chrome::Error::Read { source, exported, .. }) => {
             out.flush()?;
-            note_out_of_order(stderr, &exported, args.window_mib)?;
+            note_out_of_order(stderr, order, exported.events, args.window_mib)?;
             Err(anyhow::Error::new(source.with_path(&args.file)).context(format!(
                 "reading {} stopped early (the {} logs before the damage were printed)",
                 args.file.display(),
@@ -70,16 +70,26 @@ pub fn run(args: &LogsArgs, out: &mut impl Write, stderr: &mut impl Write) -> an
 }
 
 /// Says how many logs were printed out of time order, if any.
-fn note_out_of_order(stderr: &mut impl Write, s: &ExportSummary, window_mib: usize) -> io::Result<()> {
-    if s.out_of_order == 0 {
+fn note_out_of_order(
+    stderr: &mut impl Write,
+    order: LogOrder,
+    logs: u64,
+    window_mib: usize,
+) -> io::Result<()> {
+    if order.out_of_order == 0 {
         return Ok(());
+    }
+    let (n, of) = (format_count(order.out_of_order), format_count(logs));
+    if window_mib == 0 {
+        return writeln!(
+            stderr,
+            "note: {n} of {of} logs were printed out of time order (--window-mib 0 prints them in file order)"
+        );
     }
     writeln!(
         stderr,
-        "note: {} of {} logs were printed out of time order: their threads' chunks came after the \
+        "note: {n} of {of} logs were printed out of time order: their threads' chunks came after the \
          {window_mib} MiB reorder window had filled and let later logs out (a larger --window-mib \
-         sorts them)",
-        format_count(s.out_of_order.into()),
-        format_count(s.events),
+         sorts them)"
     )
 }

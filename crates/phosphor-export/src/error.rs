@@ -25,9 +25,6 @@ pub struct ExportSummary {
     /// Distinct names longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES), shown cut (their first
     /// bytes, then `…`) in folded stacks and flame graphs; 0 for the other formats. Saturates.
     pub names_cut: u32,
-    /// Logs printed after a later log because the reorder window was full when they were read
-    /// (`phosphor logs`; 0 for the other formats). Saturates.
-    pub out_of_order: u32,
 }
 
 /// Why an export stopped.

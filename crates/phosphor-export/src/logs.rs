@@ -82,6 +82,15 @@ pub struct LogFilter {
     pub window_bytes: Option<usize>,
 }
 
+/// How far [`write_logs`]'s output is from time order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogOrder {
+    /// Logs printed after a later log: they were read once the reorder window had filled and let
+    /// the later one out.
+    pub out_of_order: u64,
+}
+
 /// Writes every log event of the trace, one line each, in time order: time since the trace's
 /// clock origin in seconds (µs precision), level, thread, category and the formatted message; or,
 /// with `json`, one object per line (`ts_ns`, `level`, `tid`, `thread`, `category`, `message`,
@@ -90,11 +99,13 @@ pub struct LogFilter {
 /// Chunks come thread by thread, so logs wait in a reorder window (`logs_window.rs`) of at most
 /// `filter.window_bytes`: memory is bounded whatever the file's size, and the output is in time
 /// order whenever the file's logs fit in it. Logs printed after a later one because the window
-/// was full are counted in [`ExportSummary::out_of_order`].
+/// was full are counted in `order`, also when reading stops at damage (the summary of the logs
+/// printed before it is then in the error).
 pub fn write_logs<R: Read, W: io::Write>(
     mut reader: Reader<R>,
     out: W,
     filter: &LogFilter,
+    order: &mut LogOrder,
 ) -> Result<ExportSummary, Error> {
     let mut out = BufWriter::with_capacity(1 << 16, out);
     let clock = reader.header().clock.clone();
@@ -119,7 +130,7 @@ pub fn write_logs<R: Read, W: io::Write>(
                         printer.print(&mut out, strings, &p)?;
                         summary.events += 1;
                     }
-                    summary.out_of_order = u32::try_from(window.out_of_order).unwrap_or(u32::MAX);
+                    order.out_of_order = window.out_of_order;
                     io::Write::flush(&mut out)?;
                     return Err(Error::Read { offset: source.offset(), exported: summary, source });
                 }
@@ -146,7 +157,7 @@ pub fn write_logs<R: Read, W: io::Write>(
         summary.events += 1;
     }
     io::Write::flush(&mut out)?;
-    summary.out_of_order = u32::try_from(window.out_of_order).unwrap_or(u32::MAX);
+    order.out_of_order = window.out_of_order;
     if let Some(source) = failure {
         return Err(Error::Read { offset: source.offset(), exported: summary, source });
     }

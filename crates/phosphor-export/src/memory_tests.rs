@@ -141,12 +141,13 @@ fn perfetto(r: Reader<&[u8]>) {
 }
 
 fn logs(r: Reader<&[u8]>) {
-    crate::logs::write_logs(r, std::io::sink(), &crate::logs::LogFilter::default()).unwrap();
+    let filter = crate::logs::LogFilter::default();
+    crate::logs::write_logs(r, std::io::sink(), &filter, &mut Default::default()).unwrap();
 }
 
 fn logs_json(r: Reader<&[u8]>) {
     let filter = crate::logs::LogFilter { json: true, ..Default::default() };
-    crate::logs::write_logs(r, std::io::sink(), &filter).unwrap();
+    crate::logs::write_logs(r, std::io::sink(), &filter, &mut Default::default()).unwrap();
 }
 
 /// An export to a sink.
@@ -278,15 +279,14 @@ fn logs_sort_in_a_window_of_the_bytes_asked_for_whatever_the_file_holds() {
     });
     let window = 1 << 20;
     let filter = crate::logs::LogFilter { window_bytes: Some(window), ..Default::default() };
-    let mut summary = None;
+    let (mut summary, mut order) = (None, crate::logs::LogOrder::default());
     let peak = peak_bytes_during(|| {
-        summary =
-            Some(crate::logs::write_logs(Reader::new(bytes.as_slice()).unwrap(), std::io::sink(), &filter));
+        let r = Reader::new(bytes.as_slice()).unwrap();
+        summary = Some(crate::logs::write_logs(r, std::io::sink(), &filter, &mut order));
     });
-    let summary = summary.unwrap().unwrap();
-    assert_eq!(summary.events, 2 * n);
+    assert_eq!(summary.unwrap().unwrap().events, 2 * n);
     // The window filled with the later half, so the earlier half came too late, all of it.
-    assert_eq!(u64::from(summary.out_of_order), n);
+    assert_eq!(order.out_of_order, n);
     // The heap grows by doubling: up to twice the window, and the output buffer.
     let extra = peak.saturating_sub(read);
     assert!(extra < 2 * window + (256 << 10), "{extra} bytes beyond reading for a {window}-byte window");

@@ -602,6 +602,8 @@ fn scopes_filed_early_are_explained_in_plain_words_with_whether_the_paths_hold()
     assert!(stats.resolved_early > 0);
     assert_eq!((stats.pending_limit, stats.late_parents), (8, 0));
     let text = stats.problem_report().to_string();
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(text.contains("at most 8 wait per thread"), "{text}");
     assert!(text.contains("Counts and durations are exact, and so are the paths"), "{text}");
     // Then a slice around all of them turns up: a late parent, and the words say what it changed.
@@ -611,6 +613,7 @@ fn scopes_filed_early_are_explained_in_plain_words_with_whether_the_paths_hold()
         StatsBuilder::new(&clock(1.0)).pending_limit(8).read(Reader::new(bytes.as_slice()).unwrap()).unwrap();
     assert_eq!(stats.late_parents, 1);
     let text = stats.problem_report().to_string();
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(text.contains("1 scope turned up too late to take in what it enclosed"), "{text}");
     assert!(text.contains("every other path is exact"), "{text}");
 }

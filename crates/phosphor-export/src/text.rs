@@ -513,36 +513,57 @@ impl TraceStats {
     /// figures are still right.
     fn resolved_early_note(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
-            writeln!(
-                f,
-                "  {} scopes and events were filed under their path early. A scope is written when it \
-                 ends, after the scopes inside it, so each finished scope waits here for the scope \
-                 around it to turn up; to bound memory, at most {} wait per thread, and past that the \
-                 oldest are filed under the path known then.",
+            let mut text = format!(
+                "{} scopes and events were filed under their path early. A scope is written when it \
+                 ends, after the scopes inside it, so each finished scope waits for the scope around \
+                 it to turn up; to bound memory, at most {} wait per thread, and past that the oldest \
+                 are filed under the path known then. ",
                 format_count(self.resolved_early),
                 format_count(self.pending_limit as u64)
-            )?;
+            );
             match self.late_parents {
-                0 => writeln!(
-                    f,
-                    "  Counts and durations are exact, and so are the paths: no scope turned up later \
-                     around them."
+                0 => text.push_str(
+                    "Counts and durations are exact, and so are the paths: no scope turned up later \
+                     around them.",
                 ),
-                n => writeln!(
-                    f,
-                    "  Counts and durations are exact. {} scope{} turned up too late to take in what \
-                     {} enclosed (the \"late parent\" problems): what was inside {} is counted under a \
-                     path without {}; every other path is exact.",
-                    format_count(n),
-                    if n == 1 { "" } else { "s" },
-                    if n == 1 { "it" } else { "they" },
-                    if n == 1 { "it" } else { "them" },
-                    if n == 1 { "it" } else { "them" },
+                1 => text.push_str(
+                    "Counts and durations are exact. 1 scope turned up too late to take in what it \
+                     enclosed (the \"late parent\" problem): what was inside it is counted under a path \
+                     without it; every other path is exact.",
                 ),
+                n => text.push_str(&format!(
+                    "Counts and durations are exact. {} scopes turned up too late to take in what they \
+                     enclosed (the \"late parent\" problems): what was inside them is counted under a \
+                     path without them; every other path is exact.",
+                    format_count(n)
+                )),
             }
+            write_wrapped(f, &text, "  ")
         })
     }
 }
+
+/// Writes `text` in lines of at most [`WRAP`] columns where its words allow, each after `indent`.
+fn write_wrapped(f: &mut Formatter<'_>, text: &str, indent: &str) -> fmt::Result {
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && indent.len() + line.chars().count() + 1 + word.chars().count() > WRAP {
+            writeln!(f, "{indent}{line}")?;
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        writeln!(f, "{indent}{line}")?;
+    }
+    Ok(())
+}
+
+/// The widest a wrapped paragraph's lines go.
+const WRAP: usize = 100;
 
 /// Total, min, mean, p50, p99, max; blank without durations.
 fn duration_cells(d: Option<&DurationStats>) -> Vec<String> {

@@ -221,8 +221,10 @@ impl LogLine<'_> {
             Level::Debug => "DEBUG",
             Level::Trace => "TRACE",
         };
-        let (s, us) = (self.ns.div_euclid(1_000_000_000), self.ns.rem_euclid(1_000_000_000) / 1000);
-        write!(out, "{s:>4}.{us:06} {level:<5} [")?;
+        // Before the origin is `-0.000001`, not `-1.999999` (-1 s + 999,999 µs).
+        let (sign, ns) = (if self.ns < 0 { "-" } else { "" }, self.ns.unsigned_abs());
+        let (s, us) = (ns / 1_000_000_000, ns % 1_000_000_000 / 1000);
+        write!(out, "{:>4}.{us:06} {level:<5} [", format!("{sign}{s}"))?;
         match self.thread {
             Some(name) => out.write_all(name.as_bytes())?,
             None => write!(out, "{}", self.tid)?,
@@ -531,6 +533,20 @@ mod tests {
         let mut s = String::new();
         format_log(&mut s, f, p);
         s
+    }
+
+    #[test]
+    fn times_before_the_clock_origin_read_as_negative_seconds() {
+        let line = |ns| {
+            let l =
+                LogLine { ns, level: Level::Info, tid: 1, thread: None, category: "c", file: "", line: 0 };
+            let mut out = Vec::new();
+            l.write_text(&mut out, "m").unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(line(-1_000), "  -0.000001 INFO  [1] c: m\n");
+        assert_eq!(line(-2_500_000_000), "  -2.500000 INFO  [1] c: m\n");
+        assert_eq!(line(1_000_250_000), "   1.000250 INFO  [1] c: m\n");
     }
 
     #[test]

@@ -10,9 +10,14 @@
 //! stay in the reader's string table, by index, and are looked up when the line is printed). While
 //! the window is over its budget, its oldest log is printed; at the end of the file (or at damage)
 //! the rest. So the output is in time order whenever the file's logs fit in the window, and memory
-//! is the budget plus one log whatever the file. A log that must be printed after a later one
-//! (it arrived once the later one had left a full window) is printed at its turn and counted as
-//! *out of order*; the command says how many.
+//! is the budget plus one log whatever the file (a string parameter is kept up to the longest
+//! message, 1 MiB, so a log holds at most 16 MiB however long the strings it names). A log that
+//! must be printed after a later one (it arrived once the later one had left a full window) is
+//! printed at its turn and counted as *out of order*; the command says how many.
+//!
+//! Why not merge the threads' streams exactly: a file does not say which threads are still to
+//! come, nor when a thread has no more logs, so no time is ever known to be safe to print up to;
+//! a window bounded in bytes is exact for every file whose logs fit, and says when it is not.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -20,6 +25,8 @@ use std::mem::size_of;
 
 use phosphor_format::file::{Event, StringTable, Value};
 use phosphor_format::Level;
+
+use crate::logs::MAX_MESSAGE_BYTES;
 
 /// The reorder window's budget unless the caller sets one: 32 MiB, a few hundred thousand
 /// typical logs (a log with no string parameter costs about 100 bytes).
@@ -71,7 +78,7 @@ impl Pending {
                 Value::F64(f) => Param::F64(f),
                 Value::Bool(b) => Param::Bool(b),
                 Value::Pointer(p) => Param::Pointer(p),
-                Value::Str(s) => Param::Str(s.into()),
+                Value::Str(s) => Param::Str(kept(s).into()),
             })
             .collect();
         Pending {
@@ -123,6 +130,22 @@ impl Pending {
     pub(crate) fn text(strings: &StringTable, index: u32) -> &str {
         strings.get(index as usize).unwrap_or("")
     }
+}
+
+/// What a log keeps of a string parameter: all of it up to [`MAX_MESSAGE_BYTES`], else its first
+/// `MAX_MESSAGE_BYTES` and a few more bytes. A static string may be as long as the file and be
+/// named by all 16 parameters; a message is cut at `MAX_MESSAGE_BYTES` (with a width of at most
+/// 65,536), so a longer string formats to the same cut message from its first bytes as whole.
+fn kept(s: &str) -> &str {
+    if s.len() <= MAX_MESSAGE_BYTES {
+        return s;
+    }
+    // Past the cut, so that the message is still cut.
+    let mut at = MAX_MESSAGE_BYTES + 1;
+    while !s.is_char_boundary(at) {
+        at += 1;
+    }
+    &s[..at]
 }
 
 /// Oldest first in a max-heap.
@@ -212,6 +235,20 @@ mod tests {
             thread: None,
             params,
         }
+    }
+
+    #[test]
+    fn a_string_longer_than_a_message_is_kept_only_as_far_as_the_cut_message_shows() {
+        let long = "é".repeat(MAX_MESSAGE_BYTES);
+        let k = kept(&long);
+        assert!(k.len() > MAX_MESSAGE_BYTES && k.len() <= MAX_MESSAGE_BYTES + 4);
+        for format in ["{}", "{:?}", "a {} b", "{:>70000}", "{:.5}"] {
+            let (mut whole, mut cut) = (String::new(), String::new());
+            crate::logs::format_log(&mut whole, format, &[Value::Str(&long)]);
+            crate::logs::format_log(&mut cut, format, &[Value::Str(k)]);
+            assert!(whole == cut, "{format}");
+        }
+        assert_eq!(kept("short"), "short");
     }
 
     #[test]

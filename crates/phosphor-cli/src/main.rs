@@ -88,7 +88,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(&args, stdout(), &mut io::stderr()),
         Command::Flamegraph(args) => flamegraph::run(&args, &mut io::stderr()),
         Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(stdout())),
-        Command::Logs(args) => logs::run(&args, &mut io::BufWriter::new(stdout())),
+        Command::Logs(args) => logs::run(&args, &mut io::BufWriter::new(stdout()), &mut io::stderr()),
         Command::Recover(args) => recover::run(&args, &mut io::BufWriter::new(stdout())),
         Command::Record(args) => record::run(&args),
         Command::Call(args) => call::run(&args, &mut io::BufWriter::new(stdout())),

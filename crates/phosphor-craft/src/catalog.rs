@@ -146,6 +146,10 @@ pub fn catalog(scale: Scale) -> Vec<Case> {
             },
         ),
         trace(
+            "logs-out-of-order",
+            Shape::LogsOutOfOrder { threads: 4, logs: pick(100_000, 1_000_000), params: 2 },
+        ),
+        trace(
             "deep-long-names",
             Shape::DeepLongNames { depth: pick(1_000, 4_000), name_bytes: if seed { 64 } else { 4_096 } },
         ),

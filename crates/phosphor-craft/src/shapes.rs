@@ -55,6 +55,10 @@ pub enum Shape {
     /// `depth` nested scopes, each of a distinct name of `name_bytes` bytes: the path of the
     /// deepest is `depth × name_bytes` long, and the paths of all of them half `depth` times that.
     DeepLongNames { depth: u32, name_bytes: usize },
+    /// `threads` threads of `logs` logs each, `params` parameters a log (at most 16), the last
+    /// thread's chunks (the latest logs) first: more than the reorder window of `phosphor logs`
+    /// holds, all out of order.
+    LogsOutOfOrder { threads: u32, logs: u32, params: u32 },
 }
 
 /// The strings every file starts with, by index.
@@ -259,6 +263,22 @@ impl Shape {
                     s.push(&mut w, &records::log(u64::from(k), id, &[7]))?;
                 }
                 s.flush(&mut w)?;
+                w.finish(Trailer::default())
+            }
+            Shape::LogsOutOfOrder { threads, logs, params } => {
+                let mut w = start(out, monotonic())?;
+                let params: Vec<u64> =
+                    (0..u64::from(params).min(phosphor_format::MAX_PARAMS as u64)).collect();
+                let format = w.string(&format!("log{}", " {}".repeat(params.len())))?;
+                w.callsites([callsite(id, Phase::Log, format)])?;
+                for t in (0..threads).rev() {
+                    let mut s = ChunkStream::new(t + 1);
+                    for k in 0..logs {
+                        let ts = (u64::from(t) * u64::from(logs) + u64::from(k)) * 10;
+                        s.push(&mut w, &records::log(ts, id, &params))?;
+                    }
+                    s.flush(&mut w)?;
+                }
                 w.finish(Trailer::default())
             }
             Shape::DeepLongNames { depth, name_bytes } => {

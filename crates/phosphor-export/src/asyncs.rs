@@ -1,11 +1,12 @@
 //! Async slices for the statistics: begins and ends paired by name and id across threads
-//! ([`AsyncStats`]).
+//! ([`AsyncStats`]): their durations, and how long at least one was open (`async_union.rs`).
 
 use rustc_hash::FxHashMap as HashMap;
 
 use phosphor_format::file::{Callsite, ClockInfo};
 use phosphor_format::Phase;
 
+use crate::async_union::Union;
 use crate::durations::Durations;
 use crate::stats::AsyncStats;
 
@@ -22,6 +23,7 @@ pub(crate) struct Asyncs {
 struct AsyncAcc {
     name: String,
     durations: Durations,
+    union: Union,
     unended: u64,
     unbegun: u64,
 }
@@ -36,6 +38,7 @@ impl Asyncs {
                 let acc = AsyncAcc {
                     name: cs.name.to_string(),
                     durations: Durations::default(),
+                    union: Union::default(),
                     unended: 0,
                     unbegun: 0,
                 };
@@ -49,7 +52,9 @@ impl Asyncs {
         match self.open.remove(&(n, id)) {
             Some((first_is_begin, first)) if first_is_begin != begin => {
                 let (b, e) = if begin { (ts, first) } else { (first, ts) };
-                self.names[n].durations.add(e.saturating_sub(b));
+                let acc = &mut self.names[n];
+                acc.durations.add(e.saturating_sub(b));
+                acc.union.add(b, e);
             }
             previous => {
                 // A second begin (or end) for the same id: the first one stays unmatched.
@@ -79,6 +84,8 @@ impl Asyncs {
             .into_iter()
             .map(|a| AsyncStats {
                 durations: a.durations.stats(clock),
+                union_ns: clock.ticks_to_ns(a.union.len()),
+                union_error_ns: clock.ticks_to_ns(a.union.error()),
                 name: a.name,
                 unended: a.unended,
                 unbegun: a.unbegun,

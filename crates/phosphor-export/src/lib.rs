@@ -10,7 +10,8 @@
 //!     to [`EXACT_SAMPLES`] durations, then within [`PERCENTILE_ERROR`]); also per path across
 //!     threads;
 //!   * [`ThreadStats`]: events and lost chunks per thread, with the thread's name;
-//!   * [`AsyncStats`]: async slices paired by name and id across threads;
+//!   * [`AsyncStats`]: async slices paired by name and id across threads: their durations, and
+//!     how long at least one was open (the union of their intervals);
 //!   * [`ScopeProblem`]s: ends without a begin or with another name, begins left open,
 //!     interlaced scopes, each with its thread and time;
 //!   * the trailer's drop counts by reason and the chunks lost to sequence gaps ([`ChunkLosses`]).
@@ -41,6 +42,7 @@
 //!
 //! **Architecture invariant:** only this crate knows output formats.
 
+mod async_union;
 mod asyncs;
 pub mod chrome;
 mod chrome_time;
@@ -48,6 +50,7 @@ mod durations;
 mod error;
 pub mod folded;
 pub mod logs;
+mod logs_window;
 mod losses;
 #[cfg(test)]
 mod memory_tests;

@@ -141,12 +141,13 @@ fn perfetto(r: Reader<&[u8]>) {
 }
 
 fn logs(r: Reader<&[u8]>) {
-    crate::logs::write_logs(r, std::io::sink(), &crate::logs::LogFilter::default()).unwrap();
+    let filter = crate::logs::LogFilter::default();
+    crate::logs::write_logs(r, std::io::sink(), &filter, &mut Default::default()).unwrap();
 }
 
 fn logs_json(r: Reader<&[u8]>) {
     let filter = crate::logs::LogFilter { json: true, ..Default::default() };
-    crate::logs::write_logs(r, std::io::sink(), &filter).unwrap();
+    crate::logs::write_logs(r, std::io::sink(), &filter, &mut Default::default()).unwrap();
 }
 
 /// An export to a sink.
@@ -249,4 +250,40 @@ fn stats_json_writes_its_kinds_one_at_a_time() {
     let peak = peak_bytes_during(|| stats.write_json(std::io::sink(), all).unwrap());
     // The two orders (a pointer per kind each) and one kind's value at a time.
     assert!(peak < 64 * n as usize, "{} bytes per kind", peak / n as usize);
+}
+
+#[test]
+fn logs_sort_in_a_window_of_the_bytes_asked_for_whatever_the_file_holds() {
+    // 200,000 logs, about 20 MB waiting if all were held: thread 2's chunks, the later half, first.
+    let n = 100_000u64;
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&[callsite(16, "a log", Phase::Log)]).unwrap();
+    for (tid, from) in [(2, n), (1, 0)] {
+        let records: Vec<Record> = (from..from + n).map(|i| mark(16, i * 10)).collect();
+        for (k, part) in records.chunks(127).enumerate() {
+            w.write_chunk(tid, k as u64, part, |_, _| "").unwrap();
+        }
+    }
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let read = peak_bytes_during(|| {
+        let mut r = Reader::new(bytes.as_slice()).unwrap();
+        while let Some(chunk) = r.next_chunk().unwrap() {
+            for e in chunk.events() {
+                e.unwrap();
+            }
+        }
+    });
+    let window = 1 << 20;
+    let filter = crate::logs::LogFilter { window_bytes: Some(window), ..Default::default() };
+    let (mut summary, mut order) = (None, crate::logs::LogOrder::default());
+    let peak = peak_bytes_during(|| {
+        let r = Reader::new(bytes.as_slice()).unwrap();
+        summary = Some(crate::logs::write_logs(r, std::io::sink(), &filter, &mut order));
+    });
+    assert_eq!(summary.unwrap().unwrap().events, 2 * n);
+    // The window filled with the later half, so the earlier half came too late, all of it.
+    assert_eq!(order.out_of_order, n);
+    // The heap grows by doubling: up to twice the window, and the output buffer.
+    let extra = peak.saturating_sub(read);
+    assert!(extra < 2 * window + (256 << 10), "{extra} bytes beyond reading for a {window}-byte window");
 }

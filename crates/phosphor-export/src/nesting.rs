@@ -381,6 +381,11 @@ impl Nesting {
         self.paths
     }
 
+    /// The most pending slices a thread keeps.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Slices resolved before the end of the stream because a thread reached the limit.
     pub(crate) fn resolved_early(&self) -> u64 {
         self.resolved_early

@@ -88,6 +88,11 @@ pub struct TraceStats {
     /// Scopes and events whose path was fixed before the end of the file because their thread
     /// had more pending than the limit; a later parent is then a [`ScopeProblemKind::LateParent`].
     pub resolved_early: u64,
+    /// The most scopes and events a thread keeps waiting for a parent ([`StatsBuilder::pending_limit`]).
+    pub pending_limit: usize,
+    /// Scopes that arrived after some of what they enclose was resolved early (counted among the
+    /// problems as [`ScopeProblemKind::LateParent`]).
+    pub late_parents: u64,
     /// Paths are cut at this many scopes ([`StatsBuilder::max_depth`]).
     pub max_depth: usize,
     /// Scopes and events nested deeper than `max_depth`: counted by name under a
@@ -256,8 +261,14 @@ impl KindStats {
 pub struct AsyncStats {
     /// The name.
     pub name: String,
-    /// The durations of the pairs, if any matched.
+    /// The durations of the pairs, if any matched. Their `total_ns` is the durations added up:
+    /// overlapping slices count again, so it can be far longer than the trace.
     pub durations: Option<DurationStats>,
+    /// How long at least one pair was open: the union of their intervals, in nanoseconds.
+    pub union_ns: u64,
+    /// The most by which `union_ns` may be over the exact union (0: exact). A name keeps a
+    /// bounded number of disjoint intervals; past it, the smallest gaps are counted as open.
+    pub union_error_ns: u64,
     /// Begins without an end of the same name and id.
     pub unended: u64,
     /// Ends without a begin of the same name and id.
@@ -602,6 +613,8 @@ impl StatsBuilder {
             problems,
             problem_count: self.collector.problem_count,
             resolved_early: self.nesting.resolved_early(),
+            pending_limit: self.nesting.limit(),
+            late_parents: self.collector.late_parents,
             max_depth: paths.max_depth(),
             truncated: self.nesting.truncated(),
             names_cut: self.labels.cut,
@@ -744,6 +757,7 @@ struct Collector {
     kinds: Vec<Kind>,
     problems: Vec<Problem>,
     problem_count: u64,
+    late_parents: u64,
     per_thread: HashMap<u32, u64>,
 }
 
@@ -763,6 +777,7 @@ impl Sink for Collector {
 
     fn problem(&mut self, p: Problem) {
         self.problem_count += 1;
+        self.late_parents += u64::from(matches!(p.kind, ProblemKind::LateParent { .. }));
         *self.per_thread.entry(p.tid).or_default() += 1;
         if self.problems.len() < MAX_PROBLEM_EXAMPLES {
             self.problems.push(p);

@@ -25,8 +25,20 @@
 //!   "kinds_total": n,             kinds before --top
 //!   "paths": [KIND],              all threads together
 //!   "paths_total": n,
-//!   "async": [{"name": s, "pairs": n, "durations": DURATIONS | null, "unended": n, "unbegun": n}],
-//!   "problems": {"count": n, "resolved_early": n, "examples": [PROBLEM],
+//!   "async": [{"name": s, "pairs": n,
+//!              "durations": DURATIONS | null,  the pairs'; total_ns adds them up, so overlapping
+//!                                              slices count again
+//!              "union_ns": n,                  how long at least one pair was open
+//!              "union_error_ns": n,            at most this much of union_ns may be gaps between
+//!                                              pairs (a name keeps 1,024 separate stretches, then
+//!                                              fills its smallest gaps); 0: exact
+//!              "unended": n, "unbegun": n}],
+//!   "problems": {"count": n, "examples": [PROBLEM],
+//!                "resolved_early": n,  scopes and events given their path before the end of the
+//!                                      file, when their thread had pending_limit waiting for the
+//!                                      scope around them: counts and durations exact, paths too
+//!                                      but under the late_parent problems
+//!                "pending_limit": n, "late_parents": n,
 //!                "max_depth": n, "truncated": n,    paths cut at max_depth scopes; what was deeper
 //!                                                   counts under a "[deeper than N]" segment
 //!                "max_name_bytes": n, "names_cut": n},  distinct names longer than
@@ -97,6 +109,8 @@ impl TraceStats {
                         "name": a.name,
                         "pairs": a.durations.map_or(0, |d| d.samples),
                         "durations": a.durations.as_ref().map(durations),
+                        "union_ns": a.union_ns,
+                        "union_error_ns": a.union_error_ns,
                         "unended": a.unended,
                         "unbegun": a.unbegun,
                     })
@@ -175,6 +189,8 @@ impl TraceStats {
             "problems": {
                 "count": self.problem_count,
                 "resolved_early": self.resolved_early,
+                "pending_limit": self.pending_limit,
+                "late_parents": self.late_parents,
                 "max_depth": self.max_depth,
                 "truncated": self.truncated,
                 "max_name_bytes": crate::MAX_NAME_BYTES,

@@ -566,3 +566,83 @@ fn names_longer_than_the_limit_are_shown_cut_and_counted() {
     let report = stats.report(options).to_string();
     assert!(report.contains("2 names longer than 512 bytes are shown cut"), "{report}");
 }
+
+#[test]
+fn threads_that_share_a_name_are_told_apart_by_their_tid_in_the_kinds_table() {
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&callsites()).unwrap();
+    w.write_thread_names([(1, "main"), (11, "tokio-rt-worker"), (12, "tokio-rt-worker")]).unwrap();
+    for (tid, dur) in [(1, 30), (11, 20), (12, 10)] {
+        w.write_chunk(tid, 0, &[slice(UPDATE, 0, dur)], |_, _| "").unwrap();
+    }
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let stats = TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    let table = stats.kinds_table(TableOptions::default(), false).to_string();
+    let threads: Vec<&str> =
+        table.lines().skip(1).map(|l| l.split("  update").next().unwrap().trim()).collect();
+    assert_eq!(threads, ["main", "tokio-rt-worker (tid 11)", "tokio-rt-worker (tid 12)"], "{table}");
+    // In JSON every per-thread row carries its tid.
+    let mut json = Vec::new();
+    stats.write_json(&mut json, TableOptions { sort: SortBy::Total, top: None }).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    for key in ["threads", "kinds"] {
+        let tids: Vec<u64> =
+            value[key].as_array().unwrap().iter().map(|r| r["tid"].as_u64().unwrap()).collect();
+        assert_eq!(tids.len(), 3, "{key}");
+    }
+}
+
+#[test]
+fn scopes_filed_early_are_explained_in_plain_words_with_whether_the_paths_hold() {
+    // 20 sibling slices on a limit of 8: the oldest are filed early; nothing encloses them.
+    let flat: Vec<Record> = (0..20).map(|i| slice(RENDER, i * 10, 5)).collect();
+    let bytes = file(1.0, &[(1, 0, flat.clone())], &Trailer::default());
+    let stats =
+        StatsBuilder::new(&clock(1.0)).pending_limit(8).read(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    assert!(stats.resolved_early > 0);
+    assert_eq!((stats.pending_limit, stats.late_parents), (8, 0));
+    let text = stats.problem_report().to_string();
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("at most 8 wait per thread"), "{text}");
+    assert!(text.contains("Counts and durations are exact, and so are the paths"), "{text}");
+    // Then a slice around all of them turns up: a late parent, and the words say what it changed.
+    let late = [flat, vec![slice(UPDATE, 0, 1_000)]].concat();
+    let bytes = file(1.0, &[(1, 0, late)], &Trailer::default());
+    let stats =
+        StatsBuilder::new(&clock(1.0)).pending_limit(8).read(Reader::new(bytes.as_slice()).unwrap()).unwrap();
+    assert_eq!(stats.late_parents, 1);
+    let text = stats.problem_report().to_string();
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("1 scope turned up too late to take in what it enclosed"), "{text}");
+    assert!(text.contains("every other path is exact"), "{text}");
+}
+
+#[test]
+fn async_slices_show_how_long_one_was_open_beside_their_summed_durations() {
+    // Three overlapping requests, [0, 100], [50, 150] and [60, 70], and one apart, [300, 310]:
+    // begun on thread 1, ended on thread 2, whose chunk is read first.
+    let begins =
+        vec![valued(REQUEST, 0, 1), valued(REQUEST, 50, 2), valued(REQUEST, 60, 3), valued(REQUEST, 300, 4)];
+    let ends = vec![valued(REQUEST_END, 70, 3), valued(REQUEST_END, 100, 1), valued(REQUEST_END, 150, 2)];
+    let ends = [ends, vec![valued(REQUEST_END, 310, 4)]].concat();
+    let stats = stats_of(&[(2, ends), (1, begins)]);
+    let a = stats.async_slices("request").unwrap();
+    assert_eq!(a.durations.unwrap().total_ns, 100 + 100 + 10 + 10);
+    assert_eq!((a.union_ns, a.union_error_ns), (150 + 10, 0));
+    let table = stats.asyncs_table().to_string();
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..6], ["request", "4", "160", "ns", "220", "ns"], "{table}");
+    assert!(table.contains("open for: the time at least one slice of the name was open"), "{table}");
+    let mut json = Vec::new();
+    stats.write_json(&mut json, TableOptions::default()).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let a = &value["async"][0];
+    assert_eq!((a["union_ns"].as_u64(), a["union_error_ns"].as_u64()), (Some(160), Some(0)));
+    assert_eq!(a["durations"]["total_ns"], 220);
+    // A union that filled gaps to stay bounded says it may be over, and by how much.
+    let mut stats = stats;
+    stats.asyncs[0].union_error_ns = 40;
+    let table = stats.asyncs_table().to_string();
+    assert!(table.contains("≤ 160 ns") && table.contains("at most 40 ns too much, for request"), "{table}");
+}

@@ -6,6 +6,7 @@
 //! [`TraceStats::report`] renders them all, and so does `Display` with the default
 //! [`TableOptions`] (the top 20 kinds by total time).
 
+use std::collections::HashSet;
 use std::fmt::{self, Display, Formatter};
 
 use phosphor::Drops;
@@ -271,10 +272,11 @@ impl TraceStats {
             }
             columns.extend(["total", "min", "mean", "p50", "p99", "max"].map(|c| (c, Right)));
             let mut t = Table::new(&columns);
+            let shared = self.shared_thread_names();
             for k in &kinds {
                 let mut row = Vec::with_capacity(columns.len());
                 if let Some(tid) = k.tid.filter(|_| !paths) {
-                    row.push(self.thread_label(tid));
+                    row.push(self.thread_label(tid, &shared));
                 }
                 row.extend([k.path_string(), k.event_type.as_str().to_owned(), format_count(k.count)]);
                 row.extend(duration_cells(k.durations.as_ref()));
@@ -292,14 +294,17 @@ impl TraceStats {
         })
     }
 
-    /// A table of the async slices by name: pairs, their durations, and the unmatched halves.
+    /// A table of the async slices by name: pairs, how long at least one was open, their
+    /// durations (added up, then min to max), and the unmatched halves; then what the two
+    /// totals mean.
     pub fn asyncs_table(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
             use Align::*;
             let mut t = Table::new(&[
                 ("name", Left),
                 ("pairs", Right),
-                ("total", Right),
+                ("open for", Right),
+                ("sum", Right),
                 ("min", Right),
                 ("mean", Right),
                 ("p50", Right),
@@ -309,12 +314,33 @@ impl TraceStats {
                 ("unbegun", Right),
             ]);
             for a in &self.asyncs {
-                let mut row = vec![a.name.clone(), format_count(a.durations.map_or(0, |d| d.samples))];
+                let open = match a.union_error_ns {
+                    0 => format_ns(a.union_ns),
+                    _ => format!("≤ {}", format_ns(a.union_ns)),
+                };
+                let mut row = vec![a.name.clone(), format_count(a.durations.map_or(0, |d| d.samples)), open];
                 row.extend(duration_cells(a.durations.as_ref()));
                 row.extend([format_count(a.unended), format_count(a.unbegun)]);
                 t.row(row);
             }
-            write!(f, "{t}")
+            write!(f, "{t}")?;
+            writeln!(
+                f,
+                "  (open for: the time at least one slice of the name was open;\n   sum: their \
+                 durations added up, so overlapping slices count again)"
+            )?;
+            if let Some(a) =
+                self.asyncs.iter().filter(|a| a.union_error_ns > 0).max_by_key(|a| a.union_error_ns)
+            {
+                writeln!(
+                    f,
+                    "  (≤: too many separate stretches to keep each; the smallest gaps between them are \
+                     counted as open, at most {} too much, for {})",
+                    format_ns(a.union_error_ns),
+                    a.name
+                )?;
+            }
+            Ok(())
         })
     }
 
@@ -388,10 +414,11 @@ impl TraceStats {
                 let s = if self.problem_count == 1 { "" } else { "s" };
                 writeln!(f, "  {} problem{s}", format_count(self.problem_count))?;
                 for p in &self.problems {
-                    let thread = self.thread_label(p.tid);
-                    let tid =
-                        if thread == p.tid.to_string() { String::new() } else { format!(" ({thread})") };
-                    writeln!(f, "    tid {}{tid} at {}: {}", p.tid, format_at(p.at_ns), p.kind)?;
+                    let name = match self.thread(p.tid).and_then(|t| t.name.as_deref()) {
+                        Some(name) => format!(" ({name})"),
+                        None => String::new(),
+                    };
+                    writeln!(f, "    tid {}{name} at {}: {}", p.tid, format_at(p.at_ns), p.kind)?;
                 }
                 let hidden = self.problem_count - self.problems.len() as u64;
                 if hidden > 0 {
@@ -399,13 +426,7 @@ impl TraceStats {
                 }
             }
             if self.resolved_early > 0 {
-                writeln!(
-                    f,
-                    "  {} scopes and events were counted before the end of the file, when their thread \
-                     had more waiting for a parent than the limit: their paths are exact unless a late \
-                     parent is reported",
-                    format_count(self.resolved_early)
-                )?;
+                write!(f, "{}", self.resolved_early_note())?;
             }
             if self.truncated > 0 {
                 writeln!(
@@ -465,14 +486,84 @@ impl TraceStats {
         })
     }
 
-    /// The thread's name, or its id when it has none.
-    fn thread_label(&self, tid: u32) -> String {
+    /// The names two or more threads have.
+    fn shared_thread_names(&self) -> HashSet<&str> {
+        let mut seen = HashSet::new();
+        let mut shared = HashSet::new();
+        for name in self.threads.iter().filter_map(|t| t.name.as_deref()) {
+            if !seen.insert(name) {
+                shared.insert(name);
+            }
+        }
+        shared
+    }
+
+    /// The thread's name, with its id when another thread has that name too (`shared`, see
+    /// [`Self::shared_thread_names`]: two `tokio-rt-worker`s must not read as one); its id when it
+    /// has no name.
+    fn thread_label(&self, tid: u32, shared: &HashSet<&str>) -> String {
         match self.thread(tid).and_then(|t| t.name.as_deref()) {
+            Some(name) if shared.contains(name) => format!("{name} (tid {tid})"),
             Some(name) => name.to_owned(),
             None => tid.to_string(),
         }
     }
+
+    /// What [`TraceStats::resolved_early`] means, in words a newcomer follows, and whether the
+    /// figures are still right.
+    fn resolved_early_note(&self) -> impl Display + '_ {
+        Render(move |f: &mut Formatter<'_>| {
+            let mut text = format!(
+                "{} scopes and events were filed under their path early. A scope is written when it \
+                 ends, after the scopes inside it, so each finished scope waits for the scope around \
+                 it to turn up; to bound memory, at most {} wait per thread, and past that the oldest \
+                 are filed under the path known then. ",
+                format_count(self.resolved_early),
+                format_count(self.pending_limit as u64)
+            );
+            match self.late_parents {
+                0 => text.push_str(
+                    "Counts and durations are exact, and so are the paths: no scope turned up later \
+                     around them.",
+                ),
+                1 => text.push_str(
+                    "Counts and durations are exact. 1 scope turned up too late to take in what it \
+                     enclosed (the \"late parent\" problem): what was inside it is counted under a path \
+                     without it; every other path is exact.",
+                ),
+                n => text.push_str(&format!(
+                    "Counts and durations are exact. {} scopes turned up too late to take in what they \
+                     enclosed (the \"late parent\" problems): what was inside them is counted under a \
+                     path without them; every other path is exact.",
+                    format_count(n)
+                )),
+            }
+            write_wrapped(f, &text, "  ")
+        })
+    }
 }
+
+/// Writes `text` in lines of at most [`WRAP`] columns where its words allow, each after `indent`.
+fn write_wrapped(f: &mut Formatter<'_>, text: &str, indent: &str) -> fmt::Result {
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && indent.len() + line.chars().count() + 1 + word.chars().count() > WRAP {
+            writeln!(f, "{indent}{line}")?;
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        writeln!(f, "{indent}{line}")?;
+    }
+    Ok(())
+}
+
+/// The widest a wrapped paragraph's lines go.
+const WRAP: usize = 100;
 
 /// Total, min, mean, p50, p99, max; blank without durations.
 fn duration_cells(d: Option<&DurationStats>) -> Vec<String> {

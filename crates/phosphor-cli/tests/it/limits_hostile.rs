@@ -315,6 +315,11 @@ fn a_log_format_string_asking_for_enormous_widths_costs_no_more_than_the_file() 
 }
 
 #[test]
+fn logs_that_overflow_the_reorder_window_cost_no_more_than_the_file() {
+    check("logs-out-of-order");
+}
+
+#[test]
 fn long_names_nested_deep_cost_no_more_than_the_file() {
     check("deep-long-names");
 }

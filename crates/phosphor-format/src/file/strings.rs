@@ -43,8 +43,16 @@ impl StringTable {
     /// String `index`, if the table has it.
     #[inline]
     pub fn get(&self, index: usize) -> Option<&str> {
-        match self.bounds.get(index..index.checked_add(2)?)? {
-            &[start, end] => self.text.get(start..end),
+        match *self.bounds.get(index..index.checked_add(2)?)? {
+            [start, end] => {
+                debug_assert!(start <= end && end <= self.text.len());
+                // SAFETY: `bounds` holds 0 and then the length of `text` after each `push`, which
+                // appends a whole `str`: every bound is a char boundary of `text`, the bounds only
+                // grow, and the last is `text.len()`. So `start <= end <= text.len()` and both are
+                // char boundaries, which is what `get_unchecked` requires (it skips the UTF-8
+                // boundary checks of `get`, a third of the cost of an event's argument names).
+                Some(unsafe { self.text.get_unchecked(start..end) })
+            }
             _ => None,
         }
     }

@@ -221,8 +221,13 @@ impl Folder {
             _ => return,
         };
         let label = match e.args[0] {
-            // A name chosen at run time: labelled by that name, not by the callsite.
-            Some((_, Value::Str(name))) if cs.dynamic_name => self.label_name(sanitize(name)),
+            // A name chosen at run time: labelled by that name (and a lock's phase), not by the
+            // callsite.
+            Some((_, Value::Str(name))) if cs.dynamic_name => {
+                let mut name = sanitize(name);
+                name.push_str(suffix);
+                self.label_name(name)
+            }
             _ => self.label(cs.id, || format!("{}{suffix}", &*cs.name)),
         };
         match cs.phase {

@@ -566,3 +566,21 @@ fn names_longer_than_the_limit_are_shown_cut_and_counted() {
     let report = stats.report(options).to_string();
     assert!(report.contains("2 names longer than 512 bytes are shown cut"), "{report}");
 }
+
+#[test]
+fn a_lock_named_at_run_time_is_counted_under_its_name_with_the_phase() {
+    let bytes = crate::test_files::lock_trace_file();
+    let stats = TraceStats::from_reader(phosphor_format::file::Reader::new(&bytes[..]).unwrap()).unwrap();
+    let mut kinds: Vec<(String, EventType, u64)> =
+        stats.kinds.iter().map(|k| (k.name().to_owned(), k.event_type, k.count)).collect();
+    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        kinds,
+        [
+            ("shard-1.held".to_owned(), EventType::LockHeld, 1),
+            ("shard-1.wait".to_owned(), EventType::LockWait, 1),
+            ("table.held".to_owned(), EventType::LockHeld, 1),
+            ("table.wait".to_owned(), EventType::LockWait, 1),
+        ]
+    );
+}

@@ -5,8 +5,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use phosphor::{
-    pstr, trace_async_begin, trace_async_end, trace_begin, trace_complete, trace_counter, trace_data, trace_end,
-    trace_histogram, trace_instant, trace_lock_guard, trace_log, trace_scope, trace_sum,
+    pstr, trace_async_begin, trace_async_end, trace_begin, trace_complete, trace_counter, trace_data,
+    trace_end, trace_histogram, trace_instant, trace_lock_guard, trace_log, trace_scope, trace_sum,
 };
 
 /// `#[phosphor::trace]` in the net group: a scope.

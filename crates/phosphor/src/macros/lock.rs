@@ -4,7 +4,9 @@
 //! (`<name>.held`), both with the macro's argument names. A `dyn` name is argument 0 of both
 //! events (their callsites flagged as named at run time, as `trace_scope!`'s `dyn` form is), so a
 //! `dyn` lock takes one argument more at most. The arguments are evaluated once, before the lock
-//! is taken and only when traced, and the guard keeps them for the held event.
+//! is taken and only when traced, and the guard keeps them for the held event. With the `usdt`
+//! feature its probe (`category__name`, or `category__dyn`) fires at acquisition, with no
+//! arguments.
 
 /// Wraps a lock acquisition: records `<name>.wait` (the time to acquire) and `<name>.held` (the
 /// time held, ending when the returned guard drops). The guard derefs to what the lock's guard
@@ -21,16 +23,16 @@
 /// macros (then one argument at most); tools show it with the phase, e.g. `shard-3 (wait)`.
 ///
 /// ```
-/// use phosphor::{pstr, PString};
+/// use phosphor::{pstr, trace_lock_guard, PString};
 ///
 /// const SHARDS: [PString; 2] = [pstr!("shard-0"), pstr!("shard-1")];
 /// let shards = [std::sync::Mutex::new(0u64), std::sync::Mutex::new(0u64)];
 /// let key = 7u64;
 /// let i = (key % 2) as usize;
-/// let mut g = phosphor::trace_lock_guard!("sync", dyn SHARDS[i], shards[i].lock().unwrap(), "key" => key);
+/// let mut g = trace_lock_guard!("sync", dyn SHARDS[i], shards[i].lock().unwrap(), "key" => key);
 /// *g += 1;
 /// drop(g);
-/// let g = phosphor::trace_lock_guard!("sync", "table", shards[0].lock().unwrap(), "key" => key, "retry" => false);
+/// let g = trace_lock_guard!("sync", "table", shards[0].lock().unwrap(), "key" => key, "retry" => false);
 /// assert_eq!(*g, 0);
 /// ```
 #[macro_export]

@@ -5,8 +5,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use phosphor::{
-    trace_async_begin, trace_async_end, trace_begin, trace_complete, trace_counter, trace_data, trace_end,
-    trace_histogram, trace_instant, trace_lock_guard, trace_log, trace_scope, trace_sum,
+    pstr, trace_async_begin, trace_async_end, trace_begin, trace_complete, trace_counter, trace_data,
+    trace_end, trace_histogram, trace_instant, trace_lock_guard, trace_log, trace_scope, trace_sum,
 };
 
 /// `#[phosphor::trace]` in the net group: a scope.
@@ -42,7 +42,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
     }
 }
 
-/// Emits 17 events in the net group (and 17 in the disk group when it is compiled in), plus a sum
+/// Emits 21 events in the net group (and 21 in the disk group when it is compiled in), plus a sum
 /// and a histogram in each; and two logs outside the groups, a `warn` and an `info`.
 pub fn run(n: u64) {
     assert_eq!((attr_net(n), block_on(attr_net_async(n))), (n + 1, n + 2));
@@ -66,6 +66,12 @@ pub fn run(n: u64) {
         trace_histogram!(group: net, "cgo.net", "cgo-net-9f2c1-histogram", bytes);
         let mut g = trace_lock_guard!(group: net, "cgo.net", "cgo-net-9f2c1-lock", m.lock().unwrap());
         *g += 1;
+        drop(g);
+        let mut g = trace_lock_guard!(group: net, "cgo.net", "cgo-net-9f2c1-lock-args", m.lock().unwrap(), "n" => n, "id" => id);
+        *g += 1;
+        drop(g);
+        let mut g = trace_lock_guard!(group: net, "cgo.net", dyn pstr!("cgo-net-9f2c1-dyn-lock"), m.lock().unwrap(), "n" => n);
+        *g += 1;
         let log = phosphor::TraceLog::global();
         trace_instant!(group: net, log: log, "cgo.net", "cgo-net-9f2c1-logged", "n" => n);
     }
@@ -87,6 +93,12 @@ pub fn run(n: u64) {
         trace_sum!(group: disk, "cgo.disk", "cgo-disk-4be07-sum", bytes);
         trace_histogram!(group: disk, "cgo.disk", "cgo-disk-4be07-histogram", bytes);
         let mut g = trace_lock_guard!(group: disk, "cgo.disk", "cgo-disk-4be07-lock", m.lock().unwrap());
+        *g += 1;
+        drop(g);
+        let mut g = trace_lock_guard!(group: disk, "cgo.disk", "cgo-disk-4be07-lock-args", m.lock().unwrap(), "n" => n, "id" => id);
+        *g += 1;
+        drop(g);
+        let mut g = trace_lock_guard!(group: disk, "cgo.disk", dyn pstr!("cgo-disk-4be07-dyn-lock"), m.lock().unwrap(), "n" => n);
         *g += 1;
         let log = phosphor::TraceLog::global();
         trace_instant!(group: disk, log: log, "cgo.disk", "cgo-disk-4be07-logged", "n" => n);

@@ -163,13 +163,12 @@ fn write_event(
     };
     out.write_all(b",\n{\"name\":")?;
     let name: &str = match cs.phase {
-        Phase::LockWait => {
-            write_str_parts(out, &[&cs.name, " (wait)"])?;
-            &cs.name
-        }
-        Phase::LockHeld => {
-            write_str_parts(out, &[&cs.name, " (held)"])?;
-            &cs.name
+        // A lock's phase follows its name: the callsite's, or the one a `dyn` lock carries.
+        Phase::LockWait | Phase::LockHeld => {
+            let name = crate::logs::event_name(e, scratch);
+            let phase = if cs.phase == Phase::LockWait { " (wait)" } else { " (held)" };
+            write_str_parts(out, &[name, phase])?;
+            name
         }
         _ if cs.level.is_some() || cs.dynamic_name => crate::logs::event_name(e, scratch),
         _ => &cs.name,

@@ -307,3 +307,25 @@ fn a_futures_flagged_slice_starts_and_ends_its_flow_even_with_no_poll() {
     assert_eq!((&b["flow_out"], &e["flow_in"]), (&Json::Bool(true), &Json::Bool(true)));
     assert!(b["bind_id"].is_string() && b["bind_id"] == e["bind_id"], "{b} {e}");
 }
+
+#[test]
+fn a_lock_named_at_run_time_shows_its_name_with_the_phase_and_its_arguments() {
+    let (json, r) = export(&crate::test_files::lock_trace_file());
+    r.unwrap();
+    let locks: Vec<(String, Json)> = events(&json)
+        .into_iter()
+        .filter(|e| e["cat"] == "sync")
+        .map(|e| (e["name"].as_str().unwrap().to_owned(), e["args"].clone()))
+        .collect();
+    let table = serde_json::json!({"key": 9, "retry": true});
+    assert_eq!(
+        locks,
+        [
+            ("shard-1 (wait)".to_owned(), serde_json::json!({"key": 7})),
+            ("shard-1 (held)".to_owned(), serde_json::json!({"key": 7})),
+            ("table.wait (wait)".to_owned(), table.clone()),
+            ("table.held (held)".to_owned(), table),
+        ],
+        "the dyn lock's name is argument 0 (not shown as an argument), never its source text"
+    );
+}

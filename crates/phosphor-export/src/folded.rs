@@ -222,8 +222,9 @@ impl Folder {
             _ => return,
         };
         let label = match e.args[0] {
-            // A name chosen at run time: labelled by that name, not by the callsite.
-            Some((_, Value::Str(name))) if cs.dynamic_name => self.label_name(name, ""),
+            // A name chosen at run time: labelled by that name (and a lock's phase), not by the
+            // callsite.
+            Some((_, Value::Str(name))) if cs.dynamic_name => self.label_name(name, suffix),
             _ => self.label(cs.id, &cs.name, suffix),
         };
         match cs.phase {

@@ -328,3 +328,15 @@ fn a_flame_graph_too_big_to_hold_merges_its_narrowest_frames_and_says_so() {
     // The outermost frames, the widest, are still drawn.
     assert!(svg.contains("000000nnn"));
 }
+
+#[test]
+fn a_lock_named_at_run_time_folds_under_its_name_with_the_phase() {
+    let text = folded_text(&crate::test_files::lock_trace_file());
+    let frames: Vec<&str> =
+        text.lines().map(|l| l.rsplit_once(' ').unwrap().0.split(';').next_back().unwrap()).collect();
+    assert_eq!(
+        frames,
+        ["shard-1 (held)", "shard-1 (wait)", "table.held (held)", "table.wait (wait)"],
+        "{text}"
+    );
+}

@@ -525,6 +525,7 @@ impl<W: Write> Exporter<W> {
         }
         if named {
             crate::logs::write_event_name(&mut self.message, e);
+            self.message.push_str(Suffix::of(cs.phase).as_str());
         }
         if cs.level.is_some() {
             if self.level_iid == 0 {
@@ -619,12 +620,7 @@ impl<W: Write> Exporter<W> {
         if r.name != 0 {
             return;
         }
-        let suffix = match cs.phase {
-            Phase::LockWait => Suffix::Wait,
-            Phase::LockHeld => Suffix::Held,
-            _ => Suffix::None,
-        };
-        r.name = self.interner.intern_str(INTERNED_EVENT_NAMES, cs.name, suffix);
+        r.name = self.interner.intern_str(INTERNED_EVENT_NAMES, cs.name, Suffix::of(cs.phase));
         r.category = self.interner.intern_str(INTERNED_EVENT_CATEGORIES, cs.category, Suffix::None);
     }
 

@@ -466,8 +466,13 @@ impl StatsBuilder {
             return;
         };
         let label = match event.args[0] {
-            // A name chosen at run time: the kind is that name, not the callsite's.
-            Some((_, Value::Str(name))) if cs.dynamic_name => self.labels.named(name, ty),
+            // A name chosen at run time: the kind is that name, not the callsite's; a lock's phase
+            // follows it as it follows a literal lock name (`queue.wait`).
+            Some((_, Value::Str(name))) if cs.dynamic_name => match ty {
+                EventType::LockWait => self.labels.named(&format!("{name}.wait"), ty),
+                EventType::LockHeld => self.labels.named(&format!("{name}.held"), ty),
+                _ => self.labels.named(name, ty),
+            },
             _ => self.labels.label(cs, ty),
         };
         let sink = &mut self.collector;

@@ -646,3 +646,21 @@ fn async_slices_show_how_long_one_was_open_beside_their_summed_durations() {
     let table = stats.asyncs_table().to_string();
     assert!(table.contains("≤ 160 ns") && table.contains("at most 40 ns too much, for request"), "{table}");
 }
+
+#[test]
+fn a_lock_named_at_run_time_is_counted_under_its_name_with_the_phase() {
+    let bytes = crate::test_files::lock_trace_file();
+    let stats = TraceStats::from_reader(phosphor_format::file::Reader::new(&bytes[..]).unwrap()).unwrap();
+    let mut kinds: Vec<(String, EventType, u64)> =
+        stats.kinds.iter().map(|k| (k.name().to_owned(), k.event_type, k.count)).collect();
+    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        kinds,
+        [
+            ("shard-1.held".to_owned(), EventType::LockHeld, 1),
+            ("shard-1.wait".to_owned(), EventType::LockWait, 1),
+            ("table.held".to_owned(), EventType::LockHeld, 1),
+            ("table.wait".to_owned(), EventType::LockWait, 1),
+        ]
+    );
+}

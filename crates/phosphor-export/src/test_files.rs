@@ -31,3 +31,28 @@ pub(crate) fn slice(id: u32, start: u64, dur: u64) -> Record {
 pub(crate) fn mark(id: u32, ts: u64) -> Record {
     Record::new(ts, id, Meta::new(0, ArgType::None, ArgType::None), [0, 0])
 }
+
+/// A trace recorded by the runtime: a lock named at run time (`shard-1`, argument `key` 7) and a
+/// literal one (`table`, arguments `key` 9 and `retry`), each waited for and held once, on the
+/// monotonic clock.
+pub(crate) fn lock_trace_file() -> Vec<u8> {
+    use phosphor::{
+        pstr, trace_lock_guard, BufferMode, ClockKind, PString, TraceConfig, TraceLog, TraceLogConfig,
+    };
+    const SHARDS: [PString; 2] = [pstr!("shard-0"), pstr!("shard-1")];
+    let log = TraceLog::new(TraceLogConfig::new().clock(ClockKind::Monotonic)).unwrap();
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
+    let m = std::sync::Mutex::new(0u64);
+    let key = 7u64;
+    {
+        let mut g = trace_lock_guard!(log: &log, "sync", dyn SHARDS[(key % 2) as usize], m.lock().unwrap(), "key" => key);
+        *g += 1;
+    }
+    {
+        let mut g =
+            trace_lock_guard!(log: &log, "sync", "table", m.lock().unwrap(), "key" => 9u64, "retry" => true);
+        *g += 1;
+    }
+    log.stop();
+    log.take_trace().unwrap().write_to(Vec::new()).unwrap()
+}

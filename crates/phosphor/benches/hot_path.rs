@@ -202,6 +202,61 @@ fn instant_pstring_name(bencher: Bencher) {
     count_emitted(i);
 }
 
+/// For information: an uncontended `std::sync::Mutex` locked and released, untraced: the floor
+/// under `lock_guard`.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn lock_untraced(bencher: Bencher) {
+    let m = std::sync::Mutex::new(0u64);
+    bencher.bench_local(|| {
+        let mut g = m.lock().unwrap();
+        *g = g.wrapping_add(1);
+    });
+    black_box(m);
+}
+
+/// `trace_lock_guard!` with a literal name and no arguments around the same uncontended lock: two
+/// events (the wait and the held slice), three clock reads.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn lock_guard(bencher: Bencher) {
+    let m = std::sync::Mutex::new(0u64);
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        let mut g = phosphor::trace_lock_guard!("bench", "lock", m.lock().unwrap());
+        *g = g.wrapping_add(1);
+    });
+    count_emitted(2 * i);
+}
+
+/// `lock_guard` with two integer arguments, recorded on both events (each then takes two
+/// records).
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn lock_guard_2_args(bencher: Bencher) {
+    let m = std::sync::Mutex::new(0u64);
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        let mut g = phosphor::trace_lock_guard!("bench", "lock_args", m.lock().unwrap(), "a" => i as i64, "b" => 7u64);
+        *g = g.wrapping_add(1);
+    });
+    count_emitted(2 * i);
+}
+
+/// `lock_guard` named at run time by a [`PString`](phosphor::PString), which costs what a literal
+/// name costs: the name is argument 0, so each event is still one record.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn lock_guard_dyn_name(bencher: Bencher) {
+    const NAMES: [phosphor::PString; 2] = [phosphor::pstr!("lock_a"), phosphor::pstr!("lock_b")];
+    let m = std::sync::Mutex::new(0u64);
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        let mut g = phosphor::trace_lock_guard!("bench", dyn NAMES[(i & 1) as usize], m.lock().unwrap());
+        *g = g.wrapping_add(1);
+    });
+    count_emitted(2 * i);
+}
+
 /// A callsite whose category the trace takes but which a point rule disabled
 /// (`points::disable(name=...)`): the same cached-state check as `disabled_category`.
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]

@@ -239,31 +239,37 @@ impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
 
 /// The guard of `trace_lock_guard!`: derefs to the lock's guard, and records how long the lock
 /// was waited for (at acquisition) and held (at release).
+///
+/// `A` and `B` are the macro's arguments (its `dyn` name first, if it has one), recorded on both
+/// events; without arguments they are [`NoArg`], which takes no room.
 #[must_use = "dropping the guard releases the lock at once"]
 #[derive(Debug)]
-pub struct LockGuard<'a, G> {
+pub struct LockGuard<'a, G, A: Arg = NoArg, B: Arg = NoArg> {
     guard: ManuallyDrop<G>,
     log: &'a TraceLog,
     held: Option<&'static Callsite>,
-    acquired: Option<u64>,
+    /// When the lock was acquired, and the arguments; `None` when not traced or once recorded.
+    acquired: Option<(u64, A, B)>,
 }
 
-impl<'a, G> LockGuard<'a, G> {
-    /// Wraps `guard`, acquired after waiting since `start` (`None` when tracing is off).
+impl<'a, G, A: Arg, B: Arg> LockGuard<'a, G, A, B> {
+    /// Wraps `guard`, acquired after waiting since `start`'s time, with `start`'s arguments
+    /// (`None` when tracing is off).
     #[inline(always)]
     pub fn new(
         log: &'a TraceLog,
         wait: &'static Callsite,
         held: &'static Callsite,
-        start: Option<u64>,
+        start: Option<(u64, A, B)>,
         guard: G,
     ) -> Self {
-        let acquired = start.map(|start| {
+        let acquired = start.map(|(start, a, b)| {
             let now = log.now();
             if let Some(state) = check(log, wait) {
-                emit(log, wait, state, At(start), [now.wrapping_sub(start)], NoArg, NoArg);
+                // By reference: the same values go on the held event when the guard drops.
+                emit(log, wait, state, At(start), [now.wrapping_sub(start)], &a, &b);
             }
-            now
+            (now, a, b)
         });
         LockGuard { guard: ManuallyDrop::new(guard), log, held: Some(held), acquired }
     }
@@ -278,7 +284,16 @@ impl<G> LockGuard<'static, G> {
     }
 }
 
-impl<G> LockGuard<'_, G> {
+impl<G, A: Arg, B: Arg> LockGuard<'static, G, A, B> {
+    /// [`untraced`](LockGuard::untraced) for a guard with arguments: `args` is never called, it
+    /// only gives the guard the type it has when traced.
+    #[inline(always)]
+    pub fn untraced_as(guard: G, _args: impl FnOnce() -> (A, B)) -> Self {
+        LockGuard { guard: ManuallyDrop::new(guard), log: TraceLog::global(), held: None, acquired: None }
+    }
+}
+
+impl<G, A: Arg, B: Arg> LockGuard<'_, G, A, B> {
     /// Ends the `.held` slice now and returns the lock's own guard, e.g. to hand it to
     /// `Condvar::wait`. Time held after this call is not recorded.
     pub fn into_inner(mut self) -> G {
@@ -301,9 +316,9 @@ impl<G> LockGuard<'_, G> {
     }
 
     fn record_held(&mut self) {
-        if let (Some(acquired), Some(held)) = (self.acquired.take(), self.held) {
+        if let (Some((acquired, a, b)), Some(held)) = (self.acquired.take(), self.held) {
             if let Some(state) = check(self.log, held) {
-                emit(self.log, held, state, Since(acquired), [0], NoArg, NoArg);
+                emit(self.log, held, state, Since(acquired), [0], a, b);
             }
         }
     }
@@ -311,20 +326,20 @@ impl<G> LockGuard<'_, G> {
 
 /// Derefs to what the lock's guard derefs to (`*g += 1` on a traced `MutexGuard<u64>`), as the
 /// guard itself would.
-impl<G: Deref> Deref for LockGuard<'_, G> {
+impl<G: Deref, A: Arg, B: Arg> Deref for LockGuard<'_, G, A, B> {
     type Target = G::Target;
     fn deref(&self) -> &G::Target {
         &self.guard
     }
 }
 
-impl<G: DerefMut> DerefMut for LockGuard<'_, G> {
+impl<G: DerefMut, A: Arg, B: Arg> DerefMut for LockGuard<'_, G, A, B> {
     fn deref_mut(&mut self) -> &mut G::Target {
         &mut self.guard
     }
 }
 
-impl<G> Drop for LockGuard<'_, G> {
+impl<G, A: Arg, B: Arg> Drop for LockGuard<'_, G, A, B> {
     fn drop(&mut self) {
         // SAFETY: the guard is dropped exactly once, here (`into_inner` forgets `self` instead),
         // and never used afterwards.

@@ -7,6 +7,8 @@
 //! A macro expands to a `static` callsite and one relaxed load of its cached state; the arguments
 //! are evaluated only when the callsite is enabled (a callsite's first call registers it first).
 
+mod lock;
+
 /// A [`PString`](crate::PString) constant: the string with its FNV-1a 64 hash computed by the
 /// compiler.
 #[macro_export]
@@ -892,47 +894,5 @@ macro_rules! trace_scope {
     };
     ($cat:expr, $name:expr $(, $k:literal => $v:expr)* $(,)?) => {
         $crate::__phosphor_gate!(trace_scope, log: $crate::TraceLog::global(), $cat, $name $(, $k => $v)*)
-    };
-}
-
-/// Wraps a lock acquisition: records `<name>.wait` (time to acquire) and `<name>.held` (time held,
-/// ending when the returned guard drops). The name must be a string literal.
-///
-/// ```
-/// let m = std::sync::Mutex::new(0);
-/// let mut g = phosphor::trace_lock_guard!("sync", "counter", m.lock().unwrap());
-/// *g += 1;
-/// ```
-#[macro_export]
-macro_rules! trace_lock_guard {
-    (@on log: $log:expr, $cat:expr, $name:literal, $lock:expr $(,)?) => {{
-        $crate::__phosphor_callsite!(__PHOSPHOR_WAIT, $cat, concat!($name, ".wait"), LockWait, ["", ""]);
-        $crate::__phosphor_callsite!(__PHOSPHOR_HELD, $cat, concat!($name, ".held"), LockHeld, ["", ""]);
-        let __phosphor_log: &$crate::TraceLog = $log;
-        $crate::__phosphor_probe!($cat, $name);
-        let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_WAIT).is_some()
-            | $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_HELD).is_some();
-        let __phosphor_start = if __phosphor_on { Some(__phosphor_log.now()) } else { None };
-        $crate::__macro_support::LockGuard::new(
-            __phosphor_log, &__PHOSPHOR_WAIT, &__PHOSPHOR_HELD, __phosphor_start, $lock,
-        )
-    }};
-    (@off log: $log:expr, $cat:expr, $name:literal, $lock:expr $(,)?) => {{
-        if false {
-            let _ = $log;
-        }
-        $crate::__macro_support::LockGuard::untraced($lock)
-    }};
-    (group: $g:ident, log: $($rest:tt)*) => {
-        $g!(trace_lock_guard, log: $($rest)*)
-    };
-    (group: $g:ident, $($rest:tt)*) => {
-        $g!(trace_lock_guard, log: $crate::TraceLog::global(), $($rest)*)
-    };
-    (log: $($rest:tt)*) => {
-        $crate::__phosphor_gate!(trace_lock_guard, log: $($rest)*)
-    };
-    ($cat:expr, $name:literal, $lock:expr $(,)?) => {
-        $crate::__phosphor_gate!(trace_lock_guard, log: $crate::TraceLog::global(), $cat, $name, $lock)
     };
 }

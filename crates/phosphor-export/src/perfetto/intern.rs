@@ -9,6 +9,7 @@
 //! "trace summary", ...) are interned by content.
 
 use phosphor_format::file::TableStr;
+use phosphor_format::Phase;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::pb::Enc;
@@ -39,7 +40,16 @@ pub(super) enum Suffix {
 }
 
 impl Suffix {
-    fn as_str(self) -> &'static str {
+    /// The suffix of an event of phase `phase`.
+    pub(super) fn of(phase: Phase) -> Suffix {
+        match phase {
+            Phase::LockWait => Suffix::Wait,
+            Phase::LockHeld => Suffix::Held,
+            _ => Suffix::None,
+        }
+    }
+
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Suffix::None => "",
             Suffix::Wait => " (wait)",

@@ -274,6 +274,93 @@ fn a_lock_guard_turned_into_its_inner_guard_records_held_once_at_that_moment() {
 }
 
 #[test]
+fn a_lock_guard_records_its_arguments_on_both_the_wait_and_the_held_event() {
+    let log = started(fixed(1 << 16));
+    let m = Mutex::new(0u64);
+    let owner = String::from("writer-7");
+    {
+        let mut g = trace_lock_guard!(log: &log, "sync", "table", m.lock().unwrap(), "key" => 42u64, "owner" => owner.as_str());
+        *g += 1;
+    }
+    {
+        let _g = trace_lock_guard!(log: &log, "sync", "one", m.lock().unwrap(), "retry" => true);
+    }
+    let trace = stop_and_take(&log);
+    let ev = events(&trace);
+    let got: Vec<(&str, Phase)> = ev.iter().map(|e| (e.name(), e.phase())).collect();
+    assert_eq!(
+        got,
+        [
+            ("table.wait", Phase::LockWait),
+            ("table.held", Phase::LockHeld),
+            ("one.wait", Phase::LockWait),
+            ("one.held", Phase::LockHeld),
+        ]
+    );
+    for e in &ev[..2] {
+        assert_eq!(e.arg("key"), Some(ArgValue::U64(42)), "{}", e.name());
+        assert_eq!(e.arg("owner"), Some(ArgValue::Str("writer-7")), "{}", e.name());
+        assert!(e.duration.is_some() && !e.callsite.dynamic_name);
+    }
+    assert!(ev[2..].iter().all(|e| e.arg("retry") == Some(ArgValue::Bool(true))));
+    assert_eq!(*m.lock().unwrap(), 1);
+}
+
+#[test]
+fn a_lock_guard_named_at_run_time_carries_its_name_and_argument_on_both_events() {
+    use phosphor::{pstr, PString};
+    const SHARDS: [PString; 2] = [pstr!("shard-0"), pstr!("shard-1")];
+    let log = started(fixed(1 << 16));
+    let shards = [Mutex::new(0u64), Mutex::new(0u64)];
+    for key in [3u64, 4] {
+        let i = (key % 2) as usize;
+        let mut g =
+            trace_lock_guard!(log: &log, "sync", dyn SHARDS[i], shards[i].lock().unwrap(), "key" => key);
+        *g += key;
+    }
+    let name = String::from("interned-lock");
+    drop(trace_lock_guard!(log: &log, "sync", dyn &name, shards[0].lock().unwrap()));
+    let trace = stop_and_take(&log);
+    let ev = events(&trace);
+    let got: Vec<(&str, Phase)> = ev.iter().map(|e| (e.name(), e.phase())).collect();
+    assert_eq!(
+        got,
+        [
+            ("shard-1", Phase::LockWait),
+            ("shard-1", Phase::LockHeld),
+            ("shard-0", Phase::LockWait),
+            ("shard-0", Phase::LockHeld),
+            ("interned-lock", Phase::LockWait),
+            ("interned-lock", Phase::LockHeld),
+        ]
+    );
+    assert!(ev.iter().all(|e| e.callsite.dynamic_name && e.args[0].map(|(n, _)| n) == Some("name")));
+    assert_eq!(ev[0].callsite.name, "SHARDS[i].wait", "a dyn callsite's own name is the expression");
+    assert_eq!(ev[1].callsite.name, "SHARDS[i].held");
+    let keys: Vec<_> = ev.iter().map(|e| e.arg("key")).collect();
+    let k = |v| Some(ArgValue::U64(v));
+    assert_eq!(keys, [k(3), k(3), k(4), k(4), None, None]);
+    assert_eq!(ev[1].ts, ev[0].ts + ev[0].duration.unwrap(), "holding starts when waiting ends");
+    assert_eq!((*shards[0].lock().unwrap(), *shards[1].lock().unwrap()), (4, 3));
+}
+
+#[test]
+fn a_lock_guard_evaluates_its_arguments_only_when_its_category_is_traced() {
+    let log = started(fixed(1 << 16).categories("-quiet").unwrap());
+    let m = Mutex::new(0u64);
+    let mut evaluated = 0;
+    let mut arg = || {
+        evaluated += 1;
+        5u32
+    };
+    drop(trace_lock_guard!(log: &log, "quiet", "m", m.lock().unwrap(), "n" => arg()));
+    drop(trace_lock_guard!(log: &log, "loud", "m", m.lock().unwrap(), "n" => arg()));
+    assert_eq!(evaluated, 1, "only the traced lock's argument was evaluated");
+    let trace = stop_and_take(&log);
+    assert_eq!(events(&trace).len(), 2);
+}
+
+#[test]
 fn set_thread_name_names_the_thread_in_the_trace_and_std_names_are_used_otherwise() {
     let log = started(fixed(1 << 16));
     let (named, std_named) = std::thread::scope(|s| {

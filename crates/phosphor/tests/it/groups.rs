@@ -49,17 +49,18 @@ fn a_disabled_group_leaves_no_callsite_or_string_in_the_binary() {
     assert!(contains(&bin, "cgo.net"));
     assert!(!contains(&bin, DISK), "the disabled group's names are not");
     assert!(!contains(&bin, "cgo.disk"), "nor its category");
-    // 12 event macros, the lock guard's two events, no events for the sum and the histogram,
-    // `#[phosphor::trace]` on a function (a scope) and an async fn (begin, poll, end); 19
-    // callsites of the net group in the linker section; and the two ungrouped logs.
-    assert_eq!(printed, "events=19 callsites=21");
+    // 12 event macros, three lock guards' two events each (a literal name, with arguments, a
+    // `dyn` name), no events for the sum and the histogram, `#[phosphor::trace]` on a function (a
+    // scope) and an async fn (begin, poll, end); 23 callsites of the net group in the linker
+    // section; and the two ungrouped logs.
+    assert_eq!(printed, "events=23 callsites=25");
 }
 
 #[test]
 fn enabling_the_other_group_brings_its_instrumentation_back() {
     let (bin, printed) = build_and_run(&["trace-disk"]);
     assert!(contains(&bin, NET) && contains(&bin, DISK));
-    assert_eq!(printed, "events=36 callsites=40");
+    assert_eq!(printed, "events=44 callsites=48");
 }
 
 #[test]
@@ -67,8 +68,8 @@ fn a_compile_time_level_limit_removes_more_verbose_logs() {
     let (bin, printed) = build_and_run(&["max-level-warn"]);
     assert!(contains(&bin, "cgo-level-warn-51d3"), "the warn log stays (the search works)");
     assert!(!contains(&bin, "cgo-level-info-8a6e"), "the info log is compiled out");
-    // The net group's own `info` log goes too: 18 of its callsites and 16 events, plus the warn log.
-    assert_eq!(printed, "events=17 callsites=19");
+    // The net group's own `info` log goes too: 22 of its callsites and 20 events, plus the warn log.
+    assert_eq!(printed, "events=21 callsites=23");
     let (bin, _) = build_and_run(&[]);
     assert!(contains(&bin, "cgo-level-info-8a6e"), "without the limit it is there");
 }

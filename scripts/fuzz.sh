@@ -21,6 +21,7 @@ targets=("$@")
 # memory, and the hostile shapes of issue 18 must not cost minutes.
 common=(-rss_limit_mb=2048 -timeout=30 -max_total_time="$seconds" -print_final_stats=1)
 
+failed=()
 for t in "${targets[@]}"; do
     case "$t" in
         # Raw bytes up to 1 MiB: room for a chunk of thousands of records and large tables (the
@@ -36,7 +37,15 @@ for t in "${targets[@]}"; do
     # Absolute paths: the fuzz binary does not run in this directory. New inputs go to the first.
     dirs=("$PWD/fuzz/corpus/$t")
     for s in "${seeds[@]}"; do dirs+=("$PWD/$s"); done
+    # The build first, so that a target that does not compile is not taken for a finding.
+    cargo +nightly fuzz build "$t" || { echo "== $t does not build" >&2; failed+=("$t"); continue; }
     cargo +nightly fuzz run "$t" "${dirs[@]}" -- "${common[@]}" "${extra[@]}" || {
         echo "== $t stopped on a finding: see fuzz/artifacts/$t" >&2
+        failed+=("$t")
     }
 done
+# Every target runs even when one fails; the status says whether any did.
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "== failed: ${failed[*]}" >&2
+    exit 1
+fi

@@ -17,7 +17,7 @@ use std::io::sink;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use phosphor_craft::{callsite, records, Backwards, ChunkStream, Shape, TraceWriter};
-use phosphor_export::logs::{write_logs, LogFilter};
+use phosphor_export::logs::{write_logs, LogFilter, LogOrder};
 use phosphor_export::{chrome, folded, perfetto, TableOptions, TraceStats};
 use phosphor_format::file::{ClockInfo, ClockKind, DropCounts, RawCallsite, Reader, Trailer};
 use phosphor_format::{Phase, Record, FIRST_CALLSITE_ID};
@@ -241,8 +241,10 @@ fn read_everything(file: &[u8]) {
     let _ = chrome::write_chrome_json(reader(), sink());
     let _ = folded::write_folded(reader(), sink());
     let _ = folded::write_flamegraph(reader(), sink(), "fuzz");
-    let _ = write_logs(reader(), sink(), &LogFilter::default());
-    let _ = write_logs(reader(), sink(), &LogFilter { json: true, ..LogFilter::default() });
+    let _ = write_logs(reader(), sink(), &LogFilter::default(), &mut LogOrder::default());
+    // A small reorder window, so that it overflows and lets logs out early.
+    let small = LogFilter { json: true, window_bytes: Some(64 << 10), ..LogFilter::default() };
+    let _ = write_logs(reader(), sink(), &small, &mut LogOrder::default());
     if let Ok(stats) = TraceStats::from_reader(reader()) {
         let _ = stats.to_string();
         let _ = stats.write_json(sink(), TableOptions { top: None, ..TableOptions::default() });

@@ -163,13 +163,12 @@ fn write_event(
     };
     out.write_all(b",\n{\"name\":")?;
     let name: &str = match cs.phase {
-        Phase::LockWait => {
-            write_str_parts(out, &[&cs.name, " (wait)"])?;
-            &cs.name
-        }
-        Phase::LockHeld => {
-            write_str_parts(out, &[&cs.name, " (held)"])?;
-            &cs.name
+        Phase::LockWait | Phase::LockHeld => {
+            // A `dyn` lock's name is the one its event carries, not its callsite's source text.
+            let base = if cs.dynamic_name { crate::logs::event_name(e, scratch) } else { &cs.name };
+            let suffix = if cs.phase == Phase::LockWait { " (wait)" } else { " (held)" };
+            write_str_parts(out, &[base, suffix])?;
+            base
         }
         _ if cs.level.is_some() || cs.dynamic_name => crate::logs::event_name(e, scratch),
         _ => &cs.name,

@@ -39,7 +39,16 @@ pub(super) enum Suffix {
 }
 
 impl Suffix {
-    fn as_str(self) -> &'static str {
+    /// The suffix of an event of `phase`.
+    pub(super) fn of(phase: phosphor_format::Phase) -> Suffix {
+        match phase {
+            phosphor_format::Phase::LockWait => Suffix::Wait,
+            phosphor_format::Phase::LockHeld => Suffix::Held,
+            _ => Suffix::None,
+        }
+    }
+
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Suffix::None => "",
             Suffix::Wait => " (wait)",

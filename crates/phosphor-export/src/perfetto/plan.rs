@@ -30,8 +30,9 @@
 //!
 //! # Memory
 //!
-//! The plan keeps 4 bytes per async begin or end (its lane), and while it is built about 40 bytes
-//! per slice (its interval) and an entry per slice open in file order. Past
+//! The plan keeps 4 bytes per async begin or end (its lane), and while it is built 48 bytes per
+//! slice (what its interval needs) and a map entry (about 30 to 50 bytes) per slice open in file
+//! order. Past
 //! [`MAX_PLANNED_ASYNC_EVENTS`] async events it stops and gives up (memory stays bounded): the
 //! export then lays every async slice out in one pass, as [`write_perfetto`](super::write_perfetto)
 //! does, counts them in its summary instant and flags them in
@@ -47,9 +48,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::error::{read_events, ExportSummary};
 
-/// The most async begins and ends a plan covers: about 524,000 slices. At this size a plan being
-/// built holds at most about 100 MiB (every event an unpaired begin open at once), a paired
-/// slice about 40 bytes; the finished plan, 4 MiB.
+/// The most async begins and ends a plan covers: 524,288 paired slices. At this size a plan being
+/// built holds at most about 100 MiB (every event an unpaired begin, all open at once), or about
+/// 30 MiB for paired slices; the finished plan, 4 MiB.
 pub const MAX_PLANNED_ASYNC_EVENTS: usize = 1 << 20;
 
 /// An interval that never ends.

@@ -1,4 +1,5 @@
-//! Fuzzes everything that reads a trace file after the reader: the Perfetto, Chrome JSON and folded
+//! Fuzzes everything that reads a trace file after the reader: the Perfetto (with and without its
+//! async plan), Chrome JSON and folded
 //! exporters, the statistics, and `phosphor logs` (the log formatter, on the file's format strings
 //! and parameters, and on the input itself as a format string). Any input must give a result or an error naming an offset inside
 //! the input, and never panic. Inputs start from mutations of real files (seed the corpus with
@@ -15,6 +16,11 @@ fuzz_target!(|data: &[u8]| {
     let within = |offset: Option<u64>| assert!(offset.is_none_or(|o| o <= data.len() as u64));
     if let Ok(r) = Reader::new(data) {
         within(perfetto::write_perfetto(r, std::io::sink()).err().and_then(|e| e.offset()));
+    }
+    // The async lanes planned in a first reading, then followed in a second.
+    if let (Ok(first), Ok(second)) = (Reader::new(data), Reader::new(data)) {
+        let plan = perfetto::AsyncPlan::from_reader(first);
+        within(perfetto::write_perfetto_planned(second, plan, std::io::sink()).err().and_then(|e| e.offset()));
     }
     if let Ok(r) = Reader::new(data) {
         within(chrome::write_chrome_json(r, std::io::sink()).err().and_then(|e| e.offset()));

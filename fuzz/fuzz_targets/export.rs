@@ -20,7 +20,9 @@ fuzz_target!(|data: &[u8]| {
     // The async lanes planned in a first reading, then followed in a second.
     if let (Ok(first), Ok(second)) = (Reader::new(data), Reader::new(data)) {
         let plan = perfetto::AsyncPlan::from_reader(first);
-        within(perfetto::write_perfetto_planned(second, plan, std::io::sink()).err().and_then(|e| e.offset()));
+        within(
+            perfetto::write_perfetto_planned(second, plan, std::io::sink()).err().and_then(|e| e.offset()),
+        );
     }
     if let Ok(r) = Reader::new(data) {
         within(chrome::write_chrome_json(r, std::io::sink()).err().and_then(|e| e.offset()));

@@ -7,6 +7,9 @@ Usage:
     check_pftrace.py --dump FILE    a human-readable dump: every packet, then every track
     check_pftrace.py --batch        traces on stdin, each as a little-endian u64 length and the
                                     bytes; prints a JSON list of results (one Python start for many)
+    --max-async-tracks N (before the files, any mode): also an error if a trace has more than N
+                                    async tracks (tracks that are not process, thread or counter
+                                    tracks; each result's "async_tracks" counts them)
     A FILE of "-" is stdin. Exit status: 0 if every trace is valid, 1 if not, 2 on bad usage.
 
 Run it with the interpreter that scripts/python-env.sh prints: it needs the `perfetto` package,
@@ -130,7 +133,7 @@ def annotation_value(a):
     return [kind, json_number(value)]
 
 
-def check(data):
+def check(data, max_async_tracks=None):
     errors = []
     trace = pb.Trace()
     try:
@@ -237,11 +240,15 @@ def check(data):
     for f, n in sorted(ends.items()):
         if n < 2:
             errors.append(f"flow {f}: one event only; a flow needs two ends")
+    async_tracks = sum(1 for t in tracks.values() if t.kind() == "track")
+    if max_async_tracks is not None and async_tracks > max_async_tracks:
+        errors.append(f"{async_tracks} async tracks, more than {max_async_tracks}")
     result = {
         "ok": not errors,
         "errors": errors,
         "packets": len(trace.packet),
         "sequences": sorted(sequences),
+        "async_tracks": async_tracks,
         "clock": {
             "primary": CLOCK_NAMES.get(clock["primary"], clock["primary"]),
             "snapshot": clock["snapshot"],
@@ -387,8 +394,16 @@ def read_batch(stream):
 
 def main(argv):
     args = argv[1:]
+    limit = None
+    if args[:1] == ["--max-async-tracks"]:
+        try:
+            limit = int(args[1])
+        except (IndexError, ValueError):
+            print(__doc__, file=sys.stderr)
+            return 2
+        args = args[2:]
     if args[:1] == ["--batch"] and len(args) == 1:
-        results = [check(data)[0] for data in read_batch(sys.stdin.buffer)]
+        results = [check(data, limit)[0] for data in read_batch(sys.stdin.buffer)]
         print(json.dumps(results, ensure_ascii=False))
         return 0 if all(r["ok"] for r in results) else 1
     want_dump = args[:1] == ["--dump"]
@@ -399,7 +414,7 @@ def main(argv):
     ok = True
     for f in files:
         data = sys.stdin.buffer.read() if f == "-" else open(f, "rb").read()
-        result, trace = check(data)
+        result, trace = check(data, limit)
         ok &= result["ok"]
         print(dump(result, trace) if want_dump else json.dumps(result, ensure_ascii=False))
     return 0 if ok else 1

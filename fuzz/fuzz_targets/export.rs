@@ -1,4 +1,5 @@
-//! Fuzzes everything that reads a trace file after the reader: the Perfetto, Chrome JSON and folded
+//! Fuzzes everything that reads a trace file after the reader: the Perfetto (with and without its
+//! async plan), Chrome JSON and folded
 //! exporters, the statistics, and `phosphor logs` (the log formatter, on the file's format strings
 //! and parameters, and on the input itself as a format string). Any input must give a result or an error naming an offset inside
 //! the input, and never panic. Inputs start from mutations of real files (seed the corpus with
@@ -7,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use phosphor_export::logs::{format_log, write_logs, LogFilter};
+use phosphor_export::logs::{format_log, write_logs, LogFilter, LogOrder};
 use phosphor_export::{chrome, folded, perfetto, TraceStats};
 use phosphor_format::file::Reader;
 
@@ -16,6 +17,13 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(r) = Reader::new(data) {
         within(perfetto::write_perfetto(r, std::io::sink()).err().and_then(|e| e.offset()));
     }
+    // The async lanes planned in a first reading, then followed in a second.
+    if let (Ok(first), Ok(second)) = (Reader::new(data), Reader::new(data)) {
+        let plan = perfetto::AsyncPlan::from_reader(first);
+        within(
+            perfetto::write_perfetto_planned(second, plan, std::io::sink()).err().and_then(|e| e.offset()),
+        );
+    }
     if let Ok(r) = Reader::new(data) {
         within(chrome::write_chrome_json(r, std::io::sink()).err().and_then(|e| e.offset()));
     }
@@ -23,11 +31,16 @@ fuzz_target!(|data: &[u8]| {
         within(folded::write_folded(r, std::io::sink()).err().and_then(|e| e.offset()));
     }
     if let Ok(r) = Reader::new(data) {
-        within(write_logs(r, std::io::sink(), &LogFilter::default()).err().and_then(|e| e.offset()));
+        let order = &mut LogOrder::default();
+        within(write_logs(r, std::io::sink(), &LogFilter::default(), order).err().and_then(|e| e.offset()));
     }
     if let Ok(fmt) = std::str::from_utf8(data) {
         let mut out = String::new();
-        format_log(&mut out, fmt, &[phosphor_format::file::Value::U64(7), phosphor_format::file::Value::Str(fmt)]);
+        format_log(
+            &mut out,
+            fmt,
+            &[phosphor_format::file::Value::U64(7), phosphor_format::file::Value::Str(fmt)],
+        );
     }
     if let Ok(r) = Reader::new(data) {
         match TraceStats::from_reader(r) {

@@ -1,6 +1,8 @@
 //! `phosphor convert FILE --to FORMAT [-o OUT]`: a trace file in a viewer's format, streamed chunk
 //! by chunk by the exporters of `phosphor-export`: memory grows with the file's names (and, for
-//! folded stacks, its distinct stacks, cut at 256 levels), never with its events.
+//! folded stacks, its distinct stacks, cut at 256 levels), never with its events. A Perfetto export
+//! reads a regular file twice: first to plan the async slices' tracks (4 bytes per async begin or
+//! end, up to `MAX_PLANNED_ASYNC_EVENTS`; past it, or from a pipe, they are laid out in one pass).
 //!
 //! Without `-o` the document goes to stdout; with it, to the file (created or truncated), and a
 //! one-line summary goes to stderr. The input's header is read before the output is created, so a
@@ -88,8 +90,18 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
     Ok(())
 }
 
-/// Says how many slices a folded export cut at the depth cap, and how many names it cut, if any.
+/// Says what an export left out or laid out differently: async slices past the layout plan's
+/// cap, slices past the depth cap and names past the name limit, each if any.
 fn note_truncated(stderr: &mut impl Write, s: &ExportSummary) -> io::Result<()> {
+    if s.async_unplanned {
+        writeln!(
+            stderr,
+            "note: the file holds more than {} async begins and ends, the most a layout plan takes: \
+             they are laid out in file order, and may take many more tracks (the trace's summary \
+             instant counts them)",
+            format_count(perfetto::MAX_PLANNED_ASYNC_EVENTS as u64)
+        )?;
+    }
     note_cuts(stderr, s.truncated, s.names_cut, "folded")
 }
 
@@ -150,10 +162,16 @@ fn export(
             chrome::Error::Read { exported, source, .. } => Failure::Read(exported, source),
             e => Failure::Write(e.into()),
         }),
-        Format::Perfetto => perfetto::write_perfetto(reader, &mut out).map_err(|e| match e {
-            perfetto::Error::Read { exported, source, .. } => Failure::Read(exported, source),
-            e => Failure::Write(e.into()),
-        }),
+        Format::Perfetto => {
+            let written = match plan_async(input)? {
+                Some(plan) => perfetto::write_perfetto_planned(reader, plan, &mut out),
+                None => perfetto::write_perfetto(reader, &mut out),
+            };
+            written.map_err(|e| match e {
+                perfetto::Error::Read { exported, source, .. } => Failure::Read(exported, source),
+                e => Failure::Write(e.into()),
+            })
+        }
         Format::Folded => folded::write_folded(reader, &mut out).map_err(|e| match e {
             folded::Error::Read { exported, source, .. } => Failure::Read(exported, source),
             e => Failure::Write(e.into()),
@@ -171,6 +189,16 @@ fn export(
         }
         Err(Failure::Write(e)) => Err(e.context(format!("writing {out_name}"))),
     }
+}
+
+/// The Perfetto export's async lanes, planned in a first reading of `input` so that they take
+/// the fewest tracks; `None` if `input` is not a regular file (a pipe cannot be read twice), and
+/// the export lays them out in one pass.
+fn plan_async(input: &Path) -> anyhow::Result<Option<perfetto::AsyncPlan>> {
+    if !std::fs::metadata(input).is_ok_and(|m| m.is_file()) {
+        return Ok(None);
+    }
+    Ok(Some(perfetto::AsyncPlan::from_reader(progress::open(input, "laying out async slices")?)))
 }
 
 /// Why an exporter stopped, whichever it was.

@@ -9,6 +9,7 @@
 //! corrupt file shows everything before the damage, and then the error names the file, the byte
 //! offset and the problem.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
@@ -16,7 +17,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use phosphor::format::file::{self, Block, ClockKind, Reader};
+use phosphor::format::file::{self, Block, Callsite, ClockKind, Reader};
 use phosphor_export::{format_count, format_ns, ChunkLosses};
 
 /// Options of `phosphor info`.
@@ -24,7 +25,9 @@ use phosphor_export::{format_count, format_ns, ChunkLosses};
 pub struct InfoArgs {
     /// The trace file (written by `Trace::save` or `phosphor demo`).
     file: PathBuf,
-    /// Also list every callsite: id, category, name, phase and source location.
+    /// Also list every callsite: id, category, name, phase and source location. A callsite whose
+    /// events carry their own name (`dyn`) shows as `dynamic (EXPRESSION)`: its name is only the
+    /// source text of the expression that names each event.
     #[arg(long)]
     callsites: bool,
 }
@@ -197,14 +200,15 @@ fn print<R: Read>(
         let mut ids: Vec<u32> = reader.callsites().map(|c| c.id).collect();
         ids.sort_unstable();
         let cat_w = column_width(reader.callsites().map(|c| c.category.as_str()));
-        let name_w = column_width(reader.callsites().map(|c| c.name.as_str()));
+        let name_w = reader.callsites().map(|c| name_cell(&c).chars().take(MAX_COLUMN).count()).max();
+        let name_w = name_w.unwrap_or(0);
         for c in ids.into_iter().filter_map(|id| reader.callsite(id)) {
             writeln!(
                 out,
                 "  {:>6}  {}  {}  {:<11}  {}:{}",
                 c.id,
                 Padded(&c.category, cat_w),
-                Padded(&c.name, name_w),
+                Padded(&name_cell(&c), name_w),
                 c.phase.as_str(),
                 c.file,
                 c.line
@@ -300,6 +304,16 @@ const MAX_COLUMN: usize = 64;
 /// The width of a column of `cells`: the longest, in characters, at most [`MAX_COLUMN`].
 fn column_width<'a>(cells: impl Iterator<Item = &'a str>) -> usize {
     cells.map(|c| c.chars().take(MAX_COLUMN).count()).max().unwrap_or(0)
+}
+
+/// A callsite's name as `--callsites` lists it: `dynamic (EXPRESSION)` for a callsite whose events
+/// carry their own name (its name is the expression's source text, which names no event).
+fn name_cell<'a>(c: &Callsite<'a>) -> Cow<'a, str> {
+    if c.dynamic_name {
+        Cow::Owned(format!("dynamic ({})", c.name))
+    } else {
+        Cow::Borrowed(c.name.as_str())
+    }
 }
 
 /// A cell left-aligned in `width` characters (`format!`'s `{:<w$}` refuses widths past 65,535).

@@ -6,6 +6,12 @@
 //! arguments (one a dynamic string), and every few iterations an item handed to the sink through a
 //! shared queue: an async slice (`trace_async_begin!` here, `trace_async_end!` on the sink), the
 //! queue's `Mutex` taken under `trace_lock_guard!`, and its depth sampled with `trace_counter!`.
+//! The pipeline is bounded, as real ones are: at most [`MAX_IN_FLIGHT`] items handed off and not
+//! yet consumed; a worker that finds it full yields until the sink makes room (shedding the item
+//! instead left a few hundred of the 20k demo's 3,884 items when the sink was starved of CPU). So
+//! the items' async slices, which Perfetto draws on a lane per slice open at once, take at most
+//! about that many lanes (without the bound the sink fell thousands of items behind, and the full
+//! demo needed 4,215).
 //! Issue 5's points are there too: `trace_log!` messages at several levels (formatted only by the
 //! tools), `trace_data!` values inside scopes, a `trace_sum!` and a `trace_histogram!` (aggregated
 //! in process, no events), and scopes named at run time (`dyn`, from `PString`s).
@@ -40,6 +46,11 @@ pub struct ThreadReport {
 const BATCH: u64 = 16;
 /// An item goes to the sink every this many iterations.
 const HANDOFF_EVERY: u64 = 4;
+/// The most items handed off and not yet consumed. Below Perfetto's 64 lanes with room to spare:
+/// the clock reads of one item's end and the next one's begin, on two threads, are not ordered
+/// by the counter that links them (a time-stamp counter read is not ordered by a locked
+/// instruction), so a few may overlap by nanoseconds.
+const MAX_IN_FLIGHT: usize = 48;
 
 struct Item {
     id: u64,
@@ -51,6 +62,9 @@ struct Queue {
     items: Mutex<VecDeque<Item>>,
     /// Workers that pushed their last item.
     finished: AtomicUsize,
+    /// Items a worker has claimed room for and the sink has not finished: at most
+    /// [`MAX_IN_FLIGHT`].
+    in_flight: AtomicUsize,
 }
 
 /// Runs `workers` workers, each emitting at least `events` events, plus the sink; returns what
@@ -60,7 +74,11 @@ pub fn run(workers: usize, events: u64) -> Vec<ThreadReport> {
     let mut main = ThreadReport { tid: phosphor::current_thread_id(), emitted: 0 };
     trace_instant!("demo", "start", "workers" => workers, "events_per_worker" => events);
     main.emitted += 1;
-    let queue = Queue { items: Mutex::new(VecDeque::new()), finished: AtomicUsize::new(0) };
+    let queue = Queue {
+        items: Mutex::new(VecDeque::new()),
+        finished: AtomicUsize::new(0),
+        in_flight: AtomicUsize::new(0),
+    };
     let mut reports = std::thread::scope(|s| {
         let sink = s.spawn(|| sink(&queue, workers));
         let handles: Vec<_> = (0..workers)
@@ -143,6 +161,14 @@ fn worker(index: usize, target: u64, queue: &Queue) -> ThreadReport {
             trace_sum!("demo", "bytes_parsed", bytes);
             trace_histogram!("demo", "parse_bytes", bytes);
             if i % HANDOFF_EVERY == 0 {
+                // Room for one more item, else wait for the sink. Relaxed: the counter only bounds
+                // a number (an increment that finds it full is undone, so only an item that found
+                // room is ever in flight); the items themselves pass through the mutex, which
+                // orders them.
+                while queue.in_flight.fetch_add(1, Ordering::Relaxed) >= MAX_IN_FLIGHT {
+                    queue.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    std::thread::yield_now();
+                }
                 let id = ((index as u64) << 40) | i;
                 trace_async_begin!("demo", "item", id, "worker" => index);
                 n += 1;
@@ -197,12 +223,13 @@ fn sink(queue: &Queue, workers: usize) -> ThreadReport {
             if all_done {
                 break;
             }
-            std::thread::sleep(Duration::from_micros(200));
+            // Not long: a worker that finds the pipeline full waits for the sink.
+            std::thread::sleep(Duration::from_micros(50));
             continue;
         }
         trace_scope!("demo", "drain", "items" => batch.len());
         n += 1;
-        if batch.len() > 64 {
+        if batch.len() > MAX_IN_FLIGHT / 2 {
             trace_log!(warn, "demo", "sink is behind: {} items in one drain", batch.len());
             n += 1;
         }
@@ -214,6 +241,8 @@ fn sink(queue: &Queue, workers: usize) -> ThreadReport {
             black_box(spin(&mut state, 8) ^ item.value);
             trace_async_end!("demo", "item", item.id);
             n += 1;
+            // Relaxed: see `worker`.
+            queue.in_flight.fetch_sub(1, Ordering::Relaxed);
         }
     }
     ThreadReport { tid: phosphor::current_thread_id(), emitted: n }

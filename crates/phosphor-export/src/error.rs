@@ -25,6 +25,12 @@ pub struct ExportSummary {
     /// Distinct names longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES), shown cut (their first
     /// bytes, then `…`) in folded stacks and flame graphs; 0 for the other formats. Saturates.
     pub names_cut: u32,
+    /// Perfetto: some async begins and ends were laid out in one pass, in file order, although an
+    /// [`AsyncPlan`](crate::perfetto::AsyncPlan) was given (it stopped at
+    /// [`MAX_PLANNED_ASYNC_EVENTS`](crate::perfetto::MAX_PLANNED_ASYNC_EVENTS), or the file held
+    /// more than when it was planned), so they may take more tracks; the trace's summary instant
+    /// counts them (`async_events_unplanned`). A flag, not a count: it fits [`Error`]'s padding.
+    pub async_unplanned: bool,
 }
 
 /// Why an export stopped.

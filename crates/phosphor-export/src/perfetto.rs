@@ -4,7 +4,8 @@
 //! [`write_perfetto`] streams a trace file into a `perfetto.protos.Trace`: each event is encoded
 //! as the [`Reader`] decodes it into one reused buffer and written out as a `TracePacket`, so memory
 //! stays constant whatever the size of the file. What grows is per thread, per distinct name, and
-//! per open async slice; never per event. The protobuf is written by hand (`pb`: varints and
+//! per open async slice (bounded); never per event, but for the [`AsyncPlan`] of
+//! [`write_perfetto_planned`], 4 bytes per async begin or end up to a cap. The protobuf is written by hand (`pb`: varints and
 //! length-delimited fields), since the output is a fixed set of messages; the field numbers
 //! (`proto`) come from the official `perfetto_trace.proto`. The tests decode every output with the
 //! code generated from that schema (`scripts/check_pftrace.py`), and check that it holds no
@@ -19,7 +20,7 @@
 //! | lock wait / lock held | the same; the name gets ` (wait)` / ` (held)` | the thread's |
 //! | instant, log | `TYPE_INSTANT`; a log's name is its format string | the thread's |
 //! | counter | `TYPE_COUNTER`, `counter_value` (integers, bools) or `double_counter_value` | one counter track per category, name and argument, under the process |
-//! | async begin / end | `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END`; the begin carries `async_id` | one track per open (category, name, id), under the process |
+//! | async begin / end | `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END`; the begin carries `async_id` | a lane of its (category, name), under the process |
 //!
 //! Tracks are `TrackDescriptor`s: the process (`ProcessDescriptor`: pid and name from the header),
 //! each thread with events (`ThreadDescriptor`: pid, tid, name), counters (`CounterDescriptor`)
@@ -49,15 +50,21 @@
 //!
 //! # Async slices
 //!
-//! An async begin opens a track for its (category, name, id), parented to the process track, and
-//! the matching end closes it; a second begin with the same key before the end nests on the same
-//! track. Chunks are written per thread, so an end recorded on one thread can come before its
-//! begin in the file; the key is then opened by the end and closed by the begin, on one track,
-//! and sorting puts them in order. Once begins and ends balance the key is forgotten, so memory
-//! grows with the slices open at once, not with all the ids ever used. Pairs are matched in file
+//! Async slices of one (category, name) share a few tracks, *lanes*, named as the slices (for a
+//! `dyn` callsite, the name its events carry): a lane holds one slice at a time, as Perfetto's own
+//! SDK lays out its async tracks, and Perfetto's UI shows the lanes of one name together. Begins
+//! and ends pair by (category, name, id) in file order; a begin again before the end nests on the
+//! same lane. Chunks are written per thread, so an end recorded on one thread can come before its
+//! begin in the file, and slices come in no time order. [`write_perfetto_planned`] follows an
+//! [`AsyncPlan`] made in a first reading of the file, which knows every slice's interval and so
+//! gives each name as many lanes as it has slices open at one instant, the fewest possible
+//! (`perfetto/plan.rs`: what counts as open for unpaired, reused or backwards slices, and the
+//! memory cap, past which it falls back, counted). [`write_perfetto`] lays them out in one pass
+//! (`perfetto/lanes.rs`): a lane is reused only by a slice that begins after everything it held,
+//! and an end that comes first takes a new lane, so a file whose ends precede their begins gets
+//! about a lane per slice. Either way no two slices overlap on a lane. Pairs are matched in file
 //! order, so an id reused while an earlier use's begin and end are still out of order in the file
 //! can pair the wrong ones; ids that are not reused at once (request ids, pointers) are safe.
-//! Perfetto's UI shows tracks of the same name under one parent together.
 //!
 //! # Time
 //!
@@ -104,17 +111,22 @@
 //! About 11 M events/s in a release build, converting a generated file of mixed events to a sink
 //! on the development machine, where reading the file alone runs at 24 M and Chrome JSON at 6.5 M
 //! (the ignored test `perfetto::tests::throughput` measures all three). An event is a few varints
-//! written in place, with no allocation and no formatting.
+//! written in place, with no allocation and no formatting. A planned export reads the file twice;
+//! the plan's reading decodes every event but keeps only the async ones (the full demo, 920k
+//! events: 260 to 360 ms planned, 210 to 260 ms in one pass, on a busy 2-core machine).
 
+mod counters;
 mod intern;
 mod lanes;
 mod pb;
+mod plan;
 mod proto;
+mod summary;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Read, Write};
 
-use phosphor_format::file::{Block, Callsite, Chunk, ClockInfo, Event, Reader, Trailer, Value};
+use phosphor_format::file::{Block, Callsite, Chunk, ClockInfo, Event, Reader, Value};
 use phosphor_format::Phase;
 
 use intern::{CallsiteCache, Interner, Resolved, Suffix};
@@ -123,6 +135,7 @@ use pb::Enc;
 use proto::*;
 
 pub use crate::error::{Error, ExportSummary};
+pub use plan::{AsyncPlan, MAX_PLANNED_ASYNC_EVENTS};
 
 /// The one packet sequence.
 const SEQUENCE_ID: u64 = 1;
@@ -147,7 +160,10 @@ const EVENT_PACKET_PREFIX: [u8; 4] = {
 const UUID_PROCESS: u64 = 1;
 const UUID_THREAD: u64 = 2;
 const UUID_COUNTER: u64 = 3;
+/// An async lane laid out in one pass (`lanes.rs`).
 const UUID_ASYNC: u64 = 4;
+/// An async lane of the plan (`plan.rs`): its number plus one in the high bits.
+const UUID_LANE: u64 = 5;
 
 /// Writes the trace that `reader` reads as a Perfetto protobuf trace to `out` (in blocks of about
 /// 64 KiB: `out` needs no buffering of its own).
@@ -166,8 +182,37 @@ const UUID_ASYNC: u64 = 4;
 /// assert_eq!(pftrace[0], 0x0a); // Trace.packet, length-delimited
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// Async slices are laid out in one pass, in file order, which can take many more tracks than
+/// [`write_perfetto_planned`] (see the [module docs](self#async-slices)).
 pub fn write_perfetto<R: Read, W: Write>(reader: Reader<R>, out: W) -> Result<ExportSummary, Error> {
-    Exporter::new(&reader, out).run(reader)
+    Exporter::new(&reader, out, None).run(reader)
+}
+
+/// [`write_perfetto`], with the async slices laid out on the fewest tracks by `plan`, which
+/// [`AsyncPlan::from_reader`] made from a first reading of the same file (`reader` is a second).
+///
+/// Async events the plan does not cover (it overflowed [`MAX_PLANNED_ASYNC_EVENTS`], or the file
+/// holds more than when it was planned) are laid out in one pass, on lanes of their own, and
+/// counted in the trace summary (and flagged by [`ExportSummary::async_unplanned`]).
+///
+/// ```
+/// # let bytes = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
+/// use phosphor_export::perfetto::{write_perfetto_planned, AsyncPlan};
+/// use phosphor_format::file::Reader;
+///
+/// let plan = AsyncPlan::from_reader(Reader::new(&bytes[..])?);
+/// let mut pftrace = Vec::new();
+/// let summary = write_perfetto_planned(Reader::new(&bytes[..])?, plan, &mut pftrace)?;
+/// assert!(!summary.async_unplanned);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_perfetto_planned<R: Read, W: Write>(
+    reader: Reader<R>,
+    plan: AsyncPlan,
+    out: W,
+) -> Result<ExportSummary, Error> {
+    Exporter::new(&reader, out, Some(plan)).run(reader)
 }
 
 /// Encoded packets are written out once they fill this many bytes.
@@ -195,6 +240,10 @@ struct Exporter<W: Write> {
     last_thread: Option<(u32, u64)>,
     counters: HashMap<(String, String), u64>,
     lanes: Lanes,
+    /// The plan being followed, if one was given.
+    plan: Option<plan::Follow>,
+    /// Async events laid out in one pass although a plan was given.
+    unplanned: u64,
     next_track: u64,
     /// Iids of the annotations the exporter adds, once interned (0 before).
     truncated_iid: u64,
@@ -232,7 +281,7 @@ pub(crate) fn flow_id(cs: &Callsite<'_>, id: u64) -> u64 {
 }
 
 impl<W: Write> Exporter<W> {
-    fn new<R: Read>(reader: &Reader<R>, out: W) -> Exporter<W> {
+    fn new<R: Read>(reader: &Reader<R>, out: W, plan: Option<AsyncPlan>) -> Exporter<W> {
         let header = reader.header();
         Exporter {
             out,
@@ -241,13 +290,15 @@ impl<W: Write> Exporter<W> {
             interner: Interner::default(),
             callsites: CallsiteCache::new(),
             clock: header.clock.clone(),
-            origin_ns: header.clock.origin_monotonic_ns.min(i64::MAX as u64) as i64,
+            origin_ns: plan::origin_ns(&header.clock),
             pid: header.pid,
             process_uuid: u64::from(header.pid) << 4 | UUID_PROCESS,
             threads: HashMap::default(),
             last_thread: None,
             counters: HashMap::default(),
             lanes: Lanes::default(),
+            plan: plan.map(plan::Follow::new),
+            unplanned: 0,
             next_track: 1,
             truncated_iid: 0,
             async_id_iid: 0,
@@ -298,6 +349,7 @@ impl<W: Write> Exporter<W> {
             }
         };
         summary.threads = u32::try_from(self.threads.len()).unwrap_or(u32::MAX);
+        summary.async_unplanned = self.unplanned > 0;
         summary.complete = reader.trailer().is_some();
         self.trace_summary(reader.trailer(), failure.as_ref().map(|e| e.offset()))?;
         self.out.write_all(self.buf.as_slice())?;
@@ -347,7 +399,7 @@ impl<W: Write> Exporter<W> {
     /// Absolute `CLOCK_MONOTONIC` nanoseconds of a raw timestamp.
     #[inline]
     fn ns(&self, ticks: u64) -> u64 {
-        self.origin_ns.saturating_add(self.clock.since_origin_ns(ticks)).max(0) as u64
+        plan::ns(self.origin_ns, &self.clock, ticks)
     }
 
     /// Writes event `e` of `chunk`.
@@ -381,10 +433,8 @@ impl<W: Write> Exporter<W> {
             Phase::Counter | Phase::Data => self.counter(ts, thread, &mut r, e)?,
             Phase::AsyncBegin | Phase::AsyncEnd => {
                 let begin = cs.phase == Phase::AsyncBegin;
-                self.resolve_name(&mut r, cs);
                 let id = e.async_id.unwrap_or(0);
-                let track =
-                    self.async_track(AsyncKey { category: r.category, name: r.name, id }, cs, begin, ts)?;
+                let track = self.async_track(e, id, begin, ts)?;
                 let ty = if begin { TYPE_SLICE_BEGIN } else { TYPE_SLICE_END };
                 // An instrumented future's slice (flagged): its begin starts the flow its polls
                 // carry and its end terminates it, so the flow has two ends even with no poll.
@@ -518,15 +568,12 @@ impl<W: Write> Exporter<W> {
     ) -> io::Result<()> {
         let cs = &e.callsite;
         // A log's name is its formatted message, and a `dyn` name is argument 0: both differ per
-        // event, so they are written as strings, not interned.
-        let named = ty != TYPE_SLICE_END && (cs.level.is_some() || cs.dynamic_name);
-        if ty != TYPE_SLICE_END {
-            self.resolve_name(r, cs);
-        }
-        if named {
-            crate::logs::write_event_name(&mut self.message, e);
-            self.message.push_str(Suffix::of(cs.phase).as_str());
-        }
+        // event, so they are written as strings, not interned. The callsite's own name (a `dyn`
+        // callsite's is the source text of its expression) is not interned: no event uses it.
+        debug_assert!(ty != TYPE_SLICE_END, "an end has no name");
+        self.resolve_category(r, cs);
+        crate::logs::write_event_name(&mut self.message, e);
+        self.message.push_str(Suffix::of(cs.phase).as_str());
         if cs.level.is_some() {
             if self.level_iid == 0 {
                 self.level_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "level");
@@ -543,14 +590,8 @@ impl<W: Write> Exporter<W> {
         let te = p.begin(PACKET_TRACK_EVENT);
         p.uint(EVENT_TYPE, ty);
         p.uint(EVENT_TRACK_UUID, track);
-        if ty != TYPE_SLICE_END {
-            p.uint(EVENT_CATEGORY_IIDS, r.category);
-            if named {
-                p.bytes(EVENT_NAME, self.message.as_bytes());
-            } else {
-                p.uint(EVENT_NAME_IID, r.name);
-            }
-        }
+        p.uint(EVENT_CATEGORY_IIDS, r.category);
+        p.bytes(EVENT_NAME, self.message.as_bytes());
         if let Some(level) = cs.level {
             annotation(p, self.level_iid, Value::Str(level.as_str()));
             for (i, v) in e.params.iter().enumerate().take(self.param_iids.len()) {
@@ -621,145 +662,66 @@ impl<W: Write> Exporter<W> {
             return;
         }
         r.name = self.interner.intern_str(INTERNED_EVENT_NAMES, cs.name, Suffix::of(cs.phase));
-        r.category = self.interner.intern_str(INTERNED_EVENT_CATEGORIES, cs.category, Suffix::None);
+        self.resolve_category(r, cs);
     }
 
-    /// One `TYPE_COUNTER` per argument on the argument's counter track, or an instant if an
-    /// argument is not a number (or there is none).
-    fn counter(&mut self, ts: u64, thread: u64, r: &mut Resolved, e: &Event<'_>) -> io::Result<()> {
-        let numeric = |v: &Value<'_>| !matches!(v, Value::Str(_) | Value::Pointer(_));
-        let args = e.args.iter().flatten();
-        if args.clone().next().is_none() || !args.clone().all(|(_, v)| numeric(v)) {
-            return self.slice(TYPE_INSTANT, ts, thread, r, e, None);
+    /// Interns the callsite's category.
+    #[inline]
+    fn resolve_category(&mut self, r: &mut Resolved, cs: &Callsite<'_>) {
+        if r.category == 0 {
+            r.category = self.interner.intern_str(INTERNED_EVENT_CATEGORIES, cs.category, Suffix::None);
         }
-        for (i, arg) in e.args.iter().enumerate() {
-            let Some((name, value)) = *arg else { continue };
-            if r.counters[i] == 0 {
-                r.counters[i] = self.counter_track(&e.callsite.category, &e.callsite.name, name, ts)?;
-            }
-            self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-            let p = &mut self.buf;
-            let te = p.begin(PACKET_TRACK_EVENT);
-            p.uint(EVENT_TYPE, TYPE_COUNTER);
-            p.uint(EVENT_TRACK_UUID, r.counters[i]);
-            match value {
-                Value::I64(v) => p.int(EVENT_COUNTER_VALUE, v),
-                Value::U64(v) => match i64::try_from(v) {
-                    Ok(v) => p.int(EVENT_COUNTER_VALUE, v),
-                    Err(_) => p.double(EVENT_DOUBLE_COUNTER_VALUE, v as f64),
-                },
-                Value::Bool(v) => p.int(EVENT_COUNTER_VALUE, i64::from(v)),
-                Value::F64(v) => p.double(EVENT_DOUBLE_COUNTER_VALUE, v),
-                Value::Str(_) | Value::Pointer(_) => unreachable!("checked above"),
-            }
-            p.end(te);
-            self.finish_packet(true)?;
-        }
-        self.saw(ts);
-        Ok(())
     }
 
-    /// The counter track of (category, name, argument): named after the counter, plus `.arg` for
-    /// an argument not called `value`.
+    /// The lane of async event `e` (of id `id`): the plan's if there is one that covers it, else
+    /// laid out in one pass (see `lanes`); its descriptor is written if the lane is new.
+    fn async_track(&mut self, e: &Event<'_>, id: u64, begin: bool, ts: u64) -> io::Result<u64> {
+        let planned = match self.plan.as_mut() {
+            Some(plan) => {
+                let lane = plan.next_lane();
+                self.unplanned += u64::from(lane.is_none());
+                lane
+            }
+            None => None,
+        };
+        let (lane, new) = match planned {
+            Some((lane, new)) => ((u64::from(lane) + 1) << 4 | UUID_LANE, new),
+            None => {
+                let (category, name) = plan::class_of(e);
+                let next = self.next_track << 4 | UUID_ASYNC;
+                let placed = self.lanes.event(AsyncKey { category, name, id }, begin, ts, || next);
+                if placed.new {
+                    self.next_track += 1;
+                }
+                (placed.lane, placed.new)
+            }
+        };
+        if new {
+            self.async_descriptor(lane, e, ts)?;
+        }
+        Ok(lane)
+    }
+
+    /// The descriptor of an async lane, named as its slices are (an event's own name if its
+    /// callsite's events carry theirs: the lane's slices all have that name).
     #[cold]
     #[inline(never)]
-    fn counter_track(&mut self, category: &str, name: &str, arg: &str, ts: u64) -> io::Result<u64> {
-        let track_name =
-            if arg.is_empty() || arg == "value" { name.to_owned() } else { format!("{name}.{arg}") };
-        let key = (category.to_owned(), track_name);
-        if let Some(&uuid) = self.counters.get(&key) {
-            return Ok(uuid);
-        }
-        let uuid = self.new_track_uuid(UUID_COUNTER);
+    fn async_descriptor(&mut self, lane: u64, e: &Event<'_>, ts: u64) -> io::Result<()> {
+        crate::logs::write_event_name(&mut self.message, e);
         self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
         let p = &mut self.buf;
         let track = p.begin(PACKET_TRACK_DESCRIPTOR);
-        p.uint(TRACK_UUID, uuid);
+        p.uint(TRACK_UUID, lane);
         p.uint(TRACK_PARENT_UUID, self.process_uuid);
-        p.bytes(TRACK_NAME, key.1.as_bytes());
-        let counter = p.begin(TRACK_COUNTER);
-        p.bytes(COUNTER_CATEGORIES, category.as_bytes());
-        p.end(counter);
+        p.bytes(TRACK_NAME, self.message.as_bytes());
         p.end(track);
-        self.finish_packet(false)?;
-        self.counters.insert(key, uuid);
-        Ok(uuid)
-    }
-
-    /// The lane of an async key (see `lanes`), its descriptor written if it is new.
-    fn async_track(&mut self, key: AsyncKey, cs: &Callsite<'_>, begin: bool, ts: u64) -> io::Result<u64> {
-        let next = self.next_track << 4 | UUID_ASYNC;
-        let placed = self.lanes.event(key, begin, ts, || next);
-        if !placed.new {
-            return Ok(placed.lane);
-        }
-        self.next_track += 1;
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-        let p = &mut self.buf;
-        let track = p.begin(PACKET_TRACK_DESCRIPTOR);
-        p.uint(TRACK_UUID, placed.lane);
-        p.uint(TRACK_PARENT_UUID, self.process_uuid);
-        p.bytes(TRACK_NAME, cs.name.as_bytes());
-        p.end(track);
-        self.finish_packet(false)?;
-        Ok(placed.lane)
+        self.finish_packet(false)
     }
 
     fn new_track_uuid(&mut self, kind: u64) -> u64 {
         let uuid = self.next_track << 4 | kind;
         self.next_track += 1;
         uuid
-    }
-
-    /// The closing instant on the process track: drops from the trailer, or where reading stopped,
-    /// and the chunks lost to sequence gaps.
-    fn trace_summary(&mut self, trailer: Option<&Trailer>, stopped_at: Option<u64>) -> io::Result<()> {
-        let ts = self.last_ns.unwrap_or_else(|| self.ns(self.clock.origin_ticks));
-        let mut annotations: Vec<(String, Value<'_>)> = Vec::new();
-        if let Some(t) = trailer {
-            annotations.push(("events_recorded".into(), Value::U64(t.recorded)));
-            annotations.push(("events_dropped".into(), Value::U64(t.dropped.total())));
-            for (reason, n) in t.dropped.by_reason() {
-                if n > 0 {
-                    annotations.push((format!("dropped.{reason}"), Value::U64(n)));
-                }
-            }
-            if t.chunks_overwritten > 0 {
-                annotations.push(("chunks_overwritten".into(), Value::U64(t.chunks_overwritten)));
-            }
-            if t.buffer_exhausted {
-                annotations.push(("buffer_exhausted".into(), Value::Bool(true)));
-            }
-        } else {
-            annotations.push(("incomplete".into(), Value::Bool(true)));
-        }
-        // Chunks missing from a writer stream's sequence (a ring buffer overwrote them): the time
-        // they covered shows no events, and this says why.
-        let lost = self.losses.total();
-        if lost > 0 {
-            annotations.push(("chunks_lost".into(), Value::U64(lost)));
-        }
-        if let Some(offset) = stopped_at {
-            annotations.push(("read_error_offset".into(), Value::U64(offset)));
-        }
-        let name = self.interner.intern(INTERNED_EVENT_NAMES, "trace summary");
-        let category = self.interner.intern(INTERNED_EVENT_CATEGORIES, "phosphor");
-        let iids: Vec<u64> = annotations
-            .iter()
-            .map(|(n, _)| self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, n))
-            .collect();
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-        let p = &mut self.buf;
-        let te = p.begin(PACKET_TRACK_EVENT);
-        p.uint(EVENT_TYPE, TYPE_INSTANT);
-        p.uint(EVENT_TRACK_UUID, self.process_uuid);
-        p.uint(EVENT_CATEGORY_IIDS, category);
-        p.uint(EVENT_NAME_IID, name);
-        for ((_, value), iid) in annotations.iter().zip(iids) {
-            annotation(p, iid, *value);
-        }
-        p.end(te);
-        self.finish_packet(true)
     }
 
     #[inline]
@@ -819,6 +781,8 @@ fn annotation(p: &mut Enc, name_iid: u64, value: Value<'_>) {
     p.end(a);
 }
 
+#[cfg(test)]
+mod async_tests;
 #[cfg(test)]
 mod checker;
 #[cfg(test)]

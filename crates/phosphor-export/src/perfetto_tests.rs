@@ -17,7 +17,7 @@ use super::*;
 const GOLDEN: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.phtrace");
 const GOLDEN_1_1: &[u8] = include_bytes!("../../phosphor-format/tests/data/golden-v1.1.phtrace");
 
-fn export(bytes: &[u8]) -> (Vec<u8>, Result<ExportSummary, Error>) {
+pub(super) fn export(bytes: &[u8]) -> (Vec<u8>, Result<ExportSummary, Error>) {
     let mut out = Vec::new();
     let r = write_perfetto(Reader::new(bytes).unwrap(), &mut out);
     (out, r)
@@ -25,7 +25,7 @@ fn export(bytes: &[u8]) -> (Vec<u8>, Result<ExportSummary, Error>) {
 
 // ---- Building small trace files ----
 
-fn callsite(id: u32, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo {
+pub(super) fn callsite(id: u32, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo {
     CallsiteInfo {
         id,
         category: "test".into(),
@@ -42,7 +42,7 @@ fn callsite(id: u32, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo 
 }
 
 /// What a file is made of, in file order.
-enum Part {
+pub(super) enum Part {
     Callsites(Vec<CallsiteInfo>),
     Chunk(u32, Vec<Record>),
     Threads(Vec<(u32, &'static str)>),
@@ -52,11 +52,11 @@ enum Part {
 const RECORD_SIZE: usize = 32;
 
 /// Origin of the handmade files: raw timestamps are nanoseconds after it.
-const T0: u64 = 1_000_000_000;
+pub(super) const T0: u64 = 1_000_000_000;
 
 /// A file on a nanosecond clock whose origin (tick 0) is `T0` in `CLOCK_MONOTONIC`, so an event at
 /// tick `t` is exported at `T0 + t`. Static string words are indices into `statics`.
-fn file(parts: Vec<Part>, statics: &[&'static str], trailer: &Trailer) -> Vec<u8> {
+pub(super) fn file(parts: Vec<Part>, statics: &[&'static str], trailer: &Trailer) -> Vec<u8> {
     let header = Header {
         clock: ClockInfo {
             kind: ClockKind::Monotonic,
@@ -90,7 +90,7 @@ fn file(parts: Vec<Part>, statics: &[&'static str], trailer: &Trailer) -> Vec<u8
 /// type and its word (a dynamic string's word is its length; its bytes come from `strs`).
 /// Continuation records are laid out as FORMAT.md says: the words after the first two, then the
 /// string bytes, in 32-byte records.
-fn ev(
+pub(super) fn ev(
     ts: u64,
     id: u32,
     lead: &[u64],
@@ -119,11 +119,11 @@ fn ev(
 }
 
 /// An event without lead words or strings.
-fn plain(ts: u64, id: u32, args: &[(ArgType, u64)]) -> Vec<Record> {
+pub(super) fn plain(ts: u64, id: u32, args: &[(ArgType, u64)]) -> Vec<Record> {
     ev(ts, id, &[], args, &[], false)
 }
 
-fn chunk(tid: u32, events: Vec<Vec<Record>>) -> Part {
+pub(super) fn chunk(tid: u32, events: Vec<Vec<Record>>) -> Part {
     Part::Chunk(tid, events.concat())
 }
 
@@ -510,7 +510,7 @@ fn async_keys_are_forgotten_once_their_slices_close() {
         file(vec![Part::Callsites(cs), chunk(1, events), chunk(1, vec![open_one])], &[], &Trailer::default());
     let reader = Reader::new(&bytes[..]).unwrap();
     let mut out = Vec::new();
-    let mut x = Exporter::new(&reader, &mut out);
+    let mut x = Exporter::new(&reader, &mut out, None);
     assert_eq!(x.run(reader).unwrap().events, 1001);
     assert_eq!(x.lanes.open_slices(), 1, "only the slice still open is remembered");
     assert_eq!(x.lanes.made, 1, "501 slices one after another share one lane");

@@ -269,3 +269,56 @@ fn names_longer_than_a_format_width_are_printed_and_pad_no_other_row() {
     assert!(second.contains("short") && second.len() < 200 && second.ends_with("f.rs:17"), "{second}");
     assert!(text.find("f.rs:16") < text.find("f.rs:17"), "by id");
 }
+
+/// A `dyn` callsite's name is the source text of the expression that names its events: the
+/// listing says it is dynamic rather than pass the text off as a name.
+#[test]
+fn a_callsite_named_at_run_time_is_listed_as_dynamic_with_its_expression() {
+    use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
+    use phosphor::format::Phase;
+    let clock = ClockInfo {
+        kind: ClockKind::Monotonic,
+        ns_per_tick: 1.0,
+        origin_ticks: 0,
+        origin_monotonic_ns: 0,
+        origin_wall_ns: 0,
+        fallback_reason: None,
+    };
+    let callsite = |id: u32, name: &'static str, dynamic_name: bool| CallsiteInfo {
+        id,
+        category: "demo",
+        name,
+        phase: Phase::Complete,
+        arg_names: ["", ""],
+        file: "w.rs",
+        line: id,
+        name_hash: 0,
+        level: None,
+        dynamic_name,
+        flow: false,
+    };
+    let mut w = Writer::new(Vec::new(), &Header { clock, pid: 1, process_name: "dyn".into() }).unwrap();
+    w.write_callsites(&[
+        callsite(16, "STAGES[(item.id % 3) as usize]", true),
+        callsite(17, "consume", false),
+    ])
+    .unwrap();
+    let bytes = w.finish(&Trailer::default()).unwrap();
+    let dir = scratch_path("info-dynamic");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("dyn.phos");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = phosphor("info-dynamic-run", &["info", "--callsites", file.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let row = |id: &str| text.lines().find(|l| l.trim_start().starts_with(id)).unwrap_or_default();
+    let words = |l: &str| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        words(row("16 ")),
+        "16 demo dynamic (STAGES[(item.id % 3) as usize]) complete w.rs:16",
+        "{text}"
+    );
+    assert_eq!(words(row("17 ")), "17 demo consume complete w.rs:17", "{text}");
+    // The name column is as wide as the dynamic cell: the phases line up.
+    assert_eq!(row("16 ").find("complete"), row("17 ").find("complete"), "{text}");
+}

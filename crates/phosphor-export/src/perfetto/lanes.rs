@@ -1,23 +1,31 @@
-//! Async slices laid out on a few reused tracks: a *lane* per async slice open at once, per
-//! (category, name), as Perfetto's own SDK lays out its async tracks. The demo's 38,820 `item`
-//! slices once got a track each; they now share as many lanes as were open together.
+//! Async slices laid out on reused tracks in one pass, in file order: what the export does when
+//! it has no [`AsyncPlan`](super::AsyncPlan) (`plan.rs` lays them out in the fewest lanes from a
+//! first pass), or past the plan. A *lane* per async slice open at once, per (category, name), as
+//! Perfetto's own SDK lays out its async tracks.
 //!
 //! Chunks are written per thread, so file order is not time order: a lane is reused only by a
-//! slice that begins at or after the latest timestamp the lane has held, so slices never overlap
-//! on a lane whatever order the file gives them in. A slice whose end comes before its begin in the
-//! file gets a lane no other slice has used (its begin time is not known yet).
+//! slice that begins strictly after the latest timestamp the lane has held, so slices never
+//! overlap on a lane whatever order the file gives them in (at equal timestamps the file's order
+//! could nest one in the other). A slice whose end comes before its begin in the file gets a lane
+//! no other slice has used (its begin time is not known yet). So a file whose ends come before
+//! their begins (the demo's) still gets about a lane per slice: hence the plan.
 //!
-//! Memory: an entry per open slice, and per lane that is free (at most the most slices of one
-//! name ever open at once); each step costs one hash lookup and a tree operation.
+//! Memory: an entry per open slice, up to [`MAX_OPEN`] (a slice opened past it gets a lane of its
+//! own and is not remembered, so its other end gets another: drawn unclosed, but bounded, and
+//! counted in `untracked`), and per lane that is free (at most the most slices of one name ever
+//! open at once); each step costs one hash lookup and a tree operation.
 
 use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap as HashMap;
 
-/// An async slice's identity: category and name (iids) and id.
+/// The most slices remembered open at once.
+pub(super) const MAX_OPEN: usize = 1 << 20;
+
+/// An async slice's identity: category and name (as `plan::class_of` keys them) and id.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) struct AsyncKey {
-    pub(super) category: u64,
+    pub(super) category: u32,
     pub(super) name: u64,
     pub(super) id: u64,
 }
@@ -42,13 +50,23 @@ pub(super) struct Placed {
 }
 
 /// The lanes of every (category, name).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Lanes {
     open: HashMap<AsyncKey, Open>,
     /// Free lanes per (category, name), by the latest timestamp they held.
-    free: HashMap<(u64, u64), BTreeSet<(u64, u64)>>,
+    free: HashMap<(u32, u64), BTreeSet<(u64, u64)>>,
     /// Lanes made so far.
     pub(super) made: u64,
+    /// Slices given a lane without being remembered, past `limit`.
+    pub(super) untracked: u64,
+    /// The most slices remembered open at once: [`MAX_OPEN`].
+    limit: usize,
+}
+
+impl Default for Lanes {
+    fn default() -> Lanes {
+        Lanes { open: HashMap::default(), free: HashMap::default(), made: 0, untracked: 0, limit: MAX_OPEN }
+    }
 }
 
 impl Lanes {
@@ -75,7 +93,7 @@ impl Lanes {
         // any qualifies); an end seen before its begin takes a new lane.
         let reuse = match self.free.get_mut(&(key.category, key.name)) {
             Some(free) if begin => match free.first() {
-                Some(&(latest, lane)) if latest <= ts => {
+                Some(&(latest, lane)) if latest < ts => {
                     free.remove(&(latest, lane));
                     Some(lane)
                 }
@@ -90,6 +108,11 @@ impl Lanes {
                 (new_uuid(), true)
             }
         };
+        if self.open.len() >= self.limit {
+            // Not remembered: the lane is used by this event only (and never freed).
+            self.untracked += 1;
+            return Placed { lane, new };
+        }
         self.open.insert(key, Open { lane, open: step, latest: ts });
         Placed { lane, new }
     }
@@ -139,5 +162,38 @@ mod tests {
         assert!(f.new);
         assert_eq!(lanes.event(key(6), true, 45, &mut uuid).lane, f.lane);
         assert_eq!(lanes.made, 4);
+    }
+
+    #[test]
+    fn slices_that_begin_when_a_lane_frees_take_another() {
+        let mut lanes = Lanes::default();
+        let mut next = 0;
+        let mut uuid = || {
+            next += 1;
+            next
+        };
+        let a = lanes.event(key(1), true, 10, &mut uuid);
+        lanes.event(key(1), false, 20, &mut uuid);
+        // Begins at 20, as 1 ended: sorted by time, the file's order could nest it in 1.
+        let b = lanes.event(key(2), true, 20, &mut uuid);
+        assert_ne!(a.lane, b.lane);
+    }
+
+    #[test]
+    fn past_the_limit_open_slices_are_not_remembered_but_still_get_lanes_apart() {
+        let mut lanes = Lanes { limit: 2, ..Lanes::default() };
+        let mut next = 0;
+        let mut uuid = || {
+            next += 1;
+            next
+        };
+        let placed: Vec<Placed> = (0..4).map(|i| lanes.event(key(i), true, 10 + i, &mut uuid)).collect();
+        assert_eq!(lanes.open_slices(), 2, "memory stays at the limit");
+        assert_eq!(lanes.untracked, 2);
+        assert!(placed.iter().all(|p| p.new), "each on a lane of its own");
+        // The end of a slice not remembered: a lane of its own too, never shared.
+        let end = lanes.event(key(3), false, 50, &mut uuid);
+        assert!(end.new && placed.iter().all(|p| p.lane != end.lane));
+        assert_eq!(lanes.untracked, 3);
     }
 }

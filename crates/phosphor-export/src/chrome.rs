@@ -165,7 +165,8 @@ fn write_event(
     let name: &str = match cs.phase {
         // A lock's phase follows its name: the callsite's, or the one a `dyn` lock carries.
         Phase::LockWait | Phase::LockHeld => {
-            let name = crate::logs::event_name(e, scratch);
+            let carried = crate::logs::event_name(e, scratch);
+            let name = if cs.dynamic_name { carried } else { crate::names::lock_base(carried, cs.phase) };
             let phase = if cs.phase == Phase::LockWait { " (wait)" } else { " (held)" };
             write_str_parts(out, &[name, phase])?;
             name

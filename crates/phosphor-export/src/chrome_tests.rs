@@ -323,8 +323,8 @@ fn a_lock_named_at_run_time_shows_its_name_with_the_phase_and_its_arguments() {
         [
             ("shard-1 (wait)".to_owned(), serde_json::json!({"key": 7})),
             ("shard-1 (held)".to_owned(), serde_json::json!({"key": 7})),
-            ("table.wait (wait)".to_owned(), table.clone()),
-            ("table.held (held)".to_owned(), table),
+            ("table (wait)".to_owned(), table.clone()),
+            ("table (held)".to_owned(), table),
         ],
         "the dyn lock's name is argument 0 (not shown as an argument), never its source text"
     );

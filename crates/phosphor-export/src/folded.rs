@@ -225,7 +225,7 @@ impl Folder {
             // A name chosen at run time: labelled by that name (and a lock's phase), not by the
             // callsite.
             Some((_, Value::Str(name))) if cs.dynamic_name => self.label_name(name, suffix),
-            _ => self.label(cs.id, &cs.name, suffix),
+            _ => self.label(cs.id, names::lock_base(&cs.name, cs.phase), suffix),
         };
         match cs.phase {
             Phase::Begin => self.nesting.begin(e.tid, label, e.ts),

@@ -334,9 +334,5 @@ fn a_lock_named_at_run_time_folds_under_its_name_with_the_phase() {
     let text = folded_text(&crate::test_files::lock_trace_file());
     let frames: Vec<&str> =
         text.lines().map(|l| l.rsplit_once(' ').unwrap().0.split(';').next_back().unwrap()).collect();
-    assert_eq!(
-        frames,
-        ["shard-1 (held)", "shard-1 (wait)", "table.held (held)", "table.wait (wait)"],
-        "{text}"
-    );
+    assert_eq!(frames, ["shard-1 (held)", "shard-1 (wait)", "table (held)", "table (wait)"], "{text}");
 }

@@ -6,6 +6,8 @@
 
 use std::borrow::Cow;
 
+use phosphor_format::Phase;
+
 /// The longest name, in bytes, that statistics, folded stacks and flame graphs show whole.
 pub const MAX_NAME_BYTES: usize = 512;
 
@@ -28,9 +30,31 @@ pub(crate) fn shown(name: &str) -> Cow<'_, str> {
     Cow::Owned(s)
 }
 
+/// The name a lock event is shown by, before its phase's ` (wait)` or ` (held)`: the runtime names
+/// a lock's two callsites `NAME.wait` and `NAME.held` (so that points tell them apart), and the
+/// viewers' rows would read `NAME.wait (wait)`; the phase's tail is dropped where it matches.
+pub(crate) fn lock_base(name: &str, phase: Phase) -> &str {
+    let tail = match phase {
+        Phase::LockWait => ".wait",
+        Phase::LockHeld => ".held",
+        _ => return name,
+    };
+    name.strip_suffix(tail).filter(|base| !base.is_empty()).unwrap_or(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_shows_its_name_without_the_tail_of_its_phase() {
+        assert_eq!(lock_base("table.wait", Phase::LockWait), "table");
+        assert_eq!(lock_base("table.held", Phase::LockHeld), "table");
+        // Only the phase's own tail, and never the whole name.
+        assert_eq!(lock_base("table.held", Phase::LockWait), "table.held");
+        assert_eq!(lock_base(".wait", Phase::LockWait), ".wait");
+        assert_eq!(lock_base("table.wait", Phase::Complete), "table.wait");
+    }
 
     #[test]
     fn short_names_are_shown_whole_and_not_counted() {

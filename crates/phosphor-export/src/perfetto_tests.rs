@@ -850,12 +850,12 @@ fn a_lock_named_at_run_time_shows_its_name_with_the_phase_and_its_arguments() {
     let threads = tracks(&doc, "thread");
     assert_eq!(threads.len(), 1);
     let names: Vec<String> = slices(threads[0]).into_iter().map(|(name, ..)| name).collect();
-    assert_eq!(names, ["shard-1 (wait)", "shard-1 (held)", "table.wait (wait)", "table.held (held)"]);
+    assert_eq!(names, ["shard-1 (wait)", "shard-1 (held)", "table (wait)", "table (held)"]);
     for name in ["shard-1 (wait)", "shard-1 (held)"] {
         let lock = slice(threads[0], name);
         assert_eq!(lock["args"], json!({"key": ["uint", 7]}), "argument 0 is the name, not an arg");
         assert_eq!(lock["category"], "sync");
     }
-    let table = slice(threads[0], "table.held (held)");
+    let table = slice(threads[0], "table (held)");
     assert_eq!(table["args"], json!({"key": ["uint", 9], "retry": ["bool", true]}));
 }

@@ -125,7 +125,13 @@ impl Interner {
                 t.suffixed.insert((index, suffix), iid);
             }
         }
-        self.entry(table, iid, s.as_str(), suffix.as_str());
+        // A lock's callsites are named `NAME.wait` and `NAME.held`: the suffix says the phase.
+        let name = match suffix {
+            Suffix::None => s.as_str(),
+            Suffix::Wait => crate::names::lock_base(s.as_str(), Phase::LockWait),
+            Suffix::Held => crate::names::lock_base(s.as_str(), Phase::LockHeld),
+        };
+        self.entry(table, iid, name, suffix.as_str());
         u64::from(iid)
     }
 

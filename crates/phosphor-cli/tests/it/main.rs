@@ -7,7 +7,6 @@ mod convert;
 mod demo;
 mod flamegraph;
 mod info;
-mod limits_hostile;
 mod logs;
 mod probes;
 mod python;

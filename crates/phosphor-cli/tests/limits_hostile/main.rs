@@ -11,6 +11,13 @@
 //! `PHOSPHOR_LIMITS_WATCHDOG_SECS`) still fails a run gone far past linear. Each child runs under an address-space cap of four times its RSS limit (at least 1 GiB), so that a
 //! blow-up aborts instead of taking the memory of the builds beside it. A failure prints the table
 //! of every command on the file.
+//!
+//! A test binary of its own: Linux starts a child's peak RSS at the spawning process's, so the
+//! other integration tests (a demo in process, whole traces parsed) must not share its process.
+
+#[allow(dead_code)] // shared with the `it` tests; this binary uses `scratch` only
+#[path = "../it/cli.rs"]
+mod cli;
 
 use std::fmt::{self, Write as _};
 use std::io::Read;

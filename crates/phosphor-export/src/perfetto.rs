@@ -121,6 +121,7 @@ mod lanes;
 mod pb;
 mod plan;
 mod proto;
+mod streamed;
 mod summary;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -221,6 +222,8 @@ const FLUSH_AT: usize = 1 << 16;
 /// name made them grow past these.
 const KEEP_BUF: usize = 1 << 20;
 const KEEP_PENDING: usize = 1 << 16;
+/// Interned entries past this many bytes are written out beside their packet, not copied into it.
+const STREAM_INTERNED_AT: usize = 1 << 20;
 
 /// The streaming state.
 struct Exporter<W: Write> {
@@ -752,6 +755,9 @@ impl<W: Write> Exporter<W> {
     /// packet, and writes out the packets encoded so far once they are many.
     #[inline]
     fn finish_packet(&mut self, interned: bool) -> io::Result<()> {
+        if interned && self.interner.pending.len() > STREAM_INTERNED_AT {
+            return self.finish_packet_streamed();
+        }
         if interned && !self.interner.pending.is_empty() {
             self.buf.bytes(PACKET_INTERNED_DATA, self.interner.pending.as_slice());
             self.interner.pending.clear_shrinking(KEEP_PENDING);

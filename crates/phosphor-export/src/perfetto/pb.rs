@@ -176,9 +176,9 @@ impl Enc {
     }
 }
 
-/// Writes `v` (at least 128) as a varint at the start of `out`; returns its length.
+/// Writes `v` as a varint at the start of `out` (10 bytes hold any); returns its length.
 #[inline]
-fn write_varint(out: &mut [u8], mut v: u64) -> usize {
+pub(super) fn write_varint(out: &mut [u8], mut v: u64) -> usize {
     let mut n = 0;
     while v >= 0x80 {
         out[n] = v as u8 | 0x80;

@@ -176,7 +176,8 @@ fn print<R: Read>(
         writeln!(
             out,
             "  {tid:>8}  {}  {:>8}  {:>12}  {:>11}",
-            Padded(name(*tid), name_width),
+            // Cut as the exporters cut it: one name of megabytes may name every thread.
+            Padded(&phosphor_export::shown_name(name(*tid)), name_width),
             format_count(t.chunks),
             format_count(t.events),
             format_count(s.losses.lost((0, *tid)))

@@ -85,13 +85,19 @@ pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Re
         Ok(())
     })?;
 
-    // Names last: a threads block may follow the chunks it names.
+    // Names last: a threads block may follow the chunks it names. Only threads with events get
+    // one (a row with nothing on it helps no one), each cut as elsewhere (`names.rs`): one name of
+    // megabytes may name a million threads.
     let mut names: BTreeMap<u32, Option<&str>> = threads.iter().map(|t| (*t, None)).collect();
-    names.extend(reader.thread_names().map(|(t, n)| (t, Some(n.as_str()))));
+    for (t, n) in reader.thread_names() {
+        if let Some(name) = names.get_mut(&t) {
+            *name = Some(n.as_str());
+        }
+    }
     for (tid, name) in names {
         write!(out, ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":")?;
         match name {
-            Some(n) => write_str(&mut out, n)?,
+            Some(n) => write_str(&mut out, &crate::names::shown(n))?,
             None => write!(out, "\"thread {tid}\"")?,
         }
         out.write_all(b"}}")?;

@@ -16,7 +16,7 @@ pub const NAME_CUT_MARK: &str = "…";
 
 /// `name` as shown: whole if it has at most [`MAX_NAME_BYTES`] bytes, else its first bytes up to
 /// that (at a character's boundary) and [`NAME_CUT_MARK`] (then, and only then, owned).
-pub(crate) fn shown(name: &str) -> Cow<'_, str> {
+pub fn shown(name: &str) -> Cow<'_, str> {
     if name.len() <= MAX_NAME_BYTES {
         return Cow::Borrowed(name);
     }

@@ -520,7 +520,9 @@ impl<W: Write> Exporter<W> {
         p.int(THREAD_PID, i64::from(self.pid as i32));
         p.int(THREAD_TID, i64::from(tid));
         if let Some(name) = name {
-            p.bytes(THREAD_NAME, name.as_bytes());
+            // Written per thread, not interned: cut as elsewhere, or one name of megabytes that
+            // names every thread would make gigabytes of descriptors.
+            p.bytes(THREAD_NAME, crate::names::shown(name).as_bytes());
         }
         p.end(thread);
         p.end(track);

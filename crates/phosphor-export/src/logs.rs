@@ -12,6 +12,7 @@
 //! without a parameter prints as `{?}`, an unclosed brace is printed as it is, and parameters no
 //! placeholder used are appended as ` [extra: a, b]`.
 
+use crate::names::shown;
 use std::fmt::Write;
 use std::io::{self, BufWriter, Read};
 
@@ -226,29 +227,30 @@ impl LogLine<'_> {
         let (s, us) = (ns / 1_000_000_000, ns % 1_000_000_000 / 1000);
         write!(out, "{:>4}.{us:06} {level:<5} [", format!("{sign}{s}"))?;
         match self.thread {
-            Some(name) => out.write_all(name.as_bytes())?,
+            Some(name) => out.write_all(shown(name).as_bytes())?,
             None => write!(out, "{}", self.tid)?,
         }
         out.write_all(b"] ")?;
-        out.write_all(self.category.as_bytes())?;
+        out.write_all(shown(self.category).as_bytes())?;
         out.write_all(b": ")?;
         out.write_all(msg.as_bytes())?;
         out.write_all(b"\n")
     }
 
     /// One JSON object: `ts_ns`, `level`, `tid`, `thread`, `category`, `message`, `file`, `line`.
+    /// Names repeat on every line, so they are cut as elsewhere (`names.rs`); a message at 1 MiB.
     fn write_json(&self, out: &mut impl io::Write, msg: &str) -> io::Result<()> {
         write!(out, "{{\"ts_ns\":{},\"level\":\"{}\",\"tid\":{},\"thread\":", self.ns, self.level, self.tid)?;
         match self.thread {
-            Some(name) => json_str(out, name)?,
+            Some(name) => json_str(out, &shown(name))?,
             None => write!(out, "\"{}\"", self.tid)?,
         }
         out.write_all(b",\"category\":")?;
-        json_str(out, self.category)?;
+        json_str(out, &shown(self.category))?;
         out.write_all(b",\"message\":")?;
         json_str(out, msg)?;
         out.write_all(b",\"file\":")?;
-        json_str(out, self.file)?;
+        json_str(out, &shown(self.file))?;
         writeln!(out, ",\"line\":{}}}", self.line)
     }
 }

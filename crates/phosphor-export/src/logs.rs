@@ -12,7 +12,6 @@
 //! without a parameter prints as `{?}`, an unclosed brace is printed as it is, and parameters no
 //! placeholder used are appended as ` [extra: a, b]`.
 
-use crate::names::shown;
 use std::fmt::Write;
 use std::io::{self, BufWriter, Read};
 
@@ -22,6 +21,7 @@ use phosphor_format::{glob_match, Level, MAX_PARAMS};
 use crate::error::{Error, ExportSummary};
 pub use crate::logs_window::DEFAULT_WINDOW_BYTES;
 use crate::logs_window::{Pending, Window};
+use crate::names::shown;
 
 /// The name a viewer should show for `e`: a log's formatted message (written into `scratch`), the
 /// run-time name of a `dyn`-named event (its argument 0), or the callsite's name.

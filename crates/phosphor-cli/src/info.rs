@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 use phosphor::format::file::{self, Block, Callsite, ClockKind, Reader};
-use phosphor_export::{format_count, format_ns, ChunkLosses};
+use phosphor_export::{format_count, format_ns, shown_name, ChunkLosses};
 
 /// Options of `phosphor info`.
 #[derive(Debug, Args)]
@@ -177,7 +177,7 @@ fn print<R: Read>(
             out,
             "  {tid:>8}  {}  {:>8}  {:>12}  {:>11}",
             // Cut as the exporters cut it: one name of megabytes may name every thread.
-            Padded(&phosphor_export::shown_name(name(*tid)), name_width),
+            Padded(&shown_name(name(*tid)), name_width),
             format_count(t.chunks),
             format_count(t.events),
             format_count(s.losses.lost((0, *tid)))
@@ -208,7 +208,7 @@ fn print<R: Read>(
                 out,
                 "  {:>6}  {}  {}  {:<11}  {}:{}",
                 c.id,
-                Padded(&c.category, cat_w),
+                Padded(&shown_name(&c.category), cat_w),
                 Padded(&name_cell(&c), name_w),
                 c.phase.as_str(),
                 c.file,
@@ -308,12 +308,15 @@ fn column_width<'a>(cells: impl Iterator<Item = &'a str>) -> usize {
 }
 
 /// A callsite's name as `--callsites` lists it: `dynamic (EXPRESSION)` for a callsite whose events
-/// carry their own name (its name is the expression's source text, which names no event).
+/// carry their own name (its name is the expression's source text, which names no event). Names,
+/// like categories and threads' names, are cut past 512 bytes (`phosphor_export::shown_name`):
+/// one string of megabytes may name every callsite and thread of a file.
 fn name_cell<'a>(c: &Callsite<'a>) -> Cow<'a, str> {
+    let name = shown_name(c.name.as_str());
     if c.dynamic_name {
-        Cow::Owned(format!("dynamic ({})", c.name))
+        Cow::Owned(format!("dynamic ({name})"))
     } else {
-        Cow::Borrowed(c.name.as_str())
+        name
     }
 }
 

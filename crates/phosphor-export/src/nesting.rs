@@ -398,6 +398,12 @@ impl Nesting {
         self.paths
     }
 
+    /// The paths, once the stream has ended, leaving none (under the same depth cap).
+    pub(crate) fn take_paths(&mut self) -> Paths {
+        let empty = Paths::new(self.paths.max_depth());
+        std::mem::replace(&mut self.paths, empty)
+    }
+
     /// The most pending slices a thread keeps.
     pub(crate) fn limit(&self) -> usize {
         self.limit

@@ -62,7 +62,7 @@ impl Stacks {
     /// first segment of a thread's stacks is `thread(tid)`, a frame's name is `names[label]`.
     pub(crate) fn new(
         times: impl IntoIterator<Item = (u32, PathId, u64)>,
-        thread: impl Fn(u32) -> String,
+        mut thread: impl FnMut(u32) -> String,
         names: Vec<String>,
         paths: Paths,
     ) -> Stacks {

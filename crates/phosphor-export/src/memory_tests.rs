@@ -287,3 +287,71 @@ fn logs_sort_in_a_window_of_the_bytes_asked_for_whatever_the_file_holds() {
     let extra = peak.saturating_sub(read);
     assert!(extra < 2 * window + (256 << 10), "{extra} bytes beyond reading for a {window}-byte window");
 }
+
+/// A file of `n` threads named `t000000`, ..., each with one complete slice (of one callsite) in
+/// its own chunk.
+fn distinct_threads(n: u32) -> Vec<u8> {
+    let names: Vec<String> = (0..n).map(|i| format!("t{i:06}")).collect();
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&[callsite(16, "work", Phase::Complete)]).unwrap();
+    w.write_thread_names(names.iter().enumerate().map(|(i, s)| (1 + i as u32, s.as_str()))).unwrap();
+    for t in 1..=n {
+        w.write_chunk(t, 0, &[slice(16, u64::from(t) * 10, 5)], |_, _| "").unwrap();
+    }
+    w.finish(&Trailer::default()).unwrap()
+}
+
+/// What `export` holds at its peak beyond reading `bytes` alone.
+fn beyond_reading(bytes: &[u8], export: Export) -> usize {
+    let read = peak_bytes_during(|| {
+        let mut r = Reader::new(bytes).unwrap();
+        while let Some(chunk) = r.next_chunk().unwrap() {
+            for e in chunk.events() {
+                e.unwrap();
+            }
+        }
+    });
+    peak_bytes_during(|| export(Reader::new(bytes).unwrap())).saturating_sub(read)
+}
+
+fn stats_text(r: Reader<&[u8]>) {
+    let stats = crate::TraceStats::from_reader(r).unwrap();
+    let top = crate::TableOptions { top: Some(20), ..Default::default() };
+    std::io::Write::write_fmt(&mut std::io::sink(), format_args!("{}", stats.report(top))).unwrap();
+}
+
+fn stats_json(r: Reader<&[u8]>) {
+    let stats = crate::TraceStats::from_reader(r).unwrap();
+    let all = crate::TableOptions { top: None, ..Default::default() };
+    stats.write_json(std::io::sink(), all).unwrap();
+}
+
+fn folded(r: Reader<&[u8]>) {
+    crate::folded::write_folded(r, std::io::sink()).unwrap();
+}
+
+/// The path-shaped outputs, and the most each may hold per thread or callsite beyond reading.
+const PATH_OUTPUTS: [(&str, Export, usize); 3] =
+    [("stats", stats_text, 9999), ("stats json", stats_json, 9999), ("folded", folded, 9999)];
+
+#[test]
+fn path_outputs_cost_a_few_hundred_bytes_per_thread_of_one_slice() {
+    let n = 20_000u32;
+    let bytes = distinct_threads(n);
+    for (what, export, most) in PATH_OUTPUTS {
+        let per = beyond_reading(&bytes, export) / n as usize;
+        eprintln!("{what}: {per} bytes per thread");
+        assert!(per <= most, "{what}: {per} bytes per thread beyond reading");
+    }
+}
+
+#[test]
+fn path_outputs_cost_a_few_hundred_bytes_per_callsite_of_one_slice() {
+    let n = 20_000u32;
+    let bytes = distinct_slices(n, "cs");
+    for (what, export, most) in PATH_OUTPUTS {
+        let per = beyond_reading(&bytes, export) / n as usize;
+        eprintln!("{what}: {per} bytes per callsite");
+        assert!(per <= most, "{what}: {per} bytes per callsite beyond reading");
+    }
+}

@@ -324,8 +324,9 @@ struct Thread {
     top: Region,
     /// The open begins, outermost first, each with the region inside it.
     levels: Vec<(Open, Region)>,
-    /// Nodes in all the regions' subtrees.
-    pending: usize,
+    /// Nodes in all the regions' subtrees (at most the limit, below `u32::MAX`).
+    pending: u32,
+    tid: u32,
 }
 
 impl Thread {
@@ -372,7 +373,8 @@ impl Nesting {
             thread_index: HashMap::default(),
             threads: Vec::new(),
             paths: Paths::new(DEFAULT_MAX_DEPTH),
-            limit,
+            // A thread's count of pending slices is a `u32`.
+            limit: limit.min(u32::MAX as usize - 1),
             stack: Vec::new(),
             resolved_early: 0,
             truncated: 0,
@@ -421,7 +423,7 @@ impl Nesting {
 
     /// Pending slices, all threads together.
     pub(crate) fn pending(&self) -> usize {
-        self.threads.iter().map(|t| t.pending).sum()
+        self.threads.iter().map(|t| t.pending as usize).sum()
     }
 
     /// The state of thread `tid`, new if it had none.
@@ -494,7 +496,7 @@ impl Nesting {
             self.steps += _steps as u64;
         }
         t.pending += 1;
-        if t.pending > self.limit {
+        if t.pending as usize > self.limit {
             let resolved =
                 shed(t, tid, self.limit, &mut self.paths, &mut self.stack, &mut self.truncated, sink);
             self.resolved_early += resolved as u64;
@@ -504,12 +506,16 @@ impl Nesting {
     /// Ends the stream: begins still open become unclosed slices (reported), and every pending
     /// subtree is resolved. No slice may be added after: the paths' index is freed.
     pub(crate) fn finish(&mut self, sink: &mut impl Sink) {
-        let mut order: Vec<(u32, u32)> = self.thread_index.drain().collect();
         self.thread_index = HashMap::default();
-        order.sort_unstable();
-        for (tid, at) in order {
-            // Each thread's memory is freed as soon as it is resolved.
-            let mut t = std::mem::take(&mut self.threads[at as usize]);
+        let mut threads = std::mem::take(&mut self.threads);
+        threads.sort_unstable_by_key(|t| Reverse(t.tid));
+        // By id; each thread's memory is freed once it is resolved, and the list's as it empties
+        // (a million threads' states while the sink grows).
+        while let Some(mut t) = threads.pop() {
+            if threads.len() < threads.capacity() / 4 {
+                threads.shrink_to_fit();
+            }
+            let tid = t.tid;
             while let Some((open, region)) = t.levels.pop() {
                 sink.problem(Problem {
                     tid,
@@ -526,7 +532,6 @@ impl Nesting {
                 resolve(&mut self.paths, &mut self.stack, &mut self.truncated, tid, ROOT, node, sink);
             }
         }
-        self.threads = Vec::new();
         self.paths.index = HashMap::default();
     }
 }
@@ -534,7 +539,7 @@ impl Nesting {
 /// The state of thread `tid` in `threads`, found by `index`; new if it had none.
 fn thread<'a>(index: &mut HashMap<u32, u32>, threads: &'a mut Vec<Thread>, tid: u32) -> &'a mut Thread {
     let at = *index.entry(tid).or_insert_with(|| {
-        threads.push(Thread::default());
+        threads.push(Thread { tid, ..Thread::default() });
         threads.len() as u32 - 1
     });
     &mut threads[at as usize]
@@ -641,7 +646,7 @@ fn shed(
     let mut resolved = 0;
     for k in 0..=t.levels.len() {
         let prefix = if k == 0 { ROOT } else { t.levels[k - 1].0.path };
-        while t.pending > target {
+        while t.pending as usize > target {
             let (open, region) = match k {
                 0 => (None, &mut t.top),
                 _ => {
@@ -655,7 +660,7 @@ fn shed(
                 open.nested = open.nested.saturating_add(node.dur());
             }
             let n = resolve(paths, stack, truncated, tid, prefix, node, sink);
-            t.pending -= n;
+            t.pending -= n as u32;
             resolved += n;
         }
     }

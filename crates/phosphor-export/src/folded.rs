@@ -188,21 +188,49 @@ const FLAME_TEXT_BUDGET: usize = 32 << 20;
 
 /// Self time per thread and stack: the nesting engine's sink.
 #[derive(Debug, Default)]
-struct SelfTimes(HashMap<(u32, PathId), u64>);
+struct SelfTimes {
+    /// By path, the first thread seen on it and its self time there: most paths are on one thread
+    /// (16 bytes a path, not a map's entry).
+    first: Vec<(Option<u32>, u64)>,
+    /// By thread and path, for the other threads.
+    others: HashMap<(u32, PathId), u64>,
+}
 
 impl Sink for SelfTimes {
     fn slice(&mut self, s: &Slice) {
-        if s.kind == SliceKind::Scope {
-            let total = self.0.entry((s.tid, s.path)).or_default();
-            *total = total.saturating_add(s.self_ticks);
+        if s.kind != SliceKind::Scope {
+            return;
         }
+        let p = s.path as usize;
+        if p >= self.first.len() {
+            self.first.resize(p + 1, (None, 0));
+        }
+        let total = match &mut self.first[p] {
+            (tid @ None, total) => {
+                *tid = Some(s.tid);
+                total
+            }
+            (Some(tid), total) if *tid == s.tid => total,
+            _ => self.others.entry((s.tid, s.path)).or_default(),
+        };
+        *total = total.saturating_add(s.self_ticks);
+    }
+}
+
+impl SelfTimes {
+    /// Every (thread, path, self time in ticks).
+    fn into_times(self) -> impl Iterator<Item = (u32, PathId, u64)> {
+        let first = self.first.into_iter().enumerate();
+        first
+            .filter_map(|(path, (tid, ticks))| Some((tid?, path as PathId, ticks)))
+            .chain(self.others.into_iter().map(|((tid, path), ticks)| (tid, path, ticks)))
     }
 }
 
 #[derive(Debug)]
 struct Folder {
     /// Stack segments, by label.
-    names: Vec<String>,
+    names: Vec<Box<str>>,
     /// The labels, found by their segment's text in `names` (each stored once).
     name_index: HashTable<Label>,
     /// Callsite id → label.
@@ -271,14 +299,14 @@ impl Folder {
         let text = sanitize(&format!("{shown}{suffix}"));
         let names = &self.names;
         let hash = FxBuildHasher.hash_one(text.as_str());
-        if let Some(&l) = self.name_index.find(hash, |&l| names[l as usize] == text) {
+        if let Some(&l) = self.name_index.find(hash, |&l| *names[l as usize] == *text) {
             return l;
         }
         let l = self.names.len() as Label;
         self.names_cut += u64::from(cut);
-        self.names.push(text);
+        self.names.push(text.into_boxed_str());
         let names = &self.names;
-        self.name_index.insert_unique(hash, l, |&l| FxBuildHasher.hash_one(names[l as usize].as_str()));
+        self.name_index.insert_unique(hash, l, |&l| FxBuildHasher.hash_one(&*names[l as usize]));
         l
     }
 
@@ -296,8 +324,7 @@ impl Folder {
         self.by_callsite = HashMap::default();
         self.threads = HashSet::default();
         summary.truncated = u32::try_from(self.nesting.truncated()).unwrap_or(u32::MAX);
-        let times =
-            self.times.0.into_iter().map(|((tid, path), ticks)| (tid, path, clock.ticks_to_ns(ticks)));
+        let times = self.times.into_times().map(|(tid, path, ticks)| (tid, path, clock.ticks_to_ns(ticks)));
         let threads_cut = std::cell::Cell::new(0u64);
         let thread = |tid: u32| match threads.binary_search_by_key(&tid, |t| t.0) {
             Ok(at) => {

@@ -550,6 +550,10 @@ impl StatsBuilder {
         // What finding labels, paths and kinds took is not needed any more.
         self.labels.free_index();
         self.collector.free_index();
+        // Events by thread, in the order of `tids`: 8 bytes a thread, not a map's entry, while the
+        // tables are made.
+        let events: Vec<u64> = tids.iter().map(|tid| self.threads.get(tid).copied().unwrap_or(0)).collect();
+        self.threads = HashMap::default();
         let clock = &self.clock;
         let labels = &self.labels.names;
         let name = |l: Label| labels[l as usize].0.to_string();
@@ -599,13 +603,14 @@ impl StatsBuilder {
 
         let threads = tids
             .into_iter()
-            .map(|tid| ThreadStats {
+            .zip(events)
+            .map(|(tid, events)| ThreadStats {
                 tid,
                 name: names
                     .binary_search_by_key(&tid, |(t, _)| *t)
                     .ok()
                     .map(|at| std::mem::take(&mut names[at].1)),
-                events: self.threads.get(&tid).copied().unwrap_or(0),
+                events,
                 lost_chunks: self.losses.lost((0, tid)),
                 problems: self.collector.per_thread.get(&tid).copied().unwrap_or(0),
             })

@@ -35,8 +35,10 @@
 //! parent that arrives later no longer prefixes them). Begin slices never closed have no duration:
 //! they only give their names to what they enclose.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
+use std::hash::BuildHasher;
 use std::io::{BufWriter, Read, Write};
 
 use phosphor_format::file::{self, ClockInfo, Event, Reader, Value};
@@ -81,10 +83,25 @@ fn stacks<R: Read>(mut reader: Reader<R>) -> (Stacks, ExportSummary, Option<file
         f.add(e);
         Ok(())
     });
-    let names: HashMap<u32, &str> = reader.thread_names().map(|(t, n)| (t, n.as_str())).collect();
     summary.threads = u32::try_from(f.threads.len()).unwrap_or(u32::MAX);
     summary.complete = reader.trailer().is_some();
-    let stacks = f.finish(&names, &clock, &mut summary);
+    // The first segments of the threads with events, made once their pending slices are resolved
+    // and freed; the reader's tables (a million callsites or thread names, in hostile files) are
+    // freed before the stacks are sorted.
+    f.nesting.finish(&mut f.times);
+    let mut names: Vec<(u32, &str)> =
+        reader.thread_names().filter(|(t, _)| f.threads.contains(t)).map(|(t, n)| (t, n.as_str())).collect();
+    // The last name of a thread named twice.
+    names.reverse();
+    names.sort_by_key(|(t, _)| *t);
+    names.dedup_by_key(|(t, _)| *t);
+    let mut threads: Vec<(u32, String, bool)> = names
+        .into_iter()
+        .map(|(tid, n)| (tid, sanitize(&names::shown(n)), n.len() > MAX_NAME_BYTES))
+        .collect();
+    threads.shrink_to_fit();
+    drop(reader);
+    let stacks = f.finish(threads, &clock, &mut summary);
     (stacks, summary, failure)
 }
 
@@ -171,22 +188,51 @@ const FLAME_TEXT_BUDGET: usize = 32 << 20;
 
 /// Self time per thread and stack: the nesting engine's sink.
 #[derive(Debug, Default)]
-struct SelfTimes(HashMap<(u32, PathId), u64>);
+struct SelfTimes {
+    /// By path, the first thread seen on it and its self time there: most paths are on one thread
+    /// (16 bytes a path, not a map's entry).
+    first: Vec<(Option<u32>, u64)>,
+    /// By thread and path, for the other threads.
+    others: HashMap<(u32, PathId), u64>,
+}
 
 impl Sink for SelfTimes {
     fn slice(&mut self, s: &Slice) {
-        if s.kind == SliceKind::Scope {
-            let total = self.0.entry((s.tid, s.path)).or_default();
-            *total = total.saturating_add(s.self_ticks);
+        if s.kind != SliceKind::Scope {
+            return;
         }
+        let p = s.path as usize;
+        if p >= self.first.len() {
+            self.first.resize(p + 1, (None, 0));
+        }
+        let total = match &mut self.first[p] {
+            (tid @ None, total) => {
+                *tid = Some(s.tid);
+                total
+            }
+            (Some(tid), total) if *tid == s.tid => total,
+            _ => self.others.entry((s.tid, s.path)).or_default(),
+        };
+        *total = total.saturating_add(s.self_ticks);
+    }
+}
+
+impl SelfTimes {
+    /// Every (thread, path, self time in ticks).
+    fn into_times(self) -> impl Iterator<Item = (u32, PathId, u64)> {
+        let first = self.first.into_iter().enumerate();
+        first
+            .filter_map(|(path, (tid, ticks))| Some((tid?, path as PathId, ticks)))
+            .chain(self.others.into_iter().map(|((tid, path), ticks)| (tid, path, ticks)))
     }
 }
 
 #[derive(Debug)]
 struct Folder {
     /// Stack segments, by label.
-    names: Vec<String>,
-    name_index: HashMap<String, Label>,
+    names: Vec<Box<str>>,
+    /// The labels, found by their segment's text in `names` (each stored once).
+    name_index: HashTable<Label>,
     /// Callsite id → label.
     by_callsite: HashMap<u32, Label>,
     nesting: Nesting,
@@ -201,7 +247,7 @@ impl Default for Folder {
     fn default() -> Folder {
         Folder {
             names: Vec::new(),
-            name_index: HashMap::default(),
+            name_index: HashTable::new(),
             by_callsite: HashMap::default(),
             nesting: Nesting::new(crate::DEFAULT_PENDING_LIMIT),
             times: SelfTimes::default(),
@@ -251,36 +297,41 @@ impl Folder {
         // Owned only when cut.
         let cut = matches!(shown, Cow::Owned(_));
         let text = sanitize(&format!("{shown}{suffix}"));
-        match self.name_index.get(&text) {
-            Some(&l) => l,
-            None => {
-                let l = self.names.len() as Label;
-                self.names_cut += u64::from(cut);
-                self.names.push(text.clone());
-                self.name_index.insert(text, l);
-                l
-            }
+        let names = &self.names;
+        let hash = FxBuildHasher.hash_one(text.as_str());
+        if let Some(&l) = self.name_index.find(hash, |&l| *names[l as usize] == *text) {
+            return l;
         }
+        let l = self.names.len() as Label;
+        self.names_cut += u64::from(cut);
+        self.names.push(text.into_boxed_str());
+        let names = &self.names;
+        self.name_index.insert_unique(hash, l, |&l| FxBuildHasher.hash_one(&*names[l as usize]));
+        l
     }
 
     /// Ends the stream; the stacks with self time, sorted. Counts the truncated slices in `summary`.
+    /// `threads` are the named threads' first segments and whether their names were cut, by id.
     fn finish(
         mut self,
-        thread_names: &HashMap<u32, &str>,
+        mut threads: Vec<(u32, String, bool)>,
         clock: &ClockInfo,
         summary: &mut ExportSummary,
     ) -> Stacks {
+        // (Nothing is left to resolve if `stacks` did it.)
         self.nesting.finish(&mut self.times);
+        self.name_index = HashTable::new();
+        self.by_callsite = HashMap::default();
+        self.threads = HashSet::default();
         summary.truncated = u32::try_from(self.nesting.truncated()).unwrap_or(u32::MAX);
-        let times =
-            self.times.0.into_iter().map(|((tid, path), ticks)| (tid, path, clock.ticks_to_ns(ticks)));
+        let times = self.times.into_times().map(|(tid, path, ticks)| (tid, path, clock.ticks_to_ns(ticks)));
         let threads_cut = std::cell::Cell::new(0u64);
-        let thread = |tid: u32| match thread_names.get(&tid) {
-            Some(n) => {
-                threads_cut.set(threads_cut.get() + u64::from(n.len() > MAX_NAME_BYTES));
-                sanitize(&names::shown(n))
+        let thread = |tid: u32| match threads.binary_search_by_key(&tid, |t| t.0) {
+            Ok(at) => {
+                threads_cut.set(threads_cut.get() + u64::from(threads[at].2));
+                std::mem::take(&mut threads[at].1)
             }
-            None => format!("thread {tid}"),
+            Err(_) => format!("thread {tid}"),
         };
         let stacks = Stacks::new(times, thread, self.names, self.nesting.into_paths());
         let cut = self.names_cut + threads_cut.get();

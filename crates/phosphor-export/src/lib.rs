@@ -49,6 +49,8 @@ mod chrome_time;
 mod durations;
 mod error;
 pub mod folded;
+mod kinds;
+mod labels;
 pub mod logs;
 mod logs_window;
 mod losses;

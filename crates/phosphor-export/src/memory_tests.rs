@@ -1,7 +1,9 @@
 //! The exporters hold no copy of a name per thread or per callsite: the reader holds each string
 //! once and they borrow it. Measured as the growth of the peak of live bytes (counted per thread
 //! by this test binary's allocator) from a file with 10 threads or callsites named by one long
-//! string to a file with 40: a copy each would add 30 times its length.
+//! string to a file with 40: a copy each would add 30 times its length. And the path-shaped
+//! outputs (statistics, folded stacks) cost a few hundred bytes per thread or callsite of one
+//! event, measured on 20,000 of them (issue 18's files have a million).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -286,4 +288,74 @@ fn logs_sort_in_a_window_of_the_bytes_asked_for_whatever_the_file_holds() {
     // The heap grows by doubling: up to twice the window, and the output buffer.
     let extra = peak.saturating_sub(read);
     assert!(extra < 2 * window + (256 << 10), "{extra} bytes beyond reading for a {window}-byte window");
+}
+
+/// A file of `n` threads named `t000000`, ..., each with one complete slice (of one callsite) in
+/// its own chunk.
+fn distinct_threads(n: u32) -> Vec<u8> {
+    let names: Vec<String> = (0..n).map(|i| format!("t{i:06}")).collect();
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&[callsite(16, "work", Phase::Complete)]).unwrap();
+    w.write_thread_names(names.iter().enumerate().map(|(i, s)| (1 + i as u32, s.as_str()))).unwrap();
+    for t in 1..=n {
+        w.write_chunk(t, 0, &[slice(16, u64::from(t) * 10, 5)], |_, _| "").unwrap();
+    }
+    w.finish(&Trailer::default()).unwrap()
+}
+
+/// What `export` holds at its peak beyond reading `bytes` alone.
+fn beyond_reading(bytes: &[u8], export: Export) -> usize {
+    let read = peak_bytes_during(|| {
+        let mut r = Reader::new(bytes).unwrap();
+        while let Some(chunk) = r.next_chunk().unwrap() {
+            for e in chunk.events() {
+                e.unwrap();
+            }
+        }
+    });
+    peak_bytes_during(|| export(Reader::new(bytes).unwrap())).saturating_sub(read)
+}
+
+fn stats_text(r: Reader<&[u8]>) {
+    let stats = crate::TraceStats::from_reader(r).unwrap();
+    let top = crate::TableOptions { top: Some(20), ..Default::default() };
+    std::io::Write::write_fmt(&mut std::io::sink(), format_args!("{}", stats.report(top))).unwrap();
+}
+
+fn stats_json(r: Reader<&[u8]>) {
+    let stats = crate::TraceStats::from_reader(r).unwrap();
+    let all = crate::TableOptions { top: None, ..Default::default() };
+    stats.write_json(std::io::sink(), all).unwrap();
+}
+
+fn folded(r: Reader<&[u8]>) {
+    crate::folded::write_folded(r, std::io::sink()).unwrap();
+}
+
+/// The path-shaped outputs, and the most each may hold beyond reading per thread (of
+/// `distinct_threads`) and per callsite (of `distinct_slices`), 20,000 of them. Before the
+/// figures were bounded (a thread's nesting state of ~500 bytes, a map keyed by a second copy of
+/// each name, two copies of the kinds' tables, a table of strings per thread): stats 643 and 516,
+/// folded 586 and 328; now 320 and 369, and 233 and 274.
+const PATH_OUTPUTS: [(&str, Export, usize, usize); 3] =
+    [("stats", stats_text, 400, 420), ("stats json", stats_json, 400, 420), ("folded", folded, 280, 300)];
+
+#[test]
+fn path_outputs_cost_a_few_hundred_bytes_per_thread_of_one_slice() {
+    let n = 20_000u32;
+    let bytes = distinct_threads(n);
+    for (what, export, most, _) in PATH_OUTPUTS {
+        let per = beyond_reading(&bytes, export) / n as usize;
+        assert!(per <= most, "{what}: {per} bytes per thread beyond reading");
+    }
+}
+
+#[test]
+fn path_outputs_cost_a_few_hundred_bytes_per_callsite_of_one_slice() {
+    let n = 20_000u32;
+    let bytes = distinct_slices(n, "cs");
+    for (what, export, _, most) in PATH_OUTPUTS {
+        let per = beyond_reading(&bytes, export) / n as usize;
+        assert!(per <= most, "{what}: {per} bytes per callsite beyond reading");
+    }
 }

@@ -316,18 +316,33 @@ struct Region {
     resolved_until: Option<u64>,
 }
 
-#[derive(Debug)]
+/// A thread's open begins and pending slices: 80 bytes, and nothing on the heap until it has a
+/// pending slice or an open begin (a file may have a million threads of one slice each).
+#[derive(Debug, Default)]
 struct Thread {
-    open: Vec<Open>,
-    /// `regions[0]` is the top level; `regions[i + 1]` is inside `open[i]`.
-    regions: Vec<Region>,
-    /// Nodes in all the regions' subtrees.
-    pending: usize,
+    /// The top level's region.
+    top: Region,
+    /// The open begins, outermost first, each with the region inside it.
+    levels: Vec<(Open, Region)>,
+    /// Nodes in all the regions' subtrees (at most the limit, below `u32::MAX`).
+    pending: u32,
+    tid: u32,
 }
 
 impl Thread {
-    fn new() -> Thread {
-        Thread { open: Vec::new(), regions: vec![Region::default()], pending: 0 }
+    /// The innermost open begin.
+    fn open(&self) -> Option<&Open> {
+        self.levels.last().map(|(o, _)| o)
+    }
+
+    /// The path of the innermost open begin; the root at the top level.
+    fn prefix(&self) -> PathId {
+        self.open().map_or(ROOT, |o| o.path)
+    }
+
+    /// The region inside the innermost open begin, or the top level.
+    fn innermost(&mut self) -> &mut Region {
+        self.levels.last_mut().map_or(&mut self.top, |(_, r)| r)
     }
 }
 
@@ -335,7 +350,9 @@ impl Thread {
 /// may interleave), then call [`Nesting::finish`].
 #[derive(Debug)]
 pub(crate) struct Nesting {
-    threads: HashMap<u32, Thread>,
+    /// By thread id, its place in `threads`.
+    thread_index: HashMap<u32, u32>,
+    threads: Vec<Thread>,
     paths: Paths,
     limit: usize,
     /// Scratch stack of `resolve`.
@@ -353,9 +370,11 @@ impl Nesting {
     /// Keeps at most `limit` pending slices per thread, and paths [`DEFAULT_MAX_DEPTH`] deep.
     pub(crate) fn new(limit: usize) -> Nesting {
         Nesting {
-            threads: HashMap::default(),
+            thread_index: HashMap::default(),
+            threads: Vec::new(),
             paths: Paths::new(DEFAULT_MAX_DEPTH),
-            limit,
+            // A thread's count of pending slices is a `u32`.
+            limit: limit.min(u32::MAX as usize - 1),
             stack: Vec::new(),
             resolved_early: 0,
             truncated: 0,
@@ -381,6 +400,12 @@ impl Nesting {
         self.paths
     }
 
+    /// The paths, once the stream has ended, leaving none (under the same depth cap).
+    pub(crate) fn take_paths(&mut self) -> Paths {
+        let empty = Paths::new(self.paths.max_depth());
+        std::mem::replace(&mut self.paths, empty)
+    }
+
     /// The most pending slices a thread keeps.
     pub(crate) fn limit(&self) -> usize {
         self.limit
@@ -398,7 +423,12 @@ impl Nesting {
 
     /// Pending slices, all threads together.
     pub(crate) fn pending(&self) -> usize {
-        self.threads.values().map(|t| t.pending).sum()
+        self.threads.iter().map(|t| t.pending as usize).sum()
+    }
+
+    /// The state of thread `tid`, new if it had none.
+    fn thread(&mut self, tid: u32) -> &mut Thread {
+        thread(&mut self.thread_index, &mut self.threads, tid)
     }
 
     /// What placing the slices has cost so far: levels gone down, subtrees adopted.
@@ -409,21 +439,17 @@ impl Nesting {
 
     /// Opens a begin slice.
     pub(crate) fn begin(&mut self, tid: u32, label: Label, ts: u64) {
-        let t = self.threads.entry(tid).or_insert_with(Thread::new);
-        let prefix = t.open.last().map_or(ROOT, |o| o.path);
+        let prefix = self.thread(tid).prefix();
         let path = self.paths.child(prefix, label);
-        t.open.push(Open { label, start: ts, path, nested: 0 });
-        t.regions.push(Region::default());
+        self.thread(tid).levels.push((Open { label, start: ts, path, nested: 0 }, Region::default()));
     }
 
     /// Closes the innermost open begin of `tid`.
     pub(crate) fn end(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
-        let t = self.threads.entry(tid).or_insert_with(Thread::new);
-        let Some(open) = t.open.pop() else {
+        let Some((open, region)) = self.thread(tid).levels.pop() else {
             sink.problem(Problem { tid, ts, kind: ProblemKind::EndWithoutBegin { end: label } });
             return;
         };
-        let region = t.regions.pop().expect("one region per open begin, and the top level");
         if open.label != label {
             sink.problem(Problem { tid, ts, kind: ProblemKind::WrongName { open: open.label, end: label } });
         }
@@ -434,8 +460,7 @@ impl Nesting {
         self.add(tid, node, sink);
         if resolved_inside {
             // A slice that later encloses this one would also enclose the children resolved early.
-            let t = self.threads.get_mut(&tid).expect("added above");
-            let outer = t.regions.last_mut().expect("the top level");
+            let outer = self.thread(tid).innermost();
             outer.resolved_until = outer.resolved_until.max(Some(open.start));
         }
     }
@@ -452,26 +477,26 @@ impl Nesting {
     }
 
     fn add(&mut self, tid: u32, node: Node, sink: &mut impl Sink) {
-        let t = self.threads.entry(tid).or_insert_with(Thread::new);
-        if let Some(open) = t.open.last().filter(|o| node.kind == SliceKind::Scope && node.start < o.start) {
+        let t = thread(&mut self.thread_index, &mut self.threads, tid);
+        if let Some(open) = t.open().filter(|o| node.kind == SliceKind::Scope && node.start < o.start) {
             // Recorded while the begin is open, but started before it: it stays in the begin's
             // region (as viewers draw it), and overlaps it from the begin on.
             let kind = ProblemKind::Interlaced { scope: node.label, other: open.label };
             sink.problem(Problem { tid, ts: open.start, kind });
         }
         // Levels the slice may go down before its path would be cut anyway.
-        let prefix = t.open.last().map_or(ROOT, |o| o.path);
+        let prefix = t.prefix();
         let room = self.paths.max_depth.saturating_sub(self.paths.depth(prefix)) as usize;
         let seq = self.next_seq;
         self.next_seq += 1;
-        let region = t.regions.last_mut().expect("the top level");
+        let region = t.innermost();
         let _steps = insert(region, node, seq, room, tid, sink);
         #[cfg(test)]
         {
             self.steps += _steps as u64;
         }
         t.pending += 1;
-        if t.pending > self.limit {
+        if t.pending as usize > self.limit {
             let resolved =
                 shed(t, tid, self.limit, &mut self.paths, &mut self.stack, &mut self.truncated, sink);
             self.resolved_early += resolved as u64;
@@ -481,11 +506,17 @@ impl Nesting {
     /// Ends the stream: begins still open become unclosed slices (reported), and every pending
     /// subtree is resolved. No slice may be added after: the paths' index is freed.
     pub(crate) fn finish(&mut self, sink: &mut impl Sink) {
-        let mut threads: Vec<(u32, Thread)> = self.threads.drain().collect();
-        threads.sort_unstable_by_key(|(tid, _)| *tid);
-        for (tid, mut t) in threads {
-            while let Some(open) = t.open.pop() {
-                let region = t.regions.pop().expect("one region per open begin");
+        self.thread_index = HashMap::default();
+        let mut threads = std::mem::take(&mut self.threads);
+        threads.sort_unstable_by_key(|t| Reverse(t.tid));
+        // By id; each thread's memory is freed once it is resolved, and the list's as it empties
+        // (a million threads' states while the sink grows).
+        while let Some(mut t) = threads.pop() {
+            if threads.len() < threads.capacity() / 4 {
+                threads.shrink_to_fit();
+            }
+            let tid = t.tid;
+            while let Some((open, region)) = t.levels.pop() {
                 sink.problem(Problem {
                     tid,
                     ts: open.start,
@@ -494,15 +525,24 @@ impl Nesting {
                 let mut node = Node::new(open.start, open.start, open.label, SliceKind::Unclosed);
                 node.children = region.items;
                 // After the slices starting with it (arrival number 0 sorts last).
-                let outer = &mut t.regions.last_mut().expect("the top level").items;
+                let outer = &mut t.innermost().items;
                 outer.insert((open.start, Reverse(0)), node);
             }
-            for (_, node) in std::mem::take(&mut t.regions[0].items) {
+            for (_, node) in std::mem::take(&mut t.top.items) {
                 resolve(&mut self.paths, &mut self.stack, &mut self.truncated, tid, ROOT, node, sink);
             }
         }
         self.paths.index = HashMap::default();
     }
+}
+
+/// The state of thread `tid` in `threads`, found by `index`; new if it had none.
+fn thread<'a>(index: &mut HashMap<u32, u32>, threads: &'a mut Vec<Thread>, tid: u32) -> &'a mut Thread {
+    let at = *index.entry(tid).or_insert_with(|| {
+        threads.push(Thread { tid, ..Thread::default() });
+        threads.len() as u32 - 1
+    });
+    &mut threads[at as usize]
 }
 
 /// The key of the earlier slice in `list` that holds `node`, if any: the oldest of those starting
@@ -604,17 +644,23 @@ fn shed(
 ) -> usize {
     let target = limit - limit / 4;
     let mut resolved = 0;
-    for k in 0..t.regions.len() {
-        let prefix = if k == 0 { ROOT } else { t.open[k - 1].path };
-        while t.pending > target {
-            let Some((_, node)) = t.regions[k].items.pop_first() else { break };
-            let region = &mut t.regions[k];
+    for k in 0..=t.levels.len() {
+        let prefix = if k == 0 { ROOT } else { t.levels[k - 1].0.path };
+        while t.pending as usize > target {
+            let (open, region) = match k {
+                0 => (None, &mut t.top),
+                _ => {
+                    let (open, region) = &mut t.levels[k - 1];
+                    (Some(open), region)
+                }
+            };
+            let Some((_, node)) = region.items.pop_first() else { break };
             region.resolved_until = region.resolved_until.max(Some(node.start));
-            if k > 0 {
-                t.open[k - 1].nested = t.open[k - 1].nested.saturating_add(node.dur());
+            if let Some(open) = open {
+                open.nested = open.nested.saturating_add(node.dur());
             }
             let n = resolve(paths, stack, truncated, tid, prefix, node, sink);
-            t.pending -= n;
+            t.pending -= n as u32;
             resolved += n;
         }
     }

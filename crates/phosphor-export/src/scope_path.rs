@@ -151,7 +151,7 @@ impl PathTree {
     }
 
     /// The order of two paths' names.
-    fn cmp(&self, a: u32, b: u32) -> Ordering {
+    pub(crate) fn cmp(&self, a: u32, b: u32) -> Ordering {
         self.rank[a as usize].cmp(&self.rank[b as usize])
     }
 }

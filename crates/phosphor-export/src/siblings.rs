@@ -99,6 +99,12 @@ impl<V> Siblings<V> {
                 let at = partition(v, |k| *k < key);
                 if v.get(at).is_some_and(|(k, _)| *k == key) {
                     v[at].1 = value;
+                } else if v.capacity() == 0 {
+                    // Room for one only: most lists (a thread's top level in a file of many
+                    // threads, a slice's children) never hold a second, and a first push would
+                    // make room for four.
+                    v.reserve_exact(1);
+                    v.push_back((key, value));
                 } else if at.min(v.len() - at) <= MOVES {
                     v.insert(at, (key, value));
                 } else {

@@ -51,7 +51,7 @@ pub(crate) struct Stacks {
     /// The first segment of each thread's stacks, by rank: in the order of their text.
     threads: Vec<String>,
     /// Frame names, by label.
-    names: Vec<String>,
+    names: Vec<Box<str>>,
     /// The name of the depth cap's marker.
     deeper: String,
     paths: Paths,
@@ -62,8 +62,8 @@ impl Stacks {
     /// first segment of a thread's stacks is `thread(tid)`, a frame's name is `names[label]`.
     pub(crate) fn new(
         times: impl IntoIterator<Item = (u32, PathId, u64)>,
-        thread: impl Fn(u32) -> String,
-        names: Vec<String>,
+        mut thread: impl FnMut(u32) -> String,
+        names: Vec<Box<str>>,
         paths: Paths,
     ) -> Stacks {
         let times: Vec<(u32, PathId, u64)> = times.into_iter().filter(|t| t.2 > 0).collect();

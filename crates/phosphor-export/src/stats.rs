@@ -26,13 +26,15 @@
 //! accumulator, see `durations.rs`), the open begins and async slices, and the scopes waiting for
 //! a parent, at most [`StatsBuilder::pending_limit`] per thread; not with the number of events.
 //! Paths are interned as trees (`nesting.rs` while reading, [`ScopePath`] in the result), so a
-//! kind costs about 300 bytes whatever its depth (a file of a million callsites, one event each:
-//! 0.3 GB besides the reader's tables), and paths are at most [`StatsBuilder::max_depth`] deep.
+//! kind costs a few hundred bytes whatever its depth, and paths are at most
+//! [`StatsBuilder::max_depth`] deep. A file of a million callsites or threads of one event each
+//! has a million kinds: names are stored once (`labels.rs`), the tables are made without a second
+//! copy (`kinds.rs`), and [`StatsBuilder::read`] frees the reader's tables first (about 350 MB for
+//! such files of 82 and 100 MB: the result alone, two rows of about 100 bytes per kind with the
+//! tree of names, is most of it).
 
 use rustc_hash::FxHashMap as HashMap;
-use std::borrow::Cow;
 use std::io::Read;
-use std::sync::Arc;
 
 use phosphor::Trace;
 use phosphor_format::file::{
@@ -41,14 +43,13 @@ use phosphor_format::file::{
 use phosphor_format::{Level, Phase};
 
 use crate::asyncs::Asyncs;
-use crate::durations::{DurationStats, Durations};
+use crate::durations::DurationStats;
 use crate::error::{read_chunks, Item};
+use crate::kinds::{self, Collector};
+use crate::labels::Labels;
 use crate::losses::ChunkLosses;
-use crate::names;
-use crate::nesting::{
-    self, Label, Nesting, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT,
-};
-use crate::scope_path::{PathTreeBuilder, ScopePath};
+use crate::nesting::{self, Label, Nesting, PathId, ProblemKind};
+use crate::scope_path::ScopePath;
 use crate::scopes::{ScopeProblem, ScopeProblemKind};
 
 /// At most this many [`ScopeProblem`]s are kept as examples in [`TraceStats::problems`]; all are
@@ -308,7 +309,8 @@ impl TraceStats {
 
     /// The thread with this id.
     pub fn thread(&self, tid: u32) -> Option<&ThreadStats> {
-        self.threads.iter().find(|t| t.tid == tid)
+        // By id, as `finish` sorts them.
+        self.threads.binary_search_by_key(&tid, |t| t.tid).ok().map(|at| &self.threads[at])
     }
 
     /// The kind at `path` on thread `tid` (of the first type, if a path has several).
@@ -499,7 +501,15 @@ impl StatsBuilder {
         // The callback cannot fail.
         let Ok(failure) = failure;
         self.aggregates(reader.aggregates(), |id| reader.callsite(id));
-        let stats = self.finish(reader.thread_names().map(|(t, n)| (t, n.as_str())), reader.trailer());
+        // The reader's tables (a million callsites or thread names, in hostile files) are freed
+        // before the tables of kinds are made: only the names of the threads shown are kept,
+        // copied once the threads' pending slices are resolved and freed.
+        self.nesting.finish(&mut self.collector);
+        let tids = self.thread_ids();
+        let names = kinds::shown_thread_names(&tids, reader.thread_names().map(|(t, n)| (t, n.as_str())));
+        let trailer = reader.trailer().cloned();
+        drop(reader);
+        let stats = self.finish_shown(tids, names, trailer.as_ref());
         match failure {
             None => Ok(stats),
             Some(source) => Err(StatsError { partial: Box::new(stats), source }),
@@ -509,54 +519,43 @@ impl StatsBuilder {
     /// Ends the stream: scopes still pending are resolved, begins still open reported.
     /// `thread_names` and `trailer` are the reader's, once it has read all it could.
     pub fn finish<'a>(
-        mut self,
+        self,
         thread_names: impl IntoIterator<Item = (u32, &'a str)>,
         trailer: Option<&Trailer>,
     ) -> TraceStats {
+        let tids = self.thread_ids();
+        let names = kinds::shown_thread_names(&tids, thread_names);
+        self.finish_shown(tids, names, trailer)
+    }
+
+    /// The threads the statistics list: those with events or lost chunks, by id.
+    fn thread_ids(&self) -> Vec<u32> {
+        let mut tids: Vec<u32> = self.threads.keys().copied().collect();
+        tids.extend(self.losses.streams().filter(|((s, _), _, _)| *s == 0).map(|((_, tid), _, _)| tid));
+        tids.sort_unstable();
+        tids.dedup();
+        tids
+    }
+
+    /// [`StatsBuilder::finish`], given the threads listed (`thread_ids`) and their names as shown,
+    /// by id.
+    fn finish_shown(
+        mut self,
+        tids: Vec<u32>,
+        mut names: Vec<(u32, String)>,
+        trailer: Option<&Trailer>,
+    ) -> TraceStats {
+        // (Nothing is left to resolve if `read` did it.)
         self.nesting.finish(&mut self.collector);
         // What finding labels, paths and kinds took is not needed any more.
-        self.labels.index = HashMap::default();
-        self.labels.by_callsite = HashMap::default();
-        self.collector.index = HashMap::default();
+        self.labels.free_index();
+        self.collector.free_index();
+        // Events by thread, in the order of `tids`: 8 bytes a thread, not a map's entry, while the
+        // tables are made.
+        let events: Vec<u64> = tids.iter().map(|tid| self.threads.get(tid).copied().unwrap_or(0)).collect();
+        self.threads = HashMap::default();
         let clock = &self.clock;
-        let names: HashMap<u32, &str> = thread_names.into_iter().collect();
-        let paths = self.nesting.paths();
         let labels = &self.labels.names;
-        let tree = name_tree(paths, labels);
-
-        let kind = |tid, path: PathId, acc: &KindAcc| KindStats {
-            tid,
-            path: tree.path(path),
-            event_type: labels[paths.label(path) as usize].1,
-            count: acc.count,
-            durations: acc.durations.stats(clock),
-        };
-        // By path, so that each path's kinds on every thread add up to its kind across threads.
-        let mut per_thread = std::mem::take(&mut self.collector.kinds);
-        per_thread.sort_unstable_by_key(|k| (k.path, k.tid));
-        let mut kinds = Vec::with_capacity(per_thread.len());
-        let mut by_path = Vec::new();
-        for run in per_thread.chunk_by(|a, b| a.path == b.path) {
-            kinds.extend(run.iter().map(|k| kind(Some(k.tid), k.path, &k.acc)));
-            let path = run[0].path;
-            if let [one] = run {
-                by_path.push(kind(None, path, &one.acc));
-            } else {
-                let mut all = KindAcc::default();
-                for k in run {
-                    all.count += k.acc.count;
-                    all.durations.merge(&k.acc.durations);
-                }
-                by_path.push(kind(None, path, &all));
-            }
-        }
-        drop(per_thread);
-        let order = |a: &KindStats, b: &KindStats| {
-            a.tid.cmp(&b.tid).then_with(|| a.path.cmp_names(&b.path)).then(a.event_type.cmp(&b.event_type))
-        };
-        kinds.sort_by(order);
-        by_path.sort_by(order);
-
         let name = |l: Label| labels[l as usize].0.to_string();
         let mut problems: Vec<ScopeProblem> = self
             .collector
@@ -582,22 +581,36 @@ impl StatsBuilder {
             .collect();
         problems.sort_by_key(|p| (p.tid, p.at_ns));
 
+        // The names' tree, and each path's event type; then the labels and the nesting's paths
+        // are freed before the tables of kinds are made.
+        let paths = self.nesting.take_paths();
+        let tree = kinds::name_tree(&paths, labels);
+        let types: Vec<EventType> = (0..paths.len() as PathId)
+            .map(|p| labels.get(paths.label(p) as usize).map_or(EventType::Scope, |l| l.1))
+            .collect();
+        let max_depth = paths.max_depth();
+        drop(paths);
+        self.labels.names = Vec::new();
+        let event_type = |path: PathId| types[path as usize];
+        let (kinds, by_path) =
+            kinds::tables(std::mem::take(&mut self.collector.kinds), &tree, event_type, clock);
+        drop((tree, types));
+
         let mut logs: Vec<LogStats> = self.logs.into_values().collect();
         logs.sort_by(|a, b| (a.level, &a.category, &a.format).cmp(&(b.level, &b.category, &b.format)));
         let mut aggregates = std::mem::take(&mut self.aggregates);
         aggregates.sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
 
-        let mut tids: Vec<u32> = self.threads.keys().copied().collect();
-        tids.extend(self.losses.streams().filter(|((s, _), _, _)| *s == 0).map(|((_, tid), _, _)| tid));
-        tids.sort_unstable();
-        tids.dedup();
         let threads = tids
             .into_iter()
-            .map(|tid| ThreadStats {
+            .zip(events)
+            .map(|(tid, events)| ThreadStats {
                 tid,
-                // Cut as kinds' names are: a name of megabytes may name every thread.
-                name: names.get(&tid).map(|n| names::shown(n).into_owned()),
-                events: self.threads.get(&tid).copied().unwrap_or(0),
+                name: names
+                    .binary_search_by_key(&tid, |(t, _)| *t)
+                    .ok()
+                    .map(|at| std::mem::take(&mut names[at].1)),
+                events,
                 lost_chunks: self.losses.lost((0, tid)),
                 problems: self.collector.per_thread.get(&tid).copied().unwrap_or(0),
             })
@@ -620,172 +633,12 @@ impl StatsBuilder {
             resolved_early: self.nesting.resolved_early(),
             pending_limit: self.nesting.limit(),
             late_parents: self.collector.late_parents,
-            max_depth: paths.max_depth(),
+            max_depth,
             truncated: self.nesting.truncated(),
             names_cut: self.labels.cut,
             logs,
             aggregates,
             saturation: self.saturation,
-        }
-    }
-}
-
-/// The statistics' paths as [`ScopePath`]s: the nesting's paths of labels (a name and an event
-/// type) become paths of names, in a tree of their own.
-struct NameTree {
-    tree: Arc<crate::scope_path::PathTree>,
-    /// By the nesting's path id, the tree's.
-    ids: Vec<u32>,
-}
-
-impl NameTree {
-    fn path(&self, path: PathId) -> ScopePath {
-        ScopePath::new(self.tree.clone(), self.ids[path as usize])
-    }
-}
-
-/// Interns every path of `paths` as names: the labels' (which differ in name or in event type),
-/// and `[deeper than N]` for the depth cap's marker.
-fn name_tree(paths: &nesting::Paths, labels: &[(Arc<str>, EventType)]) -> NameTree {
-    let mut numbers: HashMap<&str, u32> = HashMap::default();
-    let mut names: Vec<Arc<str>> = Vec::new();
-    let by_label: Vec<u32> = labels
-        .iter()
-        .map(|(name, _)| {
-            *numbers.entry(name).or_insert_with(|| {
-                names.push(name.clone());
-                names.len() as u32 - 1
-            })
-        })
-        .collect();
-    let marker = format!("[deeper than {}]", paths.max_depth());
-    let deeper = numbers.get(marker.as_str()).copied().unwrap_or_else(|| {
-        names.push(marker.into());
-        names.len() as u32 - 1
-    });
-    drop(numbers);
-    let mut b = PathTreeBuilder::new(names);
-    // A path is interned after its parent, so its parent's id is already mapped.
-    let mut ids = Vec::with_capacity(paths.len());
-    for path in 0..paths.len() as PathId {
-        ids.push(if path == ROOT {
-            0
-        } else {
-            let label = paths.label(path);
-            let name = if label == DEEPER { deeper } else { by_label[label as usize] };
-            b.child(ids[paths.parent(path) as usize], name)
-        });
-    }
-    NameTree { tree: b.finish(), ids }
-}
-
-/// The label that no name of a type has yet.
-const NO_LABEL: Label = Label::MAX;
-
-/// Event types, as indices.
-const EVENT_TYPES: usize = EventType::Log as usize + 1;
-
-/// Names and event types by label, and the label of each callsite. A name is stored once however
-/// many types and labels it has (and shared with the statistics' paths).
-#[derive(Debug, Default)]
-struct Labels {
-    /// Names as shown (`names.rs`: a long name is cut), and their event types.
-    names: Vec<(Arc<str>, EventType)>,
-    /// By name, its label of each type ([`NO_LABEL`] where none).
-    index: HashMap<Arc<str>, [Label; EVENT_TYPES]>,
-    by_callsite: HashMap<u32, Label>,
-    /// Distinct names cut to be shown.
-    cut: u64,
-}
-
-impl Labels {
-    /// The label of `cs` as an event of type `ty` (a begin and its end share one).
-    fn label(&mut self, cs: &Callsite<'_>, ty: EventType) -> Label {
-        let name = names::shown(cs.name.as_str());
-        if let Some(&l) = self.by_callsite.get(&cs.id) {
-            let (known, t) = &self.names[l as usize];
-            // A file may define an id again; the name then changes.
-            if *t == ty && **known == *name {
-                return l;
-            }
-        }
-        let l = self.shown(name, ty);
-        self.by_callsite.insert(cs.id, l);
-        l
-    }
-
-    /// The label of events named `name` of type `ty`.
-    fn named(&mut self, name: &str, ty: EventType) -> Label {
-        self.shown(names::shown(name), ty)
-    }
-
-    /// The label of events of type `ty` whose name is shown as `name`.
-    fn shown(&mut self, name: Cow<'_, str>, ty: EventType) -> Label {
-        let t = ty as usize;
-        if let Some(labels) = self.index.get(&*name).filter(|labels| labels[t] != NO_LABEL) {
-            return labels[t];
-        }
-        let key = match self.index.get_key_value(&*name) {
-            Some((key, _)) => key.clone(),
-            None => {
-                // Owned only when cut.
-                self.cut += u64::from(matches!(name, Cow::Owned(_)));
-                Arc::from(name)
-            }
-        };
-        let next = self.names.len() as Label;
-        self.names.push((key.clone(), ty));
-        self.index.entry(key).or_insert([NO_LABEL; EVENT_TYPES])[t] = next;
-        next
-    }
-}
-
-#[derive(Debug, Default)]
-struct KindAcc {
-    count: u64,
-    durations: Durations,
-}
-
-/// A kind as the nesting resolves it: a path on a thread, and what was counted.
-#[derive(Debug)]
-struct Kind {
-    tid: u32,
-    path: PathId,
-    acc: KindAcc,
-}
-
-/// What the nesting resolves, by thread and path; and the problems.
-#[derive(Debug, Default)]
-struct Collector {
-    /// By thread and path, the kind's place in `kinds`.
-    index: HashMap<(u32, PathId), u32>,
-    kinds: Vec<Kind>,
-    problems: Vec<Problem>,
-    problem_count: u64,
-    late_parents: u64,
-    per_thread: HashMap<u32, u64>,
-}
-
-impl Sink for Collector {
-    fn slice(&mut self, s: &Slice) {
-        let kinds = &mut self.kinds;
-        let at = *self.index.entry((s.tid, s.path)).or_insert_with(|| {
-            kinds.push(Kind { tid: s.tid, path: s.path, acc: KindAcc::default() });
-            kinds.len() as u32 - 1
-        });
-        let k = &mut kinds[at as usize].acc;
-        k.count += 1;
-        if s.kind == SliceKind::Scope {
-            k.durations.add(s.dur);
-        }
-    }
-
-    fn problem(&mut self, p: Problem) {
-        self.problem_count += 1;
-        self.late_parents += u64::from(matches!(p.kind, ProblemKind::LateParent { .. }));
-        *self.per_thread.entry(p.tid).or_default() += 1;
-        if self.problems.len() < MAX_PROBLEM_EXAMPLES {
-            self.problems.push(p);
         }
     }
 }

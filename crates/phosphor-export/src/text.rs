@@ -6,7 +6,7 @@
 //! [`TraceStats::report`] renders them all, and so does `Display` with the default
 //! [`TableOptions`] (the top 20 kinds by total time).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Display, Formatter};
 
 use phosphor::Drops;
@@ -92,32 +92,67 @@ impl Table {
     }
 }
 
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Writes one line of a table whose columns are `widths` wide.
+fn write_line<S: AsRef<str>>(
+    f: &mut Formatter<'_>,
+    columns: &[(&'static str, Align)],
+    widths: &[usize],
+    cells: &[S],
+) -> fmt::Result {
+    let mut line = String::from(" ");
+    for (c, cell) in cells.iter().enumerate() {
+        let cell = cell.as_ref();
+        let pad = " ".repeat(widths[c].saturating_sub(width(cell)));
+        line.push_str("  ");
+        match columns[c].1 {
+            Align::Left => {
+                line.push_str(cell);
+                line.push_str(&pad);
+            }
+            Align::Right => {
+                line.push_str(&pad);
+                line.push_str(cell);
+            }
+        }
+    }
+    writeln!(f, "{}", line.trim_end())
+}
+
+/// Writes a table of many rows without holding them: `rows` is called twice, once to find the
+/// columns' widths and once to write the rows one at a time (a file may have a million threads).
+fn write_streamed<const N: usize, I: Iterator<Item = [String; N]>>(
+    f: &mut Formatter<'_>,
+    columns: &[(&'static str, Align); N],
+    rows: impl Fn() -> I,
+) -> fmt::Result {
+    let mut widths = columns.map(|(h, _)| width(h));
+    for row in rows() {
+        for (w, cell) in widths.iter_mut().zip(&row) {
+            *w = (*w).max(width(cell));
+        }
+    }
+    write_line(f, columns, &widths, &columns.map(|(h, _)| h))?;
+    for row in rows() {
+        write_line(f, columns, &widths, &row)?;
+    }
+    Ok(())
+}
+
 impl Display for Table {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let width = |s: &str| s.chars().count();
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|c| {
                 self.rows.iter().map(|r| width(&r[c])).chain([width(self.columns[c].0)]).max().unwrap_or(0)
             })
             .collect();
-        let header = self.columns.iter().map(|(h, _)| h.to_string()).collect::<Vec<_>>();
-        for row in std::iter::once(&header).chain(&self.rows) {
-            let mut line = String::from(" ");
-            for (c, cell) in row.iter().enumerate() {
-                let pad = " ".repeat(widths[c] - width(cell));
-                line.push_str("  ");
-                match self.columns[c].1 {
-                    Align::Left => {
-                        line.push_str(cell);
-                        line.push_str(&pad);
-                    }
-                    Align::Right => {
-                        line.push_str(&pad);
-                        line.push_str(cell);
-                    }
-                }
-            }
-            writeln!(f, "{}", line.trim_end())?;
+        let header = self.columns.iter().map(|(h, _)| *h).collect::<Vec<_>>();
+        write_line(f, &self.columns, &widths, &header)?;
+        for row in &self.rows {
+            write_line(f, &self.columns, &widths, row)?;
         }
         Ok(())
     }
@@ -240,23 +275,24 @@ impl TraceStats {
     pub fn threads_table(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
             use Align::*;
-            let mut t = Table::new(&[
+            let columns = [
                 ("tid", Right),
                 ("name", Left),
                 ("events", Right),
                 ("lost chunks", Right),
                 ("problems", Right),
-            ]);
-            for th in &self.threads {
-                t.row(vec![
-                    th.tid.to_string(),
-                    th.name.clone().unwrap_or_else(|| "-".into()),
-                    format_count(th.events),
-                    format_count(th.lost_chunks),
-                    format_count(th.problems),
-                ]);
-            }
-            write!(f, "{t}")
+            ];
+            write_streamed(f, &columns, || {
+                self.threads.iter().map(|th| {
+                    [
+                        th.tid.to_string(),
+                        th.name.clone().unwrap_or_else(|| "-".into()),
+                        format_count(th.events),
+                        format_count(th.lost_chunks),
+                        format_count(th.problems),
+                    ]
+                })
+            })
         })
     }
 
@@ -272,7 +308,7 @@ impl TraceStats {
             }
             columns.extend(["total", "min", "mean", "p50", "p99", "max"].map(|c| (c, Right)));
             let mut t = Table::new(&columns);
-            let shared = self.shared_thread_names();
+            let shared = self.shared_thread_names(kinds.iter().filter_map(|k| k.tid.filter(|_| !paths)));
             for k in &kinds {
                 let mut row = Vec::with_capacity(columns.len());
                 if let Some(tid) = k.tid.filter(|_| !paths) {
@@ -487,15 +523,17 @@ impl TraceStats {
     }
 
     /// The names two or more threads have.
-    fn shared_thread_names(&self) -> HashSet<&str> {
-        let mut seen = HashSet::new();
-        let mut shared = HashSet::new();
+    /// Of the names of threads `tids` (the rows shown), those that two or more threads have: a
+    /// set of the names shown only, not of every thread's.
+    fn shared_thread_names(&self, tids: impl Iterator<Item = u32>) -> HashSet<&str> {
+        let mut count: HashMap<&str, u32> =
+            tids.filter_map(|tid| self.thread(tid)?.name.as_deref()).map(|name| (name, 0)).collect();
         for name in self.threads.iter().filter_map(|t| t.name.as_deref()) {
-            if !seen.insert(name) {
-                shared.insert(name);
+            if let Some(n) = count.get_mut(name) {
+                *n += 1;
             }
         }
-        shared
+        count.into_iter().filter(|&(_, n)| n > 1).map(|(name, _)| name).collect()
     }
 
     /// The thread's name, with its id when another thread has that name too (`shared`, see

@@ -1,0 +1,256 @@
+//! The statistics' kinds: what the nesting resolves, gathered by thread and path ([`Collector`],
+//! the statistics' [`Sink`]), and the two tables made of them at the end ([`tables`]): per thread
+//! and path, and per path across threads.
+//!
+//! # Memory
+//!
+//! A file of a million callsites or threads, one event each, has a million kinds, so the tables
+//! are built without a second copy: their order is found by sorting indices (4 bytes a kind), each
+//! table is allocated once at its final length, and the accumulators are freed before the table
+//! across threads is built (a path seen on one thread copies that thread's row, merged rows are
+//! made first).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use phosphor_format::file::ClockInfo;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::durations::Durations;
+use crate::names;
+use crate::nesting::{self, Label, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT};
+use crate::scope_path::{PathTree, PathTreeBuilder, ScopePath};
+use crate::stats::{EventType, KindStats, MAX_PROBLEM_EXAMPLES};
+
+#[derive(Debug, Default)]
+pub(crate) struct KindAcc {
+    pub(crate) count: u64,
+    pub(crate) durations: Durations,
+}
+
+/// A kind as the nesting resolves it: a path on a thread, and what was counted.
+#[derive(Debug)]
+pub(crate) struct Kind {
+    tid: u32,
+    path: PathId,
+    acc: KindAcc,
+}
+
+/// What the nesting resolves, by thread and path; and the problems.
+#[derive(Debug, Default)]
+pub(crate) struct Collector {
+    /// By path, the place in `kinds` of its kind on the first thread it was seen on ([`NONE`]
+    /// before): most paths are on one thread (4 bytes a path, not a map's entry).
+    first: Vec<u32>,
+    /// By thread and path, the kind's place in `kinds`, for the other threads.
+    others: HashMap<(u32, PathId), u32>,
+    pub(crate) kinds: Vec<Kind>,
+    pub(crate) problems: Vec<Problem>,
+    pub(crate) problem_count: u64,
+    pub(crate) late_parents: u64,
+    pub(crate) per_thread: HashMap<u32, u64>,
+}
+
+/// No kind.
+const NONE: u32 = u32::MAX;
+
+impl Collector {
+    /// Frees what finding the kinds takes, once every slice is in.
+    pub(crate) fn free_index(&mut self) {
+        self.first = Vec::new();
+        self.others = HashMap::default();
+    }
+}
+
+impl Sink for Collector {
+    fn slice(&mut self, s: &Slice) {
+        let kinds = &mut self.kinds;
+        let new = |kinds: &mut Vec<Kind>| {
+            kinds.push(Kind { tid: s.tid, path: s.path, acc: KindAcc::default() });
+            kinds.len() as u32 - 1
+        };
+        let p = s.path as usize;
+        if p >= self.first.len() {
+            self.first.resize(p + 1, NONE);
+        }
+        let at = match self.first[p] {
+            NONE => {
+                let at = new(kinds);
+                self.first[p] = at;
+                at
+            }
+            first if kinds[first as usize].tid == s.tid => first,
+            _ => *self.others.entry((s.tid, s.path)).or_insert_with(|| new(kinds)),
+        };
+        let k = &mut kinds[at as usize].acc;
+        k.count += 1;
+        if s.kind == SliceKind::Scope {
+            k.durations.add(s.dur);
+        }
+    }
+
+    fn problem(&mut self, p: Problem) {
+        self.problem_count += 1;
+        self.late_parents += u64::from(matches!(p.kind, ProblemKind::LateParent { .. }));
+        *self.per_thread.entry(p.tid).or_default() += 1;
+        if self.problems.len() < MAX_PROBLEM_EXAMPLES {
+            self.problems.push(p);
+        }
+    }
+}
+
+/// The statistics' paths as [`ScopePath`]s: the nesting's paths of labels (a name and an event
+/// type) become paths of names, in a tree of their own.
+pub(crate) struct NameTree {
+    tree: Arc<PathTree>,
+    /// By the nesting's path id, the tree's.
+    ids: Vec<u32>,
+}
+
+impl NameTree {
+    fn path(&self, path: PathId) -> ScopePath {
+        ScopePath::new(self.tree.clone(), self.ids[path as usize])
+    }
+
+    /// The order of two paths' names.
+    fn cmp(&self, a: PathId, b: PathId) -> Ordering {
+        self.tree.cmp(self.ids[a as usize], self.ids[b as usize])
+    }
+}
+
+/// Interns every path of `paths` as names: the labels' (which differ in name or in event type),
+/// and `[deeper than N]` for the depth cap's marker.
+pub(crate) fn name_tree(paths: &nesting::Paths, labels: &[(Arc<str>, EventType)]) -> NameTree {
+    let mut numbers: HashMap<&str, u32> = HashMap::default();
+    let mut names: Vec<Arc<str>> = Vec::new();
+    let by_label: Vec<u32> = labels
+        .iter()
+        .map(|(name, _)| {
+            *numbers.entry(name).or_insert_with(|| {
+                names.push(name.clone());
+                names.len() as u32 - 1
+            })
+        })
+        .collect();
+    let marker = format!("[deeper than {}]", paths.max_depth());
+    let deeper = numbers.get(marker.as_str()).copied().unwrap_or_else(|| {
+        names.push(marker.into());
+        names.len() as u32 - 1
+    });
+    drop(numbers);
+    let mut b = PathTreeBuilder::new(names);
+    // A path is interned after its parent, so its parent's id is already mapped.
+    let mut ids = Vec::with_capacity(paths.len());
+    for path in 0..paths.len() as PathId {
+        ids.push(if path == ROOT {
+            0
+        } else {
+            let label: Label = paths.label(path);
+            let name = if label == DEEPER { deeper } else { by_label[label as usize] };
+            b.child(ids[paths.parent(path) as usize], name)
+        });
+    }
+    NameTree { tree: b.finish(), ids }
+}
+
+/// The names of threads `tids` (sorted) among `thread_names`, as shown (cut as kinds' names are: a
+/// name of megabytes may name every thread), by id; the last of a thread named twice.
+pub(crate) fn shown_thread_names<'a>(
+    tids: &[u32],
+    thread_names: impl IntoIterator<Item = (u32, &'a str)>,
+) -> Vec<(u32, String)> {
+    let mut names: Vec<(u32, String)> = thread_names
+        .into_iter()
+        .filter(|(tid, _)| tids.binary_search(tid).is_ok())
+        .map(|(tid, name)| (tid, names::shown(name).into_owned()))
+        .collect();
+    // The last name of a thread first, then the others dropped.
+    names.reverse();
+    names.sort_by_key(|(tid, _)| *tid);
+    names.dedup_by_key(|(tid, _)| *tid);
+    names.shrink_to_fit();
+    names
+}
+
+/// Where a path's row across threads comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// The row of its one thread, at this place in the table per thread.
+    One(u32),
+    /// Rows of several threads merged, at this place among the merged.
+    Merged(u32),
+}
+
+/// The kinds per thread and path (by thread id, then path) and per path across threads (by
+/// path), from the collector's `per_thread` kinds: rows of one path on every thread add up to its
+/// row across threads. `event_type` is the type of a path's last label.
+pub(crate) fn tables(
+    mut per_thread: Vec<Kind>,
+    tree: &NameTree,
+    event_type: impl Fn(PathId) -> EventType,
+    clock: &ClockInfo,
+) -> (Vec<KindStats>, Vec<KindStats>) {
+    let kind = |tid, path: PathId, acc: &KindAcc| KindStats {
+        tid,
+        path: tree.path(path),
+        event_type: event_type(path),
+        count: acc.count,
+        durations: acc.durations.stats(clock),
+    };
+    // By path, so that a path's rows are a run; (path, thread) is unique.
+    per_thread.sort_unstable_by_key(|k| (k.path, k.tid));
+
+    // The table per thread: by thread, the path's names, the type; then the order above.
+    let mut order: Vec<u32> = (0..per_thread.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| {
+        let (x, y) = (&per_thread[a as usize], &per_thread[b as usize]);
+        x.tid
+            .cmp(&y.tid)
+            .then_with(|| tree.cmp(x.path, y.path))
+            .then_with(|| event_type(x.path).cmp(&event_type(y.path)))
+            .then(a.cmp(&b))
+    });
+    // By row of `per_thread`, its place in `kinds`.
+    let mut at = vec![0u32; per_thread.len()];
+    let mut kinds = Vec::with_capacity(per_thread.len());
+    for (place, &i) in order.iter().enumerate() {
+        let k = &per_thread[i as usize];
+        at[i as usize] = place as u32;
+        kinds.push(kind(Some(k.tid), k.path, &k.acc));
+    }
+    drop(order);
+
+    // Each path, in the order of its ids, and where its row across threads comes from.
+    let mut runs: Vec<(PathId, Source)> = Vec::new();
+    let mut merged: Vec<Option<KindStats>> = Vec::new();
+    let mut start = 0;
+    for run in per_thread.chunk_by(|a, b| a.path == b.path) {
+        let path = run[0].path;
+        if let [_] = run {
+            runs.push((path, Source::One(at[start])));
+        } else {
+            let mut all = KindAcc::default();
+            for k in run {
+                all.count += k.acc.count;
+                all.durations.merge(&k.acc.durations);
+            }
+            merged.push(Some(kind(None, path, &all)));
+            runs.push((path, Source::Merged(merged.len() as u32 - 1)));
+        }
+        start += run.len();
+    }
+    drop((per_thread, at));
+
+    // The table across threads: by the path's names, the type; then the path's id.
+    runs.sort_unstable_by(|(a, _), (b, _)| {
+        tree.cmp(*a, *b).then_with(|| event_type(*a).cmp(&event_type(*b))).then(a.cmp(b))
+    });
+    let mut paths = Vec::with_capacity(runs.len());
+    for &(_, source) in &runs {
+        paths.push(match source {
+            Source::One(i) => KindStats { tid: None, ..kinds[i as usize].clone() },
+            Source::Merged(j) => merged[j as usize].take().expect("each merged row is used once"),
+        });
+    }
+    (kinds, paths)
+}

@@ -89,16 +89,9 @@ fn the_demo_writes_a_flame_graph_next_to_its_trace() {
 
 /// A trace file in `dir` of `depth` nested begin/end pairs of `frame` on one thread.
 fn nested_frames(dir: &std::path::Path, depth: u64) -> PathBuf {
-    use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
+    use phosphor::format::file::{CallsiteInfo, Header, Trailer, Writer};
     use phosphor::format::{Meta, Phase, Record};
-    let clock = ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    };
+    let clock = crate::cli::nanosecond_clock();
     let header = Header { clock, pid: 1, process_name: "deep".into() };
     let callsite = |id, phase| CallsiteInfo::<String> {
         id,

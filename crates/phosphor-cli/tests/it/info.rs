@@ -216,16 +216,9 @@ fn a_chunk_whose_event_count_disagrees_is_reported_with_its_offset() {
 /// columns are padded to the longest name up to 64 characters only, and callsites are listed by id.
 #[test]
 fn names_longer_than_a_format_width_are_printed_and_pad_no_other_row() {
-    use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
+    use phosphor::format::file::{CallsiteInfo, Header, Trailer, Writer};
     use phosphor::format::{Meta, Phase, Record};
-    let clock = ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    };
+    let clock = crate::cli::nanosecond_clock();
     let long = "L".repeat(70_000);
     let callsite = |id: u32, name: &'static str| CallsiteInfo {
         id,
@@ -276,16 +269,9 @@ fn names_longer_than_a_format_width_are_printed_and_pad_no_other_row() {
 /// listing says it is dynamic rather than pass the text off as a name.
 #[test]
 fn a_callsite_named_at_run_time_is_listed_as_dynamic_with_its_expression() {
-    use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
+    use phosphor::format::file::{CallsiteInfo, Header, Trailer, Writer};
     use phosphor::format::Phase;
-    let clock = ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    };
+    let clock = crate::cli::nanosecond_clock();
     let callsite = |id: u32, name: &'static str, dynamic_name: bool| CallsiteInfo {
         id,
         category: "demo",

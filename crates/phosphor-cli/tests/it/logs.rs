@@ -80,16 +80,9 @@ fn the_demo_trace_has_logs_at_three_levels() {
 /// A file of two threads' logs whose chunks came back out of time order: `second` logs at 20, 40
 /// and 60 µs, in the first chunk; `first` at 10, 30 and 50 µs, in the next.
 fn interleaved(dir: &std::path::Path) -> PathBuf {
-    use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
+    use phosphor::format::file::{CallsiteInfo, Header, Trailer, Writer};
     use phosphor::format::{Meta, Phase, Record};
-    let clock = ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    };
+    let clock = crate::cli::nanosecond_clock();
     let log = |id, name: &str| CallsiteInfo::<String> {
         id,
         category: "c".into(),

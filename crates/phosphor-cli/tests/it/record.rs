@@ -446,15 +446,8 @@ fn server_messages(mut c: std::net::TcpStream) -> Vec<phosphor::format::file::ac
 
 /// The preamble and header block of a trace stream.
 fn stream_head() -> Vec<u8> {
-    use phosphor::format::file::{ClockInfo, ClockKind, Header, Writer};
-    let clock = ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    };
+    use phosphor::format::file::{Header, Writer};
+    let clock = crate::cli::nanosecond_clock();
     let header = Header { clock, pid: 1, process_name: "head".into() };
     let mut out = Vec::new();
     let mut w = Writer::new(&mut out, &header).unwrap();

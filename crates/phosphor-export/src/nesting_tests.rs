@@ -1,5 +1,6 @@
 //! Tests of the nesting engine alone, with labels 1, 2, 3… standing for names.
 
+use crate::test_files::Rng;
 use std::cmp::Reverse;
 
 use super::*;
@@ -237,22 +238,6 @@ fn children_resolved_early_inside_an_open_begin_keep_its_name_and_its_self_time(
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(slices[0], (1, vec![1], Scope, 0, 200, 150));
     assert_eq!(slices[1..].iter().filter(|s| s.1 == [1, 2]).count(), 10);
-}
-
-/// A xorshift64* generator: the tests' random inputs, the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Nested slices `(label, start, end)` filling `[lo, hi)`: disjoint siblings, each with children

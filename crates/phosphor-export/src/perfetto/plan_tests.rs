@@ -2,22 +2,7 @@
 //! plans of begins and ends in hostile file orders, replayed as trace processor would draw them.
 
 use super::*;
-
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::test_files::Rng;
 
 /// The most intervals of one class that hold one instant (ends inclusive): the fewest lanes any
 /// layout can use for the class.

@@ -1,9 +1,9 @@
 //! Tests of the nesting engine alone, with labels 1, 2, 3… standing for names.
 
-use crate::test_files::Rng;
 use std::cmp::Reverse;
 
 use super::*;
+use crate::test_files::Rng;
 
 /// Records what the engine resolves.
 #[derive(Default)]

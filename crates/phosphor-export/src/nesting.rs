@@ -61,7 +61,7 @@ use std::cmp::Reverse;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::siblings::{Key, Siblings};
+use crate::siblings::{FirstInPlace, Key, Siblings};
 
 /// Pending slices kept per thread by default (statistics and folded stacks): 80 bytes each in
 /// their list, so about 5 MiB per thread at most (plus the lists' spare capacity). Past it, the oldest are
@@ -311,13 +311,14 @@ struct Open {
 /// The pending subtrees at one level of open begins.
 #[derive(Debug, Default)]
 struct Region {
-    items: Siblings<Node>,
+    /// The first in place: most threads of a file of many threads have one slice.
+    items: FirstInPlace<Node>,
     /// The latest start of a subtree resolved early from this region.
     resolved_until: Option<u64>,
 }
 
-/// A thread's open begins and pending slices: 80 bytes, and nothing on the heap until it has a
-/// pending slice or an open begin (a file may have a million threads of one slice each).
+/// A thread's open begins and pending slices: 128 bytes, and nothing on the heap until it has a
+/// second pending slice or an open begin (a file may have a million threads of one slice each).
 #[derive(Debug, Default)]
 struct Thread {
     /// The top level's region.
@@ -456,7 +457,7 @@ impl Nesting {
         let resolved_inside = region.resolved_until.is_some();
         let mut node = Node::new(open.start, ts.max(open.start), open.label, SliceKind::Scope);
         node.nested = open.nested.saturating_add(total_dur(region.items.iter().map(|(_, n)| n)));
-        node.children = region.items;
+        node.children = region.items.into_list();
         self.add(tid, node, sink);
         if resolved_inside {
             // A slice that later encloses this one would also enclose the children resolved early.
@@ -510,9 +511,10 @@ impl Nesting {
         let mut threads = std::mem::take(&mut self.threads);
         threads.sort_unstable_by_key(|t| Reverse(t.tid));
         // By id; each thread's memory is freed once it is resolved, and the list's as it empties
-        // (a million threads' states while the sink grows).
+        // (a million threads' states while the sink grows): at half its room, so that the sink's
+        // growth is offset early; the moves add up to the list's length once.
         while let Some(mut t) = threads.pop() {
-            if threads.len() < threads.capacity() / 4 {
+            if threads.len() < threads.capacity() / 2 {
                 threads.shrink_to_fit();
             }
             let tid = t.tid;
@@ -523,9 +525,9 @@ impl Nesting {
                     kind: ProblemKind::LeftOpen { open: open.label },
                 });
                 let mut node = Node::new(open.start, open.start, open.label, SliceKind::Unclosed);
-                node.children = region.items;
+                node.children = region.items.into_list();
                 // After the slices starting with it (arrival number 0 sorts last).
-                let outer = &mut t.innermost().items;
+                let outer = t.innermost().items.list();
                 outer.insert((open.start, Reverse(0)), node);
             }
             for (_, node) in std::mem::take(&mut t.top.items) {
@@ -571,7 +573,20 @@ fn insert(
     sink: &mut impl Sink,
 ) -> usize {
     let Region { items, resolved_until } = region;
-    let mut list = items;
+    let is_scope = node.kind == SliceKind::Scope;
+    if items.is_empty() {
+        // Nothing to go down into, adopt or overlap.
+        if is_scope && resolved_until.is_some_and(|r| node.start <= r) {
+            sink.problem(Problem {
+                tid,
+                ts: node.start,
+                kind: ProblemKind::LateParent { scope: node.label },
+            });
+        }
+        *items = FirstInPlace::One((node.start, Reverse(seq)), node);
+        return 0;
+    }
+    let mut list = items.list();
     let mut holder_nested = None;
     let mut depth = 0;
     // At the depth cap, the slice is placed beside the one that holds it, which takes its
@@ -588,7 +603,6 @@ fn insert(
         holder_nested = Some(nested);
         list = children;
     }
-    let is_scope = node.kind == SliceKind::Scope;
     let at_top = holder_nested.is_none() && capped.is_none();
     if is_scope && at_top && resolved_until.is_some_and(|r| node.start <= r) {
         sink.problem(Problem { tid, ts: node.start, kind: ProblemKind::LateParent { scope: node.label } });

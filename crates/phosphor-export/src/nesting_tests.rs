@@ -401,3 +401,20 @@ fn a_pending_slice_takes_80_bytes_in_its_list() {
     // What DEFAULT_PENDING_LIMIT's bound on memory counts.
     assert_eq!(std::mem::size_of::<(Key, Node)>(), 80);
 }
+
+#[test]
+fn a_thread_of_one_pending_slice_holds_it_in_its_state_without_an_allocation() {
+    // A file of a million threads of one slice each: 128 MB of states, not 80 and a million
+    // blocks of 80 bytes that the allocator keeps once they are freed.
+    assert_eq!(std::mem::size_of::<Thread>(), 128);
+    let (mut n, mut r) = (Nesting::new(DEFAULT_PENDING_LIMIT), Record::default());
+    n.complete(7, 1, 10, 5, &mut r);
+    assert!(matches!(n.threads[0].top.items, FirstInPlace::One(..)));
+    // A second one makes it a list, in order.
+    n.complete(7, 1, 0, 5, &mut r);
+    assert!(matches!(n.threads[0].top.items, FirstInPlace::Many(..)));
+    let starts: Vec<u64> = n.threads[0].top.items.iter().map(|(k, _)| k.0).collect();
+    assert_eq!(starts, [0, 10]);
+    n.finish(&mut r);
+    assert_eq!(n.pending(), 0);
+}

@@ -235,6 +235,88 @@ impl<V> Siblings<V> {
     }
 }
 
+/// [`Siblings`] that hold a first item in place, with no allocation: a thread's top level in a
+/// file of a million threads of one slice each would otherwise take a million small blocks, which
+/// the allocator keeps once they are freed.
+#[derive(Debug)]
+pub(crate) enum FirstInPlace<V> {
+    One(Key, V),
+    Many(Siblings<V>),
+}
+
+impl<V> Default for FirstInPlace<V> {
+    fn default() -> FirstInPlace<V> {
+        FirstInPlace::Many(Siblings::default())
+    }
+}
+
+impl<V> FirstInPlace<V> {
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            FirstInPlace::One(..) => false,
+            FirstInPlace::Many(list) => list.is_empty(),
+        }
+    }
+
+    /// The items as a list (which allocates for an item held in place).
+    pub(crate) fn into_list(self) -> Siblings<V> {
+        match self {
+            FirstInPlace::One(key, value) => {
+                let mut list = Siblings::default();
+                list.insert(key, value);
+                list
+            }
+            FirstInPlace::Many(list) => list,
+        }
+    }
+
+    /// The items as a list, to change.
+    pub(crate) fn list(&mut self) -> &mut Siblings<V> {
+        if let FirstInPlace::One(..) = self {
+            *self = FirstInPlace::Many(std::mem::take(self).into_list());
+        }
+        match self {
+            FirstInPlace::Many(list) => list,
+            // Made a list above.
+            FirstInPlace::One(..) => unreachable!("an item in place was moved to a list"),
+        }
+    }
+
+    /// Removes the first item.
+    pub(crate) fn pop_first(&mut self) -> Option<(Key, V)> {
+        match std::mem::take(self) {
+            FirstInPlace::One(key, value) => Some((key, value)),
+            FirstInPlace::Many(mut list) => {
+                let first = list.pop_first();
+                *self = FirstInPlace::Many(list);
+                first
+            }
+        }
+    }
+
+    /// The items in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Key, &V)> {
+        let (one, many) = match self {
+            FirstInPlace::One(key, value) => (Some((key, value)), None),
+            FirstInPlace::Many(list) => (None, Some(list.iter())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+}
+
+impl<V> IntoIterator for FirstInPlace<V> {
+    type Item = (Key, V);
+    type IntoIter = std::iter::Chain<std::option::IntoIter<(Key, V)>, IntoIter<V>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        let (one, list) = match self {
+            FirstInPlace::One(key, value) => (Some((key, value)), Siblings::default()),
+            FirstInPlace::Many(list) => (None, list),
+        };
+        one.into_iter().chain(list)
+    }
+}
+
 /// The items of a [`Siblings`] in key order.
 pub(crate) enum Iter<'a, V> {
     List(std::collections::vec_deque::Iter<'a, (Key, V)>),

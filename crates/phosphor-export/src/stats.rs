@@ -545,15 +545,17 @@ impl StatsBuilder {
         mut names: Vec<(u32, String)>,
         trailer: Option<&Trailer>,
     ) -> TraceStats {
-        // (Nothing is left to resolve if `read` did it.)
-        self.nesting.finish(&mut self.collector);
-        // What finding labels, paths and kinds took is not needed any more.
-        self.labels.free_index();
-        self.collector.free_index();
         // Events by thread, in the order of `tids`: 8 bytes a thread, not a map's entry, while the
-        // tables are made.
+        // pending slices are resolved (a kind each for a file of a million threads of one slice)
+        // and the tables are made.
         let events: Vec<u64> = tids.iter().map(|tid| self.threads.get(tid).copied().unwrap_or(0)).collect();
         self.threads = HashMap::default();
+        // What finding labels took is not needed any more (every label is in).
+        self.labels.free_index();
+        // (Nothing is left to resolve if `read` did it.)
+        self.nesting.finish(&mut self.collector);
+        // Nor what finding paths and kinds took.
+        self.collector.free_index();
         let clock = &self.clock;
         let labels = &self.labels.names;
         let name = |l: Label| labels[l as usize].0.to_string();

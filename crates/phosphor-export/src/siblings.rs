@@ -272,13 +272,12 @@ impl<V> FirstInPlace<V> {
 
     /// The items as a list, to change.
     pub(crate) fn list(&mut self) -> &mut Siblings<V> {
-        if let FirstInPlace::One(..) = self {
-            *self = FirstInPlace::Many(std::mem::take(self).into_list());
-        }
-        match self {
-            FirstInPlace::Many(list) => list,
-            // Made a list above.
-            FirstInPlace::One(..) => unreachable!("an item in place was moved to a list"),
+        // Two rounds at most: a second finds the list made in the first.
+        loop {
+            match self {
+                FirstInPlace::Many(list) => return list,
+                FirstInPlace::One(..) => *self = FirstInPlace::Many(std::mem::take(self).into_list()),
+            }
         }
     }
 

@@ -17,6 +17,7 @@ use phosphor_format::file::ClockInfo;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::durations::Durations;
+use crate::labels::Labels;
 use crate::names;
 use crate::nesting::{self, Label, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT};
 use crate::scope_path::{PathTree, PathTreeBuilder, ScopePath};
@@ -119,25 +120,17 @@ impl NameTree {
 }
 
 /// Interns every path of `paths` as names: the labels' (which differ in name or in event type),
-/// and `[deeper than N]` for the depth cap's marker.
-pub(crate) fn name_tree(paths: &nesting::Paths, labels: &[(Arc<str>, EventType)]) -> NameTree {
-    let mut numbers: HashMap<&str, u32> = HashMap::default();
-    let mut names: Vec<Arc<str>> = Vec::new();
-    let by_label: Vec<u32> = labels
-        .iter()
-        .map(|(name, _)| {
-            *numbers.entry(name).or_insert_with(|| {
-                names.push(name.clone());
-                names.len() as u32 - 1
-            })
-        })
-        .collect();
-    let marker = format!("[deeper than {}]", paths.max_depth());
-    let deeper = numbers.get(marker.as_str()).copied().unwrap_or_else(|| {
-        names.push(marker.into());
-        names.len() as u32 - 1
-    });
-    drop(numbers);
+/// and `marker` for the depth cap's marker (`deeper`: its number among the labels' names, if a
+/// label has it).
+pub(crate) fn name_tree(
+    paths: &nesting::Paths,
+    labels: Labels,
+    marker: &str,
+    deeper: Option<u32>,
+) -> NameTree {
+    let by_label: Vec<u32> = (0..labels.len() as Label).map(|l| labels.name_number(l)).collect();
+    let mut names = labels.into_names();
+    let deeper = deeper.unwrap_or_else(|| names.push(marker));
     let mut b = PathTreeBuilder::new(names);
     // A path is interned after its parent, so its parent's id is already mapped.
     let mut ids = Vec::with_capacity(paths.len());

@@ -1,20 +1,20 @@
 //! [`Labels`]: the statistics' names and event types, numbered as the nesting's labels, and the
 //! label of each callsite.
 //!
-//! A file may hold a million callsites of distinct names, so a name is stored once: the labels
-//! are found by a table of their numbers hashed by name and type (4 bytes a label), not by a map
-//! keyed by a second copy of the name, and a name's labels of several types share its text (with
-//! the statistics' paths too).
+//! A file may hold a million callsites of distinct names, so a name is stored once, in one
+//! buffer ([`NameList`]): the labels are found by a table of their numbers hashed by name and
+//! type (4 bytes a label), not by a map keyed by a second copy of the name; a name's labels of
+//! several types share its text, and the statistics' paths take the list over at the end.
 
 use std::borrow::Cow;
 use std::hash::BuildHasher;
-use std::sync::Arc;
 
 use hashbrown::HashTable;
 use phosphor_format::file::Callsite;
-use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
+use phosphor_format::IdMap;
+use rustc_hash::FxBuildHasher;
 
-use crate::names;
+use crate::names::{self, NameList};
 use crate::nesting::Label;
 use crate::stats::EventType;
 
@@ -31,11 +31,14 @@ const EVENT_TYPES: [EventType; 6] = [
 /// Names and event types by label, and the label of each callsite.
 #[derive(Debug, Default)]
 pub(crate) struct Labels {
-    /// Names as shown (`names.rs`: a long name is cut), and their event types.
-    pub(crate) names: Vec<(Arc<str>, EventType)>,
-    /// The labels, found by their name and type in `names`.
+    /// Distinct names as shown (`names.rs`: a long name is cut).
+    names: NameList,
+    /// By label, its name's number in `names` and its event type.
+    labels: Vec<(u32, EventType)>,
+    /// The labels, found by their name and type.
     index: HashTable<Label>,
-    by_callsite: HashMap<u32, Label>,
+    /// By callsite id, the label its events had last.
+    by_callsite: IdMap,
     /// Distinct names cut to be shown.
     pub(crate) cut: u64,
 }
@@ -48,10 +51,9 @@ impl Labels {
     /// The label of `cs` as an event of type `ty` (a begin and its end share one).
     pub(crate) fn label(&mut self, cs: &Callsite<'_>, ty: EventType) -> Label {
         let name = names::shown(cs.name.as_str());
-        if let Some(&l) = self.by_callsite.get(&cs.id) {
-            let (known, t) = &self.names[l as usize];
+        if let Some(l) = self.by_callsite.get(cs.id) {
             // A file may define an id again; the name then changes.
-            if *t == ty && **known == *name {
+            if self.event_type(l) == ty && self.name(l) == name {
                 return l;
             }
         }
@@ -65,13 +67,39 @@ impl Labels {
         self.shown(names::shown(name), ty)
     }
 
+    /// The name of label `l`.
+    pub(crate) fn name(&self, l: Label) -> &str {
+        self.labels.get(l as usize).map_or("", |&(n, _)| self.names.get(n))
+    }
+
+    /// The event type of label `l` (a scope's for a label it did not give).
+    pub(crate) fn event_type(&self, l: Label) -> EventType {
+        self.labels.get(l as usize).map_or(EventType::Scope, |l| l.1)
+    }
+
+    /// The number of label `l`'s name among [`Labels::into_names`].
+    pub(crate) fn name_number(&self, l: Label) -> u32 {
+        self.labels.get(l as usize).map_or(u32::MAX, |l| l.0)
+    }
+
+    /// The number of `name` among [`Labels::into_names`], if a label has it (as shown), while
+    /// the labels can still be found.
+    pub(crate) fn find_name(&self, name: &str) -> Option<u32> {
+        EVENT_TYPES.iter().find_map(|&t| self.find(name, t)).map(|l| self.name_number(l))
+    }
+
+    /// Labels given.
+    pub(crate) fn len(&self) -> usize {
+        self.labels.len()
+    }
+
     /// The label of `name` as type `ty`, if it has one.
     fn find(&self, name: &str, ty: EventType) -> Option<Label> {
-        let names = &self.names;
+        let (names, labels) = (&self.names, &self.labels);
         self.index
             .find(hash(name, ty), |&l| {
-                let (n, t) = &names[l as usize];
-                *t == ty && **n == *name
+                let (n, t) = labels[l as usize];
+                t == ty && names.get(n) == name
             })
             .copied()
     }
@@ -82,22 +110,20 @@ impl Labels {
             return l;
         }
         // The text of the name's labels of other types, if it has any.
-        let known = EVENT_TYPES.iter().filter(|&&t| t != ty).find_map(|&t| self.find(&name, t));
-        let text = match known {
-            Some(l) => self.names[l as usize].0.clone(),
+        let number = match self.find_name(&name) {
+            Some(n) => n,
             None => {
                 // Owned only when cut.
                 self.cut += u64::from(matches!(name, Cow::Owned(_)));
-                Arc::from(name)
+                self.names.push(&name)
             }
         };
-        let next = self.names.len() as Label;
-        let h = hash(&text, ty);
-        self.names.push((text, ty));
-        let names = &self.names;
-        self.index.insert_unique(h, next, |&l| {
-            let (n, t) = &names[l as usize];
-            hash(n, *t)
+        let next = self.labels.len() as Label;
+        self.labels.push((number, ty));
+        let (names, labels) = (&self.names, &self.labels);
+        self.index.insert_unique(hash(&name, ty), next, |&l| {
+            let (n, t) = labels[l as usize];
+            hash(names.get(n), t)
         });
         next
     }
@@ -105,6 +131,13 @@ impl Labels {
     /// Frees what finding labels takes, once every event is in.
     pub(crate) fn free_index(&mut self) {
         self.index = HashTable::new();
-        self.by_callsite = HashMap::default();
+        self.by_callsite = IdMap::default();
+    }
+
+    /// The distinct names, numbered as [`Labels::name_number`] gives them; the labels are gone.
+    pub(crate) fn into_names(self) -> NameList {
+        let mut names = self.names;
+        names.shrink_to_fit();
+        names
     }
 }

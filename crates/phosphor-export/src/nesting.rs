@@ -58,8 +58,11 @@
 //! plus the open begins, and paths are exact unless a `LateParent` is reported.
 
 use std::cmp::Reverse;
+use std::hash::BuildHasher;
 
-use rustc_hash::FxHashMap as HashMap;
+use hashbrown::HashTable;
+use phosphor_format::IdMap;
+use rustc_hash::FxBuildHasher;
 
 use crate::siblings::{FirstInPlace, Key, Siblings};
 
@@ -101,7 +104,8 @@ struct PathNode {
 #[derive(Debug)]
 pub(crate) struct Paths {
     nodes: Vec<PathNode>,
-    index: HashMap<(PathId, Label), PathId>,
+    /// The paths, found by their parent and last label (4 bytes a path).
+    index: HashTable<PathId>,
     max_depth: u32,
 }
 
@@ -109,7 +113,7 @@ impl Paths {
     fn new(max_depth: usize) -> Paths {
         Paths {
             nodes: vec![PathNode { parent: ROOT, label: DEEPER, depth: 0 }],
-            index: HashMap::default(),
+            index: HashTable::new(),
             max_depth: u32::try_from(max_depth).unwrap_or(u32::MAX).clamp(1, u32::MAX - 2),
         }
     }
@@ -130,13 +134,24 @@ impl Paths {
     }
 
     fn intern(&mut self, parent: PathId, label: Label) -> PathId {
-        let next = self.nodes.len() as PathId;
-        let id = *self.index.entry((parent, label)).or_insert(next);
-        if id == next {
-            let depth = self.nodes[parent as usize].depth + 1;
-            self.nodes.push(PathNode { parent, label, depth });
+        let nodes = &self.nodes;
+        let hash = |parent: PathId, label: Label| FxBuildHasher.hash_one((parent, label));
+        let found = self.index.find(hash(parent, label), |&p| {
+            let n = &nodes[p as usize];
+            (n.parent, n.label) == (parent, label)
+        });
+        if let Some(&id) = found {
+            return id;
         }
-        id
+        let next = nodes.len() as PathId;
+        let depth = nodes[parent as usize].depth + 1;
+        self.nodes.push(PathNode { parent, label, depth });
+        let nodes = &self.nodes;
+        self.index.insert_unique(hash(parent, label), next, |&p| {
+            let n = &nodes[p as usize];
+            hash(n.parent, n.label)
+        });
+        next
     }
 
     /// Labels in `path` (a path cut at the cap counts its marker).
@@ -352,7 +367,7 @@ impl Thread {
 #[derive(Debug)]
 pub(crate) struct Nesting {
     /// By thread id, its place in `threads`.
-    thread_index: HashMap<u32, u32>,
+    thread_index: IdMap,
     threads: Vec<Thread>,
     paths: Paths,
     limit: usize,
@@ -371,7 +386,7 @@ impl Nesting {
     /// Keeps at most `limit` pending slices per thread, and paths [`DEFAULT_MAX_DEPTH`] deep.
     pub(crate) fn new(limit: usize) -> Nesting {
         Nesting {
-            thread_index: HashMap::default(),
+            thread_index: IdMap::default(),
             threads: Vec::new(),
             paths: Paths::new(DEFAULT_MAX_DEPTH),
             // A thread's count of pending slices is a `u32`.
@@ -507,7 +522,7 @@ impl Nesting {
     /// Ends the stream: begins still open become unclosed slices (reported), and every pending
     /// subtree is resolved. No slice may be added after: the paths' index is freed.
     pub(crate) fn finish(&mut self, sink: &mut impl Sink) {
-        self.thread_index = HashMap::default();
+        self.thread_index = IdMap::default();
         let mut threads = std::mem::take(&mut self.threads);
         threads.sort_unstable_by_key(|t| Reverse(t.tid));
         // By id; each thread's memory is freed once it is resolved, and the list's as it empties
@@ -534,16 +549,21 @@ impl Nesting {
                 resolve(&mut self.paths, &mut self.stack, &mut self.truncated, tid, ROOT, node, sink);
             }
         }
-        self.paths.index = HashMap::default();
+        self.paths.index = HashTable::new();
     }
 }
 
 /// The state of thread `tid` in `threads`, found by `index`; new if it had none.
-fn thread<'a>(index: &mut HashMap<u32, u32>, threads: &'a mut Vec<Thread>, tid: u32) -> &'a mut Thread {
-    let at = *index.entry(tid).or_insert_with(|| {
-        threads.push(Thread { tid, ..Thread::default() });
-        threads.len() as u32 - 1
-    });
+fn thread<'a>(index: &mut IdMap, threads: &'a mut Vec<Thread>, tid: u32) -> &'a mut Thread {
+    let at = match index.get(tid) {
+        Some(at) => at,
+        None => {
+            threads.push(Thread { tid, ..Thread::default() });
+            let at = threads.len() as u32 - 1;
+            index.insert(tid, at);
+            at
+        }
+    };
     &mut threads[at as usize]
 }
 

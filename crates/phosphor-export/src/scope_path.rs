@@ -7,9 +7,13 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap as HashMap;
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
+
+use crate::names::NameList;
 
 /// The names of the enclosing scopes, outermost first, then the kind's own: a path in the tree
 /// of the [`TraceStats`](crate::TraceStats) it came from. Cloning it copies a reference.
@@ -131,7 +135,7 @@ struct Node {
 #[derive(Debug)]
 pub(crate) struct PathTree {
     nodes: Vec<Node>,
-    names: Vec<Arc<str>>,
+    names: NameList,
     /// By node, its place in the order of the paths' names: the tree walked depth first, each
     /// node's children in the order of their names (which differ), is that order.
     rank: Vec<u32>,
@@ -146,7 +150,7 @@ impl PathTree {
         if id == 0 {
             ""
         } else {
-            &self.names[self.node(id).name as usize]
+            self.names.get(self.node(id).name)
         }
     }
 
@@ -160,26 +164,34 @@ impl PathTree {
 #[derive(Debug)]
 pub(crate) struct PathTreeBuilder {
     tree: PathTree,
-    index: HashMap<(u32, u32), u32>,
+    /// The nodes, found by their parent and name (4 bytes a node).
+    index: HashTable<u32>,
 }
 
 impl PathTreeBuilder {
     /// A tree over `names` (which must differ from each other).
-    pub(crate) fn new(names: Vec<Arc<str>>) -> PathTreeBuilder {
+    pub(crate) fn new(names: NameList) -> PathTreeBuilder {
         let root = Node { parent: 0, name: 0, depth: 0 };
         let tree = PathTree { nodes: vec![root], names, rank: Vec::new() };
-        PathTreeBuilder { tree, index: HashMap::default() }
+        PathTreeBuilder { tree, index: HashTable::new() }
     }
 
     /// The path `parent` followed by the name numbered `name`.
     pub(crate) fn child(&mut self, parent: u32, name: u32) -> u32 {
-        let next = self.tree.nodes.len() as u32;
-        let id = *self.index.entry((parent, name)).or_insert(next);
-        if id == next {
-            let depth = self.tree.node(parent).depth + 1;
-            self.tree.nodes.push(Node { parent, name, depth });
+        let hash = |parent: u32, name: u32| FxBuildHasher.hash_one((parent, name));
+        let nodes = &self.tree.nodes;
+        let same = |&n: &u32| (nodes[n as usize].parent, nodes[n as usize].name) == (parent, name);
+        if let Some(&id) = self.index.find(hash(parent, name), same) {
+            return id;
         }
-        id
+        let next = nodes.len() as u32;
+        let depth = nodes[parent as usize].depth + 1;
+        self.tree.nodes.push(Node { parent, name, depth });
+        let nodes = &self.tree.nodes;
+        self.index.insert_unique(hash(parent, name), next, |&n| {
+            hash(nodes[n as usize].parent, nodes[n as usize].name)
+        });
+        next
     }
 
     pub(crate) fn finish(self) -> Arc<PathTree> {
@@ -233,7 +245,11 @@ mod tests {
         let mut names: Vec<&str> = paths.iter().flat_map(|p| p.iter().copied()).collect();
         names.sort_unstable();
         names.dedup();
-        let mut b = PathTreeBuilder::new(names.iter().map(|&n| n.into()).collect());
+        let mut list = NameList::default();
+        for n in &names {
+            list.push(n);
+        }
+        let mut b = PathTreeBuilder::new(list);
         let ids: Vec<u32> = paths
             .iter()
             .map(|p| p.iter().fold(0, |parent, n| b.child(parent, names.binary_search(n).unwrap() as u32)))

@@ -550,15 +550,18 @@ impl StatsBuilder {
         // and the tables are made.
         let events: Vec<u64> = tids.iter().map(|tid| self.threads.get(tid).copied().unwrap_or(0)).collect();
         self.threads = HashMap::default();
-        // What finding labels took is not needed any more (every label is in).
+        // The depth cap's marker, if a label has its name; then what finding labels took is not
+        // needed any more (every label is in).
+        let marker = format!("[deeper than {}]", self.nesting.paths().max_depth());
+        let deeper = self.labels.find_name(&marker);
         self.labels.free_index();
         // (Nothing is left to resolve if `read` did it.)
         self.nesting.finish(&mut self.collector);
         // Nor what finding paths and kinds took.
         self.collector.free_index();
         let clock = &self.clock;
-        let labels = &self.labels.names;
-        let name = |l: Label| labels[l as usize].0.to_string();
+        let labels = &self.labels;
+        let name = |l: Label| labels.name(l).to_string();
         let mut problems: Vec<ScopeProblem> = self
             .collector
             .problems
@@ -586,13 +589,12 @@ impl StatsBuilder {
         // The names' tree, and each path's event type; then the labels and the nesting's paths
         // are freed before the tables of kinds are made.
         let paths = self.nesting.take_paths();
-        let tree = kinds::name_tree(&paths, labels);
-        let types: Vec<EventType> = (0..paths.len() as PathId)
-            .map(|p| labels.get(paths.label(p) as usize).map_or(EventType::Scope, |l| l.1))
-            .collect();
+        let types: Vec<EventType> =
+            (0..paths.len() as PathId).map(|p| labels.event_type(paths.label(p))).collect();
+        let names_cut = labels.cut;
+        let tree = kinds::name_tree(&paths, std::mem::take(&mut self.labels), &marker, deeper);
         let max_depth = paths.max_depth();
         drop(paths);
-        self.labels.names = Vec::new();
         let event_type = |path: PathId| types[path as usize];
         let (kinds, by_path) =
             kinds::tables(std::mem::take(&mut self.collector.kinds), &tree, event_type, clock);
@@ -637,7 +639,7 @@ impl StatsBuilder {
             late_parents: self.collector.late_parents,
             max_depth,
             truncated: self.nesting.truncated(),
-            names_cut: self.labels.cut,
+            names_cut,
             logs,
             aggregates,
             saturation: self.saturation,

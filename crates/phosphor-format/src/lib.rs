@@ -22,6 +22,7 @@ pub mod file;
 mod glob;
 mod hash;
 pub mod hist;
+mod id_map;
 mod level;
 mod record;
 
@@ -29,6 +30,7 @@ pub use clock::{ClockInfo, ClockKind};
 pub use decode::{count_events, decode_event, ArgWord, DecodeError, ParamIter, RawEvent, RawParams};
 pub use glob::glob_match;
 pub use hash::fnv1a64;
+pub use id_map::{IdMap, Iter as IdMapIter};
 pub use level::{Level, ParseLevelError};
 pub use record::{
     continuation_records, encode_continuation, pack_static_str, params_desc, unpack_static_str, ArgType,

@@ -20,12 +20,10 @@
 //! The reader stores entries as they are in the file, strings as indices ([`RawCallsite`]), and
 //! lends [`Callsite`]s whose strings are handles into the one [`StringTable`].
 
-use rustc_hash::FxHashMap;
-
 use super::bytes::Body;
 use super::error::{Error, ErrorKind};
 use super::strings::{StringTable, TableStr};
-use crate::{Level, Phase, FIRST_CALLSITE_ID};
+use crate::{IdMap, Level, Phase, FIRST_CALLSITE_ID};
 
 /// Callsite flag (entry byte 6, format 1.2): each event's name is the string value of its
 /// argument 0, chosen at run time.
@@ -192,23 +190,24 @@ pub(crate) struct Tables {
     pub(crate) strings: StringTable,
     /// Callsites in the order first defined (a redefinition replaces the entry in place).
     callsites: Vec<RawCallsite>,
-    /// Callsite id → position in `callsites`, looked up once per event: hashed with FxHash, not
-    /// SipHash (ids come from the file, but a collision-flooding file only slows its own reading).
-    by_id: FxHashMap<u32, u32>,
+    /// Callsite id → position in `callsites`, looked up once per event: an array for a writer's
+    /// ids, which come in order; FxHash, not SipHash, for others (ids come from the file, but a
+    /// collision-flooding file only slows its own reading).
+    by_id: IdMap,
     /// Thread id → string index of its name.
-    threads: FxHashMap<u32, u32>,
+    threads: IdMap,
 }
 
 impl Tables {
     /// The callsite with `id`, if defined.
     #[inline]
     pub(crate) fn callsite(&self, id: u32) -> Option<Callsite<'_>> {
-        let &at = self.by_id.get(&id)?;
+        let at = self.by_id.get(id)?;
         Some(self.callsites[at as usize].resolve(&self.strings))
     }
 
     pub(crate) fn has_callsite(&self, id: u32) -> bool {
-        self.by_id.contains_key(&id)
+        self.by_id.contains(id)
     }
 
     /// Every callsite, in the order first defined.
@@ -217,11 +216,11 @@ impl Tables {
     }
 
     pub(crate) fn thread_name(&self, tid: u32) -> Option<TableStr<'_>> {
-        self.threads.get(&tid).map(|&i| self.strings.handle(i))
+        self.threads.get(tid).map(|i| self.strings.handle(i))
     }
 
     pub(crate) fn thread_names(&self) -> impl ExactSizeIterator<Item = (u32, TableStr<'_>)> + '_ {
-        self.threads.iter().map(|(&t, &i)| (t, self.strings.handle(i)))
+        self.threads.iter().map(|(t, i)| (t, self.strings.handle(i)))
     }
 
     /// A string index field, checked against the table.
@@ -316,10 +315,12 @@ impl Tables {
             };
             // Positions fit in u32: there is one per distinct id.
             let next = self.callsites.len() as u32;
-            let at = *self.by_id.entry(id).or_insert(next);
-            match self.callsites.get_mut(at as usize) {
-                Some(old) => *old = entry,
-                None => self.callsites.push(entry),
+            match self.by_id.get(id) {
+                Some(at) => self.callsites[at as usize] = entry,
+                None => {
+                    self.by_id.insert(id, next);
+                    self.callsites.push(entry);
+                }
             }
         }
         Ok(count)

@@ -129,8 +129,13 @@ pub(crate) fn name_tree(
     deeper: Option<u32>,
 ) -> NameTree {
     let by_label: Vec<u32> = (0..labels.len() as Label).map(|l| labels.name_number(l)).collect();
-    let mut names = labels.into_names();
-    let deeper = deeper.unwrap_or_else(|| names.push(marker));
+    let (names, deeper) = match deeper {
+        Some(d) => (labels.into_names(&[]), d),
+        None => {
+            let n = labels.len_names();
+            (labels.into_names(&[marker]), n)
+        }
+    };
     let mut b = PathTreeBuilder::new(names);
     // A path is interned after its parent, so its parent's id is already mapped.
     let mut ids = Vec::with_capacity(paths.len());
@@ -165,21 +170,20 @@ pub(crate) fn shown_thread_names<'a>(
     names
 }
 
-/// Where a path's row across threads comes from.
-#[derive(Clone, Copy)]
-enum Source {
-    /// The row of its one thread, at this place in the table per thread.
-    One(u32),
-    /// Rows of several threads merged, at this place among the merged.
-    Merged(u32),
-}
+/// In a source of a row across threads (`tables`): the row is merged from several threads', at
+/// the place the other bits give among the merged; without it, the row is its one thread's, at
+/// that place in the table per thread.
+const MERGED: u32 = 1 << 31;
 
 /// The kinds per thread and path (by thread id, then path) and per path across threads (by
 /// path), from the collector's `per_thread` kinds: rows of one path on every thread add up to its
 /// row across threads. `event_type` is the type of a path's last label.
+///
+/// The two tables are the result, so their rows (104 bytes each) are most of the memory: the
+/// rest is freed or cut to 4 bytes a row before the second is made.
 pub(crate) fn tables(
     mut per_thread: Vec<Kind>,
-    tree: &NameTree,
+    tree: NameTree,
     event_type: impl Fn(PathId) -> EventType,
     clock: &ClockInfo,
 ) -> (Vec<KindStats>, Vec<KindStats>) {
@@ -213,36 +217,47 @@ pub(crate) fn tables(
     }
     drop(order);
 
-    // Each path, in the order of its ids, and where its row across threads comes from.
-    let mut runs: Vec<(PathId, Source)> = Vec::new();
+    // Each path, in the order of its ids: where its row across threads comes from. (Fewer than
+    // 2^31 rows: each takes more than a byte of memory.)
+    let mut sources: Vec<u32> = Vec::new();
     let mut merged: Vec<Option<KindStats>> = Vec::new();
     let mut start = 0;
     for run in per_thread.chunk_by(|a, b| a.path == b.path) {
-        let path = run[0].path;
         if let [_] = run {
-            runs.push((path, Source::One(at[start])));
+            sources.push(at[start]);
         } else {
             let mut all = KindAcc::default();
             for k in run {
                 all.count += k.acc.count;
                 all.durations.merge(&k.acc.durations);
             }
-            merged.push(Some(kind(None, path, &all)));
-            runs.push((path, Source::Merged(merged.len() as u32 - 1)));
+            merged.push(Some(kind(None, run[0].path, &all)));
+            sources.push(MERGED | (merged.len() as u32 - 1));
         }
         start += run.len();
     }
-    drop((per_thread, at));
+    drop((per_thread, at, tree));
 
-    // The table across threads: by the path's names, the type; then the path's id.
-    runs.sort_unstable_by(|(a, _), (b, _)| {
-        tree.cmp(*a, *b).then_with(|| event_type(*a).cmp(&event_type(*b))).then(a.cmp(b))
+    // The table across threads: by the path's names, the type; then the path's id (the sort is
+    // stable).
+    let row = |source: u32| match source & MERGED {
+        0 => kinds.get(source as usize),
+        _ => merged.get((source & !MERGED) as usize).and_then(Option::as_ref),
+    };
+    sources.sort_by(|&a, &b| match (row(a), row(b)) {
+        (Some(x), Some(y)) => x.path.cmp_names(&y.path).then_with(|| x.event_type.cmp(&y.event_type)),
+        // Not reached: every source names a row.
+        (x, y) => x.is_some().cmp(&y.is_some()),
     });
-    let mut paths = Vec::with_capacity(runs.len());
-    for &(_, source) in &runs {
-        paths.push(match source {
-            Source::One(i) => KindStats { tid: None, ..kinds[i as usize].clone() },
-            Source::Merged(j) => merged[j as usize].take().expect("each merged row is used once"),
+    let mut paths = Vec::with_capacity(sources.len());
+    for source in sources {
+        paths.push(match source & MERGED {
+            0 => KindStats { tid: None, ..kinds[source as usize].clone() },
+            _ => match merged.get_mut((source & !MERGED) as usize).and_then(Option::take) {
+                Some(row) => row,
+                // Not reached: each merged row has one source.
+                None => continue,
+            },
         });
     }
     (kinds, paths)

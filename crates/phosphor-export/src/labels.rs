@@ -88,6 +88,11 @@ impl Labels {
         EVENT_TYPES.iter().find_map(|&t| self.find(name, t)).map(|l| self.name_number(l))
     }
 
+    /// Distinct names.
+    pub(crate) fn len_names(&self) -> u32 {
+        self.names.len()
+    }
+
     /// Labels given.
     pub(crate) fn len(&self) -> usize {
         self.labels.len()
@@ -134,9 +139,13 @@ impl Labels {
         self.by_callsite = IdMap::default();
     }
 
-    /// The distinct names, numbered as [`Labels::name_number`] gives them; the labels are gone.
-    pub(crate) fn into_names(self) -> NameList {
+    /// The distinct names, numbered as [`Labels::name_number`] gives them, and `more` after
+    /// them; the labels are gone.
+    pub(crate) fn into_names(self, more: &[&str]) -> NameList {
         let mut names = self.names;
+        for name in more {
+            names.push(name);
+        }
         names.shrink_to_fit();
         names
     }

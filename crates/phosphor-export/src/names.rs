@@ -43,29 +43,53 @@ pub(crate) fn lock_base(name: &str, phase: Phase) -> &str {
 }
 
 /// Names numbered in the order they were added, in one buffer: a million names take their bytes
-/// and 8 bytes each, not a block of their own each (which costs 32 bytes or more in the allocator,
+/// and 4 bytes each, not a block of their own each (which costs 32 bytes or more in the allocator,
 /// and stays with it once freed).
 #[derive(Debug, Default)]
 pub(crate) struct NameList {
     text: String,
-    /// By number, where the name ends in `text` (it starts where the one before ends).
-    ends: Vec<usize>,
+    /// By number, where the name ends in `text`, modulo 2^32 (it starts where the one before
+    /// ends).
+    ends: Vec<u32>,
+    /// The numbers of the names whose end passed a multiple of 2^32 bytes, once for each: a list
+    /// of names of more than 4 GiB in all has a few, others none.
+    wraps: Vec<u32>,
 }
 
 impl NameList {
     /// Adds `name`, and returns its number.
     pub(crate) fn push(&mut self, name: &str) -> u32 {
+        let n = self.ends.len() as u32;
+        let before = self.text.len() as u64;
         self.text.push_str(name);
-        self.ends.push(self.text.len());
-        self.ends.len() as u32 - 1
+        let after = self.text.len() as u64;
+        for _ in (before >> 32)..(after >> 32) {
+            self.wraps.push(n);
+        }
+        // The low 32 bits; `wraps` holds the rest.
+        self.ends.push(after as u32);
+        n
+    }
+
+    /// Where the name numbered `n` (one that exists) ends in `text`.
+    fn end(&self, n: usize) -> usize {
+        let wraps = self.wraps.partition_point(|&w| w as usize <= n) as u64;
+        ((wraps << 32) | u64::from(self.ends[n])) as usize
     }
 
     /// The name numbered `n` (empty past the last).
     pub(crate) fn get(&self, n: u32) -> &str {
         let n = n as usize;
-        let Some(&end) = self.ends.get(n) else { return "" };
-        let start = if n == 0 { 0 } else { self.ends[n - 1] };
-        &self.text[start..end]
+        if n >= self.ends.len() {
+            return "";
+        }
+        let start = if n == 0 { 0 } else { self.end(n - 1) };
+        self.text.get(start..self.end(n)).unwrap_or("")
+    }
+
+    /// Names added.
+    pub(crate) fn len(&self) -> u32 {
+        self.ends.len() as u32
     }
 
     /// Frees the spare room of a list that is complete.
@@ -88,7 +112,20 @@ mod tests {
         for (n, name) in numbers.iter().zip(names) {
             assert_eq!(list.get(*n), name);
         }
+        assert_eq!(list.len(), 5);
         assert_eq!(list.get(5), "");
+    }
+
+    #[test]
+    fn a_name_list_past_4_gib_finds_its_ends_past_each_wrap() {
+        // Names ending at 3 GiB, 5 GiB (past 4 GiB), 13 GiB + 7 (a name of over 8 GiB, past 8 and
+        // 12 GiB) and 13 GiB + 9: the ends are kept modulo 2^32, and the wraps by name.
+        const GIB: u64 = 1 << 30;
+        let want = [3 * GIB, 5 * GIB, 13 * GIB + 7, 13 * GIB + 9];
+        let list =
+            NameList { text: String::new(), ends: want.map(|e| e as u32).to_vec(), wraps: vec![1, 2, 2] };
+        let ends: Vec<u64> = (0..4).map(|n| list.end(n) as u64).collect();
+        assert_eq!(ends, want);
     }
 
     #[test]

@@ -44,9 +44,15 @@ impl ScopePath {
         ScopePath { tree, id }
     }
 
-    /// The number of names.
+    /// The number of names (found by walking up the tree: O(names)).
     pub fn len(&self) -> usize {
-        self.tree.node(self.id).depth as usize
+        let mut n = 0;
+        let mut id = self.id;
+        while id != 0 {
+            n += 1;
+            id = self.tree.node(id).parent;
+        }
+        n
     }
 
     /// Whether it has no name (a kind's path always has one).
@@ -61,7 +67,7 @@ impl ScopePath {
 
     /// The names, outermost first.
     pub fn segments(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator + '_ {
-        let mut ids = Vec::with_capacity(self.len());
+        let mut ids = Vec::new();
         let mut id = self.id;
         while id != 0 {
             ids.push(id);
@@ -126,9 +132,9 @@ impl fmt::Debug for ScopePath {
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
+    /// Below the node's id: a parent is added first.
     parent: u32,
     name: u32,
-    depth: u32,
 }
 
 /// Paths as a tree of names: node 0 is the empty path; a node is its parent and a name.
@@ -171,7 +177,7 @@ pub(crate) struct PathTreeBuilder {
 impl PathTreeBuilder {
     /// A tree over `names` (which must differ from each other).
     pub(crate) fn new(names: NameList) -> PathTreeBuilder {
-        let root = Node { parent: 0, name: 0, depth: 0 };
+        let root = Node { parent: 0, name: 0 };
         let tree = PathTree { nodes: vec![root], names, rank: Vec::new() };
         PathTreeBuilder { tree, index: HashTable::new() }
     }
@@ -185,8 +191,7 @@ impl PathTreeBuilder {
             return id;
         }
         let next = nodes.len() as u32;
-        let depth = nodes[parent as usize].depth + 1;
-        self.tree.nodes.push(Node { parent, name, depth });
+        self.tree.nodes.push(Node { parent, name });
         let nodes = &self.tree.nodes;
         self.index.insert_unique(hash(parent, name), next, |&n| {
             hash(nodes[n as usize].parent, nodes[n as usize].name)

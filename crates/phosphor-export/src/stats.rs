@@ -597,8 +597,8 @@ impl StatsBuilder {
         drop(paths);
         let event_type = |path: PathId| types[path as usize];
         let (kinds, by_path) =
-            kinds::tables(std::mem::take(&mut self.collector.kinds), &tree, event_type, clock);
-        drop((tree, types));
+            kinds::tables(std::mem::take(&mut self.collector.kinds), tree, event_type, clock);
+        drop(types);
 
         let mut logs: Vec<LogStats> = self.logs.into_values().collect();
         logs.sort_by(|a, b| (a.level, &a.category, &a.format).cmp(&(b.level, &b.category, &b.format)));

@@ -83,8 +83,6 @@ impl TraceStats {
             let at = self.threads.binary_search_by_key(&tid, |t| t.tid).ok()?;
             self.threads[at].name.as_deref()
         };
-        let kinds = options.select(&self.kinds);
-        let paths = options.select(&self.paths);
         let arrays = [
             (
                 "threads",
@@ -99,8 +97,8 @@ impl TraceStats {
                     })
                 }),
             ),
-            ("kinds", Seq::new(kinds.len(), |i| Kind { k: kinds[i], thread: Some(&thread_name) })),
-            ("paths", Seq::new(paths.len(), |i| Kind { k: paths[i], thread: None })),
+            ("kinds", Seq::Kinds { kinds: &self.kinds, options, thread: Some(&thread_name) }),
+            ("paths", Seq::Kinds { kinds: &self.paths, options, thread: None }),
             (
                 "async",
                 Seq::new(self.asyncs.len(), |i| {
@@ -214,46 +212,44 @@ fn aggregate(a: &AggregateStats) -> Value {
     }
 }
 
-/// A JSON array of `len` elements, element `i` made by `item(i)` when it is written.
-struct Seq<'a> {
-    len: usize,
-    item: Box<dyn Fn(usize) -> Element<'a> + 'a>,
-}
-
-/// An element of a [`Seq`].
-enum Element<'a> {
-    Value(Value),
-    Kind(Kind<'a>),
-}
-
-impl From<Value> for Element<'_> {
-    fn from(v: Value) -> Self {
-        Element::Value(v)
-    }
-}
-
-impl<'a> From<Kind<'a>> for Element<'a> {
-    fn from(k: Kind<'a>) -> Self {
-        Element::Kind(k)
-    }
+/// A JSON array, made as it is written.
+enum Seq<'a> {
+    /// `len` elements, element `i` made by `item(i)`.
+    Values { len: usize, item: Box<dyn Fn(usize) -> Value + 'a> },
+    /// A table of kinds, in the order and cut `options` give (found when it is written, so that
+    /// only one table's order is held at a time), with their threads if `thread` names them.
+    Kinds {
+        kinds: &'a [KindStats],
+        options: TableOptions,
+        thread: Option<&'a dyn Fn(u32) -> Option<&'a str>>,
+    },
 }
 
 impl<'a> Seq<'a> {
-    fn new<E: Into<Element<'a>>>(len: usize, item: impl Fn(usize) -> E + 'a) -> Seq<'a> {
-        Seq { len, item: Box::new(move |i| item(i).into()) }
+    fn new(len: usize, item: impl Fn(usize) -> Value + 'a) -> Seq<'a> {
+        Seq::Values { len, item: Box::new(item) }
     }
 }
 
 impl Serialize for Seq<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.len))?;
-        for i in 0..self.len {
-            match (self.item)(i) {
-                Element::Value(v) => seq.serialize_element(&v)?,
-                Element::Kind(k) => seq.serialize_element(&k)?,
+        match self {
+            Seq::Values { len, item } => {
+                let mut seq = s.serialize_seq(Some(*len))?;
+                for i in 0..*len {
+                    seq.serialize_element(&item(i))?;
+                }
+                seq.end()
+            }
+            Seq::Kinds { kinds, options, thread } => {
+                let order = options.order(kinds);
+                let mut seq = s.serialize_seq(Some(order.len()))?;
+                for i in order {
+                    seq.serialize_element(&Kind { k: &kinds[i as usize], thread: *thread })?;
+                }
+                seq.end()
             }
         }
-        seq.end()
     }
 }
 

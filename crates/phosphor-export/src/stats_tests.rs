@@ -407,6 +407,38 @@ fn tables_follow_the_sort_and_top_options() {
 }
 
 #[test]
+fn the_top_rows_are_the_first_rows_of_the_whole_table_ties_included() {
+    // Eight threads of the same few kinds, durations and counts from a small set: many ties.
+    let threads: Vec<(u32, Vec<Record>)> = (1..=8u32)
+        .map(|tid| {
+            let mut r = Vec::new();
+            for (k, id) in [UPDATE, RENDER, PHYSICS].into_iter().enumerate() {
+                for n in 0..(tid + k as u32) % 3 + 1 {
+                    r.push(slice(id, u64::from(n) * 1_000 + k as u64 * 100, u64::from(tid % 2 + 1) * 10));
+                }
+            }
+            r.extend((0..tid % 4).map(|n| mark(TICK, 10_000 + u64::from(n))));
+            (tid, r)
+        })
+        .collect();
+    let stats = stats_of(&threads);
+    assert!(stats.kinds.len() > 24, "{}", stats.kinds.len());
+    for sort in [SortBy::Total, SortBy::Count, SortBy::Max] {
+        for table in [&stats.kinds, &stats.paths] {
+            let all = TableOptions { sort, top: None }.select(table);
+            for top in 0..=table.len() + 1 {
+                let first = TableOptions { sort, top: Some(top) }.select(table);
+                let want = &all[..top.min(all.len())];
+                assert!(
+                    first.len() == want.len() && first.iter().zip(want).all(|(a, b)| std::ptr::eq(*a, *b)),
+                    "{sort:?}, top {top}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn recorded_traces_pair_async_slices_across_threads_and_type_lock_events() {
     let log = TraceLog::new(phosphor::TraceLogConfig::new().clock(phosphor::ClockKind::Monotonic)).unwrap();
     log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();

@@ -1,0 +1,417 @@
+//! Building an index from a trace file, in memory bounded whatever the file's size.
+//!
+//! 1. The file is read once. Each thread's begins are matched with their ends (a stack per
+//!    thread: only the open begins are in memory); every slice, point and counter sample goes to
+//!    an external sorter ([`extsort`]: sorted segments of [`BuildOptions::segment_items`] on
+//!    disk, merged).
+//! 2. Slices come back by thread, latest end first. In that order a slice's ancestors come
+//!    before it, so a stack per thread gives its level (depth); a slice that overlaps one it is
+//!    not inside (interlaced scopes) goes one level further down, so that a level's slices never
+//!    overlap and its list is sorted by end as well as by start.
+//! 3. Slices are sorted again by thread, level and start, and written level after level; points
+//!    by thread and time; samples by counter and time.
+//!
+//! What a build holds in memory: the open begins, a counter of each kind per thread, the names
+//! (each distinct name once), the sorters' segments, and the tables of the index (16 bytes a
+//! thread's level).
+
+use std::cmp::{Ordering, Reverse};
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+use extsort::{ExternalSorter, Sortable};
+use phosphor_format::file::{Event, Reader, Value};
+use phosphor_format::Phase;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::file::{IndexWriter, Meta, ThreadEntry};
+use crate::records::{
+    point_kinds, slice_flags, Point, Sample, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES,
+};
+use crate::Error;
+
+/// How an index is built.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// Where the sorters write their segments (the system's temporary directory by default).
+    pub sort_dir: Option<PathBuf>,
+    /// Records a sorter holds in memory before it writes a segment: about 48 bytes each.
+    pub segment_items: usize,
+}
+
+impl Default for BuildOptions {
+    fn default() -> BuildOptions {
+        BuildOptions { sort_dir: None, segment_items: 1 << 19 }
+    }
+}
+
+/// A slice on its way through the sorters: its thread, its place in the file's order, and (after
+/// the first sort) its level.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    tid: u32,
+    depth: u32,
+    seq: u64,
+    slice: Slice,
+}
+
+impl Sortable for Pending {
+    fn encode<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        w.write_all(&self.tid.to_le_bytes())?;
+        w.write_all(&self.depth.to_le_bytes())?;
+        w.write_all(&self.seq.to_le_bytes())?;
+        w.write_all(&self.slice.encode())
+    }
+
+    fn decode<R: Read>(r: &mut R) -> io::Result<Pending> {
+        let mut b = [0u8; 16 + SLICE_BYTES];
+        r.read_exact(&mut b)?;
+        let mut s = [0u8; SLICE_BYTES];
+        s.copy_from_slice(&b[16..]);
+        Ok(Pending {
+            tid: crate::records::u32_at(&b, 0),
+            depth: crate::records::u32_at(&b, 4),
+            seq: crate::records::u64_at(&b, 8),
+            slice: Slice::decode(&s),
+        })
+    }
+}
+
+/// A point or a sample on its way through a sorter: its group (a thread, a counter), its place in
+/// the file's order, and its bytes.
+#[derive(Clone, Copy, Debug)]
+struct Keyed<const N: usize> {
+    group: u32,
+    seq: u64,
+    ts: i64,
+    bytes: [u8; N],
+}
+
+impl<const N: usize> Sortable for Keyed<N> {
+    fn encode<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        w.write_all(&self.group.to_le_bytes())?;
+        w.write_all(&self.seq.to_le_bytes())?;
+        w.write_all(&self.ts.to_le_bytes())?;
+        w.write_all(&self.bytes)
+    }
+
+    fn decode<R: Read>(r: &mut R) -> io::Result<Keyed<N>> {
+        let mut head = [0u8; 20];
+        r.read_exact(&mut head)?;
+        let mut bytes = [0u8; N];
+        r.read_exact(&mut bytes)?;
+        Ok(Keyed {
+            group: crate::records::u32_at(&head, 0),
+            seq: crate::records::u64_at(&head, 4),
+            ts: crate::records::u64_at(&head, 12) as i64,
+            bytes,
+        })
+    }
+}
+
+/// A begin waiting for its end.
+#[derive(Debug)]
+struct Open {
+    name: u32,
+    callsite: u32,
+    start: i64,
+    event: u64,
+}
+
+/// A thread's state while the file is read.
+#[derive(Debug, Default)]
+struct Thread {
+    open: Vec<Open>,
+    /// The latest time of its events.
+    last: i64,
+}
+
+/// Each distinct name once, numbered in the order first seen.
+#[derive(Debug, Default)]
+pub(crate) struct Names {
+    numbers: HashMap<Box<str>, u32>,
+}
+
+impl Names {
+    pub(crate) fn number(&mut self, name: &str) -> u32 {
+        if let Some(&n) = self.numbers.get(name) {
+            return n;
+        }
+        let n = self.numbers.len() as u32;
+        self.numbers.insert(name.into(), n);
+        n
+    }
+
+    /// The names by number.
+    pub(crate) fn into_list(self) -> Vec<Box<str>> {
+        let mut all: Vec<(u32, Box<str>)> = self.numbers.into_iter().map(|(s, n)| (n, s)).collect();
+        all.sort_unstable_by_key(|(n, _)| *n);
+        all.into_iter().map(|(_, s)| s).collect()
+    }
+}
+
+/// The name of a lock's callsite without its phase's tail: the runtime names a lock's two
+/// callsites `NAME.wait` and `NAME.held`; the viewer says which by the slice's kind.
+fn lock_base(name: &str, tail: &str) -> String {
+    name.strip_suffix(tail).filter(|b| !b.is_empty()).unwrap_or(name).to_owned()
+}
+
+/// Builds the index of the file `reader` reads into `out`.
+pub(crate) fn build<R: Read>(
+    mut reader: Reader<R>,
+    mut out: IndexWriter,
+    options: &BuildOptions,
+) -> Result<Meta, Error> {
+    let sorter = || {
+        let s = ExternalSorter::new().with_segment_size(options.segment_items.max(1));
+        match &options.sort_dir {
+            Some(dir) => s.with_sort_dir(dir.clone()),
+            None => s,
+        }
+    };
+    // Pass 1: by thread, the latest end first; the newest first among equal ends and starts
+    // (an enclosing slice of the same extent ends after what it encloses).
+    let by_end = |a: &Pending, b: &Pending| {
+        (a.tid, Reverse(a.slice.end), a.slice.start, Reverse(a.seq)).cmp(&(
+            b.tid,
+            Reverse(b.slice.end),
+            b.slice.start,
+            Reverse(b.seq),
+        ))
+    };
+    let mut slices = sorter().pushed_by(by_end);
+    let by_time =
+        |a: &Keyed<POINT_BYTES>, b: &Keyed<POINT_BYTES>| (a.group, a.ts, a.seq).cmp(&(b.group, b.ts, b.seq));
+    let mut points = sorter().pushed_by(by_time);
+    let by_counter = |a: &Keyed<SAMPLE_BYTES>, b: &Keyed<SAMPLE_BYTES>| {
+        (a.group, a.ts, a.seq).cmp(&(b.group, b.ts, b.seq))
+    };
+    let mut samples = sorter().pushed_by(by_counter);
+
+    let clock = reader.header().clock.clone();
+    let mut meta = Meta::new(reader.header());
+    let mut names = Names::default();
+    let mut counters: HashMap<u32, u32> = HashMap::default();
+    let mut counter_names: Vec<u32> = Vec::new();
+    let mut threads: HashMap<u32, Thread> = HashMap::default();
+    let mut seq = 0u64;
+    let mut scratch = String::new();
+
+    let mut add = |e: &Event<'_>, names: &mut Names| -> io::Result<()> {
+        seq += 1;
+        let cs = &e.callsite;
+        let ts = clock.since_origin_ns(e.ts);
+        let end = e.duration.map_or(ts, |d| clock.since_origin_ns(e.ts.saturating_add(d)));
+        let thread = threads.entry(e.tid).or_default();
+        thread.last = thread.last.max(end);
+        let pending = |slice: Slice| Pending { tid: e.tid, depth: 0, seq, slice };
+        let point = |name: u32, kind: u8| {
+            let p = Point { ts, name, callsite: cs.id, event: e.offset, kind };
+            Keyed { group: e.tid, seq, ts, bytes: p.encode() }
+        };
+        match cs.phase {
+            Phase::Complete | Phase::LockWait | Phase::LockHeld => {
+                let (flags, name) = match cs.phase {
+                    Phase::LockWait => (slice_flags::LOCK_WAIT, names.number(&lock_base(&cs.name, ".wait"))),
+                    Phase::LockHeld => (slice_flags::LOCK_HELD, names.number(&lock_base(&cs.name, ".held"))),
+                    _ => (
+                        slice_flags::COMPLETE,
+                        names.number(phosphor_export::logs::event_name(e, &mut scratch)),
+                    ),
+                };
+                let slice =
+                    Slice { start: ts, end: end.max(ts), name, callsite: cs.id, event: e.offset, flags };
+                slices.push(pending(slice))?;
+            }
+            Phase::Begin => {
+                let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
+                thread.open.push(Open { name, callsite: cs.id, start: ts, event: e.offset });
+            }
+            Phase::End => {
+                let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
+                match thread.open.iter().rposition(|o| o.name == name) {
+                    Some(at) => {
+                        // Begins above the one this end closes are closed with it, wrongly.
+                        while thread.open.len() > at {
+                            let Some(o) = thread.open.pop() else { break };
+                            let flags = if thread.open.len() > at { slice_flags::WRONG_END } else { 0 }
+                                | slice_flags::SCOPE;
+                            let slice = Slice {
+                                start: o.start,
+                                end: ts.max(o.start),
+                                name: o.name,
+                                callsite: o.callsite,
+                                event: o.event,
+                                flags,
+                            };
+                            slices.push(pending(slice))?;
+                        }
+                    }
+                    None => points.push(point(name, point_kinds::END_WITHOUT_BEGIN))?,
+                }
+            }
+            Phase::Instant => {
+                let saturation = cs.category == "phosphor" && cs.name == "saturation";
+                let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
+                let kind = if saturation { point_kinds::SATURATION } else { point_kinds::INSTANT };
+                points.push(point(name, kind))?;
+            }
+            Phase::Log => {
+                // Named by the format string: the message is made when it is shown.
+                let name = names.number(&cs.name);
+                points.push(point(name, point_kinds::LOG))?;
+            }
+            Phase::Counter | Phase::Data => {
+                let value = match e.args[0] {
+                    Some((_, Value::U64(v))) => v as f64,
+                    Some((_, Value::I64(v))) => v as f64,
+                    Some((_, Value::F64(v))) => v,
+                    Some((_, Value::Bool(v))) => f64::from(u8::from(v)),
+                    _ => return Ok(()),
+                };
+                let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
+                let next = counter_names.len() as u32;
+                let track = *counters.entry(name).or_insert(next);
+                if track == next {
+                    counter_names.push(name);
+                }
+                let sample = Sample { ts, value };
+                samples.push(Keyed { group: track, seq, ts, bytes: sample.encode() })?;
+            }
+            // Async slices are indexed in a later step of the viewer.
+            Phase::AsyncBegin | Phase::AsyncEnd => {}
+        }
+        Ok(())
+    };
+
+    loop {
+        let chunk = match reader.next_chunk() {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(e) => {
+                meta.read_error = Some(e.to_string());
+                break;
+            }
+        };
+        meta.chunks += 1;
+        for event in chunk.events() {
+            match event {
+                Ok(e) => {
+                    meta.events += 1;
+                    add(&e, &mut names)?;
+                }
+                Err(e) => {
+                    meta.read_error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        if meta.read_error.is_some() {
+            break;
+        }
+    }
+    // Begins never ended run to their thread's last event.
+    let mut tids: Vec<u32> = threads.keys().copied().collect();
+    tids.sort_unstable();
+    for &tid in &tids {
+        let Some(t) = threads.get_mut(&tid) else { continue };
+        let last = t.last;
+        for o in t.open.drain(..).rev() {
+            seq += 1;
+            let slice = Slice {
+                start: o.start,
+                end: last.max(o.start),
+                name: o.name,
+                callsite: o.callsite,
+                event: o.event,
+                flags: slice_flags::SCOPE | slice_flags::UNCLOSED,
+            };
+            slices.push(Pending { tid, depth: 0, seq, slice })?;
+        }
+    }
+    drop(threads);
+
+    // Pass 2: levels.
+    let by_level = |a: &Pending, b: &Pending| -> Ordering {
+        (a.tid, a.depth, a.slice.start, a.seq).cmp(&(b.tid, b.depth, b.slice.start, b.seq))
+    };
+    let mut leveled = sorter().pushed_by(by_level);
+    let mut stack: Vec<i64> = Vec::new();
+    // By level, the earliest start placed there so far (slices come latest end first).
+    let mut floor: Vec<i64> = Vec::new();
+    let mut current = None;
+    for p in slices.done()? {
+        let mut p = p?;
+        if current != Some(p.tid) {
+            current = Some(p.tid);
+            stack.clear();
+            floor.clear();
+        }
+        // Ancestors start at or before it (and end at or after it, by the order).
+        while stack.last().is_some_and(|&start| start > p.slice.start) {
+            stack.pop();
+        }
+        let mut depth = stack.len();
+        // A level's slices must not overlap: past an earlier one there, go down.
+        while floor.get(depth).is_some_and(|&f| p.slice.end > f && p.slice.start < f) {
+            p.slice.flags |= slice_flags::INTERLACED;
+            depth += 1;
+        }
+        if depth >= floor.len() {
+            floor.resize(depth + 1, i64::MAX);
+        }
+        floor[depth] = floor[depth].min(p.slice.start);
+        stack.push(p.slice.start);
+        p.depth = depth as u32;
+        leveled.push(p)?;
+    }
+    drop((stack, floor));
+
+    // Pass 3: the index, level after level.
+    let mut table: Vec<ThreadEntry> = Vec::new();
+    for p in leveled.done()? {
+        let p = p?;
+        let at = out.slice(&p.slice)?;
+        match table.last_mut() {
+            Some(t) if t.tid == p.tid => t.add_slice(p.depth, at),
+            _ => {
+                let mut t = ThreadEntry::new(p.tid);
+                t.add_slice(p.depth, at);
+                table.push(t);
+            }
+        }
+    }
+    for p in points.done()? {
+        let p = p?;
+        let at = out.point(&p.bytes)?;
+        let i = match table.binary_search_by_key(&p.group, |t| t.tid) {
+            Ok(i) => i,
+            Err(i) => {
+                table.insert(i, ThreadEntry::new(p.group));
+                i
+            }
+        };
+        table[i].add_point(at);
+    }
+    let mut counter_spans: Vec<(u64, u64)> = vec![(0, 0); counter_names.len()];
+    for s in samples.done()? {
+        let s = s?;
+        let at = out.sample(&s.bytes)?;
+        let span = &mut counter_spans[s.group as usize];
+        if span.1 == 0 {
+            span.0 = at;
+        }
+        span.1 += 1;
+    }
+    for &tid in &tids {
+        if let Err(i) = table.binary_search_by_key(&tid, |t| t.tid) {
+            table.insert(i, ThreadEntry::new(tid));
+        }
+    }
+    for t in &mut table {
+        t.name = reader.thread_name(t.tid).map(|n| names.number(&n));
+    }
+    meta.process = reader.header().process_name.clone();
+    out.finish(names.into_list(), table, counter_names.into_iter().zip(counter_spans).collect(), &meta)?;
+    Ok(meta)
+}

@@ -1,0 +1,471 @@
+//! The index file: written once by `build.rs`, then read in place (mapped).
+//!
+//! ```text
+//! header (64 bytes):  magic "PHOSVIEW", version u32, reserved u32, source length u64,
+//!                     source modification time u64 (ns since the epoch), footer offset u64
+//!                     (0 until the index is complete), reserved
+//! slices:             32-byte records, by thread, level, start
+//! points:             24-byte records, by thread, time
+//! samples:            16-byte records, by counter, time
+//! names:              count u64, ends u64 × count (each name's end in the text), text (UTF-8)
+//! threads:            32 bytes each: tid u32, name u32 (u32::MAX: none), first level u32,
+//!                     levels u32, first point u64, points u64
+//! levels:             16 bytes each: first slice u64, slices u64 (a thread's levels in a row)
+//! counters:           24 bytes each: name u32, reserved u32, first sample u64, samples u64
+//! meta:               JSON (`Meta`)
+//! footer:             (offset u64, length u64) of each of the 8 sections above, "PHVIEWFT"
+//! ```
+//!
+//! All integers are little-endian. An index is written beside its trace, or in a cache folder,
+//! to a temporary name first and renamed when complete.
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use phosphor_format::file::Header;
+use serde::{Deserialize, Serialize};
+
+use crate::records::{u32_at, u64_at, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES};
+use crate::Error;
+
+/// The index file's first bytes.
+pub const MAGIC: &[u8; 8] = b"PHOSVIEW";
+/// The footer's last bytes.
+const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
+/// The version this crate writes and reads.
+pub const VERSION: u32 = 1;
+const HEADER_BYTES: u64 = 64;
+const SECTIONS: usize = 8;
+const FOOTER_BYTES: usize = SECTIONS * 16 + 8;
+const THREAD_BYTES: usize = 32;
+const LEVEL_BYTES: usize = 16;
+const COUNTER_BYTES: usize = 24;
+/// No name.
+const NO_NAME: u32 = u32::MAX;
+
+/// What the index says about its trace file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// The recording process's name.
+    pub process: String,
+    /// Its pid.
+    pub pid: u32,
+    /// The clock that stamped the events (`tsc`, `monotonic`, `realtime`).
+    pub clock: String,
+    /// Wall-clock nanoseconds since the Unix epoch at the clock's origin (time 0 of the index).
+    pub origin_wall_ns: u64,
+    /// Chunks read.
+    pub chunks: u64,
+    /// Events read.
+    pub events: u64,
+    /// Where reading the trace stopped early, if it did (a truncated or damaged file): the events
+    /// before it are indexed.
+    pub read_error: Option<String>,
+}
+
+impl Meta {
+    pub(crate) fn new(h: &Header) -> Meta {
+        Meta {
+            process: h.process_name.clone(),
+            pid: h.pid,
+            clock: h.clock.kind.as_str().to_owned(),
+            origin_wall_ns: h.clock.origin_wall_ns,
+            ..Meta::default()
+        }
+    }
+}
+
+/// A thread's entry while the index is built.
+#[derive(Debug)]
+pub(crate) struct ThreadEntry {
+    pub(crate) tid: u32,
+    pub(crate) name: Option<u32>,
+    /// By level: first slice, slices.
+    levels: Vec<(u64, u64)>,
+    /// First point, points.
+    points: (u64, u64),
+}
+
+impl ThreadEntry {
+    pub(crate) fn new(tid: u32) -> ThreadEntry {
+        ThreadEntry { tid, name: None, levels: Vec::new(), points: (0, 0) }
+    }
+
+    /// Slice number `at` is the next of level `depth` (levels come in order).
+    pub(crate) fn add_slice(&mut self, depth: u32, at: u64) {
+        while self.levels.len() <= depth as usize {
+            self.levels.push((at, 0));
+        }
+        self.levels[depth as usize].1 += 1;
+    }
+
+    /// Point number `at` is the thread's next.
+    pub(crate) fn add_point(&mut self, at: u64) {
+        if self.points.1 == 0 {
+            self.points.0 = at;
+        }
+        self.points.1 += 1;
+    }
+}
+
+/// Writes an index file: the records in their sections' order, then the tables.
+#[derive(Debug)]
+pub(crate) struct IndexWriter {
+    out: BufWriter<File>,
+    path: PathBuf,
+    /// Bytes written.
+    at: u64,
+    /// (offset, length) of each section, as they are finished.
+    sections: Vec<(u64, u64)>,
+    /// Where the section being written starts, and its record size.
+    current: (u64, usize),
+}
+
+impl IndexWriter {
+    /// Starts an index of a source of `source_len` bytes modified at `mtime_ns`, written to
+    /// `file` (at `path`, for errors).
+    pub(crate) fn new(file: File, path: &Path, source_len: u64, mtime_ns: u64) -> Result<IndexWriter, Error> {
+        let mut w = IndexWriter {
+            out: BufWriter::with_capacity(1 << 16, file),
+            path: path.to_owned(),
+            at: 0,
+            sections: Vec::new(),
+            current: (HEADER_BYTES, SLICE_BYTES),
+        };
+        let mut header = [0u8; HEADER_BYTES as usize];
+        header[0..8].copy_from_slice(MAGIC);
+        header[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        header[16..24].copy_from_slice(&source_len.to_le_bytes());
+        header[24..32].copy_from_slice(&mtime_ns.to_le_bytes());
+        w.write(&header)?;
+        Ok(w)
+    }
+
+    fn write(&mut self, b: &[u8]) -> Result<(), Error> {
+        self.out.write_all(b).map_err(|e| Error::io(&self.path, e))?;
+        self.at += b.len() as u64;
+        Ok(())
+    }
+
+    /// Ends the section being written and starts one of `size`-byte records.
+    fn next_section(&mut self, size: usize) {
+        self.sections.push((self.current.0, self.at - self.current.0));
+        self.current = (self.at, size);
+    }
+
+    /// Appends a record of `size` bytes to its section (sections come in order), and returns its
+    /// number there.
+    fn record(&mut self, size: usize, b: &[u8]) -> Result<u64, Error> {
+        let order = [SLICE_BYTES, POINT_BYTES, SAMPLE_BYTES];
+        while self.sections.len() < order.len() && order[self.sections.len()] != size {
+            self.next_section(order[self.sections.len() + 1]);
+        }
+        let n = (self.at - self.current.0) / size as u64;
+        self.write(b)?;
+        Ok(n)
+    }
+
+    pub(crate) fn slice(&mut self, s: &Slice) -> Result<u64, Error> {
+        self.record(SLICE_BYTES, &s.encode())
+    }
+
+    pub(crate) fn point(&mut self, b: &[u8; POINT_BYTES]) -> Result<u64, Error> {
+        self.record(POINT_BYTES, b)
+    }
+
+    pub(crate) fn sample(&mut self, b: &[u8; SAMPLE_BYTES]) -> Result<u64, Error> {
+        self.record(SAMPLE_BYTES, b)
+    }
+
+    /// Writes the tables and the footer, and marks the index complete.
+    pub(crate) fn finish(
+        mut self,
+        names: Vec<Box<str>>,
+        threads: Vec<ThreadEntry>,
+        counters: Vec<(u32, (u64, u64))>,
+        meta: &Meta,
+    ) -> Result<(), Error> {
+        // The section being written, then whichever record sections had no record.
+        self.sections.push((self.current.0, self.at - self.current.0));
+        while self.sections.len() < 3 {
+            self.sections.push((self.at, 0));
+        }
+
+        let start = self.at;
+        self.write(&(names.len() as u64).to_le_bytes())?;
+        let mut end = 0u64;
+        for n in &names {
+            end += n.len() as u64;
+            self.write(&end.to_le_bytes())?;
+        }
+        for n in &names {
+            self.write(n.as_bytes())?;
+        }
+        self.sections.push((start, self.at - start));
+
+        let start = self.at;
+        let mut levels: Vec<(u64, u64)> = Vec::new();
+        for t in &threads {
+            let mut b = [0u8; THREAD_BYTES];
+            b[0..4].copy_from_slice(&t.tid.to_le_bytes());
+            b[4..8].copy_from_slice(&t.name.unwrap_or(NO_NAME).to_le_bytes());
+            b[8..12].copy_from_slice(&(levels.len() as u32).to_le_bytes());
+            b[12..16].copy_from_slice(&(t.levels.len() as u32).to_le_bytes());
+            b[16..24].copy_from_slice(&t.points.0.to_le_bytes());
+            b[24..32].copy_from_slice(&t.points.1.to_le_bytes());
+            levels.extend_from_slice(&t.levels);
+            self.write(&b)?;
+        }
+        self.sections.push((start, self.at - start));
+        let start = self.at;
+        for (first, count) in levels {
+            self.write(&first.to_le_bytes())?;
+            self.write(&count.to_le_bytes())?;
+        }
+        self.sections.push((start, self.at - start));
+        let start = self.at;
+        for (name, (first, count)) in counters {
+            let mut b = [0u8; COUNTER_BYTES];
+            b[0..4].copy_from_slice(&name.to_le_bytes());
+            b[8..16].copy_from_slice(&first.to_le_bytes());
+            b[16..24].copy_from_slice(&count.to_le_bytes());
+            self.write(&b)?;
+        }
+        self.sections.push((start, self.at - start));
+        let start = self.at;
+        let json = serde_json::to_vec(meta).map_err(|e| Error::io(&self.path, e.into()))?;
+        self.write(&json)?;
+        self.sections.push((start, self.at - start));
+
+        let footer = self.at;
+        let sections = std::mem::take(&mut self.sections);
+        for (offset, len) in sections {
+            self.write(&offset.to_le_bytes())?;
+            self.write(&len.to_le_bytes())?;
+        }
+        self.write(FOOTER_MAGIC)?;
+        let path = self.path.clone();
+        let mut file = self.out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+        file.seek(SeekFrom::Start(32)).map_err(|e| Error::io(&path, e))?;
+        file.write_all(&footer.to_le_bytes()).map_err(|e| Error::io(&path, e))?;
+        file.sync_all().map_err(|e| Error::io(&path, e))?;
+        Ok(())
+    }
+}
+
+/// A thread of the index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadTrack {
+    /// Its id.
+    pub tid: u32,
+    /// Its name's number in the index's names, if it was named.
+    pub name: Option<u32>,
+    /// By level (0: outermost): the first slice's number, and how many.
+    pub levels: Vec<(u64, u64)>,
+    /// Its points: the first one's number, and how many.
+    pub points: (u64, u64),
+}
+
+/// A counter (or data) track of the index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterTrack {
+    /// Its name's number.
+    pub name: u32,
+    /// Its samples: the first one's number, and how many.
+    pub samples: (u64, u64),
+}
+
+/// An index file, mapped.
+#[derive(Debug)]
+pub struct IndexFile {
+    pub(crate) map: Mmap,
+    pub(crate) path: PathBuf,
+    pub(crate) slices: (usize, usize),
+    pub(crate) points: (usize, usize),
+    pub(crate) samples: (usize, usize),
+    names: (usize, usize),
+    /// The threads, by id.
+    pub threads: Vec<ThreadTrack>,
+    /// The counters, in the order first seen.
+    pub counters: Vec<CounterTrack>,
+    /// What the index says about its trace.
+    pub meta: Meta,
+}
+
+impl IndexFile {
+    /// Opens the index at `path`, if it is complete and indexes a source of `source_len` bytes
+    /// modified at `mtime_ns`; `Ok(None)` if it is of another source or version.
+    pub fn open(path: &Path, source_len: u64, mtime_ns: u64) -> Result<Option<IndexFile>, Error> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        // SAFETY: the index is this crate's own file, written to a temporary name and renamed when
+        // complete, never written again in place; a process that truncated it under us would make
+        // reads fault, as with any mapped file, which is the one risk taken for reading in place.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let bad = |what: &str, at: usize| Error::Index {
+            path: path.to_owned(),
+            offset: at as u64,
+            what: what.into(),
+        };
+        if map.len() < HEADER_BYTES as usize + FOOTER_BYTES || &map[0..8] != MAGIC {
+            return Err(bad("not a Phosphor view index (no magic bytes)", 0));
+        }
+        if u32_at(&map, 8) != VERSION || u64_at(&map, 16) != source_len || u64_at(&map, 24) != mtime_ns {
+            return Ok(None);
+        }
+        let footer = u64_at(&map, 32) as usize;
+        if footer == 0 || footer.checked_add(FOOTER_BYTES) != Some(map.len()) {
+            return Err(bad("incomplete index (no footer)", 32));
+        }
+        if &map[map.len() - 8..] != FOOTER_MAGIC {
+            return Err(bad("bad footer magic", map.len() - 8));
+        }
+        let mut sections = [(0usize, 0usize); SECTIONS];
+        for (i, s) in sections.iter_mut().enumerate() {
+            let (offset, len) = (u64_at(&map, footer + 16 * i), u64_at(&map, footer + 16 * i + 8));
+            let end = offset.checked_add(len).filter(|&e| e <= footer as u64);
+            if end.is_none() || offset < HEADER_BYTES {
+                return Err(bad("section out of the file", footer + 16 * i));
+            }
+            *s = (offset as usize, len as usize);
+        }
+        let [slices, points, samples, names, threads, levels, counters, meta] = sections;
+        for (s, size, what) in [
+            (slices, SLICE_BYTES, "slices"),
+            (points, POINT_BYTES, "points"),
+            (samples, SAMPLE_BYTES, "samples"),
+            (threads, THREAD_BYTES, "threads"),
+            (levels, LEVEL_BYTES, "levels"),
+            (counters, COUNTER_BYTES, "counters"),
+        ] {
+            if s.1 % size != 0 {
+                return Err(bad(&format!("{what} section is not whole records"), s.0));
+            }
+        }
+        let count = |s: (usize, usize), size: usize| (s.1 / size) as u64;
+        let level_at = |i: usize| {
+            let at = levels.0 + i * LEVEL_BYTES;
+            (u64_at(&map, at), u64_at(&map, at + 8))
+        };
+        let n_levels = count(levels, LEVEL_BYTES) as usize;
+        let n_slices = count(slices, SLICE_BYTES);
+        let n_points = count(points, POINT_BYTES);
+        let n_samples = count(samples, SAMPLE_BYTES);
+        let within = |(first, n): (u64, u64), total: u64| first.checked_add(n).is_some_and(|e| e <= total);
+        let mut thread_list = Vec::with_capacity(count(threads, THREAD_BYTES) as usize);
+        for i in 0..count(threads, THREAD_BYTES) as usize {
+            let at = threads.0 + i * THREAD_BYTES;
+            let (first, n) = (u32_at(&map, at + 8) as usize, u32_at(&map, at + 12) as usize);
+            if first.checked_add(n).is_none_or(|e| e > n_levels) {
+                return Err(bad("thread's levels out of the table", at + 8));
+            }
+            let levels: Vec<(u64, u64)> = (first..first + n).map(level_at).collect();
+            let points = (u64_at(&map, at + 16), u64_at(&map, at + 24));
+            if !levels.iter().all(|&l| within(l, n_slices)) || !within(points, n_points) {
+                return Err(bad("thread's records out of their section", at));
+            }
+            let name = u32_at(&map, at + 4);
+            thread_list.push(ThreadTrack {
+                tid: u32_at(&map, at),
+                name: (name != NO_NAME).then_some(name),
+                levels,
+                points,
+            });
+        }
+        let mut counter_list = Vec::new();
+        for i in 0..count(counters, COUNTER_BYTES) as usize {
+            let at = counters.0 + i * COUNTER_BYTES;
+            let samples = (u64_at(&map, at + 8), u64_at(&map, at + 16));
+            if !within(samples, n_samples) {
+                return Err(bad("counter's samples out of their section", at));
+            }
+            counter_list.push(CounterTrack { name: u32_at(&map, at), samples });
+        }
+        let meta: Meta = serde_json::from_slice(&map[meta.0..meta.0 + meta.1])
+            .map_err(|e| bad(&format!("bad meta: {e}"), meta.0))?;
+        let index = IndexFile {
+            path: path.to_owned(),
+            slices,
+            points,
+            samples,
+            names,
+            threads: thread_list,
+            counters: counter_list,
+            meta,
+            map,
+        };
+        index.check_names()?;
+        Ok(Some(index))
+    }
+
+    /// Checks the names' section: its ends in order, within its text, at character boundaries.
+    fn check_names(&self) -> Result<(), Error> {
+        let (at, len) = self.names;
+        let bad = |what: &str, at: usize| Error::Index {
+            path: self.path.clone(),
+            offset: at as u64,
+            what: what.into(),
+        };
+        if len < 8 {
+            return Err(bad("names section too short", at));
+        }
+        let n = u64_at(&self.map, at);
+        let text = n.checked_mul(8).and_then(|b| b.checked_add(8)).filter(|&b| b <= len as u64);
+        let Some(text) = text else { return Err(bad("names' count past the section", at)) };
+        let text = &self.map[at + text as usize..at + len];
+        let text = std::str::from_utf8(text).map_err(|_| bad("names are not UTF-8", at))?;
+        let mut prev = 0u64;
+        for i in 0..n as usize {
+            let end = u64_at(&self.map, at + 8 + 8 * i);
+            if end < prev || end > text.len() as u64 || !text.is_char_boundary(end as usize) {
+                return Err(bad("name's end out of order", at + 8 + 8 * i));
+            }
+            prev = end;
+        }
+        Ok(())
+    }
+
+    /// Names in the index.
+    pub fn name_count(&self) -> u32 {
+        u64_at(&self.map, self.names.0) as u32
+    }
+
+    /// The name numbered `n` (empty if there is none).
+    pub fn name(&self, n: u32) -> &str {
+        let at = self.names.0;
+        let count = u64_at(&self.map, at);
+        if u64::from(n) >= count {
+            return "";
+        }
+        let end_at = |i: u32| u64_at(&self.map, at + 8 + 8 * i as usize) as usize;
+        let text = at + 8 + 8 * count as usize;
+        let start = if n == 0 { 0 } else { end_at(n - 1) };
+        // Checked at open: the ends are in order, within the text, at character boundaries.
+        std::str::from_utf8(&self.map[text + start..text + end_at(n)]).unwrap_or("")
+    }
+
+    /// Slice number `i`.
+    pub(crate) fn slice(&self, i: u64) -> Slice {
+        let at = self.slices.0 + i as usize * SLICE_BYTES;
+        let mut b = [0u8; SLICE_BYTES];
+        b.copy_from_slice(&self.map[at..at + SLICE_BYTES]);
+        Slice::decode(&b)
+    }
+
+    /// Point number `i`.
+    pub(crate) fn point(&self, i: u64) -> crate::records::Point {
+        let at = self.points.0 + i as usize * POINT_BYTES;
+        let mut b = [0u8; POINT_BYTES];
+        b.copy_from_slice(&self.map[at..at + POINT_BYTES]);
+        crate::records::Point::decode(&b)
+    }
+
+    /// Sample number `i`.
+    pub(crate) fn sample(&self, i: u64) -> crate::records::Sample {
+        let at = self.samples.0 + i as usize * SAMPLE_BYTES;
+        let mut b = [0u8; SAMPLE_BYTES];
+        b.copy_from_slice(&self.map[at..at + SAMPLE_BYTES]);
+        crate::records::Sample::decode(&b)
+    }
+}

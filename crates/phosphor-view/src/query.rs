@@ -1,0 +1,187 @@
+//! Window queries: what a time window of a track shows at a resolution, in at most about one
+//! item per pixel and level, whatever the number of records in the window.
+//!
+//! A level's slices never overlap, so they are sorted by end as well as by start: the first one
+//! that reaches into the window is found by binary search on ends. From there, a slice at least
+//! a pixel wide is given whole; a narrower one starts a run that takes every slice starting
+//! before the next pixel's edge (found by binary search on starts), given as one merged item
+//! with its count. Each item covers at least a pixel or ends one, so a window of `p` pixels
+//! gives at most `2p + 2` items a level, in `O(p log n)` reads of the mapped index.
+
+use crate::file::{IndexFile, ThreadTrack};
+use crate::records::{Point, Sample, Slice};
+
+/// One item of a level in a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceItem {
+    /// A slice, and its number in the index (for its details).
+    Slice(u64, Slice),
+    /// `count` slices narrower than a pixel, from `start` to `end`, the first numbered `first`.
+    Merged { first: u64, count: u64, start: i64, end: i64 },
+}
+
+/// One item of a thread's points in a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointItem {
+    /// A point, and its number in the index.
+    Point(u64, Point),
+    /// `count` points within a pixel, from `start` to `end`, the first numbered `first`.
+    Merged { first: u64, count: u64, start: i64, end: i64 },
+}
+
+/// A counter's values within one pixel of a window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SampleItem {
+    /// The first sample's time and the last's.
+    pub start: i64,
+    /// The last sample's time.
+    pub end: i64,
+    /// Samples in the pixel.
+    pub count: u64,
+    /// The smallest value.
+    pub min: f64,
+    /// The largest value.
+    pub max: f64,
+    /// The last value (what the counter holds at `end`).
+    pub last: f64,
+}
+
+/// A window: from `start` to `end` nanoseconds (since the file's clock origin), `pixel` wide each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Its first nanosecond.
+    pub start: i64,
+    /// Its last nanosecond.
+    pub end: i64,
+    /// Nanoseconds a pixel (at least 1).
+    pub pixel: u64,
+}
+
+impl Window {
+    /// The window from `start` to `end` drawn `pixels` wide.
+    pub fn new(start: i64, end: i64, pixels: u32) -> Window {
+        let span = end.abs_diff(start);
+        Window { start: start.min(end), end: start.max(end), pixel: (span / u64::from(pixels.max(1))).max(1) }
+    }
+
+    /// The start of the pixel after the one `t` falls in.
+    fn next_edge(&self, t: i64) -> i64 {
+        let (t, start, pixel) = (i128::from(t), i128::from(self.start), i128::from(self.pixel));
+        let edge = start + ((t - start).div_euclid(pixel) + 1) * pixel;
+        i64::try_from(edge).unwrap_or(i64::MAX)
+    }
+}
+
+/// The first index in `lo..hi` for which `before` is false (`before` is true for a prefix).
+fn partition(mut lo: u64, mut hi: u64, before: impl Fn(u64) -> bool) -> u64 {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+impl IndexFile {
+    /// The slices of `thread` in `w`, by level (outermost first).
+    pub fn slices_in(&self, thread: &ThreadTrack, w: Window) -> Vec<Vec<SliceItem>> {
+        thread.levels.iter().map(|&(first, n)| self.level_in(first, first + n, w)).collect()
+    }
+
+    /// The items of the level of slices `first..end` in `w`.
+    fn level_in(&self, first: u64, end: u64, w: Window) -> Vec<SliceItem> {
+        let mut out = Vec::new();
+        let mut i = partition(first, end, |i| self.slice(i).end < w.start);
+        while i < end {
+            let s = self.slice(i);
+            if s.start > w.end {
+                break;
+            }
+            if s.duration() >= w.pixel {
+                out.push(SliceItem::Slice(i, s));
+                i += 1;
+                continue;
+            }
+            // Not past the window: a run takes only slices that start in it.
+            let edge = w.next_edge(s.start).min(w.end.saturating_add(1));
+            let j = partition(i + 1, end, |k| self.slice(k).start < edge);
+            if j == i + 1 {
+                out.push(SliceItem::Slice(i, s));
+            } else {
+                // Sorted by end too: the run's last slice ends last.
+                let last = self.slice(j - 1);
+                out.push(SliceItem::Merged { first: i, count: j - i, start: s.start, end: last.end });
+            }
+            i = j;
+        }
+        out
+    }
+
+    /// The points of `thread` in `w`.
+    pub fn points_in(&self, thread: &ThreadTrack, w: Window) -> Vec<PointItem> {
+        let (first, n) = thread.points;
+        let end = first + n;
+        let mut out = Vec::new();
+        let mut i = partition(first, end, |i| self.point(i).ts < w.start);
+        while i < end {
+            let p = self.point(i);
+            if p.ts > w.end {
+                break;
+            }
+            let edge = w.next_edge(p.ts).min(w.end.saturating_add(1));
+            let j = partition(i + 1, end, |k| self.point(k).ts < edge);
+            if j == i + 1 {
+                out.push(PointItem::Point(i, p));
+            } else {
+                out.push(PointItem::Merged {
+                    first: i,
+                    count: j - i,
+                    start: p.ts,
+                    end: self.point(j - 1).ts,
+                });
+            }
+            i = j;
+        }
+        out
+    }
+
+    /// The values of counter `counter` (its place in [`IndexFile::counters`]) in `w`, a pixel
+    /// at a time, with the sample before the window (where the line comes from) first.
+    pub fn samples_in(&self, counter: usize, w: Window) -> Vec<SampleItem> {
+        let Some(c) = self.counters.get(counter) else { return Vec::new() };
+        let (first, n) = c.samples;
+        let end = first + n;
+        let mut out = Vec::new();
+        let mut i = partition(first, end, |i| self.sample(i).ts < w.start);
+        if i > first {
+            i -= 1;
+        }
+        while i < end {
+            let s: Sample = self.sample(i);
+            if s.ts > w.end {
+                break;
+            }
+            let edge = w.next_edge(s.ts).min(w.end.saturating_add(1));
+            let mut item =
+                SampleItem { start: s.ts, end: s.ts, count: 1, min: s.value, max: s.value, last: s.value };
+            i += 1;
+            while i < end {
+                let s = self.sample(i);
+                if s.ts >= edge {
+                    break;
+                }
+                item.end = s.ts;
+                item.count += 1;
+                item.min = item.min.min(s.value);
+                item.max = item.max.max(s.value);
+                item.last = s.value;
+                i += 1;
+            }
+            out.push(item);
+        }
+        out
+    }
+}

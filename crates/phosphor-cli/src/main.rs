@@ -16,6 +16,7 @@ mod progress;
 mod record;
 mod recover;
 mod stats;
+mod view;
 mod workload;
 
 use std::io::{self, Write};
@@ -77,6 +78,11 @@ enum Command {
     /// (inlined copies counted once), address, semaphore and argument specs. Tables, or `--json`.
     /// Malformed notes are skipped and counted; a file that is not ELF is an error.
     Probes(probes::ProbesArgs),
+    /// Serve the viewer's API for trace files or folders of them (a `phosphor record` folder) on a
+    /// local HTTP server: each trace is indexed once (the index is kept beside it, or in a cache
+    /// folder), then any window of any size is answered in about one item per pixel. The URL is the
+    /// first line on stdout. Loopback only unless --any-address.
+    View(view::ViewArgs),
 }
 
 /// Blocks of at least this many bytes are mapped on their own, so that they go back to the
@@ -111,6 +117,7 @@ fn main() -> ExitCode {
         Command::Call(args) => call::run(&args, &mut io::BufWriter::new(stdout())),
         Command::Ls => call::ls(&mut io::BufWriter::new(stdout())),
         Command::Probes(args) => probes::run(&args, &mut io::BufWriter::new(stdout())),
+        Command::View(args) => view::run(&args, &mut io::BufWriter::new(stdout())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

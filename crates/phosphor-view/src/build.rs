@@ -119,7 +119,7 @@ struct Open {
 }
 
 /// A thread's state while the file is read.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Thread {
     open: Vec<Open>,
     /// The latest time of its events.
@@ -195,6 +195,7 @@ pub(crate) fn build<R: Read>(
     let mut counter_names: Vec<u32> = Vec::new();
     let mut threads: HashMap<u32, Thread> = HashMap::default();
     let mut seq = 0u64;
+    let mut span: Option<(i64, i64)> = None;
     let mut scratch = String::new();
 
     let mut add = |e: &Event<'_>, names: &mut Names| -> io::Result<()> {
@@ -202,8 +203,9 @@ pub(crate) fn build<R: Read>(
         let cs = &e.callsite;
         let ts = clock.since_origin_ns(e.ts);
         let end = e.duration.map_or(ts, |d| clock.since_origin_ns(e.ts.saturating_add(d)));
-        let thread = threads.entry(e.tid).or_default();
+        let thread = threads.entry(e.tid).or_insert_with(|| Thread { open: Vec::new(), last: i64::MIN });
         thread.last = thread.last.max(end);
+        span = Some(span.map_or((ts, end), |(lo, hi): (i64, i64)| (lo.min(ts), hi.max(end))));
         let pending = |slice: Slice| Pending { tid: e.tid, depth: 0, seq, slice };
         let point = |name: u32, kind: u8| {
             let p = Point { ts, name, callsite: cs.id, event: e.offset, kind };
@@ -310,6 +312,7 @@ pub(crate) fn build<R: Read>(
             break;
         }
     }
+    (meta.start_ns, meta.end_ns) = span.unwrap_or((0, 0));
     // Begins never ended run to their thread's last event.
     let mut tids: Vec<u32> = threads.keys().copied().collect();
     tids.sort_unstable();
@@ -411,7 +414,6 @@ pub(crate) fn build<R: Read>(
     for t in &mut table {
         t.name = reader.thread_name(t.tid).map(|n| names.number(&n));
     }
-    meta.process = reader.header().process_name.clone();
     out.finish(names.into_list(), table, counter_names.into_iter().zip(counter_spans).collect(), &meta)?;
     Ok(meta)
 }

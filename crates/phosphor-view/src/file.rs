@@ -60,6 +60,10 @@ pub struct Meta {
     pub chunks: u64,
     /// Events read.
     pub events: u64,
+    /// The earliest event's time, in nanoseconds since the clock's origin (0 without events).
+    pub start_ns: i64,
+    /// The latest end of an event.
+    pub end_ns: i64,
     /// Where reading the trace stopped early, if it did (a truncated or damaged file): the events
     /// before it are indexed.
     pub read_error: Option<String>,
@@ -445,7 +449,17 @@ impl IndexFile {
         std::str::from_utf8(&self.map[text + start..text + end_at(n)]).unwrap_or("")
     }
 
-    /// Slice number `i`.
+    /// Slices in the index.
+    pub fn slice_count(&self) -> u64 {
+        (self.slices.1 / SLICE_BYTES) as u64
+    }
+
+    /// Slice number `i`, if there is one.
+    pub fn get_slice(&self, i: u64) -> Option<Slice> {
+        (i < self.slice_count()).then(|| self.slice(i))
+    }
+
+    /// Slice number `i` (below [`IndexFile::slice_count`]).
     pub(crate) fn slice(&self, i: u64) -> Slice {
         let at = self.slices.0 + i as usize * SLICE_BYTES;
         let mut b = [0u8; SLICE_BYTES];

@@ -11,11 +11,11 @@ use crate::records::{point_kinds, slice_flags};
 use crate::{open, BuildOptions, IndexFile, SliceItem, Window};
 
 /// The first callsite id.
-const ID: u32 = 16;
+pub(crate) const ID: u32 = 16;
 
 /// Writes a trace of callsites `sites` (named, of a phase; callsite `ID + k` is `sites[k]`) and
 /// each thread's events, in order, to `path`.
-fn write_trace(path: &Path, sites: &[(&str, Phase)], threads: &[(u32, Vec<Vec<Record>>)]) {
+pub(crate) fn write_trace(path: &Path, sites: &[(&str, Phase)], threads: &[(u32, Vec<Vec<Record>>)]) {
     // Ticks are nanoseconds since the origin.
     let clock = ClockInfo { origin_ticks: 0, ..monotonic() };
     let mut w = TraceWriter::new(File::create(path).unwrap(), clock, "test").unwrap();

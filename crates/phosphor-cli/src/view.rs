@@ -1,0 +1,90 @@
+//! `phosphor view FILE|DIR… [--listen ADDR] [--no-open]`: indexes the traces (once: the index is
+//! kept beside each trace, or in a cache folder) and serves the viewer's API on a local HTTP
+//! server, whose URL is the first line on stdout. A folder stands for its `.phos` files (a
+//! `phosphor record` folder); all the traces share one timeline, a process group each.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use phosphor_view::server::{serve, Trace};
+use phosphor_view::BuildOptions;
+
+/// Options of `phosphor view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// Trace files, or folders of them.
+    #[arg(required = true, value_name = "FILE|DIR")]
+    paths: Vec<PathBuf>,
+    /// Where to serve (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Allow an address other than loopback (anyone who can reach it can read the traces).
+    #[arg(long)]
+    any_address: bool,
+    /// Do not open a browser.
+    #[arg(long)]
+    no_open: bool,
+    /// Where indexes go when a trace's folder cannot be written [default: the user's cache
+    /// folder, `phosphor/view` in it].
+    #[arg(long, value_name = "DIR")]
+    cache: Option<PathBuf>,
+}
+
+/// The `.phos` files of `path`: itself, or those in it (sorted).
+fn traces_of(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).with_context(|| format!("{}", path.display()))? {
+        let p = entry.with_context(|| format!("{}", path.display()))?.path();
+        if p.extension().is_some_and(|e| e == "phos") && p.is_file() {
+            files.push(p);
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        bail!("{}: no .phos trace files in this folder", path.display());
+    }
+    Ok(files)
+}
+
+/// The user's cache folder for indexes.
+fn default_cache() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("phosphor").join("view")
+}
+
+pub fn run(args: &ViewArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    if !args.listen.ip().is_loopback() && !args.any_address {
+        bail!("{} is not a loopback address; pass --any-address to serve there", args.listen);
+    }
+    let cache = args.cache.clone().unwrap_or_else(default_cache);
+    let mut indexes = Vec::new();
+    for path in &args.paths {
+        for file in traces_of(path)? {
+            let index = phosphor_view::open(&file, Some(&cache), &BuildOptions::default())?;
+            if let Some(e) = &index.meta.read_error {
+                eprintln!("{}: indexed the events before a read error: {e}", file.display());
+            }
+            indexes.push((file, index));
+        }
+    }
+    let listener = TcpListener::bind(args.listen).with_context(|| format!("listening on {}", args.listen))?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    writeln!(out, "{url}")?;
+    out.flush()?;
+    if !args.no_open {
+        if let Err(e) = webbrowser::open(&url) {
+            eprintln!("could not open a browser ({e}); open {url}");
+        }
+    }
+    serve(Trace::on_one_timeline(indexes), listener).context("serving")?;
+    Ok(())
+}

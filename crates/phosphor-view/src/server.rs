@@ -1,0 +1,344 @@
+//! The viewer's HTTP server: a JSON API over the indexes of the traces it was given
+//! (`docs/VIEW-API.md`), on axum.
+//!
+//! Only the traces given at start are read: requests name a trace by its number and a thread by
+//! its id, never a path. Each answer is bounded: a window gives at most about two items a pixel
+//! and level, at most [`MAX_PIXELS`] pixels and [`MAX_LEVELS`] levels.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::file::IndexFile;
+use crate::query::{PointItem, SliceItem, Window};
+
+/// The widest window an answer is made for, in pixels.
+pub const MAX_PIXELS: u32 = 8192;
+/// The most levels of a thread one answer gives (the deeper ones are asked for by `from`).
+pub const MAX_LEVELS: usize = 256;
+
+/// A trace the server shows: its index, and where it sits on the shared timeline.
+#[derive(Debug)]
+pub struct Trace {
+    /// The trace file.
+    pub path: PathBuf,
+    /// Its index.
+    pub index: IndexFile,
+    /// Added to the index's times to place them on the timeline the traces share (the
+    /// difference of the files' clock origins in wall-clock time).
+    pub offset_ns: i64,
+}
+
+impl Trace {
+    /// The traces of `indexes`, placed on one timeline by their origins' wall-clock times.
+    pub fn on_one_timeline(indexes: Vec<(PathBuf, IndexFile)>) -> Vec<Trace> {
+        let first = indexes.iter().map(|(_, i)| i.meta.origin_wall_ns).min().unwrap_or(0);
+        indexes
+            .into_iter()
+            .map(|(path, index)| {
+                let offset = index.meta.origin_wall_ns.saturating_sub(first);
+                Trace { path, offset_ns: i64::try_from(offset).unwrap_or(i64::MAX), index }
+            })
+            .collect()
+    }
+}
+
+type Shared = Arc<Vec<Trace>>;
+
+/// An answer of status 400 or 404 with a message.
+struct Failure(StatusCode, String);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+fn not_found(what: String) -> Failure {
+    Failure(StatusCode::NOT_FOUND, what)
+}
+
+/// The routes of the API.
+pub fn router(traces: Vec<Trace>) -> Router {
+    Router::new()
+        .route("/", get(home))
+        .route("/api/traces", get(traces_list))
+        .route("/api/slices", get(slices))
+        .route("/api/points", get(points))
+        .route("/api/samples", get(samples))
+        .route("/api/slice", get(slice_details))
+        .with_state(Arc::new(traces))
+}
+
+/// Serves `traces` on `listener` until the process ends.
+pub fn serve(traces: Vec<Trace>, listener: TcpListener) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_io().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        axum::serve(listener, router(traces)).await
+    })
+}
+
+fn trace(traces: &Shared, n: usize) -> Result<&Trace, Failure> {
+    traces.get(n).ok_or_else(|| not_found(format!("no trace {n} (there are {})", traces.len())))
+}
+
+/// `GET /api/traces`: every trace, its threads and counters.
+async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
+    let list: Vec<Value> = traces
+        .iter()
+        .enumerate()
+        .map(|(n, t)| {
+            let i = &t.index;
+            let threads: Vec<Value> = i
+                .threads
+                .iter()
+                .map(|th| {
+                    json!({
+                        "tid": th.tid,
+                        "name": th.name.map(|n| i.name(n)),
+                        "levels": th.levels.len(),
+                        "slices": th.levels.iter().map(|l| l.1).sum::<u64>(),
+                        "points": th.points.1,
+                    })
+                })
+                .collect();
+            let counters: Vec<Value> = i
+                .counters
+                .iter()
+                .enumerate()
+                .map(|(c, ct)| json!({ "counter": c, "name": i.name(ct.name), "samples": ct.samples.1 }))
+                .collect();
+            json!({
+                "trace": n,
+                "file": t.path.file_name().map(|f| f.to_string_lossy()),
+                "process": i.meta.process,
+                "pid": i.meta.pid,
+                "clock": i.meta.clock,
+                "offset_ns": t.offset_ns,
+                "start_ns": i.meta.start_ns.saturating_add(t.offset_ns),
+                "end_ns": i.meta.end_ns.saturating_add(t.offset_ns),
+                "events": i.meta.events,
+                "read_error": i.meta.read_error,
+                "threads": threads,
+                "counters": counters,
+            })
+        })
+        .collect();
+    Json(json!({ "traces": list }))
+}
+
+/// `s` with `&`, `<`, `>` and `"` escaped for HTML.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `GET /`: the traces served, and the API's entry points.
+async fn home(State(traces): State<Shared>) -> Html<String> {
+    let mut rows = String::new();
+    for (n, t) in traces.iter().enumerate() {
+        let m = &t.index.meta;
+        let file = t.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        rows.push_str(&format!(
+            "<tr><td>{n}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td></tr>\n",
+            escape(&file),
+            escape(&m.process),
+            m.pid,
+            t.index.threads.len(),
+            m.events,
+        ));
+    }
+    Html(format!(
+        "<!doctype html><meta charset=utf-8><title>Phosphor</title>\n\
+         <h1>Phosphor</h1><table><tr><th>trace</th><th>file</th><th>process</th><th>threads</th>\
+         <th>events</th></tr>\n{rows}</table>\n<p>API: <a href=/api/traces>/api/traces</a> \
+         (docs/VIEW-API.md)</p>\n"
+    ))
+}
+
+/// A window of a track: `start` and `end` on the shared timeline, `px` pixels wide.
+#[derive(Debug, Deserialize)]
+struct WindowQuery {
+    trace: usize,
+    tid: Option<u32>,
+    counter: Option<usize>,
+    start: i64,
+    end: i64,
+    px: u32,
+    /// The first level to give (slices).
+    #[serde(default)]
+    from: usize,
+}
+
+impl WindowQuery {
+    /// The window in the trace's own time.
+    fn window(&self, t: &Trace) -> Result<Window, Failure> {
+        if self.px == 0 || self.px > MAX_PIXELS || self.end < self.start {
+            let why = format!("px must be 1 to {MAX_PIXELS} and end at least start");
+            return Err(Failure(StatusCode::BAD_REQUEST, why));
+        }
+        Ok(Window::new(self.start.saturating_sub(t.offset_ns), self.end.saturating_sub(t.offset_ns), self.px))
+    }
+
+    fn thread<'t>(&self, t: &'t Trace) -> Result<&'t crate::file::ThreadTrack, Failure> {
+        let tid = self.tid.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "tid is required".into()))?;
+        let threads = &t.index.threads;
+        let at = threads
+            .binary_search_by_key(&tid, |th| th.tid)
+            .map_err(|_| not_found(format!("no thread {tid}")))?;
+        Ok(&threads[at])
+    }
+}
+
+/// The names an answer refers to, by number.
+#[derive(Default)]
+struct Names(BTreeMap<u32, String>);
+
+impl Names {
+    fn add(&mut self, index: &IndexFile, n: u32) -> u32 {
+        self.0.entry(n).or_insert_with(|| index.name(n).to_owned());
+        n
+    }
+}
+
+/// `GET /api/slices`: a thread's slices in a window, by level: `[start, end, name, index, flags]`
+/// for a slice, `[start, end, -count, first]` for a run of narrower ones.
+async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Json<Value>, Failure> {
+    let t = trace(&traces, q.trace)?;
+    let (w, thread) = (q.window(t)?, q.thread(t)?);
+    let mut names = Names::default();
+    let off = t.offset_ns;
+    let levels: Vec<Value> = t
+        .index
+        .slices_in(thread, w)
+        .into_iter()
+        .skip(q.from)
+        .take(MAX_LEVELS)
+        .map(|items| {
+            let items: Vec<Value> = items
+                .into_iter()
+                .map(|item| match item {
+                    SliceItem::Slice(i, s) => {
+                        json!([s.start + off, s.end + off, names.add(&t.index, s.name), i, s.flags])
+                    }
+                    SliceItem::Merged { first, count, start, end } => {
+                        json!([start + off, end + off, -(count as i64), first])
+                    }
+                })
+                .collect();
+            Value::Array(items)
+        })
+        .collect();
+    let more = thread.levels.len() > q.from.saturating_add(MAX_LEVELS);
+    Ok(Json(json!({ "from": q.from, "levels": levels, "more_levels": more, "names": names.0 })))
+}
+
+/// `GET /api/points`: a thread's points in a window: `[ts, name, index, kind]` for a point,
+/// `[start, end, -count, first]` for several within a pixel.
+async fn points(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Json<Value>, Failure> {
+    let t = trace(&traces, q.trace)?;
+    let (w, thread) = (q.window(t)?, q.thread(t)?);
+    let mut names = Names::default();
+    let off = t.offset_ns;
+    let items: Vec<Value> = t
+        .index
+        .points_in(thread, w)
+        .into_iter()
+        .map(|item| match item {
+            PointItem::Point(i, p) => json!([p.ts + off, names.add(&t.index, p.name), i, p.kind]),
+            PointItem::Merged { first, count, start, end } => {
+                json!([start + off, end + off, -(count as i64), first])
+            }
+        })
+        .collect();
+    Ok(Json(json!({ "points": items, "names": names.0 })))
+}
+
+/// `GET /api/samples`: a counter's values in a window, a pixel at a time:
+/// `[start, end, count, min, max, last]`.
+async fn samples(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Json<Value>, Failure> {
+    let t = trace(&traces, q.trace)?;
+    let w = q.window(t)?;
+    let c = q.counter.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "counter is required".into()))?;
+    if c >= t.index.counters.len() {
+        return Err(not_found(format!("no counter {c}")));
+    }
+    let off = t.offset_ns;
+    let items: Vec<Value> = t
+        .index
+        .samples_in(c, w)
+        .into_iter()
+        .map(|s| json!([s.start + off, s.end + off, s.count, finite(s.min), finite(s.max), finite(s.last)]))
+        .collect();
+    Ok(Json(json!({ "samples": items })))
+}
+
+/// A value as JSON: non-finite floats as strings (JSON has no NaN).
+fn finite(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        json!(v.to_string())
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct SliceQuery {
+    trace: usize,
+    index: u64,
+}
+
+/// `GET /api/slice`: one slice by its number.
+async fn slice_details(
+    State(traces): State<Shared>,
+    Query(q): Query<SliceQuery>,
+) -> Result<Json<Value>, Failure> {
+    let t = trace(&traces, q.trace)?;
+    let s = t.index.get_slice(q.index).ok_or_else(|| not_found(format!("no slice {}", q.index)))?;
+    let (tid, level) = t
+        .index
+        .threads
+        .iter()
+        .find_map(|th| {
+            let level = th.levels.iter().position(|&(first, n)| (first..first + n).contains(&q.index))?;
+            Some((th.tid, level))
+        })
+        .unwrap_or((0, 0));
+    Ok(Json(json!({
+        "index": q.index,
+        "name": t.index.name(s.name),
+        "start_ns": s.start + t.offset_ns,
+        "end_ns": s.end + t.offset_ns,
+        "duration_ns": s.duration(),
+        "tid": tid,
+        "level": level,
+        "callsite": s.callsite,
+        "flags": s.flags,
+        "event_offset": s.event,
+    })))
+}
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

@@ -1,0 +1,99 @@
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+
+use phosphor_format::Phase;
+use serde_json::Value;
+
+use super::{serve, Trace};
+use crate::tests::{write_trace, ID};
+use crate::{open, BuildOptions};
+
+/// Serves the traces at `paths` on a free loopback port.
+fn start(paths: &[std::path::PathBuf]) -> SocketAddr {
+    let indexes =
+        paths.iter().map(|p| (p.clone(), open(p, None, &BuildOptions::default()).unwrap())).collect();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || serve(Trace::on_one_timeline(indexes), listener));
+    addr
+}
+
+/// `GET path`: the status and the body as JSON.
+fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+#[test]
+fn the_api_lists_traces_and_answers_windows_within_its_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.phos");
+    let sites = [("outer", Phase::Complete), ("inner", Phase::Complete), ("load", Phase::Counter)];
+    let mut events = Vec::new();
+    for k in 0..1000u64 {
+        events.push(phosphor_craft::records::complete(k * 100 + 10, ID + 1, 20).to_vec());
+        events.push(phosphor_craft::records::complete(k * 100, ID, 90).to_vec());
+        events.push(phosphor_craft::records::counter(k * 100, ID + 2, k as f64).to_vec());
+    }
+    write_trace(&path, &sites, &[(3, events)]);
+    let addr = start(&[path]);
+
+    let (status, list) = get(addr, "/api/traces");
+    assert_eq!(status, 200);
+    let t = &list["traces"][0];
+    assert_eq!(t["threads"][0]["tid"], 3);
+    assert_eq!(t["threads"][0]["slices"], 2000);
+    assert_eq!(t["counters"][0]["name"], "load");
+    assert_eq!((t["start_ns"].as_i64(), t["end_ns"].as_i64()), (Some(0), Some(99_990)));
+
+    // The whole trace in 100 pixels: each level merged to about a run a pixel.
+    let (status, w) = get(addr, "/api/slices?trace=0&tid=3&start=0&end=100000&px=100");
+    assert_eq!(status, 200);
+    let levels = w["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    for level in levels {
+        let items = level.as_array().unwrap();
+        assert!(items.len() <= 202, "{}", items.len());
+        let count: i64 =
+            items.iter().map(|i| if i[2].as_i64().unwrap() < 0 { -i[2].as_i64().unwrap() } else { 1 }).sum();
+        assert_eq!(count, 1000);
+    }
+    // Zoomed in: whole slices, named.
+    let (_, w) = get(addr, "/api/slices?trace=0&tid=3&start=0&end=99&px=1000");
+    let first = &w["levels"][0][0];
+    assert_eq!((first[0].as_i64(), first[1].as_i64()), (Some(0), Some(90)));
+    assert_eq!(w["names"][first[2].as_u64().unwrap().to_string()], "outer");
+    let (status, d) = get(addr, &format!("/api/slice?trace=0&index={}", first[3]));
+    assert_eq!(status, 200);
+    assert_eq!(
+        (d["name"].as_str(), d["duration_ns"].as_u64(), d["level"].as_u64()),
+        (Some("outer"), Some(90), Some(0))
+    );
+
+    let (_, s) = get(addr, "/api/samples?trace=0&counter=0&start=0&end=99999&px=10");
+    let samples = s["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 10);
+    assert_eq!(samples.iter().map(|s| s[2].as_u64().unwrap()).sum::<u64>(), 1000);
+
+    // Bad requests name what is wrong; nothing panics.
+    for (path, want) in [
+        ("/api/slices?trace=5&tid=3&start=0&end=10&px=10", 404),
+        ("/api/slices?trace=0&tid=9&start=0&end=10&px=10", 404),
+        ("/api/slices?trace=0&tid=3&start=0&end=10&px=0", 400),
+        ("/api/slices?trace=0&tid=3&start=0&end=10&px=100000", 400),
+        ("/api/slices?trace=0&tid=3&start=10&end=0&px=10", 400),
+        ("/api/slice?trace=0&index=99999999", 404),
+        ("/api/samples?trace=0&counter=4&start=0&end=10&px=10", 404),
+    ] {
+        let (status, body) = get(addr, path);
+        assert_eq!(status, want, "{path}: {body}");
+    }
+    let (status, _) = get(addr, "/api/slices?trace=0&tid=3");
+    assert_eq!(status, 400);
+}

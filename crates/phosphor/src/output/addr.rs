@@ -15,7 +15,7 @@
 //! too, and so is one of a library loaded later), so its bytes are copied by the kernel instead:
 //! written into a pipe, which fails with `EFAULT` rather than faulting when they are not all
 //! readable, and read back. The copy is used, never the address. Bytes that cannot be copied are a
-//! bad string: the callers show [`BAD_STATIC_STR`](crate::trace::BAD_STATIC_STR) in their place.
+//! bad string: the callers show [`BAD_STATIC_STR`](crate::output::trace::BAD_STATIC_STR) in their place.
 //!
 //! All this is Linux's (`dl_iterate_phdr`'s 64-bit program headers, `pipe2`); elsewhere the tools
 //! trust a word as recorded, as they did before (the crash handler is Linux only).
@@ -99,7 +99,7 @@ fn segments() -> Vec<(usize, usize)> {
 /// the interner's arena. Async-signal-safe: atomic loads only.
 pub(crate) fn is_known(addr: usize, len: usize) -> bool {
     let Some(end) = addr.checked_add(len) else { return false };
-    let (arena, arena_end) = crate::intern::INTERNER.arena_range();
+    let (arena, arena_end) = crate::registry::intern::INTERNER.arena_range();
     if addr >= arena && end <= arena_end {
         return true;
     }
@@ -250,7 +250,7 @@ mod tests {
         collect();
         let lit = "a string literal of this binary";
         assert!(is_known(lit.as_ptr() as usize, lit.len()));
-        let interned = crate::intern::INTERNER.intern("addr-test-interned").unwrap();
+        let interned = crate::registry::intern::INTERNER.intern("addr-test-interned").unwrap();
         assert!(is_known(interned.as_ptr() as usize, interned.len()));
         let heap = String::from("on the heap");
         assert!(!is_known(heap.as_ptr() as usize, heap.len()));

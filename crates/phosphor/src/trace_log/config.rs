@@ -6,10 +6,11 @@ use std::sync::Arc;
 #[cfg(not(loom))]
 use phosphor_format::chunk::CHUNK_BYTES;
 
-#[cfg(not(loom))]
-use crate::category::CategoryFilter;
-use crate::clock::ClockKind;
 use crate::error::{Error, ErrorKind};
+use crate::record::buffer::BufferMode;
+use crate::record::clock::ClockKind;
+#[cfg(not(loom))]
+use crate::registry::category::CategoryFilter;
 #[cfg(not(loom))]
 use crate::TraceLog;
 
@@ -79,22 +80,6 @@ impl TraceLogConfig {
 /// The most tenants a pool can have: each is a writer stream of the trace file, numbered 1 to
 /// 65535 in 16 bits.
 pub const MAX_POOL_TENANTS: usize = u16::MAX as usize;
-
-/// What happens when the buffer is out of chunks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum BufferMode {
-    /// Stop tracing when full and call the stop callback; later events are counted as dropped.
-    #[default]
-    Fixed,
-    /// Reuse the oldest full chunk and count the events it held: a flight recorder.
-    Ring,
-    /// Continuous tracing: full chunks go to a collector thread that writes them to the open
-    /// datastreams (`TraceLog::open_stream`) and returns them to the pool. When every chunk is in
-    /// use, events are dropped and counted (or the writer waits, under a `Block` datastream), and
-    /// the writer's next chunk starts with a saturation marker. Events recorded while no
-    /// datastream is open count as recorded and go to no sink.
-    Stream,
-}
 
 /// Called on the recording thread when a Fixed buffer fills. It may call `TraceLog::stop`.
 #[cfg(not(loom))]

@@ -20,9 +20,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
-use crate::arg::Arg;
-use crate::callsite::Callsite;
-use crate::emit::{check, emit, NoArg, Now, Since};
+use crate::instrument::arg::Arg;
+use crate::instrument::emit::{check, emit, NoArg, Now, Since};
+use crate::registry::callsite::Callsite;
 use crate::TraceLog;
 
 /// Task ids; 0 means "not traced".

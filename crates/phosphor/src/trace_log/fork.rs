@@ -29,15 +29,15 @@
 use std::cell::RefCell;
 use std::sync::Once;
 
-use crate::thread::THREAD;
+use crate::record::thread::THREAD;
 
 /// What `prepare` took, for `parent` and `child` to release. While it exists the forking thread
 /// is marked busy, so an event it records meanwhile (an instrumented allocator) neither attaches
 /// nor runs a stop callback, both of which would take a control lock it holds.
 struct Held {
     logs: crate::trace_log::ForkLocks,
-    registry: crate::callsite::ForkLock,
-    names: crate::thread::ForkLock,
+    registry: crate::registry::callsite::ForkLock,
+    names: crate::record::thread::ForkLock,
 }
 
 thread_local! {
@@ -69,8 +69,8 @@ extern "C" fn prepare() {
         // The order the crate always takes these in: control (of each log, by slot) before the
         // registry, the registry before the names.
         let logs = crate::trace_log::ForkLocks::take();
-        let registry = crate::callsite::ForkLock::take();
-        let names = crate::thread::ForkLock::take();
+        let registry = crate::registry::callsite::ForkLock::take();
+        let names = crate::record::thread::ForkLock::take();
         let _ = HELD.try_with(|h| *h.borrow_mut() = Some(Held { logs, registry, names }));
     });
 }
@@ -98,7 +98,7 @@ extern "C" fn child() {
         let Some(mut h) = take_held() else { return };
         // The names belong to the parent's threads, which the child does not have.
         h.names.clear();
-        crate::thread::after_fork_in_child();
+        crate::record::thread::after_fork_in_child();
         // The logs' reset takes the registry's lock (to clear their callsite bits) under their
         // control locks, as `stop` does: release the registry and the names first.
         drop(h.names);

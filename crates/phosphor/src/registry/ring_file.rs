@@ -17,8 +17,7 @@ use phosphor_format::chunk::CHUNK_BYTES;
 use phosphor_format::file::raw;
 use phosphor_format::file::ring::{at, RING_HEADER_BYTES, RING_MAGIC};
 
-use crate::buffer::TraceChunk;
-use crate::callsite::Callsite;
+use crate::registry::callsite::Callsite;
 
 /// Bytes of the metadata region (callsite definitions): about 10,000 callsites.
 pub(crate) const META_CAPACITY: usize = 4 << 20;
@@ -26,9 +25,11 @@ pub(crate) const META_CAPACITY: usize = 4 << 20;
 /// A shared mapping of a ring file, unmapped when dropped.
 #[derive(Debug)]
 pub(crate) struct Mapping {
-    base: *mut u8,
+    /// The start of the mapping (page-aligned); the chunk region starts at `RING_HEADER_BYTES`.
+    pub(crate) base: *mut u8,
     len: usize,
-    chunks: usize,
+    /// Chunks in the chunk region.
+    pub(crate) chunks: usize,
 }
 
 // SAFETY: the mapping is plain shared memory owned by this value; the chunks in it are accessed
@@ -46,17 +47,6 @@ impl Drop for Mapping {
 }
 
 impl Mapping {
-    /// The chunks, zero-filled by the file's creation: every header reads as a FREE chunk.
-    pub(crate) fn chunks(&self) -> &[TraceChunk] {
-        // SAFETY: [1] the chunk region starts page-aligned at RING_HEADER_BYTES and holds `chunks`
-        // chunks of CHUNK_BYTES = size_of::<TraceChunk>(), with TraceChunk's alignment (64). [2]
-        // Zero bytes are a valid TraceChunk: atomics at zero, records `MaybeUninit`. [3] The slice
-        // lives as long as `self`, which keeps the mapping.
-        unsafe {
-            std::slice::from_raw_parts(self.base.add(RING_HEADER_BYTES).cast::<TraceChunk>(), self.chunks)
-        }
-    }
-
     fn meta_len(&self) -> &AtomicU64 {
         // SAFETY: offset 40 of the page-aligned mapping is 8-byte aligned and inside the header;
         // only the registry (under its lock) writes it.

@@ -265,6 +265,12 @@ enum Probe {
 #[cfg(not(loom))]
 pub(crate) static INTERNER: Interner = Interner::new();
 
+/// What the string interner holds, and how many strings it could not take.
+#[cfg(not(loom))]
+pub fn intern_stats() -> InternStats {
+    INTERNER.stats()
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

@@ -115,6 +115,24 @@ pub enum Interned<'a> {
     Inline(&'a str),
 }
 
+/// Interns a dynamic string (Palanteer's dynamic strings): the event then stores it like a static
+/// string, and a trace file holds it once however many events use it. The interner is bounded
+/// (`registry/intern.rs`: 4,096 strings, 256 KiB); when it cannot take a string, the string is copied into
+/// the event instead, and [`intern_stats`](crate::intern_stats) counts the fallback. The lookup hashes the string and
+/// takes no lock.
+///
+/// ```
+/// let path = format!("/users/{}", 42);
+/// phosphor::trace_instant!("http", "request", "path" => phosphor::intern(&path));
+/// ```
+#[inline]
+pub fn intern(s: &str) -> Interned<'_> {
+    match crate::registry::intern::INTERNER.intern(s) {
+        Some(copy) => Interned::Static(copy),
+        None => Interned::Inline(s),
+    }
+}
+
 impl Interned<'_> {
     /// The string.
     pub fn as_str(&self) -> &str {
@@ -171,7 +189,7 @@ impl<'a> IntoName for &'a str {
     type Arg = Interned<'a>;
     #[inline(always)]
     fn into_name(self) -> Interned<'a> {
-        crate::intern(self)
+        intern(self)
     }
 }
 
@@ -179,7 +197,7 @@ impl<'a> IntoName for &'a String {
     type Arg = Interned<'a>;
     #[inline(always)]
     fn into_name(self) -> Interned<'a> {
-        crate::intern(self)
+        intern(self)
     }
 }
 

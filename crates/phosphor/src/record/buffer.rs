@@ -45,8 +45,28 @@ use std::mem::MaybeUninit;
 use phosphor_format::chunk::CHUNK_RECORDS;
 use phosphor_format::Record;
 
+#[cfg(all(not(loom), unix))]
+use phosphor_format::file::ring::RING_HEADER_BYTES;
+
+#[cfg(all(not(loom), unix))]
+use crate::registry::ring_file::Mapping;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use crate::BufferMode;
+
+/// What happens when the buffer is out of chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BufferMode {
+    /// Stop tracing when full and call the stop callback; later events are counted as dropped.
+    #[default]
+    Fixed,
+    /// Reuse the oldest full chunk and count the events it held: a flight recorder.
+    Ring,
+    /// Continuous tracing: full chunks go to a collector thread that writes them to the open
+    /// datastreams (`TraceLog::open_stream`) and returns them to the pool. When every chunk is in
+    /// use, events are dropped and counted (or the writer waits, under a `Block` datastream), and
+    /// the writer's next chunk starts with a saturation marker. Events recorded while no
+    /// datastream is open count as recorded and go to no sink.
+    Stream,
+}
 
 /// The kind bits of a chunk's state.
 const KIND: u8 = 0b11;
@@ -309,7 +329,7 @@ enum Chunks {
     Heap(Box<[TraceChunk]>),
     /// A shared mapping of a ring file (`TraceConfig::file_backed`), which outlives the process.
     #[cfg(all(not(loom), unix))]
-    Mapped(std::sync::Arc<crate::ring::Mapping>),
+    Mapped(std::sync::Arc<Mapping>),
 }
 
 impl std::ops::Deref for Chunks {
@@ -319,6 +339,22 @@ impl std::ops::Deref for Chunks {
             Chunks::Heap(c) => c,
             #[cfg(all(not(loom), unix))]
             Chunks::Mapped(m) => m.chunks(),
+        }
+    }
+}
+
+/// A ring file's chunks, seen as a buffer's: here rather than with [`Mapping`] (in the registry,
+/// which writes the callsite metadata) so that the registry does not depend on the chunk type.
+#[cfg(all(not(loom), unix))]
+impl Mapping {
+    /// The chunks, zero-filled by the file's creation: every header reads as a FREE chunk.
+    pub(crate) fn chunks(&self) -> &[TraceChunk] {
+        // SAFETY: [1] the chunk region starts page-aligned at RING_HEADER_BYTES and holds `chunks`
+        // chunks of CHUNK_BYTES = size_of::<TraceChunk>(), with TraceChunk's alignment (64). [2]
+        // Zero bytes are a valid TraceChunk: atomics at zero, records `MaybeUninit`. [3] The slice
+        // lives as long as `self`, which keeps the mapping.
+        unsafe {
+            std::slice::from_raw_parts(self.base.add(RING_HEADER_BYTES).cast::<TraceChunk>(), self.chunks)
         }
     }
 }
@@ -415,7 +451,10 @@ impl TraceBuffer {
 
     /// A buffer whose chunks are those of a ring file's mapping (zero-filled: every chunk FREE).
     #[cfg(all(not(loom), unix))]
-    pub(crate) fn mapped(mode: BufferMode, mapping: std::sync::Arc<crate::ring::Mapping>) -> TraceBuffer {
+    pub(crate) fn mapped(
+        mode: BufferMode,
+        mapping: std::sync::Arc<crate::registry::ring_file::Mapping>,
+    ) -> TraceBuffer {
         TraceBuffer::with_chunks(mode, Chunks::Mapped(mapping))
     }
 

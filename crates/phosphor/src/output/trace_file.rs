@@ -15,7 +15,7 @@ use std::path::Path;
 use phosphor_format::file::{CallsiteInfo, Error, Header, Trailer, Writer};
 use phosphor_format::ID_THREAD_SWITCH;
 
-use crate::trace::{static_str, Trace};
+use crate::output::trace::{static_str, Trace};
 
 /// The header of a trace file of this process on `clock`: the pid and the executable's name.
 pub(crate) fn process_header(clock: crate::ClockInfo) -> Header {

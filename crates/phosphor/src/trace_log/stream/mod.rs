@@ -42,9 +42,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::callsite::Callsite;
-use crate::category::CategoryFilter;
 use crate::error::Error;
+use crate::registry::callsite::Callsite;
+use crate::registry::category::CategoryFilter;
 
 mod collector;
 mod datastream;

@@ -10,17 +10,17 @@ use std::ops::{Deref, DerefMut};
 
 use phosphor_format::{continuation_records, encode_continuation, ArgType, Meta, Record};
 
-use crate::arg::Arg;
-use crate::callsite::{self, registered_id, Callsite};
-use crate::clock::ClockKind;
-use crate::tenant::Fill;
+use crate::instrument::arg::Arg;
+use crate::record::clock::ClockKind;
+use crate::record::tenant::Fill;
+use crate::registry::callsite::{self, registered_id, Callsite};
 use crate::TraceLog;
 
 /// The absent argument.
 #[derive(Clone, Copy, Debug)]
 pub struct NoArg;
 
-impl crate::arg::private::Sealed for NoArg {}
+impl crate::instrument::arg::private::Sealed for NoArg {}
 
 impl Arg for NoArg {
     const TYPE: ArgType = ArgType::None;
@@ -28,7 +28,7 @@ impl Arg for NoArg {
     fn word(&self) -> u64 {
         0
     }
-    crate::arg::usdt!(u64, |_s| 0);
+    crate::instrument::arg::usdt!(u64, |_s| 0);
 }
 
 /// Where an event's timestamp comes from. A type rather than an enum, so each callsite's choice is
@@ -45,7 +45,7 @@ pub struct Now;
 impl Stamp for Now {
     #[inline(always)]
     fn resolve(self, clock: ClockKind, w0: u64) -> (u64, u64) {
-        (crate::clock::now(clock), w0)
+        (crate::record::clock::now(clock), w0)
     }
 }
 
@@ -56,7 +56,7 @@ pub struct Since(pub u64);
 impl Stamp for Since {
     #[inline(always)]
     fn resolve(self, clock: ClockKind, _w0: u64) -> (u64, u64) {
-        (self.0, crate::clock::now(clock).wrapping_sub(self.0))
+        (self.0, crate::record::clock::now(clock).wrapping_sub(self.0))
     }
 }
 
@@ -97,7 +97,7 @@ fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
     // Registering takes the registry lock and allocates; an event from inside the recorder's own
     // slow path (an instrumented allocator) would deadlock on it, so such a first call counts as
     // disabled.
-    let thread = crate::thread::THREAD.with(|t| t as *const crate::thread::ThreadState);
+    let thread = crate::record::thread::THREAD.with(|t| t as *const crate::record::thread::ThreadState);
     // SAFETY: the thread state has no destructor and lives as long as this thread, which is
     // running this function.
     let t = unsafe { &*thread };
@@ -207,7 +207,7 @@ pub(crate) fn emit_multi<S: Stamp>(
         let rest: &mut [MaybeUninit<Record>] = unsafe { std::slice::from_raw_parts_mut(dst.add(1), cont) };
         encode_continuation(extra, strs, rest);
     };
-    log.write_event(1 + cont as u32, crate::tenant::Identified(id, fill));
+    log.write_event(1 + cont as u32, crate::record::tenant::Identified(id, fill));
 }
 
 /// The guard of `trace_scope!`: records a complete event when dropped.

@@ -286,11 +286,11 @@ const CRASH_STR_MAX: usize = 1008;
 pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result<(), Error> {
     let signal_error = |m: String| Error::new(ErrorKind::Signal(m));
     let clock = log.clock_info().ok_or_else(|| Error::new(ErrorKind::NotRunning))?;
-    let header = crate::trace_file::process_header(clock);
+    let header = crate::output::trace_file::process_header(clock);
     let path = std::ffi::CString::new(path.into().into_os_string().into_encoded_bytes())
         .map_err(|_| signal_error("the dump path contains a NUL byte".into()))?;
     // The known ranges of static strings, found now: the handler cannot look for them.
-    crate::addr::collect();
+    crate::output::addr::collect();
     let setup = Box::into_raw(Box::new(CrashSetup {
         log,
         pid: std::process::id(),
@@ -431,11 +431,11 @@ fn chain(k: usize, sig: libc::c_int) {
 /// Async-signal-safe.
 fn crash_string(addr: u64, len: usize, buf: &mut [u8; CRASH_STR_MAX]) -> &[u8] {
     let len = len.min(CRASH_STR_MAX);
-    let Ok(addr) = usize::try_from(addr) else { return crate::trace::BAD_STATIC_STR.as_bytes() };
+    let Ok(addr) = usize::try_from(addr) else { return crate::output::trace::BAD_STATIC_STR.as_bytes() };
     if addr == 0 || len == 0 {
         return &[];
     }
-    if crate::addr::is_known(addr, len) {
+    if crate::output::addr::is_known(addr, len) {
         // SAFETY: `addr..addr + len` lies in a read-only segment of a loaded object or in the
         // interner's arena (a static), so it is mapped and reading it cannot fault. A word the
         // recorder wrote points at bytes published before its record; a word torn by a re-loan
@@ -444,10 +444,10 @@ fn crash_string(addr: u64, len: usize, buf: &mut [u8; CRASH_STR_MAX]) -> &[u8] {
     }
     // Relaxed: stored before the handler was installed.
     let fds = [COPY_PIPE[0].load(Ordering::Relaxed), COPY_PIPE[1].load(Ordering::Relaxed)];
-    if fds[0] >= 0 && crate::addr::copy_by_kernel(fds, addr, &mut buf[..len]) {
+    if fds[0] >= 0 && crate::output::addr::copy_by_kernel(fds, addr, &mut buf[..len]) {
         &buf[..len]
     } else {
-        crate::trace::BAD_STATIC_STR.as_bytes()
+        crate::output::trace::BAD_STATIC_STR.as_bytes()
     }
 }
 
@@ -494,7 +494,7 @@ fn write_crash_dump(setup: &CrashSetup) {
     let mut strings = 0u32;
     let mut ok = f.put(&setup.head);
     // The callsites: each one's strings, then its entry.
-    for (id, cs) in crate::callsite::crash_list() {
+    for (id, cs) in crate::registry::callsite::crash_list() {
         let m = cs.meta();
         let Some(n) = raw::strings_block(block, &m.file_strings()) else { continue };
         ok &= f.put(&block[..n]);
@@ -606,7 +606,7 @@ mod tests {
 
     #[test]
     fn the_crash_dump_reads_a_static_string_only_where_it_is_readable() {
-        crate::addr::collect();
+        crate::output::addr::collect();
         let mut fds = [-1; 2];
         // SAFETY: `fds` is a valid two-int array for pipe2 to fill.
         assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) }, 0);
@@ -614,7 +614,7 @@ mod tests {
         COPY_PIPE[0].store(fds[0], Ordering::Relaxed);
         COPY_PIPE[1].store(fds[1], Ordering::Relaxed);
         let mut buf = [0u8; CRASH_STR_MAX];
-        let bad = crate::trace::BAD_STATIC_STR.as_bytes();
+        let bad = crate::output::trace::BAD_STATIC_STR.as_bytes();
         let lit = "a literal";
         assert_eq!(crash_string(lit.as_ptr() as u64, lit.len(), &mut buf), lit.as_bytes());
         let heap: &'static str = String::from("on the heap").leak();

@@ -31,10 +31,10 @@ use phosphor_format::file::{Aggregate, AggregateKind};
 pub use phosphor_format::fnv1a64;
 use phosphor_format::{Level, Phase, FIRST_CALLSITE_ID};
 
-use crate::aggregate::AggregateRef;
-use crate::category::CategoryFilter;
-use crate::points::{PointKind, PointSelector};
-use crate::MAX_LOGS;
+use crate::registry::aggregate::AggregateRef;
+use crate::registry::category::CategoryFilter;
+use crate::registry::point::{PointKind, PointSelector};
+use crate::registry::MAX_LOGS;
 
 const ENABLED_MASK: u64 = 0xffff_ffff;
 const UNREGISTERED: u64 = ENABLED_MASK;
@@ -300,7 +300,7 @@ struct Registry {
     all_static: bool,
     /// The ring file of a file-backed trace, whose metadata gets every callsite registered.
     #[cfg(unix)]
-    ring: Option<Arc<crate::ring::Mapping>>,
+    ring: Option<Arc<crate::registry::ring_file::Mapping>>,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
@@ -533,7 +533,7 @@ pub(crate) fn dynamic(
 /// Makes `ring`'s metadata receive every callsite: all registered now (every static one first),
 /// and each one registered later; `None` stops it (the trace stopped).
 #[cfg(unix)]
-pub(crate) fn set_ring(ring: Option<Arc<crate::ring::Mapping>>) {
+pub(crate) fn set_ring(ring: Option<Arc<crate::registry::ring_file::Mapping>>) {
     let mut reg = registry();
     if let Some(r) = &ring {
         reg.register_all_static();

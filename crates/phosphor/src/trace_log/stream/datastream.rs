@@ -14,9 +14,9 @@ use phosphor_format::file::{Header, Trailer, Writer};
 use phosphor_format::{count_events, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH};
 
 use super::{Backpressure, MemorySink, Sink, StreamConfig, StreamStats};
-use crate::callsite::{self, Callsite};
-use crate::category::CategoryFilter;
-use crate::trace::static_str;
+use crate::output::trace::static_str;
+use crate::registry::callsite::{self, Callsite};
+use crate::registry::category::CategoryFilter;
 
 /// The longest wait between two attempts to reopen a failed sink.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
@@ -237,7 +237,7 @@ impl Stream {
                 if !self.sent[k] {
                     self.sent[k] = true;
                     if let Some(cs) = table.get(r.id) {
-                        new_callsites.push(crate::trace_file::callsite_info(r.id, cs.meta()));
+                        new_callsites.push(crate::output::trace_file::callsite_info(r.id, cs.meta()));
                     }
                 }
             }
@@ -427,7 +427,7 @@ pub(super) struct ThreadNames(HashMap<u32, String>);
 impl ThreadNames {
     fn get(&mut self, tid: u32) -> Option<&str> {
         if !self.0.contains_key(&tid) {
-            self.0 = crate::thread::thread_names();
+            self.0 = crate::record::thread::thread_names();
         }
         self.0.get(&tid).map(String::as_str)
     }

@@ -21,11 +21,11 @@ use std::mem::MaybeUninit;
 
 use phosphor_format::{ArgType, Level, Meta, Record, MAX_DYN_STR_BYTES, MAX_PARAMS};
 
-use crate::arg::Arg;
-use crate::callsite::Callsite;
-use crate::clock::ClockKind;
-use crate::emit::{emit_multi, Now, OneRecord};
-use crate::tenant::Fill;
+use crate::instrument::arg::Arg;
+use crate::instrument::emit::{emit_multi, Now, OneRecord};
+use crate::record::clock::ClockKind;
+use crate::record::tenant::Fill;
+use crate::registry::callsite::Callsite;
 use crate::TraceLog;
 
 /// The most bytes of dynamic-string parameters one log keeps (the rest is cut, and flagged).
@@ -73,7 +73,7 @@ impl<'a> Param<'a> {
 }
 
 /// A tuple of log parameters: `()` to 16 [`Arg`]s. Sealed, like `Arg`.
-pub trait LogParams: crate::arg::private::Sealed {
+pub trait LogParams: crate::instrument::arg::private::Sealed {
     /// How many.
     const COUNT: usize;
     /// The descriptor word (a constant).
@@ -89,7 +89,7 @@ pub trait LogParams: crate::arg::private::Sealed {
 
 macro_rules! log_params {
     ($n:expr; $($t:ident $i:tt),*) => {
-        impl<$($t: Arg),*> crate::arg::private::Sealed for ($($t,)*) {}
+        impl<$($t: Arg),*> crate::instrument::arg::private::Sealed for ($($t,)*) {}
         impl<$($t: Arg),*> LogParams for ($($t,)*) {
             const COUNT: usize = $n;
             const DESC: u64 = phosphor_format::params_desc(&[$($t::TYPE),*]);
@@ -180,7 +180,7 @@ struct TwoRecords {
 impl Fill for TwoRecords {
     #[inline(always)]
     fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind) {
-        let ts = crate::clock::now(clock);
+        let ts = crate::record::clock::now(clock);
         // SAFETY: `write_event(2, ..)` hands us two contiguous writable, unpublished record slots.
         unsafe {
             (*dst).write(Record::new(ts, self.id, self.meta, self.head));

@@ -26,10 +26,10 @@ use phosphor_format::chunk::CHUNK_RECORDS;
 use phosphor_format::file::SEQ_STREAM_SHIFT;
 use phosphor_format::{Meta, Record, ID_THREAD_SWITCH};
 
-use crate::barrier;
-use crate::buffer::{Loan, TraceBuffer, TraceChunk};
-use crate::chunk_lock::{ChunkLock, Held};
-use crate::clock::ClockKind;
+use crate::record::barrier;
+use crate::record::buffer::{Loan, TraceBuffer, TraceChunk};
+use crate::record::chunk_lock::{ChunkLock, Held};
+use crate::record::clock::ClockKind;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 #[cfg(loom)]
@@ -135,7 +135,8 @@ impl LogCore {
     fn still_traces(&self, id: u32) -> bool {
         #[cfg(not(loom))]
         {
-            crate::callsite::by_id(id).is_none_or(|cs| crate::callsite::enabled_in(cs.state(), self.slot))
+            crate::registry::callsite::by_id(id)
+                .is_none_or(|cs| crate::registry::callsite::enabled_in(cs.state(), self.slot))
         }
         #[cfg(loom)]
         {
@@ -594,7 +595,7 @@ impl Tenant {
             return;
         }
         let meta = Meta::new(0, phosphor_format::ArgType::U64, phosphor_format::ArgType::None);
-        let ts = crate::clock::now(self.clock);
+        let ts = crate::record::clock::now(self.clock);
         // SAFETY: the chunk was just loaned to this tenant, whose slave lock we hold; slot 0 is
         // unpublished and ours to write.
         unsafe { (*(*st.chunk).slot(0)).write(Record::new(ts, id, meta, [st.lost, 0])) };
@@ -756,7 +757,7 @@ mod tests {
             let r =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.write(&core, || 7, 2, panicking)));
             assert!(r.is_err());
-            assert_eq!(t.lock.state(), crate::chunk_lock::LockState::Unlocked, "shared: {shared}");
+            assert_eq!(t.lock.state(), crate::record::chunk_lock::LockState::Unlocked, "shared: {shared}");
             assert_eq!(t.write(&core, || 7, 1, one_record(21)), Outcome::Written);
             // Relaxed: single-threaded.
             assert_eq!(core.drops.reentrant.load(Ordering::Relaxed), 0);

@@ -10,8 +10,8 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::tenant::Tenant;
-use crate::MAX_LOGS;
+use crate::record::tenant::Tenant;
+use crate::registry::MAX_LOGS;
 
 pub(crate) struct ThreadState {
     tid: Cell<u32>,

@@ -28,7 +28,7 @@
 //! A "dead" tenant, whose `TraceLog` was dropped, stays MasterLocked for ever, so every slave fails
 //! and goes to its slow path, where it notices and detaches.
 
-use crate::barrier;
+use crate::record::barrier;
 use crate::sync::{yield_now, AtomicBool, Ordering};
 
 /// The observable state of a [`ChunkLock`].

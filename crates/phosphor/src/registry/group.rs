@@ -1,7 +1,7 @@
 //! Compile-time groups (Palanteer's groups) and the `off` feature.
 //!
 //! A group is a switch, decided when the *user's* crate compiles, that keeps or removes every
-//! instrumentation macro tagged with it. [`group!`](crate::group!) defines a `macro_rules!` macro
+//! instrumentation macro tagged with it. [`group!`](crate::registry::group!) defines a `macro_rules!` macro
 //! named after the group; the instrumentation macros take `group: name,` first and hand themselves
 //! to it. An enabled group forwards to the normal expansion; a disabled one to the compiled-out
 //! expansion, which only type-checks the arguments inside `if false {}` so that variables used
@@ -41,7 +41,7 @@ macro_rules! group {
     };
 }
 
-/// Internal: [`group!`](crate::group!) with the `$` token passed in, so that the generated macro can
+/// Internal: [`group!`](crate::registry::group!) with the `$` token passed in, so that the generated macro can
 /// have repetitions of its own.
 #[doc(hidden)]
 #[macro_export]

@@ -11,8 +11,8 @@
 
 use phosphor_format::{pack_static_str, ArgType, Level, Phase};
 
-use crate::arg::{private, Arg};
-pub use crate::site_cache::SiteCache;
+use crate::instrument::arg::{private, Arg};
+pub use crate::registry::site_cache::SiteCache;
 
 /// An argument value whose type is known only at run time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,7 +73,7 @@ impl Arg for Value<'_> {
             _ => false,
         }
     }
-    crate::arg::usdt!(u64, |s| s.word());
+    crate::instrument::arg::usdt!(u64, |s| s.word());
 }
 
 /// An optional [`Value`]: absent arguments record nothing.
@@ -108,7 +108,7 @@ impl Arg for MaybeValue<'_> {
     fn word_truncated(&self) -> bool {
         self.cut || self.value.is_some_and(|v| v.word_truncated())
     }
-    crate::arg::usdt!(u64, |s| s.word());
+    crate::instrument::arg::usdt!(u64, |s| s.word());
 }
 
 /// The metadata of a point made at run time ([`Point::custom`](crate::points::Point::custom)).

@@ -12,9 +12,9 @@ use phosphor_format::{
     decode_event, ArgWord, DecodeError, Phase, RawParams, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH,
 };
 
-use crate::buffer::TraceBuffer;
-use crate::callsite::{Callsite, CallsiteMeta};
-use crate::clock::ClockInfo;
+use crate::record::buffer::TraceBuffer;
+use crate::record::clock::ClockInfo;
+use crate::registry::callsite::{Callsite, CallsiteMeta};
 use crate::stats::Stats;
 
 /// A finished trace.
@@ -282,7 +282,7 @@ pub(crate) fn static_str(addr: u64, len: usize) -> &'static str {
     if addr == 0 {
         return "";
     }
-    let Some(bytes) = usize::try_from(addr).ok().and_then(|a| crate::addr::resolve(a, len)) else {
+    let Some(bytes) = usize::try_from(addr).ok().and_then(|a| crate::output::addr::resolve(a, len)) else {
         return BAD_STATIC_STR;
     };
     match std::str::from_utf8(bytes) {

@@ -13,8 +13,8 @@ use phosphor_format::ID_THREAD_SWITCH;
 
 use super::datastream::{CallsiteTable, Stream, ThreadNames};
 use super::{Backpressure, StreamConfig, StreamId, StreamStats, FLUSH_PERIOD, MAX_STREAMS};
-use crate::buffer::TraceBuffer;
 use crate::error::{Error, ErrorKind};
+use crate::record::buffer::TraceBuffer;
 use crate::{Stats, TraceLog};
 
 /// A datastream's thread: it writes the chunks the dispatcher queues for it, in order, and
@@ -191,7 +191,7 @@ fn finish_worker(w: &Worker, trailer: Trailer) -> StreamStats {
 }
 
 fn trailer(s: &Stats) -> Trailer {
-    crate::trace_file::trailer_of(s)
+    crate::output::trace_file::trailer_of(s)
 }
 
 /// What a datastream's thread is given to write: chunk `index`, whole (`upto` 0: given back, every
@@ -303,7 +303,7 @@ impl Pieces {
         for &(tenant, chunk) in &self.held {
             // SAFETY: a tenant's current chunk belongs to the running trace's buffer, which
             // outlives this thread; reading its committed count is an atomic load.
-            let c = unsafe { &*(chunk as *const crate::buffer::TraceChunk) };
+            let c = unsafe { &*(chunk as *const crate::record::buffer::TraceChunk) };
             let i = buf.index_of(c);
             let committed = c.committed();
             now.insert(tenant, (chunk, committed));

@@ -7,6 +7,11 @@
 //! The callsites are written into the file's metadata region as trace-file blocks: every callsite
 //! registered when the trace starts (all static ones, through the linker section), then each one
 //! registered later, by the registry, under its lock.
+//!
+//! The mapping lives in the registry, the lowest layer that uses it (the registry writes the
+//! metadata; the recording path's `TraceBuffer` uses the chunks, through `Mapping::chunks` in
+//! `record/buffer.rs`, next to the chunk type), so that neither layer imports the other's upper
+//! neighbour.
 
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;

@@ -24,7 +24,7 @@
 //! * **Signal-triggered dump**: as a snapshot; the file appears some time after the signal.
 //! * **Fatal signal**: one dump, written by the first crashing thread while any other crashing
 //!   thread waits for it; see [`dump_on_crash`] and docs/FLIGHT_RECORDER.md. `SIGKILL` leaves
-//!   nothing here: file-backed rings (`ring.rs`) and `phosphor recover` cover it.
+//!   nothing here: file-backed rings (`registry/ring_file.rs`) and `phosphor recover` cover it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};

@@ -34,8 +34,9 @@
 
 #![cfg_attr(loom, allow(dead_code))]
 
-// The modules by layer, lowest first; each uses only the layers above it in this list (see
-// ARCHITECTURE.md, "Layers", and tests/layers.rs, which checks it).
+// The modules are layers, lowest first: sync, error, stats, registry, record, output, trace_log,
+// instrument, control, macros. Each uses only the ones before it in that order (ARCHITECTURE.md's
+// code map says why; tests/it/layers.rs checks it).
 #[cfg(not(loom))]
 pub mod control;
 mod error;

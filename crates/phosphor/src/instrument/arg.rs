@@ -117,9 +117,9 @@ pub enum Interned<'a> {
 
 /// Interns a dynamic string (Palanteer's dynamic strings): the event then stores it like a static
 /// string, and a trace file holds it once however many events use it. The interner is bounded
-/// (`registry/intern.rs`: 4,096 strings, 256 KiB); when it cannot take a string, the string is copied into
-/// the event instead, and [`intern_stats`](crate::intern_stats) counts the fallback. The lookup hashes the string and
-/// takes no lock.
+/// (`registry/intern.rs`: 4,096 strings, 256 KiB); when it cannot take a string, the string is
+/// copied into the event instead, and [`intern_stats`](crate::intern_stats) counts the fallback.
+/// The lookup hashes the string and takes no lock.
 ///
 /// ```
 /// let path = format!("/users/{}", 42);

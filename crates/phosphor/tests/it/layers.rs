@@ -1,6 +1,6 @@
 //! The runtime crate's top-level modules form layers: each uses (`crate::...`) only the modules
-//! below it in [`LAYERS`], so there is no import circle between them. ARCHITECTURE.md ("Layers")
-//! states the same order, and why the arrows point down.
+//! below it in [`LAYERS`], so there is no import circle between them. ARCHITECTURE.md (the code
+//! map of `crates/phosphor`) states the same order, and why the arrows point down.
 //!
 //! The check reads the sources: every `crate::x` path (also inside `use crate::{x, y::z}`) outside
 //! comments and `#[cfg(test)]` modules is an edge to the top-level module `x`, or, when `x` is a

@@ -118,11 +118,13 @@
 mod counters;
 mod intern;
 mod lanes;
+mod packets;
 mod pb;
 mod plan;
 mod proto;
 mod streamed;
 mod summary;
+mod tracks;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Read, Write};
@@ -130,41 +132,15 @@ use std::io::{self, Read, Write};
 use phosphor_format::file::{Block, Callsite, Chunk, ClockInfo, Event, Reader, Value};
 use phosphor_format::Phase;
 
-use intern::{CallsiteCache, Interner, Resolved, Suffix};
-use lanes::{AsyncKey, Lanes};
+use intern::{CallsiteCache, Interner};
+use lanes::Lanes;
+use packets::FLUSH_AT;
 use pb::Enc;
 use proto::*;
+use tracks::{ThreadTrack, UUID_PROCESS};
 
 pub use crate::error::{Error, ExportSummary};
 pub use plan::{AsyncPlan, MAX_PLANNED_ASYNC_EVENTS};
-
-/// The one packet sequence.
-const SEQUENCE_ID: u64 = 1;
-
-/// `trusted_packet_sequence_id = SEQUENCE_ID` and `sequence_flags = SEQ_NEEDS_INCREMENTAL_STATE`,
-/// encoded: both field keys and both values fit in one byte each (checked at compile time).
-const EVENT_PACKET_PREFIX: [u8; 4] = {
-    const fn byte(v: u64) -> u8 {
-        assert!(v < 0x80, "a one-byte varint");
-        v as u8
-    }
-    [
-        byte((PACKET_TRUSTED_SEQUENCE_ID as u64) << 3),
-        byte(SEQUENCE_ID),
-        byte((PACKET_SEQUENCE_FLAGS as u64) << 3),
-        byte(SEQ_NEEDS_INCREMENTAL_STATE),
-    ]
-};
-
-/// Track uuids: a kind in the low four bits, so the kinds never collide and thread uuids stay
-/// short varints.
-const UUID_PROCESS: u64 = 1;
-const UUID_THREAD: u64 = 2;
-const UUID_COUNTER: u64 = 3;
-/// An async lane laid out in one pass (`lanes.rs`).
-const UUID_ASYNC: u64 = 4;
-/// An async lane of the plan (`plan.rs`): its number plus one in the high bits.
-const UUID_LANE: u64 = 5;
 
 /// Writes the trace that `reader` reads as a Perfetto protobuf trace to `out` (in blocks of about
 /// 64 KiB: `out` needs no buffering of its own).
@@ -216,15 +192,6 @@ pub fn write_perfetto_planned<R: Read, W: Write>(
     Exporter::new(&reader, out, Some(plan)).run(reader)
 }
 
-/// Encoded packets are written out once they fill this many bytes.
-const FLUSH_AT: usize = 1 << 16;
-/// The packet buffer and the pending interned entries give their room back once written if a long
-/// name made them grow past these.
-const KEEP_BUF: usize = 1 << 20;
-const KEEP_PENDING: usize = 1 << 16;
-/// Interned entries past this many bytes are written out beside their packet, not copied into it.
-const STREAM_INTERNED_AT: usize = 1 << 20;
-
 /// The streaming state.
 struct Exporter<W: Write> {
     out: W,
@@ -264,13 +231,6 @@ struct Exporter<W: Write> {
     /// Interned annotation names `level`, `p0`, `p1`, ... (0 until first used).
     level_iid: u64,
     param_iids: [u64; phosphor_format::MAX_PARAMS],
-}
-
-/// A thread's track and the name its last descriptor gave (its index in the file's string
-/// table: the reader holds the text).
-struct ThreadTrack {
-    uuid: u64,
-    name: Option<u32>,
 }
 
 /// The flow that links async slice `id` of `cs`'s category and name to the slices that work for
@@ -364,41 +324,6 @@ impl<W: Write> Exporter<W> {
         }
     }
 
-    /// The clock snapshot (which also starts the sequence) and the process track.
-    fn preamble(&mut self, process_name: &str) -> io::Result<()> {
-        self.start_packet(None, SEQ_INCREMENTAL_STATE_CLEARED);
-        let p = &mut self.buf;
-        let defaults = p.begin(PACKET_DEFAULTS);
-        p.uint(DEFAULTS_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_MONOTONIC);
-        p.end(defaults);
-        let snapshot = p.begin(PACKET_CLOCK_SNAPSHOT);
-        for (id, ts) in [
-            (BUILTIN_CLOCK_MONOTONIC, self.clock.origin_monotonic_ns),
-            (BUILTIN_CLOCK_REALTIME, self.clock.origin_wall_ns),
-        ] {
-            let clock = p.begin(SNAPSHOT_CLOCKS);
-            p.uint(CLOCK_ID, id);
-            p.uint(CLOCK_TIMESTAMP, ts);
-            p.end(clock);
-        }
-        p.uint(SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
-        p.end(snapshot);
-        self.finish_packet(false)?;
-
-        self.start_packet(None, 0);
-        let p = &mut self.buf;
-        let track = p.begin(PACKET_TRACK_DESCRIPTOR);
-        p.uint(TRACK_UUID, self.process_uuid);
-        let process = p.begin(TRACK_PROCESS);
-        p.int(PROCESS_PID, i64::from(self.pid as i32));
-        if !process_name.is_empty() {
-            p.bytes(PROCESS_NAME, process_name.as_bytes());
-        }
-        p.end(process);
-        p.end(track);
-        self.finish_packet(false)
-    }
-
     /// Absolute `CLOCK_MONOTONIC` nanoseconds of a raw timestamp.
     #[inline]
     fn ns(&self, ticks: u64) -> u64 {
@@ -455,344 +380,18 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    /// The track of thread `tid`; its descriptor is written when the thread is first seen, named
-    /// as the blocks before `chunk` name it.
-    #[inline]
-    fn thread_track(&mut self, tid: u32, ts: u64, chunk: &Chunk<'_>) -> io::Result<u64> {
-        if let Some((t, uuid)) = self.last_thread {
-            if t == tid {
-                return Ok(uuid);
-            }
-        }
-        let uuid = match self.threads.get(&tid) {
-            Some(t) => t.uuid,
-            None => self.new_thread(tid, ts, chunk)?,
-        };
-        self.last_thread = Some((tid, uuid));
-        Ok(uuid)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn new_thread(&mut self, tid: u32, ts: u64, chunk: &Chunk<'_>) -> io::Result<u64> {
-        let uuid = u64::from(tid) << 4 | UUID_THREAD;
-        let name = chunk.thread_name(tid);
-        self.thread_descriptor(tid, uuid, name.as_deref(), Some(ts))?;
-        self.threads.insert(tid, ThreadTrack { uuid, name: name.map(|n| n.index()) });
-        Ok(uuid)
-    }
-
-    /// After a threads block, writes the descriptor again for every thread with a track whose
-    /// name changed.
-    #[cold]
-    #[inline(never)]
-    fn sync_thread_names<R: Read>(&mut self, reader: &Reader<R>) -> io::Result<()> {
-        let strings = reader.strings();
-        let mut renamed = Vec::new();
-        for (tid, name) in reader.thread_names() {
-            if let Some(t) = self.threads.get_mut(&tid) {
-                if t.name.and_then(|i| strings.get(i as usize)) != Some(name.as_str()) {
-                    renamed.push((tid, t.uuid, name.index()));
-                }
-                t.name = Some(name.index());
-            }
-        }
-        // In tid order, so the output does not depend on the map's.
-        renamed.sort_unstable();
-        for (tid, uuid, name) in renamed {
-            self.thread_descriptor(tid, uuid, strings.get(name as usize), None)?;
-        }
-        Ok(())
-    }
-
-    fn thread_descriptor(
-        &mut self,
-        tid: u32,
-        uuid: u64,
-        name: Option<&str>,
-        ts: Option<u64>,
-    ) -> io::Result<()> {
-        self.start_packet(ts, if ts.is_some() { SEQ_NEEDS_INCREMENTAL_STATE } else { 0 });
-        let p = &mut self.buf;
-        let track = p.begin(PACKET_TRACK_DESCRIPTOR);
-        p.uint(TRACK_UUID, uuid);
-        let thread = p.begin(TRACK_THREAD);
-        p.int(THREAD_PID, i64::from(self.pid as i32));
-        p.int(THREAD_TID, i64::from(tid));
-        if let Some(name) = name {
-            // Written per thread, not interned: cut as elsewhere, or one name of megabytes that
-            // names every thread would make gigabytes of descriptors.
-            p.bytes(THREAD_NAME, crate::names::shown(name).as_bytes());
-        }
-        p.end(thread);
-        p.end(track);
-        self.finish_packet(false)
-    }
-
-    /// A `TrackEvent` with the callsite's name and category (but for an end), the event's
-    /// arguments, and `async_id` if given.
-    fn slice(
-        &mut self,
-        ty: u64,
-        ts: u64,
-        track: u64,
-        r: &mut Resolved,
-        e: &Event<'_>,
-        async_id: Option<u64>,
-    ) -> io::Result<()> {
-        if ty != TYPE_SLICE_END && (e.callsite.level.is_some() || e.callsite.dynamic_name) {
-            return self.slice_named(ty, ts, track, r, e, async_id);
-        }
-        if ty != TYPE_SLICE_END {
-            self.resolve_name(r, &e.callsite);
-        }
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-        let p = &mut self.buf;
-        let te = p.begin(PACKET_TRACK_EVENT);
-        p.uint(EVENT_TYPE, ty);
-        p.uint(EVENT_TRACK_UUID, track);
-        if ty != TYPE_SLICE_END {
-            p.uint(EVENT_CATEGORY_IIDS, r.category);
-            p.uint(EVENT_NAME_IID, r.name);
-        }
-        self.event_tail(te, ts, r, e, async_id, 0)
-    }
-
-    /// [`slice`](Self::slice) for a log (named by its formatted message, with its level and
-    /// parameters) or an event named at run time (argument 0): names written as strings, not
-    /// interned, since they differ per event. Out of line, to keep the common path lean.
-    #[inline(never)]
-    fn slice_named(
-        &mut self,
-        ty: u64,
-        ts: u64,
-        track: u64,
-        r: &mut Resolved,
-        e: &Event<'_>,
-        async_id: Option<u64>,
-    ) -> io::Result<()> {
-        let cs = &e.callsite;
-        // A log's name is its formatted message, and a `dyn` name is argument 0: both differ per
-        // event, so they are written as strings, not interned. The callsite's own name (a `dyn`
-        // callsite's is the source text of its expression) is not interned: no event uses it.
-        debug_assert!(ty != TYPE_SLICE_END, "an end has no name");
-        self.resolve_category(r, cs);
-        crate::logs::write_event_name(&mut self.message, e);
-        self.message.push_str(Suffix::of(cs.phase).as_str());
-        if cs.level.is_some() {
-            if self.level_iid == 0 {
-                self.level_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "level");
-            }
-            for i in 0..e.params.len().min(self.param_iids.len()) {
-                if self.param_iids[i] == 0 {
-                    self.param_iids[i] =
-                        self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, &format!("p{i}"));
-                }
-            }
-        }
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-        let p = &mut self.buf;
-        let te = p.begin(PACKET_TRACK_EVENT);
-        p.uint(EVENT_TYPE, ty);
-        p.uint(EVENT_TRACK_UUID, track);
-        p.uint(EVENT_CATEGORY_IIDS, r.category);
-        p.bytes(EVENT_NAME, self.message.as_bytes());
-        if let Some(level) = cs.level {
-            annotation(p, self.level_iid, Value::Str(level.as_str()));
-            for (i, v) in e.params.iter().enumerate().take(self.param_iids.len()) {
-                annotation(p, self.param_iids[i], v);
-            }
-        }
-        let first = if crate::logs::shows_arg(e, 0) { 0 } else { 1 };
-        self.event_tail(te, ts, r, e, async_id, first)
-    }
-
-    /// The end of a `TrackEvent` that [`slice`](Self::slice) or
-    /// [`slice_named`](Self::slice_named) began as `te`: its arguments from `first_arg` on, the
-    /// truncated flag and the async id as debug annotations; then the packet is finished.
-    #[inline(always)]
-    fn event_tail(
-        &mut self,
-        te: usize,
-        ts: u64,
-        r: &mut Resolved,
-        e: &Event<'_>,
-        async_id: Option<u64>,
-        first_arg: usize,
-    ) -> io::Result<()> {
-        let p = &mut self.buf;
-        for (i, arg) in e.args.iter().enumerate().skip(first_arg) {
-            let Some((name, value)) = *arg else { continue };
-            if r.args[i] == 0 {
-                r.args[i] = if name.is_empty() {
-                    self.interner
-                        .intern(INTERNED_DEBUG_ANNOTATION_NAMES, if i == 0 { "arg0" } else { "arg1" })
-                } else {
-                    let name = e.callsite.arg_names[i];
-                    self.interner.intern_str(INTERNED_DEBUG_ANNOTATION_NAMES, name, Suffix::None)
-                };
-            }
-            annotation(p, r.args[i], value);
-        }
-        if e.truncated {
-            if self.truncated_iid == 0 {
-                self.truncated_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "truncated");
-            }
-            annotation(p, self.truncated_iid, Value::Bool(true));
-        }
-        if let Some(flow) = self.flow.take() {
-            p.tag(EVENT_FLOW_IDS, pb::I64);
-            p.put(&flow.to_le_bytes());
-        }
-        if let Some(flow) = self.terminating_flow.take() {
-            p.tag(EVENT_TERMINATING_FLOW_IDS, pb::I64);
-            p.put(&flow.to_le_bytes());
-        }
-        if let Some(id) = async_id {
-            if self.async_id_iid == 0 {
-                self.async_id_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "async_id");
-            }
-            annotation(p, self.async_id_iid, Value::U64(id));
-        }
-        p.end(te);
-        self.finish_packet(true)?;
-        self.saw(ts);
-        Ok(())
-    }
-
-    /// Interns the callsite's name (with the lock suffix) and category.
-    #[inline]
-    fn resolve_name(&mut self, r: &mut Resolved, cs: &Callsite<'_>) {
-        if r.name != 0 {
-            return;
-        }
-        r.name = self.interner.intern_str(INTERNED_EVENT_NAMES, cs.name, Suffix::of(cs.phase));
-        self.resolve_category(r, cs);
-    }
-
-    /// Interns the callsite's category.
-    #[inline]
-    fn resolve_category(&mut self, r: &mut Resolved, cs: &Callsite<'_>) {
-        if r.category == 0 {
-            r.category = self.interner.intern_str(INTERNED_EVENT_CATEGORIES, cs.category, Suffix::None);
-        }
-    }
-
-    /// The lane of async event `e` (of id `id`): the plan's if there is one that covers it, else
-    /// laid out in one pass (see `lanes`); its descriptor is written if the lane is new.
-    fn async_track(&mut self, e: &Event<'_>, id: u64, begin: bool, ts: u64) -> io::Result<u64> {
-        let planned = match self.plan.as_mut() {
-            Some(plan) => {
-                let lane = plan.next_lane();
-                self.unplanned += u64::from(lane.is_none());
-                lane
-            }
-            None => None,
-        };
-        let (lane, new) = match planned {
-            Some((lane, new)) => ((u64::from(lane) + 1) << 4 | UUID_LANE, new),
-            None => {
-                let (category, name) = plan::class_of(e);
-                let next = self.next_track << 4 | UUID_ASYNC;
-                let placed = self.lanes.event(AsyncKey { category, name, id }, begin, ts, || next);
-                if placed.new {
-                    self.next_track += 1;
-                }
-                (placed.lane, placed.new)
-            }
-        };
-        if new {
-            self.async_descriptor(lane, e, ts)?;
-        }
-        Ok(lane)
-    }
-
-    /// The descriptor of an async lane, named as its slices are (an event's own name if its
-    /// callsite's events carry theirs: the lane's slices all have that name).
-    #[cold]
-    #[inline(never)]
-    fn async_descriptor(&mut self, lane: u64, e: &Event<'_>, ts: u64) -> io::Result<()> {
-        crate::logs::write_event_name(&mut self.message, e);
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
-        let p = &mut self.buf;
-        let track = p.begin(PACKET_TRACK_DESCRIPTOR);
-        p.uint(TRACK_UUID, lane);
-        p.uint(TRACK_PARENT_UUID, self.process_uuid);
-        p.bytes(TRACK_NAME, self.message.as_bytes());
-        p.end(track);
-        self.finish_packet(false)
-    }
-
-    fn new_track_uuid(&mut self, kind: u64) -> u64 {
-        let uuid = self.next_track << 4 | kind;
-        self.next_track += 1;
-        uuid
-    }
-
     #[inline]
     fn saw(&mut self, ts: u64) {
         self.last_ns = Some(self.last_ns.map_or(ts, |l| l.max(ts)));
     }
-
-    /// Starts a packet (a `Trace.packet` field) on the sequence: the timestamp (in the defaults'
-    /// clock) and the flags.
-    #[inline]
-    fn start_packet(&mut self, ts: Option<u64>, flags: u64) {
-        self.packet = self.buf.begin(TRACE_PACKET);
-        if let Some(ts) = ts {
-            self.buf.uint(PACKET_TIMESTAMP, ts);
-        }
-        if flags == SEQ_NEEDS_INCREMENTAL_STATE {
-            // Every event packet: the sequence id and the flags as four precomputed bytes.
-            self.buf.put(&EVENT_PACKET_PREFIX);
-        } else {
-            self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
-            if flags != 0 {
-                self.buf.uint(PACKET_SEQUENCE_FLAGS, flags);
-            }
-        }
-    }
-
-    /// Adds the pending interned entries (if `interned`: only event packets use them), closes the
-    /// packet, and writes out the packets encoded so far once they are many.
-    #[inline]
-    fn finish_packet(&mut self, interned: bool) -> io::Result<()> {
-        if interned && self.interner.pending.len() > STREAM_INTERNED_AT {
-            return self.finish_packet_streamed();
-        }
-        if interned && !self.interner.pending.is_empty() {
-            self.buf.bytes(PACKET_INTERNED_DATA, self.interner.pending.as_slice());
-            self.interner.pending.clear_shrinking(KEEP_PENDING);
-        }
-        self.buf.end(self.packet);
-        if self.buf.len() >= FLUSH_AT {
-            self.out.write_all(self.buf.as_slice())?;
-            self.buf.clear_shrinking(KEEP_BUF);
-        }
-        Ok(())
-    }
-}
-
-/// A `DebugAnnotation` of `TrackEvent`.
-#[inline]
-fn annotation(p: &mut Enc, name_iid: u64, value: Value<'_>) {
-    let a = p.begin(EVENT_DEBUG_ANNOTATIONS);
-    p.uint(ANNOTATION_NAME_IID, name_iid);
-    match value {
-        Value::I64(v) => p.int(ANNOTATION_INT, v),
-        Value::U64(v) => p.uint(ANNOTATION_UINT, v),
-        Value::F64(v) => p.double(ANNOTATION_DOUBLE, v),
-        Value::Bool(v) => p.boolean(ANNOTATION_BOOL, v),
-        Value::Str(s) => p.bytes(ANNOTATION_STRING, s.as_bytes()),
-        Value::Pointer(v) => p.uint(ANNOTATION_POINTER, v),
-    }
-    p.end(a);
 }
 
 #[cfg(test)]
 mod async_tests;
 #[cfg(test)]
 mod checker;
+#[cfg(test)]
+mod mapping_tests;
 #[cfg(test)]
 #[path = "perfetto_tests.rs"]
 mod tests;

@@ -34,76 +34,38 @@
 
 #![cfg_attr(loom, allow(dead_code))]
 
-#[cfg(not(loom))]
-mod addr;
-#[cfg(not(loom))]
-mod aggregate;
-#[cfg(not(loom))]
-mod arg;
-mod barrier;
-#[cfg(not(loom))]
-pub mod bridge;
-mod buffer;
-#[cfg(not(loom))]
-mod callsite;
-mod category;
-mod chunk_lock;
-mod clock;
-mod config;
+// The modules are layers, lowest first: sync, error, stats, registry, record, output, trace_log,
+// instrument, control, macros. Each uses only the ones before it in that order (ARCHITECTURE.md's
+// code map says why; tests/it/layers.rs checks it).
 #[cfg(not(loom))]
 pub mod control;
-#[cfg(not(loom))]
-mod emit;
 mod error;
-#[cfg(all(unix, not(loom)))]
-mod fork;
 #[cfg(not(loom))]
-pub mod future;
-#[cfg(not(loom))]
-mod group;
-mod intern;
-#[cfg(not(loom))]
-mod logs;
+mod instrument;
 #[cfg(not(loom))]
 mod macros;
 #[cfg(not(loom))]
-pub mod points;
-#[cfg(all(not(loom), target_os = "linux"))]
-pub mod recorder;
-#[cfg(all(not(loom), unix))]
-mod ring;
-mod site_cache;
+mod output;
+mod record;
+mod registry;
 #[cfg(not(loom))]
 mod stats;
-#[cfg(not(loom))]
-pub mod stream;
 mod sync;
-mod tenant;
-#[cfg(not(loom))]
-mod thread;
-#[cfg(not(loom))]
-mod trace;
-#[cfg(not(loom))]
-mod trace_file;
 #[cfg(not(loom))]
 mod trace_log;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-#[cfg(not(loom))]
-pub use arg::{Arg, Interned, IntoName, PString, Static};
-#[cfg(not(loom))]
-pub use callsite::{fnv1a64, Callsite, CallsiteMeta, MAX_DYNAMIC_POINTS};
-pub use category::CategoryFilter;
-pub use clock::{ClockInfo, ClockKind};
-pub use config::{BufferMode, ThreadPolicy, TraceLogConfig, MAX_POOL_TENANTS};
-#[cfg(not(loom))]
-pub use config::{StopCallback, TraceConfig};
 pub use error::{Error, ErrorKind};
-pub use intern::{InternStats, MAX_INTERNED_BYTES};
 #[cfg(not(loom))]
-pub use logs::{LogParams, MAX_LOG_STR_BYTES, STATIC_MAX_LEVEL};
+pub use instrument::arg::{intern, Arg, Interned, IntoName, PString, Static};
+#[cfg(not(loom))]
+pub use instrument::logs::{LogParams, MAX_LOG_STR_BYTES, STATIC_MAX_LEVEL};
+#[cfg(not(loom))]
+pub use instrument::{bridge, future, points};
+#[cfg(not(loom))]
+pub use output::trace::{ArgValue, ChunkView, Event, Events, LogParamValues, Trace, TraceError};
 /// The byte layout and the trace file reader and writer (`format::file`), re-exported so that
 /// `Trace::save`'s errors and saved files can be handled without a second dependency.
 pub use phosphor_format as format;
@@ -143,48 +105,32 @@ pub use phosphor_macros::trace;
 /// # run(1);
 /// ```
 pub use phosphor_usdt as usdt;
+pub use record::buffer::BufferMode;
+pub use record::clock::{ClockInfo, ClockKind};
+#[cfg(not(loom))]
+pub use record::thread::{current_thread_id, set_thread_name};
+#[cfg(not(loom))]
+pub use registry::callsite::{fnv1a64, Callsite, CallsiteMeta, MAX_DYNAMIC_POINTS};
+pub use registry::category::CategoryFilter;
+#[cfg(not(loom))]
+pub use registry::intern::intern_stats;
+pub use registry::intern::{InternStats, MAX_INTERNED_BYTES};
+pub use registry::MAX_LOGS;
 #[cfg(not(loom))]
 pub use stats::{Drops, Stats};
 #[cfg(not(loom))]
-pub use thread::{current_thread_id, set_thread_name};
+pub use trace_log::config::{StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig, MAX_POOL_TENANTS};
+#[cfg(all(not(loom), target_os = "linux"))]
+pub use trace_log::recorder;
 #[cfg(not(loom))]
-pub use trace::{ArgValue, ChunkView, Event, Events, LogParamValues, Trace, TraceError};
+pub use trace_log::stream;
 #[cfg(not(loom))]
 pub use trace_log::TraceLog;
-
-/// The most `TraceLog`s that can exist at once, the global one included.
-pub const MAX_LOGS: usize = 32;
-
 /// Reads the global log's clock: a start value for [`trace_complete!`].
 #[cfg(not(loom))]
 #[inline(always)]
 pub fn now() -> u64 {
     TraceLog::global().now()
-}
-
-/// Interns a dynamic string (Palanteer's dynamic strings): the event then stores it like a static
-/// string, and a trace file holds it once however many events use it. The interner is bounded
-/// (`intern.rs`: 4,096 strings, 256 KiB); when it cannot take a string, the string is copied into
-/// the event instead, and [`intern_stats`] counts the fallback. The lookup hashes the string and
-/// takes no lock.
-///
-/// ```
-/// let path = format!("/users/{}", 42);
-/// phosphor::trace_instant!("http", "request", "path" => phosphor::intern(&path));
-/// ```
-#[cfg(not(loom))]
-#[inline]
-pub fn intern(s: &str) -> Interned<'_> {
-    match intern::INTERNER.intern(s) {
-        Some(copy) => Interned::Static(copy),
-        None => Interned::Inline(s),
-    }
-}
-
-/// What the string interner holds, and how many strings it could not take.
-#[cfg(not(loom))]
-pub fn intern_stats() -> InternStats {
-    intern::INTERNER.stats()
 }
 
 /// Gives the calling thread its own tenant in the global log even under `ThreadPolicy::Pool`.
@@ -196,8 +142,12 @@ pub fn register_thread() {
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod __macro_support {
-    pub use crate::aggregate::{AggregateRef, Histogram, Sum};
-    pub use crate::arg::IntoName;
+    pub use crate::instrument::arg::IntoName;
+    pub use crate::instrument::emit::{
+        check, emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp,
+    };
+    pub use crate::instrument::logs::emit_log;
+    pub use crate::registry::aggregate::{AggregateRef, Histogram, Sum};
     #[cfg(any(
         target_os = "linux",
         target_os = "android",
@@ -208,10 +158,8 @@ pub mod __macro_support {
         target_os = "openbsd",
         target_os = "illumos"
     ))]
-    pub use crate::callsite::CALLSITES;
-    pub use crate::callsite::{Callsite, CallsiteMeta};
-    pub use crate::emit::{check, emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp};
-    pub use crate::logs::emit_log;
+    pub use crate::registry::callsite::CALLSITES;
+    pub use crate::registry::callsite::{Callsite, CallsiteMeta};
 
     /// The name of a `dyn`-named event as its argument 0.
     #[inline(always)]

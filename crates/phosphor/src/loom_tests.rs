@@ -50,11 +50,11 @@ use loom::thread;
 
 use phosphor_format::{count_events, Meta, Record, FIRST_CALLSITE_ID};
 
-use crate::buffer::TraceBuffer;
-use crate::chunk_lock::{ChunkLock, LockState};
-use crate::clock::ClockKind;
+use crate::record::buffer::TraceBuffer;
+use crate::record::chunk_lock::{ChunkLock, LockState};
+use crate::record::clock::ClockKind;
+use crate::record::tenant::{evict_all, LogCore, Outcome, Tenant};
 use crate::sync::Ordering;
-use crate::tenant::{evict_all, LogCore, Outcome, Tenant};
 use crate::BufferMode;
 
 /// Runs `f` under loom and prints the executions explored. `bound` is the preemption bound used
@@ -122,7 +122,7 @@ impl Guarded {
 /// The master side as `evict_all` runs it: raise the flag, one heavy barrier, wait for the slave.
 fn master_section(g: &Guarded, d: u64) {
     g.lock.raise_master();
-    crate::barrier::heavy();
+    crate::record::barrier::heavy();
     g.lock.wait_for_slave();
     assert_eq!(g.lock.state(), LockState::MasterLocked);
     g.add(d);
@@ -455,7 +455,7 @@ fn handoff_retire_races_stop() {
 /// and each `None` is a counted fallback.
 #[test]
 fn intern_same_string_from_two_threads() {
-    use crate::intern::Interner;
+    use crate::registry::intern::Interner;
     check("intern_same_string_from_two_threads", None, || {
         let i: &'static Interner = Box::leak(Box::new(Interner::new()));
         let t = thread::spawn(move || (i.intern("ab"), i.intern("cde")));
@@ -585,7 +585,7 @@ fn a_pinned_piece_is_read_while_its_writer_goes_on() {
                     return None;
                 }
                 // Relaxed: ordered by the Acquire above.
-                let chunk = job.0.load(Ordering::Relaxed) as *const crate::buffer::TraceChunk;
+                let chunk = job.0.load(Ordering::Relaxed) as *const crate::record::buffer::TraceChunk;
                 // SAFETY: the buffer outlives both threads (freed after the joins); the chunk is
                 // pinned and `n` was acquired by the dispatcher, whose Release we acquired.
                 let (chunk, _) = (unsafe { &*chunk }, buffer);
@@ -620,7 +620,7 @@ fn a_pinned_piece_is_read_while_its_writer_goes_on() {
         } else if job.1.load(Ordering::Relaxed) != 0 {
             // The stream thread looked before the job was there: unpin for it.
             // SAFETY: the chunk of the job, pinned by the dispatcher.
-            unsafe { &*(job.0.load(Ordering::Relaxed) as *const crate::buffer::TraceChunk) }.unpin();
+            unsafe { &*(job.0.load(Ordering::Relaxed) as *const crate::record::buffer::TraceChunk) }.unpin();
         }
         assert!(outcomes.iter().all(|o| *o == Outcome::Written), "the writer never failed: {outcomes:?}");
         // AcqRel: as in `stop`.
@@ -657,7 +657,7 @@ impl Built {
 /// cell; publishing with Relaxed instead of Release is reported as a race).
 #[test]
 fn site_cache_inserts_race_and_a_lookup_sees_a_built_value() {
-    use crate::site_cache::SiteCache;
+    use crate::registry::site_cache::SiteCache;
     check("site cache: two inserts of one key and a lookup", None, || {
         let cache: &'static SiteCache<Built> = Box::leak(Box::new(SiteCache::new(64)));
         let other = thread::spawn(move || {

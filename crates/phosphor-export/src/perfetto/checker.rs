@@ -8,9 +8,9 @@ use std::sync::OnceLock;
 
 use serde_json::Value as Json;
 
+use super::packets::SEQUENCE_ID;
 use super::pb::Enc;
 use super::proto::*;
-use super::SEQUENCE_ID;
 
 const CHECKER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/check_pftrace.py");
 const PYTHON_ENV: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/python-env.sh");

@@ -7,7 +7,8 @@ use phosphor_format::file::{Event, Value};
 
 use super::intern::Resolved;
 use super::proto::*;
-use super::{Exporter, UUID_COUNTER};
+use super::tracks::UUID_COUNTER;
+use super::Exporter;
 
 impl<W: Write> Exporter<W> {
     /// One `TYPE_COUNTER` per argument on the argument's counter track, or an instant if an

@@ -2,9 +2,10 @@
 
 use std::io::{self, Write};
 
+use super::packets::{KEEP_BUF, KEEP_PENDING};
 use super::pb;
 use super::proto::{PACKET_INTERNED_DATA, TRACE_PACKET};
-use super::{Exporter, KEEP_BUF, KEEP_PENDING};
+use super::Exporter;
 
 impl<W: Write> Exporter<W> {
     /// [`finish_packet`](Self::finish_packet) for interned entries too long to copy into the
@@ -42,7 +43,7 @@ mod tests {
     use phosphor_format::Phase;
 
     use super::super::checker::{check, slice, thread};
-    use super::super::STREAM_INTERNED_AT as AT;
+    use super::super::packets::STREAM_INTERNED_AT as AT;
     use crate::test_files::{clock, header, slice as complete};
 
     fn callsite(id: u32, name: &str) -> CallsiteInfo<&str> {

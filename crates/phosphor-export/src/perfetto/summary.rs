@@ -5,8 +5,9 @@ use std::io::{self, Write};
 
 use phosphor_format::file::{Trailer, Value};
 
+use super::packets::annotation;
 use super::proto::*;
-use super::{annotation, Exporter};
+use super::Exporter;
 
 impl<W: Write> Exporter<W> {
     /// The closing instant on the process track: drops from the trailer, or where reading stopped,

@@ -1,13 +1,13 @@
-//! The log's half of `fork` (see `crate::fork`): its control lock held across the fork, and the
+//! The log's half of `fork` (see `crate::trace_log::fork`): its control lock held across the fork, and the
 //! child's stop of the running trace, which waits for no one.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
 use super::{Control, TraceLog, GLOBAL, LIVE};
-use crate::callsite;
+use crate::record::thread::THREAD;
+use crate::registry::callsite;
 use crate::stats::Stats;
-use crate::thread::THREAD;
 
 /// Every log's control lock and the list of live logs, held across a `fork` (see `fork.rs`).
 pub(crate) struct ForkLocks {

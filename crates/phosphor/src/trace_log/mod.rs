@@ -18,19 +18,25 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use phosphor_format::file::{Aggregate, AggregateKind};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::buffer::TraceBuffer;
-use crate::callsite;
-use crate::clock::{ClockInfo, ClockKind};
-use crate::config::{StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig};
 use crate::error::{Error, ErrorKind};
+use crate::output::trace::Trace;
+use crate::record::buffer::TraceBuffer;
+use crate::record::clock::{ClockInfo, ClockKind};
+use crate::record::tenant::{evict_all, DropReason, Fill, LogCore, Outcome, Tenant};
+use crate::record::thread::{self, current_thread_id, ThreadState, THREAD};
+use crate::registry::callsite;
+use crate::registry::MAX_LOGS;
 use crate::stats::{Drops, Stats};
-use crate::tenant::{evict_all, DropReason, Fill, LogCore, Outcome, Tenant};
-use crate::thread::{self, current_thread_id, ThreadState, THREAD};
-use crate::trace::Trace;
-use crate::MAX_LOGS;
+use crate::trace_log::config::{StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig};
 
 #[cfg(unix)]
 mod after_fork;
+pub(crate) mod config;
+#[cfg(unix)]
+pub(crate) mod fork;
+#[cfg(target_os = "linux")]
+pub mod recorder;
+pub mod stream;
 mod streams;
 
 #[cfg(unix)]
@@ -52,7 +58,7 @@ struct Running {
     aggregates_at_start: HashMap<u32, Aggregate>,
 }
 
-impl crate::tenant::DropCounters {
+impl crate::record::tenant::DropCounters {
     /// The counters now (no allocation, no lock: the crash dump reads them too).
     pub(crate) fn load(&self) -> Drops {
         // Relaxed: statistics.
@@ -76,7 +82,7 @@ impl Running {
         callsite::aggregate_snapshots()
             .into_iter()
             .filter(|(_, meta)| self.config.categories.matches(meta.category))
-            .map(|(a, _)| crate::aggregate::delta(&a, self.aggregates_at_start.get(&a.callsite)))
+            .map(|(a, _)| crate::registry::aggregate::delta(&a, self.aggregates_at_start.get(&a.callsite)))
             .filter(|a| match a.kind {
                 AggregateKind::Sum { count, .. } | AggregateKind::Histogram { count, .. } => count > 0,
             })
@@ -236,14 +242,14 @@ impl TraceLog {
     pub fn start(&self, config: TraceConfig) -> Result<(), Error> {
         let chunks = config.chunks()?;
         #[cfg(unix)]
-        crate::fork::install();
+        crate::trace_log::fork::install();
         let mut c = self.control();
         if c.running.is_some() {
             return Err(Error::new(ErrorKind::AlreadyRunning));
         }
         let log_config = c.config.get_or_insert_with(TraceLogConfig::default).clone();
         if c.clock.is_none() {
-            let clock = crate::clock::calibrate(log_config.clock);
+            let clock = crate::record::clock::calibrate(log_config.clock);
             set_clock_hint(self.slot, clock.kind, clock.ns_per_tick);
             c.clock = Some(clock);
         }
@@ -268,7 +274,8 @@ impl TraceLog {
             let state = callsite::register(&crate::stream::SATURATION);
             // Relaxed: as above.
             self.core.saturation_id.store((state >> 32) as u32, Ordering::Relaxed);
-            let header = crate::trace_file::process_header(c.clock.clone().expect("calibrated above"));
+            let header =
+                crate::output::trace_file::process_header(c.clock.clone().expect("calibrated above"));
             match crate::stream::Collector::start(self, buffer, header) {
                 Ok(col) => Some(col),
                 Err(e) => {
@@ -455,8 +462,10 @@ impl TraceLog {
         chunks: usize,
         clock: ClockInfo,
     ) -> Result<TraceBuffer, Error> {
-        let head = phosphor_format::file::raw::preamble_and_header(&crate::trace_file::process_header(clock));
-        let mapping = crate::ring::create(path, chunks, &head)
+        let head = phosphor_format::file::raw::preamble_and_header(
+            &crate::output::trace_file::process_header(clock),
+        );
+        let mapping = crate::registry::ring_file::create(path, chunks, &head)
             .map_err(|e| Error::new(ErrorKind::RingFile(format!("{}: {e}", path.display()))))?;
         let mapping = Arc::new(mapping);
         callsite::set_ring(Some(mapping.clone()));
@@ -518,7 +527,7 @@ impl TraceLog {
     pub fn now(&self) -> u64 {
         // The clock is fixed at the first start; before that no event is recorded, so any reading
         // will do. Read the TSC unless the log was configured otherwise.
-        crate::clock::now(crate::clock::kind_from_u8(self.clock_hint()))
+        crate::record::clock::now(crate::record::clock::kind_from_u8(self.clock_hint()))
     }
 
     #[inline(always)]
@@ -605,7 +614,7 @@ impl TraceLog {
                 }
                 c.pool[tid as usize % c.pool.len()].clone()
             } else {
-                let exclusive_ok = crate::barrier::asymmetric_available();
+                let exclusive_ok = crate::record::barrier::asymmetric_available();
                 let tenant = Arc::new(Tenant::new(&self.core, clock, None, exclusive_ok, tid));
                 c.tenants.push(tenant.clone());
                 tenant

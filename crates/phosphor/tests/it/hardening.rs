@@ -7,7 +7,7 @@
 //! exactly: `recorded + dropped == emitted`, where `emitted` counts the events that passed their
 //! callsite's enabled check. Where a writer runs across starts and stops, `emitted` is counted by
 //! an argument with a side effect: a macro evaluates its arguments only when the callsite is
-//! enabled (`macros.rs`), so the count is exactly the events the recorder owes an account of.
+//! enabled (`macros/`), so the count is exactly the events the recorder owes an account of.
 //!
 //! The tests that fork run in a process of their own (see [`run_alone`]).
 

@@ -19,6 +19,7 @@ mod futures;
 mod groups;
 mod hardening;
 mod intern;
+mod layers;
 mod lifecycle;
 mod limits;
 mod logs;

@@ -1,0 +1,279 @@
+//! The packet writer: the sequence's first packets (clock snapshot, process track), a
+//! `TrackEvent` packet per slice or instant with its interned names and debug annotations, and
+//! the packet framing and flushing every other part of the exporter writes through.
+
+use std::io::{self, Write};
+
+use phosphor_format::file::{Callsite, Event, Value};
+
+use super::intern::{Resolved, Suffix};
+use super::pb::{self, Enc};
+use super::proto::*;
+use super::Exporter;
+
+/// The one packet sequence.
+pub(super) const SEQUENCE_ID: u64 = 1;
+
+/// `trusted_packet_sequence_id = SEQUENCE_ID` and `sequence_flags = SEQ_NEEDS_INCREMENTAL_STATE`,
+/// encoded: both field keys and both values fit in one byte each (checked at compile time).
+pub(super) const EVENT_PACKET_PREFIX: [u8; 4] = {
+    const fn byte(v: u64) -> u8 {
+        assert!(v < 0x80, "a one-byte varint");
+        v as u8
+    }
+    [
+        byte((PACKET_TRUSTED_SEQUENCE_ID as u64) << 3),
+        byte(SEQUENCE_ID),
+        byte((PACKET_SEQUENCE_FLAGS as u64) << 3),
+        byte(SEQ_NEEDS_INCREMENTAL_STATE),
+    ]
+};
+
+/// Encoded packets are written out once they fill this many bytes.
+pub(super) const FLUSH_AT: usize = 1 << 16;
+/// The packet buffer and the pending interned entries give their room back once written if a long
+/// name made them grow past these.
+pub(super) const KEEP_BUF: usize = 1 << 20;
+pub(super) const KEEP_PENDING: usize = 1 << 16;
+/// Interned entries past this many bytes are written out beside their packet, not copied into it.
+pub(super) const STREAM_INTERNED_AT: usize = 1 << 20;
+
+impl<W: Write> Exporter<W> {
+    /// The clock snapshot (which also starts the sequence) and the process track.
+    pub(super) fn preamble(&mut self, process_name: &str) -> io::Result<()> {
+        self.start_packet(None, SEQ_INCREMENTAL_STATE_CLEARED);
+        let p = &mut self.buf;
+        let defaults = p.begin(PACKET_DEFAULTS);
+        p.uint(DEFAULTS_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_MONOTONIC);
+        p.end(defaults);
+        let snapshot = p.begin(PACKET_CLOCK_SNAPSHOT);
+        for (id, ts) in [
+            (BUILTIN_CLOCK_MONOTONIC, self.clock.origin_monotonic_ns),
+            (BUILTIN_CLOCK_REALTIME, self.clock.origin_wall_ns),
+        ] {
+            let clock = p.begin(SNAPSHOT_CLOCKS);
+            p.uint(CLOCK_ID, id);
+            p.uint(CLOCK_TIMESTAMP, ts);
+            p.end(clock);
+        }
+        p.uint(SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
+        p.end(snapshot);
+        self.finish_packet(false)?;
+
+        self.start_packet(None, 0);
+        let p = &mut self.buf;
+        let track = p.begin(PACKET_TRACK_DESCRIPTOR);
+        p.uint(TRACK_UUID, self.process_uuid);
+        let process = p.begin(TRACK_PROCESS);
+        p.int(PROCESS_PID, i64::from(self.pid as i32));
+        if !process_name.is_empty() {
+            p.bytes(PROCESS_NAME, process_name.as_bytes());
+        }
+        p.end(process);
+        p.end(track);
+        self.finish_packet(false)
+    }
+
+    /// A `TrackEvent` with the callsite's name and category (but for an end), the event's
+    /// arguments, and `async_id` if given.
+    pub(super) fn slice(
+        &mut self,
+        ty: u64,
+        ts: u64,
+        track: u64,
+        r: &mut Resolved,
+        e: &Event<'_>,
+        async_id: Option<u64>,
+    ) -> io::Result<()> {
+        if ty != TYPE_SLICE_END && (e.callsite.level.is_some() || e.callsite.dynamic_name) {
+            return self.slice_named(ty, ts, track, r, e, async_id);
+        }
+        if ty != TYPE_SLICE_END {
+            self.resolve_name(r, &e.callsite);
+        }
+        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        let p = &mut self.buf;
+        let te = p.begin(PACKET_TRACK_EVENT);
+        p.uint(EVENT_TYPE, ty);
+        p.uint(EVENT_TRACK_UUID, track);
+        if ty != TYPE_SLICE_END {
+            p.uint(EVENT_CATEGORY_IIDS, r.category);
+            p.uint(EVENT_NAME_IID, r.name);
+        }
+        self.event_tail(te, ts, r, e, async_id, 0)
+    }
+
+    /// [`slice`](Self::slice) for a log (named by its formatted message, with its level and
+    /// parameters) or an event named at run time (argument 0): names written as strings, not
+    /// interned, since they differ per event. Out of line, to keep the common path lean.
+    #[inline(never)]
+    pub(super) fn slice_named(
+        &mut self,
+        ty: u64,
+        ts: u64,
+        track: u64,
+        r: &mut Resolved,
+        e: &Event<'_>,
+        async_id: Option<u64>,
+    ) -> io::Result<()> {
+        let cs = &e.callsite;
+        // A log's name is its formatted message, and a `dyn` name is argument 0: both differ per
+        // event, so they are written as strings, not interned. The callsite's own name (a `dyn`
+        // callsite's is the source text of its expression) is not interned: no event uses it.
+        debug_assert!(ty != TYPE_SLICE_END, "an end has no name");
+        self.resolve_category(r, cs);
+        crate::logs::write_event_name(&mut self.message, e);
+        self.message.push_str(Suffix::of(cs.phase).as_str());
+        if cs.level.is_some() {
+            if self.level_iid == 0 {
+                self.level_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "level");
+            }
+            for i in 0..e.params.len().min(self.param_iids.len()) {
+                if self.param_iids[i] == 0 {
+                    self.param_iids[i] =
+                        self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, &format!("p{i}"));
+                }
+            }
+        }
+        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        let p = &mut self.buf;
+        let te = p.begin(PACKET_TRACK_EVENT);
+        p.uint(EVENT_TYPE, ty);
+        p.uint(EVENT_TRACK_UUID, track);
+        p.uint(EVENT_CATEGORY_IIDS, r.category);
+        p.bytes(EVENT_NAME, self.message.as_bytes());
+        if let Some(level) = cs.level {
+            annotation(p, self.level_iid, Value::Str(level.as_str()));
+            for (i, v) in e.params.iter().enumerate().take(self.param_iids.len()) {
+                annotation(p, self.param_iids[i], v);
+            }
+        }
+        let first = if crate::logs::shows_arg(e, 0) { 0 } else { 1 };
+        self.event_tail(te, ts, r, e, async_id, first)
+    }
+
+    /// The end of a `TrackEvent` that [`slice`](Self::slice) or
+    /// [`slice_named`](Self::slice_named) began as `te`: its arguments from `first_arg` on, the
+    /// truncated flag and the async id as debug annotations; then the packet is finished.
+    #[inline(always)]
+    pub(super) fn event_tail(
+        &mut self,
+        te: usize,
+        ts: u64,
+        r: &mut Resolved,
+        e: &Event<'_>,
+        async_id: Option<u64>,
+        first_arg: usize,
+    ) -> io::Result<()> {
+        let p = &mut self.buf;
+        for (i, arg) in e.args.iter().enumerate().skip(first_arg) {
+            let Some((name, value)) = *arg else { continue };
+            if r.args[i] == 0 {
+                r.args[i] = if name.is_empty() {
+                    self.interner
+                        .intern(INTERNED_DEBUG_ANNOTATION_NAMES, if i == 0 { "arg0" } else { "arg1" })
+                } else {
+                    let name = e.callsite.arg_names[i];
+                    self.interner.intern_str(INTERNED_DEBUG_ANNOTATION_NAMES, name, Suffix::None)
+                };
+            }
+            annotation(p, r.args[i], value);
+        }
+        if e.truncated {
+            if self.truncated_iid == 0 {
+                self.truncated_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "truncated");
+            }
+            annotation(p, self.truncated_iid, Value::Bool(true));
+        }
+        if let Some(flow) = self.flow.take() {
+            p.tag(EVENT_FLOW_IDS, pb::I64);
+            p.put(&flow.to_le_bytes());
+        }
+        if let Some(flow) = self.terminating_flow.take() {
+            p.tag(EVENT_TERMINATING_FLOW_IDS, pb::I64);
+            p.put(&flow.to_le_bytes());
+        }
+        if let Some(id) = async_id {
+            if self.async_id_iid == 0 {
+                self.async_id_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "async_id");
+            }
+            annotation(p, self.async_id_iid, Value::U64(id));
+        }
+        p.end(te);
+        self.finish_packet(true)?;
+        self.saw(ts);
+        Ok(())
+    }
+
+    /// Interns the callsite's name (with the lock suffix) and category.
+    #[inline]
+    pub(super) fn resolve_name(&mut self, r: &mut Resolved, cs: &Callsite<'_>) {
+        if r.name != 0 {
+            return;
+        }
+        r.name = self.interner.intern_str(INTERNED_EVENT_NAMES, cs.name, Suffix::of(cs.phase));
+        self.resolve_category(r, cs);
+    }
+
+    /// Interns the callsite's category.
+    #[inline]
+    pub(super) fn resolve_category(&mut self, r: &mut Resolved, cs: &Callsite<'_>) {
+        if r.category == 0 {
+            r.category = self.interner.intern_str(INTERNED_EVENT_CATEGORIES, cs.category, Suffix::None);
+        }
+    }
+
+    /// Starts a packet (a `Trace.packet` field) on the sequence: the timestamp (in the defaults'
+    /// clock) and the flags.
+    #[inline]
+    pub(super) fn start_packet(&mut self, ts: Option<u64>, flags: u64) {
+        self.packet = self.buf.begin(TRACE_PACKET);
+        if let Some(ts) = ts {
+            self.buf.uint(PACKET_TIMESTAMP, ts);
+        }
+        if flags == SEQ_NEEDS_INCREMENTAL_STATE {
+            // Every event packet: the sequence id and the flags as four precomputed bytes.
+            self.buf.put(&EVENT_PACKET_PREFIX);
+        } else {
+            self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+            if flags != 0 {
+                self.buf.uint(PACKET_SEQUENCE_FLAGS, flags);
+            }
+        }
+    }
+
+    /// Adds the pending interned entries (if `interned`: only event packets use them), closes the
+    /// packet, and writes out the packets encoded so far once they are many.
+    #[inline]
+    pub(super) fn finish_packet(&mut self, interned: bool) -> io::Result<()> {
+        if interned && self.interner.pending.len() > STREAM_INTERNED_AT {
+            return self.finish_packet_streamed();
+        }
+        if interned && !self.interner.pending.is_empty() {
+            self.buf.bytes(PACKET_INTERNED_DATA, self.interner.pending.as_slice());
+            self.interner.pending.clear_shrinking(KEEP_PENDING);
+        }
+        self.buf.end(self.packet);
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(self.buf.as_slice())?;
+            self.buf.clear_shrinking(KEEP_BUF);
+        }
+        Ok(())
+    }
+}
+
+/// A `DebugAnnotation` of `TrackEvent`.
+#[inline]
+pub(super) fn annotation(p: &mut Enc, name_iid: u64, value: Value<'_>) {
+    let a = p.begin(EVENT_DEBUG_ANNOTATIONS);
+    p.uint(ANNOTATION_NAME_IID, name_iid);
+    match value {
+        Value::I64(v) => p.int(ANNOTATION_INT, v),
+        Value::U64(v) => p.uint(ANNOTATION_UINT, v),
+        Value::F64(v) => p.double(ANNOTATION_DOUBLE, v),
+        Value::Bool(v) => p.boolean(ANNOTATION_BOOL, v),
+        Value::Str(s) => p.bytes(ANNOTATION_STRING, s.as_bytes()),
+        Value::Pointer(v) => p.uint(ANNOTATION_POINTER, v),
+    }
+    p.end(a);
+}

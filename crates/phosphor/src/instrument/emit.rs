@@ -1,0 +1,349 @@
+//! What the macros expand to: building records from arguments, and the scope and lock guards.
+//!
+//! Everything here is `#[inline(always)]` and generic over the argument types, so each callsite
+//! compiles to straight-line code: its meta word, record count and word layout are constants. An
+//! event of at most two words and no dynamic string (the common case) writes one record; anything
+//! else goes through [`emit_multi`], which is out of line.
+
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ops::{Deref, DerefMut};
+
+use phosphor_format::{continuation_records, encode_continuation, ArgType, Meta, Record};
+
+use crate::instrument::arg::Arg;
+use crate::record::clock::ClockKind;
+use crate::record::tenant::Fill;
+use crate::registry::callsite::{self, registered_id, Callsite};
+use crate::TraceLog;
+
+/// The absent argument.
+#[derive(Clone, Copy, Debug)]
+pub struct NoArg;
+
+impl crate::instrument::arg::private::Sealed for NoArg {}
+
+impl Arg for NoArg {
+    const TYPE: ArgType = ArgType::None;
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        0
+    }
+    crate::instrument::arg::usdt!(u64, |_s| 0);
+}
+
+/// Where an event's timestamp comes from. A type rather than an enum, so each callsite's choice is
+/// resolved at compile time.
+pub trait Stamp: Copy {
+    /// The record's `ts` and its first word, given the first word the event carries.
+    fn resolve(self, clock: ClockKind, w0: u64) -> (u64, u64);
+}
+
+/// Read the clock now.
+#[derive(Clone, Copy, Debug)]
+pub struct Now;
+
+impl Stamp for Now {
+    #[inline(always)]
+    fn resolve(self, clock: ClockKind, w0: u64) -> (u64, u64) {
+        (crate::record::clock::now(clock), w0)
+    }
+}
+
+/// `ts` is this start, and lead word 0 becomes the ticks from it to now (a complete event).
+#[derive(Clone, Copy, Debug)]
+pub struct Since(pub u64);
+
+impl Stamp for Since {
+    #[inline(always)]
+    fn resolve(self, clock: ClockKind, _w0: u64) -> (u64, u64) {
+        (self.0, crate::record::clock::now(clock).wrapping_sub(self.0))
+    }
+}
+
+/// `ts` is this value; no clock read.
+#[derive(Clone, Copy, Debug)]
+pub struct At(pub u64);
+
+impl Stamp for At {
+    #[inline(always)]
+    fn resolve(self, _clock: ClockKind, w0: u64) -> (u64, u64) {
+        (self.0, w0)
+    }
+}
+
+/// Whether `log` traces the callsite whose state word is `state`.
+#[inline(always)]
+pub fn enabled_in(state: u64, log: &TraceLog) -> bool {
+    callsite::enabled_in(state, log.slot())
+}
+
+/// The callsite's state if `log` traces it, registering the callsite on its first use. The macros
+/// call this before evaluating any argument.
+#[inline(always)]
+pub fn check(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
+    let state = cs.state();
+    if !callsite::enabled_in(state, log.slot()) {
+        return None;
+    }
+    match registered_id(state) {
+        Some(_) => Some(state),
+        None => register_slow(log, cs),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
+    // Registering takes the registry lock and allocates; an event from inside the recorder's own
+    // slow path (an instrumented allocator) would deadlock on it, so such a first call counts as
+    // disabled.
+    let thread = crate::record::thread::THREAD.with(|t| t as *const crate::record::thread::ThreadState);
+    // SAFETY: the thread state has no destructor and lives as long as this thread, which is
+    // running this function.
+    let t = unsafe { &*thread };
+    if !t.enter_busy() {
+        return None;
+    }
+    let state = callsite::register(cs);
+    t.leave_busy();
+    callsite::enabled_in(state, log.slot()).then_some(state)
+}
+
+/// Records one event. `state` is what [`check`] returned for the callsite.
+#[inline(always)]
+pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
+    log: &TraceLog,
+    _cs: &'static Callsite,
+    state: u64,
+    stamp: S,
+    lead: [u64; L],
+    a: A,
+    b: B,
+) {
+    let id = (state >> 32) as u32;
+    // Constants, unless an argument's type is decided at run time (an interned string).
+    let ta = if A::VARIES { a.runtime_type() } else { A::TYPE };
+    let tb = if B::VARIES { b.runtime_type() } else { B::TYPE };
+    let has_a = ta as u8 != 0;
+    let has_b = tb as u8 != 0;
+    let mut words = [0u64; 4];
+    let mut k = 0;
+    for w in lead {
+        words[k] = w;
+        k += 1;
+    }
+    if has_a {
+        words[k] = a.word();
+        k += 1;
+    }
+    if has_b {
+        words[k] = b.word();
+        k += 1;
+    }
+    let dynamic = matches!(ta, ArgType::DynStr) || matches!(tb, ArgType::DynStr);
+    let meta = Meta::new(L, ta, tb).with_truncated(a.word_truncated() || b.word_truncated());
+    if k <= 2 && !dynamic {
+        log.write_event(1, OneRecord { stamp, id, meta, words: [words[0], words[1]] });
+    } else {
+        let (sa, ta) = a.bytes();
+        let (sb, tb) = b.bytes();
+        emit_multi(log, id, meta.with_truncated(meta.truncated() || ta || tb), stamp, &words[..k], &[sa, sb]);
+    }
+}
+
+/// The fill of a one-record event.
+#[derive(Clone, Copy)]
+pub(crate) struct OneRecord<S> {
+    pub(crate) stamp: S,
+    pub(crate) id: u32,
+    pub(crate) meta: Meta,
+    pub(crate) words: [u64; 2],
+}
+
+impl<S: Stamp> Fill for OneRecord<S> {
+    #[inline(always)]
+    fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind) {
+        let (ts, w0) = self.stamp.resolve(clock, self.words[0]);
+        // SAFETY: `Tenant::write` hands us one writable, unpublished record slot.
+        unsafe { (*dst).write(Record::new(ts, self.id, self.meta, [w0, self.words[1]])) };
+    }
+
+    #[inline(always)]
+    fn callsite(&self) -> u32 {
+        self.id
+    }
+}
+
+// The largest event (a lead word, two arguments, two dynamic strings at their bound) must fit in
+// one chunk, or `Tenant::write` could never make room for it. `Arg` is sealed, so no other type can
+// exceed these bounds.
+const _: () = assert!(
+    continuation_records(2, 2 * phosphor_format::MAX_DYN_STR_BYTES) < phosphor_format::chunk::CHUNK_RECORDS
+);
+
+/// Records an event that needs continuation records.
+#[inline(never)]
+pub(crate) fn emit_multi<S: Stamp>(
+    log: &TraceLog,
+    id: u32,
+    meta: Meta,
+    stamp: S,
+    words: &[u64],
+    strs: &[&[u8]],
+) {
+    let extra = words.get(2..).unwrap_or(&[]);
+    let cont = continuation_records(extra.len(), strs.iter().map(|s| s.len()).sum());
+    let meta = meta.with_continuation(cont as u32);
+    let mut slots = [0u64; 2];
+    for (s, w) in slots.iter_mut().zip(words) {
+        *s = *w;
+    }
+    let fill = move |dst: *mut MaybeUninit<Record>, clock: ClockKind| {
+        let (ts, w0) = stamp.resolve(clock, slots[0]);
+        let slots = [w0, slots[1]];
+        // SAFETY: `write_event` hands us `1 + cont` contiguous writable, unpublished record slots.
+        unsafe { (*dst).write(Record::new(ts, id, meta, slots)) };
+        // SAFETY: as above; the slots after the first are `cont` long and not aliased.
+        let rest: &mut [MaybeUninit<Record>] = unsafe { std::slice::from_raw_parts_mut(dst.add(1), cont) };
+        encode_continuation(extra, strs, rest);
+    };
+    log.write_event(1 + cont as u32, crate::record::tenant::Identified(id, fill));
+}
+
+/// The guard of `trace_scope!`: records a complete event when dropped.
+#[must_use = "a scope guard records its event when dropped; bind it to a variable"]
+#[derive(Debug)]
+pub struct ScopeGuard<'a, A: Arg, B: Arg> {
+    inner: Option<(&'a TraceLog, &'static Callsite, u64, A, B)>,
+}
+
+impl<'a, A: Arg, B: Arg> ScopeGuard<'a, A, B> {
+    /// Starts a scope; `args` is `None` when the callsite is disabled.
+    #[inline(always)]
+    pub fn new(log: &'a TraceLog, cs: &'static Callsite, args: Option<(A, B)>) -> Self {
+        ScopeGuard { inner: args.map(|(a, b)| (log, cs, log.now(), a, b)) }
+    }
+}
+
+impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some((log, cs, start, a, b)) = self.inner.take() {
+            // Checked again: the trace may have been restarted with other categories meanwhile.
+            if let Some(state) = check(log, cs) {
+                emit(log, cs, state, Since(start), [0], a, b);
+            }
+        }
+    }
+}
+
+/// The guard of `trace_lock_guard!`: derefs to the lock's guard, and records how long the lock
+/// was waited for (at acquisition) and held (at release).
+///
+/// `A` and `B` are the macro's arguments (its `dyn` name first, if it has one), recorded on both
+/// events; without arguments they are [`NoArg`], which takes no room.
+#[must_use = "dropping the guard releases the lock at once"]
+#[derive(Debug)]
+pub struct LockGuard<'a, G, A: Arg = NoArg, B: Arg = NoArg> {
+    guard: ManuallyDrop<G>,
+    log: &'a TraceLog,
+    held: Option<&'static Callsite>,
+    /// When the lock was acquired, and the arguments; `None` when not traced or once recorded.
+    acquired: Option<(u64, A, B)>,
+}
+
+impl<'a, G, A: Arg, B: Arg> LockGuard<'a, G, A, B> {
+    /// Wraps `guard`, acquired after waiting since `start`'s time, with `start`'s arguments
+    /// (`None` when tracing is off).
+    #[inline(always)]
+    pub fn new(
+        log: &'a TraceLog,
+        wait: &'static Callsite,
+        held: &'static Callsite,
+        start: Option<(u64, A, B)>,
+        guard: G,
+    ) -> Self {
+        let acquired = start.map(|(start, a, b)| {
+            let now = log.now();
+            if let Some(state) = check(log, wait) {
+                // By reference: the same values go on the held event when the guard drops.
+                emit(log, wait, state, At(start), [now.wrapping_sub(start)], &a, &b);
+            }
+            (now, a, b)
+        });
+        LockGuard { guard: ManuallyDrop::new(guard), log, held: Some(held), acquired }
+    }
+}
+
+impl<G> LockGuard<'static, G> {
+    /// Wraps `guard` without recording anything: what `trace_lock_guard!` becomes when its group
+    /// or all of Phosphor is compiled out, so the caller's code has the same types either way.
+    #[inline(always)]
+    pub fn untraced(guard: G) -> Self {
+        LockGuard { guard: ManuallyDrop::new(guard), log: TraceLog::global(), held: None, acquired: None }
+    }
+}
+
+impl<G, A: Arg, B: Arg> LockGuard<'static, G, A, B> {
+    /// [`untraced`](LockGuard::untraced) for a guard with arguments: `args` is never called, it
+    /// only gives the guard the type it has when traced.
+    #[inline(always)]
+    pub fn untraced_as(guard: G, _args: impl FnOnce() -> (A, B)) -> Self {
+        LockGuard { guard: ManuallyDrop::new(guard), log: TraceLog::global(), held: None, acquired: None }
+    }
+}
+
+impl<G, A: Arg, B: Arg> LockGuard<'_, G, A, B> {
+    /// Ends the `.held` slice now and returns the lock's own guard, e.g. to hand it to
+    /// `Condvar::wait`. Time held after this call is not recorded.
+    pub fn into_inner(mut self) -> G {
+        self.record_held();
+        // SAFETY: the guard is taken out exactly once; `self` is then forgotten, so its Drop
+        // (which would drop the guard again) never runs.
+        let guard = unsafe { ManuallyDrop::take(&mut self.guard) };
+        std::mem::forget(self);
+        guard
+    }
+
+    /// The lock's own guard (for a guard type that does not deref, or its own methods).
+    pub fn inner(&self) -> &G {
+        &self.guard
+    }
+
+    /// The lock's own guard, mutably.
+    pub fn inner_mut(&mut self) -> &mut G {
+        &mut self.guard
+    }
+
+    fn record_held(&mut self) {
+        if let (Some((acquired, a, b)), Some(held)) = (self.acquired.take(), self.held) {
+            if let Some(state) = check(self.log, held) {
+                emit(self.log, held, state, Since(acquired), [0], a, b);
+            }
+        }
+    }
+}
+
+/// Derefs to what the lock's guard derefs to (`*g += 1` on a traced `MutexGuard<u64>`), as the
+/// guard itself would.
+impl<G: Deref, A: Arg, B: Arg> Deref for LockGuard<'_, G, A, B> {
+    type Target = G::Target;
+    fn deref(&self) -> &G::Target {
+        &self.guard
+    }
+}
+
+impl<G: DerefMut, A: Arg, B: Arg> DerefMut for LockGuard<'_, G, A, B> {
+    fn deref_mut(&mut self) -> &mut G::Target {
+        &mut self.guard
+    }
+}
+
+impl<G, A: Arg, B: Arg> Drop for LockGuard<'_, G, A, B> {
+    fn drop(&mut self) {
+        // SAFETY: the guard is dropped exactly once, here (`into_inner` forgets `self` instead),
+        // and never used afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.guard) };
+        self.record_held();
+    }
+}

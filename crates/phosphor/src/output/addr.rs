@@ -1,0 +1,273 @@
+//! Where a static string argument may be read. A static string word is an address and a length
+//! packed into a record (`arg::Static`, `phosphor_format::pack_static_str`); the crash dump and the
+//! tools (`Trace::events`, `Trace::save`, the stream writers) turn it back into bytes. Recorded
+//! through the sealed `Arg` trait it always points into a `&'static str`, but corrupted memory (the
+//! crash dump runs when something already went wrong) or a forged record can hold any word, and
+//! reading through that would fault. So a word is read in place only inside a *known range*:
+//!
+//! * the readable, non-writable `PT_LOAD` segments of every object loaded when the ranges were
+//!   collected (the program and its shared libraries: string literals live there), found once with
+//!   `dl_iterate_phdr`, outside any signal handler, and kept in static storage that a handler reads
+//!   without a lock;
+//! * the interner's arena, up to the bytes it has handed out (a static, never freed).
+//!
+//! A word outside them is not necessarily bad (a string leaked on the heap is a `&'static str`
+//! too, and so is one of a library loaded later), so its bytes are copied by the kernel instead:
+//! written into a pipe, which fails with `EFAULT` rather than faulting when they are not all
+//! readable, and read back. The copy is used, never the address. Bytes that cannot be copied are a
+//! bad string: the callers show [`BAD_STATIC_STR`](crate::output::trace::BAD_STATIC_STR) in their place.
+//!
+//! All this is Linux's (`dl_iterate_phdr`'s 64-bit program headers, `pipe2`); elsewhere the tools
+//! trust a word as recorded, as they did before (the crash handler is Linux only).
+
+#[cfg(target_os = "linux")]
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(target_os = "linux")]
+use std::sync::Mutex;
+
+/// The most segments kept (a program with its usual libraries has about a dozen read-only ones);
+/// strings in segments past it are copied by the kernel, as if unknown.
+const MAX_RANGES: usize = 256;
+
+/// The known segments, `[start, end)` each, sorted by start; the first `COUNT` are valid.
+static RANGES: [[AtomicUsize; 2]; MAX_RANGES] =
+    [const { [AtomicUsize::new(0), AtomicUsize::new(0)] }; MAX_RANGES];
+/// How many of `RANGES` are filled; stored with Release once they are.
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+static COLLECT: std::sync::Once = std::sync::Once::new();
+
+/// Collects the loaded objects' read-only segments, once per process (later calls return at once).
+/// Not for a signal handler: `dl_iterate_phdr` takes the loader's lock.
+pub(crate) fn collect() {
+    COLLECT.call_once(|| {
+        let mut found = segments();
+        found.truncate(MAX_RANGES);
+        found.sort_unstable();
+        for (slot, &(start, end)) in RANGES.iter().zip(&found) {
+            // Relaxed: published by the Release store of COUNT below.
+            slot[0].store(start, Ordering::Relaxed);
+            slot[1].store(end, Ordering::Relaxed);
+        }
+        // Release: a reader that loads the count with Acquire sees every range below it.
+        COUNT.store(found.len(), Ordering::Release);
+    });
+}
+
+/// The read-only `PT_LOAD` segments of every loaded object.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn segments() -> Vec<(usize, usize)> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> i32 {
+        // SAFETY: `dl_iterate_phdr` passes a valid `dl_phdr_info` whose `dlpi_phdr` points to
+        // `dlpi_phnum` program headers, and `data` is the `Vec` that `segments` passed, borrowed by
+        // no one else during the call.
+        let (info, out) = unsafe { (&*info, &mut *data.cast::<Vec<(usize, usize)>>()) };
+        let headers: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
+            &[]
+        } else {
+            // SAFETY: as above.
+            unsafe { std::slice::from_raw_parts(info.dlpi_phdr.cast(), usize::from(info.dlpi_phnum)) }
+        };
+        for h in headers {
+            if h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0 && h.p_flags & libc::PF_W == 0 {
+                let start = (info.dlpi_addr as usize).wrapping_add(h.p_vaddr as usize);
+                if let Some(end) = start.checked_add(h.p_memsz as usize) {
+                    out.push((start, end));
+                }
+            }
+        }
+        0
+    }
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    // SAFETY: `each` matches the callback's signature and only reads what it is given; `out`
+    // outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut out as *mut Vec<(usize, usize)>).cast()) };
+    out
+}
+
+/// Elsewhere no segment is known, and every static string is copied by the kernel.
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+fn segments() -> Vec<(usize, usize)> {
+    Vec::new()
+}
+
+/// Whether `addr..addr + len` lies inside one known range: a segment collected by [`collect`], or
+/// the interner's arena. Async-signal-safe: atomic loads only.
+pub(crate) fn is_known(addr: usize, len: usize) -> bool {
+    let Some(end) = addr.checked_add(len) else { return false };
+    let (arena, arena_end) = crate::registry::intern::INTERNER.arena_range();
+    if addr >= arena && end <= arena_end {
+        return true;
+    }
+    // Acquire: pairs with the Release store in `collect`, so the ranges below the count are filled.
+    let n = COUNT.load(Ordering::Acquire);
+    // Relaxed: published by the Acquire load above, and never written again.
+    let start_of = |i: usize| RANGES[i][0].load(Ordering::Relaxed);
+    // The last range starting at or below `addr` is the only one that can hold it (the sorted
+    // ranges may overlap only if the loader reports overlapping segments, which it does not).
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if start_of(mid) <= addr {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo > 0 && end <= RANGES[lo - 1][1].load(Ordering::Relaxed)
+}
+
+/// Copies `out.len()` bytes at `addr` into `out` through the pipe `fds` (both ends non-blocking,
+/// empty), by `write` and `read`: the kernel copies them, and fails with `EFAULT` instead of
+/// faulting when some are not readable. Returns whether every byte was copied; the pipe is left
+/// empty either way. Async-signal-safe: system calls only, no allocation.
+#[cfg(target_os = "linux")]
+pub(crate) fn copy_by_kernel(fds: [libc::c_int; 2], addr: usize, out: &mut [u8]) -> bool {
+    // At most PIPE_BUF bytes at a time: a pipe holds at least that much (even one shrunk to a
+    // page because its user holds many), so each piece fits whole.
+    const PIECE: usize = 4096;
+    let mut done = 0;
+    while done < out.len() {
+        let want = PIECE.min(out.len() - done);
+        let wrote = retry(|| {
+            // SAFETY: `write` reads from `addr + done` in the kernel, which reports an unreadable
+            // byte as EFAULT (a short count or -1); no user-space access is made.
+            unsafe { libc::write(fds[1], (addr + done) as *const libc::c_void, want) }
+        });
+        let dst = &mut out[done..done + want];
+        let mut got = 0;
+        // Drain what was written (all of it, or a prefix before a fault).
+        while got < wrote.max(0) as usize {
+            // SAFETY: `dst[got..]` is a valid writable buffer of the length given.
+            let n = retry(|| unsafe { libc::read(fds[0], dst[got..].as_mut_ptr().cast(), dst.len() - got) });
+            if n <= 0 {
+                break;
+            }
+            got += n as usize;
+        }
+        if wrote != want as isize || got != want {
+            return false;
+        }
+        done += want;
+    }
+    true
+}
+
+/// `f()` again while it fails with EINTR.
+#[cfg(target_os = "linux")]
+fn retry(mut f: impl FnMut() -> isize) -> isize {
+    loop {
+        let n = f();
+        // SAFETY: reading errno is async-signal-safe.
+        if n >= 0 || unsafe { *libc::__errno_location() } != libc::EINTR {
+            return n;
+        }
+    }
+}
+
+/// The most bytes [`resolve`] keeps in kernel-made copies, and the most words it remembers;
+/// strings past them show as bad.
+#[cfg(target_os = "linux")]
+const MAX_COPIED_BYTES: usize = 4 << 20;
+#[cfg(target_os = "linux")]
+const MAX_COPIED_WORDS: usize = 1 << 16;
+
+/// The kernel-made copies of strings outside the known ranges, by `(address, length)`, and the
+/// pipe they are made through. Leaked: a copy is `'static`, like the string it stands for.
+#[cfg(target_os = "linux")]
+struct Copies {
+    fds: Option<[libc::c_int; 2]>,
+    by_word: HashMap<(usize, usize), Option<&'static [u8]>>,
+    bytes: usize,
+}
+
+#[cfg(target_os = "linux")]
+static COPIES: Mutex<Option<Copies>> = Mutex::new(None);
+
+/// The bytes of the static string `addr..addr + len`, for the tools (not for a signal handler):
+/// read in place inside a known range, else a copy the kernel made (kept for the next request),
+/// else `None`: not readable memory.
+pub(crate) fn resolve(addr: usize, len: usize) -> Option<&'static [u8]> {
+    if len == 0 {
+        return Some(&[]);
+    }
+    collect();
+    if is_known(addr, len) {
+        // SAFETY: the range lies in a read-only segment of a loaded object, mapped for as long as
+        // the object is loaded (a string of an unloaded library is a dangling `&'static str`
+        // already), or in the interner's arena, a static: readable for the life of the process.
+        // The arena's bytes are written once, before the string they hold is published, and a
+        // word the recorder wrote points at published bytes only.
+        return Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // Each step leaves the cache consistent, so a poisoned lock is safe to keep using.
+        let mut guard = COPIES.lock().unwrap_or_else(|p| p.into_inner());
+        let c = guard.get_or_insert_with(|| Copies { fds: None, by_word: HashMap::new(), bytes: 0 });
+        if let Some(&known) = c.by_word.get(&(addr, len)) {
+            return known;
+        }
+        if c.bytes + len > MAX_COPIED_BYTES || c.by_word.len() >= MAX_COPIED_WORDS {
+            return None;
+        }
+        let fds = match c.fds {
+            Some(fds) => fds,
+            None => {
+                let mut fds = [0; 2];
+                // SAFETY: `fds` is a valid two-int array for pipe2 to fill.
+                if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+                    return None;
+                }
+                *c.fds.insert(fds)
+            }
+        };
+        let mut copy = vec![0u8; len];
+        let copied = copy_by_kernel(fds, addr, &mut copy).then(|| &*Vec::leak(copy));
+        c.bytes += copied.map_or(0, <[u8]>::len);
+        c.by_word.insert((addr, len), copied);
+        copied
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // SAFETY: where the kernel is not asked (outside Linux), a word is trusted as recorded:
+        // the sealed `Arg` trait packs static string words from `&'static str`s only.
+        Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    fn literals_and_the_arena_are_known_and_the_heap_and_page_zero_are_not() {
+        collect();
+        let lit = "a string literal of this binary";
+        assert!(is_known(lit.as_ptr() as usize, lit.len()));
+        let interned = crate::registry::intern::INTERNER.intern("addr-test-interned").unwrap();
+        assert!(is_known(interned.as_ptr() as usize, interned.len()));
+        let heap = String::from("on the heap");
+        assert!(!is_known(heap.as_ptr() as usize, heap.len()));
+        assert!(!is_known(0x10, 5));
+        assert!(!is_known(usize::MAX - 2, 5), "no overflow");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_kernel_copies_readable_bytes_and_refuses_the_others() {
+        // Leaked, as a static string on the heap is: the copies are remembered by address.
+        let heap: &'static str = String::from("heap bytes").repeat(1000).leak();
+        let got = resolve(heap.as_ptr() as usize, heap.len()).unwrap();
+        assert_eq!(got, heap.as_bytes());
+        assert_ne!(got.as_ptr(), heap.as_ptr(), "a copy, not the address");
+        assert_eq!(resolve(0x10, 5), None);
+        assert_eq!(resolve(0x10, 5), None, "remembered");
+        assert_eq!(resolve(0x10, 0), Some(&[][..]), "nothing to read");
+    }
+}

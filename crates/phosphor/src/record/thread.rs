@@ -1,0 +1,245 @@
+//! Per-thread state: the thread id and this thread's tenant in each `TraceLog` slot.
+//!
+//! The table is a `const`-initialised thread local with no destructor, so reaching it costs only
+//! a TLS offset: std checks no lazy-initialisation or destructor state for it. The destructor lives
+//! in a second thread local, [`ExitGuard`], which the `#[cold]` attach path touches once per
+//! thread; it retires the thread's tenants at exit, handing their chunks back so that a thread that
+//! exits mid-trace loses nothing, and marks the table as exiting so later events are counted.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::record::tenant::Tenant;
+use crate::registry::MAX_LOGS;
+
+pub(crate) struct ThreadState {
+    tid: Cell<u32>,
+    /// The exit guard has run: attaching now would leak a tenant, so events are dropped.
+    exiting: Cell<bool>,
+    /// Set by `register_thread`: use a dedicated tenant even under `ThreadPolicy::Pool`.
+    registered: Cell<bool>,
+    /// Inside the recorder's own slow paths (attach, registration) or holding a log's control
+    /// lock. An event that arrives then (from an allocator or a signal handler) must not take those
+    /// locks again: it is dropped and counted, and an exhaustion it finds is deferred.
+    busy: Cell<bool>,
+    /// This thread's entry in the name table is its own: set by `set_thread_name`, or synced from
+    /// the std name on its first attach (a reused thread id must not keep a dead thread's name).
+    named: Cell<bool>,
+    /// `Arc::into_raw` of this thread's tenant per slot, or null.
+    tenants: [Cell<*const Tenant>; MAX_LOGS],
+}
+
+impl ThreadState {
+    const fn new() -> ThreadState {
+        ThreadState {
+            tid: Cell::new(0),
+            exiting: Cell::new(false),
+            registered: Cell::new(false),
+            busy: Cell::new(false),
+            named: Cell::new(false),
+            tenants: [const { Cell::new(std::ptr::null()) }; MAX_LOGS],
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn tenant(&self, slot: u32) -> *const Tenant {
+        debug_assert!((slot as usize) < MAX_LOGS);
+        // SAFETY: slots are handed out below MAX_LOGS (`TraceLog::new` masks them to MAX_LOGS bits
+        // and the global log is slot 0), so the index is in bounds.
+        unsafe { self.tenants.get_unchecked(slot as usize) }.get()
+    }
+
+    /// Replaces the tenant of `slot`, retiring the previous one.
+    ///
+    /// The previous tenant is not freed here but kept until the thread exits: a signal handler may
+    /// be replacing it while the code it interrupted still holds a pointer to it.
+    pub(crate) fn set_tenant(&self, slot: u32, t: Arc<Tenant>) -> *const Tenant {
+        let p = Arc::into_raw(t);
+        let old = self.tenants[slot as usize].replace(p);
+        if !old.is_null() {
+            // SAFETY: `old` came from `Arc::into_raw` in an earlier call and was owned by this cell.
+            let old = unsafe { Arc::from_raw(old) };
+            old.retire();
+            bury(old);
+        }
+        p
+    }
+
+    /// Forgets the tenant of `slot`, retiring it. As in `set_tenant`, code this call interrupted
+    /// (it runs from `register_thread`, which a signal handler could call) may still hold the
+    /// pointer, so the tenant is kept in the graveyard until the thread exits; only at the exit
+    /// itself, when nothing on this thread can hold it any more, is the reference dropped.
+    pub(crate) fn clear_tenant(&self, slot: u32) {
+        let old = self.tenants[slot as usize].replace(std::ptr::null());
+        if !old.is_null() {
+            // SAFETY: `old` came from `Arc::into_raw` and was owned by this cell.
+            let old = unsafe { Arc::from_raw(old) };
+            old.retire();
+            if !self.exiting.get() {
+                bury(old);
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn tid(&self) -> u32 {
+        let t = self.tid.get();
+        if t != 0 {
+            t
+        } else {
+            self.init_tid()
+        }
+    }
+
+    #[cold]
+    fn init_tid(&self) -> u32 {
+        let t = os_tid();
+        self.tid.set(t);
+        t
+    }
+
+    /// Marks the thread busy (see `busy`); returns false if it already was.
+    pub(crate) fn enter_busy(&self) -> bool {
+        !self.busy.replace(true)
+    }
+
+    pub(crate) fn leave_busy(&self) {
+        self.busy.set(false);
+    }
+
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy.get()
+    }
+
+    pub(crate) fn registered(&self) -> bool {
+        self.registered.get()
+    }
+
+    pub(crate) fn set_registered(&self) {
+        self.registered.set(true);
+    }
+
+    /// Makes sure the exit guard will run for this thread. Returns false if the thread is already
+    /// exiting (the guard's storage is gone or going).
+    pub(crate) fn arm_exit_guard(&self) -> bool {
+        !self.exiting.get() && EXIT_GUARD.try_with(|_| ()).is_ok()
+    }
+}
+
+/// Retires the thread's tenants when the thread exits, and frees the tenants it replaced.
+struct ExitGuard {
+    graveyard: std::cell::RefCell<Vec<Arc<Tenant>>>,
+}
+
+/// Keeps a replaced tenant alive until the thread exits. If the graveyard is busy (a signal
+/// handler interrupted this very function) or gone, the tenant is leaked: a bounded cost of a
+/// pathological case, rather than a use after free.
+fn bury(t: Arc<Tenant>) {
+    let mut t = Some(t);
+    let _ = EXIT_GUARD.try_with(|g| {
+        if let Ok(mut v) = g.graveyard.try_borrow_mut() {
+            v.extend(t.take());
+        }
+    });
+    if let Some(t) = t {
+        std::mem::forget(t);
+    }
+}
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        let _ = THREAD.try_with(|t| {
+            t.exiting.set(true);
+            for slot in 0..MAX_LOGS as u32 {
+                t.clear_tenant(slot);
+            }
+        });
+    }
+}
+
+thread_local! {
+    pub(crate) static THREAD: ThreadState = const { ThreadState::new() };
+    static EXIT_GUARD: ExitGuard = const { ExitGuard { graveyard: std::cell::RefCell::new(Vec::new()) } };
+}
+
+const _: () = assert!(!std::mem::needs_drop::<ThreadState>(), "the hot table must have no destructor");
+
+/// The kernel's id for the calling thread.
+pub(crate) fn os_tid() -> u32 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid takes no arguments and cannot fail.
+        (unsafe { libc::gettid() }) as u32
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        // Relaxed: only uniqueness matters.
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// The calling thread's id as recorded in traces.
+pub fn current_thread_id() -> u32 {
+    THREAD.with(|t| t.tid())
+}
+
+static NAMES: Mutex<Option<HashMap<u32, String>>> = Mutex::new(None);
+
+/// Names the calling thread in every trace that includes it. Not for the hot path: it takes a lock
+/// and allocates.
+pub fn set_thread_name(name: &str) {
+    THREAD.with(|t| {
+        let tid = t.tid();
+        t.named.set(true);
+        let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+        names.get_or_insert_with(HashMap::new).insert(tid, name.to_owned());
+    });
+}
+
+/// On a thread's first attach, makes its name-table entry its own: the std thread name, or none.
+/// An entry left by a dead thread with the same id is replaced.
+pub(crate) fn sync_name(t: &ThreadState) {
+    if t.named.replace(true) {
+        return;
+    }
+    let tid = t.tid();
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    let names = names.get_or_insert_with(HashMap::new);
+    match std::thread::current().name() {
+        Some(n) => names.insert(tid, n.to_owned()),
+        None => names.remove(&tid),
+    };
+}
+
+/// The name table's lock, held across a `fork` (see `fork.rs`).
+#[cfg(unix)]
+pub(crate) struct ForkLock(std::sync::MutexGuard<'static, Option<HashMap<u32, String>>>);
+
+#[cfg(unix)]
+impl ForkLock {
+    pub(crate) fn take() -> ForkLock {
+        ForkLock(NAMES.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Forgets every name: in a child, they are the parent's threads'.
+    pub(crate) fn clear(&mut self) {
+        *self.0 = None;
+    }
+}
+
+/// In a child process just forked, on its only thread: its thread id is new (the cached one is
+/// the parent thread's), and so is its name-table entry.
+#[cfg(unix)]
+pub(crate) fn after_fork_in_child() {
+    let _ = THREAD.try_with(|t| {
+        t.tid.set(0);
+        t.named.set(false);
+    });
+}
+
+pub(crate) fn thread_names() -> HashMap<u32, String> {
+    NAMES.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default()
+}

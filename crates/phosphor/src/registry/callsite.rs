@@ -1,0 +1,582 @@
+//! Callsites: the static metadata of each macro invocation, and its cached enabled state.
+//!
+//! # What is a callsite?
+//!
+//! Every `trace_*!` macro expands to a `static` [`Callsite`] holding what never changes about that
+//! line of code: category, name, phase, argument names, file and line, and an FNV-1a 64 hash of the
+//! name computed at compile time (Palanteer's static strings). The record written at run time then
+//! carries only the callsite's 32-bit id.
+//!
+//! # The cached state
+//!
+//! Deciding whether a category is enabled means matching globs, far too dear for every event. So,
+//! as in Couchbase Phosphor, each callsite caches the answer. Its `state` word packs:
+//!
+//! ```text
+//! bits  0..32  enabled: bit s is set while TraceLog slot s traces this callsite's category
+//! bits 32..64  id: assigned at registration; 0 while unregistered
+//! ```
+//!
+//! The macro tests its log's bit with one relaxed load. An unregistered callsite starts with every
+//! enabled bit set, so its first event falls into the enabled path, which sees id 0 and registers
+//! it (a `#[cold]` path taking the registry lock once per callsite); then the bits are exact.
+//! `TraceLog::start` and `stop` rewrite the bits of every registered callsite under the same lock,
+//! so a callsite can never miss a change.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use phosphor_format::file::{Aggregate, AggregateKind};
+pub use phosphor_format::fnv1a64;
+use phosphor_format::{Level, Phase, FIRST_CALLSITE_ID};
+
+use crate::registry::aggregate::AggregateRef;
+use crate::registry::category::CategoryFilter;
+use crate::registry::point::{PointKind, PointSelector};
+use crate::registry::MAX_LOGS;
+
+const ENABLED_MASK: u64 = 0xffff_ffff;
+const UNREGISTERED: u64 = ENABLED_MASK;
+
+/// The static description of one instrumentation point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallsiteMeta {
+    /// Category, matched against the trace's category globs.
+    pub category: &'static str,
+    /// Event name (for logs, the format string).
+    pub name: &'static str,
+    /// What the callsite records.
+    pub phase: Phase,
+    /// Argument names, `""` where absent.
+    pub arg_names: [&'static str; 2],
+    /// Source file.
+    pub file: &'static str,
+    /// Source line.
+    pub line: u32,
+    /// FNV-1a 64 hash of `name`: the name's id across processes.
+    pub name_hash: u64,
+    /// What the point measures.
+    pub kind: PointKind,
+    /// Whether each event's name is its argument 0, chosen at run time (`dyn` names); `name` is
+    /// then the expression's text.
+    pub dynamic_name: bool,
+    /// Whether each event is a complete slice whose argument 0 is the id of the async slice (of
+    /// the same category and name) it works for: one poll of an instrumented future.
+    pub flow: bool,
+    /// The level of a log callsite (`trace_log!`, whose name is the format string).
+    pub level: Option<Level>,
+    /// The in-process aggregate of a `trace_sum!` or `trace_histogram!` point.
+    pub aggregate: Option<AggregateRef>,
+}
+
+impl CallsiteMeta {
+    /// Builds callsite metadata; used by the macros in a `static` initializer.
+    pub const fn new(
+        category: &'static str,
+        name: &'static str,
+        phase: Phase,
+        arg_names: [&'static str; 2],
+        file: &'static str,
+        line: u32,
+    ) -> CallsiteMeta {
+        CallsiteMeta {
+            category,
+            name,
+            phase,
+            arg_names,
+            file,
+            line,
+            name_hash: fnv1a64(name.as_bytes()),
+            kind: PointKind::of_phase(phase),
+            dynamic_name: false,
+            flow: false,
+            level: None,
+            aggregate: None,
+        }
+    }
+
+    /// The same metadata for an aggregate point (its kind follows the aggregate).
+    pub const fn with_aggregate(mut self, aggregate: AggregateRef) -> CallsiteMeta {
+        self.kind = match aggregate {
+            AggregateRef::Sum(_) => PointKind::Sum,
+            AggregateRef::Histogram(_) => PointKind::Histogram,
+        };
+        self.aggregate = Some(aggregate);
+        self
+    }
+
+    /// The same metadata for a log of `level`.
+    pub const fn with_level(mut self, level: Level) -> CallsiteMeta {
+        self.level = Some(level);
+        self
+    }
+
+    /// The same metadata for events named at run time by their argument 0.
+    pub const fn with_dynamic_name(mut self) -> CallsiteMeta {
+        self.dynamic_name = true;
+        self
+    }
+
+    /// The five strings a trace file stores for this callsite, in the order of its entry: category,
+    /// name, the argument names, the file.
+    pub(crate) fn file_strings(&self) -> [&'static [u8]; 5] {
+        [self.category, self.name, self.arg_names[0], self.arg_names[1], self.file].map(str::as_bytes)
+    }
+
+    /// The callsite's file entry as id `id`, its strings ([`file_strings`](Self::file_strings))
+    /// being string table entries `first..first + 5`. No allocation: the crash dump uses it.
+    pub(crate) fn raw_entry(&self, id: u32, first: u32) -> phosphor_format::file::RawCallsite {
+        phosphor_format::file::RawCallsite {
+            id,
+            phase: self.phase,
+            level: self.level,
+            dynamic_name: self.dynamic_name,
+            flow: self.flow,
+            line: self.line,
+            strings: std::array::from_fn(|k| first + k as u32),
+            name_hash: self.name_hash,
+        }
+    }
+
+    /// The same metadata for slices that work for an async slice, whose id is their argument 0.
+    pub const fn with_flow(mut self) -> CallsiteMeta {
+        self.flow = true;
+        self
+    }
+
+    /// The same metadata for a point of `kind` (aggregates and data points, whose phase alone
+    /// does not say it).
+    pub const fn with_kind(mut self, kind: PointKind) -> CallsiteMeta {
+        self.kind = kind;
+        self
+    }
+}
+
+/// A registered-on-first-use instrumentation point. Created by the macros as a `static`.
+#[derive(Debug)]
+pub struct Callsite {
+    state: AtomicU64,
+    meta: CallsiteMeta,
+}
+
+impl Callsite {
+    /// A new, unregistered callsite.
+    pub const fn new(meta: CallsiteMeta) -> Callsite {
+        Callsite { state: AtomicU64::new(UNREGISTERED), meta }
+    }
+
+    /// The static metadata.
+    pub fn meta(&self) -> &CallsiteMeta {
+        &self.meta
+    }
+
+    /// The registered id, registering the callsite if it is not yet.
+    pub fn id(&'static self) -> u32 {
+        let s = self.state.load(Ordering::Relaxed);
+        if s >> 32 == 0 {
+            (register(self) >> 32) as u32
+        } else {
+            (s >> 32) as u32
+        }
+    }
+
+    /// The cached state word. Relaxed: the word is self-contained (id and enabled bits); no other
+    /// memory is read on the strength of it.
+    #[inline(always)]
+    #[doc(hidden)]
+    pub fn state(&self) -> u64 {
+        self.state.load(Ordering::Relaxed)
+    }
+}
+
+/// The id of a registered state word, or `None` (cold path: register and re-check) if the callsite
+/// is still unregistered.
+#[inline(always)]
+pub(crate) fn registered_id(state: u64) -> Option<u32> {
+    let id = (state >> 32) as u32;
+    if id == 0 {
+        None
+    } else {
+        Some(id)
+    }
+}
+
+/// Whether `state` enables slot `slot`.
+#[inline(always)]
+pub(crate) fn enabled_in(state: u64, slot: u32) -> bool {
+    state & (1 << slot) != 0
+}
+
+/// Every static callsite of the program, gathered by the linker: each macro invocation adds a
+/// pointer to its `static` [`Callsite`] to this slice, so [`points`](crate::points) can list them
+/// all before any has run.
+///
+/// `linkme` supports the platforms named in the `cfg` below. Elsewhere the slice does not exist and
+/// callsites are registered on their first event only, so a listing shows just those that ran
+/// (the documented fallback).
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "windows",
+    target_os = "freebsd",
+    target_os = "openbsd",
+    target_os = "illumos"
+))]
+#[linkme::distributed_slice]
+pub static CALLSITES: [&'static Callsite];
+
+/// Internal: adds a callsite to [`CALLSITES`].
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "windows",
+    target_os = "freebsd",
+    target_os = "openbsd",
+    target_os = "illumos"
+))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_register {
+    ($cs:ident) => {
+        // In an anonymous const, so that two callsites of one block don't clash.
+        const _: () = {
+            #[$crate::__macro_support::linkme::distributed_slice($crate::__macro_support::CALLSITES)]
+            #[linkme(crate = $crate::__macro_support::linkme)]
+            static __PHOSPHOR_REGISTERED: &$crate::__macro_support::Callsite = &$cs;
+        };
+    };
+}
+
+/// Internal: no linker section on this platform; callsites register on their first event.
+#[cfg(not(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "windows",
+    target_os = "freebsd",
+    target_os = "openbsd",
+    target_os = "illumos"
+)))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_register {
+    ($cs:ident) => {};
+}
+
+/// A run-time override from [`points::enable`](crate::points::enable) or
+/// [`points::disable`](crate::points::disable); the last rule that matches a callsite decides.
+#[derive(Clone, Debug)]
+pub(crate) struct Rule {
+    pub(crate) selector: PointSelector,
+    pub(crate) enable: bool,
+}
+
+/// What a running trace records: its categories, and its most verbose log level.
+#[derive(Clone, Debug)]
+pub(crate) struct SlotFilter {
+    pub(crate) categories: Arc<CategoryFilter>,
+    pub(crate) max_level: Level,
+}
+
+impl SlotFilter {
+    fn takes(&self, meta: &CallsiteMeta) -> bool {
+        self.categories.matches(meta.category) && meta.level.is_none_or(|l| l <= self.max_level)
+    }
+}
+
+struct Registry {
+    callsites: Vec<&'static Callsite>,
+    filters: [Option<SlotFilter>; MAX_LOGS],
+    rules: Vec<Rule>,
+    /// Points created at run time, by (category, name, phase): creating one twice returns the first.
+    dynamic: BTreeMap<(String, String, u8, String), &'static Callsite>,
+    /// Whether every callsite of [`CALLSITES`] has been registered.
+    all_static: bool,
+    /// The ring file of a file-backed trace, whose metadata gets every callsite registered.
+    #[cfg(unix)]
+    ring: Option<Arc<crate::registry::ring_file::Mapping>>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    callsites: Vec::new(),
+    filters: [const { None }; MAX_LOGS],
+    rules: Vec::new(),
+    dynamic: BTreeMap::new(),
+    all_static: false,
+    #[cfg(unix)]
+    ring: None,
+});
+
+/// The registry's lock, held across a `fork` (see `fork.rs`).
+#[cfg(unix)]
+pub(crate) struct ForkLock(#[allow(dead_code)] MutexGuard<'static, Registry>);
+
+#[cfg(unix)]
+impl ForkLock {
+    pub(crate) fn take() -> ForkLock {
+        ForkLock(registry())
+    }
+}
+
+fn registry() -> MutexGuard<'static, Registry> {
+    // A panic while holding the lock leaves the registry consistent (each step is a push or a
+    // store), so a poisoned lock is safe to keep using.
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Registry {
+    /// Whether the point rules let `cs` record at all (id 0: not registered yet).
+    fn allowed(&self, cs: &Callsite, id: u32) -> bool {
+        self.rules.iter().rev().find(|r| r.selector.matches(&cs.meta, id)).is_none_or(|r| r.enable)
+    }
+
+    /// The enabled bits of `cs`: the slots whose category filter takes it, if the rules allow it.
+    fn mask(&self, cs: &Callsite, id: u32) -> u64 {
+        if !self.allowed(cs, id) {
+            return 0;
+        }
+        let mut mask = 0;
+        for (slot, f) in self.filters.iter().enumerate() {
+            if f.as_ref().is_some_and(|f| f.takes(&cs.meta)) {
+                mask |= 1 << slot;
+            }
+        }
+        mask
+    }
+
+    /// Registers `cs` unless it is already; returns its state word.
+    fn register(&mut self, cs: &'static Callsite) -> u64 {
+        let s = cs.state.load(Ordering::Relaxed);
+        if s >> 32 != 0 {
+            return s; // registered before (by another thread, or by `register_all_static`)
+        }
+        let id = FIRST_CALLSITE_ID + self.callsites.len() as u32;
+        crash_list_push(self.callsites.len(), cs);
+        self.callsites.push(cs);
+        #[cfg(unix)]
+        if let Some(ring) = &self.ring {
+            ring.append_callsite(id, cs);
+        }
+        let state = (u64::from(id) << 32) | self.mask(cs, id);
+        // Relaxed: the word is self-contained; the registry lock orders it against start/stop.
+        cs.state.store(state, Ordering::Relaxed);
+        state
+    }
+
+    /// Registers every callsite the linker gathered, so each has an id and a listing shows it.
+    fn register_all_static(&mut self) {
+        if self.all_static {
+            return;
+        }
+        #[cfg(any(
+            target_os = "linux",
+            target_os = "android",
+            target_os = "macos",
+            target_os = "ios",
+            target_os = "windows",
+            target_os = "freebsd",
+            target_os = "openbsd",
+            target_os = "illumos"
+        ))]
+        for cs in CALLSITES {
+            self.register(cs);
+        }
+        self.all_static = true;
+    }
+
+    /// Rewrites every registered callsite's enabled bits after a filter or rule changed. The next
+    /// event of each callsite sees the new bits.
+    fn refresh(&self) {
+        for (i, cs) in self.callsites.iter().enumerate() {
+            let id = FIRST_CALLSITE_ID + i as u32;
+            let mask = self.mask(cs, id);
+            // Relaxed: see `Callsite::state`. The id half never changes once set, so a plain
+            // store of the recomputed word is safe against the (locked) writers.
+            cs.state.store((u64::from(id) << 32) | mask, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Callsites a fatal-signal handler may read (`recorder::dump_on_crash`): index `i` holds callsite
+/// id `FIRST_CALLSITE_ID + i`, as the registry does, but in a fixed array of atomics that needs no
+/// lock and never moves. Callsites past the end are missing from crash dumps.
+pub(crate) const CRASH_LIST_LEN: usize = 1 << 17;
+static CRASH_LIST: [std::sync::atomic::AtomicPtr<Callsite>; CRASH_LIST_LEN] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; CRASH_LIST_LEN];
+static CRASH_LIST_COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn crash_list_push(index: usize, cs: &'static Callsite) {
+    if index < CRASH_LIST_LEN {
+        // Relaxed: published by the Release store of the count below.
+        CRASH_LIST[index].store(std::ptr::from_ref(cs).cast_mut(), Ordering::Relaxed);
+        // Release: a reader that acquires the count sees every pointer below it.
+        CRASH_LIST_COUNT.store(index + 1, Ordering::Release);
+    }
+}
+
+/// The callsites registered so far with their ids, for a signal handler: no lock, no allocation.
+pub(crate) fn crash_list() -> impl Iterator<Item = (u32, &'static Callsite)> {
+    // Acquire: pairs with `crash_list_push`.
+    let n = CRASH_LIST_COUNT.load(Ordering::Acquire);
+    CRASH_LIST[..n].iter().enumerate().filter_map(|(i, p)| {
+        // Relaxed: ordered by the Acquire load of the count. SAFETY: every pointer below the
+        // count was stored from a `&'static Callsite` before the count was published.
+        let cs = unsafe { p.load(Ordering::Relaxed).as_ref() }?;
+        Some((FIRST_CALLSITE_ID + i as u32, cs))
+    })
+}
+
+/// The callsite whose id is `id`, if it is registered and within the crash list: no lock, no
+/// allocation (the write path's cold re-check of a racing event uses it).
+pub(crate) fn by_id(id: u32) -> Option<&'static Callsite> {
+    let i = id.checked_sub(FIRST_CALLSITE_ID)? as usize;
+    // Acquire: pairs with `crash_list_push`.
+    if i >= CRASH_LIST_COUNT.load(Ordering::Acquire).min(CRASH_LIST_LEN) {
+        return None;
+    }
+    // Relaxed: ordered by the Acquire load of the count. SAFETY: every pointer below the count
+    // was stored from a `&'static Callsite` before the count was published.
+    unsafe { CRASH_LIST[i].load(Ordering::Relaxed).as_ref() }
+}
+
+/// Registers `cs` and returns its new state word. Runs once per callsite.
+#[cold]
+#[inline(never)]
+pub(crate) fn register(cs: &'static Callsite) -> u64 {
+    registry().register(cs)
+}
+
+/// Enables what `filter` takes for `slot` on every callsite, present and future.
+pub(crate) fn enable_slot(slot: u32, filter: SlotFilter) {
+    let mut reg = registry();
+    reg.filters[slot as usize] = Some(filter);
+    reg.refresh();
+}
+
+/// Disables `slot` on every callsite.
+pub(crate) fn disable_slot(slot: u32) {
+    let mut reg = registry();
+    reg.filters[slot as usize] = None;
+    reg.refresh();
+}
+
+/// Adds a point rule and applies it to every callsite; returns how many registered callsites it
+/// matches (every static callsite is registered first, so the count covers them all).
+pub(crate) fn add_rule(rule: Rule) -> usize {
+    let mut reg = registry();
+    reg.register_all_static();
+    let matched = reg
+        .callsites
+        .iter()
+        .enumerate()
+        .filter(|(i, cs)| rule.selector.matches(&cs.meta, FIRST_CALLSITE_ID + *i as u32))
+        .count();
+    reg.rules.push(rule);
+    reg.refresh();
+    matched
+}
+
+/// Drops every point rule.
+pub(crate) fn clear_rules() {
+    let mut reg = registry();
+    reg.rules.clear();
+    reg.refresh();
+}
+
+/// Every callsite, static ones registered first, with its id and whether the rules allow it.
+pub(crate) fn list_all() -> Vec<(u32, &'static Callsite, bool)> {
+    let mut reg = registry();
+    reg.register_all_static();
+    reg.callsites
+        .iter()
+        .enumerate()
+        .map(|(i, cs)| {
+            let id = FIRST_CALLSITE_ID + i as u32;
+            (id, *cs, reg.allowed(cs, id))
+        })
+        .collect()
+}
+
+/// The most points that can be created at run time (each is leaked, once per distinct name).
+pub const MAX_DYNAMIC_POINTS: usize = 65_536;
+
+/// The dynamic point for (`category`, `name`, `phase`, `detail`): the existing one, or a new one
+/// built by `make` (which leaks it) and registered. `detail` tells apart points that share the
+/// first three but not the rest of their metadata (level, argument names, location).
+pub(crate) fn dynamic(
+    category: &str,
+    name: &str,
+    phase: Phase,
+    detail: &str,
+    make: impl FnOnce() -> &'static Callsite,
+) -> Option<&'static Callsite> {
+    let mut reg = registry();
+    let key = (category.to_owned(), name.to_owned(), phase as u8, detail.to_owned());
+    if let Some(cs) = reg.dynamic.get(&key) {
+        return Some(cs);
+    }
+    if reg.dynamic.len() >= MAX_DYNAMIC_POINTS {
+        return None;
+    }
+    let cs = make();
+    reg.dynamic.insert(key, cs);
+    reg.register(cs);
+    Some(cs)
+}
+
+/// Makes `ring`'s metadata receive every callsite: all registered now (every static one first),
+/// and each one registered later; `None` stops it (the trace stopped).
+#[cfg(unix)]
+pub(crate) fn set_ring(ring: Option<Arc<crate::registry::ring_file::Mapping>>) {
+    let mut reg = registry();
+    if let Some(r) = &ring {
+        reg.register_all_static();
+        for (i, cs) in reg.callsites.iter().enumerate() {
+            r.append_callsite(FIRST_CALLSITE_ID + i as u32, cs);
+        }
+    }
+    reg.ring = ring;
+}
+
+/// A snapshot of every registered aggregate point that has counted anything, by id, with the
+/// callsite's metadata.
+pub(crate) fn aggregate_snapshots() -> Vec<(Aggregate, &'static CallsiteMeta)> {
+    let reg = registry();
+    reg.callsites
+        .iter()
+        .enumerate()
+        .filter_map(|(i, cs)| Some((cs.meta.aggregate?.snapshot(FIRST_CALLSITE_ID + i as u32), &cs.meta)))
+        .filter(|(a, _)| match a.kind {
+            AggregateKind::Sum { count, .. } | AggregateKind::Histogram { count, .. } => count > 0,
+        })
+        .collect()
+}
+
+/// Every registered callsite, indexed by `id - FIRST_CALLSITE_ID`.
+pub(crate) fn snapshot() -> Vec<&'static Callsite> {
+    registry().callsites.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unregistered_callsite_registers_on_first_id_lookup() {
+        static CS: Callsite =
+            Callsite::new(CallsiteMeta::new("test", "reg", Phase::Instant, ["", ""], file!(), line!()));
+        assert_eq!(registered_id(CS.state()), None);
+        assert!(enabled_in(CS.state(), 5), "unregistered callsites take the enabled path once");
+        let id = CS.id();
+        assert!(id >= FIRST_CALLSITE_ID);
+        assert_eq!(registered_id(CS.state()), Some(id));
+        assert_eq!(CS.id(), id);
+        assert!(snapshot().iter().any(|c| std::ptr::eq(*c, &CS)));
+    }
+}

@@ -1,0 +1,210 @@
+//! `TraceLogConfig` (one-time, per `TraceLog`) and `TraceConfig` (per trace).
+
+#[cfg(not(loom))]
+use std::sync::Arc;
+
+#[cfg(not(loom))]
+use phosphor_format::chunk::CHUNK_BYTES;
+
+use crate::error::{Error, ErrorKind};
+use crate::record::buffer::BufferMode;
+use crate::record::clock::ClockKind;
+#[cfg(not(loom))]
+use crate::registry::category::CategoryFilter;
+#[cfg(not(loom))]
+use crate::TraceLog;
+
+/// How threads that did not call `register_thread` get a tenant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ThreadPolicy {
+    /// Each thread gets its own tenant on its first event (the default). Recording never contends.
+    #[default]
+    ThreadLocal,
+    /// Unregistered threads share the pool, indexed by thread id; a thread that finds its pool
+    /// tenant busy drops the event and counts it. Bounds memory with many short-lived threads.
+    Pool,
+}
+
+/// One-time configuration of a `TraceLog`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceLogConfig {
+    pub(crate) clock: ClockKind,
+    pub(crate) pool_tenants: usize,
+    pub(crate) policy: ThreadPolicy,
+}
+
+impl Default for TraceLogConfig {
+    fn default() -> Self {
+        TraceLogConfig { clock: ClockKind::Tsc, pool_tenants: 8, policy: ThreadPolicy::ThreadLocal }
+    }
+}
+
+impl TraceLogConfig {
+    /// The defaults: TSC clock, thread-local tenants, a pool of 8.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The clock to read.
+    pub fn clock(mut self, clock: ClockKind) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Tenants in the shared pool (at least one, at most [`MAX_POOL_TENANTS`]).
+    pub fn pool_tenants(mut self, n: usize) -> Self {
+        self.pool_tenants = n;
+        self
+    }
+
+    /// Whether unregistered threads use the pool or their own tenant.
+    pub fn thread_policy(mut self, policy: ThreadPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.pool_tenants == 0 {
+            return Err(Error::new(ErrorKind::EmptyPool));
+        }
+        if self.pool_tenants > MAX_POOL_TENANTS {
+            return Err(Error::new(ErrorKind::PoolTooLarge {
+                requested: self.pool_tenants,
+                max: MAX_POOL_TENANTS,
+            }));
+        }
+        Ok(())
+    }
+}
+
+/// The most tenants a pool can have: each is a writer stream of the trace file, numbered 1 to
+/// 65535 in 16 bits.
+pub const MAX_POOL_TENANTS: usize = u16::MAX as usize;
+
+/// Called on the recording thread when a Fixed buffer fills. It may call `TraceLog::stop`.
+#[cfg(not(loom))]
+pub type StopCallback = Arc<dyn Fn(&TraceLog) + Send + Sync>;
+
+/// Configuration of one trace.
+#[cfg(not(loom))]
+#[derive(Clone)]
+pub struct TraceConfig {
+    pub(crate) mode: BufferMode,
+    pub(crate) buffer_size: usize,
+    pub(crate) categories: CategoryFilter,
+    pub(crate) log_level: phosphor_format::Level,
+    pub(crate) on_stop: Option<StopCallback>,
+    pub(crate) ring_file: Option<std::path::PathBuf>,
+}
+
+#[cfg(not(loom))]
+impl std::fmt::Debug for TraceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceConfig")
+            .field("mode", &self.mode)
+            .field("buffer_size", &self.buffer_size)
+            .field("categories", &self.categories)
+            .field("log_level", &self.log_level)
+            .field("ring_file", &self.ring_file)
+            .field("on_stop", &self.on_stop.is_some())
+            .finish()
+    }
+}
+
+#[cfg(not(loom))]
+impl TraceConfig {
+    /// The largest buffer a trace may have on any machine: 64 GiB (16 Mi chunks, about two billion
+    /// one-record events). A buffer is allocated whole at `start`, and writing each chunk's header
+    /// makes every page of it resident, so a trace's buffer must fit in memory; past 64 GiB a size
+    /// is more likely a wrong unit than a plan. On a machine with less physical memory, the
+    /// physical memory is the limit. `start` refuses a larger buffer with
+    /// [`ErrorKind::BufferTooLarge`], which names the limit.
+    pub const MAX_BUFFER_BYTES: u64 = 64 << 30;
+
+    /// A trace in `mode` using `buffer_size` bytes (rounded down to whole 4 KiB chunks), with every
+    /// category enabled. The size is checked at `start`: at least one chunk, and at most the
+    /// smaller of [`MAX_BUFFER_BYTES`](Self::MAX_BUFFER_BYTES) and the machine's physical memory.
+    pub fn new(mode: BufferMode, buffer_size: usize) -> Self {
+        TraceConfig {
+            mode,
+            buffer_size,
+            categories: CategoryFilter::default(),
+            log_level: phosphor_format::Level::Trace,
+            on_stop: None,
+            ring_file: None,
+        }
+    }
+
+    /// Puts the buffer in a shared memory mapping of the file at `path` (created, or truncated),
+    /// so that the committed events survive the process, even a `SIGKILL`:
+    /// `phosphor recover FILE -o trace.phos` rebuilds a trace from it. Recording costs the same
+    /// (see BENCHMARKS.md). The file holds the chunks, the callsites, and the trace's clock and
+    /// process; static string arguments, which live in the process's memory, are lost in a
+    /// recovery. Unix only; elsewhere `start` fails.
+    pub fn file_backed(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.ring_file = Some(path.into());
+        self
+    }
+
+    /// Records logs (`trace_log!`) of `level` and more severe only; the default records every
+    /// level. Like the category filter, this is applied to each callsite's cached enabled bits,
+    /// so a filtered-out log costs what a disabled category costs. Levels compiled out with the
+    /// `max-level-*` features are never recorded, whatever this says.
+    pub fn log_level(mut self, level: phosphor_format::Level) -> Self {
+        self.log_level = level;
+        self
+    }
+
+    /// Sets the category filter, e.g. `"net*,-net.verbose"` (see `CategoryFilter`).
+    pub fn categories(mut self, spec: &str) -> Result<Self, Error> {
+        self.categories = CategoryFilter::parse(spec)?;
+        Ok(self)
+    }
+
+    /// Takes the category filter from `PHOSPHOR_CATEGORIES` when it is set.
+    pub fn categories_from_env(self) -> Result<Self, Error> {
+        match std::env::var("PHOSPHOR_CATEGORIES") {
+            Ok(spec) => self.categories(&spec),
+            Err(std::env::VarError::NotPresent) => Ok(self),
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::new(ErrorKind::EnvNotUnicode)),
+        }
+    }
+
+    /// Sets the callback run when a Fixed buffer fills.
+    pub fn on_stop(mut self, f: impl Fn(&TraceLog) + Send + Sync + 'static) -> Self {
+        self.on_stop = Some(Arc::new(f));
+        self
+    }
+
+    pub(crate) fn chunks(&self) -> Result<usize, Error> {
+        let max = max_buffer_bytes();
+        if self.buffer_size > max {
+            return Err(Error::new(ErrorKind::BufferTooLarge { size: self.buffer_size, max }));
+        }
+        match self.buffer_size / CHUNK_BYTES {
+            0 => Err(Error::new(ErrorKind::BufferTooSmall { size: self.buffer_size, chunk: CHUNK_BYTES })),
+            n => Ok(n),
+        }
+    }
+}
+
+/// The largest buffer on this machine: [`TraceConfig::MAX_BUFFER_BYTES`], or the physical memory
+/// if that is smaller (when the system can tell).
+#[cfg(not(loom))]
+pub(crate) fn max_buffer_bytes() -> usize {
+    let cap = usize::try_from(TraceConfig::MAX_BUFFER_BYTES).unwrap_or(usize::MAX);
+    physical_memory().map_or(cap, |m| cap.min(m))
+}
+
+#[cfg(all(not(loom), unix))]
+fn physical_memory() -> Option<usize> {
+    // SAFETY: sysconf only reads system parameters; an unknown one returns -1.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let (pages, page) = (usize::try_from(pages).ok()?, usize::try_from(page).ok()?);
+    Some(pages.saturating_mul(page)).filter(|&m| m > 0)
+}
+
+#[cfg(all(not(loom), not(unix)))]
+fn physical_memory() -> Option<usize> {
+    None
+}

@@ -1,0 +1,649 @@
+//! The flight recorder's triggers (LLVM XRay FDR mode): dumps of a running trace, on a panic and
+//! on a signal, as trace files.
+//!
+//! A dump is [`TraceLog::snapshot`] saved to a file: the most recent events a Ring buffer holds
+//! (every event so far in Fixed mode), while tracing goes on. Files are written to `PATH.tmp` and
+//! renamed, so a dump is either whole or absent.
+//!
+//! * [`dump_on_panic`] chains a panic hook that dumps before the previous hook runs, so the
+//!   panicking thread's last events are in the file, and the process then behaves as it would
+//!   have (the default hook prints the message; an unwinding main thread exits with status 101).
+//! * [`dump_on_signal`] dumps each time the process receives a signal (for example `SIGUSR2`; off
+//!   unless asked for). The handler only writes a byte to a pipe (async-signal-safe); a thread of
+//!   ours does the dump.
+//! * [`dump_on_crash`] writes a trace file from an async-signal-safe handler of the fatal signals
+//!   (`SIGSEGV`, ...), then lets the signal take its course: the action that was in place before
+//!   (stored before ours is installed), or the default one.
+//!
+//! # What each failure leaves
+//!
+//! * **Panic**: a dump of everything the buffer held at the panic, the panicking thread's last
+//!   event included, unless the panic happened while this log's control lock was held (inside
+//!   `start`, `stop` or another dump): the hook never waits for it, and says on stderr that it
+//!   skipped the dump. Only the first panic dumps (later ones would overwrite it).
+//! * **Signal-triggered dump**: as a snapshot; the file appears some time after the signal.
+//! * **Fatal signal**: one dump, written by the first crashing thread while any other crashing
+//!   thread waits for it; see [`dump_on_crash`] and docs/FLIGHT_RECORDER.md. `SIGKILL` leaves
+//!   nothing here: file-backed rings (`registry/ring_file.rs`) and `phosphor recover` cover it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorKind};
+use crate::TraceLog;
+
+/// A log the recorder can keep for the life of the process.
+#[derive(Clone, Debug)]
+pub enum Recorded {
+    /// The global log, or another `'static` one.
+    Static(&'static TraceLog),
+    /// An independent log.
+    Shared(Arc<TraceLog>),
+}
+
+impl Recorded {
+    fn log(&self) -> &TraceLog {
+        match self {
+            Recorded::Static(l) => l,
+            Recorded::Shared(l) => l,
+        }
+    }
+}
+
+impl From<&'static TraceLog> for Recorded {
+    fn from(l: &'static TraceLog) -> Recorded {
+        Recorded::Static(l)
+    }
+}
+
+impl From<Arc<TraceLog>> for Recorded {
+    fn from(l: Arc<TraceLog>) -> Recorded {
+        Recorded::Shared(l)
+    }
+}
+
+/// Saves a snapshot to `path` through `path.tmp` and a rename.
+fn dump(trace: crate::Trace, path: &Path) -> Result<(), String> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    trace.save(&tmp).map_err(|e| e.to_string())?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Dumps `log`'s running trace to `path` when a thread panics, before the previous panic hook
+/// runs (see the module docs). Only the first panic of the process dumps.
+pub fn dump_on_panic(log: impl Into<Recorded>, path: impl Into<PathBuf>) {
+    let (log, path) = (log.into(), path.into());
+    static DUMPED: AtomicBool = AtomicBool::new(false);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        // Relaxed: `swap` is atomic, so one panic dumps; nothing else is published by it.
+        if !DUMPED.swap(true, Ordering::Relaxed) {
+            match log.log().try_snapshot() {
+                Some(Ok(trace)) => {
+                    if let Err(e) = dump(trace, &path) {
+                        eprintln!("phosphor: the panic dump could not be written: {e}");
+                    }
+                }
+                Some(Err(e)) => eprintln!("phosphor: no panic dump: {e}"),
+                None => eprintln!("phosphor: no panic dump: the panic came while the trace log was locked"),
+            }
+        }
+        previous(info);
+    }));
+}
+
+/// The write end of the signal pipe, for the handler (-1: none).
+static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+/// The process that set up the dump signal (whose `phosphor-dump` thread reads the pipe).
+static SIGNAL_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    // Relaxed: the fd and the pid were stored before the handler was installed (sigaction orders
+    // them).
+    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
+    // A forked child inherits the handler and the pipe, but not the `phosphor-dump` thread: its
+    // byte would wake the parent's thread and dump the parent. The child's tracing is stopped at
+    // the fork (see `fork.rs`), so it has nothing to dump: the signal is ignored there.
+    // SAFETY: getpid is async-signal-safe and cannot fail.
+    let mine = SIGNAL_PID.load(Ordering::Relaxed) == unsafe { libc::getpid() } as u32;
+    if fd >= 0 && mine {
+        let byte = 1u8;
+        // SAFETY: `write` is async-signal-safe; the buffer is a valid one-byte local. A full pipe
+        // (non-blocking) drops this request: a dump is pending anyway. errno is saved and restored
+        // so the interrupted code does not see it change.
+        unsafe {
+            let errno = *libc::__errno_location();
+            libc::write(fd, (&byte as *const u8).cast(), 1);
+            *libc::__errno_location() = errno;
+        }
+    }
+}
+
+/// Dumps `log`'s running trace each time the process receives `signal` (e.g. `libc::SIGUSR2`).
+/// `path` may hold `{n}`, replaced by the dump's number (1, 2, ...); without it each dump replaces
+/// the last. Dumps are made by a thread named `phosphor-dump`; a signal that arrives while no
+/// trace runs is ignored. Only one signal can be set up per process.
+pub fn dump_on_signal(
+    log: impl Into<Recorded>,
+    signal: libc::c_int,
+    path: impl Into<PathBuf>,
+) -> Result<(), Error> {
+    let (log, path) = (log.into(), path.into());
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid two-int array for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::new(ErrorKind::Signal(format!("pipe2: {}", std::io::Error::last_os_error()))));
+    }
+    // SAFETY: fds[1] is the write end just created; making it non-blocking keeps the handler from
+    // ever blocking.
+    unsafe { libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK) };
+    // Relaxed: `compare_exchange` is atomic; sigaction below orders the store before any handler.
+    if SIGNAL_PIPE.compare_exchange(-1, fds[1], Ordering::Relaxed, Ordering::Relaxed).is_err() {
+        // SAFETY: both fds were created above and are not used elsewhere.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        return Err(Error::new(ErrorKind::Signal("a dump signal is already set up".into())));
+    }
+    let reader = fds[0];
+    // Relaxed: as for the pipe, sigaction below orders it before any handler.
+    SIGNAL_PID.store(std::process::id(), Ordering::Relaxed);
+    std::thread::Builder::new()
+        .name("phosphor-dump".into())
+        .spawn(move || {
+            static DUMPS: AtomicU64 = AtomicU64::new(0);
+            let mut byte = [0u8; 64];
+            loop {
+                // SAFETY: `reader` is the pipe's read end, owned by this thread; the buffer is valid.
+                let n = unsafe { libc::read(reader, byte.as_mut_ptr().cast(), byte.len()) };
+                if n == 0 {
+                    return;
+                }
+                if n < 0 {
+                    if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return;
+                }
+                let Ok(trace) = log.log().snapshot() else { continue };
+                // Relaxed: a counter of this thread's own dumps.
+                let k = DUMPS.fetch_add(1, Ordering::Relaxed) + 1;
+                let p = PathBuf::from(path.to_string_lossy().replace("{n}", &k.to_string()));
+                if let Err(e) = dump(trace, &p) {
+                    eprintln!("phosphor: the signal dump could not be written: {e}");
+                }
+            }
+        })
+        .map_err(|e| Error::new(ErrorKind::Signal(format!("spawning the dump thread: {e}"))))?;
+    // SAFETY: a zeroed sigaction is valid; we set the handler and flags before installing it.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(signal, &sa, std::ptr::null_mut()) != 0 {
+            return Err(Error::new(ErrorKind::Signal(format!(
+                "sigaction({signal}): {}",
+                std::io::Error::last_os_error()
+            ))));
+        }
+    }
+    Ok(())
+}
+
+// ---- Fatal signals ----
+
+/// The signals [`dump_on_crash`] handles.
+pub const CRASH_SIGNALS: [libc::c_int; 5] =
+    [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
+
+/// What the crash handler needs, prepared while allocating is still allowed.
+struct CrashSetup {
+    log: &'static TraceLog,
+    /// The process that set it up. A forked child inherits the handlers, but its tracing is
+    /// stopped at the fork and the path is the parent's: it does not dump.
+    pid: u32,
+    /// NUL-terminated path.
+    path: std::ffi::CString,
+    /// The preamble and the header block.
+    head: Vec<u8>,
+}
+
+/// The crash handler's scratch space: a chunk's records and one encoded block, and the action
+/// each signal had before ours. Statics rather than the (small) signal stack.
+struct Scratch {
+    records: std::cell::UnsafeCell<[phosphor_format::Record; phosphor_format::chunk::CHUNK_RECORDS]>,
+    block: std::cell::UnsafeCell<[u8; 2 * phosphor_format::chunk::CHUNK_BYTES]>,
+    previous: std::cell::UnsafeCell<[std::mem::MaybeUninit<libc::sigaction>; CRASH_SIGNALS.len()]>,
+}
+
+// SAFETY: `records` and `block` are used only by the thread that wins `CRASH_OWNER`, which happens
+// once per process. `previous[k]` is written only by `dump_on_crash` (once per process: it must win
+// `CRASH_SETUP` first), before it sets `PREVIOUS_STORED[k]` with Release; a handler reads it only
+// after an Acquire load of that flag returned true, and nothing writes it after.
+unsafe impl Sync for Scratch {}
+
+static SCRATCH: Scratch = Scratch {
+    records: std::cell::UnsafeCell::new(
+        [phosphor_format::Record::new(0, 0, phosphor_format::Meta(0), [0; 2]);
+            phosphor_format::chunk::CHUNK_RECORDS],
+    ),
+    block: std::cell::UnsafeCell::new([0; 2 * phosphor_format::chunk::CHUNK_BYTES]),
+    previous: std::cell::UnsafeCell::new([const { std::mem::MaybeUninit::uninit() }; CRASH_SIGNALS.len()]),
+};
+
+/// Whether `SCRATCH.previous[k]` holds the action `CRASH_SIGNALS[k]` had before ours.
+static PREVIOUS_STORED: [AtomicBool; CRASH_SIGNALS.len()] =
+    [const { AtomicBool::new(false) }; CRASH_SIGNALS.len()];
+
+static CRASH_SETUP: std::sync::atomic::AtomicPtr<CrashSetup> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// The kernel thread id of the thread that writes the dump: 0 until the first crash.
+static CRASH_OWNER: AtomicI32 = AtomicI32::new(0);
+
+/// Whether a fatal-signal handler has started a crash dump, which may be reading the buffer whose
+/// pointer it loaded: `stop` then leaves that buffer unfreed (the process is dying).
+pub(crate) fn crash_dump_started() -> bool {
+    // SeqCst: see `on_crash`.
+    CRASH_OWNER.load(Ordering::SeqCst) != 0
+}
+
+/// 1 once the dump is written (or given up): a futex word the other crashing threads wait on.
+static DUMP_DONE: AtomicU32 = AtomicU32::new(0);
+
+/// The pipe through which the handler has the kernel copy a static string that lies outside the
+/// known ranges (`addr.rs`); -1 when it could not be made (such strings are then placeholders).
+static COPY_PIPE: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
+
+/// The longest static string the crash dump writes (longer ones are cut): what fits in the small
+/// strings block it encodes each one into.
+const CRASH_STR_MAX: usize = 1008;
+
+/// Writes `log`'s running trace to `path` when the process receives a fatal signal (`SIGSEGV`,
+/// `SIGBUS`, `SIGILL`, `SIGFPE`, `SIGABRT`), then lets the signal do what it did before (the
+/// previous handler, or the default: the process dies of it).
+///
+/// The handler is async-signal-safe: no allocation, no lock, only `open`, `write`, `read`,
+/// `fsync`, `close` and `futex` on data prepared here or read in place. It writes a whole trace
+/// file: the callsites registered so far (from a lock-free list), every chunk that holds events
+/// (given back, or still being written, up to its committed count, so the crashing thread's last
+/// event is there), the static strings they use (checked first: see `addr.rs`; an unreadable one
+/// is written as `<bad static string>`), and a trailer.
+///
+/// One thread writes the dump. Another thread that crashes meanwhile waits in its handler until
+/// the dump is written, then its signal takes its course; a fault of the writing thread inside its
+/// own dump passes on at once (the dump is then cut short). Other threads go on recording
+/// meanwhile: a chunk re-loaned while it is copied may come out torn, and is then left out or read
+/// up to the tear. Thread names are not written (threads show by id). A stack overflow is not
+/// dumped: the handler runs on the crashing thread's stack, so the kernel kills the process at
+/// once. Call it once a trace of `log` has started (the file's clock comes from it); only one log
+/// per process.
+pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result<(), Error> {
+    let signal_error = |m: String| Error::new(ErrorKind::Signal(m));
+    let clock = log.clock_info().ok_or_else(|| Error::new(ErrorKind::NotRunning))?;
+    let header = crate::output::trace_file::process_header(clock);
+    let path = std::ffi::CString::new(path.into().into_os_string().into_encoded_bytes())
+        .map_err(|_| signal_error("the dump path contains a NUL byte".into()))?;
+    // The known ranges of static strings, found now: the handler cannot look for them.
+    crate::output::addr::collect();
+    let setup = Box::into_raw(Box::new(CrashSetup {
+        log,
+        pid: std::process::id(),
+        path,
+        head: phosphor_format::file::raw::preamble_and_header(&header),
+    }));
+    // AcqRel: publishes the setup to the handlers (which load it with Acquire).
+    if CRASH_SETUP.compare_exchange(std::ptr::null_mut(), setup, Ordering::AcqRel, Ordering::Acquire).is_err()
+    {
+        // SAFETY: `setup` came from Box::into_raw above and was never shared.
+        drop(unsafe { Box::from_raw(setup) });
+        return Err(signal_error("a crash dump is already set up".into()));
+    }
+    let mut fds = [-1; 2];
+    // SAFETY: `fds` is a valid two-int array for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } == 0 {
+        // Relaxed: the sigaction calls below, which install the only reader, come after.
+        COPY_PIPE[0].store(fds[0], Ordering::Relaxed);
+        COPY_PIPE[1].store(fds[1], Ordering::Relaxed);
+    }
+    for (k, &sig) in CRASH_SIGNALS.iter().enumerate() {
+        // First the action in place now, stored where the handler will find it; only then ours.
+        // Installing ours while asking for the old one would leave a window in which a fault on
+        // another thread chains to a slot not yet written.
+        // SAFETY: `previous[k]` is written here only (this call won `CRASH_SETUP`, so no other
+        // does), while no handler of ours that reads it can run: it is not installed yet, and
+        // `PREVIOUS_STORED[k]` is still false. sigaction fills a valid `sigaction` out-pointer.
+        let queried =
+            unsafe { libc::sigaction(sig, std::ptr::null(), (*SCRATCH.previous.get())[k].as_mut_ptr()) };
+        if queried != 0 {
+            return Err(signal_error(format!("sigaction({sig}): {}", std::io::Error::last_os_error())));
+        }
+        // Release: a handler that loads the flag with Acquire sees the stored action.
+        PREVIOUS_STORED[k].store(true, Ordering::Release);
+        // SAFETY: a zeroed sigaction is valid; the handler is an `extern "C"` fn of the
+        // SA_SIGINFO shape.
+        let installed = unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction =
+                on_crash as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            // Not SA_ONSTACK: the threads' alternate signal stacks (std's, for stack overflow
+            // reports) are too small for the dump; it runs on the crashing thread's own stack.
+            sa.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut())
+        };
+        if installed != 0 {
+            return Err(signal_error(format!("sigaction({sig}): {}", std::io::Error::last_os_error())));
+        }
+    }
+    Ok(())
+}
+
+extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let Some(k) = CRASH_SIGNALS.iter().position(|&s| s == sig) else { return };
+    // SAFETY: reading errno and gettid are async-signal-safe. errno is restored before we return,
+    // in case the previous action lets the interrupted code go on.
+    let (errno, me) = unsafe { (*libc::__errno_location(), libc::gettid()) };
+    // Relaxed: the compare-and-swap alone decides the one writer; the scratch space it grants is
+    // never handed over to another thread.
+    // SeqCst on success: with the SeqCst load of the buffer pointer in `write_crash_dump`, and
+    // `stop`'s SeqCst swap of it and load of this word (`crash_dump_started`), Dekker's pattern:
+    // either the dump sees no buffer, or `stop` sees the dump and does not free the buffer.
+    match CRASH_OWNER.compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed) {
+        Ok(_) => {
+            // Acquire: pairs with the publication in `dump_on_crash`.
+            let setup = CRASH_SETUP.load(Ordering::Acquire);
+            // SAFETY: getpid is async-signal-safe and cannot fail.
+            let pid = unsafe { libc::getpid() } as u32;
+            // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
+            if let Some(setup) = unsafe { setup.as_ref() }.filter(|s| s.pid == pid) {
+                write_crash_dump(setup);
+            }
+            // Release: the flag is set after the dump's last write (and pairs with the Acquire
+            // loads of the waiting threads, so they chain after it).
+            DUMP_DONE.store(1, Ordering::Release);
+            // SAFETY: FUTEX_WAKE on a live static word; the kernel reads nothing else.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    DUMP_DONE.as_ptr(),
+                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                    i32::MAX,
+                )
+            };
+        }
+        // This very thread faulted again inside its dump (another crash signal: ours leaves them
+        // unblocked). Waiting would be for ever: the dump is cut short, and the signal passes on.
+        Err(owner) if owner == me => {}
+        Err(_) => wait_for_dump(),
+    }
+    chain(k, sig);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Waits until the crash dump another thread is writing is written. Async-signal-safe: atomic
+/// loads and `futex` waits only.
+fn wait_for_dump() {
+    // Acquire: pairs with the writer's Release store.
+    while DUMP_DONE.load(Ordering::Acquire) == 0 {
+        // A bounded wait, then the flag is read again (a signal or a spurious wake ends it early).
+        let tick = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+        // SAFETY: FUTEX_WAIT on a live static word, which sleeps only while it still holds 0;
+        // `tick` is a valid timespec for the duration of the call.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                DUMP_DONE.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                0u32,
+                &tick as *const libc::timespec,
+            )
+        };
+    }
+}
+
+/// Gives signal `CRASH_SIGNALS[k]` back to what handled it before (the default action if that is
+/// not known), and raises it again: it is blocked while we run, so it is delivered when we return
+/// (a hardware fault also recurs on return).
+fn chain(k: usize, sig: libc::c_int) {
+    // Acquire: pairs with the Release store in `dump_on_crash`, after the slot was written.
+    let stored = PREVIOUS_STORED[k].load(Ordering::Acquire);
+    // SAFETY: a zeroed sigaction with SIG_DFL is valid. `previous[k]` is read only once the flag
+    // says it was written, and is never written again. sigaction and raise are async-signal-safe.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        let action = if stored { (*SCRATCH.previous.get())[k].as_ptr() } else { &default };
+        libc::sigaction(sig, action, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+/// The bytes of a static string word for the crash dump (at most [`CRASH_STR_MAX`]): read in place
+/// inside a known range, else copied by the kernel into `buf`, else the placeholder. A word of a
+/// chunk copied while a thread rewrites it can point anywhere: it is never read unchecked.
+/// Async-signal-safe.
+fn crash_string(addr: u64, len: usize, buf: &mut [u8; CRASH_STR_MAX]) -> &[u8] {
+    let len = len.min(CRASH_STR_MAX);
+    let Ok(addr) = usize::try_from(addr) else { return crate::output::trace::BAD_STATIC_STR.as_bytes() };
+    if addr == 0 || len == 0 {
+        return &[];
+    }
+    if crate::output::addr::is_known(addr, len) {
+        // SAFETY: `addr..addr + len` lies in a read-only segment of a loaded object or in the
+        // interner's arena (a static), so it is mapped and reading it cannot fault. A word the
+        // recorder wrote points at bytes published before its record; a word torn by a re-loan
+        // may point at arena bytes being written now, read as racily as the records themselves.
+        return unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+    }
+    // Relaxed: stored before the handler was installed.
+    let fds = [COPY_PIPE[0].load(Ordering::Relaxed), COPY_PIPE[1].load(Ordering::Relaxed)];
+    if fds[0] >= 0 && crate::output::addr::copy_by_kernel(fds, addr, &mut buf[..len]) {
+        &buf[..len]
+    } else {
+        crate::output::trace::BAD_STATIC_STR.as_bytes()
+    }
+}
+
+/// A file descriptor written with raw `write(2)`s; errors end the dump quietly.
+struct RawFile(libc::c_int);
+
+impl RawFile {
+    fn put(&self, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            // SAFETY: `bytes` is a valid slice; `write` is async-signal-safe.
+            let n = unsafe { libc::write(self.0, bytes.as_ptr().cast(), bytes.len()) };
+            if n <= 0 {
+                // SAFETY: reading errno is async-signal-safe.
+                if n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
+                    continue;
+                }
+                return false;
+            }
+            bytes = &bytes[n as usize..];
+        }
+        true
+    }
+}
+
+/// The async-signal-safe dump: see [`dump_on_crash`].
+fn write_crash_dump(setup: &CrashSetup) {
+    use phosphor_format::file::raw;
+
+    // SAFETY: `open` is async-signal-safe; the path is NUL-terminated.
+    let fd = unsafe {
+        libc::open(
+            setup.path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    let f = RawFile(fd);
+    // SAFETY: only the handler invocation that won `CRASHING` gets here, so the scratch space is
+    // ours alone.
+    let (block, records) = unsafe { (&mut *SCRATCH.block.get(), &mut *SCRATCH.records.get()) };
+    let mut strings = 0u32;
+    let mut ok = f.put(&setup.head);
+    // The callsites: each one's strings, then its entry.
+    for (id, cs) in crate::registry::callsite::crash_list() {
+        let m = cs.meta();
+        let Some(n) = raw::strings_block(block, &m.file_strings()) else { continue };
+        ok &= f.put(&block[..n]);
+        let entry = m.raw_entry(id, strings);
+        strings += 5;
+        if let Some(n) = raw::callsite_block(block, &entry) {
+            ok &= f.put(&block[..n]);
+        }
+    }
+    // The chunks, from the oldest loan on (Ring mode loans round-robin).
+    let mut recorded = 0u64;
+    let mut dropped = setup.log.core().drops.load();
+    let (mut loaned, mut overwritten_chunks, mut total) = (0, 0, 0);
+    let core = setup.log.core();
+    // SeqCst (Acquire included: pairs with `start`'s Release, so the chunks' headers are
+    // initialised): see `on_crash`'s compare-and-swap.
+    let buf = core.buffer.load(Ordering::SeqCst);
+    // SAFETY: a running trace's buffer is freed only by `stop`, which unpublishes it first and then
+    // leaves it unfreed if a crash dump has started (`crash_dump_started`): a pointer read here is
+    // never freed under us.
+    if let Some(buf) = unsafe { buf.as_ref() } {
+        let n = buf.chunk_count();
+        // Relaxed: statistics, read once. A chunk left out below because it could not be pinned
+        // is being loaned again: its old events are the ones this count already took (the loan
+        // counts an overwrite before it stamps the chunk), so none goes uncounted.
+        let k = &buf.counters;
+        dropped.overwritten = k.events_overwritten.load(Ordering::Relaxed);
+        loaned = k.chunks_loaned.load(Ordering::Relaxed);
+        overwritten_chunks = k.chunks_overwritten.load(Ordering::Relaxed);
+        total = n as u64;
+        let oldest = (0..n)
+            .filter(|&i| buf.chunk(i).is_used())
+            .min_by_key(|&i| buf.chunk(i).loan_stamp())
+            .unwrap_or(0);
+        for k in 0..n {
+            let chunk = buf.chunk((oldest + k) % n);
+            if !ok || !chunk.is_used() {
+                continue;
+            }
+            // Pinned while copied: the records below the committed count stay as they are, and the
+            // header read is the one they belong to. A chunk that cannot be pinned (being loaned
+            // again right now, so its old events count as overwritten) is left out.
+            let Some(copied) = chunk.copy_pinned(records) else { continue };
+            let count = copied.records;
+            if count == 0 {
+                continue;
+            }
+            // Static string words become string table indices, each string written just before.
+            let mut intern = |addr: u64, len: usize| -> u32 {
+                let mut copy = [0u8; CRASH_STR_MAX];
+                let s = crash_string(addr, len, &mut copy);
+                // Room for the block's framing and the string's length.
+                let mut small = [0u8; CRASH_STR_MAX + 16];
+                if let Some(w) = raw::strings_block(&mut small, &[s]) {
+                    ok &= f.put(&small[..w]);
+                }
+                strings += 1;
+                strings - 1
+            };
+            if let Ok(w) = raw::chunk_block(block, copied.tid, copied.seq, &records[..count], &mut intern) {
+                recorded += phosphor_format::count_events(&records[..count]);
+                ok &= f.put(&block[..w]);
+            }
+        }
+    }
+    let trailer = phosphor_format::file::Trailer {
+        recorded,
+        dropped,
+        chunks_loaned: loaned,
+        chunks_overwritten: overwritten_chunks,
+        chunks_total: total,
+        buffer_exhausted: false,
+        // Markers are written in Stream mode, which has its datastreams rather than dumps.
+        saturation_markers: 0,
+    };
+    if let (true, Some(n)) = (ok, raw::trailer_block(block, &trailer)) {
+        f.put(&block[..n]);
+    }
+    // SAFETY: `fsync` and `close` are async-signal-safe; `fd` is ours.
+    unsafe {
+        libc::fsync(fd);
+        libc::close(fd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Forks; the child runs `f` (async-signal-safe calls only: the parent has other threads), then
+    /// exits with status 0. Returns the child's wait status.
+    fn in_child(f: impl FnOnce()) -> libc::c_int {
+        // SAFETY: fork, then in the child only `f` (async-signal-safe by contract), setrlimit and
+        // _exit; the parent waits for the child it made.
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+            if pid == 0 {
+                // No core file for the signals the child dies of.
+                libc::setrlimit(libc::RLIMIT_CORE, &libc::rlimit { rlim_cur: 0, rlim_max: 0 });
+                f();
+                libc::_exit(0);
+            }
+            let mut status = 0;
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            status
+        }
+    }
+
+    #[test]
+    fn the_crash_dump_reads_a_static_string_only_where_it_is_readable() {
+        crate::output::addr::collect();
+        let mut fds = [-1; 2];
+        // SAFETY: `fds` is a valid two-int array for pipe2 to fill.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) }, 0);
+        // Relaxed: what `dump_on_crash` does; no handler runs in this test process.
+        COPY_PIPE[0].store(fds[0], Ordering::Relaxed);
+        COPY_PIPE[1].store(fds[1], Ordering::Relaxed);
+        let mut buf = [0u8; CRASH_STR_MAX];
+        let bad = crate::output::trace::BAD_STATIC_STR.as_bytes();
+        let lit = "a literal";
+        assert_eq!(crash_string(lit.as_ptr() as u64, lit.len(), &mut buf), lit.as_bytes());
+        let heap: &'static str = String::from("on the heap").leak();
+        assert_eq!(crash_string(heap.as_ptr() as u64, heap.len(), &mut buf), heap.as_bytes());
+        assert_eq!(crash_string(0x10, 5, &mut buf), bad);
+        assert_eq!(crash_string(1 << 47, 5, &mut buf), bad);
+        assert_eq!(crash_string(0, 5, &mut buf), b"");
+        let long = "x".repeat(5000).leak();
+        assert_eq!(crash_string(long.as_ptr() as u64, long.len(), &mut buf).len(), CRASH_STR_MAX, "cut");
+    }
+
+    #[test]
+    fn a_crash_before_the_previous_action_is_stored_falls_back_to_the_default_action() {
+        let k = CRASH_SIGNALS.iter().position(|&s| s == libc::SIGFPE).unwrap();
+        let status = in_child(|| {
+            // What the slot may hold before `dump_on_crash` stores the previous action in it: here
+            // an action that ignores the signal. The handler must not trust it.
+            // SAFETY: this child process is single-threaded, and no handler of ours runs.
+            unsafe {
+                let mut stale: libc::sigaction = std::mem::zeroed();
+                stale.sa_sigaction = libc::SIG_IGN;
+                (*SCRATCH.previous.get())[k] = std::mem::MaybeUninit::new(stale);
+            }
+            // As if a fault came in the window: the handler runs before the slot was filled.
+            on_crash(libc::SIGFPE, std::ptr::null_mut(), std::ptr::null_mut());
+        });
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGFPE,
+            "the signal's default action killed the child (status {status:#x})"
+        );
+    }
+}

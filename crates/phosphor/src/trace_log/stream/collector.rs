@@ -1,0 +1,441 @@
+//! The collector: a streaming trace's dispatcher thread (it pops the buffer's full chunks and
+//! queues them, and the pieces of chunks still held, for each datastream's thread) and the
+//! datastreams' threads, which write what is queued for them and release each chunk once every
+//! stream given it is done with it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use phosphor_format::file::{Header, Trailer};
+use phosphor_format::ID_THREAD_SWITCH;
+
+use super::datastream::{CallsiteTable, Stream, ThreadNames};
+use super::{Backpressure, StreamConfig, StreamId, StreamStats, FLUSH_PERIOD, MAX_STREAMS};
+use crate::error::{Error, ErrorKind};
+use crate::record::buffer::TraceBuffer;
+use crate::{Stats, TraceLog};
+
+/// A datastream's thread: it writes the chunks the dispatcher queues for it, in order, and
+/// releases each chunk once every stream that was given it is done with it.
+struct Worker {
+    id: u32,
+    backpressure: Backpressure,
+    /// Jobs ([`Job`]) to write: whole chunks given back, and pieces of chunks still held.
+    queue: crossbeam_queue::ArrayQueue<u64>,
+    stream: Mutex<Stream>,
+    /// Set when the stream is being closed: finish once the queue is empty, with this trailer.
+    closing: Mutex<Option<Trailer>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// What the trace, its dispatcher and its datastream threads share.
+pub(crate) struct Shared {
+    workers: Mutex<Vec<Arc<Worker>>>,
+    next_id: std::sync::atomic::AtomicU32,
+    stop: AtomicBool,
+    header: Header,
+    /// Per chunk: the streams that still have to write it; the last one releases it.
+    refs: Box<[std::sync::atomic::AtomicU32]>,
+    /// Per chunk: the streams that still have to write the piece queued for them (at most one
+    /// piece per chunk is outstanding); the last one unpins the chunk.
+    piece_refs: Box<[std::sync::atomic::AtomicU32]>,
+    buf: BufferPtr,
+}
+
+/// A streaming trace's dispatcher thread (it pops full chunks and queues them for each datastream's
+/// thread, and runs the periodic flush).
+pub(crate) struct Collector {
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The buffer pointer, shared with the collector's threads. It stays valid until `stop` has joined
+/// them.
+#[derive(Clone, Copy)]
+struct BufferPtr(*const TraceBuffer);
+// SAFETY: a `TraceBuffer` is `Sync`; the pointer is dereferenced only while `stop` keeps the buffer
+// alive (it joins every collector thread before freeing it).
+unsafe impl Send for BufferPtr {}
+// SAFETY: as above.
+unsafe impl Sync for BufferPtr {}
+
+impl BufferPtr {
+    fn get(&self) -> &TraceBuffer {
+        // SAFETY: see the type.
+        unsafe { &*self.0 }
+    }
+}
+
+/// The log, sent to the dispatcher; alive until `stop` has joined it.
+struct LogPtr(*const TraceLog);
+// SAFETY: `TraceLog` is `Sync`; `stop` (also run by `Drop`) joins the dispatcher before the log can go.
+unsafe impl Send for LogPtr {}
+
+impl Collector {
+    /// Starts the dispatcher of `buf`, the buffer of `log`'s streaming trace.
+    pub(crate) fn start(
+        log: &TraceLog,
+        buf: *const TraceBuffer,
+        header: Header,
+    ) -> std::io::Result<Collector> {
+        let buf = BufferPtr(buf);
+        let chunks = buf.get().chunk_count();
+        let shared = Arc::new(Shared {
+            workers: Mutex::new(Vec::new()),
+            next_id: std::sync::atomic::AtomicU32::new(1),
+            stop: AtomicBool::new(false),
+            header,
+            refs: (0..chunks).map(|_| std::sync::atomic::AtomicU32::new(0)).collect(),
+            piece_refs: (0..chunks).map(|_| std::sync::atomic::AtomicU32::new(0)).collect(),
+            buf,
+        });
+        let (s, l) = (shared.clone(), LogPtr(log));
+        let thread = std::thread::Builder::new().name("phosphor-collector".into()).spawn(move || {
+            let l = l;
+            // SAFETY: see `LogPtr`.
+            dispatch(&s, unsafe { &*l.0 })
+        })?;
+        Ok(Collector { shared, thread: Some(thread) })
+    }
+
+    /// Opens a datastream: a thread of its own.
+    pub(crate) fn open(&self, config: StreamConfig) -> Result<StreamId, Error> {
+        let mut workers = self.shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+        if workers.len() >= MAX_STREAMS {
+            return Err(Error::new(ErrorKind::TooManyStreams { max: MAX_STREAMS }));
+        }
+        // Relaxed: only distinctness matters.
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let w = Arc::new(Worker {
+            id,
+            backpressure: config.backpressure,
+            // At most one whole chunk and one piece of each chunk are queued at once.
+            queue: crossbeam_queue::ArrayQueue::new(2 * self.shared.refs.len()),
+            stream: Mutex::new(Stream::new(id, config)),
+            closing: Mutex::new(None),
+            thread: Mutex::new(None),
+        });
+        let (ww, shared) = (w.clone(), self.shared.clone());
+        let t = std::thread::Builder::new()
+            .name(format!("phosphor-sink-{id}"))
+            .spawn(move || write_stream(&shared, &ww))
+            .map_err(|e| Error::new(ErrorKind::Collector(e.to_string())))?;
+        *w.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+        workers.push(w);
+        Ok(StreamId(id))
+    }
+
+    /// The longest `Block` timeout among the open streams (zero: none blocks).
+    pub(crate) fn block_timeout(&self) -> Duration {
+        let workers = self.shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+        workers
+            .iter()
+            .filter_map(|w| match w.backpressure {
+                Backpressure::Block { timeout } => Some(timeout),
+                Backpressure::Drop => None,
+            })
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Closes a datastream: it writes the chunks already queued for it, then its trailer (with
+    /// `stats`). Returns what it wrote and lost.
+    pub(crate) fn close(&self, id: StreamId, stats: &Stats) -> Result<StreamStats, Error> {
+        let w = {
+            let mut workers = self.shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+            let k = workers
+                .iter()
+                .position(|w| w.id == id.0)
+                .ok_or_else(|| Error::new(ErrorKind::NoSuchStream))?;
+            workers.remove(k)
+        };
+        Ok(finish_worker(&w, trailer(stats)))
+    }
+
+    /// A datastream's figures so far.
+    pub(crate) fn stats(&self, id: StreamId) -> Result<StreamStats, Error> {
+        let workers = self.shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+        let w = workers.iter().find(|w| w.id == id.0).ok_or_else(|| Error::new(ErrorKind::NoSuchStream))?;
+        let s = w.stream.lock().unwrap_or_else(|p| p.into_inner()).current_stats();
+        Ok(s)
+    }
+
+    /// Lets the dispatcher queue every chunk given back, then finishes every stream with `stats`;
+    /// returns each stream's figures. The caller has already taken every chunk back from the
+    /// threads.
+    pub(crate) fn finish(mut self, stats: Stats) -> Vec<(StreamId, StreamStats)> {
+        // Release: the dispatcher's Acquire load then sees every chunk queued before.
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+        let workers = std::mem::take(&mut *self.shared.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        let t = trailer(&stats);
+        workers.iter().map(|w| (StreamId(w.id), finish_worker(w, t.clone()))).collect()
+    }
+}
+
+/// Tells a stream's thread to finish after its queue, with `trailer`, and joins it.
+fn finish_worker(w: &Worker, trailer: Trailer) -> StreamStats {
+    *w.closing.lock().unwrap_or_else(|p| p.into_inner()) = Some(trailer);
+    let t = w.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(t) = t {
+        t.thread().unpark();
+        let _ = t.join();
+    }
+    let s = w.stream.lock().unwrap_or_else(|p| p.into_inner()).current_stats();
+    s
+}
+
+fn trailer(s: &Stats) -> Trailer {
+    crate::output::trace_file::trailer_of(s)
+}
+
+/// What a datastream's thread is given to write: chunk `index`, whole (`upto` 0: given back, every
+/// committed record not written yet), or a piece of it up to record `upto` (pinned meanwhile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Job {
+    index: u32,
+    upto: u32,
+}
+
+impl Job {
+    fn pack(self) -> u64 {
+        u64::from(self.index) | (u64::from(self.upto) << 32)
+    }
+    fn unpack(v: u64) -> Job {
+        Job { index: v as u32, upto: (v >> 32) as u32 }
+    }
+}
+
+/// The stream of chunk `i`'s piece is done with it: the last one unpins the chunk.
+fn unref_piece(shared: &Shared, i: u32) {
+    // AcqRel: the last decrement sees every other stream's reads (Acquire), and `unpin`'s Release
+    // orders them all before a later loan.
+    if shared.piece_refs[i as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+        shared.buf.get().chunk(i as usize).unpin();
+    }
+}
+
+/// The stream of chunk `i` is done with it: the last one releases it to the pool.
+fn unref(shared: &Shared, i: u32) {
+    // AcqRel: the last decrement sees every other stream's reads of the chunk (Acquire), and
+    // `release`'s Release store then orders them all before the next writer.
+    if shared.refs[i as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+        let buf = shared.buf.get();
+        buf.release(buf.chunk(i as usize));
+    }
+}
+
+/// The dispatcher's loop.
+fn dispatch(shared: &Shared, log: &TraceLog) {
+    let buf = shared.buf.get();
+    let mut last_flush = Instant::now();
+    let mut pieces = Pieces::default();
+    loop {
+        // Acquire: pairs with `finish`'s Release.
+        let stopping = shared.stop.load(Ordering::Acquire);
+        let mut moved = 0;
+        {
+            let workers = shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+            while let Some(i) = buf.pop_full_index() {
+                moved += 1;
+                if workers.is_empty() {
+                    buf.release(buf.chunk(i as usize));
+                    continue;
+                }
+                // Relaxed: the queues' push and pop order it for the stream threads.
+                shared.refs[i as usize].store(workers.len() as u32, Ordering::Relaxed);
+                pieces.sent.remove(&i);
+                for w in workers.iter() {
+                    // The queue holds at most one whole chunk and one piece per chunk: never full.
+                    let pushed = w.queue.push(Job { index: i, upto: 0 }.pack());
+                    debug_assert!(pushed.is_ok());
+                }
+                if moved % 256 == 0 {
+                    break;
+                }
+            }
+            if moved > 0 {
+                for w in workers.iter() {
+                    if let Some(t) = w.thread.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                        t.thread().unpark();
+                    }
+                }
+            }
+        }
+        if stopping && moved == 0 {
+            return;
+        }
+        if !stopping && last_flush.elapsed() >= FLUSH_PERIOD {
+            pieces.flush(shared, log);
+            last_flush = Instant::now();
+        }
+        if moved == 0 && !stopping {
+            std::thread::park_timeout(Duration::from_millis(1));
+        }
+    }
+}
+
+/// The dispatcher's record of the pieces it sent, and of what each tenant held a period ago.
+#[derive(Default)]
+struct Pieces {
+    /// Per chunk index: the loan stamp and the records up to which pieces were queued.
+    sent: HashMap<u32, (u64, u32)>,
+    /// Per tenant (address): its chunk (address) and committed count at the last flush.
+    last: HashMap<usize, (usize, u32)>,
+    held: Vec<(usize, usize)>,
+}
+
+impl Pieces {
+    /// Queues, for every datastream, the events that have waited a whole period in a chunk that a
+    /// thread still holds. The chunk is pinned until the last stream has written the piece. Takes
+    /// no tenant lock: the writers never notice.
+    fn flush(&mut self, shared: &Shared, log: &TraceLog) {
+        let buf = shared.buf.get();
+        self.held.clear();
+        log.held_chunks(&mut self.held);
+        let workers = shared.workers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut now = HashMap::with_capacity(self.held.len());
+        for &(tenant, chunk) in &self.held {
+            // SAFETY: a tenant's current chunk belongs to the running trace's buffer, which
+            // outlives this thread; reading its committed count is an atomic load.
+            let c = unsafe { &*(chunk as *const crate::record::buffer::TraceChunk) };
+            let i = buf.index_of(c);
+            let committed = c.committed();
+            now.insert(tenant, (chunk, committed));
+            let Some(&(then_chunk, then)) = self.last.get(&tenant) else { continue };
+            // Relaxed: the piece counter is only ever changed by this thread upwards (from 0) and
+            // by the streams downwards; a stale non-zero only delays the next piece by a period.
+            let outstanding = shared.piece_refs[i as usize].load(Ordering::Relaxed) != 0;
+            if then_chunk != chunk || then == 0 || workers.is_empty() || outstanding {
+                continue;
+            }
+            let Some(p) = c.pin_committed() else { continue };
+            let done = match self.sent.get(&i) {
+                Some(&(loan, upto)) if loan == p.loan => upto as usize,
+                _ => 0,
+            };
+            // Only what was committed a period ago has waited long enough; a chunk given back
+            // meanwhile is on its way whole.
+            if p.full || p.records <= done || (then as usize) <= done {
+                c.unpin();
+                continue;
+            }
+            self.sent.insert(i, (p.loan, p.records as u32));
+            // Relaxed: the queues' push and pop order it for the stream threads.
+            shared.piece_refs[i as usize].store(workers.len() as u32, Ordering::Relaxed);
+            for w in workers.iter() {
+                let pushed = w.queue.push(Job { index: i, upto: p.records as u32 }.pack());
+                debug_assert!(pushed.is_ok());
+                if let Some(t) = w.thread.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                    t.thread().unpark();
+                }
+            }
+        }
+        self.last = now;
+    }
+}
+
+/// What a datastream's thread has written of a chunk that it was given in pieces: the loan, the
+/// records written, and the thread whose events come next (a pool tenant switches writers).
+#[derive(Clone, Copy)]
+struct Written {
+    loan: u64,
+    upto: usize,
+    tid: u32,
+}
+
+/// Writes one job for a datastream: records `from..to` of chunk `i` (the rest of it, for a whole
+/// chunk), under the thread that wrote them.
+fn write_job(
+    shared: &Shared,
+    w: &Worker,
+    job: Job,
+    table: &mut CallsiteTable,
+    names: &mut ThreadNames,
+    written: &mut HashMap<u32, Written>,
+) {
+    let chunk = shared.buf.get().chunk(job.index as usize);
+    let loan = chunk.loan_stamp();
+    let prior = written.get(&job.index).filter(|p| p.loan == loan).copied();
+    let (from, tid) = prior.map_or((0, chunk.tid()), |p| (p.upto, p.tid));
+    // SAFETY: a whole chunk is FULL and referenced by this stream (no loan takes it until every
+    // stream given it has unreferenced it); a piece's chunk is pinned until every stream given it
+    // is done, and `upto` is a count the dispatcher acquired before it queued the job (the queue's
+    // push and pop order that for us). Either way no one writes the records read here.
+    let records = unsafe {
+        if job.upto == 0 {
+            chunk.records()
+        } else {
+            chunk.prefix(job.upto as usize)
+        }
+    };
+    let part = &records[from.min(records.len())..];
+    if job.upto == 0 {
+        written.remove(&job.index);
+    } else {
+        // The writer at the end of this piece: the last thread switch in it, or the same one.
+        let mut next = tid;
+        let mut k = 0;
+        while let Some(r) = part.get(k) {
+            if r.id == ID_THREAD_SWITCH {
+                next = r.slots[0] as u32;
+            }
+            k += 1 + r.meta.continuation();
+        }
+        written.insert(job.index, Written { loan, upto: records.len(), tid: next });
+    }
+    if !part.is_empty() {
+        let mut s = w.stream.lock().unwrap_or_else(|p| p.into_inner());
+        s.write_chunk(&shared.header, table, names, tid, chunk.seq(), part);
+    }
+}
+
+/// A datastream's thread: writes what is queued for it, flushes when the queue is empty, and
+/// finishes when it is closed.
+fn write_stream(shared: &Shared, w: &Worker) {
+    let mut table = CallsiteTable::default();
+    let mut names = ThreadNames::default();
+    let mut written = HashMap::new();
+    loop {
+        let mut wrote = 0;
+        while let Some(v) = w.queue.pop() {
+            let job = Job::unpack(v);
+            write_job(shared, w, job, &mut table, &mut names, &mut written);
+            if job.upto == 0 {
+                unref(shared, job.index);
+            } else {
+                unref_piece(shared, job.index);
+            }
+            wrote += 1;
+            if wrote % 64 == 0 {
+                w.stream.lock().unwrap_or_else(|p| p.into_inner()).flush();
+            }
+        }
+        if wrote > 0 {
+            w.stream.lock().unwrap_or_else(|p| p.into_inner()).flush();
+        }
+        let closing = w.closing.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = closing {
+            if w.queue.is_empty() {
+                let mut s = w.stream.lock().unwrap_or_else(|p| p.into_inner());
+                let stream = std::mem::replace(&mut *s, Stream::closed(w.id));
+                *s = Stream::finished(stream.finish(&t));
+                return;
+            }
+            // More came meanwhile: write it first.
+            *w.closing.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+            continue;
+        }
+        if wrote == 0 {
+            std::thread::park_timeout(Duration::from_millis(1));
+        } else {
+            // Let the dispatcher catch up on the periodic flush's chunks.
+            std::thread::yield_now();
+        }
+    }
+}

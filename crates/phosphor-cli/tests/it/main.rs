@@ -13,3 +13,4 @@ mod python;
 mod record;
 mod recover;
 mod stats;
+mod view;

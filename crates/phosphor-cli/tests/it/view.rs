@@ -1,0 +1,102 @@
+//! `phosphor view`: indexes the traces, prints its URL first, and answers the viewer's API with
+//! what `phosphor stats` counts.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::cli::{phosphor, scratch, stderr};
+
+/// A running `phosphor view`, killed when dropped.
+struct Viewer(Child);
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `GET path` from `host` (`127.0.0.1:port`): the status and the body as JSON.
+fn get(host: &str, path: &str) -> (u16, Value) {
+    let mut s = TcpStream::connect(host).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    (head.split_whitespace().nth(1).unwrap().parse().unwrap(), serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+#[test]
+fn view_serves_every_thread_and_as_many_slices_as_stats_counts() {
+    let dir = scratch("view-files").join("out");
+    let out = phosphor("view-demo", &["demo", "--threads", "2", "--events", "5000", "--out", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cache = scratch("view-cache");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_phosphor"))
+        .args(["view", "--no-open", "--cache"])
+        .arg(&cache)
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _viewer = Viewer(child);
+    let url = lines.next().expect("a first line").unwrap();
+    let host = url.strip_prefix("http://").and_then(|h| h.strip_suffix('/')).expect("http://HOST:PORT/");
+    assert!(host.starts_with("127.0.0.1:"), "{url}");
+
+    let (status, list) = get(host, "/api/traces");
+    assert_eq!(status, 200);
+    let trace = &list["traces"][0];
+    assert_eq!(trace["file"], "trace.phos");
+    let served: BTreeMap<String, u64> = trace["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_owned(), t["slices"].as_u64().unwrap()))
+        .collect();
+
+    // `phosphor stats`: the slices of each thread are its timed kinds' counts.
+    let stats = phosphor("view-stats", &["stats", "--json", dir.join("trace.phos").to_str().unwrap()]);
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let mut counted: BTreeMap<String, u64> = BTreeMap::new();
+    for k in stats["kinds"].as_array().unwrap() {
+        if ["scope", "lock_wait", "lock_held"].contains(&k["type"].as_str().unwrap()) {
+            *counted.entry(k["thread"].as_str().unwrap().to_owned()).or_default() += k["count"].as_u64().unwrap();
+        }
+    }
+    served.iter().filter(|(_, &n)| n > 0).for_each(|(name, n)| assert_eq!(counted.get(name), Some(n), "{name}"));
+    assert_eq!(served.values().filter(|&&n| n > 0).count(), counted.len(), "{served:?} {counted:?}");
+
+    // A window of the whole trace, 1,600 pixels wide: every slice of a worker, a pixel at a time.
+    let (start, end) = (trace["start_ns"].as_i64().unwrap(), trace["end_ns"].as_i64().unwrap());
+    let worker = trace["threads"].as_array().unwrap().iter().find(|t| t["name"] == "worker-0").unwrap();
+    let tid = worker["tid"].as_u64().unwrap();
+    let path = format!("/api/slices?trace=0&tid={tid}&start={start}&end={end}&px=1600");
+    let (status, window) = get(host, &path);
+    assert_eq!(status, 200, "{window}");
+    let mut total = 0;
+    for level in window["levels"].as_array().unwrap() {
+        let items = level.as_array().unwrap();
+        assert!(items.len() <= 2 * 1601 + 2, "{} items", items.len());
+        total += items.iter().map(|i| i[2].as_i64().unwrap().min(0).unsigned_abs().max(1)).sum::<u64>();
+    }
+    assert_eq!(total, worker["slices"].as_u64().unwrap());
+    // The index was kept beside the trace (its folder can be written), and is used again.
+    assert!(dir.join("trace.phos.phview").is_file());
+}
+
+#[test]
+fn view_refuses_other_addresses_and_folders_without_traces() {
+    let empty = scratch("view-empty");
+    let out = phosphor("view-refuse", &["view", "--no-open", "--listen", "0.0.0.0:0", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a loopback address"), "{}", stderr(&out));
+    let out = phosphor("view-refuse", &["view", "--no-open", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no .phos trace files"), "{}", stderr(&out));
+}

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -71,7 +71,9 @@ fn not_found(what: String) -> Failure {
 /// The routes of the API.
 pub fn router(traces: Vec<Trace>) -> Router {
     Router::new()
-        .route("/", get(home))
+        .route("/", get(page))
+        .route("/view.js", get(script))
+        .route("/view.css", get(style))
         .route("/api/traces", get(traces_list))
         .route("/api/slices", get(slices))
         .route("/api/points", get(points))
@@ -139,42 +141,21 @@ async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
     Json(json!({ "traces": list }))
 }
 
-/// `s` with `&`, `<`, `>` and `"` escaped for HTML.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
+/// The page and its assets, in the binary: no network at run time.
+const INDEX_HTML: &str = include_str!("../assets/index.html");
+const VIEW_JS: &str = include_str!("../assets/view.js");
+const VIEW_CSS: &str = include_str!("../assets/view.css");
+
+async fn page() -> Html<&'static str> {
+    Html(INDEX_HTML)
 }
 
-/// `GET /`: the traces served, and the API's entry points.
-async fn home(State(traces): State<Shared>) -> Html<String> {
-    let mut rows = String::new();
-    for (n, t) in traces.iter().enumerate() {
-        let m = &t.index.meta;
-        let file = t.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        rows.push_str(&format!(
-            "<tr><td>{n}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td></tr>\n",
-            escape(&file),
-            escape(&m.process),
-            m.pid,
-            t.index.threads.len(),
-            m.events,
-        ));
-    }
-    Html(format!(
-        "<!doctype html><meta charset=utf-8><title>Phosphor</title>\n\
-         <h1>Phosphor</h1><table><tr><th>trace</th><th>file</th><th>process</th><th>threads</th>\
-         <th>events</th></tr>\n{rows}</table>\n<p>API: <a href=/api/traces>/api/traces</a> \
-         (docs/VIEW-API.md)</p>\n"
-    ))
+async fn script() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], VIEW_JS)
+}
+
+async fn style() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], VIEW_CSS)
 }
 
 /// A window of a track: `start` and `end` on the shared timeline, `px` pixels wide.

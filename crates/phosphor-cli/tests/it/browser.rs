@@ -50,3 +50,64 @@ fn the_demos_chrome_json_loads_in_speedscope_with_no_mis_nested_frame() {
     assert_eq!(r["loaded"], true, "{r}");
     assert_eq!(r["mis_nesting"], 0, "{r}");
 }
+
+/// The viewer's page (`phosphor view`) in headless Chromium, driven as a person would
+/// (`scripts/browser/view-check.mjs`): every thread is named, W zooms and D pans the visible
+/// window, and a click on the demo's one `join` slice shows the duration `phosphor stats` has for
+/// it. No console error; a screenshot is left in the scratch folder for a person to look at.
+#[test]
+fn the_viewer_page_names_every_thread_zooms_pans_and_shows_a_clicked_slice_as_stats_has_it() {
+    use crate::view::{get, start_viewer};
+
+    let dir = scratch("browser-view");
+    let out = phosphor(
+        "browser-view-demo",
+        &["demo", "--threads", "2", "--events", "5000", "-o", dir.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_viewer, host) = start_viewer(&dir, "browser-view-cache");
+    let (_, list) = get(&host, "/api/traces");
+    let trace = &list["traces"][0];
+    let threads = trace["threads"].as_array().unwrap();
+    let main = threads.iter().find(|t| t["name"] == "main").expect("a main thread");
+    let tid = main["tid"].as_u64().unwrap();
+    let (start, end) = (trace["start_ns"].as_i64().unwrap(), trace["end_ns"].as_i64().unwrap());
+    let (_, w) = get(&host, &format!("/api/slices?trace=0&tid={tid}&start={start}&end={end}&px=1600"));
+    let join = &w["levels"][0][0];
+    assert_eq!(w["names"][join[2].to_string()], "join", "{w}");
+
+    let stats =
+        phosphor("browser-view-stats", &["stats", "--json", dir.join("trace.phos").to_str().unwrap()]);
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let kind =
+        stats["kinds"].as_array().unwrap().iter().find(|k| k["path"] == serde_json::json!(["join"])).unwrap();
+    assert_eq!(kind["count"], 1);
+    let want = kind["durations"]["total_ns"].as_u64().unwrap();
+
+    let shot = dir.join("viewer.png");
+    let slice = serde_json::json!({"tid": tid, "level": 0, "start": join[0], "end": join[1]});
+    let out = Command::new("node")
+        .arg(browser_env().join("view-check.mjs"))
+        .arg(format!("http://{host}/"))
+        .arg(slice.to_string())
+        .arg(&shot)
+        .arg("120")
+        .output()
+        .expect("node runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the check failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(r["errors"], serde_json::json!([]), "{r}");
+    for t in threads {
+        let name = t["name"].as_str().unwrap();
+        assert!(r["labels"].as_array().unwrap().iter().any(|l| l == name), "no {name} in {r}");
+    }
+    let span = |v: &serde_json::Value| v[1].as_f64().unwrap() - v[0].as_f64().unwrap();
+    let zoomed = &r["zoomed"];
+    assert!(span(&zoomed["after"]) < 0.6 * span(&zoomed["before"]), "{r}");
+    let panned = &r["panned"];
+    assert!(panned["after"][0].as_f64().unwrap() > panned["before"][0].as_f64().unwrap(), "{r}");
+    assert_eq!(r["clicked"]["name"], "join", "{r}");
+    assert_eq!(r["clicked"]["duration_ns"].as_u64(), Some(want), "{r}");
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "a screenshot of the page");
+}

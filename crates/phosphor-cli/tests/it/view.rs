@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use crate::cli::{phosphor, scratch, stderr};
 
 /// A running `phosphor view`, killed when dropped.
-struct Viewer(Child);
+pub struct Viewer(Child);
 
 impl Drop for Viewer {
     fn drop(&mut self) {
@@ -21,34 +22,46 @@ impl Drop for Viewer {
 }
 
 /// `GET path` from `host` (`127.0.0.1:port`): the status and the body as JSON.
-fn get(host: &str, path: &str) -> (u16, Value) {
+pub fn get(host: &str, path: &str) -> (u16, Value) {
     let mut s = TcpStream::connect(host).unwrap();
     write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    (head.split_whitespace().nth(1).unwrap().parse().unwrap(), serde_json::from_str(body).unwrap_or(Value::Null))
+    (
+        head.split_whitespace().nth(1).unwrap().parse().unwrap(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+/// Starts `phosphor view` on `traces` (its indexes cached in the scratch folder `cache`): the
+/// server, and the `127.0.0.1:PORT` it printed first.
+pub fn start_viewer(traces: &Path, cache: &str) -> (Viewer, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_phosphor"))
+        .args(["view", "--no-open", "--cache"])
+        .arg(scratch(cache))
+        .arg(traces)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let viewer = Viewer(child);
+    let url = lines.next().expect("a first line").unwrap();
+    let host = url.strip_prefix("http://").and_then(|h| h.strip_suffix('/')).expect("http://HOST:PORT/");
+    assert!(host.starts_with("127.0.0.1:"), "{url}");
+    (viewer, host.to_owned())
 }
 
 #[test]
 fn view_serves_every_thread_and_as_many_slices_as_stats_counts() {
     let dir = scratch("view-files").join("out");
-    let out = phosphor("view-demo", &["demo", "--threads", "2", "--events", "5000", "--out", dir.to_str().unwrap()]);
+    let out = phosphor(
+        "view-demo",
+        &["demo", "--threads", "2", "--events", "5000", "--out", dir.to_str().unwrap()],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
-    let cache = scratch("view-cache");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_phosphor"))
-        .args(["view", "--no-open", "--cache"])
-        .arg(&cache)
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let _viewer = Viewer(child);
-    let url = lines.next().expect("a first line").unwrap();
-    let host = url.strip_prefix("http://").and_then(|h| h.strip_suffix('/')).expect("http://HOST:PORT/");
-    assert!(host.starts_with("127.0.0.1:"), "{url}");
-
+    let (_viewer, host) = start_viewer(&dir, "view-cache");
+    let host = host.as_str();
     let (status, list) = get(host, "/api/traces");
     assert_eq!(status, 200);
     let trace = &list["traces"][0];
@@ -66,10 +79,14 @@ fn view_serves_every_thread_and_as_many_slices_as_stats_counts() {
     let mut counted: BTreeMap<String, u64> = BTreeMap::new();
     for k in stats["kinds"].as_array().unwrap() {
         if ["scope", "lock_wait", "lock_held"].contains(&k["type"].as_str().unwrap()) {
-            *counted.entry(k["thread"].as_str().unwrap().to_owned()).or_default() += k["count"].as_u64().unwrap();
+            *counted.entry(k["thread"].as_str().unwrap().to_owned()).or_default() +=
+                k["count"].as_u64().unwrap();
         }
     }
-    served.iter().filter(|(_, &n)| n > 0).for_each(|(name, n)| assert_eq!(counted.get(name), Some(n), "{name}"));
+    served
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .for_each(|(name, n)| assert_eq!(counted.get(name), Some(n), "{name}"));
     assert_eq!(served.values().filter(|&&n| n > 0).count(), counted.len(), "{served:?} {counted:?}");
 
     // A window of the whole trace, 1,600 pixels wide: every slice of a worker, a pixel at a time.
@@ -93,7 +110,8 @@ fn view_serves_every_thread_and_as_many_slices_as_stats_counts() {
 #[test]
 fn view_refuses_other_addresses_and_folders_without_traces() {
     let empty = scratch("view-empty");
-    let out = phosphor("view-refuse", &["view", "--no-open", "--listen", "0.0.0.0:0", empty.to_str().unwrap()]);
+    let out =
+        phosphor("view-refuse", &["view", "--no-open", "--listen", "0.0.0.0:0", empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("not a loopback address"), "{}", stderr(&out));
     let out = phosphor("view-refuse", &["view", "--no-open", empty.to_str().unwrap()]);

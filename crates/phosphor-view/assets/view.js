@@ -1,0 +1,434 @@
+// Phosphor's timeline page: tracks of the traces `phosphor view` serves, drawn from window queries
+// (docs/VIEW-API.md). Each track asks for the visible window at its canvas's width in pixels, so
+// what is fetched and drawn is bounded by the screen, not by the trace.
+
+const LEVEL_HEIGHT = 18
+const POINT_ROW = 12
+const COUNTER_HEIGHT = 40
+const FLAG_UNCLOSED = 4
+const FLAG_WRONG_END = 8
+const FLAG_INTERLACED = 16
+const KINDS = ['begin/end', 'complete', 'lock wait', 'lock held']
+const POINT_KINDS = ['instant', 'log', 'saturation (events dropped)', 'end without begin']
+
+const state = {
+  traces: [],
+  tracks: [],
+  // The visible window, in nanoseconds on the shared timeline.
+  view: { start: 0, end: 1 },
+  span: { start: 0, end: 1 },
+  selection: null,
+  selected: null,
+  // Requests answered since the page loaded (tests wait on it).
+  answered: 0,
+  pending: 0,
+}
+window.phosphorView = state
+// Shows the window from `start` to `end` (nanoseconds on the shared timeline).
+state.show = (start, end) => {
+  state.view = { start, end: Math.max(end, start + 1) }
+  schedule()
+}
+
+const $ = id => document.getElementById(id)
+
+function formatNs(ns) {
+  const a = Math.abs(ns)
+  if (a < 1e3) return `${Math.round(ns)} ns`
+  if (a < 1e6) return `${(ns / 1e3).toPrecision(3)} µs`
+  if (a < 1e9) return `${(ns / 1e6).toPrecision(3)} ms`
+  return `${(ns / 1e9).toPrecision(4)} s`
+}
+
+function color(name) {
+  let h = 2166136261
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619)
+  return `hsl(${(h >>> 0) % 360}, 55%, 68%)`
+}
+
+async function api(path) {
+  state.pending++
+  try {
+    const r = await fetch(path)
+    const body = await r.json()
+    if (!r.ok) throw new Error(`${path}: ${body.error || r.status}`)
+    return body
+  } finally {
+    state.pending--
+    state.answered++
+  }
+}
+
+function status(text) {
+  $('status').textContent = text
+}
+
+// One canvas row per thread (its levels and points) and per counter.
+function buildTracks() {
+  const root = $('tracks')
+  for (const t of state.traces) {
+    const group = document.createElement('div')
+    group.className = 'group'
+    group.textContent = `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '')
+    root.appendChild(group)
+    for (const th of t.threads) {
+      addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points: th.points })
+    }
+    for (const c of t.counters) {
+      addTrack(root, { kind: 'counter', trace: t.trace, counter: c.counter, name: c.name })
+    }
+  }
+}
+
+function addTrack(root, track) {
+  const row = document.createElement('div')
+  row.className = 'track'
+  const label = document.createElement('div')
+  label.className = 'label'
+  label.textContent = track.name
+  label.title = track.kind === 'thread' ? `${track.name} (tid ${track.tid})` : `${track.name} (counter)`
+  const canvas = document.createElement('canvas')
+  row.append(label, canvas)
+  root.appendChild(row)
+  track.canvas = canvas
+  track.data = null
+  track.hits = []
+  track.height = track.kind === 'thread' ? Math.max(1, track.levels) * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0) : COUNTER_HEIGHT
+  canvas.height = track.height
+  canvas.style.height = `${track.height}px`
+  canvas.dataset.track = String(state.tracks.length)
+  state.tracks.push(track)
+}
+
+function sizeCanvases() {
+  for (const c of [$('ruler'), ...state.tracks.map(t => t.canvas)]) {
+    const w = Math.max(1, Math.floor(c.getBoundingClientRect().width))
+    if (c.width !== w) c.width = w
+  }
+}
+
+// Fetches every track's window; draws each as it arrives. A newer view supersedes older answers.
+let generation = 0
+async function refresh() {
+  const gen = ++generation
+  const { start, end } = state.view
+  const s = Math.floor(start), e = Math.ceil(end)
+  drawRuler()
+  showWindow()
+  await Promise.all(state.tracks.map(async track => {
+    const px = track.canvas.width
+    try {
+      let data
+      if (track.kind === 'thread') {
+        const q = `trace=${track.trace}&tid=${track.tid}&start=${s}&end=${e}&px=${px}`
+        const [slices, points] = await Promise.all([api(`/api/slices?${q}`), track.points ? api(`/api/points?${q}`) : null])
+        data = { slices, points }
+      } else {
+        data = { samples: await api(`/api/samples?trace=${track.trace}&counter=${track.counter}&start=${s}&end=${e}&px=${px}`) }
+      }
+      if (gen !== generation) return
+      track.data = data
+      track.window = { start: s, end: e }
+      draw(track)
+    } catch (err) {
+      status(String(err.message || err))
+      console.error(err)
+    }
+  }))
+}
+
+let timer = null
+function schedule() {
+  drawRuler()
+  showWindow()
+  for (const t of state.tracks) draw(t)
+  clearTimeout(timer)
+  timer = setTimeout(refresh, 40)
+}
+
+const xOf = (canvas, t) => (t - state.view.start) / (state.view.end - state.view.start) * canvas.width
+
+function draw(track) {
+  const c = track.canvas
+  const g = c.getContext('2d')
+  g.clearRect(0, 0, c.width, c.height)
+  track.hits = []
+  if (!track.data) return
+  if (track.kind === 'thread') drawThread(track, g)
+  else drawCounter(track, g)
+}
+
+function drawThread(track, g) {
+  const c = track.canvas
+  const { slices, points } = track.data
+  g.font = '11px system-ui, sans-serif'
+  g.textBaseline = 'middle'
+  slices.levels.forEach((items, i) => {
+    const level = slices.from + i
+    const y = level * LEVEL_HEIGHT
+    for (const it of items) {
+      const x0 = Math.max(-1, xOf(c, it[0]))
+      const x1 = Math.min(c.width + 1, Math.max(xOf(c, it[1]), x0 + 1))
+      if (it[2] < 0) {
+        g.fillStyle = '#9aa0ab'
+        g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
+        track.hits.push({ x0, x1, y0: y, y1: y + LEVEL_HEIGHT, merged: it, level })
+        continue
+      }
+      const name = slices.names[it[2]] ?? ''
+      const flags = it[4]
+      g.fillStyle = color(name)
+      g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
+      if (flags & (FLAG_WRONG_END | FLAG_INTERLACED | FLAG_UNCLOSED)) {
+        g.strokeStyle = '#c00'
+        g.lineWidth = 2
+        g.strokeRect(x0 + 1, y + 2, Math.max(1, x1 - x0 - 2), LEVEL_HEIGHT - 4)
+      }
+      if (state.selected && state.selected.trace === track.trace && state.selected.index === it[3]) {
+        g.strokeStyle = '#000'
+        g.lineWidth = 2
+        g.strokeRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
+      }
+      if (x1 - x0 > 24) {
+        g.fillStyle = '#111'
+        g.save()
+        g.beginPath()
+        g.rect(x0, y, x1 - x0, LEVEL_HEIGHT)
+        g.clip()
+        g.fillText(name, Math.max(x0, 0) + 3, y + LEVEL_HEIGHT / 2)
+        g.restore()
+      }
+      track.hits.push({ x0, x1, y0: y, y1: y + LEVEL_HEIGHT, slice: it, name, level })
+    }
+  })
+  if (points) {
+    const y = track.height - POINT_ROW
+    for (const p of points.points) {
+      const merged = p[2] < 0
+      const x = xOf(c, p[0])
+      const kind = merged ? 0 : p[3]
+      g.fillStyle = ['#357', '#283', '#d00', '#d00'][kind] || '#357'
+      g.beginPath()
+      g.moveTo(x, y + 1)
+      g.lineTo(x - 4, y + POINT_ROW - 1)
+      g.lineTo(x + 4, y + POINT_ROW - 1)
+      g.fill()
+      track.hits.push({ x0: x - 4, x1: x + 4, y0: y, y1: y + POINT_ROW, point: p, name: merged ? '' : points.names[p[1]] })
+    }
+  }
+}
+
+function drawCounter(track, g) {
+  const c = track.canvas
+  const items = track.data.samples.samples
+  if (!items.length) return
+  const num = v => (typeof v === 'number' ? v : NaN)
+  let lo = Infinity, hi = -Infinity
+  for (const s of items) {
+    if (Number.isFinite(num(s[3]))) lo = Math.min(lo, num(s[3]))
+    if (Number.isFinite(num(s[4]))) hi = Math.max(hi, num(s[4]))
+  }
+  if (!(hi >= lo)) return
+  const yOf = v => c.height - 3 - (hi === lo ? 0.5 : (v - lo) / (hi - lo)) * (c.height - 6)
+  g.strokeStyle = '#2a6fb0'
+  g.fillStyle = 'rgba(42, 111, 176, 0.35)'
+  g.beginPath()
+  let first = true
+  for (const s of items) {
+    const x = xOf(c, s[0])
+    const x1 = xOf(c, s[1])
+    if (s[2] > 1) g.fillRect(x, yOf(num(s[4])), Math.max(1, x1 - x), Math.max(1, yOf(num(s[3])) - yOf(num(s[4]))))
+    const y = yOf(num(s[5]))
+    if (first) g.moveTo(x, y)
+    else g.lineTo(x, y)
+    g.lineTo(Math.max(x, x1), y)
+    first = false
+  }
+  g.lineTo(c.width, yOf(num(items[items.length - 1][5])))
+  g.stroke()
+  g.fillStyle = '#333'
+  g.fillText(`${hi}`, 4, 9)
+  g.fillText(`${lo}`, 4, c.height - 4)
+}
+
+// Ticks at 1, 2 or 5 times a power of ten, labelled from the start of the traces.
+function drawRuler() {
+  const c = $('ruler')
+  const g = c.getContext('2d')
+  g.clearRect(0, 0, c.width, c.height)
+  const span = state.view.end - state.view.start
+  const raw = span / Math.max(1, c.width / 100)
+  const pow = Math.pow(10, Math.floor(Math.log10(raw)))
+  const step = [1, 2, 5, 10].map(m => m * pow).find(s => s >= raw)
+  g.fillStyle = '#444'
+  g.font = '11px system-ui, sans-serif'
+  for (let t = Math.ceil((state.view.start - state.span.start) / step) * step; t + state.span.start <= state.view.end; t += step) {
+    const x = xOf(c, t + state.span.start)
+    g.fillRect(x, 14, 1, 10)
+    g.fillText(formatNs(t), x + 3, 11)
+  }
+  if (state.selection) {
+    const [a, b] = state.selection
+    g.fillStyle = 'rgba(40, 90, 200, 0.25)'
+    g.fillRect(xOf(c, a), 0, xOf(c, b) - xOf(c, a), c.height)
+  }
+}
+
+function showWindow() {
+  const { start, end } = state.view
+  $('window').textContent = `${formatNs(start - state.span.start)} – ${formatNs(end - state.span.start)} (${formatNs(end - start)})`
+  $('selection').textContent = state.selection ? `selected ${formatNs(state.selection[1] - state.selection[0])}` : ''
+}
+
+function zoom(factor, at) {
+  const { start, end } = state.view
+  const span = Math.max(10, (end - start) * factor)
+  const center = at ?? (start + end) / 2
+  const left = (center - start) / (end - start)
+  state.view = { start: center - span * left, end: center - span * left + span }
+  schedule()
+}
+
+function pan(fraction) {
+  const d = (state.view.end - state.view.start) * fraction
+  state.view = { start: state.view.start + d, end: state.view.end + d }
+  schedule()
+}
+
+function timeAt(canvas, clientX) {
+  const r = canvas.getBoundingClientRect()
+  return state.view.start + (clientX - r.left) / r.width * (state.view.end - state.view.start)
+}
+
+async function select(track, hit) {
+  const d = $('details')
+  if (hit.merged) {
+    const m = hit.merged
+    d.innerHTML = `<h3>${-m[2]} slices</h3><p class="hint">narrower than a pixel, ${formatNs(m[1] - m[0])} in all; zoom in to see them</p>`
+    return
+  }
+  if (hit.point) {
+    const p = hit.point
+    const kind = p[2] < 0 ? `${-p[2]} points` : POINT_KINDS[p[3]]
+    d.innerHTML = ''
+    d.append(list(hit.name || kind, [['kind', kind], ['time', formatNs(p[0] - state.span.start)], ['thread', track.name]]))
+    return
+  }
+  state.selected = { trace: track.trace, index: hit.slice[3] }
+  draw(track)
+  const s = await api(`/api/slice?trace=${track.trace}&index=${hit.slice[3]}`)
+  const flags = s.flags
+  const problems = [
+    flags & FLAG_UNCLOSED ? 'never ended (runs to the thread\u2019s last event)' : '',
+    flags & FLAG_WRONG_END ? 'closed by the end of another name' : '',
+    flags & FLAG_INTERLACED ? 'interlaced with a slice it is not inside' : '',
+  ].filter(Boolean)
+  d.innerHTML = ''
+  d.append(list(s.name, [
+    ['duration', formatNs(s.duration_ns)],
+    ['start', formatNs(s.start_ns - state.span.start)],
+    ['thread', `${track.name} (tid ${s.tid})`],
+    ['level', String(s.level)],
+    ['kind', KINDS[flags & 3]],
+    ['callsite', String(s.callsite)],
+    ...problems.map(p => ['problem', p]),
+  ]))
+  d.dataset.durationNs = String(s.duration_ns)
+}
+
+function list(title, rows) {
+  const frag = document.createDocumentFragment()
+  const h = document.createElement('h3')
+  h.textContent = title
+  const dl = document.createElement('dl')
+  for (const [k, v] of rows) {
+    const dt = document.createElement('dt')
+    dt.textContent = k
+    const dd = document.createElement('dd')
+    dd.textContent = v
+    if (k === 'problem') dd.className = 'problem'
+    dl.append(dt, dd)
+  }
+  frag.append(h, dl)
+  return frag
+}
+
+function hitAt(track, e) {
+  const r = track.canvas.getBoundingClientRect()
+  const x = (e.clientX - r.left) * track.canvas.width / r.width
+  const y = e.clientY - r.top
+  return track.hits.find(h => x >= h.x0 - 1 && x <= h.x1 + 1 && y >= h.y0 && y < h.y1)
+}
+
+function listen() {
+  let drag = null
+  const down = e => {
+    const canvas = e.target.closest('canvas')
+    if (!canvas) return
+    drag = { x: e.clientX, canvas, view: { ...state.view }, moved: false, select: e.shiftKey, from: timeAt(canvas, e.clientX) }
+  }
+  document.addEventListener('mousedown', down)
+  document.addEventListener('mousemove', e => {
+    if (!drag) return
+    if (Math.abs(e.clientX - drag.x) > 3) drag.moved = true
+    if (!drag.moved) return
+    if (drag.select) {
+      const to = timeAt(drag.canvas, e.clientX)
+      state.selection = [Math.min(drag.from, to), Math.max(drag.from, to)]
+      drawRuler()
+      showWindow()
+      return
+    }
+    const r = drag.canvas.getBoundingClientRect()
+    const d = (e.clientX - drag.x) / r.width * (drag.view.end - drag.view.start)
+    state.view = { start: drag.view.start - d, end: drag.view.end - d }
+    schedule()
+  })
+  document.addEventListener('mouseup', e => {
+    const d = drag
+    drag = null
+    if (!d || d.moved) return
+    const track = state.tracks[Number(d.canvas.dataset.track)]
+    const hit = track && hitAt(track, e)
+    if (hit) select(track, hit).catch(err => status(String(err.message || err)))
+  })
+  document.addEventListener('wheel', e => {
+    const canvas = e.target.closest && e.target.closest('canvas')
+    if (!canvas) return
+    e.preventDefault()
+    if (e.shiftKey) pan(e.deltaY / 1000)
+    else zoom(Math.exp(e.deltaY / 500), timeAt(canvas, e.clientX))
+  }, { passive: false })
+  document.addEventListener('keydown', e => {
+    if (e.target.closest && e.target.closest('input')) return
+    const k = e.key.toLowerCase()
+    if (k === 'w') zoom(0.8)
+    else if (k === 's') zoom(1.25)
+    else if (k === 'a') pan(-0.1)
+    else if (k === 'd') pan(0.1)
+  })
+  window.addEventListener('resize', () => {
+    sizeCanvases()
+    schedule()
+  })
+}
+
+async function main() {
+  const { traces } = await api('/api/traces')
+  state.traces = traces
+  const starts = traces.map(t => t.start_ns), ends = traces.map(t => t.end_ns)
+  const start = starts.length ? Math.min(...starts) : 0
+  const end = ends.length ? Math.max(...ends) : 1
+  state.span = { start, end: Math.max(end, start + 1) }
+  state.view = { ...state.span }
+  buildTracks()
+  sizeCanvases()
+  listen()
+  await refresh()
+  state.ready = true
+}
+
+main().catch(err => {
+  status(String(err.message || err))
+  console.error(err)
+})

@@ -1,0 +1,95 @@
+// Drives the page of a running `phosphor view` in headless Chromium, as a person would, and prints
+// what happened as one JSON object:
+//   {"labels": [...], "zoomed": {"before": [s, e], "after": [s, e]}, "panned": {...},
+//    "clicked": {"name": "...", "duration_ns": N, "shown": "..."}, "errors": [...]}
+//
+// Usage: node view-check.mjs URL SLICE_JSON SCREENSHOT [TIMEOUT_SECONDS]
+// SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
+// page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
+import puppeteer from 'puppeteer-core'
+
+const [url, sliceArg, screenshot, timeoutArg] = process.argv.slice(2)
+if (!url || !sliceArg || !screenshot) {
+  console.error('usage: node view-check.mjs URL SLICE_JSON SCREENSHOT [TIMEOUT_SECONDS]')
+  process.exit(2)
+}
+const target = JSON.parse(sliceArg)
+const timeout = 1000 * Number(timeoutArg || 120)
+const result = { labels: [], zoomed: null, panned: null, clicked: null, errors: [] }
+
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  protocolTimeout: timeout + 60000,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader'],
+})
+
+// Waits until every request the page made has been answered and one more than `after` was.
+const settled = (page, after) =>
+  page.waitForFunction(n => window.phosphorView.pending === 0 && window.phosphorView.answered > n, { timeout, polling: 50 }, after)
+const view = page => page.evaluate(() => [window.phosphorView.view.start, window.phosphorView.view.end])
+const answered = page => page.evaluate(() => window.phosphorView.answered)
+
+try {
+  const page = await browser.newPage()
+  await page.setViewport({ width: 1600, height: 900 })
+  page.on('console', msg => {
+    if (msg.type() === 'error') result.errors.push(msg.text())
+  })
+  page.on('pageerror', e => result.errors.push(String(e && e.message ? e.message : e)))
+  await page.goto(url, { timeout, waitUntil: 'domcontentloaded' })
+  await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
+  result.labels = await page.$$eval('.track .label', ls => ls.map(l => l.textContent))
+
+  // Zoom in with the keyboard (W), then pan (D): the visible window changes as asked.
+  await page.click('#ruler')
+  let before = await view(page)
+  let n = await answered(page)
+  for (let i = 0; i < 3; i++) await page.keyboard.press('w')
+  await settled(page, n)
+  result.zoomed = { before, after: await view(page) }
+  before = await view(page)
+  n = await answered(page)
+  await page.keyboard.press('d')
+  await settled(page, n)
+  result.panned = { before, after: await view(page) }
+
+  // Show the slice across the middle half of the screen, then click its middle.
+  const pad = (target.end - target.start) / 2 + 1
+  n = await answered(page)
+  await page.evaluate((s, e) => window.phosphorView.show(s, e), target.start - pad, target.end + pad)
+  await settled(page, n)
+  const at = await page.evaluate(t => {
+    const track = window.phosphorView.tracks.find(k => k.kind === 'thread' && k.tid === t.tid)
+    const r = track.canvas.getBoundingClientRect()
+    const v = window.phosphorView.view
+    const mid = (t.start + t.end) / 2
+    return { x: r.left + (mid - v.start) / (v.end - v.start) * r.width, y: r.top + t.level * 18 + 9, visible: r.bottom <= innerHeight }
+  }, target)
+  if (!at.visible) {
+    await page.evaluate(t => {
+      const track = window.phosphorView.tracks.find(k => k.kind === 'thread' && k.tid === t.tid)
+      track.canvas.scrollIntoView()
+    }, target)
+  }
+  const point = await page.evaluate(t => {
+    const track = window.phosphorView.tracks.find(k => k.kind === 'thread' && k.tid === t.tid)
+    const r = track.canvas.getBoundingClientRect()
+    const v = window.phosphorView.view
+    const mid = (t.start + t.end) / 2
+    return { x: r.left + (mid - v.start) / (v.end - v.start) * r.width, y: r.top + t.level * 18 + 9 }
+  }, target)
+  await page.mouse.click(point.x, point.y)
+  await page.waitForFunction(() => document.querySelector('#details').dataset.durationNs !== undefined, { timeout, polling: 50 })
+  result.clicked = await page.evaluate(() => ({
+    name: document.querySelector('#details h3').textContent,
+    duration_ns: Number(document.querySelector('#details').dataset.durationNs),
+    shown: document.querySelector('#details dd').textContent,
+  }))
+  await page.screenshot({ path: screenshot })
+} catch (e) {
+  result.errors.push(String(e && e.message ? e.message : e))
+} finally {
+  await browser.close()
+}
+console.log(JSON.stringify(result))

@@ -27,13 +27,19 @@ fn get(host: &str, path: &str) -> (u16, Value) {
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    (head.split_whitespace().nth(1).unwrap().parse().unwrap(), serde_json::from_str(body).unwrap_or(Value::Null))
+    (
+        head.split_whitespace().nth(1).unwrap().parse().unwrap(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
 }
 
 #[test]
 fn view_serves_every_thread_and_as_many_slices_as_stats_counts() {
     let dir = scratch("view-files").join("out");
-    let out = phosphor("view-demo", &["demo", "--threads", "2", "--events", "5000", "--out", dir.to_str().unwrap()]);
+    let out = phosphor(
+        "view-demo",
+        &["demo", "--threads", "2", "--events", "5000", "--out", dir.to_str().unwrap()],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let cache = scratch("view-cache");
     let mut child = Command::new(env!("CARGO_BIN_EXE_phosphor"))
@@ -66,10 +72,14 @@ fn view_serves_every_thread_and_as_many_slices_as_stats_counts() {
     let mut counted: BTreeMap<String, u64> = BTreeMap::new();
     for k in stats["kinds"].as_array().unwrap() {
         if ["scope", "lock_wait", "lock_held"].contains(&k["type"].as_str().unwrap()) {
-            *counted.entry(k["thread"].as_str().unwrap().to_owned()).or_default() += k["count"].as_u64().unwrap();
+            *counted.entry(k["thread"].as_str().unwrap().to_owned()).or_default() +=
+                k["count"].as_u64().unwrap();
         }
     }
-    served.iter().filter(|(_, &n)| n > 0).for_each(|(name, n)| assert_eq!(counted.get(name), Some(n), "{name}"));
+    served
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .for_each(|(name, n)| assert_eq!(counted.get(name), Some(n), "{name}"));
     assert_eq!(served.values().filter(|&&n| n > 0).count(), counted.len(), "{served:?} {counted:?}");
 
     // A window of the whole trace, 1,600 pixels wide: every slice of a worker, a pixel at a time.
@@ -93,7 +103,8 @@ fn view_serves_every_thread_and_as_many_slices_as_stats_counts() {
 #[test]
 fn view_refuses_other_addresses_and_folders_without_traces() {
     let empty = scratch("view-empty");
-    let out = phosphor("view-refuse", &["view", "--no-open", "--listen", "0.0.0.0:0", empty.to_str().unwrap()]);
+    let out =
+        phosphor("view-refuse", &["view", "--no-open", "--listen", "0.0.0.0:0", empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("not a loopback address"), "{}", stderr(&out));
     let out = phosphor("view-refuse", &["view", "--no-open", empty.to_str().unwrap()]);

@@ -83,7 +83,7 @@ impl Sortable for Pending {
 struct Keyed<const N: usize> {
     group: u32,
     seq: u64,
-    ts: i64,
+    ts: u64,
     bytes: [u8; N],
 }
 
@@ -103,7 +103,7 @@ impl<const N: usize> Sortable for Keyed<N> {
         Ok(Keyed {
             group: crate::records::u32_at(&head, 0),
             seq: crate::records::u64_at(&head, 4),
-            ts: crate::records::u64_at(&head, 12) as i64,
+            ts: crate::records::u64_at(&head, 12),
             bytes,
         })
     }
@@ -114,16 +114,16 @@ impl<const N: usize> Sortable for Keyed<N> {
 struct Open {
     name: u32,
     callsite: u32,
-    start: i64,
+    start: u64,
     event: u64,
 }
 
 /// A thread's state while the file is read.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Thread {
     open: Vec<Open>,
     /// The latest time of its events.
-    last: i64,
+    last: u64,
 }
 
 /// Each distinct name once, numbered in the order first seen.
@@ -188,24 +188,23 @@ pub(crate) fn build<R: Read>(
     };
     let mut samples = sorter().pushed_by(by_counter);
 
-    let clock = reader.header().clock.clone();
     let mut meta = Meta::new(reader.header());
     let mut names = Names::default();
     let mut counters: HashMap<u32, u32> = HashMap::default();
     let mut counter_names: Vec<u32> = Vec::new();
     let mut threads: HashMap<u32, Thread> = HashMap::default();
     let mut seq = 0u64;
-    let mut span: Option<(i64, i64)> = None;
+    let mut span: Option<(u64, u64)> = None;
     let mut scratch = String::new();
 
     let mut add = |e: &Event<'_>, names: &mut Names| -> io::Result<()> {
         seq += 1;
         let cs = &e.callsite;
-        let ts = clock.since_origin_ns(e.ts);
-        let end = e.duration.map_or(ts, |d| clock.since_origin_ns(e.ts.saturating_add(d)));
-        let thread = threads.entry(e.tid).or_insert_with(|| Thread { open: Vec::new(), last: i64::MIN });
+        let ts = e.ts;
+        let end = e.ts.saturating_add(e.duration.unwrap_or(0));
+        let thread = threads.entry(e.tid).or_default();
         thread.last = thread.last.max(end);
-        span = Some(span.map_or((ts, end), |(lo, hi): (i64, i64)| (lo.min(ts), hi.max(end))));
+        span = Some(span.map_or((ts, end), |(lo, hi): (u64, u64)| (lo.min(ts), hi.max(end))));
         let pending = |slice: Slice| Pending { tid: e.tid, depth: 0, seq, slice };
         let point = |name: u32, kind: u8| {
             let p = Point { ts, name, callsite: cs.id, event: e.offset, kind };
@@ -312,7 +311,7 @@ pub(crate) fn build<R: Read>(
             break;
         }
     }
-    (meta.start_ns, meta.end_ns) = span.unwrap_or((0, 0));
+    (meta.start_ticks, meta.end_ticks) = span.unwrap_or((0, 0));
     // Begins never ended run to their thread's last event.
     let mut tids: Vec<u32> = threads.keys().copied().collect();
     tids.sort_unstable();
@@ -339,9 +338,9 @@ pub(crate) fn build<R: Read>(
         (a.tid, a.depth, a.slice.start, a.seq).cmp(&(b.tid, b.depth, b.slice.start, b.seq))
     };
     let mut leveled = sorter().pushed_by(by_level);
-    let mut stack: Vec<i64> = Vec::new();
+    let mut stack: Vec<u64> = Vec::new();
     // By level, the earliest start placed there so far (slices come latest end first).
-    let mut floor: Vec<i64> = Vec::new();
+    let mut floor: Vec<u64> = Vec::new();
     let mut current = None;
     for p in slices.done()? {
         let mut p = p?;
@@ -361,7 +360,7 @@ pub(crate) fn build<R: Read>(
             depth += 1;
         }
         if depth >= floor.len() {
-            floor.resize(depth + 1, i64::MAX);
+            floor.resize(depth + 1, u64::MAX);
         }
         floor[depth] = floor[depth].min(p.slice.start);
         stack.push(p.slice.start);

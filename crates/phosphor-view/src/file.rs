@@ -60,10 +60,14 @@ pub struct Meta {
     pub chunks: u64,
     /// Events read.
     pub events: u64,
-    /// The earliest event's time, in nanoseconds since the clock's origin (0 without events).
-    pub start_ns: i64,
+    /// The earliest event's time, in clock ticks (0 without events).
+    pub start_ticks: u64,
     /// The latest end of an event.
-    pub end_ns: i64,
+    pub end_ticks: u64,
+    /// Nanoseconds a clock tick.
+    pub ns_per_tick: f64,
+    /// The clock's origin, in ticks.
+    pub origin_ticks: u64,
     /// Where reading the trace stopped early, if it did (a truncated or damaged file): the events
     /// before it are indexed.
     pub read_error: Option<String>,
@@ -76,6 +80,8 @@ impl Meta {
             pid: h.pid,
             clock: h.clock.kind.as_str().to_owned(),
             origin_wall_ns: h.clock.origin_wall_ns,
+            ns_per_tick: h.clock.ns_per_tick,
+            origin_ticks: h.clock.origin_ticks,
             ..Meta::default()
         }
     }

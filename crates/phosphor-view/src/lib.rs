@@ -1,6 +1,6 @@
 //! Phosphor's trace viewer: the index a viewer reads a trace through.
 //!
-//! A trace file is read once into an index ([`open`]): per thread, its slices by level, each level
+//! A trace file is read once into an index ([`open`]), in its clock's ticks: per thread, its slices by level, each level
 //! sorted by start (a level's slices never overlap), its points (instants, logs, problems) by
 //! time, and each counter's samples by time, in a file of fixed-size records that is then mapped,
 //! not loaded. A window query ([`IndexFile::slices_in`], [`IndexFile::points_in`],
@@ -26,7 +26,7 @@
 //!
 //! let index = open(&path, None, &BuildOptions::default())?;
 //! let thread = &index.threads[0];
-//! let whole = Window::new(i64::MIN / 2, i64::MAX / 2, 1600);
+//! let whole = Window::new(0, u64::MAX / 2, 1600);
 //! let levels = index.slices_in(thread, whole);
 //! assert_eq!(levels.len(), 2); // frame, and update inside it
 //! # Ok(())

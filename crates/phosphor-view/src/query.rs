@@ -17,7 +17,7 @@ pub enum SliceItem {
     /// A slice, and its number in the index (for its details).
     Slice(u64, Slice),
     /// `count` slices narrower than a pixel, from `start` to `end`, the first numbered `first`.
-    Merged { first: u64, count: u64, start: i64, end: i64 },
+    Merged { first: u64, count: u64, start: u64, end: u64 },
 }
 
 /// One item of a thread's points in a window.
@@ -26,16 +26,16 @@ pub enum PointItem {
     /// A point, and its number in the index.
     Point(u64, Point),
     /// `count` points within a pixel, from `start` to `end`, the first numbered `first`.
-    Merged { first: u64, count: u64, start: i64, end: i64 },
+    Merged { first: u64, count: u64, start: u64, end: u64 },
 }
 
 /// A counter's values within one pixel of a window.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SampleItem {
-    /// The first sample's time and the last's.
-    pub start: i64,
+    /// The first sample's time (ticks).
+    pub start: u64,
     /// The last sample's time.
-    pub end: i64,
+    pub end: u64,
     /// Samples in the pixel.
     pub count: u64,
     /// The smallest value.
@@ -46,29 +46,29 @@ pub struct SampleItem {
     pub last: f64,
 }
 
-/// A window: from `start` to `end` nanoseconds (since the file's clock origin), `pixel` wide each.
+/// A window: from `start` to `end` clock ticks, `pixel` ticks a pixel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
-    /// Its first nanosecond.
-    pub start: i64,
-    /// Its last nanosecond.
-    pub end: i64,
-    /// Nanoseconds a pixel (at least 1).
+    /// Its first tick.
+    pub start: u64,
+    /// Its last tick.
+    pub end: u64,
+    /// Ticks a pixel (at least 1).
     pub pixel: u64,
 }
 
 impl Window {
     /// The window from `start` to `end` drawn `pixels` wide.
-    pub fn new(start: i64, end: i64, pixels: u32) -> Window {
+    pub fn new(start: u64, end: u64, pixels: u32) -> Window {
         let span = end.abs_diff(start);
         Window { start: start.min(end), end: start.max(end), pixel: (span / u64::from(pixels.max(1))).max(1) }
     }
 
     /// The start of the pixel after the one `t` falls in.
-    fn next_edge(&self, t: i64) -> i64 {
+    fn next_edge(&self, t: u64) -> u64 {
         let (t, start, pixel) = (i128::from(t), i128::from(self.start), i128::from(self.pixel));
         let edge = start + ((t - start).div_euclid(pixel) + 1) * pixel;
-        i64::try_from(edge).unwrap_or(i64::MAX)
+        u64::try_from(edge.max(0)).unwrap_or(u64::MAX)
     }
 }
 

@@ -1,8 +1,9 @@
 //! The index's records: fixed sizes, little-endian, so that the index file is read in place and a
 //! window query finds its records by binary search.
 //!
-//! Times are signed nanoseconds since the trace file's clock origin (`ClockInfo::since_origin_ns`),
-//! so that the files of one recording, each with its own origin, can share a timeline.
+//! Times are the trace's own clock values (ticks), as recorded: durations then convert to
+//! nanoseconds exactly as `phosphor stats` converts them, and the server places them on the
+//! shared timeline in nanoseconds (`server.rs`).
 
 /// Bytes of a [`Slice`] in the index.
 pub const SLICE_BYTES: usize = 32;
@@ -50,10 +51,10 @@ pub mod point_kinds {
 /// A slice of a thread's timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
-    /// Start, in nanoseconds since the file's clock origin.
-    pub start: i64,
+    /// Start, in clock ticks.
+    pub start: u64,
     /// End (at least `start`).
-    pub end: i64,
+    pub end: u64,
     /// The name's number in the index's names.
     pub name: u32,
     /// The callsite id of the event (of the begin, for a begin and its end).
@@ -82,8 +83,8 @@ impl Slice {
     pub fn decode(b: &[u8; SLICE_BYTES]) -> Slice {
         let packed = u64_at(b, 24);
         Slice {
-            start: u64_at(b, 0) as i64,
-            end: u64_at(b, 8) as i64,
+            start: u64_at(b, 0),
+            end: u64_at(b, 8),
             name: u32_at(b, 16),
             callsite: u32_at(b, 20),
             event: packed & OFFSET_MASK,
@@ -96,17 +97,17 @@ impl Slice {
         self.flags & slice_flags::KIND_MASK
     }
 
-    /// Its duration in nanoseconds.
+    /// Its duration in clock ticks.
     pub fn duration(&self) -> u64 {
-        self.end.abs_diff(self.start)
+        self.end.saturating_sub(self.start)
     }
 }
 
 /// An event at one time on a thread: an instant, a log, a saturation marker or a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Point {
-    /// When, in nanoseconds since the file's clock origin.
-    pub ts: i64,
+    /// When, in clock ticks.
+    pub ts: u64,
     /// The name's number in the index's names (a log's format string).
     pub name: u32,
     /// The callsite id of the event.
@@ -133,7 +134,7 @@ impl Point {
     pub fn decode(b: &[u8; POINT_BYTES]) -> Point {
         let packed = u64_at(b, 16);
         Point {
-            ts: u64_at(b, 0) as i64,
+            ts: u64_at(b, 0),
             name: u32_at(b, 8),
             callsite: u32_at(b, 12),
             event: packed & OFFSET_MASK,
@@ -145,8 +146,8 @@ impl Point {
 /// A value of a counter or data track.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sample {
-    /// When, in nanoseconds since the file's clock origin.
-    pub ts: i64,
+    /// When, in clock ticks.
+    pub ts: u64,
     /// The value.
     pub value: f64,
 }
@@ -162,7 +163,7 @@ impl Sample {
 
     /// The sample whose bytes are `b`.
     pub fn decode(b: &[u8; SAMPLE_BYTES]) -> Sample {
-        Sample { ts: u64_at(b, 0) as i64, value: f64::from_bits(u64_at(b, 8)) }
+        Sample { ts: u64_at(b, 0), value: f64::from_bits(u64_at(b, 8)) }
     }
 }
 
@@ -185,8 +186,8 @@ mod tests {
     #[test]
     fn records_come_back_as_they_were_encoded() {
         let s = Slice {
-            start: -5,
-            end: i64::MAX,
+            start: 5,
+            end: u64::MAX,
             name: 7,
             callsite: u32::MAX,
             event: OFFSET_MASK,
@@ -194,7 +195,7 @@ mod tests {
         };
         assert_eq!(Slice::decode(&s.encode()), s);
         assert_eq!(s.kind(), slice_flags::LOCK_HELD);
-        let p = Point { ts: i64::MIN, name: 1, callsite: 16, event: 1 << 40, kind: point_kinds::LOG };
+        let p = Point { ts: u64::MAX - 1, name: 1, callsite: 16, event: 1 << 40, kind: point_kinds::LOG };
         assert_eq!(Point::decode(&p.encode()), p);
         let v = Sample { ts: 3, value: -0.5 };
         assert_eq!(Sample::decode(&v.encode()), v);

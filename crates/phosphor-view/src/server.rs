@@ -19,6 +19,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use phosphor_format::{ClockInfo, ClockKind};
+
 use crate::file::IndexFile;
 use crate::query::{PointItem, SliceItem, Window};
 
@@ -34,9 +36,32 @@ pub struct Trace {
     pub path: PathBuf,
     /// Its index.
     pub index: IndexFile,
-    /// Added to the index's times to place them on the timeline the traces share (the
-    /// difference of the files' clock origins in wall-clock time).
+    /// Added to the trace's times (nanoseconds since its clock's origin) to place them on the
+    /// timeline the traces share: the difference of the files' origins in wall-clock time.
     pub offset_ns: i64,
+    /// The trace's clock, which converts the index's ticks.
+    clock: ClockInfo,
+}
+
+impl Trace {
+    /// Clock value `ticks` on the shared timeline, in nanoseconds.
+    fn ns(&self, ticks: u64) -> i64 {
+        self.clock.since_origin_ns(ticks).saturating_add(self.offset_ns)
+    }
+
+    /// The clock value at `ns` on the shared timeline: the last at or before it, or (`up`) the
+    /// first at or after it.
+    fn ticks(&self, ns: i64, up: bool) -> u64 {
+        let since = i128::from(ns) - i128::from(self.offset_ns);
+        let origin = self.clock.origin_ticks;
+        let rate = self.clock.ns_per_tick;
+        if rate == 1.0 || !(rate.is_finite() && rate > 0.0) {
+            return (i128::from(origin) + since).clamp(0, i128::from(u64::MAX)) as u64;
+        }
+        let t = origin as f64 + since as f64 / rate;
+        // `as` saturates (and maps a NaN to 0).
+        (if up { t.ceil() } else { t.floor() }) as u64
+    }
 }
 
 impl Trace {
@@ -47,7 +72,16 @@ impl Trace {
             .into_iter()
             .map(|(path, index)| {
                 let offset = index.meta.origin_wall_ns.saturating_sub(first);
-                Trace { path, offset_ns: i64::try_from(offset).unwrap_or(i64::MAX), index }
+                let m = &index.meta;
+                let clock = ClockInfo {
+                    kind: ClockKind::default(),
+                    ns_per_tick: m.ns_per_tick,
+                    origin_ticks: m.origin_ticks,
+                    origin_monotonic_ns: 0,
+                    origin_wall_ns: m.origin_wall_ns,
+                    fallback_reason: None,
+                };
+                Trace { path, offset_ns: i64::try_from(offset).unwrap_or(i64::MAX), clock, index }
             })
             .collect()
     }
@@ -129,8 +163,8 @@ async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
                 "pid": i.meta.pid,
                 "clock": i.meta.clock,
                 "offset_ns": t.offset_ns,
-                "start_ns": i.meta.start_ns.saturating_add(t.offset_ns),
-                "end_ns": i.meta.end_ns.saturating_add(t.offset_ns),
+                "start_ns": t.ns(i.meta.start_ticks),
+                "end_ns": t.ns(i.meta.end_ticks),
                 "events": i.meta.events,
                 "read_error": i.meta.read_error,
                 "threads": threads,
@@ -179,7 +213,7 @@ impl WindowQuery {
             let why = format!("px must be 1 to {MAX_PIXELS} and end at least start");
             return Err(Failure(StatusCode::BAD_REQUEST, why));
         }
-        Ok(Window::new(self.start.saturating_sub(t.offset_ns), self.end.saturating_sub(t.offset_ns), self.px))
+        Ok(Window::new(t.ticks(self.start, false), t.ticks(self.end, true), self.px))
     }
 
     fn thread<'t>(&self, t: &'t Trace) -> Result<&'t crate::file::ThreadTrack, Failure> {
@@ -209,7 +243,6 @@ async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
     let t = trace(&traces, q.trace)?;
     let (w, thread) = (q.window(t)?, q.thread(t)?);
     let mut names = Names::default();
-    let off = t.offset_ns;
     let levels: Vec<Value> = t
         .index
         .slices_in(thread, w)
@@ -221,10 +254,10 @@ async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
                 .into_iter()
                 .map(|item| match item {
                     SliceItem::Slice(i, s) => {
-                        json!([s.start + off, s.end + off, names.add(&t.index, s.name), i, s.flags])
+                        json!([t.ns(s.start), t.ns(s.end), names.add(&t.index, s.name), i, s.flags])
                     }
                     SliceItem::Merged { first, count, start, end } => {
-                        json!([start + off, end + off, -(count as i64), first])
+                        json!([t.ns(start), t.ns(end), -(count as i64), first])
                     }
                 })
                 .collect();
@@ -241,15 +274,14 @@ async fn points(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
     let t = trace(&traces, q.trace)?;
     let (w, thread) = (q.window(t)?, q.thread(t)?);
     let mut names = Names::default();
-    let off = t.offset_ns;
     let items: Vec<Value> = t
         .index
         .points_in(thread, w)
         .into_iter()
         .map(|item| match item {
-            PointItem::Point(i, p) => json!([p.ts + off, names.add(&t.index, p.name), i, p.kind]),
+            PointItem::Point(i, p) => json!([t.ns(p.ts), names.add(&t.index, p.name), i, p.kind]),
             PointItem::Merged { first, count, start, end } => {
-                json!([start + off, end + off, -(count as i64), first])
+                json!([t.ns(start), t.ns(end), -(count as i64), first])
             }
         })
         .collect();
@@ -265,12 +297,11 @@ async fn samples(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> 
     if c >= t.index.counters.len() {
         return Err(not_found(format!("no counter {c}")));
     }
-    let off = t.offset_ns;
     let items: Vec<Value> = t
         .index
         .samples_in(c, w)
         .into_iter()
-        .map(|s| json!([s.start + off, s.end + off, s.count, finite(s.min), finite(s.max), finite(s.last)]))
+        .map(|s| json!([t.ns(s.start), t.ns(s.end), s.count, finite(s.min), finite(s.max), finite(s.last)]))
         .collect();
     Ok(Json(json!({ "samples": items })))
 }
@@ -309,9 +340,10 @@ async fn slice_details(
     Ok(Json(json!({
         "index": q.index,
         "name": t.index.name(s.name),
-        "start_ns": s.start + t.offset_ns,
-        "end_ns": s.end + t.offset_ns,
-        "duration_ns": s.duration(),
+        "start_ns": t.ns(s.start),
+        "end_ns": t.ns(s.end),
+        // As `phosphor stats` converts a duration: its ticks at once.
+        "duration_ns": t.clock.ticks_to_ns(s.duration()),
         "tid": tid,
         "level": level,
         "callsite": s.callsite,

@@ -228,7 +228,7 @@ fn a_window_query_gives_every_slice_in_the_window_once_and_nothing_else() {
                 }
             }
             assert_eq!(got, want, "window {w:?}, level {level}");
-            let p = (w.end - w.start) as u64 / w.pixel + 1;
+            let p = (w.end - w.start) / w.pixel + 1;
             assert!(items.len() as u64 <= 2 * p + 2, "{} items for {p} pixels", items.len());
         }
     }

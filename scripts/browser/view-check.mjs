@@ -1,21 +1,22 @@
 // Drives the page of a running `phosphor view` in headless Chromium, as a person would, and prints
 // what happened as one JSON object:
 //   {"labels": [...], "zoomed": {"before": [s, e], "after": [s, e]}, "panned": {...},
-//    "clicked": {"name": "...", "duration_ns": N, "shown": "..."}, "errors": [...]}
+//    "clicked": {"name": "...", "duration_ns": N, "shown": "..."},
+//    "searched": {"total": N, "at": "1 of N", "selected": "..."}, "errors": [...]}
 //
-// Usage: node view-check.mjs URL SLICE_JSON SCREENSHOT [TIMEOUT_SECONDS]
+// Usage: node view-check.mjs URL SLICE_JSON SEARCH SCREENSHOT [TIMEOUT_SECONDS]
 // SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
 // page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
 import puppeteer from 'puppeteer-core'
 
-const [url, sliceArg, screenshot, timeoutArg] = process.argv.slice(2)
-if (!url || !sliceArg || !screenshot) {
-  console.error('usage: node view-check.mjs URL SLICE_JSON SCREENSHOT [TIMEOUT_SECONDS]')
+const [url, sliceArg, term, screenshot, timeoutArg] = process.argv.slice(2)
+if (!url || !sliceArg || !term || !screenshot) {
+  console.error('usage: node view-check.mjs URL SLICE_JSON SEARCH SCREENSHOT [TIMEOUT_SECONDS]')
   process.exit(2)
 }
 const target = JSON.parse(sliceArg)
 const timeout = 1000 * Number(timeoutArg || 120)
-const result = { labels: [], zoomed: null, panned: null, clicked: null, errors: [] }
+const result = { labels: [], zoomed: null, panned: null, clicked: null, searched: null, errors: [] }
 
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -86,6 +87,24 @@ try {
     duration_ns: Number(document.querySelector('#details').dataset.durationNs),
     shown: document.querySelector('#details dd').textContent,
   }))
+
+  // Search: type the term, press Enter; the first hit is shown and selected.
+  await page.click('#search')
+  await page.keyboard.type(term)
+  await page.keyboard.press('Enter')
+  await page.waitForFunction(() => document.querySelector('#results').dataset.total !== undefined && document.querySelector('#search-at').textContent !== '', { timeout, polling: 50 })
+  await page.waitForFunction(() => window.phosphorView.pending === 0, { timeout, polling: 50 })
+  result.searched = await page.evaluate(() => ({
+    total: Number(document.querySelector('#results').dataset.total),
+    at: document.querySelector('#search-at').textContent,
+    listed: document.querySelectorAll('#results li').length,
+    selected: (document.querySelector('#details h3') || {}).textContent,
+  }))
+  // Next (Enter again) moves to the second hit.
+  await page.click('#search')
+  await page.keyboard.press('Enter')
+  await page.waitForFunction(() => document.querySelector('#search-at').textContent.startsWith('2 of'), { timeout, polling: 50 })
+  result.searched.next = await page.evaluate(() => document.querySelector('#search-at').textContent)
   await page.screenshot({ path: screenshot })
 } catch (e) {
   result.errors.push(String(e && e.message ? e.message : e))

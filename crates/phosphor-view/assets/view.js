@@ -413,6 +413,85 @@ function listen() {
   })
 }
 
+// Search: the answer's hits in time order; next and previous walk them (fetching more at the end).
+const search = { q: '', hits: [], total: 0, at: -1, nextAfter: null }
+state.search = search
+
+async function runSearch(q) {
+  const r = await api(`/api/search?q=${encodeURIComponent(q)}&limit=200`)
+  Object.assign(search, { q, hits: r.hits, total: r.total, at: -1, nextAfter: r.next_after, names: r.names })
+  renderResults()
+  if (search.hits.length) await go(0)
+  else $('search-at').textContent = '0 found'
+}
+
+function threadName(trace, tid) {
+  const t = state.tracks.find(k => k.kind === 'thread' && k.trace === trace && k.tid === tid)
+  return t ? t.name : `thread ${tid}`
+}
+
+function renderResults() {
+  const root = $('results')
+  root.innerHTML = ''
+  root.dataset.total = String(search.total)
+  const head = document.createElement('p')
+  const kinds = (search.names || []).map(n => `${n.name} (${n.count})`).join(', ')
+  head.textContent = `${search.total} found for “${search.q}”` + (kinds ? `: ${kinds}` : '')
+  const ol = document.createElement('ol')
+  search.hits.forEach((h, i) => {
+    const li = document.createElement('li')
+    li.textContent = `${formatNs(h.start_ns - state.span.start)} · ${threadName(h.trace, h.tid)} · ${h.name}`
+    li.onclick = () => go(i)
+    if (i === search.at) li.className = 'at'
+    ol.appendChild(li)
+  })
+  root.append(head, ol)
+}
+
+async function go(i) {
+  if (i >= search.hits.length && search.nextAfter !== null) {
+    const r = await api(`/api/search?q=${encodeURIComponent(search.q)}&limit=200&after=${search.nextAfter}`)
+    const seen = new Set(search.hits.map(h => `${h.trace}:${h.kind}:${h.index}`))
+    search.hits.push(...r.hits.filter(h => !seen.has(`${h.trace}:${h.kind}:${h.index}`)))
+    search.nextAfter = r.next_after
+    renderResults()
+  }
+  if (i < 0 || i >= search.hits.length) return
+  search.at = i
+  const h = search.hits[i]
+  $('search-at').textContent = `${i + 1} of ${search.total}`
+  for (const li of $('results').querySelectorAll('li')) li.className = ''
+  const li = $('results').querySelectorAll('li')[i]
+  if (li) li.className = 'at'
+  // Keep the zoom unless the hit does not fit; centre it.
+  const span = Math.max(state.view.end - state.view.start > 4 * (h.end_ns - h.start_ns) ? state.view.end - state.view.start : 4 * (h.end_ns - h.start_ns), 1000)
+  const mid = (h.start_ns + h.end_ns) / 2
+  state.show(mid - span / 2, mid + span / 2)
+  const track = state.tracks.find(k => k.kind === 'thread' && k.trace === h.trace && k.tid === h.tid)
+  if (!track) return
+  track.canvas.scrollIntoView({ block: 'nearest' })
+  if (h.kind === 'slice') await select(track, { slice: [h.start_ns, h.end_ns, -1, h.index, 0] })
+  else await select(track, { point: [h.start_ns, -1, h.index, 0], name: h.name })
+}
+
+function listenSearch() {
+  $('search-form').addEventListener('submit', e => {
+    e.preventDefault()
+    const q = $('search').value.trim()
+    if (!q) return
+    if (q === search.q && search.hits.length) go(search.at + 1)
+    else runSearch(q).catch(err => status(String(err.message || err)))
+  })
+  $('search').addEventListener('keydown', e => {
+    if (e.key === 'Enter' && e.shiftKey) {
+      e.preventDefault()
+      go(search.at - 1)
+    }
+  })
+  $('next').onclick = () => go(search.at + 1)
+  $('prev').onclick = () => go(search.at - 1)
+}
+
 async function main() {
   const { traces } = await api('/api/traces')
   state.traces = traces
@@ -424,6 +503,7 @@ async function main() {
   buildTracks()
   sizeCanvases()
   listen()
+  listenSearch()
   await refresh()
   state.ready = true
 }

@@ -44,6 +44,7 @@ mod build;
 mod file;
 mod query;
 pub mod records;
+mod search;
 pub mod server;
 #[cfg(test)]
 mod tests;

@@ -45,7 +45,7 @@ pub struct Trace {
 
 impl Trace {
     /// Clock value `ticks` on the shared timeline, in nanoseconds.
-    fn ns(&self, ticks: u64) -> i64 {
+    pub(crate) fn ns(&self, ticks: u64) -> i64 {
         self.clock.since_origin_ns(ticks).saturating_add(self.offset_ns)
     }
 
@@ -87,10 +87,10 @@ impl Trace {
     }
 }
 
-type Shared = Arc<Vec<Trace>>;
+pub(crate) type Shared = Arc<Vec<Trace>>;
 
 /// An answer of status 400 or 404 with a message.
-struct Failure(StatusCode, String);
+pub(crate) struct Failure(pub(crate) StatusCode, pub(crate) String);
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
@@ -113,6 +113,7 @@ pub fn router(traces: Vec<Trace>) -> Router {
         .route("/api/points", get(points))
         .route("/api/samples", get(samples))
         .route("/api/slice", get(slice_details))
+        .route("/api/search", get(crate::search::search))
         .with_state(Arc::new(traces))
 }
 

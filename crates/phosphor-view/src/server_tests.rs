@@ -97,3 +97,42 @@ fn the_api_lists_traces_and_answers_windows_within_its_bounds() {
     let (status, _) = get(addr, "/api/slices?trace=0&tid=3");
     assert_eq!(status, 400);
 }
+
+#[test]
+fn a_search_counts_every_match_and_lists_the_earliest_from_a_time_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.phos");
+    let sites = [("Frame", Phase::Complete), ("frame_end", Phase::Instant), ("other", Phase::Complete)];
+    let mut events = Vec::new();
+    for k in 0..500u64 {
+        events.push(phosphor_craft::records::complete(k * 100, ID, 50).to_vec());
+        events.push(phosphor_craft::records::instant(k * 100 + 60, ID + 1).to_vec());
+        events.push(phosphor_craft::records::complete(k * 100 + 70, ID + 2, 10).to_vec());
+    }
+    write_trace(&path, &sites, &[(3, events)]);
+    let addr = start(&[path]);
+
+    // Text matches in either case: both names with "frame".
+    let (status, r) = get(addr, "/api/search?q=FRAME&limit=10");
+    assert_eq!(status, 200);
+    assert_eq!(r["total"], 1000);
+    let hits = r["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 10);
+    let starts: Vec<i64> = hits.iter().map(|h| h["start_ns"].as_i64().unwrap()).collect();
+    assert_eq!(starts, [0, 60, 100, 160, 200, 260, 300, 360, 400, 460]);
+    assert_eq!((hits[1]["kind"].as_str(), hits[1]["name"].as_str()), (Some("point"), Some("frame_end")));
+    assert_eq!(r["next_after"], 500);
+    // From a time on.
+    let (_, r) = get(addr, "/api/search?q=FRAME&limit=2&after=49960");
+    let starts: Vec<i64> =
+        r["hits"].as_array().unwrap().iter().map(|h| h["start_ns"].as_i64().unwrap()).collect();
+    assert_eq!(starts, [49960]);
+    assert_eq!(r["next_after"], serde_json::Value::Null);
+    // A glob matches whole names, as written.
+    let (_, r) = get(addr, "/api/search?q=F*e");
+    assert_eq!(r["total"], 500);
+    let (_, r) = get(addr, "/api/search?q=nothing*");
+    assert_eq!((r["total"].as_u64(), r["hits"].as_array().unwrap().len()), (Some(0), 0));
+    let (status, _) = get(addr, "/api/search?q=");
+    assert_eq!(status, 400);
+}

@@ -53,10 +53,11 @@ fn the_demos_chrome_json_loads_in_speedscope_with_no_mis_nested_frame() {
 
 /// The viewer's page (`phosphor view`) in headless Chromium, driven as a person would
 /// (`scripts/browser/view-check.mjs`): every thread is named, W zooms and D pans the visible
-/// window, and a click on the demo's one `join` slice shows the duration `phosphor stats` has for
-/// it. No console error; a screenshot is left in the scratch folder for a person to look at.
+/// window, a click on the demo's one `join` slice shows the duration `phosphor stats` has for it,
+/// and a search for `iteration` finds as many as `phosphor stats` counts and steps to the next.
+/// No console error; a screenshot is left in the scratch folder for a person to look at.
 #[test]
-fn the_viewer_page_names_every_thread_zooms_pans_and_shows_a_clicked_slice_as_stats_has_it() {
+fn the_viewer_page_names_threads_zooms_pans_shows_a_clicked_slice_and_searches_as_stats_counts() {
     use crate::view::{get, start_viewer};
 
     let dir = scratch("browser-view");
@@ -83,6 +84,14 @@ fn the_viewer_page_names_every_thread_zooms_pans_and_shows_a_clicked_slice_as_st
         stats["kinds"].as_array().unwrap().iter().find(|k| k["path"] == serde_json::json!(["join"])).unwrap();
     assert_eq!(kind["count"], 1);
     let want = kind["durations"]["total_ns"].as_u64().unwrap();
+    let iterations: u64 = stats["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["path"].as_array().unwrap().last().unwrap().as_str().unwrap().contains("iteration"))
+        .map(|k| k["count"].as_u64().unwrap())
+        .sum();
+    assert!(iterations > 100, "{iterations}");
 
     let shot = dir.join("viewer.png");
     let slice = serde_json::json!({"tid": tid, "level": 0, "start": join[0], "end": join[1]});
@@ -90,6 +99,7 @@ fn the_viewer_page_names_every_thread_zooms_pans_and_shows_a_clicked_slice_as_st
         .arg(browser_env().join("view-check.mjs"))
         .arg(format!("http://{host}/"))
         .arg(slice.to_string())
+        .arg("iteration")
         .arg(&shot)
         .arg("120")
         .output()
@@ -109,5 +119,10 @@ fn the_viewer_page_names_every_thread_zooms_pans_and_shows_a_clicked_slice_as_st
     assert!(panned["after"][0].as_f64().unwrap() > panned["before"][0].as_f64().unwrap(), "{r}");
     assert_eq!(r["clicked"]["name"], "join", "{r}");
     assert_eq!(r["clicked"]["duration_ns"].as_u64(), Some(want), "{r}");
+    let searched = &r["searched"];
+    assert_eq!(searched["total"].as_u64(), Some(iterations), "{r}");
+    assert_eq!(searched["at"], format!("1 of {iterations}"), "{r}");
+    assert_eq!(searched["selected"], "iteration", "{r}");
+    assert_eq!(searched["next"], format!("2 of {iterations}"), "{r}");
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "a screenshot of the page");
 }

@@ -105,6 +105,12 @@ try {
   await page.keyboard.press('Enter')
   await page.waitForFunction(() => document.querySelector('#search-at').textContent.startsWith('2 of'), { timeout, polling: 50 })
   result.searched.next = await page.evaluate(() => document.querySelector('#search-at').textContent)
+
+  // The statistics panel, of everything: its rows by path.
+  await page.click('#stats-button')
+  await page.waitForFunction(() => document.querySelector('#results').dataset.kinds !== undefined, { timeout, polling: 50 })
+  result.stats = await page.$$eval('#results tr[data-path]', rows =>
+    rows.map(r => ({ path: r.dataset.path, count: Number(r.dataset.count), total_ns: Number(r.dataset.totalNs) })))
   await page.screenshot({ path: screenshot })
 } catch (e) {
   result.errors.push(String(e && e.message ? e.message : e))

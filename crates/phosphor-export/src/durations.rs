@@ -55,8 +55,23 @@ pub struct DurationStats {
 
 /// The accumulator of one distribution, in clock ticks: 48 bytes, and a store past two durations
 /// (a kind counted once or twice, as most of a file with many kinds are, allocates nothing).
+///
+/// `phosphor stats` keeps one per kind; other tools (the viewer's statistics of a range) use it
+/// to give the same figures for the same durations.
+///
+/// ```
+/// use phosphor_export::Durations;
+/// # let clock = phosphor::format::ClockInfo { kind: phosphor::format::ClockKind::Monotonic, ns_per_tick: 1.0,
+/// #     origin_ticks: 0, origin_monotonic_ns: 0, origin_wall_ns: 0, fallback_reason: None };
+/// let mut d = Durations::default();
+/// for ticks in [30, 10, 20] {
+///     d.add(ticks);
+/// }
+/// let s = d.stats(&clock).unwrap();
+/// assert_eq!((s.samples, s.total_ns, s.p50_ns, s.max_ns), (3, 60, 20, 30));
+/// ```
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Durations {
+pub struct Durations {
     count: u64,
     /// The exact total, a `u128` as its low and high words: 8-byte alignment keeps the
     /// accumulator 16 bytes smaller.
@@ -141,7 +156,7 @@ impl Durations {
     }
 
     /// Adds a duration of `ticks`.
-    pub(crate) fn add(&mut self, ticks: u64) {
+    pub fn add(&mut self, ticks: u64) {
         let [min, max] = self.range;
         self.range = if self.count == 0 { [ticks, ticks] } else { [min.min(ticks), max.max(ticks)] };
         self.count += 1;
@@ -164,7 +179,7 @@ impl Durations {
     }
 
     /// Adds every duration of `other`.
-    pub(crate) fn merge(&mut self, other: &Durations) {
+    pub fn merge(&mut self, other: &Durations) {
         match other.more.as_deref() {
             None => other.few().iter().for_each(|&t| self.add(t)),
             Some(Store::Exact(v)) => v.iter().for_each(|&t| self.add(t)),
@@ -209,7 +224,7 @@ impl Durations {
     }
 
     /// The distribution in nanoseconds; `None` when no duration was added.
-    pub(crate) fn stats(&self, clock: &ClockInfo) -> Option<DurationStats> {
+    pub fn stats(&self, clock: &ClockInfo) -> Option<DurationStats> {
         if self.count == 0 {
             return None;
         }

@@ -69,7 +69,7 @@ mod stats_json;
 mod test_files;
 mod text;
 
-pub use durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
+pub use durations::{DurationStats, Durations, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
 pub use losses::ChunkLosses;
 pub use names::{shown as shown_name, MAX_NAME_BYTES, NAME_CUT_MARK};
 pub use nesting::{DEFAULT_MAX_DEPTH, DEFAULT_PENDING_LIMIT};

@@ -492,6 +492,63 @@ function listenSearch() {
   $('prev').onclick = () => go(search.at - 1)
 }
 
+// The statistics panel: per scope path across threads, of the selection or of everything.
+const table = { rows: [], sort: 'total_ns', down: true }
+
+async function showStats() {
+  const range = state.selection ? `&start=${Math.floor(state.selection[0])}&end=${Math.ceil(state.selection[1])}` : ''
+  const r = await api(`/api/stats?limit=2000${range}`)
+  table.rows = r.rows
+  table.title = state.selection
+    ? `${r.kinds} paths, ${r.slices} slices starting in the selection (${formatNs(state.selection[1] - state.selection[0])})`
+    : `${r.kinds} paths, ${r.slices} slices in all`
+  table.kinds = r.kinds
+  renderStats()
+}
+
+function renderStats() {
+  const root = $('results')
+  root.innerHTML = ''
+  root.dataset.kinds = String(table.kinds)
+  const head = document.createElement('p')
+  head.textContent = table.title
+  const cols = [['path', 'path'], ['type', 'type'], ['count', 'count'], ['total_ns', 'total'], ['p50_ns', 'p50'], ['p99_ns', 'p99'], ['max_ns', 'max']]
+  const t = document.createElement('table')
+  const tr = document.createElement('tr')
+  for (const [key, label] of cols) {
+    const th = document.createElement('th')
+    th.textContent = label + (table.sort === key ? (table.down ? ' ▾' : ' ▴') : '')
+    th.onclick = () => {
+      table.down = table.sort === key ? !table.down : true
+      table.sort = key
+      renderStats()
+    }
+    tr.appendChild(th)
+  }
+  t.appendChild(tr)
+  const key = r => (table.sort === 'path' ? r.path.join('/') : r[table.sort])
+  const rows = [...table.rows].sort((a, b) => {
+    const x = key(a), y = key(b)
+    const c = x < y ? -1 : x > y ? 1 : 0
+    return table.down ? -c : c
+  })
+  for (const r of rows) {
+    const row = document.createElement('tr')
+    row.dataset.path = r.path.join('/')
+    row.dataset.count = String(r.count)
+    row.dataset.totalNs = String(r.total_ns)
+    row.title = r.path.join(' / ') + (r.exact ? '' : ' (p50 and p99 within 0.1%)')
+    const cells = [r.path[r.path.length - 1], r.type, r.count.toLocaleString('en'), formatNs(r.total_ns), formatNs(r.p50_ns), formatNs(r.p99_ns), formatNs(r.max_ns)]
+    for (const c of cells) {
+      const td = document.createElement('td')
+      td.textContent = c
+      row.appendChild(td)
+    }
+    t.appendChild(row)
+  }
+  root.append(head, t)
+}
+
 async function main() {
   const { traces } = await api('/api/traces')
   state.traces = traces
@@ -504,6 +561,7 @@ async function main() {
   sizeCanvases()
   listen()
   listenSearch()
+  $('stats-button').onclick = () => showStats().catch(err => status(String(err.message || err)))
   await refresh()
   state.ready = true
 }

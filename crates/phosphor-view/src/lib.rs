@@ -46,6 +46,7 @@ mod query;
 pub mod records;
 mod search;
 pub mod server;
+mod stats;
 #[cfg(test)]
 mod tests;
 

@@ -44,6 +44,11 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The trace's clock.
+    pub(crate) fn clock_info(&self) -> &ClockInfo {
+        &self.clock
+    }
+
     /// Clock value `ticks` on the shared timeline, in nanoseconds.
     pub(crate) fn ns(&self, ticks: u64) -> i64 {
         self.clock.since_origin_ns(ticks).saturating_add(self.offset_ns)
@@ -51,7 +56,7 @@ impl Trace {
 
     /// The clock value at `ns` on the shared timeline: the last at or before it, or (`up`) the
     /// first at or after it.
-    fn ticks(&self, ns: i64, up: bool) -> u64 {
+    pub(crate) fn ticks(&self, ns: i64, up: bool) -> u64 {
         let since = i128::from(ns) - i128::from(self.offset_ns);
         let origin = self.clock.origin_ticks;
         let rate = self.clock.ns_per_tick;
@@ -114,6 +119,7 @@ pub fn router(traces: Vec<Trace>) -> Router {
         .route("/api/samples", get(samples))
         .route("/api/slice", get(slice_details))
         .route("/api/search", get(crate::search::search))
+        .route("/api/stats", get(crate::stats::stats))
         .with_state(Arc::new(traces))
 }
 

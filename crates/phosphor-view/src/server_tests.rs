@@ -136,3 +136,47 @@ fn a_search_counts_every_match_and_lists_the_earliest_from_a_time_on() {
     let (status, _) = get(addr, "/api/search?q=");
     assert_eq!(status, 400);
 }
+
+#[test]
+fn the_statistics_of_the_whole_trace_are_those_of_phosphor_stats() {
+    use crate::tests::{tree, Rng};
+    use phosphor_export::{EventType, TraceStats};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.phos");
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    tree(&mut Rng(11), 0, 1_000_000, 4, &mut a);
+    tree(&mut Rng(12), 0, 1_000_000, 4, &mut b);
+    let sites = [("p", Phase::Complete), ("q", Phase::Complete), ("r", Phase::Complete)];
+    write_trace(&path, &sites, &[(1, a), (2, b)]);
+    let file = std::fs::read(&path).unwrap();
+    let want = TraceStats::from_reader(phosphor_format::file::Reader::new(file.as_slice()).unwrap()).unwrap();
+    let addr = start(&[path]);
+
+    let (status, r) = get(addr, "/api/stats?limit=5000");
+    assert_eq!(status, 200);
+    let rows = r["rows"].as_array().unwrap();
+    let scopes: Vec<_> = want.paths.iter().filter(|k| k.event_type == EventType::Scope).collect();
+    assert!(scopes.len() > 20, "{} paths", scopes.len());
+    assert_eq!(rows.len(), scopes.len());
+    for k in scopes {
+        let names: Vec<&str> = k.path.segments().collect();
+        let row = rows
+            .iter()
+            .find(|r| r["path"] == serde_json::json!(names))
+            .unwrap_or_else(|| panic!("no {names:?}"));
+        let d = k.durations.unwrap();
+        assert_eq!(row["count"].as_u64(), Some(k.count), "{names:?}");
+        for (key, v) in
+            [("total_ns", d.total_ns), ("p50_ns", d.p50_ns), ("p99_ns", d.p99_ns), ("max_ns", d.max_ns)]
+        {
+            assert_eq!(row[key].as_u64(), Some(v), "{names:?} {key}");
+        }
+    }
+    // A range: only the slices that start in it.
+    let (_, r) = get(addr, "/api/stats?start=0&end=99999");
+    let counted = r["slices"].as_u64().unwrap();
+    assert!(counted > 0 && counted < want.paths.iter().map(|k| k.count).sum::<u64>(), "{counted}");
+    let (status, _) = get(addr, "/api/stats?start=10&end=0");
+    assert_eq!(status, 400);
+}

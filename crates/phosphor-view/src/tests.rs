@@ -149,24 +149,24 @@ fn interlaced_slices_go_a_level_down_so_that_a_level_never_overlaps() {
 }
 
 /// A deterministic generator (xorshift64).
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 }
 
 /// Complete events of a random tree of nested slices in `[start, end)`, children first (as a
 /// recorder writes them), up to `depth` levels.
-fn tree(rng: &mut Rng, start: u64, end: u64, depth: u32, out: &mut Vec<Vec<Record>>) {
+pub(crate) fn tree(rng: &mut Rng, start: u64, end: u64, depth: u32, out: &mut Vec<Vec<Record>>) {
     let mut t = start;
     while t < end {
         let len = 1 + rng.below((end - t).min(5_000));
@@ -178,7 +178,9 @@ fn tree(rng: &mut Rng, start: u64, end: u64, depth: u32, out: &mut Vec<Vec<Recor
         if depth > 0 && e - s > 4 {
             tree(rng, s + 1, e - 1, depth - 1, out);
         }
-        out.push(records::complete(s, ID + (depth % 3), e - s).to_vec());
+        // A name of three, by chance: paths of every mix.
+        let name = ID + rng.below(3) as u32;
+        out.push(records::complete(s, name, e - s).to_vec());
         t = e;
     }
 }

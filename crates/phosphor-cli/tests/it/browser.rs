@@ -124,5 +124,20 @@ fn the_viewer_page_names_threads_zooms_pans_shows_a_clicked_slice_and_searches_a
     assert_eq!(searched["at"], format!("1 of {iterations}"), "{r}");
     assert_eq!(searched["selected"], "iteration", "{r}");
     assert_eq!(searched["next"], format!("2 of {iterations}"), "{r}");
+    // The statistics panel of the whole trace has `phosphor stats`' figures for each scope path.
+    let shown = r["stats"].as_array().unwrap();
+    let scopes = stats["paths"].as_array().unwrap().iter().filter(|k| k["type"] == "scope");
+    let mut checked = 0;
+    for k in scopes {
+        let path: Vec<&str> = k["path"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        let row = shown
+            .iter()
+            .find(|r| r["path"] == path.join("/"))
+            .unwrap_or_else(|| panic!("no {path:?} in {r}"));
+        assert_eq!(row["count"], k["count"], "{path:?}");
+        assert_eq!(row["total_ns"], k["durations"]["total_ns"], "{path:?}");
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked} paths");
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "a screenshot of the page");
 }

@@ -1,0 +1,192 @@
+//! `GET /api/stats`: the statistics panel's table, per scope path across threads, for the whole
+//! trace or a range: count, total, min, mean, p50, p99 and max, accumulated as `phosphor stats`
+//! accumulates them (`phosphor_export::Durations`, in clock ticks), so that the whole trace gives
+//! the figures `phosphor stats` gives.
+//!
+//! A slice's path is its name under the path of the slice that holds it: the slice a level up
+//! that starts at or before it and ends at or after it (found by binary search, the last one
+//! remembered per level, since neighbours share their parent). An interlaced slice, drawn a level
+//! lower than its nesting, is held by the first slice further up that contains it.
+
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use phosphor_export::Durations;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::file::{IndexFile, ThreadTrack};
+use crate::records::slice_flags;
+use crate::server::{Failure, Shared, Trace};
+
+/// The most rows one answer gives.
+pub const MAX_ROWS: usize = 5000;
+
+/// No parent: a path of one name.
+const ROOT: u32 = u32::MAX;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct StatsQuery {
+    /// The range: slices that start in it (ns on the shared timeline; the whole trace without).
+    start: Option<i64>,
+    end: Option<i64>,
+    /// Rows to give, the largest total first (default 500).
+    limit: Option<usize>,
+}
+
+/// The paths met, as (parent, name, type): each once.
+#[derive(Default)]
+struct Paths {
+    list: Vec<(u32, String, &'static str)>,
+    ids: HashMap<(u32, String, &'static str), u32>,
+}
+
+impl Paths {
+    fn id(&mut self, parent: u32, name: &str, ty: &'static str) -> u32 {
+        if let Some(&id) = self.ids.get(&(parent, name.to_owned(), ty)) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push((parent, name.to_owned(), ty));
+        self.ids.insert((parent, name.to_owned(), ty), id);
+        id
+    }
+
+    fn names(&self, mut id: u32) -> Vec<&str> {
+        let mut out = Vec::new();
+        while let Some((parent, name, _)) = self.list.get(id as usize) {
+            out.push(name.as_str());
+            id = *parent;
+        }
+        out.reverse();
+        out
+    }
+}
+
+fn type_of(flags: u8) -> &'static str {
+    match flags & slice_flags::KIND_MASK {
+        slice_flags::LOCK_WAIT => "lock_wait",
+        slice_flags::LOCK_HELD => "lock_held",
+        _ => "scope",
+    }
+}
+
+/// The first index in `lo..hi` for which `before` is false.
+fn partition(mut lo: u64, mut hi: u64, before: impl Fn(u64) -> bool) -> u64 {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// One thread's walk: the path of each slice, its parents' remembered per level.
+struct Walk<'a> {
+    index: &'a IndexFile,
+    thread: &'a ThreadTrack,
+    /// By level, the last slice whose path was found, and that path.
+    last: Vec<Option<(u64, u32)>>,
+}
+
+impl Walk<'_> {
+    /// The slice that holds slice `i` of level `level`: the first level up with one that starts at
+    /// or before it and ends at or after it.
+    fn holder(&self, level: usize, i: u64) -> Option<(usize, u64)> {
+        let s = self.index.slice(i);
+        (0..level).rev().find_map(|up| {
+            let (first, n) = self.thread.levels[up];
+            let p = partition(first, first + n, |k| self.index.slice(k).start <= s.start);
+            (p > first && self.index.slice(p - 1).end >= s.end).then_some((up, p - 1))
+        })
+    }
+
+    /// The path of slice `i` of level `level`. Iterative: a path may be thousands of levels deep.
+    fn path(&mut self, paths: &mut Paths, level: usize, i: u64) -> u32 {
+        // Up from the slice to one whose path is remembered, or to the top.
+        let mut chain = vec![(level, i)];
+        let mut path = ROOT;
+        while let Some(&(lv, at)) = chain.last() {
+            if let Some(&Some((known, p))) = self.last.get(lv) {
+                if known == at {
+                    chain.pop();
+                    path = p;
+                    break;
+                }
+            }
+            match self.holder(lv, at) {
+                Some(up) => chain.push(up),
+                None => break,
+            }
+        }
+        // Down again, each slice's path its holder's and its name.
+        while let Some((lv, at)) = chain.pop() {
+            let s = self.index.slice(at);
+            path = paths.id(path, self.index.name(s.name), type_of(s.flags));
+            if let Some(slot) = self.last.get_mut(lv) {
+                *slot = Some((at, path));
+            }
+        }
+        path
+    }
+}
+
+pub(crate) async fn stats(
+    State(traces): State<Shared>,
+    Query(q): Query<StatsQuery>,
+) -> Result<Json<Value>, Failure> {
+    if let (Some(s), Some(e)) = (q.start, q.end) {
+        if e < s {
+            return Err(Failure(StatusCode::BAD_REQUEST, "end must be at least start".into()));
+        }
+    }
+    let limit = q.limit.unwrap_or(500).clamp(1, MAX_ROWS);
+    let mut paths = Paths::default();
+    // By trace and path: each trace's durations are in its own clock's ticks.
+    let mut acc: HashMap<(usize, u32), Durations> = HashMap::new();
+    let mut slices = 0u64;
+    for (n, t) in traces.iter().enumerate() {
+        let (a, b) = range(t, q.start, q.end);
+        for thread in &t.index.threads {
+            let mut walk = Walk { index: &t.index, thread, last: vec![None; thread.levels.len()] };
+            for (level, &(first, count)) in thread.levels.iter().enumerate() {
+                let end = first + count;
+                let from = partition(first, end, |k| t.index.slice(k).start < a);
+                let to = partition(from, end, |k| t.index.slice(k).start <= b);
+                for i in from..to {
+                    let path = walk.path(&mut paths, level, i);
+                    acc.entry((n, path)).or_default().add(t.index.slice(i).duration());
+                    slices += 1;
+                }
+            }
+        }
+    }
+    let mut rows: Vec<(u64, Value)> = acc
+        .iter()
+        .filter_map(|(&(n, path), d)| {
+            let s = d.stats(&traces[n].clock_info())?;
+            let (_, _, ty) = &paths.list[path as usize];
+            let row = json!({
+                "trace": n, "path": paths.names(path), "type": ty, "count": s.samples,
+                "total_ns": s.total_ns, "min_ns": s.min_ns, "mean_ns": s.mean_ns, "p50_ns": s.p50_ns,
+                "p99_ns": s.p99_ns, "max_ns": s.max_ns, "exact": s.exact_percentiles,
+            });
+            Some((s.total_ns, row))
+        })
+        .collect();
+    let kinds = rows.len();
+    rows.sort_by(|a, b| b.0.cmp(&a.0));
+    rows.truncate(limit);
+    let rows: Vec<Value> = rows.into_iter().map(|(_, r)| r).collect();
+    Ok(Json(json!({ "slices": slices, "kinds": kinds, "rows": rows })))
+}
+
+/// The range in `t`'s ticks: from `start` to `end` on the shared timeline, or all of it.
+fn range(t: &Trace, start: Option<i64>, end: Option<i64>) -> (u64, u64) {
+    (start.map_or(0, |s| t.ticks(s, false)), end.map_or(u64::MAX, |e| t.ticks(e, true)))
+}

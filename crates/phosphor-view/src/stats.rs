@@ -169,7 +169,7 @@ pub(crate) async fn stats(
     let mut rows: Vec<(u64, Value)> = acc
         .iter()
         .filter_map(|(&(n, path), d)| {
-            let s = d.stats(&traces[n].clock_info())?;
+            let s = d.stats(traces[n].clock_info())?;
             let (_, _, ty) = &paths.list[path as usize];
             let row = json!({
                 "trace": n, "path": paths.names(path), "type": ty, "count": s.samples,
@@ -180,7 +180,7 @@ pub(crate) async fn stats(
         })
         .collect();
     let kinds = rows.len();
-    rows.sort_by(|a, b| b.0.cmp(&a.0));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     rows.truncate(limit);
     let rows: Vec<Value> = rows.into_iter().map(|(_, r)| r).collect();
     Ok(Json(json!({ "slices": slices, "kinds": kinds, "rows": rows })))

@@ -166,7 +166,7 @@ pub(crate) async fn stats(
             }
         }
     }
-    let mut rows: Vec<(u64, Value)> = acc
+    let mut rows: Vec<(u64, usize, u32, Value)> = acc
         .iter()
         .filter_map(|(&(n, path), d)| {
             let s = d.stats(traces[n].clock_info())?;
@@ -176,13 +176,14 @@ pub(crate) async fn stats(
                 "total_ns": s.total_ns, "min_ns": s.min_ns, "mean_ns": s.mean_ns, "p50_ns": s.p50_ns,
                 "p99_ns": s.p99_ns, "max_ns": s.max_ns, "exact": s.exact_percentiles,
             });
-            Some((s.total_ns, row))
+            Some((s.total_ns, n, path, row))
         })
         .collect();
     let kinds = rows.len();
-    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+    // Ties by trace and path, in the order they were met: the same answer every time.
+    rows.sort_by_key(|r| (std::cmp::Reverse(r.0), r.1, r.2));
     rows.truncate(limit);
-    let rows: Vec<Value> = rows.into_iter().map(|(_, r)| r).collect();
+    let rows: Vec<Value> = rows.into_iter().map(|(_, _, _, r)| r).collect();
     Ok(Json(json!({ "slices": slices, "kinds": kinds, "rows": rows })))
 }
 

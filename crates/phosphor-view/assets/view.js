@@ -326,6 +326,8 @@ async function select(track, hit) {
   d.innerHTML = ''
   d.append(list(s.name, [
     ['duration', formatNs(s.duration_ns)],
+    ['self', `${formatNs(s.self_ns)}` + (s.children ? ` (${s.children.toLocaleString('en')} inside)` : '')],
+    ['path', s.path.join(' / ')],
     ['start', formatNs(s.start_ns - state.span.start)],
     ['thread', `${track.name} (tid ${s.tid})`],
     ['level', String(s.level)],

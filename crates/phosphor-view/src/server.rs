@@ -335,15 +335,16 @@ async fn slice_details(
 ) -> Result<Json<Value>, Failure> {
     let t = trace(&traces, q.trace)?;
     let s = t.index.get_slice(q.index).ok_or_else(|| not_found(format!("no slice {}", q.index)))?;
-    let (tid, level) = t
+    let (thread, level) = t
         .index
         .threads
         .iter()
         .find_map(|th| {
             let level = th.levels.iter().position(|&(first, n)| (first..first + n).contains(&q.index))?;
-            Some((th.tid, level))
+            Some((th, level))
         })
-        .unwrap_or((0, 0));
+        .ok_or_else(|| not_found(format!("slice {} is on no thread", q.index)))?;
+    let (path, self_ticks, children) = crate::stats::context(&t.index, thread, level, q.index);
     Ok(Json(json!({
         "index": q.index,
         "name": t.index.name(s.name),
@@ -351,7 +352,10 @@ async fn slice_details(
         "end_ns": t.ns(s.end),
         // As `phosphor stats` converts a duration: its ticks at once.
         "duration_ns": t.clock.ticks_to_ns(s.duration()),
-        "tid": tid,
+        "self_ns": t.clock.ticks_to_ns(self_ticks),
+        "children": children,
+        "path": path,
+        "tid": thread.tid,
         "level": level,
         "callsite": s.callsite,
         "flags": s.flags,

@@ -75,6 +75,13 @@ fn the_api_lists_traces_and_answers_windows_within_its_bounds() {
         (d["name"].as_str(), d["duration_ns"].as_u64(), d["level"].as_u64()),
         (Some("outer"), Some(90), Some(0))
     );
+    // Its self time: 90 ns less the 20 of the one slice inside it; the inner one's path.
+    assert_eq!((d["self_ns"].as_u64(), d["children"].as_u64()), (Some(70), Some(1)));
+    assert_eq!(d["path"], serde_json::json!(["outer"]));
+    let inner = &w["levels"][1][0];
+    let (_, d) = get(addr, &format!("/api/slice?trace=0&index={}", inner[3]));
+    assert_eq!(d["path"], serde_json::json!(["outer", "inner"]));
+    assert_eq!((d["self_ns"].as_u64(), d["children"].as_u64()), (Some(20), Some(0)));
 
     let (_, s) = get(addr, "/api/samples?trace=0&counter=0&start=0&end=99999&px=10");
     let samples = s["samples"].as_array().unwrap();

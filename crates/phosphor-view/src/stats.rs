@@ -136,6 +136,35 @@ impl Walk<'_> {
     }
 }
 
+/// Slice `i` of level `level` of `thread` in its context: its scope path, and its self time (its
+/// duration less those of the slices it holds a level down) and how many those are, in ticks.
+pub(crate) fn context(
+    index: &IndexFile,
+    thread: &ThreadTrack,
+    level: usize,
+    i: u64,
+) -> (Vec<String>, u64, u64) {
+    let mut paths = Paths::default();
+    let mut walk = Walk { index, thread, last: vec![None; thread.levels.len()] };
+    let path = walk.path(&mut paths, level, i);
+    let names = paths.names(path).into_iter().map(str::to_owned).collect();
+    let s = index.slice(i);
+    let (mut children, mut nested) = (0u64, 0u64);
+    if let Some(&(first, n)) = thread.levels.get(level + 1) {
+        let end = first + n;
+        let from = partition(first, end, |k| index.slice(k).start < s.start);
+        let to = partition(from, end, |k| index.slice(k).start <= s.end);
+        for k in from..to {
+            let c = index.slice(k);
+            if c.end <= s.end {
+                children += 1;
+                nested = nested.saturating_add(c.duration());
+            }
+        }
+    }
+    (names, s.duration().saturating_sub(nested), children)
+}
+
 pub(crate) async fn stats(
     State(traces): State<Shared>,
     Query(q): Query<StatsQuery>,

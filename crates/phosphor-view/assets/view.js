@@ -74,6 +74,9 @@ function buildTracks() {
     for (const th of t.threads) {
       addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points: th.points })
     }
+    for (const a of t.asyncs || []) {
+      addTrack(root, { kind: 'async', trace: t.trace, async: a.async, name: `${a.name} (async)`, levels: a.lanes, points: 0 })
+    }
     for (const c of t.counters) {
       addTrack(root, { kind: 'counter', trace: t.trace, counter: c.counter, name: c.name })
     }
@@ -86,14 +89,14 @@ function addTrack(root, track) {
   const label = document.createElement('div')
   label.className = 'label'
   label.textContent = track.name
-  label.title = track.kind === 'thread' ? `${track.name} (tid ${track.tid})` : `${track.name} (counter)`
+  label.title = { thread: `${track.name} (tid ${track.tid})`, async: `${track.name}: one lane per slice open at once`, counter: `${track.name} (counter)` }[track.kind]
   const canvas = document.createElement('canvas')
   row.append(label, canvas)
   root.appendChild(row)
   track.canvas = canvas
   track.data = null
   track.hits = []
-  track.height = track.kind === 'thread' ? Math.max(1, track.levels) * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0) : COUNTER_HEIGHT
+  track.height = track.kind === 'counter' ? COUNTER_HEIGHT : Math.max(1, track.levels) * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0)
   canvas.height = track.height
   canvas.style.height = `${track.height}px`
   canvas.dataset.track = String(state.tracks.length)
@@ -119,8 +122,9 @@ async function refresh() {
     const px = track.canvas.width
     try {
       let data
-      if (track.kind === 'thread') {
-        const q = `trace=${track.trace}&tid=${track.tid}&start=${s}&end=${e}&px=${px}`
+      if (track.kind !== 'counter') {
+        const who = track.kind === 'thread' ? `tid=${track.tid}` : `async=${track.async}`
+        const q = `trace=${track.trace}&${who}&start=${s}&end=${e}&px=${px}`
         const [slices, points] = await Promise.all([api(`/api/slices?${q}`), track.points ? api(`/api/points?${q}`) : null])
         data = { slices, points }
       } else {
@@ -154,7 +158,7 @@ function draw(track) {
   g.clearRect(0, 0, c.width, c.height)
   track.hits = []
   if (!track.data) return
-  if (track.kind === 'thread') drawThread(track, g)
+  if (track.kind !== 'counter') drawThread(track, g)
   else drawCounter(track, g)
 }
 
@@ -329,7 +333,7 @@ async function select(track, hit) {
     ['self', `${formatNs(s.self_ns)}` + (s.children ? ` (${s.children.toLocaleString('en')} inside)` : '')],
     ['path', s.path.join(' / ')],
     ['start', formatNs(s.start_ns - state.span.start)],
-    ['thread', `${track.name} (tid ${s.tid})`],
+    [s.async === null ? 'thread' : 'track', s.async === null ? `${track.name} (tid ${s.tid})` : track.name],
     ['level', String(s.level)],
     ['kind', KINDS[flags & 3]],
     ['callsite', String(s.callsite)],

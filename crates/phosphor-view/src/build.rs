@@ -16,6 +16,7 @@
 //! thread's level).
 
 use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
@@ -180,6 +181,11 @@ pub(crate) fn build<R: Read>(
         ))
     };
     let mut slices = sorter().pushed_by(by_end);
+    // Async slices, by name (their `tid`) and start: lanes are given in that order.
+    let by_start =
+        |a: &Pending, b: &Pending| (a.tid, a.slice.start, a.seq).cmp(&(b.tid, b.slice.start, b.seq));
+    let mut asyncs = sorter().pushed_by(by_start);
+    let mut open_asyncs: HashMap<(u32, u64), Open> = HashMap::default();
     let by_time =
         |a: &Keyed<POINT_BYTES>, b: &Keyed<POINT_BYTES>| (a.group, a.ts, a.seq).cmp(&(b.group, b.ts, b.seq));
     let mut points = sorter().pushed_by(by_time);
@@ -279,8 +285,33 @@ pub(crate) fn build<R: Read>(
                 let sample = Sample { ts, value };
                 samples.push(Keyed { group: track, seq, ts, bytes: sample.encode() })?;
             }
-            // Async slices are indexed in a later step of the viewer.
-            Phase::AsyncBegin | Phase::AsyncEnd => {}
+            Phase::AsyncBegin | Phase::AsyncEnd => {
+                let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
+                let key = (name, e.async_id.unwrap_or(0));
+                let slice = |o: Open, end: u64, flags: u8| {
+                    let slice = Slice {
+                        start: o.start,
+                        end: end.max(o.start),
+                        name,
+                        callsite: o.callsite,
+                        event: o.event,
+                        flags,
+                    };
+                    Pending { tid: name, depth: 0, seq, slice }
+                };
+                if cs.phase == Phase::AsyncBegin {
+                    let open = Open { name, callsite: cs.id, start: ts, event: e.offset };
+                    // The same id begun again: the first ends here, never ended.
+                    if let Some(o) = open_asyncs.insert(key, open) {
+                        asyncs.push(slice(o, ts, slice_flags::SCOPE | slice_flags::UNCLOSED))?;
+                    }
+                } else {
+                    match open_asyncs.remove(&key) {
+                        Some(o) => asyncs.push(slice(o, ts, slice_flags::SCOPE))?,
+                        None => points.push(point(name, point_kinds::END_WITHOUT_BEGIN))?,
+                    }
+                }
+            }
         }
         Ok(())
     };
@@ -332,6 +363,21 @@ pub(crate) fn build<R: Read>(
         }
     }
     drop(threads);
+    // Async slices never ended run to the end of the trace.
+    let mut open: Vec<((u32, u64), Open)> = open_asyncs.into_iter().collect();
+    open.sort_unstable_by_key(|(key, _)| *key);
+    for ((name, _), o) in open {
+        seq += 1;
+        let slice = Slice {
+            start: o.start,
+            end: meta.end_ticks.max(o.start),
+            name,
+            callsite: o.callsite,
+            event: o.event,
+            flags: slice_flags::SCOPE | slice_flags::UNCLOSED,
+        };
+        asyncs.push(Pending { tid: name, depth: 0, seq, slice })?;
+    }
 
     // Pass 2: levels.
     let by_level = |a: &Pending, b: &Pending| -> Ordering {
@@ -368,6 +414,33 @@ pub(crate) fn build<R: Read>(
         leveled.push(p)?;
     }
     drop((stack, floor));
+    // Lanes: by start, each async slice takes a lane whose last slice has ended (the one that
+    // ended first), or a new one: as few lanes as slices open at once.
+    let mut laned = sorter().pushed_by(by_level);
+    let mut free: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+    let (mut lanes, mut current) = (0u32, None);
+    for p in asyncs.done()? {
+        let mut p = p?;
+        if current != Some(p.tid) {
+            current = Some(p.tid);
+            free.clear();
+            lanes = 0;
+        }
+        let lane = match free.peek() {
+            Some(&Reverse((end, lane))) if end <= p.slice.start => {
+                free.pop();
+                lane
+            }
+            _ => {
+                lanes += 1;
+                lanes - 1
+            }
+        };
+        free.push(Reverse((p.slice.end, lane)));
+        p.depth = lane;
+        laned.push(p)?;
+    }
+    drop(free);
 
     // Pass 3: the index, level after level.
     let mut table: Vec<ThreadEntry> = Vec::new();
@@ -380,6 +453,20 @@ pub(crate) fn build<R: Read>(
                 let mut t = ThreadEntry::new(p.tid);
                 t.add_slice(p.depth, at);
                 table.push(t);
+            }
+        }
+    }
+    let mut async_table: Vec<ThreadEntry> = Vec::new();
+    for p in laned.done()? {
+        let p = p?;
+        let at = out.slice(&p.slice)?;
+        match async_table.last_mut() {
+            Some(t) if t.tid == p.tid => t.add_slice(p.depth, at),
+            _ => {
+                let mut t = ThreadEntry::new(p.tid);
+                t.name = Some(p.tid);
+                t.add_slice(p.depth, at);
+                async_table.push(t);
             }
         }
     }
@@ -413,6 +500,7 @@ pub(crate) fn build<R: Read>(
     for t in &mut table {
         t.name = reader.thread_name(t.tid).map(|n| names.number(&n));
     }
-    out.finish(names.into_list(), table, counter_names.into_iter().zip(counter_spans).collect(), &meta)?;
+    let counters = counter_names.into_iter().zip(counter_spans).collect();
+    out.finish(names.into_list(), table, async_table, counters, &meta)?;
     Ok(meta)
 }

@@ -13,7 +13,9 @@
 //! levels:             16 bytes each: first slice u64, slices u64 (a thread's levels in a row)
 //! counters:           24 bytes each: name u32, reserved u32, first sample u64, samples u64
 //! meta:               JSON (`Meta`)
-//! footer:             (offset u64, length u64) of each of the 8 sections above, "PHVIEWFT"
+//! asyncs:             32 bytes each, as threads: name u32 (its id), name u32, first level u32,
+//!                     lanes u32, 0 u64, 0 u64 (an async track's lanes are levels)
+//! footer:             (offset u64, length u64) of each of the 9 sections above, "PHVIEWFT"
 //! ```
 //!
 //! All integers are little-endian. An index is written beside its trace, or in a cache folder,
@@ -35,9 +37,9 @@ pub const MAGIC: &[u8; 8] = b"PHOSVIEW";
 /// The footer's last bytes.
 const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
 /// The version this crate writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 const HEADER_BYTES: u64 = 64;
-const SECTIONS: usize = 8;
+const SECTIONS: usize = 9;
 const FOOTER_BYTES: usize = SECTIONS * 16 + 8;
 const THREAD_BYTES: usize = 32;
 const LEVEL_BYTES: usize = 16;
@@ -194,6 +196,7 @@ impl IndexWriter {
         mut self,
         names: Vec<Box<str>>,
         threads: Vec<ThreadEntry>,
+        asyncs: Vec<ThreadEntry>,
         counters: Vec<(u32, (u64, u64))>,
         meta: &Meta,
     ) -> Result<(), Error> {
@@ -215,18 +218,27 @@ impl IndexWriter {
         }
         self.sections.push((start, self.at - start));
 
-        let start = self.at;
         let mut levels: Vec<(u64, u64)> = Vec::new();
-        for t in &threads {
-            let mut b = [0u8; THREAD_BYTES];
-            b[0..4].copy_from_slice(&t.tid.to_le_bytes());
-            b[4..8].copy_from_slice(&t.name.unwrap_or(NO_NAME).to_le_bytes());
-            b[8..12].copy_from_slice(&(levels.len() as u32).to_le_bytes());
-            b[12..16].copy_from_slice(&(t.levels.len() as u32).to_le_bytes());
-            b[16..24].copy_from_slice(&t.points.0.to_le_bytes());
-            b[24..32].copy_from_slice(&t.points.1.to_le_bytes());
-            levels.extend_from_slice(&t.levels);
-            self.write(&b)?;
+        let tracks = |list: &[ThreadEntry], levels: &mut Vec<(u64, u64)>| -> Vec<[u8; THREAD_BYTES]> {
+            list.iter()
+                .map(|t| {
+                    let mut b = [0u8; THREAD_BYTES];
+                    b[0..4].copy_from_slice(&t.tid.to_le_bytes());
+                    b[4..8].copy_from_slice(&t.name.unwrap_or(NO_NAME).to_le_bytes());
+                    b[8..12].copy_from_slice(&(levels.len() as u32).to_le_bytes());
+                    b[12..16].copy_from_slice(&(t.levels.len() as u32).to_le_bytes());
+                    b[16..24].copy_from_slice(&t.points.0.to_le_bytes());
+                    b[24..32].copy_from_slice(&t.points.1.to_le_bytes());
+                    levels.extend_from_slice(&t.levels);
+                    b
+                })
+                .collect()
+        };
+        let thread_entries = tracks(&threads, &mut levels);
+        let async_entries = tracks(&asyncs, &mut levels);
+        let start = self.at;
+        for b in &thread_entries {
+            self.write(b)?;
         }
         self.sections.push((start, self.at - start));
         let start = self.at;
@@ -247,6 +259,11 @@ impl IndexWriter {
         let start = self.at;
         let json = serde_json::to_vec(meta).map_err(|e| Error::io(&self.path, e.into()))?;
         self.write(&json)?;
+        self.sections.push((start, self.at - start));
+        let start = self.at;
+        for b in &async_entries {
+            self.write(b)?;
+        }
         self.sections.push((start, self.at - start));
 
         let footer = self.at;
@@ -300,6 +317,8 @@ pub struct IndexFile {
     pub threads: Vec<ThreadTrack>,
     /// The counters, in the order first seen.
     pub counters: Vec<CounterTrack>,
+    /// The async tracks, one per name (`tid` is the name's number), their lanes as levels.
+    pub asyncs: Vec<ThreadTrack>,
     /// What the index says about its trace.
     pub meta: Meta,
 }
@@ -340,12 +359,13 @@ impl IndexFile {
             }
             *s = (offset as usize, len as usize);
         }
-        let [slices, points, samples, names, threads, levels, counters, meta] = sections;
+        let [slices, points, samples, names, threads, levels, counters, meta, asyncs] = sections;
         for (s, size, what) in [
             (slices, SLICE_BYTES, "slices"),
             (points, POINT_BYTES, "points"),
             (samples, SAMPLE_BYTES, "samples"),
             (threads, THREAD_BYTES, "threads"),
+            (asyncs, THREAD_BYTES, "asyncs"),
             (levels, LEVEL_BYTES, "levels"),
             (counters, COUNTER_BYTES, "counters"),
         ] {
@@ -363,26 +383,29 @@ impl IndexFile {
         let n_points = count(points, POINT_BYTES);
         let n_samples = count(samples, SAMPLE_BYTES);
         let within = |(first, n): (u64, u64), total: u64| first.checked_add(n).is_some_and(|e| e <= total);
-        let mut thread_list = Vec::with_capacity(count(threads, THREAD_BYTES) as usize);
-        for i in 0..count(threads, THREAD_BYTES) as usize {
-            let at = threads.0 + i * THREAD_BYTES;
-            let (first, n) = (u32_at(&map, at + 8) as usize, u32_at(&map, at + 12) as usize);
-            if first.checked_add(n).is_none_or(|e| e > n_levels) {
-                return Err(bad("thread's levels out of the table", at + 8));
+        let mut track_lists = [Vec::new(), Vec::new()];
+        for (section, list) in [threads, asyncs].into_iter().zip(&mut track_lists) {
+            for i in 0..count(section, THREAD_BYTES) as usize {
+                let at = section.0 + i * THREAD_BYTES;
+                let (first, n) = (u32_at(&map, at + 8) as usize, u32_at(&map, at + 12) as usize);
+                if first.checked_add(n).is_none_or(|e| e > n_levels) {
+                    return Err(bad("thread's levels out of the table", at + 8));
+                }
+                let levels: Vec<(u64, u64)> = (first..first + n).map(level_at).collect();
+                let points = (u64_at(&map, at + 16), u64_at(&map, at + 24));
+                if !levels.iter().all(|&l| within(l, n_slices)) || !within(points, n_points) {
+                    return Err(bad("thread's records out of their section", at));
+                }
+                let name = u32_at(&map, at + 4);
+                list.push(ThreadTrack {
+                    tid: u32_at(&map, at),
+                    name: (name != NO_NAME).then_some(name),
+                    levels,
+                    points,
+                });
             }
-            let levels: Vec<(u64, u64)> = (first..first + n).map(level_at).collect();
-            let points = (u64_at(&map, at + 16), u64_at(&map, at + 24));
-            if !levels.iter().all(|&l| within(l, n_slices)) || !within(points, n_points) {
-                return Err(bad("thread's records out of their section", at));
-            }
-            let name = u32_at(&map, at + 4);
-            thread_list.push(ThreadTrack {
-                tid: u32_at(&map, at),
-                name: (name != NO_NAME).then_some(name),
-                levels,
-                points,
-            });
         }
+        let [thread_list, async_list] = track_lists;
         let mut counter_list = Vec::new();
         for i in 0..count(counters, COUNTER_BYTES) as usize {
             let at = counters.0 + i * COUNTER_BYTES;
@@ -401,6 +424,7 @@ impl IndexFile {
             samples,
             names,
             threads: thread_list,
+            asyncs: async_list,
             counters: counter_list,
             meta,
             map,

@@ -91,7 +91,7 @@ pub(crate) async fn search(
                 };
             }
         };
-        for th in &index.threads {
+        for th in index.threads.iter().chain(&index.asyncs) {
             for (level, &(from, count)) in th.levels.iter().enumerate() {
                 for i in from..from + count {
                     let s = index.slice(i);

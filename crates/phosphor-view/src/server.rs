@@ -176,6 +176,12 @@ async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
                 "read_error": i.meta.read_error,
                 "threads": threads,
                 "counters": counters,
+                "asyncs": i.asyncs.iter().enumerate().map(|(a, track)| json!({
+                    "async": a,
+                    "name": i.name(track.tid),
+                    "lanes": track.levels.len(),
+                    "slices": track.levels.iter().map(|l| l.1).sum::<u64>(),
+                })).collect::<Vec<Value>>(),
             })
         })
         .collect();
@@ -204,6 +210,9 @@ async fn style() -> impl IntoResponse {
 struct WindowQuery {
     trace: usize,
     tid: Option<u32>,
+    /// An async track (its place in the trace's `asyncs`) instead of a thread.
+    #[serde(rename = "async")]
+    async_track: Option<usize>,
     counter: Option<usize>,
     start: i64,
     end: i64,
@@ -224,7 +233,11 @@ impl WindowQuery {
     }
 
     fn thread<'t>(&self, t: &'t Trace) -> Result<&'t crate::file::ThreadTrack, Failure> {
-        let tid = self.tid.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "tid is required".into()))?;
+        if let Some(a) = self.async_track {
+            return t.index.asyncs.get(a).ok_or_else(|| not_found(format!("no async track {a}")));
+        }
+        let tid =
+            self.tid.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "tid or async is required".into()))?;
         let threads = &t.index.threads;
         let at = threads
             .binary_search_by_key(&tid, |th| th.tid)
@@ -335,16 +348,18 @@ async fn slice_details(
 ) -> Result<Json<Value>, Failure> {
     let t = trace(&traces, q.trace)?;
     let s = t.index.get_slice(q.index).ok_or_else(|| not_found(format!("no slice {}", q.index)))?;
-    let (thread, level) = t
-        .index
-        .threads
-        .iter()
-        .find_map(|th| {
-            let level = th.levels.iter().position(|&(first, n)| (first..first + n).contains(&q.index))?;
-            Some((th, level))
-        })
-        .ok_or_else(|| not_found(format!("slice {} is on no thread", q.index)))?;
-    let (path, self_ticks, children) = crate::stats::context(&t.index, thread, level, q.index);
+    let on = |tracks| track_of(tracks, q.index);
+    let (async_track, thread, level) = match on(&t.index.threads) {
+        Some((_, th, level)) => (None, th, level),
+        None => on(&t.index.asyncs)
+            .map(|(k, th, level)| (Some(k), th, level))
+            .ok_or_else(|| not_found(format!("slice {} is on no track", q.index)))?,
+    };
+    // An async slice's lanes do not nest: its path is its name.
+    let (path, self_ticks, children) = match async_track {
+        None => crate::stats::context(&t.index, thread, level, q.index),
+        Some(_) => (vec![t.index.name(s.name).to_owned()], s.duration(), 0),
+    };
     Ok(Json(json!({
         "index": q.index,
         "name": t.index.name(s.name),
@@ -355,12 +370,24 @@ async fn slice_details(
         "self_ns": t.clock.ticks_to_ns(self_ticks),
         "children": children,
         "path": path,
-        "tid": thread.tid,
+        "tid": async_track.is_none().then_some(thread.tid),
+        "async": async_track,
         "level": level,
         "callsite": s.callsite,
         "flags": s.flags,
         "event_offset": s.event,
     })))
+}
+
+/// The track of `tracks` that slice `index` is on, its place, and the slice's level there.
+fn track_of(
+    tracks: &[crate::file::ThreadTrack],
+    index: u64,
+) -> Option<(usize, &crate::file::ThreadTrack, usize)> {
+    tracks.iter().enumerate().find_map(|(k, th)| {
+        let level = th.levels.iter().position(|&(first, n)| (first..first + n).contains(&index))?;
+        Some((k, th, level))
+    })
 }
 
 #[cfg(test)]

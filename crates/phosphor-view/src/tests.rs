@@ -299,3 +299,40 @@ fn counters_give_their_min_max_and_last_value_a_pixel() {
     assert_eq!(items.iter().map(|i| i.count).sum::<u64>(), 1000);
     assert_eq!((items[0].min, items[0].max, items[0].last), (0.0, 6.0, 2.0));
 }
+
+#[test]
+fn async_slices_pair_by_name_and_id_and_take_as_few_lanes_as_are_open_at_once() {
+    let d = dir();
+    let path = d.path().join("t.phos");
+    let sites = [("request", Phase::AsyncBegin), ("request", Phase::AsyncEnd)];
+    let (begin, end) = (ID, ID + 1);
+    let mut events = Vec::new();
+    // Request k runs from 10k to 10k + 25: three open at once at most. Ends come on another thread.
+    let mut ends = Vec::new();
+    for k in 0..100u64 {
+        events.push(records::async_edge(10 * k, begin, k).to_vec());
+        ends.push(records::async_edge(10 * k + 25, end, k).to_vec());
+    }
+    // One never ended, and an end with no begin.
+    events.push(records::async_edge(2_000, begin, 500).to_vec());
+    ends.push(records::async_edge(2_100, end, 999).to_vec());
+    write_trace(&path, &sites, &[(1, events), (2, ends)]);
+    let index = open(&path, None, &BuildOptions::default()).unwrap();
+    assert_eq!(index.asyncs.len(), 1);
+    let track = &index.asyncs[0];
+    assert_eq!(index.name(track.tid), "request");
+    assert_eq!(track.levels.len(), 3, "{:?}", track.levels);
+    let mut all = Vec::new();
+    for (lane, &(first, n)) in track.levels.iter().enumerate() {
+        let lane_slices: Vec<_> = (first..first + n).map(|i| index.slice(i)).collect();
+        for w in lane_slices.windows(2) {
+            assert!(w[0].end <= w[1].start, "lane {lane} overlaps: {w:?}");
+        }
+        all.extend(lane_slices);
+    }
+    assert_eq!(all.len(), 101);
+    assert!(all.iter().filter(|s| s.flags & slice_flags::UNCLOSED != 0).all(|s| s.start == 2_000));
+    assert_eq!(all.iter().filter(|s| s.end - s.start == 25).count(), 100);
+    let stray = index.points_in(&index.threads[1], Window { start: 0, end: 10_000, pixel: 1 });
+    assert!(matches!(stray[..], [crate::PointItem::Point(_, p)] if p.kind == point_kinds::END_WITHOUT_BEGIN));
+}

@@ -113,6 +113,14 @@ try {
   await page.waitForFunction(() => document.querySelector('#results').dataset.kinds !== undefined, { timeout, polling: 50 })
   result.stats = await page.$$eval('#results tr[data-path]', rows =>
     rows.map(r => ({ path: r.dataset.path, count: Number(r.dataset.count), total_ns: Number(r.dataset.totalNs) })))
+  // A row's histogram and slowest occurrences.
+  await page.click('#results tr[data-path="batch/iteration"]')
+  await page.waitForFunction(() => document.querySelector('#kind') && document.querySelector('#kind').dataset.count, { timeout, polling: 50 })
+  result.kind = await page.evaluate(() => ({
+    count: Number(document.querySelector('#kind').dataset.count),
+    slowest_ns: Number(document.querySelector('#kind').dataset.slowestNs),
+    listed: document.querySelectorAll('#kind li').length,
+  }))
   await page.screenshot({ path: screenshot })
 } catch (e) {
   result.errors.push(String(e && e.message ? e.message : e))

@@ -544,6 +544,7 @@ function renderStats() {
     row.dataset.count = String(r.count)
     row.dataset.totalNs = String(r.total_ns)
     row.title = r.path.join(' / ') + (r.exact ? '' : ' (p50 and p99 within 0.1%)')
+    row.onclick = () => showKind(r).catch(err => status(String(err.message || err)))
     const cells = [r.path[r.path.length - 1], r.type, r.count.toLocaleString('en'), formatNs(r.total_ns), formatNs(r.p50_ns), formatNs(r.p99_ns), formatNs(r.max_ns)]
     for (const c of cells) {
       const td = document.createElement('td')
@@ -553,6 +554,54 @@ function renderStats() {
     t.appendChild(row)
   }
   root.append(head, t)
+}
+
+// One row of the statistics: the histogram of its durations and its slowest occurrences.
+async function showKind(row) {
+  const range = state.selection ? `&start=${Math.floor(state.selection[0])}&end=${Math.ceil(state.selection[1])}` : ''
+  const k = await api(`/api/kind?trace=${row.trace}&type=${row.type}&path=${encodeURIComponent(JSON.stringify(row.path))}${range}`)
+  let box = $('kind')
+  if (!box) {
+    box = document.createElement('div')
+    box.id = 'kind'
+    $('results').prepend(box)
+  }
+  box.innerHTML = ''
+  box.dataset.count = String(k.count)
+  box.dataset.slowestNs = String(k.slowest.length ? k.slowest[0].duration_ns : 0)
+  const h = document.createElement('h3')
+  h.textContent = `${row.path.join(' / ')}: ${k.count.toLocaleString('en')}, ${formatNs(k.min_ns)} to ${formatNs(k.max_ns)}`
+  const c = document.createElement('canvas')
+  c.width = 400
+  c.height = 90
+  const g = c.getContext('2d')
+  const most = Math.max(1, ...k.histogram.map(b => b[2]))
+  const w = c.width / k.histogram.length
+  k.histogram.forEach((b, i) => {
+    const hgt = b[2] ? Math.max(1, Math.sqrt(b[2] / most) * (c.height - 14)) : 0
+    g.fillStyle = '#2a6fb0'
+    g.fillRect(i * w + 1, c.height - 12 - hgt, w - 2, hgt)
+  })
+  g.fillStyle = '#333'
+  g.font = '10px system-ui, sans-serif'
+  g.fillText(formatNs(k.min_ns), 0, c.height - 1)
+  const right = formatNs(k.max_ns)
+  g.fillText(right, c.width - g.measureText(right).width, c.height - 1)
+  const title = document.createElement('p')
+  title.textContent = 'slowest (click to show):'
+  const ol = document.createElement('ol')
+  for (const s of k.slowest) {
+    const li = document.createElement('li')
+    li.textContent = `${formatNs(s.duration_ns)} at ${formatNs(s.start_ns - state.span.start)} · ${threadName(row.trace, s.tid)}`
+    li.onclick = async () => {
+      const pad = (s.end_ns - s.start_ns) * 2 + 1000
+      state.show(s.start_ns - pad, s.end_ns + pad)
+      const track = state.tracks.find(t => t.kind === 'thread' && t.trace === row.trace && t.tid === s.tid)
+      if (track) await select(track, { slice: [s.start_ns, s.end_ns, -1, s.index, 0] })
+    }
+    ol.appendChild(li)
+  }
+  box.append(h, c, title, ol)
 }
 
 async function main() {

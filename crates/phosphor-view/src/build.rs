@@ -185,7 +185,10 @@ pub(crate) fn build<R: Read>(
     let by_start =
         |a: &Pending, b: &Pending| (a.tid, a.slice.start, a.seq).cmp(&(b.tid, b.slice.start, b.seq));
     let mut asyncs = sorter().pushed_by(by_start);
-    let mut open_asyncs: HashMap<(u32, u64), Open> = HashMap::default();
+    // By (name, id), the first of a begin and its end met: chunks come thread by thread, so an
+    // end may come before its begin. With it, whether it is the begin, and its thread.
+    let mut open_asyncs: HashMap<(u32, u64), (bool, Open, u32)> = HashMap::default();
+    let mut unended: Vec<Open> = Vec::new();
     let by_time =
         |a: &Keyed<POINT_BYTES>, b: &Keyed<POINT_BYTES>| (a.group, a.ts, a.seq).cmp(&(b.group, b.ts, b.seq));
     let mut points = sorter().pushed_by(by_time);
@@ -299,16 +302,30 @@ pub(crate) fn build<R: Read>(
                     };
                     Pending { tid: name, depth: 0, seq, slice }
                 };
-                if cs.phase == Phase::AsyncBegin {
-                    let open = Open { name, callsite: cs.id, start: ts, event: e.offset };
-                    // The same id begun again: the first ends here, never ended.
-                    if let Some(o) = open_asyncs.insert(key, open) {
-                        asyncs.push(slice(o, ts, slice_flags::SCOPE | slice_flags::UNCLOSED))?;
+                let begin = cs.phase == Phase::AsyncBegin;
+                let this = Open { name, callsite: cs.id, start: ts, event: e.offset };
+                match open_asyncs.remove(&key) {
+                    Some((first_is_begin, first, _)) if first_is_begin != begin => {
+                        let (b, end) = if begin { (this, first.start) } else { (first, ts) };
+                        asyncs.push(slice(b, end, slice_flags::SCOPE))?;
                     }
-                } else {
-                    match open_asyncs.remove(&key) {
-                        Some(o) => asyncs.push(slice(o, ts, slice_flags::SCOPE))?,
-                        None => points.push(point(name, point_kinds::END_WITHOUT_BEGIN))?,
+                    previous => {
+                        // A second begin (or end) of the id: the first stays unmatched.
+                        match previous {
+                            Some((true, o, _)) => unended.push(o),
+                            Some((false, o, tid)) => {
+                                let p = Point {
+                                    ts: o.start,
+                                    name,
+                                    callsite: o.callsite,
+                                    event: o.event,
+                                    kind: point_kinds::END_WITHOUT_BEGIN,
+                                };
+                                points.push(Keyed { group: tid, seq, ts: o.start, bytes: p.encode() })?;
+                            }
+                            None => {}
+                        }
+                        open_asyncs.insert(key, (begin, this, e.tid));
                     }
                 }
             }
@@ -363,11 +380,28 @@ pub(crate) fn build<R: Read>(
         }
     }
     drop(threads);
-    // Async slices never ended run to the end of the trace.
-    let mut open: Vec<((u32, u64), Open)> = open_asyncs.into_iter().collect();
+    // Async slices never ended run to the end of the trace; ends never begun are points.
+    let mut open: Vec<((u32, u64), (bool, Open, u32))> = open_asyncs.into_iter().collect();
     open.sort_unstable_by_key(|(key, _)| *key);
-    for ((name, _), o) in open {
+    let mut never_ended = unended;
+    for ((name, _), (begin, o, tid)) in open {
         seq += 1;
+        if begin {
+            never_ended.push(o);
+        } else {
+            let p = Point {
+                ts: o.start,
+                name,
+                callsite: o.callsite,
+                event: o.event,
+                kind: point_kinds::END_WITHOUT_BEGIN,
+            };
+            points.push(Keyed { group: tid, seq, ts: o.start, bytes: p.encode() })?;
+        }
+    }
+    for o in never_ended {
+        seq += 1;
+        let name = o.name;
         let slice = Slice {
             start: o.start,
             end: meta.end_ticks.max(o.start),

@@ -120,6 +120,7 @@ pub fn router(traces: Vec<Trace>) -> Router {
         .route("/api/slice", get(slice_details))
         .route("/api/search", get(crate::search::search))
         .route("/api/stats", get(crate::stats::stats))
+        .route("/api/kind", get(crate::stats::kind))
         .with_state(Arc::new(traces))
 }
 

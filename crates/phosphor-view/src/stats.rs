@@ -8,7 +8,8 @@
 //! remembered per level, since neighbours share their parent). An interlaced slice, drawn a level
 //! lower than its nesting, is held by the first slice further up that contains it.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -219,4 +220,100 @@ pub(crate) async fn stats(
 /// The range in `t`'s ticks: from `start` to `end` on the shared timeline, or all of it.
 fn range(t: &Trace, start: Option<i64>, end: Option<i64>) -> (u64, u64) {
     (start.map_or(0, |s| t.ticks(s, false)), end.map_or(u64::MAX, |e| t.ticks(e, true)))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct KindQuery {
+    trace: usize,
+    /// The path's names, as a JSON array (names may hold `/`).
+    path: String,
+    /// `scope`, `lock_wait` or `lock_held`.
+    #[serde(rename = "type")]
+    ty: String,
+    start: Option<i64>,
+    end: Option<i64>,
+}
+
+/// Buckets of the histogram of `/api/kind`.
+const BUCKETS: usize = 40;
+/// Slowest occurrences listed.
+const SLOWEST: usize = 20;
+
+/// `GET /api/kind`: one row of the statistics: the histogram of its durations (40 buckets of equal
+/// ratio from the shortest to the longest) and its slowest occurrences.
+pub(crate) async fn kind(
+    State(traces): State<Shared>,
+    Query(q): Query<KindQuery>,
+) -> Result<Json<Value>, Failure> {
+    let bad = |why: String| Failure(StatusCode::BAD_REQUEST, why);
+    let t =
+        traces.get(q.trace).ok_or_else(|| Failure(StatusCode::NOT_FOUND, format!("no trace {}", q.trace)))?;
+    let want: Vec<String> =
+        serde_json::from_str(&q.path).map_err(|e| bad(format!("path: a JSON array of names: {e}")))?;
+    if want.is_empty() {
+        return Err(bad("path has no name".into()));
+    }
+    let (a, b) = range(t, q.start, q.end);
+    let mut paths = Paths::default();
+    let mut durations: Vec<u64> = Vec::new();
+    // The slowest: the shortest of them on top.
+    let mut slowest: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
+    for thread in &t.index.threads {
+        let mut walk = Walk { index: &t.index, thread, last: vec![None; thread.levels.len()] };
+        // A path of n names is at level n - 1, or lower down for an interlaced slice.
+        for (level, &(first, count)) in thread.levels.iter().enumerate().skip(want.len() - 1) {
+            let end = first + count;
+            let from = partition(first, end, |k| t.index.slice(k).start < a);
+            let to = partition(from, end, |k| t.index.slice(k).start <= b);
+            for i in from..to {
+                let s = t.index.slice(i);
+                if t.index.name(s.name) != want[want.len() - 1] || type_of(s.flags) != q.ty {
+                    continue;
+                }
+                let path = walk.path(&mut paths, level, i);
+                if paths.names(path) != want {
+                    continue;
+                }
+                durations.push(s.duration());
+                slowest.push(Reverse((s.duration(), i, thread.tid)));
+                if slowest.len() > SLOWEST {
+                    slowest.pop();
+                }
+            }
+        }
+    }
+    let clock = t.clock_info();
+    let (lo, hi) =
+        (durations.iter().copied().min().unwrap_or(0), durations.iter().copied().max().unwrap_or(0));
+    // Bucket k holds durations up to lo × ratio^(k+1); a duration of 0 counts as 1 tick.
+    let (lo_f, hi_f) = ((lo.max(1)) as f64, (hi.max(1)) as f64);
+    let ratio = (hi_f / lo_f).powf(1.0 / BUCKETS as f64).max(1.0 + 1e-9);
+    let mut counts = [0u64; BUCKETS];
+    for &d in &durations {
+        let k = ((d.max(1) as f64 / lo_f).ln() / ratio.ln()).floor() as usize;
+        counts[k.min(BUCKETS - 1)] += 1;
+    }
+    let histogram: Vec<Value> = counts
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| {
+            let edge = |k: usize| clock.ticks_to_ns((lo_f * ratio.powi(k as i32)).round() as u64);
+            json!([edge(k), edge(k + 1), n])
+        })
+        .collect();
+    let slowest: Vec<Value> = slowest
+        .into_sorted_vec()
+        .into_iter()
+        .map(|Reverse((d, i, tid))| {
+            let s = t.index.slice(i);
+            json!({ "index": i, "tid": tid, "start_ns": t.ns(s.start), "end_ns": t.ns(s.end), "duration_ns": clock.ticks_to_ns(d) })
+        })
+        .collect();
+    Ok(Json(json!({
+        "count": durations.len(),
+        "min_ns": clock.ticks_to_ns(lo),
+        "max_ns": clock.ticks_to_ns(hi),
+        "histogram": histogram,
+        "slowest": slowest,
+    })))
 }

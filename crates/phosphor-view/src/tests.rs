@@ -316,7 +316,8 @@ fn async_slices_pair_by_name_and_id_and_take_as_few_lanes_as_are_open_at_once() 
     // One never ended, and an end with no begin.
     events.push(records::async_edge(2_000, begin, 500).to_vec());
     ends.push(records::async_edge(2_100, end, 999).to_vec());
-    write_trace(&path, &sites, &[(1, events), (2, ends)]);
+    // The ends' thread first in the file: an end is met before its begin.
+    write_trace(&path, &sites, &[(2, ends), (1, events)]);
     let index = open(&path, None, &BuildOptions::default()).unwrap();
     assert_eq!(index.asyncs.len(), 1);
     let track = &index.asyncs[0];

@@ -144,5 +144,15 @@ fn the_viewer_page_names_threads_zooms_pans_shows_a_clicked_slice_and_searches_a
         checked += 1;
     }
     assert!(checked >= 8, "{checked} paths");
+    // Its row `batch/iteration`: the histogram holds every one, the slowest is the longest.
+    let iteration = stats["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["path"] == serde_json::json!(["batch", "iteration"]))
+        .unwrap();
+    assert_eq!(r["kind"]["count"], iteration["count"], "{r}");
+    assert_eq!(r["kind"]["slowest_ns"], iteration["durations"]["max_ns"], "{r}");
+    assert_eq!(r["kind"]["listed"], 20, "{r}");
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "a screenshot of the page");
 }

@@ -89,6 +89,15 @@ fn view_serves_every_thread_and_as_many_slices_as_stats_counts() {
         .for_each(|(name, n)| assert_eq!(counted.get(name), Some(n), "{name}"));
     assert_eq!(served.values().filter(|&&n| n > 0).count(), counted.len(), "{served:?} {counted:?}");
 
+    // The demo's async items: paired as `phosphor stats` pairs them, on at most 48 lanes (the
+    // demo holds at most 48 in flight).
+    let items = &trace["asyncs"][0];
+    assert_eq!(items["name"], "item");
+    let pairs =
+        stats["async"].as_array().unwrap().iter().find(|a| a["name"] == "item").unwrap()["pairs"].clone();
+    assert_eq!(items["slices"], pairs);
+    assert!(items["lanes"].as_u64().unwrap() <= 48, "{items}");
+
     // A window of the whole trace, 1,600 pixels wide: every slice of a worker, a pixel at a time.
     let (start, end) = (trace["start_ns"].as_i64().unwrap(), trace["end_ns"].as_i64().unwrap());
     let worker = trace["threads"].as_array().unwrap().iter().find(|t| t["name"] == "worker-0").unwrap();

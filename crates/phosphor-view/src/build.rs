@@ -381,7 +381,7 @@ pub(crate) fn build<R: Read>(
     }
     drop(threads);
     // Async slices never ended run to the end of the trace; ends never begun are points.
-    let mut open: Vec<((u32, u64), (bool, Open, u32))> = open_asyncs.into_iter().collect();
+    let mut open: Vec<_> = open_asyncs.into_iter().collect();
     open.sort_unstable_by_key(|(key, _)| *key);
     let mut never_ended = unended;
     for ((name, _), (begin, o, tid)) in open {

@@ -121,6 +121,15 @@ try {
     slowest_ns: Number(document.querySelector('#kind').dataset.slowestNs),
     listed: document.querySelectorAll('#kind li').length,
   }))
+  await page.screenshot({ path: screenshot.replace(/\.png$/, '-stats.png') })
+
+  // The flame graph of everything: a box per path drawn, as wide as the scopes' time.
+  await page.click('#flame-button')
+  await page.waitForFunction(() => document.querySelector('#flame'), { timeout, polling: 50 })
+  result.flame = await page.evaluate(() => ({
+    boxes: Number(document.querySelector('#flame').dataset.boxes),
+    total_ns: Number(document.querySelector('#flame').dataset.totalNs),
+  }))
   await page.screenshot({ path: screenshot })
 } catch (e) {
   result.errors.push(String(e && e.message ? e.message : e))

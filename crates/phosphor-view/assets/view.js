@@ -604,6 +604,64 @@ async function showKind(row) {
   box.append(h, c, title, ol)
 }
 
+// The flame graph of the selection (or of everything): each scope path a box as wide as its total
+// time, under its parent; what a box's children leave uncovered is its self time.
+async function showFlame() {
+  const range = state.selection ? `&start=${Math.floor(state.selection[0])}&end=${Math.ceil(state.selection[1])}` : ''
+  const r = await api(`/api/stats?limit=5000${range}`)
+  const root = { name: 'all', total: 0, children: new Map() }
+  for (const row of r.rows) {
+    let node = root
+    row.path.forEach((name, i) => {
+      const key = `${row.trace}\u0000${name}\u0000${i === row.path.length - 1 ? row.type : 'scope'}`
+      if (!node.children.has(key)) node.children.set(key, { name, total: 0, children: new Map() })
+      node = node.children.get(key)
+    })
+    node.total = row.total_ns
+  }
+  for (const c of root.children.values()) root.total += c.total
+  const box = $('results')
+  box.innerHTML = ''
+  const head = document.createElement('p')
+  head.textContent = `flame graph of ${state.selection ? 'the selection' : 'everything'}: ${formatNs(root.total)} in scopes` + (r.kinds > r.rows.length ? ` (the ${r.rows.length} largest of ${r.kinds} paths)` : '')
+  const c = document.createElement('canvas')
+  c.id = 'flame'
+  const rowH = 16
+  let depth = 0
+  const measure = (n, d) => { depth = Math.max(depth, d); for (const k of n.children.values()) measure(k, d + 1) }
+  measure(root, 0)
+  c.width = 420
+  c.height = (depth + 1) * rowH
+  const g = c.getContext('2d')
+  g.font = '10px system-ui, sans-serif'
+  g.textBaseline = 'middle'
+  let boxes = 0
+  const draw = (n, x, w, d) => {
+    g.fillStyle = d === 0 ? '#ccd' : color(n.name)
+    g.fillRect(x, d * rowH, Math.max(w - 1, 1), rowH - 1)
+    boxes++
+    if (w > 30) {
+      g.fillStyle = '#111'
+      g.save()
+      g.beginPath()
+      g.rect(x, d * rowH, w, rowH)
+      g.clip()
+      g.fillText(`${n.name} ${formatNs(n.total)}`, x + 2, d * rowH + rowH / 2)
+      g.restore()
+    }
+    let cx = x
+    for (const k of [...n.children.values()].sort((a, b) => b.total - a.total)) {
+      const kw = n.total > 0 ? (w * k.total) / n.total : 0
+      if (kw >= 0.5) draw(k, cx, kw, d + 1)
+      cx += kw
+    }
+  }
+  draw(root, 0, c.width, 0)
+  c.dataset.boxes = String(boxes)
+  c.dataset.totalNs = String(root.total)
+  box.append(head, c)
+}
+
 async function main() {
   const { traces } = await api('/api/traces')
   state.traces = traces
@@ -617,6 +675,7 @@ async function main() {
   listen()
   listenSearch()
   $('stats-button').onclick = () => showStats().catch(err => status(String(err.message || err)))
+  $('flame-button').onclick = () => showFlame().catch(err => status(String(err.message || err)))
   await refresh()
   state.ready = true
 }

@@ -154,5 +154,15 @@ fn the_viewer_page_names_threads_zooms_pans_shows_a_clicked_slice_and_searches_a
     assert_eq!(r["kind"]["count"], iteration["count"], "{r}");
     assert_eq!(r["kind"]["slowest_ns"], iteration["durations"]["max_ns"], "{r}");
     assert_eq!(r["kind"]["listed"], 20, "{r}");
+    // The flame graph: its roots add up to the outermost paths' time, and it draws a box a path.
+    let roots: u64 = stats["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["path"].as_array().unwrap().len() == 1 && k["durations"].is_object())
+        .map(|k| k["durations"]["total_ns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(r["flame"]["total_ns"].as_u64(), Some(roots), "{r}");
+    assert!(r["flame"]["boxes"].as_u64().unwrap() > 8, "{r}");
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "a screenshot of the page");
 }

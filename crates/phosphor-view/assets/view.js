@@ -9,7 +9,7 @@ const FLAG_UNCLOSED = 4
 const FLAG_WRONG_END = 8
 const FLAG_INTERLACED = 16
 const KINDS = ['begin/end', 'complete', 'lock wait', 'lock held']
-const POINT_KINDS = ['instant', 'log', 'saturation (events dropped)', 'end without begin']
+const POINT_KINDS = ['instant', 'log', 'saturation (events dropped)', 'end without begin', 'chunks lost just before']
 
 const state = {
   traces: [],
@@ -211,7 +211,7 @@ function drawThread(track, g) {
       const merged = p[2] < 0
       const x = xOf(c, p[0])
       const kind = merged ? 0 : p[3]
-      g.fillStyle = ['#357', '#283', '#d00', '#d00'][kind] || '#357'
+      g.fillStyle = ['#357', '#283', '#d00', '#d00', '#d00'][kind] || '#357'
       g.beginPath()
       g.moveTo(x, y + 1)
       g.lineTo(x - 4, y + POINT_ROW - 1)

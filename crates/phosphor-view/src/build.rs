@@ -21,7 +21,7 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
 use extsort::{ExternalSorter, Sortable};
-use phosphor_format::file::{Event, Reader, Value};
+use phosphor_format::file::{Event, Extents, Reader, Value};
 use phosphor_format::Phase;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -108,6 +108,12 @@ impl<const N: usize> Sortable for Keyed<N> {
             bytes,
         })
     }
+}
+
+/// What the first pass takes in: a chunk (its extents, and its block's offset), or an event.
+enum Item<'a, 'e> {
+    Chunk { extents: &'a Extents, offset: u64 },
+    Event(&'a Event<'e>),
 }
 
 /// A begin waiting for its end.
@@ -206,8 +212,31 @@ pub(crate) fn build<R: Read>(
     let mut span: Option<(u64, u64)> = None;
     let mut scratch = String::new();
 
-    let mut add = |e: &Event<'_>, names: &mut Names| -> io::Result<()> {
+    // By writer stream, the last chunk number seen.
+    let mut streams: HashMap<(u16, u32), u64> = HashMap::default();
+    let mut add = |item: Item<'_, '_>, names: &mut Names| -> io::Result<()> {
         seq += 1;
+        let e = match item {
+            Item::Event(e) => e,
+            Item::Chunk { extents: x, offset } => {
+                // A gap in a writer stream's chunk numbers: chunks lost (overwritten in a ring)
+                // just before this one, marked where the stream picks up again. The pieces of a
+                // streamed chunk share its number.
+                let n = x.seq & ((1 << phosphor_format::file::SEQ_STREAM_SHIFT) - 1);
+                let lost = match streams.insert(x.stream_key(), n) {
+                    None => n,
+                    Some(last) => n.saturating_sub(last.saturating_add(1)),
+                };
+                if lost > 0 {
+                    let plural = if lost == 1 { "" } else { "s" };
+                    let name = names.number(&format!("{lost} chunk{plural} lost"));
+                    let kind = point_kinds::LOST_CHUNKS;
+                    let p = Point { ts: x.first_ts, name, callsite: 0, event: offset, kind };
+                    points.push(Keyed { group: x.tid, seq, ts: x.first_ts, bytes: p.encode() })?;
+                }
+                return Ok(());
+            }
+        };
         let cs = &e.callsite;
         let ts = e.ts;
         let end = e.ts.saturating_add(e.duration.unwrap_or(0));
@@ -343,11 +372,12 @@ pub(crate) fn build<R: Read>(
             }
         };
         meta.chunks += 1;
+        add(Item::Chunk { extents: &chunk.extents, offset: chunk.offset }, &mut names)?;
         for event in chunk.events() {
             match event {
                 Ok(e) => {
                     meta.events += 1;
-                    add(&e, &mut names)?;
+                    add(Item::Event(&e), &mut names)?;
                 }
                 Err(e) => {
                     meta.read_error = Some(e.to_string());

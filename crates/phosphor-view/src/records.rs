@@ -46,6 +46,8 @@ pub mod point_kinds {
     pub const SATURATION: u8 = 2;
     /// An end with no begin of its name open on its thread.
     pub const END_WITHOUT_BEGIN: u8 = 3;
+    /// Chunks of the thread's stream were lost just before this time (its name says how many).
+    pub const LOST_CHUNKS: u8 = 4;
 }
 
 /// A slice of a thread's timeline.

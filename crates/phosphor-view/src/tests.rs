@@ -337,3 +337,34 @@ fn async_slices_pair_by_name_and_id_and_take_as_few_lanes_as_are_open_at_once() 
     let stray = index.points_in(&index.threads[1], Window { start: 0, end: 10_000, pixel: 1 });
     assert!(matches!(stray[..], [crate::PointItem::Point(_, p)] if p.kind == point_kinds::END_WITHOUT_BEGIN));
 }
+
+#[test]
+fn chunks_lost_from_a_stream_are_marked_where_it_picks_up_again() {
+    let d = dir();
+    let path = d.path().join("t.phos");
+    let clock = ClockInfo { origin_ticks: 0, ..monotonic() };
+    let mut w = TraceWriter::new(File::create(&path).unwrap(), clock, "test").unwrap();
+    w.strings(&["test", "", "test.rs", "tick"]).unwrap();
+    w.callsites([callsite(ID, Phase::Instant, 3)]).unwrap();
+    // Chunks of two ticks: numbers 0 and 1, then 5 (2, 3 and 4 lost), then 6.
+    let mut s = ChunkStream::with_capacity(1, 2);
+    for ts in [10, 20, 30, 40] {
+        s.push(&mut w, &records::instant(ts, ID)).unwrap();
+    }
+    s.flush(&mut w).unwrap();
+    s.skip(3);
+    for ts in [100, 110, 120, 130] {
+        s.push(&mut w, &records::instant(ts, ID)).unwrap();
+    }
+    s.flush(&mut w).unwrap();
+    w.finish(Trailer::default()).unwrap();
+    let index = open(&path, None, &BuildOptions::default()).unwrap();
+    // (The mark and the tick at 100 share a nanosecond: read the points one by one.)
+    let (first, n) = index.threads[0].points;
+    let marks: Vec<(String, u64)> = (first..first + n)
+        .map(|i| index.point(i))
+        .filter(|p| p.kind == point_kinds::LOST_CHUNKS)
+        .map(|p| (index.name(p.name).to_owned(), p.ts))
+        .collect();
+    assert_eq!(marks, [("3 chunks lost".to_owned(), 100)]);
+}

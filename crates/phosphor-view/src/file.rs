@@ -37,7 +37,7 @@ pub const MAGIC: &[u8; 8] = b"PHOSVIEW";
 /// The footer's last bytes.
 const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
 /// The version this crate writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 const HEADER_BYTES: u64 = 64;
 const SECTIONS: usize = 9;
 const FOOTER_BYTES: usize = SECTIONS * 16 + 8;

@@ -107,6 +107,14 @@ try {
   await page.keyboard.press('Enter')
   await page.waitForFunction(() => document.querySelector('#search-at').textContent.startsWith('2 of'), { timeout, polling: 50 })
   result.searched.next = await page.evaluate(() => document.querySelector('#search-at').textContent)
+  // A log found by its format string shows its formatted message.
+  await page.$eval('#search', el => { el.value = '' })
+  await page.click('#search')
+  await page.keyboard.type('reached')
+  await page.keyboard.press('Enter')
+  await page.waitForFunction(() => document.querySelector('#search-at').textContent.startsWith('1 of') && window.phosphorView.search.q === 'reached', { timeout, polling: 50 })
+  await page.waitForFunction(() => window.phosphorView.pending === 0 && document.querySelector('#details').dataset.message, { timeout, polling: 50 })
+  result.searched.log = await page.evaluate(() => document.querySelector('#details h3').textContent)
 
   // The statistics panel, of everything: its rows by path.
   await page.click('#stats-button')

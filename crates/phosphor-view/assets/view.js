@@ -313,9 +313,21 @@ async function select(track, hit) {
   }
   if (hit.point) {
     const p = hit.point
-    const kind = p[2] < 0 ? `${-p[2]} points` : POINT_KINDS[p[3]]
+    if (p[2] < 0) {
+      d.innerHTML = ''
+      d.append(list(`${-p[2]} points`, [['time', `${formatNs(p[0] - state.span.start)} – ${formatNs(p[1] - state.span.start)}`], ['thread', track.name], ['', 'zoom in to see them']]))
+      return
+    }
+    const pt = await api(`/api/point?trace=${track.trace}&index=${p[2]}`)
+    const ev = pt.event || {}
     d.innerHTML = ''
-    d.append(list(hit.name || kind, [['kind', kind], ['time', formatNs(p[0] - state.span.start)], ['thread', track.name]]))
+    d.append(list(ev.message || pt.name, [
+      ['kind', POINT_KINDS[pt.kind] || 'point'],
+      ['time', formatNs(pt.ts_ns - state.span.start)],
+      ['thread', track.name],
+      ...eventRows(ev),
+    ]))
+    d.dataset.message = ev.message || ''
     return
   }
   state.selected = { trace: track.trace, index: hit.slice[3] }
@@ -336,10 +348,22 @@ async function select(track, hit) {
     [s.async === null ? 'thread' : 'track', s.async === null ? `${track.name} (tid ${s.tid})` : track.name],
     ['level', String(s.level)],
     ['kind', KINDS[flags & 3]],
-    ['callsite', String(s.callsite)],
+    ...eventRows(s.event || {}),
     ...problems.map(p => ['problem', p]),
   ]))
   d.dataset.durationNs = String(s.duration_ns)
+}
+
+// An event's details as rows: category, level, source line, arguments.
+function eventRows(ev) {
+  if (ev.error) return [['event', ev.error]]
+  const rows = []
+  if (ev.category !== undefined) rows.push(['category', ev.category])
+  if (ev.level) rows.push(['level', ev.level])
+  if (ev.file) rows.push(['source', `${ev.file}:${ev.line}`])
+  for (const [name, v] of ev.args || []) rows.push([name || 'argument', String(v)])
+  if (ev.truncated) rows.push(['problem', 'a string argument was cut when recorded'])
+  return rows
 }
 
 function list(title, rows) {

@@ -214,11 +214,14 @@ pub(crate) fn build<R: Read>(
 
     // By writer stream, the last chunk number seen.
     let mut streams: HashMap<(u16, u32), u64> = HashMap::default();
+    // Every chunk block's offset, in file order: an event's chunk is found by it, to read again.
+    let mut chunk_offsets: Vec<u64> = Vec::new();
     let mut add = |item: Item<'_, '_>, names: &mut Names| -> io::Result<()> {
         seq += 1;
         let e = match item {
             Item::Event(e) => e,
             Item::Chunk { extents: x, offset } => {
+                chunk_offsets.push(offset);
                 // A gap in a writer stream's chunk numbers: chunks lost (overwritten in a ring)
                 // just before this one, marked where the stream picks up again. The pieces of a
                 // streamed chunk share its number.
@@ -565,6 +568,6 @@ pub(crate) fn build<R: Read>(
         t.name = reader.thread_name(t.tid).map(|n| names.number(&n));
     }
     let counters = counter_names.into_iter().zip(counter_spans).collect();
-    out.finish(names.into_list(), table, async_table, counters, &meta)?;
+    out.finish(names.into_list(), table, async_table, counters, &chunk_offsets, &meta)?;
     Ok(meta)
 }

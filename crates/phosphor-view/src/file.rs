@@ -15,7 +15,8 @@
 //! meta:               JSON (`Meta`)
 //! asyncs:             32 bytes each, as threads: name u32 (its id), name u32, first level u32,
 //!                     lanes u32, 0 u64, 0 u64 (an async track's lanes are levels)
-//! footer:             (offset u64, length u64) of each of the 9 sections above, "PHVIEWFT"
+//! chunks:             u64 each: the trace's chunk blocks' offsets, in file order
+//! footer:             (offset u64, length u64) of each of the 10 sections above, "PHVIEWFT"
 //! ```
 //!
 //! All integers are little-endian. An index is written beside its trace, or in a cache folder,
@@ -37,9 +38,9 @@ pub const MAGIC: &[u8; 8] = b"PHOSVIEW";
 /// The footer's last bytes.
 const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
 /// The version this crate writes and reads.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 const HEADER_BYTES: u64 = 64;
-const SECTIONS: usize = 9;
+const SECTIONS: usize = 10;
 const FOOTER_BYTES: usize = SECTIONS * 16 + 8;
 const THREAD_BYTES: usize = 32;
 const LEVEL_BYTES: usize = 16;
@@ -198,6 +199,7 @@ impl IndexWriter {
         threads: Vec<ThreadEntry>,
         asyncs: Vec<ThreadEntry>,
         counters: Vec<(u32, (u64, u64))>,
+        chunks: &[u64],
         meta: &Meta,
     ) -> Result<(), Error> {
         // The section being written, then whichever record sections had no record.
@@ -265,6 +267,11 @@ impl IndexWriter {
             self.write(b)?;
         }
         self.sections.push((start, self.at - start));
+        let start = self.at;
+        for c in chunks {
+            self.write(&c.to_le_bytes())?;
+        }
+        self.sections.push((start, self.at - start));
 
         let footer = self.at;
         let sections = std::mem::take(&mut self.sections);
@@ -313,6 +320,7 @@ pub struct IndexFile {
     pub(crate) points: (usize, usize),
     pub(crate) samples: (usize, usize),
     names: (usize, usize),
+    chunks: (usize, usize),
     /// The threads, by id.
     pub threads: Vec<ThreadTrack>,
     /// The counters, in the order first seen.
@@ -359,13 +367,14 @@ impl IndexFile {
             }
             *s = (offset as usize, len as usize);
         }
-        let [slices, points, samples, names, threads, levels, counters, meta, asyncs] = sections;
+        let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks] = sections;
         for (s, size, what) in [
             (slices, SLICE_BYTES, "slices"),
             (points, POINT_BYTES, "points"),
             (samples, SAMPLE_BYTES, "samples"),
             (threads, THREAD_BYTES, "threads"),
             (asyncs, THREAD_BYTES, "asyncs"),
+            (chunks, 8, "chunks"),
             (levels, LEVEL_BYTES, "levels"),
             (counters, COUNTER_BYTES, "counters"),
         ] {
@@ -425,6 +434,7 @@ impl IndexFile {
             names,
             threads: thread_list,
             asyncs: async_list,
+            chunks,
             counters: counter_list,
             meta,
             map,
@@ -477,6 +487,23 @@ impl IndexFile {
         let start = if n == 0 { 0 } else { end_at(n - 1) };
         // Checked at open: the ends are in order, within the text, at character boundaries.
         std::str::from_utf8(&self.map[text + start..text + end_at(n)]).unwrap_or("")
+    }
+
+    /// The offset of the chunk block that holds the event whose main record is at `event`.
+    pub fn chunk_of(&self, event: u64) -> Option<u64> {
+        let n = self.chunks.1 / 8;
+        let at = |i: usize| u64_at(&self.map, self.chunks.0 + 8 * i);
+        // The last chunk that starts at or before the event.
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if at(mid) <= event {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo > 0).then(|| at(lo - 1))
     }
 
     /// Slices in the index.

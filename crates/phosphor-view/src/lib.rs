@@ -41,6 +41,7 @@ use std::time::UNIX_EPOCH;
 use phosphor_format::file::Reader;
 
 mod build;
+mod events;
 mod file;
 mod query;
 pub mod records;

@@ -41,6 +41,8 @@ pub struct Trace {
     pub offset_ns: i64,
     /// The trace's clock, which converts the index's ticks.
     clock: ClockInfo,
+    /// Its events read again, for their details.
+    events: crate::events::Events,
 }
 
 impl Trace {
@@ -86,7 +88,8 @@ impl Trace {
                     origin_wall_ns: m.origin_wall_ns,
                     fallback_reason: None,
                 };
-                Trace { path, offset_ns: i64::try_from(offset).unwrap_or(i64::MAX), clock, index }
+                let offset_ns = i64::try_from(offset).unwrap_or(i64::MAX);
+                Trace { path, offset_ns, clock, index, events: Default::default() }
             })
             .collect()
     }
@@ -118,6 +121,7 @@ pub fn router(traces: Vec<Trace>) -> Router {
         .route("/api/points", get(points))
         .route("/api/samples", get(samples))
         .route("/api/slice", get(slice_details))
+        .route("/api/point", get(point_details))
         .route("/api/search", get(crate::search::search))
         .route("/api/stats", get(crate::stats::stats))
         .route("/api/kind", get(crate::stats::kind))
@@ -356,6 +360,7 @@ async fn slice_details(
             .map(|(k, th, level)| (Some(k), th, level))
             .ok_or_else(|| not_found(format!("slice {} is on no track", q.index)))?,
     };
+    let event = event_details(&traces, q.trace, s.event).await;
     // An async slice's lanes do not nest: its path is its name.
     let (path, self_ticks, children) = match async_track {
         None => crate::stats::context(&t.index, thread, level, q.index),
@@ -377,6 +382,50 @@ async fn slice_details(
         "callsite": s.callsite,
         "flags": s.flags,
         "event_offset": s.event,
+        "event": event,
+    })))
+}
+
+/// The details of the event at byte `offset` of trace `n` (`events.rs`), read on a blocking
+/// thread; `{"error": ...}` when there are none.
+async fn event_details(traces: &Shared, n: usize, offset: u64) -> Value {
+    let shared = traces.clone();
+    let read = tokio::task::spawn_blocking(move || match shared.get(n) {
+        Some(t) => t.events.details(&t.path, &t.index, offset),
+        None => Err(format!("no trace {n}")),
+    });
+    match read.await {
+        Ok(Ok(details)) => details,
+        Ok(Err(why)) => json!({ "error": why }),
+        Err(e) => json!({ "error": e.to_string() }),
+    }
+}
+
+/// `GET /api/point`: one point by its number, with its event's details.
+async fn point_details(
+    State(traces): State<Shared>,
+    Query(q): Query<SliceQuery>,
+) -> Result<Json<Value>, Failure> {
+    let t = trace(&traces, q.trace)?;
+    let thread = t
+        .index
+        .threads
+        .iter()
+        .find(|th| (th.points.0..th.points.0 + th.points.1).contains(&q.index))
+        .ok_or_else(|| not_found(format!("no point {}", q.index)))?;
+    let p = t.index.point(q.index);
+    let event = if p.kind == crate::records::point_kinds::LOST_CHUNKS {
+        Value::Null
+    } else {
+        event_details(&traces, q.trace, p.event).await
+    };
+    Ok(Json(json!({
+        "index": q.index,
+        "name": t.index.name(p.name),
+        "kind": p.kind,
+        "ts_ns": t.ns(p.ts),
+        "tid": thread.tid,
+        "event": event,
     })))
 }
 

@@ -187,3 +187,34 @@ fn the_statistics_of_the_whole_trace_are_those_of_phosphor_stats() {
     let (status, _) = get(addr, "/api/stats?start=10&end=0");
     assert_eq!(status, 400);
 }
+
+#[test]
+fn a_points_details_are_read_again_from_the_trace_a_logs_message_formatted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.phos");
+    let sites = [("load {} of {}", Phase::Log), ("note", Phase::Instant)];
+    // Enough events for several chunks: the details come from the right one.
+    let mut events = Vec::new();
+    for k in 0..400u64 {
+        events.push(phosphor_craft::records::log(k * 10, ID, &[k, 7]));
+        events.push(phosphor_craft::records::with_string(k * 10 + 5, ID + 1, &format!("hello {k}"), None));
+    }
+    write_trace(&path, &sites, &[(1, events)]);
+    let addr = start(&[path]);
+    let (_, w) = get(addr, "/api/points?trace=0&tid=1&start=3000&end=3009&px=100");
+    let points = w["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{w}");
+    let (status, log) = get(addr, &format!("/api/point?trace=0&index={}", points[0][2]));
+    assert_eq!(status, 200);
+    assert_eq!(log["event"]["message"], "load 300 of 7", "{log}");
+    assert_eq!(log["event"]["level"], "info");
+    assert_eq!(
+        (log["event"]["file"].as_str(), log["event"]["line"].as_u64()),
+        (Some("test.rs"), Some(u64::from(ID)))
+    );
+    let (_, note) = get(addr, &format!("/api/point?trace=0&index={}", points[1][2]));
+    assert_eq!(note["event"]["args"][0][1], "hello 300", "{note}");
+    assert_eq!(note["event"]["message"], serde_json::Value::Null);
+    let (status, _) = get(addr, "/api/point?trace=0&index=999999");
+    assert_eq!(status, 404);
+}

@@ -129,6 +129,10 @@ fn the_viewer_page_names_threads_zooms_pans_shows_a_clicked_slice_and_searches_a
     assert_eq!(searched["at"], format!("1 of {iterations}"), "{r}");
     assert_eq!(searched["selected"], "iteration", "{r}");
     assert_eq!(searched["next"], format!("2 of {iterations}"), "{r}");
+    // The workers' log "{} reached iteration {} (checksum {:#x})", found by its format string,
+    // shows its message formatted.
+    let log = searched["log"].as_str().unwrap();
+    assert!(log.contains(" reached iteration ") && !log.contains('{'), "{r}");
     // The statistics panel of the whole trace has `phosphor stats`' figures for each scope path.
     let shown = r["stats"].as_array().unwrap();
     let scopes = stats["paths"].as_array().unwrap().iter().filter(|k| k["type"] == "scope");

@@ -16,7 +16,7 @@
 //! `recover` tool would start). A file that ends cleanly between blocks but has no trailer is
 //! truncated too: the trailer is what says the file is whole.
 
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 
 use super::chunk::{Chunk, Extents};
 use super::error::{Error, ErrorKind};
@@ -296,15 +296,7 @@ impl<R: Read> Reader<R> {
             }
             kind::CALLSITES => Found::Callsites(self.tables.read_callsites(&self.body, base)?),
             kind::THREADS => Found::Threads(self.tables.read_threads(&self.body, base)?),
-            kind::CHUNK => {
-                let extents = Extents::decode(&self.body, base)?;
-                let recs = &self.body[super::chunk::EXTENTS_BYTES..];
-                self.records.clear();
-                self.records.extend(recs.chunks_exact(RECORD_SIZE).map(|b| {
-                    Record::from_bytes(b.try_into().expect("chunks_exact gives RECORD_SIZE bytes"))
-                }));
-                Found::Chunk { extents, offset: start }
-            }
+            kind::CHUNK => Found::Chunk { extents: self.take_chunk(base)?, offset: start },
             kind::AGGREGATES => Found::Aggregates(super::aggregates::decode(
                 &self.body,
                 base,
@@ -322,6 +314,19 @@ impl<R: Read> Reader<R> {
             k => Found::Unknown { kind: k, len: self.body.len() as u32 },
         };
         Ok(Some(found))
+    }
+
+    /// The extents of the chunk block in `self.body` (its body at file offset `base`), its records
+    /// copied into `self.records`.
+    fn take_chunk(&mut self, base: u64) -> Result<Extents, Error> {
+        let extents = Extents::decode(&self.body, base)?;
+        let recs = &self.body[super::chunk::EXTENTS_BYTES..];
+        self.records.clear();
+        self.records.extend(
+            recs.chunks_exact(RECORD_SIZE)
+                .map(|b| Record::from_bytes(b.try_into().expect("chunks_exact gives RECORD_SIZE bytes"))),
+        );
+        Ok(extents)
     }
 
     /// Reads up to `len` bytes into `self.body`; returns how many arrived. The buffer grows by
@@ -382,5 +387,25 @@ impl<R: Read> Reader<R> {
         }
         self.offset = start + BLOCK_HEADER_BYTES as u64 + u64::from(len);
         Ok(kind)
+    }
+}
+
+impl<R: Read + Seek> Reader<R> {
+    /// Reads the chunk block at file offset `offset` again (the [`Chunk::offset`] a reader gave),
+    /// and decodes it with the tables read so far: random access to the events of a file that
+    /// was read to its end once, as a viewer does to show one event's arguments. The reader is
+    /// finished after it (`next_chunk` gives `Ok(None)`), but `chunk_at` may be called again.
+    ///
+    /// An offset that is not a chunk block's start is an error naming it, never a panic.
+    pub fn chunk_at(&mut self, offset: u64) -> Result<Chunk<'_>, Error> {
+        self.done = true;
+        self.input.seek(SeekFrom::Start(offset)).map_err(|e| Error::io(e, offset))?;
+        self.offset = offset;
+        let kind = self.read_frame()?;
+        if kind != kind::CHUNK {
+            return Err(Error::malformed(kind::name(kind), "not a chunk block", offset));
+        }
+        let extents = self.take_chunk(offset + BLOCK_HEADER_BYTES as u64)?;
+        Ok(self.chunk(extents, offset))
     }
 }

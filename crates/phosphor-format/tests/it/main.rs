@@ -3,4 +3,5 @@
 mod corrupt;
 mod golden;
 mod memory;
+mod random_access;
 mod support;

@@ -22,7 +22,7 @@ fn a_chunk_read_again_at_its_offset_gives_the_same_events() {
             assert_eq!(&again, events, "{file} at {offset}");
         }
         // Not a chunk's start: an error that names the offset.
-        let e = reader.chunk_at(chunks[0].0 + 1).err().expect("not a block's start");
+        let Err(e) = reader.chunk_at(chunks[0].0 + 1) else { panic!("a chunk at a block's second byte") };
         assert!(e.offset() > chunks[0].0, "{e}");
         assert!(reader.chunk_at(bytes.len() as u64 + 100).is_err());
         assert!(reader.next_chunk().unwrap().is_none());

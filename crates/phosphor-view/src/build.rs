@@ -157,6 +157,13 @@ impl Names {
     }
 }
 
+/// The point of an async end (`o`, on thread `tid`) whose begin never came.
+fn stray_end(o: &Open, tid: u32, seq: u64) -> Keyed<POINT_BYTES> {
+    let kind = point_kinds::END_WITHOUT_BEGIN;
+    let p = Point { ts: o.start, name: o.name, callsite: o.callsite, event: o.event, kind };
+    Keyed { group: tid, seq, ts: o.start, bytes: p.encode() }
+}
+
 /// The name of a lock's callsite without its phase's tail: the runtime names a lock's two
 /// callsites `NAME.wait` and `NAME.held`; the viewer says which by the slice's kind.
 fn lock_base(name: &str, tail: &str) -> String {
@@ -345,16 +352,7 @@ pub(crate) fn build<R: Read>(
                         // A second begin (or end) of the id: the first stays unmatched.
                         match previous {
                             Some((true, o, _)) => unended.push(o),
-                            Some((false, o, tid)) => {
-                                let p = Point {
-                                    ts: o.start,
-                                    name,
-                                    callsite: o.callsite,
-                                    event: o.event,
-                                    kind: point_kinds::END_WITHOUT_BEGIN,
-                                };
-                                points.push(Keyed { group: tid, seq, ts: o.start, bytes: p.encode() })?;
-                            }
+                            Some((false, o, tid)) => points.push(stray_end(&o, tid, seq))?,
                             None => {}
                         }
                         open_asyncs.insert(key, (begin, this, e.tid));
@@ -417,19 +415,12 @@ pub(crate) fn build<R: Read>(
     let mut open: Vec<_> = open_asyncs.into_iter().collect();
     open.sort_unstable_by_key(|(key, _)| *key);
     let mut never_ended = unended;
-    for ((name, _), (begin, o, tid)) in open {
+    for (_, (begin, o, tid)) in open {
         seq += 1;
         if begin {
             never_ended.push(o);
         } else {
-            let p = Point {
-                ts: o.start,
-                name,
-                callsite: o.callsite,
-                event: o.event,
-                kind: point_kinds::END_WITHOUT_BEGIN,
-            };
-            points.push(Keyed { group: tid, seq, ts: o.start, bytes: p.encode() })?;
+            points.push(stray_end(&o, tid, seq))?;
         }
     }
     for o in never_ended {

@@ -491,19 +491,11 @@ impl IndexFile {
 
     /// The offset of the chunk block that holds the event whose main record is at `event`.
     pub fn chunk_of(&self, event: u64) -> Option<u64> {
-        let n = self.chunks.1 / 8;
-        let at = |i: usize| u64_at(&self.map, self.chunks.0 + 8 * i);
+        let n = (self.chunks.1 / 8) as u64;
+        let at = |i: u64| u64_at(&self.map, self.chunks.0 + 8 * i as usize);
         // The last chunk that starts at or before the event.
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if at(mid) <= event {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        (lo > 0).then(|| at(lo - 1))
+        let after = crate::query::partition(0, n, |i| at(i) <= event);
+        (after > 0).then(|| at(after - 1))
     }
 
     /// Slices in the index.

@@ -73,7 +73,7 @@ impl Window {
 }
 
 /// The first index in `lo..hi` for which `before` is false (`before` is true for a prefix).
-fn partition(mut lo: u64, mut hi: u64, before: impl Fn(u64) -> bool) -> u64 {
+pub(crate) fn partition(mut lo: u64, mut hi: u64, before: impl Fn(u64) -> bool) -> u64 {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if before(mid) {

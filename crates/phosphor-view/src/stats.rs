@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::file::{IndexFile, ThreadTrack};
+use crate::query::partition;
 use crate::records::slice_flags;
 use crate::server::{Failure, Shared, Trace};
 
@@ -72,19 +73,6 @@ fn type_of(flags: u8) -> &'static str {
         slice_flags::LOCK_HELD => "lock_held",
         _ => "scope",
     }
-}
-
-/// The first index in `lo..hi` for which `before` is false.
-fn partition(mut lo: u64, mut hi: u64, before: impl Fn(u64) -> bool) -> u64 {
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if before(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 /// One thread's walk: the path of each slice, its parents' remembered per level.

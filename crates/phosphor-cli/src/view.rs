@@ -1,15 +1,17 @@
-//! `phosphor view FILE|DIR… [--listen ADDR] [--no-open]`: indexes the traces (once: the index is
-//! kept beside each trace, or in a cache folder) and serves the viewer's API on a local HTTP
-//! server, whose URL is the first line on stdout. A folder stands for its `.phos` files (a
-//! `phosphor record` folder); all the traces share one timeline, a process group each.
+//! `phosphor view FILE|DIR… [--listen ADDR] [--no-open]`: serves the viewer's API on a local HTTP
+//! server, whose URL is the first line on stdout, as soon as the traces' headers are read, and
+//! indexes them meanwhile (once: the index is kept beside each trace, or in a cache folder). A
+//! folder stands for its `.phos` files (a `phosphor record` folder); all the traces share one
+//! timeline, a process group each.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use phosphor_view::server::{serve, Trace};
+use phosphor_view::server::{serve, Traces};
 use phosphor_view::BuildOptions;
 
 /// Options of `phosphor view`.
@@ -66,25 +68,28 @@ pub fn run(args: &ViewArgs, out: &mut impl Write) -> anyhow::Result<()> {
         bail!("{} is not a loopback address; pass --any-address to serve there", args.listen);
     }
     let cache = args.cache.clone().unwrap_or_else(default_cache);
-    let mut indexes = Vec::new();
+    let mut files = Vec::new();
     for path in &args.paths {
-        for file in traces_of(path)? {
-            let index = phosphor_view::open(&file, Some(&cache), &BuildOptions::default())?;
-            if let Some(e) = &index.meta.read_error {
-                eprintln!("{}: indexed the events before a read error: {e}", file.display());
-            }
-            indexes.push((file, index));
-        }
+        files.extend(traces_of(path)?);
     }
+    // Only the headers are read before serving: the page shows each trace's overview, then its
+    // tracks, as the indexing thread gets to them.
+    let traces = Arc::new(Traces::open(files)?);
     let listener = TcpListener::bind(args.listen).with_context(|| format!("listening on {}", args.listen))?;
     let url = format!("http://{}/", listener.local_addr()?);
     writeln!(out, "{url}")?;
     out.flush()?;
+    let indexing = traces.clone();
+    std::thread::Builder::new().name("phosphor-index".into()).spawn(move || {
+        indexing.index_all(Some(&cache), &BuildOptions::default(), |slot, what| {
+            eprintln!("{}: {what}", slot.path.display());
+        })
+    })?;
     if !args.no_open {
         if let Err(e) = webbrowser::open(&url) {
             eprintln!("could not open a browser ({e}); open {url}");
         }
     }
-    serve(Trace::on_one_timeline(indexes), listener).context("serving")?;
+    serve(traces, listener).context("serving")?;
     Ok(())
 }

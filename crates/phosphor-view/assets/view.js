@@ -5,6 +5,7 @@
 const LEVEL_HEIGHT = 18
 const POINT_ROW = 12
 const COUNTER_HEIGHT = 40
+const COARSE_HEIGHT = 28
 const FLAG_UNCLOSED = 4
 const FLAG_WRONG_END = 8
 const FLAG_INTERLACED = 16
@@ -22,6 +23,11 @@ const state = {
   // Requests answered since the page loaded (tests wait on it).
   answered: 0,
   pending: 0,
+  // 'coarse' once a trace's overview is drawn while indexing goes on; 'complete' once every
+  // trace is indexed and its tracks drawn (tests and benchmarks wait on it).
+  stage: 'loading',
+  // How long each synchronous redraw of every track took, in milliseconds (the last 200).
+  frames: [],
 }
 window.phosphorView = state
 // Shows the window from `start` to `end` (nanoseconds on the shared timeline).
@@ -66,11 +72,20 @@ function status(text) {
 // One canvas row per thread (its levels and points) and per counter.
 function buildTracks() {
   const root = $('tracks')
+  root.replaceChildren()
+  state.tracks = []
   for (const t of state.traces) {
     const group = document.createElement('div')
     group.className = 'group'
-    group.textContent = `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '')
+    group.textContent = `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + progressText(t)
     root.appendChild(group)
+    if (t.state !== 'ready') {
+      // The overview while the index is built: where each thread was busy.
+      for (const th of t.threads || []) {
+        addTrack(root, { kind: 'coarse', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}` })
+      }
+      continue
+    }
     for (const th of t.threads) {
       addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points: th.points })
     }
@@ -89,14 +104,16 @@ function addTrack(root, track) {
   const label = document.createElement('div')
   label.className = 'label'
   label.textContent = track.name
-  label.title = { thread: `${track.name} (tid ${track.tid})`, async: `${track.name}: one lane per slice open at once`, counter: `${track.name} (counter)` }[track.kind]
+  label.title = { thread: `${track.name} (tid ${track.tid})`, async: `${track.name}: one lane per slice open at once`, counter: `${track.name} (counter)`, coarse: `${track.name} (tid ${track.tid}): events per pixel, while the trace is indexed` }[track.kind]
   const canvas = document.createElement('canvas')
   row.append(label, canvas)
   root.appendChild(row)
   track.canvas = canvas
   track.data = null
   track.hits = []
-  track.height = track.kind === 'counter' ? COUNTER_HEIGHT : Math.max(1, track.levels) * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0)
+  track.height = track.kind === 'counter' ? COUNTER_HEIGHT
+    : track.kind === 'coarse' ? COARSE_HEIGHT
+      : Math.max(1, track.levels) * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0)
   canvas.height = track.height
   canvas.style.height = `${track.height}px`
   canvas.dataset.track = String(state.tracks.length)
@@ -118,11 +135,17 @@ async function refresh() {
   const s = Math.floor(start), e = Math.ceil(end)
   drawRuler()
   showWindow()
+  // One overview request a trace serves all its coarse tracks.
+  const overviews = new Map()
   await Promise.all(state.tracks.map(async track => {
     const px = track.canvas.width
     try {
       let data
-      if (track.kind !== 'counter') {
+      if (track.kind === 'coarse') {
+        if (!overviews.has(track.trace)) overviews.set(track.trace, api(`/api/overview?trace=${track.trace}&start=${s}&end=${e}&px=${px}`))
+        const o = await overviews.get(track.trace)
+        data = { events: (o.threads.find(th => th.tid === track.tid) || { events: [] }).events }
+      } else if (track.kind !== 'counter') {
         const who = track.kind === 'thread' ? `tid=${track.tid}` : `async=${track.async}`
         const q = `trace=${track.trace}&${who}&start=${s}&end=${e}&px=${px}`
         const [slices, points] = await Promise.all([api(`/api/slices?${q}`), track.points ? api(`/api/points?${q}`) : null])
@@ -143,9 +166,12 @@ async function refresh() {
 
 let timer = null
 function schedule() {
+  const t0 = performance.now()
   drawRuler()
   showWindow()
   for (const t of state.tracks) draw(t)
+  state.frames.push(performance.now() - t0)
+  if (state.frames.length > 200) state.frames.shift()
   clearTimeout(timer)
   timer = setTimeout(refresh, 40)
 }
@@ -158,8 +184,27 @@ function draw(track) {
   g.clearRect(0, 0, c.width, c.height)
   track.hits = []
   if (!track.data) return
-  if (track.kind !== 'counter') drawThread(track, g)
+  if (track.kind === 'coarse') drawCoarse(track, g)
+  else if (track.kind !== 'counter') drawThread(track, g)
   else drawCounter(track, g)
+}
+
+// Events per pixel as bars, on a log scale (the window they were asked for, placed in the view).
+function drawCoarse(track, g) {
+  const c = track.canvas
+  const events = track.data.events
+  if (!events.length) return
+  const top = Math.log1p(Math.max(...events))
+  if (!(top > 0)) return
+  const per = (track.window.end - track.window.start) / events.length
+  g.fillStyle = '#8a94a6'
+  events.forEach((n, i) => {
+    if (!(n > 0)) return
+    const x0 = xOf(c, track.window.start + i * per)
+    const x1 = xOf(c, track.window.start + (i + 1) * per)
+    const h = Math.max(1, Math.log1p(n) / top * (c.height - 4))
+    g.fillRect(x0, c.height - 2 - h, Math.max(1, x1 - x0), h)
+  })
 }
 
 function drawThread(track, g) {
@@ -298,6 +343,8 @@ function pan(fraction) {
   state.view = { start: state.view.start + d, end: state.view.end + d }
   schedule()
 }
+state.pan = pan
+state.zoom = zoom
 
 function timeAt(canvas, clientX) {
   const r = canvas.getBoundingClientRect()
@@ -686,22 +733,66 @@ async function showFlame() {
   box.append(head, c)
 }
 
-async function main() {
-  const { traces } = await api('/api/traces')
+function progressText(t) {
+  if (t.state === 'ready') return ''
+  if (t.state === 'failed') return ` · could not be indexed: ${t.error}`
+  const pct = t.bytes ? Math.floor(100 * t.read / t.bytes) : 0
+  return t.state === 'scanning' ? ` · scanning ${pct}%` : ` · indexing ${pct}% (an overview until then)`
+}
+
+// The window every trace spans (those not yet scanned have none).
+function spanOf(traces) {
+  const known = traces.filter(t => t.start_ns !== undefined)
+  if (!known.length) return null
+  const start = Math.min(...known.map(t => t.start_ns))
+  const end = Math.max(...known.map(t => t.end_ns))
+  return { start, end: Math.max(end, start + 1) }
+}
+
+// Takes in a new list of traces: tracks are made again when a trace's state changed.
+async function takeIn(traces) {
+  const before = state.traces.map(t => `${t.state}/${(t.threads || []).length}`).join()
+  const after = traces.map(t => `${t.state}/${(t.threads || []).length}`).join()
   state.traces = traces
-  const starts = traces.map(t => t.start_ns), ends = traces.map(t => t.end_ns)
-  const start = starts.length ? Math.min(...starts) : 0
-  const end = ends.length ? Math.max(...ends) : 1
-  state.span = { start, end: Math.max(end, start + 1) }
-  state.view = { ...state.span }
-  buildTracks()
-  sizeCanvases()
+  const span = spanOf(traces)
+  if (span) {
+    const whole = state.view.start === state.span.start && state.view.end === state.span.end
+    state.span = span
+    if (whole || state.stage === 'loading') state.view = { ...span }
+  }
+  if (before !== after) {
+    buildTracks()
+    sizeCanvases()
+    await refresh()
+  } else {
+    // The progress figures only.
+    document.querySelectorAll('#tracks .group').forEach((g, i) => {
+      const t = traces[i]
+      if (t) g.textContent = `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + progressText(t)
+    })
+  }
+}
+
+async function main() {
   listen()
   listenSearch()
   $('stats-button').onclick = () => showStats().catch(err => status(String(err.message || err)))
   $('flame-button').onclick = () => showFlame().catch(err => status(String(err.message || err)))
-  await refresh()
+  for (;;) {
+    const { traces, done } = await api('/api/traces')
+    await takeIn(traces)
+    if (done) break
+    if (traces.some(t => t.state !== 'scanning') && state.tracks.length) {
+      state.stage = 'coarse'
+      document.body.dataset.stage = 'coarse'
+    }
+    await new Promise(r => setTimeout(r, 250))
+  }
+  const failed = state.traces.filter(t => t.state === 'failed')
+  if (failed.length) status(failed.map(t => `${t.file}: ${t.error}`).join('; '))
   state.ready = true
+  state.stage = 'complete'
+  document.body.dataset.stage = 'complete'
 }
 
 main().catch(err => {

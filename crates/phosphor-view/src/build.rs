@@ -38,11 +38,13 @@ pub struct BuildOptions {
     pub sort_dir: Option<PathBuf>,
     /// Records a sorter holds in memory before it writes a segment: about 48 bytes each.
     pub segment_items: usize,
+    /// Set to the bytes of the trace read so far, as the build goes (for a progress figure).
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Default for BuildOptions {
     fn default() -> BuildOptions {
-        BuildOptions { sort_dir: None, segment_items: 1 << 19 }
+        BuildOptions { sort_dir: None, segment_items: 1 << 17, progress: None }
     }
 }
 
@@ -373,6 +375,10 @@ pub(crate) fn build<R: Read>(
             }
         };
         meta.chunks += 1;
+        if let Some(p) = &options.progress {
+            // Relaxed: a figure for display; nothing is read through it.
+            p.store(chunk.end_offset(), std::sync::atomic::Ordering::Relaxed);
+        }
         add(Item::Chunk { extents: &chunk.extents, offset: chunk.offset }, &mut names)?;
         for event in chunk.events() {
             match event {

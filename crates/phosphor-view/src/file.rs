@@ -30,7 +30,7 @@ use memmap2::Mmap;
 use phosphor_format::file::Header;
 use serde::{Deserialize, Serialize};
 
-use crate::records::{u32_at, u64_at, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES};
+use crate::records::{u32_at, u64_at, Point, Sample, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES};
 use crate::Error;
 
 /// The index file's first bytes.
@@ -314,7 +314,10 @@ pub struct CounterTrack {
 /// An index file, mapped.
 #[derive(Debug)]
 pub struct IndexFile {
+    /// The whole file mapped, for its small tables (names, chunks).
     pub(crate) map: Mmap,
+    /// Its records, read by position (`store.rs`).
+    store: crate::store::Store,
     pub(crate) path: PathBuf,
     pub(crate) slices: (usize, usize),
     pub(crate) points: (usize, usize),
@@ -340,6 +343,8 @@ impl IndexFile {
         // complete, never written again in place; a process that truncated it under us would make
         // reads fault, as with any mapped file, which is the one risk taken for reading in place.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let store =
+            crate::store::Store::new(file.try_clone().map_err(|e| Error::io(path, e))?, map.len() as u64);
         let bad = |what: &str, at: usize| Error::Index {
             path: path.to_owned(),
             offset: at as u64,
@@ -438,6 +443,7 @@ impl IndexFile {
             counters: counter_list,
             meta,
             map,
+            store,
         };
         index.check_names()?;
         Ok(Some(index))
@@ -510,25 +516,29 @@ impl IndexFile {
 
     /// Slice number `i` (below [`IndexFile::slice_count`]).
     pub(crate) fn slice(&self, i: u64) -> Slice {
-        let at = self.slices.0 + i as usize * SLICE_BYTES;
-        let mut b = [0u8; SLICE_BYTES];
-        b.copy_from_slice(&self.map[at..at + SLICE_BYTES]);
-        Slice::decode(&b)
+        Slice::decode(&self.store.read(self.slices.0 as u64 + i * SLICE_BYTES as u64))
     }
 
     /// Point number `i`.
-    pub(crate) fn point(&self, i: u64) -> crate::records::Point {
-        let at = self.points.0 + i as usize * POINT_BYTES;
-        let mut b = [0u8; POINT_BYTES];
-        b.copy_from_slice(&self.map[at..at + POINT_BYTES]);
-        crate::records::Point::decode(&b)
+    pub(crate) fn point(&self, i: u64) -> Point {
+        Point::decode(&self.store.read(self.points.0 as u64 + i * POINT_BYTES as u64))
     }
 
     /// Sample number `i`.
-    pub(crate) fn sample(&self, i: u64) -> crate::records::Sample {
-        let at = self.samples.0 + i as usize * SAMPLE_BYTES;
-        let mut b = [0u8; SAMPLE_BYTES];
-        b.copy_from_slice(&self.map[at..at + SAMPLE_BYTES]);
-        crate::records::Sample::decode(&b)
+    pub(crate) fn sample(&self, i: u64) -> Sample {
+        Sample::decode(&self.store.read(self.samples.0 as u64 + i * SAMPLE_BYTES as u64))
+    }
+
+    /// Calls `f` with slices `first..end` and their numbers, in order (a sequential read that
+    /// leaves the cache of blocks alone).
+    pub(crate) fn scan_slices(&self, first: u64, end: u64, mut f: impl FnMut(u64, Slice)) {
+        let end = end.min(self.slice_count());
+        self.store.scan::<SLICE_BYTES>(self.slices.0 as u64, first, end, |i, b| f(i, Slice::decode(&b)));
+    }
+
+    /// Calls `f` with points `first..end` and their numbers, in order.
+    pub(crate) fn scan_points(&self, first: u64, end: u64, mut f: impl FnMut(u64, Point)) {
+        let end = end.min((self.points.1 / POINT_BYTES) as u64);
+        self.store.scan::<POINT_BYTES>(self.points.0 as u64, first, end, |i, b| f(i, Point::decode(&b)));
     }
 }

@@ -43,16 +43,20 @@ use phosphor_format::file::Reader;
 mod build;
 mod events;
 mod file;
+mod overview;
 mod query;
 pub mod records;
 mod search;
 pub mod server;
 mod stats;
+mod store;
 #[cfg(test)]
 mod tests;
+mod traces;
 
 pub use build::BuildOptions;
 pub use file::{CounterTrack, IndexFile, Meta, ThreadTrack, MAGIC, VERSION};
+pub use overview::{Overview, OverviewThread};
 pub use query::{PointItem, SampleItem, SliceItem, Window};
 
 /// Why an index could not be opened or built.

@@ -5,8 +5,9 @@
 //! that reaches into the window is found by binary search on ends. From there, a slice at least
 //! a pixel wide is given whole; a narrower one starts a run that takes every slice starting
 //! before the next pixel's edge (found by binary search on starts), given as one merged item
-//! with its count. Each item covers at least a pixel or ends one, so a window of `p` pixels
-//! gives at most `2p + 2` items a level, in `O(p log n)` reads of the mapped index.
+//! with its count; a run less than a pixel after the previous one joins it. Each item covers at
+//! least a pixel or ends one, so a window of `p` pixels gives at most `2p + 2` items a level, in
+//! `O(p log n)` reads of the index.
 
 use crate::file::{IndexFile, ThreadTrack};
 use crate::records::{Point, Sample, Slice};
@@ -85,6 +86,22 @@ pub(crate) fn partition(mut lo: u64, mut hi: u64, before: impl Fn(u64) -> bool) 
     lo
 }
 
+/// [`partition`] for an answer likely near `lo`: steps of 1, 2, 4… from it first, so that the
+/// records read are near each other (and in blocks read already).
+pub(crate) fn partition_near(lo: u64, hi: u64, before: impl Fn(u64) -> bool) -> u64 {
+    let mut step = 1u64;
+    let mut from = lo;
+    while from < hi {
+        let probe = from.saturating_add(step - 1).min(hi - 1);
+        if !before(probe) {
+            return partition(from, probe, before);
+        }
+        from = probe + 1;
+        step = step.saturating_mul(2);
+    }
+    hi
+}
+
 impl IndexFile {
     /// The slices of `thread` in `w`, by level (outermost first).
     pub fn slices_in(&self, thread: &ThreadTrack, w: Window) -> Vec<Vec<SliceItem>> {
@@ -107,13 +124,20 @@ impl IndexFile {
             }
             // Not past the window: a run takes only slices that start in it.
             let edge = w.next_edge(s.start).min(w.end.saturating_add(1));
-            let j = partition(i + 1, end, |k| self.slice(k).start < edge);
-            if j == i + 1 {
-                out.push(SliceItem::Slice(i, s));
-            } else {
-                // Sorted by end too: the run's last slice ends last.
-                let last = self.slice(j - 1);
-                out.push(SliceItem::Merged { first: i, count: j - i, start: s.start, end: last.end });
+            let j = partition_near(i + 1, end, |k| self.slice(k).start < edge);
+            // Sorted by end too: the run's last slice ends last.
+            let last_end = if j == i + 1 { s.end } else { self.slice(j - 1).end };
+            match out.last_mut() {
+                // A run less than a pixel after the previous one joins it: drawn the same, and a
+                // busy level becomes a few items rather than one a pixel.
+                Some(SliceItem::Merged { first, count, end, .. })
+                    if *first + *count == i && s.start.saturating_sub(*end) < w.pixel =>
+                {
+                    *count += j - i;
+                    *end = last_end;
+                }
+                _ if j == i + 1 => out.push(SliceItem::Slice(i, s)),
+                _ => out.push(SliceItem::Merged { first: i, count: j - i, start: s.start, end: last_end }),
             }
             i = j;
         }
@@ -132,7 +156,7 @@ impl IndexFile {
                 break;
             }
             let edge = w.next_edge(p.ts).min(w.end.saturating_add(1));
-            let j = partition(i + 1, end, |k| self.point(k).ts < edge);
+            let j = partition_near(i + 1, end, |k| self.point(k).ts < edge);
             if j == i + 1 {
                 out.push(PointItem::Point(i, p));
             } else {

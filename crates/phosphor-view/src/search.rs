@@ -71,7 +71,7 @@ pub(crate) async fn search(
     let mut total = 0u64;
     let mut next_after: Option<i64> = None;
     let mut names: Vec<Value> = Vec::new();
-    for (n, t) in traces.iter().enumerate() {
+    for (n, t) in traces.ready_traces() {
         let index = &t.index;
         let wanted: Vec<bool> = (0..index.name_count()).map(|i| matches(index.name(i))).collect();
         if !wanted.contains(&true) {
@@ -93,10 +93,9 @@ pub(crate) async fn search(
         };
         for th in index.threads.iter().chain(&index.asyncs) {
             for (level, &(from, count)) in th.levels.iter().enumerate() {
-                for i in from..from + count {
-                    let s = index.slice(i);
+                index.scan_slices(from, from + count, |i, s| {
                     if !wanted.get(s.name as usize).copied().unwrap_or(false) {
-                        continue;
+                        return;
                     }
                     counts[s.name as usize] += 1;
                     let hit = Hit {
@@ -110,13 +109,12 @@ pub(crate) async fn search(
                         name: s.name,
                     };
                     keep(hit, &mut first);
-                }
+                });
             }
             let (from, count) = th.points;
-            for i in from..from + count {
-                let p = index.point(i);
+            index.scan_points(from, from + count, |i, p| {
                 if !wanted.get(p.name as usize).copied().unwrap_or(false) {
-                    continue;
+                    return;
                 }
                 counts[p.name as usize] += 1;
                 let at = t.ns(p.ts);
@@ -131,7 +129,7 @@ pub(crate) async fn search(
                     name: p.name,
                 };
                 keep(hit, &mut first);
-            }
+            });
         }
         for (name, &c) in counts.iter().enumerate() {
             if c > 0 {

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
@@ -19,83 +18,16 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use phosphor_format::{ClockInfo, ClockKind};
-
 use crate::file::IndexFile;
 use crate::query::{PointItem, SliceItem, Window};
+pub use crate::traces::{Slot, Trace, Traces};
 
 /// The widest window an answer is made for, in pixels.
 pub const MAX_PIXELS: u32 = 8192;
 /// The most levels of a thread one answer gives (the deeper ones are asked for by `from`).
 pub const MAX_LEVELS: usize = 256;
 
-/// A trace the server shows: its index, and where it sits on the shared timeline.
-#[derive(Debug)]
-pub struct Trace {
-    /// The trace file.
-    pub path: PathBuf,
-    /// Its index.
-    pub index: IndexFile,
-    /// Added to the trace's times (nanoseconds since its clock's origin) to place them on the
-    /// timeline the traces share: the difference of the files' origins in wall-clock time.
-    pub offset_ns: i64,
-    /// The trace's clock, which converts the index's ticks.
-    clock: ClockInfo,
-    /// Its events read again, for their details.
-    events: crate::events::Events,
-}
-
-impl Trace {
-    /// The trace's clock.
-    pub(crate) fn clock_info(&self) -> &ClockInfo {
-        &self.clock
-    }
-
-    /// Clock value `ticks` on the shared timeline, in nanoseconds.
-    pub(crate) fn ns(&self, ticks: u64) -> i64 {
-        self.clock.since_origin_ns(ticks).saturating_add(self.offset_ns)
-    }
-
-    /// The clock value at `ns` on the shared timeline: the last at or before it, or (`up`) the
-    /// first at or after it.
-    pub(crate) fn ticks(&self, ns: i64, up: bool) -> u64 {
-        let since = i128::from(ns) - i128::from(self.offset_ns);
-        let origin = self.clock.origin_ticks;
-        let rate = self.clock.ns_per_tick;
-        if rate == 1.0 || !(rate.is_finite() && rate > 0.0) {
-            return (i128::from(origin) + since).clamp(0, i128::from(u64::MAX)) as u64;
-        }
-        let t = origin as f64 + since as f64 / rate;
-        // `as` saturates (and maps a NaN to 0).
-        (if up { t.ceil() } else { t.floor() }) as u64
-    }
-}
-
-impl Trace {
-    /// The traces of `indexes`, placed on one timeline by their origins' wall-clock times.
-    pub fn on_one_timeline(indexes: Vec<(PathBuf, IndexFile)>) -> Vec<Trace> {
-        let first = indexes.iter().map(|(_, i)| i.meta.origin_wall_ns).min().unwrap_or(0);
-        indexes
-            .into_iter()
-            .map(|(path, index)| {
-                let offset = index.meta.origin_wall_ns.saturating_sub(first);
-                let m = &index.meta;
-                let clock = ClockInfo {
-                    kind: ClockKind::default(),
-                    ns_per_tick: m.ns_per_tick,
-                    origin_ticks: m.origin_ticks,
-                    origin_monotonic_ns: 0,
-                    origin_wall_ns: m.origin_wall_ns,
-                    fallback_reason: None,
-                };
-                let offset_ns = i64::try_from(offset).unwrap_or(i64::MAX);
-                Trace { path, offset_ns, clock, index, events: Default::default() }
-            })
-            .collect()
-    }
-}
-
-pub(crate) type Shared = Arc<Vec<Trace>>;
+pub(crate) type Shared = Arc<Traces>;
 
 /// An answer of status 400 or 404 with a message.
 pub(crate) struct Failure(pub(crate) StatusCode, pub(crate) String);
@@ -111,12 +43,13 @@ fn not_found(what: String) -> Failure {
 }
 
 /// The routes of the API.
-pub fn router(traces: Vec<Trace>) -> Router {
+pub fn router(traces: Arc<Traces>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/view.js", get(script))
         .route("/view.css", get(style))
         .route("/api/traces", get(traces_list))
+        .route("/api/overview", get(overview))
         .route("/api/slices", get(slices))
         .route("/api/points", get(points))
         .route("/api/samples", get(samples))
@@ -125,11 +58,12 @@ pub fn router(traces: Vec<Trace>) -> Router {
         .route("/api/search", get(crate::search::search))
         .route("/api/stats", get(crate::stats::stats))
         .route("/api/kind", get(crate::stats::kind))
-        .with_state(Arc::new(traces))
+        .with_state(traces)
 }
 
-/// Serves `traces` on `listener` until the process ends.
-pub fn serve(traces: Vec<Trace>, listener: TcpListener) -> io::Result<()> {
+/// Serves `traces` on `listener` until the process ends; a trace not yet indexed
+/// ([`Traces::index_all`]) shows its overview, then its tracks once indexed.
+pub fn serve(traces: Arc<Traces>, listener: TcpListener) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_io().build()?;
     runtime.block_on(async move {
@@ -138,59 +72,134 @@ pub fn serve(traces: Vec<Trace>, listener: TcpListener) -> io::Result<()> {
     })
 }
 
-fn trace(traces: &Shared, n: usize) -> Result<&Trace, Failure> {
-    traces.get(n).ok_or_else(|| not_found(format!("no trace {n} (there are {})", traces.len())))
+/// Trace `n`: 404 if there is none, 503 while it is being indexed, 500 if that failed.
+pub(crate) fn trace(traces: &Shared, n: usize) -> Result<&Trace, Failure> {
+    let slots = traces.slots();
+    let slot = slots.get(n).ok_or_else(|| not_found(format!("no trace {n} (there are {})", slots.len())))?;
+    if let Some(t) = slot.trace() {
+        return Ok(t);
+    }
+    Err(match slot.failure() {
+        Some(why) => Failure(StatusCode::INTERNAL_SERVER_ERROR, why.to_owned()),
+        None => Failure(StatusCode::SERVICE_UNAVAILABLE, format!("trace {n} is still being indexed")),
+    })
 }
 
-/// `GET /api/traces`: every trace, its threads and counters.
+/// `GET /api/traces`: every trace, and how far its indexing has come; once indexed, its threads,
+/// counters and async tracks; before, the threads of its overview.
 async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
-    let list: Vec<Value> = traces
-        .iter()
-        .enumerate()
-        .map(|(n, t)| {
-            let i = &t.index;
-            let threads: Vec<Value> = i
+    let list: Vec<Value> = traces.slots().iter().enumerate().map(|(n, slot)| slot_json(n, slot)).collect();
+    Json(json!({ "traces": list, "done": traces.all_done() }))
+}
+
+fn slot_json(n: usize, slot: &Slot) -> Value {
+    let (stage, read) = slot.stage();
+    let mut v = json!({
+        "trace": n,
+        "file": slot.path.file_name().map(|f| f.to_string_lossy()),
+        "process": slot.process,
+        "pid": slot.pid,
+        "clock": slot.clock,
+        "offset_ns": slot.place().offset_ns(),
+        "state": match (slot.trace(), slot.failure(), stage) {
+            (Some(_), _, _) => "ready",
+            (_, Some(_), _) => "failed",
+            (_, _, crate::traces::stages::SCANNING) => "scanning",
+            _ => "indexing",
+        },
+        "bytes": slot.len,
+        "read": read,
+        "error": slot.failure(),
+    });
+    let Some(t) = slot.trace() else {
+        if let Some(o) = slot.overview() {
+            v["start_ns"] = json!(slot.place().ns(o.start_ticks));
+            v["end_ns"] = json!(slot.place().ns(o.end_ticks));
+            v["read_error"] = json!(o.read_error);
+            v["threads"] = o
                 .threads
                 .iter()
-                .map(|th| {
-                    json!({
-                        "tid": th.tid,
-                        "name": th.name.map(|n| i.name(n)),
-                        "levels": th.levels.len(),
-                        "slices": th.levels.iter().map(|l| l.1).sum::<u64>(),
-                        "points": th.points.1,
-                    })
-                })
+                .map(|th| json!({ "tid": th.tid, "name": th.name, "events": th.events }))
                 .collect();
-            let counters: Vec<Value> = i
-                .counters
-                .iter()
-                .enumerate()
-                .map(|(c, ct)| json!({ "counter": c, "name": i.name(ct.name), "samples": ct.samples.1 }))
-                .collect();
+        }
+        return v;
+    };
+    let i = &t.index;
+    let threads: Vec<Value> = i
+        .threads
+        .iter()
+        .map(|th| {
             json!({
-                "trace": n,
-                "file": t.path.file_name().map(|f| f.to_string_lossy()),
-                "process": i.meta.process,
-                "pid": i.meta.pid,
-                "clock": i.meta.clock,
-                "offset_ns": t.offset_ns,
-                "start_ns": t.ns(i.meta.start_ticks),
-                "end_ns": t.ns(i.meta.end_ticks),
-                "events": i.meta.events,
-                "read_error": i.meta.read_error,
-                "threads": threads,
-                "counters": counters,
-                "asyncs": i.asyncs.iter().enumerate().map(|(a, track)| json!({
-                    "async": a,
-                    "name": i.name(track.tid),
-                    "lanes": track.levels.len(),
-                    "slices": track.levels.iter().map(|l| l.1).sum::<u64>(),
-                })).collect::<Vec<Value>>(),
+                "tid": th.tid,
+                "name": th.name.map(|n| i.name(n)),
+                "levels": th.levels.len(),
+                "slices": th.levels.iter().map(|l| l.1).sum::<u64>(),
+                "points": th.points.1,
             })
         })
         .collect();
-    Json(json!({ "traces": list }))
+    let counters: Vec<Value> = i
+        .counters
+        .iter()
+        .enumerate()
+        .map(|(c, ct)| json!({ "counter": c, "name": i.name(ct.name), "samples": ct.samples.1 }))
+        .collect();
+    v["start_ns"] = json!(t.ns(i.meta.start_ticks));
+    v["end_ns"] = json!(t.ns(i.meta.end_ticks));
+    v["events"] = json!(i.meta.events);
+    v["read_error"] = json!(i.meta.read_error);
+    v["threads"] = json!(threads);
+    v["counters"] = json!(counters);
+    v["asyncs"] = i
+        .asyncs
+        .iter()
+        .enumerate()
+        .map(|(a, track)| {
+            json!({
+                "async": a,
+                "name": i.name(track.tid),
+                "lanes": track.levels.len(),
+                "slices": track.levels.iter().map(|l| l.1).sum::<u64>(),
+            })
+        })
+        .collect();
+    v
+}
+
+/// `GET /api/overview`: while a trace is indexed, how many events each of its threads has in
+/// each pixel of a window (a chunk's events spread over its span): `{"threads": [{"tid",
+/// "events": [..]}]}`.
+async fn overview(
+    State(traces): State<Shared>,
+    Query(q): Query<OverviewQuery>,
+) -> Result<Json<Value>, Failure> {
+    let slot = traces.slots().get(q.trace).ok_or_else(|| not_found(format!("no trace {}", q.trace)))?;
+    let o = slot
+        .overview()
+        .ok_or_else(|| Failure(StatusCode::SERVICE_UNAVAILABLE, "the overview is not ready".into()))?;
+    if q.px == 0 || q.px > MAX_PIXELS || q.end < q.start {
+        let why = format!("px must be 1 to {MAX_PIXELS} and end at least start");
+        return Err(Failure(StatusCode::BAD_REQUEST, why));
+    }
+    let p = slot.place();
+    let w = Window::new(p.ticks(q.start, false), p.ticks(q.end, true), q.px);
+    let threads: Vec<Value> = o
+        .threads
+        .iter()
+        .filter_map(|th| {
+            let d = o.density(th.tid, w)?;
+            Some(json!({ "tid": th.tid, "events": d.iter().map(|e| (e * 10.0).round() / 10.0).collect::<Vec<f64>>() }))
+        })
+        .collect();
+    Ok(Json(json!({ "threads": threads })))
+}
+
+#[derive(Debug, Deserialize)]
+struct OverviewQuery {
+    trace: usize,
+    start: i64,
+    end: i64,
+    px: u32,
 }
 
 /// The page and its assets, in the binary: no network at run time.
@@ -372,8 +381,8 @@ async fn slice_details(
         "start_ns": t.ns(s.start),
         "end_ns": t.ns(s.end),
         // As `phosphor stats` converts a duration: its ticks at once.
-        "duration_ns": t.clock.ticks_to_ns(s.duration()),
-        "self_ns": t.clock.ticks_to_ns(self_ticks),
+        "duration_ns": t.clock_info().ticks_to_ns(s.duration()),
+        "self_ns": t.clock_info().ticks_to_ns(self_ticks),
         "children": children,
         "path": path,
         "tid": async_track.is_none().then_some(thread.tid),

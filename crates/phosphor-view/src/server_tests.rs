@@ -4,7 +4,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use phosphor_format::Phase;
 use serde_json::Value;
 
-use super::{serve, Trace};
+use super::{serve, Traces};
 use crate::tests::{write_trace, ID};
 use crate::{open, BuildOptions};
 
@@ -14,7 +14,7 @@ fn start(paths: &[std::path::PathBuf]) -> SocketAddr {
         paths.iter().map(|p| (p.clone(), open(p, None, &BuildOptions::default()).unwrap())).collect();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || serve(Trace::on_one_timeline(indexes), listener));
+    std::thread::spawn(move || serve(std::sync::Arc::new(Traces::ready(indexes)), listener));
     addr
 }
 

@@ -168,7 +168,7 @@ pub(crate) async fn stats(
     // By trace and path: each trace's durations are in its own clock's ticks.
     let mut acc: HashMap<(usize, u32), Durations> = HashMap::new();
     let mut slices = 0u64;
-    for (n, t) in traces.iter().enumerate() {
+    for (n, t) in traces.ready_traces() {
         let (a, b) = range(t, q.start, q.end);
         for thread in &t.index.threads {
             let mut walk = Walk { index: &t.index, thread, last: vec![None; thread.levels.len()] };
@@ -187,7 +187,7 @@ pub(crate) async fn stats(
     let mut rows: Vec<(u64, usize, u32, Value)> = acc
         .iter()
         .filter_map(|(&(n, path), d)| {
-            let s = d.stats(traces[n].clock_info())?;
+            let s = d.stats(traces.get(n)?.clock_info())?;
             let (_, _, ty) = &paths.list[path as usize];
             let row = json!({
                 "trace": n, "path": paths.names(path), "type": ty, "count": s.samples,
@@ -234,8 +234,7 @@ pub(crate) async fn kind(
     Query(q): Query<KindQuery>,
 ) -> Result<Json<Value>, Failure> {
     let bad = |why: String| Failure(StatusCode::BAD_REQUEST, why);
-    let t =
-        traces.get(q.trace).ok_or_else(|| Failure(StatusCode::NOT_FOUND, format!("no trace {}", q.trace)))?;
+    let t = crate::server::trace(&traces, q.trace)?;
     let want: Vec<String> =
         serde_json::from_str(&q.path).map_err(|e| bad(format!("path: a JSON array of names: {e}")))?;
     if want.is_empty() {

@@ -243,8 +243,12 @@ fn an_index_sorted_in_many_small_segments_is_the_same() {
     random_trace(&a, 3);
     random_trace(&b, 3);
     let big = open(&a, None, &BuildOptions::default()).unwrap();
-    let small =
-        open(&b, None, &BuildOptions { segment_items: 7, sort_dir: Some(d.path().to_owned()) }).unwrap();
+    let small = open(
+        &b,
+        None,
+        &BuildOptions { segment_items: 7, sort_dir: Some(d.path().to_owned()), ..Default::default() },
+    )
+    .unwrap();
     assert_eq!(big.threads, small.threads);
     assert_eq!(levels(&big, 0), levels(&small, 0));
     let w = whole(800);

@@ -49,7 +49,30 @@ pub fn start_viewer(traces: &Path, cache: &str) -> (Viewer, String) {
     let url = lines.next().expect("a first line").unwrap();
     let host = url.strip_prefix("http://").and_then(|h| h.strip_suffix('/')).expect("http://HOST:PORT/");
     assert!(host.starts_with("127.0.0.1:"), "{url}");
+    wait_indexed(host);
     (viewer, host.to_owned())
+}
+
+/// Waits until the server at `host` has indexed every trace (it serves before): each trace's
+/// `state` goes from `scanning` to `indexing` to `ready`, never back.
+pub fn wait_indexed(host: &str) {
+    let order = ["scanning", "indexing", "ready"];
+    let mut at: BTreeMap<u64, usize> = BTreeMap::new();
+    for _ in 0..6000 {
+        let (status, list) = get(host, "/api/traces");
+        assert_eq!(status, 200, "{list}");
+        for t in list["traces"].as_array().unwrap() {
+            let state = t["state"].as_str().unwrap();
+            let now = order.iter().position(|o| *o == state).unwrap_or_else(|| panic!("{t}"));
+            let before = at.insert(t["trace"].as_u64().unwrap(), now).unwrap_or(0);
+            assert!(now >= before, "{t} after {}", order[before]);
+        }
+        if list["done"] == true {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("{host}: not indexed after 2 minutes");
 }
 
 #[test]
@@ -112,6 +135,22 @@ fn view_serves_every_thread_and_as_many_slices_as_stats_counts() {
         total += items.iter().map(|i| i[2].as_i64().unwrap().min(0).unsigned_abs().max(1)).sum::<u64>();
     }
     assert_eq!(total, worker["slices"].as_u64().unwrap());
+
+    // The overview shown while indexing (from the chunks' headers): every event read, spread
+    // over the pixels (each rounded to a tenth).
+    let (status, o) = get(host, &format!("/api/overview?trace=0&start={start}&end={end}&px=1600"));
+    assert_eq!(status, 200, "{o}");
+    let sums: Vec<f64> = o["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["events"].as_array().unwrap().iter().map(|e| e.as_f64().unwrap()).sum())
+        .collect();
+    let events = trace["events"].as_f64().unwrap();
+    assert!(
+        (sums.iter().sum::<f64>() - events).abs() <= 0.05 * 1601.0 * sums.len() as f64,
+        "{sums:?} of {events}"
+    );
     // The index was kept beside the trace (its folder can be written), and is used again.
     assert!(dir.join("trace.phos.phview").is_file());
 }

@@ -1,4 +1,5 @@
-//! The index file: written once by `build.rs`, then read in place (mapped).
+//! The index file: written once by `build.rs`, then read by position (`store.rs`; its small
+//! tables through a mapping).
 //!
 //! ```text
 //! header (64 bytes):  magic "PHOSVIEW", version u32, reserved u32, source length u64,
@@ -16,7 +17,11 @@
 //! asyncs:             32 bytes each, as threads: name u32 (its id), name u32, first level u32,
 //!                     lanes u32, 0 u64, 0 u64 (an async track's lanes are levels)
 //! chunks:             u64 each: the trace's chunk blocks' offsets, in file order
-//! footer:             (offset u64, length u64) of each of the 10 sections above, "PHVIEWFT"
+//! slice summaries:    32 bytes each, one every 64 slices (`summary.rs`): first start u64,
+//!                     last end u64, longest duration u64, widest gap u64
+//! sample summaries:   32 bytes each, one every 64 samples: last time u64, smallest f64,
+//!                     largest f64, last f64
+//! footer:             (offset u64, length u64) of each of the 12 sections above, "PHVIEWFT"
 //! ```
 //!
 //! All integers are little-endian. An index is written beside its trace, or in a cache folder,
@@ -31,6 +36,9 @@ use phosphor_format::file::Header;
 use serde::{Deserialize, Serialize};
 
 use crate::records::{u32_at, u64_at, Point, Sample, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES};
+use crate::summary::{
+    SampleSummary, SampleSummer, SliceSummary, SliceSummer, SAMPLE_SUMMARY_BYTES, SLICE_SUMMARY_BYTES, SPAN,
+};
 use crate::Error;
 
 /// The index file's first bytes.
@@ -38,9 +46,9 @@ pub const MAGIC: &[u8; 8] = b"PHOSVIEW";
 /// The footer's last bytes.
 const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
 /// The version this crate writes and reads.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 const HEADER_BYTES: u64 = 64;
-const SECTIONS: usize = 10;
+const SECTIONS: usize = 12;
 const FOOTER_BYTES: usize = SECTIONS * 16 + 8;
 const THREAD_BYTES: usize = 32;
 const LEVEL_BYTES: usize = 16;
@@ -134,18 +142,29 @@ pub(crate) struct IndexWriter {
     sections: Vec<(u64, u64)>,
     /// Where the section being written starts, and its record size.
     current: (u64, usize),
+    /// The summaries, in files of their own until the end (`summary.rs`).
+    /// (Taken at the end.)
+    slice_sums: Option<SliceSummer<BufWriter<File>>>,
+    sample_sums: Option<SampleSummer<BufWriter<File>>>,
 }
 
 impl IndexWriter {
     /// Starts an index of a source of `source_len` bytes modified at `mtime_ns`, written to
     /// `file` (at `path`, for errors).
     pub(crate) fn new(file: File, path: &Path, source_len: u64, mtime_ns: u64) -> Result<IndexWriter, Error> {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let spool = || -> Result<BufWriter<File>, Error> {
+            let f = tempfile::tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
+            Ok(BufWriter::with_capacity(1 << 16, f))
+        };
         let mut w = IndexWriter {
             out: BufWriter::with_capacity(1 << 16, file),
             path: path.to_owned(),
             at: 0,
             sections: Vec::new(),
             current: (HEADER_BYTES, SLICE_BYTES),
+            slice_sums: Some(SliceSummer::new(spool()?)),
+            sample_sums: Some(SampleSummer::new(spool()?)),
         };
         let mut header = [0u8; HEADER_BYTES as usize];
         header[0..8].copy_from_slice(MAGIC);
@@ -181,6 +200,9 @@ impl IndexWriter {
     }
 
     pub(crate) fn slice(&mut self, s: &Slice) -> Result<u64, Error> {
+        if let Some(sums) = &mut self.slice_sums {
+            sums.add(s).map_err(|e| Error::io(&self.path, e))?;
+        }
         self.record(SLICE_BYTES, &s.encode())
     }
 
@@ -189,7 +211,21 @@ impl IndexWriter {
     }
 
     pub(crate) fn sample(&mut self, b: &[u8; SAMPLE_BYTES]) -> Result<u64, Error> {
+        if let Some(sums) = &mut self.sample_sums {
+            sums.add(&Sample::decode(b)).map_err(|e| Error::io(&self.path, e))?;
+        }
         self.record(SAMPLE_BYTES, b)
+    }
+
+    /// Appends a spooled file's bytes as a section.
+    fn copy_section(&mut self, spooled: BufWriter<File>) -> Result<(), Error> {
+        let mut f = spooled.into_inner().map_err(|e| Error::io(&self.path, e.into_error()))?;
+        f.seek(SeekFrom::Start(0)).map_err(|e| Error::io(&self.path, e))?;
+        let start = self.at;
+        let n = std::io::copy(&mut f, &mut self.out).map_err(|e| Error::io(&self.path, e))?;
+        self.at += n;
+        self.sections.push((start, n));
+        Ok(())
     }
 
     /// Writes the tables and the footer, and marks the index complete.
@@ -272,6 +308,12 @@ impl IndexWriter {
             self.write(&c.to_le_bytes())?;
         }
         self.sections.push((start, self.at - start));
+        if let Some(sums) = self.slice_sums.take() {
+            self.copy_section(sums.finish().map_err(|e| Error::io(&self.path, e))?)?;
+        }
+        if let Some(sums) = self.sample_sums.take() {
+            self.copy_section(sums.finish().map_err(|e| Error::io(&self.path, e))?)?;
+        }
 
         let footer = self.at;
         let sections = std::mem::take(&mut self.sections);
@@ -324,6 +366,8 @@ pub struct IndexFile {
     pub(crate) samples: (usize, usize),
     names: (usize, usize),
     chunks: (usize, usize),
+    slice_sums: (usize, usize),
+    sample_sums: (usize, usize),
     /// The threads, by id.
     pub threads: Vec<ThreadTrack>,
     /// The counters, in the order first seen.
@@ -372,7 +416,8 @@ impl IndexFile {
             }
             *s = (offset as usize, len as usize);
         }
-        let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks] = sections;
+        let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks, slice_sums, sample_sums] =
+            sections;
         for (s, size, what) in [
             (slices, SLICE_BYTES, "slices"),
             (points, POINT_BYTES, "points"),
@@ -380,6 +425,8 @@ impl IndexFile {
             (threads, THREAD_BYTES, "threads"),
             (asyncs, THREAD_BYTES, "asyncs"),
             (chunks, 8, "chunks"),
+            (slice_sums, SLICE_SUMMARY_BYTES, "slice summaries"),
+            (sample_sums, SAMPLE_SUMMARY_BYTES, "sample summaries"),
             (levels, LEVEL_BYTES, "levels"),
             (counters, COUNTER_BYTES, "counters"),
         ] {
@@ -396,6 +443,12 @@ impl IndexFile {
         let n_slices = count(slices, SLICE_BYTES);
         let n_points = count(points, POINT_BYTES);
         let n_samples = count(samples, SAMPLE_BYTES);
+        if count(slice_sums, SLICE_SUMMARY_BYTES) != n_slices.div_ceil(SPAN) {
+            return Err(bad("slice summaries do not match the slices", slice_sums.0));
+        }
+        if count(sample_sums, SAMPLE_SUMMARY_BYTES) != n_samples.div_ceil(SPAN) {
+            return Err(bad("sample summaries do not match the samples", sample_sums.0));
+        }
         let within = |(first, n): (u64, u64), total: u64| first.checked_add(n).is_some_and(|e| e <= total);
         let mut track_lists = [Vec::new(), Vec::new()];
         for (section, list) in [threads, asyncs].into_iter().zip(&mut track_lists) {
@@ -440,6 +493,8 @@ impl IndexFile {
             threads: thread_list,
             asyncs: async_list,
             chunks,
+            slice_sums,
+            sample_sums,
             counters: counter_list,
             meta,
             map,
@@ -527,6 +582,18 @@ impl IndexFile {
     /// Sample number `i`.
     pub(crate) fn sample(&self, i: u64) -> Sample {
         Sample::decode(&self.store.read(self.samples.0 as u64 + i * SAMPLE_BYTES as u64))
+    }
+
+    /// The summary of slices `SPAN × block` on (`summary.rs`).
+    pub(crate) fn slice_summary(&self, block: u64) -> SliceSummary {
+        SliceSummary::decode(&self.store.read(self.slice_sums.0 as u64 + block * SLICE_SUMMARY_BYTES as u64))
+    }
+
+    /// The summary of samples `SPAN × block` on.
+    pub(crate) fn sample_summary(&self, block: u64) -> SampleSummary {
+        SampleSummary::decode(
+            &self.store.read(self.sample_sums.0 as u64 + block * SAMPLE_SUMMARY_BYTES as u64),
+        )
     }
 
     /// Calls `f` with slices `first..end` and their numbers, in order (a sequential read that

@@ -50,6 +50,9 @@ mod search;
 pub mod server;
 mod stats;
 mod store;
+mod summary;
+#[cfg(test)]
+mod summary_tests;
 #[cfg(test)]
 mod tests;
 mod traces;

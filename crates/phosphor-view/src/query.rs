@@ -11,6 +11,7 @@
 
 use crate::file::{IndexFile, ThreadTrack};
 use crate::records::{Point, Sample, Slice};
+use crate::summary::SPAN;
 
 /// One item of a level in a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +114,24 @@ impl IndexFile {
         let mut out = Vec::new();
         let mut i = partition(first, end, |i| self.slice(i).end < w.start);
         while i < end {
+            // At a block's first slice after a run: the whole block joins the run if its
+            // summary says each of its slices would (`summary.rs`), unread.
+            if i % SPAN == 0 && i + SPAN <= end {
+                if let Some(SliceItem::Merged { first, count, end: run_end, .. }) = out.last_mut() {
+                    let b = self.slice_summary(i / SPAN);
+                    if *first + *count == i
+                        && b.max_duration < w.pixel
+                        && b.max_gap < w.pixel
+                        && b.first_start.saturating_sub(*run_end) < w.pixel
+                        && b.last_end <= w.end
+                    {
+                        *count += SPAN;
+                        *run_end = b.last_end;
+                        i += SPAN;
+                        continue;
+                    }
+                }
+            }
             let s = self.slice(i);
             if s.start > w.end {
                 break;
@@ -124,20 +143,34 @@ impl IndexFile {
             }
             // Not past the window: a run takes only slices that start in it.
             let edge = w.next_edge(s.start).min(w.end.saturating_add(1));
-            let j = partition_near(i + 1, end, |k| self.slice(k).start < edge);
+            // A run stops at the end of a block too, so that the next block may be taken in
+            // whole; the two parts join again.
+            let block_end = (i / SPAN + 1) * SPAN;
+            let j = partition_near(i + 1, end.min(block_end), |k| self.slice(k).start < edge);
             // Sorted by end too: the run's last slice ends last.
             let last_end = if j == i + 1 { s.end } else { self.slice(j - 1).end };
-            match out.last_mut() {
-                // A run less than a pixel after the previous one joins it: drawn the same, and a
-                // busy level becomes a few items rather than one a pixel.
-                Some(SliceItem::Merged { first, count, end, .. })
-                    if *first + *count == i && s.start.saturating_sub(*end) < w.pixel =>
-                {
-                    *count += j - i;
-                    *end = last_end;
+            // A run less than a pixel after the previous one (a run, or a lone slice narrower
+            // than a pixel) joins it: drawn the same, and a busy level becomes a few items
+            // rather than one a pixel.
+            let joins = match out.last() {
+                Some(&SliceItem::Merged { first, count, start, end }) => {
+                    (first + count == i && s.start.saturating_sub(end) < w.pixel).then_some((first, start))
                 }
-                _ if j == i + 1 => out.push(SliceItem::Slice(i, s)),
-                _ => out.push(SliceItem::Merged { first: i, count: j - i, start: s.start, end: last_end }),
+                Some(&SliceItem::Slice(k, t)) => {
+                    (k + 1 == i && t.duration() < w.pixel && s.start.saturating_sub(t.end) < w.pixel)
+                        .then_some((k, t.start))
+                }
+                None => None,
+            };
+            match joins {
+                Some((from, start)) => {
+                    let run = SliceItem::Merged { first: from, count: j - from, start, end: last_end };
+                    if let Some(last) = out.last_mut() {
+                        *last = run;
+                    }
+                }
+                None if j == i + 1 => out.push(SliceItem::Slice(i, s)),
+                None => out.push(SliceItem::Merged { first: i, count: j - i, start: s.start, end: last_end }),
             }
             i = j;
         }
@@ -193,6 +226,19 @@ impl IndexFile {
                 SampleItem { start: s.ts, end: s.ts, count: 1, min: s.value, max: s.value, last: s.value };
             i += 1;
             while i < end {
+                // A block wholly within the pixel: taken in from its summary.
+                if i % SPAN == 0 && i + SPAN <= end {
+                    let b = self.sample_summary(i / SPAN);
+                    if b.last_ts < edge {
+                        item.end = b.last_ts;
+                        item.count += SPAN;
+                        item.min = item.min.min(b.min);
+                        item.max = item.max.max(b.max);
+                        item.last = b.last;
+                        i += SPAN;
+                        continue;
+                    }
+                }
                 let s = self.sample(i);
                 if s.ts >= edge {
                     break;

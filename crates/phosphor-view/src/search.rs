@@ -60,6 +60,11 @@ pub(crate) async fn search(
     State(traces): State<Shared>,
     Query(q): Query<SearchQuery>,
 ) -> Result<Json<Value>, Failure> {
+    // Reads a whole trace at worst: on a blocking thread, not an async worker.
+    crate::stats::blocking(move || search_of(&traces, q)).await
+}
+
+fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
     if q.q.is_empty() || q.q.len() > 1024 {
         return Err(Failure(StatusCode::BAD_REQUEST, "q must be 1 to 1024 bytes".into()));
     }

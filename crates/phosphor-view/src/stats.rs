@@ -4,9 +4,11 @@
 //! the figures `phosphor stats` gives.
 //!
 //! A slice's path is its name under the path of the slice that holds it: the slice a level up
-//! that starts at or before it and ends at or after it (found by binary search, the last one
-//! remembered per level, since neighbours share their parent). An interlaced slice, drawn a level
-//! lower than its nesting, is held by the first slice further up that contains it.
+//! that starts at or before it and ends at or after it. An interlaced slice, drawn a level lower
+//! than its nesting, is held by the first slice further up that contains it. The table walks a
+//! thread's slices by start across its levels, so that the last slice seen on each level is the
+//! candidate there, its path known; one slice's context (`context`) finds its holders by binary
+//! search.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -20,8 +22,17 @@ use serde_json::{json, Value};
 
 use crate::file::{IndexFile, ThreadTrack};
 use crate::query::partition;
-use crate::records::slice_flags;
+use crate::records::{slice_flags, Slice};
 use crate::server::{Failure, Shared, Trace};
+
+/// Runs `f` on a blocking thread: a request that may read a whole trace.
+pub(crate) async fn blocking(
+    f: impl FnOnce() -> Result<Json<Value>, Failure> + Send + 'static,
+) -> Result<Json<Value>, Failure> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())))
+}
 
 /// The most rows one answer gives.
 pub const MAX_ROWS: usize = 5000;
@@ -79,8 +90,11 @@ fn type_of(flags: u8) -> &'static str {
 struct Walk<'a> {
     index: &'a IndexFile,
     thread: &'a ThreadTrack,
-    /// By level, the last slice whose path was found, and that path.
-    last: Vec<Option<(u64, u32)>>,
+    /// By level, the last slice whose path was found, that path, and the slice's end.
+    last: Vec<Option<(u64, u32, u64)>>,
+    /// Whether slices are walked by start across levels ([`sweep`]): then the last slice seen a
+    /// level up is the last there that starts at or before the one walked, if any was seen.
+    sweeping: bool,
 }
 
 impl Walk<'_> {
@@ -89,6 +103,9 @@ impl Walk<'_> {
     fn holder(&self, level: usize, i: u64) -> Option<(usize, u64)> {
         let s = self.index.slice(i);
         (0..level).rev().find_map(|up| {
+            if let (true, Some((at, _, end))) = (self.sweeping, self.last[up]) {
+                return (end >= s.end).then_some((up, at));
+            }
             let (first, n) = self.thread.levels[up];
             let p = partition(first, first + n, |k| self.index.slice(k).start <= s.start);
             (p > first && self.index.slice(p - 1).end >= s.end).then_some((up, p - 1))
@@ -101,7 +118,7 @@ impl Walk<'_> {
         let mut chain = vec![(level, i)];
         let mut path = ROOT;
         while let Some(&(lv, at)) = chain.last() {
-            if let Some(&Some((known, p))) = self.last.get(lv) {
+            if let Some(&Some((known, p, _))) = self.last.get(lv) {
                 if known == at {
                     chain.pop();
                     path = p;
@@ -118,7 +135,7 @@ impl Walk<'_> {
             let s = self.index.slice(at);
             path = paths.id(path, self.index.name(s.name), type_of(s.flags));
             if let Some(slot) = self.last.get_mut(lv) {
-                *slot = Some((at, path));
+                *slot = Some((at, path, s.end));
             }
         }
         path
@@ -134,7 +151,7 @@ pub(crate) fn context(
     i: u64,
 ) -> (Vec<String>, u64, u64) {
     let mut paths = Paths::default();
-    let mut walk = Walk { index, thread, last: vec![None; thread.levels.len()] };
+    let mut walk = Walk { index, thread, last: vec![None; thread.levels.len()], sweeping: false };
     let path = walk.path(&mut paths, level, i);
     let names = paths.names(path).into_iter().map(str::to_owned).collect();
     let s = index.slice(i);
@@ -154,10 +171,48 @@ pub(crate) fn context(
     (names, s.duration().saturating_sub(nested), children)
 }
 
+/// Calls `f` with the path and the slice of every slice of `thread` that starts from `a` to `b`,
+/// by start across levels (the upper level first at equal starts), so that a slice's holder is
+/// the last slice seen a level up, its path already known: no search a slice.
+fn sweep(
+    index: &IndexFile,
+    thread: &ThreadTrack,
+    a: u64,
+    b: u64,
+    paths: &mut Paths,
+    mut f: impl FnMut(u32, Slice),
+) {
+    let mut walk = Walk { index, thread, last: vec![None; thread.levels.len()], sweeping: true };
+    // By level, the next slice to walk and the end of those in the range.
+    let mut next: BinaryHeap<Reverse<(u64, usize, u64)>> = BinaryHeap::new();
+    let mut ends = Vec::with_capacity(thread.levels.len());
+    for (level, &(first, count)) in thread.levels.iter().enumerate() {
+        let end = first + count;
+        let from = partition(first, end, |k| index.slice(k).start < a);
+        let to = partition(from, end, |k| index.slice(k).start <= b);
+        ends.push(to);
+        if from < to {
+            next.push(Reverse((index.slice(from).start, level, from)));
+        }
+    }
+    while let Some(Reverse((_, level, i))) = next.pop() {
+        let path = walk.path(paths, level, i);
+        f(path, index.slice(i));
+        if i + 1 < ends[level] {
+            next.push(Reverse((index.slice(i + 1).start, level, i + 1)));
+        }
+    }
+}
+
 pub(crate) async fn stats(
     State(traces): State<Shared>,
     Query(q): Query<StatsQuery>,
 ) -> Result<Json<Value>, Failure> {
+    // Reads a whole trace at worst: on a blocking thread, not an async worker.
+    blocking(move || stats_of(&traces, q)).await
+}
+
+fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
     if let (Some(s), Some(e)) = (q.start, q.end) {
         if e < s {
             return Err(Failure(StatusCode::BAD_REQUEST, "end must be at least start".into()));
@@ -171,17 +226,10 @@ pub(crate) async fn stats(
     for (n, t) in traces.ready_traces() {
         let (a, b) = range(t, q.start, q.end);
         for thread in &t.index.threads {
-            let mut walk = Walk { index: &t.index, thread, last: vec![None; thread.levels.len()] };
-            for (level, &(first, count)) in thread.levels.iter().enumerate() {
-                let end = first + count;
-                let from = partition(first, end, |k| t.index.slice(k).start < a);
-                let to = partition(from, end, |k| t.index.slice(k).start <= b);
-                for i in from..to {
-                    let path = walk.path(&mut paths, level, i);
-                    acc.entry((n, path)).or_default().add(t.index.slice(i).duration());
-                    slices += 1;
-                }
-            }
+            sweep(&t.index, thread, a, b, &mut paths, |path, s| {
+                acc.entry((n, path)).or_default().add(s.duration());
+                slices += 1;
+            });
         }
     }
     let mut rows: Vec<(u64, usize, u32, Value)> = acc
@@ -233,8 +281,13 @@ pub(crate) async fn kind(
     State(traces): State<Shared>,
     Query(q): Query<KindQuery>,
 ) -> Result<Json<Value>, Failure> {
+    // Reads a whole trace at worst: on a blocking thread, not an async worker.
+    blocking(move || kind_of(&traces, q)).await
+}
+
+fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
     let bad = |why: String| Failure(StatusCode::BAD_REQUEST, why);
-    let t = crate::server::trace(&traces, q.trace)?;
+    let t = crate::server::trace(traces, q.trace)?;
     let want: Vec<String> =
         serde_json::from_str(&q.path).map_err(|e| bad(format!("path: a JSON array of names: {e}")))?;
     if want.is_empty() {
@@ -246,7 +299,8 @@ pub(crate) async fn kind(
     // The slowest: the shortest of them on top.
     let mut slowest: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
     for thread in &t.index.threads {
-        let mut walk = Walk { index: &t.index, thread, last: vec![None; thread.levels.len()] };
+        let mut walk =
+            Walk { index: &t.index, thread, last: vec![None; thread.levels.len()], sweeping: false };
         // A path of n names is at level n - 1, or lower down for an interlaced slice.
         for (level, &(first, count)) in thread.levels.iter().enumerate().skip(want.len() - 1) {
             let end = first + count;

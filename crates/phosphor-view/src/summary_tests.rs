@@ -1,0 +1,128 @@
+//! The summaries (`summary.rs`) change how much a query reads, never what it answers: answers
+//! from the index are checked against the same rules applied to the records one by one.
+
+use phosphor_craft::records;
+use phosphor_format::{Phase, Record};
+
+use crate::query::{SampleItem, SliceItem, Window};
+use crate::summary::SPAN;
+use crate::tests::{write_trace, ID};
+use crate::{open, BuildOptions};
+
+/// A small deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+#[test]
+fn a_dense_level_is_taken_in_from_its_summaries_as_its_slices_would_be() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    // 20,000 slices of one level: bursts of short slices 1–3 ns apart, and now and then a long
+    // one or a long gap, so that some blocks are taken in whole and some are not.
+    let mut rng = Rng(0x5eed);
+    let (mut t, mut events) = (0u64, Vec::<Vec<Record>>::new());
+    let mut slices = Vec::new();
+    for _ in 0..20_000 {
+        t += 1 + rng.below(3);
+        if rng.below(500) == 0 {
+            t += 50_000;
+        }
+        let d = if rng.below(700) == 0 { 20_000 } else { 1 + rng.below(4) };
+        events.push(records::complete(t, ID, d).to_vec());
+        slices.push((t, t + d));
+        t += d;
+    }
+    write_trace(&path, &[("work", Phase::Complete)], &[(1, events)]);
+    let index = open(&path, None, &BuildOptions::default()).unwrap();
+    let thread = &index.threads[0];
+    assert_eq!(thread.levels, vec![(0, 20_000)]);
+
+    let end = t + 10;
+    for (pixels, start, stop) in
+        [(100, 0, end), (1600, 0, end), (1000, 1000, end / 3), (7, end / 2, end), (50_000, 0, end)]
+    {
+        let w = Window::new(start, stop, pixels);
+        let items = &index.slices_in(thread, w)[0];
+        // Every slice in the window once, in order, nothing else.
+        let mut next = slices.iter().position(|&(_, e)| e >= w.start).unwrap() as u64;
+        for item in items {
+            let (first, count, s, e) = match *item {
+                SliceItem::Slice(i, s) => (i, 1, s.start, s.end),
+                SliceItem::Merged { first, count, start, end } => (first, count, start, end),
+            };
+            assert_eq!(first, next, "{w:?}");
+            let run = &slices[first as usize..(first + count) as usize];
+            assert_eq!((s, e), (run[0].0, run.iter().map(|r| r.1).max().unwrap()), "{w:?}");
+            next += count;
+        }
+        let want = slices.iter().filter(|&&(s, e)| e >= w.start && s <= w.end).count() as u64;
+        let from = slices.iter().position(|&(_, e)| e >= w.start).unwrap() as u64;
+        assert_eq!(next - from, want, "{w:?}");
+        // Merged items are apart by a pixel at least, and so are a lone narrow slice and the next
+        // item: a run is never cut where it would be drawn joined.
+        for pair in items.windows(2) {
+            let (a_end, a_narrow) = match pair[0] {
+                SliceItem::Slice(_, s) => (s.end, s.duration() < w.pixel),
+                SliceItem::Merged { end, .. } => (end, true),
+            };
+            let b_start = match pair[1] {
+                SliceItem::Slice(_, s) => s.start,
+                SliceItem::Merged { start, .. } => start,
+            };
+            let b_merged = matches!(pair[1], SliceItem::Merged { .. });
+            if a_narrow && b_merged {
+                assert!(b_start.saturating_sub(a_end) >= w.pixel, "{w:?}: {pair:?}");
+            }
+        }
+        let p = (w.end - w.start) / w.pixel + 1;
+        assert!(items.len() as u64 <= 2 * p + 2, "{} items for {p} pixels", items.len());
+    }
+    // The whole trace in 100 pixels: a handful of items, not one a block.
+    let items = &index.slices_in(thread, Window::new(0, end, 100))[0];
+    assert!(items.len() < 200, "{}", items.len());
+}
+
+#[test]
+fn counter_pixels_from_summaries_hold_what_their_samples_hold() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    let mut rng = Rng(99);
+    let mut samples = Vec::new();
+    let mut t = 0u64;
+    for _ in 0..(SPAN * 300 + 17) {
+        t += 1 + rng.below(20);
+        samples.push((t, rng.below(1_000) as f64 - 500.0));
+    }
+    let events: Vec<Vec<Record>> =
+        samples.iter().map(|&(t, v)| records::counter(t, ID, v).to_vec()).collect();
+    write_trace(&path, &[("depth", Phase::Counter)], &[(1, events)]);
+    let index = open(&path, None, &BuildOptions::default()).unwrap();
+    for pixels in [1, 3, 64, 999, 5000] {
+        let w = Window::new(0, t, pixels);
+        let items = index.samples_in(0, w);
+        // By brute force: the samples of each pixel.
+        let mut want: Vec<SampleItem> = Vec::new();
+        for &(ts, v) in &samples {
+            let px = ts / w.pixel;
+            match want.last_mut() {
+                Some(it) if it.start / w.pixel == px => {
+                    it.end = ts;
+                    it.count += 1;
+                    it.min = it.min.min(v);
+                    it.max = it.max.max(v);
+                    it.last = v;
+                }
+                _ => want.push(SampleItem { start: ts, end: ts, count: 1, min: v, max: v, last: v }),
+            }
+        }
+        assert_eq!(items, want, "{pixels} pixels");
+    }
+}

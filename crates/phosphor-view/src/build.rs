@@ -26,6 +26,7 @@ use phosphor_format::Phase;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::file::{IndexWriter, Meta, ThreadEntry};
+use crate::flows::{member_kinds, FlowMember, FLOW_BYTES};
 use crate::records::{
     point_kinds, slice_flags, Point, Sample, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES,
 };
@@ -109,6 +110,18 @@ impl<const N: usize> Sortable for Keyed<N> {
             ts: crate::records::u64_at(&head, 12),
             bytes,
         })
+    }
+}
+
+impl Sortable for FlowMember {
+    fn encode<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        w.write_all(&FlowMember::encode(self))
+    }
+
+    fn decode<R: Read>(r: &mut R) -> io::Result<FlowMember> {
+        let mut b = [0u8; FLOW_BYTES];
+        r.read_exact(&mut b)?;
+        Ok(FlowMember::decode(&b))
     }
 }
 
@@ -211,6 +224,8 @@ pub(crate) fn build<R: Read>(
         (a.group, a.ts, a.seq).cmp(&(b.group, b.ts, b.seq))
     };
     let mut samples = sorter().pushed_by(by_counter);
+    // Flagged events of instrumented futures (`flows.rs`), by name, id and time.
+    let mut flows = sorter().pushed_by(|a: &FlowMember, b: &FlowMember| a.key().cmp(&b.key()));
 
     let mut meta = Meta::new(reader.header());
     let mut names = Names::default();
@@ -273,6 +288,11 @@ pub(crate) fn build<R: Read>(
                 let slice =
                     Slice { start: ts, end: end.max(ts), name, callsite: cs.id, event: e.offset, flags };
                 slices.push(pending(slice))?;
+                // A poll of an instrumented future: argument 0 is its task's id.
+                if let (true, Phase::Complete, Some((_, Value::U64(id)))) = (cs.flow, cs.phase, e.args[0]) {
+                    let kind = member_kinds::POLL;
+                    flows.push(FlowMember { name, id, ts, tid: e.tid, event: e.offset, kind })?;
+                }
             }
             Phase::Begin => {
                 let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
@@ -344,6 +364,10 @@ pub(crate) fn build<R: Read>(
                     Pending { tid: name, depth: 0, seq, slice }
                 };
                 let begin = cs.phase == Phase::AsyncBegin;
+                if cs.flow {
+                    let kind = if begin { member_kinds::BEGIN } else { member_kinds::END };
+                    flows.push(FlowMember { name, id: key.1, ts, tid: e.tid, event: e.offset, kind })?;
+                }
                 let this = Open { name, callsite: cs.id, start: ts, event: e.offset };
                 match open_asyncs.remove(&key) {
                     Some((first_is_begin, first, _)) if first_is_begin != begin => {
@@ -555,6 +579,18 @@ pub(crate) fn build<R: Read>(
             span.0 = at;
         }
         span.1 += 1;
+    }
+    // Flows, and where each member was recorded, by event.
+    // (A pair goes as a keyed record of no bytes: `ts` the event, `seq` the member.)
+    let mut by_event = sorter().pushed_by(|a: &Keyed<0>, b: &Keyed<0>| (a.ts, a.seq).cmp(&(b.ts, b.seq)));
+    for m in flows.done()? {
+        let m = m?;
+        let at = out.flow(&m)?;
+        by_event.push(Keyed { group: 0, seq: at, ts: m.event, bytes: [] })?;
+    }
+    for pair in by_event.done()? {
+        let pair = pair?;
+        out.flow_event(pair.ts, pair.seq)?;
     }
     for &tid in &tids {
         if let Err(i) = table.binary_search_by_key(&tid, |t| t.tid) {

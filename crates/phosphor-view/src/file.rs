@@ -21,7 +21,10 @@
 //!                     last end u64, longest duration u64, widest gap u64
 //! sample summaries:   32 bytes each, one every 64 samples: last time u64, smallest f64,
 //!                     largest f64, last f64
-//! footer:             (offset u64, length u64) of each of the 12 sections above, "PHVIEWFT"
+//! flows:              32 bytes each (`flows.rs`), by flow name, id and time: id u64, time u64,
+//!                     event offset (56 bits) and kind (8 bits) u64, name u32, tid u32
+//! flows by event:     16 bytes each, by event offset: event offset u64, flow member u64
+//! footer:             (offset u64, length u64) of each of the 14 sections above, "PHVIEWFT"
 //! ```
 //!
 //! All integers are little-endian. An index is written beside its trace, or in a cache folder,
@@ -35,6 +38,7 @@ use memmap2::Mmap;
 use phosphor_format::file::Header;
 use serde::{Deserialize, Serialize};
 
+use crate::flows::{FlowMember, FLOW_BYTES};
 use crate::records::{u32_at, u64_at, Point, Sample, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES};
 use crate::summary::{
     SampleSummary, SampleSummer, SliceSummary, SliceSummer, SAMPLE_SUMMARY_BYTES, SLICE_SUMMARY_BYTES, SPAN,
@@ -46,9 +50,9 @@ pub const MAGIC: &[u8; 8] = b"PHOSVIEW";
 /// The footer's last bytes.
 const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
 /// The version this crate writes and reads.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 const HEADER_BYTES: u64 = 64;
-const SECTIONS: usize = 12;
+const SECTIONS: usize = 14;
 const FOOTER_BYTES: usize = SECTIONS * 16 + 8;
 const THREAD_BYTES: usize = 32;
 const LEVEL_BYTES: usize = 16;
@@ -146,6 +150,9 @@ pub(crate) struct IndexWriter {
     /// (Taken at the end.)
     slice_sums: Option<SliceSummer<BufWriter<File>>>,
     sample_sums: Option<SampleSummer<BufWriter<File>>>,
+    /// The flow members, and (event, member) pairs, as they come (in their sections' order).
+    flows: Option<(BufWriter<File>, u64)>,
+    flow_events: Option<BufWriter<File>>,
 }
 
 impl IndexWriter {
@@ -165,6 +172,8 @@ impl IndexWriter {
             current: (HEADER_BYTES, SLICE_BYTES),
             slice_sums: Some(SliceSummer::new(spool()?)),
             sample_sums: Some(SampleSummer::new(spool()?)),
+            flows: Some((spool()?, 0)),
+            flow_events: Some(spool()?),
         };
         let mut header = [0u8; HEADER_BYTES as usize];
         header[0..8].copy_from_slice(MAGIC);
@@ -215,6 +224,21 @@ impl IndexWriter {
             sums.add(&Sample::decode(b)).map_err(|e| Error::io(&self.path, e))?;
         }
         self.record(SAMPLE_BYTES, b)
+    }
+
+    /// Appends a flow member (they come by name, id and time), and returns its number.
+    pub(crate) fn flow(&mut self, m: &FlowMember) -> Result<u64, Error> {
+        let Some((out, n)) = &mut self.flows else { return Ok(0) };
+        out.write_all(&m.encode()).map_err(|e| Error::io(&self.path, e))?;
+        *n += 1;
+        Ok(*n - 1)
+    }
+
+    /// Appends that flow member `member` was recorded at `event` (they come by event).
+    pub(crate) fn flow_event(&mut self, event: u64, member: u64) -> Result<(), Error> {
+        let Some(out) = &mut self.flow_events else { return Ok(()) };
+        out.write_all(&event.to_le_bytes()).map_err(|e| Error::io(&self.path, e))?;
+        out.write_all(&member.to_le_bytes()).map_err(|e| Error::io(&self.path, e))
     }
 
     /// Appends a spooled file's bytes as a section.
@@ -314,6 +338,12 @@ impl IndexWriter {
         if let Some(sums) = self.sample_sums.take() {
             self.copy_section(sums.finish().map_err(|e| Error::io(&self.path, e))?)?;
         }
+        if let Some((flows, _)) = self.flows.take() {
+            self.copy_section(flows)?;
+        }
+        if let Some(pairs) = self.flow_events.take() {
+            self.copy_section(pairs)?;
+        }
 
         let footer = self.at;
         let sections = std::mem::take(&mut self.sections);
@@ -368,6 +398,8 @@ pub struct IndexFile {
     chunks: (usize, usize),
     slice_sums: (usize, usize),
     sample_sums: (usize, usize),
+    flows: (usize, usize),
+    flow_events: (usize, usize),
     /// The threads, by id.
     pub threads: Vec<ThreadTrack>,
     /// The counters, in the order first seen.
@@ -416,7 +448,7 @@ impl IndexFile {
             }
             *s = (offset as usize, len as usize);
         }
-        let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks, slice_sums, sample_sums] =
+        let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks, slice_sums, sample_sums, flows, flow_events] =
             sections;
         for (s, size, what) in [
             (slices, SLICE_BYTES, "slices"),
@@ -427,6 +459,8 @@ impl IndexFile {
             (chunks, 8, "chunks"),
             (slice_sums, SLICE_SUMMARY_BYTES, "slice summaries"),
             (sample_sums, SAMPLE_SUMMARY_BYTES, "sample summaries"),
+            (flows, FLOW_BYTES, "flows"),
+            (flow_events, 16, "flows by event"),
             (levels, LEVEL_BYTES, "levels"),
             (counters, COUNTER_BYTES, "counters"),
         ] {
@@ -443,6 +477,9 @@ impl IndexFile {
         let n_slices = count(slices, SLICE_BYTES);
         let n_points = count(points, POINT_BYTES);
         let n_samples = count(samples, SAMPLE_BYTES);
+        if count(flow_events, 16) != count(flows, FLOW_BYTES) {
+            return Err(bad("flows by event do not match the flows", flow_events.0));
+        }
         if count(slice_sums, SLICE_SUMMARY_BYTES) != n_slices.div_ceil(SPAN) {
             return Err(bad("slice summaries do not match the slices", slice_sums.0));
         }
@@ -495,6 +532,8 @@ impl IndexFile {
             chunks,
             slice_sums,
             sample_sums,
+            flows,
+            flow_events,
             counters: counter_list,
             meta,
             map,
@@ -594,6 +633,26 @@ impl IndexFile {
         SampleSummary::decode(
             &self.store.read(self.sample_sums.0 as u64 + block * SAMPLE_SUMMARY_BYTES as u64),
         )
+    }
+
+    /// Flow members in the index.
+    pub(crate) fn flow_count(&self) -> u64 {
+        (self.flows.1 / FLOW_BYTES) as u64
+    }
+
+    /// Flow member `i` (below [`IndexFile::flow_count`]).
+    pub(crate) fn flow(&self, i: u64) -> FlowMember {
+        FlowMember::decode(&self.store.read(self.flows.0 as u64 + i * FLOW_BYTES as u64))
+    }
+
+    /// The flow member recorded at `event`, if one was.
+    pub(crate) fn flow_by_event(&self, event: u64) -> Option<FlowMember> {
+        let at = |i: u64| self.store.read::<16>(self.flow_events.0 as u64 + 16 * i);
+        let n = self.flow_count();
+        let i = crate::query::partition(0, n, |i| u64_at(&at(i), 0) < event);
+        let pair = (i < n).then(|| at(i)).filter(|p| u64_at(p, 0) == event)?;
+        let member = u64_at(&pair, 8);
+        (member < n).then(|| self.flow(member))
     }
 
     /// Calls `f` with slices `first..end` and their numbers, in order (a sequential read that

@@ -43,6 +43,9 @@ use phosphor_format::file::Reader;
 mod build;
 mod events;
 mod file;
+mod flows;
+#[cfg(test)]
+mod flows_tests;
 mod overview;
 mod query;
 pub mod records;

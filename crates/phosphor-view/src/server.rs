@@ -54,6 +54,7 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/api/points", get(points))
         .route("/api/samples", get(samples))
         .route("/api/slice", get(slice_details))
+        .route("/api/flow", get(crate::flows::flow))
         .route("/api/point", get(point_details))
         .route("/api/search", get(crate::search::search))
         .route("/api/stats", get(crate::stats::stats))
@@ -451,4 +452,4 @@ fn track_of(
 
 #[cfg(test)]
 #[path = "server_tests.rs"]
-mod tests;
+pub(crate) mod tests;

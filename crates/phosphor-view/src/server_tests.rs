@@ -9,7 +9,7 @@ use crate::tests::{write_trace, ID};
 use crate::{open, BuildOptions};
 
 /// Serves the traces at `paths` on a free loopback port.
-fn start(paths: &[std::path::PathBuf]) -> SocketAddr {
+pub(crate) fn start(paths: &[std::path::PathBuf]) -> SocketAddr {
     let indexes =
         paths.iter().map(|p| (p.clone(), open(p, None, &BuildOptions::default()).unwrap())).collect();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -19,7 +19,7 @@ fn start(paths: &[std::path::PathBuf]) -> SocketAddr {
 }
 
 /// `GET path`: the status and the body as JSON.
-fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
     let mut s = TcpStream::connect(addr).unwrap();
     write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
     let mut raw = Vec::new();

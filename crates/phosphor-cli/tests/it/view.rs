@@ -166,3 +166,42 @@ fn view_refuses_other_addresses_and_folders_without_traces() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no .phos trace files"), "{}", stderr(&out));
 }
+
+#[test]
+fn view_puts_the_traces_of_a_folder_on_one_timeline_a_process_group_each() {
+    let dir = scratch("view-two");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["first", "second"] {
+        let out_dir = scratch(&format!("view-two-{name}"));
+        let out = phosphor(
+            &format!("view-two-{name}"),
+            &["demo", "--threads", "1", "--events", "2000", "--out", out_dir.to_str().unwrap()],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        std::fs::copy(out_dir.join("trace.phos"), dir.join(format!("{name}.phos"))).unwrap();
+    }
+    let (_viewer, host) = start_viewer(&dir, "view-two-cache");
+    let (status, list) = get(&host, "/api/traces");
+    assert_eq!(status, 200, "{list}");
+    let traces = list["traces"].as_array().unwrap();
+    let files: Vec<&str> = traces.iter().map(|t| t["file"].as_str().unwrap()).collect();
+    assert_eq!(files, ["first.phos", "second.phos"]);
+    // Placed by their clocks' wall-clock origins: the earlier one at 0, the later one after it;
+    // each trace's times are on the shared timeline.
+    let offsets: Vec<i64> = traces.iter().map(|t| t["offset_ns"].as_i64().unwrap()).collect();
+    assert_eq!(offsets.iter().min(), Some(&0), "{offsets:?}");
+    assert!(traces[1]["start_ns"].as_i64() > traces[0]["start_ns"].as_i64(), "{list}");
+    // Each is asked for by its number; both have their own threads and slices.
+    for (n, t) in traces.iter().enumerate() {
+        assert_eq!(t["trace"], n);
+        assert!(t["pid"].as_u64().is_some() && t["process"].is_string(), "{t}");
+        let worker = t["threads"].as_array().unwrap().iter().find(|th| th["name"] == "worker-0").unwrap();
+        let (start, end) = (t["start_ns"].as_i64().unwrap(), t["end_ns"].as_i64().unwrap());
+        let path = format!("/api/slices?trace={n}&tid={}&start={start}&end={end}&px=800", worker["tid"]);
+        let (status, w) = get(&host, &path);
+        assert_eq!(status, 200, "{w}");
+        assert!(!w["levels"][0].as_array().unwrap().is_empty(), "{w}");
+    }
+    let (status, _) = get(&host, "/api/slices?trace=2&tid=1&start=0&end=1&px=1");
+    assert_eq!(status, 404);
+}

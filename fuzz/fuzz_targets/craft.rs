@@ -3,7 +3,8 @@
 //! reaches past the reader's checks into the exporters and the statistics, with the shapes that
 //! cost them most: strings up to megabytes shared by many entries, nesting a hundred thousand
 //! deep, begins never closed, timestamps that go back, clock rates that are NaN or infinite, many
-//! callsites, threads and chunks, redefined callsites, thread switches, dynamic names.
+//! callsites, threads and chunks, redefined callsites, thread switches, dynamic names. The
+//! viewer's index is built from it too, and window queries of every track must keep their bound.
 //!
 //! Two modes (the first byte): one of `phosphor-craft`'s hostile shapes with fuzzed sizes, or a
 //! file built op by op. The file is read whole (it must be: the generator writes only valid
@@ -21,6 +22,7 @@ use phosphor_export::logs::{write_logs, LogFilter, LogOrder};
 use phosphor_export::{chrome, folded, perfetto, TableOptions, TraceStats};
 use phosphor_format::file::{ClockInfo, ClockKind, DropCounts, RawCallsite, Reader, Trailer};
 use phosphor_format::{Phase, Record, FIRST_CALLSITE_ID};
+use phosphor_view::{BuildOptions, Window};
 
 /// Records a generated file may hold (64 MiB): bounds the generator, not what it finds.
 const MAX_RECORDS: usize = 2 << 20;
@@ -248,5 +250,37 @@ fn read_everything(file: &[u8]) {
     if let Ok(stats) = TraceStats::from_reader(reader()) {
         let _ = stats.to_string();
         let _ = stats.write_json(sink(), TableOptions { top: None, ..TableOptions::default() });
+    }
+    view(file, events);
+}
+
+/// The viewer's index of the file, and window queries of every track at a few zooms.
+fn view(file: &[u8], events: u64) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("t.phos");
+    std::fs::write(&path, file).expect("the file written");
+    let options = BuildOptions { sort_dir: Some(dir.path().to_owned()), ..BuildOptions::default() };
+    let index = phosphor_view::open(&path, None, &options).expect("a crafted file is indexed");
+    assert_eq!(index.meta.events, events, "the index read every event");
+    assert_eq!(index.meta.read_error, None);
+    let (a, b) = (index.meta.start_ticks, index.meta.end_ticks);
+    let windows = [
+        Window::new(0, u64::MAX, 1600),
+        Window::new(a, b, 1600),
+        Window::new(a, a + (b - a) / 1000, 7),
+        Window::new(b, b, 1),
+    ];
+    for w in windows {
+        for t in index.threads.iter().chain(&index.asyncs) {
+            let levels = index.slices_in(t, w);
+            let pixels = (w.end - w.start) / w.pixel + 1;
+            for level in &levels {
+                assert!(level.len() as u64 <= 2 * pixels + 2, "{} items for {pixels} pixels", level.len());
+            }
+            let _ = index.points_in(t, w);
+        }
+        for c in 0..index.counters.len() {
+            let _ = index.samples_in(c, w);
+        }
     }
 }

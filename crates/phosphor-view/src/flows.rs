@@ -22,6 +22,8 @@ use crate::server::{Failure, Shared};
 pub const FLOW_BYTES: usize = 32;
 /// The most members an answer gives.
 pub const MAX_MEMBERS: usize = 2000;
+/// The most slices of one start looked at on a level for a member's.
+const MAX_SAME_START: u64 = 4096;
 
 /// What a member of a flow is.
 pub mod member_kinds {
@@ -85,9 +87,11 @@ impl FlowMember {
 fn find(index: &IndexFile, track: &ThreadTrack, start: u64, event: u64) -> Option<(usize, u64)> {
     track.levels.iter().enumerate().find_map(|(level, &(first, n))| {
         let end = first + n;
-        let mut i = partition(first, end, |k| index.slice(k).start < start);
-        // Slices of one start share a level only when empty: look at each.
-        while i < end && index.slice(i).start == start {
+        let from = partition(first, end, |k| index.slice(k).start < start);
+        // Slices of one start share a level only when empty: look at each (at most
+        // `MAX_SAME_START`, so that a hostile trace of a million empty slices costs little).
+        let mut i = from;
+        while i < end.min(from + MAX_SAME_START) && index.slice(i).start == start {
             if index.slice(i).event == event {
                 return Some((level, i));
             }

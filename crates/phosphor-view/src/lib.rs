@@ -43,6 +43,7 @@ use phosphor_format::file::Reader;
 mod build;
 mod events;
 mod file;
+pub mod live;
 mod overview;
 mod query;
 pub mod records;
@@ -56,6 +57,7 @@ mod traces;
 
 pub use build::BuildOptions;
 pub use file::{CounterTrack, IndexFile, Meta, ThreadTrack, MAGIC, VERSION};
+pub use live::{LiveModel, LiveOptions};
 pub use overview::{Overview, OverviewThread};
 pub use query::{PointItem, SampleItem, SliceItem, Window};
 

@@ -428,9 +428,14 @@ impl LiveModel {
         }
         let s = LSlice { start, end: end.max(start), id, name, depth: 0, flags: slice_flags::SCOPE };
         let lanes = &mut self.asyncs[a].lanes;
-        // The first lane free at its start; slices come about in end order, so at its back.
-        match lanes.iter().position(|l| l.back().is_none_or(|b| b.end <= s.start)) {
-            Some(lane) => lanes[lane].push_back(s),
+        // The first lane with room for it: slices come about in end order, so mostly at a
+        // lane's back, but an end read late (from another thread's chunk) fills a gap.
+        let fits = |l: &VecDeque<LSlice>| {
+            let at = l.partition_point(|x| x.end <= s.start);
+            l.get(at).is_none_or(|next| next.start >= s.end).then_some(at)
+        };
+        match lanes.iter().enumerate().find_map(|(k, l)| Some((k, fits(l)?))) {
+            Some((lane, at)) => lanes[lane].insert(at, s),
             None if lanes.len() < MAX_LANES => lanes.push(VecDeque::from([s])),
             None => return false,
         }

@@ -10,6 +10,8 @@ const FLAG_UNCLOSED = 4
 const FLAG_WRONG_END = 8
 const FLAG_INTERLACED = 16
 const KINDS = ['begin/end', 'complete', 'lock wait', 'lock held']
+// A live trace followed shows its newest 5 s (or all of it while shorter).
+const FOLLOW_NS = 5e9
 const POINT_KINDS = ['instant', 'log', 'saturation (events dropped)', 'end without begin', 'chunks lost just before']
 
 const state = {
@@ -28,13 +30,35 @@ const state = {
   stage: 'loading',
   // How long each synchronous redraw of every track took, in milliseconds (the last 200).
   frames: [],
+  // Whether the server shows recordings as they are made (`phosphor record --view`), and whether
+  // the view follows their newest data (until the user zooms or pans away).
+  live: false,
+  following: true,
 }
 window.phosphorView = state
 // Shows the window from `start` to `end` (nanoseconds on the shared timeline).
 state.show = (start, end) => {
+  setFollowing(false)
   state.view = { start, end: Math.max(end, start + 1) }
   schedule()
 }
+
+// Following: the window's end stays at the newest data of the live traces.
+function setFollowing(on) {
+  state.following = on
+  const b = $('follow-button')
+  if (b) b.classList.toggle('on', on)
+  if (on) follow()
+}
+
+function follow() {
+  const live = state.traces.filter(t => t.state === 'live' && t.end_ns !== undefined)
+  if (!live.length) return
+  const newest = Math.max(...live.map(t => t.end_ns))
+  const start = Math.max(state.span.start, newest - FOLLOW_NS)
+  state.view = { start, end: Math.max(newest, start + 1) }
+}
+state.setFollowing = setFollowing
 
 const $ = id => document.getElementById(id)
 
@@ -77,9 +101,9 @@ function buildTracks() {
   for (const t of state.traces) {
     const group = document.createElement('div')
     group.className = 'group'
-    group.textContent = `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + progressText(t)
+    group.textContent = groupText(t)
     root.appendChild(group)
-    if (t.state !== 'ready') {
+    if (t.state !== 'ready' && t.state !== 'live') {
       // The overview while the index is built: where each thread was busy.
       for (const th of t.threads || []) {
         addTrack(root, { kind: 'coarse', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}` })
@@ -87,7 +111,9 @@ function buildTracks() {
       continue
     }
     for (const th of t.threads) {
-      addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points: th.points })
+      // A live thread's points may come later: their row is kept from the start.
+      const points = t.state === 'live' ? 1 : th.points
+      addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points })
     }
     for (const a of t.asyncs || []) {
       addTrack(root, { kind: 'async', trace: t.trace, async: a.async, name: `${a.name} (async)`, levels: a.lanes, points: 0 })
@@ -156,12 +182,23 @@ async function refresh() {
       if (gen !== generation) return
       track.data = data
       track.window = { start: s, end: e }
+      if (data.slices) fitLevels(track, data.slices)
       draw(track)
     } catch (err) {
       status(String(err.message || err))
       console.error(err)
     }
   }))
+}
+
+// A live thread gains levels as it is recorded: its canvas grows to show them.
+function fitLevels(track, slices) {
+  const levels = Math.max(track.levels, slices.from + slices.levels.length)
+  if (levels <= track.levels) return
+  track.levels = levels
+  track.height = levels * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0)
+  track.canvas.height = track.height
+  track.canvas.style.height = `${track.height}px`
 }
 
 let timer = null
@@ -330,6 +367,7 @@ function showWindow() {
 }
 
 function zoom(factor, at) {
+  setFollowing(false)
   const { start, end } = state.view
   const span = Math.max(10, (end - start) * factor)
   const center = at ?? (start + end) / 2
@@ -339,6 +377,7 @@ function zoom(factor, at) {
 }
 
 function pan(fraction) {
+  setFollowing(false)
   const d = (state.view.end - state.view.start) * fraction
   state.view = { start: state.view.start + d, end: state.view.end + d }
   schedule()
@@ -381,6 +420,8 @@ async function select(track, hit) {
   draw(track)
   const s = await api(`/api/slice?trace=${track.trace}&index=${hit.slice[3]}`)
   const flags = s.flags
+  // A live slice: its path, self time and event come once the trace is indexed.
+  const known = s.self_ns !== null
   const problems = [
     flags & FLAG_UNCLOSED ? 'never ended (runs to the thread\u2019s last event)' : '',
     flags & FLAG_WRONG_END ? 'closed by the end of another name' : '',
@@ -389,8 +430,10 @@ async function select(track, hit) {
   d.innerHTML = ''
   d.append(list(s.name, [
     ['duration', formatNs(s.duration_ns)],
-    ['self', `${formatNs(s.self_ns)}` + (s.children ? ` (${s.children.toLocaleString('en')} inside)` : '')],
-    ['path', s.path.join(' / ')],
+    ...(known ? [
+      ['self', `${formatNs(s.self_ns)}` + (s.children ? ` (${s.children.toLocaleString('en')} inside)` : '')],
+      ['path', s.path.join(' / ')],
+    ] : []),
     ['start', formatNs(s.start_ns - state.span.start)],
     [s.async === null ? 'thread' : 'track', s.async === null ? `${track.name} (tid ${s.tid})` : track.name],
     ['level', String(s.level)],
@@ -456,6 +499,7 @@ function listen() {
       showWindow()
       return
     }
+    setFollowing(false)
     const r = drag.canvas.getBoundingClientRect()
     const d = (e.clientX - drag.x) / r.width * (drag.view.end - drag.view.start)
     state.view = { start: drag.view.start - d, end: drag.view.end - d }
@@ -483,6 +527,10 @@ function listen() {
     else if (k === 's') zoom(1.25)
     else if (k === 'a') pan(-0.1)
     else if (k === 'd') pan(0.1)
+    else if (k === 'f' && state.live) {
+      setFollowing(!state.following)
+      schedule()
+    }
   })
   window.addEventListener('resize', () => {
     sizeCanvases()
@@ -497,6 +545,7 @@ state.search = search
 async function runSearch(q) {
   const r = await api(`/api/search?q=${encodeURIComponent(q)}&limit=200`)
   Object.assign(search, { q, hits: r.hits, total: r.total, at: -1, nextAfter: r.next_after, names: r.names })
+  search.note = liveNote()
   renderResults()
   if (search.hits.length) await go(0)
   else $('search-at').textContent = '0 found'
@@ -513,7 +562,7 @@ function renderResults() {
   root.dataset.total = String(search.total)
   const head = document.createElement('p')
   const kinds = (search.names || []).map(n => `${n.name} (${n.count})`).join(', ')
-  head.textContent = `${search.total} found for “${search.q}”` + (kinds ? `: ${kinds}` : '')
+  head.textContent = `${search.total} found for “${search.q}”` + (kinds ? `: ${kinds}` : '') + search.note
   const ol = document.createElement('ol')
   search.hits.forEach((h, i) => {
     const li = document.createElement('li')
@@ -579,6 +628,7 @@ async function showStats() {
   table.title = state.selection
     ? `${r.kinds} paths, ${r.slices} slices starting in the selection (${formatNs(state.selection[1] - state.selection[0])})`
     : `${r.kinds} paths, ${r.slices} slices in all`
+  table.title += liveNote()
   table.kinds = r.kinds
   renderStats()
 }
@@ -694,7 +744,7 @@ async function showFlame() {
   const box = $('results')
   box.innerHTML = ''
   const head = document.createElement('p')
-  head.textContent = `flame graph of ${state.selection ? 'the selection' : 'everything'}: ${formatNs(root.total)} in scopes` + (r.kinds > r.rows.length ? ` (the ${r.rows.length} largest of ${r.kinds} paths)` : '')
+  head.textContent = `flame graph of ${state.selection ? 'the selection' : 'everything'}: ${formatNs(root.total)} in scopes` + (r.kinds > r.rows.length ? ` (the ${r.rows.length} largest of ${r.kinds} paths)` : '') + liveNote()
   const c = document.createElement('canvas')
   c.id = 'flame'
   const rowH = 16
@@ -733,8 +783,26 @@ async function showFlame() {
   box.append(head, c)
 }
 
+// What the search, statistics and flame graph leave out while traces are live.
+function liveNote() {
+  const n = state.traces.filter(t => t.state === 'live').length
+  return n ? ` (not counting ${n} live trace${n > 1 ? 's' : ''}: a trace is searched and counted once its recording has ended and it is indexed)` : ''
+}
+
+function groupText(t) {
+  return `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + progressText(t)
+}
+
 function progressText(t) {
   if (t.state === 'ready') return ''
+  if (t.state === 'live') {
+    const l = t.live
+    const n = x => x.toLocaleString('en')
+    return ` · live${l.connected ? '' : ', ended (indexing next)'} · ${n(t.events)} events` +
+      (l.dropped ? ` · ${n(l.dropped)} oldest records dropped from the live view (limit ${n(l.limit)}; the file has them)` : '') +
+      (l.skipped ? ` · ${n(l.skipped)} events skipped while the view lagged` : '') +
+      (l.refused ? ` · ${n(l.refused)} events past the live view's bounds` : '')
+  }
   if (t.state === 'failed') return ` · could not be indexed: ${t.error}`
   const pct = t.bytes ? Math.floor(100 * t.read / t.bytes) : 0
   return t.state === 'scanning' ? ` · scanning ${pct}%` : ` · indexing ${pct}% (an overview until then)`
@@ -749,27 +817,32 @@ function spanOf(traces) {
   return { start, end: Math.max(end, start + 1) }
 }
 
-// Takes in a new list of traces: tracks are made again when a trace's state changed.
+// Takes in a new list of traces: tracks are made again when a trace's state or tracks changed.
+// While traces are live, every track is fetched again (the caller's pace: a few times a second).
 async function takeIn(traces) {
-  const before = state.traces.map(t => `${t.state}/${(t.threads || []).length}`).join()
-  const after = traces.map(t => `${t.state}/${(t.threads || []).length}`).join()
+  const shape = list => list.map(t => `${t.state}/${(t.threads || []).length}/${(t.asyncs || []).length}/${(t.counters || []).length}`).join()
+  const before = shape(state.traces)
+  const after = shape(traces)
   state.traces = traces
   const span = spanOf(traces)
+  const live = traces.some(t => t.state === 'live')
   if (span) {
     const whole = state.view.start === state.span.start && state.view.end === state.span.end
     state.span = span
-    if (whole || state.stage === 'loading') state.view = { ...span }
+    if (live && state.following) follow()
+    else if (whole || state.stage === 'loading') state.view = { ...span }
   }
   if (before !== after) {
     buildTracks()
     sizeCanvases()
     await refresh()
   } else {
-    // The progress figures only.
+    // The progress figures, and a live trace's new data.
     document.querySelectorAll('#tracks .group').forEach((g, i) => {
       const t = traces[i]
-      if (t) g.textContent = `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + progressText(t)
+      if (t) g.textContent = groupText(t)
     })
+    if (live) await refresh()
   }
 }
 
@@ -778,10 +851,25 @@ async function main() {
   listenSearch()
   $('stats-button').onclick = () => showStats().catch(err => status(String(err.message || err)))
   $('flame-button').onclick = () => showFlame().catch(err => status(String(err.message || err)))
+  $('follow-button').onclick = () => {
+    setFollowing(!state.following)
+    schedule()
+  }
   for (;;) {
-    const { traces, done } = await api('/api/traces')
+    const { traces, done, live } = await api('/api/traces')
+    if (live && !state.live) {
+      state.live = true
+      $('follow-button').hidden = false
+      setFollowing(true)
+      document.body.dataset.stage = state.stage = 'live'
+    }
     await takeIn(traces)
     if (done) break
+    if (state.live) {
+      // New connections, and the newest data, about five times a second.
+      await new Promise(r => setTimeout(r, 200))
+      continue
+    }
     if (traces.some(t => t.state !== 'scanning') && state.tracks.length) {
       state.stage = 'coarse'
       document.body.dataset.stage = 'coarse'

@@ -49,6 +49,7 @@ pub fn router(traces: Arc<Traces>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/view.js", get(script))
+        .route("/panels.js", get(panels_script))
         .route("/view.css", get(style))
         .route("/api/traces", get(traces_list))
         .route("/api/overview", get(overview))
@@ -232,6 +233,7 @@ struct OverviewQuery {
 /// The page and its assets, in the binary: no network at run time.
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const VIEW_JS: &str = include_str!("../assets/view.js");
+const PANELS_JS: &str = include_str!("../assets/panels.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {
@@ -240,6 +242,10 @@ async fn page() -> Html<&'static str> {
 
 async fn script() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], VIEW_JS)
+}
+
+async fn panels_script() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], PANELS_JS)
 }
 
 async fn style() -> impl IntoResponse {

@@ -270,8 +270,10 @@ impl Traces {
             crate::live::follow(&feed, &path);
             traces.index_ended(n);
         });
-        // Without its thread the trace is listed, empty; the recording goes on.
-        let _ = spawned;
+        if let Err(e) = spawned {
+            // The trace is listed, empty and saying why; the recording goes on.
+            live.fail(format!("no thread to read it: {e}"));
+        }
         Some(LiveHandle(live))
     }
 

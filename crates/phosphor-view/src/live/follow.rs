@@ -67,6 +67,13 @@ impl Live {
         self.read_error.get().map(String::as_str)
     }
 
+    /// Says that the file cannot be read live, and why.
+    pub(crate) fn fail(&self, why: String) {
+        let _ = self.read_error.set(why);
+        // Release: as in `follow`.
+        self.finished.store(true, Ordering::Release);
+    }
+
     /// Frees the model once the trace is served from its index instead.
     pub(crate) fn clear(&self) {
         let mut m = self.model();

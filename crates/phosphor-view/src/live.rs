@@ -5,7 +5,7 @@
 //!
 //! The recorder writes each connection's file whole block by whole block and flushes at least
 //! every 256 KiB; a thread per live trace ([`follow`]) tails that file with `phosphor_format`'s
-//! [`Reader`] over a [`Read`] that waits at the end of the file until the connection has ended.
+//! `Reader` over a `Read` that waits at the end of the file until the connection has ended.
 //! Tailing the file rather than taking blocks from the recorder through a channel keeps the
 //! recorder exactly as it is (it never waits for, nor even knows the pace of, the viewer), keeps
 //! the file the one source of truth (the model sees what `phosphor stats` will read), and lets a

@@ -165,7 +165,7 @@ impl Slot {
         self.live.as_deref().filter(|_| self.trace().is_none())
     }
 
-    /// The stage it is at ([`stages`]) and the bytes that stage has read.
+    /// The stage it is at (`stages`) and the bytes that stage has read.
     pub fn stage(&self) -> (u8, u64) {
         // Acquire pairs with the Release store of the next stage: a stage seen as past
         // scanning has its overview set.

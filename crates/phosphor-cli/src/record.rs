@@ -441,7 +441,13 @@ pub fn receive(
     let (path, file) = create(dir, &header.process_name, header.pid)?;
     // Declared before `out`, so dropped after it: the file is flushed before the viewer is told
     // that it is complete, on every path out of here.
-    let _live = view.and_then(|v| v.add_live(path.clone(), &header));
+    let _live = view.and_then(|v| {
+        let live = v.add_live(path.clone(), &header);
+        if live.is_none() {
+            eprintln!("phosphor record: {}: recorded, but not shown: the viewer is full", path.display());
+        }
+        live
+    });
     let mut out = BufWriter::with_capacity(1 << 20, file);
     out.write_all(&head)?;
     let mut got =

@@ -520,25 +520,27 @@ impl LiveModel {
     }
 }
 
-/// Inserts `x` into `list` sorted by `key`, after those of an equal key (items come nearly in
-/// order: the place is found from the back).
+/// Inserts `x` into `list` sorted by `key`, after those of an equal key: at the back, as items
+/// come nearly in order, else where a binary search puts it (a trace out of order costs no more
+/// than a search a record).
 fn insert_sorted<T>(list: &mut VecDeque<T>, x: T, key: impl Fn(&T) -> u64) {
-    let k = key(&x);
-    let mut at = list.len();
-    while at > 0 && key(&list[at - 1]) > k {
-        at -= 1;
-    }
+    let at = place(list, key(&x), &key);
     list.insert(at, x);
+}
+
+/// Where an item of key `k` goes in `list` (sorted by `key`): after those of a key up to `k`.
+fn place<T>(list: &VecDeque<T>, k: u64, key: impl Fn(&T) -> u64) -> usize {
+    match list.back() {
+        Some(last) if key(last) > k => list.partition_point(|y| key(y) <= k),
+        _ => list.len(),
+    }
 }
 
 /// Inserts a slice known at its end into `t`, `open` begins around it: the slices already there
 /// that it holds go a level down, and those there that hold it (ending with it or after it, which
 /// is rare) put it a level further down.
 fn insert_complete(t: &mut Thread, mut x: LSlice, open: usize) {
-    let mut at = t.slices.len();
-    while at > 0 && t.slices[at - 1].end > x.end {
-        at -= 1;
-    }
+    let at = place(&t.slices, x.end, |s| s.end);
     let mut depth = open + t.slices.range(at..).filter(|y| y.start <= x.start).count();
     let mut i = at;
     while i > 0 && t.slices[i - 1].end >= x.start {

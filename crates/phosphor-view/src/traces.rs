@@ -268,6 +268,10 @@ impl Traces {
         let (traces, feed) = (self.clone(), live.clone());
         let spawned = std::thread::Builder::new().name("phosphor-live".into()).spawn(move || {
             crate::live::follow(&feed, &path);
+            // Reading may stop early (at a damaged block): the index waits for the whole file.
+            while !feed.ended() {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
             traces.index_ended(n);
         });
         if let Err(e) = spawned {

@@ -50,6 +50,12 @@ impl Live {
         self.ended.store(true, Ordering::Release);
     }
 
+    /// Whether the recorder has written the file's last byte.
+    pub(crate) fn ended(&self) -> bool {
+        // Acquire: pairs with the Release store in `end`: the file's bytes are all written.
+        self.ended.load(Ordering::Acquire)
+    }
+
     /// Whether the recorder is still writing the file.
     pub fn connected(&self) -> bool {
         // Relaxed: a figure for display; `Follow::read` orders the reading itself.

@@ -188,7 +188,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
 /// Serves the viewer on `listener` (on threads of its own) for the connections to come, prints
 /// its URL, and opens a browser unless `--no-open`.
 fn start_viewer(listener: TcpListener, args: &RecordArgs) -> anyhow::Result<Arc<Traces>> {
-    let options = LiveOptions { max_records: args.view_records.max(1) };
+    let options = LiveOptions { max_records: args.view_records.max(1), ..LiveOptions::default() };
     let traces = Arc::new(Traces::live(options));
     let url = format!("http://{}/", listener.local_addr()?);
     println!("view {url}");

@@ -9,9 +9,9 @@
 //! Tailing the file rather than taking blocks from the recorder through a channel keeps the
 //! recorder exactly as it is (it never waits for, nor even knows the pace of, the viewer), keeps
 //! the file the one source of truth (the model sees what `phosphor stats` will read), and lets a
-//! lagging viewer skip: when the reader is more than [`SKIP_BEHIND`] bytes behind the file's end,
+//! lagging viewer skip: when the reader is more than [`LiveOptions::skip_behind`] bytes behind the file's end,
 //! chunks are read past without their events being decoded (counted as `skipped`) until it is
-//! within [`RESUME_BEHIND`]; table blocks (strings, callsites, thread names) are always taken in.
+//! within [`LiveOptions::resume_behind`]; table blocks (strings, callsites, thread names) are always taken in.
 //!
 //! # The model
 //!
@@ -43,10 +43,6 @@ mod window;
 
 pub use follow::{follow, Live, LiveHandle};
 
-/// A reader this many bytes behind the file's end stops decoding events (it skips chunks)...
-pub const SKIP_BEHIND: u64 = 64 << 20;
-/// ...until it is back within this many.
-pub const RESUME_BEHIND: u64 = 8 << 20;
 /// How often a reader at the end of a growing file looks again.
 const POLL: Duration = Duration::from_millis(25);
 /// The deepest level kept; deeper slices are drawn at this level.
@@ -69,11 +65,16 @@ pub struct LiveOptions {
     /// The most records (slices, points, samples) one live trace keeps; past it the oldest are
     /// dropped. About 32 bytes each.
     pub max_records: usize,
+    /// A reader this many bytes behind the file's end stops decoding events (it skips chunks,
+    /// counting their events)...
+    pub skip_behind: u64,
+    /// ...until it is back within this many.
+    pub resume_behind: u64,
 }
 
 impl Default for LiveOptions {
     fn default() -> LiveOptions {
-        LiveOptions { max_records: 2_000_000 }
+        LiveOptions { max_records: 2_000_000, skip_behind: 64 << 20, resume_behind: 8 << 20 }
     }
 }
 
@@ -296,7 +297,10 @@ impl LiveModel {
 
     /// Takes in one event, then keeps within the limit.
     pub(crate) fn take(&mut self, ev: Ev) {
-        self.events += 1;
+        // A mark of lost chunks is no event of the trace's.
+        if !matches!(ev, Ev::Point { kind: point_kinds::LOST_CHUNKS, .. }) {
+            self.events += 1;
+        }
         let (lo, hi) = match ev {
             Ev::Slice { start, end, .. } => (start, end),
             Ev::Begin { ts, .. }

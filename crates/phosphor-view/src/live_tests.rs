@@ -16,7 +16,8 @@ struct Feed {
 
 impl Feed {
     fn new(max_records: usize) -> Feed {
-        Feed { model: LiveModel::new(LiveOptions { max_records }), names: Names::default() }
+        let options = LiveOptions { max_records, ..LiveOptions::default() };
+        Feed { model: LiveModel::new(options), names: Names::default() }
     }
 
     fn name(&mut self, name: &str) -> u32 {
@@ -220,10 +221,9 @@ fn async_slices_pair_in_either_order_on_lanes_that_never_overlap() {
     assert_eq!(lanes.len(), 2);
 }
 
-#[test]
-fn a_file_read_as_it_is_written_gives_the_slices_its_index_gives() {
-    let d = tempfile::tempdir().unwrap();
-    let whole = d.path().join("whole.phos");
+/// A trace of two threads of 5,000 frames, each a begin and an end around a complete event, and a
+/// counter.
+fn frames(path: &std::path::Path) {
     let sites =
         [("frame", Phase::Begin), ("frame", Phase::End), ("step", Phase::Complete), ("n", Phase::Counter)];
     let mut events = Vec::new();
@@ -233,7 +233,33 @@ fn a_file_read_as_it_is_written_gives_the_slices_its_index_gives() {
         events.push(records::counter(k * 100 + 70, ID + 3, k as f64).to_vec());
         events.push(records::end(k * 100 + 90, ID + 1).to_vec());
     }
-    write_trace(&whole, &sites, &[(3, events.clone()), (4, events)]);
+    write_trace(path, &sites, &[(3, events.clone()), (4, events)]);
+}
+
+#[test]
+fn a_reader_far_behind_the_file_skips_chunks_counting_their_events_and_then_catches_up() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    frames(&path);
+    let len = std::fs::metadata(&path).unwrap().len();
+    // Behind by the whole file from the start: it skips until within a tenth of it.
+    let options = LiveOptions { skip_behind: len / 5, resume_behind: len / 10, ..LiveOptions::default() };
+    let live = Live::new(options);
+    live.end();
+    super::follow(&live, &path);
+    assert_eq!(live.read_error(), None);
+    let m = live.model();
+    assert!(m.skipped > 0 && m.events > 0, "{} skipped, {} taken", m.skipped, m.events);
+    assert_eq!(m.skipped + m.events, 40_000);
+    // What was taken after the skip is drawn.
+    assert!(m.retained() > 0);
+}
+
+#[test]
+fn a_file_read_as_it_is_written_gives_the_slices_its_index_gives() {
+    let d = tempfile::tempdir().unwrap();
+    let whole = d.path().join("whole.phos");
+    frames(&whole);
     let bytes = std::fs::read(&whole).unwrap();
     // The file as the recorder leaves it mid-way: cut inside a block.
     let growing = d.path().join("growing.phos");

@@ -24,9 +24,11 @@ impl Names {
 pub(crate) fn describe(slot: &Slot, live: &Live, v: &mut Value) {
     let m = live.model();
     let p = slot.place();
-    let (start, end) = m.span().unwrap_or((p.ticks(0, false), p.ticks(0, false)));
-    v["start_ns"] = json!(p.ns(start));
-    v["end_ns"] = json!(p.ns(end));
+    // None until its first event is read.
+    if let Some((start, end)) = m.span() {
+        v["start_ns"] = json!(p.ns(start));
+        v["end_ns"] = json!(p.ns(end));
+    }
     v["events"] = json!(m.events);
     v["read_error"] = json!(live.read_error());
     v["threads"] = m

@@ -10,7 +10,7 @@ use phosphor_format::file::{Reader, Value};
 use phosphor_format::Phase;
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{Ev, LiveModel, LiveOptions, Names, POLL, RESUME_BEHIND, SKIP_BEHIND};
+use super::{Ev, LiveModel, LiveOptions, Names, POLL};
 use crate::records::{point_kinds, slice_flags};
 
 /// A live trace: its model, and how the reading of its file goes.
@@ -24,6 +24,7 @@ pub struct Live {
     finished: AtomicBool,
     /// Where reading stopped early, if it did.
     read_error: std::sync::OnceLock<String>,
+    options: LiveOptions,
 }
 
 impl Live {
@@ -33,6 +34,7 @@ impl Live {
             ended: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             read_error: std::sync::OnceLock::new(),
+            options,
         }
     }
 
@@ -83,8 +85,7 @@ impl Live {
     /// Frees the model once the trace is served from its index instead.
     pub(crate) fn clear(&self) {
         let mut m = self.model();
-        let options = LiveOptions { max_records: m.limit };
-        *m = LiveModel::new(options);
+        *m = LiveModel::new(self.options);
     }
 }
 
@@ -148,10 +149,11 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
         chunks += 1;
         let x = chunk.extents;
         if chunks % 16 == 0 {
-            // How far behind the file's end the reader is: past `SKIP_BEHIND`, skip.
+            // How far behind the file's end the reader is: past `skip_behind`, skip.
             let behind = probe.metadata().map_or(0, |m| m.len()).saturating_sub(chunk.end_offset());
             let was = skipping;
-            skipping = if skipping { behind > RESUME_BEHIND } else { behind > SKIP_BEHIND };
+            let o = &live.options;
+            skipping = if skipping { behind > o.resume_behind } else { behind > o.skip_behind };
             if was && !skipping {
                 // The ends of begins skipped over, and the begins of ends skipped over, are gone.
                 live.model().forget_open();

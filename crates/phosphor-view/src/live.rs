@@ -49,14 +49,18 @@ const POLL: Duration = Duration::from_millis(25);
 const MAX_DEPTH: u16 = 1024;
 /// Begins open at once on a thread; a deeper begin is not kept (counted as refused).
 const MAX_OPEN: usize = 4096;
+/// Begins open at once over all threads; past it, likewise.
+const MAX_OPEN_TOTAL: usize = 1 << 18;
 /// Async slices open at once in a trace; more are not kept (counted as refused).
 const MAX_OPEN_ASYNC: usize = 1 << 16;
 /// Lanes of an async track; a slice that would need another is not kept (counted as refused).
 const MAX_LANES: usize = 256;
 /// Threads, counters and async tracks of a trace; events of more are not kept (refused).
 const MAX_TRACKS: usize = 1 << 14;
-/// Distinct names of a trace; past it, new names are all called [`TOO_MANY_NAMES`].
+/// Distinct names of a trace, and their bytes; past either, new names are all called
+/// [`TOO_MANY_NAMES`].
 const MAX_NAMES: usize = 1 << 20;
+const MAX_NAME_BYTES: usize = 64 << 20;
 const TOO_MANY_NAMES: &str = "(more names than the live view keeps)";
 
 /// How a live model is kept.
@@ -101,6 +105,7 @@ pub(crate) enum Ev {
 pub(crate) struct Names {
     numbers: HashMap<Box<str>, u32>,
     new: Vec<Box<str>>,
+    bytes: usize,
 }
 
 impl Names {
@@ -108,7 +113,7 @@ impl Names {
         if let Some(&n) = self.numbers.get(name) {
             return n;
         }
-        if self.numbers.len() >= MAX_NAMES {
+        if self.numbers.len() >= MAX_NAMES || self.bytes + name.len() > MAX_NAME_BYTES {
             return self.number_unbounded(TOO_MANY_NAMES);
         }
         self.number_unbounded(name)
@@ -119,6 +124,7 @@ impl Names {
             return n;
         }
         let n = self.numbers.len() as u32;
+        self.bytes += name.len();
         self.numbers.insert(name.into(), n);
         self.new.push(name.into());
         n
@@ -200,6 +206,8 @@ pub struct LiveModel {
     /// thread.
     open_asyncs: HashMap<(u32, u64), (bool, u64, u32)>,
     retained: usize,
+    /// Begins open, over all threads.
+    open: usize,
     /// Records dropped to keep within the limit.
     pub dropped: u64,
     /// Events not kept: over a bound on open begins, lanes or tracks.
@@ -227,6 +235,7 @@ impl LiveModel {
             async_of: HashMap::default(),
             open_asyncs: HashMap::default(),
             retained: 0,
+            open: 0,
             dropped: 0,
             refused: 0,
             skipped: 0,
@@ -274,6 +283,7 @@ impl LiveModel {
         for t in &mut self.threads {
             t.open.clear();
         }
+        self.open = 0;
         self.open_asyncs.clear();
     }
 
@@ -347,13 +357,15 @@ impl LiveModel {
     }
 
     fn begin(&mut self, tid: u32, ts: u64, name: u32, id: u64) -> bool {
+        let full = self.open >= MAX_OPEN_TOTAL;
         let Some(t) = self.thread(tid) else { return false };
         t.last = t.last.max(ts);
-        if t.open.len() >= MAX_OPEN {
+        if full || t.open.len() >= MAX_OPEN {
             return false;
         }
         t.open.push(Open { start: ts, id, name });
         t.levels = t.levels.max(t.open.len());
+        self.open += 1;
         true
     }
 
@@ -378,6 +390,7 @@ impl LiveModel {
             closed += 1;
         }
         self.retained += closed;
+        self.open -= closed.min(self.open);
         true
     }
 

@@ -173,6 +173,9 @@ fn record_with_view_shows_a_program_live_then_indexed_with_what_stats_counts() {
     let t = rec.wait_for("every slice, live", |t| t["state"] == "live" && slices(t) == emitted);
     assert_eq!(t["live"]["dropped"], 0);
     assert_eq!(t["live"]["skipped"], 0);
+    let names: Vec<&str> =
+        t["threads"].as_array().unwrap().iter().filter_map(|th| th["name"].as_str()).collect();
+    assert!(names.contains(&"live-0") && names.contains(&"live-1"), "{names:?}");
 
     // The connection ends: the file is complete, and `phosphor stats` counts as many slices.
     log.stop();

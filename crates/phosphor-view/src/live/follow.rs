@@ -135,7 +135,7 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
     let input = BufReader::with_capacity(1 << 16, Follow { file, live });
     let mut reader = Reader::new(input).map_err(|e| e.to_string())?;
     let mut names = Names::default();
-    let mut named: HashMap<u32, ()> = HashMap::default();
+    let mut named: rustc_hash::FxHashSet<u32> = Default::default();
     let mut streams: HashMap<(u16, u32), u64> = HashMap::default();
     let mut scratch = String::new();
     let mut events: Vec<Ev> = Vec::new();
@@ -159,30 +159,36 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
                 live.model().forget_open();
             }
         }
-        if skipping {
-            live.model().skipped += u64::from(x.event_count);
-            continue;
-        }
-        events.clear();
-        // A gap in a writer stream's chunk numbers: chunks lost just before this one.
+        // A gap in a writer stream's chunk numbers: chunks lost just before this one (followed
+        // while skipping too, so that chunks skipped are not taken for lost).
         let n = x.seq & ((1 << phosphor_format::file::SEQ_STREAM_SHIFT) - 1);
         let lost = match streams.insert(x.stream_key(), n) {
             None => n,
             Some(last) => n.saturating_sub(last.saturating_add(1)),
         };
+        if skipping {
+            live.model().skipped += u64::from(x.event_count);
+            continue;
+        }
+        events.clear();
         if lost > 0 {
             let plural = if lost == 1 { "" } else { "s" };
             let name = names.number(&format!("{lost} chunk{plural} lost"));
             events.push(Ev::Point { tid: x.tid, ts: x.first_ts, name, kind: point_kinds::LOST_CHUNKS });
         }
+        // The names of the threads it holds, once each name is known.
         let mut thread_names = Vec::new();
-        if let std::collections::hash_map::Entry::Vacant(v) = named.entry(x.tid) {
-            if let Some(name) = chunk.thread_name(x.tid) {
-                thread_names.push((x.tid, name.to_string()));
-                v.insert(());
+        let mut name_thread = |tid: u32| {
+            if !named.contains(&tid) {
+                if let Some(name) = chunk.thread_name(tid) {
+                    thread_names.push((tid, name.to_string()));
+                    named.insert(tid);
+                }
             }
-        }
+        };
+        name_thread(x.tid);
         let mut error = None;
+        let mut last_tid = x.tid;
         for e in chunk.events() {
             let e = match e {
                 Ok(e) => e,
@@ -191,6 +197,10 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
                     break;
                 }
             };
+            if e.tid != last_tid {
+                last_tid = e.tid;
+                name_thread(e.tid);
+            }
             if let Some(ev) = decode(&e, &mut names, &mut scratch) {
                 events.push(ev);
             }

@@ -175,6 +175,9 @@ struct Thread {
     last: u64,
     /// The deepest level it has had, plus one.
     levels: usize,
+    /// The longest duration of its finished slices: none ending later than this after a
+    /// window's end starts in it.
+    longest: u64,
 }
 
 #[derive(Debug)]
@@ -386,6 +389,7 @@ impl LiveModel {
             let depth = t.open.len().min(usize::from(MAX_DEPTH)) as u16;
             let s =
                 LSlice { start: o.start, end: ts.max(o.start), id: o.id, name: o.name, depth, flags: wrong };
+            t.longest = t.longest.max(s.end - s.start);
             insert_sorted(&mut t.slices, s, |s| s.end);
             closed += 1;
         }
@@ -573,6 +577,7 @@ fn insert_complete(t: &mut Thread, mut x: LSlice, open: usize) {
     }
     x.depth = depth.min(usize::from(MAX_DEPTH)) as u16;
     t.levels = t.levels.max(usize::from(x.depth) + 1);
+    t.longest = t.longest.max(x.end - x.start);
     t.slices.insert(at, x);
 }
 

@@ -71,12 +71,15 @@ fn slice_of(s: &LSlice) -> Slice {
 impl LiveModel {
     /// The slices of thread `tid` in `w`, by level (outermost first), its open begins included
     /// (running to its newest event, marked unclosed); `None` if there is no such thread. Walks
-    /// the thread's slices that end in the window or after it.
+    /// the thread's slices that end in the window, or after it by no more than its longest
+    /// slice lasts.
     pub fn slices_in(&self, tid: u32, w: Window) -> Option<Vec<Vec<SliceItem>>> {
         let t = &self.threads[self.threads.binary_search_by_key(&tid, |t| t.tid).ok()?];
         let mut levels = Levels::default();
         let first = t.slices.partition_point(|s| s.end < w.start);
-        for s in t.slices.range(first..).filter(|s| s.start <= w.end) {
+        // Past this end, a slice starts after the window.
+        let last_end = w.end.saturating_add(t.longest);
+        for s in t.slices.range(first..).take_while(|s| s.end <= last_end).filter(|s| s.start <= w.end) {
             levels.place(usize::from(s.depth), s.id, slice_of(s), &w);
         }
         // They end last: at the thread's newest event.

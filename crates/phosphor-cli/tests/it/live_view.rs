@@ -306,3 +306,25 @@ fn live_view_page_in_a_browser_follows_the_newest_data_until_zoomed_and_resumes_
     assert_eq!(r["after_zoom"], false, "{r}");
     assert_eq!(r["after_button"], true, "{r}");
 }
+
+#[test]
+fn record_serves_the_viewer_on_loopback_unless_told_otherwise() {
+    let dir = scratch("live-view-refuse");
+    let out = dir.join("out");
+    let run = phosphor(
+        "live-view-refuse",
+        &[
+            "record",
+            "--listen",
+            "127.0.0.1:0",
+            "--view",
+            "0.0.0.0:0",
+            "--no-open",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("not a loopback address") && err.contains("--any-address"), "{err}");
+}

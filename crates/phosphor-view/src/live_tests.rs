@@ -108,6 +108,14 @@ fn complete_events_arriving_after_the_slices_they_hold_put_them_a_level_down() {
     f.complete(1, 50, 60, "frame");
     let l = f.levels(1, 0, 100);
     assert_eq!(names(&l), [vec!["frame", "frame"], vec!["update"], vec!["step", "step"]]);
+    // Its details: the path from the slices that hold it, the self time less its children.
+    let update = f.model.slices_in(1, Window { start: 5, end: 30, pixel: 1 }).unwrap()[1][0];
+    let SliceItem::Slice(id, s) = update else { panic!("{update:?}") };
+    let (found, tid, _, level) = f.model.slice(id).unwrap();
+    assert_eq!((found, tid, level), (s, Some(1), 1));
+    let (path, self_ticks, children) = f.model.context(1, &s, level);
+    let path: Vec<&str> = path.iter().map(|&n| f.model.name(n)).collect();
+    assert_eq!((path, self_ticks, children), (vec!["frame", "update"], 25 - 10 - 6, 2));
     // Inside a begin still open, then ended: one level down from it.
     f.begin(1, 100, "run");
     f.complete(1, 110, 120, "work");

@@ -137,21 +137,28 @@ fn finite(v: f64) -> Value {
     }
 }
 
-/// `/api/slice` of a live slice: what the model keeps of it (no path, self time nor event
-/// details until the trace is indexed).
+/// `/api/slice` of a live slice: what the model holds of it, its path and self time from the
+/// slices the model holds (its event's details come once the trace is indexed).
 pub(crate) fn slice(slot: &Slot, live: &Live, id: u64) -> Option<Value> {
     let m = live.model();
     let (s, tid, async_track, level) = m.slice(id)?;
     let p = slot.place();
+    // An async slice's lanes do not nest: its path is its name.
+    let (path, self_ticks, children) = match tid {
+        Some(tid) => m.context(tid, &s, level),
+        None => (vec![s.name], s.duration(), 0),
+    };
+    let path: Vec<&str> = path.into_iter().map(|n| m.name(n)).collect();
+    let ns = |ticks| p.clock().ticks_to_ns(ticks);
     Some(json!({
         "index": id,
         "name": m.name(s.name),
         "start_ns": p.ns(s.start),
         "end_ns": p.ns(s.end),
-        "duration_ns": p.clock().ticks_to_ns(s.duration()),
-        "self_ns": null,
-        "children": null,
-        "path": [m.name(s.name)],
+        "duration_ns": ns(s.duration()),
+        "self_ns": ns(self_ticks),
+        "children": children,
+        "path": path,
         "tid": tid,
         "async": async_track,
         "level": level,

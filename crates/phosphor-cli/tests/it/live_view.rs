@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use phosphor::stream::{Sink, StreamConfig};
 use phosphor::{
-    trace_begin, trace_counter, trace_end, trace_scope, BufferMode, TraceConfig, TraceLog, TraceLogConfig,
+    trace_begin, trace_counter, trace_end, trace_instant, trace_scope, BufferMode, TraceConfig, TraceLog,
+    TraceLogConfig,
 };
 use serde_json::Value;
 
@@ -113,6 +114,7 @@ fn record_with_view_shows_a_program_live_then_indexed_with_what_stats_counts() {
                             std::hint::black_box(n);
                         }
                         trace_counter!(log: &log, "live", "frames", n);
+                        trace_instant!(log: &log, "live", "tick");
                         trace_end!(log: &log, "live", "frame");
                         n += 1;
                         // Relaxed: a count read after the threads are joined.
@@ -161,6 +163,17 @@ fn record_with_view_shows_a_program_live_then_indexed_with_what_stats_counts() {
         get(&rec.host, &format!("/api/samples?trace=0&counter=0&start={start}&end={end}&px={px}"));
     assert_eq!(status, 200, "{samples}");
     assert!(!samples["samples"].as_array().unwrap().is_empty());
+    let (status, points) =
+        get(&rec.host, &format!("/api/points?trace=0&tid={tid}&start={start}&end={end}&px={px}"));
+    assert_eq!(status, 200, "{points}");
+    assert!(points["names"].as_object().unwrap().values().any(|n| n == "tick"), "{points}");
+    // A slice's details, from what the live view holds: a step's path (a merged run's fourth
+    // field numbers its first slice).
+    let step = &levels[2][0];
+    let (status, details) = get(&rec.host, &format!("/api/slice?trace=0&index={}", step[3]));
+    assert_eq!(status, 200, "{details}");
+    assert_eq!(details["live"], true);
+    assert_eq!(details["path"], serde_json::json!(["frame", "update", "step"]), "{details}");
 
     // The program stops emitting: the live model catches up with every slice it emitted
     // (quiet threads' events are sent on within a few milliseconds), while still connected.

@@ -64,7 +64,8 @@ enum Command {
     /// its callsites and clock (`-o OUT`).
     Recover(recover::RecoverArgs),
     /// Receive traces streamed over TCP by traced programs (a datastream with `Sink::Tcp`): one
-    /// trace file per connection in --out, named by process name, pid and time. Loopback only
+    /// trace file per connection in --out, named by process name, pid and time. With --view ADDR,
+    /// also serve the viewer, showing each connection live as it is recorded. Loopback only
     /// unless --any-address.
     Record(record::RecordArgs),
     /// Run a command in a running program (`phosphor::control`): TARGET is its pid, its control

@@ -17,15 +17,23 @@
 //! refuses (one over `--max-connections`) or ends (a limit passed, an idle peer, a bad header) is
 //! told why with an `end` message (`phosphor_format::file::ack`) before it is closed, so the
 //! client counts a refusal apart from a broken connection and waits before it tries again.
+//!
+//! With `--view ADDR`, the viewer's server (`phosphor-view`) runs in the same process and shows
+//! each connection as it is recorded: a live model per connection reads its file as it grows
+//! (`phosphor_view::live`), so the recording itself never waits for the viewer; once a
+//! connection ends, its trace is indexed beside the file and served like `phosphor view`'s.
 
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use phosphor::format::file::ack::{encode_ack, encode_end};
 use phosphor::format::file::{kind, Reader, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES};
+use phosphor_view::server::{serve, Traces};
+use phosphor_view::LiveOptions;
 
 /// The most bytes written to a file before it is flushed and acknowledged.
 const ACK_EVERY: u64 = 256 << 10;
@@ -74,6 +82,17 @@ pub struct RecordArgs {
     /// Seconds a connection may send nothing before it is ended (its file keeps every whole block).
     #[arg(long, default_value_t = 300)]
     idle_timeout: u64,
+    /// Also serve the viewer here (port 0 picks one), showing the connections live; its URL is
+    /// the second line on stdout (`view http://HOST:PORT/`).
+    #[arg(long, value_name = "ADDR")]
+    view: Option<SocketAddr>,
+    /// With --view: do not open a browser.
+    #[arg(long, requires = "view")]
+    no_open: bool,
+    /// With --view: the most records (slices, points, samples) the live view keeps per
+    /// connection; the oldest are dropped past it (counted and shown). About 32 bytes each.
+    #[arg(long, requires = "view", default_value_t = 2_000_000)]
+    view_records: usize,
 }
 
 /// The limits a connection's thread applies.
@@ -85,15 +104,29 @@ pub struct Limits {
     pub idle: std::time::Duration,
 }
 
-/// Runs the server: prints `listening on ADDR`, then a line per ended connection.
+/// Runs the server: prints `listening on ADDR`, with `--view` then `view URL`, then a line per
+/// ended connection.
 pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
     if !args.listen.ip().is_loopback() && !args.any_address {
         bail!("{} is not a loopback address; pass --any-address to listen there", args.listen);
     }
+    if let Some(view) = args.view.filter(|v| !v.ip().is_loopback() && !args.any_address) {
+        bail!("{view} is not a loopback address; pass --any-address to serve the viewer there");
+    }
     std::fs::create_dir_all(&args.out).with_context(|| format!("{}: cannot create", args.out.display()))?;
     let listener =
         TcpListener::bind(args.listen).with_context(|| format!("cannot listen on {}", args.listen))?;
+    let viewer = match args.view {
+        Some(addr) => {
+            Some(TcpListener::bind(addr).with_context(|| format!("cannot serve the viewer on {addr}"))?)
+        }
+        None => None,
+    };
     println!("listening on {}", listener.local_addr()?);
+    let traces = match viewer {
+        Some(viewer) => Some(start_viewer(viewer, args)?),
+        None => None,
+    };
     std::io::stdout().flush()?;
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     if let Some(n) = args.connections {
@@ -126,9 +159,10 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         // Relaxed: as above.
         open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (dir, done, open) = (args.out.clone(), done_tx.clone(), open.clone());
+        let view = traces.clone();
         std::thread::spawn(move || {
             let ender = conn.try_clone().ok();
-            match receive(conn, &dir, limits) {
+            match receive(conn, &dir, limits, view.as_ref()) {
                 Ok(r) => {
                     if let (Some(why), Some(c)) = (&r.ended, ender) {
                         end_connection(c, why);
@@ -149,6 +183,27 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         });
     }
     Ok(())
+}
+
+/// Serves the viewer on `listener` (on threads of its own) for the connections to come, prints
+/// its URL, and opens a browser unless `--no-open`.
+fn start_viewer(listener: TcpListener, args: &RecordArgs) -> anyhow::Result<Arc<Traces>> {
+    let options = LiveOptions { max_records: args.view_records.max(1), ..LiveOptions::default() };
+    let traces = Arc::new(Traces::live(options));
+    let url = format!("http://{}/", listener.local_addr()?);
+    println!("view {url}");
+    let serving = traces.clone();
+    std::thread::Builder::new().name("phosphor-view".into()).spawn(move || {
+        if let Err(e) = serve(serving, listener) {
+            eprintln!("phosphor record: the viewer stopped: {e}");
+        }
+    })?;
+    if !args.no_open {
+        if let Err(e) = webbrowser::open(&url) {
+            eprintln!("could not open a browser ({e}); open {url}");
+        }
+    }
+    Ok(traces)
 }
 
 /// Tells a refused connection why on a thread of its own (at most `MAX_REFUSING` at once), so the
@@ -344,8 +399,14 @@ fn create(dir: &Path, name: &str, pid: u32) -> anyhow::Result<(PathBuf, std::fs:
     bail!("too many files named after {name}-{pid}-{secs} in {}", dir.display())
 }
 
-/// Copies one connection's trace into a new file in `dir`, whole blocks only, within `limits`.
-pub fn receive(conn: TcpStream, dir: &Path, limits: Limits) -> anyhow::Result<Received> {
+/// Copies one connection's trace into a new file in `dir`, whole blocks only, within `limits`;
+/// shown live by `view` if given.
+pub fn receive(
+    conn: TcpStream,
+    dir: &Path,
+    limits: Limits,
+    view: Option<&Arc<Traces>>,
+) -> anyhow::Result<Received> {
     let mut acks = conn.try_clone()?;
     // The header must come soon; after it, the idle timeout applies.
     conn.set_read_timeout(Some(HEADER_TIMEOUT))?;
@@ -378,6 +439,15 @@ pub fn receive(conn: TcpStream, dir: &Path, limits: Limits) -> anyhow::Result<Re
     timeouts.set_read_timeout(Some(limits.idle))?;
     let header = Reader::new(&head[..]).context("a bad header")?.header().clone();
     let (path, file) = create(dir, &header.process_name, header.pid)?;
+    // Declared before `out`, so dropped after it: the file is flushed before the viewer is told
+    // that it is complete, on every path out of here.
+    let _live = view.and_then(|v| {
+        let live = v.add_live(path.clone(), &header);
+        if live.is_none() {
+            eprintln!("phosphor record: {}: recorded, but not shown: the viewer is full", path.display());
+        }
+        live
+    });
     let mut out = BufWriter::with_capacity(1 << 20, file);
     out.write_all(&head)?;
     let mut got =

@@ -1,6 +1,10 @@
 // Phosphor's timeline page: tracks of the traces `phosphor view` serves, drawn from window queries
 // (docs/VIEW-API.md). Each track asks for the visible window at its canvas's width in pixels, so
-// what is fetched and drawn is bounded by the screen, not by the trace.
+// what is fetched and drawn is bounded by the screen, not by the trace. Live traces (`phosphor
+// record --view`) are fetched again a few times a second, the window following their newest data.
+// The side panels (search, statistics, flame graph) are in panels.js.
+
+import { listenPanels } from './panels.js'
 
 const LEVEL_HEIGHT = 18
 const POINT_ROW = 12
@@ -10,9 +14,11 @@ const FLAG_UNCLOSED = 4
 const FLAG_WRONG_END = 8
 const FLAG_INTERLACED = 16
 const KINDS = ['begin/end', 'complete', 'lock wait', 'lock held']
+// A live trace followed shows its newest 5 s (or all of it while shorter).
+const FOLLOW_NS = 5e9
 const POINT_KINDS = ['instant', 'log', 'saturation (events dropped)', 'end without begin', 'chunks lost just before']
 
-const state = {
+export const state = {
   traces: [],
   tracks: [],
   // The visible window, in nanoseconds on the shared timeline.
@@ -28,17 +34,39 @@ const state = {
   stage: 'loading',
   // How long each synchronous redraw of every track took, in milliseconds (the last 200).
   frames: [],
+  // Whether the server shows recordings as they are made (`phosphor record --view`), and whether
+  // the view follows their newest data (until the user zooms or pans away).
+  live: false,
+  following: true,
 }
 window.phosphorView = state
 // Shows the window from `start` to `end` (nanoseconds on the shared timeline).
 state.show = (start, end) => {
+  setFollowing(false)
   state.view = { start, end: Math.max(end, start + 1) }
   schedule()
 }
 
-const $ = id => document.getElementById(id)
+// Following: the window's end stays at the newest data of the live traces.
+function setFollowing(on) {
+  state.following = on
+  const b = $('follow-button')
+  if (b) b.classList.toggle('on', on)
+  if (on) follow()
+}
 
-function formatNs(ns) {
+function follow() {
+  const live = state.traces.filter(t => t.state === 'live' && t.end_ns !== undefined)
+  if (!live.length) return
+  const newest = Math.max(...live.map(t => t.end_ns))
+  const start = Math.max(state.span.start, newest - FOLLOW_NS)
+  state.view = { start, end: Math.max(newest, start + 1) }
+}
+state.setFollowing = setFollowing
+
+export const $ = id => document.getElementById(id)
+
+export function formatNs(ns) {
   const a = Math.abs(ns)
   if (a < 1e3) return `${Math.round(ns)} ns`
   if (a < 1e6) return `${(ns / 1e3).toPrecision(3)} µs`
@@ -46,13 +74,13 @@ function formatNs(ns) {
   return `${(ns / 1e9).toPrecision(4)} s`
 }
 
-function color(name) {
+export function color(name) {
   let h = 2166136261
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619)
   return `hsl(${(h >>> 0) % 360}, 55%, 68%)`
 }
 
-async function api(path) {
+export async function api(path) {
   state.pending++
   try {
     const r = await fetch(path)
@@ -65,7 +93,7 @@ async function api(path) {
   }
 }
 
-function status(text) {
+export function status(text) {
   $('status').textContent = text
 }
 
@@ -77,9 +105,9 @@ function buildTracks() {
   for (const t of state.traces) {
     const group = document.createElement('div')
     group.className = 'group'
-    group.textContent = `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + progressText(t)
+    group.textContent = groupText(t)
     root.appendChild(group)
-    if (t.state !== 'ready') {
+    if (t.state !== 'ready' && t.state !== 'live') {
       // The overview while the index is built: where each thread was busy.
       for (const th of t.threads || []) {
         addTrack(root, { kind: 'coarse', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}` })
@@ -87,7 +115,9 @@ function buildTracks() {
       continue
     }
     for (const th of t.threads) {
-      addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points: th.points })
+      // A live thread's points may come later: their row is kept from the start.
+      const points = t.state === 'live' ? 1 : th.points
+      addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points })
     }
     for (const a of t.asyncs || []) {
       addTrack(root, { kind: 'async', trace: t.trace, async: a.async, name: `${a.name} (async)`, levels: a.lanes, points: 0 })
@@ -156,12 +186,23 @@ async function refresh() {
       if (gen !== generation) return
       track.data = data
       track.window = { start: s, end: e }
+      if (data.slices) fitLevels(track, data.slices)
       draw(track)
     } catch (err) {
       status(String(err.message || err))
       console.error(err)
     }
   }))
+}
+
+// A live thread gains levels as it is recorded: its canvas grows to show them.
+function fitLevels(track, slices) {
+  const levels = Math.max(track.levels, slices.from + slices.levels.length)
+  if (levels <= track.levels) return
+  track.levels = levels
+  track.height = levels * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0)
+  track.canvas.height = track.height
+  track.canvas.style.height = `${track.height}px`
 }
 
 let timer = null
@@ -330,6 +371,7 @@ function showWindow() {
 }
 
 function zoom(factor, at) {
+  setFollowing(false)
   const { start, end } = state.view
   const span = Math.max(10, (end - start) * factor)
   const center = at ?? (start + end) / 2
@@ -339,6 +381,7 @@ function zoom(factor, at) {
 }
 
 function pan(fraction) {
+  setFollowing(false)
   const d = (state.view.end - state.view.start) * fraction
   state.view = { start: state.view.start + d, end: state.view.end + d }
   schedule()
@@ -351,7 +394,7 @@ function timeAt(canvas, clientX) {
   return state.view.start + (clientX - r.left) / r.width * (state.view.end - state.view.start)
 }
 
-async function select(track, hit) {
+export async function select(track, hit) {
   const d = $('details')
   if (hit.merged) {
     const m = hit.merged
@@ -381,6 +424,8 @@ async function select(track, hit) {
   draw(track)
   const s = await api(`/api/slice?trace=${track.trace}&index=${hit.slice[3]}`)
   const flags = s.flags
+  // A live slice: its path, self time and event come once the trace is indexed.
+  const known = s.self_ns !== null
   const problems = [
     flags & FLAG_UNCLOSED ? 'never ended (runs to the thread\u2019s last event)' : '',
     flags & FLAG_WRONG_END ? 'closed by the end of another name' : '',
@@ -389,8 +434,10 @@ async function select(track, hit) {
   d.innerHTML = ''
   d.append(list(s.name, [
     ['duration', formatNs(s.duration_ns)],
-    ['self', `${formatNs(s.self_ns)}` + (s.children ? ` (${s.children.toLocaleString('en')} inside)` : '')],
-    ['path', s.path.join(' / ')],
+    ...(known ? [
+      ['self', `${formatNs(s.self_ns)}` + (s.children ? ` (${s.children.toLocaleString('en')} inside)` : '')],
+      ['path', s.path.join(' / ')],
+    ] : []),
     ['start', formatNs(s.start_ns - state.span.start)],
     [s.async === null ? 'thread' : 'track', s.async === null ? `${track.name} (tid ${s.tid})` : track.name],
     ['level', String(s.level)],
@@ -456,6 +503,7 @@ function listen() {
       showWindow()
       return
     }
+    setFollowing(false)
     const r = drag.canvas.getBoundingClientRect()
     const d = (e.clientX - drag.x) / r.width * (drag.view.end - drag.view.start)
     state.view = { start: drag.view.start - d, end: drag.view.end - d }
@@ -483,6 +531,10 @@ function listen() {
     else if (k === 's') zoom(1.25)
     else if (k === 'a') pan(-0.1)
     else if (k === 'd') pan(0.1)
+    else if (k === 'f' && state.live) {
+      setFollowing(!state.following)
+      schedule()
+    }
   })
   window.addEventListener('resize', () => {
     sizeCanvases()
@@ -490,251 +542,20 @@ function listen() {
   })
 }
 
-// Search: the answer's hits in time order; next and previous walk them (fetching more at the end).
-const search = { q: '', hits: [], total: 0, at: -1, nextAfter: null }
-state.search = search
-
-async function runSearch(q) {
-  const r = await api(`/api/search?q=${encodeURIComponent(q)}&limit=200`)
-  Object.assign(search, { q, hits: r.hits, total: r.total, at: -1, nextAfter: r.next_after, names: r.names })
-  renderResults()
-  if (search.hits.length) await go(0)
-  else $('search-at').textContent = '0 found'
-}
-
-function threadName(trace, tid) {
-  const t = state.tracks.find(k => k.kind === 'thread' && k.trace === trace && k.tid === tid)
-  return t ? t.name : `thread ${tid}`
-}
-
-function renderResults() {
-  const root = $('results')
-  root.innerHTML = ''
-  root.dataset.total = String(search.total)
-  const head = document.createElement('p')
-  const kinds = (search.names || []).map(n => `${n.name} (${n.count})`).join(', ')
-  head.textContent = `${search.total} found for “${search.q}”` + (kinds ? `: ${kinds}` : '')
-  const ol = document.createElement('ol')
-  search.hits.forEach((h, i) => {
-    const li = document.createElement('li')
-    li.textContent = `${formatNs(h.start_ns - state.span.start)} · ${threadName(h.trace, h.tid)} · ${h.name}`
-    li.onclick = () => go(i)
-    if (i === search.at) li.className = 'at'
-    ol.appendChild(li)
-  })
-  root.append(head, ol)
-}
-
-async function go(i) {
-  if (i >= search.hits.length && search.nextAfter !== null) {
-    const r = await api(`/api/search?q=${encodeURIComponent(search.q)}&limit=200&after=${search.nextAfter}`)
-    const seen = new Set(search.hits.map(h => `${h.trace}:${h.kind}:${h.index}`))
-    search.hits.push(...r.hits.filter(h => !seen.has(`${h.trace}:${h.kind}:${h.index}`)))
-    search.nextAfter = r.next_after
-    renderResults()
-  }
-  if (i < 0 || i >= search.hits.length) return
-  search.at = i
-  const h = search.hits[i]
-  $('search-at').textContent = `${i + 1} of ${search.total}`
-  for (const li of $('results').querySelectorAll('li')) li.className = ''
-  const li = $('results').querySelectorAll('li')[i]
-  if (li) li.className = 'at'
-  // Keep the zoom unless the hit does not fit; centre it.
-  const span = Math.max(state.view.end - state.view.start > 4 * (h.end_ns - h.start_ns) ? state.view.end - state.view.start : 4 * (h.end_ns - h.start_ns), 1000)
-  const mid = (h.start_ns + h.end_ns) / 2
-  state.show(mid - span / 2, mid + span / 2)
-  const track = state.tracks.find(k => k.kind === 'thread' && k.trace === h.trace && k.tid === h.tid)
-  if (!track) return
-  track.canvas.scrollIntoView({ block: 'nearest' })
-  if (h.kind === 'slice') await select(track, { slice: [h.start_ns, h.end_ns, -1, h.index, 0] })
-  else await select(track, { point: [h.start_ns, -1, h.index, 0], name: h.name })
-}
-
-function listenSearch() {
-  $('search-form').addEventListener('submit', e => {
-    e.preventDefault()
-    const q = $('search').value.trim()
-    if (!q) return
-    if (q === search.q && search.hits.length) go(search.at + 1)
-    else runSearch(q).catch(err => status(String(err.message || err)))
-  })
-  $('search').addEventListener('keydown', e => {
-    if (e.key === 'Enter' && e.shiftKey) {
-      e.preventDefault()
-      go(search.at - 1)
-    }
-  })
-  $('next').onclick = () => go(search.at + 1)
-  $('prev').onclick = () => go(search.at - 1)
-}
-
-// The statistics panel: per scope path across threads, of the selection or of everything.
-const table = { rows: [], sort: 'total_ns', down: true }
-
-async function showStats() {
-  const range = state.selection ? `&start=${Math.floor(state.selection[0])}&end=${Math.ceil(state.selection[1])}` : ''
-  const r = await api(`/api/stats?limit=2000${range}`)
-  table.rows = r.rows
-  table.title = state.selection
-    ? `${r.kinds} paths, ${r.slices} slices starting in the selection (${formatNs(state.selection[1] - state.selection[0])})`
-    : `${r.kinds} paths, ${r.slices} slices in all`
-  table.kinds = r.kinds
-  renderStats()
-}
-
-function renderStats() {
-  const root = $('results')
-  root.innerHTML = ''
-  root.dataset.kinds = String(table.kinds)
-  const head = document.createElement('p')
-  head.textContent = table.title
-  const cols = [['path', 'path'], ['type', 'type'], ['count', 'count'], ['total_ns', 'total'], ['p50_ns', 'p50'], ['p99_ns', 'p99'], ['max_ns', 'max']]
-  const t = document.createElement('table')
-  const tr = document.createElement('tr')
-  for (const [key, label] of cols) {
-    const th = document.createElement('th')
-    th.textContent = label + (table.sort === key ? (table.down ? ' ▾' : ' ▴') : '')
-    th.onclick = () => {
-      table.down = table.sort === key ? !table.down : true
-      table.sort = key
-      renderStats()
-    }
-    tr.appendChild(th)
-  }
-  t.appendChild(tr)
-  const key = r => (table.sort === 'path' ? r.path.join('/') : r[table.sort])
-  const rows = [...table.rows].sort((a, b) => {
-    const x = key(a), y = key(b)
-    const c = x < y ? -1 : x > y ? 1 : 0
-    return table.down ? -c : c
-  })
-  for (const r of rows) {
-    const row = document.createElement('tr')
-    row.dataset.path = r.path.join('/')
-    row.dataset.count = String(r.count)
-    row.dataset.totalNs = String(r.total_ns)
-    row.title = r.path.join(' / ') + (r.exact ? '' : ' (p50 and p99 within 0.1%)')
-    row.onclick = () => showKind(r).catch(err => status(String(err.message || err)))
-    const cells = [r.path[r.path.length - 1], r.type, r.count.toLocaleString('en'), formatNs(r.total_ns), formatNs(r.p50_ns), formatNs(r.p99_ns), formatNs(r.max_ns)]
-    for (const c of cells) {
-      const td = document.createElement('td')
-      td.textContent = c
-      row.appendChild(td)
-    }
-    t.appendChild(row)
-  }
-  root.append(head, t)
-}
-
-// One row of the statistics: the histogram of its durations and its slowest occurrences.
-async function showKind(row) {
-  const range = state.selection ? `&start=${Math.floor(state.selection[0])}&end=${Math.ceil(state.selection[1])}` : ''
-  const k = await api(`/api/kind?trace=${row.trace}&type=${row.type}&path=${encodeURIComponent(JSON.stringify(row.path))}${range}`)
-  let box = $('kind')
-  if (!box) {
-    box = document.createElement('div')
-    box.id = 'kind'
-    $('results').prepend(box)
-  }
-  box.innerHTML = ''
-  box.dataset.count = String(k.count)
-  box.dataset.slowestNs = String(k.slowest.length ? k.slowest[0].duration_ns : 0)
-  const h = document.createElement('h3')
-  h.textContent = `${row.path.join(' / ')}: ${k.count.toLocaleString('en')}, ${formatNs(k.min_ns)} to ${formatNs(k.max_ns)}`
-  const c = document.createElement('canvas')
-  c.width = 400
-  c.height = 90
-  const g = c.getContext('2d')
-  const most = Math.max(1, ...k.histogram.map(b => b[2]))
-  const w = c.width / k.histogram.length
-  k.histogram.forEach((b, i) => {
-    const hgt = b[2] ? Math.max(1, Math.sqrt(b[2] / most) * (c.height - 14)) : 0
-    g.fillStyle = '#2a6fb0'
-    g.fillRect(i * w + 1, c.height - 12 - hgt, w - 2, hgt)
-  })
-  g.fillStyle = '#333'
-  g.font = '10px system-ui, sans-serif'
-  g.fillText(formatNs(k.min_ns), 0, c.height - 1)
-  const right = formatNs(k.max_ns)
-  g.fillText(right, c.width - g.measureText(right).width, c.height - 1)
-  const title = document.createElement('p')
-  title.textContent = 'slowest (click to show):'
-  const ol = document.createElement('ol')
-  for (const s of k.slowest) {
-    const li = document.createElement('li')
-    li.textContent = `${formatNs(s.duration_ns)} at ${formatNs(s.start_ns - state.span.start)} · ${threadName(row.trace, s.tid)}`
-    li.onclick = async () => {
-      const pad = (s.end_ns - s.start_ns) * 2 + 1000
-      state.show(s.start_ns - pad, s.end_ns + pad)
-      const track = state.tracks.find(t => t.kind === 'thread' && t.trace === row.trace && t.tid === s.tid)
-      if (track) await select(track, { slice: [s.start_ns, s.end_ns, -1, s.index, 0] })
-    }
-    ol.appendChild(li)
-  }
-  box.append(h, c, title, ol)
-}
-
-// The flame graph of the selection (or of everything): each scope path a box as wide as its total
-// time, under its parent; what a box's children leave uncovered is its self time.
-async function showFlame() {
-  const range = state.selection ? `&start=${Math.floor(state.selection[0])}&end=${Math.ceil(state.selection[1])}` : ''
-  const r = await api(`/api/stats?limit=5000${range}`)
-  const root = { name: 'all', total: 0, children: new Map() }
-  for (const row of r.rows) {
-    let node = root
-    row.path.forEach((name, i) => {
-      const key = `${row.trace}\u0000${name}\u0000${i === row.path.length - 1 ? row.type : 'scope'}`
-      if (!node.children.has(key)) node.children.set(key, { name, total: 0, children: new Map() })
-      node = node.children.get(key)
-    })
-    node.total = row.total_ns
-  }
-  for (const c of root.children.values()) root.total += c.total
-  const box = $('results')
-  box.innerHTML = ''
-  const head = document.createElement('p')
-  head.textContent = `flame graph of ${state.selection ? 'the selection' : 'everything'}: ${formatNs(root.total)} in scopes` + (r.kinds > r.rows.length ? ` (the ${r.rows.length} largest of ${r.kinds} paths)` : '')
-  const c = document.createElement('canvas')
-  c.id = 'flame'
-  const rowH = 16
-  let depth = 0
-  const measure = (n, d) => { depth = Math.max(depth, d); for (const k of n.children.values()) measure(k, d + 1) }
-  measure(root, 0)
-  c.width = 420
-  c.height = (depth + 1) * rowH
-  const g = c.getContext('2d')
-  g.font = '10px system-ui, sans-serif'
-  g.textBaseline = 'middle'
-  let boxes = 0
-  const draw = (n, x, w, d) => {
-    g.fillStyle = d === 0 ? '#ccd' : color(n.name)
-    g.fillRect(x, d * rowH, Math.max(w - 1, 1), rowH - 1)
-    boxes++
-    if (w > 30) {
-      g.fillStyle = '#111'
-      g.save()
-      g.beginPath()
-      g.rect(x, d * rowH, w, rowH)
-      g.clip()
-      g.fillText(`${n.name} ${formatNs(n.total)}`, x + 2, d * rowH + rowH / 2)
-      g.restore()
-    }
-    let cx = x
-    for (const k of [...n.children.values()].sort((a, b) => b.total - a.total)) {
-      const kw = n.total > 0 ? (w * k.total) / n.total : 0
-      if (kw >= 0.5) draw(k, cx, kw, d + 1)
-      cx += kw
-    }
-  }
-  draw(root, 0, c.width, 0)
-  c.dataset.boxes = String(boxes)
-  c.dataset.totalNs = String(root.total)
-  box.append(head, c)
+function groupText(t) {
+  return `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + progressText(t)
 }
 
 function progressText(t) {
   if (t.state === 'ready') return ''
+  if (t.state === 'live') {
+    const l = t.live
+    const n = x => x.toLocaleString('en')
+    return ` · live${l.connected ? '' : ', ended (indexing next)'} · ${n(t.events)} events` +
+      (l.dropped ? ` · ${n(l.dropped)} oldest records dropped from the live view (limit ${n(l.limit)}; the file has them)` : '') +
+      (l.skipped ? ` · ${n(l.skipped)} events skipped while the view lagged` : '') +
+      (l.refused ? ` · ${n(l.refused)} events past the live view's bounds` : '')
+  }
   if (t.state === 'failed') return ` · could not be indexed: ${t.error}`
   const pct = t.bytes ? Math.floor(100 * t.read / t.bytes) : 0
   return t.state === 'scanning' ? ` · scanning ${pct}%` : ` · indexing ${pct}% (an overview until then)`
@@ -749,39 +570,57 @@ function spanOf(traces) {
   return { start, end: Math.max(end, start + 1) }
 }
 
-// Takes in a new list of traces: tracks are made again when a trace's state changed.
+// Takes in a new list of traces: tracks are made again when a trace's state or tracks changed.
+// While traces are live, every track is fetched again (the caller's pace: a few times a second).
 async function takeIn(traces) {
-  const before = state.traces.map(t => `${t.state}/${(t.threads || []).length}`).join()
-  const after = traces.map(t => `${t.state}/${(t.threads || []).length}`).join()
+  const shape = list => list.map(t => `${t.state}/${(t.threads || []).length}/${(t.asyncs || []).length}/${(t.counters || []).length}`).join()
+  const before = shape(state.traces)
+  const after = shape(traces)
   state.traces = traces
   const span = spanOf(traces)
+  const live = traces.some(t => t.state === 'live')
   if (span) {
     const whole = state.view.start === state.span.start && state.view.end === state.span.end
     state.span = span
-    if (whole || state.stage === 'loading') state.view = { ...span }
+    if (live && state.following) follow()
+    else if (whole || state.stage === 'loading') state.view = { ...span }
   }
   if (before !== after) {
     buildTracks()
     sizeCanvases()
     await refresh()
   } else {
-    // The progress figures only.
+    // The progress figures, and a live trace's new data.
     document.querySelectorAll('#tracks .group').forEach((g, i) => {
       const t = traces[i]
-      if (t) g.textContent = `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + progressText(t)
+      if (t) g.textContent = groupText(t)
     })
+    if (live) await refresh()
   }
 }
 
 async function main() {
   listen()
-  listenSearch()
-  $('stats-button').onclick = () => showStats().catch(err => status(String(err.message || err)))
-  $('flame-button').onclick = () => showFlame().catch(err => status(String(err.message || err)))
+  listenPanels()
+  $('follow-button').onclick = () => {
+    setFollowing(!state.following)
+    schedule()
+  }
   for (;;) {
-    const { traces, done } = await api('/api/traces')
+    const { traces, done, live } = await api('/api/traces')
+    if (live && !state.live) {
+      state.live = true
+      $('follow-button').hidden = false
+      setFollowing(true)
+      document.body.dataset.stage = state.stage = 'live'
+    }
     await takeIn(traces)
     if (done) break
+    if (state.live) {
+      // New connections, and the newest data, about five times a second.
+      await new Promise(r => setTimeout(r, 200))
+      continue
+    }
     if (traces.some(t => t.state !== 'scanning') && state.tracks.length) {
       state.stage = 'coarse'
       document.body.dataset.stage = 'coarse'

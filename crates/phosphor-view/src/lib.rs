@@ -46,6 +46,7 @@ mod file;
 mod flows;
 #[cfg(test)]
 mod flows_tests;
+pub mod live;
 mod overview;
 mod query;
 pub mod records;
@@ -62,6 +63,7 @@ mod traces;
 
 pub use build::BuildOptions;
 pub use file::{CounterTrack, IndexFile, Meta, ThreadTrack, MAGIC, VERSION};
+pub use live::{LiveModel, LiveOptions};
 pub use overview::{Overview, OverviewThread};
 pub use query::{PointItem, SampleItem, SliceItem, Window};
 

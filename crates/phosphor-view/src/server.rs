@@ -19,7 +19,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::file::IndexFile;
+use crate::live::Live;
 use crate::query::{PointItem, SliceItem, Window};
+use crate::traces::Place;
 pub use crate::traces::{Slot, Trace, Traces};
 
 /// The widest window an answer is made for, in pixels.
@@ -47,6 +49,7 @@ pub fn router(traces: Arc<Traces>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/view.js", get(script))
+        .route("/panels.js", get(panels_script))
         .route("/view.css", get(style))
         .route("/api/traces", get(traces_list))
         .route("/api/overview", get(overview))
@@ -75,10 +78,30 @@ pub fn serve(traces: Arc<Traces>, listener: TcpListener) -> io::Result<()> {
 
 /// Trace `n`: 404 if there is none, 503 while it is being indexed, 500 if that failed.
 pub(crate) fn trace(traces: &Shared, n: usize) -> Result<&Trace, Failure> {
-    let slots = traces.slots();
-    let slot = slots.get(n).ok_or_else(|| not_found(format!("no trace {n} (there are {})", slots.len())))?;
+    match source(traces, n)? {
+        Source::Index(t) => Ok(t),
+        Source::Live(..) => Err(Failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("trace {n} is live: it is indexed once its recording has ended"),
+        )),
+    }
+}
+
+/// Where a trace's answers come from: its index, or its live model until then.
+pub(crate) enum Source<'a> {
+    Index(&'a Trace),
+    Live(&'a Slot, &'a Live),
+}
+
+/// Trace `n`'s source: 404 if there is none, 503 while it is being indexed, 500 if that failed.
+pub(crate) fn source(traces: &Shared, n: usize) -> Result<Source<'_>, Failure> {
+    let slot =
+        traces.slot(n).ok_or_else(|| not_found(format!("no trace {n} (there are {})", traces.len())))?;
     if let Some(t) = slot.trace() {
-        return Ok(t);
+        return Ok(Source::Index(t));
+    }
+    if let Some(live) = slot.live() {
+        return Ok(Source::Live(slot, live));
     }
     Err(match slot.failure() {
         Some(why) => Failure(StatusCode::INTERNAL_SERVER_ERROR, why.to_owned()),
@@ -89,8 +112,8 @@ pub(crate) fn trace(traces: &Shared, n: usize) -> Result<&Trace, Failure> {
 /// `GET /api/traces`: every trace, and how far its indexing has come; once indexed, its threads,
 /// counters and async tracks; before, the threads of its overview.
 async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
-    let list: Vec<Value> = traces.slots().iter().enumerate().map(|(n, slot)| slot_json(n, slot)).collect();
-    Json(json!({ "traces": list, "done": traces.all_done() }))
+    let list: Vec<Value> = traces.slots().enumerate().map(|(n, slot)| slot_json(n, slot)).collect();
+    Json(json!({ "traces": list, "done": traces.all_done(), "live": traces.is_live() }))
 }
 
 fn slot_json(n: usize, slot: &Slot) -> Value {
@@ -104,6 +127,7 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
         "offset_ns": slot.place().offset_ns(),
         "state": match (slot.trace(), slot.failure(), stage) {
             (Some(_), _, _) => "ready",
+            _ if slot.live().is_some() => "live",
             (_, Some(_), _) => "failed",
             (_, _, crate::traces::stages::SCANNING) => "scanning",
             _ => "indexing",
@@ -112,6 +136,10 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
         "read": read,
         "error": slot.failure(),
     });
+    if let Some(live) = slot.live() {
+        crate::live::api::describe(slot, live, &mut v);
+        return v;
+    }
     let Some(t) = slot.trace() else {
         if let Some(o) = slot.overview() {
             v["start_ns"] = json!(slot.place().ns(o.start_ticks));
@@ -174,7 +202,7 @@ async fn overview(
     State(traces): State<Shared>,
     Query(q): Query<OverviewQuery>,
 ) -> Result<Json<Value>, Failure> {
-    let slot = traces.slots().get(q.trace).ok_or_else(|| not_found(format!("no trace {}", q.trace)))?;
+    let slot = traces.slot(q.trace).ok_or_else(|| not_found(format!("no trace {}", q.trace)))?;
     let o = slot
         .overview()
         .ok_or_else(|| Failure(StatusCode::SERVICE_UNAVAILABLE, "the overview is not ready".into()))?;
@@ -206,6 +234,7 @@ struct OverviewQuery {
 /// The page and its assets, in the binary: no network at run time.
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const VIEW_JS: &str = include_str!("../assets/view.js");
+const PANELS_JS: &str = include_str!("../assets/panels.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {
@@ -214,6 +243,10 @@ async fn page() -> Html<&'static str> {
 
 async fn script() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], VIEW_JS)
+}
+
+async fn panels_script() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], PANELS_JS)
 }
 
 async fn style() -> impl IntoResponse {
@@ -240,11 +273,41 @@ struct WindowQuery {
 impl WindowQuery {
     /// The window in the trace's own time.
     fn window(&self, t: &Trace) -> Result<Window, Failure> {
+        self.window_at(t.place())
+    }
+
+    /// The window in the time of a trace placed at `p`.
+    fn window_at(&self, p: &Place) -> Result<Window, Failure> {
         if self.px == 0 || self.px > MAX_PIXELS || self.end < self.start {
             let why = format!("px must be 1 to {MAX_PIXELS} and end at least start");
             return Err(Failure(StatusCode::BAD_REQUEST, why));
         }
-        Ok(Window::new(t.ticks(self.start, false), t.ticks(self.end, true), self.px))
+        Ok(Window::new(p.ticks(self.start, false), p.ticks(self.end, true), self.px))
+    }
+
+    /// The answer for a live trace, from its model.
+    fn live(&self, slot: &Slot, live: &Live, what: &str) -> Result<Json<Value>, Failure> {
+        let w = self.window_at(slot.place())?;
+        let answer = match what {
+            "slices" => {
+                if self.tid.is_none() && self.async_track.is_none() {
+                    return Err(Failure(StatusCode::BAD_REQUEST, "tid or async is required".into()));
+                }
+                crate::live::api::slices(slot, live, self.tid, self.async_track, w, self.from, MAX_LEVELS)
+            }
+            "points" => {
+                let tid =
+                    self.tid.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "tid is required".into()))?;
+                crate::live::api::points(slot, live, tid, w)
+            }
+            _ => {
+                let c = self
+                    .counter
+                    .ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "counter is required".into()))?;
+                crate::live::api::samples(slot, live, c, w)
+            }
+        };
+        answer.map(Json).ok_or_else(|| not_found("no such thread, async track or counter".into()))
     }
 
     fn thread<'t>(&self, t: &'t Trace) -> Result<&'t crate::file::ThreadTrack, Failure> {
@@ -275,7 +338,10 @@ impl Names {
 /// `GET /api/slices`: a thread's slices in a window, by level: `[start, end, name, index, flags]`
 /// for a slice, `[start, end, -count, first]` for a run of narrower ones.
 async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Json<Value>, Failure> {
-    let t = trace(&traces, q.trace)?;
+    let t = match source(&traces, q.trace)? {
+        Source::Index(t) => t,
+        Source::Live(slot, live) => return q.live(slot, live, "slices"),
+    };
     let (w, thread) = (q.window(t)?, q.thread(t)?);
     let mut names = Names::default();
     let levels: Vec<Value> = t
@@ -306,7 +372,10 @@ async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
 /// `GET /api/points`: a thread's points in a window: `[ts, name, index, kind]` for a point,
 /// `[start, end, -count, first]` for several within a pixel.
 async fn points(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Json<Value>, Failure> {
-    let t = trace(&traces, q.trace)?;
+    let t = match source(&traces, q.trace)? {
+        Source::Index(t) => t,
+        Source::Live(slot, live) => return q.live(slot, live, "points"),
+    };
     let (w, thread) = (q.window(t)?, q.thread(t)?);
     let mut names = Names::default();
     let items: Vec<Value> = t
@@ -326,7 +395,10 @@ async fn points(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
 /// `GET /api/samples`: a counter's values in a window, a pixel at a time:
 /// `[start, end, count, min, max, last]`.
 async fn samples(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Json<Value>, Failure> {
-    let t = trace(&traces, q.trace)?;
+    let t = match source(&traces, q.trace)? {
+        Source::Index(t) => t,
+        Source::Live(slot, live) => return q.live(slot, live, "samples"),
+    };
     let w = q.window(t)?;
     let c = q.counter.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "counter is required".into()))?;
     if c >= t.index.counters.len() {
@@ -361,7 +433,13 @@ async fn slice_details(
     State(traces): State<Shared>,
     Query(q): Query<SliceQuery>,
 ) -> Result<Json<Value>, Failure> {
-    let t = trace(&traces, q.trace)?;
+    let t = match source(&traces, q.trace)? {
+        Source::Index(t) => t,
+        Source::Live(slot, live) => {
+            let answer = crate::live::api::slice(slot, live, q.index);
+            return answer.map(Json).ok_or_else(|| not_found(format!("no live slice {}", q.index)));
+        }
+    };
     let s = t.index.get_slice(q.index).ok_or_else(|| not_found(format!("no slice {}", q.index)))?;
     let on = |tracks| track_of(tracks, q.index);
     let (async_track, thread, level) = match on(&t.index.threads) {
@@ -416,7 +494,13 @@ async fn point_details(
     State(traces): State<Shared>,
     Query(q): Query<SliceQuery>,
 ) -> Result<Json<Value>, Failure> {
-    let t = trace(&traces, q.trace)?;
+    let t = match source(&traces, q.trace)? {
+        Source::Index(t) => t,
+        Source::Live(slot, live) => {
+            let answer = crate::live::api::point(slot, live, q.index);
+            return answer.map(Json).ok_or_else(|| not_found(format!("no live point {}", q.index)));
+        }
+    };
     let thread = t
         .index
         .threads

@@ -4,19 +4,31 @@
 //! A thread of its own ([`Traces::index_all`]) then scans each file's chunks for the coarse
 //! [`Overview`] (where each thread was busy), then builds or opens each file's index; the page
 //! shows the overview until a trace's index is ready, then its tracks.
+//!
+//! A server beside `phosphor record` starts with no traces: each connection adds one
+//! ([`Traces::add_live`]), shown from a live model (`live.rs`) fed as its file is written. Once
+//! the connection has ended and the file is read to its end, the trace is indexed like any other
+//! (one build at a time) and then served from its index; the live model is freed. The slots are
+//! made once, with room for [`MAX_LIVE_TRACES`], so that a trace handed out stays where it is
+//! while others are added.
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use phosphor_format::file::Reader;
+use phosphor_format::file::{Header, Reader};
 use phosphor_format::{ClockInfo, ClockKind};
 
 use crate::file::IndexFile;
+use crate::live::{Live, LiveHandle, LiveOptions};
 use crate::overview::Overview;
 use crate::{BuildOptions, Error};
+
+/// The most traces a server beside the recorder shows; the connections past it are recorded
+/// but not shown.
+pub const MAX_LIVE_TRACES: usize = 1 << 14;
 
 /// Where a trace's times fall on the shared timeline.
 #[derive(Clone, Debug)]
@@ -29,6 +41,11 @@ pub(crate) struct Place {
 }
 
 impl Place {
+    /// The trace's clock.
+    pub(crate) fn clock(&self) -> &ClockInfo {
+        &self.clock
+    }
+
     /// Added to the trace's times to place them on the shared timeline.
     pub(crate) fn offset_ns(&self) -> i64 {
         self.offset_ns
@@ -68,6 +85,10 @@ pub struct Trace {
 }
 
 impl Trace {
+    pub(crate) fn place(&self) -> &Place {
+        &self.place
+    }
+
     /// The trace's clock.
     pub(crate) fn clock_info(&self) -> &ClockInfo {
         &self.place.clock
@@ -118,10 +139,33 @@ pub struct Slot {
     stage: AtomicU8,
     overview: OnceLock<Overview>,
     done: OnceLock<Result<Trace, String>>,
+    /// The live model, for a trace being recorded.
+    live: Option<Arc<Live>>,
 }
 
 impl Slot {
-    /// The stage it is at ([`stages`]) and the bytes that stage has read.
+    fn new(path: PathBuf, len: u64, header: &Header, place: Place, stage: u8) -> Slot {
+        Slot {
+            path,
+            process: header.process_name.clone(),
+            pid: header.pid,
+            clock: header.clock.kind.as_str().to_owned(),
+            len,
+            place,
+            progress: Arc::default(),
+            stage: AtomicU8::new(stage),
+            overview: OnceLock::new(),
+            done: OnceLock::new(),
+            live: None,
+        }
+    }
+
+    /// The live model, while the trace is served from it: until its index is ready.
+    pub fn live(&self) -> Option<&Live> {
+        self.live.as_deref().filter(|_| self.trace().is_none())
+    }
+
+    /// The stage it is at (`stages`) and the bytes that stage has read.
     pub fn stage(&self) -> (u8, u64) {
         // Acquire pairs with the Release store of the next stage: a stage seen as past
         // scanning has its overview set.
@@ -157,10 +201,108 @@ impl Slot {
 /// The traces of one server, on one timeline.
 #[derive(Debug)]
 pub struct Traces {
-    slots: Vec<Slot>,
+    /// Made once: a trace handed out never moves. The first `len` are set.
+    slots: Box<[OnceLock<Box<Slot>>]>,
+    len: AtomicUsize,
+    /// Held while a trace is added.
+    adding: Mutex<()>,
+    /// The wall-clock time of the timeline's zero: the earliest origin of the traces given at
+    /// start, or the first live trace's.
+    base: OnceLock<u64>,
+    /// Whether traces are added as they are recorded.
+    live: Option<LiveOptions>,
+    /// Held while an ended live trace is indexed: one build at a time.
+    building: Mutex<()>,
 }
 
 impl Traces {
+    fn with(slots: Vec<Slot>, base: u64, live: Option<LiveOptions>, room: usize) -> Traces {
+        let room = room.max(slots.len());
+        let len = slots.len();
+        let mut all: Vec<OnceLock<Box<Slot>>> =
+            slots.into_iter().map(|s| OnceLock::from(Box::new(s))).collect();
+        all.resize_with(room, OnceLock::new);
+        Traces {
+            slots: all.into_boxed_slice(),
+            len: AtomicUsize::new(len),
+            adding: Mutex::new(()),
+            base: OnceLock::from(base),
+            live,
+            building: Mutex::new(()),
+        }
+    }
+
+    /// No traces yet: each connection of the recorder adds one ([`Traces::add_live`]), its model
+    /// kept as `options` says.
+    pub fn live(options: LiveOptions) -> Traces {
+        let mut t = Traces::with(Vec::new(), 0, Some(options), MAX_LIVE_TRACES);
+        t.base = OnceLock::new();
+        t
+    }
+
+    /// Adds the trace that the recorder writes at `path` (its `header` read already), shown live
+    /// from a model that a thread of its own feeds as the file grows; once the returned handle is
+    /// dropped (the file complete) and the file read, the trace is indexed (beside the file) and
+    /// served from its index. `None` if this server takes no live traces, or has no room left.
+    pub fn add_live(self: &Arc<Self>, path: PathBuf, header: &Header) -> Option<LiveHandle> {
+        let options = self.live?;
+        let live = Arc::new(Live::new(options));
+        let n = {
+            let _adding = self.adding.lock().unwrap_or_else(|p| p.into_inner());
+            // Relaxed: only adders write it, and they hold `adding`.
+            let n = self.len.load(Ordering::Relaxed);
+            if n >= self.slots.len() {
+                return None;
+            }
+            let base = *self.base.get_or_init(|| header.clock.origin_wall_ns);
+            let offset_ns = (i128::from(header.clock.origin_wall_ns) - i128::from(base))
+                .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+            let place = Place { clock: header.clock.clone(), offset_ns };
+            let mut slot = Slot::new(path.clone(), 0, header, place, stages::SCANNING);
+            slot.live = Some(live.clone());
+            let _ = self.slots[n].set(Box::new(slot));
+            // Release: readers that see the new length (Acquire, in `slots`) see the slot set.
+            self.len.store(n + 1, Ordering::Release);
+            n
+        };
+        let (traces, feed) = (self.clone(), live.clone());
+        let spawned = std::thread::Builder::new().name("phosphor-live".into()).spawn(move || {
+            crate::live::follow(&feed, &path);
+            // Reading may stop early (at a damaged block): the index waits for the whole file.
+            while !feed.ended() {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            traces.index_ended(n);
+        });
+        if let Err(e) = spawned {
+            // The trace is listed, empty and saying why; the recording goes on.
+            live.fail(format!("no thread to read it: {e}"));
+        }
+        Some(LiveHandle(live))
+    }
+
+    /// Indexes live trace `n`, whose file is complete and read, then serves it from its index.
+    fn index_ended(&self, n: usize) {
+        let Some(slot) = self.slot(n) else { return };
+        let _building = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        slot.set_stage(stages::INDEXING);
+        let options = BuildOptions { progress: Some(slot.progress.clone()), ..BuildOptions::default() };
+        let done = crate::open(&slot.path, None, &options).map_err(|e| e.to_string());
+        let ok = done.is_ok();
+        let _ = slot.done.set(done.map(|index| Trace {
+            path: slot.path.clone(),
+            index,
+            place: slot.place.clone(),
+            events: Default::default(),
+        }));
+        slot.set_stage(stages::DONE);
+        if ok {
+            if let Some(live) = &slot.live {
+                live.clear();
+            }
+        }
+    }
+
     /// Reads the header of each trace at `paths` and places them on one timeline by their
     /// origins' wall-clock times; nothing is indexed yet ([`Traces::index_all`]).
     pub fn open(paths: Vec<PathBuf>) -> Result<Traces, Error> {
@@ -170,26 +312,18 @@ impl Traces {
             let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
             let reader = Reader::new(BufReader::with_capacity(1 << 12, file))
                 .map_err(|source| Error::Trace { path: path.clone(), source })?;
-            let h = reader.header();
-            headers.push((path, len, h.process_name.clone(), h.pid, h.clock.clone()));
+            headers.push((path, len, reader.header().clone()));
         }
-        let first = headers.iter().map(|h| h.4.origin_wall_ns).min().unwrap_or(0);
+        let first = headers.iter().map(|h| h.2.clock.origin_wall_ns).min().unwrap_or(0);
         let slots = headers
             .into_iter()
-            .map(|(path, len, process, pid, clock)| Slot {
-                path,
-                process,
-                pid,
-                clock: clock.kind.as_str().to_owned(),
-                len,
-                place: Place { offset_ns: offset(clock.origin_wall_ns, first), clock },
-                progress: Arc::default(),
-                stage: AtomicU8::new(stages::SCANNING),
-                overview: OnceLock::new(),
-                done: OnceLock::new(),
+            .map(|(path, len, h)| {
+                let place =
+                    Place { offset_ns: offset(h.clock.origin_wall_ns, first), clock: h.clock.clone() };
+                Slot::new(path, len, &h, place, stages::SCANNING)
             })
             .collect();
-        Ok(Traces { slots })
+        Ok(Traces::with(slots, first, None, 0))
     }
 
     /// The traces of indexes already opened, ready to serve.
@@ -219,13 +353,14 @@ impl Traces {
                     overview: OnceLock::new(),
                     done: OnceLock::new(),
                     path: path.clone(),
+                    live: None,
                 };
                 let trace = Trace { path, index, place, events: Default::default() };
                 let _ = slot.done.set(Ok(trace));
                 slot
             })
             .collect();
-        Traces { slots }
+        Traces::with(slots, first, None, 0)
     }
 
     /// Scans every trace for its overview, then opens (or builds) every index, in order; each
@@ -233,7 +368,7 @@ impl Traces {
     /// that could not be built, or a file read only up to an error. Runs until all are done:
     /// call it on a thread of its own.
     pub fn index_all(&self, cache: Option<&Path>, options: &BuildOptions, report: impl Fn(&Slot, &str)) {
-        for slot in self.slots.iter().filter(|s| s.done.get().is_none()) {
+        for slot in self.slots().filter(|s| s.done.get().is_none() && s.live.is_none()) {
             match Overview::scan(&slot.path, &slot.progress) {
                 Ok(o) => {
                     let _ = slot.overview.set(o);
@@ -242,7 +377,7 @@ impl Traces {
             }
             slot.set_stage(stages::INDEXING);
         }
-        for slot in self.slots.iter().filter(|s| s.done.get().is_none()) {
+        for slot in self.slots().filter(|s| s.done.get().is_none() && s.live.is_none()) {
             let options = BuildOptions { progress: Some(slot.progress.clone()), ..options.clone() };
             let done = crate::open(&slot.path, cache, &options).map_err(|e| e.to_string());
             match &done {
@@ -264,23 +399,48 @@ impl Traces {
     }
 
     /// Every trace, by number.
-    pub fn slots(&self) -> &[Slot] {
-        &self.slots
+    pub fn slots(&self) -> impl Iterator<Item = &Slot> + '_ {
+        // Acquire: pairs with the Release store in `add_live`: each slot below it is set.
+        let len = self.len.load(Ordering::Acquire);
+        self.slots[..len.min(self.slots.len())].iter().filter_map(|s| s.get().map(|s| &**s))
+    }
+
+    /// Trace `n`.
+    pub fn slot(&self, n: usize) -> Option<&Slot> {
+        // Acquire: as in `slots`.
+        let len = self.len.load(Ordering::Acquire);
+        self.slots.get(n).filter(|_| n < len).and_then(|s| s.get()).map(|s| &**s)
+    }
+
+    /// The number of traces.
+    pub fn len(&self) -> usize {
+        // Relaxed: a count for messages; `slot` orders the reading of a slot.
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Whether there are none yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether traces are added as they are recorded.
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
     }
 
     /// Trace `n`, if its index is ready.
     pub fn get(&self, n: usize) -> Option<&Trace> {
-        self.slots.get(n).and_then(Slot::trace)
+        self.slot(n).and_then(Slot::trace)
     }
 
     /// The traces whose indexes are ready, with their numbers.
     pub fn ready_traces(&self) -> impl Iterator<Item = (usize, &Trace)> {
-        self.slots.iter().enumerate().filter_map(|(n, s)| Some((n, s.trace()?)))
+        self.slots().enumerate().filter_map(|(n, s)| Some((n, s.trace()?)))
     }
 
-    /// Whether every trace is indexed (or failed).
+    /// Whether every trace is indexed (or failed); never, while traces may still be added.
     pub fn all_done(&self) -> bool {
-        self.slots.iter().all(|s| s.done.get().is_some())
+        self.live.is_none() && self.slots().all(|s| s.done.get().is_some())
     }
 }
 

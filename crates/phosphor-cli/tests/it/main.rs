@@ -7,6 +7,7 @@ mod convert;
 mod demo;
 mod flamegraph;
 mod info;
+mod live_view;
 mod logs;
 mod probes;
 mod python;

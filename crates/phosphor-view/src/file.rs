@@ -79,13 +79,41 @@ pub struct Meta {
     pub start_ticks: u64,
     /// The latest end of an event.
     pub end_ticks: u64,
-    /// Nanoseconds a clock tick.
+    /// Nanoseconds a clock tick (as the file says, even NaN or infinite: a JSON string then).
+    #[serde(with = "any_f64")]
     pub ns_per_tick: f64,
     /// The clock's origin, in ticks.
     pub origin_ticks: u64,
     /// Where reading the trace stopped early, if it did (a truncated or damaged file): the events
     /// before it are indexed.
     pub read_error: Option<String>,
+}
+
+/// An `f64` in JSON, non-finite ones (which JSON's numbers cannot hold) as strings.
+mod any_f64 {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Json {
+        Number(f64),
+        Text(String),
+    }
+
+    pub(super) fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            Json::Number(*v).serialize(s)
+        } else {
+            Json::Text(v.to_string()).serialize(s)
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Json::deserialize(d)? {
+            Json::Number(v) => Ok(v),
+            Json::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 impl Meta {

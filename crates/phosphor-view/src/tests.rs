@@ -372,3 +372,26 @@ fn chunks_lost_from_a_stream_are_marked_where_it_picks_up_again() {
         .collect();
     assert_eq!(marks, [("3 chunks lost".to_owned(), 100)]);
 }
+
+#[test]
+fn a_trace_whose_clock_rate_is_not_a_number_is_indexed_and_opened_again() {
+    for rate in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0] {
+        let d = dir();
+        let path = d.path().join("t.phos");
+        let clock = ClockInfo { ns_per_tick: rate, origin_ticks: 0, ..monotonic() };
+        let mut w = TraceWriter::new(File::create(&path).unwrap(), clock, "test").unwrap();
+        w.strings(&["test", "", "test.rs", "work"]).unwrap();
+        w.callsites([callsite(ID, Phase::Complete, 3)]).unwrap();
+        let mut s = ChunkStream::new(1);
+        s.push(&mut w, &records::complete(10, ID, 5)).unwrap();
+        s.flush(&mut w).unwrap();
+        w.finish(Trailer::default()).unwrap();
+        let built = open(&path, None, &BuildOptions::default()).unwrap();
+        assert_eq!(built.meta.ns_per_tick.to_bits(), rate.to_bits());
+        drop(built);
+        // Opened from the file this time, not built.
+        let again = open(&path, None, &BuildOptions::default()).unwrap();
+        assert_eq!(again.meta.ns_per_tick.to_bits(), rate.to_bits(), "{rate}");
+        assert_eq!(again.threads[0].levels, vec![(0, 1)]);
+    }
+}

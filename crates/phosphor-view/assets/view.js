@@ -193,6 +193,7 @@ async function refresh() {
       console.error(err)
     }
   }))
+  drawFlow()
 }
 
 // A live thread gains levels as it is recorded: its canvas grows to show them.
@@ -211,6 +212,7 @@ function schedule() {
   drawRuler()
   showWindow()
   for (const t of state.tracks) draw(t)
+  drawFlow()
   state.frames.push(performance.now() - t0)
   if (state.frames.length > 200) state.frames.shift()
   clearTimeout(timer)
@@ -394,8 +396,81 @@ function timeAt(canvas, clientX) {
   return state.view.start + (clientX - r.left) / r.width * (state.view.end - state.view.start)
 }
 
+// The selected slice's flow (an instrumented future: its async slice and its polls) as arrows
+// over the tracks, from each member to the next: from where one leaves off to where the next
+// starts, as Perfetto draws a flow.
+function drawFlow() {
+  const root = $('tracks')
+  let c = $('flow-overlay')
+  const f = state.flow
+  const first = state.tracks[0]
+  if (!f || f.members.length < 2 || !first) {
+    if (c) c.remove()
+    return
+  }
+  if (!c) {
+    c = document.createElement('canvas')
+    c.id = 'flow-overlay'
+  }
+  if (c.parentNode !== root) root.appendChild(c)
+  c.style.left = `${first.canvas.offsetLeft}px`
+  if (c.width !== first.canvas.width) c.width = first.canvas.width
+  if (c.height !== root.scrollHeight) c.height = root.scrollHeight
+  c.style.height = `${c.height}px`
+  const g = c.getContext('2d')
+  g.clearRect(0, 0, c.width, c.height)
+  const trackOf = m => state.tracks.find(t => t.trace === f.trace &&
+    (m.async !== null ? t.kind === 'async' && t.async === m.async : t.kind === 'thread' && t.tid === m.tid))
+  // A member's place: where the flow leaves it (`out`), or comes into it.
+  const at = (m, out) => {
+    const track = trackOf(m)
+    if (!track) return null
+    const t = out ? (m.kind === 'begin' ? m.start_ns : m.end_ns) : (m.kind === 'end' ? m.end_ns : m.start_ns)
+    return { x: xOf(track.canvas, t), y: track.canvas.offsetTop + m.level * LEVEL_HEIGHT + LEVEL_HEIGHT / 2 }
+  }
+  g.strokeStyle = g.fillStyle = '#b0306a'
+  g.lineWidth = 1.5
+  let drawn = 0
+  for (let i = 1; i < f.members.length; i++) {
+    const a = at(f.members[i - 1], true), b = at(f.members[i], false)
+    if (!a || !b) continue
+    g.beginPath()
+    g.moveTo(a.x, a.y)
+    g.bezierCurveTo((a.x + b.x) / 2, a.y, (a.x + b.x) / 2, b.y, b.x, b.y)
+    g.stroke()
+    // The curve comes into its end level: the head points along the line.
+    const angle = b.x >= a.x ? 0 : Math.PI
+    g.beginPath()
+    g.moveTo(b.x, b.y)
+    g.lineTo(b.x - 7 * Math.cos(angle - 0.4), b.y - 7 * Math.sin(angle - 0.4))
+    g.lineTo(b.x - 7 * Math.cos(angle + 0.4), b.y - 7 * Math.sin(angle + 0.4))
+    g.fill()
+    drawn++
+  }
+  c.dataset.arrows = String(drawn)
+}
+
+// Fetches the flow of slice `index` of trace `trace`, if it is in one, for `drawFlow`; a row
+// for the details.
+async function showFlow(trace, index) {
+  state.flow = null
+  const t = state.traces.find(x => x.trace === trace)
+  if (!t || t.state !== 'ready') return []
+  const f = await api(`/api/flow?trace=${trace}&index=${index}`)
+  if (!f.members.length) {
+    drawFlow()
+    return []
+  }
+  state.flow = { trace, members: f.members }
+  drawFlow()
+  const polls = f.members.filter(m => m.kind === 'poll').length
+  return [['flow', `${f.name} #${f.id}: ${polls} poll${polls === 1 ? '' : 's'}${f.more ? ' (the first 2,000 members)' : ''}`]]
+}
+
 export async function select(track, hit) {
   const d = $('details')
+  state.flow = null
+  drawFlow()
   if (hit.merged) {
     const m = hit.merged
     d.innerHTML = `<h3>${-m[2]} slices</h3><p class="hint">narrower than a pixel, ${formatNs(m[1] - m[0])} in all; zoom in to see them</p>`
@@ -423,6 +498,7 @@ export async function select(track, hit) {
   state.selected = { trace: track.trace, index: hit.slice[3] }
   draw(track)
   const s = await api(`/api/slice?trace=${track.trace}&index=${hit.slice[3]}`)
+  const flow = await showFlow(track.trace, hit.slice[3])
   const flags = s.flags
   // A live slice: its path, self time and event come once the trace is indexed.
   const known = s.self_ns !== null
@@ -443,6 +519,7 @@ export async function select(track, hit) {
     ['level', String(s.level)],
     ['kind', KINDS[flags & 3]],
     ...eventRows(s.event || {}),
+    ...flow,
     ...problems.map(p => ['problem', p]),
   ]))
   d.dataset.durationNs = String(s.duration_ns)

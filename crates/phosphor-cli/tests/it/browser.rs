@@ -10,7 +10,7 @@ use crate::cli::{phosphor, scratch, stderr};
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// `$PHOSPHOR_BROWSER_ENV`, else the directory `scripts/browser-env.sh` sets up.
-fn browser_env() -> PathBuf {
+pub fn browser_env() -> PathBuf {
     if let Ok(p) = std::env::var("PHOSPHOR_BROWSER_ENV") {
         return p.into();
     }

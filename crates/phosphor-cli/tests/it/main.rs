@@ -15,3 +15,4 @@ mod record;
 mod recover;
 mod stats;
 mod view;
+mod view_flow;

@@ -1,0 +1,62 @@
+// Clicks a slice on the page of a running `phosphor view` in headless Chromium and reports the
+// flow arrows drawn for it, as one JSON object:
+//   {"arrows": N, "flow": "fetch #1: 3 polls", "name": "...", "errors": [...]}
+//
+// Usage: node view-flow.mjs URL SLICE_JSON SCREENSHOT [TIMEOUT_SECONDS]
+// SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
+// page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
+import puppeteer from 'puppeteer-core'
+
+const [url, sliceArg, screenshot, timeoutArg] = process.argv.slice(2)
+if (!url || !sliceArg || !screenshot) {
+  console.error('usage: node view-flow.mjs URL SLICE_JSON SCREENSHOT [TIMEOUT_SECONDS]')
+  process.exit(2)
+}
+const target = JSON.parse(sliceArg)
+const timeout = 1000 * Number(timeoutArg || 120)
+const result = { arrows: null, flow: null, name: null, errors: [] }
+
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  protocolTimeout: timeout + 60000,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader'],
+})
+
+try {
+  const page = await browser.newPage()
+  await page.setViewport({ width: 1600, height: 900 })
+  page.on('console', msg => {
+    if (msg.type() === 'error') result.errors.push(msg.text())
+  })
+  page.on('pageerror', e => result.errors.push(String(e && e.message ? e.message : e)))
+  await page.goto(url, { timeout, waitUntil: 'domcontentloaded' })
+  await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
+  // Show the slice across the middle of the screen, then click its middle.
+  const n = await page.evaluate(() => window.phosphorView.answered)
+  const pad = (target.end - target.start) * 2 + 1
+  await page.evaluate((s, e) => window.phosphorView.show(s, e), target.start - pad, target.end + pad)
+  await page.waitForFunction(k => window.phosphorView.pending === 0 && window.phosphorView.answered > k, { timeout, polling: 50 }, n)
+  const point = await page.evaluate(t => {
+    const track = window.phosphorView.tracks.find(k => k.kind === 'thread' && k.tid === t.tid)
+    track.canvas.scrollIntoView({ block: 'center' })
+    const r = track.canvas.getBoundingClientRect()
+    const v = window.phosphorView.view
+    const mid = (t.start + t.end) / 2
+    return { x: r.left + (mid - v.start) / (v.end - v.start) * r.width, y: r.top + t.level * 18 + 9 }
+  }, target)
+  await page.mouse.click(point.x, point.y)
+  await page.waitForFunction(() => document.querySelector('#flow-overlay')?.dataset.arrows !== undefined, { timeout, polling: 50 })
+  result.arrows = await page.evaluate(() => Number(document.querySelector('#flow-overlay').dataset.arrows))
+  result.name = await page.evaluate(() => document.querySelector('#details h3').textContent)
+  result.flow = await page.evaluate(() => {
+    const dt = [...document.querySelectorAll('#details dt')].find(d => d.textContent === 'flow')
+    return dt ? dt.nextElementSibling.textContent : null
+  })
+  await page.screenshot({ path: screenshot })
+} catch (e) {
+  result.errors.push(String(e && e.message ? e.message : e))
+} finally {
+  await browser.close()
+}
+console.log(JSON.stringify(result))

@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import puppeteer from 'puppeteer-core'
+import { launch } from './page.mjs'
 
 const [profile, timeoutArg] = process.argv.slice(2)
 if (!profile) {
@@ -29,13 +29,8 @@ fs.writeFileSync(script, `speedscope.loadFileFromBase64(${JSON.stringify(name)},
 
 const started = Date.now()
 const result = { loaded: false, title: '', errors: [], mis_nesting: 0, warnings: 0, examples: [] }
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  // A CDP call (the wait below) may take as long as the import.
-  protocolTimeout: timeoutMs + 60000,
-  headless: true,
-  args: ['--no-sandbox', '--allow-file-access-from-files', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader'],
-})
+// A CDP call (the wait below) may take as long as the import.
+const browser = await launch(timeoutMs, ['--allow-file-access-from-files'])
 try {
   const page = await browser.newPage()
   page.on('console', msg => {

@@ -7,7 +7,7 @@
 // Usage: node view-check.mjs URL SLICE_JSON SEARCH SCREENSHOT [TIMEOUT_SECONDS]
 // SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
 // page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
-import puppeteer from 'puppeteer-core'
+import { launch, open } from './page.mjs'
 
 const [url, sliceArg, term, screenshot, timeoutArg] = process.argv.slice(2)
 if (!url || !sliceArg || !term || !screenshot) {
@@ -18,12 +18,7 @@ const target = JSON.parse(sliceArg)
 const timeout = 1000 * Number(timeoutArg || 120)
 const result = { labels: [], zoomed: null, panned: null, clicked: null, searched: null, errors: [] }
 
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  protocolTimeout: timeout + 60000,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader'],
-})
+const browser = await launch(timeout)
 
 // Waits until every request the page made has been answered and one more than `after` was.
 const settled = (page, after) =>
@@ -32,12 +27,7 @@ const view = page => page.evaluate(() => [window.phosphorView.view.start, window
 const answered = page => page.evaluate(() => window.phosphorView.answered)
 
 try {
-  const page = await browser.newPage()
-  await page.setViewport({ width: 1600, height: 900 })
-  page.on('console', msg => {
-    if (msg.type() === 'error') result.errors.push(msg.text())
-  })
-  page.on('pageerror', e => result.errors.push(String(e && e.message ? e.message : e)))
+  const page = await open(browser, result.errors)
   await page.goto(url, { timeout, waitUntil: 'domcontentloaded' })
   await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
   result.labels = await page.$$eval('.track .label', ls => ls.map(l => l.textContent))

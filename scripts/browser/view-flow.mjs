@@ -5,7 +5,7 @@
 // Usage: node view-flow.mjs URL SLICE_JSON SCREENSHOT [TIMEOUT_SECONDS]
 // SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
 // page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
-import puppeteer from 'puppeteer-core'
+import { launch, open } from './page.mjs'
 
 const [url, sliceArg, screenshot, timeoutArg] = process.argv.slice(2)
 if (!url || !sliceArg || !screenshot) {
@@ -16,20 +16,10 @@ const target = JSON.parse(sliceArg)
 const timeout = 1000 * Number(timeoutArg || 120)
 const result = { arrows: null, flow: null, name: null, errors: [] }
 
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  protocolTimeout: timeout + 60000,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader'],
-})
+const browser = await launch(timeout)
 
 try {
-  const page = await browser.newPage()
-  await page.setViewport({ width: 1600, height: 900 })
-  page.on('console', msg => {
-    if (msg.type() === 'error') result.errors.push(msg.text())
-  })
-  page.on('pageerror', e => result.errors.push(String(e && e.message ? e.message : e)))
+  const page = await open(browser, result.errors)
   await page.goto(url, { timeout, waitUntil: 'domcontentloaded' })
   await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
   // Show the slice across the middle of the screen, then click its middle.

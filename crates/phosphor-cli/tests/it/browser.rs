@@ -19,18 +19,18 @@ pub fn browser_env() -> PathBuf {
     String::from_utf8(out.stdout).unwrap().lines().last().expect("a directory").trim().into()
 }
 
+/// Runs the check `script` of `scripts/browser` with `args` in node, and gives the one JSON
+/// object it prints.
+pub fn check(script: &str, args: &[&std::ffi::OsStr]) -> serde_json::Value {
+    let out = Command::new("node").arg(browser_env().join(script)).args(args).output().expect("node runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{script} failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
 /// What speedscope made of `profile`.
 fn speedscope(profile: &Path) -> serde_json::Value {
-    let env = browser_env();
-    let out = Command::new("node")
-        .arg(env.join("speedscope-check.mjs"))
-        .arg(profile)
-        .arg("300")
-        .output()
-        .expect("node runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "the check failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+    check("speedscope-check.mjs", &[profile.as_os_str(), "300".as_ref()])
 }
 
 /// The demo's JSON (4 workers of 20,000 events: scopes nested four deep, lock waits and holds
@@ -95,18 +95,11 @@ fn the_viewer_page_names_threads_zooms_pans_shows_a_clicked_slice_and_searches_a
 
     let shot = dir.join("viewer.png");
     let slice = serde_json::json!({"tid": tid, "level": 0, "start": join[0], "end": join[1]});
-    let out = Command::new("node")
-        .arg(browser_env().join("view-check.mjs"))
-        .arg(format!("http://{host}/"))
-        .arg(slice.to_string())
-        .arg("iteration")
-        .arg(&shot)
-        .arg("120")
-        .output()
-        .expect("node runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "the check failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let url = format!("http://{host}/");
+    let r = check(
+        "view-check.mjs",
+        &[url.as_ref(), slice.to_string().as_ref(), "iteration".as_ref(), shot.as_os_str(), "120".as_ref()],
+    );
     assert_eq!(r["errors"], serde_json::json!([]), "{r}");
     for t in threads {
         let name = t["name"].as_str().unwrap();

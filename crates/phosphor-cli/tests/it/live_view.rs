@@ -217,63 +217,6 @@ fn record_with_view_shows_a_program_live_then_indexed_with_what_stats_counts() {
     assert!(file.with_extension("phos.phview").is_file());
 }
 
-/// Drives the page of a live viewer in headless Chromium (puppeteer-core from the browser tests'
-/// environment) and prints what it saw as one JSON object. Usage: `node live-check.mjs URL
-/// SCREENSHOT`.
-const LIVE_CHECK: &str = r#"
-import puppeteer from 'puppeteer-core'
-const [url, screenshot] = process.argv.slice(2)
-const timeout = 120000
-const result = { errors: [] }
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  protocolTimeout: timeout + 60000,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader'],
-})
-try {
-  const page = await browser.newPage()
-  page.on('console', m => { if (m.type() === 'error') result.errors.push(m.text()) })
-  page.on('pageerror', e => result.errors.push(String(e)))
-  await page.setViewport({ width: 1400, height: 900 })
-  await page.goto(url)
-  const wait = (f, ...args) => page.waitForFunction(f, { timeout, polling: 50 }, ...args)
-  // A thread of the live trace drawn with its three levels, the window following.
-  await wait(() => {
-    const v = window.phosphorView
-    return v.stage === 'live' && v.following &&
-      v.tracks.some(t => t.kind === 'thread' && t.data && t.data.slices.levels.filter(l => l.length).length >= 3)
-  })
-  result.follow_button = await page.$eval('#follow-button', b => !b.hidden && b.classList.contains('on'))
-  const first = await page.evaluate(() => window.phosphorView.view.end)
-  // The window's end moves on with the newest data.
-  await wait(end => window.phosphorView.view.end > end, first)
-  result.moved = true
-  result.group = await page.$eval('#tracks .group', g => g.textContent)
-  // Zooming stops following; the button resumes it.
-  await page.keyboard.press('s')
-  result.after_zoom = await page.evaluate(() => window.phosphorView.following)
-  await page.click('#follow-button')
-  result.after_button = await page.evaluate(() => window.phosphorView.following)
-  await page.screenshot({ path: screenshot })
-} catch (e) {
-  result.errors.push(String(e))
-}
-console.log(JSON.stringify(result))
-await browser.close()
-"#;
-
-/// The directory of the browser tests' environment (`scripts/browser-env.sh`).
-fn browser_env() -> std::path::PathBuf {
-    if let Ok(p) = std::env::var("PHOSPHOR_BROWSER_ENV") {
-        return p.into();
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/browser-env.sh");
-    let out = Command::new("bash").arg(script).output().unwrap();
-    assert!(out.status.success(), "scripts/browser-env.sh failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().last().expect("a directory").trim().into()
-}
-
 #[test]
 fn live_view_page_in_a_browser_follows_the_newest_data_until_zoomed_and_resumes_on_follow() {
     let dir = scratch("live-view-browser");
@@ -293,25 +236,12 @@ fn live_view_page_in_a_browser_follows_the_newest_data_until_zoomed_and_resumes_
             }
         })
     };
-    // The page and its script, beside the environment's packages.
-    let env = browser_env();
-    let check = dir.join("live-check.mjs");
-    std::fs::write(&check, LIVE_CHECK).unwrap();
-    let _ = std::fs::remove_file(dir.join("node_modules"));
-    std::os::unix::fs::symlink(env.join("node_modules"), dir.join("node_modules")).unwrap();
     let shot = dir.join("live-view.png");
-    let out = Command::new("node")
-        .arg(&check)
-        .arg(format!("http://{}/", rec.host))
-        .arg(&shot)
-        .output()
-        .expect("node runs");
+    let url = format!("http://{}/", rec.host);
+    let r = crate::browser::check("live-check.mjs", &[url.as_ref(), shot.as_os_str()]);
     go.store(false, Ordering::Relaxed);
     worker.join().unwrap();
     log.stop();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(r["errors"], serde_json::json!([]), "{r}");
     assert_eq!(r["follow_button"], true, "{r}");
     assert_eq!(r["moved"], true, "{r}");

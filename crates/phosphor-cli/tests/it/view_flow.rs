@@ -4,12 +4,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::process::Command;
 use std::task::{Context, Poll, Waker};
 
 use phosphor::{trace_future, BufferMode, TraceConfig, TraceLog, TraceLogConfig};
 
-use crate::browser::browser_env;
+use crate::browser::check;
 use crate::cli::scratch;
 use crate::view::{get, start_viewer};
 
@@ -76,17 +75,9 @@ fn a_clicked_poll_shows_arrows_through_its_futures_async_slice_and_polls_on_two_
 
     let slice = serde_json::json!({"tid": tid, "level": 0, "start": poll[0], "end": poll[1]});
     let shot = dir.join("view-flow.png");
-    let out = Command::new("node")
-        .arg(browser_env().join("view-flow.mjs"))
-        .arg(format!("http://{host}/"))
-        .arg(slice.to_string())
-        .arg(&shot)
-        .arg("120")
-        .output()
-        .expect("node runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "the check failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let url = format!("http://{host}/");
+    let r =
+        check("view-flow.mjs", &[url.as_ref(), slice.to_string().as_ref(), shot.as_os_str(), "120".as_ref()]);
     assert_eq!(r["errors"], serde_json::json!([]), "{r}");
     assert_eq!(r["name"], "fetch", "{r}");
     // Begin → 4 polls → end: five arrows, every member on a track of the page.

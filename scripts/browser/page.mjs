@@ -1,0 +1,25 @@
+// What the browser checks share: headless Chromium ($CHROMIUM, else Debian's /usr/bin/chromium)
+// launched as the tests need it, and a page that records its console errors and uncaught
+// exceptions in `errors`.
+import puppeteer from 'puppeteer-core'
+
+// Chromium, headless; a CDP call may take `timeoutMs` (a long import, a slow page).
+export function launch(timeoutMs, extraArgs = []) {
+  return puppeteer.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    protocolTimeout: timeoutMs + 60000,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader', ...extraArgs],
+  })
+}
+
+// A new page of `width` × `height` whose console errors and exceptions go into `errors`.
+export async function open(browser, errors, width = 1600, height = 900) {
+  const page = await browser.newPage()
+  await page.setViewport({ width, height })
+  page.on('console', msg => {
+    if (msg.type() === 'error') errors.push(msg.text())
+  })
+  page.on('pageerror', e => errors.push(String(e && e.message ? e.message : e)))
+  return page
+}

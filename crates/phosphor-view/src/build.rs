@@ -185,6 +185,27 @@ fn lock_base(name: &str, tail: &str) -> String {
     name.strip_suffix(tail).filter(|b| !b.is_empty()).unwrap_or(name).to_owned()
 }
 
+/// A counter's or data point's value: its argument 0, if it is a number or a bool.
+pub(crate) fn sample_value(e: &Event<'_>) -> Option<f64> {
+    match e.args[0] {
+        Some((_, Value::U64(v))) => Some(v as f64),
+        Some((_, Value::I64(v))) => Some(v as f64),
+        Some((_, Value::F64(v))) => Some(v),
+        Some((_, Value::Bool(v))) => Some(f64::from(u8::from(v))),
+        _ => None,
+    }
+}
+
+/// What an instant is: the runtime's saturation marker, or an instant of the program's.
+pub(crate) fn instant_kind(e: &Event<'_>) -> u8 {
+    let saturation = e.callsite.category == "phosphor" && e.callsite.name == "saturation";
+    if saturation {
+        point_kinds::SATURATION
+    } else {
+        point_kinds::INSTANT
+    }
+}
+
 /// Builds the index of the file `reader` reads into `out`.
 pub(crate) fn build<R: Read>(
     mut reader: Reader<R>,
@@ -322,10 +343,8 @@ pub(crate) fn build<R: Read>(
                 }
             }
             Phase::Instant => {
-                let saturation = cs.category == "phosphor" && cs.name == "saturation";
                 let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
-                let kind = if saturation { point_kinds::SATURATION } else { point_kinds::INSTANT };
-                points.push(point(name, kind))?;
+                points.push(point(name, instant_kind(e)))?;
             }
             Phase::Log => {
                 // Named by the format string: the message is made when it is shown.
@@ -333,13 +352,7 @@ pub(crate) fn build<R: Read>(
                 points.push(point(name, point_kinds::LOG))?;
             }
             Phase::Counter | Phase::Data => {
-                let value = match e.args[0] {
-                    Some((_, Value::U64(v))) => v as f64,
-                    Some((_, Value::I64(v))) => v as f64,
-                    Some((_, Value::F64(v))) => v,
-                    Some((_, Value::Bool(v))) => f64::from(u8::from(v)),
-                    _ => return Ok(()),
-                };
+                let Some(value) = sample_value(e) else { return Ok(()) };
                 let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
                 let next = counter_names.len() as u32;
                 let track = *counters.entry(name).or_insert(next);

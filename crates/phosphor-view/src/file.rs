@@ -40,9 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::flows::{FlowMember, FLOW_BYTES};
 use crate::records::{u32_at, u64_at, Point, Sample, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES};
-use crate::summary::{
-    SampleSummary, SampleSummer, SliceSummary, SliceSummer, SAMPLE_SUMMARY_BYTES, SLICE_SUMMARY_BYTES, SPAN,
-};
+use crate::summary::{SampleSummary, SliceSummary, Summer, SAMPLE_SUMMARY_BYTES, SLICE_SUMMARY_BYTES, SPAN};
 use crate::Error;
 
 /// The index file's first bytes.
@@ -176,8 +174,8 @@ pub(crate) struct IndexWriter {
     current: (u64, usize),
     /// The summaries, in files of their own until the end (`summary.rs`).
     /// (Taken at the end.)
-    slice_sums: Option<SliceSummer<BufWriter<File>>>,
-    sample_sums: Option<SampleSummer<BufWriter<File>>>,
+    slice_sums: Option<Summer<BufWriter<File>, SliceSummary>>,
+    sample_sums: Option<Summer<BufWriter<File>, SampleSummary>>,
     /// The flow members, and (event, member) pairs, as they come (in their sections' order).
     flows: Option<(BufWriter<File>, u64)>,
     flow_events: Option<BufWriter<File>>,
@@ -198,8 +196,8 @@ impl IndexWriter {
             at: 0,
             sections: Vec::new(),
             current: (HEADER_BYTES, SLICE_BYTES),
-            slice_sums: Some(SliceSummer::new(spool()?)),
-            sample_sums: Some(SampleSummer::new(spool()?)),
+            slice_sums: Some(Summer::new(spool()?)),
+            sample_sums: Some(Summer::new(spool()?)),
             flows: Some((spool()?, 0)),
             flow_events: Some(spool()?),
         };
@@ -361,10 +359,10 @@ impl IndexWriter {
         }
         self.sections.push((start, self.at - start));
         if let Some(sums) = self.slice_sums.take() {
-            self.copy_section(sums.finish().map_err(|e| Error::io(&self.path, e))?)?;
+            self.copy_section(sums.finish::<Slice>().map_err(|e| Error::io(&self.path, e))?)?;
         }
         if let Some(sums) = self.sample_sums.take() {
-            self.copy_section(sums.finish().map_err(|e| Error::io(&self.path, e))?)?;
+            self.copy_section(sums.finish::<Sample>().map_err(|e| Error::io(&self.path, e))?)?;
         }
         if let Some((flows, _)) = self.flows.take() {
             self.copy_section(flows)?;

@@ -88,81 +88,95 @@ impl SampleSummary {
     }
 }
 
-/// Summarises slices as they are written, a block at a time, into `out`.
-#[derive(Debug)]
-pub(crate) struct SliceSummer<W: Write> {
-    out: W,
-    n: u64,
-    s: SliceSummary,
-    prev_end: u64,
+/// A summary of a block of records of type `R`, made a record at a time.
+pub(crate) trait Summary<R>: Sized {
+    /// The summary of a block whose first record is `first`.
+    fn first(first: &R) -> Self;
+    /// Takes in the block's next record.
+    fn add(&mut self, next: &R);
+    fn encode(&self) -> [u8; 32];
 }
 
-impl<W: Write> SliceSummer<W> {
-    pub(crate) fn new(out: W) -> Self {
-        SliceSummer { out, n: 0, s: SliceSummary::default(), prev_end: 0 }
+impl Summary<Slice> for SliceSummary {
+    fn first(s: &Slice) -> Self {
+        SliceSummary { first_start: s.start, last_end: s.end, max_duration: s.duration(), max_gap: 0 }
     }
 
-    pub(crate) fn add(&mut self, slice: &Slice) -> io::Result<()> {
-        if self.n == 0 {
-            self.s = SliceSummary { first_start: slice.start, ..SliceSummary::default() };
-        } else {
-            self.s.max_gap = self.s.max_gap.max(slice.start.saturating_sub(self.prev_end));
-        }
-        self.s.last_end = self.s.last_end.max(slice.end);
-        self.s.max_duration = self.s.max_duration.max(slice.duration());
-        self.prev_end = slice.end;
-        self.n += 1;
-        if self.n == SPAN {
-            self.out.write_all(&self.s.encode())?;
-            self.n = 0;
-        }
-        Ok(())
+    fn add(&mut self, s: &Slice) {
+        // A level is sorted by end too: the last slice so far ends last.
+        self.max_gap = self.max_gap.max(s.start.saturating_sub(self.last_end));
+        self.last_end = self.last_end.max(s.end);
+        self.max_duration = self.max_duration.max(s.duration());
     }
 
-    /// Writes the last, partial block's summary, and gives back the writer.
-    pub(crate) fn finish(mut self) -> io::Result<W> {
-        if self.n > 0 {
-            self.out.write_all(&self.s.encode())?;
-        }
-        Ok(self.out)
+    fn encode(&self) -> [u8; 32] {
+        SliceSummary::encode(self)
     }
 }
 
-/// Summarises samples as they are written, a block at a time, into `out`.
-#[derive(Debug)]
-pub(crate) struct SampleSummer<W: Write> {
-    out: W,
-    n: u64,
-    s: SampleSummary,
-}
-
-impl<W: Write> SampleSummer<W> {
-    pub(crate) fn new(out: W) -> Self {
-        SampleSummer { out, n: 0, s: SampleSummary::default() }
+impl Summary<Sample> for SampleSummary {
+    fn first(s: &Sample) -> Self {
+        SampleSummary { last_ts: s.ts, min: s.value, max: s.value, last: s.value }
     }
 
-    pub(crate) fn add(&mut self, sample: &Sample) -> io::Result<()> {
-        if self.n == 0 {
-            self.s = SampleSummary { last_ts: 0, min: f64::NAN, max: f64::NAN, last: f64::NAN };
-        }
+    fn add(&mut self, s: &Sample) {
         // `f64::min` and `max` leave a NaN out, as the query's own loop does.
-        self.s.min = self.s.min.min(sample.value);
-        self.s.max = self.s.max.max(sample.value);
-        self.s.last = sample.value;
-        self.s.last_ts = sample.ts;
+        self.min = self.min.min(s.value);
+        self.max = self.max.max(s.value);
+        self.last = s.value;
+        self.last_ts = s.ts;
+    }
+
+    fn encode(&self) -> [u8; 32] {
+        SampleSummary::encode(self)
+    }
+}
+
+/// Summarises records as they are written, [`SPAN`] at a time, into `out`.
+#[derive(Debug)]
+pub(crate) struct Summer<W: Write, S> {
+    out: W,
+    n: u64,
+    block: Option<S>,
+}
+
+impl<W: Write, S> Summer<W, S> {
+    pub(crate) fn new(out: W) -> Self {
+        Summer { out, n: 0, block: None }
+    }
+
+    pub(crate) fn add<R>(&mut self, record: &R) -> io::Result<()>
+    where
+        S: Summary<R>,
+    {
+        match &mut self.block {
+            Some(b) => b.add(record),
+            None => self.block = Some(S::first(record)),
+        }
         self.n += 1;
         if self.n == SPAN {
-            self.out.write_all(&self.s.encode())?;
-            self.n = 0;
+            self.write()?;
         }
         Ok(())
     }
 
-    /// Writes the last, partial block's summary, and gives back the writer.
-    pub(crate) fn finish(mut self) -> io::Result<W> {
-        if self.n > 0 {
-            self.out.write_all(&self.s.encode())?;
+    fn write<R>(&mut self) -> io::Result<()>
+    where
+        S: Summary<R>,
+    {
+        self.n = 0;
+        match self.block.take() {
+            Some(b) => self.out.write_all(&b.encode()),
+            None => Ok(()),
         }
+    }
+
+    /// Writes the last, partial block's summary, and gives back the writer.
+    pub(crate) fn finish<R>(mut self) -> io::Result<W>
+    where
+        S: Summary<R>,
+    {
+        self.write()?;
         Ok(self.out)
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use phosphor_format::file::{Reader, Value};
+use phosphor_format::file::Reader;
 use phosphor_format::Phase;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -237,20 +237,10 @@ fn decode(e: &phosphor_format::file::Event<'_>, names: &mut Names, scratch: &mut
         }
         Phase::Begin => Ev::Begin { tid, ts, name: name(e) },
         Phase::End => Ev::End { tid, ts, name: name(e) },
-        Phase::Instant => {
-            let saturation = cs.category == "phosphor" && cs.name == "saturation";
-            let kind = if saturation { point_kinds::SATURATION } else { point_kinds::INSTANT };
-            Ev::Point { tid, ts, name: name(e), kind }
-        }
+        Phase::Instant => Ev::Point { tid, ts, name: name(e), kind: crate::build::instant_kind(e) },
         Phase::Log => Ev::Point { tid, ts, name: names.number(&cs.name), kind: point_kinds::LOG },
         Phase::Counter | Phase::Data => {
-            let value = match e.args[0] {
-                Some((_, Value::U64(v))) => v as f64,
-                Some((_, Value::I64(v))) => v as f64,
-                Some((_, Value::F64(v))) => v,
-                Some((_, Value::Bool(v))) => f64::from(u8::from(v)),
-                _ => return None,
-            };
+            let value = crate::build::sample_value(e)?;
             Ev::Sample { tid, ts, name: name(e), value }
         }
         Phase::AsyncBegin | Phase::AsyncEnd => {

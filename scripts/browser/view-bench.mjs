@@ -288,6 +288,19 @@ async function pan(page) {
   cases.push(['zoom100', mid - w / 2, mid + w / 2])
   for (const [name, s, e] of cases) {
     await show(s, e)
+    // What a redraw draws: the items (slices, runs, points, samples) each kind of track holds.
+    const items = await page.evaluate(() => {
+      const out = {}
+      for (const t of window.phosphorView.tracks) {
+        const d = t.data || {}
+        let n = 0
+        if (d.slices) n += d.slices.levels.reduce((a, l) => a + l.length, 0)
+        if (d.points) n += d.points.points.length
+        if (d.samples) n += d.samples.samples.length
+        out[t.kind] = (out[t.kind] || 0) + n
+      }
+      return out
+    })
     const loop = await panLoop(page, 100, 0.02)
     await show(s, e)
     const back = await panLoop(page, 100, -0.02)
@@ -295,6 +308,7 @@ async function pan(page) {
     const fresh = await panSettled(page, 10, 0.1)
     out[name] = {
       window_ns: [s, e],
+      items_drawn: items,
       frames: summary([...loop.frames, ...back.frames]),
       frame_intervals: summary([...loop.intervals, ...back.intervals]),
       fresh_drawn_ms: summary(fresh),
@@ -475,7 +489,8 @@ function table(r) {
     lines.push(`| ${what}: server CPU time to complete view | — | ${l.memory_at_complete ? f(l.memory_at_complete.cpu_s, 2) + ' s' : '—'} | |`)
     if (l.memory_at_coarse) lines.push(`| ${what}: peak RSS to coarse view | ≤ 25% (${f(quarter, 1)} MiB) | ${mem(l.memory_at_coarse)} | ${ok(l.memory_at_coarse.hwm_pct_of_file, 25)} |`)
     lines.push(`| ${what}: peak RSS to complete view | ≤ 25% (${f(quarter, 1)} MiB) | ${mem(l.memory_at_complete)} | ${ok(l.memory_at_complete && l.memory_at_complete.hwm_pct_of_file, 25)} |`)
-    const endWhat = name === 'cold' ? 'incl. panning, 3 query runs, search, stats' : 'incl. 1 query run, search, stats'
+    const n = r.queries ? r.queries.runs.length : 0
+    const endWhat = name === 'cold' ? `incl. panning, ${n} query run${n === 1 ? '' : 's'}, searches, stats` : 'incl. 1 query run, searches, stats'
     lines.push(`| ${what}: peak RSS over the run (${endWhat}) | ≤ 25% (${f(quarter, 1)} MiB) | ${mem(l.memory_at_end)} | ${ok(l.memory_at_end && l.memory_at_end.hwm_pct_of_file, 25)} |`)
     if (l.memory_at_end) lines.push(`| ${what}: RSS at the end, anonymous / file-backed | — | ${f(l.memory_at_end.anon_mib, 1)} / ${f(l.memory_at_end.file_mib, 1)} MiB | |`)
   }
@@ -491,6 +506,7 @@ function table(r) {
     const p = r.pan && r.pan[name]
     if (!p) continue
     lines.push(`| panning (${what}), 200 × pan(±0.02): redraw median / p95 / max | ≤ 16 ms | ${f(p.frames.median, 2)} / ${f(p.frames.p95, 2)} / ${f(p.frames.max, 2)} ms | ${ok(p.frames.max, 16)} |`)
+    if (p.items_drawn) lines.push(`| panning (${what}): items a redraw draws, by track kind | — | ${Object.entries(p.items_drawn).map(([k, n]) => `${k} ${n}`).join(', ')} | |`)
     lines.push(`| panning (${what}): frame interval median / p95 / max | — | ${f(p.frame_intervals.median, 1)} / ${f(p.frame_intervals.p95, 1)} / ${f(p.frame_intervals.max, 1)} ms | |`)
     lines.push(`| panning (${what}), pan(0.1) to fresh answers drawn: median / max | — | ${f(p.fresh_drawn_ms.median, 0)} / ${f(p.fresh_drawn_ms.max, 0)} ms | |`)
   }

@@ -47,6 +47,9 @@ env_dir="$(scripts/browser-env.sh)"
 
 made=""
 if [ -z "$trace" ]; then
+    if [ "$big" = 1 ] && [ "$keep" = 0 ]; then
+        made="$out/demo-big"
+    fi
     if [ "$big" = 1 ]; then
         dir="$out/demo-big"
         # 4 workers of 25 M events: ~115 M events, ~3.5 GiB; the buffer must hold all of them.
@@ -68,7 +71,6 @@ if [ -z "$trace" ]; then
         "$bin" demo --events "$events" --buffer-mib "$buffer" --out "$dir" > "$dir.log"
         rm -f "$dir/trace.pftrace" "$dir/trace.json" "$dir/flame.svg"
         echo "$events $buffer" > "$dir/done"
-        made="$dir"
     fi
 fi
 [ -s "$trace" ] || { echo "no trace at $trace" >&2; exit 1; }
@@ -90,7 +92,8 @@ node "$env_dir/view-bench.mjs" --bin "$bin" --trace "$trace" --out "$results" \
 echo
 echo "Figures: $results"
 
-if [ -n "$made" ] && [ "$big" = 1 ] && [ "$keep" = 0 ]; then
+# The big demo trace (and its index) is removed unless --keep; a second --big --keep run reuses it.
+if [ -n "$made" ]; then
     rm -rf "$made"
     rm -f "$made.log"
 fi

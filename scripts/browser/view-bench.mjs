@@ -25,7 +25,7 @@ import { existsSync, readFileSync, rmSync, statSync, writeFileSync, openSync } f
 import { createInterface } from 'node:readline'
 import http from 'node:http'
 import { performance } from 'node:perf_hooks'
-import puppeteer from 'puppeteer-core'
+import { launch as launchChromium, open } from './page.mjs'
 
 const opts = { queryRuns: 3, places: 5, px: 1600, timeout: 1800, label: '' }
 {
@@ -137,22 +137,14 @@ function memoryOf(s) {
 
 // --- the browser -------------------------------------------------------------------------------
 
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  protocolTimeout: timeout + 60000,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader'],
-})
+const browser = await launchChromium(timeout)
 
 // The page's canvases are the window less the labels (200 px), the side panel (440 px) and the
 // tracks' scroll bar if it takes room (headless Chromium's overlay ones do not); pan() corrects it.
 const viewport = { width: opts.px + 640, height: 1000, deviceScaleFactor: 1 }
 
 async function newPage(errors) {
-  const page = await browser.newPage()
-  await page.setViewport(viewport)
-  page.on('console', msg => { if (msg.type() === 'error') errors.push(msg.text()) })
-  page.on('pageerror', e => errors.push(String(e && e.message ? e.message : e)))
+  const page = await open(browser, errors, viewport.width, viewport.height)
   // Stamps each change of the page's stage (and the frame after it) in wall-clock milliseconds.
   await page.evaluateOnNewDocument(() => {
     window.__stages = []

@@ -32,7 +32,7 @@ try {
   await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
   result.labels = await page.$$eval('.track .label', ls => ls.map(l => l.textContent))
   // Every track drew what it was sent (async lanes included).
-  result.drawn = await page.evaluate(() => window.phosphorView.tracks.map(t => ({ name: t.name, kind: t.kind, hits: t.hits.length })))
+  result.drawn = await page.evaluate(() => window.phosphorView.tracks.map(t => ({ name: t.name, kind: t.kind, drawn: t.drawn })))
 
   // Zoom in with the keyboard (W), then pan (D): the visible window changes as asked.
   await page.click('#ruler')

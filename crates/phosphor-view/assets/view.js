@@ -74,10 +74,18 @@ export function formatNs(ns) {
   return `${(ns / 1e9).toPrecision(4)} s`
 }
 
+// Each name's colour, made once (a redraw may paint tens of thousands of slices); at most 10,000
+// names are kept.
+const colors = new Map()
 export function color(name) {
+  let c = colors.get(name)
+  if (c !== undefined) return c
   let h = 2166136261
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619)
-  return `hsl(${(h >>> 0) % 360}, 55%, 68%)`
+  c = `hsl(${(h >>> 0) % 360}, 55%, 68%)`
+  if (colors.size >= 10000) colors.clear()
+  colors.set(name, c)
+  return c
 }
 
 export async function api(path) {
@@ -140,7 +148,7 @@ function addTrack(root, track) {
   root.appendChild(row)
   track.canvas = canvas
   track.data = null
-  track.hits = []
+  track.drawn = 0
   track.height = track.kind === 'counter' ? COUNTER_HEIGHT
     : track.kind === 'coarse' ? COARSE_HEIGHT
       : Math.max(1, track.levels) * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0)
@@ -225,7 +233,7 @@ function draw(track) {
   const c = track.canvas
   const g = c.getContext('2d')
   g.clearRect(0, 0, c.width, c.height)
-  track.hits = []
+  track.drawn = 0
   if (!track.data) return
   if (track.kind === 'coarse') drawCoarse(track, g)
   else if (track.kind !== 'counter') drawThread(track, g)
@@ -250,23 +258,34 @@ function drawCoarse(track, g) {
   })
 }
 
+// Where an item of a level is drawn: from x0 to x1 on `canvas` (at least a pixel wide).
+function extent(canvas, it) {
+  const x0 = Math.max(-1, xOf(canvas, it[0]))
+  return [x0, Math.min(canvas.width + 1, Math.max(xOf(canvas, it[1]), x0 + 1))]
+}
+
+const POINT_COLORS = ['#357', '#283', '#d00', '#d00', '#d00']
+
+// A thread's (or async track's) levels, then its points. Runs of narrow slices first, in one
+// colour, then the slices; the items to click are found again from the data (`hitAt`), so a
+// redraw makes no object per item.
 function drawThread(track, g) {
   const c = track.canvas
   const { slices, points } = track.data
   g.font = '11px system-ui, sans-serif'
   g.textBaseline = 'middle'
+  let drawn = 0
   slices.levels.forEach((items, i) => {
-    const level = slices.from + i
-    const y = level * LEVEL_HEIGHT
+    const y = (slices.from + i) * LEVEL_HEIGHT
+    g.fillStyle = '#9aa0ab'
     for (const it of items) {
-      const x0 = Math.max(-1, xOf(c, it[0]))
-      const x1 = Math.min(c.width + 1, Math.max(xOf(c, it[1]), x0 + 1))
-      if (it[2] < 0) {
-        g.fillStyle = '#9aa0ab'
-        g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
-        track.hits.push({ x0, x1, y0: y, y1: y + LEVEL_HEIGHT, merged: it, level })
-        continue
-      }
+      if (it[2] >= 0) continue
+      const [x0, x1] = extent(c, it)
+      g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
+    }
+    for (const it of items) {
+      if (it[2] < 0) continue
+      const [x0, x1] = extent(c, it)
       const name = slices.names[it[2]] ?? ''
       const flags = it[4]
       g.fillStyle = color(name)
@@ -290,24 +309,23 @@ function drawThread(track, g) {
         g.fillText(name, Math.max(x0, 0) + 3, y + LEVEL_HEIGHT / 2)
         g.restore()
       }
-      track.hits.push({ x0, x1, y0: y, y1: y + LEVEL_HEIGHT, slice: it, name, level })
     }
+    drawn += items.length
   })
   if (points) {
     const y = track.height - POINT_ROW
     for (const p of points.points) {
-      const merged = p[2] < 0
       const x = xOf(c, p[0])
-      const kind = merged ? 0 : p[3]
-      g.fillStyle = ['#357', '#283', '#d00', '#d00', '#d00'][kind] || '#357'
+      g.fillStyle = POINT_COLORS[p[2] < 0 ? 0 : p[3]] || POINT_COLORS[0]
       g.beginPath()
       g.moveTo(x, y + 1)
       g.lineTo(x - 4, y + POINT_ROW - 1)
       g.lineTo(x + 4, y + POINT_ROW - 1)
       g.fill()
-      track.hits.push({ x0: x - 4, x1: x + 4, y0: y, y1: y + POINT_ROW, point: p, name: merged ? '' : points.names[p[1]] })
     }
+    drawn += points.points.length
   }
+  track.drawn = drawn
 }
 
 function drawCounter(track, g) {
@@ -554,11 +572,31 @@ function list(title, rows) {
   return frag
 }
 
+// What is drawn at the mouse event `e` on `track`: a slice, a run of narrow ones, or a point (the
+// nearest within 4 pixels), from the data the track was drawn from.
 function hitAt(track, e) {
-  const r = track.canvas.getBoundingClientRect()
-  const x = (e.clientX - r.left) * track.canvas.width / r.width
+  const c = track.canvas
+  const r = c.getBoundingClientRect()
+  const x = (e.clientX - r.left) * c.width / r.width
   const y = e.clientY - r.top
-  return track.hits.find(h => x >= h.x0 - 1 && x <= h.x1 + 1 && y >= h.y0 && y < h.y1)
+  const d = track.data
+  if (!d || !d.slices) return undefined
+  if (d.points && y >= track.height - POINT_ROW) {
+    let best, dist = 5
+    for (const p of d.points.points) {
+      const away = Math.abs(xOf(c, p[0]) - x)
+      if (away < dist) [best, dist] = [p, away]
+    }
+    return best && { point: best, name: best[2] < 0 ? '' : d.points.names[best[1]] }
+  }
+  const level = Math.floor(y / LEVEL_HEIGHT)
+  for (const it of d.slices.levels[level - d.slices.from] || []) {
+    const [x0, x1] = extent(c, it)
+    if (x >= x0 - 1 && x <= x1 + 1) {
+      return it[2] < 0 ? { merged: it, level } : { slice: it, name: d.slices.names[it[2]] ?? '', level }
+    }
+  }
+  return undefined
 }
 
 function listen() {

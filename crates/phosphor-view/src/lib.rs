@@ -131,23 +131,14 @@ pub fn index_path(trace: &Path, cache: Option<&Path>) -> PathBuf {
 /// trace's folder cannot be written (or `cache` is given and nothing is beside the trace).
 pub fn open(trace: &Path, cache: Option<&Path>, options: &BuildOptions) -> Result<IndexFile, Error> {
     let source = fs::metadata(trace).map_err(|e| Error::io(trace, e))?;
-    let mtime = source
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as u64);
+    let mtime = mtime_ns(&source);
+    if let Some(index) = open_existing(trace, cache) {
+        return Ok(index);
+    }
     let beside = index_path(trace, None);
     let mut places = vec![beside.clone()];
     if let Some(dir) = cache {
         places.push(index_path(trace, Some(dir)));
-    }
-    for place in &places {
-        if place.exists() {
-            // A damaged or stale index is built again.
-            if let Ok(Some(index)) = IndexFile::open(place, source.len(), mtime) {
-                return Ok(index);
-            }
-        }
     }
     let mut last = None;
     for place in places {
@@ -158,6 +149,21 @@ pub fn open(trace: &Path, cache: Option<&Path>, options: &BuildOptions) -> Resul
         }
     }
     Err(last.unwrap_or_else(|| Error::io(&beside, io::ErrorKind::NotFound.into())))
+}
+
+/// The index of the trace file at `trace`, beside it or in `cache`, if one was built from this
+/// version of the file and is whole; `None` if it must be built (a damaged or stale index is).
+pub fn open_existing(trace: &Path, cache: Option<&Path>) -> Option<IndexFile> {
+    let source = fs::metadata(trace).ok()?;
+    let mtime = mtime_ns(&source);
+    let places =
+        std::iter::once(index_path(trace, None)).chain(cache.map(|dir| index_path(trace, Some(dir))));
+    places.filter(|p| p.exists()).find_map(|p| IndexFile::open(&p, source.len(), mtime).ok().flatten())
+}
+
+/// A file's modification time, in nanoseconds since the epoch (0 if unknown).
+fn mtime_ns(m: &fs::Metadata) -> u64 {
+    m.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Builds the index of `trace` at `place` (through a temporary file beside it), and opens it.

@@ -191,6 +191,19 @@ impl Slot {
         &self.place
     }
 
+    /// Its index, or why there is none, served from now on; whether there is one.
+    fn set_done(&self, done: Result<IndexFile, String>) -> bool {
+        let ok = done.is_ok();
+        let _ = self.done.set(done.map(|index| Trace {
+            path: self.path.clone(),
+            index,
+            place: self.place.clone(),
+            events: Default::default(),
+        }));
+        self.set_stage(stages::DONE);
+        ok
+    }
+
     fn set_stage(&self, stage: u8) {
         self.progress.store(0, Ordering::Relaxed);
         // Release: see `stage`.
@@ -288,15 +301,7 @@ impl Traces {
         slot.set_stage(stages::INDEXING);
         let options = BuildOptions { progress: Some(slot.progress.clone()), ..BuildOptions::default() };
         let done = crate::open(&slot.path, None, &options).map_err(|e| e.to_string());
-        let ok = done.is_ok();
-        let _ = slot.done.set(done.map(|index| Trace {
-            path: slot.path.clone(),
-            index,
-            place: slot.place.clone(),
-            events: Default::default(),
-        }));
-        slot.set_stage(stages::DONE);
-        if ok {
+        if slot.set_done(done) {
             if let Some(live) = &slot.live {
                 live.clear();
             }
@@ -369,6 +374,11 @@ impl Traces {
     /// call it on a thread of its own.
     pub fn index_all(&self, cache: Option<&Path>, options: &BuildOptions, report: impl Fn(&Slot, &str)) {
         for slot in self.slots().filter(|s| s.done.get().is_none() && s.live.is_none()) {
+            // An index already built is served at once: no scan (a pass over the whole file).
+            if let Some(index) = crate::open_existing(&slot.path, cache) {
+                slot.set_done(Ok(index));
+                continue;
+            }
             match Overview::scan(&slot.path, &slot.progress) {
                 Ok(o) => {
                     let _ = slot.overview.set(o);
@@ -388,13 +398,7 @@ impl Traces {
                 }
                 Err(e) => report(slot, e),
             }
-            let _ = slot.done.set(done.map(|index| Trace {
-                path: slot.path.clone(),
-                index,
-                place: slot.place.clone(),
-                events: Default::default(),
-            }));
-            slot.set_stage(stages::DONE);
+            slot.set_done(done);
         }
     }
 

@@ -212,6 +212,52 @@ pub(crate) async fn stats(
     blocking(move || stats_of(&traces, q)).await
 }
 
+/// One trace's table: its rows (at most [`MAX_ROWS`], by total, largest first: `(total_ns, path
+/// number, row)`), how many paths it has, and the slices it counted.
+#[derive(Debug, Default)]
+pub(crate) struct Table {
+    rows: Vec<(u64, u32, Value)>,
+    kinds: usize,
+    slices: u64,
+}
+
+/// The table of trace `n` (`t`) from `a` to `b` (ticks).
+fn table(n: usize, t: &Trace, a: u64, b: u64) -> Table {
+    let mut paths = Paths::default();
+    // Durations are in the trace's own clock's ticks.
+    let mut acc: HashMap<u32, Durations> = HashMap::new();
+    let mut slices = 0u64;
+    for thread in &t.index.threads {
+        sweep(&t.index, thread, a, b, &mut paths, |path, s| {
+            acc.entry(path).or_default().add(s.duration());
+            slices += 1;
+        });
+    }
+    let mut rows: Vec<(u64, u32, Value)> = acc
+        .iter()
+        .filter_map(|(&path, d)| {
+            let s = d.stats(t.clock_info())?;
+            let (_, _, ty) = &paths.list[path as usize];
+            let row = json!({
+                "trace": n, "path": paths.names(path), "type": ty, "count": s.samples,
+                "total_ns": s.total_ns, "min_ns": s.min_ns, "mean_ns": s.mean_ns, "p50_ns": s.p50_ns,
+                "p99_ns": s.p99_ns, "max_ns": s.max_ns, "exact": s.exact_percentiles,
+            });
+            Some((s.total_ns, path, row))
+        })
+        .collect();
+    let kinds = rows.len();
+    // Ties by path, in the order they were met: the same answer every time.
+    rows.sort_by_key(|r| (std::cmp::Reverse(r.0), r.1));
+    rows.truncate(MAX_ROWS);
+    Table { rows, kinds, slices }
+}
+
+/// The table of the whole of trace `n` (`t`): made once, and kept.
+pub(crate) fn whole_table(n: usize, t: &Trace) -> &Table {
+    t.whole_stats.get_or_init(|| table(n, t, 0, u64::MAX))
+}
+
 fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
     if let (Some(s), Some(e)) = (q.start, q.end) {
         if e < s {
@@ -219,37 +265,27 @@ fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
         }
     }
     let limit = q.limit.unwrap_or(500).clamp(1, MAX_ROWS);
-    let mut paths = Paths::default();
-    // By trace and path: each trace's durations are in its own clock's ticks.
-    let mut acc: HashMap<(usize, u32), Durations> = HashMap::new();
-    let mut slices = 0u64;
+    let (mut kinds, mut slices) = (0, 0);
+    let mut rows: Vec<(u64, usize, u32, &Value)> = Vec::new();
+    let mut ranged = Vec::new();
     for (n, t) in traces.ready_traces() {
-        let (a, b) = range(t, q.start, q.end);
-        for thread in &t.index.threads {
-            sweep(&t.index, thread, a, b, &mut paths, |path, s| {
-                acc.entry((n, path)).or_default().add(s.duration());
-                slices += 1;
-            });
+        if q.start.is_none() && q.end.is_none() {
+            let whole = whole_table(n, t);
+            (kinds, slices) = (kinds + whole.kinds, slices + whole.slices);
+            rows.extend(whole.rows.iter().map(|(total, path, row)| (*total, n, *path, row)));
+        } else {
+            let (a, b) = range(t, q.start, q.end);
+            ranged.push((n, table(n, t, a, b)));
         }
     }
-    let mut rows: Vec<(u64, usize, u32, Value)> = acc
-        .iter()
-        .filter_map(|(&(n, path), d)| {
-            let s = d.stats(traces.get(n)?.clock_info())?;
-            let (_, _, ty) = &paths.list[path as usize];
-            let row = json!({
-                "trace": n, "path": paths.names(path), "type": ty, "count": s.samples,
-                "total_ns": s.total_ns, "min_ns": s.min_ns, "mean_ns": s.mean_ns, "p50_ns": s.p50_ns,
-                "p99_ns": s.p99_ns, "max_ns": s.max_ns, "exact": s.exact_percentiles,
-            });
-            Some((s.total_ns, n, path, row))
-        })
-        .collect();
-    let kinds = rows.len();
-    // Ties by trace and path, in the order they were met: the same answer every time.
+    for (n, part) in &ranged {
+        (kinds, slices) = (kinds + part.kinds, slices + part.slices);
+        rows.extend(part.rows.iter().map(|(total, path, row)| (*total, *n, *path, row)));
+    }
+    // Ties by trace and path: the same answer every time.
     rows.sort_by_key(|r| (std::cmp::Reverse(r.0), r.1, r.2));
     rows.truncate(limit);
-    let rows: Vec<Value> = rows.into_iter().map(|(_, _, _, r)| r).collect();
+    let rows: Vec<&Value> = rows.into_iter().map(|(_, _, _, r)| r).collect();
     Ok(Json(json!({ "slices": slices, "kinds": kinds, "rows": rows })))
 }
 

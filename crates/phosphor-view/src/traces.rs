@@ -82,6 +82,8 @@ pub struct Trace {
     place: Place,
     /// Its events read again, for their details.
     pub(crate) events: crate::events::Events,
+    /// The statistics of the whole trace, once made (`stats.rs`).
+    pub(crate) whole_stats: OnceLock<crate::stats::Table>,
 }
 
 impl Trace {
@@ -199,6 +201,7 @@ impl Slot {
             index,
             place: self.place.clone(),
             events: Default::default(),
+            whole_stats: OnceLock::new(),
         }));
         self.set_stage(stages::DONE);
         ok
@@ -360,7 +363,8 @@ impl Traces {
                     path: path.clone(),
                     live: None,
                 };
-                let trace = Trace { path, index, place, events: Default::default() };
+                let trace =
+                    Trace { path, index, place, events: Default::default(), whole_stats: OnceLock::new() };
                 let _ = slot.done.set(Ok(trace));
                 slot
             })
@@ -399,6 +403,12 @@ impl Traces {
                 Err(e) => report(slot, e),
             }
             slot.set_done(done);
+        }
+        // Then the statistics of each whole trace, which the page's panel asks for first: ready
+        // before it is opened (a request meanwhile waits for this one, not for one of its own).
+        let ready: Vec<(usize, &Trace)> = self.ready_traces().collect();
+        for (n, t) in ready {
+            crate::stats::whole_table(n, t);
         }
     }
 

@@ -6,6 +6,7 @@
 //! and level, at most [`MAX_PIXELS`] pixels and [`MAX_LEVELS`] levels.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -336,37 +337,36 @@ impl Names {
 }
 
 /// `GET /api/slices`: a thread's slices in a window, by level: `[start, end, name, index, flags]`
-/// for a slice, `[start, end, -count, first]` for a run of narrower ones.
-async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Json<Value>, Failure> {
+/// for a slice, `[start, end, -count, first]` for a run of narrower ones. The answer may hold
+/// tens of thousands of items: its JSON is written as text, not made of values first.
+async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Response, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(slot, live) => return q.live(slot, live, "slices"),
+        Source::Live(slot, live) => return q.live(slot, live, "slices").map(IntoResponse::into_response),
     };
     let (w, thread) = (q.window(t)?, q.thread(t)?);
     let mut names = Names::default();
-    let levels: Vec<Value> = t
-        .index
-        .slices_in(thread, w)
-        .into_iter()
-        .skip(q.from)
-        .take(MAX_LEVELS)
-        .map(|items| {
-            let items: Vec<Value> = items
-                .into_iter()
-                .map(|item| match item {
-                    SliceItem::Slice(i, s) => {
-                        json!([t.ns(s.start), t.ns(s.end), names.add(&t.index, s.name), i, s.flags])
-                    }
-                    SliceItem::Merged { first, count, start, end } => {
-                        json!([t.ns(start), t.ns(end), -(count as i64), first])
-                    }
-                })
-                .collect();
-            Value::Array(items)
-        })
-        .collect();
+    let mut out = String::with_capacity(1 << 14);
+    let _ = write!(out, "{{\"from\":{},\"levels\":[", q.from);
+    for (k, items) in t.index.slices_in(thread, w).into_iter().skip(q.from).take(MAX_LEVELS).enumerate() {
+        out.push_str(if k == 0 { "[" } else { ",[" });
+        for (j, item) in items.into_iter().enumerate() {
+            let comma = if j == 0 { "" } else { "," };
+            let _ = match item {
+                SliceItem::Slice(i, s) => {
+                    let name = names.add(&t.index, s.name);
+                    write!(out, "{comma}[{},{},{name},{i},{}]", t.ns(s.start), t.ns(s.end), s.flags)
+                }
+                SliceItem::Merged { first, count, start, end } => {
+                    write!(out, "{comma}[{},{},-{count},{first}]", t.ns(start), t.ns(end))
+                }
+            };
+        }
+        out.push(']');
+    }
     let more = thread.levels.len() > q.from.saturating_add(MAX_LEVELS);
-    Ok(Json(json!({ "from": q.from, "levels": levels, "more_levels": more, "names": names.0 })))
+    let _ = write!(out, "],\"more_levels\":{more},\"names\":{}}}", json!(names.0));
+    Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
 }
 
 /// `GET /api/points`: a thread's points in a window: `[ts, name, index, kind]` for a point,

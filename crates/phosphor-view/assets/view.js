@@ -658,7 +658,11 @@ function listen() {
 }
 
 function groupText(t) {
-  return `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + progressText(t)
+  // A trace of more tracks of a kind than the server lists shows its busiest.
+  const more = ['threads', 'counters', 'asyncs']
+    .filter(k => t[`${k}_total`] > (t[k] || []).length)
+    .map(k => ` · the busiest ${t[k].length} of ${t[`${k}_total`].toLocaleString('en')} ${k === 'asyncs' ? 'async tracks' : k}`)
+  return `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + more.join('') + progressText(t)
 }
 
 function progressText(t) {

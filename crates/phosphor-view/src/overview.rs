@@ -119,25 +119,33 @@ impl Overview {
         Ok(o)
     }
 
-    /// Events of thread `tid` in each pixel of `w` (a chunk's events spread evenly over its
-    /// span), or `None` if no chunk is the thread's.
-    pub fn density(&self, tid: u32, w: Window) -> Option<Vec<f64>> {
-        let thread = self.threads.binary_search_by_key(&tid, |t| t.tid).ok()? as u32;
+    /// Events of each thread of `threads` (places in [`Overview::threads`]) in each pixel of
+    /// `w`, a chunk's events spread evenly over its span: one pass over the chunks.
+    pub fn densities(&self, threads: &[usize], w: Window) -> Vec<Vec<f64>> {
         let pixels = ((w.end - w.start) / w.pixel + 1).min(1 << 16) as usize;
-        let mut out = vec![0f64; pixels];
-        for s in self.spans.iter().filter(|s| s.thread == thread && s.last >= w.start && s.first <= w.end) {
+        let mut out = vec![vec![0f64; pixels]; threads.len()];
+        // By thread place, its row in `out`.
+        let mut row = vec![usize::MAX; self.threads.len()];
+        for (r, &t) in threads.iter().enumerate() {
+            if let Some(slot) = row.get_mut(t) {
+                *slot = r;
+            }
+        }
+        for s in self.spans.iter().filter(|s| s.last >= w.start && s.first <= w.end) {
+            let Some(cells) = row.get(s.thread as usize).and_then(|&r| out.get_mut(r)) else { continue };
             let span = (s.last - s.first + 1) as f64;
             let (lo, hi) = (s.first.max(w.start), s.last.min(w.end));
             let (p0, p1) = (((lo - w.start) / w.pixel) as usize, ((hi - w.start) / w.pixel) as usize);
-            for (p, cell) in out.iter_mut().enumerate().take(p1.min(pixels - 1) + 1).skip(p0) {
+            for (p, cell) in cells.iter_mut().enumerate().take(p1.min(pixels - 1) + 1).skip(p0) {
                 // The part of the chunk's span inside this pixel.
-                let a = (w.start + p as u64 * w.pixel).max(s.first);
-                let b = (w.start + (p as u64 + 1) * w.pixel - 1).min(s.last);
+                let at = |k: u64| w.start.saturating_add(k.saturating_mul(w.pixel));
+                let a = at(p as u64).max(s.first);
+                let b = at(p as u64 + 1).saturating_sub(1).min(s.last);
                 if b >= a {
                     *cell += f64::from(s.events) * (b - a + 1) as f64 / span;
                 }
             }
         }
-        Some(out)
+        out
     }
 }

@@ -117,6 +117,23 @@ async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
     Json(json!({ "traces": list, "done": traces.all_done(), "live": traces.is_live() }))
 }
 
+/// The most tracks of each kind (threads, counters, async tracks) a trace lists: its busiest.
+/// A hostile trace may have millions; a page cannot show them, and the list must stay bounded.
+pub const MAX_TRACKS: usize = 1024;
+
+/// The places of the `MAX_TRACKS` items of `weights` that weigh most, in their order.
+fn busiest(weights: impl ExactSizeIterator<Item = u64>) -> Vec<usize> {
+    let n = weights.len();
+    let mut all: Vec<(u64, usize)> = weights.enumerate().map(|(i, w)| (w, i)).collect();
+    if n > MAX_TRACKS {
+        all.select_nth_unstable_by_key(MAX_TRACKS - 1, |&(w, i)| (std::cmp::Reverse(w), i));
+        all.truncate(MAX_TRACKS);
+    }
+    let mut places: Vec<usize> = all.into_iter().map(|(_, i)| i).collect();
+    places.sort_unstable();
+    places
+}
+
 fn slot_json(n: usize, slot: &Slot) -> Value {
     let (stage, read) = slot.stage();
     let mut v = json!({
@@ -146,32 +163,34 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
             v["start_ns"] = json!(slot.place().ns(o.start_ticks));
             v["end_ns"] = json!(slot.place().ns(o.end_ticks));
             v["read_error"] = json!(o.read_error);
-            v["threads"] = o
-                .threads
-                .iter()
+            let listed = busiest(o.threads.iter().map(|th| th.events));
+            v["threads_total"] = json!(o.threads.len());
+            v["threads"] = listed
+                .into_iter()
+                .map(|k| &o.threads[k])
                 .map(|th| json!({ "tid": th.tid, "name": th.name, "events": th.events }))
                 .collect();
         }
         return v;
     };
     let i = &t.index;
-    let threads: Vec<Value> = i
-        .threads
-        .iter()
+    let slices = |th: &crate::file::ThreadTrack| th.levels.iter().map(|l| l.1).sum::<u64>();
+    let threads: Vec<Value> = busiest(i.threads.iter().map(|th| slices(th) + th.points.1))
+        .into_iter()
+        .map(|k| &i.threads[k])
         .map(|th| {
             json!({
                 "tid": th.tid,
                 "name": th.name.map(|n| i.name(n)),
                 "levels": th.levels.len(),
-                "slices": th.levels.iter().map(|l| l.1).sum::<u64>(),
+                "slices": slices(th),
                 "points": th.points.1,
             })
         })
         .collect();
-    let counters: Vec<Value> = i
-        .counters
-        .iter()
-        .enumerate()
+    let counters: Vec<Value> = busiest(i.counters.iter().map(|ct| ct.samples.1))
+        .into_iter()
+        .map(|c| (c, &i.counters[c]))
         .map(|(c, ct)| json!({ "counter": c, "name": i.name(ct.name), "samples": ct.samples.1 }))
         .collect();
     v["start_ns"] = json!(t.ns(i.meta.start_ticks));
@@ -180,16 +199,18 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
     v["read_error"] = json!(i.meta.read_error);
     v["threads"] = json!(threads);
     v["counters"] = json!(counters);
-    v["asyncs"] = i
-        .asyncs
-        .iter()
-        .enumerate()
+    v["threads_total"] = json!(i.threads.len());
+    v["counters_total"] = json!(i.counters.len());
+    v["asyncs_total"] = json!(i.asyncs.len());
+    v["asyncs"] = busiest(i.asyncs.iter().map(slices))
+        .into_iter()
+        .map(|a| (a, &i.asyncs[a]))
         .map(|(a, track)| {
             json!({
                 "async": a,
                 "name": i.name(track.tid),
                 "lanes": track.levels.len(),
-                "slices": track.levels.iter().map(|l| l.1).sum::<u64>(),
+                "slices": slices(track),
             })
         })
         .collect();
@@ -213,12 +234,15 @@ async fn overview(
     }
     let p = slot.place();
     let w = Window::new(p.ticks(q.start, false), p.ticks(q.end, true), q.px);
+    // The threads `/api/traces` lists, in one pass over the chunks.
+    let listed = busiest(o.threads.iter().map(|th| th.events));
     let threads: Vec<Value> = o
-        .threads
-        .iter()
-        .filter_map(|th| {
-            let d = o.density(th.tid, w)?;
-            Some(json!({ "tid": th.tid, "events": d.iter().map(|e| (e * 10.0).round() / 10.0).collect::<Vec<f64>>() }))
+        .densities(&listed, w)
+        .into_iter()
+        .zip(&listed)
+        .map(|(d, &k)| {
+            let events: Vec<f64> = d.iter().map(|e| (e * 10.0).round() / 10.0).collect();
+            json!({ "tid": o.threads[k].tid, "events": events })
         })
         .collect();
     Ok(Json(json!({ "threads": threads })))

@@ -218,3 +218,43 @@ fn a_points_details_are_read_again_from_the_trace_a_logs_message_formatted() {
     let (status, _) = get(addr, "/api/point?trace=0&index=999999");
     assert_eq!(status, 404);
 }
+
+#[test]
+fn a_trace_of_thousands_of_threads_lists_its_busiest_and_says_how_many() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.phos");
+    let sites = [("work", Phase::Complete)];
+    // 3,000 threads: thread k has k % 7 + 1 slices; the busiest (7 slices) are listed first.
+    let threads: Vec<(u32, Vec<Vec<phosphor_format::Record>>)> = (0..3000u32)
+        .map(|k| {
+            let events = (0..u64::from(k % 7 + 1))
+                .map(|j| phosphor_craft::records::complete(j * 10, ID, 5).to_vec())
+                .collect();
+            (k + 1, events)
+        })
+        .collect();
+    write_trace(&path, &sites, &threads);
+    // Served as `phosphor view` serves: the overview scanned, then the index built.
+    let traces = std::sync::Arc::new(Traces::open(vec![path]).unwrap());
+    traces.index_all(None, &BuildOptions::default(), |_, what| panic!("{what}"));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || serve(traces, listener));
+    let (status, list) = get(addr, "/api/traces");
+    assert_eq!(status, 200);
+    let t = &list["traces"][0];
+    assert_eq!(t["threads_total"], 3000);
+    let listed = t["threads"].as_array().unwrap();
+    assert_eq!(listed.len(), super::MAX_TRACKS);
+    // The busiest: every thread of 7, 6 and 5 slices (429 + 429 + 429 = 1,287 > 1,024), none of
+    // fewer than 5; in tid order.
+    assert!(listed.iter().all(|th| th["slices"].as_u64().unwrap() >= 5), "{t}");
+    let tids: Vec<u64> = listed.iter().map(|th| th["tid"].as_u64().unwrap()).collect();
+    assert!(tids.windows(2).all(|w| w[0] < w[1]));
+    // The overview gives the same threads.
+    let (status, o) = get(addr, "/api/overview?trace=0&start=0&end=100&px=10");
+    assert_eq!(status, 200, "{o}");
+    let otids: Vec<u64> =
+        o["threads"].as_array().unwrap().iter().map(|th| th["tid"].as_u64().unwrap()).collect();
+    assert_eq!(otids.len(), super::MAX_TRACKS);
+}

@@ -33,6 +33,10 @@ pub struct ViewArgs {
     /// folder, `phosphor/view` in it].
     #[arg(long, value_name = "DIR")]
     cache: Option<PathBuf>,
+    /// Build (or check) each trace's index, print where it is, and exit without serving: to index
+    /// ahead of time.
+    #[arg(long)]
+    index_only: bool,
 }
 
 /// The `.phos` files of `path`: itself, or those in it (sorted).
@@ -71,6 +75,26 @@ pub fn run(args: &ViewArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let mut files = Vec::new();
     for path in &args.paths {
         files.extend(traces_of(path)?);
+    }
+    if args.index_only {
+        for file in &files {
+            let index = phosphor_view::open(file, Some(&cache), &BuildOptions::default())?;
+            let at = index.path();
+            let m = &index.meta;
+            writeln!(
+                out,
+                "{}: {} events, {} threads, {} slices in {}",
+                file.display(),
+                m.events,
+                index.threads.len(),
+                index.slice_count(),
+                at.display()
+            )?;
+            if let Some(e) = &m.read_error {
+                eprintln!("{}: indexed the events before a read error: {e}", file.display());
+            }
+        }
+        return Ok(());
     }
     // Only the headers are read before serving: the page shows each trace's overview, then its
     // tracks, as the indexing thread gets to them.

@@ -78,6 +78,9 @@ impl Case {
                     c.push(s(&["convert", &f, "--to", "text"]));
                 }
                 c.push(s(&["flamegraph", &f, "-o", "/dev/null"]));
+                // The viewer's index, built beside the file (or in a scratch cache).
+                let cache = scratch.join("view-cache").display().to_string();
+                c.push(s(&["view", "--index-only", "--cache", &cache, &f]));
                 c
             }
         }

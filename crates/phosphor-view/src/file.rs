@@ -596,6 +596,11 @@ impl IndexFile {
         Ok(())
     }
 
+    /// Where the index file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Names in the index.
     pub fn name_count(&self) -> u32 {
         u64_at(&self.map, self.names.0) as u32

@@ -205,3 +205,26 @@ fn view_puts_the_traces_of_a_folder_on_one_timeline_a_process_group_each() {
     let (status, _) = get(&host, "/api/slices?trace=2&tid=1&start=0&end=1&px=1");
     assert_eq!(status, 404);
 }
+
+#[test]
+fn view_index_only_builds_the_index_once_and_exits() {
+    let dir = scratch("view-index-only-files").join("out");
+    let out = phosphor(
+        "view-index-only-demo",
+        &["demo", "--threads", "1", "--events", "2000", "--out", dir.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trace = dir.join("trace.phos");
+    let args = ["view", "--index-only", trace.to_str().unwrap()];
+    let first = phosphor("view-index-only", &args);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let text = String::from_utf8_lossy(&first.stdout).into_owned();
+    let index = dir.join("trace.phos.phview");
+    assert!(text.contains(" events, ") && text.trim_end().ends_with(index.to_str().unwrap()), "{text}");
+    let built = std::fs::metadata(&index).unwrap().modified().unwrap();
+    // Again: the index is checked and kept, not built again.
+    let again = phosphor("view-index-only-again", &args);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text);
+    assert_eq!(std::fs::metadata(&index).unwrap().modified().unwrap(), built);
+}

@@ -71,7 +71,7 @@ mod text;
 
 pub use durations::{DurationStats, Durations, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
 pub use losses::ChunkLosses;
-pub use names::{shown as shown_name, MAX_NAME_BYTES, NAME_CUT_MARK};
+pub use names::{shown as shown_name, NameSet, MAX_NAME_BYTES, NAME_CUT_MARK};
 pub use nesting::{DEFAULT_MAX_DEPTH, DEFAULT_PENDING_LIMIT};
 pub use scope_path::ScopePath;
 pub use scopes::{ScopeProblem, ScopeProblemKind};

@@ -5,6 +5,7 @@
 //! the names they cut. Names that agree up to the cut are then one name there.
 
 use std::borrow::Cow;
+use std::hash::BuildHasher;
 
 use phosphor_format::Phase;
 
@@ -99,9 +100,61 @@ impl NameList {
     }
 }
 
+/// Distinct names, numbered in the order they were first met: kept in one buffer ([`NameList`]) and
+/// found by a table of their numbers, so that a million names cost their bytes and about 12 bytes
+/// each, not an allocation each and a map of owned keys.
+#[derive(Debug, Default)]
+pub struct NameSet {
+    list: NameList,
+    index: hashbrown::HashTable<u32>,
+}
+
+impl NameSet {
+    /// The number of `name`: the one it was given when first met, or the next one.
+    pub fn number(&mut self, name: &str) -> u32 {
+        let hash = rustc_hash::FxBuildHasher.hash_one(name);
+        let NameSet { list, index } = self;
+        if let Some(&n) = index.find(hash, |&n| list.get(n) == name) {
+            return n;
+        }
+        let n = list.push(name);
+        index.insert_unique(hash, n, |&k| rustc_hash::FxBuildHasher.hash_one(list.get(k)));
+        n
+    }
+
+    /// The name numbered `n` (empty past the last).
+    pub fn get(&self, n: u32) -> &str {
+        self.list.get(n)
+    }
+
+    /// Names in the set.
+    pub fn len(&self) -> u32 {
+        self.list.len()
+    }
+
+    /// Whether it has no name.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_set_numbers_each_distinct_name_once_in_the_order_met() {
+        let mut set = NameSet::default();
+        let numbers: Vec<u32> =
+            ["frame", "", "update", "frame", "é…", ""].iter().map(|n| set.number(n)).collect();
+        assert_eq!(numbers, [0, 1, 2, 0, 3, 1]);
+        assert_eq!((set.len(), set.get(2), set.get(3), set.get(4)), (4, "update", "é…", ""));
+        // Many: the table grows and finds every one again.
+        for k in 0..10_000 {
+            assert_eq!(set.number(&format!("n{k}")), 4 + k);
+        }
+        assert_eq!(set.number("n9999"), 4 + 9999);
+    }
 
     #[test]
     fn a_name_list_gives_back_each_name_by_its_number() {

@@ -148,29 +148,9 @@ struct Thread {
     last: u64,
 }
 
-/// Each distinct name once, numbered in the order first seen.
-#[derive(Debug, Default)]
-pub(crate) struct Names {
-    numbers: HashMap<Box<str>, u32>,
-}
-
-impl Names {
-    pub(crate) fn number(&mut self, name: &str) -> u32 {
-        if let Some(&n) = self.numbers.get(name) {
-            return n;
-        }
-        let n = self.numbers.len() as u32;
-        self.numbers.insert(name.into(), n);
-        n
-    }
-
-    /// The names by number.
-    pub(crate) fn into_list(self) -> Vec<Box<str>> {
-        let mut all: Vec<(u32, Box<str>)> = self.numbers.into_iter().map(|(s, n)| (n, s)).collect();
-        all.sort_unstable_by_key(|(n, _)| *n);
-        all.into_iter().map(|(_, s)| s).collect()
-    }
-}
+/// Each distinct name once, numbered in the order first seen (in one buffer: a trace of a
+/// million thread names costs their bytes, not a million allocations).
+pub(crate) type Names = phosphor_export::NameSet;
 
 /// The point of an async end (`o`, on thread `tid`) whose begin never came.
 fn stray_end(o: &Open, tid: u32, seq: u64) -> Keyed<POINT_BYTES> {
@@ -434,6 +414,8 @@ pub(crate) fn build<R: Read>(
         }
     }
     (meta.start_ticks, meta.end_ticks) = span.unwrap_or((0, 0));
+    // The last chunk number of each writer stream (a million of them, for a million threads).
+    drop(streams);
     // Begins never ended run to their thread's last event.
     let mut tids: Vec<u32> = threads.keys().copied().collect();
     tids.sort_unstable();
@@ -544,29 +526,33 @@ pub(crate) fn build<R: Read>(
     drop(free);
 
     // Pass 3: the index, level after level.
-    let mut table: Vec<ThreadEntry> = Vec::new();
+    // Every thread gets an entry: room for all at once, not grown by doubling.
+    let mut table: Vec<ThreadEntry> = Vec::with_capacity(tids.len());
+    // The levels of every thread, a thread's in a row (the thread being written is the last).
+    let mut levels: Vec<(u64, u64)> = Vec::new();
     for p in leveled.done()? {
         let p = p?;
         let at = out.slice(&p.slice)?;
         match table.last_mut() {
-            Some(t) if t.tid == p.tid => t.add_slice(p.depth, at),
+            Some(t) if t.tid == p.tid => t.add_slice(&mut levels, p.depth, at),
             _ => {
                 let mut t = ThreadEntry::new(p.tid);
-                t.add_slice(p.depth, at);
+                t.add_slice(&mut levels, p.depth, at);
                 table.push(t);
             }
         }
     }
     let mut async_table: Vec<ThreadEntry> = Vec::new();
+    let mut async_levels: Vec<(u64, u64)> = Vec::new();
     for p in laned.done()? {
         let p = p?;
         let at = out.slice(&p.slice)?;
         match async_table.last_mut() {
-            Some(t) if t.tid == p.tid => t.add_slice(p.depth, at),
+            Some(t) if t.tid == p.tid => t.add_slice(&mut async_levels, p.depth, at),
             _ => {
                 let mut t = ThreadEntry::new(p.tid);
                 t.name = Some(p.tid);
-                t.add_slice(p.depth, at);
+                t.add_slice(&mut async_levels, p.depth, at);
                 async_table.push(t);
             }
         }
@@ -614,6 +600,6 @@ pub(crate) fn build<R: Read>(
         t.name = reader.thread_name(t.tid).map(|n| names.number(&n));
     }
     let counters = counter_names.into_iter().zip(counter_spans).collect();
-    out.finish(names.into_list(), table, async_table, counters, &chunk_offsets, &meta)?;
+    out.finish(&names, (&table, &levels), (&async_table, &async_levels), counters, &chunk_offsets, &meta)?;
     Ok(meta)
 }

@@ -133,23 +133,35 @@ impl Meta {
 pub(crate) struct ThreadEntry {
     pub(crate) tid: u32,
     pub(crate) name: Option<u32>,
-    /// By level: first slice, slices.
-    levels: Vec<(u64, u64)>,
+    /// Its levels: where they start in the list of every thread's (by level: first slice,
+    /// slices), and how many.
+    first_level: usize,
+    n_levels: u32,
     /// First point, points.
     points: (u64, u64),
 }
 
 impl ThreadEntry {
     pub(crate) fn new(tid: u32) -> ThreadEntry {
-        ThreadEntry { tid, name: None, levels: Vec::new(), points: (0, 0) }
+        ThreadEntry { tid, name: None, first_level: 0, n_levels: 0, points: (0, 0) }
     }
 
-    /// Slice number `at` is the next of level `depth` (levels come in order).
-    pub(crate) fn add_slice(&mut self, depth: u32, at: u64) {
-        while self.levels.len() <= depth as usize {
-            self.levels.push((at, 0));
+    /// Slice number `at` is the next of level `depth` (levels come in order), and this thread's
+    /// levels are the last of `levels`.
+    pub(crate) fn add_slice(&mut self, levels: &mut Vec<(u64, u64)>, depth: u32, at: u64) {
+        if self.n_levels == 0 {
+            self.first_level = levels.len();
         }
-        self.levels[depth as usize].1 += 1;
+        while self.n_levels <= depth {
+            levels.push((at, 0));
+            self.n_levels += 1;
+        }
+        levels[self.first_level + depth as usize].1 += 1;
+    }
+
+    /// Its levels in `levels`.
+    fn levels<'a>(&self, levels: &'a [(u64, u64)]) -> &'a [(u64, u64)] {
+        levels.get(self.first_level..self.first_level + self.n_levels as usize).unwrap_or(&[])
     }
 
     /// Point number `at` is the thread's next.
@@ -281,9 +293,9 @@ impl IndexWriter {
     /// Writes the tables and the footer, and marks the index complete.
     pub(crate) fn finish(
         mut self,
-        names: Vec<Box<str>>,
-        threads: Vec<ThreadEntry>,
-        asyncs: Vec<ThreadEntry>,
+        names: &crate::build::Names,
+        (threads, thread_levels): (&[ThreadEntry], &[(u64, u64)]),
+        (asyncs, async_levels): (&[ThreadEntry], &[(u64, u64)]),
         counters: Vec<(u32, (u64, u64))>,
         chunks: &[u64],
         meta: &Meta,
@@ -295,42 +307,42 @@ impl IndexWriter {
         }
 
         let start = self.at;
-        self.write(&(names.len() as u64).to_le_bytes())?;
+        self.write(&u64::from(names.len()).to_le_bytes())?;
         let mut end = 0u64;
-        for n in &names {
-            end += n.len() as u64;
+        for n in 0..names.len() {
+            end += names.get(n).len() as u64;
             self.write(&end.to_le_bytes())?;
         }
-        for n in &names {
-            self.write(n.as_bytes())?;
+        for n in 0..names.len() {
+            self.write(names.get(n).as_bytes())?;
         }
         self.sections.push((start, self.at - start));
 
-        let mut levels: Vec<(u64, u64)> = Vec::new();
-        let tracks = |list: &[ThreadEntry], levels: &mut Vec<(u64, u64)>| -> Vec<[u8; THREAD_BYTES]> {
-            list.iter()
-                .map(|t| {
-                    let mut b = [0u8; THREAD_BYTES];
-                    b[0..4].copy_from_slice(&t.tid.to_le_bytes());
-                    b[4..8].copy_from_slice(&t.name.unwrap_or(NO_NAME).to_le_bytes());
-                    b[8..12].copy_from_slice(&(levels.len() as u32).to_le_bytes());
-                    b[12..16].copy_from_slice(&(t.levels.len() as u32).to_le_bytes());
-                    b[16..24].copy_from_slice(&t.points.0.to_le_bytes());
-                    b[24..32].copy_from_slice(&t.points.1.to_le_bytes());
-                    levels.extend_from_slice(&t.levels);
-                    b
-                })
-                .collect()
+        // A track's entry: its levels are numbered from `first` in the levels section.
+        let entry = |t: &ThreadEntry, first: u32| {
+            let mut b = [0u8; THREAD_BYTES];
+            b[0..4].copy_from_slice(&t.tid.to_le_bytes());
+            b[4..8].copy_from_slice(&t.name.unwrap_or(NO_NAME).to_le_bytes());
+            b[8..12].copy_from_slice(&first.to_le_bytes());
+            b[12..16].copy_from_slice(&t.n_levels.to_le_bytes());
+            b[16..24].copy_from_slice(&t.points.0.to_le_bytes());
+            b[24..32].copy_from_slice(&t.points.1.to_le_bytes());
+            b
         };
-        let thread_entries = tracks(&threads, &mut levels);
-        let async_entries = tracks(&asyncs, &mut levels);
         let start = self.at;
-        for b in &thread_entries {
-            self.write(b)?;
+        let mut first = 0u32;
+        for t in threads {
+            self.write(&entry(t, first))?;
+            first += t.n_levels;
         }
         self.sections.push((start, self.at - start));
+        // The threads' levels, then the async tracks' (lanes), each track's in a row.
         let start = self.at;
-        for (first, count) in levels {
+        let all = threads
+            .iter()
+            .map(|t| t.levels(thread_levels))
+            .chain(asyncs.iter().map(|t| t.levels(async_levels)));
+        for &(first, count) in all.flatten() {
             self.write(&first.to_le_bytes())?;
             self.write(&count.to_le_bytes())?;
         }
@@ -349,8 +361,10 @@ impl IndexWriter {
         self.write(&json)?;
         self.sections.push((start, self.at - start));
         let start = self.at;
-        for b in &async_entries {
-            self.write(b)?;
+        let mut first = threads.iter().map(|t| t.n_levels).sum::<u32>();
+        for t in asyncs {
+            self.write(&entry(t, first))?;
+            first += t.n_levels;
         }
         self.sections.push((start, self.at - start));
         let start = self.at;

@@ -3,7 +3,7 @@
 // button resumes it.
 //
 // Usage: node live-check.mjs URL SCREENSHOT
-import { launch, open } from './page.mjs'
+import { check } from './page.mjs'
 
 const [url, screenshot] = process.argv.slice(2)
 if (!url || !screenshot) {
@@ -12,9 +12,7 @@ if (!url || !screenshot) {
 }
 const timeout = 120000
 const result = { errors: [] }
-const browser = await launch(timeout)
-try {
-  const page = await open(browser, result.errors, 1400, 900)
+await check(result, timeout, async page => {
   await page.goto(url)
   const wait = (f, ...args) => page.waitForFunction(f, { timeout, polling: 50 }, ...args)
   // A thread of the live trace drawn with its three levels, the window following.
@@ -35,8 +33,4 @@ try {
   await page.click('#follow-button')
   result.after_button = await page.evaluate(() => window.phosphorView.following)
   await page.screenshot({ path: screenshot })
-} catch (e) {
-  result.errors.push(String(e))
-}
-console.log(JSON.stringify(result))
-await browser.close()
+}, 1400, 900)

@@ -23,3 +23,18 @@ export async function open(browser, errors, width = 1600, height = 900) {
   page.on('pageerror', e => errors.push(String(e && e.message ? e.message : e)))
   return page
 }
+
+// Runs `body(page)` on a page of its own (`width` × `height`) in headless Chromium, then prints
+// `result` as one JSON object: a failure of `body` goes among its `errors`, and Chromium is closed
+// whatever happens.
+export async function check(result, timeoutMs, body, width = 1600, height = 900) {
+  const browser = await launch(timeoutMs)
+  try {
+    await body(await open(browser, result.errors, width, height))
+  } catch (e) {
+    result.errors.push(String(e && e.message ? e.message : e))
+  } finally {
+    await browser.close()
+  }
+  console.log(JSON.stringify(result))
+}

@@ -7,7 +7,7 @@
 // Usage: node view-check.mjs URL SLICE_JSON SEARCH SCREENSHOT [TIMEOUT_SECONDS]
 // SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
 // page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
-import { launch, open } from './page.mjs'
+import { check } from './page.mjs'
 
 const [url, sliceArg, term, screenshot, timeoutArg] = process.argv.slice(2)
 if (!url || !sliceArg || !term || !screenshot) {
@@ -18,16 +18,13 @@ const target = JSON.parse(sliceArg)
 const timeout = 1000 * Number(timeoutArg || 120)
 const result = { labels: [], zoomed: null, panned: null, clicked: null, searched: null, errors: [] }
 
-const browser = await launch(timeout)
-
 // Waits until every request the page made has been answered and one more than `after` was.
 const settled = (page, after) =>
   page.waitForFunction(n => window.phosphorView.pending === 0 && window.phosphorView.answered > n, { timeout, polling: 50 }, after)
 const view = page => page.evaluate(() => [window.phosphorView.view.start, window.phosphorView.view.end])
 const answered = page => page.evaluate(() => window.phosphorView.answered)
 
-try {
-  const page = await open(browser, result.errors)
+await check(result, timeout, async page => {
   await page.goto(url, { timeout, waitUntil: 'domcontentloaded' })
   await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
   result.labels = await page.$$eval('.track .label', ls => ls.map(l => l.textContent))
@@ -129,9 +126,4 @@ try {
     total_ns: Number(document.querySelector('#flame').dataset.totalNs),
   }))
   await page.screenshot({ path: screenshot })
-} catch (e) {
-  result.errors.push(String(e && e.message ? e.message : e))
-} finally {
-  await browser.close()
-}
-console.log(JSON.stringify(result))
+})

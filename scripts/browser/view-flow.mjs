@@ -5,7 +5,7 @@
 // Usage: node view-flow.mjs URL SLICE_JSON SCREENSHOT [TIMEOUT_SECONDS]
 // SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
 // page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
-import { launch, open } from './page.mjs'
+import { check } from './page.mjs'
 
 const [url, sliceArg, screenshot, timeoutArg] = process.argv.slice(2)
 if (!url || !sliceArg || !screenshot) {
@@ -16,10 +16,7 @@ const target = JSON.parse(sliceArg)
 const timeout = 1000 * Number(timeoutArg || 120)
 const result = { arrows: null, flow: null, name: null, errors: [] }
 
-const browser = await launch(timeout)
-
-try {
-  const page = await open(browser, result.errors)
+await check(result, timeout, async page => {
   await page.goto(url, { timeout, waitUntil: 'domcontentloaded' })
   await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
   // Show the slice across the middle of the screen, then click its middle.
@@ -44,9 +41,4 @@ try {
     return dt ? dt.nextElementSibling.textContent : null
   })
   await page.screenshot({ path: screenshot })
-} catch (e) {
-  result.errors.push(String(e && e.message ? e.message : e))
-} finally {
-  await browser.close()
-}
-console.log(JSON.stringify(result))
+})

@@ -19,6 +19,21 @@ pub fn command(test: &str) -> Command {
     c
 }
 
+/// Starts the binary as `c` says, its stdout's lines sent to the receiver as they come (a
+/// server's address and URL, then what it reports).
+pub fn spawn_lines(c: &mut Command) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = c.stdout(std::process::Stdio::piped()).spawn().expect("the phosphor binary starts");
+    let stdout = std::io::BufReader::new(child.stdout.take().expect("a piped stdout"));
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    (child, lines)
+}
+
 /// Runs the binary with `args` in the scratch directory of `test`.
 pub fn phosphor(test: &str, args: &[&str]) -> Output {
     command(test).args(args).output().expect("the phosphor binary runs")

@@ -3,9 +3,8 @@
 //! this test process, streaming to the recorder; nothing is timed, every wait polls with a
 //! generous deadline, so that it passes on a loaded machine.
 
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,19 +31,11 @@ struct Recorder {
 
 impl Recorder {
     fn start(out: &Path) -> Recorder {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_phosphor"))
-            .args(["record", "--listen", "127.0.0.1:0", "--view", "127.0.0.1:0", "--no-open", "--out"])
-            .arg(out)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in stdout.lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
+        let (child, lines) = crate::cli::spawn_lines(
+            Command::new(env!("CARGO_BIN_EXE_phosphor"))
+                .args(["record", "--listen", "127.0.0.1:0", "--view", "127.0.0.1:0", "--no-open", "--out"])
+                .arg(out),
+        );
         let first = lines.recv_timeout(DEADLINE).expect("the address");
         let addr = first.strip_prefix("listening on ").expect("listening on ADDR").parse().unwrap();
         let second = lines.recv_timeout(DEADLINE).expect("the viewer's URL");

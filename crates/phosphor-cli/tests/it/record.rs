@@ -2,9 +2,8 @@
 //! a trace file per connection. Killing it mid-stream and starting it again: the program goes on,
 //! the stream reconnects, and every event is in a file or counted as dropped.
 
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,20 +28,12 @@ impl Server {
 
     /// A server started with `args` besides the address and directory.
     fn start_with(listen: &str, out: &Path, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_phosphor"))
-            .args(["record", "--listen", listen, "--out"])
-            .arg(out)
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in stdout.lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
+        let (child, lines) = crate::cli::spawn_lines(
+            Command::new(env!("CARGO_BIN_EXE_phosphor"))
+                .args(["record", "--listen", listen, "--out"])
+                .arg(out)
+                .args(args),
+        );
         let first = lines.recv_timeout(Duration::from_secs(20)).expect("the server prints its address");
         let addr = first.strip_prefix("listening on ").expect("listening on ADDR").parse().unwrap();
         Server { child, addr, lines }

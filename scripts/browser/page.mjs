@@ -38,3 +38,17 @@ export async function check(result, timeoutMs, body, width = 1600, height = 900)
   }
   console.log(JSON.stringify(result))
 }
+
+// Scrolls the viewer's track of thread `t.tid` into view and clicks the middle of the slice `t`
+// names ({tid, level, start, end}, times on the page's timeline) where the page draws it.
+export async function clickSlice(page, t) {
+  const point = await page.evaluate(t => {
+    const track = window.phosphorView.tracks.find(k => k.kind === 'thread' && k.tid === t.tid)
+    track.canvas.scrollIntoView({ block: 'center' })
+    const r = track.canvas.getBoundingClientRect()
+    const v = window.phosphorView.view
+    const mid = (t.start + t.end) / 2
+    return { x: r.left + (mid - v.start) / (v.end - v.start) * r.width, y: r.top + t.level * 18 + 9 }
+  }, t)
+  await page.mouse.click(point.x, point.y)
+}

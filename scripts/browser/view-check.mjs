@@ -7,7 +7,7 @@
 // Usage: node view-check.mjs URL SLICE_JSON SEARCH SCREENSHOT [TIMEOUT_SECONDS]
 // SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
 // page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
-import { check } from './page.mjs'
+import { check, clickSlice } from './page.mjs'
 
 const [url, sliceArg, term, screenshot, timeoutArg] = process.argv.slice(2)
 if (!url || !sliceArg || !term || !screenshot) {
@@ -49,27 +49,7 @@ await check(result, timeout, async page => {
   n = await answered(page)
   await page.evaluate((s, e) => window.phosphorView.show(s, e), target.start - pad, target.end + pad)
   await settled(page, n)
-  const at = await page.evaluate(t => {
-    const track = window.phosphorView.tracks.find(k => k.kind === 'thread' && k.tid === t.tid)
-    const r = track.canvas.getBoundingClientRect()
-    const v = window.phosphorView.view
-    const mid = (t.start + t.end) / 2
-    return { x: r.left + (mid - v.start) / (v.end - v.start) * r.width, y: r.top + t.level * 18 + 9, visible: r.bottom <= innerHeight }
-  }, target)
-  if (!at.visible) {
-    await page.evaluate(t => {
-      const track = window.phosphorView.tracks.find(k => k.kind === 'thread' && k.tid === t.tid)
-      track.canvas.scrollIntoView()
-    }, target)
-  }
-  const point = await page.evaluate(t => {
-    const track = window.phosphorView.tracks.find(k => k.kind === 'thread' && k.tid === t.tid)
-    const r = track.canvas.getBoundingClientRect()
-    const v = window.phosphorView.view
-    const mid = (t.start + t.end) / 2
-    return { x: r.left + (mid - v.start) / (v.end - v.start) * r.width, y: r.top + t.level * 18 + 9 }
-  }, target)
-  await page.mouse.click(point.x, point.y)
+  await clickSlice(page, target)
   await page.waitForFunction(() => document.querySelector('#details').dataset.durationNs !== undefined, { timeout, polling: 50 })
   result.clicked = await page.evaluate(() => ({
     name: document.querySelector('#details h3').textContent,

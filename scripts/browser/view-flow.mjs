@@ -5,7 +5,7 @@
 // Usage: node view-flow.mjs URL SLICE_JSON SCREENSHOT [TIMEOUT_SECONDS]
 // SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
 // page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
-import { check } from './page.mjs'
+import { check, clickSlice } from './page.mjs'
 
 const [url, sliceArg, screenshot, timeoutArg] = process.argv.slice(2)
 if (!url || !sliceArg || !screenshot) {
@@ -24,15 +24,7 @@ await check(result, timeout, async page => {
   const pad = (target.end - target.start) * 2 + 1
   await page.evaluate((s, e) => window.phosphorView.show(s, e), target.start - pad, target.end + pad)
   await page.waitForFunction(k => window.phosphorView.pending === 0 && window.phosphorView.answered > k, { timeout, polling: 50 }, n)
-  const point = await page.evaluate(t => {
-    const track = window.phosphorView.tracks.find(k => k.kind === 'thread' && k.tid === t.tid)
-    track.canvas.scrollIntoView({ block: 'center' })
-    const r = track.canvas.getBoundingClientRect()
-    const v = window.phosphorView.view
-    const mid = (t.start + t.end) / 2
-    return { x: r.left + (mid - v.start) / (v.end - v.start) * r.width, y: r.top + t.level * 18 + 9 }
-  }, target)
-  await page.mouse.click(point.x, point.y)
+  await clickSlice(page, target)
   await page.waitForFunction(() => document.querySelector('#flow-overlay')?.dataset.arrows !== undefined, { timeout, polling: 50 })
   result.arrows = await page.evaluate(() => Number(document.querySelector('#flow-overlay').dataset.arrows))
   result.name = await page.evaluate(() => document.querySelector('#details h3').textContent)

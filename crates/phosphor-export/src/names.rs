@@ -100,7 +100,7 @@ impl NameList {
     }
 }
 
-/// Distinct names, numbered in the order they were first met: kept in one buffer ([`NameList`]) and
+/// Distinct names, numbered in the order they were first met: kept in one buffer (a `NameList`) and
 /// found by a table of their numbers, so that a million names cost their bytes and about 12 bytes
 /// each, not an allocation each and a map of owned keys.
 #[derive(Debug, Default)]

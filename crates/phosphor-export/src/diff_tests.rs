@@ -1,0 +1,3 @@
+//! Tests of `phosphor diff`'s statistics and rows.
+
+use super::*;

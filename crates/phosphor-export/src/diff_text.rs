@@ -59,7 +59,7 @@ impl TraceDiff {
             for (c, cell) in line.iter().enumerate() {
                 let pad = widths[c] - cell.chars().count();
                 // Names to the left, figures to the right.
-                if c < 3 || c >= 9 {
+                if !(3..9).contains(&c) {
                     text.push_str(cell);
                     text.extend(std::iter::repeat_n(' ', pad));
                 } else {

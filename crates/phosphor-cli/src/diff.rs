@@ -6,11 +6,13 @@
 //! without one), 1 when one is (named in the last lines), 2 on an error (a file missing, or
 //! unreadable at a byte offset: the message names the file and the offset).
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Args;
+use phosphor::format::file::Reader;
 use phosphor_export::{DiffOptions, DiffSide, FailOn, TraceDiff};
 
 use crate::progress;
@@ -44,8 +46,17 @@ pub struct DiffArgs {
 /// Runs `phosphor diff`, writes the report to `out`, and says whether a row regressed.
 pub fn run(args: &DiffArgs, out: &mut impl Write) -> anyhow::Result<bool> {
     let (base, new) = std::thread::scope(|s| {
-        let base = s.spawn(|| read(&args.base, "reading the base"));
-        let new = read(&args.new, "reading the new trace");
+        // One progress bar (two would draw over each other): the base's, read as fast as the new.
+        let base = s.spawn(|| {
+            let reader = progress::open(&args.base, "reading both traces")?;
+            side(&args.base, reader)
+        });
+        let new = File::open(&args.new)
+            .with_context(|| format!("{}: cannot open", args.new.display()))
+            .and_then(|f| {
+                Reader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| e.with_path(&args.new).into())
+            })
+            .and_then(|reader| side(&args.new, reader));
         (base.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), new)
     });
     let (base, new) = (base?, new?);
@@ -62,8 +73,7 @@ pub fn run(args: &DiffArgs, out: &mut impl Write) -> anyhow::Result<bool> {
     Ok(!diff.regressions().is_empty())
 }
 
-fn read(path: &Path, what: &str) -> anyhow::Result<DiffSide> {
-    let reader = progress::open(path, what)?;
+fn side(path: &Path, reader: Reader<impl Read>) -> anyhow::Result<DiffSide> {
     DiffSide::from_reader(reader)
         .map_err(|e| anyhow::Error::new(e.with_path(path)))
         .with_context(|| format!("{} cannot be compared", path.display()))

@@ -434,3 +434,19 @@ fn the_json_document_follows_its_schema() {
     );
     assert!(text.contains("more rows (--top)"), "{text}");
 }
+
+#[test]
+fn a_side_kept_exactly_and_a_binned_side_are_compared_by_bin() {
+    // 200 durations kept exactly against 2,000 in bins, from one distribution, then 3x longer.
+    let base = durations(200, 10_000, 1);
+    let d = diff(&file(1.0, &base, None), &file(1.0, &durations(2000, 10_000, 2), None), &GATES, &[]);
+    let t = row(&d, "step").test.unwrap();
+    assert_eq!(t.method, RankMethod::Binned);
+    assert!(!t.significant, "{t:?}");
+    assert!(d.regressions().is_empty());
+    let d = diff(&file(1.0, &base, None), &file(1.0, &durations(2000, 30_000, 2), None), &GATES, &[]);
+    assert!(row(&d, "step").test.unwrap().slower());
+    let past: Vec<&str> = d.regressions().iter().map(|x| d.fail_on[x.gate].spec.as_str()).collect();
+    // 200 base durations cannot bound a p99 from above.
+    assert_eq!(past, ["p50>+10%", "total>+10%", "max>+20%"]);
+}

@@ -8,6 +8,7 @@
 mod call;
 mod convert;
 mod demo;
+mod diff;
 mod flamegraph;
 mod info;
 mod logs;
@@ -54,6 +55,11 @@ enum Command {
     /// truncated or corrupt file gives the statistics of everything before the damage, then the
     /// error.
     Stats(stats::StatsArgs),
+    /// Compare two trace files path by path (count, total, p50, p90, p99, max; their change and a
+    /// rank test of significance), for CI: `--fail-on 'p99>+10%'` exits with status 1 if a path
+    /// regressed past it (significantly, at the confidence bounds: noise does not regress), 2 on
+    /// an error. Paths in one file only are listed as new or gone. A table, or `--json`.
+    Diff(diff::DiffArgs),
     /// Print the deferred-format logs of a trace file (`trace_log!`), formatted now: one line per
     /// log in file order (time, level, thread, category, message), or `--json` lines; filter with
     /// `--level` and `--category`. A truncated or corrupt file prints every log before the damage,
@@ -112,6 +118,11 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(&args, stdout(), &mut io::stderr()),
         Command::Flamegraph(args) => flamegraph::run(&args, &mut io::stderr()),
         Command::Stats(args) => stats::run(&args, &mut io::BufWriter::new(stdout())),
+        Command::Diff(args) => match diff::run(&args, &mut io::BufWriter::new(stdout())) {
+            // A regression, named in the report: status 1.
+            Ok(true) => return ExitCode::from(1),
+            other => other.map(|_| ()),
+        },
         Command::Logs(args) => logs::run(&args, &mut io::BufWriter::new(stdout()), &mut io::stderr()),
         Command::Recover(args) => recover::run(&args, &mut io::BufWriter::new(stdout())),
         Command::Record(args) => record::run(&args),

@@ -66,6 +66,11 @@ impl Asyncs {
         }
     }
 
+    /// Each name and the durations of its pairs so far (for `diff.rs`).
+    pub(crate) fn durations(&self) -> impl Iterator<Item = (&str, &Durations)> {
+        self.names.iter().map(|a| (a.name.as_str(), &a.durations))
+    }
+
     fn unmatched(&mut self, n: usize, begin: bool) {
         if begin {
             self.names[n].unended += 1;

@@ -118,6 +118,14 @@ fn highest(b: u16) -> u64 {
     u64::try_from(end - 1).unwrap_or(u64::MAX)
 }
 
+/// The lowest value of bin `b`.
+fn lowest(b: u16) -> u64 {
+    match b {
+        0 => 0,
+        b => highest(b - 1) + 1,
+    }
+}
+
 impl Bins {
     fn add(&mut self, ticks: u64) {
         *self.0.entry(bin(ticks)).or_default() += 1;
@@ -221,6 +229,39 @@ impl Durations {
         sorted.sort_unstable();
         let rank = (exact.len() * p as usize).div_ceil(100).clamp(1, exact.len());
         sorted[rank - 1]
+    }
+
+    /// Every duration, in ticks and in increasing order, while they are kept exactly (at most
+    /// [`EXACT_SAMPLES`]); `None` once they are counted in bins.
+    pub fn exact_ticks(&self) -> Option<Vec<u64>> {
+        let mut v = match self.more.as_deref() {
+            Some(Store::Histogram(_)) => return None,
+            Some(Store::Exact(v)) => v.clone(),
+            None => self.few().to_vec(),
+        };
+        v.sort_unstable();
+        Some(v)
+    }
+
+    /// The durations counted by bin (see the module's notes), exact ones binned too: `(lowest,
+    /// highest, count)` of each bin that holds one, in ticks and in increasing order.
+    pub fn bins(&self) -> Vec<(u64, u64, u64)> {
+        let mut h = Bins::default();
+        let bins = match self.more.as_deref() {
+            Some(Store::Histogram(h)) => h,
+            Some(Store::Exact(v)) => {
+                v.iter().for_each(|&t| h.add(t));
+                &h
+            }
+            None => {
+                self.few().iter().for_each(|&t| h.add(t));
+                &h
+            }
+        };
+        let mut out: Vec<(u64, u64, u64)> =
+            bins.0.iter().map(|(&b, &n)| (lowest(b), highest(b), n)).collect();
+        out.sort_unstable();
+        out
     }
 
     /// The distribution in nanoseconds; `None` when no duration was added.

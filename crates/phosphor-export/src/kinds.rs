@@ -32,9 +32,9 @@ pub(crate) struct KindAcc {
 /// A kind as the nesting resolves it: a path on a thread, and what was counted.
 #[derive(Debug)]
 pub(crate) struct Kind {
-    tid: u32,
-    path: PathId,
-    acc: KindAcc,
+    pub(crate) tid: u32,
+    pub(crate) path: PathId,
+    pub(crate) acc: KindAcc,
 }
 
 /// What the nesting resolves, by thread and path; and the problems.

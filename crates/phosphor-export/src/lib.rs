@@ -37,7 +37,8 @@
 //! ```
 //!
 //! [`chrome`] streams a trace file into Chrome JSON; [`folded`] folds one into stacks of self time
-//! and draws them as an SVG flame graph; [`perfetto`] writes Perfetto's protobuf. Statistics and
+//! and draws them as an SVG flame graph; [`perfetto`] writes Perfetto's protobuf. [`diff`] compares
+//! two trace files path by path, for `phosphor diff` and its CI gate. Statistics and
 //! folded stacks find which scope encloses which with the same engine (`nesting.rs`).
 //!
 //! **Architecture invariant:** only this crate knows output formats.
@@ -46,6 +47,10 @@ mod async_union;
 mod asyncs;
 pub mod chrome;
 mod chrome_time;
+pub mod diff;
+mod diff_json;
+mod diff_stats;
+mod diff_text;
 mod durations;
 mod error;
 pub mod folded;
@@ -69,6 +74,7 @@ mod stats_json;
 mod test_files;
 mod text;
 
+pub use diff::{DiffOptions, DiffSide, FailOn, TraceDiff};
 pub use durations::{DurationStats, Durations, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
 pub use losses::ChunkLosses;
 pub use names::{shown as shown_name, NameSet, MAX_NAME_BYTES, NAME_CUT_MARK};

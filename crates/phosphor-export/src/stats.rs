@@ -488,6 +488,13 @@ impl StatsBuilder {
         }
     }
 
+    /// For `diff.rs`: resolves the slices still pending, then lends what the tables are made of
+    /// (the kinds by thread and path, the paths, their labels, the async slices, the clock).
+    pub(crate) fn resolved(&mut self) -> (&[kinds::Kind], &nesting::Paths, &Labels, &Asyncs, &ClockInfo) {
+        self.nesting.finish(&mut self.collector);
+        (&self.collector.kinds, self.nesting.paths(), &self.labels, &self.asyncs, &self.clock)
+    }
+
     /// Reads the rest of the file and finishes. On a read error, the statistics of everything
     /// before it come with the error.
     pub fn read<R: Read>(mut self, mut reader: Reader<R>) -> Result<TraceStats, StatsError> {

@@ -5,6 +5,7 @@ mod call;
 mod cli;
 mod convert;
 mod demo;
+mod diff;
 mod flamegraph;
 mod info;
 mod live_view;

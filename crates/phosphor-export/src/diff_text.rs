@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use crate::diff::{Change, DiffRow, Metric, RowStatus, TraceDiff};
+use crate::diff::{Change, Metric, RowStatus, TraceDiff};
 use crate::text::{format_count, format_ns};
 
 impl TraceDiff {
@@ -19,8 +19,10 @@ impl TraceDiff {
             false => writeln!(out, "gates: {}", gates.join(", "))?,
         }
         writeln!(out)?;
+        // Each row is up to three lines (the base's figures, the new's, their change), so the
+        // table stays about 110 columns wide however long the figures.
         let mut table: Vec<Vec<String>> =
-            vec![["", "PATH", "TYPE", "COUNT", "TOTAL", "P50", "P90", "P99", "MAX", "P-VALUE", "TEST"]
+            vec![["", "PATH", "TYPE", "", "COUNT", "TOTAL", "P50", "P90", "P99", "MAX", "P-VALUE", "TEST"]
                 .map(String::from)
                 .to_vec()];
         let shown = top.unwrap_or(usize::MAX).min(self.rows.len());
@@ -33,9 +35,7 @@ impl TraceDiff {
                     s => s.as_str().to_owned(),
                 }
             };
-            let mut line = vec![mark, r.path.clone(), r.kind.as_str().to_owned()];
-            line.extend(Metric::ALL.map(|m| cell(r, m)));
-            match &r.test {
+            let (test, method) = match &r.test {
                 Some(t) => {
                     let dir = if t.slower() {
                         " slower"
@@ -44,12 +44,29 @@ impl TraceDiff {
                     } else {
                         ""
                     };
-                    line.push(format!("{}{dir}", p_value(t.p_value)));
-                    line.push(t.method.as_str().to_owned());
+                    (format!("{}{dir}", p_value(t.p_value)), t.method.as_str().to_owned())
                 }
-                None => line.extend([String::new(), String::new()]),
+                None => (String::new(), String::new()),
+            };
+            let mut head = vec![mark, r.path.clone(), r.kind.as_str().to_owned()];
+            let sides = [("base", &r.base), ("new", &r.new)];
+            let mut first = true;
+            for (side, figures) in sides {
+                let Some(f) = figures else { continue };
+                let mut line = if first { std::mem::take(&mut head) } else { vec![String::new(); 3] };
+                first = false;
+                line.push(side.to_owned());
+                line.extend(Metric::ALL.map(|m| m.of(f).map(|v| show(m, v)).unwrap_or_default()));
+                line.extend([String::new(), String::new()]);
+                table.push(line);
             }
-            table.push(line);
+            if r.status() == RowStatus::Both {
+                let mut line = vec![String::new(); 3];
+                line.push("change".to_owned());
+                line.extend(Metric::ALL.map(|m| r.change(m).map(|c| relative(&c)).unwrap_or_default()));
+                line.extend([test, method]);
+                table.push(line);
+            }
         }
         let widths: Vec<usize> = (0..table[0].len())
             .map(|c| table.iter().map(|l| l[c].chars().count()).max().unwrap_or(0))
@@ -59,7 +76,7 @@ impl TraceDiff {
             for (c, cell) in line.iter().enumerate() {
                 let pad = widths[c] - cell.chars().count();
                 // Names to the left, figures to the right.
-                if !(3..9).contains(&c) {
+                if !(4..10).contains(&c) {
                     text.push_str(cell);
                     text.extend(std::iter::repeat_n(' ', pad));
                 } else {
@@ -110,14 +127,12 @@ fn show_change(m: Metric, c: &Change) -> String {
     format!("{} → {}{rel}", show(m, c.base), show(m, c.new))
 }
 
-/// A metric's cell: both sides and the change, or the one side of a row on one side.
-fn cell(r: &DiffRow, m: Metric) -> String {
-    let one = |f: &Option<crate::diff::Figures>| f.as_ref().and_then(|f| m.of(f));
-    match (one(&r.base), one(&r.new)) {
-        (Some(_), Some(_)) => r.change(m).map(|c| show_change(m, &c)).unwrap_or_default(),
-        (Some(b), None) => show(m, b),
-        (None, Some(n)) => show(m, n),
-        (None, None) => String::new(),
+/// A change as a signed percentage, or `=` when nothing changed (`new` when the base is 0).
+fn relative(c: &Change) -> String {
+    match c.relative() {
+        _ if c.base == c.new => "=".to_owned(),
+        Some(r) => format!("{:+.1}%", r * 100.0),
+        None => "new".to_owned(),
     }
 }
 

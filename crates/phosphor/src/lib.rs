@@ -125,6 +125,8 @@ pub use trace_log::recorder;
 #[cfg(not(loom))]
 pub use trace_log::stream;
 #[cfg(not(loom))]
+pub use trace_log::trigger;
+#[cfg(not(loom))]
 pub use trace_log::TraceLog;
 /// Reads the global log's clock: a start value for [`trace_complete!`].
 #[cfg(not(loom))]

@@ -14,6 +14,7 @@ use crate::instrument::arg::Arg;
 use crate::record::clock::ClockKind;
 use crate::record::tenant::Fill;
 use crate::registry::callsite::{self, registered_id, Callsite};
+use crate::trace_log::trigger::{self, Seen};
 use crate::TraceLog;
 
 /// The absent argument.
@@ -113,14 +114,14 @@ fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
 #[inline(always)]
 pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     log: &TraceLog,
-    _cs: &'static Callsite,
+    cs: &'static Callsite,
     state: u64,
     stamp: S,
     lead: [u64; L],
     a: A,
     b: B,
 ) {
-    let id = (state >> 32) as u32;
+    let id = callsite::id_of(state);
     // Constants, unless an argument's type is decided at run time (an interned string).
     let ta = if A::VARIES { a.runtime_type() } else { A::TYPE };
     let tb = if B::VARIES { b.runtime_type() } else { B::TYPE };
@@ -149,6 +150,36 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
         let (sb, tb) = b.bytes();
         emit_multi(log, id, meta.with_truncated(meta.truncated() || ta || tb), stamp, &words[..k], &[sa, sb]);
     }
+    // A bit test on the word already loaded: an unarmed callsite pays nothing more. A slice's
+    // duration is its lead word when the stamp is explicit (`At`: scopes close through
+    // `close_slice`, which clears the bit and checks the duration itself).
+    if callsite::armed(state) {
+        let seen = match (L, cs.meta().phase) {
+            (1, phosphor_format::Phase::Complete) => Seen::Ticks(lead[0]),
+            _ => Seen::Value(ta, if has_a { words[L] } else { 0 }),
+        };
+        trigger::on_armed(log, cs, seen);
+    }
+}
+
+/// Records the complete slice of `cs` that began at `start` and ends now. An armed callsite's
+/// duration is needed outside the fill, so it reads the clock here (still once) and goes out of
+/// line to record the slice and check its triggers; an unarmed one reads the clock in the fill.
+#[inline(always)]
+pub(crate) fn close_slice<A: Arg, B: Arg>(log: &TraceLog, cs: &'static Callsite, state: u64, start: u64, a: A, b: B) {
+    if callsite::armed(state) {
+        close_armed(log, cs, state, start, a, b);
+    } else {
+        emit(log, cs, state, Since(start), [0], a, b);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn close_armed<A: Arg, B: Arg>(log: &TraceLog, cs: &'static Callsite, state: u64, start: u64, a: A, b: B) {
+    let ticks = log.now().wrapping_sub(start);
+    emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
+    trigger::on_armed(log, cs, Seen::Ticks(ticks));
 }
 
 /// The fill of a one-record event.
@@ -231,7 +262,7 @@ impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
         if let Some((log, cs, start, a, b)) = self.inner.take() {
             // Checked again: the trace may have been restarted with other categories meanwhile.
             if let Some(state) = check(log, cs) {
-                emit(log, cs, state, Since(start), [0], a, b);
+                close_slice(log, cs, state, start, a, b);
             }
         }
     }
@@ -318,7 +349,7 @@ impl<G, A: Arg, B: Arg> LockGuard<'_, G, A, B> {
     fn record_held(&mut self) {
         if let (Some((acquired, a, b)), Some(held)) = (self.acquired.take(), self.held) {
             if let Some(state) = check(self.log, held) {
-                emit(self.log, held, state, Since(acquired), [0], a, b);
+                close_slice(self.log, held, state, acquired, a, b);
             }
         }
     }

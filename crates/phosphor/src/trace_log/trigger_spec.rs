@@ -222,7 +222,7 @@ mod tests {
             ("db/query>=warn", "target is then `log`"),
             ("log>=loud", "not a level"),
             ("x>NaN", "finite"),
-            ("x>abcms", "not a number"),
+            ("x>1.2.3ms", "not a number"),
         ] {
             let e = spec.parse::<Trigger>().unwrap_err();
             assert!(e.to_string().contains(reason), "{spec}: {e}");

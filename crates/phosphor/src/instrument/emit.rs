@@ -166,7 +166,14 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
 /// duration is needed outside the fill, so it reads the clock here (still once) and goes out of
 /// line to record the slice and check its triggers; an unarmed one reads the clock in the fill.
 #[inline(always)]
-pub(crate) fn close_slice<A: Arg, B: Arg>(log: &TraceLog, cs: &'static Callsite, state: u64, start: u64, a: A, b: B) {
+pub(crate) fn close_slice<A: Arg, B: Arg>(
+    log: &TraceLog,
+    cs: &'static Callsite,
+    state: u64,
+    start: u64,
+    a: A,
+    b: B,
+) {
     if callsite::armed(state) {
         close_armed(log, cs, state, start, a, b);
     } else {

@@ -702,7 +702,11 @@ impl TraceLog {
     }
 
     /// [`arm_trigger`](Self::arm_trigger), with `dir` as the dump directory if the trace has none.
-    pub fn arm_trigger_into(&self, trigger: trigger::Trigger, dir: Option<&std::path::Path>) -> Result<u32, Error> {
+    pub fn arm_trigger_into(
+        &self,
+        trigger: trigger::Trigger,
+        dir: Option<&std::path::Path>,
+    ) -> Result<u32, Error> {
         let mut c = self.control();
         let Some(r) = c.running.as_mut() else {
             return Err(Error::new(ErrorKind::NotRunning));

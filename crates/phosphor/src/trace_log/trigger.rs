@@ -435,8 +435,9 @@ impl Armed {
         if !cfg!(target_os = "linux") {
             return Err(Error::new(ErrorKind::Trigger("triggered dumps need Linux".into())));
         }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::new(ErrorKind::Trigger(format!("the dump directory {}: {e}", dir.display()))))?;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Error::new(ErrorKind::Trigger(format!("the dump directory {}: {e}", dir.display())))
+        })?;
         MARKER.id();
         if self.thread.is_none() {
             let (ptr, window) = (LogPtr(std::ptr::from_ref(log)), self.settings.window);

@@ -134,12 +134,15 @@ impl FromStr for Trigger {
             return Err(bad(spec, format!("nothing after `{op}`")));
         }
         if op == ">=" {
-            let level = Level::ALL
-                .into_iter()
-                .find(|l| l.as_str() == rhs.to_ascii_lowercase())
-                .ok_or_else(|| bad(spec, format!("{rhs:?} is not a level (error, warn, info, debug, trace)")))?;
+            let level =
+                Level::ALL.into_iter().find(|l| l.as_str() == rhs.to_ascii_lowercase()).ok_or_else(|| {
+                    bad(spec, format!("{rhs:?} is not a level (error, warn, info, debug, trace)"))
+                })?;
             if name != "log" {
-                return Err(bad(spec, "`>=` takes a log level, and the target is then `log` or `CATEGORY/log`"));
+                return Err(bad(
+                    spec,
+                    "`>=` takes a log level, and the target is then `log` or `CATEGORY/log`",
+                ));
             }
             return Ok(Trigger::log_at_least(category, level));
         }
@@ -157,7 +160,14 @@ impl fmt::Display for Trigger {
     /// The string form, which [`FromStr`] reads back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.condition {
-            Condition::SlowerThan(d) => write!(f, "{}/{}>{}ns", self.category, self.name, d.as_nanos()),
+            Condition::SlowerThan(d) => {
+                let ns = d.as_nanos();
+                let (n, unit) = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+                    .into_iter()
+                    .find(|(k, _)| ns % k == 0 && ns > 0)
+                    .map_or((ns, "ns"), |(k, u)| (ns / k, u));
+                write!(f, "{}/{}>{n}{unit}", self.category, self.name)
+            }
             Condition::Above(v) => write!(f, "{}/{}>{v}", self.category, self.name),
             Condition::LogAtLeast(l) => write!(f, "{}/log>={}", self.category, l.as_str()),
         }
@@ -196,7 +206,10 @@ mod tests {
         assert_eq!(t, Trigger::slower_than("db", "query", Duration::from_millis(2)));
         let t: Trigger = " flush > 1.5 us ".parse().unwrap();
         assert_eq!(t, Trigger::slower_than("*", "flush", Duration::from_nanos(1500)));
-        assert_eq!("net/queue_depth>100".parse::<Trigger>().unwrap(), Trigger::above("net", "queue_depth", 100.0));
+        assert_eq!(
+            "net/queue_depth>100".parse::<Trigger>().unwrap(),
+            Trigger::above("net", "queue_depth", 100.0)
+        );
         assert_eq!("m/x>-0.5".parse::<Trigger>().unwrap(), Trigger::above("m", "x", -0.5));
         assert_eq!("log>=warn".parse::<Trigger>().unwrap(), Trigger::log_at_least("*", Level::Warn));
         assert_eq!("net/log>=ERROR".parse::<Trigger>().unwrap(), Trigger::log_at_least("net", Level::Error));
@@ -204,8 +217,10 @@ mod tests {
 
     #[test]
     fn a_trigger_reads_back_from_its_display() {
-        for spec in ["db/query>2ms", "q*/n?>3", "log>=info", "a/b>1.25"] {
+        for spec in ["db/query>2ms", "q*/n?>3", "*/log>=info", "a/b>1.25", "a/b>1500ns", "a/b>0ns", "a/b>3s"]
+        {
             let t: Trigger = spec.parse().unwrap();
+            assert_eq!(t.to_string(), spec);
             assert_eq!(t.to_string().parse::<Trigger>().unwrap(), t, "{spec}");
         }
     }

@@ -260,7 +260,10 @@ fn built_in_commands_start_dump_and_stop_a_trace_and_switch_points() {
 }
 
 /// `trace.trigger`: arm a spec (with a directory, the trace having none), list, fire, disarm.
-fn triggers_are_armed_listed_and_disarmed(log: &'static phosphor::TraceLog, call: &dyn Fn(&str) -> control::Reply) {
+fn triggers_are_armed_listed_and_disarmed(
+    log: &'static phosphor::TraceLog,
+    call: &dyn Fn(&str) -> control::Reply,
+) {
     let r = call("trace.trigger action=arm what=[[ctl/depth>10]]");
     assert!(r.error && r.text.contains("no trace is running"), "{r:?}");
     assert_eq!(call("trace.start categories=ctl* mode=ring size=1048576").text, "started");

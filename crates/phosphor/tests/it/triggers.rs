@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use phosphor::format::file::{Reader, Value};
 use phosphor::trigger::{PostWindow, Trigger, TriggerStatus};
 use phosphor::{
-    trace_counter, trace_data, trace_instant, trace_log, trace_scope, BufferMode, ErrorKind, TraceConfig, TraceLog,
+    trace_counter, trace_data, trace_instant, trace_log, trace_scope, BufferMode, ErrorKind, TraceConfig,
+    TraceLog,
 };
 
 use crate::support::{new_log, stop_and_take};
@@ -54,7 +55,13 @@ fn read_dump(path: &Path) -> Vec<Row> {
             Some(Value::U64(v)) => Some(v),
             _ => None,
         };
-        out.push((e.callsite.category.to_string(), e.callsite.name.to_string(), u("trigger"), u("i"), e.duration));
+        out.push((
+            e.callsite.category.to_string(),
+            e.callsite.name.to_string(),
+            u("trigger"),
+            u("i"),
+            e.duration,
+        ));
     })
     .unwrap_or_else(|e| panic!("{} reads to its end: {e}", path.display()));
     assert!(r.trailer().is_some(), "{} is a whole file", path.display());
@@ -164,7 +171,8 @@ fn a_counter_or_data_value_past_its_threshold_fires() {
 #[test]
 fn a_log_at_or_above_the_level_fires() {
     let dir = fresh_dir("log");
-    let log = started(ring(&dir).trigger("trig.log/log>=warn".parse().unwrap()).post_window(PostWindow::Events(1)));
+    let log =
+        started(ring(&dir).trigger("trig.log/log>=warn".parse().unwrap()).post_window(PostWindow::Events(1)));
     trace_log!(log: &log, info, "trig.log", "fine {}", 1u32);
     trace_log!(log: &log, debug, "trig.log", "fine {}", 2u32);
     trace_log!(log: &log, error, "trig.other", "another category {}", 3u32);
@@ -180,7 +188,8 @@ fn a_log_at_or_above_the_level_fires() {
 fn a_post_trigger_window_in_time_waits_that_long_and_holds_the_events_after() {
     let dir = fresh_dir("time");
     let window = Duration::from_millis(200);
-    let log = started(ring(&dir).trigger("trig.time/x>1".parse().unwrap()).post_window(PostWindow::Time(window)));
+    let log =
+        started(ring(&dir).trigger("trig.time/x>1".parse().unwrap()).post_window(PostWindow::Time(window)));
     trace_counter!(log: &log, "trig.time", "x", 2u64);
     let fired = Instant::now();
     let mut i = 0u64;

@@ -162,9 +162,10 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     }
 }
 
-/// Records the complete slice of `cs` that began at `start` and ends now. An armed callsite's
-/// duration is needed outside the fill, so it reads the clock here (still once) and goes out of
-/// line to record the slice and check its triggers; an unarmed one reads the clock in the fill.
+/// Records the complete slice of `cs` that began at `start` and ends now. Unarmed, the end time
+/// is read in the fill (`Since`). An armed callsite's duration is needed outside the fill, so the
+/// clock is read here instead (still once), the slice recorded with that explicit end, and the
+/// duration checked against the callsite's triggers out of line.
 #[inline(always)]
 pub(crate) fn close_slice<A: Arg, B: Arg>(
     log: &TraceLog,
@@ -175,18 +176,12 @@ pub(crate) fn close_slice<A: Arg, B: Arg>(
     b: B,
 ) {
     if callsite::armed(state) {
-        close_armed(log, cs, state, start, a, b);
+        let ticks = log.now().wrapping_sub(start);
+        emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
+        trigger::on_slice(log, cs, ticks);
     } else {
         emit(log, cs, state, Since(start), [0], a, b);
     }
-}
-
-#[cold]
-#[inline(never)]
-fn close_armed<A: Arg, B: Arg>(log: &TraceLog, cs: &'static Callsite, state: u64, start: u64, a: A, b: B) {
-    let ticks = log.now().wrapping_sub(start);
-    emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
-    trigger::on_armed(log, cs, Seen::Ticks(ticks));
 }
 
 /// The fill of a one-record event.

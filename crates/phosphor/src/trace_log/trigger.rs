@@ -240,28 +240,70 @@ fn futex_wait(_: &AtomicU32, _: u32, timeout: Duration) {
 
 // ---- The check, on the recording thread ----
 
-/// The trigger check of an armed callsite's event (already written): out of line, so that the
-/// unarmed path stays one bit test.
-#[cold]
+/// The bits of a slot's word that say whether it is a live trigger of a given kind and log.
+const MATCH_BITS: u64 = IN_USE | (3 << 40) | (0x1f << 32);
+
+/// What `MATCH_BITS` of a live trigger of `kind` in `log`'s slot hold.
+#[inline(always)]
+fn expected(log: &TraceLog, kind: u64) -> u64 {
+    IN_USE | (kind << 40) | (u64::from(log.slot()) << 32)
+}
+
+/// The trigger check of an armed scope's slice (already written), `ticks` long: a mask load and,
+/// per watching slot, a word and a threshold; the firing is out of line again. Out of line itself
+/// (and small, so that its call costs little), so that the unarmed path stays one bit test.
 #[inline(never)]
-pub(crate) fn on_armed(log: &TraceLog, cs: &'static Callsite, seen: Seen) {
+pub(crate) fn on_slice(log: &TraceLog, cs: &'static Callsite, ticks: u64) {
+    check_slice(log, cs, ticks);
+}
+
+#[inline(always)]
+fn check_slice(log: &TraceLog, cs: &'static Callsite, ticks: u64) {
+    let expect = expected(log, SCOPES);
     let mut mask = cs.trigger_mask();
     while mask != 0 {
         let k = mask.trailing_zeros() as usize;
         mask &= mask - 1;
         // Relaxed: ordered by the Acquire load of the mask (see the module docs).
         let word = SLOTS[k].word.load(Ordering::Relaxed);
-        if word & IN_USE == 0 || (word >> 32) as u8 & 0x1f != log.slot() as u8 {
+        if word & MATCH_BITS == expect && ticks > SLOTS[k].threshold.load(Ordering::Relaxed) {
+            return fire_slice(log, word as u32, ticks);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fire_slice(log: &TraceLog, number: u32, ticks: u64) {
+    fire(log, number, log.ticks_to_ns(ticks));
+}
+
+/// The trigger check of an armed callsite's other events (already written): a counter's or data
+/// point's value, a log, or a slice whose duration the event carries (`trace_complete!`). Out of
+/// line, so that the unarmed path stays one bit test.
+#[cold]
+#[inline(never)]
+pub(crate) fn on_armed(log: &TraceLog, cs: &'static Callsite, seen: Seen) {
+    let (kind, value) = match seen {
+        Seen::Ticks(t) => return check_slice(log, cs, t),
+        Seen::Value(ty, w) => match as_f64(ty, w) {
+            Some(v) => (VALUES, v),
+            None => return,
+        },
+        Seen::Log => (LOGS, cs.meta().level.map_or(0.0, |l| f64::from(l as u8))),
+    };
+    let expect = expected(log, kind);
+    let mut mask = cs.trigger_mask();
+    while mask != 0 {
+        let k = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        // Relaxed: ordered by the Acquire load of the mask (see the module docs).
+        let word = SLOTS[k].word.load(Ordering::Relaxed);
+        if word & MATCH_BITS != expect {
             continue;
         }
-        let threshold = SLOTS[k].threshold.load(Ordering::Relaxed);
-        let fired = match ((word >> 40) & 3, seen) {
-            (SCOPES, Seen::Ticks(t)) if t > threshold => Some(log.ticks_to_ns(t)),
-            (VALUES, Seen::Value(ty, w)) => as_f64(ty, w).filter(|v| *v > f64::from_bits(threshold)),
-            (LOGS, Seen::Log) => Some(cs.meta().level.map_or(0.0, |l| f64::from(l as u8))),
-            _ => None,
-        };
-        if let Some(value) = fired {
+        // A log trigger watches only the logs of its level or more severe: no threshold.
+        if kind == LOGS || value > f64::from_bits(SLOTS[k].threshold.load(Ordering::Relaxed)) {
             return fire(log, word as u32, value);
         }
     }
@@ -277,6 +319,8 @@ fn as_f64(ty: ArgType, w: u64) -> Option<f64> {
 }
 
 /// Trigger `number` fired with `value` (ns for a scope, the value, or the log's level code).
+#[cold]
+#[inline(never)]
 fn fire(log: &TraceLog, number: u32, value: f64) {
     let st = state(log);
     // Relaxed: statistics.

@@ -683,4 +683,41 @@ mod tests {
         assert_eq!(CS.id(), id);
         assert!(snapshot().iter().any(|c| std::ptr::eq(*c, &CS)));
     }
+
+    #[test]
+    fn an_armed_callsite_keeps_its_id_and_gets_its_trigger_bit() {
+        static CS: Callsite = Callsite::new(CallsiteMeta::new(
+            "test.armed",
+            "slow",
+            Phase::Complete,
+            ["", ""],
+            file!(),
+            line!(),
+        ));
+        static OTHER: Callsite = Callsite::new(CallsiteMeta::new(
+            "test.armed",
+            "slow",
+            Phase::Instant,
+            ["", ""],
+            file!(),
+            line!(),
+        ));
+        let id = CS.id();
+        OTHER.id();
+        let k = MAX_TRIGGERS - 1;
+        let selector =
+            TriggerSelector { category: "test.arm*".into(), name: "s?ow".into(), watch: Watch::Scopes };
+        set_trigger(k, Some(selector));
+        assert!(armed(CS.state()), "a scope the selector matches is armed");
+        assert_eq!(
+            (id_of(CS.state()), registered_id(CS.state())),
+            (id, Some(id)),
+            "the armed bit is not the id's"
+        );
+        assert_eq!(CS.trigger_mask(), 1 << k);
+        assert!(!armed(OTHER.state()) && OTHER.trigger_mask() == 0, "an instant is no scope");
+        set_trigger(k, None);
+        assert!(!armed(CS.state()));
+        assert_eq!((id_of(CS.state()), CS.trigger_mask()), (id, 0));
+    }
 }

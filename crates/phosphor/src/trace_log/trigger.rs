@@ -18,12 +18,10 @@
 //!   [`TraceLog::snapshot`] (pinned copies: no tenant lock, no dropped event) and saves it to
 //!   `DIR/trigger-{n}.phos` through a temporary file and a rename.
 //!
-//! # Rate limit
+//! # Rate limit and hand-off
 //!
-//! At most N dumps in any 60 s: the generic cell rate algorithm, one compare-and-swap on a
-//! theoretical arrival time (`tat`), an emission interval of 60 s / N and a burst of N. Two
-//! firings racing to open a window may both spend a token (one merges): the limit is an upper
-//! bound.
+//! The log's `Gate` (`registry/trigger_gate.rs`, loom model 13) holds the pending window, the
+//! wake word and the rate limit: at most N dumps in any 60 s, one compare-and-swap.
 //!
 //! # Orderings
 //!
@@ -46,6 +44,7 @@ use crate::record::clock::ClockKind;
 use crate::record::tenant::Fill;
 pub use crate::registry::callsite::MAX_TRIGGERS;
 use crate::registry::callsite::{self, Callsite};
+use crate::registry::trigger_gate::{Firing, Gate};
 use crate::registry::MAX_LOGS;
 pub use crate::trace_log::trigger_spec::{Condition, PostWindow, Trigger};
 use crate::TraceLog;
@@ -134,17 +133,10 @@ fn free_slot(k: usize) {
 // ---- Per log: the pending window, the rate limit, the figures ----
 
 struct LogState {
-    /// The futex word the dump thread waits on: bumped by a firing that opens a window, and by
-    /// the end of the trace.
-    wake: AtomicU32,
-    /// 0: no window; else `1 << 32 | number` of the trigger that opened it.
-    pending: AtomicU64,
+    /// The pending window, the wake word the dump thread waits on, the rate limit.
+    gate: Gate,
     /// Set by `stop`: dump what is pending and exit.
     stop: AtomicBool,
-    /// The rate limit's theoretical arrival time, in ns since `EPOCH`.
-    tat: AtomicU64,
-    /// 60 s / dumps per minute, in ns.
-    interval: AtomicU64,
     fired: AtomicU64,
     merged: AtomicU64,
     rate_limited: AtomicU64,
@@ -155,11 +147,8 @@ struct LogState {
 
 static LOG_STATES: [LogState; MAX_LOGS] = [const {
     LogState {
-        wake: AtomicU32::new(0),
-        pending: AtomicU64::new(0),
+        gate: Gate::new(),
         stop: AtomicBool::new(false),
-        tat: AtomicU64::new(0),
-        interval: AtomicU64::new(0),
         fired: AtomicU64::new(0),
         merged: AtomicU64::new(0),
         rate_limited: AtomicU64::new(0),
@@ -180,27 +169,9 @@ fn mono_ns() -> u64 {
 }
 
 impl LogState {
-    /// Whether the rate limit allows a dump now (then spends it).
-    fn take_token(&self) -> bool {
-        const MINUTE: u64 = 60_000_000_000;
-        // Relaxed: a configuration value set before the trace's callsites were armed.
-        let interval = self.interval.load(Ordering::Relaxed);
-        let now = mono_ns();
-        let tau = MINUTE - interval.min(MINUTE);
-        // Relaxed: the compare-and-swap loop is the whole protocol; nothing else is published.
-        self.tat
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tat| {
-                let tat = tat.max(now);
-                (tat - now <= tau).then_some(tat + interval)
-            })
-            .is_ok()
-    }
-
+    /// Wakes the dump thread after the gate's wake word was bumped.
     fn wake(&self) {
-        // Release: the dump thread's Acquire load of the word (before it sleeps) then sees
-        // `pending` or `stop`, stored before this.
-        self.wake.fetch_add(1, Ordering::Release);
-        futex_wake(&self.wake);
+        futex_wake(self.gate.wake_word());
     }
 }
 
@@ -325,24 +296,17 @@ fn fire(log: &TraceLog, number: u32, value: f64) {
     let st = state(log);
     // Relaxed: statistics.
     st.fired.fetch_add(1, Ordering::Relaxed);
-    // Relaxed: only whether a window is open; the dump thread owns what follows.
-    if st.pending.load(Ordering::Relaxed) != 0 {
-        st.merged.fetch_add(1, Ordering::Relaxed);
-        return mark(log, number, value);
-    }
-    if !st.take_token() {
-        st.rate_limited.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
-    // Relaxed: the wake below publishes it (Release).
-    match st.pending.compare_exchange(0, 1 << 32 | u64::from(number), Ordering::Relaxed, Ordering::Relaxed) {
-        Ok(_) => {
+    match st.gate.fire(number, mono_ns()) {
+        Firing::Opened => {
             mark(log, number, value);
             st.wake();
         }
-        Err(_) => {
+        Firing::Merged => {
             st.merged.fetch_add(1, Ordering::Relaxed);
             mark(log, number, value);
+        }
+        Firing::RateLimited => {
+            st.rate_limited.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -452,12 +416,11 @@ impl Armed {
         let st = state(log);
         // Relaxed: reset before any trigger of this trace is armed; the registry's lock orders
         // them before any firing.
-        for c in [&st.fired, &st.merged, &st.rate_limited, &st.failed, &st.tat] {
+        for c in [&st.fired, &st.merged, &st.rate_limited, &st.failed] {
             c.store(0, Ordering::Relaxed);
         }
-        st.pending.store(0, Ordering::Relaxed);
+        st.gate.reset(settings.per_minute);
         st.stop.store(false, Ordering::Relaxed);
-        st.interval.store(60_000_000_000 / u64::from(settings.per_minute.max(1)), Ordering::Relaxed);
         st.dumps.lock().unwrap_or_else(|p| p.into_inner()).clear();
         Armed { settings, armed: Vec::new(), next_number: 1, thread: None, closing: false }
     }
@@ -538,8 +501,10 @@ impl Armed {
 /// Ends a trace's dump thread: it dumps a pending window first. Without the control lock.
 pub(crate) fn finish_thread(log: &TraceLog, thread: std::thread::JoinHandle<()>) {
     let st = state(log);
-    // Relaxed: published by the wake's Release.
-    st.stop.store(true, Ordering::Relaxed);
+    // Release: pairs with the dump thread's Acquire load (see `dump_thread`); the bump's Release
+    // then wakes it.
+    st.stop.store(true, Ordering::Release);
+    st.gate.bump();
     st.wake();
     let _ = thread.join();
 }
@@ -555,7 +520,7 @@ pub(crate) fn status_of(log: &TraceLog) -> TriggerStatus {
         merged: l(&st.merged),
         rate_limited: l(&st.rate_limited),
         failed: l(&st.failed),
-        pending: l(&st.pending) != 0,
+        pending: st.gate.is_pending(),
         dumps: st.dumps.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         dir: None,
     }
@@ -566,23 +531,25 @@ fn dump_thread(log: &TraceLog, dir: &Path, window: PostWindow) {
     let st = state(log);
     let mut n = 0u64;
     loop {
-        // Acquire: pairs with `wake`'s Release, so `pending` and `stop` read below are at least
-        // as new as the bump we saw.
-        let seen = st.wake.load(Ordering::Acquire);
-        // Relaxed: ordered by the Acquire above.
-        let stopping = st.stop.load(Ordering::Relaxed);
-        let pending = st.pending.load(Ordering::Relaxed);
+        let (seen, pending) = st.gate.observe();
+        // Acquire: pairs with `finish_thread`'s Release, so a window opened before `stop` is
+        // visible to a `pending` read after this load. The read above may predate it: a stop is
+        // acted on only after a second look (loom model 13 found a window lost without it). The
+        // stop is read after `seen`, so a stop set later changes the wake word we sleep on.
+        let stopping = st.stop.load(Ordering::Acquire);
         if pending == 0 {
             if stopping {
+                if st.gate.observe().1 != 0 {
+                    continue;
+                }
                 return;
             }
-            futex_wait(&st.wake, seen, Duration::from_secs(1));
+            futex_wait(st.gate.wake_word(), seen, Duration::from_secs(1));
             continue;
         }
         wait_window(log, st, window);
         // Firings from here on open the next window; theirs may also be in this copy.
-        // Relaxed: nothing else is published with it.
-        st.pending.store(0, Ordering::Relaxed);
+        st.gate.close_window();
         n += 1;
         let path = dir.join(format!("trigger-{n}.phos"));
         let saved = log.snapshot().map_err(|e| e.to_string()).and_then(|t| {
@@ -619,8 +586,8 @@ fn wait_window(log: &TraceLog, st: &LogState, window: PostWindow) {
     let begin = Instant::now();
     let base = live_events(log);
     loop {
-        // Acquire: as in `dump_thread`.
-        let seen = st.wake.load(Ordering::Acquire);
+        let (seen, _) = st.gate.observe();
+        // Relaxed: the stop only cuts the window short; `dump_thread` reads it again.
         if st.stop.load(Ordering::Relaxed) {
             return;
         }
@@ -635,7 +602,7 @@ fn wait_window(log: &TraceLog, st: &LogState, window: PostWindow) {
         if done {
             return;
         }
-        futex_wait(&st.wake, seen, left.min(Duration::from_millis(100)));
+        futex_wait(st.gate.wake_word(), seen, left.min(Duration::from_millis(100)));
     }
 }
 

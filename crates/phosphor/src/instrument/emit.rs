@@ -114,7 +114,7 @@ fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
 #[inline(always)]
 pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     log: &TraceLog,
-    cs: &'static Callsite,
+    _cs: &'static Callsite,
     state: u64,
     stamp: S,
     lead: [u64; L],
@@ -150,16 +150,50 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
         let (sb, tb) = b.bytes();
         emit_multi(log, id, meta.with_truncated(meta.truncated() || ta || tb), stamp, &words[..k], &[sa, sb]);
     }
-    // A bit test on the word already loaded: an unarmed callsite pays nothing more. A slice's
-    // duration is its lead word when the stamp is explicit (`At`: scopes close through
-    // `close_slice`, which clears the bit and checks the duration itself).
+}
+
+/// [`emit`] for the callsites a trigger can watch (complete slices, counters, data points; the
+/// macros choose by phase): a bit test on the state word already loaded, and an armed callsite's
+/// event goes out of line, where it is recorded and then checked against its triggers. A slice's
+/// duration is its lead word when the stamp is explicit (`trace_complete!`; scopes close through
+/// [`close_slice`] instead).
+#[inline(always)]
+pub fn emit_watched<const L: usize, S: Stamp, A: Arg, B: Arg>(
+    log: &TraceLog,
+    cs: &'static Callsite,
+    state: u64,
+    stamp: S,
+    lead: [u64; L],
+    a: A,
+    b: B,
+) {
     if callsite::armed(state) {
-        let seen = match (L, cs.meta().phase) {
-            (1, phosphor_format::Phase::Complete) => Seen::Ticks(lead[0]),
-            _ => Seen::Value(ta, if has_a { words[L] } else { 0 }),
-        };
-        trigger::on_armed(log, cs, seen);
+        emit_armed(log, cs, state, stamp, lead, a, b);
+    } else {
+        emit(log, cs, state, stamp, lead, a, b);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn emit_armed<const L: usize, S: Stamp, A: Arg, B: Arg>(
+    log: &TraceLog,
+    cs: &'static Callsite,
+    state: u64,
+    stamp: S,
+    lead: [u64; L],
+    a: A,
+    b: B,
+) {
+    let seen = match (L, cs.meta().phase) {
+        (1, phosphor_format::Phase::Complete) => Seen::Ticks(lead[0]),
+        _ => {
+            let ty = if A::VARIES { a.runtime_type() } else { A::TYPE };
+            Seen::Value(ty, a.word())
+        }
+    };
+    emit(log, cs, state & !callsite::ARMED, stamp, lead, a, b);
+    trigger::on_armed(log, cs, seen);
 }
 
 /// Records the complete slice of `cs` that began at `start` and ends now. Unarmed, the end time

@@ -145,6 +145,20 @@ fn a_fast_scope_never_fires_and_a_slow_one_of_the_same_callsite_does() {
 }
 
 #[test]
+fn a_complete_event_given_its_duration_fires_a_scope_trigger() {
+    let dir = fresh_dir("complete");
+    let log = started(
+        ring(&dir).trigger("trig.complete/c>1ms".parse().unwrap()).post_window(PostWindow::Events(1)),
+    );
+    let start = log.now();
+    phosphor::trace_complete!(log: &log, "trig.complete", "c", start, Duration::from_micros(900));
+    assert_eq!(log.triggers().fired, 0);
+    phosphor::trace_complete!(log: &log, "trig.complete", "c", start, Duration::from_millis(2));
+    let s = wait_for(&log, "the slice's dump", |s| s.dumps.len() == 1);
+    assert_eq!(s.fired, 1);
+}
+
+#[test]
 fn a_counter_or_data_value_past_its_threshold_fires() {
     let dir = fresh_dir("value");
     let config = ring(&dir)

@@ -156,7 +156,7 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
 /// macros choose by phase): a bit test on the state word already loaded, and an armed callsite's
 /// event goes out of line, where it is recorded and then checked against its triggers. A slice's
 /// duration is its lead word when the stamp is explicit (`trace_complete!`; scopes close through
-/// [`close_slice`] instead).
+/// `close_slice` instead).
 #[inline(always)]
 pub fn emit_watched<const L: usize, S: Stamp, A: Arg, B: Arg>(
     log: &TraceLog,

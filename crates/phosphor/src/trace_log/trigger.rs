@@ -6,7 +6,7 @@
 //!   [`TraceLog::arm_trigger`]). Each takes one of the process's [`MAX_TRIGGERS`] *slots*: its
 //!   threshold in `SLOTS[k]`, and in the registry a selector that sets bit k of the `triggers`
 //!   mask, and the armed bit of the state word, of every callsite it watches.
-//! * An event of an armed callsite is written as usual, then [`on_armed`] (out of line) reads the
+//! * An event of an armed callsite is written as usual, then `on_armed` (`on_slice` for a scope; out of line) reads the
 //!   callsite's mask and the thresholds of its slots. The value is already at hand: a scope's
 //!   duration (read with its one clock read), the counter's value, the log's level.
 //! * A firing marks the trace with an instant `phosphor/trigger` on the firing thread (arguments:
@@ -26,7 +26,7 @@
 //! # Orderings
 //!
 //! A slot's threshold and word are stored before its selector reaches the registry, whose lock
-//! and Release store of each callsite's mask publish them to [`on_armed`]'s Acquire load of the
+//! and Release store of each callsite's mask publish them to `on_armed`'s Acquire load of the
 //! mask. Disarming clears the selector (and so the masks) first, then the slot. A firing that
 //! loaded a mask before that may read the emptied slot (skipped) or, if the slot was armed again
 //! at once, a new trigger of another log (skipped: the slot names its log) or of the same log;

@@ -3,6 +3,10 @@
 //! the accounting (emitted = recorded + dropped) and the statistics `phosphor stats` computes from
 //! the saved file; then convert the file to a Perfetto trace, `trace.pftrace`, and to Chrome JSON,
 //! `trace.json`, and draw a flame graph of its self time, `flame.svg`, next to it.
+//!
+//! With `--trigger SPEC` (repeatable, e.g. `'demo/flush>5us'`), the trace is a Ring buffer with
+//! those triggers armed: each firing dumps the events around it to `trigger-N.phos` in the output
+//! directory (at most 6 a minute), and the report lists the dumps.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -47,6 +51,11 @@ pub struct DemoArgs {
         default_value = "demo-out"
     )]
     out: PathBuf,
+    /// Arms a trigger (repeatable): `CATEGORY/NAME>DURATION` (a slow scope, e.g. `demo/flush>5us`),
+    /// `CATEGORY/NAME>VALUE` (a counter or data value), `log>=LEVEL`. Records into a Ring buffer
+    /// and dumps the events around each firing to `trigger-N.phos` in the output directory.
+    #[arg(long = "trigger", value_name = "SPEC")]
+    triggers: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -66,9 +75,25 @@ enum Clock {
 /// Runs the demo and writes its report to `out`.
 pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let (mode, mode_name) = match args.mode {
+        // Triggers dump from a Ring buffer: the flight recorder.
+        _ if !args.triggers.is_empty() => (BufferMode::Ring, "ring"),
         Mode::Fixed => (BufferMode::Fixed, "fixed"),
         Mode::Ring => (BufferMode::Ring, "ring"),
     };
+    let mut triggers = Vec::new();
+    for spec in &args.triggers {
+        triggers
+            .push(spec.parse::<phosphor::trigger::Trigger>().with_context(|| format!("--trigger {spec:?}"))?);
+    }
+    let buffer_bytes =
+        usize::try_from(u64::from(args.buffer_mib) << 20).context("--buffer-mib is too large")?;
+    let mut config = triggers.into_iter().fold(TraceConfig::new(mode, buffer_bytes), TraceConfig::trigger);
+    if !args.triggers.is_empty() {
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating the output directory {}", args.out.display()))?;
+        remove_old_dumps(&args.out)?;
+        config = config.trigger_dir(&args.out);
+    }
     let clock = match args.clock {
         Clock::Tsc => ClockKind::Tsc,
         Clock::Monotonic => ClockKind::Monotonic,
@@ -76,15 +101,15 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     };
     let log = TraceLog::global();
     log.configure(TraceLogConfig::new().clock(clock)).context("configuring the global TraceLog")?;
-    let buffer_bytes =
-        usize::try_from(u64::from(args.buffer_mib) << 20).context("--buffer-mib is too large")?;
-    log.start(TraceConfig::new(mode, buffer_bytes))
-        .with_context(|| format!("starting a {mode_name} trace of {} MiB", args.buffer_mib))?;
+    log.start(config).with_context(|| format!("starting a {mode_name} trace of {} MiB", args.buffer_mib))?;
 
     let started = Instant::now();
     let threads = workload::run(usize::from(args.threads), args.events);
     let wall = started.elapsed();
+    let armed = log.triggers().armed;
     log.stop();
+    let mut triggered = log.triggers();
+    triggered.armed = armed;
     let trace = log.take_trace().context("the stopped TraceLog kept no trace")?;
 
     // Saved before anything is checked: the file is what one would look at next.
@@ -106,7 +131,8 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         .context("reading back the saved trace")?;
     let stats_time = computing.elapsed();
 
-    let emitted: u64 = threads.iter().map(|t| t.emitted).sum();
+    // The trigger markers are events the recorder wrote.
+    let emitted: u64 = threads.iter().map(|t| t.emitted).sum::<u64>() + triggered.marked();
     let recorded = stats.recorded.unwrap_or(0);
     let drops = stats.drops.clone().unwrap_or_default();
     let dropped = drops.total();
@@ -143,6 +169,9 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         threads.len()
     )?;
     writeln!(out, "  emitted     {}", format_count(emitted))?;
+    if !args.triggers.is_empty() {
+        writeln!(out, "              (of which {} trigger markers)", format_count(triggered.marked()))?;
+    }
     writeln!(out, "  recorded    {}", format_count(recorded))?;
     writeln!(out, "  dropped     {}", format_drops(&drops))?;
     let mut problems = Vec::new();
@@ -165,14 +194,21 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         problems.push("the file holds a different number of events than the trace recorded".into());
     }
     if dropped == 0 {
-        // Without drops every thread's events must all be there.
+        // Without drops every thread's events must all be there, and the trigger markers on the
+        // threads that fired them.
+        let recorded_by = |tid: u32| stats.thread(tid).map_or(0, |s| s.events);
+        let markers: u64 = threads.iter().map(|t| recorded_by(t.tid).saturating_sub(t.emitted)).sum();
         let short: Vec<String> = threads
             .iter()
-            .filter(|t| stats.thread(t.tid).map_or(0, |s| s.events) != t.emitted)
+            .filter(|t| {
+                let r = recorded_by(t.tid);
+                r < t.emitted || (r > t.emitted && markers != triggered.marked())
+            })
             .map(|t| format!("tid {}", t.tid))
             .collect();
         if short.is_empty() {
-            writeln!(out, "  per thread  every thread's recorded events equal what it emitted")?;
+            let plus = if args.triggers.is_empty() { "" } else { " (and the trigger markers it wrote)" };
+            writeln!(out, "  per thread  every thread's recorded events equal what it emitted{plus}")?;
         } else {
             writeln!(out, "  per thread  MISMATCH: recorded differs from emitted on {}", short.join(", "))?;
             problems.push(format!("recorded differs from emitted on {}", short.join(", ")));
@@ -243,10 +279,53 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         format_bytes(drawn.bytes),
         format_duration(drawn.time)
     )?;
+    if !args.triggers.is_empty() {
+        write_triggers(out, &triggered)?;
+    }
     out.flush()?;
 
     if !problems.is_empty() {
         bail!("the trace does not account for every event: {}", problems.join("; "));
+    }
+    Ok(())
+}
+
+/// Removes the `trigger-N.phos` files of an earlier run, so the directory shows this run's only.
+fn remove_old_dumps(dir: &std::path::Path) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry.with_context(|| format!("reading {}", dir.display()))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("trigger-") && name.ends_with(".phos") {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The triggers' report: what fired, and each dump with its events and the trigger that opened it.
+fn write_triggers(out: &mut impl Write, s: &phosphor::trigger::TriggerStatus) -> anyhow::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "triggers    fired {}, merged into a pending dump {}, rate-limited {}, failed {}",
+        format_count(s.fired),
+        format_count(s.merged),
+        format_count(s.rate_limited),
+        format_count(s.failed)
+    )?;
+    let spec = |n: u32| s.armed.iter().find(|(k, _)| *k == n).map_or(String::new(), |(_, t)| t.to_string());
+    for d in &s.dumps {
+        writeln!(
+            out,
+            "            {} ({} events), trigger {} {}",
+            d.path.display(),
+            format_count(d.events),
+            d.trigger,
+            spec(d.trigger)
+        )?;
+    }
+    if s.dumps.is_empty() {
+        writeln!(out, "            no dump: nothing met a trigger's condition")?;
     }
     Ok(())
 }

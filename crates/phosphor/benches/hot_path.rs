@@ -68,6 +68,19 @@ fn scope(bencher: Bencher) {
     count_emitted(i);
 }
 
+/// A scope whose callsite a trigger watches (`bench/scope_armed>10s`, armed in `main`), which
+/// never fires: the armed path reads the clock once in the guard, records the slice with that
+/// explicit end, and compares the duration with the trigger's threshold out of line.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn scope_armed(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        phosphor::trace_scope!("bench", "scope_armed");
+    });
+    count_emitted(i);
+}
+
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn counter(bencher: Bencher) {
     let mut i = 0u64;
@@ -328,7 +341,9 @@ fn main() {
     let config = TraceConfig::new(BufferMode::Ring, RING_BYTES)
         .categories("-off")
         .expect("a valid filter")
-        .log_level(phosphor::Level::Debug);
+        .log_level(phosphor::Level::Debug)
+        .trigger("bench/scope_armed>10s".parse().expect("a valid trigger"))
+        .trigger_dir(std::env::temp_dir().join("phosphor-bench-triggers"));
     log.start(config).expect("no trace is running yet");
     let matched = phosphor::points::disable("name=disabled_by_rule".parse().expect("a valid selector"));
     assert_eq!(matched, 1);
@@ -358,4 +373,5 @@ fn main() {
     );
     assert_eq!(accounted, emitted, "events unaccounted for:\n{stats}");
     assert_eq!(stats.dropped.total(), stats.dropped.overwritten, "drops other than overwrites:\n{stats}");
+    assert_eq!(log.triggers().fired, 0, "the armed scope's trigger never fires");
 }

@@ -154,4 +154,15 @@ pub enum ErrorKind {
     /// The collector thread could not be started.
     #[error("the collector thread could not be started: {0}")]
     Collector(String),
+    /// A trigger's string form could not be read.
+    #[error("bad trigger {spec:?}: {reason}")]
+    TriggerSpec {
+        /// The text given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Triggers could not be armed (wrong buffer mode, no room, no dump directory, ...).
+    #[error("triggers: {0}")]
+    Trigger(String),
 }

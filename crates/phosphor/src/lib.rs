@@ -125,6 +125,8 @@ pub use trace_log::recorder;
 #[cfg(not(loom))]
 pub use trace_log::stream;
 #[cfg(not(loom))]
+pub use trace_log::trigger;
+#[cfg(not(loom))]
 pub use trace_log::TraceLog;
 /// Reads the global log's clock: a start value for [`trace_complete!`].
 #[cfg(not(loom))]
@@ -144,7 +146,7 @@ pub fn register_thread() {
 pub mod __macro_support {
     pub use crate::instrument::arg::IntoName;
     pub use crate::instrument::emit::{
-        check, emit, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp,
+        check, emit, emit_watched, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since, Stamp,
     };
     pub use crate::instrument::logs::emit_log;
     pub use crate::registry::aggregate::{AggregateRef, Histogram, Sum};

@@ -18,6 +18,10 @@
 //!   prefix on a third thread and unpins it there, while the writer writes on, gives the chunk
 //!   back and loans again: no torn or mixed read, and the writer never fails.
 //! * Model 11 races two insertions of one key into a `SiteCache` and a lookup (`site_cache.rs`).
+//! * Model 13 fires two triggers into a log's `Gate` (`trigger_gate.rs`) while its dump thread
+//!   takes windows and sleeps on the wake word (a futex stand-in: it waits while the word is
+//!   unchanged), then stops it: every window a firing opened is taken, none twice, and the dump
+//!   thread never sleeps through one.
 //! * Model 9 interns one string from two threads (`intern.rs`); model 10 races a dump
 //!   (`TraceBuffer::snapshot`, which pins each chunk in turn) against a ring writer. Every record
 //!   of a chunk has a loom cell that `publish` writes and every reader reads, so a copy or a read
@@ -674,5 +678,57 @@ fn site_cache_inserts_race_and_a_lookup_sees_a_built_value() {
             assert_eq!((at, value), (theirs, their_value));
         }
         assert!(cache.get(0x2000).is_none());
+    });
+}
+
+/// Model 13: no window of a trigger's `Gate` is lost or taken twice (see `trigger_gate.rs`).
+#[test]
+fn trigger_gate_windows_are_each_taken_once() {
+    use crate::registry::trigger_gate::{Firing, Gate};
+    use crate::sync::AtomicBool;
+
+    check("trigger_gate_windows_are_each_taken_once", Some(3), || {
+        let gate = Arc::new(Gate::new());
+        gate.reset(2); // two tokens: both firings may open a window
+        let stop = Arc::new(AtomicBool::new(false));
+        let dumper = {
+            let (gate, stop) = (gate.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut taken = 0;
+                loop {
+                    // As `trigger::dump_thread`.
+                    let (seen, pending) = gate.observe();
+                    let stopping = stop.load(Ordering::Acquire);
+                    if pending != 0 {
+                        gate.close_window();
+                        taken += 1;
+                        continue;
+                    }
+                    if stopping {
+                        if gate.observe().1 != 0 {
+                            continue;
+                        }
+                        return taken;
+                    }
+                    while gate.unchanged(seen) {
+                        thread::yield_now();
+                    }
+                }
+            })
+        };
+        let firers: Vec<_> = (1..=2u32)
+            .map(|n| {
+                let gate = gate.clone();
+                thread::spawn(move || gate.fire(n, 0))
+            })
+            .collect();
+        let outcomes: Vec<Firing> = firers.into_iter().map(|t| t.join().unwrap()).collect();
+        stop.store(true, Ordering::Release);
+        gate.bump();
+        let taken = dumper.join().unwrap();
+        let opened = outcomes.iter().filter(|f| **f == Firing::Opened).count();
+        assert!(opened >= 1, "{outcomes:?}");
+        assert!(!outcomes.contains(&Firing::RateLimited), "two tokens for two firings");
+        assert_eq!(taken, opened, "{outcomes:?}");
     });
 }

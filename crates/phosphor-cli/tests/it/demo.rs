@@ -101,3 +101,37 @@ fn a_closed_stdout_is_not_an_error() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert!(out.stderr.is_empty(), "stderr: {}", stderr(&out));
 }
+
+#[test]
+fn the_demo_with_a_trigger_dumps_the_window_around_a_firing_and_lists_the_dumps() {
+    // `>0ns` fires on the first flush, so the run dumps whatever the machine's speed.
+    let (report, _) =
+        balanced_demo("trigger", &["--threads", "2", "--events", "5000", "--trigger", "demo/flush>0ns"]);
+    assert!(report.contains("ring buffer"), "a trigger records into a Ring: {report}");
+    let triggers = report.split("\ntriggers    fired ").nth(1).expect("a triggers section");
+    let dump = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("phosphor-cli-trigger/demo-out/trigger-1.phos");
+    assert!(triggers.contains("demo-out/trigger-1.phos ("), "{report}");
+    assert!(triggers.contains("trigger 1 demo/flush>0ns"), "{report}");
+    let bytes = std::fs::read(&dump).expect("the dump is written");
+    let mut r = phosphor::format::file::Reader::new(&bytes[..]).unwrap();
+    let (mut markers, mut flushes) = (0, 0);
+    r.for_each_event(|e| match (&*e.callsite.category.to_string(), &*e.callsite.name.to_string()) {
+        ("phosphor", "trigger") => markers += 1,
+        ("demo", "flush") => flushes += 1,
+        _ => {}
+    })
+    .unwrap();
+    assert!(markers >= 1 && flushes >= 1, "{markers} markers, {flushes} flushes");
+}
+
+#[test]
+fn a_bad_trigger_exits_with_status_2_and_names_it() {
+    let out = phosphor("bad-trigger", &["demo", "--trigger", "demo/flush>5 weeks"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("demo/flush>5 weeks") && stderr(&out).contains("unknown unit"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,4 +1,5 @@
 //! The built-in commands: `help`, `trace.start`, `trace.stop`, `trace.status`, `trace.dump`,
+//! `trace.trigger` (`action=arm what=SPEC`, `action=disarm what=N|all`, `action=list`),
 //! `points.list`, `points.enable`, `points.disable`.
 
 use std::fmt::Write;
@@ -85,6 +86,13 @@ pub fn register_builtins(log: &'static TraceLog) -> Result<(), String> {
         },
     )?;
     register(
+        "trace.trigger",
+        "action=string what=string[[]] dir=string[[]]",
+        "triggered dumps of the running Ring trace: action=arm what=SPEC (e.g. [[db/query>2ms]], \
+         dir=DIR if the trace has no dump directory), action=disarm what=N|all, action=list",
+        move |a, r| trigger_command(log, text(a, 0), text(a, 1), text(a, 2), r),
+    )?;
+    register(
         "points.list",
         "",
         "lists every instrumentation point: id, kind, enabled, category/name, file:line",
@@ -115,4 +123,59 @@ pub fn register_builtins(log: &'static TraceLog) -> Result<(), String> {
         })?;
     }
     Ok(())
+}
+
+fn trigger_command(log: &TraceLog, action: &str, what: &str, dir: &str, r: &mut Reply) {
+    match action {
+        "arm" => {
+            let trigger = match what.parse::<crate::trigger::Trigger>() {
+                Ok(t) => t,
+                Err(e) => return r.set_error(e.to_string()),
+            };
+            // A directory named here is confined like `trace.dump`'s path; one the program
+            // configured is its own.
+            let dir = match dir {
+                "" => None,
+                d => match super::writable_path(d) {
+                    Ok(p) => Some(p),
+                    Err(e) => return r.set_error(e),
+                },
+            };
+            match log.arm_trigger_into(trigger.clone(), dir.as_deref()) {
+                Ok(n) => {
+                    let _ = write!(r.text, "armed trigger {n}: {trigger}");
+                }
+                Err(e) => r.set_error(e.to_string()),
+            }
+        }
+        "disarm" if what == "all" => {
+            let _ = write!(r.text, "disarmed {} triggers", log.disarm_all_triggers());
+        }
+        "disarm" => match what.parse::<u32>() {
+            Ok(n) if log.disarm_trigger(n) => {
+                let _ = write!(r.text, "disarmed trigger {n}");
+            }
+            Ok(n) => r.set_error(format!("no trigger {n} is armed")),
+            Err(_) => r.set_error(format!("disarm takes a trigger's number or all, not {what:?}")),
+        },
+        "list" => {
+            let s = log.triggers();
+            for (n, t) in &s.armed {
+                let _ = writeln!(r.text, "{n} {t}");
+            }
+            let _ = write!(
+                r.text,
+                "fired {}, merged {}, rate-limited {}, failed {}, dumps {}",
+                s.fired,
+                s.merged,
+                s.rate_limited,
+                s.failed,
+                s.dumps.len()
+            );
+            for d in &s.dumps {
+                let _ = write!(r.text, "\n{} (trigger {}, {} events)", d.path.display(), d.trigger, d.events);
+            }
+        }
+        other => r.set_error(format!("action {other:?} is none of arm, disarm, list")),
+    }
 }

@@ -14,6 +14,7 @@ use crate::instrument::arg::Arg;
 use crate::record::clock::ClockKind;
 use crate::record::tenant::Fill;
 use crate::registry::callsite::{self, registered_id, Callsite};
+use crate::trace_log::trigger::{self, Seen};
 use crate::TraceLog;
 
 /// The absent argument.
@@ -120,7 +121,7 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     a: A,
     b: B,
 ) {
-    let id = (state >> 32) as u32;
+    let id = callsite::id_of(state);
     // Constants, unless an argument's type is decided at run time (an interned string).
     let ta = if A::VARIES { a.runtime_type() } else { A::TYPE };
     let tb = if B::VARIES { b.runtime_type() } else { B::TYPE };
@@ -148,6 +149,72 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
         let (sa, ta) = a.bytes();
         let (sb, tb) = b.bytes();
         emit_multi(log, id, meta.with_truncated(meta.truncated() || ta || tb), stamp, &words[..k], &[sa, sb]);
+    }
+}
+
+/// [`emit`] for the callsites a trigger can watch (complete slices, counters, data points; the
+/// macros choose by phase): a bit test on the state word already loaded, and an armed callsite's
+/// event goes out of line, where it is recorded and then checked against its triggers. A slice's
+/// duration is its lead word when the stamp is explicit (`trace_complete!`; scopes close through
+/// `close_slice` instead).
+#[inline(always)]
+pub fn emit_watched<const L: usize, S: Stamp, A: Arg, B: Arg>(
+    log: &TraceLog,
+    cs: &'static Callsite,
+    state: u64,
+    stamp: S,
+    lead: [u64; L],
+    a: A,
+    b: B,
+) {
+    if callsite::armed(state) {
+        emit_armed(log, cs, state, stamp, lead, a, b);
+    } else {
+        emit(log, cs, state, stamp, lead, a, b);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn emit_armed<const L: usize, S: Stamp, A: Arg, B: Arg>(
+    log: &TraceLog,
+    cs: &'static Callsite,
+    state: u64,
+    stamp: S,
+    lead: [u64; L],
+    a: A,
+    b: B,
+) {
+    let seen = match (L, cs.meta().phase) {
+        (1, phosphor_format::Phase::Complete) => Seen::Ticks(lead[0]),
+        _ => {
+            let ty = if A::VARIES { a.runtime_type() } else { A::TYPE };
+            Seen::Value(ty, a.word())
+        }
+    };
+    emit(log, cs, state & !callsite::ARMED, stamp, lead, a, b);
+    trigger::on_armed(log, cs, seen);
+}
+
+/// Records the complete slice of `cs` that began at `start` and ends now. Unarmed, the end time
+/// is read in the fill (`Since`). An armed callsite's duration is needed outside the fill, so the
+/// clock is read here instead (still once), the slice recorded with that explicit end, and the
+/// duration checked against the callsite's triggers out of line.
+#[inline(always)]
+pub(crate) fn close_slice<A: Arg, B: Arg>(
+    log: &TraceLog,
+    cs: &'static Callsite,
+    state: u64,
+    start: u64,
+    a: A,
+    b: B,
+) {
+    if callsite::armed(state) {
+        let ticks = log.now().wrapping_sub(start);
+        emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
+        trigger::on_slice(log, cs, ticks);
+    } else {
+        emit(log, cs, state, Since(start), [0], a, b);
     }
 }
 
@@ -231,7 +298,7 @@ impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
         if let Some((log, cs, start, a, b)) = self.inner.take() {
             // Checked again: the trace may have been restarted with other categories meanwhile.
             if let Some(state) = check(log, cs) {
-                emit(log, cs, state, Since(start), [0], a, b);
+                close_slice(log, cs, state, start, a, b);
             }
         }
     }
@@ -318,7 +385,7 @@ impl<G, A: Arg, B: Arg> LockGuard<'_, G, A, B> {
     fn record_held(&mut self) {
         if let (Some((acquired, a, b)), Some(held)) = (self.acquired.take(), self.held) {
             if let Some(state) = check(self.log, held) {
-                emit(self.log, held, state, Since(acquired), [0], a, b);
+                close_slice(self.log, held, state, acquired, a, b);
             }
         }
     }

@@ -260,8 +260,10 @@ pub(crate) fn emit_values(log: &TraceLog, id: u32, values: &[crate::bridge::Valu
 /// Records a log event; `state` is what `check` returned for `cs`. Called by `trace_log!`.
 #[inline(always)]
 pub fn emit_log<P: LogParams>(log: &TraceLog, cs: &'static Callsite, state: u64, params: P) {
-    let _ = cs;
-    params.emit(log, (state >> 32) as u32);
+    params.emit(log, crate::registry::callsite::id_of(state));
+    if crate::registry::callsite::armed(state) {
+        crate::trace_log::trigger::on_armed(log, cs, crate::trace_log::trigger::Seen::Log);
+    }
 }
 
 #[cfg(test)]

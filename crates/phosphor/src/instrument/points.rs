@@ -201,7 +201,7 @@ impl Point {
             return;
         }
         if let Some(state) = check(log, self.cs) {
-            crate::instrument::logs::emit_values(log, (state >> 32) as u32, params, cut);
+            crate::instrument::logs::emit_values(log, crate::registry::callsite::id_of(state), params, cut);
         }
     }
 

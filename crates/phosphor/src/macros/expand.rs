@@ -51,14 +51,14 @@ macro_rules! __phosphor_event {
     (@emit $log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], [$n0:expr, $n1:expr], $v0:expr, $v1:expr) => {{
         $crate::__phosphor_callsite!(__PHOSPHOR_CS, $cat, $name, $phase, [$n0, $n1]);
         let __phosphor_log: &$crate::TraceLog = $log;
-        $crate::__phosphor_site!(__phosphor_log, __PHOSPHOR_CS, $cat, $name, $stamp, [$($lead),*], $v0, $v1);
+        $crate::__phosphor_site!($phase, __phosphor_log, __PHOSPHOR_CS, $cat, $name, $stamp, [$($lead),*], $v0, $v1);
     }};
     (@emit_dyn $log:expr, $phase:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $n1:expr, $v1:expr) => {{
         $crate::__phosphor_callsite!(__PHOSPHOR_CS, $crate::__macro_support::CallsiteMeta::new(
             $cat, stringify!($name), $crate::__macro_support::Phase::$phase, ["name", $n1], file!(), line!(),
         ).with_dynamic_name());
         let __phosphor_log: &$crate::TraceLog = $log;
-        $crate::__phosphor_site!(__phosphor_log, __PHOSPHOR_CS, $cat, "dyn", $stamp, [$($lead),*],
+        $crate::__phosphor_site!($phase, __phosphor_log, __PHOSPHOR_CS, $cat, "dyn", $stamp, [$($lead),*],
             $crate::__macro_support::name_arg($name), $v1);
     }};
     ($log:expr, $phase:ident, $cat:expr, dyn $name:expr, $stamp:expr, [$($lead:expr),*] $(,)?) => {
@@ -86,9 +86,9 @@ macro_rules! __phosphor_event {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __phosphor_site {
-    ($log:ident, $cs:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $v0:expr, $v1:expr) => {
+    ($phase:ident, $log:ident, $cs:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $v0:expr, $v1:expr) => {
         if let Some(__phosphor_state) = $crate::__macro_support::check($log, &$cs) {
-            $crate::__macro_support::emit($log, &$cs, __phosphor_state, $stamp, [$($lead),*], $v0, $v1);
+            $crate::__phosphor_emit!($phase, $log, &$cs, __phosphor_state, $stamp, [$($lead),*], $v0, $v1);
         }
     };
 }
@@ -100,7 +100,7 @@ macro_rules! __phosphor_site {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __phosphor_site {
-    ($log:ident, $cs:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $v0:expr, $v1:expr) => {
+    ($phase:ident, $log:ident, $cs:ident, $cat:expr, $name:expr, $stamp:expr, [$($lead:expr),*], $v0:expr, $v1:expr) => {
         $crate::__macro_support::usdt::__sdt_local_semaphore!(__PHOSPHOR_USDT);
         let __phosphor_state = $crate::__macro_support::check($log, &$cs);
         let __phosphor_tool = __PHOSPHOR_USDT.is_enabled();
@@ -111,12 +111,24 @@ macro_rules! __phosphor_site {
                     $crate::Arg::usdt(&__phosphor_v0), $crate::Arg::usdt(&__phosphor_v1));
             }
             if let Some(__phosphor_state) = __phosphor_state {
-                $crate::__macro_support::emit(
-                    $log, &$cs, __phosphor_state, $stamp, [$($lead),*], __phosphor_v0, __phosphor_v1,
+                $crate::__phosphor_emit!(
+                    $phase, $log, &$cs, __phosphor_state, $stamp, [$($lead),*], __phosphor_v0, __phosphor_v1
                 );
             }
         }
     };
+}
+
+/// Internal: records the event of a checked callsite: through `emit_watched` for the phases a
+/// trigger can watch (a complete slice's duration, a counter's or data point's value), which then
+/// tests the state's armed bit; through `emit`, which does not, for the others.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __phosphor_emit {
+    (Complete, $($args:tt)*) => { $crate::__macro_support::emit_watched($($args)*) };
+    (Counter, $($args:tt)*) => { $crate::__macro_support::emit_watched($($args)*) };
+    (Data, $($args:tt)*) => { $crate::__macro_support::emit_watched($($args)*) };
+    ($phase:ident, $($args:tt)*) => { $crate::__macro_support::emit($($args)*) };
 }
 
 /// Internal: the guard of a scope; its arguments are evaluated when the scope opens, if enabled.

@@ -18,7 +18,7 @@ macro_rules! trace_data {
             $cat, $name, $crate::__macro_support::Phase::Data, ["value", ""], file!(), line!(),
         ));
         let __phosphor_log: &$crate::TraceLog = $log;
-        $crate::__phosphor_site!(__phosphor_log, __PHOSPHOR_CS, $cat, $name, $crate::__macro_support::Now, [],
+        $crate::__phosphor_site!(Data, __phosphor_log, __PHOSPHOR_CS, $cat, $name, $crate::__macro_support::Now, [],
             $value, $crate::__macro_support::NoArg);
     }};
     (@off log: $log:expr, $cat:expr, $name:expr, $value:expr $(,)?) => {

@@ -605,6 +605,21 @@ impl TraceBuffer {
         given.saturating_sub(self.counters.events_overwritten.load(Ordering::Relaxed))
     }
 
+    /// Events written so far, those in chunks still held included (for a trigger's post-trigger
+    /// window): the chunks given back, plus each loaned chunk's committed count. A reader's
+    /// figure, not exact while writers run, and it never counts an event that is not written.
+    pub(crate) fn live_events(&self) -> u64 {
+        // Relaxed: statistics; `committed` is an Acquire load of its own.
+        let given = self.counters.events_given_back.load(Ordering::Relaxed);
+        let held: u64 = self
+            .chunks
+            .iter()
+            .filter(|c| c.header.state.load(Ordering::Relaxed) & KIND == LOANED)
+            .map(|c| u64::from(c.committed()))
+            .sum();
+        given + held
+    }
+
     /// The indices of the chunks that hold data, in loan order.
     pub(crate) fn used_chunks(&self) -> Vec<usize> {
         let mut v: Vec<usize> = (0..self.chunks.len())

@@ -14,10 +14,14 @@
 //!
 //! ```text
 //! bits  0..32  enabled: bit s is set while TraceLog slot s traces this callsite's category
-//! bits 32..64  id: assigned at registration; 0 while unregistered
+//! bits 32..63  id: assigned at registration; 0 while unregistered (ids stay below 2^31)
+//! bit  63      armed: a running trace has a trigger that watches this callsite
 //! ```
 //!
-//! The macro tests its log's bit with one relaxed load. An unregistered callsite starts with every
+//! The macro tests its log's bit with one relaxed load. After the event is written, the armed bit
+//! (tested on the same loaded word, so an unarmed callsite pays one bit test) sends it out of
+//! line to the trigger check (`trace_log/trigger.rs`), which finds the callsite's triggers in its
+//! `triggers` mask: bit k for the process's trigger slot k. An unregistered callsite starts with every
 //! enabled bit set, so its first event falls into the enabled path, which sees id 0 and registers
 //! it (a `#[cold]` path taking the registry lock once per callsite); then the bits are exact.
 //! `TraceLog::start` and `stop` rewrite the bits of every registered callsite under the same lock,
@@ -38,6 +42,12 @@ use crate::registry::MAX_LOGS;
 
 const ENABLED_MASK: u64 = 0xffff_ffff;
 const UNREGISTERED: u64 = ENABLED_MASK;
+/// The armed bit of the state word.
+pub(crate) const ARMED: u64 = 1 << 63;
+/// The id bits of the state word, once shifted down.
+const ID_MASK: u32 = 0x7fff_ffff;
+/// The most trigger slots of the process (one bit each in a callsite's `triggers` mask).
+pub const MAX_TRIGGERS: usize = 64;
 
 /// The static description of one instrumentation point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,13 +167,22 @@ impl CallsiteMeta {
 #[derive(Debug)]
 pub struct Callsite {
     state: AtomicU64,
+    /// Bit k: trigger slot k watches this callsite (written under the registry lock).
+    triggers: AtomicU64,
     meta: CallsiteMeta,
 }
 
 impl Callsite {
     /// A new, unregistered callsite.
     pub const fn new(meta: CallsiteMeta) -> Callsite {
-        Callsite { state: AtomicU64::new(UNREGISTERED), meta }
+        Callsite { state: AtomicU64::new(UNREGISTERED), triggers: AtomicU64::new(0), meta }
+    }
+
+    /// The trigger slots that watch this callsite (bit k: slot k).
+    pub(crate) fn trigger_mask(&self) -> u64 {
+        // Acquire: pairs with the Release store in `Registry::refresh`, so a trigger slot's
+        // threshold, written before its selector was added, is visible to the reader of its bit.
+        self.triggers.load(Ordering::Acquire)
     }
 
     /// The static metadata.
@@ -174,10 +193,9 @@ impl Callsite {
     /// The registered id, registering the callsite if it is not yet.
     pub fn id(&'static self) -> u32 {
         let s = self.state.load(Ordering::Relaxed);
-        if s >> 32 == 0 {
-            (register(self) >> 32) as u32
-        } else {
-            (s >> 32) as u32
+        match registered_id(s) {
+            Some(id) => id,
+            None => id_of(register(self)),
         }
     }
 
@@ -194,12 +212,24 @@ impl Callsite {
 /// is still unregistered.
 #[inline(always)]
 pub(crate) fn registered_id(state: u64) -> Option<u32> {
-    let id = (state >> 32) as u32;
+    let id = id_of(state);
     if id == 0 {
         None
     } else {
         Some(id)
     }
+}
+
+/// The id of a state word (0: unregistered), without the armed bit.
+#[inline(always)]
+pub(crate) fn id_of(state: u64) -> u32 {
+    (state >> 32) as u32 & ID_MASK
+}
+
+/// Whether a running trace has a trigger that watches the callsite of `state`.
+#[inline(always)]
+pub(crate) fn armed(state: u64) -> bool {
+    state & ARMED != 0
 }
 
 /// Whether `state` enables slot `slot`.
@@ -290,6 +320,42 @@ impl SlotFilter {
     }
 }
 
+/// What a trigger watches: which callsites get its bit. The threshold is not here: the trigger
+/// check reads it from the trigger's slot.
+#[derive(Clone, Debug)]
+pub(crate) struct TriggerSelector {
+    /// Category glob.
+    pub(crate) category: String,
+    /// Name glob (scopes and values; logs match by category only).
+    pub(crate) name: String,
+    /// Which callsites: scopes, values or logs.
+    pub(crate) watch: Watch,
+}
+
+/// The callsites a trigger can watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Watch {
+    /// Complete slices (`trace_scope!`, `trace_complete!`, lock guards): their duration.
+    Scopes,
+    /// Counters and data points (`trace_counter!`, `trace_data!`): their value.
+    Values,
+    /// Logs at `level` or more severe.
+    Logs(Level),
+}
+
+impl TriggerSelector {
+    fn matches(&self, meta: &CallsiteMeta) -> bool {
+        use phosphor_format::glob_match;
+        let kind = match self.watch {
+            Watch::Scopes => meta.phase == Phase::Complete,
+            Watch::Values => matches!(meta.phase, Phase::Counter | Phase::Data) && meta.aggregate.is_none(),
+            Watch::Logs(level) => meta.level.is_some_and(|l| l <= level),
+        };
+        kind && glob_match(&self.category, meta.category)
+            && (matches!(self.watch, Watch::Logs(_)) || glob_match(&self.name, meta.name))
+    }
+}
+
 struct Registry {
     callsites: Vec<&'static Callsite>,
     filters: [Option<SlotFilter>; MAX_LOGS],
@@ -298,6 +364,8 @@ struct Registry {
     dynamic: BTreeMap<(String, String, u8, String), &'static Callsite>,
     /// Whether every callsite of [`CALLSITES`] has been registered.
     all_static: bool,
+    /// What each trigger slot watches (`trace_log/trigger.rs` owns the slots' thresholds).
+    triggers: [Option<TriggerSelector>; MAX_TRIGGERS],
     /// The ring file of a file-backed trace, whose metadata gets every callsite registered.
     #[cfg(unix)]
     ring: Option<Arc<crate::registry::ring_file::Mapping>>,
@@ -309,6 +377,7 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     rules: Vec::new(),
     dynamic: BTreeMap::new(),
     all_static: false,
+    triggers: [const { None }; MAX_TRIGGERS],
     #[cfg(unix)]
     ring: None,
 });
@@ -350,20 +419,45 @@ impl Registry {
         mask
     }
 
+    /// The trigger slots that watch `cs`, as a mask.
+    fn trigger_mask(&self, cs: &Callsite) -> u64 {
+        let mut mask = 0;
+        for (k, t) in self.triggers.iter().enumerate() {
+            if t.as_ref().is_some_and(|t| t.matches(&cs.meta)) {
+                mask |= 1 << k;
+            }
+        }
+        mask
+    }
+
+    /// `cs`'s state word as id `id`, storing its trigger mask first.
+    fn state_of(&self, cs: &Callsite, id: u32) -> u64 {
+        let triggers = self.trigger_mask(cs);
+        // Release: pairs with the Acquire in `Callsite::trigger_mask` (see there). The state word
+        // below is Relaxed: a thread that sees the armed bit but an older mask finds no trigger
+        // (or the one being replaced) and records the event as usual; that is the race of an
+        // event with `arm`, which either outcome answers.
+        cs.triggers.store(triggers, Ordering::Release);
+        let armed = if triggers != 0 { ARMED } else { 0 };
+        armed | (u64::from(id) << 32) | self.mask(cs, id)
+    }
+
     /// Registers `cs` unless it is already; returns its state word.
     fn register(&mut self, cs: &'static Callsite) -> u64 {
         let s = cs.state.load(Ordering::Relaxed);
-        if s >> 32 != 0 {
+        if id_of(s) != 0 {
             return s; // registered before (by another thread, or by `register_all_static`)
         }
         let id = FIRST_CALLSITE_ID + self.callsites.len() as u32;
+        // Ids share their word with the armed bit; 2^31 callsites would not fit in memory.
+        assert!(id <= ID_MASK, "too many callsites");
         crash_list_push(self.callsites.len(), cs);
         self.callsites.push(cs);
         #[cfg(unix)]
         if let Some(ring) = &self.ring {
             ring.append_callsite(id, cs);
         }
-        let state = (u64::from(id) << 32) | self.mask(cs, id);
+        let state = self.state_of(cs, id);
         // Relaxed: the word is self-contained; the registry lock orders it against start/stop.
         cs.state.store(state, Ordering::Relaxed);
         state
@@ -395,10 +489,10 @@ impl Registry {
     fn refresh(&self) {
         for (i, cs) in self.callsites.iter().enumerate() {
             let id = FIRST_CALLSITE_ID + i as u32;
-            let mask = self.mask(cs, id);
+            let state = self.state_of(cs, id);
             // Relaxed: see `Callsite::state`. The id half never changes once set, so a plain
             // store of the recomputed word is safe against the (locked) writers.
-            cs.state.store((u64::from(id) << 32) | mask, Ordering::Relaxed);
+            cs.state.store(state, Ordering::Relaxed);
         }
     }
 }
@@ -480,6 +574,16 @@ pub(crate) fn add_rule(rule: Rule) -> usize {
     reg.rules.push(rule);
     reg.refresh();
     matched
+}
+
+/// Sets what trigger slot `k` watches (`None`: nothing) and rewrites every callsite's trigger
+/// mask and armed bit. Every static callsite is registered first, so each one that matches is
+/// armed before its first event.
+pub(crate) fn set_trigger(k: usize, selector: Option<TriggerSelector>) {
+    let mut reg = registry();
+    reg.register_all_static();
+    reg.triggers[k] = selector;
+    reg.refresh();
 }
 
 /// Drops every point rule.
@@ -578,5 +682,42 @@ mod tests {
         assert_eq!(registered_id(CS.state()), Some(id));
         assert_eq!(CS.id(), id);
         assert!(snapshot().iter().any(|c| std::ptr::eq(*c, &CS)));
+    }
+
+    #[test]
+    fn an_armed_callsite_keeps_its_id_and_gets_its_trigger_bit() {
+        static CS: Callsite = Callsite::new(CallsiteMeta::new(
+            "test.armed",
+            "slow",
+            Phase::Complete,
+            ["", ""],
+            file!(),
+            line!(),
+        ));
+        static OTHER: Callsite = Callsite::new(CallsiteMeta::new(
+            "test.armed",
+            "slow",
+            Phase::Instant,
+            ["", ""],
+            file!(),
+            line!(),
+        ));
+        let id = CS.id();
+        OTHER.id();
+        let k = MAX_TRIGGERS - 1;
+        let selector =
+            TriggerSelector { category: "test.arm*".into(), name: "s?ow".into(), watch: Watch::Scopes };
+        set_trigger(k, Some(selector));
+        assert!(armed(CS.state()), "a scope the selector matches is armed");
+        assert_eq!(
+            (id_of(CS.state()), registered_id(CS.state())),
+            (id, Some(id)),
+            "the armed bit is not the id's"
+        );
+        assert_eq!(CS.trigger_mask(), 1 << k);
+        assert!(!armed(OTHER.state()) && OTHER.trigger_mask() == 0, "an instant is no scope");
+        set_trigger(k, None);
+        assert!(!armed(CS.state()));
+        assert_eq!((id_of(CS.state()), CS.trigger_mask()), (id, 0));
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod point;
 #[cfg(all(not(loom), unix))]
 pub(crate) mod ring_file;
 pub(crate) mod site_cache;
+pub(crate) mod trigger_gate;
 
 /// The most `TraceLog`s that can exist at once, the global one included.
 pub const MAX_LOGS: usize = 32;

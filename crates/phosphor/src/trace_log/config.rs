@@ -95,6 +95,10 @@ pub struct TraceConfig {
     pub(crate) log_level: phosphor_format::Level,
     pub(crate) on_stop: Option<StopCallback>,
     pub(crate) ring_file: Option<std::path::PathBuf>,
+    pub(crate) triggers: Vec<crate::trace_log::trigger::Trigger>,
+    pub(crate) trigger_dir: Option<std::path::PathBuf>,
+    pub(crate) post_window: crate::trace_log::trigger::PostWindow,
+    pub(crate) dumps_per_minute: u32,
 }
 
 #[cfg(not(loom))]
@@ -107,6 +111,10 @@ impl std::fmt::Debug for TraceConfig {
             .field("log_level", &self.log_level)
             .field("ring_file", &self.ring_file)
             .field("on_stop", &self.on_stop.is_some())
+            .field("triggers", &self.triggers)
+            .field("trigger_dir", &self.trigger_dir)
+            .field("post_window", &self.post_window)
+            .field("dumps_per_minute", &self.dumps_per_minute)
             .finish()
     }
 }
@@ -132,7 +140,44 @@ impl TraceConfig {
             log_level: phosphor_format::Level::Trace,
             on_stop: None,
             ring_file: None,
+            triggers: Vec::new(),
+            trigger_dir: None,
+            post_window: crate::trace_log::trigger::PostWindow::default(),
+            dumps_per_minute: 6,
         }
+    }
+
+    /// Arms `trigger` when the trace starts: when an event meets its condition (a scope slower
+    /// than a duration, a value above a threshold, a log at a level), the trace keeps recording
+    /// for the [`post_window`](Self::post_window), then the events before and after are dumped to
+    /// `DIR/trigger-{n}.phos` ([`trigger_dir`](Self::trigger_dir)), the firing marked by an
+    /// instant `phosphor/trigger`. Repeatable. Needs [`BufferMode::Ring`] (the flight recorder)
+    /// and a dump directory: `start` says so otherwise. Parse the string form with
+    /// `"db/query>2ms".parse()` (see [`Trigger`](crate::trigger::Trigger) and
+    /// docs/FLIGHT_RECORDER.md).
+    pub fn trigger(mut self, trigger: crate::trace_log::trigger::Trigger) -> Self {
+        self.triggers.push(trigger);
+        self
+    }
+
+    /// The directory triggered dumps go to (created at `start` if missing).
+    pub fn trigger_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.trigger_dir = Some(dir.into());
+        self
+    }
+
+    /// How long a trace keeps recording after a trigger fires before it dumps (default: 1,024
+    /// events). Firings meanwhile join that dump.
+    pub fn post_window(mut self, window: crate::trace_log::trigger::PostWindow) -> Self {
+        self.post_window = window;
+        self
+    }
+
+    /// At most `n` triggered dumps in any minute (default 6, at least 1); firings past it are
+    /// counted as rate-limited ([`TraceLog::triggers`]).
+    pub fn dumps_per_minute(mut self, n: u32) -> Self {
+        self.dumps_per_minute = n;
+        self
     }
 
     /// Puts the buffer in a shared memory mapping of the file at `path` (created, or truncated),

@@ -38,6 +38,8 @@ pub(crate) mod fork;
 pub mod recorder;
 pub mod stream;
 mod streams;
+pub mod trigger;
+mod trigger_spec;
 
 #[cfg(unix)]
 pub(crate) use after_fork::ForkLocks;
@@ -56,6 +58,8 @@ struct Running {
     collector: Option<crate::stream::Collector>,
     /// The aggregate points' snapshots at the start, by callsite id.
     aggregates_at_start: HashMap<u32, Aggregate>,
+    /// The armed triggers and their dump thread.
+    triggers: trigger::Armed,
 }
 
 impl crate::record::tenant::DropCounters {
@@ -241,6 +245,15 @@ impl TraceLog {
     /// Starts a trace. Events from before this call are not recorded.
     pub fn start(&self, config: TraceConfig) -> Result<(), Error> {
         let chunks = config.chunks()?;
+        if !config.triggers.is_empty() && config.mode != crate::BufferMode::Ring {
+            return Err(Error::new(ErrorKind::Trigger(format!(
+                "triggers need a Ring buffer (the flight recorder), not {:?}",
+                config.mode
+            ))));
+        }
+        if config.dumps_per_minute == 0 {
+            return Err(Error::new(ErrorKind::Trigger("dumps_per_minute must be at least 1".into())));
+        }
         #[cfg(unix)]
         crate::trace_log::fork::install();
         let mut c = self.control();
@@ -273,7 +286,7 @@ impl TraceLog {
         let collector = if config.mode == crate::BufferMode::Stream {
             let state = callsite::register(&crate::stream::SATURATION);
             // Relaxed: as above.
-            self.core.saturation_id.store((state >> 32) as u32, Ordering::Relaxed);
+            self.core.saturation_id.store(callsite::id_of(state), Ordering::Relaxed);
             let header =
                 crate::output::trace_file::process_header(c.clock.clone().expect("calibrated above"));
             match crate::stream::Collector::start(self, buffer, header) {
@@ -287,6 +300,25 @@ impl TraceLog {
         } else {
             None
         };
+        // Armed before the buffer is published and the slot enabled, so a failure leaves nothing
+        // to undo but the buffer and the dump thread (idle: no event can fire yet).
+        let settings = trigger::DumpSettings {
+            dir: config.trigger_dir.clone(),
+            window: config.post_window,
+            per_minute: config.dumps_per_minute,
+        };
+        let mut triggers = trigger::Armed::new(self, settings);
+        for t in &config.triggers {
+            if let Err(e) = triggers.arm(self, t.clone(), None) {
+                triggers.disarm(None);
+                if let Some(thread) = triggers.take_thread() {
+                    trigger::finish_thread(self, thread);
+                }
+                // SAFETY: never published; ours to free (no collector: triggers need Ring mode).
+                drop(unsafe { Box::from_raw(buffer) });
+                return Err(e);
+            }
+        }
         // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
         // initialised chunk headers.
         self.core.buffer.store(buffer, Ordering::Release);
@@ -296,7 +328,8 @@ impl TraceLog {
         };
         let aggregates_at_start =
             callsite::aggregate_snapshots().into_iter().map(|(a, _)| (a.callsite, a)).collect();
-        c.running = Some(Running { config, buffer: OwnedBuffer(buffer), collector, aggregates_at_start });
+        c.running =
+            Some(Running { config, buffer: OwnedBuffer(buffer), collector, aggregates_at_start, triggers });
         // Relaxed: a status flag for `is_enabled`.
         self.enabled.store(true, Ordering::Relaxed);
         callsite::enable_slot(self.slot, filter);
@@ -307,8 +340,14 @@ impl TraceLog {
     /// [`TraceLog::take_trace`]. Events from after this call are not recorded. Does nothing when no
     /// trace is running.
     pub fn stop(&self) {
+        // The trigger dump thread first, without the control lock, which its last dump takes.
+        let thread = self.control().running.as_mut().and_then(|r| r.triggers.close());
+        if let Some(thread) = thread {
+            trigger::finish_thread(self, thread);
+        }
         let mut c = self.control();
         let Some(mut running) = c.running.take() else { return };
+        running.triggers.disarm(None);
         callsite::disable_slot(self.slot);
         #[cfg(unix)]
         if running.config.ring_file.is_some() {
@@ -654,6 +693,55 @@ impl TraceLog {
         if let Some(cb) = cb {
             cb(self);
         }
+    }
+
+    /// Arms `trigger` on the running trace (a Ring trace with a dump directory, see
+    /// [`TraceConfig::trigger`]); returns its number, for [`disarm_trigger`](Self::disarm_trigger).
+    pub fn arm_trigger(&self, trigger: trigger::Trigger) -> Result<u32, Error> {
+        self.arm_trigger_into(trigger, None)
+    }
+
+    /// [`arm_trigger`](Self::arm_trigger), with `dir` as the dump directory if the trace has none.
+    pub fn arm_trigger_into(
+        &self,
+        trigger: trigger::Trigger,
+        dir: Option<&std::path::Path>,
+    ) -> Result<u32, Error> {
+        let mut c = self.control();
+        let Some(r) = c.running.as_mut() else {
+            return Err(Error::new(ErrorKind::NotRunning));
+        };
+        if r.config.mode != crate::BufferMode::Ring {
+            return Err(Error::new(ErrorKind::Trigger(format!(
+                "triggers need a Ring buffer (the flight recorder), not {:?}",
+                r.config.mode
+            ))));
+        }
+        r.triggers.arm(self, trigger, dir)
+    }
+
+    /// Disarms trigger `number` of the running trace; whether it was armed.
+    pub fn disarm_trigger(&self, number: u32) -> bool {
+        self.control().running.as_mut().is_some_and(|r| r.triggers.disarm(Some(number)) == 1)
+    }
+
+    /// Disarms every trigger of the running trace; how many were armed.
+    pub fn disarm_all_triggers(&self) -> usize {
+        self.control().running.as_mut().map_or(0, |r| r.triggers.disarm(None))
+    }
+
+    /// The armed triggers and what they did in the running trace (or, stopped, in the last one).
+    pub fn triggers(&self) -> trigger::TriggerStatus {
+        match self.control().running.as_ref() {
+            Some(r) => r.triggers.status(self),
+            None => trigger::status_of(self),
+        }
+    }
+
+    /// Converts this log's clock ticks to nanoseconds.
+    pub(crate) fn ticks_to_ns(&self, ticks: u64) -> f64 {
+        // Relaxed: as in `duration_to_ticks`.
+        ticks as f64 * f64::from_bits(NS_PER_TICK[self.slot as usize].load(Ordering::Relaxed))
     }
 
     /// Converts a duration to this log's clock ticks, for `trace_complete!`.

@@ -63,8 +63,8 @@ impl From<Arc<TraceLog>> for Recorded {
     }
 }
 
-/// Saves a snapshot to `path` through `path.tmp` and a rename.
-fn dump(trace: crate::Trace, path: &Path) -> Result<(), String> {
+/// Saves a snapshot to `path` through `path.tmp` and a rename (also the triggered dumps').
+pub(crate) fn save_atomically(trace: crate::Trace, path: &Path) -> Result<(), String> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
@@ -83,7 +83,7 @@ pub fn dump_on_panic(log: impl Into<Recorded>, path: impl Into<PathBuf>) {
         if !DUMPED.swap(true, Ordering::Relaxed) {
             match log.log().try_snapshot() {
                 Some(Ok(trace)) => {
-                    if let Err(e) = dump(trace, &path) {
+                    if let Err(e) = save_atomically(trace, &path) {
                         eprintln!("phosphor: the panic dump could not be written: {e}");
                     }
                 }
@@ -173,7 +173,7 @@ pub fn dump_on_signal(
                 // Relaxed: a counter of this thread's own dumps.
                 let k = DUMPS.fetch_add(1, Ordering::Relaxed) + 1;
                 let p = PathBuf::from(path.to_string_lossy().replace("{n}", &k.to_string()));
-                if let Err(e) = dump(trace, &p) {
+                if let Err(e) = save_atomically(trace, &p) {
                     eprintln!("phosphor: the signal dump could not be written: {e}");
                 }
             }

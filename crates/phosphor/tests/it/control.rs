@@ -255,7 +255,41 @@ fn built_in_commands_start_dump_and_stop_a_trace_and_switch_points() {
     let r = call(&format!("trace.dump path={}", dump.display()));
     assert!(r.error && r.text.contains("none has stopped"), "taken, nothing is left to dump: {r:?}");
     assert!(call("trace.start mode=circular").text.contains("neither ring nor fixed"));
+    triggers_are_armed_listed_and_disarmed(log, &call);
     dumps_stay_in_the_dump_directory(log);
+}
+
+/// `trace.trigger`: arm a spec (with a directory, the trace having none), list, fire, disarm.
+fn triggers_are_armed_listed_and_disarmed(
+    log: &'static phosphor::TraceLog,
+    call: &dyn Fn(&str) -> control::Reply,
+) {
+    let r = call("trace.trigger action=arm what=[[ctl/depth>10]]");
+    assert!(r.error && r.text.contains("no trace is running"), "{r:?}");
+    assert_eq!(call("trace.start categories=ctl* mode=ring size=1048576").text, "started");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("ctl-triggers");
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = call("trace.trigger action=arm what=[[ctl/depth>>10]]");
+    assert!(r.error && r.text.contains("bad trigger"), "{r:?}");
+    let r = call(&format!("trace.trigger action=arm what=[[ctl/depth>10]] dir={}", dir.display()));
+    assert_eq!((r.error, r.text.as_str()), (false, "armed trigger 1: ctl/depth>10"), "{r:?}");
+    let r = call("trace.trigger action=arm what=ctl/other>1");
+    assert_eq!(r.text, "armed trigger 2: ctl/other>1", "{r:?}");
+    phosphor::trace_counter!(log: log, "ctl", "depth", 11u64);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while log.triggers().dumps.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no dump");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let r = call("trace.trigger action=list");
+    assert!(r.text.starts_with("1 ctl/depth>10\n2 ctl/other>1\nfired 1,"), "{}", r.text);
+    assert!(r.text.contains("trigger-1.phos (trigger 1,"), "{}", r.text);
+    assert_eq!(call("trace.trigger action=disarm what=1").text, "disarmed trigger 1");
+    let r = call("trace.trigger action=disarm what=1");
+    assert!(r.error && r.text.contains("no trigger 1"), "{r:?}");
+    assert_eq!(call("trace.trigger action=disarm what=all").text, "disarmed 1 triggers");
+    assert!(call("trace.trigger action=fire").error);
+    call("trace.stop");
 }
 
 /// A server's dump directory confines `trace.dump`; over TCP, without one, it writes nothing (the

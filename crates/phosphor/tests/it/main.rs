@@ -31,6 +31,7 @@ mod snapshot;
 mod soak;
 mod stream;
 mod support;
+mod triggers;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod usdt_bridge;
 

@@ -65,6 +65,13 @@ impl TraceLog {
             if let Some(col) = running.collector.take() {
                 std::mem::forget(col);
             }
+            // The parent's triggers are not the child's: their slots are freed (their callsites'
+            // armed bits cleared, under the registry lock released above), and the handle of the
+            // dump thread, which the child does not have, is forgotten rather than joined.
+            running.triggers.disarm(None);
+            if let Some(thread) = running.triggers.close() {
+                std::mem::forget(thread);
+            }
             // SAFETY: unpublished above, and no thread but this one exists to hold or reach it.
             drop(unsafe { Box::from_raw(running.buffer.0) });
         }

@@ -68,6 +68,8 @@ pub(super) fn file(parts: Vec<Part>, statics: &[&'static str], trailer: &Trailer
         },
         pid: 7,
         process_name: "proc".into(),
+        boot_id: None,
+        host_name: None,
     };
     let mut w = Writer::new(Vec::new(), &header).unwrap();
     // Each thread's chunks numbered 0, 1, 2…: no chunk looks lost.

@@ -39,6 +39,8 @@
 //! [`chrome`] streams a trace file into Chrome JSON; [`folded`] folds one into stacks of self time
 //! and draws them as an SVG flame graph; [`perfetto`] writes Perfetto's protobuf. Statistics and
 //! folded stacks find which scope encloses which with the same engine (`nesting.rs`).
+//! [`timeline::align`] places several files on one timeline (by `CLOCK_MONOTONIC` within a boot,
+//! else by the wall clock), for the merged exports and the viewer.
 //!
 //! **Architecture invariant:** only this crate knows output formats.
 
@@ -68,6 +70,7 @@ mod stats_json;
 #[cfg(test)]
 mod test_files;
 mod text;
+pub mod timeline;
 
 pub use durations::{DurationStats, Durations, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
 pub use losses::ChunkLosses;

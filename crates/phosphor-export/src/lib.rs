@@ -66,6 +66,7 @@ mod scopes;
 mod siblings;
 mod stacks;
 mod stats;
+mod stats_files;
 mod stats_json;
 #[cfg(test)]
 mod test_files;
@@ -82,4 +83,5 @@ pub use stats::{
     AggregateStats, AsyncStats, EventType, KindStats, LogStats, Saturation, StatsBuilder, StatsError,
     ThreadStats, TraceStats, MAX_PROBLEM_EXAMPLES,
 };
+pub use stats_files::FilesStats;
 pub use text::{format_count, format_drops, format_ns, SortBy, TableOptions};

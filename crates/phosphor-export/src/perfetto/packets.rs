@@ -11,7 +11,7 @@ use super::pb::{self, Enc};
 use super::proto::*;
 use super::Exporter;
 
-/// The one packet sequence.
+/// The packet sequence of a single file (the first of a merged export; the others follow it).
 pub(super) const SEQUENCE_ID: u64 = 1;
 
 /// `trusted_packet_sequence_id = SEQUENCE_ID` and `sequence_flags = SEQ_NEEDS_INCREMENTAL_STATE`,
@@ -48,7 +48,7 @@ impl<W: Write> Exporter<W> {
         p.end(defaults);
         let snapshot = p.begin(PACKET_CLOCK_SNAPSHOT);
         for (id, ts) in [
-            (BUILTIN_CLOCK_MONOTONIC, self.clock.origin_monotonic_ns),
+            (BUILTIN_CLOCK_MONOTONIC, self.snapshot_monotonic_ns),
             (BUILTIN_CLOCK_REALTIME, self.clock.origin_wall_ns),
         ] {
             let clock = p.begin(SNAPSHOT_CLOCKS);
@@ -231,11 +231,11 @@ impl<W: Write> Exporter<W> {
         if let Some(ts) = ts {
             self.buf.uint(PACKET_TIMESTAMP, ts);
         }
-        if flags == SEQ_NEEDS_INCREMENTAL_STATE {
+        if flags == SEQ_NEEDS_INCREMENTAL_STATE && self.sequence == SEQUENCE_ID {
             // Every event packet: the sequence id and the flags as four precomputed bytes.
             self.buf.put(&EVENT_PACKET_PREFIX);
         } else {
-            self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+            self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, self.sequence);
             if flags != 0 {
                 self.buf.uint(PACKET_SEQUENCE_FLAGS, flags);
             }

@@ -114,9 +114,17 @@ pub(crate) fn inputs(paths: &[PathBuf], stderr: &mut impl Write) -> anyhow::Resu
     for path in paths {
         let found = crate::view::traces_of(path)?;
         if path.is_dir() {
-            let names: Vec<String> =
-                found.iter().map(|f| f.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect();
-            writeln!(stderr, "{}: taking {} trace file(s): {}", path.display(), found.len(), names.join(", "))?;
+            let names: Vec<String> = found
+                .iter()
+                .map(|f| f.file_name().unwrap_or_default().to_string_lossy().into_owned())
+                .collect();
+            writeln!(
+                stderr,
+                "{}: taking {} trace file(s): {}",
+                path.display(),
+                found.len(),
+                names.join(", ")
+            )?;
         }
         files.extend(found);
     }
@@ -125,7 +133,10 @@ pub(crate) fn inputs(paths: &[PathBuf], stderr: &mut impl Write) -> anyhow::Resu
 
 /// The headers of `files` (each read alone, then closed) and their places on one timeline; the
 /// skew warning, if any, goes to `stderr`.
-pub(crate) fn align_files(files: &[PathBuf], stderr: &mut impl Write) -> anyhow::Result<(Vec<Header>, Timeline)> {
+pub(crate) fn align_files(
+    files: &[PathBuf],
+    stderr: &mut impl Write,
+) -> anyhow::Result<(Vec<Header>, Timeline)> {
     let headers = files
         .iter()
         .map(|f| Ok(progress::open(f, "reading")?.header().clone()))
@@ -139,7 +150,12 @@ pub(crate) fn align_files(files: &[PathBuf], stderr: &mut impl Write) -> anyhow:
 }
 
 /// `phosphor convert` of several files: one document, a process per file.
-fn run_many(args: &ConvertArgs, files: &[PathBuf], stdout: impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
+fn run_many(
+    args: &ConvertArgs,
+    files: &[PathBuf],
+    stdout: impl Write,
+    stderr: &mut impl Write,
+) -> anyhow::Result<()> {
     if args.to == Format::Folded {
         bail!(
             "--to folded takes one trace file ({} given): folded stacks of several programs would add up \
@@ -175,9 +191,7 @@ fn run_many(args: &ConvertArgs, files: &[PathBuf], stdout: impl Write, stderr: &
             format_ns(u64::try_from(c.time.as_nanos()).unwrap_or(u64::MAX))
         )?;
     }
-    note_truncated(stderr, &c.summary)
-        .map_err(anyhow::Error::from)
-        .and(c.failure.map_or(Ok(()), Err))
+    note_truncated(stderr, &c.summary).map_err(anyhow::Error::from).and(c.failure.map_or(Ok(()), Err))
 }
 
 /// What a conversion of several files wrote, and the first file's damage, if any.
@@ -226,7 +240,12 @@ fn export_many(
     }
     out.flush().context(format!("writing {out_name}"))?;
     acc.summary.complete = acc.failure.is_none();
-    Ok(ConvertedMany { summary: acc.summary, bytes: out.bytes, time: started.elapsed(), failure: acc.failure })
+    Ok(ConvertedMany {
+        summary: acc.summary,
+        bytes: out.bytes,
+        time: started.elapsed(),
+        failure: acc.failure,
+    })
 }
 
 /// What the files exported so far add up to, and the first damaged file's error.

@@ -101,8 +101,10 @@ fn run_many(args: &StatsArgs, files: &[PathBuf], out: &mut impl Write) -> anyhow
     let mut failure = None;
     for (file, place) in files.iter().zip(&timeline.files) {
         if let Err(e) = merged.add_file(progress::open(file, "reading")?, place.origin_ns) {
-            let e = anyhow::Error::new(e.with_path(file))
-                .context(format!("reading {} stopped early (the statistics hold what came before)", file.display()));
+            let e = anyhow::Error::new(e.with_path(file)).context(format!(
+                "reading {} stopped early (the statistics hold what came before)",
+                file.display()
+            ));
             match failure {
                 None => failure = Some(e),
                 Some(_) => eprintln!("error: {e:#}"),

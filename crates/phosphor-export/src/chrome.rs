@@ -93,7 +93,11 @@ impl<W: Write> ChromeDocument<W> {
     /// Writes the events of the trace that `reader` reads as a process of its own, its times
     /// moved by `origin_ns` (the file's origin on the shared timeline; 0 alone). On a read error
     /// the events read so far stay written, and the document can take more files.
-    pub fn add_file<R: Read>(&mut self, mut reader: Reader<R>, origin_ns: i64) -> Result<ExportSummary, Error> {
+    pub fn add_file<R: Read>(
+        &mut self,
+        mut reader: Reader<R>,
+        origin_ns: i64,
+    ) -> Result<ExportSummary, Error> {
         let header = reader.header();
         let clock = header.clock.clone();
         let n = self.files.len();

@@ -42,7 +42,7 @@ pub enum Reason {
 impl Reason {
     fn as_str(self) -> &'static str {
         match self {
-            Reason::NoBootId => "no boot id (a file older than format 1.5)",
+            Reason::NoBootId => "it or the first file has no boot id (written before format 1.5)",
             Reason::OtherBoot => "another boot",
             Reason::OtherHost => "another machine",
         }
@@ -119,7 +119,8 @@ pub fn align<'a>(headers: impl IntoIterator<Item = &'a Header>) -> Timeline {
         return Timeline { files: Vec::new(), warning: None };
     };
     // The wall clock minus CLOCK_MONOTONIC, as each file recorded it at its start.
-    let wall_offset = |h: &Header| i128::from(h.clock.origin_wall_ns) - i128::from(h.clock.origin_monotonic_ns);
+    let wall_offset =
+        |h: &Header| i128::from(h.clock.origin_wall_ns) - i128::from(h.clock.origin_monotonic_ns);
     let reference = wall_offset(first);
     let mut shifts = Vec::with_capacity(headers.len());
     let mut warned = Vec::new();

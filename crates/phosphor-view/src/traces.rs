@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use phosphor_export::timeline::align;
 use phosphor_format::file::{Header, Reader};
 use phosphor_format::{ClockInfo, ClockKind};
 
@@ -35,8 +36,9 @@ pub const MAX_LIVE_TRACES: usize = 1 << 14;
 pub(crate) struct Place {
     /// The trace's clock, which converts its ticks.
     clock: ClockInfo,
-    /// Added to the trace's times (nanoseconds since its clock's origin): the difference of the
-    /// files' origins in wall-clock time.
+    /// Added to the trace's times (nanoseconds since its clock's origin): its origin on the
+    /// shared timeline (`phosphor_export::timeline::align`: by `CLOCK_MONOTONIC` within a boot,
+    /// else by the wall clock).
     offset_ns: i64,
 }
 
@@ -222,9 +224,8 @@ pub struct Traces {
     len: AtomicUsize,
     /// Held while a trace is added.
     adding: Mutex<()>,
-    /// The wall-clock time of the timeline's zero: the earliest origin of the traces given at
-    /// start, or the first live trace's.
-    base: OnceLock<u64>,
+    /// The header of the first live trace, whose origin is the live timeline's zero.
+    base: OnceLock<Header>,
     /// Whether traces are added as they are recorded.
     live: Option<LiveOptions>,
     /// Held while an ended live trace is indexed: one build at a time.
@@ -232,7 +233,7 @@ pub struct Traces {
 }
 
 impl Traces {
-    fn with(slots: Vec<Slot>, base: u64, live: Option<LiveOptions>, room: usize) -> Traces {
+    fn with(slots: Vec<Slot>, live: Option<LiveOptions>, room: usize) -> Traces {
         let room = room.max(slots.len());
         let len = slots.len();
         let mut all: Vec<OnceLock<Box<Slot>>> =
@@ -242,7 +243,7 @@ impl Traces {
             slots: all.into_boxed_slice(),
             len: AtomicUsize::new(len),
             adding: Mutex::new(()),
-            base: OnceLock::from(base),
+            base: OnceLock::new(),
             live,
             building: Mutex::new(()),
         }
@@ -251,9 +252,7 @@ impl Traces {
     /// No traces yet: each connection of the recorder adds one ([`Traces::add_live`]), its model
     /// kept as `options` says.
     pub fn live(options: LiveOptions) -> Traces {
-        let mut t = Traces::with(Vec::new(), 0, Some(options), MAX_LIVE_TRACES);
-        t.base = OnceLock::new();
-        t
+        Traces::with(Vec::new(), Some(options), MAX_LIVE_TRACES)
     }
 
     /// Adds the trace that the recorder writes at `path` (its `header` read already), shown live
@@ -270,9 +269,9 @@ impl Traces {
             if n >= self.slots.len() {
                 return None;
             }
-            let base = *self.base.get_or_init(|| header.clock.origin_wall_ns);
-            let offset_ns = (i128::from(header.clock.origin_wall_ns) - i128::from(base))
-                .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+            let base = self.base.get_or_init(|| header.clone());
+            let t = align([base, header]);
+            let offset_ns = t.files[1].origin_ns.saturating_sub(t.files[0].origin_ns);
             let place = Place { clock: header.clock.clone(), offset_ns };
             let mut slot = Slot::new(path.clone(), 0, header, place, stages::SCANNING);
             slot.live = Some(live.clone());
@@ -311,8 +310,8 @@ impl Traces {
         }
     }
 
-    /// Reads the header of each trace at `paths` and places them on one timeline by their
-    /// origins' wall-clock times; nothing is indexed yet ([`Traces::index_all`]).
+    /// Reads the header of each trace at `paths` and places them on one timeline
+    /// (`phosphor_export::timeline::align`); nothing is indexed yet ([`Traces::index_all`]).
     pub fn open(paths: Vec<PathBuf>) -> Result<Traces, Error> {
         let mut headers = Vec::new();
         for path in paths {
@@ -322,24 +321,24 @@ impl Traces {
                 .map_err(|source| Error::Trace { path: path.clone(), source })?;
             headers.push((path, len, reader.header().clone()));
         }
-        let first = headers.iter().map(|h| h.2.clock.origin_wall_ns).min().unwrap_or(0);
+        let timeline = align(headers.iter().map(|h| &h.2));
         let slots = headers
             .into_iter()
-            .map(|(path, len, h)| {
-                let place =
-                    Place { offset_ns: offset(h.clock.origin_wall_ns, first), clock: h.clock.clone() };
+            .zip(timeline.files)
+            .map(|((path, len, h), at)| {
+                let place = Place { offset_ns: at.origin_ns, clock: h.clock.clone() };
                 Slot::new(path, len, &h, place, stages::SCANNING)
             })
             .collect();
-        Ok(Traces::with(slots, first, None, 0))
+        Ok(Traces::with(slots, None, 0))
     }
 
     /// The traces of indexes already opened, ready to serve.
     pub fn ready(indexes: Vec<(PathBuf, IndexFile)>) -> Traces {
-        let first = indexes.iter().map(|(_, i)| i.meta.origin_wall_ns).min().unwrap_or(0);
-        let slots = indexes
-            .into_iter()
-            .map(|(path, index)| {
+        // An index keeps no boot id nor monotonic origin: these are placed by the wall clock.
+        let headers: Vec<Header> = indexes
+            .iter()
+            .map(|(_, index)| {
                 let m = &index.meta;
                 let clock = ClockInfo {
                     kind: ClockKind::default(),
@@ -349,7 +348,16 @@ impl Traces {
                     origin_wall_ns: m.origin_wall_ns,
                     fallback_reason: None,
                 };
-                let place = Place { offset_ns: offset(m.origin_wall_ns, first), clock };
+                Header { clock, pid: m.pid, process_name: String::new(), boot_id: None, host_name: None }
+            })
+            .collect();
+        let timeline = align(&headers);
+        let slots = indexes
+            .into_iter()
+            .zip(headers.into_iter().zip(timeline.files))
+            .map(|((path, index), (header, at))| {
+                let m = &index.meta;
+                let place = Place { offset_ns: at.origin_ns, clock: header.clock };
                 let slot = Slot {
                     process: m.process.clone(),
                     pid: m.pid,
@@ -369,7 +377,7 @@ impl Traces {
                 slot
             })
             .collect();
-        Traces::with(slots, first, None, 0)
+        Traces::with(slots, None, 0)
     }
 
     /// Scans every trace for its overview, then opens (or builds) every index, in order; each
@@ -456,9 +464,4 @@ impl Traces {
     pub fn all_done(&self) -> bool {
         self.live.is_none() && self.slots().all(|s| s.done.get().is_some())
     }
-}
-
-/// `wall − first` as an offset on the timeline.
-fn offset(wall: u64, first: u64) -> i64 {
-    i64::try_from(wall.saturating_sub(first)).unwrap_or(i64::MAX)
 }

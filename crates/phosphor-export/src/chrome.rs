@@ -36,6 +36,9 @@
 //! end before its parent and before the next slice begins (see `chrome_time`); rounded to the
 //! nanosecond, as Perfetto reads it, the duration is exact.
 //!
+//! Several files make one document through [`ChromeDocument`]: a process per file, each file's
+//! `ts` counted from the earliest origin of them all (its origin on the shared timeline added).
+//!
 //! # Arguments
 //!
 //! Integers are JSON numbers; floats too, except NaN and the infinities, written as the strings

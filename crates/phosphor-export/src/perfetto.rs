@@ -80,8 +80,9 @@
 //!
 //! # Sequence and interning
 //!
-//! Every packet is on one sequence (`trusted_packet_sequence_id = 1`): tracks already separate
-//! the threads, and one sequence means one interning table. The first packet sets
+//! Every packet of a file is on one sequence (`trusted_packet_sequence_id = 1`, or the file's in a
+//! merged export): tracks already separate the threads, and one sequence means one interning
+//! table. The first packet sets
 //! `SEQ_INCREMENTAL_STATE_CLEARED`; every packet with a timestamp sets
 //! `SEQ_NEEDS_INCREMENTAL_STATE`, since it relies on the sequence's defaults and interned names.
 //! Event names, categories and argument names are interned (`EventName`, `EventCategory`,
@@ -91,6 +92,17 @@
 //! their index in the reader's string table, which holds each distinct string once, so callsites
 //! with the same name share an iid, a callsite id that a later callsites block redefines gets its
 //! new names, and the exporter holds no copy of a name (`perfetto/intern.rs`).
+//!
+//! # Several files
+//!
+//! [`write_perfetto_placed`] writes one file of a merged export, so that files written one after
+//! the other to one output make one trace (a `Trace` is a list of packets): file `n` (its
+//! [`FilePlace::index`]) is on packet sequence `n + 1`, with interning of its own, under a process
+//! track of its own whose uuid, like its threads', counters' and lanes', carries `n` in its top 16
+//! bits, so two files never share a track even with one pid. Its times are moved by
+//! [`FilePlace::shift_ns`] onto the shared timeline ([`crate::timeline`]); only the first file's
+//! sequence carries the clock snapshot, which holds for them all. The first file at
+//! [`FilePlace::default()`] writes exactly what [`write_perfetto_planned`] writes.
 //!
 //! # Arguments and drops
 //!

@@ -386,7 +386,8 @@ fn the_first_file_of_a_merged_export_is_the_single_file_export_byte_for_byte() {
     write_perfetto_planned(Reader::new(GOLDEN_1_1).unwrap(), planned(GOLDEN_1_1), &mut alone).unwrap();
     let mut placed = Vec::new();
     let first = FilePlace::default();
-    write_perfetto_placed(Reader::new(GOLDEN_1_1).unwrap(), Some(planned(GOLDEN_1_1)), first, &mut placed).unwrap();
+    write_perfetto_placed(Reader::new(GOLDEN_1_1).unwrap(), Some(planned(GOLDEN_1_1)), first, &mut placed)
+        .unwrap();
     assert!(alone == placed);
 }
 
@@ -402,7 +403,8 @@ fn two_files_merged_get_a_sequence_and_tracks_each_and_the_second_is_shifted() {
     assert_eq!(processes.len(), 2, "a process track per file, though both have pid 4242");
     assert_ne!(processes[0]["uuid"], processes[1]["uuid"]);
     // The same thread of each file: the second's slices 1,000 ns later, on a track of its own.
-    let threads: Vec<&serde_json::Value> = tracks(&doc, "thread").into_iter().filter(|t| t["tid"] == 101).collect();
+    let threads: Vec<&serde_json::Value> =
+        tracks(&doc, "thread").into_iter().filter(|t| t["tid"] == 101).collect();
     assert_eq!(threads.len(), 2);
     let (a, b) = (slices(threads[0]), slices(threads[1]));
     assert!(!a.is_empty());

@@ -465,3 +465,51 @@ impl Traces {
         self.live.is_none() && self.slots().all(|s| s.done.get().is_some())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use phosphor_format::file::{Trailer, Writer};
+
+    use super::*;
+
+    /// A trace file with nothing in it, its origin at `mono` on CLOCK_MONOTONIC and `wall` on the
+    /// wall clock, of boot `boot`.
+    fn empty_trace(path: &Path, mono: u64, wall: u64, boot: Option<[u8; 16]>) {
+        let header = Header {
+            clock: ClockInfo {
+                kind: ClockKind::Monotonic,
+                ns_per_tick: 1.0,
+                origin_ticks: mono,
+                origin_monotonic_ns: mono,
+                origin_wall_ns: wall,
+                fallback_reason: None,
+            },
+            pid: 1,
+            process_name: "t".into(),
+            boot_id: boot,
+            host_name: None,
+        };
+        let w = Writer::new(Vec::new(), &header).unwrap();
+        std::fs::write(path, w.finish(&Trailer::default()).unwrap()).unwrap();
+    }
+
+    fn offsets(paths: &[PathBuf]) -> Vec<i64> {
+        Traces::open(paths.to_vec()).unwrap().slots().map(|s| s.place.offset_ns).collect()
+    }
+
+    #[test]
+    fn traces_of_one_boot_are_placed_by_monotonic_time_and_older_ones_by_the_wall_clock() {
+        let dir = std::env::temp_dir().join(format!("phosphor-view-traces-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.phos"), dir.join("b.phos"));
+        // The wall clock was stepped by 5 s between the two starts; CLOCK_MONOTONIC says 2 µs.
+        empty_trace(&a, 1_000, 50_000_000_000, Some([3; 16]));
+        empty_trace(&b, 3_000, 55_000_002_000, Some([3; 16]));
+        assert_eq!(offsets(&[a.clone(), b.clone()]), [0, 2_000]);
+        // Without boot ids (files before format 1.5), as the viewer always placed them.
+        empty_trace(&a, 1_000, 50_000_000_000, None);
+        empty_trace(&b, 3_000, 55_000_002_000, None);
+        assert_eq!(offsets(&[a, b]), [0, 5_000_002_000]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

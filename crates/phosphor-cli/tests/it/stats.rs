@@ -267,6 +267,9 @@ fn stats_of_two_files_name_the_damaged_one_with_its_offset() {
     let out = phosphor("stats-two-cut", &["stats", a.to_str().unwrap(), cut.to_str().unwrap()]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains(&format!("reading {} stopped early", cut.display())) && err.contains("byte"), "{err}");
+    assert!(
+        err.contains(&format!("reading {} stopped early", cut.display())) && err.contains("byte"),
+        "{err}"
+    );
     assert!(stdout(&out).contains("INCOMPLETE"), "{}", stdout(&out));
 }

@@ -76,8 +76,11 @@ fn events_of(file: &Path) -> (u32, Vec<(String, i64)>) {
     (pid, events)
 }
 
+/// An instant on the merged timeline: `(pid, name, ts in ns)`.
+type Instant = (i64, String, i64);
+
 /// The instants of a checked Perfetto trace: `(pid of their thread, name, ts)`.
-fn perfetto_instants(result: &Value) -> Vec<(i64, String, i64)> {
+fn perfetto_instants(result: &Value) -> Vec<Instant> {
     let mut out = Vec::new();
     for t in result["tracks"].as_array().unwrap() {
         for s in t["slices"].as_array().into_iter().flatten() {
@@ -95,7 +98,7 @@ fn perfetto_instants(result: &Value) -> Vec<(i64, String, i64)> {
 }
 
 /// The instants of a Chrome JSON document: `(pid, name, ts in ns)`, and its process names by pid.
-fn chrome_instants(doc: &[u8]) -> (Vec<(i64, String, i64)>, Vec<(i64, String)>) {
+fn chrome_instants(doc: &[u8]) -> (Vec<Instant>, Vec<(i64, String)>) {
     let doc: Value = serde_json::from_slice(doc).expect("valid JSON");
     let mut instants = Vec::new();
     let mut processes = Vec::new();

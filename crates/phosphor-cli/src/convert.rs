@@ -1,5 +1,5 @@
-//! `phosphor convert FILE --to FORMAT [-o OUT]`: a trace file in a viewer's format, streamed chunk
-//! by chunk by the exporters of `phosphor-export`: memory grows with the file's names (and, for
+//! `phosphor convert FILE|DIR… --to FORMAT [-o OUT]`: trace files in a viewer's format, streamed
+//! chunk by chunk by the exporters of `phosphor-export`: memory grows with the file's names (and, for
 //! folded stacks, its distinct stacks, cut at 256 levels), never with its events. A Perfetto export
 //! reads a regular file twice: first to plan the async slices' tracks (4 bytes per async begin or
 //! end, up to `MAX_PLANNED_ASYNC_EVENTS`; past it, or from a pipe, they are laid out in one pass).
@@ -9,6 +9,16 @@
 //! file that is not a trace leaves `OUT` alone. A truncated or corrupt input still gives a whole
 //! document holding every chunk before the damage; then the error names the input and the byte
 //! offset.
+//!
+//! Several files (or a folder, standing for its `.phos` files sorted by name, as `phosphor record`
+//! writes them; the files taken are listed on stderr) make one trace on one timeline, a process
+//! per file: `phosphor_export::timeline::align` places them from their headers (by
+//! `CLOCK_MONOTONIC` within a boot, else by the wall clock, with a warning on stderr), and each
+//! file is exported in turn, read as it would be alone (a Perfetto export plans each regular
+//! file's async slices in a reading of its own), so memory is what the largest file takes. A
+//! damaged file keeps what came before its damage, the next files are still exported, and the
+//! error names it. Folded stacks take one file: a merged flame graph would add up stacks of
+//! unrelated programs, so several files are refused.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -17,8 +27,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
-use phosphor::format::file::Reader;
-use phosphor_export::chrome::{self, ExportSummary};
+use phosphor::format::file::{Header, Reader};
+use phosphor_export::chrome::{self, ChromeDocument, ExportSummary};
+use phosphor_export::timeline::{self, Timeline};
 use phosphor_export::{folded, perfetto};
 use phosphor_export::{format_count, format_ns};
 
@@ -28,8 +39,10 @@ use crate::progress;
 /// Options of `phosphor convert`.
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
-    /// The trace file (written by `Trace::save` or `phosphor demo`).
-    file: PathBuf,
+    /// The trace files (written by `Trace::save`, `phosphor demo` or `phosphor record`), or
+    /// folders of them (their `.phos` files); several make one timeline, a process per file.
+    #[arg(required = true, value_name = "FILE|DIR")]
+    files: Vec<PathBuf>,
     /// The output format.
     #[arg(long, value_enum, value_name = "FORMAT")]
     to: Format,
@@ -64,14 +77,18 @@ pub struct Converted {
 /// Runs `phosphor convert`: the document to `stdout` or to `-o OUT`, the summary of the latter to
 /// `stderr`.
 pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
+    let files = inputs(&args.files, stderr)?;
+    let [file] = files.as_slice() else {
+        return run_many(args, &files, stdout, stderr);
+    };
     match &args.output {
         None => {
-            let reader = progress::open(&args.file, "converting")?;
-            let c = export(reader, &args.file, args.to, stdout, "stdout")?;
+            let reader = progress::open(file, "converting")?;
+            let c = export(reader, file, args.to, stdout, "stdout")?;
             note_truncated(stderr, &c.summary)?;
         }
         Some(out) => {
-            let c = to_file(&args.file, args.to, out)?;
+            let c = to_file(file, args.to, out)?;
             let s = &c.summary;
             writeln!(
                 stderr,
@@ -85,6 +102,199 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
                 format_ns(u64::try_from(c.time.as_nanos()).unwrap_or(u64::MAX))
             )?;
             note_truncated(stderr, s)?;
+        }
+    }
+    Ok(())
+}
+
+/// The trace files that `paths` name: each file itself, each folder's `.phos` files sorted by
+/// name (listed on `stderr`).
+pub(crate) fn inputs(paths: &[PathBuf], stderr: &mut impl Write) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        let found = crate::view::traces_of(path)?;
+        if path.is_dir() {
+            let names: Vec<String> = found
+                .iter()
+                .map(|f| f.file_name().unwrap_or_default().to_string_lossy().into_owned())
+                .collect();
+            writeln!(
+                stderr,
+                "{}: taking {} trace file(s): {}",
+                path.display(),
+                found.len(),
+                names.join(", ")
+            )?;
+        }
+        files.extend(found);
+    }
+    Ok(files)
+}
+
+/// The headers of `files` (each read alone, then closed) and their places on one timeline; the
+/// skew warning, if any, goes to `stderr`.
+pub(crate) fn align_files(
+    files: &[PathBuf],
+    stderr: &mut impl Write,
+) -> anyhow::Result<(Vec<Header>, Timeline)> {
+    let headers = files
+        .iter()
+        .map(|f| Ok(progress::open(f, "reading")?.header().clone()))
+        .collect::<anyhow::Result<Vec<Header>>>()?;
+    let timeline = timeline::align(&headers);
+    if let Some(w) = &timeline.warning {
+        let machine = |i: usize| format!("{} ({})", files[i].display(), timeline::machine_of(&headers[i]));
+        writeln!(stderr, "warning: {}", w.describe(machine))?;
+    }
+    Ok((headers, timeline))
+}
+
+/// `phosphor convert` of several files: one document, a process per file.
+fn run_many(
+    args: &ConvertArgs,
+    files: &[PathBuf],
+    stdout: impl Write,
+    stderr: &mut impl Write,
+) -> anyhow::Result<()> {
+    if args.to == Format::Folded {
+        bail!(
+            "--to folded takes one trace file ({} given): folded stacks of several programs would add up \
+             unrelated stacks; convert each file on its own",
+            files.len()
+        );
+    }
+    if files.len() > usize::from(u16::MAX) {
+        bail!("{} trace files: at most {} make one trace", files.len(), u16::MAX);
+    }
+    let (_, timeline) = align_files(files, stderr)?;
+    let (c, out_name) = match &args.output {
+        None => (export_many(files, &timeline, args.to, stdout, "stdout", stderr)?, None),
+        Some(out) => {
+            for input in files {
+                refuse_overwrite(input, out)?;
+            }
+            let f = File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
+            let name = out.display().to_string();
+            (export_many(files, &timeline, args.to, f, &name, stderr)?, Some(name))
+        }
+    };
+    if let Some(name) = out_name {
+        let s = &c.summary;
+        writeln!(
+            stderr,
+            "{name}: {} events, {} chunks, {} threads, from {} files, {}, written in {}",
+            format_count(s.events),
+            format_count(s.chunks),
+            s.threads,
+            files.len(),
+            format_bytes(c.bytes),
+            format_ns(u64::try_from(c.time.as_nanos()).unwrap_or(u64::MAX))
+        )?;
+    }
+    note_truncated(stderr, &c.summary).map_err(anyhow::Error::from).and(c.failure.map_or(Ok(()), Err))
+}
+
+/// What a conversion of several files wrote, and the first file's damage, if any.
+struct ConvertedMany {
+    summary: ExportSummary,
+    bytes: u64,
+    time: Duration,
+    failure: Option<anyhow::Error>,
+}
+
+/// Exports each of `files` in turn to `out`, placed as `timeline` says; a damaged file's error is
+/// kept (the first returned, the others printed to `stderr`) and the next files are exported.
+fn export_many(
+    files: &[PathBuf],
+    timeline: &Timeline,
+    format: Format,
+    out: impl Write,
+    out_name: &str,
+    stderr: &mut impl Write,
+) -> anyhow::Result<ConvertedMany> {
+    let started = Instant::now();
+    let mut out = Counting { inner: out, bytes: 0 };
+    let mut acc = Many { summary: ExportSummary::default(), failure: None, out_name };
+    let opened = |file: &PathBuf| progress::open(file, "converting");
+    if format == Format::Chrome {
+        let mut doc = ChromeDocument::new(&mut out).context(format!("writing {out_name}"))?;
+        for (file, place) in files.iter().zip(&timeline.files) {
+            let result = doc.add_file(opened(file)?, place.origin_ns).map_err(|e| match e {
+                chrome::Error::Read { exported, source, .. } => Failure::Read(exported, source),
+                e => Failure::Write(e.into()),
+            });
+            acc.take(result, file, stderr)?;
+        }
+        doc.finish().context(format!("writing {out_name}"))?;
+    } else {
+        for (i, (file, place)) in files.iter().zip(&timeline.files).enumerate() {
+            let plan = plan_async(file)?;
+            let at = perfetto::FilePlace { index: i as u16, shift_ns: place.shift_ns };
+            let result =
+                perfetto::write_perfetto_placed(opened(file)?, plan, at, &mut out).map_err(|e| match e {
+                    perfetto::Error::Read { exported, source, .. } => Failure::Read(exported, source),
+                    e => Failure::Write(e.into()),
+                });
+            acc.take(result, file, stderr)?;
+        }
+    }
+    out.flush().context(format!("writing {out_name}"))?;
+    acc.summary.complete = acc.failure.is_none();
+    Ok(ConvertedMany {
+        summary: acc.summary,
+        bytes: out.bytes,
+        time: started.elapsed(),
+        failure: acc.failure,
+    })
+}
+
+/// What the files exported so far add up to, and the first damaged file's error.
+struct Many<'a> {
+    summary: ExportSummary,
+    failure: Option<anyhow::Error>,
+    out_name: &'a str,
+}
+
+impl Many<'_> {
+    /// Adds one file's export; a read error is kept (the first) or printed (the others), a write
+    /// error ends the conversion.
+    fn take(
+        &mut self,
+        result: Result<ExportSummary, Failure>,
+        file: &Path,
+        stderr: &mut impl Write,
+    ) -> anyhow::Result<()> {
+        let s = match result {
+            Ok(s) => s,
+            Err(Failure::Read(exported, source)) => {
+                let e = anyhow::Error::new(source.with_path(file)).context(format!(
+                    "converting {} stopped early ({} holds the {} events of the {} chunks before the damage)",
+                    file.display(),
+                    self.out_name,
+                    format_count(exported.events),
+                    format_count(exported.chunks)
+                ));
+                match &self.failure {
+                    None => self.failure = Some(e),
+                    Some(_) => writeln!(stderr, "error: {e:#}")?,
+                }
+                exported
+            }
+            Err(Failure::Write(e)) => return Err(e.context(format!("writing {}", self.out_name))),
+        };
+        self.summary.events += s.events;
+        self.summary.chunks += s.chunks;
+        self.summary.threads = self.summary.threads.saturating_add(s.threads);
+        self.summary.async_unplanned |= s.async_unplanned;
+        Ok(())
+    }
+}
+
+/// Fails if `output` is the file `input` (creating it would truncate the input before it is read).
+fn refuse_overwrite(input: &Path, output: &Path) -> anyhow::Result<()> {
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
+        if a == b {
+            bail!("{}: the output is the input file", output.display());
         }
     }
     Ok(())
@@ -136,12 +346,7 @@ pub(crate) fn note_cuts(
 /// Converts the trace file `input` into `format` in the file `output` (created or truncated).
 pub fn to_file(input: &Path, format: Format, output: &Path) -> anyhow::Result<Converted> {
     let reader = progress::open(input, "converting")?;
-    // Creating the output would truncate the input before it is read.
-    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
-        if a == b {
-            bail!("{}: the output is the input file", output.display());
-        }
-    }
+    refuse_overwrite(input, output)?;
     let f = File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
     export(reader, input, format, f, &output.display().to_string())
 }

@@ -416,7 +416,7 @@ mod tests {
             origin_wall_ns: 0,
             fallback_reason: None,
         };
-        let header = Header { clock, pid: 1, process_name: "t".into() };
+        let header = Header { clock, pid: 1, process_name: "t".into(), boot_id: None, host_name: None };
         let mut w = Writer::new(Vec::new(), &header).unwrap();
         let pool = |k: u64, n: u64| (k << SEQ_STREAM_SHIFT) | n;
         // Pool tenant 1: chunks 0, 1, 2 started by threads 10, 11, 10 (none lost); pool tenant 2:

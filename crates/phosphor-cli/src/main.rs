@@ -42,8 +42,9 @@ enum Command {
     Info(info::InfoArgs),
     /// Convert a trace file into a viewer's format (`--to perfetto`: Perfetto protobuf; `--to
     /// chrome`: Chrome trace event JSON; `--to folded`: folded stacks of self time in nanoseconds),
-    /// to stdout or to `-o OUT`. A truncated or corrupt file gives a whole document holding every
-    /// chunk before the damage, then the error.
+    /// to stdout or to `-o OUT`. Several files (or a `phosphor record` folder) make one timeline, a
+    /// process per file. A truncated or corrupt file gives a whole document holding every chunk
+    /// before the damage, then the error.
     Convert(convert::ConvertArgs),
     /// Draw a trace file as an SVG flame graph of self time (`-o OUT.svg`), from its folded stacks
     /// (`convert --to folded`). A truncated or corrupt file gives the graph of everything before
@@ -53,7 +54,7 @@ enum Command {
     /// max duration), events per thread, drops, lost chunks, and scope checks (ends without a
     /// begin or of another name, begins left open, interlaced scopes). Tables, or `--json`. A
     /// truncated or corrupt file gives the statistics of everything before the damage, then the
-    /// error.
+    /// error. Several files (or a folder) count as one trace, each file's threads apart.
     Stats(stats::StatsArgs),
     /// Compare two trace files path by path (count, total, p50, p90, p99, max; their change and a
     /// rank test of significance), for CI: `--fail-on 'p99>+10%'` exits with status 1 if a path

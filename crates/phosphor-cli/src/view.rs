@@ -40,7 +40,7 @@ pub struct ViewArgs {
 }
 
 /// The `.phos` files of `path`: itself, or those in it (sorted).
-fn traces_of(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn traces_of(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_owned()]);
     }

@@ -18,8 +18,13 @@ use crate::trace::TraceWriter;
 pub fn write_ring<W: Write>(mut out: W, chunks: u32, callsites: u32) -> io::Result<W> {
     let callsites = callsites.max(1);
     let meta = metadata(callsites)?;
-    let head =
-        raw::preamble_and_header(&Header { clock: monotonic(), pid: 1, process_name: "craft ring".into() });
+    let head = raw::preamble_and_header(&Header {
+        clock: monotonic(),
+        pid: 1,
+        process_name: "craft ring".into(),
+        boot_id: None,
+        host_name: None,
+    });
     let meta_offset = RING_HEADER_BYTES as u64 + u64::from(chunks) * CHUNK_BYTES as u64;
     let mut ring_header = vec![0u8; RING_HEADER_BYTES];
     ring_header[..8].copy_from_slice(&RING_MAGIC);

@@ -39,7 +39,8 @@ pub struct TraceWriter<W: Write> {
 impl<W: Write> TraceWriter<W> {
     /// Writes the preamble and the header block.
     pub fn new(mut out: W, clock: ClockInfo, process_name: &str) -> io::Result<TraceWriter<W>> {
-        let header = Header { clock, pid: 1, process_name: process_name.to_owned() };
+        let header =
+            Header { clock, pid: 1, process_name: process_name.to_owned(), boot_id: None, host_name: None };
         let head = raw::preamble_and_header(&header);
         out.write_all(&head)?;
         Ok(TraceWriter { out, written: head.len() as u64, next_string: 0, recorded: 0, scratch: Vec::new() })

@@ -36,6 +36,9 @@
 //! end before its parent and before the next slice begins (see `chrome_time`); rounded to the
 //! nanosecond, as Perfetto reads it, the duration is exact.
 //!
+//! Several files make one document through [`ChromeDocument`]: a process per file, each file's
+//! `ts` counted from the earliest origin of them all (its origin on the shared timeline added).
+//!
 //! # Arguments
 //!
 //! Integers are JSON numbers; floats too, except NaN and the infinities, written as the strings
@@ -57,61 +60,142 @@ pub use crate::error::{Error, ExportSummary};
 ///
 /// On a read error (a truncated or corrupt file) the events read so far stay written, the document
 /// is closed so it parses, and [`Error::Read`] says where reading stopped.
-pub fn write_chrome_json<R: Read, W: Write>(mut reader: Reader<R>, out: W) -> Result<ExportSummary, Error> {
-    let mut out = BufWriter::with_capacity(1 << 16, out);
-    let clock = reader.header().clock.clone();
-    let pid = reader.header().pid;
-    let mut summary = ExportSummary::default();
-    // One entry per thread; `last_tid` spares the map lookup for runs of one thread's events.
-    let mut threads = BTreeSet::new();
-    let mut last_tid = None;
-    let mut scratch = String::new();
-    let mut ties = Ties::default();
+pub fn write_chrome_json<R: Read, W: Write>(reader: Reader<R>, out: W) -> Result<ExportSummary, Error> {
+    let mut doc = ChromeDocument::new(out)?;
+    let result = doc.add_file(reader, 0);
+    doc.finish()?;
+    result
+}
 
-    out.write_all(b"{\"traceEvents\":[\n")?;
-    write!(
-        out,
-        "{{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":"
-    )?;
-    write_str(&mut out, &reader.header().process_name)?;
-    out.write_all(b"}}")?;
+/// A Chrome JSON document of several trace files on one timeline, a process per file: files are
+/// added one after the other ([`add_file`](Self::add_file)), each read once, in the memory one
+/// file's export takes, then the document is closed ([`finish`](Self::finish)).
+///
+/// Each file's events are placed at its origin on the shared timeline
+/// ([`crate::timeline::Placement::origin_ns`]), so `ts` counts from the earliest origin of the
+/// files. A file's process is its header's pid, unless an earlier file of the document took that
+/// pid: then `4294967295 - n` for the `n`-th file (no system gives pids that high), so every file
+/// stays a process of its own. One file alone makes exactly what [`write_chrome_json`] makes; with
+/// several, `otherData` holds `files`, each file's fields as [`write_chrome_json`] writes them,
+/// plus its `pid` and `origin_ns`.
+#[derive(Debug)]
+pub struct ChromeDocument<W: Write> {
+    out: BufWriter<W>,
+    /// Each file's pid, origin and `otherData` fields, in the order added.
+    files: Vec<(u32, i64, String)>,
+}
 
-    let failure = read_events(&mut reader, &mut summary, |e| -> Result<(), Error> {
-        if last_tid != Some(e.tid) {
-            threads.insert(e.tid);
-            last_tid = Some(e.tid);
-        }
-        write_event(&mut out, &clock, pid, e, &mut scratch, &mut ties)?;
-        Ok(())
-    })?;
-
-    // Names last: a threads block may follow the chunks it names. Only threads with events get
-    // one (a row with nothing on it helps no one), each cut as elsewhere (`names.rs`): one name of
-    // megabytes may name a million threads.
-    let mut names: BTreeMap<u32, Option<&str>> = threads.iter().map(|t| (*t, None)).collect();
-    for (t, n) in reader.thread_names() {
-        if let Some(name) = names.get_mut(&t) {
-            *name = Some(n.as_str());
-        }
+impl<W: Write> ChromeDocument<W> {
+    /// Opens the document on `out` (buffered here).
+    pub fn new(out: W) -> Result<ChromeDocument<W>, Error> {
+        let mut out = BufWriter::with_capacity(1 << 16, out);
+        out.write_all(b"{\"traceEvents\":[\n")?;
+        Ok(ChromeDocument { out, files: Vec::new() })
     }
-    for (tid, name) in names {
-        write!(out, ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":")?;
-        match name {
-            Some(n) => write_str(&mut out, &crate::names::shown(n))?,
-            None => write!(out, "\"thread {tid}\"")?,
+
+    /// Writes the events of the trace that `reader` reads as a process of its own, its times
+    /// moved by `origin_ns` (the file's origin on the shared timeline; 0 alone). On a read error
+    /// the events read so far stay written, and the document can take more files.
+    pub fn add_file<R: Read>(
+        &mut self,
+        mut reader: Reader<R>,
+        origin_ns: i64,
+    ) -> Result<ExportSummary, Error> {
+        let header = reader.header();
+        let clock = header.clock.clone();
+        let n = self.files.len();
+        let pid = if self.files.iter().any(|f| f.0 == header.pid) { u32::MAX - n as u32 } else { header.pid };
+        let out = &mut self.out;
+        let mut summary = ExportSummary::default();
+        // One entry per thread; `last_tid` spares the map lookup for runs of one thread's events.
+        let mut threads = BTreeSet::new();
+        let mut last_tid = None;
+        let mut scratch = String::new();
+        let mut ties = Ties::default();
+
+        if n > 0 {
+            out.write_all(b",\n")?;
         }
+        write!(
+            out,
+            "{{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":"
+        )?;
+        write_str(out, &header.process_name)?;
         out.write_all(b"}}")?;
-    }
-    out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{")?;
-    write_other_data(&mut out, &reader)?;
-    out.write_all(b"}}\n")?;
-    out.flush()?;
 
-    summary.threads = u32::try_from(threads.len()).unwrap_or(u32::MAX);
-    summary.complete = reader.trailer().is_some();
-    match failure {
-        None => Ok(summary),
-        Some(source) => Err(Error::Read { offset: source.offset(), exported: summary, source }),
+        let at = Placed { clock: &clock, origin_ns };
+        let failure = read_events(&mut reader, &mut summary, |e| -> Result<(), Error> {
+            if last_tid != Some(e.tid) {
+                threads.insert(e.tid);
+                last_tid = Some(e.tid);
+            }
+            write_event(out, &at, pid, e, &mut scratch, &mut ties)?;
+            Ok(())
+        })?;
+
+        // Names last: a threads block may follow the chunks it names. Only threads with events get
+        // one (a row with nothing on it helps no one), each cut as elsewhere (`names.rs`): one name of
+        // megabytes may name a million threads.
+        let mut names: BTreeMap<u32, Option<&str>> = threads.iter().map(|t| (*t, None)).collect();
+        for (t, n) in reader.thread_names() {
+            if let Some(name) = names.get_mut(&t) {
+                *name = Some(n.as_str());
+            }
+        }
+        for (tid, name) in names {
+            write!(out, ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":")?;
+            match name {
+                Some(n) => write_str(out, &crate::names::shown(n))?,
+                None => write!(out, "\"thread {tid}\"")?,
+            }
+            out.write_all(b"}}")?;
+        }
+        let mut other = Vec::new();
+        write_other_data(&mut other, &reader)?;
+        self.files.push((pid, origin_ns, String::from_utf8_lossy(&other).into_owned()));
+
+        summary.threads = u32::try_from(threads.len()).unwrap_or(u32::MAX);
+        summary.complete = reader.trailer().is_some();
+        match failure {
+            None => Ok(summary),
+            Some(source) => Err(Error::Read { offset: source.offset(), exported: summary, source }),
+        }
+    }
+
+    /// Closes the document and flushes it.
+    pub fn finish(mut self) -> Result<(), Error> {
+        let out = &mut self.out;
+        out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{")?;
+        match self.files.as_slice() {
+            [(_, _, one)] => out.write_all(one.as_bytes())?,
+            files => {
+                out.write_all(b"\"files\":[")?;
+                for (i, (pid, origin_ns, fields)) in files.iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b",")?;
+                    }
+                    write!(out, "{{{fields},\"pid\":{pid},\"origin_ns\":{origin_ns}}}")?;
+                }
+                out.write_all(b"]")?;
+            }
+        }
+        out.write_all(b"}}\n")?;
+        out.flush()?;
+        Ok(())
+    }
+}
+
+/// A file's clock and its origin on the shared timeline.
+struct Placed<'a> {
+    clock: &'a ClockInfo,
+    origin_ns: i64,
+}
+
+impl Placed<'_> {
+    /// Nanoseconds of `ticks` on the shared timeline.
+    #[inline]
+    fn ns(&self, ticks: u64) -> i64 {
+        self.clock.since_origin_ns(ticks).saturating_add(self.origin_ns)
     }
 }
 
@@ -151,7 +235,7 @@ fn write_i64(out: &mut impl Write, v: i64) -> io::Result<()> {
 
 fn write_event(
     out: &mut impl Write,
-    clock: &ClockInfo,
+    clock: &Placed<'_>,
     pid: u32,
     e: &Event<'_>,
     scratch: &mut String,
@@ -186,11 +270,11 @@ fn write_event(
     out.write_all(b",\"cat\":")?;
     write_str(out, &cs.category)?;
     out.write_all(ph)?;
-    let start = clock.since_origin_ns(e.ts);
+    let start = clock.ns(e.ts);
     write_us(out, start)?;
     if let Some(d) = e.duration {
         out.write_all(b",\"dur\":")?;
-        let end = clock.since_origin_ns(e.ts.saturating_add(d));
+        let end = clock.ns(e.ts.saturating_add(d));
         write_units_as_us(out, ties.duration_units(e.tid, start, end))?;
     }
     out.write_all(b",\"pid\":")?;

@@ -40,6 +40,8 @@
 //! and draws them as an SVG flame graph; [`perfetto`] writes Perfetto's protobuf. [`diff`] compares
 //! two trace files path by path, for `phosphor diff` and its CI gate. Statistics and
 //! folded stacks find which scope encloses which with the same engine (`nesting.rs`).
+//! [`timeline::align`] places several files on one timeline (by `CLOCK_MONOTONIC` within a boot,
+//! else by the wall clock), for the merged exports and the viewer.
 //!
 //! **Architecture invariant:** only this crate knows output formats.
 
@@ -69,10 +71,12 @@ mod scopes;
 mod siblings;
 mod stacks;
 mod stats;
+mod stats_files;
 mod stats_json;
 #[cfg(test)]
 mod test_files;
 mod text;
+pub mod timeline;
 
 pub use diff::{DiffOptions, DiffSide, FailOn, TraceDiff};
 pub use durations::{DurationStats, Durations, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
@@ -85,4 +89,5 @@ pub use stats::{
     AggregateStats, AsyncStats, EventType, KindStats, LogStats, Saturation, StatsBuilder, StatsError,
     ThreadStats, TraceStats, MAX_PROBLEM_EXAMPLES,
 };
+pub use stats_files::FilesStats;
 pub use text::{format_count, format_drops, format_ns, SortBy, TableOptions};

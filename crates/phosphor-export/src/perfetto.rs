@@ -80,8 +80,9 @@
 //!
 //! # Sequence and interning
 //!
-//! Every packet is on one sequence (`trusted_packet_sequence_id = 1`): tracks already separate
-//! the threads, and one sequence means one interning table. The first packet sets
+//! Every packet of a file is on one sequence (`trusted_packet_sequence_id = 1`, or the file's in a
+//! merged export): tracks already separate the threads, and one sequence means one interning
+//! table. The first packet sets
 //! `SEQ_INCREMENTAL_STATE_CLEARED`; every packet with a timestamp sets
 //! `SEQ_NEEDS_INCREMENTAL_STATE`, since it relies on the sequence's defaults and interned names.
 //! Event names, categories and argument names are interned (`EventName`, `EventCategory`,
@@ -91,6 +92,17 @@
 //! their index in the reader's string table, which holds each distinct string once, so callsites
 //! with the same name share an iid, a callsite id that a later callsites block redefines gets its
 //! new names, and the exporter holds no copy of a name (`perfetto/intern.rs`).
+//!
+//! # Several files
+//!
+//! [`write_perfetto_placed`] writes one file of a merged export, so that files written one after
+//! the other to one output make one trace (a `Trace` is a list of packets): file `n` (its
+//! [`FilePlace::index`]) is on packet sequence `n + 1`, with interning of its own, under a process
+//! track of its own whose uuid, like its threads', counters' and lanes', carries `n` in its top 16
+//! bits, so two files never share a track even with one pid. Its times are moved by
+//! [`FilePlace::shift_ns`] onto the shared timeline ([`crate::timeline`]); only the first file's
+//! sequence carries the clock snapshot, which holds for them all. The first file at
+//! [`FilePlace::default()`] writes exactly what [`write_perfetto_planned`] writes.
 //!
 //! # Arguments and drops
 //!
@@ -163,7 +175,7 @@ pub use plan::{AsyncPlan, MAX_PLANNED_ASYNC_EVENTS};
 /// Async slices are laid out in one pass, in file order, which can take many more tracks than
 /// [`write_perfetto_planned`] (see the [module docs](self#async-slices)).
 pub fn write_perfetto<R: Read, W: Write>(reader: Reader<R>, out: W) -> Result<ExportSummary, Error> {
-    Exporter::new(&reader, out, None).run(reader)
+    Exporter::new(&reader, out, None, FilePlace::default()).run(reader)
 }
 
 /// [`write_perfetto`], with the async slices laid out on the fewest tracks by `plan`, which
@@ -189,7 +201,33 @@ pub fn write_perfetto_planned<R: Read, W: Write>(
     plan: AsyncPlan,
     out: W,
 ) -> Result<ExportSummary, Error> {
-    Exporter::new(&reader, out, Some(plan)).run(reader)
+    Exporter::new(&reader, out, Some(plan), FilePlace::default()).run(reader)
+}
+
+/// Where one file of a merged export goes ([`write_perfetto_placed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FilePlace {
+    /// The file's number among the files: its packets go on sequence `index + 1` (its own
+    /// interning and clock snapshot), and its tracks' uuids carry it in their top 16 bits, so
+    /// two files never share a track, even with the same pid.
+    pub index: u16,
+    /// Added to the file's `CLOCK_MONOTONIC` times: its place on the shared timeline
+    /// ([`crate::timeline::Placement::shift_ns`]).
+    pub shift_ns: i64,
+}
+
+/// One file of a merged export: [`write_perfetto_planned`] (or, without a plan,
+/// [`write_perfetto`]) with the file's packets on a sequence of its own, its tracks under a
+/// process track of its own, and its times shifted onto the shared timeline, as `place` says.
+/// Files written one after the other to one output make one trace (a `Trace` is its packets);
+/// the first file at [`FilePlace::default()`] writes what a single-file export writes.
+pub fn write_perfetto_placed<R: Read, W: Write>(
+    reader: Reader<R>,
+    plan: Option<AsyncPlan>,
+    place: FilePlace,
+    out: W,
+) -> Result<ExportSummary, Error> {
+    Exporter::new(&reader, out, plan, place).run(reader)
 }
 
 /// The streaming state.
@@ -202,8 +240,14 @@ struct Exporter<W: Write> {
     interner: Interner,
     callsites: CallsiteCache,
     clock: ClockInfo,
-    /// `CLOCK_MONOTONIC` at the clock origin, clamped to `i64`.
+    /// `CLOCK_MONOTONIC` at the clock origin, shifted onto the shared timeline, clamped to `i64`.
     origin_ns: i64,
+    /// The same, for the clock snapshot.
+    snapshot_monotonic_ns: u64,
+    /// The packet sequence (`FilePlace::index + 1`).
+    sequence: u64,
+    /// Or'ed into every track uuid: the file's index in the top 16 bits.
+    uuid_base: u64,
     pid: u32,
     process_uuid: u64,
     threads: HashMap<u32, ThreadTrack>,
@@ -244,8 +288,10 @@ pub(crate) fn flow_id(cs: &Callsite<'_>, id: u64) -> u64 {
 }
 
 impl<W: Write> Exporter<W> {
-    fn new<R: Read>(reader: &Reader<R>, out: W, plan: Option<AsyncPlan>) -> Exporter<W> {
+    fn new<R: Read>(reader: &Reader<R>, out: W, plan: Option<AsyncPlan>, place: FilePlace) -> Exporter<W> {
         let header = reader.header();
+        let uuid_base = u64::from(place.index) << 48;
+        let shifted = i128::from(header.clock.origin_monotonic_ns) + i128::from(place.shift_ns);
         Exporter {
             out,
             buf: Enc::with_capacity(FLUSH_AT + 1024),
@@ -253,9 +299,12 @@ impl<W: Write> Exporter<W> {
             interner: Interner::default(),
             callsites: CallsiteCache::new(),
             clock: header.clock.clone(),
-            origin_ns: plan::origin_ns(&header.clock),
+            origin_ns: plan::origin_ns(&header.clock).saturating_add(place.shift_ns),
+            snapshot_monotonic_ns: shifted.clamp(0, i128::from(u64::MAX)) as u64,
+            sequence: u64::from(place.index) + 1,
+            uuid_base,
             pid: header.pid,
-            process_uuid: u64::from(header.pid) << 4 | UUID_PROCESS,
+            process_uuid: uuid_base | u64::from(header.pid) << 4 | UUID_PROCESS,
             threads: HashMap::default(),
             last_thread: None,
             counters: HashMap::default(),

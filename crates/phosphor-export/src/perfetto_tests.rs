@@ -68,6 +68,8 @@ pub(super) fn file(parts: Vec<Part>, statics: &[&'static str], trailer: &Trailer
         },
         pid: 7,
         process_name: "proc".into(),
+        boot_id: None,
+        host_name: None,
     };
     let mut w = Writer::new(Vec::new(), &header).unwrap();
     // Each thread's chunks numbered 0, 1, 2…: no chunk looks lost.
@@ -375,4 +377,39 @@ fn throughput() {
         pf.len(),
         pf.len() as f64 / n as f64
     );
+}
+
+#[test]
+fn the_first_file_of_a_merged_export_is_the_single_file_export_byte_for_byte() {
+    let planned = |bytes: &[u8]| AsyncPlan::from_reader(Reader::new(bytes).unwrap());
+    let mut alone = Vec::new();
+    write_perfetto_planned(Reader::new(GOLDEN_1_1).unwrap(), planned(GOLDEN_1_1), &mut alone).unwrap();
+    let mut placed = Vec::new();
+    let first = FilePlace::default();
+    write_perfetto_placed(Reader::new(GOLDEN_1_1).unwrap(), Some(planned(GOLDEN_1_1)), first, &mut placed)
+        .unwrap();
+    assert!(alone == placed);
+}
+
+#[test]
+fn two_files_merged_get_a_sequence_and_tracks_each_and_the_second_is_shifted() {
+    let mut both = Vec::new();
+    write_perfetto_placed(Reader::new(GOLDEN).unwrap(), None, FilePlace::default(), &mut both).unwrap();
+    let second = FilePlace { index: 1, shift_ns: 1_000 };
+    write_perfetto_placed(Reader::new(GOLDEN).unwrap(), None, second, &mut both).unwrap();
+    let doc = check(&both);
+    assert_eq!(doc["sequences"], json!([1, 2]));
+    let processes = tracks(&doc, "process");
+    assert_eq!(processes.len(), 2, "a process track per file, though both have pid 4242");
+    assert_ne!(processes[0]["uuid"], processes[1]["uuid"]);
+    // The same thread of each file: the second's slices 1,000 ns later, on a track of its own.
+    let threads: Vec<&serde_json::Value> =
+        tracks(&doc, "thread").into_iter().filter(|t| t["tid"] == 101).collect();
+    assert_eq!(threads.len(), 2);
+    let (a, b) = (slices(threads[0]), slices(threads[1]));
+    assert!(!a.is_empty());
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!((&x.0, x.1 + 1_000, x.2), (&y.0, y.1, y.2));
+    }
 }

@@ -364,10 +364,14 @@ pub struct StatsBuilder {
     chunks: u64,
     /// Smallest start and largest end, in ticks.
     span: Option<(u64, u64)>,
-    /// Log messages by callsite id, and the callsite's level, category and format string.
-    logs: HashMap<u32, LogStats>,
+    /// Log messages by file number and callsite id, and the callsite's level, category and
+    /// format string.
+    logs: HashMap<(u32, u32), LogStats>,
     aggregates: Vec<AggregateStats>,
     saturation: Saturation,
+    /// The number of the file being read, when several are (`stats_files.rs`): callsite and
+    /// async ids are per file.
+    pub(crate) file: u32,
 }
 
 impl StatsBuilder {
@@ -387,6 +391,7 @@ impl StatsBuilder {
             logs: HashMap::default(),
             aggregates: Vec::new(),
             saturation: Saturation::default(),
+            file: 0,
         }
     }
 
@@ -454,7 +459,7 @@ impl StatsBuilder {
             }
         }
         if let Some(level) = cs.level {
-            let e = self.logs.entry(cs.id).or_insert_with(|| LogStats {
+            let e = self.logs.entry((self.file, cs.id)).or_insert_with(|| LogStats {
                 level,
                 category: cs.category.into(),
                 format: cs.name.into(),
@@ -464,7 +469,9 @@ impl StatsBuilder {
             e.count += 1;
         }
         let Some(ty) = EventType::of(cs.phase) else {
-            self.asyncs.add(cs, event.async_id.unwrap_or(0), ts);
+            // Async ids are a process's own: another file's same id is another slice.
+            let id = event.async_id.unwrap_or(0) ^ u64::from(self.file).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            self.asyncs.add(cs, id, ts);
             return;
         };
         let label = match event.args[0] {

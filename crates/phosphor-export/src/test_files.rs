@@ -19,7 +19,7 @@ pub(crate) fn clock(ns_per_tick: f64) -> ClockInfo {
 
 /// The header of process 7, `test`, on `clock`.
 pub(crate) fn header(clock: ClockInfo) -> Header {
-    Header { clock, pid: 7, process_name: "test".into() }
+    Header { clock, pid: 7, process_name: "test".into(), boot_id: None, host_name: None }
 }
 
 /// A complete or lock event of callsite `id` from `start` lasting `dur` ticks.

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use phosphor_export::timeline::align;
 use phosphor_format::file::{Header, Reader};
 use phosphor_format::{ClockInfo, ClockKind};
 
@@ -35,8 +36,9 @@ pub const MAX_LIVE_TRACES: usize = 1 << 14;
 pub(crate) struct Place {
     /// The trace's clock, which converts its ticks.
     clock: ClockInfo,
-    /// Added to the trace's times (nanoseconds since its clock's origin): the difference of the
-    /// files' origins in wall-clock time.
+    /// Added to the trace's times (nanoseconds since its clock's origin): its origin on the
+    /// shared timeline (`phosphor_export::timeline::align`: by `CLOCK_MONOTONIC` within a boot,
+    /// else by the wall clock).
     offset_ns: i64,
 }
 
@@ -222,9 +224,8 @@ pub struct Traces {
     len: AtomicUsize,
     /// Held while a trace is added.
     adding: Mutex<()>,
-    /// The wall-clock time of the timeline's zero: the earliest origin of the traces given at
-    /// start, or the first live trace's.
-    base: OnceLock<u64>,
+    /// The header of the first live trace, whose origin is the live timeline's zero.
+    base: OnceLock<Header>,
     /// Whether traces are added as they are recorded.
     live: Option<LiveOptions>,
     /// Held while an ended live trace is indexed: one build at a time.
@@ -232,7 +233,7 @@ pub struct Traces {
 }
 
 impl Traces {
-    fn with(slots: Vec<Slot>, base: u64, live: Option<LiveOptions>, room: usize) -> Traces {
+    fn with(slots: Vec<Slot>, live: Option<LiveOptions>, room: usize) -> Traces {
         let room = room.max(slots.len());
         let len = slots.len();
         let mut all: Vec<OnceLock<Box<Slot>>> =
@@ -242,7 +243,7 @@ impl Traces {
             slots: all.into_boxed_slice(),
             len: AtomicUsize::new(len),
             adding: Mutex::new(()),
-            base: OnceLock::from(base),
+            base: OnceLock::new(),
             live,
             building: Mutex::new(()),
         }
@@ -251,9 +252,7 @@ impl Traces {
     /// No traces yet: each connection of the recorder adds one ([`Traces::add_live`]), its model
     /// kept as `options` says.
     pub fn live(options: LiveOptions) -> Traces {
-        let mut t = Traces::with(Vec::new(), 0, Some(options), MAX_LIVE_TRACES);
-        t.base = OnceLock::new();
-        t
+        Traces::with(Vec::new(), Some(options), MAX_LIVE_TRACES)
     }
 
     /// Adds the trace that the recorder writes at `path` (its `header` read already), shown live
@@ -270,9 +269,9 @@ impl Traces {
             if n >= self.slots.len() {
                 return None;
             }
-            let base = *self.base.get_or_init(|| header.clock.origin_wall_ns);
-            let offset_ns = (i128::from(header.clock.origin_wall_ns) - i128::from(base))
-                .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+            let base = self.base.get_or_init(|| header.clone());
+            let t = align([base, header]);
+            let offset_ns = t.files[1].origin_ns.saturating_sub(t.files[0].origin_ns);
             let place = Place { clock: header.clock.clone(), offset_ns };
             let mut slot = Slot::new(path.clone(), 0, header, place, stages::SCANNING);
             slot.live = Some(live.clone());
@@ -311,8 +310,8 @@ impl Traces {
         }
     }
 
-    /// Reads the header of each trace at `paths` and places them on one timeline by their
-    /// origins' wall-clock times; nothing is indexed yet ([`Traces::index_all`]).
+    /// Reads the header of each trace at `paths` and places them on one timeline
+    /// (`phosphor_export::timeline::align`); nothing is indexed yet ([`Traces::index_all`]).
     pub fn open(paths: Vec<PathBuf>) -> Result<Traces, Error> {
         let mut headers = Vec::new();
         for path in paths {
@@ -322,24 +321,24 @@ impl Traces {
                 .map_err(|source| Error::Trace { path: path.clone(), source })?;
             headers.push((path, len, reader.header().clone()));
         }
-        let first = headers.iter().map(|h| h.2.clock.origin_wall_ns).min().unwrap_or(0);
+        let timeline = align(headers.iter().map(|h| &h.2));
         let slots = headers
             .into_iter()
-            .map(|(path, len, h)| {
-                let place =
-                    Place { offset_ns: offset(h.clock.origin_wall_ns, first), clock: h.clock.clone() };
+            .zip(timeline.files)
+            .map(|((path, len, h), at)| {
+                let place = Place { offset_ns: at.origin_ns, clock: h.clock.clone() };
                 Slot::new(path, len, &h, place, stages::SCANNING)
             })
             .collect();
-        Ok(Traces::with(slots, first, None, 0))
+        Ok(Traces::with(slots, None, 0))
     }
 
     /// The traces of indexes already opened, ready to serve.
     pub fn ready(indexes: Vec<(PathBuf, IndexFile)>) -> Traces {
-        let first = indexes.iter().map(|(_, i)| i.meta.origin_wall_ns).min().unwrap_or(0);
-        let slots = indexes
-            .into_iter()
-            .map(|(path, index)| {
+        // An index keeps no boot id nor monotonic origin: these are placed by the wall clock.
+        let headers: Vec<Header> = indexes
+            .iter()
+            .map(|(_, index)| {
                 let m = &index.meta;
                 let clock = ClockInfo {
                     kind: ClockKind::default(),
@@ -349,7 +348,16 @@ impl Traces {
                     origin_wall_ns: m.origin_wall_ns,
                     fallback_reason: None,
                 };
-                let place = Place { offset_ns: offset(m.origin_wall_ns, first), clock };
+                Header { clock, pid: m.pid, process_name: String::new(), boot_id: None, host_name: None }
+            })
+            .collect();
+        let timeline = align(&headers);
+        let slots = indexes
+            .into_iter()
+            .zip(headers.into_iter().zip(timeline.files))
+            .map(|((path, index), (header, at))| {
+                let m = &index.meta;
+                let place = Place { offset_ns: at.origin_ns, clock: header.clock };
                 let slot = Slot {
                     process: m.process.clone(),
                     pid: m.pid,
@@ -369,7 +377,7 @@ impl Traces {
                 slot
             })
             .collect();
-        Traces::with(slots, first, None, 0)
+        Traces::with(slots, None, 0)
     }
 
     /// Scans every trace for its overview, then opens (or builds) every index, in order; each
@@ -458,7 +466,50 @@ impl Traces {
     }
 }
 
-/// `wall − first` as an offset on the timeline.
-fn offset(wall: u64, first: u64) -> i64 {
-    i64::try_from(wall.saturating_sub(first)).unwrap_or(i64::MAX)
+#[cfg(test)]
+mod tests {
+    use phosphor_format::file::{Trailer, Writer};
+
+    use super::*;
+
+    /// A trace file with nothing in it, its origin at `mono` on CLOCK_MONOTONIC and `wall` on the
+    /// wall clock, of boot `boot`.
+    fn empty_trace(path: &Path, mono: u64, wall: u64, boot: Option<[u8; 16]>) {
+        let header = Header {
+            clock: ClockInfo {
+                kind: ClockKind::Monotonic,
+                ns_per_tick: 1.0,
+                origin_ticks: mono,
+                origin_monotonic_ns: mono,
+                origin_wall_ns: wall,
+                fallback_reason: None,
+            },
+            pid: 1,
+            process_name: "t".into(),
+            boot_id: boot,
+            host_name: None,
+        };
+        let w = Writer::new(Vec::new(), &header).unwrap();
+        std::fs::write(path, w.finish(&Trailer::default()).unwrap()).unwrap();
+    }
+
+    fn offsets(paths: &[PathBuf]) -> Vec<i64> {
+        Traces::open(paths.to_vec()).unwrap().slots().map(|s| s.place.offset_ns).collect()
+    }
+
+    #[test]
+    fn traces_of_one_boot_are_placed_by_monotonic_time_and_older_ones_by_the_wall_clock() {
+        let dir = std::env::temp_dir().join(format!("phosphor-view-traces-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.phos"), dir.join("b.phos"));
+        // The wall clock was stepped by 5 s between the two starts; CLOCK_MONOTONIC says 2 µs.
+        empty_trace(&a, 1_000, 50_000_000_000, Some([3; 16]));
+        empty_trace(&b, 3_000, 55_000_002_000, Some([3; 16]));
+        assert_eq!(offsets(&[a.clone(), b.clone()]), [0, 2_000]);
+        // Without boot ids (files before format 1.5), as the viewer always placed them.
+        empty_trace(&a, 1_000, 50_000_000_000, None);
+        empty_trace(&b, 3_000, 55_000_002_000, None);
+        assert_eq!(offsets(&[a, b]), [0, 5_000_002_000]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

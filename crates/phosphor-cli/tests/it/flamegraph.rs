@@ -92,7 +92,7 @@ fn nested_frames(dir: &std::path::Path, depth: u64) -> PathBuf {
     use phosphor::format::file::{CallsiteInfo, Header, Trailer, Writer};
     use phosphor::format::{Meta, Phase, Record};
     let clock = crate::cli::nanosecond_clock();
-    let header = Header { clock, pid: 1, process_name: "deep".into() };
+    let header = Header { clock, pid: 1, process_name: "deep".into(), boot_id: None, host_name: None };
     let callsite = |id, phase| CallsiteInfo::<String> {
         id,
         category: "c".into(),

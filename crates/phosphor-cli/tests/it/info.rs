@@ -175,6 +175,8 @@ fn a_chunk_whose_event_count_disagrees_is_reported_with_its_offset() {
         },
         pid: 1,
         process_name: "miscount".into(),
+        boot_id: None,
+        host_name: None,
     };
     let mut w = Writer::new(Vec::new(), &header).unwrap();
     w.write_callsites(&[CallsiteInfo {
@@ -234,7 +236,11 @@ fn names_longer_than_a_format_width_are_printed_and_pad_no_other_row() {
         flow: false,
     };
     let long_name: &'static str = long.clone().leak();
-    let mut w = Writer::new(Vec::new(), &Header { clock, pid: 1, process_name: "long".into() }).unwrap();
+    let mut w = Writer::new(
+        Vec::new(),
+        &Header { clock, pid: 1, process_name: "long".into(), boot_id: None, host_name: None },
+    )
+    .unwrap();
     // Defined out of id order: the listing sorts them.
     w.write_callsites(&[callsite(17, "short"), callsite(16, long_name)]).unwrap();
     w.write_thread_names([(1, long.as_str()), (2, "two")]).unwrap();
@@ -285,7 +291,11 @@ fn a_callsite_named_at_run_time_is_listed_as_dynamic_with_its_expression() {
         dynamic_name,
         flow: false,
     };
-    let mut w = Writer::new(Vec::new(), &Header { clock, pid: 1, process_name: "dyn".into() }).unwrap();
+    let mut w = Writer::new(
+        Vec::new(),
+        &Header { clock, pid: 1, process_name: "dyn".into(), boot_id: None, host_name: None },
+    )
+    .unwrap();
     w.write_callsites(&[
         callsite(16, "STAGES[(item.id % 3) as usize]", true),
         callsite(17, "consume", false),

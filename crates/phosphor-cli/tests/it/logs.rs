@@ -96,7 +96,11 @@ fn interleaved(dir: &std::path::Path) -> PathBuf {
         dynamic_name: false,
         flow: false,
     };
-    let mut w = Writer::new(Vec::new(), &Header { clock, pid: 1, process_name: "two".into() }).unwrap();
+    let mut w = Writer::new(
+        Vec::new(),
+        &Header { clock, pid: 1, process_name: "two".into(), boot_id: None, host_name: None },
+    )
+    .unwrap();
     w.write_callsites(&[log(16, "from the first"), log(17, "from the second")]).unwrap();
     w.write_thread_names([(1, "first"), (2, "second")]).unwrap();
     let at = |id, us: &[u64]| -> Vec<Record> {

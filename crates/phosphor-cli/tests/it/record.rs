@@ -439,7 +439,7 @@ fn server_messages(mut c: std::net::TcpStream) -> Vec<phosphor::format::file::ac
 fn stream_head() -> Vec<u8> {
     use phosphor::format::file::{Header, Writer};
     let clock = crate::cli::nanosecond_clock();
-    let header = Header { clock, pid: 1, process_name: "head".into() };
+    let header = Header { clock, pid: 1, process_name: "head".into(), boot_id: None, host_name: None };
     let mut out = Vec::new();
     let mut w = Writer::new(&mut out, &header).unwrap();
     w.flush().unwrap();

@@ -206,3 +206,70 @@ fn stats_of_a_missing_file_or_not_a_trace_exits_2_naming_it() {
     assert!(err.contains(manifest.to_str().unwrap()) && err.contains("magic"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// `(path, type) -> count` of a `--json` document's paths.
+fn path_counts(j: &Value) -> std::collections::BTreeMap<(String, String), u64> {
+    j["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            let path: Vec<&str> = k["path"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+            ((path.join("/"), k["type"].as_str().unwrap().to_owned()), k["count"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn stats_of_two_files_add_paths_up_and_keep_each_files_threads_apart() {
+    let a = demo("stats-two-a").join("trace.phos");
+    let b = demo("stats-two-b").join("trace.phos");
+    let (ja, jb) = (json("stats-two-a", &a, &[]), json("stats-two-b", &b, &[]));
+    let out = phosphor("stats-two", &["stats", a.to_str().unwrap(), b.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    assert_eq!(n(&j, "events"), n(&ja, "events") + n(&jb, "events"));
+    assert_eq!(n(&j, "recorded"), n(&ja, "recorded") + n(&jb, "recorded"));
+    // Every path counts both files' events.
+    let (ca, cb) = (path_counts(&ja), path_counts(&jb));
+    let merged = path_counts(&j);
+    assert!(!merged.is_empty());
+    for (key, count) in &merged {
+        let want = ca.get(key).copied().unwrap_or(0) + cb.get(key).copied().unwrap_or(0);
+        assert_eq!(*count, want, "{key:?}");
+    }
+    // Each file's threads are rows of their own, named by process and pid.
+    let names = |v: &Value| -> Vec<String> {
+        v["threads"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str().map(String::from)).collect()
+    };
+    let threads = names(&j);
+    assert_eq!(threads.len(), names(&ja).len() + names(&jb).len(), "{threads:?}");
+    let mains: Vec<&String> = threads.iter().filter(|t| t.ends_with(" main")).collect();
+    assert_eq!(mains.len(), 2, "a main thread per file: {threads:?}");
+    assert_ne!(mains[0], mains[1], "told apart by their pids");
+    assert!(mains.iter().all(|m| m.contains('/')), "process/pid thread: {threads:?}");
+
+    // The tables name both files.
+    let out = phosphor("stats-two", &["stats", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let report = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(report.starts_with("statistics of 2 Phosphor trace files as one trace:"), "{report}");
+    assert!(report.contains(a.to_str().unwrap()) && report.contains(b.to_str().unwrap()), "{report}");
+}
+
+#[test]
+fn stats_of_two_files_name_the_damaged_one_with_its_offset() {
+    let a = demo("stats-two-cut").join("trace.phos");
+    let cut = a.with_file_name("cut.phos");
+    let bytes = std::fs::read(&a).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let out = phosphor("stats-two-cut", &["stats", a.to_str().unwrap(), cut.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("reading {} stopped early", cut.display())) && err.contains("byte"),
+        "{err}"
+    );
+    assert!(stdout(&out).contains("INCOMPLETE"), "{}", stdout(&out));
+}

@@ -288,7 +288,7 @@ fn async_keys_are_forgotten_once_their_slices_close() {
         file(vec![Part::Callsites(cs), chunk(1, events), chunk(1, vec![open_one])], &[], &Trailer::default());
     let reader = Reader::new(&bytes[..]).unwrap();
     let mut out = Vec::new();
-    let mut x = Exporter::new(&reader, &mut out, None);
+    let mut x = Exporter::new(&reader, &mut out, None, super::FilePlace::default());
     assert_eq!(x.run(reader).unwrap().events, 1001);
     assert_eq!(x.lanes.open_slices(), 1, "only the slice still open is remembered");
     assert_eq!(x.lanes.made, 1, "501 slices one after another share one lane");

@@ -11,7 +11,7 @@ use super::pb::{self, Enc};
 use super::proto::*;
 use super::Exporter;
 
-/// The one packet sequence.
+/// The packet sequence of a single file (the first of a merged export; the others follow it).
 pub(super) const SEQUENCE_ID: u64 = 1;
 
 /// `trusted_packet_sequence_id = SEQUENCE_ID` and `sequence_flags = SEQ_NEEDS_INCREMENTAL_STATE`,
@@ -39,25 +39,30 @@ pub(super) const KEEP_PENDING: usize = 1 << 16;
 pub(super) const STREAM_INTERNED_AT: usize = 1 << 20;
 
 impl<W: Write> Exporter<W> {
-    /// The clock snapshot (which also starts the sequence) and the process track.
+    /// The clock snapshot (which also starts the sequence) and the process track. A merged
+    /// export's later files start their sequences without a snapshot: one snapshot holds for the
+    /// whole trace (their times are on the first file's `CLOCK_MONOTONIC`, whose relation to the
+    /// wall clock the first snapshot gives), so a second would only repeat it.
     pub(super) fn preamble(&mut self, process_name: &str) -> io::Result<()> {
         self.start_packet(None, SEQ_INCREMENTAL_STATE_CLEARED);
         let p = &mut self.buf;
         let defaults = p.begin(PACKET_DEFAULTS);
         p.uint(DEFAULTS_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_MONOTONIC);
         p.end(defaults);
-        let snapshot = p.begin(PACKET_CLOCK_SNAPSHOT);
-        for (id, ts) in [
-            (BUILTIN_CLOCK_MONOTONIC, self.clock.origin_monotonic_ns),
-            (BUILTIN_CLOCK_REALTIME, self.clock.origin_wall_ns),
-        ] {
-            let clock = p.begin(SNAPSHOT_CLOCKS);
-            p.uint(CLOCK_ID, id);
-            p.uint(CLOCK_TIMESTAMP, ts);
-            p.end(clock);
+        if self.sequence == SEQUENCE_ID {
+            let snapshot = p.begin(PACKET_CLOCK_SNAPSHOT);
+            for (id, ts) in [
+                (BUILTIN_CLOCK_MONOTONIC, self.snapshot_monotonic_ns),
+                (BUILTIN_CLOCK_REALTIME, self.clock.origin_wall_ns),
+            ] {
+                let clock = p.begin(SNAPSHOT_CLOCKS);
+                p.uint(CLOCK_ID, id);
+                p.uint(CLOCK_TIMESTAMP, ts);
+                p.end(clock);
+            }
+            p.uint(SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
+            p.end(snapshot);
         }
-        p.uint(SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
-        p.end(snapshot);
         self.finish_packet(false)?;
 
         self.start_packet(None, 0);
@@ -231,11 +236,11 @@ impl<W: Write> Exporter<W> {
         if let Some(ts) = ts {
             self.buf.uint(PACKET_TIMESTAMP, ts);
         }
-        if flags == SEQ_NEEDS_INCREMENTAL_STATE {
+        if flags == SEQ_NEEDS_INCREMENTAL_STATE && self.sequence == SEQUENCE_ID {
             // Every event packet: the sequence id and the flags as four precomputed bytes.
             self.buf.put(&EVENT_PACKET_PREFIX);
         } else {
-            self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+            self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, self.sequence);
             if flags != 0 {
                 self.buf.uint(PACKET_SEQUENCE_FLAGS, flags);
             }

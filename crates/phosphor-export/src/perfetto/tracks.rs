@@ -12,7 +12,7 @@ use super::proto::*;
 use super::{plan, Exporter};
 
 /// Track uuids: a kind in the low four bits, so the kinds never collide and thread uuids stay
-/// short varints.
+/// short varints; in a merged export, the file's index in the top 16 bits (`FilePlace`).
 pub(super) const UUID_PROCESS: u64 = 1;
 pub(super) const UUID_THREAD: u64 = 2;
 pub(super) const UUID_COUNTER: u64 = 3;
@@ -49,7 +49,7 @@ impl<W: Write> Exporter<W> {
     #[cold]
     #[inline(never)]
     pub(super) fn new_thread(&mut self, tid: u32, ts: u64, chunk: &Chunk<'_>) -> io::Result<u64> {
-        let uuid = u64::from(tid) << 4 | UUID_THREAD;
+        let uuid = self.uuid_base | u64::from(tid) << 4 | UUID_THREAD;
         let name = chunk.thread_name(tid);
         self.thread_descriptor(tid, uuid, name.as_deref(), Some(ts))?;
         self.threads.insert(tid, ThreadTrack { uuid, name: name.map(|n| n.index()) });
@@ -115,10 +115,10 @@ impl<W: Write> Exporter<W> {
             None => None,
         };
         let (lane, new) = match planned {
-            Some((lane, new)) => ((u64::from(lane) + 1) << 4 | UUID_LANE, new),
+            Some((lane, new)) => (self.uuid_base | (u64::from(lane) + 1) << 4 | UUID_LANE, new),
             None => {
                 let (category, name) = plan::class_of(e);
-                let next = self.next_track << 4 | UUID_ASYNC;
+                let next = self.uuid_base | self.next_track << 4 | UUID_ASYNC;
                 let placed = self.lanes.event(AsyncKey { category, name, id }, begin, ts, || next);
                 if placed.new {
                     self.next_track += 1;
@@ -149,7 +149,7 @@ impl<W: Write> Exporter<W> {
     }
 
     pub(super) fn new_track_uuid(&mut self, kind: u64) -> u64 {
-        let uuid = self.next_track << 4 | kind;
+        let uuid = self.uuid_base | self.next_track << 4 | kind;
         self.next_track += 1;
         uuid
     }

@@ -18,7 +18,7 @@ pub const FORMAT_MAJOR: u16 = 1;
 
 /// The minor format version this crate writes. Minor versions only add what older readers can
 /// skip (new non-critical block kinds, fields appended to a body).
-pub const FORMAT_MINOR: u16 = 4;
+pub const FORMAT_MINOR: u16 = 5;
 
 /// Bytes of the preamble: magic, major, minor, reserved.
 pub const PREAMBLE_BYTES: usize = 16;
@@ -73,6 +73,40 @@ pub struct Header {
     pub pid: u32,
     /// The recording process's name.
     pub process_name: String,
+    /// The id of the boot the trace was recorded in (Linux: `/proc/sys/kernel/random/boot_id`),
+    /// which says whether two files' `CLOCK_MONOTONIC` times compare (format 1.5; `None` in older
+    /// files and where the system has none).
+    pub boot_id: Option<BootId>,
+    /// The recording machine's host name (format 1.5; `None` in older files or if unknown).
+    pub host_name: Option<String>,
+}
+
+/// A boot's id: 16 bytes, never all zero (zeros are written for "unknown").
+pub type BootId = [u8; 16];
+
+/// Parses the text form of a boot id (`/proc/sys/kernel/random/boot_id`: 32 hex digits, dashes
+/// anywhere ignored, surrounding white space ignored); `None` if it is not one, or all zero.
+pub fn parse_boot_id(text: &str) -> Option<BootId> {
+    let mut id = [0u8; 16];
+    let mut digits = text.trim().bytes().filter(|&b| b != b'-');
+    for byte in &mut id {
+        let hi = (digits.next()? as char).to_digit(16)?;
+        let lo = (digits.next()? as char).to_digit(16)?;
+        *byte = (hi << 4 | lo) as u8;
+    }
+    (digits.next().is_none() && id != [0; 16]).then_some(id)
+}
+
+/// A boot id in its usual text form (`8-4-4-4-12` hex digits).
+pub fn format_boot_id(id: &BootId) -> String {
+    let mut s = String::with_capacity(36);
+    for (i, b) in id.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
 }
 
 impl Header {
@@ -90,6 +124,9 @@ impl Header {
         out.extend_from_slice(&[0; 4]);
         put_str(out, &self.process_name);
         put_str(out, self.clock.fallback_reason.as_deref().unwrap_or(""));
+        // 1.5: the boot id (zeros: unknown) and the host name (empty: unknown).
+        out.extend_from_slice(&self.boot_id.unwrap_or([0; 16]));
+        put_str(out, self.host_name.as_deref().unwrap_or(""));
     }
 
     pub(crate) fn decode(body: &[u8], base: u64) -> Result<Header, Error> {
@@ -109,6 +146,16 @@ impl Header {
         let process_name = b.str()?.to_owned();
         let reason = b.str()?;
         let fallback_reason = (flags & Self::HAS_FALLBACK != 0).then(|| reason.to_owned());
+        // 1.5 appended the boot id and the host name; an older header ends before them.
+        let mut boot_id = None;
+        let mut host_name = None;
+        if b.remaining() >= 16 {
+            let mut id = [0u8; 16];
+            id.copy_from_slice(b.take(16)?);
+            boot_id = (id != [0; 16]).then_some(id);
+            let name = b.str()?;
+            host_name = (!name.is_empty()).then(|| name.to_owned());
+        }
         // Later minor versions may append fields: the rest of the body is ignored.
         Ok(Header {
             clock: ClockInfo {
@@ -121,6 +168,8 @@ impl Header {
             },
             pid,
             process_name,
+            boot_id,
+            host_name,
         })
     }
 }
@@ -301,5 +350,64 @@ impl Trailer {
             buffer_exhausted: flags & Self::EXHAUSTED != 0,
             saturation_markers,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header {
+            clock: ClockInfo {
+                kind: ClockKind::Monotonic,
+                ns_per_tick: 1.0,
+                origin_ticks: 0,
+                origin_monotonic_ns: 10,
+                origin_wall_ns: 20,
+                fallback_reason: None,
+            },
+            pid: 3,
+            process_name: "p".into(),
+            boot_id: parse_boot_id("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"),
+            host_name: Some("host".into()),
+        }
+    }
+
+    #[test]
+    fn a_boot_id_reads_back_from_its_text() {
+        let id = parse_boot_id(" 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n").unwrap();
+        assert_eq!(id[0], 0x0f);
+        assert_eq!(id[15], 0xf0);
+        assert_eq!(format_boot_id(&id), "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+        assert_eq!(parse_boot_id("0f1e2d3c"), None, "too short");
+        assert_eq!(parse_boot_id("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0ff"), None, "too long");
+        assert_eq!(parse_boot_id("zz1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"), None, "not hex");
+        assert_eq!(parse_boot_id("00000000-0000-0000-0000-000000000000"), None, "zero is unknown");
+    }
+
+    #[test]
+    fn the_boot_id_and_host_name_round_trip_and_unknown_ones_read_as_none() {
+        let h = header();
+        let mut body = Vec::new();
+        h.encode(&mut body);
+        assert_eq!(Header::decode(&body, 0).unwrap(), h);
+        let none = Header { boot_id: None, host_name: None, ..header() };
+        body.clear();
+        none.encode(&mut body);
+        assert_eq!(Header::decode(&body, 0).unwrap(), none);
+    }
+
+    #[test]
+    fn a_header_cut_inside_the_host_name_is_an_error_at_its_offset() {
+        let mut body = Vec::new();
+        header().encode(&mut body);
+        // Cut the last byte of the host name: its length says 4 bytes, 3 remain.
+        let cut = &body[..body.len() - 1];
+        let e = Header::decode(cut, 100).unwrap_err();
+        assert_eq!(e.offset(), 100 + (body.len() - 4) as u64, "{e}");
+        // Cut before the boot id ends: an older header's length, read as one.
+        let older = &body[..body.len() - 8 - 16];
+        assert_eq!(Header::decode(older, 0).unwrap().boot_id, None);
     }
 }

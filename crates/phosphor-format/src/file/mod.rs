@@ -47,8 +47,8 @@ pub use chunk::{Chunk, Extents, EXTENTS_BYTES, SEQ_STREAM_SHIFT};
 pub use error::{Error, ErrorKind};
 pub use event::{ChunkEvents, Event, ParamValues, Params, Value};
 pub use header::{
-    kind, DropCounts, Header, Trailer, BLOCK_HEADER_BYTES, FORMAT_MAJOR, FORMAT_MINOR, MAGIC,
-    MAX_BLOCK_BYTES, PREAMBLE_BYTES,
+    format_boot_id, kind, parse_boot_id, BootId, DropCounts, Header, Trailer, BLOCK_HEADER_BYTES,
+    FORMAT_MAJOR, FORMAT_MINOR, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES,
 };
 pub use reader::{Block, Reader};
 pub use strings::{StringTable, TableStr};

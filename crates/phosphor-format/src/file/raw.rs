@@ -126,6 +126,8 @@ mod tests {
             },
             pid: 7,
             process_name: "raw".into(),
+            boot_id: Some([7; 16]),
+            host_name: Some("raw-host".into()),
         };
         let records = [
             Record::new(

@@ -152,6 +152,8 @@ impl<R: Read> Reader<R> {
                 },
                 pid: 0,
                 process_name: String::new(),
+                boot_id: None,
+                host_name: None,
             },
             tables: Tables::default(),
             trailer: None,

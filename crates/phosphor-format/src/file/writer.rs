@@ -35,6 +35,8 @@ const STRING_BLOCK_BYTES: usize = 1 << 20;
 ///     },
 ///     pid: 1,
 ///     process_name: "example".into(),
+///     boot_id: None,
+///     host_name: None,
 /// };
 /// let w = Writer::new(Vec::new(), &header).unwrap();
 /// let bytes = w.finish(&Trailer::default()).unwrap();

@@ -16,12 +16,16 @@
 //!   flow (a poll slice linked to its async slice) and a chunk with an async slice and two of its
 //!   polls. It never changes again.
 //!
-//! * `tests/data/golden-v1.4.phtrace` is version 1.4, written by [`golden_v1`] now: the 1.3
-//!   content plus a streamed chunk in two pieces (two blocks with one sequence number), and a
-//!   trailer with the saturation markers. Regenerate it with `regenerate_the_v1_4_golden_file`.
+//! * `tests/data/golden-v1.4.phtrace` is version 1.4: the 1.3 content plus a streamed chunk in
+//!   two pieces (two blocks with one sequence number), and a trailer with the saturation markers.
+//!   It never changes again.
+//!
+//! * `tests/data/golden-v1.5.phtrace` is version 1.5, written by [`golden_v1`] now: the 1.4
+//!   content with a boot id and a host name in the header. Regenerate it with
+//!   `regenerate_the_v1_5_golden_file`.
 //!
 //! Every later reader must still read them all: the `reads_back` tests stay as they are when
-//! the format moves on. `the_writer_reproduces_the_v1_4_golden_file_byte_for_byte` pins the
+//! the format moves on. `the_writer_reproduces_the_v1_5_golden_file_byte_for_byte` pins the
 //! writer and moves to the next golden file when the writer's version changes.
 
 use phosphor_format::file::{
@@ -37,7 +41,10 @@ const GOLDEN_1_1: &[u8] = include_bytes!("../data/golden-v1.1.phtrace");
 const GOLDEN_1_2: &[u8] = include_bytes!("../data/golden-v1.2.phtrace");
 const GOLDEN_1_3: &[u8] = include_bytes!("../data/golden-v1.3.phtrace");
 const GOLDEN_1_4: &[u8] = include_bytes!("../data/golden-v1.4.phtrace");
-const GOLDEN_1_4_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.4.phtrace");
+const GOLDEN_1_5: &[u8] = include_bytes!("../data/golden-v1.5.phtrace");
+const GOLDEN_1_5_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.5.phtrace");
+/// The boot id in the 1.5 golden file's header.
+const GOLDEN_BOOT_ID: [u8; 16] = *b"golden-boot-id-1";
 
 fn fnv1a64(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
@@ -150,6 +157,8 @@ pub fn golden_v1() -> Vec<u8> {
         },
         pid: 4242,
         process_name: "golden".into(),
+        boot_id: Some(GOLDEN_BOOT_ID),
+        host_name: Some("golden-host".into()),
     };
     let mut w = Writer::new(Vec::new(), &header).unwrap();
     w.write_callsites(&callsites_v1_3()).unwrap();
@@ -232,14 +241,46 @@ fn golden_trailer() -> Trailer {
 }
 
 #[test]
-#[ignore = "writes tests/data/golden-v1.4.phtrace; run by hand only"]
-fn regenerate_the_v1_4_golden_file() {
-    std::fs::write(GOLDEN_1_4_PATH, golden_v1()).unwrap();
+#[ignore = "writes tests/data/golden-v1.5.phtrace; run by hand only"]
+fn regenerate_the_v1_5_golden_file() {
+    std::fs::write(GOLDEN_1_5_PATH, golden_v1()).unwrap();
 }
 
 #[test]
-fn the_writer_reproduces_the_v1_4_golden_file_byte_for_byte() {
-    assert!(golden_v1() == GOLDEN_1_4, "the writer's output differs from {GOLDEN_1_4_PATH}");
+fn the_writer_reproduces_the_v1_5_golden_file_byte_for_byte() {
+    assert!(golden_v1() == GOLDEN_1_5, "the writer's output differs from {GOLDEN_1_5_PATH}");
+}
+
+#[test]
+fn the_v1_5_golden_file_reads_back_the_1_4_content_and_the_boot_id_and_host_name() {
+    let mut r = Reader::new(GOLDEN_1_5).unwrap();
+    assert_eq!(r.version(), (1, 5));
+    assert_eq!(r.header().boot_id, Some(GOLDEN_BOOT_ID));
+    assert_eq!(r.header().host_name.as_deref(), Some("golden-host"));
+    let mut old = Reader::new(GOLDEN_1_4).unwrap();
+    let (h, o) = (r.header().clone(), old.header().clone());
+    assert_eq!((h.clock, h.pid, h.process_name), (o.clock, o.pid, o.process_name));
+    while let Some(want) = old.next_chunk().unwrap() {
+        let want_events: Vec<_> = want.events().map(Result::unwrap).collect();
+        let got = r.next_chunk().unwrap().expect("as many chunks as in 1.4");
+        assert_eq!(got.extents, want.extents);
+        let got_events: Vec<_> = got.events().map(Result::unwrap).collect();
+        assert_eq!(got_events.len(), want_events.len());
+        for (g, w) in got_events.iter().zip(&want_events) {
+            assert_eq!((g.tid, g.ts, g.callsite, g.args), (w.tid, w.ts, w.callsite, w.args));
+        }
+    }
+    assert!(r.next_chunk().unwrap().is_none());
+    assert_eq!(r.trailer(), old.trailer());
+}
+
+#[test]
+fn headers_before_1_5_read_with_no_boot_id_and_no_host_name() {
+    for (file, minor) in [(GOLDEN, 0), (GOLDEN_1_1, 1), (GOLDEN_1_2, 2), (GOLDEN_1_3, 3), (GOLDEN_1_4, 4)] {
+        let r = Reader::new(file).unwrap();
+        assert_eq!(r.version(), (1, minor));
+        assert_eq!((r.header().boot_id, r.header().host_name.as_deref()), (None, None), "1.{minor}");
+    }
 }
 
 #[test]

@@ -72,7 +72,7 @@ fn header() -> Header {
         origin_wall_ns: 0,
         fallback_reason: None,
     };
-    Header { clock, pid: 1, process_name: "memory".into() }
+    Header { clock, pid: 1, process_name: "memory".into(), boot_id: None, host_name: None }
 }
 
 /// A file whose callsites `16..16 + n` have the strings `strings(i)` (category, name, argument

@@ -17,13 +17,21 @@ use phosphor_format::ID_THREAD_SWITCH;
 
 use crate::output::trace::{static_str, Trace};
 
-/// The header of a trace file of this process on `clock`: the pid and the executable's name.
+/// The header of a trace file of this process on `clock`: the pid, the executable's name, and the
+/// machine's boot id and host name (read once per process, see `host.rs`).
 pub(crate) fn process_header(clock: crate::ClockInfo) -> Header {
     let process_name = std::env::current_exe()
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_default();
-    Header { clock, pid: std::process::id(), process_name }
+    let host = crate::output::host::this_host();
+    Header {
+        clock,
+        pid: std::process::id(),
+        process_name,
+        boot_id: host.boot_id,
+        host_name: host.host_name.clone(),
+    }
 }
 
 /// A callsite's entry in a trace file's callsite table.
@@ -207,6 +215,10 @@ mod tests {
             (c.ns_per_tick, c.origin_ticks, c.origin_monotonic_ns, c.origin_wall_ns, &c.fallback_reason)
         );
         assert_eq!(r.header().pid, std::process::id());
+        let host = crate::output::host::this_host();
+        assert_eq!((r.header().boot_id, &r.header().host_name), (host.boot_id, &host.host_name));
+        #[cfg(target_os = "linux")]
+        assert!(r.header().boot_id.is_some(), "Linux has a boot id");
 
         let mut expected = trace.events().map(|e| e.unwrap());
         let mut chunks = trace.chunks();

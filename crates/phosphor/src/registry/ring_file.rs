@@ -141,7 +141,7 @@ fn write_zeros(f: &std::fs::File, len: usize) -> std::io::Result<()> {
 /// header block) in its header, and maps it.
 pub(crate) fn create(path: &Path, chunks: usize, head: &[u8]) -> std::io::Result<Mapping> {
     if head.len() > RING_HEADER_BYTES - at::HEAD {
-        return Err(std::io::Error::other("the process name is too long for the ring header"));
+        return Err(std::io::Error::other("the process and host names are too long for the ring header"));
     }
     let len = RING_HEADER_BYTES + chunks * CHUNK_BYTES + META_CAPACITY;
     // A new file renamed over the path, never the old file truncated: a trace taken from an earlier

@@ -33,6 +33,12 @@ fn dumped(path: &Path) -> Vec<(u32, String, u64)> {
     out
 }
 
+/// This machine's boot id, as a trace file's header (format 1.5) holds it.
+pub(crate) fn this_boot() -> Option<[u8; 16]> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    phosphor::format::file::parse_boot_id(&text)
+}
+
 fn wait_for(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !path.exists() {
@@ -187,6 +193,7 @@ fn check_crash_dump(how: &str, signal: libc::c_int) {
     assert_eq!(out.status.signal(), Some(signal), "{}", String::from_utf8_lossy(&out.stderr));
     let bytes = std::fs::read(&dump).expect("a crash dump");
     let mut r = Reader::new(&bytes[..]).unwrap();
+    assert_eq!(r.header().boot_id, this_boot(), "the header made at start names the boot");
     let mut events = Vec::new();
     r.for_each_event(|e| {
         let s = match e.arg("s") {
@@ -249,6 +256,7 @@ fn a_killed_process_leaves_a_ring_file_that_recovers_every_committed_event() {
     let bytes = std::fs::read(&ring).unwrap();
     let trace = phosphor::format::file::ring::recover(&bytes).unwrap();
     let mut r = Reader::new(&trace[..]).unwrap();
+    assert_eq!(r.header().boot_id, this_boot(), "the ring file's header names the boot");
     let mut per_thread: std::collections::BTreeMap<u32, Vec<u64>> = Default::default();
     r.for_each_event(|e| {
         assert_eq!(e.callsite.name, "rec-ring");

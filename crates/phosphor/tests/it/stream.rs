@@ -29,6 +29,7 @@ struct Received {
 
 fn read(bytes: &[u8]) -> Received {
     let mut r = Reader::new(bytes).unwrap();
+    assert_eq!(r.header().boot_id, crate::recorder::this_boot(), "a datastream's header names the boot");
     let mut got = Received::default();
     // Each writer stream's sequence numbers must be contiguous: a gap is a lost chunk.
     let mut next_seq: std::collections::HashMap<(u32, u16), u64> = Default::default();

@@ -157,6 +157,16 @@ fn print<R: Read>(
         clock.origin_ticks
     )?;
     writeln!(out, "  process     {} (pid {})", display_name(&header.process_name), header.pid)?;
+    // Format 1.5: what places the file among others on one timeline (`timeline::align`).
+    match (&header.host_name, &header.boot_id) {
+        (None, None) => writeln!(out, "  host        unknown (no boot id: written before format 1.5)")?,
+        (host, boot) => writeln!(
+            out,
+            "  host        {} (boot {})",
+            host.as_deref().map_or("unknown", display_name),
+            boot.as_ref().map_or("unknown".into(), file::format_boot_id)
+        )?,
+    }
     writeln!(out)?;
 
     writeln!(out, "threads ({})", s.threads.len())?;

@@ -38,6 +38,11 @@ fn the_demo_saves_its_trace_in_demo_out_and_info_reads_back_every_recorded_event
     let version = format!("format version {}.{}", file::FORMAT_MAJOR, file::FORMAT_MINOR);
     assert!(summary.contains(&version), "{summary}");
     assert!(summary.contains(" UTC"), "{summary}");
+    // Format 1.5: the host and the boot, as this machine names them.
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let line = format!("  host        {} (boot {})", host.trim(), boot.trim());
+    assert!(summary.lines().any(|l| l == line), "no {line:?} in:\n{summary}");
     assert_eq!(count(&summary, "events"), count(&report, "recorded"), "{summary}\n{report}");
     assert_eq!(count(&summary, "recorded"), count(&report, "recorded"), "{summary}");
     assert_eq!(count(&summary, "dropped"), 0, "{summary}");

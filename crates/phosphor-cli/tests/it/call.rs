@@ -235,6 +235,36 @@ fn a_child_program_is_driven_by_phosphor_call() {
     assert!(stdout(&out).contains("tick"), "{}", stdout(&out));
     assert!(stdout(&call("child-stop", "trace.stop")).starts_with("stopped"));
 
+    // A trigger armed over the channel: each 2 ms round of the child's workload is slower than
+    // 1 ms, so the first one dumps; list, then disarm.
+    let out = call("child-trace-app", "trace.start categories=app size=4194304");
+    assert_eq!(stdout(&out), "started\n", "{}", stderr(&out));
+    let dumps = dir.join("dumps");
+    let arm = format!("trace.trigger action=arm what=[[app/round>1ms]] dir={}", dumps.display());
+    let out = call("child-arm", &arm);
+    assert_eq!(stdout(&out), "armed trigger 1: app/round>1ms\n", "{}", stderr(&out));
+    let first = dumps.join("trigger-1.phos");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !first.exists() {
+        assert!(std::time::Instant::now() < deadline, "no {} within 60 s", first.display());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let list = stdout(&call("child-list", "trace.trigger action=list"));
+    assert!(list.starts_with("1 app/round>1ms\nfired "), "{list}");
+    assert!(list.contains(&format!("{} (trigger 1, ", first.display())), "{list}");
+    let out = command("child-trigger-stats").args(["stats", first.to_str().unwrap()]).output().unwrap();
+    assert!(stdout(&out).contains("round") && stdout(&out).contains("trigger"), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&call("child-disarm", "trace.trigger action=disarm what=all")),
+        "disarmed 1 triggers\n"
+    );
+    let out = call("child-disarm-again", "trace.trigger action=disarm what=1");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no trigger 1 is armed"), "{}", stderr(&out));
+    let out = call("child-bad-trigger", "trace.trigger action=arm what=[[app/round>fast]]");
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stdout(&call("child-stop-app", "trace.stop")).starts_with("stopped"));
+
     // Quit: the child exits cleanly and takes its socket with it.
     assert_eq!(stdout(&call("child-quit", "app:quit")), "bye\n");
     let status = child.child.wait().unwrap();

@@ -14,6 +14,11 @@ use crate::cli::{check_pftrace, phosphor, scratch, stderr, stdout};
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../phosphor-format/tests/data");
 
+/// `phosphor convert FILES… --to TO -o OUT`, as test `test`.
+fn convert(test: &str, files: &[&str], to: &str, out: &str) -> std::process::Output {
+    phosphor(test, &[&["convert"], files, &["--to", to, "-o", out]].concat())
+}
+
 /// The child of `two_processes_recorded_one_after_the_other_share_one_time_axis`: records
 /// `first`, then (as process `a`) says so and waits for a line on stdin, then records `last` and
 /// saves the trace where `PHOSPHOR_TEST_MERGE_OUT` says.
@@ -129,17 +134,11 @@ fn two_processes_recorded_one_after_the_other_share_one_time_axis() {
     assert_ne!(pid_a, pid_b);
 
     let pftrace = dir.join("merged.pftrace");
-    let out = phosphor(
+    let out = convert(
         "merge-processes",
-        &[
-            "convert",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--to",
-            "perfetto",
-            "-o",
-            pftrace.to_str().unwrap(),
-        ],
+        &[a.to_str().unwrap(), b.to_str().unwrap()],
+        "perfetto",
+        pftrace.to_str().unwrap(),
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -172,17 +171,11 @@ fn two_processes_recorded_one_after_the_other_share_one_time_axis() {
 
     // Chrome JSON: the same order and the same differences, from the earliest origin.
     let json = dir.join("merged.json");
-    let out = phosphor(
+    let out = convert(
         "merge-processes",
-        &[
-            "convert",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--to",
-            "chrome",
-            "-o",
-            json.to_str().unwrap(),
-        ],
+        &[a.to_str().unwrap(), b.to_str().unwrap()],
+        "chrome",
+        json.to_str().unwrap(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let (instants, processes) = chrome_instants(&std::fs::read(&json).unwrap());
@@ -250,17 +243,11 @@ fn files_of_two_machines_are_aligned_by_their_wall_clocks_with_a_warning() {
     crafted(&a, &header(10, 1_000_000_000, 100_000_000_000, Some([1; 16]), Some("alpha")), 1_000_000_000);
     crafted(&b, &header(20, 5_000_000_000, 101_000_000_000, Some([2; 16]), Some("beta")), 5_000_000_000);
     let pftrace = dir.join("m.pftrace");
-    let out = phosphor(
+    let out = convert(
         "merge-machines",
-        &[
-            "convert",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--to",
-            "perfetto",
-            "-o",
-            pftrace.to_str().unwrap(),
-        ],
+        &[a.to_str().unwrap(), b.to_str().unwrap()],
+        "perfetto",
+        pftrace.to_str().unwrap(),
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -273,17 +260,11 @@ fn files_of_two_machines_are_aligned_by_their_wall_clocks_with_a_warning() {
 
     // The same boot id: CLOCK_MONOTONIC as it is, whatever the wall clocks say.
     crafted(&b, &header(20, 5_000_000_000, 101_000_000_000, Some([1; 16]), Some("alpha")), 5_000_000_000);
-    let out = phosphor(
+    let out = convert(
         "merge-machines",
-        &[
-            "convert",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--to",
-            "chrome",
-            "-o",
-            dir.join("m.json").to_str().unwrap(),
-        ],
+        &[a.to_str().unwrap(), b.to_str().unwrap()],
+        "chrome",
+        dir.join("m.json").to_str().unwrap(),
     );
     assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
     let (instants, _) = chrome_instants(&std::fs::read(dir.join("m.json")).unwrap());
@@ -297,17 +278,11 @@ fn the_old_golden_files_still_convert_one_and_merged_with_a_warning() {
     let v15 = PathBuf::from(GOLDEN).join("golden-v1.5.phtrace");
     for to in ["perfetto", "chrome"] {
         let file = dir.join(format!("m.{to}"));
-        let out = phosphor(
+        let out = convert(
             "merge-golden",
-            &[
-                "convert",
-                v14.to_str().unwrap(),
-                v15.to_str().unwrap(),
-                "--to",
-                to,
-                "-o",
-                file.to_str().unwrap(),
-            ],
+            &[v14.to_str().unwrap(), v15.to_str().unwrap()],
+            to,
+            file.to_str().unwrap(),
         );
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(0), "{err}");
@@ -362,17 +337,11 @@ fn a_damaged_file_among_several_is_named_with_its_offset_and_the_others_are_conv
     let bytes = std::fs::read(&b).unwrap();
     std::fs::write(&b, &bytes[..bytes.len() - 60]).unwrap();
     let json = dir.join("m.json");
-    let out = phosphor(
+    let out = convert(
         "merge-damaged",
-        &[
-            "convert",
-            b.to_str().unwrap(),
-            a.to_str().unwrap(),
-            "--to",
-            "chrome",
-            "-o",
-            json.to_str().unwrap(),
-        ],
+        &[b.to_str().unwrap(), a.to_str().unwrap()],
+        "chrome",
+        json.to_str().unwrap(),
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");

@@ -25,6 +25,7 @@ pub mod hist;
 mod id_map;
 mod level;
 mod record;
+pub mod system;
 
 pub use clock::{ClockInfo, ClockKind};
 pub use decode::{count_events, decode_event, ArgWord, DecodeError, ParamIter, RawEvent, RawParams};

@@ -38,6 +38,7 @@
 // instrument, control, macros. Each uses only the ones before it in that order (ARCHITECTURE.md's
 // code map says why; tests/it/layers.rs checks it).
 #[cfg(not(loom))]
+pub mod alloc;
 pub mod control;
 mod error;
 #[cfg(not(loom))]

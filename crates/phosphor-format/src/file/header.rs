@@ -46,6 +46,8 @@ pub mod kind {
     pub const TRAILER: u32 = 6;
     /// Snapshots of aggregate points (format 1.2): [`Aggregate`](crate::file::Aggregate).
     pub const AGGREGATES: u32 = 7;
+    /// System context (format 1.6): [`SystemBatch`](crate::system::SystemBatch).
+    pub const SYSTEM: u32 = 8;
     /// Set on kinds a reader must understand.
     pub const CRITICAL: u32 = 1 << 31;
 
@@ -59,6 +61,7 @@ pub mod kind {
             CHUNK => "chunk block",
             TRAILER => "trailer block",
             AGGREGATES => "aggregates block",
+            SYSTEM => "system block",
             _ => "unknown block",
         }
     }

@@ -217,6 +217,14 @@ impl<W: Write> Writer<W> {
         r
     }
 
+    /// Writes a system block (format 1.6): context switches, samples, mappings, heap totals.
+    ///
+    /// Placeholder: the encoding lands with its own commit; until then this writes nothing.
+    pub fn write_system(&mut self, batch: &crate::system::SystemBatch) -> Result<(), Error> {
+        let _ = batch;
+        Ok(())
+    }
+
     /// Flushes the output: everything written so far is a valid (trailer-less) trace file, which a
     /// reader reads to its last block. Strings interned since the last block wait for the block
     /// that uses them.

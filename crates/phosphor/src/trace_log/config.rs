@@ -99,6 +99,20 @@ pub struct TraceConfig {
     pub(crate) trigger_dir: Option<std::path::PathBuf>,
     pub(crate) post_window: crate::trace_log::trigger::PostWindow,
     pub(crate) dumps_per_minute: u32,
+    pub(crate) system: SystemConfig,
+}
+
+/// Which system context a trace collects (issue 23); see [`TraceConfig::context_switches`],
+/// [`TraceConfig::cpu_samples`] and [`TraceConfig::allocations`].
+#[cfg(not(loom))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SystemConfig {
+    /// Context switches of the traced threads.
+    pub(crate) switches: bool,
+    /// CPU samples per second of each traced thread (0: off).
+    pub(crate) sample_hz: u32,
+    /// Allocation counts per scope, and the process's heap counter.
+    pub(crate) allocations: bool,
 }
 
 #[cfg(not(loom))]
@@ -115,6 +129,7 @@ impl std::fmt::Debug for TraceConfig {
             .field("trigger_dir", &self.trigger_dir)
             .field("post_window", &self.post_window)
             .field("dumps_per_minute", &self.dumps_per_minute)
+            .field("system", &self.system)
             .finish()
     }
 }
@@ -144,7 +159,36 @@ impl TraceConfig {
             trigger_dir: None,
             post_window: crate::trace_log::trigger::PostWindow::default(),
             dumps_per_minute: 6,
+            system: SystemConfig::default(),
         }
+    }
+
+    /// Records the traced threads' context switches (off by default): when each left a CPU,
+    /// blocked or preempted, and when it resumed, through `perf_event_open` on the process's own
+    /// threads, read by a thread of the trace's own, never on the recording path. Where the
+    /// kernel refuses (a container's seccomp, `perf_event_paranoid` 3, not Linux), the trace
+    /// starts anyway and says why in its system status.
+    pub fn context_switches(mut self, on: bool) -> Self {
+        self.system.switches = on;
+        self
+    }
+
+    /// Samples each traced thread's user-space call stack `hz` times per second of CPU time
+    /// (0, the default, turns it off; 999 is a good rate). The stacks are walked by the kernel
+    /// through frame pointers: build with `-C force-frame-pointers=yes` for whole stacks. The
+    /// tools symbolize them from the binary's debug information. Unavailable as for
+    /// [`context_switches`](Self::context_switches).
+    pub fn cpu_samples(mut self, hz: u32) -> Self {
+        self.system.sample_hz = hz;
+        self
+    }
+
+    /// Counts each scope's allocations and bytes, and samples the process's heap totals (off by
+    /// default). Needs `phosphor::alloc::Traced` as the program's global allocator; without it
+    /// the trace says allocations are unavailable.
+    pub fn allocations(mut self, on: bool) -> Self {
+        self.system.allocations = on;
+        self
     }
 
     /// Arms `trigger` when the trace starts: when an event meets its condition (a scope slower

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 /// The top-level modules of `crates/phosphor/src`, lowest first.
 const LAYERS: &[&str] = &[
     "sync",
+    "alloc",
     "error",
     "stats",
     "registry",

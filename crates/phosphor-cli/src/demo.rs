@@ -372,15 +372,19 @@ fn system_summary(b: &SystemBatch) -> Vec<String> {
                 b.mappings.len()
             ),
         ),
-        source("allocations", &status.allocations, match b.heap.last() {
-            Some(h) => format!(
-                "{} allocations, {} bytes ({} heap counter readings)",
-                format_count(h.allocs),
-                format_count(h.alloc_bytes),
-                format_count(b.heap.len() as u64)
-            ),
-            None => "allocations: no heap counter read".to_owned(),
-        }),
+        source(
+            "allocations",
+            &status.allocations,
+            match b.heap.last() {
+                Some(h) => format!(
+                    "{} allocations, {} bytes ({} heap counter readings)",
+                    format_count(h.allocs),
+                    format_count(h.alloc_bytes),
+                    format_count(b.heap.len() as u64)
+                ),
+                None => "allocations: no heap counter read".to_owned(),
+            },
+        ),
     ]
     .into_iter()
     .flatten()

@@ -414,7 +414,8 @@ impl TraceLog {
         c.last_stats = stats.clone();
         // What the aggregate points this trace's categories take counted since it started.
         let aggregates = running.aggregates_so_far();
-        let trace = Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates);
+        let trace =
+            Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates);
         c.last_trace = Some(trace.with_system(system));
     }
 

@@ -145,8 +145,7 @@ fn burn_range() -> std::ops::Range<u64> {
 #[test]
 fn a_scope_that_burns_cpu_in_a_known_function_holds_samples_whose_leaf_is_in_it() {
     let log = new_log(TraceLogConfig::default());
-    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20).context_switches(true).cpu_samples(999))
-        .unwrap();
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20).context_switches(true).cpu_samples(999)).unwrap();
     let status = log.system_status().expect("a status while running");
     if !available("CPU samples", &status.samples) {
         return;
@@ -167,7 +166,12 @@ fn a_scope_that_burns_cpu_in_a_known_function_holds_samples_whose_leaf_is_in_it(
     eprintln!("burning: {in_burn} of {} samples in the scope have their leaf in burn", inside.len());
     // 999 Hz of CPU time: about 200 samples for 200 ms, however loaded the machine; half of
     // that leaves room for the samples at the scope's edges and a slow start.
-    assert!(in_burn >= 100, "{in_burn} of {} samples in {range:x?}: {:x?}", inside.len(), &inside[..5.min(inside.len())]);
+    assert!(
+        in_burn >= 100,
+        "{in_burn} of {} samples in {range:x?}: {:x?}",
+        inside.len(),
+        &inside[..5.min(inside.len())]
+    );
     assert!(in_burn * 10 >= inside.len() * 8, "{in_burn} of {} samples in burn", inside.len());
     let exe = std::fs::read_link("/proc/self/exe").unwrap();
     let mapped = system.mappings.iter().find(|m| (m.start..m.end).contains(&range.start)).expect("a mapping");
@@ -278,7 +282,8 @@ fn descriptors_child() {
     assert_eq!(perf_fds(), 0);
     let log = TraceLog::global();
     for _ in 0..5 {
-        log.start(TraceConfig::new(BufferMode::Fixed, 1 << 16).context_switches(true).cpu_samples(999)).unwrap();
+        log.start(TraceConfig::new(BufferMode::Fixed, 1 << 16).context_switches(true).cpu_samples(999))
+            .unwrap();
         let status = log.system_status().unwrap();
         let workers: Vec<_> = (0..3)
             .map(|_| {

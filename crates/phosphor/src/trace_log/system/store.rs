@@ -62,7 +62,8 @@ impl Store {
 
     pub(super) fn add_switches(&mut self, new: Vec<Switch>) {
         for s in new {
-            if self.switches.len() >= MAX_SWITCHES && !self.make_room(|st| st.switches.pop_front().is_some()) {
+            if self.switches.len() >= MAX_SWITCHES && !self.make_room(|st| st.switches.pop_front().is_some())
+            {
                 continue;
             }
             self.switches.push_back(s);

@@ -235,6 +235,59 @@ fn refused_child() {
 }
 
 #[test]
+fn a_seccomp_filter_refusing_perf_event_open_leaves_the_trace_running_and_names_seccomp() {
+    run_alone("system::seccomp_child", &[], Duration::from_secs(60));
+}
+
+/// Installs, on the calling thread (and so on the threads it starts), a seccomp filter that
+/// answers `perf_event_open` with `EPERM`, as Docker's default profile does.
+fn refuse_perf_event_open() {
+    let insn = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter { code: code as u16, jt, jf, k };
+    let mut program = [
+        // The system call's number (offset 0 of `struct seccomp_data`).
+        insn(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0),
+        insn(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, 0, 1, libc::SYS_perf_event_open as u32),
+        insn(libc::BPF_RET | libc::BPF_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        insn(libc::BPF_RET | libc::BPF_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ];
+    let prog = libc::sock_fprog { len: program.len() as u16, filter: program.as_mut_ptr() };
+    // SAFETY: prctl with these options only reads `prog` (a valid program of `len` instructions)
+    // and changes this thread's own filters; no-new-privs lets an unprivileged thread install one.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        assert_eq!(
+            libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog),
+            0,
+            "seccomp: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+#[test]
+#[ignore = "run alone, in a process of its own, by a_seccomp_filter_refusing_*"]
+fn seccomp_child() {
+    if !alone() {
+        return;
+    }
+    refuse_perf_event_open();
+    let log = TraceLog::global();
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 16).context_switches(true)).unwrap();
+    trace_instant!("system", "recorded-anyway");
+    let status = log.system_status().unwrap();
+    eprintln!("under seccomp: {status:?}");
+    let trace = stop_and_take(log);
+    assert_eq!(events(&trace).len(), 1);
+    assert!(
+        matches!(&status.switches, Availability::Unavailable(why)
+            if why.starts_with("perf_event_open: EPERM") && why.contains("seccomp")),
+        "{status:?}"
+    );
+    assert_eq!(status.samples, Availability::Off);
+    assert!(trace.system().unwrap().switches.is_empty());
+}
+
+#[test]
 fn a_forked_child_of_a_process_collecting_system_context_neither_hangs_nor_inherits_it() {
     run_alone("system::fork_child", &[], Duration::from_secs(120));
 }

@@ -80,11 +80,19 @@ impl OpenError {
             ),
             (_, libc::EACCES | libc::EPERM) => (
                 if self.errno == libc::EACCES { "EACCES" } else { "EPERM" },
-                format!(
-                    "kernel.perf_event_paranoid is {} (self-profiling needs 2 or less, or \
-                     CAP_PERFMON), or a seccomp filter (a container's default profile) refuses it",
-                    paranoid().map_or_else(|| "unreadable".to_owned(), |p| p.to_string())
-                ),
+                match paranoid() {
+                    Some(p) if p > 2 => format!(
+                        "kernel.perf_event_paranoid is {p} (self-profiling needs 2 or less, or \
+                         CAP_PERFMON)"
+                    ),
+                    Some(p) => format!(
+                        "a seccomp filter (a container's default profile) refuses it \
+                         (kernel.perf_event_paranoid is {p}, which allows it)"
+                    ),
+                    None => "kernel.perf_event_paranoid above 2, or a seccomp filter (a \
+                             container's default profile), refuses it"
+                        .to_owned(),
+                },
             ),
             (_, libc::ENOENT) => ("ENOENT", "the kernel has no such software event".to_owned()),
             (_, libc::ENOSYS) => (

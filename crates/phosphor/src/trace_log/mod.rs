@@ -337,8 +337,13 @@ impl TraceLog {
         let aggregates_at_start =
             callsite::aggregate_snapshots().into_iter().map(|(a, _)| (a.callsite, a)).collect();
         // Never fails the start: what is unavailable says why in its status.
-        let system =
-            system::SystemCollector::start(self, config.system, config.mode == crate::BufferMode::Ring);
+        let forward = collector.as_ref().map(crate::stream::Collector::system_forwarder);
+        let system = system::SystemCollector::start(
+            self,
+            config.system,
+            config.mode == crate::BufferMode::Ring,
+            forward,
+        );
         c.running = Some(Running {
             config,
             buffer: OwnedBuffer(buffer),

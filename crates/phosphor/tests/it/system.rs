@@ -180,6 +180,32 @@ fn a_scope_that_burns_cpu_in_a_known_function_holds_samples_whose_leaf_is_in_it(
 }
 
 #[test]
+fn a_streaming_trace_sends_its_system_context_to_its_datastreams_and_keeps_a_copy() {
+    use phosphor::stream::{MemorySink, Sink, StreamConfig};
+    let log = new_log(TraceLogConfig::default());
+    log.start(TraceConfig::new(BufferMode::Stream, 1 << 20).context_switches(true)).unwrap();
+    let status = log.system_status().unwrap();
+    let mem = MemorySink::new();
+    let id = log.open_stream(StreamConfig::new(Sink::Memory(mem.clone()))).unwrap();
+    trace_instant!(log: &log, "system", "streamed");
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(10)); // switches, over a few periods
+    }
+    log.stop();
+    let stream = log.stream_stats(id).unwrap();
+    assert_eq!(stream.system_batches_dropped, 0, "{stream:?}");
+    assert!(stream.events_written >= 1 && mem.bytes().len() > 64);
+    let trace = log.take_trace().unwrap();
+    let system = trace.system().expect("system context");
+    if available("context switches", &status.switches) {
+        let me = gettid();
+        assert!(system.switches.iter().any(|s| s.tid == me && s.kind == SwitchKind::Out));
+    }
+    // TODO(lead): once `Reader` reads system blocks (the tools' part), check that the stream's
+    // file holds the same switches.
+}
+
+#[test]
 fn a_trace_without_system_context_has_none() {
     let log = new_log(TraceLogConfig::default());
     log.start(TraceConfig::new(BufferMode::Fixed, 1 << 16)).unwrap();

@@ -47,6 +47,10 @@ const MAPS_EVERY: u32 = 10;
 /// kernel allows it.
 pub const FORCE_UNAVAILABLE: &str = "PHOSPHOR_PERF_UNAVAILABLE";
 
+/// Where a streaming trace's collector sends each period's new system context (to every
+/// datastream, see `stream::Collector::system_forwarder`).
+pub(crate) type Forward = Box<dyn Fn(Arc<SystemBatch>) + Send>;
+
 /// State shared with the collector thread.
 #[derive(Debug)]
 struct Shared {
@@ -73,7 +77,13 @@ unsafe impl Send for LogPtr {}
 impl SystemCollector {
     /// Starts collecting for `log`'s trace: `None` when `config` asks for nothing. `keep_newest`:
     /// the trace is a Ring (the store then drops its oldest records past its bounds).
-    pub(crate) fn start(log: &TraceLog, config: SystemConfig, keep_newest: bool) -> Option<SystemCollector> {
+    /// `forward`: a streaming trace's datastreams, sent each period's new records.
+    pub(crate) fn start(
+        log: &TraceLog,
+        config: SystemConfig,
+        keep_newest: bool,
+        forward: Option<Forward>,
+    ) -> Option<SystemCollector> {
         let perf_wanted = config.switches || config.sample_hz > 0;
         if !perf_wanted && !config.allocations {
             return None;
@@ -94,13 +104,19 @@ impl SystemCollector {
         });
         let heap = config.allocations && status_on(&shared, |s| &s.allocations);
         if perf.is_none() && !heap {
+            if let Some(f) = forward {
+                f(Arc::new(SystemBatch {
+                    status: Some(lock(&shared.store).status.clone()),
+                    ..Default::default()
+                }));
+            }
             return Some(SystemCollector { shared, thread: None });
         }
         let (s, l) = (shared.clone(), LogPtr(log));
         let spawned = std::thread::Builder::new().name("phosphor-system".into()).spawn(move || {
             let l = l;
             // SAFETY: see `LogPtr`.
-            run(&s, unsafe { &*l.0 }, perf, heap);
+            run(&s, unsafe { &*l.0 }, perf, heap, forward);
         });
         let thread = match spawned {
             Ok(t) => Some(t),
@@ -221,8 +237,9 @@ fn monotonic_ns() -> u64 {
 }
 
 #[cfg(target_os = "linux")]
-fn run(shared: &Shared, log: &TraceLog, perf: Option<perf::Want>, heap: bool) {
+fn run(shared: &Shared, log: &TraceLog, perf: Option<perf::Want>, heap: bool, forward: Option<Forward>) {
     use std::collections::HashMap;
+    let mut sent_status = None;
 
     // Busy for good: the control guards this thread takes then never run a deferred stop
     // callback here (which could call `stop`, which joins this thread), and an event recorded
@@ -284,17 +301,31 @@ fn run(shared: &Shared, log: &TraceLog, perf: Option<perf::Want>, heap: bool) {
         let sampling = perf.is_some_and(|w| w.sample_hz > 0);
         let mappings = if sampling && period % MAPS_EVERY == 0 { maps.new_mappings() } else { Vec::new() };
         period = period.wrapping_add(1);
-        {
-            let mut st = lock(&shared.store);
-            st.status.kernel_lost += drained.lost;
-            st.status.threads_missed += threads_missed;
-            st.add_mappings(mappings);
-            st.add_switches(drained.switches);
-            st.add_samples(drained.samples);
-            if let Some(h) = heap_now {
-                st.add_heap(h);
+        let mut st = lock(&shared.store);
+        st.status.kernel_lost += drained.lost;
+        st.status.threads_missed += threads_missed;
+        if let Some(f) = &forward {
+            // The status when it changed, and always in the last batch.
+            let status = (stopping || sent_status.as_ref() != Some(&st.status)).then(|| st.status.clone());
+            sent_status = Some(st.status.clone());
+            let batch = SystemBatch {
+                status,
+                mappings: mappings.clone(),
+                switches: drained.switches.clone(),
+                samples: drained.samples.clone(),
+                heap: heap_now.into_iter().collect(),
+            };
+            if !batch.is_empty() {
+                f(Arc::new(batch));
             }
         }
+        st.add_mappings(mappings);
+        st.add_switches(drained.switches);
+        st.add_samples(drained.samples);
+        if let Some(h) = heap_now {
+            st.add_heap(h);
+        }
+        drop(st);
         if stopping {
             return;
         }
@@ -302,11 +333,15 @@ fn run(shared: &Shared, log: &TraceLog, perf: Option<perf::Want>, heap: bool) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn run(shared: &Shared, _log: &TraceLog, _perf: Option<()>, heap: bool) {
+fn run(shared: &Shared, _log: &TraceLog, _perf: Option<()>, heap: bool, forward: Option<Forward>) {
     loop {
         let stopping = wait(shared);
         if let Some(mut h) = heap.then(crate::alloc::heap_totals).flatten() {
             h.time_ns = monotonic_ns();
+            if let Some(f) = &forward {
+                let status = stopping.then(|| lock(&shared.store).status.clone());
+                f(Arc::new(SystemBatch { status, heap: vec![h], ..Default::default() }));
+            }
             lock(&shared.store).add_heap(h);
         }
         if stopping {

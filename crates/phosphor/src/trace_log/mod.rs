@@ -424,19 +424,6 @@ impl TraceLog {
         c.last_trace = Some(trace.with_system(system));
     }
 
-    /// The system context's status (context switches, CPU samples, allocations; see
-    /// [`TraceConfig::context_switches`]): of the running trace so far, else of the last one;
-    /// `None` when that trace asked for none. A source the system refused is
-    /// [`Availability::Unavailable`](phosphor_format::system::Availability::Unavailable) with the
-    /// reason, and the trace ran without it.
-    pub fn system_status(&self) -> Option<SystemStatus> {
-        let c = self.control();
-        match &c.running {
-            Some(r) => r.system.as_ref().map(system::SystemCollector::status),
-            None => c.last_system.clone(),
-        }
-    }
-
     /// Whether a trace is running and accepting events (false once a Fixed buffer is full).
     pub fn is_enabled(&self) -> bool {
         // Relaxed: a status flag.

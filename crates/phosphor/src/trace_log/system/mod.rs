@@ -173,6 +173,21 @@ impl SystemCollector {
     }
 }
 
+impl TraceLog {
+    /// The system context's status (context switches, CPU samples, allocations; see
+    /// [`TraceConfig::context_switches`](crate::TraceConfig::context_switches)): of the running
+    /// trace so far, else of the last one; `None` when that trace asked for none. A source the
+    /// system refused is [`Availability::Unavailable`] with the reason, and the trace ran
+    /// without it.
+    pub fn system_status(&self) -> Option<SystemStatus> {
+        let c = self.control();
+        match &c.running {
+            Some(r) => r.system.as_ref().map(SystemCollector::status),
+            None => c.last_system.clone(),
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // Every critical section here leaves its data consistent before it could panic.
     m.lock().unwrap_or_else(|p| p.into_inner())

@@ -343,6 +343,7 @@ impl Tenant {
     }
 
     /// The thread a thread's own tenant belongs to; `None` for a pool tenant.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn owner(&self) -> Option<u32> {
         (!self.pooled).then_some(self.owner)
     }

@@ -45,6 +45,7 @@ const MAPS_EVERY: u32 = 10;
 /// Setting this environment variable to `1` makes every trace behave as if `perf_event_open`
 /// were refused with `EACCES` (its status then says so): for testing the refused path where the
 /// kernel allows it.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub const FORCE_UNAVAILABLE: &str = "PHOSPHOR_PERF_UNAVAILABLE";
 
 /// Where a streaming trace's collector sends each period's new system context (to every

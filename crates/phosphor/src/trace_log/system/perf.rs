@@ -146,8 +146,15 @@ pub(super) struct Drained {
 pub(super) struct PerfRing {
     /// Held open for the event's life: closing it ends the event.
     _fd: OwnedFd,
-    base: *mut u8,
+    ring: Ring,
+    /// The mapping's length.
     len: usize,
+}
+
+/// A perf ring's memory: the header page, then the data area.
+#[derive(Debug)]
+struct Ring {
+    base: *mut u8,
     page: usize,
     /// Bytes of data pages (a power of two).
     data_size: usize,
@@ -216,18 +223,42 @@ impl PerfRing {
         if base == libc::MAP_FAILED {
             return Err(OpenError { call: "mmap", errno: errno(), forced: false });
         }
-        Ok(PerfRing { _fd: fd, base: base.cast(), len, page, data_size: pages * page })
-    }
-
-    fn head_word(&self, offset: usize) -> &AtomicU64 {
-        // SAFETY: [1] `offset` is that of `data_head` or `data_tail` in the header page, which is
-        // mapped for as long as `self` lives; [2] both are 8-byte aligned u64s (the page is page
-        // aligned); [3] the kernel accesses them atomically too.
-        unsafe { AtomicU64::from_ptr(self.base.add(offset).cast()) }
+        // SAFETY: the mapping is the header page and `pages * page` bytes of data, page
+        // aligned, and lives as long as the `PerfRing` that owns the `Ring` (unmapped in its
+        // `Drop`).
+        let ring = unsafe { Ring::new(base.cast(), page, pages * page) };
+        Ok(PerfRing { _fd: fd, ring, len })
     }
 
     /// Reads every record the kernel has published into `out`, and hands the space back.
     pub(super) fn drain(&mut self, out: &mut Drained, scratch: &mut Vec<u8>) {
+        self.ring.drain(out, scratch);
+    }
+}
+
+impl Ring {
+    /// # Safety
+    ///
+    /// [1] `base` points to `page + data_size` bytes, readable and writable, 8-byte aligned,
+    /// that stay valid for as long as the `Ring` lives; [2] `page` is at least the size of
+    /// `perf_event_mmap_page` and `data_size` a power of two; [3] whoever else writes them (the
+    /// kernel) follows the ring's protocol: records only past `data_tail`, then `data_head`.
+    unsafe fn new(base: *mut u8, page: usize, data_size: usize) -> Ring {
+        debug_assert!(
+            data_size.is_power_of_two() && page >= std::mem::size_of::<sys::perf_event_mmap_page>()
+        );
+        Ring { base, page, data_size }
+    }
+
+    fn head_word(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: [1] `offset` is that of `data_head` or `data_tail` in the header page, which is
+        // valid for as long as `self` lives (`Ring::new`'s obligation); [2] both are 8-byte
+        // aligned u64s; [3] the kernel accesses them atomically too.
+        unsafe { AtomicU64::from_ptr(self.base.add(offset).cast()) }
+    }
+
+    /// Reads every record the kernel has published into `out`, and hands the space back.
+    fn drain(&mut self, out: &mut Drained, scratch: &mut Vec<u8>) {
         let head_at = std::mem::offset_of!(sys::perf_event_mmap_page, data_head);
         let tail_at = std::mem::offset_of!(sys::perf_event_mmap_page, data_tail);
         // Acquire: pairs with the kernel's barrier before it publishes `data_head`; the records
@@ -256,8 +287,8 @@ impl PerfRing {
     fn copy_out(&self, pos: u64, dst: &mut [u8]) {
         let off = (pos as usize) & (self.data_size - 1);
         let first = dst.len().min(self.data_size - off);
-        // SAFETY: [1] the data area is the `data_size` bytes after the header page, mapped while
-        // `self` lives; [2] `off + first <= data_size` and the rest (`dst.len() - first`, at most
+        // SAFETY: [1] the data area is the `data_size` bytes after the header page, valid while
+        // `self` lives (`Ring::new`'s obligation); [2] `off + first <= data_size` and the rest (`dst.len() - first`, at most
         // `data_size` as `drain` checks) starts at the area's beginning; [3] the kernel does not
         // write between `data_tail` and `data_head`, where these bytes are.
         unsafe {
@@ -271,7 +302,7 @@ impl PerfRing {
 impl Drop for PerfRing {
     fn drop(&mut self) {
         // SAFETY: our own mapping, unmapped once; nothing refers to it after this.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
+        unsafe { libc::munmap(self.ring.base.cast(), self.len) };
         // `fd` closes itself.
     }
 }
@@ -371,6 +402,80 @@ mod tests {
         assert_eq!(out.samples[0].frames, [0x1000]);
         decode(&record(9, 2, &[pid_tid(1, 2)]), &mut out); // truncated: skipped
         assert_eq!(out.samples.len(), 1);
+    }
+
+    /// A ring in ordinary memory: a 4 KiB header page and 256 bytes of data.
+    struct FakeRing {
+        mem: Vec<u64>,
+    }
+
+    impl FakeRing {
+        const PAGE: usize = 4096;
+        const DATA: usize = 256;
+
+        fn new() -> FakeRing {
+            FakeRing { mem: vec![0; (Self::PAGE + Self::DATA) / 8] }
+        }
+
+        fn word(&mut self, offset: usize) -> &mut u64 {
+            &mut self.mem[offset / 8]
+        }
+
+        /// Writes `rec` at ring position `pos`, wrapping, as the kernel does.
+        fn put(&mut self, pos: u64, rec: &[u8]) {
+            let bytes: &mut [u8] = bytemuck_cast(&mut self.mem);
+            for (i, b) in rec.iter().enumerate() {
+                bytes[Self::PAGE + (pos as usize + i) % Self::DATA] = *b;
+            }
+        }
+
+        fn drain(&mut self, out: &mut Drained) {
+            // SAFETY: `mem` is PAGE + DATA bytes, 8-aligned, alive for the ring's use below;
+            // nothing else writes it meanwhile.
+            let mut ring = unsafe { Ring::new(self.mem.as_mut_ptr().cast(), Self::PAGE, Self::DATA) };
+            ring.drain(out, &mut Vec::new());
+        }
+    }
+
+    fn bytemuck_cast(words: &mut [u64]) -> &mut [u8] {
+        // SAFETY: u64s are 8 initialised bytes each, any of which is a valid u8; the borrow is
+        // carried over.
+        unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), words.len() * 8) }
+    }
+
+    #[test]
+    fn a_record_that_wraps_past_the_rings_end_is_read_whole_and_the_tail_follows() {
+        let head_at = std::mem::offset_of!(sys::perf_event_mmap_page, data_head);
+        let tail_at = std::mem::offset_of!(sys::perf_event_mmap_page, data_tail);
+        let mut ring = FakeRing::new();
+        // Start 16 bytes before the end: the second switch's 32 bytes straddle it.
+        let start = 3 * FakeRing::DATA as u64 - 48;
+        let a = record(14, 0x2000, &[pid_tid(1, 7), 100, 0]);
+        let b = record(14, 0, &[pid_tid(1, 7), 200, 1]);
+        ring.put(start, &a);
+        ring.put(start + 32, &b);
+        *ring.word(tail_at) = start;
+        *ring.word(head_at) = start + 64;
+        let mut out = Drained::default();
+        ring.drain(&mut out);
+        let times: Vec<_> = out.switches.iter().map(|s| (s.time_ns, s.kind, s.cpu)).collect();
+        assert_eq!(times, [(100, SwitchKind::Out, 0), (200, SwitchKind::In, 1)]);
+        assert_eq!(*ring.word(tail_at), start + 64);
+    }
+
+    #[test]
+    fn a_record_longer_than_what_was_published_ends_the_drain_without_reading_it() {
+        let head_at = std::mem::offset_of!(sys::perf_event_mmap_page, data_head);
+        let tail_at = std::mem::offset_of!(sys::perf_event_mmap_page, data_tail);
+        let mut ring = FakeRing::new();
+        let mut bad = record(14, 0, &[pid_tid(1, 7), 100, 0]);
+        bad[6..8].copy_from_slice(&4000u16.to_ne_bytes()); // claims 4,000 bytes
+        ring.put(0, &bad);
+        *ring.word(head_at) = 32;
+        let mut out = Drained::default();
+        ring.drain(&mut out);
+        assert!(out.switches.is_empty());
+        assert_eq!(*ring.word(tail_at), 32, "the rest is skipped, the space handed back");
     }
 
     #[test]

@@ -155,14 +155,21 @@ impl SystemCollector {
     /// the log's control lock: the thread only ever tries that lock, but joining it while holding
     /// the lock would hold up every attach for a period.
     pub(crate) fn finish(mut self) -> SystemBatch {
+        self.stop_thread();
+        let shared = self.shared.clone();
+        drop(self);
+        match Arc::try_unwrap(shared) {
+            Ok(shared) => shared.store.into_inner().unwrap_or_else(|p| p.into_inner()).into_batch(),
+            Err(shared) => lock(&shared.store).batch(),
+        }
+    }
+
+    /// Wakes the thread for its last period and joins it.
+    fn stop_thread(&mut self) {
         lock(&self.shared.flags).0 = true;
         self.shared.wake.notify_one();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
-        }
-        match Arc::try_unwrap(self.shared) {
-            Ok(shared) => shared.store.into_inner().unwrap_or_else(|p| p.into_inner()).into_batch(),
-            Err(shared) => lock(&shared.store).batch(),
         }
     }
 
@@ -186,6 +193,13 @@ impl TraceLog {
             Some(r) => r.system.as_ref().map(SystemCollector::status),
             None => c.last_system.clone(),
         }
+    }
+}
+
+/// Never left running: the thread holds a pointer to the log (see `LogPtr`).
+impl Drop for SystemCollector {
+    fn drop(&mut self) {
+        self.stop_thread();
     }
 }
 

@@ -5,6 +5,7 @@
 //! `perf_event_paranoid` 3), the tests that need it say so and pass; the refused path itself is
 //! checked everywhere, forced by `PHOSPHOR_PERF_UNAVAILABLE`.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use phosphor::format::system::{Availability, SwitchKind, SystemBatch, SystemStatus};
@@ -364,27 +365,39 @@ fn descriptors_child() {
         log.start(TraceConfig::new(BufferMode::Fixed, 1 << 16).context_switches(true).cpu_samples(999))
             .unwrap();
         let status = log.system_status().unwrap();
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let wait = Arc::new(Mutex::new(wait));
         let workers: Vec<_> = (0..3)
             .map(|_| {
-                std::thread::spawn(|| {
-                    for _ in 0..5 {
-                        trace_instant!("system", "worker");
-                        std::thread::sleep(Duration::from_millis(10));
-                    }
+                let wait = wait.clone();
+                std::thread::spawn(move || {
+                    trace_instant!("system", "worker");
+                    let _ = wait.lock().unwrap().recv(); // until released (or the sender is gone)
                 })
             })
             .collect();
         trace_instant!("system", "main");
-        if status.switches == Availability::On {
-            // The collector opens an event for this thread (and its workers) within a period or so.
+        let wait_for_fds = |n: usize, what: &str| {
             let deadline = Instant::now() + Duration::from_secs(20);
-            while perf_fds() == 0 {
-                assert!(Instant::now() < deadline, "the collector never watched this thread");
+            while perf_fds() != n {
+                assert!(Instant::now() < deadline, "{what}: {} perf descriptors, not {n}", perf_fds());
                 std::thread::sleep(Duration::from_millis(5));
             }
-        }
-        for w in workers {
-            w.join().unwrap();
+        };
+        if status.switches == Availability::On {
+            // One event per traced thread, opened within a period or so of its first event...
+            wait_for_fds(4, "this thread and its 3 workers");
+            drop(release);
+            for w in workers {
+                w.join().unwrap();
+            }
+            // ... and closed within a period or so of its exit.
+            wait_for_fds(1, "the workers exited");
+        } else {
+            drop(release);
+            for w in workers {
+                w.join().unwrap();
+            }
         }
         log.stop();
         assert_eq!(perf_fds(), 0, "perf descriptors left open after stop");

@@ -7,6 +7,10 @@
 //! With `--trigger SPEC` (repeatable, e.g. `'demo/flush>5us'`), the trace is a Ring buffer with
 //! those triggers armed: each firing dumps the events around it to `trigger-N.phos` in the output
 //! directory (at most 6 a minute), and the report lists the dumps.
+//!
+//! With `--system`, the trace also collects the system context (issue 23, `docs/SYSTEM.md`): the
+//! threads' context switches, CPU samples at 999 Hz and the allocation counts, and the report
+//! says how many of each it holds, or why the system refused them.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
+use phosphor::format::system::{Availability, SystemBatch};
 use phosphor::{BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig};
 use phosphor_export::{format_count, format_drops, format_ns, TableOptions, TraceStats};
 
@@ -56,6 +61,11 @@ pub struct DemoArgs {
     /// and dumps the events around each firing to `trigger-N.phos` in the output directory.
     #[arg(long = "trigger", value_name = "SPEC")]
     triggers: Vec<String>,
+    /// Also records the system context: every thread's context switches, CPU samples with call
+    /// stacks at 999 Hz, and allocation counts (where the system allows them; the report says
+    /// why not otherwise).
+    #[arg(long)]
+    system: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -88,6 +98,9 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let buffer_bytes =
         usize::try_from(u64::from(args.buffer_mib) << 20).context("--buffer-mib is too large")?;
     let mut config = triggers.into_iter().fold(TraceConfig::new(mode, buffer_bytes), TraceConfig::trigger);
+    if args.system {
+        config = config.context_switches(true).cpu_samples(999).allocations(true);
+    }
     if !args.triggers.is_empty() {
         std::fs::create_dir_all(&args.out)
             .with_context(|| format!("creating the output directory {}", args.out.display()))?;
@@ -122,6 +135,7 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let size =
         std::fs::metadata(&path).with_context(|| format!("{}: cannot read its size", path.display()))?.len();
     let clock = trace.clock().clone();
+    let system = trace.system().map(system_summary);
     drop(trace);
 
     // The statistics come from the saved file, as `phosphor stats` computes them.
@@ -174,6 +188,9 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     }
     writeln!(out, "  recorded    {}", format_count(recorded))?;
     writeln!(out, "  dropped     {}", format_drops(&drops))?;
+    for (i, line) in system.iter().flatten().enumerate() {
+        writeln!(out, "  {:<11} {line}", if i == 0 { "system" } else { "" })?;
+    }
     let mut problems = Vec::new();
     if recorded + dropped == emitted {
         writeln!(out, "  accounting  recorded + dropped == emitted: no unexplained loss")?;
@@ -328,6 +345,59 @@ fn write_triggers(out: &mut impl Write, s: &phosphor::trigger::TriggerStatus) ->
         writeln!(out, "            no dump: nothing met a trigger's condition")?;
     }
     Ok(())
+}
+
+/// The report's lines on the system context: what was collected of each source, or why not, and
+/// what was lost.
+fn system_summary(b: &SystemBatch) -> Vec<String> {
+    let status = b.status.clone().unwrap_or_default();
+    let source = |what: &str, a: &Availability, collected: String| match a {
+        Availability::Off => None,
+        Availability::On => Some(collected),
+        Availability::Unavailable(why) => Some(format!("{what} unavailable: {why}")),
+    };
+    let mut lines: Vec<String> = [
+        source(
+            "context switches",
+            &status.switches,
+            format!("{} context switches", format_count(b.switches.len() as u64)),
+        ),
+        source(
+            "CPU samples",
+            &status.samples,
+            format!(
+                "{} CPU samples at {} Hz, {} executable mappings",
+                format_count(b.samples.len() as u64),
+                status.sample_hz,
+                b.mappings.len()
+            ),
+        ),
+        source(
+            "allocations",
+            &status.allocations,
+            match b.heap.last() {
+                Some(h) => format!(
+                    "{} allocations, {} bytes ({} heap counter readings)",
+                    format_count(h.allocs),
+                    format_count(h.alloc_bytes),
+                    format_count(b.heap.len() as u64)
+                ),
+                None => "allocations: no heap counter read".to_owned(),
+            },
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if status.kernel_lost + status.dropped > 0 || status.threads_missed > 0 {
+        lines.push(format!(
+            "lost: {} records by the kernel (rings full), {} past the store's bounds, {} threads not watched",
+            format_count(status.kernel_lost),
+            format_count(status.dropped),
+            status.threads_missed
+        ));
+    }
+    lines
 }
 
 fn format_duration(d: Duration) -> String {

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use phosphor_format::file::Aggregate;
+use phosphor_format::system::SystemBatch;
 use phosphor_format::{
     decode_event, ArgWord, DecodeError, Phase, RawParams, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH,
 };
@@ -27,6 +28,7 @@ pub struct Trace {
     clock: ClockInfo,
     stats: Stats,
     aggregates: Vec<Aggregate>,
+    system: Option<SystemBatch>,
 }
 
 /// One chunk of a trace.
@@ -146,7 +148,13 @@ impl Trace {
         aggregates: Vec<Aggregate>,
     ) -> Trace {
         let order = buffer.used_chunks();
-        Trace { buffer, order, callsites, threads, clock, stats, aggregates }
+        Trace { buffer, order, callsites, threads, clock, stats, aggregates, system: None }
+    }
+
+    /// The trace with its system context (`None`: it asked for none).
+    pub(crate) fn with_system(mut self, system: Option<SystemBatch>) -> Trace {
+        self.system = system;
+        self
     }
 
     /// The chunks holding data, in loan order.
@@ -194,6 +202,16 @@ impl Trace {
     /// took counted during the trace (see `aggregate.rs` for how a delta is taken).
     pub fn aggregates(&self) -> &[Aggregate] {
         &self.aggregates
+    }
+
+    /// The system context collected while the trace ran (see `TraceConfig::context_switches`,
+    /// `cpu_samples` and `allocations`): the traced threads' context switches and CPU samples,
+    /// the heap totals, the executable mappings, and its status (always there), which says what
+    /// was unavailable and why, and what was lost. `None` when the trace asked for none. Times
+    /// are `CLOCK_MONOTONIC` nanoseconds: compare them with events through
+    /// [`clock().to_ns`](ClockInfo::to_ns).
+    pub fn system(&self) -> Option<&SystemBatch> {
+        self.system.as_ref()
     }
 }
 

@@ -84,6 +84,9 @@ impl Trace {
             w.write_chunk(c.tid, c.seq, c.records, static_str)?;
         }
         w.write_aggregates(self.aggregates())?;
+        if let Some(system) = self.system() {
+            w.write_system(system)?;
+        }
         w.finish(&self.file_trailer())
     }
 

@@ -282,6 +282,9 @@ pub(crate) struct Tenant {
     /// flush, which looks for quiet tenants without taking their locks. Written only where
     /// `st.chunk` changes, all of them slow paths.
     current: AtomicPtr<TraceChunk>,
+    /// The kernel's id of the thread a thread's own tenant belongs to (0 for pool tenants), for
+    /// the system collector, which opens a perf event per traced thread. Never changes.
+    owner: u32,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -322,6 +325,7 @@ impl Tenant {
             retired: AtomicBool::new(false),
             core,
             current: AtomicPtr::new(std::ptr::null_mut()),
+            owner: if pooled { 0 } else { tid },
             st: UnsafeCell::new(TenantState {
                 chunk: std::ptr::null(),
                 pos: CHUNK_RECORDS as u32,
@@ -336,6 +340,12 @@ impl Tenant {
 
     pub(crate) fn is_pooled(&self) -> bool {
         self.pooled
+    }
+
+    /// The thread a thread's own tenant belongs to; `None` for a pool tenant.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn owner(&self) -> Option<u32> {
+        (!self.pooled).then_some(self.owner)
     }
 
     pub(crate) fn is_dead(&self) -> bool {

@@ -65,6 +65,10 @@ impl TraceLog {
             if let Some(col) = running.collector.take() {
                 std::mem::forget(col);
             }
+            // Its thread is the parent's; its perf descriptors close when the child execs or exits.
+            if let Some(sys) = running.system.take() {
+                sys.forget();
+            }
             // The parent's triggers are not the child's: their slots are freed (their callsites'
             // armed bits cleared, under the registry lock released above), and the handle of the
             // dump thread, which the child does not have, is forgotten rather than joined.
@@ -78,6 +82,7 @@ impl TraceLog {
         c.last_trace = None;
         c.last_stats = Stats::ZERO;
         c.last_streams.clear();
+        c.last_system = None;
         c.drops_baseline = self.load_drops();
         // Relaxed: single-threaded here.
         self.pending_exhausted.store(0, Ordering::Relaxed);

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use phosphor_format::file::{Aggregate, AggregateKind};
+use phosphor_format::system::SystemStatus;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{Error, ErrorKind};
@@ -38,6 +39,7 @@ pub(crate) mod fork;
 pub mod recorder;
 pub mod stream;
 mod streams;
+pub(crate) mod system;
 pub mod trigger;
 mod trigger_spec;
 
@@ -60,6 +62,9 @@ struct Running {
     aggregates_at_start: HashMap<u32, Aggregate>,
     /// The armed triggers and their dump thread.
     triggers: trigger::Armed,
+    /// The system context's collector (`None` when the trace asked for none, or once `stop`
+    /// has taken it).
+    system: Option<system::SystemCollector>,
 }
 
 impl crate::record::tenant::DropCounters {
@@ -109,6 +114,8 @@ struct Control {
     started_once: bool,
     /// The figures of the datastreams that were open when the last streaming trace stopped.
     last_streams: Vec<(crate::stream::StreamId, crate::stream::StreamStats)>,
+    /// The last trace's system status, if it collected any.
+    last_system: Option<SystemStatus>,
 }
 
 /// A trace log: the recorder's front door.
@@ -156,6 +163,7 @@ impl TraceLog {
                 drops_baseline: Stats::ZERO.dropped,
                 started_once: false,
                 last_streams: Vec::new(),
+                last_system: None,
             }),
         }
     }
@@ -328,8 +336,22 @@ impl TraceLog {
         };
         let aggregates_at_start =
             callsite::aggregate_snapshots().into_iter().map(|(a, _)| (a.callsite, a)).collect();
-        c.running =
-            Some(Running { config, buffer: OwnedBuffer(buffer), collector, aggregates_at_start, triggers });
+        // Never fails the start: what is unavailable says why in its status.
+        let forward = collector.as_ref().map(crate::stream::Collector::system_forwarder);
+        let system = system::SystemCollector::start(
+            self,
+            config.system,
+            config.mode == crate::BufferMode::Ring,
+            forward,
+        );
+        c.running = Some(Running {
+            config,
+            buffer: OwnedBuffer(buffer),
+            collector,
+            aggregates_at_start,
+            triggers,
+            system,
+        });
         // Relaxed: a status flag for `is_enabled`.
         self.enabled.store(true, Ordering::Relaxed);
         callsite::enable_slot(self.slot, filter);
@@ -340,13 +362,19 @@ impl TraceLog {
     /// [`TraceLog::take_trace`]. Events from after this call are not recorded. Does nothing when no
     /// trace is running.
     pub fn stop(&self) {
-        // The trigger dump thread first, without the control lock, which its last dump takes.
-        let thread = self.control().running.as_mut().and_then(|r| r.triggers.close());
+        // The trigger dump thread first, without the control lock, which its last dump takes;
+        // the system collector too (it only tries the lock, but is joined without it).
+        let (thread, system) = match self.control().running.as_mut() {
+            Some(r) => (r.triggers.close(), r.system.take()),
+            None => (None, None),
+        };
         if let Some(thread) = thread {
             trigger::finish_thread(self, thread);
         }
+        let system = system.map(system::SystemCollector::finish);
         let mut c = self.control();
         let Some(mut running) = c.running.take() else { return };
+        c.last_system = system.as_ref().and_then(|b| b.status.clone());
         running.triggers.disarm(None);
         callsite::disable_slot(self.slot);
         #[cfg(unix)]
@@ -391,8 +419,9 @@ impl TraceLog {
         c.last_stats = stats.clone();
         // What the aggregate points this trace's categories take counted since it started.
         let aggregates = running.aggregates_so_far();
-        c.last_trace =
-            Some(Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates));
+        let trace =
+            Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates);
+        c.last_trace = Some(trace.with_system(system));
     }
 
     /// Whether a trace is running and accepting events (false once a Fixed buffer is full).
@@ -488,7 +517,9 @@ impl TraceLog {
         stats.buffer_exhausted = live.buffer_exhausted;
         let aggregates = running.aggregates_so_far();
         let clock = c.clock.clone().expect("calibrated in start");
-        Ok(Trace::new(copy, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates))
+        let system = running.system.as_ref().map(system::SystemCollector::snapshot);
+        Ok(Trace::new(copy, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates)
+            .with_system(system))
     }
 
     /// A buffer in a new ring file at `path` (`TraceConfig::file_backed`), whose metadata then
@@ -656,6 +687,9 @@ impl TraceLog {
                 let exclusive_ok = crate::record::barrier::asymmetric_available();
                 let tenant = Arc::new(Tenant::new(&self.core, clock, None, exclusive_ok, tid));
                 c.tenants.push(tenant.clone());
+                if let Some(sys) = c.running.as_ref().and_then(|r| r.system.as_ref()) {
+                    sys.thread_attached();
+                }
                 tenant
             }
         };

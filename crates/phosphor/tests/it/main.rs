@@ -31,6 +31,8 @@ mod snapshot;
 mod soak;
 mod stream;
 mod support;
+#[cfg(target_os = "linux")]
+mod system;
 mod triggers;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod usdt_bridge;

@@ -16,6 +16,7 @@ use super::{Backpressure, StreamConfig, StreamId, StreamStats, FLUSH_PERIOD, MAX
 use crate::error::{Error, ErrorKind};
 use crate::record::buffer::TraceBuffer;
 use crate::{Stats, TraceLog};
+use phosphor_format::system::SystemBatch;
 
 /// A datastream's thread: it writes the chunks the dispatcher queues for it, in order, and
 /// releases each chunk once every stream that was given it is done with it.
@@ -27,6 +28,9 @@ struct Worker {
     stream: Mutex<Stream>,
     /// Set when the stream is being closed: finish once the queue is empty, with this trailer.
     closing: Mutex<Option<Trailer>>,
+    /// System context batches to write (at most `MAX_PENDING_SYSTEM`), and how many were not
+    /// queued for want of room.
+    system: Mutex<(std::collections::VecDeque<Arc<SystemBatch>>, u64)>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -115,6 +119,7 @@ impl Collector {
             queue: crossbeam_queue::ArrayQueue::new(2 * self.shared.refs.len()),
             stream: Mutex::new(Stream::new(id, config)),
             closing: Mutex::new(None),
+            system: Mutex::new(Default::default()),
             thread: Mutex::new(None),
         });
         let (ww, shared) = (w.clone(), self.shared.clone());
@@ -125,6 +130,23 @@ impl Collector {
         *w.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
         workers.push(w);
         Ok(StreamId(id))
+    }
+
+    /// What the system collector calls each period: queues `batch` for every open datastream's
+    /// thread (a stream already `MAX_PENDING_SYSTEM` batches behind counts it as dropped).
+    pub(crate) fn system_forwarder(&self) -> crate::trace_log::system::Forward {
+        let shared = self.shared.clone();
+        Box::new(move |batch: Arc<SystemBatch>| {
+            let workers = shared.workers.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            for w in workers {
+                let mut q = w.system.lock().unwrap_or_else(|p| p.into_inner());
+                if q.0.len() < super::MAX_PENDING_SYSTEM {
+                    q.0.push_back(batch.clone());
+                } else {
+                    q.1 += 1;
+                }
+            }
+        })
     }
 
     /// The longest `Block` timeout among the open streams (zero: none blocks).
@@ -403,6 +425,18 @@ fn write_stream(shared: &Shared, w: &Worker) {
     let mut written = HashMap::new();
     loop {
         let mut wrote = 0;
+        let (pending, refused) = {
+            let mut q = w.system.lock().unwrap_or_else(|p| p.into_inner());
+            (std::mem::take(&mut q.0), std::mem::take(&mut q.1))
+        };
+        if !pending.is_empty() || refused > 0 {
+            let mut s = w.stream.lock().unwrap_or_else(|p| p.into_inner());
+            s.count_system_dropped(refused);
+            for b in &pending {
+                s.write_system(&shared.header, b);
+                wrote += 1;
+            }
+        }
         while let Some(v) = w.queue.pop() {
             let job = Job::unpack(v);
             write_job(shared, w, job, &mut table, &mut names, &mut written);
@@ -421,7 +455,8 @@ fn write_stream(shared: &Shared, w: &Worker) {
         }
         let closing = w.closing.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(t) = closing {
-            if w.queue.is_empty() {
+            let system_done = w.system.lock().unwrap_or_else(|p| p.into_inner()).0.is_empty();
+            if w.queue.is_empty() && system_done {
                 let mut s = w.stream.lock().unwrap_or_else(|p| p.into_inner());
                 let stream = std::mem::replace(&mut *s, Stream::closed(w.id));
                 *s = Stream::finished(stream.finish(&t));

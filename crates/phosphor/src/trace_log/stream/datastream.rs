@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use phosphor_format::file::ack::{Ack, AckReader};
 use phosphor_format::file::{Header, Trailer, Writer};
+use phosphor_format::system::{Mapping, SystemBatch};
 use phosphor_format::{count_events, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH};
 
 use super::{Backpressure, MemorySink, Sink, StreamConfig, StreamStats};
@@ -70,6 +71,11 @@ pub(super) struct Stream {
     ack_reader: AckReader,
     /// The trailer is written: the server closing the connection is expected now.
     finishing: bool,
+    /// Every executable mapping the system context reported, to send again on a new connection
+    /// (each file must describe the addresses of its own samples).
+    mappings: Vec<Mapping>,
+    /// The current connection has been sent `mappings`.
+    mappings_sent: bool,
 }
 
 impl Stream {
@@ -93,6 +99,8 @@ impl Stream {
             acked: 0,
             ack_reader: AckReader::default(),
             finishing: false,
+            mappings: Vec::new(),
+            mappings_sent: false,
         }
     }
 
@@ -152,6 +160,7 @@ impl Stream {
                 self.writer = Some(w);
                 self.sent.clear();
                 self.threads.clear();
+                self.mappings_sent = false;
                 self.backoff = Duration::from_millis(50);
                 true
             }
@@ -182,6 +191,33 @@ impl Stream {
         self.writer = None;
         self.retry_at = Instant::now() + self.backoff;
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+    }
+
+    /// Counts `n` system batches that were not queued for this stream.
+    pub(super) fn count_system_dropped(&mut self, n: u64) {
+        self.stats.system_batches_dropped += n;
+    }
+
+    /// Writes one period's system context (`Writer::write_system`); on a new connection with
+    /// every mapping reported so far. Never waits for a sink that is down: the batch is counted
+    /// as dropped (the trace's own copy keeps it).
+    pub(super) fn write_system(&mut self, header: &Header, batch: &SystemBatch) {
+        self.mappings.extend(batch.mappings.iter().cloned());
+        if !self.connect(header) {
+            self.stats.system_batches_dropped += 1;
+            return;
+        }
+        let Some(w) = self.writer.as_mut() else { return };
+        let written = if self.mappings_sent {
+            w.write_system(batch)
+        } else {
+            self.mappings_sent = true;
+            w.write_system(&SystemBatch { mappings: self.mappings.clone(), ..batch.clone() })
+        };
+        if let Err(e) = written {
+            self.stats.system_batches_dropped += 1;
+            self.fail(e.to_string());
+        }
     }
 
     /// Writes one chunk: the callsites and thread names it needs first.

@@ -187,4 +187,11 @@ pub struct StreamStats {
     pub server_ends: u64,
     /// The first error, if any (it is reported once, on standard error, when it happens).
     pub first_error: Option<String>,
+    /// System context batches (one per collection period, see `TraceConfig::context_switches`)
+    /// not written: the sink was down, or the stream was more than
+    /// [`MAX_PENDING_SYSTEM`] batches behind.
+    pub system_batches_dropped: u64,
 }
+
+/// The most system context batches queued for one datastream (64 periods: 640 ms).
+pub const MAX_PENDING_SYSTEM: usize = 64;

@@ -73,6 +73,7 @@ mod stacks;
 mod stats;
 mod stats_files;
 mod stats_json;
+pub mod symbolize;
 #[cfg(test)]
 mod test_files;
 mod text;

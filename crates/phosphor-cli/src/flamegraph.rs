@@ -7,7 +7,8 @@
 //!
 //! `--samples` draws the CPU samples' call stacks instead (format 1.6's system blocks),
 //! symbolized through the recorded mappings (`phosphor_export::symbolize`), root first under the
-//! thread's name; `--folded` writes their folded lines rather than an SVG.
+//! thread's name (`--scopes`: then the scopes open at the sample's time); `--folded` writes their
+//! folded lines rather than an SVG.
 
 use std::fs::File;
 use std::io::Write;
@@ -20,6 +21,7 @@ use std::collections::HashMap;
 
 use phosphor::format::file::Block;
 use phosphor::format::system::Availability;
+use phosphor_export::sample_stacks::SampleScopes;
 use phosphor_export::symbolize::Symbolizer;
 use phosphor_export::system::SystemContext;
 use phosphor_export::{folded, sample_stacks};
@@ -43,6 +45,10 @@ pub struct FlamegraphArgs {
     /// With --samples: write the folded stacks (`thread;root;…;leaf COUNT` lines) instead of an SVG.
     #[arg(long, requires = "samples")]
     folded: bool,
+    /// With --samples: start each stack with the scopes open at the sample's time (reads the file
+    /// a second time).
+    #[arg(long, requires = "samples")]
+    scopes: bool,
 }
 
 /// What one flame graph took.
@@ -112,8 +118,21 @@ fn samples(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()>
             bail!("{}: the output is the input file", output.display());
         }
     }
+    let scopes = if args.scopes {
+        let (scopes, failed) = SampleScopes::read(progress::open(input, "reading the scopes")?, &context);
+        if let Some(e) = failed {
+            eprintln!(
+                "warning: {:#}",
+                anyhow::Error::new(e.with_path(input)).context("reading the scopes stopped early")
+            );
+        }
+        Some(scopes)
+    } else {
+        None
+    };
     let mut symbolizer = Symbolizer::new();
-    let lines = sample_stacks::fold_samples(&context, &mut symbolizer, |t| names.get(&t).cloned());
+    let lines =
+        sample_stacks::fold_samples(&context, &mut symbolizer, scopes.as_ref(), |t| names.get(&t).cloned());
     crate::stats::warn_symbols(&symbolizer);
     let f = File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
     let title = format!("{} (CPU samples)", input.file_name().unwrap_or(input.as_os_str()).to_string_lossy());

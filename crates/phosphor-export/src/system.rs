@@ -246,6 +246,28 @@ impl SystemContext {
         s.iter().map(|s| s.stack)
     }
 
+    /// The threads with held samples or switches, by id.
+    pub fn thread_ids(&self) -> Vec<u32> {
+        let mut tids: Vec<u32> = self.threads.keys().copied().collect();
+        tids.sort_unstable();
+        tids
+    }
+
+    /// Thread `tid`'s held CPU samples, by time: `(time_ns, stack number)`.
+    pub fn thread_samples(&self, tid: u32) -> impl ExactSizeIterator<Item = (u64, u32)> + '_ {
+        let s = self.threads.get(&tid).map_or(&[][..], |t| &t.samples[..]);
+        s.iter().map(|s| (s.time_ns, s.stack))
+    }
+
+    /// The places among [`SystemContext::thread_samples`] of thread `tid`'s samples between
+    /// `start_ns` and `end_ns`.
+    pub fn sample_places(&self, tid: u32, start_ns: u64, end_ns: u64) -> std::ops::Range<usize> {
+        let Some(t) = self.threads.get(&tid) else { return 0..0 };
+        let lo = t.samples.partition_point(|s| s.time_ns < start_ns);
+        let hi = t.samples.partition_point(|s| s.time_ns < end_ns);
+        lo..hi.max(lo)
+    }
+
     /// Every held CPU sample's thread and stack number, by thread id then time.
     pub fn all_samples(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         let mut tids: Vec<u32> = self.threads.keys().copied().collect();

@@ -75,7 +75,7 @@ fn info_shows_the_system_status_and_counts() {
 }
 
 #[test]
-fn flamegraph_samples_folds_the_symbolized_stacks_root_first() {
+fn flamegraph_samples_folds_the_symbolized_stacks_root_first_optionally_under_their_scopes() {
     let test = "system-flamegraph";
     let file = crafted(test);
     let folded = file.with_file_name("samples.folded");
@@ -87,6 +87,23 @@ fn flamegraph_samples_folds_the_symbolized_stacks_root_first() {
     assert_eq!(
         std::fs::read_to_string(&folded).unwrap(),
         "main;app+0x1000 1\nmain;app+0x2000;app+0x1000 1\nmain;app+0x2000;app+0x3000 2\n"
+    );
+    let out = phosphor(
+        test,
+        &[
+            "flamegraph",
+            "--samples",
+            "--scopes",
+            "--folded",
+            file.to_str().unwrap(),
+            "-o",
+            folded.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&folded).unwrap(),
+        "main;work;app+0x1000 1\nmain;work;app+0x2000;app+0x1000 1\nmain;work;inner;app+0x2000;app+0x3000 2\n"
     );
     let svg = file.with_file_name("samples.svg");
     let out =

@@ -29,12 +29,15 @@ fn segment(name: &str) -> String {
 /// The most scopes kept open around one sample (deeper ones are left out of its prefix).
 pub const MAX_SCOPES_PER_SAMPLE: usize = 64;
 
+/// A scope around a sample: its start and end (`CLOCK_MONOTONIC` ns) and its name's number.
+type Around = (u64, u64, u32);
+
 /// The scopes open at each CPU sample's time (see the module's documentation).
 #[derive(Debug, Default)]
 pub struct SampleScopes {
     /// By thread, by place among its samples: `(start_ns, end_ns, name number)` of each scope
     /// holding it.
-    threads: HashMap<u32, Vec<Vec<(u64, u64, u32)>>>,
+    threads: HashMap<u32, Vec<Vec<Around>>>,
     names: Vec<String>,
     numbers: HashMap<String, u32>,
     /// Begins open per thread: `(start_ns, name number)`.

@@ -35,7 +35,7 @@ pub(super) struct SystemTracks {
     off: HashMap<u32, (u64, Option<u64>)>,
     heap: Option<u64>,
     symbolizer: Option<Symbolizer>,
-    /// Mappings added so far (a sample's address is found in them), with their iids.
+    /// Mappings added so far (a sample's address is found in them), with their iids, by start.
     mappings: Vec<(Mapping, u64)>,
     strings: HashMap<(u32, String), u64>,
     frames: HashMap<(u64, bool, u32), u64>,
@@ -101,7 +101,8 @@ impl SystemTracks {
 
     /// The mapping holding `address`: its iid and the address's offset in its file.
     fn mapping_of(&mut self, address: u64) -> (u64, u64) {
-        let found = self.mappings.iter().rev().find(|(m, _)| (m.start..m.end).contains(&address));
+        let at = self.mappings.partition_point(|(m, _)| m.start <= address);
+        let found = at.checked_sub(1).map(|i| &self.mappings[i]).filter(|(m, _)| address < m.end);
         if let Some((m, iid)) = found {
             return (*iid, (address - m.start).wrapping_add(m.file_offset));
         }
@@ -172,10 +173,14 @@ impl SystemTracks {
 impl<W: Write> Exporter<W> {
     /// Writes one system block's switches, samples and heap totals.
     pub(super) fn system(&mut self, batch: &SystemBatch) -> io::Result<()> {
-        for m in &batch.mappings {
-            let iid = self.system.add_mapping(m);
-            self.system.mappings.push((m.clone(), iid));
-            self.system.symbolizer.get_or_insert_with(Symbolizer::new).add_mappings(std::slice::from_ref(m));
+        if !batch.mappings.is_empty() {
+            for m in &batch.mappings {
+                let iid = self.system.add_mapping(m);
+                self.system.mappings.push((m.clone(), iid));
+            }
+            // By start, for the binary search; stable, so of equal starts the latest is last.
+            self.system.mappings.sort_by_key(|(m, _)| m.start);
+            self.system.symbolizer.get_or_insert_with(Symbolizer::new).add_mappings(&batch.mappings);
         }
         for w in &batch.switches {
             let ts = self.monotonic(w.time_ns);

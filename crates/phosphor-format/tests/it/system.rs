@@ -3,6 +3,7 @@
 
 use phosphor_format::file::{
     kind, Block, ClockInfo, ClockKind, ErrorKind, Header, Reader, Trailer, Writer, MAX_SYSTEM_ENTRIES,
+    MAX_SYSTEM_FRAMES,
 };
 use phosphor_format::system::{
     Mapping, Sample, SampleKind, Switch, SwitchKind, SystemBatch, MAX_FRAMES, UNKNOWN_CPU,
@@ -94,6 +95,24 @@ fn a_batch_past_the_caps_is_split_over_blocks_that_read_back_as_the_batch() {
     let switches: Vec<_> = got.iter().flat_map(|b| b.switches.clone()).collect();
     let samples: Vec<_> = got.iter().flat_map(|b| b.samples.clone()).collect();
     assert_eq!((switches, samples), (batch.switches, batch.samples));
+}
+
+#[test]
+fn samples_past_the_frames_cap_of_a_block_are_split_over_blocks() {
+    let n = MAX_SYSTEM_FRAMES / MAX_FRAMES + 10;
+    let batch = SystemBatch {
+        samples: (0..n as u64).map(|i| sample(2, i, vec![i; MAX_FRAMES])).collect(),
+        ..SystemBatch::default()
+    };
+    let mut w = Writer::new(Vec::new(), &header()).unwrap();
+    w.write_system(&batch).unwrap();
+    let got = batches(&w.finish(&Trailer::default()).unwrap());
+    assert_eq!(got.len(), 2);
+    for b in &got {
+        assert!(b.samples.iter().map(|s| s.frames.len()).sum::<usize>() <= MAX_SYSTEM_FRAMES);
+    }
+    let samples: Vec<_> = got.into_iter().flat_map(|b| b.samples).collect();
+    assert_eq!(samples, batch.samples);
 }
 
 #[test]

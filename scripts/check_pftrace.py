@@ -8,7 +8,7 @@ Usage:
     check_pftrace.py --batch        traces on stdin, each as a little-endian u64 length and the
                                     bytes; prints a JSON list of results (one Python start for many)
     --max-async-tracks N (before the files, any mode): also an error if a trace has more than N
-                                    async tracks (tracks that are not process, thread or counter
+                                    async tracks (plain tracks under a process: not process, thread or counter
                                     tracks; each result's "async_tracks" counts them)
     A FILE of "-" is stdin. Exit status: 0 if every trace is valid, 1 if not, 2 on bad usage.
 
@@ -30,7 +30,14 @@ What is checked (any failure is listed in "errors" and makes "ok" false):
   * every track_uuid an event uses has a TrackDescriptor earlier in the stream; descriptors of one
     uuid agree (kind, parent, pid, tid; the name may change, the last one wins); parents exist;
     thread and process descriptors have their pid/tid; counter events are on counter tracks and
-    have a value, other events are not on counter tracks.
+    have a value, other events are not on counter tracks; counter tracks are under a process, other
+    plain tracks under a process or a thread (an off-CPU track);
+  * the profiling tables of InternedData (function_names, build_ids, mapping_paths, mappings,
+    frames, callstacks) follow the same rules, and each entry's references (a frame's function
+    and mapping, a mapping's build id and path, a call stack's frames) are interned before it; a
+    PerfSample sets SEQ_NEEDS_INCREMENTAL_STATE, has pid and tid, and its callstack_iid is
+    interned. The result lists the samples ("samples": ts, pid, tid, cpu, and the stack's
+    functions outermost first, each as "function @ mapping path").
 
 Then each track's events are sorted by timestamp, ties in stream order (trace processor's sorter
 compares (timestamp, arrival)), and replayed as trace processor's slice tracker does: a begin
@@ -87,6 +94,48 @@ class Sequence:
         self.categories = {}
         self.annotation_names = {}
         self.defaults = None
+        self.profile = {t: {} for t in PROFILE_TABLES}
+
+
+# InternedData's profiling tables, in the order an entry may refer to an earlier one.
+PROFILE_TABLES = ("function_names", "build_ids", "mapping_paths", "mappings", "frames", "callstacks")
+
+
+def intern_profile(seq, d, where, errors):
+    """Takes in the profiling tables of InternedData `d`, checking each entry's references."""
+    p = seq.profile
+
+    def need(table, iid, what):
+        if iid not in p[table]:
+            errors.append(f"{where}: {what} refers to {table} iid {iid}, not interned")
+
+    for table in PROFILE_TABLES:
+        for e in getattr(d, table):
+            if e.iid == 0:
+                errors.append(f"{where}: {table} iid 0")
+                continue
+            if table in ("function_names", "build_ids", "mapping_paths"):
+                value = e.str.decode("utf-8", "replace")
+            elif table == "mappings":
+                if e.build_id:
+                    need("build_ids", e.build_id, f"mapping {e.iid}")
+                for c in e.path_string_ids:
+                    need("mapping_paths", c, f"mapping {e.iid}")
+                path = "/" + "/".join(p["mapping_paths"].get(c, "?") for c in e.path_string_ids)
+                value = {"path": path, "start": e.start, "end": e.end, "offset": e.start_offset,
+                         "build_id": p["build_ids"].get(e.build_id) if e.build_id else None}
+            elif table == "frames":
+                need("function_names", e.function_name_id, f"frame {e.iid}")
+                need("mappings", e.mapping_id, f"frame {e.iid}")
+                mapping = p["mappings"].get(e.mapping_id, {"path": "?"})
+                value = f"{p['function_names'].get(e.function_name_id, '?')} @ {mapping['path']}"
+            else:
+                for f in e.frame_ids:
+                    need("frames", f, f"callstack {e.iid}")
+                value = [p["frames"].get(f, "?") for f in e.frame_ids]
+            if p[table].get(e.iid, value) != value:
+                errors.append(f"{where}: {table} iid {e.iid} redefined")
+            p[table][e.iid] = value
 
 
 class Track:
@@ -147,6 +196,7 @@ def check(data, max_async_tracks=None):
 
     sequences = {}
     tracks = {}
+    samples = []
     clock = {"primary": None, "snapshot": {}}
     for i, pkt in enumerate(trace.packet):
         where = f"packet {i}"
@@ -171,6 +221,7 @@ def check(data, max_async_tracks=None):
                     elif table.get(e.iid, e.name) != e.name:
                         errors.append(f"{where}: iid {e.iid} redefined from {table[e.iid]!r} to {e.name!r}")
                     table[e.iid] = e.name
+            intern_profile(seq, d, where, errors)
         if flags & NEEDS and not seq.valid:
             errors.append(f"{where}: needs incremental state, but the sequence was never cleared")
 
@@ -218,6 +269,17 @@ def check(data, max_async_tracks=None):
                     track.name = name
         elif data_field == "track_event":
             track_event(pkt, where, seq, tracks, errors)
+        elif data_field == "perf_sample":
+            ps = pkt.perf_sample
+            if not flags & NEEDS:
+                errors.append(f"{where}: a PerfSample without SEQ_NEEDS_INCREMENTAL_STATE")
+            if not (ps.HasField("pid") and ps.HasField("tid")):
+                errors.append(f"{where}: a PerfSample without pid and tid")
+            stack = seq.profile["callstacks"].get(ps.callstack_iid)
+            if stack is None:
+                errors.append(f"{where}: callstack iid {ps.callstack_iid} is not interned")
+            samples.append({"ts": pkt.timestamp, "pid": ps.pid, "tid": ps.tid,
+                            "cpu": ps.cpu if ps.HasField("cpu") else None, "stack": stack})
         elif data_field is not None:
             errors.append(f"{where}: unexpected packet content {data_field}")
 
@@ -227,8 +289,9 @@ def check(data, max_async_tracks=None):
         parent = t.identity["parent"]
         if parent is not None and parent not in tracks:
             errors.append(f"track {t.uuid}: parent {parent} has no descriptor")
-        if t.kind() in ("counter", "track") and (parent not in tracks or tracks[parent].kind() != "process"):
-            errors.append(f"track {t.uuid} ({t.kind()}): not parented to a process track")
+        allowed = ("process",) if t.kind() == "counter" else ("process", "thread")
+        if t.kind() in ("counter", "track") and (parent not in tracks or tracks[parent].kind() not in allowed):
+            errors.append(f"track {t.uuid} ({t.kind()}): not parented to a {' or '.join(allowed)} track")
 
     # A flow is drawn between the events that carry its id: one that only one event carries has
     # nothing to point at (and one terminated but never carried, no start).
@@ -240,7 +303,9 @@ def check(data, max_async_tracks=None):
     for f, n in sorted(ends.items()):
         if n < 2:
             errors.append(f"flow {f}: one event only; a flow needs two ends")
-    async_tracks = sum(1 for t in tracks.values() if t.kind() == "track")
+    async_tracks = sum(1 for t in tracks.values()
+                       if t.kind() == "track" and t.identity["parent"] in tracks
+                       and tracks[t.identity["parent"]].kind() == "process")
     if max_async_tracks is not None and async_tracks > max_async_tracks:
         errors.append(f"{async_tracks} async tracks, more than {max_async_tracks}")
     result = {
@@ -254,6 +319,7 @@ def check(data, max_async_tracks=None):
             "snapshot": clock["snapshot"],
         },
         "tracks": [replay(t) for t in sorted(tracks.values(), key=lambda t: t.first_packet)],
+        "samples": samples,
     }
     return result, trace
 
@@ -373,6 +439,8 @@ def dump(result, trace):
                          + (f" terminating_flows={s['terminating_flows']}" if s.get("terminating_flows") else ""))
         for ts in t.get("unmatched_ends", []):
             lines.append(f"    {ts} end with nothing open")
+    for smp in result.get("samples", []):
+        lines.append(f"  sample {smp['ts']} tid={smp['tid']} cpu={smp['cpu']}: {' > '.join(smp['stack'] or [])}")
     lines.append("errors:" + "".join(f"\n  {e}" for e in result["errors"]) if result["errors"] else "errors: none")
     return "\n".join(lines)
 

@@ -1,6 +1,6 @@
 //! Fuzzes everything that reads a trace file after the reader: the Perfetto (with and without its
 //! async plan), Chrome JSON and folded
-//! exporters, the statistics, and `phosphor logs` (the log formatter, on the file's format strings
+//! exporters, the statistics (also with the system context, and the samples' folded stacks), and `phosphor logs` (the log formatter, on the file's format strings
 //! and parameters, and on the input itself as a format string). Any input must give a result or an error naming an offset inside
 //! the input, and never panic. Inputs start from mutations of real files (seed the corpus with
 //! `crates/phosphor-format/tests/data/*.phtrace`).
@@ -9,7 +9,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use phosphor_export::logs::{format_log, write_logs, LogFilter, LogOrder};
-use phosphor_export::{chrome, folded, perfetto, TraceStats};
+use phosphor_export::sample_stacks::{self, SampleScopes};
+use phosphor_export::symbolize::Symbolizer;
+use phosphor_export::system::SystemContext;
+use phosphor_export::{chrome, folded, perfetto, StatsBuilder, TraceStats};
 use phosphor_format::file::Reader;
 
 fuzz_target!(|data: &[u8]| {
@@ -51,6 +54,21 @@ fuzz_target!(|data: &[u8]| {
                 within(Some(e.source.offset()));
                 let _ = e.partial.to_string();
             }
+        }
+    }
+    // The system context (format 1.6): the statistics asking it about each scope, and the sample
+    // flame graph with its scopes; symbolized offline (the input's mappings name files).
+    if let (Ok(first), Ok(second), Ok(third)) = (Reader::new(data), Reader::new(data), Reader::new(data)) {
+        let Ok(mut context) = SystemContext::read(first) else { return };
+        context.name_leaves(&mut Symbolizer::offline());
+        let (scopes, _) = SampleScopes::read(third, &context);
+        let _ = sample_stacks::fold_samples(&context, &mut Symbolizer::offline(), Some(&scopes), |_| None);
+        let builder = StatsBuilder::new(&second.header().clock).system(std::sync::Arc::new(context));
+        match builder.read(second) {
+            Ok(stats) => {
+                let _ = stats.to_string();
+            }
+            Err(e) => within(Some(e.source.offset())),
         }
     }
 });

@@ -30,6 +30,10 @@ fuzz_target!(|data: &[u8]| {
                     }
                 }
             }
+            Ok(Some(Block::System(s))) => {
+                let frames = s.samples.iter().map(|s| s.frames.len()).max().unwrap_or(0);
+                assert!(frames <= phosphor_format::system::MAX_FRAMES);
+            }
             Ok(Some(_)) => {}
             Ok(None) => break,
             Err(e) => {

@@ -4,6 +4,11 @@
 //! The input's header is read before the output is created, so a file that is not a trace leaves
 //! `OUT` alone. A truncated or corrupt input still gives a whole SVG of every chunk before the
 //! damage; then the error names the input and the byte offset. A one-line summary goes to stderr.
+//!
+//! `--samples` draws the CPU samples' call stacks instead (format 1.6's system blocks),
+//! symbolized through the recorded mappings (`phosphor_export::symbolize`), root first under the
+//! thread's name (`--scopes`: then the scopes open at the sample's time); `--folded` writes their
+//! folded lines rather than an SVG.
 
 use std::fs::File;
 use std::io::Write;
@@ -12,7 +17,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::Args;
-use phosphor_export::folded;
+use std::collections::HashMap;
+
+use phosphor::format::file::Block;
+use phosphor::format::system::Availability;
+use phosphor_export::sample_stacks::SampleScopes;
+use phosphor_export::symbolize::Symbolizer;
+use phosphor_export::system::SystemContext;
+use phosphor_export::{folded, sample_stacks};
 use phosphor_export::{format_count, format_ns};
 
 use crate::info::format_bytes;
@@ -26,6 +38,17 @@ pub struct FlamegraphArgs {
     /// The SVG file to write (created or truncated).
     #[arg(short, long, visible_alias = "out", value_name = "OUT")]
     output: PathBuf,
+    /// Draw the CPU samples' call stacks (format 1.6 system context), symbolized, widths in
+    /// samples, instead of the slices' self time.
+    #[arg(long)]
+    samples: bool,
+    /// With --samples: write the folded stacks (`thread;root;…;leaf COUNT` lines) instead of an SVG.
+    #[arg(long, requires = "samples")]
+    folded: bool,
+    /// With --samples: start each stack with the scopes open at the sample's time (reads the file
+    /// a second time).
+    #[arg(long, requires = "samples")]
+    scopes: bool,
 }
 
 /// What one flame graph took.
@@ -45,6 +68,9 @@ pub struct Drawn {
 
 /// Runs `phosphor flamegraph`: the SVG to `-o OUT`, its summary to `stderr`.
 pub fn run(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()> {
+    if args.samples {
+        return samples(args, stderr);
+    }
     let d = to_file(&args.file, &args.output)?;
     writeln!(
         stderr,
@@ -56,6 +82,80 @@ pub fn run(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()>
     )?;
     crate::convert::note_cuts(stderr, d.truncated, d.names_cut, "drawn")?;
     Ok(())
+}
+
+/// `--samples`: the CPU samples' stacks, from the file's system blocks, symbolized.
+fn samples(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()> {
+    let (input, output) = (&args.file, &args.output);
+    let mut reader = progress::open(input, "reading the samples")?;
+    let mut context = SystemContext::default();
+    // The thread names come with the other blocks; only system blocks are kept.
+    let mut names: HashMap<u32, String> = HashMap::new();
+    let failure = loop {
+        match reader.next_block() {
+            Ok(Some(Block::System(batch))) => context.add(batch),
+            Ok(Some(Block::Threads { .. })) => {
+                names.extend(reader.thread_names().map(|(t, n)| (t, n.as_str().to_owned())));
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    context.finish();
+    if context.counts.samples == 0 {
+        let why = match reader.system_status().map(|s| &s.samples) {
+            Some(Availability::Unavailable(why)) => format!("CPU samples were unavailable: {why}"),
+            _ => "it has no CPU samples (record with TraceConfig::cpu_samples)".to_string(),
+        };
+        if let Some(e) = failure {
+            return Err(anyhow::Error::new(e.with_path(input)).context(format!("{}: {why}", input.display())));
+        }
+        bail!("{}: {why}", input.display());
+    }
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
+        if a == b {
+            bail!("{}: the output is the input file", output.display());
+        }
+    }
+    let scopes = if args.scopes {
+        let (scopes, failed) = SampleScopes::read(progress::open(input, "reading the scopes")?, &context);
+        if let Some(e) = failed {
+            eprintln!(
+                "warning: {:#}",
+                anyhow::Error::new(e.with_path(input)).context("reading the scopes stopped early")
+            );
+        }
+        Some(scopes)
+    } else {
+        None
+    };
+    let mut symbolizer = Symbolizer::new();
+    let lines =
+        sample_stacks::fold_samples(&context, &mut symbolizer, scopes.as_ref(), |t| names.get(&t).cloned());
+    crate::stats::warn_symbols(&symbolizer);
+    let f = File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
+    let title = format!("{} (CPU samples)", input.file_name().unwrap_or(input.as_os_str()).to_string_lossy());
+    let written = if args.folded {
+        sample_stacks::write_lines(&lines, std::io::BufWriter::new(&f))
+    } else {
+        sample_stacks::write_flamegraph(&lines, std::io::BufWriter::new(&f), &title)
+    };
+    written.with_context(|| format!("writing {}", output.display()))?;
+    writeln!(
+        stderr,
+        "{}: {} CPU samples in {} stacks",
+        output.display(),
+        format_count(context.counts.samples),
+        format_count(lines.len() as u64)
+    )?;
+    match failure {
+        None => Ok(()),
+        Some(e) => Err(anyhow::Error::new(e.with_path(input)).context(format!(
+            "reading {} stopped early (the samples before the damage are drawn)",
+            input.display()
+        ))),
+    }
 }
 
 /// Draws the trace file `input` as an SVG flame graph in the file `output` (created or truncated).

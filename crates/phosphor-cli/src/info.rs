@@ -7,7 +7,8 @@
 //! chunks follow; the span of the event timestamps; the
 //! trailer. The summary is printed whether or not the pass reached the trailer, so a truncated or
 //! corrupt file shows everything before the damage, and then the error names the file, the byte
-//! offset and the problem.
+//! offset and the problem. Format 1.6's system blocks are counted (switches, samples, heap
+//! totals, mappings) and their last status shown (`context switches unavailable: why`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 use phosphor::format::file::{self, Block, Callsite, ClockKind, Reader};
+use phosphor::format::system::SampleKind;
 use phosphor_export::{format_count, format_ns, shown_name, ChunkLosses};
 
 /// Options of `phosphor info`.
@@ -57,6 +59,21 @@ struct Summary {
     first_miscounted: Option<(u64, u32, u64)>,
     /// Bytes from the start of the file to the end of the last block read without error.
     whole: u64,
+    /// Format 1.6: what the system blocks held (their status is the reader's).
+    system: SystemCounts,
+}
+
+/// What a file's system blocks held.
+#[derive(Debug, Default)]
+struct SystemCounts {
+    blocks: u64,
+    switches: u64,
+    cpu_samples: u64,
+    alloc_samples: u64,
+    heap: u64,
+    mappings: u64,
+    /// Distinct threads with switches or samples.
+    threads: std::collections::BTreeSet<u32>,
 }
 
 impl Summary {
@@ -68,6 +85,20 @@ impl Summary {
             let chunk = match reader.next_block()? {
                 None => return Ok(()),
                 Some(Block::Chunk(chunk)) => chunk,
+                Some(Block::System(batch)) => {
+                    let c = &mut self.system;
+                    c.blocks += 1;
+                    c.switches += batch.switches.len() as u64;
+                    let cpu = batch.samples.iter().filter(|s| s.kind == SampleKind::Cpu).count() as u64;
+                    c.cpu_samples += cpu;
+                    c.alloc_samples += batch.samples.len() as u64 - cpu;
+                    c.heap += batch.heap.len() as u64;
+                    c.mappings += batch.mappings.len() as u64;
+                    c.threads.extend(
+                        batch.switches.iter().map(|w| w.tid).chain(batch.samples.iter().map(|s| s.tid)),
+                    );
+                    continue;
+                }
                 Some(_) => continue,
             };
             let x = chunk.extents;
@@ -278,6 +309,27 @@ fn print<R: Read>(
             )?;
         }
         None => writeln!(out, "dropped     unknown: no trailer was read")?,
+    }
+    let c = &s.system;
+    match reader.system_status() {
+        Some(status) => writeln!(out, "system      {}", phosphor_export::describe_status(status))?,
+        None if c.blocks > 0 => writeln!(out, "system      no status recorded")?,
+        None => {
+            writeln!(out, "system      none (no system blocks: not asked for, or written before format 1.6)")?
+        }
+    }
+    if c.blocks > 0 {
+        writeln!(
+            out,
+            "            {} switches, {} CPU samples, {} allocation samples on {} threads; {} heap totals, {} mappings; in {} blocks",
+            format_count(c.switches),
+            format_count(c.cpu_samples),
+            format_count(c.alloc_samples),
+            format_count(c.threads.len() as u64),
+            format_count(c.heap),
+            format_count(c.mappings),
+            format_count(c.blocks)
+        )?;
     }
     // Of an incomplete file, only the part before the damage holds the events counted.
     let read = if complete { size } else { s.whole };

@@ -12,12 +12,20 @@
 //! `phosphor_export`'s `stats_json.rs`; every kind unless `--top` is given). A truncated or
 //! corrupt file prints the statistics of everything before the damage, then the error names the
 //! file and the byte offset (exit status 2).
+//!
+//! A file with system context (format 1.6) is read twice: its system blocks first, then the
+//! statistics, which ask them about each scope (on- and off-CPU time, switches, samples and their
+//! symbolized leaf functions; allocations come from the scopes' own events).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use phosphor_export::{format_count, FilesStats, SortBy, TableOptions, TraceStats};
+use std::sync::Arc;
+
+use phosphor_export::symbolize::Symbolizer;
+use phosphor_export::system::SystemContext;
+use phosphor_export::{format_count, FilesStats, SortBy, StatsBuilder, TableOptions};
 
 use crate::progress;
 
@@ -56,7 +64,11 @@ pub fn run(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<()> {
         return run_many(args, &files, out);
     };
     let reader = progress::open(path, "reading")?;
-    let (stats, failure) = match TraceStats::from_reader(reader) {
+    let mut builder = StatsBuilder::new(&reader.header().clock);
+    if let Some(context) = system_context(path)? {
+        builder = builder.system(Arc::new(context));
+    }
+    let (stats, failure) = match builder.read(reader) {
         Ok(stats) => (stats, None),
         Err(e) => (*e.partial, Some(e.source)),
     };
@@ -83,6 +95,30 @@ pub fn run(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<()> {
             path.display(),
             format_count(stats.events)
         ))),
+    }
+}
+
+/// The system context of a regular file (format 1.6), read in a first pass over its system
+/// blocks, its samples' leaves symbolized (what cannot be is said on stderr, once per object).
+/// `None` for a pipe (read once, so scopes get no system figures) or a file without system blocks.
+pub(crate) fn system_context(path: &std::path::Path) -> anyhow::Result<Option<SystemContext>> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Ok(None);
+    }
+    let mut context = SystemContext::read(progress::open(path, "reading the system context")?)?;
+    if context.counts.blocks == 0 {
+        return Ok(None);
+    }
+    let mut symbolizer = Symbolizer::new();
+    context.name_leaves(&mut symbolizer);
+    warn_symbols(&symbolizer);
+    Ok(Some(context))
+}
+
+/// Says on stderr which objects could not be symbolized.
+pub(crate) fn warn_symbols(symbolizer: &Symbolizer) {
+    for w in symbolizer.warnings() {
+        eprintln!("warning: symbols: {w}");
     }
 }
 

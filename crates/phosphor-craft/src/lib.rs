@@ -17,6 +17,8 @@
 //!   `phosphor recover`.
 //! * [`catalog`] lists the [`Case`]s at the test's or the benchmark's [`Scale`], with the
 //!   commands to run on each.
+//! * [`system::system_trace`] is a small valid trace with system context (format 1.6) whose
+//!   figures are known, for the tools' tests.
 //! * [`measure::run`] runs a command under a watchdog and an address-space cap and reports its
 //!   peak RSS (`wait4`) and wall time.
 //!
@@ -29,6 +31,7 @@ pub mod measure;
 pub mod records;
 mod ring;
 mod shapes;
+pub mod system;
 mod trace;
 
 pub use catalog::{catalog, lists_text_format, Case, Input, Scale};

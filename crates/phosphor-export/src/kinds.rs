@@ -21,12 +21,22 @@ use crate::labels::Labels;
 use crate::names;
 use crate::nesting::{self, Label, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT};
 use crate::scope_path::{PathTree, PathTreeBuilder, ScopePath};
+use crate::scope_system::{AllocWaits, ScopeHook, SystemAcc};
 use crate::stats::{EventType, KindStats, MAX_PROBLEM_EXAMPLES};
+use crate::system::SystemContext;
 
 #[derive(Debug, Default)]
 pub(crate) struct KindAcc {
     pub(crate) count: u64,
     pub(crate) durations: Durations,
+    /// What the system saw, once something was (most kinds of most traces: never).
+    pub(crate) system: Option<Box<SystemAcc>>,
+}
+
+impl KindAcc {
+    fn system(&mut self) -> &mut SystemAcc {
+        self.system.get_or_insert_with(Default::default)
+    }
 }
 
 /// A kind as the nesting resolves it: a path on a thread, and what was counted.
@@ -50,12 +60,29 @@ pub(crate) struct Collector {
     pub(crate) problem_count: u64,
     pub(crate) late_parents: u64,
     pub(crate) per_thread: HashMap<u32, u64>,
+    /// The system context asked about each scope, if the trace has one.
+    pub(crate) hook: Option<ScopeHook>,
+    pub(crate) allocs: AllocWaits,
 }
 
 /// No kind.
 const NONE: u32 = u32::MAX;
 
 impl Collector {
+    /// The allocation counts of thread `tid`'s scope that started at `start` (its
+    /// `phosphor/scope_alloc` event).
+    pub(crate) fn scope_alloc(&mut self, tid: u32, start: u64, allocs: u64, bytes: u64) {
+        self.allocs.seen = true;
+        match self.allocs.last.get(&tid) {
+            Some(&(s, at)) if s == start => self.kinds[at as usize].acc.system().alloc(allocs, bytes),
+            _ => {
+                let w = self.allocs.waiting.entry((tid, start)).or_default();
+                w.0 += allocs;
+                w.1 += bytes;
+            }
+        }
+    }
+
     /// Frees what finding the kinds takes, once every slice is in.
     pub(crate) fn free_index(&mut self) {
         self.first = Vec::new();
@@ -87,6 +114,15 @@ impl Sink for Collector {
         k.count += 1;
         if s.kind == SliceKind::Scope {
             k.durations.add(s.dur);
+            if let Some(hook) = &self.hook {
+                hook.add(k.system(), s.tid, s.start, s.dur);
+            }
+            if self.allocs.seen {
+                if let Some((a, b)) = self.allocs.waiting.remove(&(s.tid, s.start)) {
+                    k.system().alloc(a, b);
+                }
+                self.allocs.last.insert(s.tid, (s.start, at));
+            }
         }
     }
 
@@ -186,6 +222,7 @@ pub(crate) fn tables(
     tree: NameTree,
     event_type: impl Fn(PathId) -> EventType,
     clock: &ClockInfo,
+    context: Option<&SystemContext>,
 ) -> (Vec<KindStats>, Vec<KindStats>) {
     let kind = |tid, path: PathId, acc: &KindAcc| KindStats {
         tid,
@@ -193,6 +230,7 @@ pub(crate) fn tables(
         event_type: event_type(path),
         count: acc.count,
         durations: acc.durations.stats(clock),
+        system: acc.system.as_ref().map(|s| Box::new(s.stats(context))),
     };
     // By path, so that a path's rows are a run; (path, thread) is unique.
     per_thread.sort_unstable_by_key(|k| (k.path, k.tid));
@@ -230,6 +268,9 @@ pub(crate) fn tables(
             for k in run {
                 all.count += k.acc.count;
                 all.durations.merge(&k.acc.durations);
+                if let Some(s) = &k.acc.system {
+                    all.system().merge(s);
+                }
             }
             merged.push(Some(kind(None, run[0].path, &all)));
             sources.push(MERGED | (merged.len() as u32 - 1));

@@ -66,13 +66,18 @@ mod memory_tests;
 mod names;
 mod nesting;
 pub mod perfetto;
+pub mod sample_stacks;
 mod scope_path;
+mod scope_system;
 mod scopes;
 mod siblings;
 mod stacks;
 mod stats;
 mod stats_files;
 mod stats_json;
+pub mod symbolize;
+pub mod system;
+mod system_text;
 #[cfg(test)]
 mod test_files;
 mod text;
@@ -84,10 +89,12 @@ pub use losses::ChunkLosses;
 pub use names::{shown as shown_name, NameSet, MAX_NAME_BYTES, NAME_CUT_MARK};
 pub use nesting::{DEFAULT_MAX_DEPTH, DEFAULT_PENDING_LIMIT};
 pub use scope_path::ScopePath;
+pub use scope_system::{ScopeSystem, TOP_FUNCTIONS};
 pub use scopes::{ScopeProblem, ScopeProblemKind};
 pub use stats::{
     AggregateStats, AsyncStats, EventType, KindStats, LogStats, Saturation, StatsBuilder, StatsError,
-    ThreadStats, TraceStats, MAX_PROBLEM_EXAMPLES,
+    SystemSummary, ThreadStats, TraceStats, MAX_PROBLEM_EXAMPLES,
 };
 pub use stats_files::FilesStats;
+pub use system_text::describe_status;
 pub use text::{format_count, format_drops, format_ns, SortBy, TableOptions};

@@ -343,6 +343,9 @@ struct Thread {
     /// Nodes in all the regions' subtrees (at most the limit, below `u32::MAX`).
     pending: u32,
     tid: u32,
+    /// The start of its last complete event (`u64::MAX`: none yet): the scope that a
+    /// `phosphor/scope_alloc` event after it belongs to.
+    last_complete: u64,
 }
 
 impl Thread {
@@ -485,6 +488,13 @@ impl Nesting {
     pub(crate) fn complete(&mut self, tid: u32, label: Label, ts: u64, dur: u64, sink: &mut impl Sink) {
         let node = Node::new(ts, ts.saturating_add(dur), label, SliceKind::Scope);
         self.add(tid, node, sink);
+        thread(&mut self.thread_index, &mut self.threads, tid).last_complete = ts;
+    }
+
+    /// The start of thread `tid`'s last complete event, if it had one.
+    pub(crate) fn last_complete(&self, tid: u32) -> Option<u64> {
+        let t = &self.threads[self.thread_index.get(tid)? as usize];
+        (t.last_complete != u64::MAX).then_some(t.last_complete)
     }
 
     /// A point event at `ts`.
@@ -558,7 +568,7 @@ fn thread<'a>(index: &mut IdMap, threads: &'a mut Vec<Thread>, tid: u32) -> &'a 
     let at = match index.get(tid) {
         Some(at) => at,
         None => {
-            threads.push(Thread { tid, ..Thread::default() });
+            threads.push(Thread { tid, last_complete: u64::MAX, ..Thread::default() });
             let at = threads.len() as u32 - 1;
             index.insert(tid, at);
             at

@@ -136,13 +136,20 @@ mod plan;
 mod proto;
 mod streamed;
 mod summary;
+mod system;
 mod tracks;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Read, Write};
 
 use phosphor_format::file::{Block, Callsite, Chunk, ClockInfo, Event, Reader, Value};
+use phosphor_format::system::{PHOSPHOR_CATEGORY, SCOPE_ALLOC_ARGS, SCOPE_ALLOC_NAME};
 use phosphor_format::Phase;
+
+/// Whether `cs` is the runtime's per-scope allocation counts (`phosphor/scope_alloc`).
+fn is_scope_alloc(cs: &Callsite<'_>) -> bool {
+    cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME
+}
 
 use intern::{CallsiteCache, Interner};
 use lanes::Lanes;
@@ -275,6 +282,21 @@ struct Exporter<W: Write> {
     /// Interned annotation names `level`, `p0`, `p1`, ... (0 until first used).
     level_iid: u64,
     param_iids: [u64; phosphor_format::MAX_PARAMS],
+    /// Format 1.6's system context: off-CPU tracks, samples, the heap (`perfetto/system.rs`).
+    system: system::SystemTracks,
+    /// The end of the last complete event, held back until the next event: if that is the
+    /// scope's `phosphor/scope_alloc`, its counts go on this end as arguments.
+    pending_end: Option<PendingEnd>,
+    /// `phosphor/scope_alloc` events that followed no complete event of their thread (dropped).
+    allocs_unattached: u64,
+}
+
+/// A complete event's `TYPE_SLICE_END`, not written yet.
+#[derive(Clone, Copy)]
+struct PendingEnd {
+    tid: u32,
+    ts: u64,
+    track: u64,
 }
 
 /// The flow that links async slice `id` of `cs`'s category and name to the slices that work for
@@ -321,6 +343,9 @@ impl<W: Write> Exporter<W> {
             message: String::new(),
             level_iid: 0,
             param_iids: [0; phosphor_format::MAX_PARAMS],
+            system: system::SystemTracks::default(),
+            pending_end: None,
+            allocs_unattached: 0,
         }
     }
 
@@ -355,11 +380,14 @@ impl<W: Write> Exporter<W> {
                 }
                 Ok(Some(Block::Callsites { .. })) => self.callsites.generation += 1,
                 Ok(Some(Block::Threads { .. })) => self.sync_thread_names(&reader)?,
+                Ok(Some(Block::System(batch))) => self.system(batch)?,
                 Ok(Some(_)) => {}
                 Ok(None) => break None,
                 Err(e) => break Some(e),
             }
         };
+        self.flush_end(None)?;
+        self.close_off_cpu()?;
         summary.threads = u32::try_from(self.threads.len()).unwrap_or(u32::MAX);
         summary.async_unplanned = self.unplanned > 0;
         summary.complete = reader.trailer().is_some();
@@ -382,6 +410,13 @@ impl<W: Write> Exporter<W> {
     /// Writes event `e` of `chunk`.
     fn event(&mut self, e: &Event<'_>, chunk: &Chunk<'_>) -> io::Result<()> {
         let cs = &e.callsite;
+        if self.pending_end.is_some() || is_scope_alloc(cs) {
+            let attached = self.flush_end(Some(e))?;
+            if is_scope_alloc(cs) {
+                self.allocs_unattached += u64::from(!attached);
+                return Ok(());
+            }
+        }
         let ts = self.ns(e.ts);
         let thread = self.thread_track(e.tid, ts, chunk)?;
         let mut r = self.callsites.get(cs.id);
@@ -398,13 +433,7 @@ impl<W: Write> Exporter<W> {
                     }
                 }
                 self.slice(TYPE_SLICE_BEGIN, ts, thread, &mut r, e, None)?;
-                self.start_packet(Some(end), SEQ_NEEDS_INCREMENTAL_STATE);
-                let p = &mut self.buf;
-                let te = p.begin(PACKET_TRACK_EVENT);
-                p.uint(EVENT_TYPE, TYPE_SLICE_END);
-                p.uint(EVENT_TRACK_UUID, thread);
-                p.end(te);
-                self.finish_packet(true)?;
+                self.pending_end = Some(PendingEnd { tid: e.tid, ts: end, track: thread });
                 self.saw(end);
             }
             Phase::Counter | Phase::Data => self.counter(ts, thread, &mut r, e)?,
@@ -429,6 +458,30 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
+    /// Writes the held-back end of the last complete event; with the counts of `next` as its
+    /// arguments if `next` is that scope's `phosphor/scope_alloc` (then returns true).
+    fn flush_end(&mut self, next: Option<&Event<'_>>) -> io::Result<bool> {
+        let Some(end) = self.pending_end.take() else { return Ok(false) };
+        let counts = next.filter(|n| n.tid == end.tid && is_scope_alloc(&n.callsite));
+        let names = counts.map(|_| {
+            let [a, b] = SCOPE_ALLOC_ARGS;
+            [a, b].map(|n| self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, n))
+        });
+        self.start_packet(Some(end.ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        let p = &mut self.buf;
+        let te = p.begin(PACKET_TRACK_EVENT);
+        p.uint(EVENT_TYPE, TYPE_SLICE_END);
+        p.uint(EVENT_TRACK_UUID, end.track);
+        if let (Some(n), Some(iids)) = (counts, names) {
+            for (iid, (_, value)) in iids.into_iter().zip(n.args.iter().flatten()) {
+                packets::annotation(p, iid, *value);
+            }
+        }
+        p.end(te);
+        self.finish_packet(true)?;
+        Ok(counts.is_some())
+    }
+
     #[inline]
     fn saw(&mut self, ts: u64) {
         self.last_ns = Some(self.last_ns.map_or(ts, |l| l.max(ts)));
@@ -441,6 +494,8 @@ mod async_tests;
 mod checker;
 #[cfg(test)]
 mod mapping_tests;
+#[cfg(test)]
+mod system_tests;
 #[cfg(test)]
 #[path = "perfetto_tests.rs"]
 mod tests;

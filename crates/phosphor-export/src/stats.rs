@@ -50,7 +50,11 @@ use crate::labels::Labels;
 use crate::losses::ChunkLosses;
 use crate::nesting::{self, Label, Nesting, PathId, ProblemKind};
 use crate::scope_path::ScopePath;
+use crate::scope_system::{ScopeHook, ScopeSystem};
 use crate::scopes::{ScopeProblem, ScopeProblemKind};
+use crate::system::{SystemContext, SystemCounts};
+use phosphor_format::system::{SystemStatus, PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
+use std::sync::Arc;
 
 /// At most this many [`ScopeProblem`]s are kept as examples in [`TraceStats::problems`]; all are
 /// counted.
@@ -109,6 +113,21 @@ pub struct TraceStats {
     /// Saturation markers of a streaming trace (`phosphor`/`saturation` instants): how many, and
     /// the events their writers dropped for want of a free chunk just before each.
     pub saturation: Saturation,
+    /// The trace's system context (format 1.6), when it has one and the statistics were given it
+    /// ([`StatsBuilder::system`]).
+    pub system: Option<SystemSummary>,
+}
+
+/// What a trace's system blocks held, as the statistics saw them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SystemSummary {
+    /// The sources' last status.
+    pub status: Option<SystemStatus>,
+    /// What the system blocks held.
+    pub counts: SystemCounts,
+    /// Whether on- and off-CPU times were worked out (the trace has context switches).
+    pub switches: bool,
 }
 
 /// The saturation markers a streaming trace holds.
@@ -242,6 +261,9 @@ pub struct KindStats {
     pub count: u64,
     /// Their durations, for scopes.
     pub durations: Option<DurationStats>,
+    /// What the system saw during these scopes (format 1.6: context switches, samples,
+    /// allocations), when the trace says anything of them.
+    pub system: Option<Box<ScopeSystem>>,
 }
 
 impl KindStats {
@@ -395,6 +417,14 @@ impl StatsBuilder {
         }
     }
 
+    /// Asks `context` (the trace's system blocks, read first) what the system saw during each
+    /// scope: on- and off-CPU time, switches, samples and their leaf functions
+    /// ([`KindStats::system`]). Call [`SystemContext::name_leaves`] first to have the functions.
+    pub fn system(mut self, context: Arc<SystemContext>) -> StatsBuilder {
+        self.collector.hook = Some(ScopeHook { context, clock: self.clock.clone() });
+        self
+    }
+
     /// Takes in the aggregate snapshots a reader has read, naming each by its callsite (those
     /// whose callsite is unknown are skipped).
     pub fn aggregates<'c>(
@@ -452,6 +482,15 @@ impl StatsBuilder {
         let end = ts.saturating_add(event.duration.unwrap_or(0));
         self.span = Some(self.span.map_or((ts, end), |(lo, hi)| (lo.min(ts), hi.max(end))));
         let cs = &event.callsite;
+        if cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME {
+            // Bookkeeping, not an instant of the program: its counts go to the scope before it.
+            if let (Some(start), Some(Value::U64(a)), Some(Value::U64(b))) =
+                (self.nesting.last_complete(tid), event.arg("allocs"), event.arg("bytes"))
+            {
+                self.collector.scope_alloc(tid, start, a, b);
+            }
+            return;
+        }
         if cs.phase == Phase::Instant && cs.category == "phosphor" && cs.name == "saturation" {
             self.saturation.markers += 1;
             if let Some(Value::U64(n)) = event.arg("dropped") {
@@ -610,8 +649,15 @@ impl StatsBuilder {
         let max_depth = paths.max_depth();
         drop(paths);
         let event_type = |path: PathId| types[path as usize];
+        let hook = self.collector.hook.take();
+        let context = hook.as_ref().map(|h: &ScopeHook| &*h.context);
         let (kinds, by_path) =
-            kinds::tables(std::mem::take(&mut self.collector.kinds), tree, event_type, clock);
+            kinds::tables(std::mem::take(&mut self.collector.kinds), tree, event_type, clock, context);
+        let system = context.filter(|c| c.counts.blocks > 0).map(|c| SystemSummary {
+            status: c.status.clone(),
+            counts: c.counts,
+            switches: c.has_switches(),
+        });
         drop(types);
 
         let mut logs: Vec<LogStats> = self.logs.into_values().collect();
@@ -657,6 +703,7 @@ impl StatsBuilder {
             logs,
             aggregates,
             saturation: self.saturation,
+            system,
         }
     }
 }

@@ -18,6 +18,7 @@
 //!   "lost_chunks": n,             gaps in the chunk sequence numbers
 //!   "saturation": {"markers": n, "dropped": n},  a streaming trace's saturation markers
 //!   "span_ns": n,
+//!   "system": SYSTEM | null,      the system context (format 1.6), when the trace has one
 //!   "percentiles": {"exact_up_to": 256, "relative_error": 0.001},
 //!   "threads": [{"tid": n, "name": s | null, "events": n, "lost_chunks": n, "problems": n}],
 //!   "sort": "total" | "count" | "max",
@@ -50,7 +51,18 @@
 //!                   "buckets": [[index, count]]}]
 //! }
 //! KIND      = {"path": [s], "type": "scope" | "lock_wait" | "lock_held" | "instant" | "counter" | "log",
-//!              "count": n, "durations": DURATIONS | null}
+//!              "count": n, "durations": DURATIONS | null,
+//!              "system": SCOPE_SYSTEM | null}   what the system saw during these scopes
+//! SYSTEM    = {"status": {"switches": AVAIL, "samples": AVAIL, "allocations": AVAIL, "sample_hz": n,
+//!                         "kernel_lost": n, "dropped": n, "threads_missed": n, "text": s} | null,
+//!              "switches_per_scope": bool,     on- and off-CPU times were worked out
+//!              "counts": {"blocks": n, "switches": n, "samples": n, "heap": n, "mappings": n,
+//!                         "not_held": n}}      not_held: past the limit, not counted per scope
+//! AVAIL     = "off" | "on" | {"unavailable": s}
+//! SCOPE_SYSTEM = {"on_cpu_ns": n, "off_cpu_ns": n, "preempted_ns": n,   0 without switches
+//!              "switches": n, "samples": n,    switches out and CPU samples inside the scopes
+//!              "functions": [{"function": s, "samples": n}],  the samples' leaf functions, top 5
+//!              "allocs": n, "alloc_bytes": n, "alloc_scopes": n}  from phosphor/scope_alloc
 //! DURATIONS = {"samples": n, "total_ns": n, "min_ns": n, "mean_ns": n, "p50_ns": n, "p99_ns": n,
 //!              "max_ns": n, "exact_percentiles": bool}
 //! PROBLEM   = {"tid": n, "thread": s | null, "at_ns": n, "message": s,
@@ -70,9 +82,12 @@ use serde_json::{json, Map, Value};
 
 use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
 use crate::scope_path::ScopePath;
+use crate::scope_system::ScopeSystem;
 use crate::scopes::ScopeProblemKind;
-use crate::stats::{AggregateStats, KindStats, TraceStats};
+use crate::stats::{AggregateStats, KindStats, SystemSummary, TraceStats};
+use crate::system_text::describe_status;
 use crate::text::{SortBy, TableOptions};
+use phosphor_format::system::Availability;
 
 impl TraceStats {
     /// Writes the statistics as JSON (see the schema above) to `out`, the kinds in the order
@@ -182,6 +197,7 @@ impl TraceStats {
                 SortBy::Count => "count",
                 SortBy::Max => "max",
             },
+            "system": self.system.as_ref().map(system_summary),
             "kinds_total": self.kinds.len(),
             "paths_total": self.paths.len(),
             "problems": {
@@ -268,6 +284,7 @@ impl Serialize for Kind<'_> {
         map.serialize_entry("count", &k.count)?;
         map.serialize_entry("durations", &k.durations.as_ref().map(Durations))?;
         map.serialize_entry("path", &Segments(&k.path))?;
+        map.serialize_entry("system", &k.system.as_deref().map(scope_system))?;
         if let (Some(thread), Some(tid)) = (self.thread, k.tid) {
             map.serialize_entry("thread", &thread(tid))?;
             map.serialize_entry("tid", &tid)?;
@@ -275,6 +292,52 @@ impl Serialize for Kind<'_> {
         map.serialize_entry("type", k.event_type.as_str())?;
         map.end()
     }
+}
+
+/// SCOPE_SYSTEM in the schema.
+fn scope_system(s: &ScopeSystem) -> Value {
+    json!({
+        "on_cpu_ns": s.on_cpu_ns,
+        "off_cpu_ns": s.off_cpu_ns,
+        "preempted_ns": s.preempted_ns,
+        "switches": s.switches,
+        "samples": s.samples,
+        "functions": s.functions.iter().map(|(f, n)| json!({"function": f, "samples": n})).collect::<Vec<_>>(),
+        "allocs": s.allocs,
+        "alloc_bytes": s.alloc_bytes,
+        "alloc_scopes": s.alloc_scopes,
+    })
+}
+
+/// SYSTEM in the schema.
+fn system_summary(s: &SystemSummary) -> Value {
+    let avail = |a: &Availability| match a {
+        Availability::Off => json!("off"),
+        Availability::On => json!("on"),
+        Availability::Unavailable(why) => json!({ "unavailable": why }),
+    };
+    let c = &s.counts;
+    json!({
+        "status": s.status.as_ref().map(|st| json!({
+            "switches": avail(&st.switches),
+            "samples": avail(&st.samples),
+            "allocations": avail(&st.allocations),
+            "sample_hz": st.sample_hz,
+            "kernel_lost": st.kernel_lost,
+            "dropped": st.dropped,
+            "threads_missed": st.threads_missed,
+            "text": describe_status(st),
+        })),
+        "switches_per_scope": s.switches,
+        "counts": {
+            "blocks": c.blocks,
+            "switches": c.switches,
+            "samples": c.samples,
+            "heap": c.heap,
+            "mappings": c.mappings,
+            "not_held": c.not_held,
+        },
+    })
 }
 
 /// A path as an array of its names.

@@ -71,23 +71,23 @@ pub fn format_drops(drops: &Drops) -> String {
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Align {
+pub(crate) enum Align {
     Left,
     Right,
 }
 
 /// A table with a header row; each column as wide as its widest cell.
-struct Table {
+pub(crate) struct Table {
     columns: Vec<(&'static str, Align)>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    fn new(columns: &[(&'static str, Align)]) -> Table {
+    pub(crate) fn new(columns: &[(&'static str, Align)]) -> Table {
         Table { columns: columns.to_vec(), rows: Vec::new() }
     }
 
-    fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         debug_assert_eq!(cells.len(), self.columns.len());
         self.rows.push(cells);
     }
@@ -159,7 +159,7 @@ impl Display for Table {
     }
 }
 
-struct Render<F>(F);
+pub(crate) struct Render<F>(pub(crate) F);
 
 impl<F: Fn(&mut Formatter<'_>) -> fmt::Result> Display for Render<F> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
@@ -523,6 +523,7 @@ impl TraceStats {
             write!(f, "{}", self.kinds_table(options, false))?;
             writeln!(f, "\nkinds across threads ({})", options.heading(self.paths.len()))?;
             write!(f, "{}", self.kinds_table(options, true))?;
+            write!(f, "{}", self.system_report(options))?;
             if !self.asyncs.is_empty() {
                 writeln!(f, "\nasync slices ({})", self.asyncs.len())?;
                 write!(f, "{}", self.asyncs_table())?;

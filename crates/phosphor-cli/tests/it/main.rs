@@ -16,5 +16,6 @@ mod python;
 mod record;
 mod recover;
 mod stats;
+mod system;
 mod view;
 mod view_flow;

@@ -15,6 +15,7 @@ pub const PACKET_INTERNED_DATA: u32 = 12;
 pub const PACKET_SEQUENCE_FLAGS: u32 = 13;
 pub const PACKET_DEFAULTS: u32 = 59;
 pub const PACKET_TRACK_DESCRIPTOR: u32 = 60;
+pub const PACKET_PERF_SAMPLE: u32 = 66;
 
 // TracePacket.SequenceFlags
 pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
@@ -78,3 +79,30 @@ pub const ANNOTATION_INT: u32 = 4;
 pub const ANNOTATION_DOUBLE: u32 = 5;
 pub const ANNOTATION_STRING: u32 = 6;
 pub const ANNOTATION_POINTER: u32 = 7;
+
+// PerfSample
+pub const PERF_SAMPLE_CPU: u32 = 1;
+pub const PERF_SAMPLE_PID: u32 = 2;
+pub const PERF_SAMPLE_TID: u32 = 3;
+pub const PERF_SAMPLE_CALLSTACK_IID: u32 = 4;
+
+// InternedData's profiling tables; InternedString, Mapping, Frame, Callstack
+pub const INTERNED_FUNCTION_NAMES: u32 = 5;
+pub const INTERNED_FRAMES: u32 = 6;
+pub const INTERNED_CALLSTACKS: u32 = 7;
+pub const INTERNED_BUILD_IDS: u32 = 16;
+pub const INTERNED_MAPPING_PATHS: u32 = 17;
+pub const INTERNED_MAPPINGS: u32 = 19;
+pub const INTERNED_STRING_STR: u32 = 2;
+pub const MAPPING_IID: u32 = 1;
+pub const MAPPING_BUILD_ID: u32 = 2;
+pub const MAPPING_START_OFFSET: u32 = 3;
+pub const MAPPING_START: u32 = 4;
+pub const MAPPING_END: u32 = 5;
+pub const MAPPING_PATH_STRING_IDS: u32 = 7;
+pub const FRAME_IID: u32 = 1;
+pub const FRAME_FUNCTION_NAME_ID: u32 = 2;
+pub const FRAME_MAPPING_ID: u32 = 3;
+pub const FRAME_REL_PC: u32 = 4;
+pub const CALLSTACK_IID: u32 = 1;
+pub const CALLSTACK_FRAME_IDS: u32 = 2;

@@ -50,6 +50,13 @@ impl<W: Write> Exporter<W> {
         if self.lanes.untracked > 0 {
             annotations.push(("async_slices_untracked".into(), Value::U64(self.lanes.untracked)));
         }
+        if self.allocs_unattached > 0 {
+            annotations.push(("scope_allocs_unattached".into(), Value::U64(self.allocs_unattached)));
+        }
+        let warnings: Vec<String> = self.system.symbol_warnings().to_vec();
+        for (i, w) in warnings.iter().enumerate() {
+            annotations.push((format!("symbols.{i}"), Value::Str(w)));
+        }
         if let Some(offset) = stopped_at {
             annotations.push(("read_error_offset".into(), Value::U64(offset)));
         }

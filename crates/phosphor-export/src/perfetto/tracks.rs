@@ -56,6 +56,18 @@ impl<W: Write> Exporter<W> {
         Ok(uuid)
     }
 
+    /// The track of thread `tid` for events outside its chunks (system blocks): described, unnamed,
+    /// if the thread has no track yet (a later threads block names it).
+    pub(super) fn thread_track_by_id(&mut self, tid: u32, ts: u64) -> io::Result<u64> {
+        if let Some(t) = self.threads.get(&tid) {
+            return Ok(t.uuid);
+        }
+        let uuid = self.uuid_base | u64::from(tid) << 4 | UUID_THREAD;
+        self.thread_descriptor(tid, uuid, None, Some(ts))?;
+        self.threads.insert(tid, ThreadTrack { uuid, name: None });
+        Ok(uuid)
+    }
+
     /// After a threads block, writes the descriptor again for every thread with a track whose
     /// name changed.
     #[cold]

@@ -18,7 +18,7 @@ pub const FORMAT_MAJOR: u16 = 1;
 
 /// The minor format version this crate writes. Minor versions only add what older readers can
 /// skip (new non-critical block kinds, fields appended to a body).
-pub const FORMAT_MINOR: u16 = 5;
+pub const FORMAT_MINOR: u16 = 6;
 
 /// Bytes of the preamble: magic, major, minor, reserved.
 pub const PREAMBLE_BYTES: usize = 16;

@@ -12,6 +12,7 @@
 //!   threads    thread names
 //!   chunk      extents (tid, seq, counts, first/last timestamp), then the 32-byte records
 //!   aggregates snapshots of sums and histograms (1.2)
+//!   system     context switches, CPU samples, mappings, heap totals (1.6)
 //!   trailer    recorded and dropped counters (last)
 //! ```
 //!
@@ -38,6 +39,7 @@ pub mod raw;
 mod reader;
 pub mod ring;
 mod strings;
+mod system_block;
 mod tables;
 mod writer;
 
@@ -52,5 +54,6 @@ pub use header::{
 };
 pub use reader::{Block, Reader};
 pub use strings::{StringTable, TableStr};
+pub use system_block::{MAX_BUILD_ID_BYTES, MAX_PATH_BYTES, MAX_SYSTEM_ENTRIES, MAX_SYSTEM_FRAMES};
 pub use tables::{Callsite, CallsiteInfo, RawCallsite, CALLSITE_FLOW_ARG0, CALLSITE_NAME_FROM_ARG0};
 pub use writer::Writer;

@@ -59,6 +59,10 @@ pub enum Block<'a> {
         /// Snapshots in this block.
         count: u32,
     },
+    /// System context (format 1.6): one block's switches, samples, mappings and heap totals. A
+    /// trace's system context is the union of its system blocks; [`Reader::system_status`] keeps
+    /// the last status seen.
+    System(&'a crate::system::SystemBatch),
     /// The trailer; the file ends here.
     Trailer(&'a Trailer),
     /// A block of a kind this reader does not know, skipped.
@@ -77,6 +81,7 @@ enum Found {
     Threads(u32),
     Chunk { extents: Extents, offset: u64 },
     Aggregates(u32),
+    System,
     Trailer,
     Unknown { kind: u32, len: u32 },
 }
@@ -93,6 +98,8 @@ pub struct Reader<R: Read> {
     tables: Tables,
     trailer: Option<Trailer>,
     aggregates: Vec<super::aggregates::Aggregate>,
+    system: crate::system::SystemBatch,
+    system_status: Option<crate::system::SystemStatus>,
     body: Vec<u8>,
     records: Vec<Record>,
     done: bool,
@@ -158,6 +165,8 @@ impl<R: Read> Reader<R> {
             tables: Tables::default(),
             trailer: None,
             aggregates: Vec::new(),
+            system: crate::system::SystemBatch::default(),
+            system_status: None,
             body: Vec::new(),
             records: Vec::new(),
             done: false,
@@ -217,6 +226,12 @@ impl<R: Read> Reader<R> {
         &self.aggregates
     }
 
+    /// The last system status a system block gave (format 1.6; `None` before any, and in older
+    /// files).
+    pub fn system_status(&self) -> Option<&crate::system::SystemStatus> {
+        self.system_status.as_ref()
+    }
+
     /// The string table read so far: each string once, however many entries name it.
     pub fn strings(&self) -> &StringTable {
         &self.tables.strings
@@ -231,6 +246,7 @@ impl<R: Read> Reader<R> {
             Found::Threads(count) => Block::Threads { count },
             Found::Aggregates(count) => Block::Aggregates { count },
             Found::Chunk { extents, offset } => Block::Chunk(self.chunk(extents, offset)),
+            Found::System => Block::System(&self.system),
             Found::Trailer => Block::Trailer(self.trailer.as_ref().expect("just read")),
             Found::Unknown { kind, len } => Block::Unknown { kind, len },
         }))
@@ -305,6 +321,13 @@ impl<R: Read> Reader<R> {
                 &self.tables,
                 &mut self.aggregates,
             )?),
+            kind::SYSTEM => {
+                super::system_block::decode(&self.body, base, &mut self.system)?;
+                if let Some(s) = &self.system.status {
+                    self.system_status = Some(s.clone());
+                }
+                Found::System
+            }
             kind::TRAILER => {
                 self.trailer = Some(Trailer::decode(&self.body, base)?);
                 Found::Trailer

@@ -217,12 +217,23 @@ impl<W: Write> Writer<W> {
         r
     }
 
-    /// Writes a system block (format 1.6): context switches, samples, mappings, heap totals.
-    ///
-    /// Placeholder: the encoding lands with its own commit; until then this writes nothing.
+    /// Writes a system block (format 1.6): context switches, samples, mappings, heap totals. A
+    /// batch past one block's caps ([`MAX_SYSTEM_ENTRIES`](super::MAX_SYSTEM_ENTRIES) of a kind,
+    /// [`MAX_SYSTEM_FRAMES`](super::MAX_SYSTEM_FRAMES)) is written as several blocks, its status
+    /// in the last. An empty batch writes nothing; a field over its cap (more than
+    /// [`MAX_FRAMES`](crate::system::MAX_FRAMES) frames, a path or build id too long) is an error,
+    /// and nothing is written.
     pub fn write_system(&mut self, batch: &crate::system::SystemBatch) -> Result<(), Error> {
-        let _ = batch;
-        Ok(())
+        if batch.is_empty() {
+            return Ok(());
+        }
+        super::system_block::check(batch).map_err(|e| Error::malformed("system block", e, self.offset))?;
+        self.flush_strings()?;
+        super::system_block::split(batch, |piece| {
+            self.block.clear();
+            super::system_block::encode(piece, &mut self.block);
+            self.write_block(kind::SYSTEM)
+        })
     }
 
     /// Flushes the output: everything written so far is a valid (trailer-less) trace file, which a

@@ -21,16 +21,24 @@
 //!   It never changes again.
 //!
 //! * `tests/data/golden-v1.5.phtrace` is version 1.5, written by [`golden_v1`] now: the 1.4
-//!   content with a boot id and a host name in the header. Regenerate it with
-//!   `regenerate_the_v1_5_golden_file`.
+//!   content with a boot id and a host name in the header. It never changes again.
+//!
+//! * `tests/data/golden-v1.6.phtrace` is version 1.6, written by [`golden_v1`] now: the 1.5
+//!   content plus two system blocks (mappings, context switches, CPU and allocation samples, heap
+//!   totals, then the status with an unavailable source). Regenerate it with
+//!   `regenerate_the_v1_6_golden_file`.
 //!
 //! Every later reader must still read them all: the `reads_back` tests stay as they are when
-//! the format moves on. `the_writer_reproduces_the_v1_5_golden_file_byte_for_byte` pins the
+//! the format moves on. `the_writer_reproduces_the_v1_6_golden_file_byte_for_byte` pins the
 //! writer and moves to the next golden file when the writer's version changes.
 
 use phosphor_format::file::{
-    Aggregate, AggregateKind, CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Trailer, Value,
-    Writer, SEQ_STREAM_SHIFT,
+    Aggregate, AggregateKind, Block, CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Trailer,
+    Value, Writer, SEQ_STREAM_SHIFT,
+};
+use phosphor_format::system::{
+    Availability, HeapCounter, Mapping, Sample, SampleKind, Switch, SwitchKind, SystemBatch, SystemStatus,
+    UNKNOWN_CPU,
 };
 use phosphor_format::{pack_static_str, params_desc, ArgType, Level, Meta, Phase, Record, ID_THREAD_SWITCH};
 
@@ -42,7 +50,8 @@ const GOLDEN_1_2: &[u8] = include_bytes!("../data/golden-v1.2.phtrace");
 const GOLDEN_1_3: &[u8] = include_bytes!("../data/golden-v1.3.phtrace");
 const GOLDEN_1_4: &[u8] = include_bytes!("../data/golden-v1.4.phtrace");
 const GOLDEN_1_5: &[u8] = include_bytes!("../data/golden-v1.5.phtrace");
-const GOLDEN_1_5_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.5.phtrace");
+const GOLDEN_1_6: &[u8] = include_bytes!("../data/golden-v1.6.phtrace");
+const GOLDEN_1_6_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.6.phtrace");
 /// The boot id in the 1.5 golden file's header.
 const GOLDEN_BOOT_ID: [u8; 16] = *b"golden-boot-id-1";
 
@@ -219,6 +228,11 @@ pub fn golden_v1() -> Vec<u8> {
     let j = event(7200, 16, Meta::new(0, I64, U64), &[9, 10], &[]);
     w.write_chunk(101, 5, &j, resolve).unwrap();
 
+    // 1.6: system context in two blocks, the status in the second.
+    let [first, second] = golden_system();
+    w.write_system(&first).unwrap();
+    w.write_system(&second).unwrap();
+
     w.finish(&golden_trailer()).unwrap()
 }
 
@@ -240,15 +254,110 @@ fn golden_trailer() -> Trailer {
     Trailer { saturation_markers: 3, ..golden_trailer_v1_3() }
 }
 
-#[test]
-#[ignore = "writes tests/data/golden-v1.5.phtrace; run by hand only"]
-fn regenerate_the_v1_5_golden_file() {
-    std::fs::write(GOLDEN_1_5_PATH, golden_v1()).unwrap();
+/// The 1.6 golden file's system blocks: mappings (one with a build id, one without), switches of
+/// each kind with an unknown CPU, a CPU sample and an allocation sample, heap totals; then the
+/// status, switches on, samples unavailable, with losses.
+fn golden_system() -> [SystemBatch; 2] {
+    let first = SystemBatch {
+        status: None,
+        mappings: vec![
+            Mapping {
+                start: 0x5555_5555_0000,
+                end: 0x5555_5556_0000,
+                file_offset: 0x1000,
+                path: "/usr/bin/golden".into(),
+                build_id: (0..20).collect(),
+            },
+            Mapping {
+                start: 0x7fff_0000_0000,
+                end: 0x7fff_0000_2000,
+                file_offset: 0,
+                path: "[vdso]".into(),
+                build_id: vec![],
+            },
+        ],
+        switches: vec![
+            Switch { tid: 101, time_ns: 5_000_100, cpu: 1, kind: SwitchKind::Out },
+            Switch { tid: 101, time_ns: 5_000_400, cpu: 0, kind: SwitchKind::In },
+            Switch { tid: 102, time_ns: 5_000_300, cpu: UNKNOWN_CPU, kind: SwitchKind::Preempted },
+        ],
+        samples: vec![
+            Sample {
+                tid: 101,
+                time_ns: 5_000_050,
+                cpu: 1,
+                kind: SampleKind::Cpu,
+                frames: vec![0x5555_5555_1234, 0x5555_5555_0f00, 0x5555_5555_2000],
+            },
+            Sample {
+                tid: 102,
+                time_ns: 5_000_020,
+                cpu: UNKNOWN_CPU,
+                kind: SampleKind::Allocation { bytes: 4096 },
+                frames: vec![0x7fff_0000_0100],
+            },
+        ],
+        heap: vec![
+            HeapCounter { time_ns: 5_000_000, allocs: 10, frees: 4, alloc_bytes: 1000, freed_bytes: 200 },
+            HeapCounter { time_ns: 5_000_500, allocs: 12, frees: 9, alloc_bytes: 1100, freed_bytes: 900 },
+        ],
+    };
+    let second = SystemBatch {
+        status: Some(SystemStatus {
+            switches: Availability::On,
+            samples: Availability::Unavailable("perf_event_open: EACCES".into()),
+            allocations: Availability::Off,
+            sample_hz: 999,
+            kernel_lost: 3,
+            dropped: 1,
+            threads_missed: 2,
+        }),
+        switches: vec![Switch { tid: 102, time_ns: 5_000_600, cpu: 0, kind: SwitchKind::In }],
+        ..SystemBatch::default()
+    };
+    [first, second]
 }
 
 #[test]
-fn the_writer_reproduces_the_v1_5_golden_file_byte_for_byte() {
-    assert!(golden_v1() == GOLDEN_1_5, "the writer's output differs from {GOLDEN_1_5_PATH}");
+#[ignore = "writes tests/data/golden-v1.6.phtrace; run by hand only"]
+fn regenerate_the_v1_6_golden_file() {
+    std::fs::write(GOLDEN_1_6_PATH, golden_v1()).unwrap();
+}
+
+#[test]
+fn the_writer_reproduces_the_v1_6_golden_file_byte_for_byte() {
+    assert!(golden_v1() == GOLDEN_1_6, "the writer's output differs from {GOLDEN_1_6_PATH}");
+}
+
+#[test]
+fn the_v1_6_golden_file_reads_back_the_1_5_content_and_its_system_blocks() {
+    let mut r = Reader::new(GOLDEN_1_6).unwrap();
+    assert_eq!(r.version(), (1, 6));
+    let mut old = Reader::new(GOLDEN_1_5).unwrap();
+    assert_eq!(r.header(), old.header());
+    let events = |r: &mut Reader<&[u8]>| {
+        let mut got = Vec::new();
+        let mut system = Vec::new();
+        while let Some(b) = r.next_block().unwrap() {
+            match b {
+                Block::Chunk(c) => got.extend(c.events().map(|e| {
+                    let e = e.unwrap();
+                    (e.tid, e.ts, e.callsite.id, format!("{:?}", e.args))
+                })),
+                Block::System(s) => system.push(s.clone()),
+                _ => {}
+            }
+        }
+        (got, system)
+    };
+    let (got, system) = events(&mut r);
+    let (want, none) = events(&mut old);
+    assert_eq!(got, want);
+    assert!(none.is_empty());
+    assert_eq!(system, golden_system());
+    assert_eq!(r.system_status(), golden_system()[1].status.as_ref());
+    assert_eq!(old.system_status(), None);
+    assert_eq!(r.trailer(), old.trailer());
 }
 
 #[test]

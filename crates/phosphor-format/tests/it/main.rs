@@ -5,3 +5,4 @@ mod golden;
 mod memory;
 mod random_access;
 mod support;
+mod system;

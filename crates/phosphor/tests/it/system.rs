@@ -202,8 +202,16 @@ fn a_streaming_trace_sends_its_system_context_to_its_datastreams_and_keeps_a_cop
         let me = gettid();
         assert!(system.switches.iter().any(|s| s.tid == me && s.kind == SwitchKind::Out));
     }
-    // TODO(lead): once `Reader` reads system blocks (the tools' part), check that the stream's
-    // file holds the same switches.
+    // The stream's file holds every switch the trace kept, in its system blocks.
+    let bytes = mem.bytes();
+    let mut reader = phosphor::format::file::Reader::new(&bytes[..]).unwrap();
+    let mut streamed = Vec::new();
+    while let Some(block) = reader.next_block().unwrap() {
+        if let phosphor::format::file::Block::System(batch) = block {
+            streamed.extend(batch.switches.iter().copied());
+        }
+    }
+    assert_eq!(streamed, system.switches, "the stream's switches against the trace's");
 }
 
 #[test]

@@ -20,7 +20,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use phosphor::format::system::{Availability, SystemBatch};
 use phosphor::{BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig};
-use phosphor_export::{format_count, format_drops, format_ns, TableOptions, TraceStats};
+use phosphor_export::{format_count, format_drops, format_ns, StatsBuilder, TableOptions};
 
 use crate::convert;
 use crate::info::format_bytes;
@@ -140,7 +140,12 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
 
     // The statistics come from the saved file, as `phosphor stats` computes them.
     let computing = Instant::now();
-    let stats = TraceStats::from_reader(progress::open(&path, "reading back")?)
+    let mut builder = StatsBuilder::new(&clock);
+    if let Some(context) = crate::stats::system_context(&path)? {
+        builder = builder.system(std::sync::Arc::new(context));
+    }
+    let stats = builder
+        .read(progress::open(&path, "reading back")?)
         .map_err(|e| e.source.with_path(&path))
         .context("reading back the saved trace")?;
     let stats_time = computing.elapsed();
@@ -243,6 +248,8 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         format_ns(stats.span_ns)
     )?;
     write!(out, "{}", stats.kinds_table(options, true))?;
+    // The scopes against what the system saw during them (with --system).
+    write!(out, "{}", stats.system_report(options))?;
     if !stats.asyncs.is_empty() {
         writeln!(out)?;
         writeln!(out, "async slices ({})", stats.asyncs.len())?;
@@ -296,6 +303,24 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         format_bytes(drawn.bytes),
         format_duration(drawn.time)
     )?;
+    if stats.system.as_ref().is_some_and(|s| s.counts.samples > 0) {
+        let svg = args.out.join("flame-samples.svg");
+        let drawing = Instant::now();
+        let mut said = Vec::new();
+        crate::flamegraph::run(
+            &crate::flamegraph::FlamegraphArgs::samples_with_scopes(path.clone(), svg.clone()),
+            &mut said,
+        )
+        .with_context(|| format!("drawing the CPU samples of {} as a flame graph", path.display()))?;
+        let bytes = std::fs::metadata(&svg).map(|m| m.len()).unwrap_or(0);
+        writeln!(
+            out,
+            "samples     {} ({}), written in {}: the CPU samples' stacks under the scopes open",
+            svg.display(),
+            format_bytes(bytes),
+            format_duration(drawing.elapsed())
+        )?;
+    }
     if !args.triggers.is_empty() {
         write_triggers(out, &triggered)?;
     }

@@ -51,6 +51,13 @@ pub struct FlamegraphArgs {
     scopes: bool,
 }
 
+impl FlamegraphArgs {
+    /// `phosphor flamegraph --samples --scopes FILE -o OUT`: the demo's sample flame graph.
+    pub(crate) fn samples_with_scopes(file: PathBuf, output: PathBuf) -> FlamegraphArgs {
+        FlamegraphArgs { file, output, samples: true, folded: false, scopes: true }
+    }
+}
+
 /// What one flame graph took.
 #[derive(Debug)]
 pub struct Drawn {

@@ -339,10 +339,10 @@ fn folded(r: Reader<&[u8]>) {
 /// folded 586 and 328; then 320 and 369, and 233 and 274; now, with a thread's one pending slice
 /// held in its state and its count of events moved to a list before the slices are resolved,
 /// stats 310 per thread; then 325, with the system context's place in each kind (a pointer in the
-/// accumulator and in each table's row) and the thread's last complete start (which scope a
-/// `phosphor/scope_alloc` event belongs to).
+/// accumulator and in each table's row) and the thread's last complete start; then 338 with its
+/// end too (which scope a `phosphor/scope_alloc` event, stamped with its scope's end, belongs to).
 const PATH_OUTPUTS: [(&str, Export, usize, usize); 3] =
-    [("stats", stats_text, 330, 420), ("stats json", stats_json, 330, 420), ("folded", folded, 280, 300)];
+    [("stats", stats_text, 345, 420), ("stats json", stats_json, 345, 420), ("folded", folded, 280, 300)];
 
 #[test]
 fn path_outputs_cost_a_few_hundred_bytes_per_thread_of_one_slice() {

@@ -343,9 +343,9 @@ struct Thread {
     /// Nodes in all the regions' subtrees (at most the limit, below `u32::MAX`).
     pending: u32,
     tid: u32,
-    /// The start of its last complete event (`u64::MAX`: none yet): the scope that a
-    /// `phosphor/scope_alloc` event after it belongs to.
-    last_complete: u64,
+    /// The start and end of its last complete event (start `u64::MAX`: none yet): the scope that
+    /// a `phosphor/scope_alloc` event after it, stamped with its end, belongs to.
+    last_complete: (u64, u64),
 }
 
 impl Thread {
@@ -488,13 +488,16 @@ impl Nesting {
     pub(crate) fn complete(&mut self, tid: u32, label: Label, ts: u64, dur: u64, sink: &mut impl Sink) {
         let node = Node::new(ts, ts.saturating_add(dur), label, SliceKind::Scope);
         self.add(tid, node, sink);
-        thread(&mut self.thread_index, &mut self.threads, tid).last_complete = ts;
+        thread(&mut self.thread_index, &mut self.threads, tid).last_complete = (ts, ts.saturating_add(dur));
     }
 
-    /// The start of thread `tid`'s last complete event, if it had one.
-    pub(crate) fn last_complete(&self, tid: u32) -> Option<u64> {
+    /// The start of thread `tid`'s last complete event if it ended at `end`: the scope a
+    /// `phosphor/scope_alloc` at `end` belongs to (one whose scope was lost, overwritten in a ring
+    /// or dropped, matches no other).
+    pub(crate) fn complete_ending_at(&self, tid: u32, end: u64) -> Option<u64> {
         let t = &self.threads[self.thread_index.get(tid)? as usize];
-        (t.last_complete != u64::MAX).then_some(t.last_complete)
+        let (start, last_end) = t.last_complete;
+        (start != u64::MAX && last_end == end).then_some(start)
     }
 
     /// A point event at `ts`.
@@ -568,7 +571,7 @@ fn thread<'a>(index: &mut IdMap, threads: &'a mut Vec<Thread>, tid: u32) -> &'a 
     let at = match index.get(tid) {
         Some(at) => at,
         None => {
-            threads.push(Thread { tid, last_complete: u64::MAX, ..Thread::default() });
+            threads.push(Thread { tid, last_complete: (u64::MAX, 0), ..Thread::default() });
             let at = threads.len() as u32 - 1;
             index.insert(tid, at);
             at

@@ -462,7 +462,10 @@ impl<W: Write> Exporter<W> {
     /// arguments if `next` is that scope's `phosphor/scope_alloc` (then returns true).
     fn flush_end(&mut self, next: Option<&Event<'_>>) -> io::Result<bool> {
         let Some(end) = self.pending_end.take() else { return Ok(false) };
-        let counts = next.filter(|n| n.tid == end.tid && is_scope_alloc(&n.callsite));
+        // Stamped with its scope's end: one whose scope was lost (overwritten, dropped) is not
+        // attached to the slice before it.
+        let counts =
+            next.filter(|n| n.tid == end.tid && is_scope_alloc(&n.callsite) && self.ns(n.ts) == end.ts);
         let names = counts.map(|_| {
             let [a, b] = SCOPE_ALLOC_ARGS;
             [a, b].map(|n| self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, n))

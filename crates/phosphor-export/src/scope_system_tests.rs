@@ -97,3 +97,45 @@ fn the_json_has_the_system_summary_and_each_kinds_system() {
     assert_eq!(work["system"]["alloc_bytes"], 64_000);
     assert_eq!(work["system"]["functions"][0]["function"], "app+0x1000");
 }
+
+#[test]
+fn a_scope_alloc_whose_scope_was_lost_is_not_given_to_the_scope_before_it() {
+    use phosphor_format::file::{CallsiteInfo, Header, Trailer, Writer};
+    use phosphor_format::system::{PHOSPHOR_CATEGORY, SCOPE_ALLOC_ARGS, SCOPE_ALLOC_NAME};
+    use phosphor_format::{ArgType, Meta, Phase, Record};
+
+    let bytes = system_trace().unwrap();
+    let header = Header { ..Reader::new(&bytes[..]).unwrap().header().clone() };
+    let callsite = |id: u32, category: &str, name: &str, phase, args: [&str; 2]| CallsiteInfo {
+        id,
+        category: category.into(),
+        name: name.into(),
+        phase,
+        level: None,
+        dynamic_name: false,
+        flow: false,
+        arg_names: args.map(String::from),
+        file: "t.rs".into(),
+        line: id,
+        name_hash: u64::from(id),
+    };
+    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    w.write_callsites(&[
+        callsite(16, "app", "step", Phase::Complete, ["", ""]),
+        callsite(17, PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME, Phase::Instant, SCOPE_ALLOC_ARGS),
+    ])
+    .unwrap();
+    let complete =
+        |start: u64, dur: u64| Record::new(start, 16, Meta::new(1, ArgType::None, ArgType::None), [dur, 0]);
+    let alloc =
+        |ts: u64, a: u64, b: u64| Record::new(ts, 17, Meta::new(0, ArgType::U64, ArgType::U64), [a, b]);
+    // The first step's counts follow it; the second step was lost (a ring overwrote it, say), and
+    // its counts, stamped with its end at 50 ms, follow the first step in the stream.
+    let records = [complete(0, 10 * MS), alloc(10 * MS, 3, 192), alloc(50 * MS, 5, 320)];
+    w.write_chunk(101, 0, &records, |_, _| "").unwrap();
+    let file = w.finish(&Trailer { recorded: 3, ..Trailer::default() }).unwrap();
+    let reader = Reader::new(&file[..]).unwrap();
+    let s = StatsBuilder::new(&reader.header().clock).read(reader).unwrap();
+    let step = s.path(&["step"]).unwrap().system.as_deref().cloned().unwrap();
+    assert_eq!((step.allocs, step.alloc_bytes, step.alloc_scopes), (3, 192, 1));
+}

@@ -483,9 +483,10 @@ impl StatsBuilder {
         self.span = Some(self.span.map_or((ts, end), |(lo, hi)| (lo.min(ts), hi.max(end))));
         let cs = &event.callsite;
         if cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME {
-            // Bookkeeping, not an instant of the program: its counts go to the scope before it.
+            // Bookkeeping, not an instant of the program: its counts go to the scope before it,
+            // which ended when it is stamped.
             if let (Some(start), Some(Value::U64(a)), Some(Value::U64(b))) =
-                (self.nesting.last_complete(tid), event.arg("allocs"), event.arg("bytes"))
+                (self.nesting.complete_ending_at(tid, ts), event.arg("allocs"), event.arg("bytes"))
             {
                 self.collector.scope_alloc(tid, start, a, b);
             }

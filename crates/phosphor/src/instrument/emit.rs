@@ -4,12 +4,18 @@
 //! compiles to straight-line code: its meta word, record count and word layout are constants. An
 //! event of at most two words and no dynamic string (the common case) writes one record; anything
 //! else goes through [`emit_multi`], which is out of line.
+//!
+//! A scope whose trace counts allocations (the callsite's counting bit, see `callsite.rs`) keeps
+//! its thread's allocation counts from when it opened ([`Mark`]), and its close writes, in the
+//! same write as its complete event (a [`Tail`] record, so both land or neither does), the
+//! instant `phosphor/scope_alloc` with the allocations and bytes since.
 
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
 
 use phosphor_format::{continuation_records, encode_continuation, ArgType, Meta, Record};
 
+use crate::alloc::Mark;
 use crate::instrument::arg::Arg;
 use crate::record::clock::ClockKind;
 use crate::record::tenant::Fill;
@@ -114,12 +120,87 @@ fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
 #[inline(always)]
 pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     log: &TraceLog,
+    cs: &'static Callsite,
+    state: u64,
+    stamp: S,
+    lead: [u64; L],
+    a: A,
+    b: B,
+) {
+    emit_with(log, cs, state, stamp, lead, a, b, NoTail);
+}
+
+/// Records written after an event's own, in the same write.
+pub(crate) trait Tail: Copy {
+    /// How many.
+    const RECORDS: u32;
+    /// Writes them into the `RECORDS` slots from `dst`.
+    fn write(self, dst: *mut MaybeUninit<Record>);
+}
+
+/// No tail: what every event but a counting scope's has.
+#[derive(Clone, Copy)]
+pub(crate) struct NoTail;
+
+impl Tail for NoTail {
+    const RECORDS: u32 = 0;
+    #[inline(always)]
+    fn write(self, _dst: *mut MaybeUninit<Record>) {}
+}
+
+/// The `phosphor/scope_alloc` instant of a scope that ended at `ts`.
+#[derive(Clone, Copy)]
+struct ScopeAlloc {
+    ts: u64,
+    id: u32,
+    allocs: u64,
+    bytes: u64,
+}
+
+impl Tail for ScopeAlloc {
+    const RECORDS: u32 = 1;
+    #[inline(always)]
+    fn write(self, dst: *mut MaybeUninit<Record>) {
+        let meta = Meta::new(0, ArgType::U64, ArgType::U64);
+        // SAFETY: the write that carries this tail reserved its slot after the event's own.
+        unsafe { (*dst).write(Record::new(self.ts, self.id, meta, [self.allocs, self.bytes])) };
+    }
+}
+
+/// An event's fill followed by its tail's records.
+#[derive(Clone, Copy)]
+struct WithTail<F, T> {
+    fill: F,
+    tail: T,
+}
+
+impl<F: Fill, T: Tail> Fill for WithTail<F, T> {
+    #[inline(always)]
+    fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind) {
+        self.fill.fill(dst, clock);
+        // SAFETY: the write reserved one slot for the event (a one-record fill) and the tail's
+        // after it.
+        self.tail.write(unsafe { dst.add(1) });
+    }
+
+    #[inline(always)]
+    fn callsite(&self) -> u32 {
+        self.fill.callsite()
+    }
+}
+
+/// [`emit`], with `tail`'s records written after the event's in the same write.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn emit_with<const L: usize, S: Stamp, A: Arg, B: Arg, T: Tail>(
+    log: &TraceLog,
     _cs: &'static Callsite,
     state: u64,
     stamp: S,
     lead: [u64; L],
     a: A,
     b: B,
+    tail: T,
 ) {
     let id = callsite::id_of(state);
     // Constants, unless an argument's type is decided at run time (an interned string).
@@ -144,11 +225,17 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     let dynamic = matches!(ta, ArgType::DynStr) || matches!(tb, ArgType::DynStr);
     let meta = Meta::new(L, ta, tb).with_truncated(a.word_truncated() || b.word_truncated());
     if k <= 2 && !dynamic {
-        log.write_event(1, OneRecord { stamp, id, meta, words: [words[0], words[1]] });
+        let fill = OneRecord { stamp, id, meta, words: [words[0], words[1]] };
+        if T::RECORDS == 0 {
+            log.write_event(1, fill);
+        } else {
+            log.write_event(1 + T::RECORDS, WithTail { fill, tail });
+        }
     } else {
         let (sa, ta) = a.bytes();
         let (sb, tb) = b.bytes();
-        emit_multi(log, id, meta.with_truncated(meta.truncated() || ta || tb), stamp, &words[..k], &[sa, sb]);
+        let meta = meta.with_truncated(meta.truncated() || ta || tb);
+        emit_multi_with(log, id, meta, stamp, &words[..k], &[sa, sb], tail);
     }
 }
 
@@ -199,7 +286,8 @@ fn emit_armed<const L: usize, S: Stamp, A: Arg, B: Arg>(
 /// Records the complete slice of `cs` that began at `start` and ends now. Unarmed, the end time
 /// is read in the fill (`Since`). An armed callsite's duration is needed outside the fill, so the
 /// clock is read here instead (still once), the slice recorded with that explicit end, and the
-/// duration checked against the callsite's triggers out of line.
+/// duration checked against the callsite's triggers out of line. A scope whose trace counts
+/// allocations goes out of line the same way, with the counts since `mark`.
 #[inline(always)]
 pub(crate) fn close_slice<A: Arg, B: Arg>(
     log: &TraceLog,
@@ -208,13 +296,42 @@ pub(crate) fn close_slice<A: Arg, B: Arg>(
     start: u64,
     a: A,
     b: B,
+    mark: Mark,
 ) {
-    if callsite::armed(state) {
-        let ticks = log.now().wrapping_sub(start);
-        emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
-        trigger::on_slice(log, cs, ticks);
+    if state & (callsite::ARMED | callsite::COUNTING) != 0 {
+        close_watched(log, cs, state, start, a, b, mark);
     } else {
         emit(log, cs, state, Since(start), [0], a, b);
+    }
+}
+
+/// [`close_slice`] of a scope that a trigger watches or whose trace counts allocations: the
+/// slice, with the scope's `phosphor/scope_alloc` instant after it when it has a [`Mark`] from this
+/// thread and its log's slot counts allocations, then the trigger check.
+#[cold]
+#[inline(never)]
+fn close_watched<A: Arg, B: Arg>(
+    log: &TraceLog,
+    cs: &'static Callsite,
+    state: u64,
+    start: u64,
+    a: A,
+    b: B,
+    mark: Mark,
+) {
+    let counted =
+        if mark.is_some() && callsite::counts_allocations(state, log.slot()) { mark.since() } else { None };
+    let end = log.now();
+    let ticks = end.wrapping_sub(start);
+    match (counted, registered_id(callsite::SCOPE_ALLOC.state())) {
+        (Some((allocs, bytes)), Some(id)) => {
+            let tail = ScopeAlloc { ts: end, id, allocs, bytes };
+            emit_with(log, cs, state, At(start), [ticks], a, b, tail);
+        }
+        _ => emit(log, cs, state, At(start), [ticks], a, b),
+    }
+    if callsite::armed(state) {
+        trigger::on_slice(log, cs, ticks);
     }
 }
 
@@ -241,15 +358,16 @@ impl<S: Stamp> Fill for OneRecord<S> {
     }
 }
 
-// The largest event (a lead word, two arguments, two dynamic strings at their bound) must fit in
-// one chunk, or `Tenant::write` could never make room for it. `Arg` is sealed, so no other type can
-// exceed these bounds.
+// The largest event (a lead word, two arguments, two dynamic strings at their bound, and a scope's
+// `scope_alloc` record) must fit in one chunk, or `Tenant::write` could never make room for it.
+// `Arg` is sealed, so no other type can exceed these bounds.
 const _: () = assert!(
-    continuation_records(2, 2 * phosphor_format::MAX_DYN_STR_BYTES) < phosphor_format::chunk::CHUNK_RECORDS
+    continuation_records(2, 2 * phosphor_format::MAX_DYN_STR_BYTES) + 1
+        < phosphor_format::chunk::CHUNK_RECORDS
 );
 
 /// Records an event that needs continuation records.
-#[inline(never)]
+#[inline(always)]
 pub(crate) fn emit_multi<S: Stamp>(
     log: &TraceLog,
     id: u32,
@@ -257,6 +375,20 @@ pub(crate) fn emit_multi<S: Stamp>(
     stamp: S,
     words: &[u64],
     strs: &[&[u8]],
+) {
+    emit_multi_with(log, id, meta, stamp, words, strs, NoTail);
+}
+
+/// [`emit_multi`], with `tail`'s records after the event's in the same write.
+#[inline(never)]
+fn emit_multi_with<S: Stamp, T: Tail>(
+    log: &TraceLog,
+    id: u32,
+    meta: Meta,
+    stamp: S,
+    words: &[u64],
+    strs: &[&[u8]],
+    tail: T,
 ) {
     let extra = words.get(2..).unwrap_or(&[]);
     let cont = continuation_records(extra.len(), strs.iter().map(|s| s.len()).sum());
@@ -273,32 +405,55 @@ pub(crate) fn emit_multi<S: Stamp>(
         // SAFETY: as above; the slots after the first are `cont` long and not aliased.
         let rest: &mut [MaybeUninit<Record>] = unsafe { std::slice::from_raw_parts_mut(dst.add(1), cont) };
         encode_continuation(extra, strs, rest);
+        // SAFETY: as above; the tail's slots follow the continuation records.
+        tail.write(unsafe { dst.add(1 + cont) });
     };
-    log.write_event(1 + cont as u32, crate::record::tenant::Identified(id, fill));
+    log.write_event(1 + cont as u32 + T::RECORDS, crate::record::tenant::Identified(id, fill));
 }
 
-/// The guard of `trace_scope!`: records a complete event when dropped.
+/// The guard of `trace_scope!`: records a complete event when dropped (and, when its trace counts
+/// allocations, the scope's `phosphor/scope_alloc` instant after it).
 #[must_use = "a scope guard records its event when dropped; bind it to a variable"]
 #[derive(Debug)]
 pub struct ScopeGuard<'a, A: Arg, B: Arg> {
-    inner: Option<(&'a TraceLog, &'static Callsite, u64, A, B)>,
+    inner: Option<(&'a TraceLog, &'static Callsite, u64, A, B, Mark)>,
 }
 
 impl<'a, A: Arg, B: Arg> ScopeGuard<'a, A, B> {
-    /// Starts a scope; `args` is `None` when the callsite is disabled.
+    /// Starts a scope; `state` is what [`check`] returned, and `args` is `None` when the callsite
+    /// is disabled.
     #[inline(always)]
-    pub fn new(log: &'a TraceLog, cs: &'static Callsite, args: Option<(A, B)>) -> Self {
-        ScopeGuard { inner: args.map(|(a, b)| (log, cs, log.now(), a, b)) }
+    pub fn new(log: &'a TraceLog, cs: &'static Callsite, state: Option<u64>, args: Option<(A, B)>) -> Self {
+        ScopeGuard {
+            inner: args.map(|(a, b)| {
+                let mark = match state {
+                    Some(s) if callsite::counting(s) => open_mark(log, s),
+                    _ => Mark::NONE,
+                };
+                (log, cs, log.now(), a, b, mark)
+            }),
+        }
+    }
+}
+
+/// The allocation counts a counting scope starts from, if its own log's slot counts them.
+#[cold]
+#[inline(never)]
+fn open_mark(log: &TraceLog, state: u64) -> Mark {
+    if callsite::counts_allocations(state, log.slot()) {
+        Mark::now()
+    } else {
+        Mark::NONE
     }
 }
 
 impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some((log, cs, start, a, b)) = self.inner.take() {
+        if let Some((log, cs, start, a, b, mark)) = self.inner.take() {
             // Checked again: the trace may have been restarted with other categories meanwhile.
             if let Some(state) = check(log, cs) {
-                close_slice(log, cs, state, start, a, b);
+                close_slice(log, cs, state, start, a, b, mark);
             }
         }
     }
@@ -385,7 +540,7 @@ impl<G, A: Arg, B: Arg> LockGuard<'_, G, A, B> {
     fn record_held(&mut self) {
         if let (Some((acquired, a, b)), Some(held)) = (self.acquired.take(), self.held) {
             if let Some(state) = check(self.log, held) {
-                close_slice(self.log, held, state, acquired, a, b);
+                close_slice(self.log, held, state, acquired, a, b, Mark::NONE);
             }
         }
     }

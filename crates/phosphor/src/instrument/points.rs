@@ -270,7 +270,7 @@ impl Point {
     /// `Interval` point.
     #[inline]
     pub fn scope_in<'l>(&self, log: &'l TraceLog) -> ScopeGuard<'l, NoArg, NoArg> {
-        let on = self.kind() == PointKind::Interval && check(log, self.cs).is_some();
-        ScopeGuard::new(log, self.cs, on.then_some((NoArg, NoArg)))
+        let state = if self.kind() == PointKind::Interval { check(log, self.cs) } else { None };
+        ScopeGuard::new(log, self.cs, state, state.map(|_| (NoArg, NoArg)))
     }
 }

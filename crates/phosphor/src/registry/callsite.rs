@@ -14,7 +14,8 @@
 //!
 //! ```text
 //! bits  0..32  enabled: bit s is set while TraceLog slot s traces this callsite's category
-//! bits 32..63  id: assigned at registration; 0 while unregistered (ids stay below 2^31)
+//! bits 32..62  id: assigned at registration; 0 while unregistered (ids stay below 2^30)
+//! bit  62      counting: a running trace that takes this scope counts its allocations
 //! bit  63      armed: a running trace has a trigger that watches this callsite
 //! ```
 //!
@@ -26,6 +27,12 @@
 //! it (a `#[cold]` path taking the registry lock once per callsite); then the bits are exact.
 //! `TraceLog::start` and `stop` rewrite the bits of every registered callsite under the same lock,
 //! so a callsite can never miss a change.
+//!
+//! The counting bit works as the armed bit does, for the allocations of scopes (issue 23): set on
+//! every complete-slice callsite that a slot counting allocations takes, so a scope that no such
+//! trace takes pays one bit test of the word it loaded when it opens and when it closes. The bit is
+//! the callsite's, the slots share it: a scope that sees it asks [`counts_allocations`] whether
+//! its own log's slot counts.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,8 +51,10 @@ const ENABLED_MASK: u64 = 0xffff_ffff;
 const UNREGISTERED: u64 = ENABLED_MASK;
 /// The armed bit of the state word.
 pub(crate) const ARMED: u64 = 1 << 63;
+/// The counting bit of the state word: a slot that counts allocations takes this scope.
+pub(crate) const COUNTING: u64 = 1 << 62;
 /// The id bits of the state word, once shifted down.
-const ID_MASK: u32 = 0x7fff_ffff;
+const ID_MASK: u32 = 0x3fff_ffff;
 /// The most trigger slots of the process (one bit each in a callsite's `triggers` mask).
 pub const MAX_TRIGGERS: usize = 64;
 
@@ -220,7 +229,7 @@ pub(crate) fn registered_id(state: u64) -> Option<u32> {
     }
 }
 
-/// The id of a state word (0: unregistered), without the armed bit.
+/// The id of a state word (0: unregistered), without the armed and counting bits.
 #[inline(always)]
 pub(crate) fn id_of(state: u64) -> u32 {
     (state >> 32) as u32 & ID_MASK
@@ -231,6 +240,35 @@ pub(crate) fn id_of(state: u64) -> u32 {
 pub(crate) fn armed(state: u64) -> bool {
     state & ARMED != 0
 }
+
+/// Whether the scope of `state` may count its allocations: some running trace that takes it does.
+#[inline(always)]
+pub(crate) fn counting(state: u64) -> bool {
+    state & COUNTING != 0
+}
+
+/// Whether the scope of `state`, recorded in slot `slot`, counts its allocations (cold paths only:
+/// a load of the shared mask of counting slots).
+pub(crate) fn counts_allocations(state: u64, slot: u32) -> bool {
+    // Relaxed: a scope racing a `start` or `stop` may see the old mask or the new one, and
+    // either answer is right for it (as for the enabled bits); the mask guards no other memory.
+    counting(state) && COUNTING_SLOTS.load(Ordering::Relaxed) & (1 << slot) != 0
+}
+
+/// Bit s: slot s traces allocations (written under the registry lock, before the state words).
+static COUNTING_SLOTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The instant that carries a scope's allocations (`phosphor_format::system::SCOPE_ALLOC_NAME`),
+/// written by the scope's close right after its complete event. Registered when a trace that
+/// counts allocations starts.
+pub(crate) static SCOPE_ALLOC: Callsite = Callsite::new(CallsiteMeta::new(
+    phosphor_format::system::PHOSPHOR_CATEGORY,
+    phosphor_format::system::SCOPE_ALLOC_NAME,
+    Phase::Instant,
+    phosphor_format::system::SCOPE_ALLOC_ARGS,
+    file!(),
+    line!(),
+));
 
 /// Whether `state` enables slot `slot`.
 #[inline(always)]
@@ -312,6 +350,8 @@ pub(crate) struct Rule {
 pub(crate) struct SlotFilter {
     pub(crate) categories: Arc<CategoryFilter>,
     pub(crate) max_level: Level,
+    /// Whether its scopes record their allocations (`TraceConfig::allocations`).
+    pub(crate) allocations: bool,
 }
 
 impl SlotFilter {
@@ -439,7 +479,30 @@ impl Registry {
         // event with `arm`, which either outcome answers.
         cs.triggers.store(triggers, Ordering::Release);
         let armed = if triggers != 0 { ARMED } else { 0 };
-        armed | (u64::from(id) << 32) | self.mask(cs, id)
+        let enabled = self.mask(cs, id);
+        let counting = if cs.meta.phase == Phase::Complete && enabled & self.counting_slots() != 0 {
+            COUNTING
+        } else {
+            0
+        };
+        armed | counting | (u64::from(id) << 32) | enabled
+    }
+
+    /// The slots whose trace counts allocations (bit s: slot s).
+    fn counting_slots(&self) -> u64 {
+        let mut mask = 0;
+        for (slot, f) in self.filters.iter().enumerate() {
+            if f.as_ref().is_some_and(|f| f.allocations) {
+                mask |= 1 << slot;
+            }
+        }
+        mask
+    }
+
+    /// Publishes [`counting_slots`](Self::counting_slots) to the scopes, before `refresh`.
+    fn store_counting_slots(&self) {
+        // Relaxed: see `counts_allocations`.
+        COUNTING_SLOTS.store(self.counting_slots() as u32, Ordering::Relaxed);
     }
 
     /// Registers `cs` unless it is already; returns its state word.
@@ -449,7 +512,8 @@ impl Registry {
             return s; // registered before (by another thread, or by `register_all_static`)
         }
         let id = FIRST_CALLSITE_ID + self.callsites.len() as u32;
-        // Ids share their word with the armed bit; 2^31 callsites would not fit in memory.
+        // Ids share their word with the armed and counting bits; 2^30 callsites would not fit in
+        // memory.
         assert!(id <= ID_MASK, "too many callsites");
         crash_list_push(self.callsites.len(), cs);
         self.callsites.push(cs);
@@ -546,10 +610,18 @@ pub(crate) fn register(cs: &'static Callsite) -> u64 {
     registry().register(cs)
 }
 
-/// Enables what `filter` takes for `slot` on every callsite, present and future.
+/// Enables what `filter` takes for `slot` on every callsite, present and future. A filter that
+/// counts allocations does so only while `phosphor::alloc::Traced` is the global allocator
+/// (without it every count would be 0).
 pub(crate) fn enable_slot(slot: u32, filter: SlotFilter) {
+    #[cfg(not(loom))]
+    let filter = SlotFilter { allocations: filter.allocations && crate::alloc::installed(), ..filter };
     let mut reg = registry();
+    if filter.allocations {
+        reg.register(&SCOPE_ALLOC);
+    }
     reg.filters[slot as usize] = Some(filter);
+    reg.store_counting_slots();
     reg.refresh();
 }
 
@@ -557,6 +629,7 @@ pub(crate) fn enable_slot(slot: u32, filter: SlotFilter) {
 pub(crate) fn disable_slot(slot: u32) {
     let mut reg = registry();
     reg.filters[slot as usize] = None;
+    reg.store_counting_slots();
     reg.refresh();
 }
 

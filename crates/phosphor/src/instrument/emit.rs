@@ -6,9 +6,10 @@
 //! else goes through [`emit_multi`], which is out of line.
 //!
 //! A scope whose trace counts allocations (the callsite's counting bit, see `callsite.rs`) keeps
-//! its thread's allocation counts from when it opened ([`Mark`]), and its close writes, in the
-//! same write as its complete event (a [`Tail`] record, so both land or neither does), the
-//! instant `phosphor/scope_alloc` with the allocations and bytes since.
+//! its thread's allocation counts from when it opened ([`Mark`]), and its close writes, right
+//! after its complete event, the instant `phosphor/scope_alloc` with the allocations and bytes
+//! since. Two events, each recorded or counted as dropped on its own; the instant's time is the
+//! slice's end to the tick (`ts + duration`), so a reader can tell the slice it belongs to.
 
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
@@ -120,87 +121,12 @@ fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
 #[inline(always)]
 pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     log: &TraceLog,
-    cs: &'static Callsite,
-    state: u64,
-    stamp: S,
-    lead: [u64; L],
-    a: A,
-    b: B,
-) {
-    emit_with(log, cs, state, stamp, lead, a, b, NoTail);
-}
-
-/// Records written after an event's own, in the same write.
-pub(crate) trait Tail: Copy {
-    /// How many.
-    const RECORDS: u32;
-    /// Writes them into the `RECORDS` slots from `dst`.
-    fn write(self, dst: *mut MaybeUninit<Record>);
-}
-
-/// No tail: what every event but a counting scope's has.
-#[derive(Clone, Copy)]
-pub(crate) struct NoTail;
-
-impl Tail for NoTail {
-    const RECORDS: u32 = 0;
-    #[inline(always)]
-    fn write(self, _dst: *mut MaybeUninit<Record>) {}
-}
-
-/// The `phosphor/scope_alloc` instant of a scope that ended at `ts`.
-#[derive(Clone, Copy)]
-struct ScopeAlloc {
-    ts: u64,
-    id: u32,
-    allocs: u64,
-    bytes: u64,
-}
-
-impl Tail for ScopeAlloc {
-    const RECORDS: u32 = 1;
-    #[inline(always)]
-    fn write(self, dst: *mut MaybeUninit<Record>) {
-        let meta = Meta::new(0, ArgType::U64, ArgType::U64);
-        // SAFETY: the write that carries this tail reserved its slot after the event's own.
-        unsafe { (*dst).write(Record::new(self.ts, self.id, meta, [self.allocs, self.bytes])) };
-    }
-}
-
-/// An event's fill followed by its tail's records.
-#[derive(Clone, Copy)]
-struct WithTail<F, T> {
-    fill: F,
-    tail: T,
-}
-
-impl<F: Fill, T: Tail> Fill for WithTail<F, T> {
-    #[inline(always)]
-    fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind) {
-        self.fill.fill(dst, clock);
-        // SAFETY: the write reserved one slot for the event (a one-record fill) and the tail's
-        // after it.
-        self.tail.write(unsafe { dst.add(1) });
-    }
-
-    #[inline(always)]
-    fn callsite(&self) -> u32 {
-        self.fill.callsite()
-    }
-}
-
-/// [`emit`], with `tail`'s records written after the event's in the same write.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn emit_with<const L: usize, S: Stamp, A: Arg, B: Arg, T: Tail>(
-    log: &TraceLog,
     _cs: &'static Callsite,
     state: u64,
     stamp: S,
     lead: [u64; L],
     a: A,
     b: B,
-    tail: T,
 ) {
     let id = callsite::id_of(state);
     // Constants, unless an argument's type is decided at run time (an interned string).
@@ -225,17 +151,11 @@ fn emit_with<const L: usize, S: Stamp, A: Arg, B: Arg, T: Tail>(
     let dynamic = matches!(ta, ArgType::DynStr) || matches!(tb, ArgType::DynStr);
     let meta = Meta::new(L, ta, tb).with_truncated(a.word_truncated() || b.word_truncated());
     if k <= 2 && !dynamic {
-        let fill = OneRecord { stamp, id, meta, words: [words[0], words[1]] };
-        if T::RECORDS == 0 {
-            log.write_event(1, fill);
-        } else {
-            log.write_event(1 + T::RECORDS, WithTail { fill, tail });
-        }
+        log.write_event(1, OneRecord { stamp, id, meta, words: [words[0], words[1]] });
     } else {
         let (sa, ta) = a.bytes();
         let (sb, tb) = b.bytes();
-        let meta = meta.with_truncated(meta.truncated() || ta || tb);
-        emit_multi_with(log, id, meta, stamp, &words[..k], &[sa, sb], tail);
+        emit_multi(log, id, meta.with_truncated(meta.truncated() || ta || tb), stamp, &words[..k], &[sa, sb]);
     }
 }
 
@@ -298,19 +218,26 @@ pub(crate) fn close_slice<A: Arg, B: Arg>(
     b: B,
     mark: Mark,
 ) {
+    // One test for both bits: a scope that no trigger watches and no trace counts pays only it.
     if state & (callsite::ARMED | callsite::COUNTING) != 0 {
-        close_watched(log, cs, state, start, a, b, mark);
+        if callsite::counting(state) {
+            close_counting(log, cs, state, start, a, b, mark);
+        } else {
+            let ticks = log.now().wrapping_sub(start);
+            emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
+            trigger::on_slice(log, cs, ticks);
+        }
     } else {
         emit(log, cs, state, Since(start), [0], a, b);
     }
 }
 
-/// [`close_slice`] of a scope that a trigger watches or whose trace counts allocations: the
-/// slice, with the scope's `phosphor/scope_alloc` instant after it when it has a [`Mark`] from this
-/// thread and its log's slot counts allocations, then the trigger check.
+/// [`close_slice`] of a scope that a trace counting allocations takes: the slice, then the
+/// scope's `phosphor/scope_alloc` instant when it has a [`Mark`] from this thread and its own
+/// log's slot counts allocations, then the trigger check if a trigger watches it too.
 #[cold]
 #[inline(never)]
-fn close_watched<A: Arg, B: Arg>(
+fn close_counting<A: Arg, B: Arg>(
     log: &TraceLog,
     cs: &'static Callsite,
     state: u64,
@@ -323,15 +250,39 @@ fn close_watched<A: Arg, B: Arg>(
         if mark.is_some() && callsite::counts_allocations(state, log.slot()) { mark.since() } else { None };
     let end = log.now();
     let ticks = end.wrapping_sub(start);
-    match (counted, registered_id(callsite::SCOPE_ALLOC.state())) {
-        (Some((allocs, bytes)), Some(id)) => {
-            let tail = ScopeAlloc { ts: end, id, allocs, bytes };
-            emit_with(log, cs, state, At(start), [ticks], a, b, tail);
-        }
-        _ => emit(log, cs, state, At(start), [ticks], a, b),
+    emit(log, cs, state, At(start), [ticks], a, b);
+    if let (Some((allocs, bytes)), Some(id)) = (counted, registered_id(callsite::SCOPE_ALLOC.state())) {
+        log.write_event(1, ScopeAlloc { ts: end, id, scope: callsite::id_of(state), allocs, bytes });
     }
     if callsite::armed(state) {
         trigger::on_slice(log, cs, ticks);
+    }
+}
+
+/// The `phosphor/scope_alloc` instant of the scope of callsite `scope`, which ended at `ts`.
+#[derive(Clone, Copy)]
+struct ScopeAlloc {
+    ts: u64,
+    id: u32,
+    scope: u32,
+    allocs: u64,
+    bytes: u64,
+}
+
+impl Fill for ScopeAlloc {
+    #[inline(always)]
+    fn fill(self, dst: *mut MaybeUninit<Record>, _clock: ClockKind) {
+        let meta = Meta::new(0, ArgType::U64, ArgType::U64);
+        // SAFETY: `Tenant::write` hands us one writable, unpublished record slot.
+        unsafe { (*dst).write(Record::new(self.ts, self.id, meta, [self.allocs, self.bytes])) };
+    }
+
+    /// The scope's callsite, not `phosphor/scope_alloc`'s: the instant is recorded where its
+    /// scope is (a pool tenant's re-check, or the first chunk of a new trace), whatever the
+    /// trace's categories say of `phosphor`.
+    #[inline(always)]
+    fn callsite(&self) -> u32 {
+        self.scope
     }
 }
 
@@ -358,16 +309,15 @@ impl<S: Stamp> Fill for OneRecord<S> {
     }
 }
 
-// The largest event (a lead word, two arguments, two dynamic strings at their bound, and a scope's
-// `scope_alloc` record) must fit in one chunk, or `Tenant::write` could never make room for it.
-// `Arg` is sealed, so no other type can exceed these bounds.
+// The largest event (a lead word, two arguments, two dynamic strings at their bound) must fit in
+// one chunk, or `Tenant::write` could never make room for it. `Arg` is sealed, so no other type can
+// exceed these bounds.
 const _: () = assert!(
-    continuation_records(2, 2 * phosphor_format::MAX_DYN_STR_BYTES) + 1
-        < phosphor_format::chunk::CHUNK_RECORDS
+    continuation_records(2, 2 * phosphor_format::MAX_DYN_STR_BYTES) < phosphor_format::chunk::CHUNK_RECORDS
 );
 
 /// Records an event that needs continuation records.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn emit_multi<S: Stamp>(
     log: &TraceLog,
     id: u32,
@@ -375,20 +325,6 @@ pub(crate) fn emit_multi<S: Stamp>(
     stamp: S,
     words: &[u64],
     strs: &[&[u8]],
-) {
-    emit_multi_with(log, id, meta, stamp, words, strs, NoTail);
-}
-
-/// [`emit_multi`], with `tail`'s records after the event's in the same write.
-#[inline(never)]
-fn emit_multi_with<S: Stamp, T: Tail>(
-    log: &TraceLog,
-    id: u32,
-    meta: Meta,
-    stamp: S,
-    words: &[u64],
-    strs: &[&[u8]],
-    tail: T,
 ) {
     let extra = words.get(2..).unwrap_or(&[]);
     let cont = continuation_records(extra.len(), strs.iter().map(|s| s.len()).sum());
@@ -405,10 +341,8 @@ fn emit_multi_with<S: Stamp, T: Tail>(
         // SAFETY: as above; the slots after the first are `cont` long and not aliased.
         let rest: &mut [MaybeUninit<Record>] = unsafe { std::slice::from_raw_parts_mut(dst.add(1), cont) };
         encode_continuation(extra, strs, rest);
-        // SAFETY: as above; the tail's slots follow the continuation records.
-        tail.write(unsafe { dst.add(1 + cont) });
     };
-    log.write_event(1 + cont as u32 + T::RECORDS, crate::record::tenant::Identified(id, fill));
+    log.write_event(1 + cont as u32, crate::record::tenant::Identified(id, fill));
 }
 
 /// The guard of `trace_scope!`: records a complete event when dropped (and, when its trace counts

@@ -99,6 +99,7 @@ fn pairs(trace: &Trace) -> (Vec<Counted>, usize) {
 }
 
 /// `n` boxes of 64 bytes, pushed into `keep` (which has the room, so it does not allocate).
+#[allow(clippy::vec_box)] // the boxes are the allocations under test
 fn boxes(keep: &mut Vec<Box<[u8; 64]>>, n: usize) {
     for i in 0..n {
         keep.push(black_box(Box::new([i as u8; 64])));

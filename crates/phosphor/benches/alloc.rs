@@ -94,7 +94,8 @@ fn scope_counting_one_box(bencher: Bencher) {
 
 fn main() {
     let log = TraceLog::global();
-    log.start(TraceConfig::new(BufferMode::Ring, RING_BYTES).allocations(true)).expect("no trace is running yet");
+    log.start(TraceConfig::new(BufferMode::Ring, RING_BYTES).allocations(true))
+        .expect("no trace is running yet");
     let warm = (RING_BYTES / 32) as u64;
     for i in 0..warm {
         phosphor::trace_instant!("bench", "warm_up", "a" => i as i64, "b" => 7u64);
@@ -107,7 +108,11 @@ fn main() {
     let stats = log.stats();
     // Relaxed: every increment was made by this thread.
     let emitted = EMITTED.load(Ordering::Relaxed);
-    println!("\nglobal trace: emitted {emitted}, recorded {}, dropped {}", stats.recorded, stats.dropped.total());
+    println!(
+        "\nglobal trace: emitted {emitted}, recorded {}, dropped {}",
+        stats.recorded,
+        stats.dropped.total()
+    );
     assert_eq!(stats.recorded + stats.dropped.total(), emitted, "events unaccounted for:\n{stats}");
     assert_eq!(stats.dropped.total(), stats.dropped.overwritten, "drops other than overwrites:\n{stats}");
 }

@@ -117,6 +117,20 @@ fn traced_is_the_global_allocator_of_this_binary() {
 }
 
 #[test]
+fn a_realloc_counts_one_allocation_of_the_new_size_and_alloc_zeroed_counts_one() {
+    let mut v: Vec<u8> = Vec::with_capacity(8);
+    let before = thread_allocations();
+    v.reserve_exact(100); // realloc from 8 bytes to 100
+    let grown = thread_allocations();
+    let zeroed = black_box(vec![0u8; 50]); // alloc_zeroed
+    let after = thread_allocations();
+    assert_eq!(v.capacity(), 100);
+    assert_eq!((grown.0 - before.0, grown.1 - before.1), (1, 100));
+    assert_eq!((after.0 - grown.0, after.1 - grown.1), (1, 50));
+    drop(zeroed);
+}
+
+#[test]
 fn a_scope_that_allocates_1000_times_64_bytes_records_1000_allocations_and_64000_bytes() {
     let log = new_log(TraceLogConfig::default());
     log.start(counting(BufferMode::Fixed, 1 << 20)).unwrap();

@@ -44,6 +44,8 @@ use phosphor_format::{Level, Phase, FIRST_CALLSITE_ID};
 
 use crate::registry::aggregate::AggregateRef;
 use crate::registry::category::CategoryFilter;
+use crate::registry::crash_list::crash_list_push;
+pub(crate) use crate::registry::crash_list::{by_id, crash_list};
 use crate::registry::point::{PointKind, PointSelector};
 use crate::registry::MAX_LOGS;
 
@@ -561,48 +563,6 @@ impl Registry {
     }
 }
 
-/// Callsites a fatal-signal handler may read (`recorder::dump_on_crash`): index `i` holds callsite
-/// id `FIRST_CALLSITE_ID + i`, as the registry does, but in a fixed array of atomics that needs no
-/// lock and never moves. Callsites past the end are missing from crash dumps.
-pub(crate) const CRASH_LIST_LEN: usize = 1 << 17;
-static CRASH_LIST: [std::sync::atomic::AtomicPtr<Callsite>; CRASH_LIST_LEN] =
-    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; CRASH_LIST_LEN];
-static CRASH_LIST_COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-fn crash_list_push(index: usize, cs: &'static Callsite) {
-    if index < CRASH_LIST_LEN {
-        // Relaxed: published by the Release store of the count below.
-        CRASH_LIST[index].store(std::ptr::from_ref(cs).cast_mut(), Ordering::Relaxed);
-        // Release: a reader that acquires the count sees every pointer below it.
-        CRASH_LIST_COUNT.store(index + 1, Ordering::Release);
-    }
-}
-
-/// The callsites registered so far with their ids, for a signal handler: no lock, no allocation.
-pub(crate) fn crash_list() -> impl Iterator<Item = (u32, &'static Callsite)> {
-    // Acquire: pairs with `crash_list_push`.
-    let n = CRASH_LIST_COUNT.load(Ordering::Acquire);
-    CRASH_LIST[..n].iter().enumerate().filter_map(|(i, p)| {
-        // Relaxed: ordered by the Acquire load of the count. SAFETY: every pointer below the
-        // count was stored from a `&'static Callsite` before the count was published.
-        let cs = unsafe { p.load(Ordering::Relaxed).as_ref() }?;
-        Some((FIRST_CALLSITE_ID + i as u32, cs))
-    })
-}
-
-/// The callsite whose id is `id`, if it is registered and within the crash list: no lock, no
-/// allocation (the write path's cold re-check of a racing event uses it).
-pub(crate) fn by_id(id: u32) -> Option<&'static Callsite> {
-    let i = id.checked_sub(FIRST_CALLSITE_ID)? as usize;
-    // Acquire: pairs with `crash_list_push`.
-    if i >= CRASH_LIST_COUNT.load(Ordering::Acquire).min(CRASH_LIST_LEN) {
-        return None;
-    }
-    // Relaxed: ordered by the Acquire load of the count. SAFETY: every pointer below the count
-    // was stored from a `&'static Callsite` before the count was published.
-    unsafe { CRASH_LIST[i].load(Ordering::Relaxed).as_ref() }
-}
-
 /// Registers `cs` and returns its new state word. Runs once per callsite.
 #[cold]
 #[inline(never)]
@@ -614,7 +574,6 @@ pub(crate) fn register(cs: &'static Callsite) -> u64 {
 /// counts allocations does so only while `phosphor::alloc::Traced` is the global allocator
 /// (without it every count would be 0).
 pub(crate) fn enable_slot(slot: u32, filter: SlotFilter) {
-    #[cfg(not(loom))]
     let filter = SlotFilter { allocations: filter.allocations && crate::alloc::installed(), ..filter };
     let mut reg = registry();
     if filter.allocations {
@@ -792,5 +751,46 @@ mod tests {
         set_trigger(k, None);
         assert!(!armed(CS.state()));
         assert_eq!((id_of(CS.state()), CS.trigger_mask()), (id, 0));
+    }
+
+    #[test]
+    fn the_counting_bit_marks_the_scopes_a_counting_slot_takes_and_keeps_the_id() {
+        static SCOPE: Callsite =
+            Callsite::new(CallsiteMeta::new("db", "query", Phase::Complete, ["", ""], file!(), line!()));
+        static OTHER_SCOPE: Callsite =
+            Callsite::new(CallsiteMeta::new("net", "send", Phase::Complete, ["", ""], file!(), line!()));
+        static INSTANT: Callsite =
+            Callsite::new(CallsiteMeta::new("db", "mark", Phase::Instant, ["", ""], file!(), line!()));
+        // A registry of its own (this binary's allocator is not `Traced`, so `enable_slot` would
+        // turn counting off): slot 3 counts and takes `db`, slot 4 takes everything and does not.
+        let filter = |spec: &str, allocations| {
+            Some(SlotFilter {
+                categories: Arc::new(CategoryFilter::parse(spec).unwrap()),
+                max_level: Level::Trace,
+                allocations,
+            })
+        };
+        let mut reg = Registry {
+            callsites: Vec::new(),
+            filters: [const { None }; MAX_LOGS],
+            rules: Vec::new(),
+            dynamic: BTreeMap::new(),
+            all_static: true,
+            triggers: [const { None }; MAX_TRIGGERS],
+            #[cfg(unix)]
+            ring: None,
+        };
+        reg.filters[3] = filter("db", true);
+        reg.filters[4] = filter("*", false);
+        let id = ID_MASK; // the largest id: the counting bit must not spill into it
+        let scope = reg.state_of(&SCOPE, id);
+        assert!(counting(scope) && !armed(scope));
+        assert_eq!(registered_id(scope), Some(id));
+        assert!(enabled_in(scope, 3) && enabled_in(scope, 4));
+        assert!(!counting(reg.state_of(&OTHER_SCOPE, id)), "no counting slot takes `net`");
+        assert!(!counting(reg.state_of(&INSTANT, id)), "an instant is no scope");
+        assert_eq!(reg.counting_slots(), 1 << 3);
+        reg.filters[3] = filter("db", false);
+        assert!(!counting(reg.state_of(&SCOPE, id)), "no slot counts any more");
     }
 }

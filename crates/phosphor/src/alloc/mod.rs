@@ -33,11 +33,14 @@
 //! thread's scope counts, which then hold only the program's own allocations. The allocator itself
 //! never calls into the recorder, so it can never wait on a lock the recorder holds.
 
+mod marks;
 mod totals;
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 
+pub(crate) use marks::{new_counting_period, pop_mark, push_mark};
+pub use marks::{unmatched_scopes, MARKS};
 pub use totals::{heap_totals, installed, unslotted_threads, SLOTS};
 
 /// A global allocator that counts allocations per thread and per process, around `A`.
@@ -176,87 +179,39 @@ pub(crate) fn recorder_leave() {
 /// This thread's allocations so far and their bytes, the recorder's own left out (counted only
 /// while [`Traced`] is the global allocator; zero otherwise).
 pub fn thread_allocations() -> (u64, u64) {
-    let m = Mark::now();
-    (m.allocs, m.bytes)
-}
-
-/// A thread's allocation counts when a scope opened: the scope's guard keeps it, and its close
-/// records the difference. `thread` tells apart the thread that took it (0: none taken), since a
-/// guard held across an `.await` may close on another thread, whose counts are not comparable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Mark {
-    thread: usize,
-    allocs: u64,
-    bytes: u64,
-}
-
-impl Mark {
-    /// No mark: the scope's allocations are not recorded.
-    pub(crate) const NONE: Mark = Mark { thread: 0, allocs: 0, bytes: 0 };
-
-    /// This thread's counts now, the recorder's own left out.
-    #[inline]
-    pub(crate) fn now() -> Mark {
-        LOCAL.with(|l| {
-            let (mut allocs, mut bytes) = (l.allocs.get(), l.bytes.get());
-            if l.in_recorder.get() {
-                // Taken inside the recorder's slow path: what it allocated so far is its own.
-                allocs = l.entered_allocs.get();
-                bytes = l.entered_bytes.get();
-            }
-            Mark {
-                thread: std::ptr::from_ref(l) as usize,
-                allocs: allocs.wrapping_sub(l.recorder_allocs.get()),
-                bytes: bytes.wrapping_sub(l.recorder_bytes.get()),
-            }
-        })
-    }
-
-    /// Whether a mark was taken.
-    #[inline(always)]
-    pub(crate) fn is_some(&self) -> bool {
-        self.thread != 0
-    }
-
-    /// The allocations and bytes of this thread since the mark, or `None` when there is no mark
-    /// or it was taken on another thread.
-    pub(crate) fn since(&self) -> Option<(u64, u64)> {
-        if !self.is_some() {
-            return None;
+    LOCAL.with(|l| {
+        let (mut allocs, mut bytes) = (l.allocs.get(), l.bytes.get());
+        if l.in_recorder.get() {
+            // Read inside the recorder's slow path: what it allocated so far is its own.
+            allocs = l.entered_allocs.get();
+            bytes = l.entered_bytes.get();
         }
-        let now = Mark::now();
-        (now.thread == self.thread)
-            .then(|| (now.allocs.wrapping_sub(self.allocs), now.bytes.wrapping_sub(self.bytes)))
-    }
+        (allocs.wrapping_sub(l.recorder_allocs.get()), bytes.wrapping_sub(l.recorder_bytes.get()))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn since((allocs, bytes): (u64, u64)) -> (u64, u64) {
+        let (a, b) = thread_allocations();
+        (a.wrapping_sub(allocs), b.wrapping_sub(bytes))
+    }
+
     #[test]
     fn the_recorders_allocations_stay_out_of_the_thread_counts() {
         // The unit-test binary's global allocator is not `Traced`: drive the thread's counters.
-        let start = Mark::now();
+        let start = thread_allocations();
         count_thread(10);
         recorder_enter();
         count_thread(100);
-        let inside = Mark::now();
+        let inside = thread_allocations();
         recorder_enter(); // nested: still one slow path
         count_thread(1000);
         recorder_leave();
         count_thread(5);
-        assert_eq!(start.since(), Some((2, 15)));
-        assert_eq!(inside.since(), Some((1, 5)), "a mark taken inside the recorder excludes it too");
-        assert_eq!(Mark::NONE.since(), None);
-    }
-
-    #[test]
-    fn a_mark_from_another_thread_gives_nothing() {
-        let theirs = std::thread::spawn(Mark::now).join().unwrap();
-        assert!(theirs.is_some());
-        // The other thread is gone; its TLS block may be reused by a new thread, but not by this
-        // one, which was alive all along.
-        assert_eq!(theirs.since(), None);
+        assert_eq!(since(start), (2, 15));
+        assert_eq!(since(inside), (1, 5), "counts read inside the recorder exclude it too");
     }
 }

@@ -5,18 +5,19 @@
 //! event of at most two words and no dynamic string (the common case) writes one record; anything
 //! else goes through [`emit_multi`], which is out of line.
 //!
-//! A scope whose trace counts allocations (the callsite's counting bit, see `callsite.rs`) keeps
-//! its thread's allocation counts from when it opened ([`Mark`]), and its close writes, right
-//! after its complete event, the instant `phosphor/scope_alloc` with the allocations and bytes
-//! since. Two events, each recorded or counted as dropped on its own; the instant's time is the
-//! slice's end to the tick (`ts + duration`), so a reader can tell the slice it belongs to.
+//! A scope whose trace counts allocations has its callsite armed (`callsite.rs`), so it opens and
+//! closes out of line: [`check_scope`] pushes its thread's allocation counts onto the thread's mark
+//! stack (`alloc/marks.rs`), and its close pops them and writes, right after its complete event,
+//! the instant `phosphor/scope_alloc` with the allocations and bytes since. Two events, each
+//! recorded or counted as dropped on its own; the instant's time is the slice's end to the tick
+//! (`ts + duration`), so a reader can tell the slice it belongs to. The guard carries nothing for
+//! it, and a scope that no counting trace takes pays nothing for it.
 
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
 
 use phosphor_format::{continuation_records, encode_continuation, ArgType, Meta, Record};
 
-use crate::alloc::Mark;
 use crate::instrument::arg::Arg;
 use crate::record::clock::ClockKind;
 use crate::record::tenant::Fill;
@@ -117,6 +118,37 @@ fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
     callsite::enabled_in(state, log.slot()).then_some(state)
 }
 
+/// [`check`] for a scope's open (`trace_scope!`, an interval point): as cheap when the callsite is
+/// registered and unarmed (one compare covers both), and out of line otherwise, where a scope that
+/// its log's trace counts allocations for pushes its mark.
+#[inline(always)]
+pub fn check_scope(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
+    let state = cs.state();
+    if !callsite::enabled_in(state, log.slot()) {
+        return None;
+    }
+    // The high half is the armed bit over the id: 1..2^31 - 1 is a registered, unarmed callsite.
+    if (state >> 32).wrapping_sub(1) < (1 << 31) - 1 {
+        Some(state)
+    } else {
+        open_slow(log, cs, state)
+    }
+}
+
+/// [`check_scope`] of a callsite that is not registered yet, or armed.
+#[cold]
+#[inline(never)]
+fn open_slow(log: &TraceLog, cs: &'static Callsite, state: u64) -> Option<u64> {
+    let state = match registered_id(state) {
+        Some(_) => state,
+        None => register_slow(log, cs)?,
+    };
+    if callsite::armed(state) && callsite::counts_allocations(log.slot()) {
+        crate::alloc::push_mark(log.slot(), callsite::id_of(state));
+    }
+    Some(state)
+}
+
 /// Records one event. `state` is what [`check`] returned for the callsite.
 #[inline(always)]
 pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
@@ -204,59 +236,54 @@ fn emit_armed<const L: usize, S: Stamp, A: Arg, B: Arg>(
 }
 
 /// Records the complete slice of `cs` that began at `start` and ends now. Unarmed, the end time
-/// is read in the fill (`Since`). An armed callsite's duration is needed outside the fill, so the
-/// clock is read here instead (still once), the slice recorded with that explicit end, and the
-/// duration checked against the callsite's triggers out of line. A scope whose trace counts
-/// allocations goes out of line the same way, with the counts since `mark`.
+/// is read in the fill (`Since`): one bit test, as before triggers and allocations existed. An
+/// armed callsite goes out of line ([`close_armed`]). `SCOPE` is true for a scope's guard, whose
+/// open pushed a mark if its trace counts allocations, and false for a lock guard's held slice.
 #[inline(always)]
-pub(crate) fn close_slice<A: Arg, B: Arg>(
+pub(crate) fn close_slice<const SCOPE: bool, A: Arg, B: Arg>(
     log: &TraceLog,
     cs: &'static Callsite,
     state: u64,
     start: u64,
     a: A,
     b: B,
-    mark: Mark,
 ) {
-    // One test for both bits: a scope that no trigger watches and no trace counts pays only it.
-    if state & (callsite::ARMED | callsite::COUNTING) != 0 {
-        if callsite::counting(state) {
-            close_counting(log, cs, state, start, a, b, mark);
-        } else {
-            let ticks = log.now().wrapping_sub(start);
-            emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
-            trigger::on_slice(log, cs, ticks);
-        }
+    if callsite::armed(state) {
+        close_armed::<SCOPE, A, B>(log, cs, state, start, a, b);
     } else {
         emit(log, cs, state, Since(start), [0], a, b);
     }
 }
 
-/// [`close_slice`] of a scope that a trace counting allocations takes: the slice, then the
-/// scope's `phosphor/scope_alloc` instant when it has a [`Mark`] from this thread and its own
-/// log's slot counts allocations, then the trigger check if a trigger watches it too.
+/// [`close_slice`] of an armed callsite. The duration is needed outside the fill, so the clock is
+/// read here (still once) and the slice recorded with that explicit end. Then, for a scope whose
+/// log's trace counts allocations, its mark is popped and `phosphor/scope_alloc` written; then
+/// the duration is checked against the callsite's triggers (none, if it is armed only for
+/// counting: an empty mask).
 #[cold]
 #[inline(never)]
-fn close_counting<A: Arg, B: Arg>(
+fn close_armed<const SCOPE: bool, A: Arg, B: Arg>(
     log: &TraceLog,
     cs: &'static Callsite,
     state: u64,
     start: u64,
     a: A,
     b: B,
-    mark: Mark,
 ) {
-    let counted =
-        if mark.is_some() && callsite::counts_allocations(state, log.slot()) { mark.since() } else { None };
+    // Read before the slice is written, so nothing of the recorder's can be in them (it keeps its
+    // own allocations out of them anyway).
+    let counted = if SCOPE && callsite::counts_allocations(log.slot()) {
+        crate::alloc::pop_mark(log.slot(), callsite::id_of(state))
+    } else {
+        None
+    };
     let end = log.now();
     let ticks = end.wrapping_sub(start);
-    emit(log, cs, state, At(start), [ticks], a, b);
+    emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
     if let (Some((allocs, bytes)), Some(id)) = (counted, registered_id(callsite::SCOPE_ALLOC.state())) {
         log.write_event(1, ScopeAlloc { ts: end, id, scope: callsite::id_of(state), allocs, bytes });
     }
-    if callsite::armed(state) {
-        trigger::on_slice(log, cs, ticks);
-    }
+    trigger::on_slice(log, cs, ticks);
 }
 
 /// The `phosphor/scope_alloc` instant of the scope of callsite `scope`, which ended at `ts`.
@@ -350,44 +377,24 @@ pub(crate) fn emit_multi<S: Stamp>(
 #[must_use = "a scope guard records its event when dropped; bind it to a variable"]
 #[derive(Debug)]
 pub struct ScopeGuard<'a, A: Arg, B: Arg> {
-    inner: Option<(&'a TraceLog, &'static Callsite, u64, A, B, Mark)>,
+    inner: Option<(&'a TraceLog, &'static Callsite, u64, A, B)>,
 }
 
 impl<'a, A: Arg, B: Arg> ScopeGuard<'a, A, B> {
-    /// Starts a scope; `state` is what [`check`] returned, and `args` is `None` when the callsite
-    /// is disabled.
+    /// Starts a scope; `args` is `None` when the callsite is disabled ([`check_scope`] said so).
     #[inline(always)]
-    pub fn new(log: &'a TraceLog, cs: &'static Callsite, state: Option<u64>, args: Option<(A, B)>) -> Self {
-        ScopeGuard {
-            inner: args.map(|(a, b)| {
-                let mark = match state {
-                    Some(s) if callsite::counting(s) => open_mark(log, s),
-                    _ => Mark::NONE,
-                };
-                (log, cs, log.now(), a, b, mark)
-            }),
-        }
-    }
-}
-
-/// The allocation counts a counting scope starts from, if its own log's slot counts them.
-#[cold]
-#[inline(never)]
-fn open_mark(log: &TraceLog, state: u64) -> Mark {
-    if callsite::counts_allocations(state, log.slot()) {
-        Mark::now()
-    } else {
-        Mark::NONE
+    pub fn new(log: &'a TraceLog, cs: &'static Callsite, args: Option<(A, B)>) -> Self {
+        ScopeGuard { inner: args.map(|(a, b)| (log, cs, log.now(), a, b)) }
     }
 }
 
 impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some((log, cs, start, a, b, mark)) = self.inner.take() {
+        if let Some((log, cs, start, a, b)) = self.inner.take() {
             // Checked again: the trace may have been restarted with other categories meanwhile.
             if let Some(state) = check(log, cs) {
-                close_slice(log, cs, state, start, a, b, mark);
+                close_slice::<true, A, B>(log, cs, state, start, a, b);
             }
         }
     }
@@ -474,7 +481,7 @@ impl<G, A: Arg, B: Arg> LockGuard<'_, G, A, B> {
     fn record_held(&mut self) {
         if let (Some((acquired, a, b)), Some(held)) = (self.acquired.take(), self.held) {
             if let Some(state) = check(self.log, held) {
-                close_slice(self.log, held, state, acquired, a, b, Mark::NONE);
+                close_slice::<false, A, B>(self.log, held, state, acquired, a, b);
             }
         }
     }

@@ -136,13 +136,8 @@ macro_rules! __phosphor_emit {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __phosphor_scope_open {
-    ($log:ident, $cs:ident, $cat:expr, $name:expr, $state:ident, $args:expr) => {
-        $crate::__macro_support::ScopeGuard::new(
-            $log,
-            &$cs,
-            $state,
-            if $state.is_some() { Some($args) } else { None },
-        )
+    ($log:ident, $cs:ident, $cat:expr, $name:expr, $on:ident, $args:expr) => {
+        $crate::__macro_support::ScopeGuard::new($log, &$cs, if $on { Some($args) } else { None })
     };
 }
 
@@ -151,17 +146,15 @@ macro_rules! __phosphor_scope_open {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __phosphor_scope_open {
-    ($log:ident, $cs:ident, $cat:expr, $name:expr, $state:ident, $args:expr) => {{
+    ($log:ident, $cs:ident, $cat:expr, $name:expr, $on:ident, $args:expr) => {{
         $crate::__macro_support::usdt::__sdt_local_semaphore!(__PHOSPHOR_USDT);
         let __phosphor_tool = __PHOSPHOR_USDT.is_enabled();
-        let __phosphor_args = if $state.is_some() || __phosphor_tool { Some($args) } else { None };
+        let __phosphor_args = if $on || __phosphor_tool { Some($args) } else { None };
         if let (true, Some((__phosphor_a0, __phosphor_a1))) = (__phosphor_tool, &__phosphor_args) {
             $crate::__macro_support::usdt::__sdt_str_probe!(@semaphore __PHOSPHOR_USDT, phosphor, $cat, $name,
                 $crate::Arg::usdt(__phosphor_a0), $crate::Arg::usdt(__phosphor_a1));
         }
-        $crate::__macro_support::ScopeGuard::new(
-            $log, &$cs, $state, if $state.is_some() { __phosphor_args } else { None },
-        )
+        $crate::__macro_support::ScopeGuard::new($log, &$cs, if $on { __phosphor_args } else { None })
     }};
 }
 

@@ -14,9 +14,9 @@
 //!
 //! ```text
 //! bits  0..32  enabled: bit s is set while TraceLog slot s traces this callsite's category
-//! bits 32..62  id: assigned at registration; 0 while unregistered (ids stay below 2^30)
-//! bit  62      counting: a running trace that takes this scope counts its allocations
-//! bit  63      armed: a running trace has a trigger that watches this callsite
+//! bits 32..63  id: assigned at registration; 0 while unregistered (ids stay below 2^31)
+//! bit  63      armed: the callsite's events need the out-of-line path: a running trace has a
+//!              trigger that watches it, or it is a scope that a trace counting allocations takes
 //! ```
 //!
 //! The macro tests its log's bit with one relaxed load. After the event is written, the armed bit
@@ -28,11 +28,13 @@
 //! `TraceLog::start` and `stop` rewrite the bits of every registered callsite under the same lock,
 //! so a callsite can never miss a change.
 //!
-//! The counting bit works as the armed bit does, for the allocations of scopes (issue 23): set on
-//! every complete-slice callsite that a slot counting allocations takes, so a scope that no such
-//! trace takes pays one bit test of the word it loaded when it opens and when it closes. The bit is
-//! the callsite's, the slots share it: a scope that sees it asks [`counts_allocations`] whether
-//! its own log's slot counts.
+//! The allocations of scopes (issue 23) share the armed bit rather than taking a bit of their own:
+//! it is also set on every complete-slice callsite that a slot counting allocations takes. So a
+//! scope that no trigger watches and no counting trace takes pays exactly what it did before
+//! counting existed: at open, one compare of the id half (registered and unarmed, see
+//! `instrument::emit::check_scope`); at close, the one test of the armed bit. The out-of-line
+//! path tells the two reasons apart: the callsite's `triggers` mask, and [`counts_allocations`]
+//! for its own log's slot.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,10 +55,8 @@ const ENABLED_MASK: u64 = 0xffff_ffff;
 const UNREGISTERED: u64 = ENABLED_MASK;
 /// The armed bit of the state word.
 pub(crate) const ARMED: u64 = 1 << 63;
-/// The counting bit of the state word: a slot that counts allocations takes this scope.
-pub(crate) const COUNTING: u64 = 1 << 62;
 /// The id bits of the state word, once shifted down.
-const ID_MASK: u32 = 0x3fff_ffff;
+const ID_MASK: u32 = 0x7fff_ffff;
 /// The most trigger slots of the process (one bit each in a callsite's `triggers` mask).
 pub const MAX_TRIGGERS: usize = 64;
 
@@ -231,30 +231,25 @@ pub(crate) fn registered_id(state: u64) -> Option<u32> {
     }
 }
 
-/// The id of a state word (0: unregistered), without the armed and counting bits.
+/// The id of a state word (0: unregistered), without the armed bit.
 #[inline(always)]
 pub(crate) fn id_of(state: u64) -> u32 {
     (state >> 32) as u32 & ID_MASK
 }
 
-/// Whether a running trace has a trigger that watches the callsite of `state`.
+/// Whether the callsite of `state` needs the out-of-line path: a running trace has a trigger that
+/// watches it, or it is a scope that a trace counting allocations takes.
 #[inline(always)]
 pub(crate) fn armed(state: u64) -> bool {
     state & ARMED != 0
 }
 
-/// Whether the scope of `state` may count its allocations: some running trace that takes it does.
-#[inline(always)]
-pub(crate) fn counting(state: u64) -> bool {
-    state & COUNTING != 0
-}
-
-/// Whether the scope of `state`, recorded in slot `slot`, counts its allocations (cold paths only:
-/// a load of the shared mask of counting slots).
-pub(crate) fn counts_allocations(state: u64, slot: u32) -> bool {
+/// Whether the trace of slot `slot` counts its scopes' allocations (cold paths only: a load of the
+/// shared mask of counting slots). An armed scope enabled in that slot counts.
+pub(crate) fn counts_allocations(slot: u32) -> bool {
     // Relaxed: a scope racing a `start` or `stop` may see the old mask or the new one, and
     // either answer is right for it (as for the enabled bits); the mask guards no other memory.
-    counting(state) && COUNTING_SLOTS.load(Ordering::Relaxed) & (1 << slot) != 0
+    COUNTING_SLOTS.load(Ordering::Relaxed) & (1 << slot) != 0
 }
 
 /// Bit s: slot s traces allocations (written under the registry lock, before the state words).
@@ -480,14 +475,10 @@ impl Registry {
         // (or the one being replaced) and records the event as usual; that is the race of an
         // event with `arm`, which either outcome answers.
         cs.triggers.store(triggers, Ordering::Release);
-        let armed = if triggers != 0 { ARMED } else { 0 };
         let enabled = self.mask(cs, id);
-        let counting = if cs.meta.phase == Phase::Complete && enabled & self.counting_slots() != 0 {
-            COUNTING
-        } else {
-            0
-        };
-        armed | counting | (u64::from(id) << 32) | enabled
+        let counted = cs.meta.phase == Phase::Complete && enabled & self.counting_slots() != 0;
+        let armed = if triggers != 0 || counted { ARMED } else { 0 };
+        armed | (u64::from(id) << 32) | enabled
     }
 
     /// The slots whose trace counts allocations (bit s: slot s).
@@ -514,8 +505,7 @@ impl Registry {
             return s; // registered before (by another thread, or by `register_all_static`)
         }
         let id = FIRST_CALLSITE_ID + self.callsites.len() as u32;
-        // Ids share their word with the armed and counting bits; 2^30 callsites would not fit in
-        // memory.
+        // Ids share their word with the armed bit; 2^31 callsites would not fit in memory.
         assert!(id <= ID_MASK, "too many callsites");
         crash_list_push(self.callsites.len(), cs);
         self.callsites.push(cs);
@@ -578,6 +568,8 @@ pub(crate) fn enable_slot(slot: u32, filter: SlotFilter) {
     let mut reg = registry();
     if filter.allocations {
         reg.register(&SCOPE_ALLOC);
+        // The marks of scopes opened before this trace counted are not its to close.
+        crate::alloc::new_counting_period(slot);
     }
     reg.filters[slot as usize] = Some(filter);
     reg.store_counting_slots();
@@ -754,7 +746,7 @@ mod tests {
     }
 
     #[test]
-    fn the_counting_bit_marks_the_scopes_a_counting_slot_takes_and_keeps_the_id() {
+    fn a_counting_slot_arms_the_scopes_it_takes_without_a_trigger_and_keeps_the_id() {
         static SCOPE: Callsite =
             Callsite::new(CallsiteMeta::new("db", "query", Phase::Complete, ["", ""], file!(), line!()));
         static OTHER_SCOPE: Callsite =
@@ -782,15 +774,16 @@ mod tests {
         };
         reg.filters[3] = filter("db", true);
         reg.filters[4] = filter("*", false);
-        let id = ID_MASK; // the largest id: the counting bit must not spill into it
+        let id = ID_MASK; // the largest id: the armed bit must not spill into it
         let scope = reg.state_of(&SCOPE, id);
-        assert!(counting(scope) && !armed(scope));
+        assert!(armed(scope), "a scope a counting slot takes goes out of line");
+        assert_eq!(SCOPE.trigger_mask(), 0, "armed for counting, watched by no trigger");
         assert_eq!(registered_id(scope), Some(id));
         assert!(enabled_in(scope, 3) && enabled_in(scope, 4));
-        assert!(!counting(reg.state_of(&OTHER_SCOPE, id)), "no counting slot takes `net`");
-        assert!(!counting(reg.state_of(&INSTANT, id)), "an instant is no scope");
+        assert!(!armed(reg.state_of(&OTHER_SCOPE, id)), "no counting slot takes `net`");
+        assert!(!armed(reg.state_of(&INSTANT, id)), "an instant is no scope");
         assert_eq!(reg.counting_slots(), 1 << 3);
         reg.filters[3] = filter("db", false);
-        assert!(!counting(reg.state_of(&SCOPE, id)), "no slot counts any more");
+        assert!(!armed(reg.state_of(&SCOPE, id)), "no slot counts any more");
     }
 }

@@ -10,16 +10,21 @@
 
 use std::alloc::System;
 use std::hint::black_box;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use phosphor::alloc::{heap_totals, installed, thread_allocations, unslotted_threads, Traced, SLOTS};
+use phosphor::alloc::{
+    heap_totals, installed, thread_allocations, unmatched_scopes, unslotted_threads, Traced, MARKS, SLOTS,
+};
 use phosphor::format::file::Value;
 use phosphor::format::system::{PHOSPHOR_CATEGORY, SCOPE_ALLOC_ARGS, SCOPE_ALLOC_NAME};
+use phosphor::points::{Point, PointKind};
+use phosphor::trigger::Trigger;
 use phosphor::{
-    trace_instant, trace_scope, BufferMode, ErrorKind, Phase, ThreadPolicy, Trace, TraceConfig, TraceLog,
-    TraceLogConfig,
+    trace_complete, trace_instant, trace_lock_guard, trace_scope, BufferMode, ErrorKind, Phase, ThreadPolicy,
+    Trace, TraceConfig, TraceLog, TraceLogConfig,
 };
 
 #[global_allocator]
@@ -364,4 +369,126 @@ fn heap_totals_sum_every_thread_and_keep_the_exited_ones() {
     assert!(unslotted_threads() - unslotted >= 20, "{} threads went without a slot", unslotted_threads());
     assert!(after.alloc_bytes - before.alloc_bytes >= 100_000 * AT_ONCE as u64, "{before:?} {after:?}");
     assert!(after.freed_bytes - before.freed_bytes >= 100_000 * AT_ONCE as u64);
+}
+
+/// Opens a counting scope `depth` deep: each level allocates one box, then recurses.
+#[allow(clippy::vec_box)] // the boxes are the allocations under test
+fn recurse(log: &TraceLog, keep: &mut Vec<Box<[u8; 64]>>, depth: usize) {
+    trace_scope!(log: log, "alloc", "deep");
+    boxes(keep, 1);
+    if depth > 1 {
+        recurse(log, keep, depth - 1);
+    }
+}
+
+#[test]
+fn a_recursion_deeper_than_the_mark_stack_loses_its_innermost_counts_and_keeps_the_outer_ones_exact() {
+    const EXTRA: usize = 10;
+    let levels = MARKS + EXTRA;
+    let log = new_log(TraceLogConfig::default());
+    log.start(counting(BufferMode::Fixed, 1 << 20)).unwrap();
+    let mut keep = Vec::with_capacity(levels);
+    let unmatched = unmatched_scopes();
+    recurse(&log, &mut keep, levels);
+    let after = unmatched_scopes();
+    drop(keep);
+    let trace = stop_and_take(&log);
+    // Level d (1: the outermost) holds its own box and those of the levels inside it.
+    let tid = phosphor::current_thread_id();
+    let want: Vec<Counted> = (1..=MARKS as u64)
+        .rev()
+        .map(|d| {
+            let boxes = levels as u64 - d + 1;
+            Counted { scope: "deep".into(), tid, allocs: boxes, bytes: 64 * boxes }
+        })
+        .collect();
+    assert_eq!(counted(&trace), want, "the outer {MARKS} levels are exact");
+    assert_eq!(
+        trace.stats().recorded,
+        (levels + MARKS) as u64,
+        "every slice, and the counted levels' instants"
+    );
+    // Other tests of this binary may add their own meanwhile.
+    assert!(after - unmatched >= EXTRA as u64, "the {EXTRA} innermost levels are counted as unmatched");
+}
+
+#[test]
+fn an_inner_guard_forgotten_leaves_the_outer_scope_exact() {
+    let inner = Point::new("alloc", "forgotten", PointKind::Interval).unwrap();
+    let log = new_log(TraceLogConfig::default());
+    log.start(counting(BufferMode::Fixed, 1 << 20)).unwrap();
+    let mut keep = Vec::with_capacity(30);
+    {
+        trace_scope!(log: &log, "alloc", "outer");
+        boxes(&mut keep, 10);
+        for _ in 0..3 {
+            let g = inner.scope_in(&log);
+            boxes(&mut keep, 5);
+            std::mem::forget(g); // its mark stays on the stack, its close never comes
+        }
+        {
+            trace_scope!(log: &log, "alloc", "after");
+            boxes(&mut keep, 2);
+        }
+    }
+    drop(keep);
+    let trace = stop_and_take(&log);
+    let tid = phosphor::current_thread_id();
+    let c = |scope: &str, allocs: u64| Counted { scope: scope.into(), tid, allocs, bytes: 64 * allocs };
+    assert_eq!(counted(&trace), [c("after", 2), c("outer", 27)]);
+}
+
+#[test]
+fn a_lock_guard_or_a_complete_event_in_a_counting_trace_records_no_scope_alloc_and_leaves_the_scope_exact() {
+    let m = std::sync::Mutex::new(0u64);
+    let log = new_log(TraceLogConfig::default());
+    log.start(counting(BufferMode::Fixed, 1 << 20)).unwrap();
+    let mut keep = Vec::with_capacity(10);
+    {
+        trace_scope!(log: &log, "alloc", "outer");
+        {
+            let mut g = trace_lock_guard!(log: &log, "alloc", "lock", m.lock().unwrap());
+            *g += 1;
+            boxes(&mut keep, 4);
+        }
+        trace_complete!(log: &log, "alloc", "complete", log.now(), Duration::from_nanos(5));
+        boxes(&mut keep, 1);
+    }
+    drop(keep);
+    let trace = stop_and_take(&log);
+    let tid = phosphor::current_thread_id();
+    assert_eq!(counted(&trace), [Counted { scope: "outer".into(), tid, allocs: 5, bytes: 320 }]);
+}
+
+#[test]
+fn a_scope_that_a_trigger_watches_and_a_trace_counts_fires_and_records_its_counts() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("alloc_counts").join("trigger");
+    let _ = std::fs::remove_dir_all(&dir);
+    let config = counting(BufferMode::Ring, 1 << 20).trigger_dir(&dir).trigger(Trigger::slower_than(
+        "alloc",
+        "watched",
+        Duration::from_millis(20),
+    ));
+    let log = new_log(TraceLogConfig::default());
+    log.start(config).unwrap();
+    let mut keep = Vec::with_capacity(10);
+    for slow in [false, true] {
+        trace_scope!(log: &log, "alloc", "watched");
+        boxes(&mut keep, if slow { 7 } else { 3 });
+        if slow {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+    drop(keep);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while log.triggers().dumps.is_empty() {
+        assert!(Instant::now() < deadline, "no dump: {:?}", log.triggers());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let status = log.triggers();
+    assert_eq!(status.fired, 1, "only the slow scope fires: {status:?}");
+    let trace = stop_and_take(&log);
+    let tid = phosphor::current_thread_id();
+    let c = |allocs: u64| Counted { scope: "watched".into(), tid, allocs, bytes: 64 * allocs };
+    assert_eq!(counted(&trace), [c(3), c(7)]);
 }

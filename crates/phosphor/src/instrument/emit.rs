@@ -127,8 +127,9 @@ pub fn check_scope(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
     if !callsite::enabled_in(state, log.slot()) {
         return None;
     }
-    // The high half is the armed bit over the id: 1..2^31 - 1 is a registered, unarmed callsite.
-    if (state >> 32).wrapping_sub(1) < (1 << 31) - 1 {
+    // Registered (an id in bits 32..63 that is not 0) and unarmed (bit 63 clear) in one compare:
+    // read as signed, such a word is at least 2^32, and any other is less.
+    if state as i64 >= 1 << 32 {
         Some(state)
     } else {
         open_slow(log, cs, state)

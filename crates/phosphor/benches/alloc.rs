@@ -115,4 +115,5 @@ fn main() {
     );
     assert_eq!(stats.recorded + stats.dropped.total(), emitted, "events unaccounted for:\n{stats}");
     assert_eq!(stats.dropped.total(), stats.dropped.overwritten, "drops other than overwrites:\n{stats}");
+    assert_eq!(phosphor::alloc::unmatched_scopes(), 0, "every counting scope found its mark");
 }

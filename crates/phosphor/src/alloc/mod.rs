@@ -15,9 +15,10 @@
 //!
 //! * for the thread, in `const`-initialised thread-local `Cell`s without a destructor (so no
 //!   lazy-initialisation branch, no destructor registration, and valid while the thread's other
-//!   thread locals are destroyed): its allocations and their bytes. A scope reads them when it
-//!   opens and closes, and a trace with [`allocations`](crate::TraceConfig::allocations) records
-//!   the difference as the scope's `phosphor/scope_alloc` event;
+//!   thread locals are destroyed): its allocations and their bytes. A scope of a trace with
+//!   [`allocations`](crate::TraceConfig::allocations) keeps them in the thread's mark stack when
+//!   it opens (`marks.rs`), and records the difference when it closes as its
+//!   `phosphor/scope_alloc` event ([`unmatched_scopes`] counts the closes that found no mark);
 //! * for the process, in the thread's slot of a static table (`totals.rs`): allocations, frees
 //!   and their bytes, which [`heap_totals`] sums for the heap counter.
 //!

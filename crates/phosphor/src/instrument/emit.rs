@@ -238,8 +238,11 @@ fn emit_armed<const L: usize, S: Stamp, A: Arg, B: Arg>(
 
 /// Records the complete slice of `cs` that began at `start` and ends now. Unarmed, the end time
 /// is read in the fill (`Since`): one bit test, as before triggers and allocations existed. An
-/// armed callsite goes out of line ([`close_armed`]). `SCOPE` is true for a scope's guard, whose
-/// open pushed a mark if its trace counts allocations, and false for a lock guard's held slice.
+/// armed callsite's duration is needed outside the fill, so the clock is read here instead (still
+/// once), the slice recorded with that explicit end, and the duration checked against the
+/// callsite's triggers out of line. `SCOPE` is true for a scope's guard, whose open pushed a mark
+/// if its log's trace counts allocations (then it closes in [`close_counting`]), and false for a
+/// lock guard's held slice.
 #[inline(always)]
 pub(crate) fn close_slice<const SCOPE: bool, A: Arg, B: Arg>(
     log: &TraceLog,
@@ -250,34 +253,27 @@ pub(crate) fn close_slice<const SCOPE: bool, A: Arg, B: Arg>(
     b: B,
 ) {
     if callsite::armed(state) {
-        close_armed::<SCOPE, A, B>(log, cs, state, start, a, b);
+        if SCOPE && callsite::counts_allocations(log.slot()) {
+            close_counting(log, cs, state, start, a, b);
+        } else {
+            let ticks = log.now().wrapping_sub(start);
+            emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
+            trigger::on_slice(log, cs, ticks);
+        }
     } else {
         emit(log, cs, state, Since(start), [0], a, b);
     }
 }
 
-/// [`close_slice`] of an armed callsite. The duration is needed outside the fill, so the clock is
-/// read here (still once) and the slice recorded with that explicit end. Then, for a scope whose
-/// log's trace counts allocations, its mark is popped and `phosphor/scope_alloc` written; then
-/// the duration is checked against the callsite's triggers (none, if it is armed only for
-/// counting: an empty mask).
+/// [`close_slice`] of a scope whose log's trace counts allocations: its mark is popped, the slice
+/// written, then `phosphor/scope_alloc`, then the duration checked against the callsite's
+/// triggers (none, if it is armed only for counting: an empty mask).
 #[cold]
 #[inline(never)]
-fn close_armed<const SCOPE: bool, A: Arg, B: Arg>(
-    log: &TraceLog,
-    cs: &'static Callsite,
-    state: u64,
-    start: u64,
-    a: A,
-    b: B,
-) {
+fn close_counting<A: Arg, B: Arg>(log: &TraceLog, cs: &'static Callsite, state: u64, start: u64, a: A, b: B) {
     // Read before the slice is written, so nothing of the recorder's can be in them (it keeps its
     // own allocations out of them anyway).
-    let counted = if SCOPE && callsite::counts_allocations(log.slot()) {
-        crate::alloc::pop_mark(log.slot(), callsite::id_of(state))
-    } else {
-        None
-    };
+    let counted = crate::alloc::pop_mark(log.slot(), callsite::id_of(state));
     let end = log.now();
     let ticks = end.wrapping_sub(start);
     emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);

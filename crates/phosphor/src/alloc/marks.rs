@@ -78,9 +78,16 @@ static PERIODS: [AtomicU32; LOGS] = [const { AtomicU32::new(0) }; LOGS];
 static UNMATCHED: AtomicU64 = AtomicU64::new(0);
 
 /// How many counting scopes closed without finding the mark of their open, so recorded no
-/// `phosphor/scope_alloc` (see the [module docs](self) of `alloc` and docs/ALLOC.md): opened more
-/// than [`MARKS`] deep, closed on another thread than the one that opened them, or opened before
-/// their trace started counting. Process-wide, since the process started.
+/// `phosphor/scope_alloc` (docs/ALLOC.md): opened more than [`MARKS`] deep on their thread, closed
+/// on another thread than the one that opened them, or opened before their log's trace started
+/// counting. Process-wide, since the process started.
+///
+/// Each thread keeps its counting scopes' opening counts in a stack of [`MARKS`] entries rather
+/// than in their guards, so that a scope no counting trace takes costs nothing. A close takes the
+/// mark of its callsite nearest the top and discards those above it (guards forgotten, or moved
+/// to another thread), so the scopes around a lost one stay exact. In async code the counts are
+/// the thread's, not the task's: a scope held across an `.await` counts what its thread allocated
+/// meanwhile, and is unmatched if the task resumes on another thread.
 pub fn unmatched_scopes() -> u64 {
     // Relaxed: a statistic; it orders nothing.
     UNMATCHED.load(Ordering::Relaxed)

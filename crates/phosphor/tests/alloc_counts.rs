@@ -371,7 +371,8 @@ fn heap_totals_sum_every_thread_and_keep_the_exited_ones() {
     assert!(after.freed_bytes - before.freed_bytes >= 100_000 * AT_ONCE as u64);
 }
 
-/// Opens a counting scope `depth` deep: each level allocates one box, then recurses.
+/// Opens a counting scope `depth` deep: each level allocates one box, recurses, and allocates
+/// another on its way out (so a level's count depends on which mark its close takes).
 #[allow(clippy::vec_box)] // the boxes are the allocations under test
 fn recurse(log: &TraceLog, keep: &mut Vec<Box<[u8; 64]>>, depth: usize) {
     trace_scope!(log: log, "alloc", "deep");
@@ -379,6 +380,19 @@ fn recurse(log: &TraceLog, keep: &mut Vec<Box<[u8; 64]>>, depth: usize) {
     if depth > 1 {
         recurse(log, keep, depth - 1);
     }
+    boxes(keep, 1);
+}
+
+/// The counts `recurse(levels)` records: its `MARKS` outer levels, innermost first (level d, 1
+/// being the outermost, holds two boxes of its own and two of each level inside it).
+fn recursion_counts(levels: usize, tid: u32) -> Vec<Counted> {
+    (1..=MARKS as u64)
+        .rev()
+        .map(|d| {
+            let boxes = 2 * (levels as u64 - d + 1);
+            Counted { scope: "deep".into(), tid, allocs: boxes, bytes: 64 * boxes }
+        })
+        .collect()
 }
 
 #[test]
@@ -387,21 +401,13 @@ fn a_recursion_deeper_than_the_mark_stack_loses_its_innermost_counts_and_keeps_t
     let levels = MARKS + EXTRA;
     let log = new_log(TraceLogConfig::default());
     log.start(counting(BufferMode::Fixed, 1 << 20)).unwrap();
-    let mut keep = Vec::with_capacity(levels);
+    let mut keep = Vec::with_capacity(2 * levels);
     let unmatched = unmatched_scopes();
     recurse(&log, &mut keep, levels);
     let after = unmatched_scopes();
     drop(keep);
     let trace = stop_and_take(&log);
-    // Level d (1: the outermost) holds its own box and those of the levels inside it.
-    let tid = phosphor::current_thread_id();
-    let want: Vec<Counted> = (1..=MARKS as u64)
-        .rev()
-        .map(|d| {
-            let boxes = levels as u64 - d + 1;
-            Counted { scope: "deep".into(), tid, allocs: boxes, bytes: 64 * boxes }
-        })
-        .collect();
+    let want = recursion_counts(levels, phosphor::current_thread_id());
     assert_eq!(counted(&trace), want, "the outer {MARKS} levels are exact");
     assert_eq!(
         trace.stats().recorded,
@@ -432,10 +438,16 @@ fn an_inner_guard_forgotten_leaves_the_outer_scope_exact() {
         }
     }
     drop(keep);
+    // The forgotten marks went with the outer scope's close: the whole stack is free again.
+    let mut keep = Vec::with_capacity(2 * MARKS);
+    recurse(&log, &mut keep, MARKS);
+    drop(keep);
     let trace = stop_and_take(&log);
     let tid = phosphor::current_thread_id();
     let c = |scope: &str, allocs: u64| Counted { scope: scope.into(), tid, allocs, bytes: 64 * allocs };
-    assert_eq!(counted(&trace), [c("after", 2), c("outer", 27)]);
+    let mut want = vec![c("after", 2), c("outer", 27)];
+    want.extend(recursion_counts(MARKS, tid));
+    assert_eq!(counted(&trace), want);
 }
 
 #[test]

@@ -127,9 +127,8 @@ pub fn check_scope(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
     if !callsite::enabled_in(state, log.slot()) {
         return None;
     }
-    // Registered (an id in bits 32..63 that is not 0) and unarmed (bit 63 clear) in one compare:
-    // read as signed, such a word is at least 2^32, and any other is less.
-    if state as i64 >= 1 << 32 {
+    // Registered and unarmed in one compare, where `check` tests the id alone.
+    if callsite::registered_unarmed(state) {
         Some(state)
     } else {
         open_slow(log, cs, state)

@@ -237,6 +237,14 @@ pub(crate) fn id_of(state: u64) -> u32 {
     (state >> 32) as u32 & ID_MASK
 }
 
+/// Whether `state` is registered (an id that is not 0) and unarmed, in one compare: with the id in
+/// bits 32..63 and the armed bit in 63, such a word read as signed is at least 2^32, and any other
+/// (id 0, or bit 63 set: negative) is less. A scope's open tests this (`check_scope`).
+#[inline(always)]
+pub(crate) fn registered_unarmed(state: u64) -> bool {
+    state as i64 >= 1 << 32
+}
+
 /// Whether the callsite of `state` needs the out-of-line path: a running trace has a trigger that
 /// watches it, or it is a scope that a trace counting allocations takes.
 #[inline(always)]
@@ -743,6 +751,21 @@ mod tests {
         set_trigger(k, None);
         assert!(!armed(CS.state()));
         assert_eq!((id_of(CS.state()), CS.trigger_mask()), (id, 0));
+    }
+
+    #[test]
+    fn registered_and_unarmed_is_one_compare_that_agrees_with_the_two_tests() {
+        let words = |id: u32| {
+            let w = u64::from(id) << 32;
+            [w, w | ENABLED_MASK, w | 1, w | ARMED, w | ARMED | ENABLED_MASK]
+        };
+        for id in [0, 1, 2, FIRST_CALLSITE_ID, 1 << 30, ID_MASK - 1, ID_MASK] {
+            for state in words(id) {
+                let want = registered_id(state).is_some() && !armed(state);
+                assert_eq!(registered_unarmed(state), want, "id {id}, state {state:#x}");
+            }
+        }
+        assert!(!registered_unarmed(UNREGISTERED), "a new callsite registers at its first open");
     }
 
     #[test]

@@ -4,6 +4,14 @@
 //! compiles to straight-line code: its meta word, record count and word layout are constants. An
 //! event of at most two words and no dynamic string (the common case) writes one record; anything
 //! else goes through [`emit_multi`], which is out of line.
+//!
+//! A scope whose trace counts allocations has its callsite armed (`callsite.rs`), so it opens and
+//! closes out of line: [`check_scope`] pushes its thread's allocation counts onto the thread's mark
+//! stack (`alloc/marks.rs`), and its close pops them and writes, right after its complete event,
+//! the instant `phosphor/scope_alloc` with the allocations and bytes since. Two events, each
+//! recorded or counted as dropped on its own; the instant's time is the slice's end to the tick
+//! (`ts + duration`), so a reader can tell the slice it belongs to. The guard carries nothing for
+//! it, and a scope that no counting trace takes pays nothing for it.
 
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
@@ -110,6 +118,37 @@ fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
     callsite::enabled_in(state, log.slot()).then_some(state)
 }
 
+/// [`check`] for a scope's open (`trace_scope!`, an interval point): as cheap when the callsite is
+/// registered and unarmed (one compare covers both), and out of line otherwise, where a scope that
+/// its log's trace counts allocations for pushes its mark.
+#[inline(always)]
+pub fn check_scope(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
+    let state = cs.state();
+    if !callsite::enabled_in(state, log.slot()) {
+        return None;
+    }
+    // Registered and unarmed in one compare, where `check` tests the id alone.
+    if callsite::registered_unarmed(state) {
+        Some(state)
+    } else {
+        open_slow(log, cs, state)
+    }
+}
+
+/// [`check_scope`] of a callsite that is not registered yet, or armed.
+#[cold]
+#[inline(never)]
+fn open_slow(log: &TraceLog, cs: &'static Callsite, state: u64) -> Option<u64> {
+    let state = match registered_id(state) {
+        Some(_) => state,
+        None => register_slow(log, cs)?,
+    };
+    if callsite::armed(state) && callsite::counts_allocations(log.slot()) {
+        crate::alloc::push_mark(log.slot(), callsite::id_of(state));
+    }
+    Some(state)
+}
+
 /// Records one event. `state` is what [`check`] returned for the callsite.
 #[inline(always)]
 pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
@@ -197,11 +236,14 @@ fn emit_armed<const L: usize, S: Stamp, A: Arg, B: Arg>(
 }
 
 /// Records the complete slice of `cs` that began at `start` and ends now. Unarmed, the end time
-/// is read in the fill (`Since`). An armed callsite's duration is needed outside the fill, so the
-/// clock is read here instead (still once), the slice recorded with that explicit end, and the
-/// duration checked against the callsite's triggers out of line.
+/// is read in the fill (`Since`): one bit test, as before triggers and allocations existed. An
+/// armed callsite's duration is needed outside the fill, so the clock is read here instead (still
+/// once), the slice recorded with that explicit end, and the duration checked against the
+/// callsite's triggers out of line. `SCOPE` is true for a scope's guard, whose open pushed a mark
+/// if its log's trace counts allocations (then it closes in [`close_counting`]), and false for a
+/// lock guard's held slice.
 #[inline(always)]
-pub(crate) fn close_slice<A: Arg, B: Arg>(
+pub(crate) fn close_slice<const SCOPE: bool, A: Arg, B: Arg>(
     log: &TraceLog,
     cs: &'static Callsite,
     state: u64,
@@ -210,11 +252,60 @@ pub(crate) fn close_slice<A: Arg, B: Arg>(
     b: B,
 ) {
     if callsite::armed(state) {
-        let ticks = log.now().wrapping_sub(start);
-        emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
-        trigger::on_slice(log, cs, ticks);
+        if SCOPE && callsite::counts_allocations(log.slot()) {
+            close_counting(log, cs, state, start, a, b);
+        } else {
+            let ticks = log.now().wrapping_sub(start);
+            emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
+            trigger::on_slice(log, cs, ticks);
+        }
     } else {
         emit(log, cs, state, Since(start), [0], a, b);
+    }
+}
+
+/// [`close_slice`] of a scope whose log's trace counts allocations: its mark is popped, the slice
+/// written, then `phosphor/scope_alloc`, then the duration checked against the callsite's
+/// triggers (none, if it is armed only for counting: an empty mask).
+#[cold]
+#[inline(never)]
+fn close_counting<A: Arg, B: Arg>(log: &TraceLog, cs: &'static Callsite, state: u64, start: u64, a: A, b: B) {
+    // Read before the slice is written, so nothing of the recorder's can be in them (it keeps its
+    // own allocations out of them anyway).
+    let counted = crate::alloc::pop_mark(log.slot(), callsite::id_of(state));
+    let end = log.now();
+    let ticks = end.wrapping_sub(start);
+    emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
+    if let (Some((allocs, bytes)), Some(id)) = (counted, registered_id(callsite::SCOPE_ALLOC.state())) {
+        log.write_event(1, ScopeAlloc { ts: end, id, scope: callsite::id_of(state), allocs, bytes });
+    }
+    trigger::on_slice(log, cs, ticks);
+}
+
+/// The `phosphor/scope_alloc` instant of the scope of callsite `scope`, which ended at `ts`.
+#[derive(Clone, Copy)]
+struct ScopeAlloc {
+    ts: u64,
+    id: u32,
+    scope: u32,
+    allocs: u64,
+    bytes: u64,
+}
+
+impl Fill for ScopeAlloc {
+    #[inline(always)]
+    fn fill(self, dst: *mut MaybeUninit<Record>, _clock: ClockKind) {
+        let meta = Meta::new(0, ArgType::U64, ArgType::U64);
+        // SAFETY: `Tenant::write` hands us one writable, unpublished record slot.
+        unsafe { (*dst).write(Record::new(self.ts, self.id, meta, [self.allocs, self.bytes])) };
+    }
+
+    /// The scope's callsite, not `phosphor/scope_alloc`'s: the instant is recorded where its
+    /// scope is (a pool tenant's re-check, or the first chunk of a new trace), whatever the
+    /// trace's categories say of `phosphor`.
+    #[inline(always)]
+    fn callsite(&self) -> u32 {
+        self.scope
     }
 }
 
@@ -277,7 +368,8 @@ pub(crate) fn emit_multi<S: Stamp>(
     log.write_event(1 + cont as u32, crate::record::tenant::Identified(id, fill));
 }
 
-/// The guard of `trace_scope!`: records a complete event when dropped.
+/// The guard of `trace_scope!`: records a complete event when dropped (and, when its trace counts
+/// allocations, the scope's `phosphor/scope_alloc` instant after it).
 #[must_use = "a scope guard records its event when dropped; bind it to a variable"]
 #[derive(Debug)]
 pub struct ScopeGuard<'a, A: Arg, B: Arg> {
@@ -285,7 +377,7 @@ pub struct ScopeGuard<'a, A: Arg, B: Arg> {
 }
 
 impl<'a, A: Arg, B: Arg> ScopeGuard<'a, A, B> {
-    /// Starts a scope; `args` is `None` when the callsite is disabled.
+    /// Starts a scope; `args` is `None` when the callsite is disabled ([`check_scope`] said so).
     #[inline(always)]
     pub fn new(log: &'a TraceLog, cs: &'static Callsite, args: Option<(A, B)>) -> Self {
         ScopeGuard { inner: args.map(|(a, b)| (log, cs, log.now(), a, b)) }
@@ -298,7 +390,7 @@ impl<A: Arg, B: Arg> Drop for ScopeGuard<'_, A, B> {
         if let Some((log, cs, start, a, b)) = self.inner.take() {
             // Checked again: the trace may have been restarted with other categories meanwhile.
             if let Some(state) = check(log, cs) {
-                close_slice(log, cs, state, start, a, b);
+                close_slice::<true, A, B>(log, cs, state, start, a, b);
             }
         }
     }
@@ -385,7 +477,7 @@ impl<G, A: Arg, B: Arg> LockGuard<'_, G, A, B> {
     fn record_held(&mut self) {
         if let (Some((acquired, a, b)), Some(held)) = (self.acquired.take(), self.held) {
             if let Some(state) = check(self.log, held) {
-                close_slice(self.log, held, state, acquired, a, b);
+                close_slice::<false, A, B>(self.log, held, state, acquired, a, b);
             }
         }
     }

@@ -24,7 +24,7 @@ use phosphor_format::Phase;
 
 use crate::bridge::{MaybeValue, PointSpec, Value};
 use crate::error::{Error, ErrorKind};
-use crate::instrument::emit::{check, emit, NoArg, Now, ScopeGuard, Since};
+use crate::instrument::emit::{check, check_scope, emit, NoArg, Now, ScopeGuard, Since};
 use crate::registry::callsite::{self, Callsite, CallsiteMeta, Rule};
 pub use crate::registry::point::{PointKind, PointSelector};
 use crate::TraceLog;
@@ -270,7 +270,7 @@ impl Point {
     /// `Interval` point.
     #[inline]
     pub fn scope_in<'l>(&self, log: &'l TraceLog) -> ScopeGuard<'l, NoArg, NoArg> {
-        let on = self.kind() == PointKind::Interval && check(log, self.cs).is_some();
+        let on = self.kind() == PointKind::Interval && check_scope(log, self.cs).is_some();
         ScopeGuard::new(log, self.cs, on.then_some((NoArg, NoArg)))
     }
 }

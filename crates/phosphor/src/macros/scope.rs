@@ -8,7 +8,7 @@ macro_rules! __phosphor_scope {
     (@guard $log:expr, $cat:expr, $name:expr, [$n0:expr, $n1:expr], $args:expr) => {{
         $crate::__phosphor_callsite!(__PHOSPHOR_CS, $cat, $name, Complete, [$n0, $n1]);
         let __phosphor_log: &$crate::TraceLog = $log;
-        let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS).is_some();
+        let __phosphor_on = $crate::__macro_support::check_scope(__phosphor_log, &__PHOSPHOR_CS).is_some();
         $crate::__phosphor_scope_open!(__phosphor_log, __PHOSPHOR_CS, $cat, $name, __phosphor_on, $args)
     }};
     (@guard_dyn $log:expr, $cat:expr, $name:expr, $n1:expr, $v1:expr) => {{
@@ -16,7 +16,7 @@ macro_rules! __phosphor_scope {
             $cat, stringify!($name), $crate::__macro_support::Phase::Complete, ["name", $n1], file!(), line!(),
         ).with_dynamic_name());
         let __phosphor_log: &$crate::TraceLog = $log;
-        let __phosphor_on = $crate::__macro_support::check(__phosphor_log, &__PHOSPHOR_CS).is_some();
+        let __phosphor_on = $crate::__macro_support::check_scope(__phosphor_log, &__PHOSPHOR_CS).is_some();
         $crate::__phosphor_scope_open!(__phosphor_log, __PHOSPHOR_CS, $cat, "dyn", __phosphor_on,
             ($crate::__macro_support::name_arg($name), $v1))
     }};

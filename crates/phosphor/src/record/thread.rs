@@ -99,13 +99,20 @@ impl ThreadState {
         t
     }
 
-    /// Marks the thread busy (see `busy`); returns false if it already was.
+    /// Marks the thread busy (see `busy`); returns false if it already was. What the recorder
+    /// allocates meanwhile stays out of the thread's scope counts (`alloc::recorder_enter`).
     pub(crate) fn enter_busy(&self) -> bool {
-        !self.busy.replace(true)
+        let entered = !self.busy.replace(true);
+        if entered {
+            crate::alloc::recorder_enter();
+        }
+        entered
     }
 
     pub(crate) fn leave_busy(&self) {
-        self.busy.set(false);
+        if self.busy.replace(false) {
+            crate::alloc::recorder_leave();
+        }
     }
 
     pub(crate) fn is_busy(&self) -> bool {

@@ -15,7 +15,8 @@
 //! ```text
 //! bits  0..32  enabled: bit s is set while TraceLog slot s traces this callsite's category
 //! bits 32..63  id: assigned at registration; 0 while unregistered (ids stay below 2^31)
-//! bit  63      armed: a running trace has a trigger that watches this callsite
+//! bit  63      armed: the callsite's events need the out-of-line path: a running trace has a
+//!              trigger that watches it, or it is a scope that a trace counting allocations takes
 //! ```
 //!
 //! The macro tests its log's bit with one relaxed load. After the event is written, the armed bit
@@ -26,6 +27,14 @@
 //! it (a `#[cold]` path taking the registry lock once per callsite); then the bits are exact.
 //! `TraceLog::start` and `stop` rewrite the bits of every registered callsite under the same lock,
 //! so a callsite can never miss a change.
+//!
+//! The allocations of scopes (issue 23) share the armed bit rather than taking a bit of their own:
+//! it is also set on every complete-slice callsite that a slot counting allocations takes. So a
+//! scope that no trigger watches and no counting trace takes pays exactly what it did before
+//! counting existed: at open, one compare of the id half (registered and unarmed, see
+//! `instrument::emit::check_scope`); at close, the one test of the armed bit. The out-of-line
+//! path tells the two reasons apart: the callsite's `triggers` mask, and [`counts_allocations`]
+//! for its own log's slot.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,6 +46,8 @@ use phosphor_format::{Level, Phase, FIRST_CALLSITE_ID};
 
 use crate::registry::aggregate::AggregateRef;
 use crate::registry::category::CategoryFilter;
+use crate::registry::crash_list::crash_list_push;
+pub(crate) use crate::registry::crash_list::{by_id, crash_list};
 use crate::registry::point::{PointKind, PointSelector};
 use crate::registry::MAX_LOGS;
 
@@ -226,11 +237,43 @@ pub(crate) fn id_of(state: u64) -> u32 {
     (state >> 32) as u32 & ID_MASK
 }
 
-/// Whether a running trace has a trigger that watches the callsite of `state`.
+/// Whether `state` is registered (an id that is not 0) and unarmed, in one compare: with the id in
+/// bits 32..63 and the armed bit in 63, such a word read as signed is at least 2^32, and any other
+/// (id 0, or bit 63 set: negative) is less. A scope's open tests this (`check_scope`).
+#[inline(always)]
+pub(crate) fn registered_unarmed(state: u64) -> bool {
+    state as i64 >= 1 << 32
+}
+
+/// Whether the callsite of `state` needs the out-of-line path: a running trace has a trigger that
+/// watches it, or it is a scope that a trace counting allocations takes.
 #[inline(always)]
 pub(crate) fn armed(state: u64) -> bool {
     state & ARMED != 0
 }
+
+/// Whether the trace of slot `slot` counts its scopes' allocations (cold paths only: a load of the
+/// shared mask of counting slots). An armed scope enabled in that slot counts.
+pub(crate) fn counts_allocations(slot: u32) -> bool {
+    // Relaxed: a scope racing a `start` or `stop` may see the old mask or the new one, and
+    // either answer is right for it (as for the enabled bits); the mask guards no other memory.
+    COUNTING_SLOTS.load(Ordering::Relaxed) & (1 << slot) != 0
+}
+
+/// Bit s: slot s traces allocations (written under the registry lock, before the state words).
+static COUNTING_SLOTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The instant that carries a scope's allocations (`phosphor_format::system::SCOPE_ALLOC_NAME`),
+/// written by the scope's close right after its complete event. Registered when a trace that
+/// counts allocations starts.
+pub(crate) static SCOPE_ALLOC: Callsite = Callsite::new(CallsiteMeta::new(
+    phosphor_format::system::PHOSPHOR_CATEGORY,
+    phosphor_format::system::SCOPE_ALLOC_NAME,
+    Phase::Instant,
+    phosphor_format::system::SCOPE_ALLOC_ARGS,
+    file!(),
+    line!(),
+));
 
 /// Whether `state` enables slot `slot`.
 #[inline(always)]
@@ -312,6 +355,8 @@ pub(crate) struct Rule {
 pub(crate) struct SlotFilter {
     pub(crate) categories: Arc<CategoryFilter>,
     pub(crate) max_level: Level,
+    /// Whether its scopes record their allocations (`TraceConfig::allocations`).
+    pub(crate) allocations: bool,
 }
 
 impl SlotFilter {
@@ -438,8 +483,27 @@ impl Registry {
         // (or the one being replaced) and records the event as usual; that is the race of an
         // event with `arm`, which either outcome answers.
         cs.triggers.store(triggers, Ordering::Release);
-        let armed = if triggers != 0 { ARMED } else { 0 };
-        armed | (u64::from(id) << 32) | self.mask(cs, id)
+        let enabled = self.mask(cs, id);
+        let counted = cs.meta.phase == Phase::Complete && enabled & self.counting_slots() != 0;
+        let armed = if triggers != 0 || counted { ARMED } else { 0 };
+        armed | (u64::from(id) << 32) | enabled
+    }
+
+    /// The slots whose trace counts allocations (bit s: slot s).
+    fn counting_slots(&self) -> u64 {
+        let mut mask = 0;
+        for (slot, f) in self.filters.iter().enumerate() {
+            if f.as_ref().is_some_and(|f| f.allocations) {
+                mask |= 1 << slot;
+            }
+        }
+        mask
+    }
+
+    /// Publishes [`counting_slots`](Self::counting_slots) to the scopes, before `refresh`.
+    fn store_counting_slots(&self) {
+        // Relaxed: see `counts_allocations`.
+        COUNTING_SLOTS.store(self.counting_slots() as u32, Ordering::Relaxed);
     }
 
     /// Registers `cs` unless it is already; returns its state word.
@@ -497,48 +561,6 @@ impl Registry {
     }
 }
 
-/// Callsites a fatal-signal handler may read (`recorder::dump_on_crash`): index `i` holds callsite
-/// id `FIRST_CALLSITE_ID + i`, as the registry does, but in a fixed array of atomics that needs no
-/// lock and never moves. Callsites past the end are missing from crash dumps.
-pub(crate) const CRASH_LIST_LEN: usize = 1 << 17;
-static CRASH_LIST: [std::sync::atomic::AtomicPtr<Callsite>; CRASH_LIST_LEN] =
-    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; CRASH_LIST_LEN];
-static CRASH_LIST_COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-fn crash_list_push(index: usize, cs: &'static Callsite) {
-    if index < CRASH_LIST_LEN {
-        // Relaxed: published by the Release store of the count below.
-        CRASH_LIST[index].store(std::ptr::from_ref(cs).cast_mut(), Ordering::Relaxed);
-        // Release: a reader that acquires the count sees every pointer below it.
-        CRASH_LIST_COUNT.store(index + 1, Ordering::Release);
-    }
-}
-
-/// The callsites registered so far with their ids, for a signal handler: no lock, no allocation.
-pub(crate) fn crash_list() -> impl Iterator<Item = (u32, &'static Callsite)> {
-    // Acquire: pairs with `crash_list_push`.
-    let n = CRASH_LIST_COUNT.load(Ordering::Acquire);
-    CRASH_LIST[..n].iter().enumerate().filter_map(|(i, p)| {
-        // Relaxed: ordered by the Acquire load of the count. SAFETY: every pointer below the
-        // count was stored from a `&'static Callsite` before the count was published.
-        let cs = unsafe { p.load(Ordering::Relaxed).as_ref() }?;
-        Some((FIRST_CALLSITE_ID + i as u32, cs))
-    })
-}
-
-/// The callsite whose id is `id`, if it is registered and within the crash list: no lock, no
-/// allocation (the write path's cold re-check of a racing event uses it).
-pub(crate) fn by_id(id: u32) -> Option<&'static Callsite> {
-    let i = id.checked_sub(FIRST_CALLSITE_ID)? as usize;
-    // Acquire: pairs with `crash_list_push`.
-    if i >= CRASH_LIST_COUNT.load(Ordering::Acquire).min(CRASH_LIST_LEN) {
-        return None;
-    }
-    // Relaxed: ordered by the Acquire load of the count. SAFETY: every pointer below the count
-    // was stored from a `&'static Callsite` before the count was published.
-    unsafe { CRASH_LIST[i].load(Ordering::Relaxed).as_ref() }
-}
-
 /// Registers `cs` and returns its new state word. Runs once per callsite.
 #[cold]
 #[inline(never)]
@@ -546,10 +568,19 @@ pub(crate) fn register(cs: &'static Callsite) -> u64 {
     registry().register(cs)
 }
 
-/// Enables what `filter` takes for `slot` on every callsite, present and future.
+/// Enables what `filter` takes for `slot` on every callsite, present and future. A filter that
+/// counts allocations does so only while `phosphor::alloc::Traced` is the global allocator
+/// (without it every count would be 0).
 pub(crate) fn enable_slot(slot: u32, filter: SlotFilter) {
+    let filter = SlotFilter { allocations: filter.allocations && crate::alloc::installed(), ..filter };
     let mut reg = registry();
+    if filter.allocations {
+        reg.register(&SCOPE_ALLOC);
+        // The marks of scopes opened before this trace counted are not its to close.
+        crate::alloc::new_counting_period(slot);
+    }
     reg.filters[slot as usize] = Some(filter);
+    reg.store_counting_slots();
     reg.refresh();
 }
 
@@ -557,6 +588,7 @@ pub(crate) fn enable_slot(slot: u32, filter: SlotFilter) {
 pub(crate) fn disable_slot(slot: u32) {
     let mut reg = registry();
     reg.filters[slot as usize] = None;
+    reg.store_counting_slots();
     reg.refresh();
 }
 
@@ -719,5 +751,62 @@ mod tests {
         set_trigger(k, None);
         assert!(!armed(CS.state()));
         assert_eq!((id_of(CS.state()), CS.trigger_mask()), (id, 0));
+    }
+
+    #[test]
+    fn registered_and_unarmed_is_one_compare_that_agrees_with_the_two_tests() {
+        let words = |id: u32| {
+            let w = u64::from(id) << 32;
+            [w, w | ENABLED_MASK, w | 1, w | ARMED, w | ARMED | ENABLED_MASK]
+        };
+        for id in [0, 1, 2, FIRST_CALLSITE_ID, 1 << 30, ID_MASK - 1, ID_MASK] {
+            for state in words(id) {
+                let want = registered_id(state).is_some() && !armed(state);
+                assert_eq!(registered_unarmed(state), want, "id {id}, state {state:#x}");
+            }
+        }
+        assert!(!registered_unarmed(UNREGISTERED), "a new callsite registers at its first open");
+    }
+
+    #[test]
+    fn a_counting_slot_arms_the_scopes_it_takes_without_a_trigger_and_keeps_the_id() {
+        static SCOPE: Callsite =
+            Callsite::new(CallsiteMeta::new("db", "query", Phase::Complete, ["", ""], file!(), line!()));
+        static OTHER_SCOPE: Callsite =
+            Callsite::new(CallsiteMeta::new("net", "send", Phase::Complete, ["", ""], file!(), line!()));
+        static INSTANT: Callsite =
+            Callsite::new(CallsiteMeta::new("db", "mark", Phase::Instant, ["", ""], file!(), line!()));
+        // A registry of its own (this binary's allocator is not `Traced`, so `enable_slot` would
+        // turn counting off): slot 3 counts and takes `db`, slot 4 takes everything and does not.
+        let filter = |spec: &str, allocations| {
+            Some(SlotFilter {
+                categories: Arc::new(CategoryFilter::parse(spec).unwrap()),
+                max_level: Level::Trace,
+                allocations,
+            })
+        };
+        let mut reg = Registry {
+            callsites: Vec::new(),
+            filters: [const { None }; MAX_LOGS],
+            rules: Vec::new(),
+            dynamic: BTreeMap::new(),
+            all_static: true,
+            triggers: [const { None }; MAX_TRIGGERS],
+            #[cfg(unix)]
+            ring: None,
+        };
+        reg.filters[3] = filter("db", true);
+        reg.filters[4] = filter("*", false);
+        let id = ID_MASK; // the largest id: the armed bit must not spill into it
+        let scope = reg.state_of(&SCOPE, id);
+        assert!(armed(scope), "a scope a counting slot takes goes out of line");
+        assert_eq!(SCOPE.trigger_mask(), 0, "armed for counting, watched by no trigger");
+        assert_eq!(registered_id(scope), Some(id));
+        assert!(enabled_in(scope, 3) && enabled_in(scope, 4));
+        assert!(!armed(reg.state_of(&OTHER_SCOPE, id)), "no counting slot takes `net`");
+        assert!(!armed(reg.state_of(&INSTANT, id)), "an instant is no scope");
+        assert_eq!(reg.counting_slots(), 1 << 3);
+        reg.filters[3] = filter("db", false);
+        assert!(!armed(reg.state_of(&SCOPE, id)), "no slot counts any more");
     }
 }

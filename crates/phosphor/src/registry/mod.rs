@@ -1,13 +1,15 @@
 //! The registry: what can be recorded. Callsites and their ids and enabled bits, the kinds and
 //! selectors of points, categories and groups, interned strings, aggregates, and the ring file's
 //! callsite metadata. Below the recording path, which looks callsites up; it uses only the base
-//! modules (`sync`, `error`).
+//! modules (`sync`, `alloc`, `error`).
 
 #[cfg(not(loom))]
 pub(crate) mod aggregate;
 #[cfg(not(loom))]
 pub(crate) mod callsite;
 pub(crate) mod category;
+#[cfg(not(loom))]
+pub(crate) mod crash_list;
 #[cfg(not(loom))]
 mod group;
 pub(crate) mod intern;

@@ -333,6 +333,8 @@ impl TraceLog {
         let filter = callsite::SlotFilter {
             categories: Arc::new(config.categories.clone()),
             max_level: config.log_level,
+            // issue 23 (alloc helper): scopes record their allocations.
+            allocations: config.system.allocations,
         };
         let aggregates_at_start =
             callsite::aggregate_snapshots().into_iter().map(|(a, _)| (a.callsite, a)).collect();

@@ -104,3 +104,20 @@ fn recording_through_a_pool_tenant_allocates_nothing() {
     );
     assert!(trace.stats().chunks_loaned > 100);
 }
+
+/// This binary's global allocator is a plain counter, not `phosphor::alloc::Traced`: a trace
+/// that asks for allocations records none (every count would be 0), and there are no heap totals.
+#[test]
+fn without_traced_as_the_global_allocator_a_counting_trace_records_no_scope_alloc() {
+    assert!(!phosphor::alloc::installed());
+    assert_eq!(phosphor::alloc::heap_totals(), None);
+    let log = new_log(TraceLogConfig::default());
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20).allocations(true)).unwrap();
+    {
+        trace_scope!(log: &log, "alloc", "not_counted");
+        drop(black_box(vec![0u8; 64]));
+    }
+    let trace = stop_and_take(&log);
+    let names: Vec<&str> = events(&trace).iter().map(|e| e.callsite.name).collect();
+    assert_eq!(names, ["not_counted"]);
+}

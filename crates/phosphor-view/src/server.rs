@@ -63,6 +63,10 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/api/search", get(crate::search::search))
         .route("/api/stats", get(crate::stats::stats))
         .route("/api/kind", get(crate::stats::kind))
+        .route("/api/system", get(crate::system_api::system))
+        .route("/api/context", get(crate::system_api::context))
+        .route("/api/heap", get(crate::system_api::heap))
+        .route("/api/stack", get(crate::system_api::stack))
         .with_state(traces)
 }
 
@@ -473,6 +477,10 @@ async fn slice_details(
             .ok_or_else(|| not_found(format!("slice {} is on no track", q.index)))?,
     };
     let event = event_details(&traces, q.trace, s.event).await;
+    let system = match async_track {
+        None => crate::system_api::slice_figures(&traces, q.trace, thread.tid, q.index).await,
+        Some(_) => Value::Null,
+    };
     // An async slice's lanes do not nest: its path is its name.
     let (path, self_ticks, children) = match async_track {
         None => crate::stats::context(&t.index, thread, level, q.index),
@@ -495,6 +503,7 @@ async fn slice_details(
         "flags": s.flags,
         "event_offset": s.event,
         "event": event,
+        "system": system,
     })))
 }
 

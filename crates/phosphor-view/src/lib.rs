@@ -60,6 +60,8 @@ mod summary_tests;
 mod system;
 mod system_api;
 #[cfg(test)]
+mod system_browser_tests;
+#[cfg(test)]
 mod system_tests;
 #[cfg(test)]
 mod tests;

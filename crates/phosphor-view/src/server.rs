@@ -51,6 +51,7 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/", get(page))
         .route("/view.js", get(script))
         .route("/panels.js", get(panels_script))
+        .route("/system.js", get(system_script))
         .route("/view.css", get(style))
         .route("/api/traces", get(traces_list))
         .route("/api/overview", get(overview))
@@ -264,6 +265,7 @@ struct OverviewQuery {
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const VIEW_JS: &str = include_str!("../assets/view.js");
 const PANELS_JS: &str = include_str!("../assets/panels.js");
+const SYSTEM_JS: &str = include_str!("../assets/system.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {
@@ -276,6 +278,10 @@ async fn script() -> impl IntoResponse {
 
 async fn panels_script() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], PANELS_JS)
+}
+
+async fn system_script() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], SYSTEM_JS)
 }
 
 async fn style() -> impl IntoResponse {

@@ -139,6 +139,12 @@ fn busiest(weights: impl ExactSizeIterator<Item = u64>) -> Vec<usize> {
     places
 }
 
+/// The places of the threads of `index` that `/api/traces` lists: the busiest [`MAX_TRACKS`].
+pub(crate) fn listed_threads(index: &IndexFile) -> Vec<usize> {
+    let slices = |th: &crate::file::ThreadTrack| th.levels.iter().map(|l| l.1).sum::<u64>();
+    busiest(index.threads.iter().map(|th| slices(th) + th.points.1))
+}
+
 fn slot_json(n: usize, slot: &Slot) -> Value {
     let (stage, read) = slot.stage();
     let mut v = json!({
@@ -180,7 +186,7 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
     };
     let i = &t.index;
     let slices = |th: &crate::file::ThreadTrack| th.levels.iter().map(|l| l.1).sum::<u64>();
-    let threads: Vec<Value> = busiest(i.threads.iter().map(|th| slices(th) + th.points.1))
+    let threads: Vec<Value> = listed_threads(i)
         .into_iter()
         .map(|k| &i.threads[k])
         .map(|th| {

@@ -15,7 +15,8 @@
 //! # Memory
 //!
 //! At most [`MAX_KEPT`] switches and samples are kept, all threads together (16 bytes each);
-//! past it the rest are counted and the page says so. At most [`MAX_HEAP`] heap totals are kept.
+//! past it the rest are counted and the page says so. At most [`MAX_HEAP`] heap totals and
+//! [`MAX_MAPPINGS`] mappings are kept (the rest counted likewise).
 //! Stacks are kept once each; a sample's stack is symbolized only when it is asked for
 //! (`/api/stack`), at most [`MAX_FRAMES`] frames, through `phosphor_export`'s `Symbolizer`, whose
 //! cache is bounded.
@@ -37,6 +38,8 @@ use crate::traces::Place;
 pub(crate) const MAX_KEPT: u64 = 1 << 22;
 /// The most heap totals kept.
 pub(crate) const MAX_HEAP: usize = 1 << 20;
+/// The most mappings kept (the symbolizer's).
+pub(crate) const MAX_MAPPINGS: usize = 1 << 16;
 /// The most frames of a stack symbolized and given.
 pub(crate) const MAX_FRAMES: usize = 64;
 
@@ -92,7 +95,11 @@ pub(crate) struct SystemView {
     blocks: u64,
     switches: u64,
     samples: u64,
-    /// Switches, samples and heap totals past the caps.
+    /// Switches and samples past the cap.
+    not_kept: u64,
+    /// The most switches and samples kept: [`MAX_KEPT`] when 0 (a test sets a smaller one).
+    cap: u64,
+    /// Heap totals and mappings past their caps.
     dropped: u64,
     /// Why the system blocks could not all be read.
     read_error: Option<String>,
@@ -125,14 +132,30 @@ impl SystemView {
         v
     }
 
+    /// A view that keeps at most `cap` switches and samples.
+    #[cfg(test)]
+    pub(crate) fn with_cap(cap: u64) -> SystemView {
+        SystemView { cap, ..SystemView::default() }
+    }
+
+    fn cap(&self) -> u64 {
+        if self.cap == 0 {
+            MAX_KEPT
+        } else {
+            self.cap
+        }
+    }
+
     fn kept(&self) -> u64 {
-        self.switches + self.samples - self.dropped
+        self.switches + self.samples - self.not_kept
     }
 
     /// Takes in one system block.
     pub(crate) fn add(&mut self, batch: &SystemBatch) {
         self.blocks += 1;
-        self.mappings.extend_from_slice(&batch.mappings);
+        let room = MAX_MAPPINGS.saturating_sub(self.mappings.len());
+        self.mappings.extend_from_slice(&batch.mappings[..batch.mappings.len().min(room)]);
+        self.dropped += batch.mappings.len().saturating_sub(room) as u64;
         for h in &batch.heap {
             if self.heap.len() < MAX_HEAP {
                 self.heap.push(*h);
@@ -141,19 +164,19 @@ impl SystemView {
             }
         }
         for w in &batch.switches {
-            let full = self.kept() >= MAX_KEPT;
+            let full = self.kept() >= self.cap();
             self.switches += 1;
             if full {
-                self.dropped += 1;
+                self.not_kept += 1;
                 continue;
             }
             self.threads.entry(w.tid).or_default().switches.push((w.time_ns, w.kind));
         }
         for s in batch.samples.iter().filter(|s| s.kind == SampleKind::Cpu) {
-            let full = self.kept() >= MAX_KEPT;
+            let full = self.kept() >= self.cap();
             self.samples += 1;
             if full {
-                self.dropped += 1;
+                self.not_kept += 1;
                 continue;
             }
             let frames = &s.frames[..s.frames.len().min(MAX_FRAMES)];
@@ -221,10 +244,10 @@ impl SystemView {
         self.blocks == 0
     }
 
-    /// `/api/system`'s answer: what was read, and what was dropped.
-    pub(crate) fn summary(&self, place: &Place) -> Value {
-        let mut tids: Vec<u32> = self.threads.keys().copied().collect();
-        tids.sort_unstable();
+    /// `/api/system`'s answer: what was read, and what was dropped; `threads`: those of `listed`
+    /// (the threads the page shows) that have switches or samples.
+    pub(crate) fn summary(&self, place: &Place, listed: &[u32]) -> Value {
+        let tids: Vec<u32> = listed.iter().copied().filter(|t| self.threads.contains_key(t)).collect();
         json!({
             "present": !self.is_empty(),
             "blocks": self.blocks,
@@ -232,9 +255,9 @@ impl SystemView {
             "samples": self.samples,
             "intervals": self.threads.values().map(|t| t.off.len()).sum::<usize>(),
             "heap": self.heap.len(),
-            "dropped": self.dropped,
+            "dropped": self.not_kept + self.dropped,
             "stacks_dropped": self.stacks_dropped,
-            "max_kept": MAX_KEPT,
+            "max_kept": self.cap(),
             "read_error": self.read_error,
             "threads": tids,
             "heap_range": self.heap_range(place),

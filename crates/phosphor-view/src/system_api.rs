@@ -41,7 +41,12 @@ pub(crate) async fn system(
     State(traces): State<Shared>,
     Query(q): Query<TraceQuery>,
 ) -> Result<Json<Value>, Failure> {
-    blocking(traces, q.trace, |t| Ok(t.system().summary(t.place()))).await
+    blocking(traces, q.trace, |t| {
+        let listed: Vec<u32> =
+            crate::server::listed_threads(&t.index).into_iter().map(|k| t.index.threads[k].tid).collect();
+        Ok(t.system().summary(t.place(), &listed))
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]

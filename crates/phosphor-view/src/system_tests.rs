@@ -143,3 +143,26 @@ fn a_window_over_many_narrow_intervals_is_bounded_by_its_pixels() {
     let preempted: u64 = items.iter().map(|i| i[4].as_u64().unwrap()).sum();
     assert_eq!((off, preempted), (300_000, 150_000));
 }
+
+#[test]
+fn past_the_cap_switches_and_samples_are_counted_not_kept() {
+    let clock = ClockInfo {
+        kind: ClockKind::Monotonic,
+        ns_per_tick: 1.0,
+        origin_ticks: 0,
+        origin_monotonic_ns: 0,
+        origin_wall_ns: 0,
+        fallback_reason: None,
+    };
+    let place = Place::new(clock, 0);
+    let mut v = SystemView::with_cap(10);
+    let kinds = [SwitchKind::Out, SwitchKind::In];
+    let switches =
+        (0..30u64).map(|k| Switch { tid: 1, time_ns: k * 10, cpu: 0, kind: kinds[k as usize % 2] });
+    v.add(&SystemBatch { switches: switches.collect(), ..SystemBatch::default() });
+    v.finish(1_000);
+    let s = v.summary(&place, &[1]);
+    // The first 10 switches kept: 5 intervals; 20 counted as dropped.
+    assert_eq!((s["switches"].as_u64(), s["intervals"].as_u64()), (Some(30), Some(5)));
+    assert_eq!((s["dropped"].as_u64(), s["max_kept"].as_u64()), (Some(20), Some(10)));
+}

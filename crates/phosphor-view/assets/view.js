@@ -146,7 +146,7 @@ function addTrack(root, track) {
   const label = document.createElement('div')
   label.className = 'label'
   label.textContent = track.name
-  label.title = { thread: `${track.name} (tid ${track.tid})`, async: `${track.name}: one lane per slice open at once`, counter: `${track.name} (counter)`, heap: 'the bytes allocated less those freed, from the heap totals of the system context', coarse: `${track.name} (tid ${track.tid}): events per pixel, while the trace is indexed` }[track.kind]
+  label.title = { thread: `${track.name} (tid ${track.tid})` + (track.sys ? '; the band under it: off the CPU, blocked (orange) or preempted (purple), and ticks at CPU samples (hover one)' : ''), async: `${track.name}: one lane per slice open at once`, counter: `${track.name} (counter)`, heap: 'the bytes allocated less those freed, from the heap totals of the system context', coarse: `${track.name} (tid ${track.tid}): events per pixel, while the trace is indexed` }[track.kind]
   const canvas = document.createElement('canvas')
   row.append(label, canvas)
   root.appendChild(row)

@@ -166,3 +166,32 @@ fn past_the_cap_switches_and_samples_are_counted_not_kept() {
     assert_eq!((s["switches"].as_u64(), s["intervals"].as_u64()), (Some(30), Some(5)));
     assert_eq!((s["dropped"].as_u64(), s["max_kept"].as_u64()), (Some(20), Some(10)));
 }
+
+#[test]
+fn preempted_and_blocked_intervals_keep_their_kind_and_a_tsc_trace_is_placed_by_its_origin() {
+    // A TSC clock of 2 ns a tick whose origin is CLOCK_MONOTONIC 1,000, placed at 500 on the
+    // shared timeline: monotonic time t is at 500 + (t − 1,000).
+    let clock = ClockInfo {
+        kind: ClockKind::Tsc,
+        ns_per_tick: 2.0,
+        origin_ticks: 7,
+        origin_monotonic_ns: 1_000,
+        origin_wall_ns: 0,
+        fallback_reason: None,
+    };
+    let place = Place::new(clock, 500);
+    let mut v = SystemView::default();
+    let w = |time_ns, kind| Switch { tid: 1, time_ns, cpu: 0, kind };
+    let switches = vec![
+        w(2_000, SwitchKind::Preempted),
+        w(2_400, SwitchKind::In),
+        w(3_000, SwitchKind::Out),
+        w(3_100, SwitchKind::In),
+    ];
+    v.add(&SystemBatch { switches, ..SystemBatch::default() });
+    v.finish(10_000);
+    let got = v.window(&place, 1, 1_500, 2_700, 1_200);
+    assert_eq!(got["intervals"], json!([[1_500, 1_900, 1], [2_500, 2_600, 0]]));
+    let f = v.figures(1, 2_100, 3_050);
+    assert_eq!((f.off_ns, f.preempted_ns, f.switches), (300 + 50, 300, 1));
+}

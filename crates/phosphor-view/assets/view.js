@@ -5,6 +5,7 @@
 // The side panels (search, statistics, flame graph) are in panels.js.
 
 import { listenPanels } from './panels.js'
+import { SYS_ROW, loadSystems, systemOf, hasBand, systemText, drawBand, listenBand, sliceRows, hiddenPoint } from './system.js'
 
 const LEVEL_HEIGHT = 18
 const POINT_ROW = 12
@@ -125,7 +126,8 @@ function buildTracks() {
     for (const th of t.threads) {
       // A live thread's points may come later: their row is kept from the start.
       const points = t.state === 'live' ? 1 : th.points
-      addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points })
+      const sys = hasBand(t.trace, th.tid)
+      addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points, sys })
     }
     for (const a of t.asyncs || []) {
       addTrack(root, { kind: 'async', trace: t.trace, async: a.async, name: `${a.name} (async)`, levels: a.lanes, points: 0 })
@@ -133,6 +135,8 @@ function buildTracks() {
     for (const c of t.counters) {
       addTrack(root, { kind: 'counter', trace: t.trace, counter: c.counter, name: c.name })
     }
+    const sys = systemOf(t.trace)
+    if (sys && sys.heap) addTrack(root, { kind: 'heap', trace: t.trace, name: 'heap live bytes' })
   }
 }
 
@@ -142,20 +146,25 @@ function addTrack(root, track) {
   const label = document.createElement('div')
   label.className = 'label'
   label.textContent = track.name
-  label.title = { thread: `${track.name} (tid ${track.tid})`, async: `${track.name}: one lane per slice open at once`, counter: `${track.name} (counter)`, coarse: `${track.name} (tid ${track.tid}): events per pixel, while the trace is indexed` }[track.kind]
+  label.title = { thread: `${track.name} (tid ${track.tid})` + (track.sys ? '; the band under it: off the CPU, blocked (orange) or preempted (purple), and ticks at CPU samples (hover one)' : ''), async: `${track.name}: one lane per slice open at once`, counter: `${track.name} (counter)`, heap: 'the bytes allocated less those freed, from the heap totals of the system context', coarse: `${track.name} (tid ${track.tid}): events per pixel, while the trace is indexed` }[track.kind]
   const canvas = document.createElement('canvas')
   row.append(label, canvas)
   root.appendChild(row)
   track.canvas = canvas
   track.data = null
   track.drawn = 0
-  track.height = track.kind === 'counter' ? COUNTER_HEIGHT
+  track.height = track.kind === 'counter' || track.kind === 'heap' ? COUNTER_HEIGHT
     : track.kind === 'coarse' ? COARSE_HEIGHT
-      : Math.max(1, track.levels) * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0)
+      : threadHeight(track, Math.max(1, track.levels))
   canvas.height = track.height
   canvas.style.height = `${track.height}px`
   canvas.dataset.track = String(state.tracks.length)
   state.tracks.push(track)
+}
+
+// A thread track's height: its levels, its points' row, its system band.
+function threadHeight(track, levels) {
+  return levels * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0) + (track.sys ? SYS_ROW : 0)
 }
 
 function sizeCanvases() {
@@ -183,11 +192,14 @@ async function refresh() {
         if (!overviews.has(track.trace)) overviews.set(track.trace, api(`/api/overview?trace=${track.trace}&start=${s}&end=${e}&px=${px}`))
         const o = await overviews.get(track.trace)
         data = { events: (o.threads.find(th => th.tid === track.tid) || { events: [] }).events }
+      } else if (track.kind === 'heap') {
+        data = { samples: await api(`/api/heap?trace=${track.trace}&start=${s}&end=${e}&px=${px}`) }
       } else if (track.kind !== 'counter') {
         const who = track.kind === 'thread' ? `tid=${track.tid}` : `async=${track.async}`
         const q = `trace=${track.trace}&${who}&start=${s}&end=${e}&px=${px}`
-        const [slices, points] = await Promise.all([api(`/api/slices?${q}`), track.points ? api(`/api/points?${q}`) : null])
-        data = { slices, points }
+        const [slices, points, system] = await Promise.all([api(`/api/slices?${q}`), track.points ? api(`/api/points?${q}`) : null,
+          track.sys ? api(`/api/context?${q}`) : null])
+        data = { slices, points, system }
       } else {
         data = { samples: await api(`/api/samples?trace=${track.trace}&counter=${track.counter}&start=${s}&end=${e}&px=${px}`) }
       }
@@ -209,7 +221,7 @@ function fitLevels(track, slices) {
   const levels = Math.max(track.levels, slices.from + slices.levels.length)
   if (levels <= track.levels) return
   track.levels = levels
-  track.height = levels * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0)
+  track.height = threadHeight(track, levels)
   track.canvas.height = track.height
   track.canvas.style.height = `${track.height}px`
 }
@@ -236,7 +248,7 @@ function draw(track) {
   track.drawn = 0
   if (!track.data) return
   if (track.kind === 'coarse') drawCoarse(track, g)
-  else if (track.kind !== 'counter') drawThread(track, g)
+  else if (track.kind !== 'counter' && track.kind !== 'heap') drawThread(track, g)
   else drawCounter(track, g)
 }
 
@@ -313,8 +325,10 @@ function drawThread(track, g) {
     drawn += items.length
   })
   if (points) {
-    const y = track.height - POINT_ROW
+    const y = track.height - POINT_ROW - (track.sys ? SYS_ROW : 0)
     for (const p of points.points) {
+      if (p[2] >= 0 && hiddenPoint(track.trace, points.names[p[1]])) continue
+      drawn++
       const x = xOf(c, p[0])
       g.fillStyle = POINT_COLORS[p[2] < 0 ? 0 : p[3]] || POINT_COLORS[0]
       g.beginPath()
@@ -323,8 +337,8 @@ function drawThread(track, g) {
       g.lineTo(x + 4, y + POINT_ROW - 1)
       g.fill()
     }
-    drawn += points.points.length
   }
+  if (track.sys) drawn += drawBand(track, g, xOf)
   track.drawn = drawn
 }
 
@@ -537,6 +551,7 @@ export async function select(track, hit) {
     ['level', String(s.level)],
     ['kind', KINDS[flags & 3]],
     ...eventRows(s.event || {}),
+    ...sliceRows(s),
     ...flow,
     ...problems.map(p => ['problem', p]),
   ]))
@@ -581,9 +596,11 @@ function hitAt(track, e) {
   const y = e.clientY - r.top
   const d = track.data
   if (!d || !d.slices) return undefined
-  if (d.points && y >= track.height - POINT_ROW) {
+  if (track.sys && y >= track.height - SYS_ROW) return undefined
+  if (d.points && y >= track.height - POINT_ROW - (track.sys ? SYS_ROW : 0)) {
     let best, dist = 5
     for (const p of d.points.points) {
+      if (p[2] >= 0 && hiddenPoint(track.trace, d.points.names[p[1]])) continue
       const away = Math.abs(xOf(c, p[0]) - x)
       if (away < dist) [best, dist] = [p, away]
     }
@@ -662,7 +679,7 @@ function groupText(t) {
   const more = ['threads', 'counters', 'asyncs']
     .filter(k => t[`${k}_total`] > (t[k] || []).length)
     .map(k => ` · the busiest ${t[k].length} of ${t[`${k}_total`].toLocaleString('en')} ${k === 'asyncs' ? 'async tracks' : k}`)
-  return `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + more.join('') + progressText(t)
+  return `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + more.join('') + systemText(t.trace) + progressText(t)
 }
 
 function progressText(t) {
@@ -705,6 +722,7 @@ async function takeIn(traces) {
     else if (whole || state.stage === 'loading') state.view = { ...span }
   }
   if (before !== after) {
+    await loadSystems(traces)
     buildTracks()
     sizeCanvases()
     await refresh()
@@ -721,6 +739,7 @@ async function takeIn(traces) {
 async function main() {
   listen()
   listenPanels()
+  listenBand(canvas => state.tracks[Number(canvas.dataset.track)], xOf)
   $('follow-button').onclick = () => {
     setFollowing(!state.following)
     schedule()

@@ -57,6 +57,12 @@ mod store;
 mod summary;
 #[cfg(test)]
 mod summary_tests;
+mod system;
+mod system_api;
+#[cfg(test)]
+mod system_browser_tests;
+#[cfg(test)]
+mod system_tests;
 #[cfg(test)]
 mod tests;
 mod traces;

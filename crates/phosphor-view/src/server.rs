@@ -51,6 +51,7 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/", get(page))
         .route("/view.js", get(script))
         .route("/panels.js", get(panels_script))
+        .route("/system.js", get(system_script))
         .route("/view.css", get(style))
         .route("/api/traces", get(traces_list))
         .route("/api/overview", get(overview))
@@ -63,6 +64,10 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/api/search", get(crate::search::search))
         .route("/api/stats", get(crate::stats::stats))
         .route("/api/kind", get(crate::stats::kind))
+        .route("/api/system", get(crate::system_api::system))
+        .route("/api/context", get(crate::system_api::context))
+        .route("/api/heap", get(crate::system_api::heap))
+        .route("/api/stack", get(crate::system_api::stack))
         .with_state(traces)
 }
 
@@ -134,6 +139,12 @@ fn busiest(weights: impl ExactSizeIterator<Item = u64>) -> Vec<usize> {
     places
 }
 
+/// The places of the threads of `index` that `/api/traces` lists: the busiest [`MAX_TRACKS`].
+pub(crate) fn listed_threads(index: &IndexFile) -> Vec<usize> {
+    let slices = |th: &crate::file::ThreadTrack| th.levels.iter().map(|l| l.1).sum::<u64>();
+    busiest(index.threads.iter().map(|th| slices(th) + th.points.1))
+}
+
 fn slot_json(n: usize, slot: &Slot) -> Value {
     let (stage, read) = slot.stage();
     let mut v = json!({
@@ -175,7 +186,7 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
     };
     let i = &t.index;
     let slices = |th: &crate::file::ThreadTrack| th.levels.iter().map(|l| l.1).sum::<u64>();
-    let threads: Vec<Value> = busiest(i.threads.iter().map(|th| slices(th) + th.points.1))
+    let threads: Vec<Value> = listed_threads(i)
         .into_iter()
         .map(|k| &i.threads[k])
         .map(|th| {
@@ -260,6 +271,7 @@ struct OverviewQuery {
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const VIEW_JS: &str = include_str!("../assets/view.js");
 const PANELS_JS: &str = include_str!("../assets/panels.js");
+const SYSTEM_JS: &str = include_str!("../assets/system.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {
@@ -272,6 +284,10 @@ async fn script() -> impl IntoResponse {
 
 async fn panels_script() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], PANELS_JS)
+}
+
+async fn system_script() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], SYSTEM_JS)
 }
 
 async fn style() -> impl IntoResponse {
@@ -473,6 +489,10 @@ async fn slice_details(
             .ok_or_else(|| not_found(format!("slice {} is on no track", q.index)))?,
     };
     let event = event_details(&traces, q.trace, s.event).await;
+    let system = match async_track {
+        None => crate::system_api::slice_figures(&traces, q.trace, thread.tid, q.index).await,
+        Some(_) => Value::Null,
+    };
     // An async slice's lanes do not nest: its path is its name.
     let (path, self_ticks, children) = match async_track {
         None => crate::stats::context(&t.index, thread, level, q.index),
@@ -495,6 +515,7 @@ async fn slice_details(
         "flags": s.flags,
         "event_offset": s.event,
         "event": event,
+        "system": system,
     })))
 }
 

@@ -43,6 +43,12 @@ pub(crate) struct Place {
 }
 
 impl Place {
+    /// A trace's place, for tests.
+    #[cfg(test)]
+    pub(crate) fn new(clock: ClockInfo, offset_ns: i64) -> Place {
+        Place { clock, offset_ns }
+    }
+
     /// The trace's clock.
     pub(crate) fn clock(&self) -> &ClockInfo {
         &self.clock
@@ -86,9 +92,20 @@ pub struct Trace {
     pub(crate) events: crate::events::Events,
     /// The statistics of the whole trace, once made (`stats.rs`).
     pub(crate) whole_stats: OnceLock<crate::stats::Table>,
+    /// Its system context, once read (`system.rs`).
+    system: OnceLock<crate::system::SystemView>,
 }
 
 impl Trace {
+    /// Its system context: read on the first call (a pass over the file's system blocks), so
+    /// call it on a blocking thread.
+    pub(crate) fn system(&self) -> &crate::system::SystemView {
+        self.system.get_or_init(|| {
+            let end = self.place.clock.to_ns(self.index.meta.end_ticks);
+            crate::system::SystemView::read(&self.path, end)
+        })
+    }
+
     pub(crate) fn place(&self) -> &Place {
         &self.place
     }
@@ -204,6 +221,7 @@ impl Slot {
             place: self.place.clone(),
             events: Default::default(),
             whole_stats: OnceLock::new(),
+            system: OnceLock::new(),
         }));
         self.set_stage(stages::DONE);
         ok
@@ -371,8 +389,14 @@ impl Traces {
                     path: path.clone(),
                     live: None,
                 };
-                let trace =
-                    Trace { path, index, place, events: Default::default(), whole_stats: OnceLock::new() };
+                let trace = Trace {
+                    path,
+                    index,
+                    place,
+                    events: Default::default(),
+                    whole_stats: OnceLock::new(),
+                    system: OnceLock::new(),
+                };
                 let _ = slot.done.set(Ok(trace));
                 slot
             })
@@ -417,6 +441,7 @@ impl Traces {
         let ready: Vec<(usize, &Trace)> = self.ready_traces().collect();
         for (n, t) in ready {
             crate::stats::whole_table(n, t);
+            let _ = t.system();
         }
     }
 

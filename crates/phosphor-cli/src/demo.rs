@@ -191,6 +191,14 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     if !args.triggers.is_empty() {
         writeln!(out, "              (of which {} trigger markers)", format_count(triggered.marked()))?;
     }
+    let scope_allocs: u64 = threads.iter().map(|t| t.scope_allocs).sum();
+    if scope_allocs > 0 {
+        writeln!(
+            out,
+            "              (of which {} scope_alloc, one after each scope)",
+            format_count(scope_allocs)
+        )?;
+    }
     writeln!(out, "  recorded    {}", format_count(recorded))?;
     writeln!(out, "  dropped     {}", format_drops(&drops))?;
     for (i, line) in system.iter().flatten().enumerate() {

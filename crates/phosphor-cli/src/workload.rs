@@ -38,8 +38,20 @@ const STAGES: [PString; 3] = [pstr!("stage.decode"), pstr!("stage.validate"), ps
 pub struct ThreadReport {
     /// Its id in the trace.
     pub tid: u32,
-    /// Events it emitted.
+    /// Events it emitted, its `phosphor/scope_alloc` events included.
     pub emitted: u64,
+    /// Of those, the `phosphor/scope_alloc` events the runtime wrote after its scopes (with
+    /// allocations counted, `demo --system`).
+    pub scope_allocs: u64,
+}
+
+impl ThreadReport {
+    /// The calling thread's report: its own `n` events, and its `scope_alloc` events since
+    /// `scope_allocs_before`.
+    fn new(n: u64, scope_allocs_before: u64) -> ThreadReport {
+        let scope_allocs = phosphor::alloc::scope_alloc_events() - scope_allocs_before;
+        ThreadReport { tid: phosphor::current_thread_id(), emitted: n + scope_allocs, scope_allocs }
+    }
 }
 
 /// Iterations per `batch` begin/end pair.
@@ -71,9 +83,11 @@ struct Queue {
 /// every thread (the calling one included) emitted.
 pub fn run(workers: usize, events: u64) -> Vec<ThreadReport> {
     phosphor::set_thread_name("main");
-    let mut main = ThreadReport { tid: phosphor::current_thread_id(), emitted: 0 };
+    // The main thread's `scope_alloc` events before this run are not this run's.
+    let scope_allocs_before = phosphor::alloc::scope_alloc_events();
+    let mut main = 0;
     trace_instant!("demo", "start", "workers" => workers, "events_per_worker" => events);
-    main.emitted += 1;
+    main += 1;
     let queue = Queue {
         items: Mutex::new(VecDeque::new()),
         finished: AtomicUsize::new(0),
@@ -90,13 +104,13 @@ pub fn run(workers: usize, events: u64) -> Vec<ThreadReport> {
             })
             .collect();
         trace_scope!("demo", "join");
-        main.emitted += 1;
+        main += 1;
         let mut reports: Vec<ThreadReport> =
             handles.into_iter().map(|h| h.join().expect("worker panicked")).collect();
         reports.push(sink.join().expect("sink panicked"));
         reports
     });
-    reports.push(main);
+    reports.push(ThreadReport::new(main, scope_allocs_before));
     reports
 }
 
@@ -196,7 +210,7 @@ fn worker(index: usize, target: u64, queue: &Queue) -> ThreadReport {
     // Release: pairs with the sink's Acquire load, so the sink that sees every worker finished
     // also sees every item pushed.
     queue.finished.fetch_add(1, Ordering::Release);
-    ThreadReport { tid: phosphor::current_thread_id(), emitted: n }
+    ThreadReport::new(n, 0)
 }
 
 fn sink(queue: &Queue, workers: usize) -> ThreadReport {
@@ -245,7 +259,7 @@ fn sink(queue: &Queue, workers: usize) -> ThreadReport {
             queue.in_flight.fetch_sub(1, Ordering::Relaxed);
         }
     }
-    ThreadReport { tid: phosphor::current_thread_id(), emitted: n }
+    ThreadReport::new(n, 0)
 }
 
 /// Some arithmetic the optimiser cannot remove: `rounds` steps of xorshift64.

@@ -280,8 +280,11 @@ impl SystemContext {
         &self.stacks[id as usize]
     }
 
-    /// Names each stack's leaf: the innermost function of its first address (an inlined one if
-    /// the address is in inlined code). Before it, [`SystemContext::leaf`] gives `None`.
+    /// Names each stack's leaf: the function its first address is in, the one the compiler made
+    /// (`perf report`'s symbol), not a function inlined into it there: a sample in an inlined
+    /// `Instant::now` inside `spin` names `spin`, which the scope's own code can be searched
+    /// for. The inlined frames are in the flame graph (`flamegraph --samples`). Before it,
+    /// [`SystemContext::leaf`] gives `None`.
     pub fn name_leaves(&mut self, symbolizer: &mut Symbolizer) {
         symbolizer.add_mappings(&self.mappings);
         let mut numbers: HashMap<String, u32> = HashMap::new();
@@ -291,7 +294,10 @@ impl SystemContext {
             .iter()
             .map(|stack| {
                 let name = match stack.first() {
-                    Some(&a) => symbolizer.function(a, false),
+                    Some(&a) => symbolizer
+                        .frames(a, false)
+                        .last()
+                        .map_or_else(|| format!("{a:#x}"), |f| f.function.clone()),
                     None => "[no frames]".to_string(),
                 };
                 *numbers.entry(name).or_insert_with_key(|name| {

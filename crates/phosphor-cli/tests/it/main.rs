@@ -17,5 +17,6 @@ mod record;
 mod recover;
 mod stats;
 mod system;
+mod system_e2e;
 mod view;
 mod view_flow;

@@ -72,6 +72,24 @@ thread_local! {
     };
 }
 
+thread_local! {
+    /// The `phosphor/scope_alloc` events this thread has written (or had dropped).
+    static SCOPE_EVENTS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many `phosphor/scope_alloc` events this thread has emitted since it started: each one is
+/// recorded or counted as dropped, like any event. A program that checks its trace's accounting
+/// (`recorded + dropped == emitted`, as `phosphor demo` does) adds them to the events it emitted
+/// itself.
+pub fn scope_alloc_events() -> u64 {
+    SCOPE_EVENTS.with(Cell::get)
+}
+
+/// Counts one `phosphor/scope_alloc` event of this thread, before it is written.
+pub(crate) fn count_scope_alloc_event() {
+    SCOPE_EVENTS.with(|c| c.set(c.get().wrapping_add(1)));
+}
+
 /// Per log slot: bumped when a trace of that slot that counts allocations starts.
 static PERIODS: [AtomicU32; LOGS] = [const { AtomicU32::new(0) }; LOGS];
 /// Closes of counting scopes that found no mark.

@@ -40,8 +40,8 @@ mod totals;
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 
-pub(crate) use marks::{new_counting_period, pop_mark, push_mark};
-pub use marks::{unmatched_scopes, MARKS};
+pub(crate) use marks::{count_scope_alloc_event, new_counting_period, pop_mark, push_mark};
+pub use marks::{scope_alloc_events, unmatched_scopes, MARKS};
 pub use totals::{heap_totals, installed, unslotted_threads, SLOTS};
 
 /// A global allocator that counts allocations per thread and per process, around `A`.

@@ -277,6 +277,7 @@ fn close_counting<A: Arg, B: Arg>(log: &TraceLog, cs: &'static Callsite, state: 
     let ticks = end.wrapping_sub(start);
     emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
     if let (Some((allocs, bytes)), Some(id)) = (counted, registered_id(callsite::SCOPE_ALLOC.state())) {
+        crate::alloc::count_scope_alloc_event();
         log.write_event(1, ScopeAlloc { ts: end, id, scope: callsite::id_of(state), allocs, bytes });
     }
     trigger::on_slice(log, cs, ticks);

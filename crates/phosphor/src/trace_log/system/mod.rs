@@ -215,7 +215,7 @@ fn status_on(shared: &Shared, which: impl Fn(&SystemStatus) -> &Availability) ->
 /// Whether perf events are available for `config`, filling the status either way: what the
 /// collector thread should open.
 #[cfg(target_os = "linux")]
-fn probe(config: SystemConfig, status: &mut SystemStatus) -> Option<perf::Want> {
+fn probe(config: SystemConfig, status: &mut SystemStatus) -> Option<(perf::Want, Starter)> {
     let want = perf::Want { switches: config.switches, sample_hz: config.sample_hz };
     if !want.switches && want.sample_hz == 0 {
         return None;
@@ -223,12 +223,12 @@ fn probe(config: SystemConfig, status: &mut SystemStatus) -> Option<perf::Want> 
     let result = if perf::forced() {
         Err(perf::OpenError::FORCED)
     } else {
-        // Dropped at once: the probe only asks the kernel (and the mlock budget) once, here.
-        perf::PerfRing::open(0, want, perf::max_stack()).map(drop)
+        // Kept: the probe is the starting thread's own event (see `Starter`).
+        perf::PerfRing::open(0, want, perf::max_stack())
     };
-    let on = match result {
-        Ok(()) => Availability::On,
-        Err(e) => Availability::Unavailable(e.reason()),
+    let (on, ring) = match result {
+        Ok(ring) => (Availability::On, Some(ring)),
+        Err(e) => (Availability::Unavailable(e.reason()), None),
     };
     if want.switches {
         status.switches = on.clone();
@@ -236,7 +236,17 @@ fn probe(config: SystemConfig, status: &mut SystemStatus) -> Option<perf::Want> 
     if want.sample_hz > 0 {
         status.samples = on.clone();
     }
-    (on == Availability::On).then_some(want)
+    ring.map(|ring| (want, Starter { tid: crate::record::thread::os_tid(), ring }))
+}
+
+/// The thread that started the trace, watched from `start` by the probe's event: a program
+/// that starts a trace and then traces on the same thread has its first scope's switches and
+/// samples too, not only those after the collector's first period. The collector adopts the
+/// ring once the thread is among the traced ones (or drains it meanwhile).
+#[cfg(target_os = "linux")]
+struct Starter {
+    tid: u32,
+    ring: perf::PerfRing,
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -267,8 +277,18 @@ fn monotonic_ns() -> u64 {
 }
 
 #[cfg(target_os = "linux")]
-fn run(shared: &Shared, log: &TraceLog, perf: Option<perf::Want>, heap: bool, forward: Option<Forward>) {
+fn run(
+    shared: &Shared,
+    log: &TraceLog,
+    perf: Option<(perf::Want, Starter)>,
+    heap: bool,
+    forward: Option<Forward>,
+) {
     use std::collections::HashMap;
+    let (perf, mut starter) = match perf {
+        Some((want, starter)) => (Some(want), Some(starter)),
+        None => (None, None),
+    };
     let mut sent_status = None;
 
     // Busy for good: the control guards this thread takes then never run a deferred stop
@@ -308,6 +328,10 @@ fn run(shared: &Shared, log: &TraceLog, perf: Option<perf::Want>, heap: bool, fo
                     if rings.contains_key(&tid) || missed.contains(&Arc::as_ptr(&tenant)) {
                         continue;
                     }
+                    if let Some(st) = starter.take_if(|st| st.tid == tid) {
+                        rings.insert(tid, Watched { tenant, ring: st.ring });
+                        continue;
+                    }
                     match perf::PerfRing::open(tid, want, max_stack) {
                         Ok(ring) => {
                             rings.insert(tid, Watched { tenant, ring });
@@ -322,6 +346,9 @@ fn run(shared: &Shared, log: &TraceLog, perf: Option<perf::Want>, heap: bool, fo
             }
             for w in rings.values_mut() {
                 w.ring.drain(&mut drained, &mut scratch);
+            }
+            if let Some(st) = &mut starter {
+                st.ring.drain(&mut drained, &mut scratch);
             }
         }
         let heap_now = heap.then(crate::alloc::heap_totals).flatten().map(|mut h| {

@@ -155,8 +155,15 @@ impl Soak {
         let path = scratch_file("soak-dump.phos");
         for d in 0..5 {
             std::thread::sleep(Duration::from_millis(5)); // the dumps' rhythm
-            let snap = log.snapshot().unwrap();
-            assert!(snap.stats().recorded > 0, "dump {d} is empty");
+                                                          // On a loaded machine the writers may not have run yet: the first dump waits for
+                                                          // their first event (a Ring keeps its events, so the later dumps have it too).
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            let mut snap = log.snapshot().unwrap();
+            while snap.stats().recorded == 0 && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+                snap = log.snapshot().unwrap();
+            }
+            assert!(snap.stats().recorded > 0, "dump {d} is empty after a minute of running writers");
             if d == 0 {
                 snap.save(path.path()).unwrap();
                 let file = read_trace_file(path.path());

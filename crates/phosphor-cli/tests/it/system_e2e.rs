@@ -1,6 +1,6 @@
 //! The system context end to end, as a user gets it: a real program (the `system_workload`
 //! example, with `phosphor::alloc::Traced` as its global allocator) records a scope that sleeps
-//! 50 ms, one that burns 200 ms of CPU in a known function, and one that makes 1,000 allocations
+//! 50 ms, one that burns 200 ms of CPU time in a known function, and one that makes 1,000 allocations
 //! of 64 bytes; `phosphor stats --json` and `phosphor flamegraph --samples` read its file.
 //!
 //! Where the kernel refuses perf events (a container's seccomp, `perf_event_paranoid` 3), the
@@ -92,7 +92,8 @@ fn a_scope_that_burns_cpu_in_a_known_function_has_samples_naming_it() {
     }
     let burn = scope(&stats, "burn");
     let samples = u(&burn["samples"]);
-    // 200 ms of CPU time at 999 Hz: about 200 samples, however loaded the machine.
+    // 200 ms of the thread's CPU time (the example burns to a CPU-time deadline) at 999 Hz:
+    // about 200 samples, however loaded the machine.
     assert!(samples >= 100, "{burn}");
     let functions = burn["functions"].as_array().unwrap();
     let top = &functions[0];

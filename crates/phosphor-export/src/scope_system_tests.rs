@@ -100,25 +100,13 @@ fn the_json_has_the_system_summary_and_each_kinds_system() {
 
 #[test]
 fn a_scope_alloc_whose_scope_was_lost_is_not_given_to_the_scope_before_it() {
-    use phosphor_format::file::{CallsiteInfo, Header, Trailer, Writer};
+    use phosphor_craft::system::callsite;
+    use phosphor_format::file::{Header, Trailer, Writer};
     use phosphor_format::system::{PHOSPHOR_CATEGORY, SCOPE_ALLOC_ARGS, SCOPE_ALLOC_NAME};
     use phosphor_format::{ArgType, Meta, Phase, Record};
 
     let bytes = system_trace().unwrap();
     let header = Header { ..Reader::new(&bytes[..]).unwrap().header().clone() };
-    let callsite = |id: u32, category: &str, name: &str, phase, args: [&str; 2]| CallsiteInfo {
-        id,
-        category: category.into(),
-        name: name.into(),
-        phase,
-        level: None,
-        dynamic_name: false,
-        flow: false,
-        arg_names: args.map(String::from),
-        file: "t.rs".into(),
-        line: id,
-        name_hash: u64::from(id),
-    };
     let mut w = Writer::new(Vec::new(), &header).unwrap();
     w.write_callsites(&[
         callsite(16, "app", "step", Phase::Complete, ["", ""]),

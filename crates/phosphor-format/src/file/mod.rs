@@ -32,6 +32,7 @@ pub mod ack;
 mod aggregates;
 mod bytes;
 mod chunk;
+mod compress;
 mod error;
 mod event;
 mod header;
@@ -46,6 +47,7 @@ mod writer;
 pub use crate::clock::{ClockInfo, ClockKind};
 pub use aggregates::{Aggregate, AggregateKind};
 pub use chunk::{Chunk, Extents, EXTENTS_BYTES, SEQ_STREAM_SHIFT};
+pub use compress::Compression;
 pub use error::{Error, ErrorKind};
 pub use event::{ChunkEvents, Event, ParamValues, Params, Value};
 pub use header::{

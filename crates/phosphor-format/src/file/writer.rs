@@ -78,6 +78,18 @@ impl<W: Write> Writer<W> {
         Ok(w)
     }
 
+    /// Writes the preamble and the header block; later blocks are compressed with `compression`
+    /// (format 1.7). [`Compression::None`](super::Compression::None) writes what [`Writer::new`]
+    /// writes. (Interface stub: every codec writes plain blocks until the encoding lands.)
+    pub fn with_compression(
+        out: W,
+        header: &Header,
+        compression: super::Compression,
+    ) -> Result<Writer<W>, Error> {
+        let _ = compression;
+        Writer::new(out, header)
+    }
+
     /// Bytes written so far.
     pub fn offset(&self) -> u64 {
         self.offset

@@ -39,6 +39,7 @@
 // code map says why; tests/it/layers.rs checks it).
 #[cfg(not(loom))]
 pub mod alloc;
+#[cfg(not(loom))]
 pub mod control;
 mod error;
 #[cfg(not(loom))]

@@ -576,7 +576,7 @@ fn snapshot_races_a_ring_writer() {
 fn a_pinned_piece_is_read_while_its_writer_goes_on() {
     check("a pinned piece is read while its writer goes on (2 chunks, 3 events)", Some(3), || {
         // One event per chunk: the second event needs the other chunk.
-        let RingWriter { core, buffer, tenant, shadow, writer } = ring_writer(2);
+        let RingWriter { core, buffer, tenant, shadow: _, writer } = ring_writer(2);
         // The job: the chunk's address and the count, 0 while there is none.
         let job = Arc::new((crate::sync::AtomicUsize::new(0), crate::sync::AtomicU32::new(0)));
         let stream = {

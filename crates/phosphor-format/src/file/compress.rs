@@ -167,7 +167,9 @@ impl GroupEncoder {
             Some(z) => {
                 // Into a slice: zstd's `Vec` output starts at the vector's start, not its end.
                 out.resize(at + zstd::zstd_safe::compress_bound(self.scratch.len()), 0);
-                let n = z.compress_to_buffer(&self.scratch[..], &mut out[at..]).map_err(|e| Error::io(e, offset))?;
+                let n = z
+                    .compress_to_buffer(&self.scratch[..], &mut out[at..])
+                    .map_err(|e| Error::io(e, offset))?;
                 out.truncate(at + n);
             }
             None => {
@@ -207,9 +209,8 @@ impl GroupDecoder {
             ));
         }
         let codec = body[0];
-        let transform = Transform::from_id(body[1]).ok_or_else(|| {
-            Error::malformed(what, format!("unknown transform {}", body[1]), base + 1)
-        })?;
+        let transform = Transform::from_id(body[1])
+            .ok_or_else(|| Error::malformed(what, format!("unknown transform {}", body[1]), base + 1))?;
         let len = u32::from_le_bytes(body[4..8].try_into().expect("4 bytes"));
         if len > MAX_GROUP_BYTES {
             return Err(Error::malformed(

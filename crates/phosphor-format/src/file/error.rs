@@ -158,7 +158,11 @@ impl fmt::Display for Error {
             write!(f, "{}: ", p.display())?;
         }
         match self.decoded {
-            Some(d) => write!(f, "in the compressed group at byte {}, at decoded byte {d}: {}", self.offset, self.kind)?,
+            Some(d) => write!(
+                f,
+                "in the compressed group at byte {}, at decoded byte {d}: {}",
+                self.offset, self.kind
+            )?,
             None => write!(f, "at byte {}: {}", self.offset, self.kind)?,
         }
         if let Some(e) = &self.source {

@@ -34,7 +34,6 @@ mod aggregates;
 mod bytes;
 mod chunk;
 mod compress;
-mod transform;
 mod error;
 mod event;
 mod header;
@@ -44,6 +43,7 @@ pub mod ring;
 mod strings;
 mod system_block;
 mod tables;
+mod transform;
 mod writer;
 
 pub use crate::clock::{ClockInfo, ClockKind};

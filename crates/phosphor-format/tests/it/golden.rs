@@ -41,8 +41,8 @@
 //! library's) and moves to the next golden file when the writer's version changes.
 
 use phosphor_format::file::{
-    Aggregate, AggregateKind, Block, CallsiteInfo, ClockInfo, ClockKind, Compression, DropCounts, Header, Reader,
-    Trailer, Value, Writer, SEQ_STREAM_SHIFT,
+    Aggregate, AggregateKind, Block, CallsiteInfo, ClockInfo, ClockKind, Compression, DropCounts, Header,
+    Reader, Trailer, Value, Writer, SEQ_STREAM_SHIFT,
 };
 use phosphor_format::system::{
     Availability, HeapCounter, Mapping, Sample, SampleKind, Switch, SwitchKind, SystemBatch, SystemStatus,
@@ -338,8 +338,11 @@ fn golden_system() -> [SystemBatch; 2] {
 #[ignore = "writes tests/data/golden-v1.7*.phtrace; run by hand only"]
 fn regenerate_the_v1_7_golden_files() {
     std::fs::write(format!("{DATA}/golden-v1.7.phtrace"), golden_v1()).unwrap();
-    std::fs::write(format!("{DATA}/golden-v1.7-zstd.phtrace"), golden_v1_with(Compression::Zstd { level: 1 }))
-        .unwrap();
+    std::fs::write(
+        format!("{DATA}/golden-v1.7-zstd.phtrace"),
+        golden_v1_with(Compression::Zstd { level: 1 }),
+    )
+    .unwrap();
     std::fs::write(format!("{DATA}/golden-v1.7-lz4.phtrace"), golden_v1_with(Compression::Lz4)).unwrap();
 }
 
@@ -386,7 +389,9 @@ pub fn everything(bytes: &[u8]) -> Vec<String> {
 fn the_compressed_v1_7_golden_files_read_back_what_the_plain_one_holds() {
     let plain = everything(GOLDEN_1_7);
     assert!(plain.len() > 40, "{plain:?}");
-    for (bytes, codec) in [(GOLDEN_1_7_ZSTD, Compression::Zstd { level: 1 }), (GOLDEN_1_7_LZ4, Compression::Lz4)] {
+    for (bytes, codec) in
+        [(GOLDEN_1_7_ZSTD, Compression::Zstd { level: 1 }), (GOLDEN_1_7_LZ4, Compression::Lz4)]
+    {
         assert_eq!(everything(bytes), plain, "{codec}");
         let mut r = Reader::new(bytes).unwrap();
         r.for_each_event(|_| {}).unwrap();

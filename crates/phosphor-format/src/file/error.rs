@@ -15,6 +15,9 @@ use crate::DecodeError;
 pub struct Error {
     kind: ErrorKind,
     offset: u64,
+    /// Inside a compressed group (format 1.7): the offset in its decoded bytes; `offset` is then
+    /// the group block's.
+    decoded: Option<u64>,
     path: Option<PathBuf>,
     #[source]
     source: Option<std::io::Error>,
@@ -85,20 +88,35 @@ pub enum ErrorKind {
         /// Strings in the table.
         len: usize,
     },
+    /// A compressed group (format 1.7) names a codec this reader does not know.
+    #[error("unknown compression codec {codec}")]
+    UnknownCodec {
+        /// The codec id found.
+        codec: u8,
+    },
     /// Bytes follow the trailer.
     #[error("data after the trailer")]
     TrailingData,
 }
 
 impl Error {
+    /// An error at `offset`, a file offset or a virtual one (a place inside a compressed group,
+    /// see [`VIRTUAL_OFFSET`](super::compress::VIRTUAL_OFFSET)), which is split into the group's
+    /// file offset and the offset in its decoded bytes.
     pub(crate) fn new(kind: ErrorKind, offset: u64) -> Error {
-        Error { kind, offset, path: None, source: None }
+        let (offset, decoded) = match super::compress::split_virtual(offset) {
+            Some((group, inner)) => (group, Some(inner)),
+            None => (offset, None),
+        };
+        Error { kind, offset, decoded, path: None, source: None }
     }
 
     /// An I/O error at `offset`, for code that drives a [`Writer`](super::Writer) or
     /// [`Reader`](super::Reader) and does its own I/O around it (opening, syncing a file).
     pub fn io(err: std::io::Error, offset: u64) -> Error {
-        Error { kind: ErrorKind::Io(err.kind()), offset, path: None, source: Some(err) }
+        let mut e = Error::new(ErrorKind::Io(err.kind()), offset);
+        e.source = Some(err);
+        e
     }
 
     pub(crate) fn malformed(what: &'static str, detail: impl Into<String>, offset: u64) -> Error {
@@ -116,9 +134,16 @@ impl Error {
         &self.kind
     }
 
-    /// The byte offset in the file where the problem is.
+    /// The byte offset in the file where the problem is; for a problem inside a compressed group
+    /// (format 1.7), the group block's start.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// For a problem inside a compressed group (format 1.7): the offset in the group's decoded
+    /// bytes (the blocks it holds, as a plain file would have them); `None` otherwise.
+    pub fn decoded_offset(&self) -> Option<u64> {
+        self.decoded
     }
 
     /// The file, when known.
@@ -132,7 +157,14 @@ impl fmt::Display for Error {
         if let Some(p) = &self.path {
             write!(f, "{}: ", p.display())?;
         }
-        write!(f, "at byte {}: {}", self.offset, self.kind)?;
+        match self.decoded {
+            Some(d) => write!(
+                f,
+                "in the compressed group at byte {}, at decoded byte {d}: {}",
+                self.offset, self.kind
+            )?,
+            None => write!(f, "at byte {}: {}", self.offset, self.kind)?,
+        }
         if let Some(e) = &self.source {
             write!(f, ": {e}")?;
         }

@@ -2,11 +2,13 @@
 //! file written to it through a `phosphor_format` `Writer` (the callsites and thread names each
 //! chunk needs, sent first), the category filter, and a TCP sink's acknowledgements.
 //!
-//! A compressing writer groups the blocks written between two flushes into compressed blocks, so a
-//! chunk reaches the sink only when its group does: by the flush at the latest. A chunk's end
-//! offset in the stream, which a TCP sink's acknowledgements are compared with, is therefore
-//! taken at the flush that follows it (`unplaced` until then), and a sink that fails before that
-//! flush loses the chunk, counted as dropped.
+//! A compressing writer gathers blocks into a group (`phosphor_format`'s `compress.rs`) and writes
+//! the group when it is full or at a flush, so a chunk reaches the sink only when its group does.
+//! A chunk's end offset in the stream, which a TCP sink's acknowledgements are compared with, is
+//! therefore taken when the writer's offset next moves after the call that wrote it: a group
+//! written then holds every block gathered before that call (a chunk is `unplaced` until then;
+//! at the latest, the flush places it). A sink that fails meanwhile loses it, counted as dropped.
+//! A plain writer writes each chunk in its call, so its offset is exact at once.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Write};
@@ -295,6 +297,7 @@ impl Stream {
             i += 1 + r.meta.continuation();
         }
         let w = self.writer.as_mut().expect("connected above");
+        let (before, earlier) = (w.offset(), self.unplaced);
         let mut result = w.write_callsites(&new_callsites);
         if result.is_ok() && !new_threads.is_empty() {
             let named: Vec<(u32, String)> =
@@ -309,6 +312,13 @@ impl Stream {
                 self.stats.chunks_written += 1;
                 self.stats.events_written += kept;
                 self.unplaced += kept;
+                let end = w.offset();
+                if self.compression == Compression::None {
+                    self.placed(end, self.unplaced);
+                } else if end > before {
+                    // A group went out: the chunks of earlier calls are in it, or before it.
+                    self.placed(end, earlier);
+                }
             }
             Err(e) => {
                 self.stats.events_dropped += kept;
@@ -324,18 +334,25 @@ impl Stream {
         self.read_acks();
     }
 
-    /// Flushes the writer; the chunks written since the last flush are then in the stream, before
-    /// its offset (TCP: acknowledged once the server holds that many bytes). A failure loses them.
+    /// Flushes the writer; every chunk written is then in the stream, before its offset. A
+    /// failure loses the unplaced ones.
     fn place(&mut self) {
         let Some(w) = &mut self.writer else { return };
         match w.flush() {
             Ok(()) => {
-                let events = std::mem::take(&mut self.unplaced);
-                if self.acks.is_some() && events > 0 {
-                    self.inflight.push_back((w.offset(), events));
-                }
+                let end = w.offset();
+                self.placed(end, self.unplaced);
             }
             Err(e) => self.fail(e.to_string()),
+        }
+    }
+
+    /// `events` of the unplaced chunks are in the stream before offset `end` (TCP: acknowledged
+    /// once the server holds that many bytes).
+    fn placed(&mut self, end: u64, events: u64) {
+        self.unplaced -= events;
+        if self.acks.is_some() && events > 0 {
+            self.inflight.push_back((end, events));
         }
     }
 

@@ -488,7 +488,8 @@ pub fn receive(
             ));
             break;
         }
-        if block_kind == kind::COMPRESSED && !(GROUP_FIELDS_BYTES as u32..=MAX_GROUP_BLOCK_BYTES).contains(&len)
+        if block_kind == kind::COMPRESSED
+            && !(GROUP_FIELDS_BYTES as u32..=MAX_GROUP_BLOCK_BYTES).contains(&len)
         {
             got.ended = Some(format!(
                 "a compressed group of {len} bytes at byte {}, not within {GROUP_FIELDS_BYTES} to \

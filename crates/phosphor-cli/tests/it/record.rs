@@ -296,10 +296,8 @@ fn a_client_cut_mid_chunk_leaves_a_file_of_every_whole_block_and_the_server_goes
     // its last chunk block, not inside a compressed group that holds them all.
     let log = streaming_log();
     let mem = phosphor::stream::MemorySink::new();
-    log.open_stream(
-        StreamConfig::new(Sink::Memory(mem.clone())).compression(phosphor::Compression::None),
-    )
-    .unwrap();
+    log.open_stream(StreamConfig::new(Sink::Memory(mem.clone())).compression(phosphor::Compression::None))
+        .unwrap();
     for i in 0..1000u64 {
         trace_instant!(log: &log, "cut", "tick", "i" => i);
     }
@@ -548,7 +546,9 @@ fn a_compressed_stream_is_stored_compressed_and_reads_back_exactly() {
     use phosphor::Compression;
     let dir = scratch("record-compressed");
     let server = Server::start("127.0.0.1:0", &dir.join("out"));
-    for (k, codec) in [phosphor::stream::DEFAULT_COMPRESSION, Compression::Zstd { level: 1 }].into_iter().enumerate() {
+    for (k, codec) in
+        [phosphor::stream::DEFAULT_COMPRESSION, Compression::Zstd { level: 1 }].into_iter().enumerate()
+    {
         let log = streaming_log();
         let id = log.open_stream(StreamConfig::new(Sink::Tcp(server.addr)).compression(codec)).unwrap();
         let (threads, n) = (4u64, 50_000u64);
@@ -583,10 +583,19 @@ fn a_compressed_stream_is_stored_compressed_and_reads_back_exactly() {
         })
         .unwrap();
         assert_eq!(r.codecs(), [codec], "stored as sent, not re-encoded");
-        assert!(r.decoded_bytes() > 3 * r.stored_bytes(), "{codec}: {} of {}", r.stored_bytes(), r.decoded_bytes());
+        assert!(
+            r.decoded_bytes() > 3 * r.stored_bytes(),
+            "{codec}: {} of {}",
+            r.stored_bytes(),
+            r.decoded_bytes()
+        );
         assert_eq!(r.trailer().map(|t| t.recorded), Some(stats.recorded));
         for (t, v) in per_thread.iter().enumerate() {
-            assert!(v.iter().copied().eq(0..n), "{codec}: thread {t} has {} of its {n} events in order", v.len());
+            assert!(
+                v.iter().copied().eq(0..n),
+                "{codec}: thread {t} has {} of its {n} events in order",
+                v.len()
+            );
         }
         assert_eq!(stats.dropped.total(), 0, "{stats:?}");
     }

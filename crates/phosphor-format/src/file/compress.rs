@@ -57,8 +57,9 @@ pub(crate) fn virtual_offset(group: u64, inner: u64) -> u64 {
     VIRTUAL_OFFSET | group << INNER_BITS | inner
 }
 
-/// A virtual offset's group block offset and offset inside the group; `None` for a file offset.
-pub(crate) fn split_virtual(offset: u64) -> Option<(u64, u64)> {
+/// A virtual offset's parts: the group block's file offset and the offset inside the group's
+/// decoded bytes; `None` for a plain file offset (see [`VIRTUAL_OFFSET`]).
+pub fn split_virtual(offset: u64) -> Option<(u64, u64)> {
     (offset & VIRTUAL_OFFSET != 0)
         .then(|| ((offset & !VIRTUAL_OFFSET) >> INNER_BITS, offset & ((1 << INNER_BITS) - 1)))
 }

@@ -216,13 +216,18 @@ impl<R: Read> Reader<R> {
         self.version
     }
 
-    /// Bytes read so far: the offset of the next block (in a compressed file, the offset past the
-    /// group being read).
+    /// Where the next block starts: where a resumed reader would start. While the blocks of a
+    /// compressed group (format 1.7) are being read, the group's start, which must be read again
+    /// whole; [`Reader::stored_bytes`] is then past it.
     pub fn offset(&self) -> u64 {
-        self.offset
+        match self.group_at {
+            Some(at) if self.group_pos < self.group.len() => at,
+            _ => self.offset,
+        }
     }
 
-    /// Bytes of the file read so far (the same as [`Reader::offset`]).
+    /// Bytes of the file read so far: [`Reader::offset`], or past the compressed group being
+    /// read.
     pub fn stored_bytes(&self) -> u64 {
         self.offset
     }

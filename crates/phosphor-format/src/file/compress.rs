@@ -113,6 +113,20 @@ impl FromStr for Compression {
     }
 }
 
+/// Applies the pre-transform with id `transform` (the group block's second byte) to the framed
+/// blocks in `group`, as a writer does before compressing them; `false` for an unknown id. For
+/// the fuzz targets, which build groups from arbitrary blocks; not a stable interface.
+#[doc(hidden)]
+pub fn transform_group(group: &mut [u8], transform: u8) -> bool {
+    match Transform::from_id(transform) {
+        Some(t) => {
+            transform::forward(group, t);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Compresses groups: the codec's context, kept from one group to the next.
 pub(crate) struct GroupEncoder {
     compression: Compression,

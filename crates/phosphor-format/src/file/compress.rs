@@ -61,7 +61,7 @@ pub(crate) fn virtual_offset(group: u64, inner: u64) -> u64 {
 /// decoded bytes; `None` for a plain file offset (see [`VIRTUAL_OFFSET`]).
 pub fn split_virtual(offset: u64) -> Option<(u64, u64)> {
     (offset & VIRTUAL_OFFSET != 0)
-        .then(|| ((offset & !VIRTUAL_OFFSET) >> INNER_BITS, offset & ((1 << INNER_BITS) - 1)))
+        .then_some(((offset & !VIRTUAL_OFFSET) >> INNER_BITS, offset & ((1 << INNER_BITS) - 1)))
 }
 
 /// Codec ids in a group's first byte.

@@ -325,7 +325,7 @@ impl<R: Read> Reader<R> {
     }
 
     fn chunk(&self, extents: Extents, offset: u64) -> Chunk<'_> {
-        Chunk { extents, offset, records: &self.records, tables: &self.tables }
+        Chunk { extents, offset, records: &self.records, tables: &self.tables, stored_end: self.offset }
     }
 
     fn read_block(&mut self) -> Result<Option<Found>, Error> {

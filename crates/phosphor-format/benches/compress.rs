@@ -10,11 +10,15 @@
 //! ```
 //!
 //! The blocks after the header are grouped as a compressed writer groups them: `group` chunk
-//! blocks (with the table blocks between them) per group, each group compressed on its own.
+//! blocks (with the table blocks between them) per group, or (`256 KiB`) as the writer does, by
+//! bytes; each group is transformed with the library's transform and compressed on its own into a
+//! whole file, which the `Reader` then reads back (decoding included: "read MB/s" is the decoded
+//! bytes per second of reading every block; the plain file's figure is printed first).
 
 use std::time::{Duration, Instant};
 
-const RECORD: usize = 32;
+use phosphor_format::file::{kind, Block, Reader};
+
 const EXTENTS: usize = 40;
 const CHUNK: u32 = 5;
 
@@ -26,12 +30,12 @@ enum Codec {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Transform {
-    None,
+    None = 0,
     /// Each record's first word (the timestamp) as the wrapping difference from the previous
     /// record's, per chunk.
-    Delta,
+    Delta = 1,
     /// Delta, then the records' bytes transposed: byte 0 of every record, then byte 1, ...
-    DeltaShuffle,
+    DeltaShuffle = 2,
 }
 
 /// The framed blocks of a file after its header: (kind, framed bytes).
@@ -73,131 +77,101 @@ fn groups(blocks: &[(u32, &[u8])], n: usize) -> Vec<Vec<u8>> {
     out
 }
 
-/// Applies `t` to every chunk block of a group in place (into `scratch`).
-fn transform(group: &[u8], t: Transform, out: &mut Vec<u8>) {
-    out.clear();
-    out.extend_from_slice(group);
-    if t == Transform::None {
-        return;
-    }
-    let mut at = 0;
-    let mut tmp = Vec::new();
-    while at + 8 <= out.len() {
-        let kind = u32::from_le_bytes(out[at..at + 4].try_into().unwrap());
-        let len = u32::from_le_bytes(out[at + 4..at + 8].try_into().unwrap()) as usize;
-        let body = at + 8;
-        if kind == CHUNK && len >= EXTENTS {
-            let recs = &mut out[body + EXTENTS..body + len];
-            let n = recs.len() / RECORD;
-            let mut prev = 0u64;
-            for i in 0..n {
-                let w = &mut recs[i * RECORD..i * RECORD + 8];
-                let v = u64::from_le_bytes(w[..].try_into().unwrap());
-                w.copy_from_slice(&v.wrapping_sub(prev).to_le_bytes());
-                prev = v;
-            }
-            if t == Transform::DeltaShuffle {
-                tmp.clear();
-                tmp.resize(n * RECORD, 0);
-                for i in 0..n {
-                    for j in 0..RECORD {
-                        tmp[j * n + i] = recs[i * RECORD + j];
-                    }
-                }
-                recs[..n * RECORD].copy_from_slice(&tmp);
-            }
-        }
-        at = body + len;
-    }
-}
-
-/// The inverse of `transform`, in place.
-fn untransform(buf: &mut [u8], t: Transform) {
-    if t == Transform::None {
-        return;
-    }
-    let mut at = 0;
-    let mut tmp = Vec::new();
-    while at + 8 <= buf.len() {
-        let kind = u32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
-        let len = u32::from_le_bytes(buf[at + 4..at + 8].try_into().unwrap()) as usize;
-        let body = at + 8;
-        if kind == CHUNK && len >= EXTENTS {
-            let recs = &mut buf[body + EXTENTS..body + len];
-            let n = recs.len() / RECORD;
-            if t == Transform::DeltaShuffle {
-                tmp.clear();
-                tmp.resize(n * RECORD, 0);
-                for i in 0..n {
-                    for j in 0..RECORD {
-                        tmp[i * RECORD + j] = recs[j * n + i];
-                    }
-                }
-                recs[..n * RECORD].copy_from_slice(&tmp);
-            }
-            let mut prev = 0u64;
-            for i in 0..n {
-                let w = &mut recs[i * RECORD..i * RECORD + 8];
-                let v = u64::from_le_bytes(w[..].try_into().unwrap()).wrapping_add(prev);
-                w.copy_from_slice(&v.to_le_bytes());
-                prev = v;
-            }
-        }
-        at = body + len;
-    }
-}
-
 struct Run {
-    stored: usize,
+    /// The whole file as the writer would write it: preamble and header, groups, trailer.
+    file: Vec<u8>,
     compress: Duration,
-    decompress: Duration,
+    decode: Duration,
 }
 
-fn run(groups: &[Vec<u8>], codec: Codec, t: Transform) -> Run {
-    let mut stored = 0;
-    let mut packed = Vec::new();
-    let mut scratch = Vec::new();
+/// Compresses each group as the writer does (the library's transform, then the codec) into a
+/// file, then reads the file back with the `Reader` (every block taken in, chunks' records
+/// copied out), timing both.
+fn run(head: &[u8], groups: &[Vec<u8>], trailer: &[u8], codec: Codec, t: Transform) -> Run {
     let mut zc = match codec {
         Codec::Zstd(l) => Some(zstd::bulk::Compressor::new(l).unwrap()),
         Codec::Lz4 => None,
     };
-    let mut zd = zstd::bulk::Decompressor::new().unwrap();
-    // Compress.
+    let mut file = head.to_vec();
+    let mut scratch = Vec::new();
+    let mut packed = Vec::new();
     let start = Instant::now();
-    let mut outs = Vec::with_capacity(groups.len());
     for g in groups {
-        transform(g, t, &mut scratch);
-        packed.clear();
-        match codec {
-            Codec::Zstd(_) => {
-                packed.reserve(zstd::zstd_safe::compress_bound(scratch.len()));
-                zc.as_mut().unwrap().compress_to_buffer(&scratch, &mut packed).unwrap();
+        scratch.clear();
+        scratch.extend_from_slice(g);
+        assert!(phosphor_format::file::transform_group(&mut scratch, t as u8));
+        let (id, level) = match codec {
+            Codec::Zstd(l) => {
+                packed.resize(zstd::zstd_safe::compress_bound(scratch.len()), 0);
+                let n = zc.as_mut().unwrap().compress_to_buffer(&scratch[..], &mut packed[..]).unwrap();
+                packed.truncate(n);
+                (1u8, l as i8 as u8)
             }
             Codec::Lz4 => {
                 packed.resize(lz4_flex::block::get_maximum_output_size(scratch.len()), 0);
                 let n = lz4_flex::block::compress_into(&scratch, &mut packed).unwrap();
                 packed.truncate(n);
+                (2, 0)
             }
-        }
-        stored += packed.len() + 20; // the group block's framing and fields
-        outs.push(packed.clone());
+        };
+        file.extend_from_slice(&kind::COMPRESSED.to_le_bytes());
+        file.extend_from_slice(&(packed.len() as u32 + 8).to_le_bytes());
+        file.extend_from_slice(&[id, t as u8, level, 0]);
+        file.extend_from_slice(&(g.len() as u32).to_le_bytes());
+        file.extend_from_slice(&packed);
     }
     let compress = start.elapsed();
-    // Decompress (and check).
-    let mut buf = vec![0u8; groups.iter().map(Vec::len).max().unwrap_or(0)];
+    file.extend_from_slice(trailer);
     let start = Instant::now();
-    for (g, p) in groups.iter().zip(&outs) {
-        let n = match codec {
-            Codec::Zstd(_) => zd.decompress_to_buffer(p, &mut buf[..]).unwrap(),
-            Codec::Lz4 => lz4_flex::block::decompress_into(p, &mut buf[..]).unwrap(),
-        };
-        untransform(&mut buf[..n], t);
-        assert_eq!(n, g.len());
-        std::hint::black_box(&buf[..n]);
+    let chunks = read_blocks(&file);
+    let decode = start.elapsed();
+    assert_eq!(chunks, groups.iter().map(|g| count_chunks(g)).sum::<usize>());
+    Run { file, compress, decode }
+}
+
+/// Reads every block of `file`; returns the chunks.
+fn read_blocks(file: &[u8]) -> usize {
+    let mut r = Reader::new(file).unwrap();
+    let mut chunks = 0;
+    while let Some(b) = r.next_block().unwrap() {
+        if let Block::Chunk(c) = b {
+            std::hint::black_box(c.records);
+            chunks += 1;
+        }
     }
-    let decompress = start.elapsed();
-    assert!(groups.iter().zip(&outs).all(|(g, _)| !g.is_empty()));
-    Run { stored, compress, decompress }
+    chunks
+}
+
+fn count_chunks(group: &[u8]) -> usize {
+    let mut at = 0;
+    let mut n = 0;
+    while at + 8 <= group.len() {
+        n += usize::from(u32::from_le_bytes(group[at..at + 4].try_into().unwrap()) == CHUNK);
+        at += 8 + u32::from_le_bytes(group[at + 4..at + 8].try_into().unwrap()) as usize;
+    }
+    n
+}
+
+/// Groups as the writer makes them: blocks gathered until the next would pass `bytes`.
+fn groups_by_bytes(blocks: &[(u32, &[u8])], bytes: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<u8> = Vec::new();
+    for &(kind, b) in blocks {
+        if kind == 6 {
+            break;
+        }
+        if !cur.is_empty() && cur.len() + b.len() > bytes {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.extend_from_slice(b);
+        if cur.len() >= bytes {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 fn main() {
@@ -215,37 +189,49 @@ fn main() {
         .filter(|b| b.0 == CHUNK && b.1.len() >= 8 + EXTENTS)
         .map(|b| u64::from(u32::from_le_bytes(b.1[8 + 36..8 + 40].try_into().unwrap())))
         .sum();
-    let raw: usize = blocks.iter().map(|b| b.1.len()).sum();
+    let header_end = 16 + 8 + u32::from_le_bytes(file[20..24].try_into().unwrap()) as usize;
+    let head = &file[..header_end];
+    let trailer = blocks.iter().find(|b| b.0 == 6).map_or(&[][..], |b| b.1);
+    let passes = if quick { 1 } else { 3 };
+    let plain = (0..passes)
+        .map(|_| {
+            let start = Instant::now();
+            assert_eq!(read_blocks(&file), chunks);
+            start.elapsed()
+        })
+        .min()
+        .unwrap();
+    let mbs = |d: Duration| file.len() as f64 / d.as_secs_f64() / 1e6;
     println!(
-        "{path}: {} bytes, {events} events ({:.2} B/event), {chunks} chunk blocks, {raw} bytes of blocks",
+        "{path}: {} bytes, {events} events ({:.2} B/event), {chunks} chunk blocks; the plain file reads at {:.0} MB/s",
         file.len(),
-        file.len() as f64 / events as f64
+        file.len() as f64 / events as f64,
+        mbs(plain)
     );
-    println!("| codec | group | transform | ratio | B/event | compress MB/s | decompress MB/s |");
+    println!("| codec | group | transform | ratio | B/event | compress MB/s | read MB/s (decoded) |");
     println!("|---|---|---|---|---|---|---|");
     let codecs = [Codec::Lz4, Codec::Zstd(-5), Codec::Zstd(-3), Codec::Zstd(-1), Codec::Zstd(1)];
-    let sizes: &[usize] = if quick { &[16] } else { &[1, 4, 16, 64] };
-    let passes = if quick { 1 } else { 3 };
+    let sizes: &[usize] = if quick { &[0] } else { &[1, 4, 16, 64, 0] };
     for &n in sizes {
-        let gs = groups(&blocks, n);
-        let total: usize = gs.iter().map(Vec::len).sum();
+        // 0: the writer's grouping, by bytes.
+        let gs = if n == 0 { groups_by_bytes(&blocks, 256 << 10) } else { groups(&blocks, n) };
+        let label = if n == 0 { "256 KiB".to_string() } else { n.to_string() };
         for codec in codecs {
             for t in [Transform::None, Transform::Delta, Transform::DeltaShuffle] {
                 let best = (0..passes)
-                    .map(|_| run(&gs, codec, t))
+                    .map(|_| run(head, &gs, trailer, codec, t))
                     .reduce(|a, b| Run {
-                        stored: a.stored,
+                        file: a.file,
                         compress: a.compress.min(b.compress),
-                        decompress: a.decompress.min(b.decompress),
+                        decode: a.decode.min(b.decode),
                     })
                     .unwrap();
-                let mbs = |d: Duration| total as f64 / d.as_secs_f64() / 1e6;
                 println!(
-                    "| {codec:?} | {n} | {t:?} | {:.2} | {:.2} | {:.0} | {:.0} |",
-                    total as f64 / best.stored as f64,
-                    (best.stored + 16 + 100) as f64 / events as f64,
+                    "| {codec:?} | {label} | {t:?} | {:.2} | {:.2} | {:.0} | {:.0} |",
+                    file.len() as f64 / best.file.len() as f64,
+                    best.file.len() as f64 / events as f64,
                     mbs(best.compress),
-                    mbs(best.decompress),
+                    mbs(best.decode),
                 );
             }
         }

@@ -394,7 +394,7 @@ pub(crate) fn build<R: Read>(
         meta.chunks += 1;
         if let Some(p) = &options.progress {
             // Relaxed: a figure for display; nothing is read through it.
-            p.store(chunk.end_offset(), std::sync::atomic::Ordering::Relaxed);
+            p.store(chunk.stored_end(), std::sync::atomic::Ordering::Relaxed);
         }
         add(Item::Chunk { extents: &chunk.extents, offset: chunk.offset }, &mut names)?;
         for event in chunk.events() {

@@ -49,7 +49,7 @@ mod writer;
 pub use crate::clock::{ClockInfo, ClockKind};
 pub use aggregates::{Aggregate, AggregateKind};
 pub use chunk::{Chunk, Extents, EXTENTS_BYTES, SEQ_STREAM_SHIFT};
-pub use compress::{Compression, MAX_GROUP_BYTES, VIRTUAL_OFFSET};
+pub use compress::{split_virtual, transform_group, Compression, MAX_GROUP_BYTES, VIRTUAL_OFFSET};
 pub use error::{Error, ErrorKind};
 pub use event::{ChunkEvents, Event, ParamValues, Params, Value};
 pub use header::{

@@ -216,13 +216,18 @@ impl<R: Read> Reader<R> {
         self.version
     }
 
-    /// Bytes read so far: the offset of the next block (in a compressed file, the offset past the
-    /// group being read).
+    /// Where the next block starts: where a resumed reader would start. While the blocks of a
+    /// compressed group (format 1.7) are being read, the group's start, which must be read again
+    /// whole; [`Reader::stored_bytes`] is then past it.
     pub fn offset(&self) -> u64 {
-        self.offset
+        match self.group_at {
+            Some(at) if self.group_pos < self.group.len() => at,
+            _ => self.offset,
+        }
     }
 
-    /// Bytes of the file read so far (the same as [`Reader::offset`]).
+    /// Bytes of the file read so far: [`Reader::offset`], or past the compressed group being
+    /// read.
     pub fn stored_bytes(&self) -> u64 {
         self.offset
     }
@@ -320,7 +325,7 @@ impl<R: Read> Reader<R> {
     }
 
     fn chunk(&self, extents: Extents, offset: u64) -> Chunk<'_> {
-        Chunk { extents, offset, records: &self.records, tables: &self.tables }
+        Chunk { extents, offset, records: &self.records, tables: &self.tables, stored_end: self.offset }
     }
 
     fn read_block(&mut self) -> Result<Option<Found>, Error> {

@@ -6,8 +6,8 @@ use std::io::{Cursor, Write};
 use std::rc::Rc;
 
 use phosphor_format::file::{
-    kind, ClockInfo, ClockKind, Compression, ErrorKind, Header, Reader, Trailer, Writer, MAX_GROUP_BYTES,
-    PREAMBLE_BYTES, VIRTUAL_OFFSET,
+    kind, split_virtual, ClockInfo, ClockKind, Compression, ErrorKind, Header, Reader, Trailer, Writer,
+    MAX_GROUP_BYTES, PREAMBLE_BYTES, VIRTUAL_OFFSET,
 };
 use phosphor_format::{Meta, Record};
 
@@ -124,6 +124,10 @@ fn chunk_at_reads_a_chunk_inside_a_group_again_by_its_virtual_offset() {
         let mut chunks = Vec::new();
         while let Some(c) = r.next_chunk().unwrap() {
             assert_ne!(c.offset & VIRTUAL_OFFSET, 0, "{codec}: a chunk in a group has a virtual offset");
+            // Its file position is its group's end.
+            let (group, _) = split_virtual(c.offset).unwrap();
+            let group_len = u32::from_le_bytes(bytes[group as usize + 4..][..4].try_into().unwrap());
+            assert_eq!(c.stored_end(), group + 8 + u64::from(group_len), "{codec}");
             let events: Vec<String> = c.events().map(|e| format!("{:?}", e.unwrap())).collect();
             chunks.push((c.offset, events));
         }

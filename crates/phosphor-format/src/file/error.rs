@@ -14,10 +14,9 @@ use crate::DecodeError;
 #[derive(Debug, thiserror::Error)]
 pub struct Error {
     kind: ErrorKind,
+    /// A file offset, or a virtual one inside a compressed group (format 1.7), which `offset` and
+    /// `decoded_offset` take apart (kept whole so the error stays as small as before).
     offset: u64,
-    /// Inside a compressed group (format 1.7): the offset in its decoded bytes; `offset` is then
-    /// the group block's.
-    decoded: Option<u64>,
     path: Option<PathBuf>,
     #[source]
     source: Option<std::io::Error>,
@@ -101,14 +100,10 @@ pub enum ErrorKind {
 
 impl Error {
     /// An error at `offset`, a file offset or a virtual one (a place inside a compressed group,
-    /// see [`VIRTUAL_OFFSET`](super::compress::VIRTUAL_OFFSET)), which is split into the group's
-    /// file offset and the offset in its decoded bytes.
+    /// see [`VIRTUAL_OFFSET`](super::compress::VIRTUAL_OFFSET)), which [`Error::offset`] and
+    /// [`Error::decoded_offset`] take apart.
     pub(crate) fn new(kind: ErrorKind, offset: u64) -> Error {
-        let (offset, decoded) = match super::compress::split_virtual(offset) {
-            Some((group, inner)) => (group, Some(inner)),
-            None => (offset, None),
-        };
-        Error { kind, offset, decoded, path: None, source: None }
+        Error { kind, offset, path: None, source: None }
     }
 
     /// An I/O error at `offset`, for code that drives a [`Writer`](super::Writer) or
@@ -137,13 +132,13 @@ impl Error {
     /// The byte offset in the file where the problem is; for a problem inside a compressed group
     /// (format 1.7), the group block's start.
     pub fn offset(&self) -> u64 {
-        self.offset
+        super::compress::split_virtual(self.offset).map_or(self.offset, |(group, _)| group)
     }
 
     /// For a problem inside a compressed group (format 1.7): the offset in the group's decoded
     /// bytes (the blocks it holds, as a plain file would have them); `None` otherwise.
     pub fn decoded_offset(&self) -> Option<u64> {
-        self.decoded
+        super::compress::split_virtual(self.offset).map(|(_, inner)| inner)
     }
 
     /// The file, when known.
@@ -157,11 +152,12 @@ impl fmt::Display for Error {
         if let Some(p) = &self.path {
             write!(f, "{}: ", p.display())?;
         }
-        match self.decoded {
+        match self.decoded_offset() {
             Some(d) => write!(
                 f,
                 "in the compressed group at byte {}, at decoded byte {d}: {}",
-                self.offset, self.kind
+                self.offset(),
+                self.kind
             )?,
             None => write!(f, "at byte {}: {}", self.offset, self.kind)?,
         }

@@ -350,3 +350,33 @@ fn an_out_of_range_zstd_level_is_refused_when_the_writer_is_made() {
     let e = Writer::with_compression(Vec::new(), &header(), Compression::Zstd { level: 40 }).unwrap_err();
     assert!(e.to_string().contains("zstd level 40"), "{e}");
 }
+
+#[test]
+fn flipping_or_cutting_any_byte_of_a_compressed_file_gives_a_read_or_an_error_inside_it() {
+    for codec in [Compression::Zstd { level: 1 }, Compression::Lz4] {
+        let file = golden_v1_with(codec);
+        let mut errors = 0;
+        for at in 0..file.len() {
+            for mask in [0x01u8, 0x80, 0xff] {
+                let mut bad = file.clone();
+                bad[at] ^= mask;
+                if let Some(e) = read_all(&bad).error {
+                    errors += 1;
+                    assert!(e.offset() <= file.len() as u64, "{codec}, flip at {at}: {e}");
+                    assert!(e.decoded_offset().is_none_or(|d| d <= u64::from(MAX_GROUP_BYTES)), "{e}");
+                }
+            }
+        }
+        // The framing, the group's fields and (for zstd, whose frames carry a checksum-free but
+        // strict format) most of the compressed bytes are checked: most flips are caught.
+        assert!(errors > file.len(), "{codec}: {errors} errors in {} flips", 3 * file.len());
+        let whole = read_all(&file);
+        for cut in 0..file.len() {
+            let got = read_all(&file[..cut]);
+            let e = got.error.unwrap_or_else(|| panic!("{codec}: cut at {cut} reads as whole"));
+            assert!(matches!(e.kind(), ErrorKind::Truncated { .. }), "{codec}, cut at {cut}: {e}");
+            // All or nothing of the one group.
+            assert!(got.chunks.is_empty() || got.chunks == whole.chunks, "{codec}, cut at {cut}");
+        }
+    }
+}

@@ -2,7 +2,7 @@
 # Runs the fuzz targets (fuzz/README.md) one after the other, each for SECONDS (default 300), with
 # memory and time blow-ups counted as findings:
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET ...]      (targets: craft read_file export control; default all)
+#   scripts/fuzz.sh [SECONDS] [TARGET ...]      (targets: craft read_file export control compressed; default all)
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz --locked`) and a nightly toolchain. Each target's
 # growing corpus is fuzz/corpus/TARGET (ignored by git); the committed seeds (fuzz/seeds/files,
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-300}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(craft read_file export control)
+[ ${#targets[@]} -gt 0 ] || targets=(craft read_file export control compressed)
 
 # A run that takes more than 2 GiB or 30 s on one input is a finding: the reader promises bounded
 # memory, and the hostile shapes of issue 18 must not cost minutes.
@@ -29,6 +29,8 @@ for t in "${targets[@]}"; do
         read_file | export) extra=(-max_len=1048576) ; seeds=(fuzz/seeds/files crates/phosphor-format/tests/data) ;;
         # Its input describes a file: 4 KiB of description make files of tens of MiB.
         craft) extra=(-max_len=4096) ; seeds=(fuzz/seeds/craft) ;;
+        # The blocks of one compressed group (format 1.7), up to 256 KiB of them.
+        compressed) extra=(-max_len=262144) ; seeds=(fuzz/seeds/compressed) ;;
         control) extra=(-max_len=4096) ; seeds=() ;;
         *) echo "unknown target $t" >&2; exit 2 ;;
     esac

@@ -11,6 +11,9 @@
 //! With `--system`, the trace also collects the system context (issue 23, `docs/SYSTEM.md`): the
 //! threads' context switches, CPU samples at 999 Hz and the allocation counts, and the report
 //! says how many of each it holds, or why the system refused them.
+//!
+//! The trace file (and the trigger dumps) are saved compressed with zstd level 1 unless
+//! `--compression` says otherwise (`none` writes a file that readers of format 1.6 read).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -66,6 +69,9 @@ pub struct DemoArgs {
     /// why not otherwise).
     #[arg(long)]
     system: bool,
+    /// How the saved files' blocks are compressed: none, lz4, zstd (level 1) or zstd:LEVEL.
+    #[arg(long, value_name = "CODEC", default_value_t = phosphor::DEFAULT_SAVE_COMPRESSION)]
+    compression: phosphor::Compression,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -97,7 +103,10 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     }
     let buffer_bytes =
         usize::try_from(u64::from(args.buffer_mib) << 20).context("--buffer-mib is too large")?;
-    let mut config = triggers.into_iter().fold(TraceConfig::new(mode, buffer_bytes), TraceConfig::trigger);
+    let mut config = triggers
+        .into_iter()
+        .fold(TraceConfig::new(mode, buffer_bytes), TraceConfig::trigger)
+        .compression(args.compression);
     if args.system {
         config = config.context_switches(true).cpu_samples(999).allocations(true);
     }
@@ -274,9 +283,10 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     };
     writeln!(
         out,
-        "trace file  {} ({}{per_event}), written in {}",
+        "trace file  {} ({}{per_event}, {}), written in {}",
         path.display(),
         format_bytes(size),
+        args.compression,
         format_duration(save_time)
     )?;
     writeln!(out, "            (per thread and path: phosphor stats {})", path.display())?;

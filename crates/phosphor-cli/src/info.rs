@@ -8,7 +8,8 @@
 //! trailer. The summary is printed whether or not the pass reached the trailer, so a truncated or
 //! corrupt file shows everything before the damage, and then the error names the file, the byte
 //! offset and the problem. Format 1.6's system blocks are counted (switches, samples, heap
-//! totals, mappings) and their last status shown (`context switches unavailable: why`).
+//! totals, mappings) and their last status shown (`context switches unavailable: why`). Format
+//! 1.7's compressed groups: the codecs seen and the ratio of the decoded bytes to the stored ones.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -119,7 +120,7 @@ impl Summary {
             if decoded != u64::from(x.event_count) {
                 self.miscounted_chunks += 1;
                 // The first one's offset (its block's start), so a user can look at the bytes.
-                self.first_miscounted.get_or_insert((self.whole, x.event_count, decoded));
+                self.first_miscounted.get_or_insert((chunk.offset, x.event_count, decoded));
             }
         }
     }
@@ -340,11 +341,37 @@ fn print<R: Read>(
     };
     let part = if complete { String::new() } else { format!(" ({} of it read)", format_bytes(read)) };
     writeln!(out, "file size   {}{part}{per_event}", format_bytes(size))?;
+    // Format 1.7: of the part read, what it decodes to.
+    let (stored, decoded) = (reader.stored_bytes(), reader.decoded_bytes());
+    if reader.codecs().is_empty() {
+        writeln!(out, "compression none")?;
+    } else {
+        let codecs: Vec<String> = reader.codecs().iter().map(ToString::to_string).collect();
+        writeln!(
+            out,
+            "compression {}, ratio {:.2} ({} decoded from {}){}",
+            codecs.join(", "),
+            decoded as f64 / stored.max(1) as f64,
+            format_bytes(decoded),
+            format_bytes(stored),
+            if s.events == 0 {
+                String::new()
+            } else {
+                format!(", {:.1} bytes per event decoded", decoded as f64 / s.events as f64)
+            }
+        )?;
+    }
     if let (n @ 1.., Some((at, announced, decoded))) = (s.miscounted_chunks, s.first_miscounted) {
+        let place = match file::split_virtual(at) {
+            Some((group, inner)) => {
+                format!("in the compressed group at byte {group}, at decoded byte {inner}")
+            }
+            None => format!("at byte {at}"),
+        };
         writeln!(
             out,
             "MISMATCH    {} chunk(s) whose extents announce a different event count than their records; \
-             the first, the chunk block at byte {at}, announces {announced} and holds {decoded}",
+             the first, the chunk block {place}, announces {announced} and holds {decoded}",
             format_count(n)
         )?;
     }

@@ -9,6 +9,12 @@
 //! client counts exactly what a dying server took with it. Each connection has a thread of its
 //! own, so many programs record at once. It listens on loopback unless `--any-address`.
 //!
+//! A compressed stream (format 1.7) is stored as it comes: each compressed group is one block,
+//! copied without being decoded, so recording costs the same whatever the codec. Its framing is
+//! checked like any block's, and more tightly: a group's block may hold no more than the format's
+//! largest group compressed ([`MAX_GROUP_BLOCK_BYTES`]), and must declare a decoded length within
+//! the format's cap, so a hostile peer cannot make the server hold, or a reader later decode, more.
+//!
 //! A hostile or broken client costs little: buffers grow as bytes arrive (a frame that declares a
 //! 64 MiB block costs nothing until the bytes come), the bytes that all connections' unfinished
 //! blocks hold together are capped (`--max-buffered`), so are the connections (`--max-connections`),
@@ -31,12 +37,22 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use clap::Args;
 use phosphor::format::file::ack::{encode_ack, encode_end};
-use phosphor::format::file::{kind, Reader, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES};
+use phosphor::format::file::{
+    kind, Reader, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_BYTES, MAX_GROUP_BYTES, PREAMBLE_BYTES,
+};
 use phosphor_view::server::{serve, Traces};
 use phosphor_view::LiveOptions;
 
 /// The most bytes written to a file before it is flushed and acknowledged.
 const ACK_EVERY: u64 = 256 << 10;
+
+/// The longest compressed group block: the fields (8 bytes) and the largest group
+/// ([`MAX_GROUP_BYTES`] decoded) as the worst input grows under either codec (LZ4: by n/255 + 16
+/// bytes; zstd: by about n/256 + 64), with room to spare.
+pub const MAX_GROUP_BLOCK_BYTES: u32 = MAX_GROUP_BYTES + MAX_GROUP_BYTES / 128 + 1024;
+
+/// Bytes of a compressed group's fields: codec, transform, level, reserved, decoded length.
+const GROUP_FIELDS_BYTES: usize = 8;
 
 /// How long a new connection has to send its preamble and header block.
 const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -472,6 +488,16 @@ pub fn receive(
             ));
             break;
         }
+        if block_kind == kind::COMPRESSED
+            && !(GROUP_FIELDS_BYTES as u32..=MAX_GROUP_BLOCK_BYTES).contains(&len)
+        {
+            got.ended = Some(format!(
+                "a compressed group of {len} bytes at byte {}, not within {GROUP_FIELDS_BYTES} to \
+                 {MAX_GROUP_BLOCK_BYTES}",
+                got.bytes
+            ));
+            break;
+        }
         let mut held = Reserved::default();
         match read_block(&mut input, &mut body, len as usize, &mut held, limits.max_buffered) {
             Block::Whole => {}
@@ -491,6 +517,18 @@ pub fn receive(
                      blocks (--max-buffered, {} MiB for all connections)",
                     got.bytes,
                     limits.max_buffered >> 20
+                ));
+                break;
+            }
+        }
+        if block_kind == kind::COMPRESSED {
+            let decoded = u32::from_le_bytes(body[4..GROUP_FIELDS_BYTES].try_into().expect("4 bytes"));
+            if decoded > MAX_GROUP_BYTES {
+                got.cut = (frame.len() + body.len()) as u64;
+                got.ended = Some(format!(
+                    "a compressed group at byte {} declares {decoded} bytes decoded, over the \
+                     format's {MAX_GROUP_BYTES}",
+                    got.bytes
                 ));
                 break;
             }

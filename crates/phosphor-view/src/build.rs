@@ -246,6 +246,15 @@ pub(crate) fn build<R: Read>(
         let e = match item {
             Item::Event(e) => e,
             Item::Chunk { extents: x, offset } => {
+                // The index stores offsets in 56 bits (`records::pack_offset`); an event's offset
+                // fits whenever its chunk's does, as they share the chunk's block or group.
+                if crate::records::pack_offset(offset).is_none() {
+                    let why = format!(
+                        "the chunk at offset {offset:#x} is past what the viewer's index addresses \
+                         (compressed groups starting up to 4 GiB into the file)"
+                    );
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+                }
                 chunk_offsets.push(offset);
                 // A gap in a writer stream's chunk numbers: chunks lost (overwritten in a ring)
                 // just before this one, marked where the stream picks up again. The pieces of a
@@ -394,7 +403,7 @@ pub(crate) fn build<R: Read>(
         meta.chunks += 1;
         if let Some(p) = &options.progress {
             // Relaxed: a figure for display; nothing is read through it.
-            p.store(chunk.end_offset(), std::sync::atomic::Ordering::Relaxed);
+            p.store(chunk.stored_end(), std::sync::atomic::Ordering::Relaxed);
         }
         add(Item::Chunk { extents: &chunk.extents, offset: chunk.offset }, &mut names)?;
         for event in chunk.events() {
@@ -600,6 +609,9 @@ pub(crate) fn build<R: Read>(
         t.name = reader.thread_name(t.tid).map(|n| names.number(&n));
     }
     let counters = counter_names.into_iter().zip(counter_spans).collect();
+    // `chunk_of` searches them by value: plain offsets sort before virtual ones, whatever the
+    // order of plain and compressed blocks in the file.
+    chunk_offsets.sort_unstable();
     out.finish(&names, (&table, &levels), (&async_table, &async_levels), counters, &chunk_offsets, &meta)?;
     Ok(meta)
 }

@@ -57,7 +57,8 @@ impl FlowMember {
         let mut b = [0u8; FLOW_BYTES];
         b[0..8].copy_from_slice(&self.id.to_le_bytes());
         b[8..16].copy_from_slice(&self.ts.to_le_bytes());
-        let packed = (self.event & ((1 << 56) - 1)) | u64::from(self.kind) << 56;
+        let packed = crate::records::pack_offset(self.event).unwrap_or(self.event & ((1 << 56) - 1))
+            | u64::from(self.kind) << 56;
         b[16..24].copy_from_slice(&packed.to_le_bytes());
         b[24..28].copy_from_slice(&self.name.to_le_bytes());
         b[28..32].copy_from_slice(&self.tid.to_le_bytes());
@@ -69,7 +70,7 @@ impl FlowMember {
         FlowMember {
             id: u64_at(b, 0),
             ts: u64_at(b, 8),
-            event: packed & ((1 << 56) - 1),
+            event: crate::records::unpack_offset(packed),
             kind: (packed >> 56) as u8,
             name: u32_at(b, 24),
             tid: u32_at(b, 28),

@@ -12,8 +12,45 @@ pub const POINT_BYTES: usize = 24;
 /// Bytes of a [`Sample`] in the index.
 pub const SAMPLE_BYTES: usize = 16;
 
-/// The most a file offset stored beside flags can be: 2^56 − 1 bytes.
+/// The 56 bits an event's offset is stored in, beside 8 bits of flags.
 const OFFSET_MASK: u64 = (1 << 56) - 1;
+/// Set in a stored offset that is a virtual one (an event inside a compressed group, format 1.7).
+const STORED_VIRTUAL: u64 = 1 << 55;
+/// Bits of a virtual offset that hold the place inside the group's decoded bytes (as the format
+/// lays them out: bits 0 to 22, the group's file offset above them).
+const INNER_BITS: u32 = 23;
+/// The largest group file offset a stored virtual offset holds: 2^32 − 1 (32 bits between the
+/// inner offset and the flag).
+pub(crate) const MAX_STORED_GROUP: u64 = (1 << (55 - INNER_BITS)) - 1;
+
+/// An event's offset as the index stores it, in 56 bits: a plain file offset as it is (below
+/// 2^55), a virtual one ([`VIRTUAL_OFFSET`](phosphor_format::file::VIRTUAL_OFFSET)) as bit 55,
+/// its group's file offset in bits 23 to 54, and the offset inside the group in bits 0 to 22.
+/// `None` when it does not fit: a plain offset past 2^55 or a group past 4 GiB into the file.
+pub(crate) fn pack_offset(offset: u64) -> Option<u64> {
+    match phosphor_format::file::split_virtual(offset) {
+        None => (offset < STORED_VIRTUAL).then_some(offset),
+        Some((group, inner)) => (group <= MAX_STORED_GROUP && inner < 1 << INNER_BITS)
+            .then_some(STORED_VIRTUAL | group << INNER_BITS | inner),
+    }
+}
+
+/// The offset [`pack_offset`] stored (the low 56 bits of `packed`).
+pub(crate) fn unpack_offset(packed: u64) -> u64 {
+    let stored = packed & OFFSET_MASK;
+    if stored & STORED_VIRTUAL == 0 {
+        return stored;
+    }
+    let group = (stored & !STORED_VIRTUAL) >> INNER_BITS;
+    let inner = stored & ((1 << INNER_BITS) - 1);
+    phosphor_format::file::VIRTUAL_OFFSET | group << INNER_BITS | inner
+}
+
+/// The low 56 bits of a record's packed word: `event` stored by [`pack_offset`] (build checks
+/// that it fits before a record is made, see `build.rs`).
+fn stored(event: u64) -> u64 {
+    pack_offset(event).unwrap_or(event & OFFSET_MASK)
+}
 
 /// What made a slice, and what is wrong with it (a [`Slice`]'s `flags`).
 pub mod slice_flags {
@@ -61,8 +98,8 @@ pub struct Slice {
     pub name: u32,
     /// The callsite id of the event (of the begin, for a begin and its end).
     pub callsite: u32,
-    /// File offset of the event's main record (of the begin, for a begin and its end); at most
-    /// 2^56 − 1.
+    /// File offset of the event's main record (of the begin, for a begin and its end), virtual
+    /// inside a compressed group; stored as [`pack_offset`] says.
     pub event: u64,
     /// [`slice_flags`].
     pub flags: u8,
@@ -76,7 +113,7 @@ impl Slice {
         b[8..16].copy_from_slice(&self.end.to_le_bytes());
         b[16..20].copy_from_slice(&self.name.to_le_bytes());
         b[20..24].copy_from_slice(&self.callsite.to_le_bytes());
-        let packed = (self.event & OFFSET_MASK) | u64::from(self.flags) << 56;
+        let packed = stored(self.event) | u64::from(self.flags) << 56;
         b[24..32].copy_from_slice(&packed.to_le_bytes());
         b
     }
@@ -89,7 +126,7 @@ impl Slice {
             end: u64_at(b, 8),
             name: u32_at(b, 16),
             callsite: u32_at(b, 20),
-            event: packed & OFFSET_MASK,
+            event: unpack_offset(packed),
             flags: (packed >> 56) as u8,
         }
     }
@@ -114,7 +151,8 @@ pub struct Point {
     pub name: u32,
     /// The callsite id of the event.
     pub callsite: u32,
-    /// File offset of the event's main record; at most 2^56 − 1.
+    /// File offset of the event's main record, virtual inside a compressed group; stored as
+    /// [`pack_offset`] says.
     pub event: u64,
     /// [`point_kinds`].
     pub kind: u8,
@@ -127,7 +165,7 @@ impl Point {
         b[0..8].copy_from_slice(&self.ts.to_le_bytes());
         b[8..12].copy_from_slice(&self.name.to_le_bytes());
         b[12..16].copy_from_slice(&self.callsite.to_le_bytes());
-        let packed = (self.event & OFFSET_MASK) | u64::from(self.kind) << 56;
+        let packed = stored(self.event) | u64::from(self.kind) << 56;
         b[16..24].copy_from_slice(&packed.to_le_bytes());
         b
     }
@@ -139,7 +177,7 @@ impl Point {
             ts: u64_at(b, 0),
             name: u32_at(b, 8),
             callsite: u32_at(b, 12),
-            event: packed & OFFSET_MASK,
+            event: unpack_offset(packed),
             kind: (packed >> 56) as u8,
         }
     }
@@ -192,7 +230,7 @@ mod tests {
             end: u64::MAX,
             name: 7,
             callsite: u32::MAX,
-            event: OFFSET_MASK,
+            event: STORED_VIRTUAL - 1,
             flags: slice_flags::LOCK_HELD | slice_flags::INTERLACED,
         };
         assert_eq!(Slice::decode(&s.encode()), s);
@@ -201,5 +239,41 @@ mod tests {
         assert_eq!(Point::decode(&p.encode()), p);
         let v = Sample { ts: 3, value: -0.5 };
         assert_eq!(Sample::decode(&v.encode()), v);
+    }
+
+    #[test]
+    fn offsets_inside_compressed_groups_are_stored_whole() {
+        use phosphor_format::file::{split_virtual, Compression, Header, Reader, Trailer, Writer};
+        use phosphor_format::{ArgType, Meta, Record};
+        let header = Header {
+            clock: phosphor_craft::monotonic(),
+            pid: 1,
+            process_name: "offsets".into(),
+            boot_id: None,
+            host_name: None,
+        };
+        let mut w = Writer::with_compression(Vec::new(), &header, Compression::Zstd { level: 1 }).unwrap();
+        let records: Vec<Record> = (0..100u64)
+            .map(|i| Record::new(i, 16, Meta::new(0, ArgType::U64, ArgType::None), [i, 0]))
+            .collect();
+        for tid in 0..40 {
+            w.write_chunk(tid, 0, &records, |_, _| "").unwrap();
+        }
+        let bytes = w.finish(&Trailer::default()).unwrap();
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        let mut virtuals = 0;
+        while let Some(chunk) = r.next_chunk().unwrap() {
+            let at = chunk.offset;
+            virtuals += usize::from(split_virtual(at).is_some());
+            for event in [at, at + 40, chunk.end_offset()] {
+                let p = Point { ts: 1, name: 2, callsite: 16, event, kind: point_kinds::INSTANT };
+                assert_eq!(Point::decode(&p.encode()), p, "{event:#x}");
+            }
+        }
+        assert_eq!(virtuals, 40, "every chunk is inside a compressed group");
+        // Past what 56 bits hold: refused, so that `build` can name it.
+        assert_eq!(pack_offset(STORED_VIRTUAL), None);
+        let far = phosphor_format::file::VIRTUAL_OFFSET | (MAX_STORED_GROUP + 1) << INNER_BITS;
+        assert_eq!(pack_offset(far), None);
     }
 }

@@ -4,22 +4,24 @@
 //!
 //! ```text
 //! cargo bench -p phosphor --bench streaming -- [--seconds S] [--threads N] [--rate EVENTS_PER_S]
-//!     [--out FILE] [--buffer MIB] [--scan]
+//!     [--out FILE] [--buffer MIB] [--scan] [--compression CODEC]
 //! ```
 //!
 //! `--rate 0` records flat out. `--scan` doubles the rate from 2.5 M events/s until events are
 //! dropped, and reports the highest rate sustained with zero loss. Each run also reports the
 //! collector thread's CPU time (from `/proc/self/task/*/stat`), the producers' CPU time per event
 //! (their thread CPU clock around each batch of 1,000, so preemption is not counted), and that
-//! cost as a ratio to the limit loop measured in the same process.
+//! cost as a ratio to the limit loop measured in the same process. `--compression` is the
+//! datastream's codec (`none`, `lz4`, `zstd`, `zstd:LEVEL`; default the stream default,
+//! `phosphor::stream::DEFAULT_COMPRESSION`); each run reports the file's bytes per event.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use phosphor::format::file::Reader;
-use phosphor::stream::{Sink, StreamConfig};
-use phosphor::{trace_instant, BufferMode, TraceConfig, TraceLog, TraceLogConfig};
+use phosphor::stream::{Sink, StreamConfig, DEFAULT_COMPRESSION};
+use phosphor::{trace_instant, BufferMode, Compression, TraceConfig, TraceLog, TraceLogConfig};
 
 struct Options {
     seconds: f64,
@@ -28,6 +30,7 @@ struct Options {
     out: std::path::PathBuf,
     buffer_mib: usize,
     scan: bool,
+    compression: Compression,
 }
 
 fn options() -> Options {
@@ -38,6 +41,7 @@ fn options() -> Options {
         out: "/dev/shm/phosphor-streaming.phos".into(),
         buffer_mib: 64,
         scan: false,
+        compression: DEFAULT_COMPRESSION,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -50,6 +54,7 @@ fn options() -> Options {
             "--out" => o.out = v().into(),
             "--buffer" => o.buffer_mib = v().parse().expect("--buffer MIB"),
             "--scan" => o.scan = true,
+            "--compression" => o.compression = v().parse().expect("--compression CODEC"),
             _ => {} // cargo bench passes `--bench`
         }
     }
@@ -119,7 +124,9 @@ struct Run {
 fn run(o: &Options, rate: u64) -> Run {
     let log = TraceLog::new(TraceLogConfig::default()).expect("a log");
     log.start(TraceConfig::new(BufferMode::Stream, o.buffer_mib << 20)).expect("start");
-    let id = log.open_stream(StreamConfig::new(Sink::File(o.out.clone()))).expect("a datastream");
+    let id = log
+        .open_stream(StreamConfig::new(Sink::File(o.out.clone())).compression(o.compression))
+        .expect("a datastream");
     let cpu0 = thread_cpu_ns("phosphor-");
     let go = Arc::new(AtomicBool::new(true));
     let busy_ns = Arc::new(AtomicU64::new(0));
@@ -202,7 +209,7 @@ fn report(r: &Run, limit: f64) {
     let ok = r.received + r.dropped == r.emitted && r.received + r.markers + r.stream_dropped == r.recorded;
     println!(
         "emitted {} in {:.1} s = {:.2} M events/s; received {} ({:.2} M/s), dropped {} (pool: {}) + {} (sink); \
-         markers {}; {:.0} MB written ({:.0} MB/s)",
+         markers {}; {:.0} MB written ({:.0} MB/s, {:.2} bytes per event)",
         r.emitted,
         r.seconds,
         r.emitted as f64 / r.seconds / 1e6,
@@ -213,7 +220,8 @@ fn report(r: &Run, limit: f64) {
         r.stream_dropped,
         r.markers,
         r.bytes as f64 / 1e6,
-        r.bytes as f64 / 1e6 / r.seconds
+        r.bytes as f64 / 1e6 / r.seconds,
+        r.bytes as f64 / r.received.max(1) as f64
     );
     println!(
         "  producers {:.2} ns of CPU per event ({:.2}× the limit loop's {:.2} ns); collector CPU {:.2} s \
@@ -233,11 +241,12 @@ fn main() {
     let o = options();
     let limit = limit_loop_ns();
     println!(
-        "{} producer threads, {:.0} s per run, {} MiB pool, file {}",
+        "{} producer threads, {:.0} s per run, {} MiB pool, file {}, compression {}",
         o.threads,
         o.seconds,
         o.buffer_mib,
-        o.out.display()
+        o.out.display(),
+        o.compression
     );
     if !o.scan {
         let rate =

@@ -68,9 +68,15 @@ pub use instrument::logs::{LogParams, MAX_LOG_STR_BYTES, STATIC_MAX_LEVEL};
 pub use instrument::{bridge, future, points};
 #[cfg(not(loom))]
 pub use output::trace::{ArgValue, ChunkView, Event, Events, LogParamValues, Trace, TraceError};
+#[cfg(not(loom))]
+pub use output::trace_file::DEFAULT_SAVE_COMPRESSION;
 /// The byte layout and the trace file reader and writer (`format::file`), re-exported so that
 /// `Trace::save`'s errors and saved files can be handled without a second dependency.
 pub use phosphor_format as format;
+/// How a saved trace's or a datastream's blocks are compressed ([`Trace::with_compression`],
+/// [`TraceConfig::compression`], [`stream::StreamConfig::compression`]); `Compression::None`
+/// writes files every 1.x reader reads.
+pub use phosphor_format::file::Compression;
 pub use phosphor_format::{Level, Phase};
 /// Records each call of a function as a scope, and each run of an `async fn` as an async slice
 /// with a slice per poll: `#[phosphor::trace]`, `#[phosphor::trace(category = "net", name =

@@ -81,7 +81,9 @@ fn demo_out_creates_the_directory_and_info_finds_the_chunks_a_ring_overwrote() {
 
 #[test]
 fn info_on_a_truncated_file_prints_the_complete_part_then_names_the_offset_and_exits_2() {
-    let (_, file) = demo("truncated", &["--events", "5000"]);
+    // Plain blocks, so that half the file holds many whole chunks (a compressed group is read
+    // whole or not at all: phosphor-format's tests cut those).
+    let (_, file) = demo("truncated", &["--events", "5000", "--compression", "none"]);
     let whole = std::fs::read(&file).unwrap();
     let full = stdout(&info("truncated-whole", &file));
     let cut = file.with_file_name("cut.phos");
@@ -123,7 +125,8 @@ fn info_on_a_file_that_is_not_a_trace_exits_2_with_bad_magic_at_byte_0() {
 
 #[test]
 fn info_on_a_corrupt_chunk_prints_the_chunks_before_it_then_names_its_offset_and_exits_2() {
-    let (_, file) = demo("corrupt", &["--events", "5000"]);
+    // Plain blocks, so that the chunk blocks can be walked and one broken.
+    let (_, file) = demo("corrupt", &["--events", "5000", "--compression", "none"]);
     let mut bytes = std::fs::read(&file).unwrap();
     // Walk the blocks (16-byte preamble, then kind u32, len u32, body) to the tenth chunk block
     // (kind 5), and break its committed length (body offset 32).
@@ -324,4 +327,72 @@ fn a_callsite_named_at_run_time_is_listed_as_dynamic_with_its_expression() {
     assert_eq!(words(row("17 ")), "17 demo consume complete w.rs:17", "{text}");
     // The name column is as wide as the dynamic cell: the phases line up.
     assert_eq!(row("16 ").find("complete"), row("17 ").find("complete"), "{text}");
+}
+
+/// Format 1.7: the same trace written plain and with each codec. Info reports the same events, the
+/// codec, the ratio of the decoded bytes to the stored ones, and the bytes per event of each file.
+#[test]
+fn info_prints_the_codec_the_ratio_and_the_bytes_per_event_of_a_compressed_file() {
+    use phosphor::format::file::{CallsiteInfo, Compression, Header, Trailer, Writer};
+    use phosphor::format::{Meta, Phase, Record};
+    let header = Header {
+        clock: crate::cli::nanosecond_clock(),
+        pid: 1,
+        process_name: "compressed".into(),
+        boot_id: None,
+        host_name: None,
+    };
+    let write = |compression: Compression| {
+        let mut w = Writer::with_compression(Vec::new(), &header, compression).unwrap();
+        w.write_callsites(&[CallsiteInfo {
+            id: 16,
+            category: "c",
+            name: "tick",
+            phase: Phase::Instant,
+            arg_names: ["", ""],
+            file: "f.rs",
+            line: 1,
+            name_hash: 0,
+            level: None,
+            dynamic_name: false,
+            flow: false,
+        }])
+        .unwrap();
+        for c in 0..200u64 {
+            let records: Vec<Record> =
+                (0..127).map(|i| Record::new(1_000 + (c * 127 + i) * 50, 16, Meta(0), [0; 2])).collect();
+            w.write_chunk(1, c, &records, |_, _| "").unwrap();
+        }
+        w.finish(&Trailer { recorded: 200 * 127, ..Trailer::default() }).unwrap()
+    };
+    let dir = scratch_path("info-compressed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = write(Compression::None);
+    let mut reports = Vec::new();
+    for (name, c) in
+        [("none", Compression::None), ("zstd:3", Compression::Zstd { level: 3 }), ("lz4", Compression::Lz4)]
+    {
+        let bytes = write(c);
+        let file = dir.join(format!("{}.phos", name.replace(':', "-")));
+        std::fs::write(&file, &bytes).unwrap();
+        let out = phosphor(
+            &format!("info-compressed-{}", name.replace(':', "-")),
+            &["info", file.to_str().unwrap()],
+        );
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr(&out));
+        assert_eq!(count(&text, "events"), 200 * 127, "{text}");
+        let line = text.lines().find(|l| l.starts_with("compression ")).unwrap_or_else(|| panic!("{text}"));
+        if c == Compression::None {
+            assert_eq!(line, "compression none");
+        } else {
+            let ratio = plain.len() as f64 / bytes.len() as f64;
+            assert!(ratio > 2.0, "{name}: {ratio}");
+            assert!(line.starts_with(&format!("compression {name}, ratio {ratio:.2} (")), "{line}");
+        }
+        let per_event = format!("{:.1} bytes per event", bytes.len() as f64 / (200.0 * 127.0));
+        let size = text.lines().find(|l| l.starts_with("file size")).unwrap();
+        assert!(size.ends_with(&per_event), "{size} (want {per_event})");
+        reports.push(text);
+    }
 }

@@ -250,11 +250,15 @@ pub(crate) fn encode_chunk_into(
 pub struct Chunk<'a> {
     /// The extents header.
     pub extents: Extents,
-    /// File offset of the chunk's block (its framing).
+    /// File offset of the chunk's block (its framing); for a chunk inside a compressed group
+    /// (format 1.7), a virtual offset (see [`VIRTUAL_OFFSET`](super::VIRTUAL_OFFSET)) that
+    /// [`Reader::chunk_at`](super::Reader::chunk_at) takes back.
     pub offset: u64,
     /// The records (static string words hold string table indices).
     pub records: &'a [Record],
     pub(crate) tables: &'a Tables,
+    /// How far the file was read to give this chunk.
+    pub(crate) stored_end: u64,
 }
 
 impl<'a> Chunk<'a> {
@@ -265,9 +269,17 @@ impl<'a> Chunk<'a> {
             + (index as u64) * RECORD_SIZE as u64
     }
 
-    /// File offset of the byte just past this chunk's block.
+    /// File offset of the byte just past this chunk's block (virtual inside a compressed group,
+    /// like [`Chunk::offset`]).
     pub fn end_offset(&self) -> u64 {
         self.record_offset(self.records.len())
+    }
+
+    /// How many bytes of the file were read to give this chunk: its block's end, or for a chunk
+    /// inside a compressed group (format 1.7) the group's end. A file position, for progress and
+    /// for how far a reader is behind a growing file's end.
+    pub fn stored_end(&self) -> u64 {
+        self.stored_end
     }
 
     /// The chunk's events, with callsites and strings resolved.

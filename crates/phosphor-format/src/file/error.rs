@@ -14,6 +14,8 @@ use crate::DecodeError;
 #[derive(Debug, thiserror::Error)]
 pub struct Error {
     kind: ErrorKind,
+    /// A file offset, or a virtual one inside a compressed group (format 1.7), which `offset` and
+    /// `decoded_offset` take apart (kept whole so the error stays as small as before).
     offset: u64,
     path: Option<PathBuf>,
     #[source]
@@ -85,12 +87,21 @@ pub enum ErrorKind {
         /// Strings in the table.
         len: usize,
     },
+    /// A compressed group (format 1.7) names a codec this reader does not know.
+    #[error("unknown compression codec {codec}")]
+    UnknownCodec {
+        /// The codec id found.
+        codec: u8,
+    },
     /// Bytes follow the trailer.
     #[error("data after the trailer")]
     TrailingData,
 }
 
 impl Error {
+    /// An error at `offset`, a file offset or a virtual one (a place inside a compressed group,
+    /// see [`VIRTUAL_OFFSET`](super::compress::VIRTUAL_OFFSET)), which [`Error::offset`] and
+    /// [`Error::decoded_offset`] take apart.
     pub(crate) fn new(kind: ErrorKind, offset: u64) -> Error {
         Error { kind, offset, path: None, source: None }
     }
@@ -98,7 +109,9 @@ impl Error {
     /// An I/O error at `offset`, for code that drives a [`Writer`](super::Writer) or
     /// [`Reader`](super::Reader) and does its own I/O around it (opening, syncing a file).
     pub fn io(err: std::io::Error, offset: u64) -> Error {
-        Error { kind: ErrorKind::Io(err.kind()), offset, path: None, source: Some(err) }
+        let mut e = Error::new(ErrorKind::Io(err.kind()), offset);
+        e.source = Some(err);
+        e
     }
 
     pub(crate) fn malformed(what: &'static str, detail: impl Into<String>, offset: u64) -> Error {
@@ -116,9 +129,16 @@ impl Error {
         &self.kind
     }
 
-    /// The byte offset in the file where the problem is.
+    /// The byte offset in the file where the problem is; for a problem inside a compressed group
+    /// (format 1.7), the group block's start.
     pub fn offset(&self) -> u64 {
-        self.offset
+        super::compress::split_virtual(self.offset).map_or(self.offset, |(group, _)| group)
+    }
+
+    /// For a problem inside a compressed group (format 1.7): the offset in the group's decoded
+    /// bytes (the blocks it holds, as a plain file would have them); `None` otherwise.
+    pub fn decoded_offset(&self) -> Option<u64> {
+        super::compress::split_virtual(self.offset).map(|(_, inner)| inner)
     }
 
     /// The file, when known.
@@ -132,7 +152,15 @@ impl fmt::Display for Error {
         if let Some(p) = &self.path {
             write!(f, "{}: ", p.display())?;
         }
-        write!(f, "at byte {}: {}", self.offset, self.kind)?;
+        match self.decoded_offset() {
+            Some(d) => write!(
+                f,
+                "in the compressed group at byte {}, at decoded byte {d}: {}",
+                self.offset(),
+                self.kind
+            )?,
+            None => write!(f, "at byte {}: {}", self.offset, self.kind)?,
+        }
         if let Some(e) = &self.source {
             write!(f, ": {e}")?;
         }

@@ -18,7 +18,7 @@ pub const FORMAT_MAJOR: u16 = 1;
 
 /// The minor format version this crate writes. Minor versions only add what older readers can
 /// skip (new non-critical block kinds, fields appended to a body).
-pub const FORMAT_MINOR: u16 = 6;
+pub const FORMAT_MINOR: u16 = 7;
 
 /// Bytes of the preamble: magic, major, minor, reserved.
 pub const PREAMBLE_BYTES: usize = 16;
@@ -48,6 +48,8 @@ pub mod kind {
     pub const AGGREGATES: u32 = 7;
     /// System context (format 1.6): [`SystemBatch`](crate::system::SystemBatch).
     pub const SYSTEM: u32 = 8;
+    /// A compressed group of blocks (format 1.7): see `compress.rs` and `docs/FORMAT.md`.
+    pub const COMPRESSED: u32 = CRITICAL | 9;
     /// Set on kinds a reader must understand.
     pub const CRITICAL: u32 = 1 << 31;
 
@@ -62,6 +64,7 @@ pub mod kind {
             TRAILER => "trailer block",
             AGGREGATES => "aggregates block",
             SYSTEM => "system block",
+            COMPRESSED => "compressed group",
             _ => "unknown block",
         }
     }

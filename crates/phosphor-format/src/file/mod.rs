@@ -13,6 +13,7 @@
 //!   chunk      extents (tid, seq, counts, first/last timestamp), then the 32-byte records
 //!   aggregates snapshots of sums and histograms (1.2)
 //!   system     context switches, CPU samples, mappings, heap totals (1.6)
+//!   compressed a group of the blocks above, compressed (1.7)
 //!   trailer    recorded and dropped counters (last)
 //! ```
 //!
@@ -42,12 +43,13 @@ pub mod ring;
 mod strings;
 mod system_block;
 mod tables;
+mod transform;
 mod writer;
 
 pub use crate::clock::{ClockInfo, ClockKind};
 pub use aggregates::{Aggregate, AggregateKind};
 pub use chunk::{Chunk, Extents, EXTENTS_BYTES, SEQ_STREAM_SHIFT};
-pub use compress::Compression;
+pub use compress::{split_virtual, transform_group, Compression, MAX_GROUP_BYTES, VIRTUAL_OFFSET};
 pub use error::{Error, ErrorKind};
 pub use event::{ChunkEvents, Event, ParamValues, Params, Value};
 pub use header::{

@@ -15,10 +15,21 @@
 //! offset is the start of the first block that is not complete (where a resumed reader or a
 //! `recover` tool would start). A file that ends cleanly between blocks but has no trailer is
 //! truncated too: the trailer is what says the file is whole.
+//!
+//! # Compressed groups (format 1.7)
+//!
+//! A compressed group is decoded whole (at most [`MAX_GROUP_BYTES`](super::MAX_GROUP_BYTES)) and
+//! its blocks are then lent one by one like plain ones, so memory is one decoded group and one
+//! block. A chunk inside a group has a virtual offset (see
+//! [`VIRTUAL_OFFSET`](super::VIRTUAL_OFFSET)) that [`Reader::chunk_at`] takes back, and an error
+//! inside a group names the group's file offset and the offset in its decoded bytes
+//! ([`Error::decoded_offset`]). A file cut inside a group loses that group: the
+//! [`ErrorKind::Truncated`] error names the group's start.
 
 use std::io::{Read, Seek, SeekFrom};
 
 use super::chunk::{Chunk, Extents};
+use super::compress::{split_virtual, virtual_offset, Compression, GroupDecoder, MAX_GROUP_OFFSET};
 use super::error::{Error, ErrorKind};
 use super::header::{
     kind, Header, Trailer, BLOCK_HEADER_BYTES, FORMAT_MAJOR, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES,
@@ -103,6 +114,14 @@ pub struct Reader<R: Read> {
     body: Vec<u8>,
     records: Vec<Record>,
     done: bool,
+    /// The decoded bytes of the compressed group at file offset `group_at` (format 1.7), of which
+    /// the blocks from `group_pos` on are still to read. Kept once read, for `chunk_at`.
+    group: Vec<u8>,
+    group_pos: usize,
+    group_at: Option<u64>,
+    decoder: GroupDecoder,
+    decoded_bytes: u64,
+    codecs: Vec<Compression>,
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -170,6 +189,12 @@ impl<R: Read> Reader<R> {
             body: Vec::new(),
             records: Vec::new(),
             done: false,
+            group: Vec::new(),
+            group_pos: 0,
+            group_at: None,
+            decoder: GroupDecoder::default(),
+            decoded_bytes: 0,
+            codecs: Vec::new(),
         };
         let start = r.offset;
         let kind = r.read_frame()?;
@@ -177,6 +202,7 @@ impl<R: Read> Reader<R> {
             return Err(Error::new(ErrorKind::MissingHeader { found: kind }, start));
         }
         r.header = Header::decode(&r.body, start + BLOCK_HEADER_BYTES as u64)?;
+        r.decoded_bytes = r.offset;
         Ok(r)
     }
 
@@ -190,9 +216,33 @@ impl<R: Read> Reader<R> {
         self.version
     }
 
-    /// Bytes read so far: the offset of the next block.
+    /// Where the next block starts: where a resumed reader would start. While the blocks of a
+    /// compressed group (format 1.7) are being read, the group's start, which must be read again
+    /// whole; [`Reader::stored_bytes`] is then past it.
     pub fn offset(&self) -> u64 {
+        match self.group_at {
+            Some(at) if self.group_pos < self.group.len() => at,
+            _ => self.offset,
+        }
+    }
+
+    /// Bytes of the file read so far: [`Reader::offset`], or past the compressed group being
+    /// read.
+    pub fn stored_bytes(&self) -> u64 {
         self.offset
+    }
+
+    /// What the bytes read so far decode to: the stored bytes, with each compressed group counted
+    /// as the blocks it holds (the size of the same file written plain). `decoded_bytes() /
+    /// stored_bytes()` is the compression ratio.
+    pub fn decoded_bytes(&self) -> u64 {
+        self.decoded_bytes
+    }
+
+    /// The codecs of the compressed groups read so far (format 1.7), each once, in the order first
+    /// seen; empty for a plain file. A zstd group records its level.
+    pub fn codecs(&self) -> &[Compression] {
+        &self.codecs
     }
 
     /// The trailer, once it was read.
@@ -275,7 +325,7 @@ impl<R: Read> Reader<R> {
     }
 
     fn chunk(&self, extents: Extents, offset: u64) -> Chunk<'_> {
-        Chunk { extents, offset, records: &self.records, tables: &self.tables }
+        Chunk { extents, offset, records: &self.records, tables: &self.tables, stored_end: self.offset }
     }
 
     fn read_block(&mut self) -> Result<Option<Found>, Error> {
@@ -296,15 +346,86 @@ impl<R: Read> Reader<R> {
     }
 
     fn read_block_inner(&mut self) -> Result<Option<Found>, Error> {
-        let start = self.offset;
-        if self.trailer.is_some() {
-            let mut one = [0u8; 1];
-            if read_full(&mut self.input, &mut one, start)? == 0 {
-                return Ok(None);
+        loop {
+            if self.group_at.is_some() && self.group_pos < self.group.len() {
+                let (kind, start) = self.next_in_group()?;
+                if matches!(kind, kind::HEADER | kind::TRAILER | kind::COMPRESSED) {
+                    return Err(Error::malformed(kind::name(kind), "inside a compressed group", start));
+                }
+                return self.take_block(kind, start).map(Some);
             }
-            return Err(Error::new(ErrorKind::TrailingData, start));
+            let start = self.offset;
+            if self.trailer.is_some() {
+                let mut one = [0u8; 1];
+                if read_full(&mut self.input, &mut one, start)? == 0 {
+                    return Ok(None);
+                }
+                return Err(Error::new(ErrorKind::TrailingData, start));
+            }
+            let kind = self.read_frame()?;
+            if kind == kind::COMPRESSED {
+                self.open_group(start)?;
+                continue;
+            }
+            self.decoded_bytes += self.offset - start;
+            return self.take_block(kind, start).map(Some);
         }
-        let kind = self.read_frame()?;
+    }
+
+    /// Decodes the compressed group block in `self.body` (the block at file offset `start`) into
+    /// `self.group`, to be read from its start.
+    fn open_group(&mut self, start: u64) -> Result<(), Error> {
+        self.group_at = None;
+        if start > MAX_GROUP_OFFSET {
+            return Err(Error::malformed(
+                "compressed group",
+                format!("starts past byte {MAX_GROUP_OFFSET}, beyond what a chunk offset can address"),
+                start,
+            ));
+        }
+        let codec = self.decoder.decode(&self.body, start + BLOCK_HEADER_BYTES as u64, &mut self.group)?;
+        if !self.codecs.contains(&codec) {
+            self.codecs.push(codec);
+        }
+        self.decoded_bytes += self.group.len() as u64;
+        self.group_at = Some(start);
+        self.group_pos = 0;
+        Ok(())
+    }
+
+    /// Copies the next block of the current group into `self.body`; returns its kind and the
+    /// virtual offset of its framing.
+    fn next_in_group(&mut self) -> Result<(u32, u64), Error> {
+        let group = self.group_at.expect("in a group");
+        let pos = self.group_pos;
+        let start = virtual_offset(group, pos as u64);
+        let rest = &self.group[pos..];
+        if rest.len() < BLOCK_HEADER_BYTES {
+            return Err(Error::malformed(
+                "compressed group",
+                format!("ends {} bytes into a block header", rest.len()),
+                start,
+            ));
+        }
+        let kind = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
+        let len = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes")) as usize;
+        let body = &rest[BLOCK_HEADER_BYTES..];
+        if len > body.len() {
+            return Err(Error::malformed(
+                "compressed group",
+                format!("ends inside a {} of {len} bytes ({} present)", kind::name(kind), body.len()),
+                start,
+            ));
+        }
+        self.body.clear();
+        self.body.extend_from_slice(&body[..len]);
+        self.group_pos = pos + BLOCK_HEADER_BYTES + len;
+        Ok((kind, start))
+    }
+
+    /// Takes in the block of kind `kind` whose body is in `self.body` and whose framing is at
+    /// (file or virtual) offset `start`.
+    fn take_block(&mut self, kind: u32, start: u64) -> Result<Found, Error> {
         let base = start + BLOCK_HEADER_BYTES as u64;
         let found = match kind {
             kind::STRINGS => {
@@ -338,7 +459,7 @@ impl<R: Read> Reader<R> {
             }
             k => Found::Unknown { kind: k, len: self.body.len() as u32 },
         };
-        Ok(Some(found))
+        Ok(found)
     }
 
     /// The extents of the chunk block in `self.body` (its body at file offset `base`), its records
@@ -421,9 +542,37 @@ impl<R: Read + Seek> Reader<R> {
     /// was read to its end once, as a viewer does to show one event's arguments. The reader is
     /// finished after it (`next_chunk` gives `Ok(None)`), but `chunk_at` may be called again.
     ///
-    /// An offset that is not a chunk block's start is an error naming it, never a panic.
+    /// An offset that is not a chunk block's start is an error naming it, never a panic. For a
+    /// chunk inside a compressed group (a virtual offset), the group is decoded again unless it is
+    /// the one decoded last.
     pub fn chunk_at(&mut self, offset: u64) -> Result<Chunk<'_>, Error> {
         self.done = true;
+        if let Some((group, inner)) = split_virtual(offset) {
+            if self.group_at != Some(group) {
+                self.group_at = None;
+                self.input.seek(SeekFrom::Start(group)).map_err(|e| Error::io(e, group))?;
+                self.offset = group;
+                let kind = self.read_frame()?;
+                if kind != kind::COMPRESSED {
+                    return Err(Error::malformed(kind::name(kind), "not a compressed group", group));
+                }
+                self.open_group(group)?;
+            }
+            if inner >= self.group.len() as u64 {
+                return Err(Error::malformed(
+                    "compressed group",
+                    format!("decodes to {} bytes, no block at {inner}", self.group.len()),
+                    group,
+                ));
+            }
+            self.group_pos = inner as usize;
+            let (kind, start) = self.next_in_group()?;
+            if kind != kind::CHUNK {
+                return Err(Error::malformed(kind::name(kind), "not a chunk block", start));
+            }
+            let extents = self.take_chunk(start + BLOCK_HEADER_BYTES as u64)?;
+            return Ok(self.chunk(extents, offset));
+        }
         self.input.seek(SeekFrom::Start(offset)).map_err(|e| Error::io(e, offset))?;
         self.offset = offset;
         let kind = self.read_frame()?;

@@ -3,11 +3,17 @@
 //! The writer keeps only the string interner and one block's bytes. Strings interned since the
 //! last block are flushed as a string block just before the next block that may refer to them, so
 //! every reference points backwards and a reader never waits for a later block.
+//!
+//! A writer made with [`Writer::with_compression`] (format 1.7) gathers the framed blocks after the
+//! header into a group of about 256 KiB and writes each group as one compressed block (see
+//! `compress.rs`); [`Writer::flush`] and [`Writer::finish`] write the group so far, so a flushed
+//! file is whole up to its last block. The trailer stays plain.
 
 use std::collections::HashMap;
 use std::io::Write;
 
 use super::chunk::{encode_chunk, EXTENTS_BYTES};
+use super::compress::{Compression, GroupEncoder, GROUP_BYTES, MAX_GROUP_BYTES};
 use super::error::{Error, ErrorKind};
 use super::header::{kind, Header, Trailer, MAX_BLOCK_BYTES};
 use super::tables::{CallsiteInfo, CALLSITE_ENTRY_BYTES, THREAD_ENTRY_BYTES};
@@ -56,6 +62,16 @@ pub struct Writer<W: Write> {
     pending_count: u32,
     block: Vec<u8>,
     chunk: Vec<u8>,
+    /// With compression: the codec, the framed blocks of the group being gathered, and the
+    /// group block's body.
+    group: Option<Box<Group>>,
+}
+
+#[derive(Debug)]
+struct Group {
+    encoder: GroupEncoder,
+    blocks: Vec<u8>,
+    packed: Vec<u8>,
 }
 
 impl<W: Write> Writer<W> {
@@ -71,6 +87,7 @@ impl<W: Write> Writer<W> {
             pending_count: 0,
             block: Vec::new(),
             chunk: Vec::new(),
+            group: None,
         };
         w.write_raw(&super::raw::preamble())?;
         header.encode(&mut w.block);
@@ -79,18 +96,18 @@ impl<W: Write> Writer<W> {
     }
 
     /// Writes the preamble and the header block; later blocks are compressed with `compression`
-    /// (format 1.7). [`Compression::None`](super::Compression::None) writes what [`Writer::new`]
-    /// writes. (Interface stub: every codec writes plain blocks until the encoding lands.)
-    pub fn with_compression(
-        out: W,
-        header: &Header,
-        compression: super::Compression,
-    ) -> Result<Writer<W>, Error> {
-        let _ = compression;
-        Writer::new(out, header)
+    /// (format 1.7), in groups of about 256 KiB written when full, at [`Writer::flush`] and at
+    /// [`Writer::finish`]. [`Compression::None`] writes what [`Writer::new`] writes. A zstd level
+    /// outside -7 to 22 is an error.
+    pub fn with_compression(out: W, header: &Header, compression: Compression) -> Result<Writer<W>, Error> {
+        let encoder = GroupEncoder::new(compression)?;
+        let mut w = Writer::new(out, header)?;
+        w.group = encoder.map(|encoder| Box::new(Group { encoder, blocks: Vec::new(), packed: Vec::new() }));
+        Ok(w)
     }
 
-    /// Bytes written so far.
+    /// Bytes written to the output so far (with compression, blocks gathered into a group that is
+    /// not written yet are not counted).
     pub fn offset(&self) -> u64 {
         self.offset
     }
@@ -252,12 +269,14 @@ impl<W: Write> Writer<W> {
     /// reader reads to its last block. Strings interned since the last block wait for the block
     /// that uses them.
     pub fn flush(&mut self) -> Result<(), Error> {
+        self.write_group()?;
         self.out.flush().map_err(|e| Error::io(e, self.offset))
     }
 
     /// Writes the trailer and flushes; returns the output.
     pub fn finish(mut self, trailer: &Trailer) -> Result<W, Error> {
         self.flush_strings()?;
+        self.write_group()?;
         trailer.encode(&mut self.block);
         self.write_block(kind::TRAILER)?;
         self.out.flush().map_err(|e| Error::io(e, self.offset))?;
@@ -319,7 +338,8 @@ impl<W: Write> Writer<W> {
         r
     }
 
-    /// Writes a block's framing and body.
+    /// Writes a block's framing and body, or with compression adds them to the group (the header
+    /// and the trailer, and a block too long for a group, are written plain).
     fn write_framed(&mut self, kind: u32, body: &[u8]) -> Result<(), Error> {
         let len = u32::try_from(body.len()).ok().filter(|&l| l <= MAX_BLOCK_BYTES).ok_or_else(|| {
             Error::malformed(kind::name(kind), format!("{} bytes is too long", body.len()), self.offset)
@@ -327,8 +347,48 @@ impl<W: Write> Writer<W> {
         let mut head = [0u8; 8];
         head[..4].copy_from_slice(&kind.to_le_bytes());
         head[4..].copy_from_slice(&len.to_le_bytes());
+        let framed = head.len() + body.len();
+        if let Some(g) = &mut self.group {
+            if kind != kind::HEADER && kind != kind::TRAILER && framed <= MAX_GROUP_BYTES as usize {
+                if !g.blocks.is_empty() && g.blocks.len() + framed > GROUP_BYTES {
+                    self.write_group()?;
+                }
+                let g = self.group.as_mut().expect("compressing");
+                g.blocks.extend_from_slice(&head);
+                g.blocks.extend_from_slice(body);
+                if g.blocks.len() >= GROUP_BYTES {
+                    self.write_group()?;
+                }
+                return Ok(());
+            }
+            // Out of order with the group otherwise.
+            self.write_group()?;
+        }
         self.write_raw(&head)?;
         self.write_raw(body)
+    }
+
+    /// Compresses and writes the group gathered so far, if any.
+    fn write_group(&mut self) -> Result<(), Error> {
+        let Some(mut g) = self.group.take() else { return Ok(()) };
+        let r = if g.blocks.is_empty() {
+            Ok(())
+        } else {
+            let Group { encoder, blocks, packed } = &mut *g;
+            packed.clear();
+            let r = encoder.encode(blocks, packed, self.offset).and_then(|()| {
+                let len = packed.len() as u32;
+                let mut head = [0u8; 8];
+                head[..4].copy_from_slice(&kind::COMPRESSED.to_le_bytes());
+                head[4..].copy_from_slice(&len.to_le_bytes());
+                self.write_raw(&head)?;
+                self.write_raw(packed)
+            });
+            blocks.clear();
+            r
+        };
+        self.group = Some(g);
+        r
     }
 
     fn write_raw(&mut self, bytes: &[u8]) -> Result<(), Error> {

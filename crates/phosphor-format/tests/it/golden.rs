@@ -26,15 +26,23 @@
 //! * `tests/data/golden-v1.6.phtrace` is version 1.6, written by [`golden_v1`] now: the 1.5
 //!   content plus two system blocks (mappings, context switches, CPU and allocation samples, heap
 //!   totals, then the status with an unavailable source). Regenerate it with
-//!   `regenerate_the_v1_6_golden_file`.
+//!   `regenerate_the_v1_6_golden_file`. It never changes again.
+//!
+//! * `tests/data/golden-v1.7.phtrace` is version 1.7, written by [`golden_v1`] now: the 1.6
+//!   content, plain (1.7 adds compressed groups, which a plain writer does not write).
+//!   `golden-v1.7-zstd.phtrace` and `golden-v1.7-lz4.phtrace` are the same content written with
+//!   `Compression::Zstd { level: 1 }` and `Compression::Lz4`: the blocks after the header in
+//!   compressed groups, the trailer plain. Regenerate the three with
+//!   `regenerate_the_v1_7_golden_files`.
 //!
 //! Every later reader must still read them all: the `reads_back` tests stay as they are when
-//! the format moves on. `the_writer_reproduces_the_v1_6_golden_file_byte_for_byte` pins the
-//! writer and moves to the next golden file when the writer's version changes.
+//! the format moves on. `the_writer_reproduces_the_v1_7_golden_file_byte_for_byte` pins the
+//! writer (the compressed ones are pinned by what they read back: their bytes are the codec
+//! library's) and moves to the next golden file when the writer's version changes.
 
 use phosphor_format::file::{
-    Aggregate, AggregateKind, Block, CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Trailer,
-    Value, Writer, SEQ_STREAM_SHIFT,
+    Aggregate, AggregateKind, Block, CallsiteInfo, ClockInfo, ClockKind, Compression, DropCounts, Header,
+    Reader, Trailer, Value, Writer, SEQ_STREAM_SHIFT,
 };
 use phosphor_format::system::{
     Availability, HeapCounter, Mapping, Sample, SampleKind, Switch, SwitchKind, SystemBatch, SystemStatus,
@@ -51,7 +59,10 @@ const GOLDEN_1_3: &[u8] = include_bytes!("../data/golden-v1.3.phtrace");
 const GOLDEN_1_4: &[u8] = include_bytes!("../data/golden-v1.4.phtrace");
 const GOLDEN_1_5: &[u8] = include_bytes!("../data/golden-v1.5.phtrace");
 const GOLDEN_1_6: &[u8] = include_bytes!("../data/golden-v1.6.phtrace");
-const GOLDEN_1_6_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.6.phtrace");
+const GOLDEN_1_7: &[u8] = include_bytes!("../data/golden-v1.7.phtrace");
+const GOLDEN_1_7_ZSTD: &[u8] = include_bytes!("../data/golden-v1.7-zstd.phtrace");
+const GOLDEN_1_7_LZ4: &[u8] = include_bytes!("../data/golden-v1.7-lz4.phtrace");
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 /// The boot id in the 1.5 golden file's header.
 const GOLDEN_BOOT_ID: [u8; 16] = *b"golden-boot-id-1";
 
@@ -154,6 +165,11 @@ fn resolve(addr: u64, len: usize) -> &'static str {
 /// as in the 1.0 golden file), then a chunk of pool tenant 1's writer stream, started by thread 102
 /// (as in 1.1), then a chunk of 1.2 events and an aggregates block.
 pub fn golden_v1() -> Vec<u8> {
+    golden_v1_with(Compression::None)
+}
+
+/// [`golden_v1`]'s content, written with `compression`.
+pub fn golden_v1_with(compression: Compression) -> Vec<u8> {
     use ArgType::*;
     let header = Header {
         clock: ClockInfo {
@@ -169,7 +185,7 @@ pub fn golden_v1() -> Vec<u8> {
         boot_id: Some(GOLDEN_BOOT_ID),
         host_name: Some("golden-host".into()),
     };
-    let mut w = Writer::new(Vec::new(), &header).unwrap();
+    let mut w = Writer::with_compression(Vec::new(), &header, compression).unwrap();
     w.write_callsites(&callsites_v1_3()).unwrap();
     w.write_thread_names([(101, "main"), (102, "worker-1")]).unwrap();
 
@@ -319,14 +335,74 @@ fn golden_system() -> [SystemBatch; 2] {
 }
 
 #[test]
-#[ignore = "writes tests/data/golden-v1.6.phtrace; run by hand only"]
-fn regenerate_the_v1_6_golden_file() {
-    std::fs::write(GOLDEN_1_6_PATH, golden_v1()).unwrap();
+#[ignore = "writes tests/data/golden-v1.7*.phtrace; run by hand only"]
+fn regenerate_the_v1_7_golden_files() {
+    std::fs::write(format!("{DATA}/golden-v1.7.phtrace"), golden_v1()).unwrap();
+    std::fs::write(
+        format!("{DATA}/golden-v1.7-zstd.phtrace"),
+        golden_v1_with(Compression::Zstd { level: 1 }),
+    )
+    .unwrap();
+    std::fs::write(format!("{DATA}/golden-v1.7-lz4.phtrace"), golden_v1_with(Compression::Lz4)).unwrap();
 }
 
 #[test]
-fn the_writer_reproduces_the_v1_6_golden_file_byte_for_byte() {
-    assert!(golden_v1() == GOLDEN_1_6, "the writer's output differs from {GOLDEN_1_6_PATH}");
+fn the_writer_reproduces_the_v1_7_golden_file_byte_for_byte() {
+    assert!(golden_v1() == GOLDEN_1_7, "the writer's output differs from {DATA}/golden-v1.7.phtrace");
+}
+
+#[test]
+fn the_plain_v1_7_golden_file_is_the_v1_6_one_but_for_the_minor_version() {
+    assert_eq!(GOLDEN_1_7.len(), GOLDEN_1_6.len());
+    assert_eq!(GOLDEN_1_6[10..12], 6u16.to_le_bytes());
+    assert_eq!(GOLDEN_1_7[10..12], 7u16.to_le_bytes());
+    assert_eq!(GOLDEN_1_7[..10], GOLDEN_1_6[..10]);
+    assert_eq!(GOLDEN_1_7[12..], GOLDEN_1_6[12..]);
+}
+
+/// Everything a reader gives of a file, as text: each block, each event, the tables at the end.
+pub fn everything(bytes: &[u8]) -> Vec<String> {
+    let mut r = Reader::new(bytes).unwrap();
+    let mut out = vec![format!("{:?}", r.header())];
+    while let Some(b) = r.next_block().unwrap() {
+        match b {
+            Block::Chunk(c) => {
+                out.push(format!("chunk {:?}", c.extents));
+                out.extend(c.events().map(|e| {
+                    let e = e.unwrap();
+                    format!("{} {} {} {:?} {:?}", e.tid, e.ts, e.callsite.id, e.args, e.params)
+                }));
+            }
+            b => out.push(format!("{b:?}")),
+        }
+    }
+    out.push(format!("{:?}", r.aggregates()));
+    out.push(format!("{:?}", r.system_status()));
+    out.extend(r.callsites().map(|c| format!("{c:?}")));
+    let mut names: Vec<String> = r.thread_names().map(|(t, n)| format!("{t} {n}")).collect();
+    names.sort();
+    out.extend(names);
+    out
+}
+
+#[test]
+fn the_compressed_v1_7_golden_files_read_back_what_the_plain_one_holds() {
+    let plain = everything(GOLDEN_1_7);
+    assert!(plain.len() > 40, "{plain:?}");
+    for (bytes, codec) in
+        [(GOLDEN_1_7_ZSTD, Compression::Zstd { level: 1 }), (GOLDEN_1_7_LZ4, Compression::Lz4)]
+    {
+        assert_eq!(everything(bytes), plain, "{codec}");
+        let mut r = Reader::new(bytes).unwrap();
+        r.for_each_event(|_| {}).unwrap();
+        assert_eq!(r.codecs(), [codec]);
+        assert_eq!(r.version(), (1, 7));
+        // What they decode to is the plain file.
+        assert_eq!(r.decoded_bytes(), GOLDEN_1_7.len() as u64, "{codec}");
+        assert_eq!(r.stored_bytes(), bytes.len() as u64, "{codec}");
+        // And what the writer writes today still reads the same.
+        assert_eq!(everything(&golden_v1_with(codec)), plain, "{codec}");
+    }
 }
 
 #[test]

@@ -56,7 +56,7 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 /// The peak of the bytes this thread holds while `f` runs, above what it held before.
-fn peak_bytes_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+pub(crate) fn peak_bytes_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let base = LIVE.with(Cell::get);
     PEAK.with(|p| p.set(base));
     let out = f();

@@ -150,7 +150,7 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
         let x = chunk.extents;
         if chunks % 16 == 0 {
             // How far behind the file's end the reader is: past `skip_behind`, skip.
-            let behind = probe.metadata().map_or(0, |m| m.len()).saturating_sub(chunk.end_offset());
+            let behind = probe.metadata().map_or(0, |m| m.len()).saturating_sub(chunk.stored_end());
             let was = skipping;
             let o = &live.options;
             skipping = if skipping { behind > o.resume_behind } else { behind > o.skip_behind };

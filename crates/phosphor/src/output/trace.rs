@@ -29,6 +29,8 @@ pub struct Trace {
     stats: Stats,
     aggregates: Vec<Aggregate>,
     system: Option<SystemBatch>,
+    /// How `save` and `write_to` compress the file's blocks.
+    compression: phosphor_format::file::Compression,
 }
 
 /// One chunk of a trace.
@@ -148,13 +150,39 @@ impl Trace {
         aggregates: Vec<Aggregate>,
     ) -> Trace {
         let order = buffer.used_chunks();
-        Trace { buffer, order, callsites, threads, clock, stats, aggregates, system: None }
+        Trace {
+            buffer,
+            order,
+            callsites,
+            threads,
+            clock,
+            stats,
+            aggregates,
+            system: None,
+            compression: crate::output::trace_file::DEFAULT_SAVE_COMPRESSION,
+        }
     }
 
     /// The trace with its system context (`None`: it asked for none).
     pub(crate) fn with_system(mut self, system: Option<SystemBatch>) -> Trace {
         self.system = system;
         self
+    }
+
+    /// The trace, saved by [`save`](Self::save) and [`write_to`](Self::write_to) with its blocks
+    /// compressed by `compression` (by default the trace's
+    /// [`TraceConfig::compression`](crate::TraceConfig::compression), else
+    /// [`DEFAULT_SAVE_COMPRESSION`](crate::DEFAULT_SAVE_COMPRESSION)).
+    /// [`Compression::None`](phosphor_format::file::Compression::None) writes a file that
+    /// readers of format 1.6 and older read.
+    pub fn with_compression(mut self, compression: phosphor_format::file::Compression) -> Trace {
+        self.compression = compression;
+        self
+    }
+
+    /// How [`save`](Self::save) and [`write_to`](Self::write_to) compress the file's blocks.
+    pub fn compression(&self) -> phosphor_format::file::Compression {
+        self.compression
     }
 
     /// The chunks holding data, in loan order.

@@ -100,6 +100,7 @@ pub struct TraceConfig {
     pub(crate) post_window: crate::trace_log::trigger::PostWindow,
     pub(crate) dumps_per_minute: u32,
     pub(crate) system: SystemConfig,
+    pub(crate) compression: phosphor_format::file::Compression,
 }
 
 /// Which system context a trace collects (issue 23); see [`TraceConfig::context_switches`],
@@ -130,6 +131,7 @@ impl std::fmt::Debug for TraceConfig {
             .field("post_window", &self.post_window)
             .field("dumps_per_minute", &self.dumps_per_minute)
             .field("system", &self.system)
+            .field("compression", &self.compression)
             .finish()
     }
 }
@@ -160,7 +162,23 @@ impl TraceConfig {
             post_window: crate::trace_log::trigger::PostWindow::default(),
             dumps_per_minute: 6,
             system: SystemConfig::default(),
+            compression: crate::output::trace_file::DEFAULT_SAVE_COMPRESSION,
         }
+    }
+
+    /// How the trace's saved files compress their blocks: the [`Trace`](crate::Trace)s that
+    /// `take_trace` and `snapshot` return (what [`Trace::save`](crate::Trace::save) writes
+    /// unless [`Trace::with_compression`](crate::Trace::with_compression) says otherwise), and
+    /// the dumps the runtime writes itself (`recorder::dump_on_signal`, `dump_on_panic`, the
+    /// triggers' `trigger-{n}.phos`). Default:
+    /// [`DEFAULT_SAVE_COMPRESSION`](crate::DEFAULT_SAVE_COMPRESSION) (zstd level 1);
+    /// [`Compression::None`](crate::Compression::None) writes files that readers of format 1.6
+    /// and older read. The crash dump (`dump_on_crash`) is always uncompressed: its signal
+    /// handler may not allocate. Datastreams have their own setting
+    /// ([`StreamConfig::compression`](crate::stream::StreamConfig::compression)).
+    pub fn compression(mut self, compression: phosphor_format::file::Compression) -> Self {
+        self.compression = compression;
+        self
     }
 
     /// Records the traced threads' context switches (off by default): when each left a CPU,

@@ -423,7 +423,7 @@ impl TraceLog {
         let aggregates = running.aggregates_so_far();
         let trace =
             Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates);
-        c.last_trace = Some(trace.with_system(system));
+        c.last_trace = Some(trace.with_system(system).with_compression(running.config.compression));
     }
 
     /// Whether a trace is running and accepting events (false once a Fixed buffer is full).
@@ -521,7 +521,8 @@ impl TraceLog {
         let clock = c.clock.clone().expect("calibrated in start");
         let system = running.system.as_ref().map(system::SystemCollector::snapshot);
         Ok(Trace::new(copy, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates)
-            .with_system(system))
+            .with_system(system)
+            .with_compression(running.config.compression))
     }
 
     /// A buffer in a new ring file at `path` (`TraceConfig::file_backed`), whose metadata then

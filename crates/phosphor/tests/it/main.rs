@@ -10,6 +10,7 @@ mod aggregates;
 mod alloc;
 mod attribute;
 mod bridge;
+mod compression;
 mod config;
 mod control;
 mod crash;

@@ -178,9 +178,9 @@ fn block_backpressure_makes_writers_wait_instead_of_dropping() {
 }
 
 /// A writer that fails once `room` bytes have been written, like a full disk.
-struct Full {
-    room: usize,
-    written: Arc<std::sync::atomic::AtomicUsize>,
+pub(crate) struct Full {
+    pub(crate) room: usize,
+    pub(crate) written: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl std::io::Write for Full {
@@ -204,10 +204,12 @@ fn a_failing_sink_is_reported_once_counted_and_does_not_disturb_the_program_or_o
     let mem = MemorySink::new();
     let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let full = log
-        .open_stream(StreamConfig::new(Sink::Writer(Box::new(Full {
-            room: 1 << 20,
-            written: written.clone(),
-        }))))
+        .open_stream(
+            // Plain: compressed, these events would fit in the room (`compression.rs` has a
+            // compressed sink that fills).
+            StreamConfig::new(Sink::Writer(Box::new(Full { room: 1 << 20, written: written.clone() })))
+                .compression(phosphor::Compression::None),
+        )
         .unwrap();
     log.open_stream(StreamConfig::new(Sink::Memory(mem.clone()))).unwrap();
     let emitted = emit(&log, 4, 100_000);

@@ -1,6 +1,14 @@
 //! One datastream's state and its writes: the sink (opened, reconnected with backoff), the trace
 //! file written to it through a `phosphor_format` `Writer` (the callsites and thread names each
 //! chunk needs, sent first), the category filter, and a TCP sink's acknowledgements.
+//!
+//! A compressing writer gathers blocks into a group (`phosphor_format`'s `compress.rs`) and writes
+//! the group when it is full or at a flush, so a chunk reaches the sink only when its group does.
+//! A chunk's end offset in the stream, which a TCP sink's acknowledgements are compared with, is
+//! therefore taken when the writer's offset next moves after the call that wrote it: a group
+//! written then holds every block gathered before that call (a chunk is `unplaced` until then;
+//! at the latest, the flush places it). A sink that fails meanwhile loses it, counted as dropped.
+//! A plain writer writes each chunk in its call, so its offset is exact at once.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Write};
@@ -10,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use phosphor_format::file::ack::{Ack, AckReader};
-use phosphor_format::file::{Header, Trailer, Writer};
+use phosphor_format::file::{Compression, Header, Trailer, Writer};
 use phosphor_format::system::{Mapping, SystemBatch};
 use phosphor_format::{count_events, Record, FIRST_CALLSITE_ID, ID_THREAD_SWITCH};
 
@@ -49,6 +57,7 @@ pub(super) struct Stream {
     sink: Option<Sink>,
     categories: CategoryFilter,
     backpressure: Backpressure,
+    compression: Compression,
     writer: Option<StreamWriter>,
     /// Callsite ids (from `FIRST_CALLSITE_ID`) already defined in this stream's file.
     sent: Vec<bool>,
@@ -63,8 +72,12 @@ pub(super) struct Stream {
     /// TCP: the read side of the connection, where the server acknowledges the bytes its file
     /// holds.
     acks: Option<TcpStream>,
-    /// TCP: the stream offset after each chunk written and not yet acknowledged, with its events.
+    /// TCP: the stream offset after each flushed group of chunks not yet acknowledged, with its
+    /// events.
     inflight: std::collections::VecDeque<(u64, u64)>,
+    /// Events of the chunks written to the writer since its last flush: a compressing writer may
+    /// still hold them (see the module's documentation).
+    unplaced: u64,
     /// TCP: the bytes the server has acknowledged on this connection.
     acked: u64,
     /// TCP: the server's messages, as their bytes arrive.
@@ -85,6 +98,7 @@ impl Stream {
             sink: Some(config.sink),
             categories: config.categories,
             backpressure: config.backpressure,
+            compression: config.compression,
             writer: None,
             sent: Vec::new(),
             threads: HashSet::new(),
@@ -96,6 +110,7 @@ impl Stream {
             scratch: Vec::new(),
             acks: None,
             inflight: Default::default(),
+            unplaced: 0,
             acked: 0,
             ack_reader: AckReader::default(),
             finishing: false,
@@ -149,7 +164,8 @@ impl Stream {
         };
         let opened = out.map_err(|e| e.to_string()).and_then(|out| {
             let counted = Counted { inner: out, bytes: self.bytes.clone() };
-            Writer::new(BufWriter::with_capacity(256 << 10, counted), header).map_err(|e| e.to_string())
+            Writer::with_compression(BufWriter::with_capacity(256 << 10, counted), header, self.compression)
+                .map_err(|e| e.to_string())
         });
         match opened {
             Ok(w) => {
@@ -177,7 +193,8 @@ impl Stream {
         // The acknowledgements that arrived before the end count; what the server had not
         // acknowledged went down with the connection.
         let _ = self.take_acks();
-        let lost: u64 = self.inflight.drain(..).map(|(_, events)| events).sum();
+        let lost = self.inflight.drain(..).map(|(_, events)| events).sum::<u64>()
+            + std::mem::take(&mut self.unplaced);
         self.stats.events_written -= lost;
         self.stats.events_dropped += lost;
         self.acks = None;
@@ -280,6 +297,7 @@ impl Stream {
             i += 1 + r.meta.continuation();
         }
         let w = self.writer.as_mut().expect("connected above");
+        let (before, earlier) = (w.offset(), self.unplaced);
         let mut result = w.write_callsites(&new_callsites);
         if result.is_ok() && !new_threads.is_empty() {
             let named: Vec<(u32, String)> =
@@ -293,8 +311,13 @@ impl Stream {
             Ok(()) => {
                 self.stats.chunks_written += 1;
                 self.stats.events_written += kept;
-                if self.acks.is_some() {
-                    self.inflight.push_back((w.offset(), kept));
+                self.unplaced += kept;
+                let end = w.offset();
+                if self.compression == Compression::None {
+                    self.placed(end, self.unplaced);
+                } else if end > before {
+                    // A group went out: the chunks of earlier calls are in it, or before it.
+                    self.placed(end, earlier);
                 }
             }
             Err(e) => {
@@ -304,14 +327,33 @@ impl Stream {
         }
     }
 
-    /// Flushes what was written, so the sink holds a valid trace file.
+    /// Flushes what was written (the writer's group of compressed blocks included), so the sink
+    /// holds a valid trace file.
     pub(super) fn flush(&mut self) {
-        if let Some(w) = &mut self.writer {
-            if let Err(e) = w.flush() {
-                self.fail(e.to_string());
-            }
-        }
+        self.place();
         self.read_acks();
+    }
+
+    /// Flushes the writer; every chunk written is then in the stream, before its offset. A
+    /// failure loses the unplaced ones.
+    fn place(&mut self) {
+        let Some(w) = &mut self.writer else { return };
+        match w.flush() {
+            Ok(()) => {
+                let end = w.offset();
+                self.placed(end, self.unplaced);
+            }
+            Err(e) => self.fail(e.to_string()),
+        }
+    }
+
+    /// `events` of the unplaced chunks are in the stream before offset `end` (TCP: acknowledged
+    /// once the server holds that many bytes).
+    fn placed(&mut self, end: u64, events: u64) {
+        self.unplaced -= events;
+        if self.acks.is_some() && events > 0 {
+            self.inflight.push_back((end, events));
+        }
     }
 
     /// TCP: takes in the server's acknowledgements so far (without waiting); a closed or broken
@@ -367,6 +409,8 @@ impl Stream {
 
     /// Writes the trailer and closes the sink; returns the stream's figures.
     pub(super) fn finish(mut self, trailer: &Trailer) -> StreamStats {
+        // The last group first, so that `end` is past every chunk written.
+        self.place();
         if let Some(w) = self.writer.take() {
             let end = w.offset();
             match w.finish(trailer) {

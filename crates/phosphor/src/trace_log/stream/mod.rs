@@ -34,13 +34,23 @@
 //!   The recording server acknowledges the bytes its file holds, so a chunk sent to a server that
 //!   died before acknowledging it is counted as dropped too. (One that the server wrote to its
 //!   file just before dying, without acknowledging it, is then both in the file and counted: the
-//!   count is an upper bound by at most one acknowledgement's worth.)
+//!   count is an upper bound by at most one acknowledgement's worth, or by the chunks written
+//!   since the stream's last flush when the stream compresses: see below.)
+//!
+//! Each stream compresses its blocks as its [`StreamConfig::compression`] says (default
+//! [`DEFAULT_COMPRESSION`]), on its own thread. The writer groups the chunks written between two
+//! flushes into compressed blocks and writes the group at the flush (or when it is full), so each
+//! flush still leaves a readable file, and the bytes a recording server acknowledges still fall on
+//! block boundaries. A chunk counts as acknowledged once the server holds the stream up to the
+//! offset of the flush after it.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+pub use phosphor_format::file::Compression;
 
 use crate::error::Error;
 use crate::registry::callsite::Callsite;
@@ -61,6 +71,11 @@ pub(crate) static SATURATION: Callsite = Callsite::new(crate::CallsiteMeta::new(
     file!(),
     line!(),
 ));
+
+/// How a datastream compresses its blocks unless told otherwise ([`StreamConfig::compression`]).
+/// Chosen for continuous tracing at 20 M events/s on 2 cores (BENCHMARKS.md, "Compression in
+/// streams"): the stream's thread must compress as fast as the producers record.
+pub const DEFAULT_COMPRESSION: Compression = Compression::Lz4;
 
 /// The most datastreams open at once on one trace.
 pub const MAX_STREAMS: usize = 8;
@@ -140,12 +155,29 @@ pub struct StreamConfig {
     pub(crate) sink: Sink,
     pub(crate) categories: CategoryFilter,
     pub(crate) backpressure: Backpressure,
+    pub(crate) compression: Compression,
 }
 
 impl StreamConfig {
-    /// Every category to `sink`, dropping (and counting) what does not fit.
+    /// Every category to `sink`, dropping (and counting) what does not fit, compressed with
+    /// [`DEFAULT_COMPRESSION`].
     pub fn new(sink: Sink) -> StreamConfig {
-        StreamConfig { sink, categories: CategoryFilter::default(), backpressure: Backpressure::Drop }
+        StreamConfig {
+            sink,
+            categories: CategoryFilter::default(),
+            backpressure: Backpressure::Drop,
+            compression: DEFAULT_COMPRESSION,
+        }
+    }
+
+    /// How the stream's blocks are compressed (default [`DEFAULT_COMPRESSION`]). The stream's
+    /// thread compresses, never a recording thread; a codec too slow for the event rate makes the
+    /// stream fall behind, and the writers then drop (and count) events. Blocks are grouped
+    /// between flushes, so every flush still leaves a readable file.
+    /// [`Compression::None`] writes plain blocks, which readers of format 1.6 and older read.
+    pub fn compression(mut self, compression: Compression) -> StreamConfig {
+        self.compression = compression;
+        self
     }
 
     /// Only the categories `spec` takes (the trace's own filter syntax).

@@ -12,6 +12,9 @@
 #   scripts/callgrind.sh                 # N = 1,000,000
 #   N=200000 scripts/callgrind.sh        # quicker
 #   BREAKDOWN=scope scripts/callgrind.sh # per-function breakdown of another scenario
+#   FEATURES=F scripts/callgrind.sh      # with features F of the phosphor crate (the tag
+#                                        # experiment/fdr16-records has `compact-records`)
+# It builds into $CARGO_TARGET_DIR if set (else target/).
 #
 # It prints one line per scenario, then a per-function breakdown (instructions per event, from the
 # difference of the two runs' `callgrind_annotate` listings) of the `BREAKDOWN` scenario
@@ -21,8 +24,10 @@ set -euo pipefail
 
 N=${N:-1000000}
 BREAKDOWN=${BREAKDOWN:-instant}
-OUT=target/callgrind
-BIN=target/release/examples/callgrind_instant
+FEATURES=${FEATURES:-}
+TARGET=${CARGO_TARGET_DIR:-target}
+OUT=$TARGET/callgrind${FEATURES:+-$FEATURES}
+BIN=$TARGET/release/examples/callgrind_instant
 
 if [[ ! -f Cargo.toml || ! -d crates/phosphor ]]; then
     echo "run this from the repository root" >&2
@@ -32,7 +37,7 @@ for tool in valgrind callgrind_annotate; do
     command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install valgrind)" >&2; exit 2; }
 done
 
-cargo build --quiet --profile bench -p phosphor --example callgrind_instant
+cargo build --quiet --profile bench -p phosphor --example callgrind_instant ${FEATURES:+--features "$FEATURES"}
 mkdir -p "$OUT"
 
 # total_of <profile>: the Ir total callgrind wrote.

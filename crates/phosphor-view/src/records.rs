@@ -99,7 +99,7 @@ pub struct Slice {
     /// The callsite id of the event (of the begin, for a begin and its end).
     pub callsite: u32,
     /// File offset of the event's main record (of the begin, for a begin and its end), virtual
-    /// inside a compressed group; stored as [`pack_offset`] says.
+    /// inside a compressed group; stored as `records::pack_offset` says.
     pub event: u64,
     /// [`slice_flags`].
     pub flags: u8,
@@ -152,7 +152,7 @@ pub struct Point {
     /// The callsite id of the event.
     pub callsite: u32,
     /// File offset of the event's main record, virtual inside a compressed group; stored as
-    /// [`pack_offset`] says.
+    /// `records::pack_offset` says.
     pub event: u64,
     /// [`point_kinds`].
     pub kind: u8,

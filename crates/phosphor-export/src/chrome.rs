@@ -212,7 +212,7 @@ fn write_us(out: &mut impl Write, ns: i64) -> io::Result<()> {
 }
 
 /// Decimal digits without the formatting machinery: this runs several times per event.
-fn write_u64(out: &mut impl Write, mut v: u64) -> io::Result<()> {
+pub(crate) fn write_u64(out: &mut impl Write, mut v: u64) -> io::Result<()> {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {

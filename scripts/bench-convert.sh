@@ -31,8 +31,8 @@ mkdir -p "$dir"
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-echo "| events | file | bytes/event | format | output bytes/event | median time | events/s | peak RSS |"
-echo "|---:|---:|---:|---|---:|---:|---:|---:|"
+echo "| events | file | bytes/event | format | output bytes/event | median time | events/s | median CPU time | events/CPU s | peak RSS |"
+echo "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
 for m in "${sizes[@]}"; do
     out="$dir/${m}M"
     # 4 workers emit the events; 36 bytes per event of buffer leaves room for continuations.
@@ -46,17 +46,23 @@ for m in "${sizes[@]}"; do
     events=$("$bin" info "$file" | awk '$1 == "events" { gsub(",", "", $2); print $2; exit }')
     for fmt in "${formats[@]}"; do
         times=()
+        cpus=()
         rss=0
         for _ in 1 2 3; do
-            read -r t kb < <( { /usr/bin/time -f "%e %M" "$bin" convert "$file" --to "$fmt" > /dev/null; } 2>&1 | tail -1)
+            # CPU time (user + system) as well as wall time: on a machine shared with other work the
+            # wall time measures the others too.
+            read -r t kb u s < <( { /usr/bin/time -f "%e %M %U %S" "$bin" convert "$file" --to "$fmt" > /dev/null; } 2>&1 | tail -1)
             times+=("$t")
+            cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }')")
             [ "$kb" -gt "$rss" ] && rss=$kb
         done
         t=$(printf '%s\n' "${times[@]}" | median)
+        c=$(printf '%s\n' "${cpus[@]}" | median)
         # The output's size, from one more run (a pipe, outside the timed runs).
         size=$("$bin" convert "$file" --to "$fmt" | wc -c)
-        awk -v ev="$events" -v b="$bytes" -v f="$fmt" -v t="$t" -v rss="$rss" -v o="$size" 'BEGIN {
-            printf "| %.1f M | %.0f MiB | %.1f | %s | %.1f | %.2f s | %.2f M | %.1f MiB |\n",
-                ev / 1e6, b / 1048576, b / ev, f, o / ev, t, (t > 0 ? ev / t / 1e6 : 0), rss / 1024 }'
+        awk -v ev="$events" -v b="$bytes" -v f="$fmt" -v t="$t" -v c="$c" -v rss="$rss" -v o="$size" 'BEGIN {
+            printf "| %.1f M | %.0f MiB | %.1f | %s | %.1f | %.2f s | %.2f M | %.2f s | %.2f M | %.1f MiB |\n",
+                ev / 1e6, b / 1048576, b / ev, f, o / ev, t, (t > 0 ? ev / t / 1e6 : 0),
+                c, (c > 0 ? ev / c / 1e6 : 0), rss / 1024 }'
     done
 done

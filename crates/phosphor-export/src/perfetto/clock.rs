@@ -133,3 +133,50 @@ impl Clocks {
         p.end(defaults);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use phosphor_format::file::{CallsiteInfo, Reader, Trailer, Writer};
+    use phosphor_format::Phase;
+
+    use super::super::checker::{check, s, slices, thread};
+    use super::{SPARE_CLOCKS, THREAD_CLOCKS};
+    use crate::test_files::{clock, header, slice};
+
+    #[test]
+    fn every_time_survives_more_threads_than_clocks_and_nesting_deeper_than_the_spare_clocks() {
+        let threads = THREAD_CLOCKS as u64 + 12;
+        let depth = SPARE_CLOCKS as u64 + 4;
+        let callsite = CallsiteInfo {
+            id: 16,
+            category: "c",
+            name: "s",
+            phase: Phase::Complete,
+            arg_names: ["", ""],
+            file: "clock.rs",
+            line: 1,
+            name_hash: 0,
+            level: None,
+            dynamic_name: false,
+            flow: false,
+        };
+        let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+        w.write_callsites(&[callsite]).unwrap();
+        // Each thread's slices nest `depth` deep, recorded innermost first as complete events are;
+        // each thread is earlier in time than the one before it in the file, so every thread's
+        // first packet goes back too.
+        let base = |tid: u64| 1_000 * (threads + 1 - tid);
+        for tid in 1..=threads {
+            let records: Vec<_> = (0..depth).rev().map(|k| slice(16, base(tid) + k, 100 - 2 * k)).collect();
+            w.write_chunk(tid as u32, 0, &records, |_, _| "").unwrap();
+        }
+        let bytes = w.finish(&Trailer::default()).unwrap();
+        let mut out = Vec::new();
+        crate::perfetto::write_perfetto(Reader::new(bytes.as_slice()).unwrap(), &mut out).unwrap();
+        let doc = check(&out);
+        for tid in 1..=threads {
+            let want: Vec<_> = (0..depth).map(|k| s("s", base(tid) + k, Some(100 - 2 * k), k)).collect();
+            assert_eq!(slices(thread(&doc, tid)), want, "thread {tid}");
+        }
+    }
+}

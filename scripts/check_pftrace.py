@@ -19,6 +19,8 @@ What is checked (any failure is listed in "errors" and makes "ok" false):
   * the bytes parse as perfetto.protos.Trace, and hold no field unknown to the schema, at any
     depth; re-serialised they take exactly as many bytes (so no field is written twice and every
     varint is minimal);
+  * a packet of compressed_packets (zlib) holds nothing else and a Trace, whose packets are
+    checked in its place, as trace processor reads them ("compressed_packets" counts them);
   * every packet has trusted_packet_sequence_id; interning is resolved per sequence as trace
     processor resolves it: SEQ_INCREMENTAL_STATE_CLEARED (or incremental_state_cleared) starts a
     new, empty generation, TracePacketDefaults and InternedData apply from the packet that carries
@@ -57,6 +59,7 @@ import json
 import math
 import struct
 import sys
+import zlib
 
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
@@ -205,6 +208,8 @@ def check(data, max_async_tracks=None):
         errors.append(f"re-serialised size {trace.ByteSize()} != {len(data)} bytes: a field is "
                       "repeated or a varint is not minimal")
 
+    trace, compressed = inflate(trace, errors)
+
     sequences = {}
     tracks = {}
     samples = []
@@ -347,6 +352,7 @@ def check(data, max_async_tracks=None):
         "ok": not errors,
         "errors": errors,
         "packets": len(trace.packet),
+        "compressed_packets": compressed,
         "sequences": sorted(sequences),
         "async_tracks": async_tracks,
         "clock": {
@@ -451,6 +457,44 @@ def replay(track):
     out["slices"] = slices
     out["unmatched_ends"] = unmatched
     return out
+
+
+def inflate(trace, errors):
+    """The trace with each packet of compressed_packets replaced by the packets inside it, as trace
+    processor reads them (zlib, RFC 1950), and the number of such packets. Such a packet holds no
+    other field, the inner bytes are a Trace that re-serialises to as many bytes, and none of its
+    packets is compressed again."""
+    if not any(p.HasField("compressed_packets") for p in trace.packet):
+        return trace, 0
+    flat = pb.Trace()
+    compressed = 0
+    for i, pkt in enumerate(trace.packet):
+        if not pkt.HasField("compressed_packets"):
+            flat.packet.append(pkt)
+            continue
+        compressed += 1
+        where = f"outer packet {i}"
+        if len(pkt.ListFields()) != 1:
+            errors.append(f"{where}: compressed_packets with other fields")
+        try:
+            data = zlib.decompress(pkt.compressed_packets)
+        except zlib.error as e:
+            errors.append(f"{where}: compressed_packets does not inflate as zlib: {e}")
+            continue
+        inner = pb.Trace()
+        try:
+            inner.ParseFromString(data)
+        except DecodeError as e:
+            errors.append(f"{where}: compressed_packets does not hold a Trace: {e}")
+            continue
+        unknown_fields(inner, f"{where}: inner trace", errors)
+        if inner.ByteSize() != len(data):
+            errors.append(f"{where}: inner trace re-serialises to {inner.ByteSize()} != {len(data)} bytes")
+        for p in inner.packet:
+            if p.HasField("compressed_packets"):
+                errors.append(f"{where}: compressed_packets inside compressed_packets")
+            flat.packet.append(p)
+    return flat, compressed
 
 
 def dump(result, trace):

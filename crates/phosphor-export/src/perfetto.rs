@@ -132,6 +132,7 @@
 //! events: 260 to 360 ms planned, 210 to 260 ms in one pass, on a busy 2-core machine).
 
 mod clock;
+mod compress;
 mod counters;
 mod intern;
 mod lanes;
@@ -164,6 +165,7 @@ use proto::*;
 use tracks::{ThreadTrack, UUID_PROCESS};
 
 pub use crate::error::{Error, ExportSummary};
+pub use compress::{CompressedPackets, PacketCompression, IN_FLIGHT};
 pub use plan::{AsyncPlan, MAX_PLANNED_ASYNC_EVENTS};
 
 /// Writes the trace that `reader` reads as a Perfetto protobuf trace to `out` (in blocks of about

@@ -42,11 +42,10 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Read;
 
-use phosphor_format::file::{ClockInfo, Event, Reader, Value};
+use phosphor_format::file::{Block, ClockInfo, Event, Reader, Value};
 use phosphor_format::Phase;
+use phosphor_format::Record;
 use rustc_hash::FxHashMap as HashMap;
-
-use crate::error::{read_events, ExportSummary};
 
 /// The most async begins and ends a plan covers: 524,288 paired slices. At this size a plan being
 /// built holds at most about 100 MiB (every event an unpaired begin, all open at once), or about
@@ -82,20 +81,41 @@ impl AsyncPlan {
     pub(super) fn build<R: Read>(reader: &mut Reader<R>, clock: &ClockInfo, cap: usize) -> AsyncPlan {
         let origin_ns = origin_ns(clock);
         let mut builder = Builder::default();
-        let mut summary = ExportSummary::default();
-        let full = read_events(reader, &mut summary, |e| {
-            if matches!(e.callsite.phase, Phase::AsyncBegin | Phase::AsyncEnd) {
-                if builder.events.len() >= cap {
-                    return Err(());
-                }
-                let ts = ns(origin_ns, clock, e.ts);
-                builder.add(class_of(e), e.async_id.unwrap_or(0), e.callsite.phase == Phase::AsyncBegin, ts);
+        let mut asyncs = AsyncIds::default();
+        asyncs.update(reader);
+        let mut callsites_changed = false;
+        loop {
+            if std::mem::take(&mut callsites_changed) {
+                asyncs.update(reader);
             }
-            Ok(())
-        });
-        if full.is_err() {
-            let events = builder.events.len() as u64;
-            return AsyncPlan { lanes: Vec::new(), count: 0, events, overflowed: true };
+            // A read error ends the plan there: the export stops at the same place.
+            let Ok(Some(block)) = reader.next_block() else { break };
+            let chunk = match block {
+                Block::Callsites { .. } => {
+                    callsites_changed = true;
+                    continue;
+                }
+                Block::Chunk(chunk) if asyncs.any_in(chunk.records) => chunk,
+                _ => continue,
+            };
+            for event in chunk.events() {
+                // A damaged event ends the plan, as it ends the export. (One in a chunk the plan
+                // skips does not: the export then stops before the async events past it.)
+                let Ok(e) = &event else { return builder.finish() };
+                if matches!(e.callsite.phase, Phase::AsyncBegin | Phase::AsyncEnd) {
+                    if builder.events.len() >= cap {
+                        let events = builder.events.len() as u64;
+                        return AsyncPlan { lanes: Vec::new(), count: 0, events, overflowed: true };
+                    }
+                    let ts = ns(origin_ns, clock, e.ts);
+                    builder.add(
+                        class_of(e),
+                        e.async_id.unwrap_or(0),
+                        e.callsite.phase == Phase::AsyncBegin,
+                        ts,
+                    );
+                }
+            }
         }
         builder.finish()
     }
@@ -114,6 +134,40 @@ impl AsyncPlan {
     /// plan holds none and the export lays them out in one pass.
     pub fn overflowed(&self) -> bool {
         self.overflowed
+    }
+}
+
+/// The ids of the async callsites the reader knows, so that the plan decodes only the chunks that
+/// can hold an async event: a chunk's events are resolved against the callsites defined before
+/// it, and an event's first record carries its callsite id, so a chunk none of whose records
+/// carries one of these ids holds no async event (a later record's payload that happens to match
+/// only costs a decoding). The whole file's chunks are skipped undecoded when it defines no async
+/// callsite.
+#[derive(Default)]
+struct AsyncIds {
+    ids: Vec<u32>,
+}
+
+impl AsyncIds {
+    /// Re-reads the callsite table (a callsites block may add or redefine ids).
+    fn update<R: Read>(&mut self, reader: &Reader<R>) {
+        self.ids.clear();
+        self.ids.extend(
+            reader
+                .callsites()
+                .filter(|c| matches!(c.phase, Phase::AsyncBegin | Phase::AsyncEnd))
+                .map(|c| c.id),
+        );
+        self.ids.sort_unstable();
+    }
+
+    /// Whether a record of `records` carries an async callsite's id.
+    fn any_in(&self, records: &[Record]) -> bool {
+        match self.ids.as_slice() {
+            [] => false,
+            [one] => records.iter().any(|r| r.id == *one),
+            ids => records.iter().any(|r| ids.binary_search(&r.id).is_ok()),
+        }
     }
 }
 

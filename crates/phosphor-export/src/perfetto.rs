@@ -122,13 +122,22 @@
 //! and `chunks_lost`, the chunks missing from the writer streams' sequence numbers
 //! ([`ChunkLosses`](crate::ChunkLosses)), when there are any.
 //!
+//! # Compression
+//!
+//! [`CompressedPackets`] wraps the output of any of the writers here: it bundles the packets, about
+//! 256 KiB at a time, into packets of `compressed_packets` (a zlib-compressed `Trace`, as
+//! Perfetto's own service writes them), which trace processor and the UI inflate and read in
+//! place, so nothing of the trace changes but its size (the demo: 28.8 → 8.0 bytes per event).
+//! The compression runs on a second thread, so on two cores the wall time stays about the same.
+//!
 //! # Speed
 //!
 //! About 11 M events/s in a release build, converting a generated file of mixed events to a sink
 //! on the development machine, where reading the file alone runs at 24 M and Chrome JSON at 6.5 M
 //! (the ignored test `perfetto::tests::throughput` measures all three). An event is a few varints
 //! written in place, with no allocation and no formatting. A planned export reads the file twice;
-//! the plan's reading decodes every event but keeps only the async ones (the full demo, 920k
+//! the plan's reading decodes every event once an async callsite is defined (none before, so a
+//! file without async callsites is only read) but keeps only the async ones (the full demo, 920k
 //! events: 260 to 360 ms planned, 210 to 260 ms in one pass, on a busy 2-core machine).
 
 mod clock;

@@ -51,8 +51,9 @@ impl Default for PacketCompression {
     }
 }
 
-/// A [`Write`] that turns a Perfetto `Trace` into one of compressed packets (see the
-/// [module docs](self)). Call [`finish`](Self::finish) at the end: it writes the last bundle and
+/// A [`Write`] that turns a Perfetto `Trace` into one of compressed packets: bundles of whole
+/// packets of about [`PacketCompression::bundle_bytes`], each written as one packet of zlib
+/// `compressed_packets`, in order (see the [Perfetto module docs](super#compression)). Call [`finish`](Self::finish) at the end: it writes the last bundle and
 /// reports errors. Dropped unfinished, it writes what it holds and ignores errors, as a
 /// `BufWriter` does.
 ///

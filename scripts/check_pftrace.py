@@ -19,14 +19,22 @@ What is checked (any failure is listed in "errors" and makes "ok" false):
   * the bytes parse as perfetto.protos.Trace, and hold no field unknown to the schema, at any
     depth; re-serialised they take exactly as many bytes (so no field is written twice and every
     varint is minimal);
+  * a packet of compressed_packets (zlib) holds nothing else and a Trace, whose packets are
+    checked in its place, as trace processor reads them ("compressed_packets" counts them);
   * every packet has trusted_packet_sequence_id; interning is resolved per sequence as trace
     processor resolves it: SEQ_INCREMENTAL_STATE_CLEARED (or incremental_state_cleared) starts a
     new, empty generation, TracePacketDefaults and InternedData apply from the packet that carries
-    them on, an iid is never 0 and never redefined with another value within a generation; a
-    packet that uses interned names sets SEQ_NEEDS_INCREMENTAL_STATE, and none does before the
-    sequence was cleared;
-  * the first packet is a ClockSnapshot with a primary_trace_clock, and every timestamp is in
-    that clock (the packet's timestamp_clock_id, else the sequence defaults');
+    them on, an iid is never 0 and never redefined with another value within a generation; no
+    packet uses interned names, or sets SEQ_NEEDS_INCREMENTAL_STATE, before its sequence was
+    cleared (trace processor only uses that flag to skip packets of a sequence that lost its
+    state, so a packet need not set it);
+  * the first packet is a ClockSnapshot with a primary_trace_clock; a later ClockSnapshot is the
+    first packet of its sequence. Every timestamp is in the primary clock (the packet's
+    timestamp_clock_id, else the sequence defaults'), or in a sequence-scoped clock (ids 64 to
+    127) that a ClockSnapshot of the same sequence defines together with the primary clock: an
+    incremental clock's timestamps are deltas, added up in stream order from the snapshot's
+    reading, as trace processor adds them. Every time in the result is resolved so, to absolute
+    nanoseconds of the primary clock;
   * every track_uuid an event uses has a TrackDescriptor earlier in the stream; descriptors of one
     uuid agree (kind, parent, pid, tid; the name may change, the last one wins); parents exist;
     thread and process descriptors have their pid/tid; counter events are on counter tracks and
@@ -51,6 +59,7 @@ import json
 import math
 import struct
 import sys
+import zlib
 
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
@@ -60,6 +69,8 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 BOOTTIME = pb.BUILTIN_CLOCK_BOOTTIME
+# Clock ids a sequence defines for itself (ClockSnapshot.Clock.clock_id).
+SEQUENCE_CLOCKS = (64, 127)
 TYPE_NAMES = {v: k for k, v in pb.TrackEvent.Type.items()}
 CLOCK_NAMES = {v: k for k, v in pb.BuiltinClock.items()}
 
@@ -90,10 +101,13 @@ class Sequence:
         self.clear()
 
     def clear(self):
+        # Sequence-scoped clocks survive a clear: they belong to the sequence's snapshots.
+        self.clocks = getattr(self, "clocks", {})
         self.names = {}
         self.categories = {}
         self.annotation_names = {}
         self.defaults = None
+        self.packets = 0
         self.profile = {t: {} for t in PROFILE_TABLES}
 
 
@@ -194,6 +208,8 @@ def check(data, max_async_tracks=None):
         errors.append(f"re-serialised size {trace.ByteSize()} != {len(data)} bytes: a field is "
                       "repeated or a varint is not minimal")
 
+    trace, compressed = inflate(trace, errors)
+
     sequences = {}
     tracks = {}
     samples = []
@@ -203,6 +219,8 @@ def check(data, max_async_tracks=None):
         if not pkt.HasField("trusted_packet_sequence_id"):
             errors.append(f"{where}: no trusted_packet_sequence_id")
         seq = sequences.setdefault(pkt.trusted_packet_sequence_id, Sequence())
+        first_on_sequence = seq.packets == 0
+        seq.packets += 1
         flags = pkt.sequence_flags
         if pkt.incremental_state_cleared or flags & CLEARED:
             seq.clear()
@@ -230,20 +248,42 @@ def check(data, max_async_tracks=None):
             errors.append(f"{where}: the first packet is not a ClockSnapshot")
         if data_field == "clock_snapshot":
             cs = pkt.clock_snapshot
-            if i != 0:
-                errors.append(f"{where}: a ClockSnapshot after the first packet")
-            if cs.HasField("primary_trace_clock"):
+            if i != 0 and not first_on_sequence:
+                errors.append(f"{where}: a ClockSnapshot after the first packet, not the first of its sequence")
+            if i == 0 and cs.HasField("primary_trace_clock"):
                 clock["primary"] = cs.primary_trace_clock
+            elif cs.HasField("primary_trace_clock"):
+                errors.append(f"{where}: a later ClockSnapshot sets the primary trace clock")
+            primary = [c.timestamp for c in cs.clocks if c.clock_id == clock["primary"]]
             for c in cs.clocks:
-                clock["snapshot"][CLOCK_NAMES.get(c.clock_id, str(c.clock_id))] = c.timestamp
+                if SEQUENCE_CLOCKS[0] <= c.clock_id <= SEQUENCE_CLOCKS[1]:
+                    if not primary:
+                        errors.append(f"{where}: sequence clock {c.clock_id} without a primary clock reading")
+                        continue
+                    seq.clocks[c.clock_id] = {"incremental": c.is_incremental, "last": c.timestamp,
+                                              "base": c.timestamp, "primary": primary[0]}
+                elif i == 0:
+                    clock["snapshot"][CLOCK_NAMES.get(c.clock_id, str(c.clock_id))] = c.timestamp
             continue
 
+        ts = None
         if pkt.HasField("timestamp"):
             clock_id = pkt.timestamp_clock_id if pkt.HasField("timestamp_clock_id") else 0
             if not clock_id and seq.defaults is not None and seq.defaults.HasField("timestamp_clock_id"):
                 clock_id = seq.defaults.timestamp_clock_id
             clock_id = clock_id or BOOTTIME
-            if clock_id != clock["primary"]:
+            ts = pkt.timestamp
+            if SEQUENCE_CLOCKS[0] <= clock_id <= SEQUENCE_CLOCKS[1]:
+                c = seq.clocks.get(clock_id)
+                if c is None:
+                    errors.append(f"{where}: timestamp in sequence clock {clock_id}, which no ClockSnapshot "
+                                  "of this sequence defines")
+                else:
+                    if c["incremental"]:
+                        c["last"] += ts
+                        ts = c["last"]
+                    ts = ts - c["base"] + c["primary"]
+            elif clock_id != clock["primary"]:
                 errors.append(f"{where}: timestamp in clock {clock_id}, not the primary trace clock "
                               f"{clock['primary']}")
 
@@ -268,7 +308,7 @@ def check(data, max_async_tracks=None):
                 if name is not None:
                     track.name = name
         elif data_field == "track_event":
-            track_event(pkt, where, seq, tracks, errors)
+            track_event(pkt, ts, where, seq, tracks, errors)
         elif data_field == "perf_sample":
             ps = pkt.perf_sample
             if not flags & NEEDS:
@@ -278,7 +318,7 @@ def check(data, max_async_tracks=None):
             stack = seq.profile["callstacks"].get(ps.callstack_iid)
             if stack is None:
                 errors.append(f"{where}: callstack iid {ps.callstack_iid} is not interned")
-            samples.append({"ts": pkt.timestamp, "pid": ps.pid, "tid": ps.tid,
+            samples.append({"ts": ts, "pid": ps.pid, "tid": ps.tid,
                             "cpu": ps.cpu if ps.HasField("cpu") else None, "stack": stack})
         elif data_field is not None:
             errors.append(f"{where}: unexpected packet content {data_field}")
@@ -312,6 +352,7 @@ def check(data, max_async_tracks=None):
         "ok": not errors,
         "errors": errors,
         "packets": len(trace.packet),
+        "compressed_packets": compressed,
         "sequences": sorted(sequences),
         "async_tracks": async_tracks,
         "clock": {
@@ -324,9 +365,8 @@ def check(data, max_async_tracks=None):
     return result, trace
 
 
-def track_event(pkt, where, seq, tracks, errors):
+def track_event(pkt, ts, where, seq, tracks, errors):
     te = pkt.track_event
-    needs = bool(pkt.sequence_flags & NEEDS)
     if not pkt.HasField("timestamp"):
         errors.append(f"{where}: TrackEvent without a timestamp")
     uuid = te.track_uuid
@@ -339,8 +379,8 @@ def track_event(pkt, where, seq, tracks, errors):
         return
     uses_interning = te.HasField("name_iid") or len(te.category_iids) > 0 or any(
         a.HasField("name_iid") for a in te.debug_annotations)
-    if uses_interning and not needs:
-        errors.append(f"{where}: uses interned data without SEQ_NEEDS_INCREMENTAL_STATE")
+    if uses_interning and not seq.valid:
+        errors.append(f"{where}: uses interned data before the sequence was cleared")
 
     def lookup(table, iid, what):
         if iid not in table:
@@ -382,7 +422,7 @@ def track_event(pkt, where, seq, tracks, errors):
     terminating = list(te.terminating_flow_ids)
     if len(te.flow_ids_old) or len(te.terminating_flow_ids_old):
         errors.append(f"{where}: deprecated flow_ids_old")
-    track.events.append((pkt.timestamp, kind, name, ",".join(categories) or None, args, value,
+    track.events.append((ts, kind, name, ",".join(categories) or None, args, value,
                          flows, terminating))
 
 
@@ -417,6 +457,44 @@ def replay(track):
     out["slices"] = slices
     out["unmatched_ends"] = unmatched
     return out
+
+
+def inflate(trace, errors):
+    """The trace with each packet of compressed_packets replaced by the packets inside it, as trace
+    processor reads them (zlib, RFC 1950), and the number of such packets. Such a packet holds no
+    other field, the inner bytes are a Trace that re-serialises to as many bytes, and none of its
+    packets is compressed again."""
+    if not any(p.HasField("compressed_packets") for p in trace.packet):
+        return trace, 0
+    flat = pb.Trace()
+    compressed = 0
+    for i, pkt in enumerate(trace.packet):
+        if not pkt.HasField("compressed_packets"):
+            flat.packet.append(pkt)
+            continue
+        compressed += 1
+        where = f"outer packet {i}"
+        if len(pkt.ListFields()) != 1:
+            errors.append(f"{where}: compressed_packets with other fields")
+        try:
+            data = zlib.decompress(pkt.compressed_packets)
+        except zlib.error as e:
+            errors.append(f"{where}: compressed_packets does not inflate as zlib: {e}")
+            continue
+        inner = pb.Trace()
+        try:
+            inner.ParseFromString(data)
+        except DecodeError as e:
+            errors.append(f"{where}: compressed_packets does not hold a Trace: {e}")
+            continue
+        unknown_fields(inner, f"{where}: inner trace", errors)
+        if inner.ByteSize() != len(data):
+            errors.append(f"{where}: inner trace re-serialises to {inner.ByteSize()} != {len(data)} bytes")
+        for p in inner.packet:
+            if p.HasField("compressed_packets"):
+                errors.append(f"{where}: compressed_packets inside compressed_packets")
+            flat.packet.append(p)
+    return flat, compressed
 
 
 def dump(result, trace):

@@ -48,7 +48,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufWriter, Read, Write};
 
-use phosphor_format::file::{ClockInfo, Event, Reader, Value};
+use phosphor_format::file::{ClockInfo, Event, Reader, TableStr, Value};
 use phosphor_format::Phase;
 
 use crate::chrome_time::{write_units_as_us, Ties};
@@ -111,6 +111,8 @@ impl<W: Write> ChromeDocument<W> {
         let mut threads = BTreeSet::new();
         let mut last_tid = None;
         let mut scratch = String::new();
+        let mut quoted = Quoted::default();
+        let mut ids = Ids { pid, tid: None, bytes: Vec::new() };
         let mut ties = Ties::default();
 
         if n > 0 {
@@ -129,7 +131,7 @@ impl<W: Write> ChromeDocument<W> {
                 threads.insert(e.tid);
                 last_tid = Some(e.tid);
             }
-            write_event(out, &at, pid, e, &mut scratch, &mut ties)?;
+            write_event(out, &at, &mut ids, e, &mut scratch, &mut quoted, &mut ties)?;
             Ok(())
         })?;
 
@@ -211,19 +213,105 @@ fn write_us(out: &mut impl Write, ns: i64) -> io::Result<()> {
     out.write_all(&digits)
 }
 
-/// Decimal digits without the formatting machinery: this runs several times per event.
-fn write_u64(out: &mut impl Write, mut v: u64) -> io::Result<()> {
+/// `00` to `99`, two ASCII digits each.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Decimal digits without the formatting machinery, two at a time: this runs several times per
+/// event (a digit at a time, it was a sixth of the export's instructions).
+pub(crate) fn write_u64(out: &mut impl Write, mut v: u64) -> io::Result<()> {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
-    loop {
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[i] = b'0' + v as u8;
     }
     out.write_all(&buf[i..])
+}
+
+/// `,"pid":P,"tid":T` of the thread whose events are being written, made again when another
+/// thread's come (once per chunk), not per event.
+struct Ids {
+    pid: u32,
+    tid: Option<u32>,
+    bytes: Vec<u8>,
+}
+
+impl Ids {
+    #[inline]
+    fn of(&mut self, tid: u32) -> &[u8] {
+        if self.tid != Some(tid) {
+            self.tid = Some(tid);
+            self.bytes.clear();
+            self.bytes.extend_from_slice(b",\"pid\":");
+            // Writing to a `Vec` cannot fail.
+            let _ = write_u64(&mut self.bytes, self.pid.into());
+            self.bytes.extend_from_slice(b",\"tid\":");
+            let _ = write_u64(&mut self.bytes, tid.into());
+        }
+        &self.bytes
+    }
+}
+
+/// Names, categories and argument names from the file, quoted and escaped as JSON strings once,
+/// by their index in the reader's string table (which holds each distinct string once): escaping
+/// them per event was a sixth of the export's instructions. Strings longer than
+/// [`Quoted::MAX_LEN`] are escaped each time, so the cache holds at most that much per string the
+/// events use.
+#[derive(Debug, Default)]
+struct Quoted {
+    by_index: Vec<Option<Box<[u8]>>>,
+    /// Scratch for a string not cached.
+    long: Vec<u8>,
+}
+
+impl Quoted {
+    const MAX_LEN: usize = 256;
+
+    /// `s` as a JSON string, quotes included.
+    #[inline]
+    fn get(&mut self, s: TableStr<'_>) -> &[u8] {
+        let i = s.index() as usize;
+        match self.by_index.get(i) {
+            Some(Some(_)) => self.by_index[i].as_deref().unwrap_or_default(),
+            _ => self.quote(s),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn quote(&mut self, s: TableStr<'_>) -> &[u8] {
+        let mut q = Vec::with_capacity(s.len() + 2);
+        // Writing to a `Vec` cannot fail.
+        let _ = write_str(&mut q, &s);
+        if s.len() > Self::MAX_LEN {
+            self.long = q;
+            return &self.long;
+        }
+        let i = s.index() as usize;
+        if i >= self.by_index.len() {
+            self.by_index.resize(i + 1, None);
+        }
+        self.by_index[i].insert(q.into_boxed_slice())
+    }
 }
 
 fn write_i64(out: &mut impl Write, v: i64) -> io::Result<()> {
@@ -236,9 +324,10 @@ fn write_i64(out: &mut impl Write, v: i64) -> io::Result<()> {
 fn write_event(
     out: &mut impl Write,
     clock: &Placed<'_>,
-    pid: u32,
+    ids: &mut Ids,
     e: &Event<'_>,
     scratch: &mut String,
+    quoted: &mut Quoted,
     ties: &mut Ties,
 ) -> io::Result<()> {
     let cs = &e.callsite;
@@ -265,10 +354,14 @@ fn write_event(
         _ => &cs.name,
     };
     if !matches!(cs.phase, Phase::LockWait | Phase::LockHeld) {
-        write_str(out, name)?;
+        if cs.level.is_some() || cs.dynamic_name {
+            write_str(out, name)?;
+        } else {
+            out.write_all(quoted.get(cs.name))?;
+        }
     }
     out.write_all(b",\"cat\":")?;
-    write_str(out, &cs.category)?;
+    out.write_all(quoted.get(cs.category))?;
     out.write_all(ph)?;
     let start = clock.ns(e.ts);
     write_us(out, start)?;
@@ -277,10 +370,7 @@ fn write_event(
         let end = clock.ns(e.ts.saturating_add(d));
         write_units_as_us(out, ties.duration_units(e.tid, start, end))?;
     }
-    out.write_all(b",\"pid\":")?;
-    write_u64(out, pid.into())?;
-    out.write_all(b",\"tid\":")?;
-    write_u64(out, e.tid.into())?;
+    out.write_all(ids.of(e.tid))?;
     if matches!(cs.phase, Phase::Instant | Phase::Log) {
         out.write_all(b",\"s\":\"t\"")?;
     }
@@ -310,21 +400,21 @@ fn write_event(
     match cs.phase {
         Phase::Begin => {
             let mut args = Vec::new();
-            write_args(&mut args, e)?;
+            write_args(&mut args, e, quoted)?;
             out.write_all(&args)?;
             ties.push_begin(e.tid, name, args);
         }
         Phase::End => match ties.pop_end(e.tid, name) {
             Some(args) => out.write_all(&args)?,
-            None => write_args(out, e)?,
+            None => write_args(out, e, quoted)?,
         },
-        _ => write_args(out, e)?,
+        _ => write_args(out, e, quoted)?,
     }
     out.write_all(b"}")
 }
 
 /// Writes `,"args":{...}` for `e`, if it has any to show.
-fn write_args(out: &mut impl Write, e: &Event<'_>) -> io::Result<()> {
+fn write_args(out: &mut impl Write, e: &Event<'_>, quoted: &mut Quoted) -> io::Result<()> {
     let cs = &e.callsite;
     let shown = |i: usize| crate::logs::shows_arg(e, i);
     let has_args = e.args.iter().enumerate().any(|(i, a)| a.is_some() && shown(i));
@@ -348,9 +438,9 @@ fn write_args(out: &mut impl Write, e: &Event<'_>) -> io::Result<()> {
             }
             first = false;
             if name.is_empty() {
-                write!(out, "\"arg{i}\":")?;
+                out.write_all(if i == 0 { b"\"arg0\":" } else { b"\"arg1\":" })?;
             } else {
-                write_str(out, name)?;
+                out.write_all(quoted.get(cs.arg_names[i]))?;
                 out.write_all(b":")?;
             }
             write_value(out, value)?;

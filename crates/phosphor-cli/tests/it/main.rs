@@ -4,6 +4,7 @@ mod browser;
 mod call;
 mod cli;
 mod convert;
+mod convert_compress;
 mod convert_many;
 mod demo;
 mod diff;

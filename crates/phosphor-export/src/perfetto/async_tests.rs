@@ -157,3 +157,42 @@ fn events_named_at_run_time_show_their_own_name_never_the_callsites_source_text(
         .collect();
     assert_eq!(names, ["stage.decode", "mutex.a (wait)", "job.x", "job.x", "STAGES[(item.id % 3) as usize]"]);
 }
+
+/// The plan decodes only chunks that can hold an async event: the async callsites of a callsites
+/// block that comes after chunks (and after other chunks without any) are still planned, and a
+/// file with no async callsite plans nothing, as the export then lays out nothing.
+#[test]
+fn the_plan_finds_async_callsites_defined_after_chunks_and_in_chunks_mixed_with_others() {
+    let plain_cs = vec![callsite(20, "work", Phase::Instant, ["", ""])];
+    let async_cs = vec![
+        callsite(16, "item", Phase::AsyncBegin, ["", ""]),
+        callsite(17, "item", Phase::AsyncEnd, ["", ""]),
+    ];
+    let a = |ts, id, cs| ev(ts, cs, &[id], &[], &[], false);
+    let work = |ts| ev(ts, 20, &[], &[], &[], false);
+    let bytes = file(
+        vec![
+            Part::Callsites(plain_cs.clone()),
+            chunk(1, (0..50).map(work).collect()),
+            Part::Callsites(async_cs),
+            chunk(2, (0..40).map(work).collect()),
+            chunk(1, vec![work(100), a(100, 1, 16), work(101), a(110, 2, 16), work(120)]),
+            chunk(2, vec![a(150, 1, 17), a(160, 2, 17)]),
+        ],
+        &[],
+        &Trailer::default(),
+    );
+    let plan = AsyncPlan::from_reader(Reader::new(&bytes[..]).unwrap());
+    assert_eq!((plan.lanes(), plan.async_events(), plan.overflowed()), (2, 4, false));
+    let (pf, summary) = export_planned(&bytes, plan);
+    assert!(!summary.async_unplanned);
+    assert_eq!(named(&check(&pf), "track", "item").len(), 2);
+
+    let none = file(
+        vec![Part::Callsites(plain_cs), chunk(1, (0..50).map(work).collect())],
+        &[],
+        &Trailer::default(),
+    );
+    let plan = AsyncPlan::from_reader(Reader::new(&none[..]).unwrap());
+    assert_eq!((plan.lanes(), plan.async_events()), (0, 0));
+}

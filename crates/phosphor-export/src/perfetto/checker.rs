@@ -163,13 +163,7 @@ fn handmade(replace: &[(usize, Vec<u8>)]) -> Vec<u8> {
         packet(|p| {
             p.uint(PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
             message(p, PACKET_DEFAULTS, |p| p.uint(DEFAULTS_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_MONOTONIC));
-            message(p, PACKET_CLOCK_SNAPSHOT, |p| {
-                message(p, SNAPSHOT_CLOCKS, |p| {
-                    p.uint(CLOCK_ID, BUILTIN_CLOCK_MONOTONIC);
-                    p.uint(CLOCK_TIMESTAMP, 0);
-                });
-                p.uint(SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
-            });
+            snapshot(p, &[]);
         }),
         packet(|p| {
             message(p, PACKET_TRACK_DESCRIPTOR, |p| {
@@ -192,6 +186,62 @@ fn handmade(replace: &[(usize, Vec<u8>)]) -> Vec<u8> {
         packets[*i] = p.clone();
     }
     trace_of(&packets)
+}
+
+/// A clock snapshot: `CLOCK_MONOTONIC` at 0 and `more` (clock id, reading, incremental), with
+/// the primary trace clock.
+fn snapshot(p: &mut Enc, more: &[(u64, u64, bool)]) {
+    message(p, PACKET_CLOCK_SNAPSHOT, |p| {
+        for &(id, ts, incremental) in [(BUILTIN_CLOCK_MONOTONIC, 0, false)].iter().chain(more) {
+            message(p, SNAPSHOT_CLOCKS, |p| {
+                p.uint(CLOCK_ID, id);
+                p.uint(CLOCK_TIMESTAMP, ts);
+                if incremental {
+                    p.boolean(CLOCK_IS_INCREMENTAL, true);
+                }
+            });
+        }
+        p.uint(SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
+    });
+}
+
+#[test]
+fn the_checker_adds_up_incremental_timestamps_from_the_snapshot_and_converts_them_to_the_primary_clock() {
+    // Clock 64 reads 1000 when CLOCK_MONOTONIC reads 0; clock 65 is absolute, at 7 then.
+    let clocks = [(64, 1000, true), (65, 7, false)];
+    let at = |ts: u64, clock: Option<u64>| {
+        packet(|p| {
+            p.uint(PACKET_TIMESTAMP, ts);
+            if let Some(c) = clock {
+                p.uint(PACKET_TIMESTAMP_CLOCK_ID, c);
+            }
+            message(p, PACKET_TRACK_EVENT, |p| {
+                p.uint(EVENT_TYPE, TYPE_INSTANT);
+                p.uint(EVENT_TRACK_UUID, 2);
+                p.uint(EVENT_NAME_IID, 1);
+            });
+        })
+    };
+    let mut trace = handmade(&[(
+        0,
+        packet(|p| {
+            p.uint(PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+            message(p, PACKET_DEFAULTS, |p| p.uint(DEFAULTS_TIMESTAMP_CLOCK_ID, 64));
+            snapshot(p, &clocks);
+        }),
+    )]);
+    // `handmade`'s own instant is at +10 on clock 64; then +5, an absolute 4 in CLOCK_MONOTONIC
+    // (which leaves clock 64 alone), +1, and 9 on clock 65.
+    for (ts, clock) in [(5, None), (4, Some(BUILTIN_CLOCK_MONOTONIC)), (1, None), (9, Some(65))] {
+        trace.extend(trace_of(&[at(ts, clock)]));
+    }
+    let doc = check(&trace);
+    let times: Vec<u64> =
+        thread(&doc, 8)["slices"].as_array().unwrap().iter().map(|s| s["ts"].as_u64().unwrap()).collect();
+    // In CLOCK_MONOTONIC: 1000 + 10 and + 5 on clock 64 are 10 and 15, then 4 as written, 1016
+    // is 16, and 9 on clock 65 is 2; sorted by time.
+    let want = vec![2, 4, 10, 15, 16];
+    assert_eq!(times, want);
 }
 
 /// An instant named "x" (iid 1, interned here) on `track`; `extra` adds to the track event.
@@ -231,7 +281,14 @@ fn the_checker_rejects_what_the_schema_or_trace_processor_would_not_accept() {
         ("packet 1: no trusted_packet_sequence_id", handmade(&[(1, no_sequence)])),
         // trusted_packet_sequence_id = 1 as the two-byte varint 0x81 0x00.
         ("re-serialised size", handmade(&[(1, vec![0x50, 0x81, 0x00])])),
-        ("without SEQ_NEEDS_INCREMENTAL_STATE", handmade(&[(3, instant(2, 0, |_| {}))])),
+        (
+            "packet 3: uses interned data before the sequence was cleared",
+            handmade(&[(0, packet(|p| snapshot(p, &[]))), (3, instant(2, 0, |_| {}))]),
+        ),
+        (
+            "timestamp in sequence clock 64, which no ClockSnapshot of this sequence defines",
+            handmade(&[(3, instant(2, 0, |_| {}).into_iter().chain([0xd0, 0x03, 64]).collect())]),
+        ),
         (
             "track_uuid 5 has no TrackDescriptor",
             handmade(&[(3, instant(5, SEQ_NEEDS_INCREMENTAL_STATE, |_| {}))]),

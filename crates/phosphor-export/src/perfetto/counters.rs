@@ -30,7 +30,7 @@ impl<W: Write> Exporter<W> {
             if r.counters[i] == 0 {
                 r.counters[i] = self.counter_track(&e.callsite.category, &e.callsite.name, name, ts)?;
             }
-            self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+            self.start_packet(Some(ts), 0);
             let p = &mut self.buf;
             let te = p.begin(PACKET_TRACK_EVENT);
             p.uint(EVENT_TYPE, TYPE_COUNTER);
@@ -64,7 +64,7 @@ impl<W: Write> Exporter<W> {
             return Ok(uuid);
         }
         let uuid = self.new_track_uuid(UUID_COUNTER);
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        self.start_packet(Some(ts), 0);
         let p = &mut self.buf;
         let track = p.begin(PACKET_TRACK_DESCRIPTOR);
         p.uint(TRACK_UUID, uuid);

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use phosphor_format::file::{Callsite, Event, Value};
 
+use super::clock::{CLOCKS, FIRST_CLOCK};
 use super::intern::{Resolved, Suffix};
 use super::pb::{self, Enc};
 use super::proto::*;
@@ -14,19 +15,14 @@ use super::Exporter;
 /// The packet sequence of a single file (the first of a merged export; the others follow it).
 pub(super) const SEQUENCE_ID: u64 = 1;
 
-/// `trusted_packet_sequence_id = SEQUENCE_ID` and `sequence_flags = SEQ_NEEDS_INCREMENTAL_STATE`,
-/// encoded: both field keys and both values fit in one byte each (checked at compile time).
-pub(super) const EVENT_PACKET_PREFIX: [u8; 4] = {
+/// `trusted_packet_sequence_id = SEQUENCE_ID`, encoded: the field key and the value fit in one
+/// byte each (checked at compile time).
+pub(super) const EVENT_PACKET_PREFIX: [u8; 2] = {
     const fn byte(v: u64) -> u8 {
         assert!(v < 0x80, "a one-byte varint");
         v as u8
     }
-    [
-        byte((PACKET_TRUSTED_SEQUENCE_ID as u64) << 3),
-        byte(SEQUENCE_ID),
-        byte((PACKET_SEQUENCE_FLAGS as u64) << 3),
-        byte(SEQ_NEEDS_INCREMENTAL_STATE),
-    ]
+    [byte((PACKET_TRUSTED_SEQUENCE_ID as u64) << 3), byte(SEQUENCE_ID)]
 };
 
 /// Encoded packets are written out once they fill this many bytes.
@@ -39,30 +35,38 @@ pub(super) const KEEP_PENDING: usize = 1 << 16;
 pub(super) const STREAM_INTERNED_AT: usize = 1 << 20;
 
 impl<W: Write> Exporter<W> {
-    /// The clock snapshot (which also starts the sequence) and the process track. A merged
-    /// export's later files start their sequences without a snapshot: one snapshot holds for the
-    /// whole trace (their times are on the first file's `CLOCK_MONOTONIC`, whose relation to the
-    /// wall clock the first snapshot gives), so a second would only repeat it.
+    /// The clock snapshot (which also starts the sequence and sets its defaults) and the process
+    /// track. Every sequence's snapshot defines its incremental clock (`perfetto/clock.rs`) at the
+    /// file's origin; only the first also gives the wall clock and the primary trace clock: one
+    /// holds for the whole trace, since a merged export's later files have their times on the
+    /// first file's `CLOCK_MONOTONIC`.
     pub(super) fn preamble(&mut self, process_name: &str) -> io::Result<()> {
         self.start_packet(None, SEQ_INCREMENTAL_STATE_CLEARED);
         let p = &mut self.buf;
-        let defaults = p.begin(PACKET_DEFAULTS);
-        p.uint(DEFAULTS_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_MONOTONIC);
-        p.end(defaults);
-        if self.sequence == SEQUENCE_ID {
-            let snapshot = p.begin(PACKET_CLOCK_SNAPSHOT);
-            for (id, ts) in [
-                (BUILTIN_CLOCK_MONOTONIC, self.snapshot_monotonic_ns),
-                (BUILTIN_CLOCK_REALTIME, self.clock.origin_wall_ns),
-            ] {
-                let clock = p.begin(SNAPSHOT_CLOCKS);
-                p.uint(CLOCK_ID, id);
-                p.uint(CLOCK_TIMESTAMP, ts);
-                p.end(clock);
-            }
-            p.uint(SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
-            p.end(snapshot);
+        self.clocks.write_defaults(p);
+        let snapshot = p.begin(PACKET_CLOCK_SNAPSHOT);
+        let first = self.sequence == SEQUENCE_ID;
+        let builtin = [
+            (BUILTIN_CLOCK_MONOTONIC, self.snapshot_monotonic_ns),
+            (BUILTIN_CLOCK_REALTIME, self.clock.origin_wall_ns),
+        ];
+        for (id, ts) in builtin.into_iter().take(if first { 2 } else { 1 }) {
+            let clock = p.begin(SNAPSHOT_CLOCKS);
+            p.uint(CLOCK_ID, id);
+            p.uint(CLOCK_TIMESTAMP, ts);
+            p.end(clock);
         }
+        for id in FIRST_CLOCK..FIRST_CLOCK + CLOCKS as u64 {
+            let clock = p.begin(SNAPSHOT_CLOCKS);
+            p.uint(CLOCK_ID, id);
+            p.uint(CLOCK_TIMESTAMP, self.snapshot_monotonic_ns);
+            p.boolean(CLOCK_IS_INCREMENTAL, true);
+            p.end(clock);
+        }
+        if first {
+            p.uint(SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_MONOTONIC);
+        }
+        p.end(snapshot);
         self.finish_packet(false)?;
 
         self.start_packet(None, 0);
@@ -96,11 +100,11 @@ impl<W: Write> Exporter<W> {
         if ty != TYPE_SLICE_END {
             self.resolve_name(r, &e.callsite);
         }
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        self.start_packet(Some(ts), 0);
         let p = &mut self.buf;
         let te = p.begin(PACKET_TRACK_EVENT);
         p.uint(EVENT_TYPE, ty);
-        p.uint(EVENT_TRACK_UUID, track);
+        self.clocks.event_track(p, track);
         if ty != TYPE_SLICE_END {
             p.uint(EVENT_CATEGORY_IIDS, r.category);
             p.uint(EVENT_NAME_IID, r.name);
@@ -140,11 +144,11 @@ impl<W: Write> Exporter<W> {
                 }
             }
         }
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        self.start_packet(Some(ts), 0);
         let p = &mut self.buf;
         let te = p.begin(PACKET_TRACK_EVENT);
         p.uint(EVENT_TYPE, ty);
-        p.uint(EVENT_TRACK_UUID, track);
+        self.clocks.event_track(p, track);
         p.uint(EVENT_CATEGORY_IIDS, r.category);
         p.bytes(EVENT_NAME, self.message.as_bytes());
         if let Some(level) = cs.level {
@@ -228,16 +232,15 @@ impl<W: Write> Exporter<W> {
         }
     }
 
-    /// Starts a packet (a `Trace.packet` field) on the sequence: the timestamp (in the defaults'
-    /// clock) and the flags.
+    /// Starts a packet (a `Trace.packet` field) on the sequence: new defaults if the thread changed,
+    /// the timestamp (a delta on an incremental clock, `perfetto/clock.rs`) and the flags. A `TrackEvent` packet sets none:
+    /// `SEQ_NEEDS_INCREMENTAL_STATE` only tells trace processor to skip the packet if the sequence
+    /// lost its state, and a file's sequence never does.
     #[inline]
     pub(super) fn start_packet(&mut self, ts: Option<u64>, flags: u64) {
         self.packet = self.buf.begin(TRACE_PACKET);
-        if let Some(ts) = ts {
-            self.buf.uint(PACKET_TIMESTAMP, ts);
-        }
-        if flags == SEQ_NEEDS_INCREMENTAL_STATE && self.sequence == SEQUENCE_ID {
-            // Every event packet: the sequence id and the flags as four precomputed bytes.
+        self.clocks.start(&mut self.buf, ts);
+        if flags == 0 && self.sequence == SEQUENCE_ID {
             self.buf.put(&EVENT_PACKET_PREFIX);
         } else {
             self.buf.uint(PACKET_TRUSTED_SEQUENCE_ID, self.sequence);

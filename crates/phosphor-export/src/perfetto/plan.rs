@@ -42,11 +42,11 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Read;
 
-use phosphor_format::file::{ClockInfo, Event, Reader, Value};
-use phosphor_format::Phase;
-use rustc_hash::FxHashMap as HashMap;
+use phosphor_format::file::{Block, ClockInfo, Event, Reader, Value};
 
 use crate::error::{read_events, ExportSummary};
+use phosphor_format::Phase;
+use rustc_hash::FxHashMap as HashMap;
 
 /// The most async begins and ends a plan covers: 524,288 paired slices. At this size a plan being
 /// built holds at most about 100 MiB (every event an unpaired begin, all open at once), or about
@@ -82,6 +82,18 @@ impl AsyncPlan {
     pub(super) fn build<R: Read>(reader: &mut Reader<R>, clock: &ClockInfo, cap: usize) -> AsyncPlan {
         let origin_ns = origin_ns(clock);
         let mut builder = Builder::default();
+        // No event can be async until a callsites block defines an async callsite: until then
+        // the blocks are read (taking in the tables) and no event is decoded.
+        while !any_async(reader) {
+            loop {
+                match reader.next_block() {
+                    Ok(Some(Block::Callsites { .. })) => break,
+                    Ok(Some(_)) => {}
+                    // A read error ends the plan there: the export stops at the same place.
+                    Ok(None) | Err(_) => return builder.finish(),
+                }
+            }
+        }
         let mut summary = ExportSummary::default();
         let full = read_events(reader, &mut summary, |e| {
             if matches!(e.callsite.phase, Phase::AsyncBegin | Phase::AsyncEnd) {
@@ -115,6 +127,16 @@ impl AsyncPlan {
     pub fn overflowed(&self) -> bool {
         self.overflowed
     }
+}
+
+/// Whether the reader knows an async callsite: the plan decodes no chunk while it knows none. A
+/// chunk's events are resolved against the callsites defined before it, so before the first async
+/// callsite is defined no chunk holds an async event, and a file that defines none is read
+/// without decoding a single event. (Skipping each chunk none of whose records carries an async
+/// id was tried: on the demo, where most chunks hold an async event, it cost 4% more
+/// instructions than it saved.)
+fn any_async<R: Read>(reader: &Reader<R>) -> bool {
+    reader.callsites().any(|c| matches!(c.phase, Phase::AsyncBegin | Phase::AsyncEnd))
 }
 
 /// A (category, name) of async slices, keyed by string-table indices: the category's, and the

@@ -8,6 +8,7 @@ pub const TRACE_PACKET: u32 = 1;
 
 // TracePacket
 pub const PACKET_TIMESTAMP: u32 = 8;
+pub const PACKET_TIMESTAMP_CLOCK_ID: u32 = 58;
 pub const PACKET_CLOCK_SNAPSHOT: u32 = 6;
 pub const PACKET_TRUSTED_SEQUENCE_ID: u32 = 10;
 pub const PACKET_TRACK_EVENT: u32 = 11;
@@ -21,14 +22,16 @@ pub const PACKET_PERF_SAMPLE: u32 = 66;
 pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
 pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
 
-// TracePacketDefaults
+// TracePacketDefaults (its `TrackEventDefaults.track_uuid` is 11, as `TrackEvent.track_uuid`)
 pub const DEFAULTS_TIMESTAMP_CLOCK_ID: u32 = 58;
+pub const DEFAULTS_TRACK_EVENT: u32 = 11;
 
 // ClockSnapshot, ClockSnapshot.Clock, BuiltinClock
 pub const SNAPSHOT_CLOCKS: u32 = 1;
 pub const SNAPSHOT_PRIMARY_TRACE_CLOCK: u32 = 2;
 pub const CLOCK_ID: u32 = 1;
 pub const CLOCK_TIMESTAMP: u32 = 2;
+pub const CLOCK_IS_INCREMENTAL: u32 = 3;
 pub const BUILTIN_CLOCK_REALTIME: u64 = 1;
 pub const BUILTIN_CLOCK_MONOTONIC: u64 = 3;
 

@@ -66,7 +66,7 @@ impl<W: Write> Exporter<W> {
             .iter()
             .map(|(n, _)| self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, n))
             .collect();
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        self.start_packet(Some(ts), 0);
         let p = &mut self.buf;
         let te = p.begin(PACKET_TRACK_EVENT);
         p.uint(EVENT_TYPE, TYPE_INSTANT);

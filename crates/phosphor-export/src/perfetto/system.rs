@@ -227,7 +227,7 @@ impl<W: Write> Exporter<W> {
                 Some(t) => t,
                 None => self.heap_track(ts)?,
             };
-            self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+            self.start_packet(Some(ts), 0);
             let p = &mut self.buf;
             let te = p.begin(PACKET_TRACK_EVENT);
             p.uint(EVENT_TYPE, TYPE_COUNTER);
@@ -275,7 +275,7 @@ impl<W: Write> Exporter<W> {
     }
 
     fn off_cpu_slice(&mut self, ty: u64, ts: u64, track: u64, name: Option<&str>) -> io::Result<()> {
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        self.start_packet(Some(ts), 0);
         let p = &mut self.buf;
         let te = p.begin(PACKET_TRACK_EVENT);
         p.uint(EVENT_TYPE, ty);
@@ -294,7 +294,7 @@ impl<W: Write> Exporter<W> {
         }
         let thread = self.thread_track_by_id(tid, ts)?;
         let uuid = self.new_track_uuid(UUID_OFF_CPU);
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        self.start_packet(Some(ts), 0);
         let p = &mut self.buf;
         let track = p.begin(PACKET_TRACK_DESCRIPTOR);
         p.uint(TRACK_UUID, uuid);
@@ -308,7 +308,7 @@ impl<W: Write> Exporter<W> {
 
     fn heap_track(&mut self, ts: u64) -> io::Result<u64> {
         let uuid = self.new_track_uuid(UUID_COUNTER);
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        self.start_packet(Some(ts), 0);
         let p = &mut self.buf;
         let track = p.begin(PACKET_TRACK_DESCRIPTOR);
         p.uint(TRACK_UUID, uuid);

@@ -98,7 +98,7 @@ impl<W: Write> Exporter<W> {
         name: Option<&str>,
         ts: Option<u64>,
     ) -> io::Result<()> {
-        self.start_packet(ts, if ts.is_some() { SEQ_NEEDS_INCREMENTAL_STATE } else { 0 });
+        self.start_packet(ts, 0);
         let p = &mut self.buf;
         let track = p.begin(PACKET_TRACK_DESCRIPTOR);
         p.uint(TRACK_UUID, uuid);
@@ -150,7 +150,7 @@ impl<W: Write> Exporter<W> {
     #[inline(never)]
     pub(super) fn async_descriptor(&mut self, lane: u64, e: &Event<'_>, ts: u64) -> io::Result<()> {
         crate::logs::write_event_name(&mut self.message, e);
-        self.start_packet(Some(ts), SEQ_NEEDS_INCREMENTAL_STATE);
+        self.start_packet(Some(ts), 0);
         let p = &mut self.buf;
         let track = p.begin(PACKET_TRACK_DESCRIPTOR);
         p.uint(TRACK_UUID, lane);

@@ -134,6 +134,8 @@ pub(crate) struct GroupEncoder {
     zstd: Option<zstd::bulk::Compressor<'static>>,
     /// The group with its transform applied.
     scratch: Vec<u8>,
+    /// The codec's output, as long as the longest bound so far.
+    packed: Vec<u8>,
 }
 
 impl fmt::Debug for GroupEncoder {
@@ -163,15 +165,18 @@ impl GroupEncoder {
             }
             Compression::Lz4 => (None, Transform::DeltaShuffle),
         };
-        Ok(Some(GroupEncoder { compression, transform, zstd, scratch: Vec::new() }))
+        Ok(Some(GroupEncoder { compression, transform, zstd, scratch: Vec::new(), packed: Vec::new() }))
     }
 
     /// Appends the body of a group block holding the framed blocks `group` to `out`.
     pub(crate) fn encode(&mut self, group: &[u8], out: &mut Vec<u8>, offset: u64) -> Result<(), Error> {
         debug_assert!(group.len() <= MAX_GROUP_BYTES as usize);
-        self.scratch.clear();
-        self.scratch.extend_from_slice(group);
-        transform::forward(&mut self.scratch, self.transform);
+        // Grown (and zeroed) only when a group is longer than any before.
+        if self.scratch.len() < group.len() {
+            self.scratch.resize(group.len(), 0);
+        }
+        let scratch = &mut self.scratch[..group.len()];
+        transform::forward_into(group, scratch, self.transform);
         let (codec, level) = match self.compression {
             Compression::Zstd { level } => (CODEC_ZSTD, level as i8),
             _ => (CODEC_LZ4, 0),
@@ -180,22 +185,23 @@ impl GroupEncoder {
         out.extend_from_slice(&(group.len() as u32).to_le_bytes());
         let at = out.len();
         debug_assert_eq!(at, GROUP_HEADER_BYTES);
-        match &mut self.zstd {
-            Some(z) => {
-                // Into a slice: zstd's `Vec` output starts at the vector's start, not its end.
-                out.resize(at + zstd::zstd_safe::compress_bound(self.scratch.len()), 0);
-                let n = z
-                    .compress_to_buffer(&self.scratch[..], &mut out[at..])
-                    .map_err(|e| Error::io(e, offset))?;
-                out.truncate(at + n);
-            }
-            None => {
-                out.resize(at + lz4_flex::block::get_maximum_output_size(self.scratch.len()), 0);
-                let n = lz4_flex::block::compress_into(&self.scratch, &mut out[at..])
-                    .map_err(|e| Error::malformed("compressed group", format!("LZ4: {e}"), offset))?;
-                out.truncate(at + n);
-            }
+        // Into a slice of a buffer kept from group to group: it is zeroed once, when it grows,
+        // rather than before every group.
+        let bound = match self.zstd {
+            Some(_) => zstd::zstd_safe::compress_bound(scratch.len()),
+            None => lz4_flex::block::get_maximum_output_size(scratch.len()),
+        };
+        if self.packed.len() < bound {
+            self.packed.resize(bound, 0);
         }
+        let n = match &mut self.zstd {
+            Some(z) => z
+                .compress_to_buffer(&scratch[..], &mut self.packed[..bound])
+                .map_err(|e| Error::io(e, offset))?,
+            None => lz4_flex::block::compress_into(scratch, &mut self.packed[..bound])
+                .map_err(|e| Error::malformed("compressed group", format!("LZ4: {e}"), offset))?,
+        };
+        out.extend_from_slice(&self.packed[..n]);
         Ok(())
     }
 }
@@ -204,6 +210,8 @@ impl GroupEncoder {
 #[derive(Default)]
 pub(crate) struct GroupDecoder {
     zstd: Option<zstd::bulk::Decompressor<'static>>,
+    /// The codec's output, before the transform is undone; zeroed only when it grows.
+    raw: Vec<u8>,
 }
 
 impl fmt::Debug for GroupDecoder {
@@ -241,8 +249,10 @@ impl GroupDecoder {
         let at = base + GROUP_HEADER_BYTES as u64;
         // Room for `len` bytes and no more: a stream that decodes to more fails there, whatever
         // it claims, so a bomb costs at most MAX_GROUP_BYTES and the time to fill them.
-        out.clear();
-        out.resize(len, 0);
+        if self.raw.len() < len {
+            self.raw.resize(len, 0);
+        }
+        let raw = &mut self.raw[..len];
         let (compression, got) = match codec {
             CODEC_ZSTD => {
                 if self.zstd.is_none() {
@@ -250,12 +260,12 @@ impl GroupDecoder {
                 }
                 let z = self.zstd.as_mut().expect("just made");
                 let got = z
-                    .decompress_to_buffer(packed, &mut out[..])
+                    .decompress_to_buffer(packed, &mut raw[..])
                     .map_err(|e| Error::malformed(what, format!("zstd: {e}"), at))?;
                 (Compression::Zstd { level: i32::from(body[2] as i8) }, got)
             }
             CODEC_LZ4 => {
-                let got = lz4_flex::block::decompress_into(packed, out)
+                let got = lz4_flex::block::decompress_into(packed, raw)
                     .map_err(|e| Error::malformed(what, format!("LZ4: {e}"), at))?;
                 (Compression::Lz4, got)
             }
@@ -268,8 +278,9 @@ impl GroupDecoder {
                 base + 4,
             ));
         }
-        out.truncate(len);
-        transform::inverse(out, transform);
+        // Without `clear`: only bytes past the old length are zeroed, and every byte is written.
+        out.resize(len, 0);
+        transform::inverse_into(&self.raw[..len], out, transform);
         Ok(compression)
     }
 }

@@ -37,80 +37,174 @@ impl Transform {
     }
 }
 
-/// Calls `f` with the records of every chunk block of the framed blocks in `group`, each cut to
-/// whole records.
-fn each_chunk(group: &mut [u8], mut f: impl FnMut(&mut [u8])) {
-    let mut at = 0;
-    while group.len() - at >= BLOCK_HEADER_BYTES {
-        let k = u32::from_le_bytes(group[at..at + 4].try_into().expect("4 bytes"));
-        let len = u32::from_le_bytes(group[at + 4..at + 8].try_into().expect("4 bytes")) as usize;
+/// Copies the framed blocks `src` into `dst` (as long as `src`), passing the records of every
+/// chunk block (cut to whole records) to `f(records, out)`, which writes `out`: the same place in
+/// `dst`. Everything else is copied as it is, and nothing is written twice.
+fn map_chunks(src: &[u8], dst: &mut [u8], mut f: impl FnMut(&[u8], &mut [u8])) {
+    debug_assert_eq!(src.len(), dst.len());
+    // `src[copied..at]` is copied when the next records (or the end) come.
+    let (mut at, mut copied) = (0, 0);
+    while src.len() - at >= BLOCK_HEADER_BYTES {
+        let k = u32::from_le_bytes(src[at..at + 4].try_into().expect("4 bytes"));
+        let len = u32::from_le_bytes(src[at + 4..at + 8].try_into().expect("4 bytes")) as usize;
         let body = at + BLOCK_HEADER_BYTES;
-        if len > group.len() - body {
-            return;
+        if len > src.len() - body {
+            break;
         }
         if k == kind::CHUNK && len >= EXTENTS_BYTES {
             let n = (len - EXTENTS_BYTES) / RECORD_SIZE;
-            f(&mut group[body + EXTENTS_BYTES..body + EXTENTS_BYTES + n * RECORD_SIZE]);
+            let range = body + EXTENTS_BYTES..body + EXTENTS_BYTES + n * RECORD_SIZE;
+            dst[copied..range.start].copy_from_slice(&src[copied..range.start]);
+            f(&src[range.clone()], &mut dst[range.clone()]);
+            copied = range.end;
         }
         at = body + len;
     }
+    dst[copied..].copy_from_slice(&src[copied..]);
 }
 
-fn word(records: &[u8], i: usize) -> u64 {
-    u64::from_le_bytes(records[i * RECORD_SIZE..i * RECORD_SIZE + 8].try_into().expect("8 bytes"))
+fn load(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-fn set_word(records: &mut [u8], i: usize, v: u64) {
-    records[i * RECORD_SIZE..i * RECORD_SIZE + 8].copy_from_slice(&v.to_le_bytes());
+fn store(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-/// Applies `t` to the chunk blocks of the framed blocks in `group`.
-pub(crate) fn forward(group: &mut [u8], t: Transform) {
-    if t == Transform::None {
-        return;
+/// Transposes the 8×8 matrix of bytes whose row `r` is `x[r]` (byte `c` of the row is bits
+/// `8c..8c+8`): afterwards byte `c` of `x[r]` is what byte `r` of `x[c]` was. Three rounds of
+/// swapping off-diagonal blocks (4×4, then 2×2, then single bytes), each a few shifts and masks
+/// per pair of rows; its own inverse.
+#[inline(always)]
+fn transpose8(x: &mut [u64; 8]) {
+    /// Row a's upper block of columns changes places with row b's lower block.
+    #[inline(always)]
+    fn swap(x: &mut [u64; 8], a: usize, b: usize, shift: u32, mask: u64) {
+        let t = ((x[a] >> shift) ^ x[b]) & mask;
+        x[a] ^= t << shift;
+        x[b] ^= t;
     }
-    let mut tmp = Vec::new();
-    each_chunk(group, |records| {
-        let n = records.len() / RECORD_SIZE;
-        // Back to front, so each difference is taken from the previous record's original value.
-        for i in (1..n).rev() {
-            let d = word(records, i).wrapping_sub(word(records, i - 1));
-            set_word(records, i, d);
-        }
-        if t == Transform::DeltaShuffle {
-            tmp.clear();
-            tmp.extend_from_slice(records);
-            for (j, column) in records.chunks_exact_mut(n.max(1)).enumerate().take(RECORD_SIZE) {
-                for (i, b) in column.iter_mut().enumerate() {
-                    *b = tmp[i * RECORD_SIZE + j];
-                }
-            }
-        }
-    });
+    const M32: u64 = 0x0000_0000_ffff_ffff;
+    const M16: u64 = 0x0000_ffff_0000_ffff;
+    const M8: u64 = 0x00ff_00ff_00ff_00ff;
+    for (a, b) in [(0, 4), (1, 5), (2, 6), (3, 7)] {
+        swap(x, a, b, 32, M32);
+    }
+    for (a, b) in [(0, 2), (1, 3), (4, 6), (5, 7)] {
+        swap(x, a, b, 16, M16);
+    }
+    for (a, b) in [(0, 1), (2, 3), (4, 5), (6, 7)] {
+        swap(x, a, b, 8, M8);
+    }
 }
 
-/// Undoes `t` on the chunk blocks of the framed blocks in `group`.
-pub(crate) fn inverse(group: &mut [u8], t: Transform) {
-    if t == Transform::None {
-        return;
-    }
-    let mut tmp = Vec::new();
-    each_chunk(group, |records| {
-        let n = records.len() / RECORD_SIZE;
-        if t == Transform::DeltaShuffle {
-            tmp.clear();
-            tmp.extend_from_slice(records);
-            for (i, record) in records.chunks_exact_mut(RECORD_SIZE).enumerate() {
-                for (j, b) in record.iter_mut().enumerate() {
-                    *b = tmp[j * n + i];
-                }
-            }
+/// Delta (and, with `shuffle`, the byte shuffle) of the `n` records in `src`, written to `dst`.
+fn forward_records(src: &[u8], dst: &mut [u8], shuffle: bool) {
+    let n = src.len() / RECORD_SIZE;
+    // The record's first word, less the previous record's (the first record's is kept).
+    let delta = |i: usize| {
+        let v = load(src, i * RECORD_SIZE);
+        if i == 0 {
+            v
+        } else {
+            v.wrapping_sub(load(src, (i - 1) * RECORD_SIZE))
         }
+    };
+    if !shuffle {
+        dst.copy_from_slice(src);
         for i in 1..n {
-            let v = word(records, i).wrapping_add(word(records, i - 1));
-            set_word(records, i, v);
+            store(dst, i * RECORD_SIZE, delta(i));
         }
-    });
+        return;
+    }
+    // Column j (byte j of every record) goes to dst[j*n..(j+1)*n]. Eight records at a time: each
+    // of their four words, transposed, gives eight bytes of eight columns.
+    let whole = n - n % 8;
+    let mut x = [0u64; 8];
+    for i0 in (0..whole).step_by(8) {
+        for w in 0..RECORD_SIZE / 8 {
+            for (r, v) in x.iter_mut().enumerate() {
+                *v = if w == 0 { delta(i0 + r) } else { load(src, (i0 + r) * RECORD_SIZE + w * 8) };
+            }
+            transpose8(&mut x);
+            for (b, v) in x.iter().enumerate() {
+                store(dst, (w * 8 + b) * n + i0, *v);
+            }
+        }
+    }
+    for i in whole..n {
+        let mut record = [0u8; RECORD_SIZE];
+        record.copy_from_slice(&src[i * RECORD_SIZE..(i + 1) * RECORD_SIZE]);
+        record[..8].copy_from_slice(&delta(i).to_le_bytes());
+        for (j, b) in record.iter().enumerate() {
+            dst[j * n + i] = *b;
+        }
+    }
+}
+
+/// Undoes [`forward_records`]: the records, from their transformed bytes `src`, into `dst`.
+fn inverse_records(src: &[u8], dst: &mut [u8], shuffle: bool) {
+    let n = src.len() / RECORD_SIZE;
+    if shuffle {
+        let whole = n - n % 8;
+        let mut x = [0u64; 8];
+        for i0 in (0..whole).step_by(8) {
+            for w in 0..RECORD_SIZE / 8 {
+                for (b, v) in x.iter_mut().enumerate() {
+                    *v = load(src, (w * 8 + b) * n + i0);
+                }
+                transpose8(&mut x);
+                for (r, v) in x.iter().enumerate() {
+                    store(dst, (i0 + r) * RECORD_SIZE + w * 8, *v);
+                }
+            }
+        }
+        for i in whole..n {
+            for j in 0..RECORD_SIZE {
+                dst[i * RECORD_SIZE + j] = src[j * n + i];
+            }
+        }
+    } else {
+        dst.copy_from_slice(src);
+    }
+    // The running sum restores each timestamp from its difference.
+    for i in 1..n {
+        let v = load(dst, i * RECORD_SIZE).wrapping_add(load(dst, (i - 1) * RECORD_SIZE));
+        store(dst, i * RECORD_SIZE, v);
+    }
+}
+
+/// Writes `src` (framed blocks) into `dst` (as long as `src`) with `t` applied to its chunk
+/// blocks.
+pub(crate) fn forward_into(src: &[u8], dst: &mut [u8], t: Transform) {
+    match t {
+        Transform::None => dst.copy_from_slice(src),
+        Transform::Delta => map_chunks(src, dst, |r, out| forward_records(r, out, false)),
+        Transform::DeltaShuffle => map_chunks(src, dst, |r, out| forward_records(r, out, true)),
+    }
+}
+
+/// Writes `src` (framed blocks with `t` applied) into `dst` (as long as `src`) with `t` undone.
+/// Framing is never transformed, so the same chunk blocks are found as by [`forward_into`].
+pub(crate) fn inverse_into(src: &[u8], dst: &mut [u8], t: Transform) {
+    match t {
+        Transform::None => dst.copy_from_slice(src),
+        Transform::Delta => map_chunks(src, dst, |r, out| inverse_records(r, out, false)),
+        Transform::DeltaShuffle => map_chunks(src, dst, |r, out| inverse_records(r, out, true)),
+    }
+}
+
+/// Applies `t` to the chunk blocks of the framed blocks in `group`, in place.
+pub(crate) fn forward(group: &mut [u8], t: Transform) {
+    let src = group.to_vec();
+    forward_into(&src, group, t);
+}
+
+/// Undoes `t` on the chunk blocks of the framed blocks in `group`, in place.
+#[cfg(test)]
+fn inverse(group: &mut [u8], t: Transform) {
+    let src = group.to_vec();
+    inverse_into(&src, group, t);
 }
 
 #[cfg(test)]
@@ -145,7 +239,7 @@ mod tests {
 
     #[test]
     fn every_transform_is_undone_exactly_and_changes_only_records() {
-        for n in [0, 1, 2, 127] {
+        for n in [0, 1, 2, 7, 8, 9, 16, 127] {
             for t in [Transform::None, Transform::Delta, Transform::DeltaShuffle] {
                 let original = group(n);
                 let mut g = original.clone();
@@ -174,8 +268,48 @@ mod tests {
         }
         forward(&mut g, Transform::Delta);
         let records = &g[8 + EXTENTS_BYTES..];
-        assert_eq!(word(records, 0), 1_000_000_000);
-        assert_eq!(word(records, 1), 250);
-        assert_eq!(word(records, 2), u64::MAX);
+        assert_eq!(load(records, 0), 1_000_000_000);
+        assert_eq!(load(records, 32), 250);
+        assert_eq!(load(records, 64), u64::MAX);
+    }
+
+    #[test]
+    fn the_word_transpose_matches_the_definition() {
+        let mut x = [0u64; 8];
+        for (r, v) in x.iter_mut().enumerate() {
+            *v = u64::from_le_bytes(std::array::from_fn(|c| (r * 8 + c) as u8));
+        }
+        let before = x;
+        transpose8(&mut x);
+        for (r, row) in x.iter().enumerate() {
+            for (c, old) in before.iter().enumerate() {
+                assert_eq!(row.to_le_bytes()[c], old.to_le_bytes()[r], "row {r} column {c}");
+            }
+        }
+        transpose8(&mut x);
+        assert_eq!(x, before, "its own inverse");
+    }
+
+    #[test]
+    fn the_shuffle_lays_out_byte_j_of_every_record_as_column_j() {
+        for n in [1usize, 5, 8, 13, 24, 127] {
+            let src: Vec<u8> = (0..n * RECORD_SIZE).map(|k| (k * 7 + k / 32) as u8).collect();
+            let mut dst = vec![0; src.len()];
+            forward_records(&src, &mut dst, true);
+            // The expected bytes: the records with their first word as a delta, column by column.
+            let mut delta = src.clone();
+            for i in 1..n {
+                let d = load(&src, i * RECORD_SIZE).wrapping_sub(load(&src, (i - 1) * RECORD_SIZE));
+                store(&mut delta, i * RECORD_SIZE, d);
+            }
+            for i in 0..n {
+                for j in 0..RECORD_SIZE {
+                    assert_eq!(dst[j * n + i], delta[i * RECORD_SIZE + j], "n {n} record {i} byte {j}");
+                }
+            }
+            let mut back = vec![0; src.len()];
+            inverse_records(&dst, &mut back, true);
+            assert_eq!(back, src, "n {n}");
+        }
     }
 }

@@ -13,10 +13,11 @@
 //!     exhausted and tracing stops.
 //!   * **Ring** walks the chunks round-robin and reuses the oldest chunk that no tenant holds and
 //!     no reader has pinned, counting the events it overwrites. This is the flight recorder.
-//!   * **Stream** loans FREE chunks only; `give_back` also queues the full chunk's index for the
-//!     collector (a bounded lock-free queue as long as the pool, so a push never fails: a chunk is
-//!     queued at most once between two loans), which writes it out and [`release`]s it (FULL →
-//!     FREE). Nothing is overwritten: when no chunk is FREE the event is dropped and counted.
+//!   * **Stream** loans FREE chunks only, popped from a queue of free chunks; `give_back` queues
+//!     the full chunk's index for the collector, which writes it out and [`release`]s it (FULL →
+//!     FREE, back into the free queue). Both are bounded lock-free queues as long as the pool, so
+//!     a push never fails (`pool.rs` has the invariant). Nothing is overwritten: when no chunk is
+//!     FREE the event is dropped and counted, at the cost of one failed pop.
 //!
 //! [`release`]: TraceBuffer::release
 //!
@@ -370,9 +371,9 @@ pub(crate) struct TraceBuffer {
     /// Which trace of the process this buffer belongs to (never reused, unlike its address).
     pub(crate) generation: u64,
     pub(crate) counters: BufferCounters,
-    /// Stream mode: indices of the chunks given back and not yet released by the collector.
+    /// Stream mode: the chunks given back for the collector, and the free ones (`pool.rs`).
     #[cfg(not(loom))]
-    full: Option<crossbeam_queue::ArrayQueue<u32>>,
+    queues: Option<super::pool::StreamQueues>,
 }
 
 impl std::fmt::Debug for TraceBuffer {
@@ -445,7 +446,7 @@ impl TraceBuffer {
             generation: 0,
             counters: BufferCounters::default(),
             #[cfg(not(loom))]
-            full: (mode == BufferMode::Stream).then(|| crossbeam_queue::ArrayQueue::new(count)),
+            queues: (mode == BufferMode::Stream).then(|| super::pool::StreamQueues::new(count)),
         }
     }
 
@@ -485,6 +486,10 @@ impl TraceBuffer {
                 self.stamp(&self.chunks[ticket as usize], ticket, tid, seq)
             }
             BufferMode::Stream | BufferMode::Ring => {
+                #[cfg(not(loom))]
+                if let Some(q) = &self.queues {
+                    return self.loan_free(q, tid, seq);
+                }
                 let ring = self.mode == BufferMode::Ring;
                 for _ in 0..n {
                     // Relaxed: the cursor only spreads loans round-robin; ownership comes from the
@@ -518,6 +523,27 @@ impl TraceBuffer {
                 }
                 Loan::AllLoaned
             }
+        }
+    }
+
+    /// Stream mode: loans a chunk from the free queue (see `pool.rs`); `AllLoaned` at once when
+    /// none is free.
+    #[cfg(not(loom))]
+    fn loan_free(&self, q: &super::pool::StreamQueues, tid: u32, seq: u64) -> Loan<'_> {
+        let claimed = q.take_free(|i| {
+            // Acquire: pairs with the collector's `release` (Release), or with the last reader's
+            // `unpin` (Release), so every read of the old records is done before we overwrite
+            // them. It fails only while a reader still pins the chunk (FREE with pins).
+            let state = &self.chunks[i as usize].header.state;
+            state.compare_exchange(FREE, CLAIMED, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        });
+        match claimed {
+            Some(i) => {
+                // Relaxed: the ticket is only a unique loan stamp; the claim gave us the chunk.
+                let ticket = self.next.0.fetch_add(1, Ordering::Relaxed);
+                self.stamp(&self.chunks[i as usize], ticket, tid, seq)
+            }
+            None => Loan::AllLoaned,
         }
     }
 
@@ -561,11 +587,9 @@ impl TraceBuffer {
         let before = chunk.header.state.fetch_xor(LOANED ^ FULL, Ordering::Release);
         debug_assert_eq!(before & KIND, LOANED, "gave back a chunk that was not loaned");
         #[cfg(not(loom))]
-        if let Some(q) = &self.full {
-            // The queue's push and pop synchronise: the collector sees what we wrote. It holds
-            // every chunk at most once, so it is never full.
-            let pushed = q.push(self.index_of(chunk));
-            debug_assert!(pushed.is_ok(), "a chunk was queued twice");
+        if let Some(q) = &self.queues {
+            // The queue's push and pop synchronise: the collector sees what we wrote.
+            q.push_full(self.index_of(chunk));
         }
     }
 
@@ -579,7 +603,7 @@ impl TraceBuffer {
     /// caller reads it (nobody writes a FULL chunk) and then [`release`](Self::release)s it.
     #[cfg(not(loom))]
     pub(crate) fn pop_full_index(&self) -> Option<u32> {
-        self.full.as_ref()?.pop()
+        self.queues.as_ref()?.pop_full()
     }
 
     /// Stream mode: puts a chunk the collector has written out back into the pool (FULL → FREE,
@@ -590,6 +614,10 @@ impl TraceBuffer {
         // the records happen before the next writer overwrites them. FULL & !KIND = FREE.
         let before = chunk.header.state.fetch_and(!KIND, Ordering::Release);
         debug_assert_eq!(before & KIND, FULL, "released a chunk that was not full");
+        if let Some(q) = &self.queues {
+            // FREE now (pinned or not): into the free queue, where a loan finds it.
+            q.push_free(self.index_of(chunk));
+        }
     }
 
     /// The buffer's mode.

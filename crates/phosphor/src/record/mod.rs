@@ -7,6 +7,8 @@ pub(crate) mod barrier;
 pub(crate) mod buffer;
 pub(crate) mod chunk_lock;
 pub(crate) mod clock;
+#[cfg(not(loom))]
+pub(crate) mod pool;
 pub(crate) mod tenant;
 #[cfg(not(loom))]
 pub(crate) mod thread;

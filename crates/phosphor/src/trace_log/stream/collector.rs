@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use phosphor_format::file::{Header, Trailer};
-use phosphor_format::ID_THREAD_SWITCH;
+use phosphor_format::{Record, ID_THREAD_SWITCH};
 
 use super::datastream::{CallsiteTable, Stream, ThreadNames};
 use super::{Backpressure, StreamConfig, StreamId, StreamStats, FLUSH_PERIOD, MAX_STREAMS};
@@ -397,6 +397,7 @@ fn write_job(
         }
     };
     let part = &records[from.min(records.len())..];
+    touch(part);
     if job.upto == 0 {
         written.remove(&job.index);
     } else {
@@ -415,6 +416,19 @@ fn write_job(
         let mut s = w.stream.lock().unwrap_or_else(|p| p.into_inner());
         s.write_chunk(&shared.header, table, names, tid, chunk.seq(), part);
     }
+}
+
+/// Reads one word of every cache line of `records`, each load independent of the others, so the
+/// processor fetches the lines in parallel. A chunk comes from another core's cache or from memory,
+/// and the passes that follow walk it event by event, each step's address depending on the last
+/// record's length: without this, every line was a miss of its own, one after the other (a third
+/// of the datastream thread's time at 20 M events/s, by `perf`).
+fn touch(records: &[Record]) {
+    let mut x = 0u64;
+    for r in records.iter().step_by(64 / std::mem::size_of::<Record>()) {
+        x ^= r.ts;
+    }
+    std::hint::black_box(x);
 }
 
 /// A datastream's thread: writes what is queued for it, flushes when the queue is empty, and

@@ -247,7 +247,6 @@ impl Stream {
         seq: u64,
         records: &[Record],
     ) {
-        let events = count_events(records);
         if !self.connect(header) {
             if let Backpressure::Block { timeout } = self.backpressure {
                 // Keep trying for a while before this chunk is given up.
@@ -258,24 +257,25 @@ impl Stream {
                 }
             }
             if self.writer.is_none() {
-                self.stats.events_dropped += events;
+                self.stats.events_dropped += count_events(records);
                 return;
             }
         }
-        let (selected, kept): (&[Record], u64) = if self.categories.is_all() {
-            (records, events)
+        let (selected, filtered): (&[Record], u64) = if self.categories.is_all() {
+            (records, 0)
         } else {
             filter_records(records, &self.categories, table, &mut self.scratch);
-            (&self.scratch, count_events(&self.scratch))
+            (&self.scratch, count_events(records) - count_events(&self.scratch))
         };
-        self.stats.events_filtered += events - kept;
+        self.stats.events_filtered += filtered;
         // What this chunk uses that the stream has not defined yet.
         let mut new_callsites = Vec::new();
         let mut new_threads = Vec::new();
         if self.threads.insert(tid) {
             new_threads.push(tid);
         }
-        let mut i = 0;
+        // One walk over the events finds what is new and counts them (as `count_events` does).
+        let (mut i, mut kept) = (0, 0);
         while let Some(r) = selected.get(i) {
             if r.id == ID_THREAD_SWITCH {
                 let t = r.slots[0] as u32;
@@ -283,6 +283,7 @@ impl Stream {
                     new_threads.push(t);
                 }
             } else if r.id >= FIRST_CALLSITE_ID {
+                kept += 1;
                 let k = (r.id - FIRST_CALLSITE_ID) as usize;
                 if self.sent.len() <= k {
                     self.sent.resize(k + 1, false);

@@ -44,7 +44,6 @@ use std::io::Read;
 
 use phosphor_format::file::{Block, ClockInfo, Event, Reader, Value};
 
-use crate::error::{read_events, ExportSummary};
 use phosphor_format::Phase;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -94,20 +93,25 @@ impl AsyncPlan {
                 }
             }
         }
-        let mut summary = ExportSummary::default();
-        let full = read_events(reader, &mut summary, |e| {
-            if matches!(e.callsite.phase, Phase::AsyncBegin | Phase::AsyncEnd) {
+        let is_async = |p: Phase| matches!(p, Phase::AsyncBegin | Phase::AsyncEnd);
+        // Only the async events are decoded (`next_where`); the rest are stepped over. A read or
+        // decode error ends the plan there. The export reads every event, so it may stop earlier,
+        // at an error in an event passed over here: the plan then holds lanes it does not use,
+        // which changes nothing for the slices before that error.
+        while let Ok(Some(chunk)) = reader.next_chunk() {
+            let mut events = chunk.events();
+            while let Some(e) = events.next_where(is_async) {
+                let Ok(e) = e else { return builder.finish() };
+                if !is_async(e.callsite.phase) {
+                    continue;
+                }
                 if builder.events.len() >= cap {
-                    return Err(());
+                    let events = builder.events.len() as u64;
+                    return AsyncPlan { lanes: Vec::new(), count: 0, events, overflowed: true };
                 }
                 let ts = ns(origin_ns, clock, e.ts);
-                builder.add(class_of(e), e.async_id.unwrap_or(0), e.callsite.phase == Phase::AsyncBegin, ts);
+                builder.add(class_of(&e), e.async_id.unwrap_or(0), e.callsite.phase == Phase::AsyncBegin, ts);
             }
-            Ok(())
-        });
-        if full.is_err() {
-            let events = builder.events.len() as u64;
-            return AsyncPlan { lanes: Vec::new(), count: 0, events, overflowed: true };
         }
         builder.finish()
     }

@@ -206,6 +206,12 @@ impl Tables {
         Some(self.callsites[at as usize].resolve(&self.strings))
     }
 
+    /// The phase of the callsite with `id`, if defined: one lookup, nothing resolved.
+    #[inline]
+    pub(crate) fn phase(&self, id: u32) -> Option<Phase> {
+        Some(self.callsites[self.by_id.get(id)? as usize].phase)
+    }
+
     pub(crate) fn has_callsite(&self, id: u32) -> bool {
         self.by_id.contains(id)
     }

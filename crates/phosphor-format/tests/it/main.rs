@@ -4,6 +4,7 @@ mod compressed;
 mod corrupt;
 mod golden;
 mod memory;
+mod next_where;
 mod random_access;
 mod support;
 mod system;

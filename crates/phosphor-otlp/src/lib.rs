@@ -10,7 +10,9 @@
 
 pub mod assemble;
 pub mod context;
+pub mod convert;
 pub mod forward;
+pub mod ids;
 pub mod request;
 pub mod select;
 

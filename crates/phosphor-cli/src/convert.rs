@@ -438,7 +438,9 @@ fn export(
             folded::Error::Read { exported, source, .. } => Failure::Read(exported, source),
             e => Failure::Write(e.into()),
         }),
-        Format::Otlp | Format::OtlpJson => bail!("OTLP output is written by `convert --to otlp` (convert/otlp.rs)"),
+        Format::Otlp | Format::OtlpJson => {
+            bail!("OTLP output is written by `convert --to otlp` (convert/otlp.rs)")
+        }
     };
     // Finished whatever the export's result: after a read error the output is still a whole trace.
     let out = out.finish().context(format!("writing {out_name}"))?;

@@ -16,7 +16,8 @@
 //! takes is counted in [`AssembleStats::events_outside_spans`] and dropped.
 //!
 //! Async slices (begin/end with the same id and name, on any thread) are spans of their own, roots
-//! of their own traces. Arguments are typed attributes (`int`, `double`, `string`, `bool`;
+//! of their own traces; an end read before its begin (another thread's chunk reached the file
+//! first) waits for it, up to [`MAX_OPEN_ASYNC`] such ends. Arguments are typed attributes (`int`, `double`, `string`, `bool`;
 //! pointers as `0x…` strings; a `u64` past `i64::MAX` as a string). Times are wall-clock Unix
 //! nanoseconds through the header's clock; a span's length is its ticks in ns, as `phosphor stats`
 //! counts it.
@@ -151,6 +152,9 @@ pub struct Assembler {
     options: AssembleOptions,
     threads: HashMap<u32, Thread>,
     asyncs: HashMap<(u64, String), Open>,
+    /// Async ends read before their begins (another thread's chunk can reach the file first):
+    /// the end time and arguments.
+    early_ends: HashMap<(u64, String), (u64, Vec<KeyValue>)>,
     ready: Vec<Span>,
     slowest: BinaryHeap<Ranked>,
     next: u64,
@@ -167,6 +171,7 @@ impl Assembler {
             options,
             threads: HashMap::new(),
             asyncs: HashMap::new(),
+            early_ends: HashMap::new(),
             ready: Vec::new(),
             slowest: BinaryHeap::new(),
             next: 0,
@@ -214,6 +219,11 @@ impl Assembler {
                 let (name, mut attributes) = name_and_attributes(event);
                 let id = event.async_id.unwrap_or(0);
                 attributes.push(kv("phosphor.async_id", any_value::Value::IntValue(id as i64)));
+                if let Some((end, more)) = self.early_ends.remove(&(id, name.clone())) {
+                    attributes.extend(more);
+                    let node = self.node(start, end, name, attributes);
+                    return self.finalize(node);
+                }
                 let open = Open { start, name: name.clone(), attributes };
                 if self.asyncs.insert((id, name), open).is_some() {
                     self.stats.unclosed += 1;
@@ -222,8 +232,13 @@ impl Assembler {
             Phase::AsyncEnd => {
                 self.now = self.now.max(start);
                 let (name, attributes) = name_and_attributes(event);
-                let Some(mut open) = self.asyncs.remove(&(event.async_id.unwrap_or(0), name)) else {
-                    self.stats.unmatched_ends += 1;
+                let key = (event.async_id.unwrap_or(0), name);
+                let Some(mut open) = self.asyncs.remove(&key) else {
+                    if self.early_ends.len() >= MAX_OPEN_ASYNC
+                        || self.early_ends.insert(key, (start, attributes)).is_some()
+                    {
+                        self.stats.unmatched_ends += 1;
+                    }
                     return;
                 };
                 open.attributes.extend(attributes);
@@ -285,6 +300,8 @@ impl Assembler {
         }
         self.stats.unclosed += self.asyncs.len() as u64;
         self.asyncs.clear();
+        self.stats.unmatched_ends += self.early_ends.len() as u64;
+        self.early_ends.clear();
         let mut slowest = std::mem::take(&mut self.slowest).into_vec();
         slowest.sort_by_key(|r| (r.2.span.start_time_unix_nano, r.1));
         for Ranked(_, _, node) in slowest {

@@ -110,7 +110,12 @@ pub fn run(
     }
 }
 
-fn one(file: &Path, options: &ConvertOptions, out: &mut impl Write, out_name: &str) -> anyhow::Result<Converted> {
+fn one(
+    file: &Path,
+    options: &ConvertOptions,
+    out: &mut impl Write,
+    out_name: &str,
+) -> anyhow::Result<Converted> {
     let mut reader = progress::open(file, "converting")?;
     convert(&mut reader, options, out).with_context(|| format!("writing {out_name}"))
 }

@@ -59,3 +59,8 @@ pub fn to_json(request: &ExportTraceServiceRequest) -> String {
     // Serialising these messages to a string cannot fail: no maps with non-string keys, no I/O.
     serde_json::to_string(request).unwrap_or_default()
 }
+
+/// Decodes protobuf bytes (a `--to otlp` file) as a request: what a receiver does.
+pub fn from_protobuf(bytes: &[u8]) -> Result<ExportTraceServiceRequest, prost::DecodeError> {
+    ExportTraceServiceRequest::decode(bytes)
+}

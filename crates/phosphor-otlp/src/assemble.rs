@@ -95,7 +95,7 @@ impl Drop for Node {
 
 #[derive(Debug)]
 enum Item {
-    Span(Node),
+    Span(Box<Node>),
     Event(SpanEvent),
 }
 
@@ -345,7 +345,7 @@ impl Assembler {
                 Item::Span(child) => {
                     node.size += child.size;
                     thread.held -= child.size;
-                    node.children.push(child);
+                    node.children.push(*child);
                 }
                 Item::Event(e) => {
                     self.stats.span_events += 1;
@@ -354,7 +354,7 @@ impl Assembler {
             }
         }
         thread.held += node.size;
-        thread.pending.push_back(Item::Span(node));
+        thread.pending.push_back(Item::Span(Box::new(node)));
         self.bound(tid);
     }
 
@@ -377,7 +377,7 @@ impl Assembler {
 
     fn final_item(&mut self, item: Item) {
         match item {
-            Item::Span(node) => self.finalize(node),
+            Item::Span(node) => self.finalize(*node),
             Item::Event(_) => self.stats.events_outside_spans += 1,
         }
     }

@@ -1,7 +1,7 @@
 //! Which spans are kept.
 //!
 //! The rules apply to whole trees: the [`Assembler`](crate::assemble::Assembler) hands a root
-//! with its subtree to [`Selection::keep`] once the root is final. A kept span whose parent is
+//! with its subtree to [`Selection::keeps`] once the root is final. A kept span whose parent is
 //! left out is re-parented to its nearest kept ancestor (or becomes a root when none is kept), so
 //! a trace viewer still shows it inside the work it belongs to; its trace id stays its root's.
 

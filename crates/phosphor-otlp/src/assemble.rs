@@ -36,7 +36,7 @@ use crate::Span;
 
 /// How many spans one thread may hold (pending roots and their subtrees) before its oldest
 /// pending items are final as they are.
-pub const MAX_HELD_PER_THREAD: usize = 1 << 16;
+pub const MAX_HELD_PER_THREAD: usize = 1 << 14;
 /// How deep a thread's begin/end scopes may nest; deeper begins are counted and ignored.
 pub const MAX_OPEN_PER_THREAD: usize = 1024;
 /// How many async slices may be open at once; later begins are counted and ignored.

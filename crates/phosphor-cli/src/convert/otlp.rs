@@ -134,7 +134,7 @@ fn summary(stderr: &mut impl Write, file: &Path, c: &Converted) -> std::io::Resu
     )?;
     let lost = [
         (s.events_outside_spans, "logs/instants outside every span (dropped)"),
-        (s.evicted_roots, "items made final early: a thread held too many spans"),
+        (s.evicted_roots, "roots made final early (a thread held too many spans; a scope enclosing them later would not be their parent)"),
         (s.unclosed, "scopes or async slices never closed (no span)"),
         (s.unmatched_ends, "ends without a begin"),
     ];

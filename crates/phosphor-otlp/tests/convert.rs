@@ -206,3 +206,38 @@ fn a_truncated_file_gives_the_spans_before_the_damage_and_its_offset() {
     let got = spans(&pb);
     assert!(!got.is_empty() && got.len() < spans(&whole).len());
 }
+
+#[test]
+fn live_draining_gives_every_span_once_and_a_long_hold_gives_what_a_file_gives() {
+    use phosphor_otlp::assemble::{AssembleOptions, Assembler};
+    let file = trace_file();
+    let (pb, _) = run(&file, &ConvertOptions::default());
+    let whole = spans(&pb);
+    let live = |hold: u64| {
+        let mut reader = Reader::new(file.as_slice()).unwrap();
+        let options = AssembleOptions { hold_ns: Some(hold), ..AssembleOptions::default() };
+        let mut asm = Assembler::new(reader.header(), options);
+        let (mut out, mut before_finish) = (Vec::new(), 0);
+        reader
+            .for_each_event(|e| {
+                asm.push(e);
+                asm.drain(&mut out);
+            })
+            .unwrap();
+        before_finish += out.len();
+        asm.finish(&mut out);
+        (out, before_finish)
+    };
+    let (all, early) = live(u64::MAX);
+    assert_eq!(early, 0);
+    let key = |s: &Span| (s.start_time_unix_nano, s.span_id.clone());
+    let (mut a, mut b) = (all.clone(), whole.clone());
+    a.sort_by_key(key);
+    b.sort_by_key(key);
+    assert_eq!(a, b);
+    let (quick, early) = live(0);
+    assert!(early > 0, "a zero hold drains as it goes");
+    assert_eq!(quick.len(), whole.len());
+    let ids: HashSet<&[u8]> = quick.iter().map(|s| s.span_id.as_slice()).collect();
+    assert_eq!(ids.len(), quick.len());
+}

@@ -41,6 +41,8 @@ use phosphor_export::{format_count, format_ns};
 use crate::info::format_bytes;
 use crate::progress;
 
+mod otlp;
+
 /// Options of `phosphor convert`.
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
@@ -59,6 +61,25 @@ pub struct ConvertArgs {
     /// of packets each, compressed on a second thread), which trace processor and the UI inflate.
     #[arg(long)]
     compress: bool,
+    /// OTLP only: keep spans at least this long (`250us`, `1ms`, `2s`, or bare ns).
+    #[arg(long, value_name = "DURATION", value_parser = otlp::parse_duration)]
+    min_duration: Option<u64>,
+    /// OTLP only: keep root spans only.
+    #[arg(long)]
+    roots_only: bool,
+    /// OTLP only: keep spans whose scope path (`frame/update`, as `phosphor stats` prints it)
+    /// matches this glob (`*`, `?`); repeatable (any may match).
+    #[arg(long = "path", value_name = "GLOB")]
+    paths: Vec<String>,
+    /// OTLP only: keep the N slowest root spans with their subtrees.
+    #[arg(long, value_name = "N")]
+    slowest: Option<usize>,
+    /// OTLP only: the resource's `service.name` (default: the recorded process name).
+    #[arg(long, value_name = "NAME")]
+    service_name: Option<String>,
+    /// OTLP only: at most this many spans per request (default 8192).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_spans: Option<u64>,
 }
 
 /// The formats `convert` writes. Only those that work are listed: clap refuses the others.
@@ -70,6 +91,10 @@ pub enum Format {
     Chrome,
     /// Folded stacks, `thread;outer;inner <self-time-ns>` per line, for flame graph tools.
     Folded,
+    /// OpenTelemetry spans: one protobuf `ExportTraceServiceRequest` (OTLP).
+    Otlp,
+    /// OpenTelemetry spans as OTLP JSON Lines: one `ExportTraceServiceRequest` per line.
+    OtlpJson,
 }
 
 /// What one conversion wrote.
@@ -87,6 +112,12 @@ pub struct Converted {
 /// `stderr`.
 pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
     let files = inputs(&args.files, stderr)?;
+    if matches!(args.to, Format::Otlp | Format::OtlpJson) {
+        return otlp::run(args, &files, stdout, stderr);
+    }
+    if otlp::flags_set(args) {
+        bail!("--min-duration, --roots-only, --path, --slowest, --service-name and --max-spans apply to --to otlp and otlp-json only");
+    }
     let [file] = files.as_slice() else {
         return run_many(args, &files, stdout, stderr);
     };
@@ -407,6 +438,9 @@ fn export(
             folded::Error::Read { exported, source, .. } => Failure::Read(exported, source),
             e => Failure::Write(e.into()),
         }),
+        Format::Otlp | Format::OtlpJson => {
+            bail!("OTLP output is written by `convert --to otlp` (convert/otlp.rs)")
+        }
     };
     // Finished whatever the export's result: after a read error the output is still a whole trace.
     let out = out.finish().context(format!("writing {out_name}"))?;

@@ -47,8 +47,10 @@ enum Command {
     /// truncated or corrupt file shows everything before the damage, then the error.
     Info(info::InfoArgs),
     /// Convert a trace file into a viewer's format (`--to perfetto`: Perfetto protobuf; `--to
-    /// chrome`: Chrome trace event JSON; `--to folded`: folded stacks of self time in nanoseconds),
-    /// to stdout or to `-o OUT`. Several files (or a `phosphor record` folder) make one timeline, a
+    /// chrome`: Chrome trace event JSON; `--to folded`: folded stacks of self time in nanoseconds;
+    /// `--to otlp`: OpenTelemetry spans, one protobuf `ExportTraceServiceRequest`; `--to otlp-json`:
+    /// OTLP JSON Lines, a request per line, with `--min-duration`, `--roots-only`, `--path`,
+    /// `--slowest` to select spans), to stdout or to `-o OUT`. Several files (or a `phosphor record` folder) make one timeline, a
     /// process per file. A truncated or corrupt file gives a whole document holding every chunk
     /// before the damage, then the error.
     Convert(convert::ConvertArgs),

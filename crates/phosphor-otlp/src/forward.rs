@@ -1,0 +1,1 @@
+//! Live forwarding. Owner helper B.

@@ -10,7 +10,8 @@
 /// header means. Parsing the 55-byte header allocates nothing; the event is an instant of category
 /// `phosphor`, name `trace_context`, with the header text as a dynamic string (see
 /// [`format::trace_context`](crate::format::trace_context)). With the `off` feature the header is
-/// still parsed and nothing is recorded.
+/// still parsed and nothing is recorded; so it is in a compile-time group (`group: g,` first)
+/// that is compiled out.
 ///
 /// ```
 /// fn handle(traceparent: &str) {
@@ -42,6 +43,12 @@ macro_rules! trace_context {
             $crate::IntoTraceContext::into_trace_context($tp);
         __phosphor_r
     }};
+    (group: $g:ident, log: $($rest:tt)*) => {
+        $g!(trace_context, log: $($rest)*)
+    };
+    (group: $g:ident, $($rest:tt)*) => {
+        $g!(trace_context, log: $crate::TraceLog::global(), $($rest)*)
+    };
     (log: $($rest:tt)*) => {
         $crate::__phosphor_gate!(trace_context, log: $($rest)*)
     };

@@ -86,13 +86,38 @@ fn invalid_headers_are_returned_as_errors_and_record_nothing() {
 #[test]
 fn recording_a_context_allocates_nothing() {
     let log = started(fixed());
-    trace_context!(log: &log, HEADER).unwrap(); // registers the callsite
-    let (a0, d0) = allocation_counts();
-    for _ in 0..100 {
-        trace_context!(log: &log, std::hint::black_box(HEADER)).unwrap();
-    }
-    let (a1, d1) = allocation_counts();
-    assert_eq!((a1 - a0, d1 - d0), (0, 0));
+    // On a fresh thread, so that nothing this test thread did before counts.
+    let (allocs, deallocs) = std::thread::scope(|s| {
+        s.spawn(|| {
+            // One call site: its first call attaches the thread and registers the callsite.
+            let record = || trace_context!(log: &log, std::hint::black_box(HEADER)).unwrap();
+            record();
+            let (a0, d0) = allocation_counts();
+            for _ in 0..100 {
+                record();
+            }
+            let (a1, d1) = allocation_counts();
+            (a1 - a0, d1 - d0)
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!((allocs, deallocs), (0, 0));
     let trace = stop_and_take(&log);
     assert_eq!(events(&trace).len(), 101);
+}
+
+phosphor::group!(ctx_on, all());
+phosphor::group!(ctx_off, any());
+
+#[test]
+fn a_group_compiled_out_still_parses_but_records_nothing() {
+    let log = started(fixed());
+    assert!(trace_context!(group: ctx_off, log: &log, HEADER).is_ok());
+    assert!(trace_context!(group: ctx_off, log: &log, "00-bad").is_err());
+    trace_context!(group: ctx_on, log: &log, HEADER, async_id: 5).unwrap();
+    let trace = stop_and_take(&log);
+    let ev = events(&trace);
+    assert_eq!(ev.len(), 1, "only the enabled group records");
+    assert_eq!(ev[0].arg(ARG_ASYNC_ID), Some(ArgValue::U64(5)));
 }

@@ -82,7 +82,9 @@ impl ParseTraceContextError {
 impl fmt::Display for ParseTraceContextError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match self.kind {
-            ParseErrorKind::Length(n) => return write!(f, "invalid traceparent: {n} bytes (version 00 has 55)"),
+            ParseErrorKind::Length(n) => {
+                return write!(f, "invalid traceparent: {n} bytes (version 00 has 55)")
+            }
             ParseErrorKind::NotHex => "not a lowercase hex digit",
             ParseErrorKind::MissingDash => "expected '-'",
             ParseErrorKind::ForbiddenVersion => "version ff is forbidden",
@@ -142,7 +144,9 @@ impl TraceContext {
             0xff => return fail(ParseErrorKind::ForbiddenVersion, 0),
             0 if s.len() > HEADER_LEN => return fail(ParseErrorKind::Length(s.len()), HEADER_LEN),
             0 => {}
-            _ if s.len() > HEADER_LEN && s[HEADER_LEN] != b'-' => return fail(ParseErrorKind::MissingDash, HEADER_LEN),
+            _ if s.len() > HEADER_LEN && s[HEADER_LEN] != b'-' => {
+                return fail(ParseErrorKind::MissingDash, HEADER_LEN)
+            }
             _ => {}
         }
         dash(s, 2)?;

@@ -36,7 +36,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let log = TraceLog::global();
     log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20))?;
     let requests = [
-        Request { traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), body: "a b c" },
+        Request {
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+            body: "a b c",
+        },
         Request { traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"), body: "d e" },
         Request { traceparent: Some("00-not-a-valid-header"), body: "f" },
         Request { traceparent: None, body: "g h i j" },

@@ -25,8 +25,11 @@ fn saved(log: &TraceLog) -> Vec<u8> {
     trace.write_to(Vec::new()).expect("the trace saves")
 }
 
+/// What `trace_context_of` makes of one event.
+type Found = Option<(TraceContext, Option<u64>)>;
+
 /// Every event of the file, by name, with what `trace_context_of` makes of it.
-fn contexts(file: &[u8]) -> Vec<(String, Option<(TraceContext, Option<u64>)>)> {
+fn contexts(file: &[u8]) -> Vec<(String, Found)> {
     let mut r = Reader::new(file).expect("the file reads");
     let mut out = Vec::new();
     while let Some(b) = r.next_block().expect("a block") {

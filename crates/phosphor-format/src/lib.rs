@@ -26,6 +26,7 @@ mod id_map;
 mod level;
 mod record;
 pub mod system;
+pub mod trace_context;
 
 pub use clock::{ClockInfo, ClockKind};
 pub use decode::{count_events, decode_event, ArgWord, DecodeError, ParamIter, RawEvent, RawParams};

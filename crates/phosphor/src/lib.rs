@@ -77,6 +77,7 @@ pub use phosphor_format as format;
 /// [`TraceConfig::compression`], [`stream::StreamConfig::compression`]); `Compression::None`
 /// writes files every 1.x reader reads.
 pub use phosphor_format::file::Compression;
+pub use phosphor_format::trace_context::{IntoTraceContext, ParseTraceContextError, TraceContext};
 pub use phosphor_format::{Level, Phase};
 /// Records each call of a function as a scope, and each run of an `async fn` as an async slice
 /// with a slice per poll: `#[phosphor::trace]`, `#[phosphor::trace(category = "net", name =

@@ -9,7 +9,8 @@
 //!
 //! One file per family (a `#[macro_export]` macro is at the crate root whichever file defines it):
 //! `scope.rs`, `event.rs` (instants, begin/end, complete), `value.rs` (counters, data, sums,
-//! histograms), `async_slice.rs` (async slices and futures), `log.rs`, `lock.rs`, and `expand.rs`,
+//! histograms), `async_slice.rs` (async slices and futures), `log.rs`, `lock.rs`, `trace_context.rs`
+//! (W3C trace context), and `expand.rs`,
 //! the internal macros they all expand through. `pstr!` is here.
 
 mod async_slice;
@@ -18,6 +19,7 @@ mod expand;
 mod lock;
 mod log;
 mod scope;
+mod trace_context;
 mod value;
 
 /// A [`PString`](crate::PString) constant: the string with its FNV-1a 64 hash computed by the

@@ -34,6 +34,7 @@ mod stream;
 mod support;
 #[cfg(target_os = "linux")]
 mod system;
+mod trace_context;
 mod triggers;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod usdt_bridge;

@@ -15,6 +15,12 @@
 //! final as they are (counted in [`AssembleStats::evicted_roots`]). A log or instant that no span
 //! takes is counted in [`AssembleStats::events_outside_spans`] and dropped.
 //!
+//! A trace context event (`trace_context!`, see [`crate::context`]) is pending like a log: the
+//! scope that takes it, the innermost one open on its thread at its time, joins the context's
+//! trace (its trace id, the caller's span as its parent) with its subtree; one naming an async id
+//! goes to that async slice. A context nothing takes is counted in
+//! [`AssembleStats::contexts_unapplied`].
+//!
 //! Async slices (begin/end with the same id and name, on any thread) are spans of their own, roots
 //! of their own traces; an end read before its begin (another thread's chunk reached the file
 //! first) waits for it, up to [`MAX_OPEN_ASYNC`] such ends. Arguments are typed attributes (`int`, `double`, `string`, `bool`;
@@ -30,6 +36,7 @@ use phosphor_format::clock::ClockInfo;
 use phosphor_format::file::{Event, Header, Value};
 use phosphor_format::Phase;
 
+use crate::context::{trace_context_of, TraceContext};
 use crate::ids::Ids;
 use crate::select::Selection;
 use crate::Span;
@@ -70,6 +77,11 @@ pub struct AssembleStats {
     pub unclosed: u64,
     /// Ends with no open begin (a begin lost, or before the file's first chunk).
     pub unmatched_ends: u64,
+    /// Trace contexts applied to a scope or async slice.
+    pub contexts: u64,
+    /// Trace contexts that no scope or async slice took (no scope open at their time on their
+    /// thread, or no async slice of their id).
+    pub contexts_unapplied: u64,
 }
 
 /// A finished span with its subtree.
@@ -81,6 +93,8 @@ struct Node {
     children: Vec<Node>,
     /// Spans in this subtree, itself included.
     size: usize,
+    /// The distributed trace this subtree joins, if a trace context was recorded in it.
+    context: Option<TraceContext>,
 }
 
 impl Drop for Node {
@@ -97,6 +111,8 @@ impl Drop for Node {
 enum Item {
     Span(Box<Node>),
     Event(SpanEvent),
+    /// A trace context recorded at this time, for the scope that takes it.
+    Context(u64, TraceContext),
 }
 
 impl Item {
@@ -104,6 +120,7 @@ impl Item {
         match self {
             Item::Span(n) => n.span.start_time_unix_nano,
             Item::Event(e) => e.time_unix_nano,
+            Item::Context(t, _) => *t,
         }
     }
 }
@@ -155,6 +172,8 @@ pub struct Assembler {
     /// Async ends read before their begins (another thread's chunk can reach the file first):
     /// the end time and arguments.
     early_ends: HashMap<(u64, String), (u64, Vec<KeyValue>)>,
+    /// Trace contexts for async slices, by async id, until the slice is made.
+    async_contexts: HashMap<u64, TraceContext>,
     ready: Vec<Span>,
     slowest: BinaryHeap<Ranked>,
     next: u64,
@@ -172,6 +191,7 @@ impl Assembler {
             threads: HashMap::new(),
             asyncs: HashMap::new(),
             early_ends: HashMap::new(),
+            async_contexts: HashMap::new(),
             ready: Vec::new(),
             slowest: BinaryHeap::new(),
             next: 0,
@@ -183,6 +203,26 @@ impl Assembler {
     /// Takes one event (in file order).
     pub fn push(&mut self, event: &Event<'_>) {
         let start = self.clock.to_wall_ns(event.ts);
+        if let Some((context, async_id)) = trace_context_of(event) {
+            self.now = self.now.max(start);
+            match async_id {
+                Some(id)
+                    if self.async_contexts.len() < MAX_OPEN_ASYNC
+                        || self.async_contexts.contains_key(&id) =>
+                {
+                    if self.async_contexts.insert(id, context).is_some() {
+                        self.stats.contexts_unapplied += 1;
+                    }
+                }
+                Some(_) => self.stats.contexts_unapplied += 1,
+                None => {
+                    let thread = self.threads.entry(event.tid).or_default();
+                    thread.pending.push_back(Item::Context(start, context));
+                    self.bound(event.tid);
+                }
+            }
+            return;
+        }
         match event.phase() {
             Phase::Complete | Phase::LockWait | Phase::LockHeld => {
                 let end = start.saturating_add(self.clock.ticks_to_ns(event.duration.unwrap_or(0)));
@@ -221,7 +261,8 @@ impl Assembler {
                 attributes.push(kv("phosphor.async_id", any_value::Value::IntValue(id as i64)));
                 if let Some((end, more)) = self.early_ends.remove(&(id, name.clone())) {
                     attributes.extend(more);
-                    let node = self.node(start, end, name, attributes);
+                    let mut node = self.node(start, end, name, attributes);
+                    node.context = self.async_context(id);
                     return self.finalize(node);
                 }
                 let open = Open { start, name: name.clone(), attributes };
@@ -242,7 +283,8 @@ impl Assembler {
                     return;
                 };
                 open.attributes.extend(attributes);
-                let node = self.node(open.start, start, open.name, open.attributes);
+                let mut node = self.node(open.start, start, open.name, open.attributes);
+                node.context = self.async_context(key.0);
                 self.finalize(node);
             }
             Phase::Log | Phase::Instant => {
@@ -268,7 +310,7 @@ impl Assembler {
                 while let Some(item) = thread.pending.front() {
                     let end = match item {
                         Item::Span(n) => n.span.end_time_unix_nano,
-                        Item::Event(e) => e.time_unix_nano,
+                        Item::Event(_) | Item::Context(..) => item.start(),
                     };
                     if end.saturating_add(hold) > now || item.start() >= outer {
                         break;
@@ -302,6 +344,8 @@ impl Assembler {
         self.asyncs.clear();
         self.stats.unmatched_ends += self.early_ends.len() as u64;
         self.early_ends.clear();
+        self.stats.contexts_unapplied += self.async_contexts.len() as u64;
+        self.async_contexts.clear();
         let mut slowest = std::mem::take(&mut self.slowest).into_vec();
         slowest.sort_by_key(|r| (r.2.span.start_time_unix_nano, r.1));
         for Ranked(_, _, node) in slowest {
@@ -328,7 +372,14 @@ impl Assembler {
             attributes,
             ..Span::default()
         };
-        Node { span, n, children: Vec::new(), size: 1 }
+        Node { span, n, children: Vec::new(), size: 1, context: None }
+    }
+
+    /// The trace context recorded for async slice `id`, if any (applied, so counted).
+    fn async_context(&mut self, id: u64) -> Option<TraceContext> {
+        let c = self.async_contexts.remove(&id);
+        self.stats.contexts += u64::from(c.is_some());
+        c
     }
 
     /// A scope of thread `tid` ended: it takes its pending children and events.
@@ -350,6 +401,14 @@ impl Assembler {
                 Item::Event(e) => {
                     self.stats.span_events += 1;
                     node.span.events.push(e);
+                }
+                Item::Context(_, c) => {
+                    // The latest context recorded in the scope wins; an earlier one is not applied.
+                    if node.context.replace(c).is_some() {
+                        self.stats.contexts_unapplied += 1;
+                    } else {
+                        self.stats.contexts += 1;
+                    }
                 }
             }
         }
@@ -379,6 +438,7 @@ impl Assembler {
         match item {
             Item::Span(node) => self.finalize(*node),
             Item::Event(_) => self.stats.events_outside_spans += 1,
+            Item::Context(..) => self.stats.contexts_unapplied += 1,
         }
     }
 
@@ -401,10 +461,15 @@ impl Assembler {
     fn emit(&mut self, root: Node) {
         let trace_id = self.ids.trace(root.n).to_vec();
         let mut path = String::new();
-        // (node, nearest kept ancestor's id, parent path length, is the root)
-        let mut stack: Vec<(Node, Vec<u8>, usize, bool)> = Vec::new();
-        stack.push((root, Vec::new(), 0, true));
-        while let Some((mut node, parent, prefix, is_root)) = stack.pop() {
+        // (node, nearest kept ancestor's id, parent path length, is the root, trace id)
+        let mut stack: Vec<(Node, Vec<u8>, usize, bool, Vec<u8>)> = Vec::new();
+        stack.push((root, Vec::new(), 0, true, trace_id));
+        while let Some((mut node, mut parent, prefix, is_root, mut trace_id)) = stack.pop() {
+            if let Some(c) = node.context.take() {
+                // This subtree joins the caller's trace, under the caller's span.
+                trace_id = c.trace_id.to_vec();
+                parent = c.parent_span_id.to_vec();
+            }
             let children = std::mem::take(&mut node.children);
             path.truncate(prefix);
             if !path.is_empty() {
@@ -426,7 +491,7 @@ impl Assembler {
             };
             let here = path.len();
             for child in children.into_iter().rev() {
-                stack.push((child, child_parent.clone(), here, false));
+                stack.push((child, child_parent.clone(), here, false, trace_id.clone()));
             }
         }
     }

@@ -86,7 +86,6 @@ fn look_alike_events_are_not_contexts() {
 }
 
 #[test]
-#[ignore = "needs the assembler (helper A)"]
 fn the_scope_holding_a_context_joins_the_callers_trace_and_its_children_follow() {
     let log = new_log();
     {

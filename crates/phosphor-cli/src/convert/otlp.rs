@@ -137,6 +137,7 @@ fn summary(stderr: &mut impl Write, file: &Path, c: &Converted) -> std::io::Resu
         (s.evicted_roots, "roots made final early (a thread held too many spans; a scope enclosing them later would not be their parent)"),
         (s.unclosed, "scopes or async slices never closed (no span)"),
         (s.unmatched_ends, "ends without a begin"),
+        (s.contexts_unapplied, "trace contexts no scope or async slice took (their spans keep the file's trace ids)"),
     ];
     for (n, what) in lost {
         if n > 0 {

@@ -461,10 +461,8 @@ impl Assembler {
     fn emit(&mut self, root: Node) {
         let trace_id = self.ids.trace(root.n).to_vec();
         let mut path = String::new();
-        // (node, nearest kept ancestor's id, parent path length, is the root, trace id)
-        let mut stack: Vec<(Node, Vec<u8>, usize, bool, Vec<u8>)> = Vec::new();
-        stack.push((root, Vec::new(), 0, true, trace_id));
-        while let Some((mut node, mut parent, prefix, is_root, mut trace_id)) = stack.pop() {
+        let mut stack = vec![ToEmit { node: root, parent: Vec::new(), prefix: 0, is_root: true, trace_id }];
+        while let Some(ToEmit { mut node, mut parent, prefix, is_root, mut trace_id }) = stack.pop() {
             if let Some(c) = node.context.take() {
                 // This subtree joins the caller's trace, under the caller's span.
                 trace_id = c.trace_id.to_vec();
@@ -491,10 +489,22 @@ impl Assembler {
             };
             let here = path.len();
             for child in children.into_iter().rev() {
-                stack.push((child, child_parent.clone(), here, false, trace_id.clone()));
+                let (parent, trace_id) = (child_parent.clone(), trace_id.clone());
+                stack.push(ToEmit { node: child, parent, prefix: here, is_root: false, trace_id });
             }
         }
     }
+}
+
+/// A node on `emit`'s stack.
+struct ToEmit {
+    node: Node,
+    /// The nearest kept ancestor's span id (empty: none).
+    parent: Vec<u8>,
+    /// The length of the parent's path.
+    prefix: usize,
+    is_root: bool,
+    trace_id: Vec<u8>,
 }
 
 fn kv(key: &str, value: any_value::Value) -> KeyValue {

@@ -160,7 +160,28 @@ pub struct Forwarder {
     pipe: PipeWriter,
     thread: Option<JoinHandle<()>>,
     figures: Arc<Mutex<Figures>>,
-    bytes_in: u64,
+}
+
+/// Reads a [`Forwarder`]'s figures from elsewhere (while another thread owns it as its writer).
+#[derive(Clone)]
+pub struct ForwardStatsHandle {
+    pipe: PipeWriter,
+    figures: Arc<Mutex<Figures>>,
+}
+
+impl std::fmt::Debug for ForwardStatsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForwardStatsHandle")
+    }
+}
+
+impl ForwardStatsHandle {
+    /// The figures so far.
+    pub fn stats(&self) -> ForwardStats {
+        let mut s = lock(&self.figures).stats.clone();
+        s.bytes_discarded = self.pipe.discarded();
+        s
+    }
 }
 
 impl std::fmt::Debug for Forwarder {
@@ -227,15 +248,17 @@ impl Forwarder {
                 b.finish();
             }
         })?;
-        Ok(Forwarder { pipe: writer, thread: Some(thread), figures, bytes_in: 0 })
+        Ok(Forwarder { pipe: writer, thread: Some(thread), figures })
     }
 
     /// The figures so far.
     pub fn stats(&self) -> ForwardStats {
-        let mut s = lock(&self.figures).stats.clone();
-        s.bytes_in = self.bytes_in;
-        s.bytes_discarded = self.pipe.discarded();
-        s
+        self.stats_handle().stats()
+    }
+
+    /// A handle to read the figures with, from any thread.
+    pub fn stats_handle(&self) -> ForwardStatsHandle {
+        ForwardStatsHandle { pipe: self.pipe.clone(), figures: self.figures.clone() }
     }
 
     /// The end of the stream: waits for the bytes written to be parsed and every span made to
@@ -261,7 +284,7 @@ impl Forwarder {
 impl Write for Forwarder {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         let n = self.pipe.write(data)?;
-        self.bytes_in += n as u64;
+        lock(&self.figures).stats.bytes_in += n as u64;
         Ok(n)
     }
 

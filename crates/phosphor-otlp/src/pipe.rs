@@ -47,6 +47,7 @@ pub(crate) fn pipe(
     (PipeWriter(shared.clone()), PipeReader { shared, period, tick, last_tick: Instant::now() })
 }
 
+#[derive(Clone)]
 pub(crate) struct PipeWriter(Arc<Shared>);
 
 impl PipeWriter {

@@ -12,6 +12,7 @@ mod flamegraph;
 mod info;
 mod live_view;
 mod logs;
+mod otlp_record;
 mod probes;
 mod python;
 mod record;

@@ -14,8 +14,11 @@ use prost::Message;
 
 use crate::cli::scratch;
 
-/// Starts a receiver; returns its URL and the span ids it gets.
-fn receiver() -> (Arc<tiny_http::Server>, Arc<Mutex<Vec<Vec<u8>>>>) {
+/// The span ids a receiver got.
+type SpanIds = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// Starts a receiver; returns it and the span ids it gets.
+fn receiver() -> (Arc<tiny_http::Server>, SpanIds) {
     let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind the receiver"));
     let got = Arc::new(Mutex::new(Vec::new()));
     let (s, g) = (server.clone(), got.clone());

@@ -21,23 +21,23 @@ use super::OtlpStats;
 /// Where and how an OTLP datastream sends its spans ([`Sink::Otlp`](super::Sink::Otlp)).
 #[derive(Clone, Debug)]
 pub struct OtlpSink {
-    /// The collector, headers, queue bound, retries.
-    pub export: ExportOptions,
+    /// The collector, headers, queue bound, retries (boxed: a `Sink` stays small).
+    pub export: Box<ExportOptions>,
     /// Selection, hold time, batch size, service name.
-    pub forward: ForwardOptions,
+    pub forward: Box<ForwardOptions>,
 }
 
 impl OtlpSink {
     /// The defaults ([`ExportOptions::new`], [`ForwardOptions::default`]) for the collector at
     /// `endpoint` (`http://host:4318`).
     pub fn new(endpoint: impl Into<String>) -> OtlpSink {
-        OtlpSink { export: ExportOptions::new(endpoint), forward: ForwardOptions::default() }
+        OtlpSink { export: Box::new(ExportOptions::new(endpoint)), forward: Box::default() }
     }
 
     /// Starts the exporter and the forwarder: the writer to give the stream, and its figures.
     pub(super) fn start(&self, name: String) -> std::io::Result<(Box<dyn Write + Send>, OtlpProbe)> {
-        let exporter = Exporter::start(self.export.clone()).map_err(std::io::Error::other)?;
-        let forwarder = Forwarder::new(name, self.forward.clone(), exporter.handle())?;
+        let exporter = Exporter::start((*self.export).clone()).map_err(std::io::Error::other)?;
+        let forwarder = Forwarder::new(name, (*self.forward).clone(), exporter.handle())?;
         let probe = OtlpProbe {
             forward: forwarder.stats_handle(),
             export: exporter.handle(),

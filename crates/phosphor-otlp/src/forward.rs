@@ -6,7 +6,7 @@
 //! [`Reader`], pushes the events into an [`Assembler`] whose [`AssembleOptions::hold_ns`] is set,
 //! and every [`ForwardOptions::drain_period`] moves the spans that are final into batches of at
 //! most [`ForwardOptions::max_batch_spans`], each sent as one request to an
-//! [`ExportHandle`](crate::export::ExportHandle) once full or [`ForwardOptions::max_delay`] old.
+//! [`ExportHandle`] once full or [`ForwardOptions::max_delay`] old.
 //! Neither the writer nor the parser waits on the network: the exporter's queue is bounded and
 //! drops (and counts) what does not fit.
 //!

@@ -40,6 +40,8 @@ use phosphor::format::file::ack::{encode_ack, encode_end};
 use phosphor::format::file::{
     kind, Reader, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_BYTES, MAX_GROUP_BYTES, PREAMBLE_BYTES,
 };
+use phosphor_otlp::export::{ExportHandle, ExportOptions, ExportStats, Exporter};
+use phosphor_otlp::forward::{ForwardOptions, ForwardStats, Forwarder};
 use phosphor_view::server::{serve, Traces};
 use phosphor_view::LiveOptions;
 
@@ -109,6 +111,11 @@ pub struct RecordArgs {
     /// connection; the oldest are dropped past it (counted and shown). About 32 bytes each.
     #[arg(long, requires = "view", default_value_t = 2_000_000)]
     view_records: usize,
+    /// Also forward what each connection records, as OpenTelemetry spans, to the collector at
+    /// this OTLP/HTTP URL (e.g. http://127.0.0.1:4318; plain http). The figures of each
+    /// connection follow its line; the exporter's are printed on standard error at exit.
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
 }
 
 /// The limits a connection's thread applies.
@@ -138,6 +145,11 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let mut exporter = match &args.otlp {
+        Some(url) => Some(Exporter::start(ExportOptions::new(url.clone())).context("--otlp")?),
+        None => None,
+    };
+    let export = exporter.as_ref().map(Exporter::handle);
     println!("listening on {}", listener.local_addr()?);
     let traces = match viewer {
         Some(viewer) => Some(start_viewer(viewer, args)?),
@@ -147,11 +159,16 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     if let Some(n) = args.connections {
         // Exit once `n` connections have ended.
+        let exporter = exporter.take();
         std::thread::spawn(move || {
             for _ in 0..n {
                 if done_rx.recv().is_err() {
                     return;
                 }
+            }
+            // The spans handed to the exporter are sent (within its deadline) before the exit.
+            if let Some(e) = exporter {
+                eprintln!("phosphor record: {}", describe_export(&e.shutdown()));
             }
             std::process::exit(0);
         });
@@ -176,9 +193,10 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (dir, done, open) = (args.out.clone(), done_tx.clone(), open.clone());
         let view = traces.clone();
+        let export = export.clone();
         std::thread::spawn(move || {
             let ender = conn.try_clone().ok();
-            match receive(conn, &dir, limits, view.as_ref()) {
+            match receive(conn, &dir, limits, view.as_ref(), export.as_ref()) {
                 Ok(r) => {
                     if let (Some(why), Some(c)) = (&r.ended, ender) {
                         end_connection(c, why);
@@ -348,6 +366,8 @@ pub struct Received {
     pub cut: u64,
     /// Why the server ended the connection (a limit), if it did.
     pub ended: Option<String>,
+    /// With `--otlp`: what the connection's forwarder did.
+    pub otlp: Option<ForwardStats>,
 }
 
 impl Received {
@@ -361,7 +381,22 @@ impl Received {
         } else {
             "disconnected between blocks; no trailer".to_owned()
         };
-        format!("{}: {} blocks, {} bytes from {peer}, {end}", self.path.display(), self.blocks, self.bytes)
+        let mut line = format!(
+            "{}: {} blocks, {} bytes from {peer}, {end}",
+            self.path.display(),
+            self.blocks,
+            self.bytes
+        );
+        if let Some(o) = &self.otlp {
+            line.push_str(&format!(
+                "; OTLP: {} spans made, {} left out by the selection, {} sent",
+                o.spans_made, o.spans_unselected, o.spans_sent
+            ));
+            if let Some(e) = &o.error {
+                line.push_str(&format!(", not forwarded past an error: {e}"));
+            }
+        }
+        line
     }
 }
 
@@ -416,12 +451,13 @@ fn create(dir: &Path, name: &str, pid: u32) -> anyhow::Result<(PathBuf, std::fs:
 }
 
 /// Copies one connection's trace into a new file in `dir`, whole blocks only, within `limits`;
-/// shown live by `view` if given.
+/// shown live by `view` if given, and forwarded as OTLP spans to `otlp` if given.
 pub fn receive(
     conn: TcpStream,
     dir: &Path,
     limits: Limits,
     view: Option<&Arc<Traces>>,
+    otlp: Option<&ExportHandle>,
 ) -> anyhow::Result<Received> {
     let mut acks = conn.try_clone()?;
     // The header must come soon; after it, the idle timeout applies.
@@ -464,10 +500,26 @@ pub fn receive(
         }
         live
     });
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    // The forwarder gets the same whole blocks as the file (its pipe is bounded: a collector side
+    // that cannot keep up slows this connection, as a slow disk would).
+    let mut forward = match otlp {
+        Some(h) => Some(
+            Forwarder::new(path.display().to_string(), ForwardOptions::default(), h.clone())
+                .context("cannot start the OTLP forwarder")?,
+        ),
+        None => None,
+    };
+    let mut out = Tee { file: BufWriter::with_capacity(1 << 20, file), forward: forward.as_mut() };
     out.write_all(&head)?;
-    let mut got =
-        Received { path, blocks: 1, bytes: head.len() as u64, complete: false, cut: 0, ended: None };
+    let mut got = Received {
+        path,
+        blocks: 1,
+        bytes: head.len() as u64,
+        complete: false,
+        cut: 0,
+        ended: None,
+        otlp: None,
+    };
     let idle = || format!("nothing came for {} s (--idle-timeout)", limits.idle.as_secs());
     let mut body = Vec::new();
     let mut flushed = 0;
@@ -558,7 +610,48 @@ pub fn receive(
     }
     out.flush()?;
     let _ = acks.write_all(&encode_ack(got.bytes));
+    drop(out);
+    got.otlp = forward.map(Forwarder::finish);
     Ok(got)
+}
+
+/// The file, and the forwarder if any: both get every whole block.
+struct Tee<'a> {
+    file: BufWriter<std::fs::File>,
+    forward: Option<&'a mut Forwarder>,
+}
+
+impl Tee<'_> {
+    fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(data)?;
+        if let Some(f) = self.forward.as_mut() {
+            f.write_all(data)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// The exporter's figures, for the line printed at exit.
+fn describe_export(s: &ExportStats) -> String {
+    let mut line = format!(
+        "OTLP: {} spans exported, {} dropped (queue full), {} rejected, {} failed; {} requests, {} \
+         failed, {} retries",
+        s.spans_exported,
+        s.spans_dropped,
+        s.spans_rejected,
+        s.spans_failed,
+        s.requests,
+        s.requests_failed,
+        s.retries
+    );
+    if let Some(e) = &s.last_error {
+        line.push_str(&format!("; last error: {e}"));
+    }
+    line
 }
 
 #[cfg(test)]

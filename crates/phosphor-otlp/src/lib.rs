@@ -6,13 +6,15 @@
 //! `traceparent` parsing) < [`select`] (which spans are kept) < [`assemble`] (events in file order
 //! to spans with parents, attributes and span events) < [`request`] (an `ExportTraceServiceRequest`,
 //! protobuf or OTLP JSON) < [`forward`] (live: a trace byte stream in, batches of spans posted to
-//! an OTLP/HTTP endpoint out).
+//! an OTLP/HTTP endpoint out, through [`export`]: the HTTP sender with its queue and retries).
 
 pub mod assemble;
 pub mod context;
 pub mod convert;
+pub mod export;
 pub mod forward;
 pub mod ids;
+mod pipe;
 pub mod request;
 pub mod select;
 

@@ -24,6 +24,8 @@ mod layers;
 mod lifecycle;
 mod limits;
 mod logs;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod points;
 mod recorder;
 mod reentrancy;

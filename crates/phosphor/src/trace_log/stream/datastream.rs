@@ -89,6 +89,9 @@ pub(super) struct Stream {
     mappings: Vec<Mapping>,
     /// The current connection has been sent `mappings`.
     mappings_sent: bool,
+    /// OTLP: the forwarder's and the exporter's figures.
+    #[cfg(feature = "otlp")]
+    otlp: Option<super::otlp::OtlpProbe>,
 }
 
 impl Stream {
@@ -116,6 +119,8 @@ impl Stream {
             finishing: false,
             mappings: Vec::new(),
             mappings_sent: false,
+            #[cfg(feature = "otlp")]
+            otlp: None,
         }
     }
 
@@ -134,7 +139,14 @@ impl Stream {
         if Instant::now() < self.retry_at {
             return false;
         }
+        #[cfg(feature = "otlp")]
+        let name = format!("datastream {}", self.id);
         let out: std::io::Result<Box<dyn Write + Send>> = match &mut self.sink {
+            #[cfg(feature = "otlp")]
+            Some(Sink::Otlp(o)) if !self.connected_once => o.start(name).map(|(w, probe)| {
+                self.otlp = Some(probe);
+                w
+            }),
             Some(Sink::File(p)) if !self.connected_once => {
                 std::fs::File::create(&*p).map(|f| Box::new(f) as Box<dyn Write + Send>)
             }
@@ -162,6 +174,11 @@ impl Stream {
                 }
             },
         };
+        // An OTLP sink that could not start (a bad endpoint) stays failed, as a file does.
+        #[cfg(feature = "otlp")]
+        if out.is_err() && matches!(self.sink, Some(Sink::Otlp(_))) {
+            self.connected_once = true;
+        }
         let opened = out.map_err(|e| e.to_string()).and_then(|out| {
             let counted = Counted { inner: out, bytes: self.bytes.clone() };
             Writer::with_compression(BufWriter::with_capacity(256 << 10, counted), header, self.compression)
@@ -439,6 +456,11 @@ impl Stream {
         }
         // Relaxed: a statistic, read by the thread that wrote it.
         self.stats.bytes_written = self.bytes.load(Ordering::Relaxed);
+        // The writer is gone: an OTLP stream has flushed its spans and counted what became of them.
+        #[cfg(feature = "otlp")]
+        if let Some(p) = &self.otlp {
+            self.stats.otlp = Some(p.stats());
+        }
         self.stats
     }
 
@@ -462,6 +484,10 @@ impl Stream {
         let mut s = self.stats.clone();
         // Relaxed: a statistic.
         s.bytes_written = self.bytes.load(Ordering::Relaxed);
+        #[cfg(feature = "otlp")]
+        if let Some(p) = &self.otlp {
+            s.otlp = Some(p.stats());
+        }
         s
     }
 }

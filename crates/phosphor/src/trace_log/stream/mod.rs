@@ -58,6 +58,14 @@ use crate::registry::category::CategoryFilter;
 
 mod collector;
 mod datastream;
+#[cfg(feature = "otlp")]
+mod otlp;
+
+#[cfg(feature = "otlp")]
+pub use otlp::OtlpSink;
+/// The OTLP sink's options and selection rules (feature `otlp`).
+#[cfg(feature = "otlp")]
+pub use phosphor_otlp::{export::ExportOptions, forward::ForwardOptions, select::Selection};
 
 pub(crate) use collector::Collector;
 
@@ -94,6 +102,10 @@ pub enum Sink {
     Memory(MemorySink),
     /// Any writer (tests use failing ones).
     Writer(Box<dyn Write + Send>),
+    /// Spans posted to an OpenTelemetry collector over OTLP/HTTP (feature `otlp`); the figures
+    /// are in [`StreamStats::otlp`].
+    #[cfg(feature = "otlp")]
+    Otlp(OtlpSink),
 }
 
 impl std::fmt::Debug for Sink {
@@ -103,6 +115,8 @@ impl std::fmt::Debug for Sink {
             Sink::Tcp(a) => write!(f, "Tcp({a})"),
             Sink::Memory(_) => f.write_str("Memory"),
             Sink::Writer(_) => f.write_str("Writer"),
+            #[cfg(feature = "otlp")]
+            Sink::Otlp(o) => write!(f, "Otlp({})", o.export.endpoint),
         }
     }
 }
@@ -199,6 +213,7 @@ pub struct StreamId(pub(crate) u32);
 
 /// What a datastream has written and lost.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamStats {
     /// Chunks written (possibly emptied by the category filter).
     pub chunks_written: u64,
@@ -223,6 +238,43 @@ pub struct StreamStats {
     /// not written: the sink was down, or the stream was more than
     /// [`MAX_PENDING_SYSTEM`] batches behind.
     pub system_batches_dropped: u64,
+    /// An OTLP stream's spans (`Sink::Otlp`, feature `otlp`); `None` for the other sinks.
+    pub otlp: Option<OtlpStats>,
+}
+
+/// What an OTLP datastream made of its events and what became of the spans. Once the stream is
+/// closed, every span sent ends in exactly one of `spans_exported`, `spans_dropped`,
+/// `spans_rejected` and `spans_failed`. Events the stream itself lost are in [`StreamStats`] and
+/// in the writers' counts, as for any sink.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OtlpStats {
+    /// Spans made of the stream's events (before selection).
+    pub spans_made: u64,
+    /// Spans the selection rules left out.
+    pub spans_unselected: u64,
+    /// Spans handed to the exporter.
+    pub spans_sent: u64,
+    /// Spans the collector accepted.
+    pub spans_exported: u64,
+    /// Spans not queued for sending: the exporter's queue was full.
+    pub spans_dropped: u64,
+    /// Spans the collector refused (a final error status, or a partial success's rejected spans).
+    pub spans_rejected: u64,
+    /// Spans given up on: failing after every retry, or unsent at the shutdown deadline.
+    pub spans_failed: u64,
+    /// Requests posted, retries included.
+    pub requests: u64,
+    /// Requests that failed (connection errors and error statuses).
+    pub requests_failed: u64,
+    /// Requests posted again after a retryable failure.
+    pub retries: u64,
+    /// Stream bytes not parsed: the stream was malformed (see `stream_error`).
+    pub bytes_discarded: u64,
+    /// The exporter's last error, naming the URL.
+    pub last_error: Option<String>,
+    /// Why the stream's parsing stopped early, with the byte offset.
+    pub stream_error: Option<String>,
 }
 
 /// The most system context batches queued for one datastream (64 periods: 640 ms).

@@ -1,0 +1,281 @@
+//! The OTLP/HTTP exporter against a receiver built on the official protos (a small HTTP server
+//! decoding every request with prost), and the forwarder's handling of a malformed stream. No
+//! timed assertions: waits poll with generous deadlines.
+
+use std::collections::{HashSet, VecDeque};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTracePartialSuccess, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
+use phosphor_otlp::export::{ExportOptions, ExportStats, Exporter};
+use phosphor_otlp::forward::{ForwardOptions, Forwarder};
+use phosphor_otlp::{ExportTraceServiceRequest, Span};
+use prost::Message;
+
+/// What the receiver answers to the next requests (then 200 with an empty body).
+#[derive(Clone)]
+enum Answer {
+    Status(u16),
+    Partial(i64),
+    /// Waits until the test releases it, then 200.
+    Hold(Arc<Mutex<bool>>),
+}
+
+#[derive(Default)]
+struct Received {
+    span_ids: Vec<[u8; 8]>,
+    requests: u64,
+    bad: Vec<String>,
+}
+
+struct Receiver {
+    server: Arc<tiny_http::Server>,
+    got: Arc<Mutex<Received>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Receiver {
+    fn start(addr: &str, answers: Vec<Answer>) -> Receiver {
+        let server = Arc::new(tiny_http::Server::http(addr).expect("bind the receiver"));
+        let got = Arc::new(Mutex::new(Received::default()));
+        let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
+        let (s, g) = (server.clone(), got.clone());
+        let thread = std::thread::spawn(move || {
+            for mut req in s.incoming_requests() {
+                let mut body = Vec::new();
+                let _ = req.as_reader().read_to_end(&mut body);
+                let answer = answers.lock().unwrap().pop_front();
+                let ok_type = req
+                    .headers()
+                    .iter()
+                    .any(|h| h.field.equiv("Content-Type") && h.value.as_str() == "application/x-protobuf");
+                let mut got = g.lock().unwrap();
+                got.requests += 1;
+                if req.url() != "/v1/traces" || !ok_type {
+                    got.bad.push(format!("{} {:?}", req.url(), req.headers()));
+                }
+                let decoded = ExportTraceServiceRequest::decode(&body[..]);
+                let mut status = 200;
+                let mut reply = Vec::new();
+                match answer {
+                    Some(Answer::Status(s)) => status = s,
+                    Some(Answer::Partial(n)) => {
+                        reply = ExportTraceServiceResponse {
+                            partial_success: Some(ExportTracePartialSuccess {
+                                rejected_spans: n,
+                                error_message: "too old".into(),
+                            }),
+                        }
+                        .encode_to_vec()
+                    }
+                    Some(Answer::Hold(release)) => {
+                        drop(got);
+                        while !*release.lock().unwrap() {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        got = g.lock().unwrap();
+                    }
+                    None => {}
+                }
+                match decoded {
+                    Ok(r) if status == 200 => {
+                        for rs in r.resource_spans {
+                            for ss in rs.scope_spans {
+                                for sp in ss.spans {
+                                    got.span_ids.push(sp.span_id.try_into().unwrap_or([0; 8]));
+                                }
+                            }
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => got.bad.push(e.to_string()),
+                }
+                drop(got);
+                let mut resp = tiny_http::Response::from_data(reply).with_status_code(status);
+                if status == 503 || status == 429 {
+                    resp.add_header(tiny_http::Header::from_bytes("Retry-After", "0").unwrap());
+                }
+                let _ = req.respond(resp);
+            }
+        });
+        Receiver { server, got, thread: Some(thread) }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.server.server_addr().to_ip().unwrap())
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `n` spans with ids `first..first + n`, in one request.
+fn request(first: u64, n: u64) -> ExportTraceServiceRequest {
+    let spans = (first..first + n)
+        .map(|i| Span {
+            trace_id: [1; 16].to_vec(),
+            span_id: (i + 1).to_be_bytes().to_vec(),
+            name: format!("span {i}"),
+            ..Default::default()
+        })
+        .collect();
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
+            ..Default::default()
+        }],
+    }
+}
+
+fn quick(url: String) -> ExportOptions {
+    let mut o = ExportOptions::new(url);
+    o.backoff_initial = Duration::from_millis(5);
+    o.backoff_max = Duration::from_millis(50);
+    o.max_retries = 1000;
+    o.shutdown_deadline = Duration::from_secs(60);
+    o
+}
+
+fn accounted(s: &ExportStats) -> u64 {
+    s.spans_exported + s.spans_dropped + s.spans_rejected + s.spans_failed
+}
+
+fn poll(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !f() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn every_span_sent_reaches_the_receiver_once_as_protobuf() {
+    let rx = Receiver::start("127.0.0.1:0", vec![]);
+    let ex = Exporter::start(quick(rx.url())).unwrap();
+    let h = ex.handle();
+    for b in 0..10 {
+        assert!(h.send(&request(b * 7, 7), 7));
+    }
+    let stats = ex.shutdown();
+    assert_eq!(stats.spans_exported, 70, "{stats:?}");
+    assert_eq!(accounted(&stats), 70);
+    let got = rx.got.lock().unwrap();
+    assert!(got.bad.is_empty(), "{:?}", got.bad);
+    assert_eq!(got.span_ids.len(), 70);
+    assert_eq!(got.span_ids.iter().collect::<HashSet<_>>().len(), 70, "span ids are unique");
+}
+
+#[test]
+fn a_receiver_answering_503_then_200_gets_every_span_and_the_retries_are_counted() {
+    let rx =
+        Receiver::start("127.0.0.1:0", vec![Answer::Status(503), Answer::Status(429), Answer::Status(502)]);
+    let ex = Exporter::start(quick(rx.url())).unwrap();
+    ex.handle().send(&request(0, 5), 5);
+    let stats = ex.shutdown();
+    assert_eq!((stats.spans_exported, stats.retries, stats.requests_failed), (5, 3, 3), "{stats:?}");
+    assert_eq!(rx.got.lock().unwrap().span_ids.len(), 5);
+    assert!(stats.last_error.as_deref().unwrap().contains("HTTP 502"), "{stats:?}");
+}
+
+#[test]
+fn a_refused_connection_is_retried_until_the_receiver_is_up() {
+    // A port nobody listens on, until the receiver takes it.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let ex = Exporter::start(quick(format!("http://{addr}"))).unwrap();
+    ex.handle().send(&request(0, 4), 4);
+    poll("a failed attempt", || ex.stats().requests_failed > 0);
+    let rx = Receiver::start(&addr.to_string(), vec![]);
+    let stats = ex.shutdown();
+    assert_eq!(stats.spans_exported, 4, "{stats:?}");
+    assert!(stats.retries > 0);
+    assert_eq!(rx.got.lock().unwrap().span_ids.len(), 4);
+}
+
+#[test]
+fn a_400_is_not_retried_and_its_spans_count_as_rejected() {
+    let rx = Receiver::start("127.0.0.1:0", vec![Answer::Status(400)]);
+    let ex = Exporter::start(quick(rx.url())).unwrap();
+    ex.handle().send(&request(0, 6), 6);
+    ex.handle().send(&request(6, 2), 2);
+    let stats = ex.shutdown();
+    assert_eq!((stats.spans_rejected, stats.spans_exported, stats.retries), (6, 2, 0), "{stats:?}");
+    assert_eq!(rx.got.lock().unwrap().requests, 2);
+}
+
+#[test]
+fn a_partial_success_counts_its_rejected_spans() {
+    let rx = Receiver::start("127.0.0.1:0", vec![Answer::Partial(3)]);
+    let ex = Exporter::start(quick(rx.url())).unwrap();
+    ex.handle().send(&request(0, 10), 10);
+    let stats = ex.shutdown();
+    assert_eq!((stats.spans_exported, stats.spans_rejected), (7, 3), "{stats:?}");
+}
+
+#[test]
+fn a_full_queue_drops_new_spans_and_counts_them() {
+    let release = Arc::new(Mutex::new(false));
+    let rx = Receiver::start("127.0.0.1:0", vec![Answer::Hold(release.clone())]);
+    let mut o = quick(rx.url());
+    o.queue_batches = 2;
+    let ex = Exporter::start(o).unwrap();
+    let h = ex.handle();
+    h.send(&request(0, 1), 1);
+    // The first request is in the receiver's hands: the queue holds the next two only.
+    poll("the held request", || rx.got.lock().unwrap().requests == 1);
+    let accepted: Vec<bool> = (1..6).map(|i| h.send(&request(i * 3, 3), 3)).collect();
+    assert_eq!(accepted, [true, true, false, false, false]);
+    *release.lock().unwrap() = true;
+    let stats = ex.shutdown();
+    assert_eq!((stats.spans_exported, stats.spans_dropped), (7, 9), "{stats:?}");
+    assert_eq!(accounted(&stats), 16);
+}
+
+#[test]
+fn spans_still_failing_at_the_shutdown_deadline_count_as_failed() {
+    let rx = Receiver::start("127.0.0.1:0", vec![Answer::Status(503); 100_000]);
+    let mut o = quick(rx.url());
+    o.shutdown_deadline = Duration::from_millis(100);
+    let ex = Exporter::start(o).unwrap();
+    ex.handle().send(&request(0, 5), 5);
+    ex.handle().send(&request(5, 5), 5);
+    let stats = ex.shutdown();
+    assert_eq!((stats.spans_failed, stats.spans_exported), (10, 0), "{stats:?}");
+}
+
+#[test]
+fn an_https_or_malformed_endpoint_is_refused_naming_it() {
+    let e = Exporter::start(ExportOptions::new("https://example.com")).unwrap_err().to_string();
+    assert!(e.contains("https://example.com") && e.contains("https"), "{e}");
+    let e = Exporter::start(ExportOptions::new("localhost:4318")).unwrap_err().to_string();
+    assert!(e.contains("localhost:4318"), "{e}");
+}
+
+#[test]
+fn a_malformed_stream_is_reported_and_later_bytes_are_discarded_without_waiting() {
+    let rx = Receiver::start("127.0.0.1:0", vec![]);
+    let ex = Exporter::start(quick(rx.url())).unwrap();
+    let options = ForwardOptions { pipe_bytes: 4096, ..Default::default() };
+    let mut fw = Forwarder::new("peer 10.0.0.1:9", options, ex.handle()).unwrap();
+    // Far more than the pipe holds: once the parser has stopped, writes must not wait.
+    let junk = vec![0x5a; 1 << 16];
+    for _ in 0..64 {
+        fw.write_all(&junk).unwrap();
+    }
+    let stats = fw.finish();
+    let e = stats.error.as_deref().expect("an error");
+    assert!(e.starts_with("peer 10.0.0.1:9: "), "{e}");
+    assert_eq!(stats.bytes_in, 64 << 16);
+    assert!(stats.bytes_discarded >= (64 << 16) - 4096 - (64 << 10), "{stats:?}");
+    assert_eq!(stats.spans_sent, 0);
+    assert_eq!(ex.shutdown().requests, 0);
+}

@@ -178,6 +178,9 @@ pub struct Assembler {
     slowest: BinaryHeap<Ranked>,
     next: u64,
     now: u64,
+    /// Live use: trace time (ns) gone by since the last event, by the caller's clock
+    /// ([`Assembler::idle`]); the present is `now + idle_ns`.
+    idle_ns: u64,
     stats: AssembleStats,
 }
 
@@ -196,12 +199,14 @@ impl Assembler {
             slowest: BinaryHeap::new(),
             next: 0,
             now: 0,
+            idle_ns: 0,
             stats: AssembleStats::default(),
         }
     }
 
     /// Takes one event (in file order).
     pub fn push(&mut self, event: &Event<'_>) {
+        self.idle_ns = 0;
         let start = self.clock.to_wall_ns(event.ts);
         if let Some((context, async_id)) = trace_context_of(event) {
             self.now = self.now.max(start);
@@ -303,7 +308,7 @@ impl Assembler {
     /// Moves the spans that are final (live use: see [`AssembleOptions::hold_ns`]) into `out`.
     pub fn drain(&mut self, out: &mut Vec<Span>) {
         if let Some(hold) = self.options.hold_ns {
-            let now = self.now;
+            let now = self.now.saturating_add(self.idle_ns);
             let mut done = Vec::new();
             for thread in self.threads.values_mut() {
                 let outer = thread.open.first().map_or(u64::MAX, |o| o.start);
@@ -327,6 +332,14 @@ impl Assembler {
             }
         }
         out.append(&mut self.ready);
+    }
+
+    /// Live use: `ns` of time went by with no event (the caller's wall clock, which a live trace's
+    /// clock follows). [`drain`](Self::drain) then counts it on top of the latest event's time,
+    /// so the spans of a program that stopped recording are not held for ever; the next event
+    /// forgets it.
+    pub fn idle(&mut self, ns: u64) {
+        self.idle_ns = self.idle_ns.saturating_add(ns);
     }
 
     /// The end of the input: moves every span left into `out`.

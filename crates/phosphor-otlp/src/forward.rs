@@ -95,6 +95,8 @@ struct Batcher {
     resource: Resource,
     pending: Vec<Span>,
     pending_since: Option<Instant>,
+    /// When the last tick ran: the wall time since goes to the assembler as idle time.
+    last_tick: Instant,
     options: ForwardOptions,
     export: ExportHandle,
     figures: Arc<Mutex<Figures>>,
@@ -103,6 +105,12 @@ struct Batcher {
 impl Batcher {
     /// Takes the final spans; sends full batches, and the rest once it is `max_delay` old.
     fn tick(&mut self) {
+        // A program that stops recording must not keep its last spans held: trace time goes on
+        // with wall time while no event comes (the assembler forgets it at the next event).
+        let now = Instant::now();
+        let idle = now.duration_since(self.last_tick);
+        self.last_tick = now;
+        self.assembler.idle(u64::try_from(idle.as_nanos()).unwrap_or(u64::MAX));
         let before = self.pending.len();
         self.assembler.drain(&mut self.pending);
         if self.pending.len() > before && self.pending_since.is_none() {
@@ -228,6 +236,7 @@ impl Forwarder {
                 resource: crate::request::resource(&header, options.service_name.as_deref()),
                 pending: Vec::new(),
                 pending_since: None,
+                last_tick: Instant::now(),
                 options,
                 export,
                 figures: thread_figures.clone(),

@@ -24,6 +24,7 @@ mod hash;
 pub mod hist;
 mod id_map;
 mod level;
+pub mod logfmt;
 mod record;
 pub mod system;
 pub mod trace_context;

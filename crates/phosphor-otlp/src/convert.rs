@@ -15,9 +15,12 @@ use std::io::{self, Read, Write};
 
 use phosphor_format::file::{Error as FileError, Reader};
 
+use prost::Message as _;
+
 use crate::assemble::{AssembleOptions, AssembleStats, Assembler};
-use crate::request::{request, resource, to_json, to_protobuf};
-use crate::Span;
+use crate::request::{request, resource};
+use crate::roots::Roots;
+use crate::{ExportTraceServiceRequest, Span};
 
 /// The default largest number of spans per request (or per `ResourceSpans` in a protobuf file):
 /// a few MiB at most, under the 4 MiB a Collector's gRPC receiver takes by default.
@@ -71,40 +74,96 @@ pub struct Converted {
     pub damage: Option<FileError>,
 }
 
-/// Converts the rest of `reader`'s file into `out`. `Err` only for a failure to write; the input's
-/// damage is [`Converted::damage`].
+/// Converts the rest of `reader`'s file into `out`, reading it once: every tree is held until
+/// the end of the file (at most [`MAX_HELD_PER_THREAD`](crate::assemble::MAX_HELD_PER_THREAD)
+/// spans per thread; past that the oldest are final early, counted in
+/// [`AssembleStats::evicted_roots`]). A file that can be read twice converts in less memory with
+/// [`convert_with_roots`]. `Err` only for a failure to write; the input's damage is
+/// [`Converted::damage`].
 pub fn convert<R: Read>(
     reader: &mut Reader<R>,
     options: &ConvertOptions,
     out: &mut impl Write,
 ) -> io::Result<Converted> {
-    let header = reader.header().clone();
-    let res = resource(&header, options.service_name.as_deref());
-    let mut asm = Assembler::new(&header, options.assemble.clone());
-    let max = options.max_spans.max(1);
-    let mut done = Converted::default();
+    let asm = Assembler::new(reader.header(), options.assemble.clone());
+    run(reader, asm, options, out)
+}
+
+/// Converts the rest of `reader`'s file into `out`, given the `roots` of a first reading of the
+/// same file ([`Roots::scan`]): each tree is written as soon as its root closes, so memory is
+/// the largest tree in progress (and one batch), not the file. `Err` only for a failure to write.
+pub fn convert_with_roots<R: Read>(
+    reader: &mut Reader<R>,
+    roots: Roots,
+    options: &ConvertOptions,
+    out: &mut impl Write,
+) -> io::Result<Converted> {
+    let asm = Assembler::with_roots(reader.header(), options.assemble.clone(), roots);
+    run(reader, asm, options, out)
+}
+
+/// Writes batches of spans as they become ready.
+struct Batches<'a, W: Write> {
+    out: &'a mut W,
+    encoding: Encoding,
+    max: usize,
+    /// The request, kept between batches: its spans go back to the assembler once encoded.
+    request: ExportTraceServiceRequest,
+    bytes: Vec<u8>,
+    done: Converted,
+}
+
+impl<W: Write> Batches<'_, W> {
+    /// Writes full batches of `ready` (all of it when `all`); the written spans are recycled.
+    fn write(&mut self, ready: &mut Vec<Span>, all: bool, asm: &mut Assembler) -> io::Result<()> {
+        let take = if all { ready.len() } else { ready.len() / self.max * self.max };
+        let mut spans = ready.drain(..take);
+        loop {
+            let batch = &mut self.request.resource_spans[0].scope_spans[0].spans;
+            batch.extend(spans.by_ref().take(self.max));
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let n = batch.len() as u64;
+            self.bytes.clear();
+            match self.encoding {
+                Encoding::Protobuf => {
+                    // Encoding into a Vec cannot fail: it grows as needed.
+                    let _ = self.request.encode(&mut self.bytes);
+                }
+                Encoding::Json => {
+                    // Serialising these messages cannot fail: no maps with non-string keys, and a
+                    // Vec as the writer.
+                    let _ = serde_json::to_writer(&mut self.bytes, &self.request);
+                    self.bytes.push(b'\n');
+                }
+            }
+            asm.recycle(&mut self.request.resource_spans[0].scope_spans[0].spans);
+            self.out.write_all(&self.bytes)?;
+            self.done.spans += n;
+            self.done.batches += 1;
+            self.done.bytes += self.bytes.len() as u64;
+        }
+    }
+}
+
+fn run<R: Read>(
+    reader: &mut Reader<R>,
+    mut asm: Assembler,
+    options: &ConvertOptions,
+    out: &mut impl Write,
+) -> io::Result<Converted> {
+    let res = resource(reader.header(), options.service_name.as_deref());
+    let mut batches = Batches {
+        out,
+        encoding: options.encoding,
+        max: options.max_spans.max(1),
+        request: request(res, Vec::new()),
+        bytes: Vec::new(),
+        done: Converted::default(),
+    };
     let mut ready: Vec<Span> = Vec::new();
     let mut write_err: Option<io::Error> = None;
-    let mut write = |spans: &mut Vec<Span>, all: bool, done: &mut Converted| -> io::Result<()> {
-        while spans.len() >= max || (all && !spans.is_empty()) {
-            let batch: Vec<Span> = spans.drain(..spans.len().min(max)).collect();
-            let n = batch.len() as u64;
-            let req = request(res.clone(), batch);
-            let bytes = match options.encoding {
-                Encoding::Protobuf => to_protobuf(&req),
-                Encoding::Json => {
-                    let mut line = to_json(&req).into_bytes();
-                    line.push(b'\n');
-                    line
-                }
-            };
-            out.write_all(&bytes)?;
-            done.spans += n;
-            done.batches += 1;
-            done.bytes += bytes.len() as u64;
-        }
-        Ok(())
-    };
     let mut pushed = 0u32;
     let result = reader.for_each_event(|e| {
         if write_err.is_some() {
@@ -112,9 +171,9 @@ pub fn convert<R: Read>(
         }
         asm.push(e);
         pushed = pushed.wrapping_add(1);
-        if pushed % 4096 == 0 {
+        if pushed % 1024 == 0 {
             asm.drain(&mut ready);
-            if let Err(e) = write(&mut ready, false, &mut done) {
+            if let Err(e) = batches.write(&mut ready, false, &mut asm) {
                 write_err = Some(e);
             }
         }
@@ -122,9 +181,11 @@ pub fn convert<R: Read>(
     if let Some(e) = write_err {
         return Err(e);
     }
+    asm.drain(&mut ready);
     asm.finish(&mut ready);
-    write(&mut ready, true, &mut done)?;
-    out.flush()?;
+    batches.write(&mut ready, true, &mut asm)?;
+    batches.out.flush()?;
+    let mut done = batches.done;
     done.stats = asm.stats();
     done.damage = result.err();
     Ok(done)

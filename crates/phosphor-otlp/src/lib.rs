@@ -16,6 +16,7 @@ pub mod forward;
 pub mod ids;
 mod pipe;
 pub mod request;
+pub mod roots;
 pub mod select;
 
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;

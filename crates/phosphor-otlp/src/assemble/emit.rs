@@ -1,0 +1,282 @@
+//! Final trees to OTLP spans: ids, parents, trace ids and the selection, written into spans kept
+//! for reuse (a conversion hands its encoded spans back through [`Assembler::recycle`], so steady
+//! state allocates only for what varies: owned names, string values, span events).
+//!
+//! [`Assembler::recycle`]: super::Assembler::recycle
+
+use std::collections::BinaryHeap;
+
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+
+use super::tree::{Rec, Strings, Val, NO_PARENT};
+use super::AssembleStats;
+use crate::ids::Ids;
+use crate::select::Selection;
+use crate::Span;
+
+/// The most spans kept for reuse.
+const MAX_SPARE: usize = 1 << 14;
+
+/// A final tree waiting in the slowest-roots ranking: a min-heap on duration.
+#[derive(Debug)]
+struct Ranked {
+    duration: u64,
+    n: u64,
+    tree: Vec<Rec>,
+    base: u64,
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        (self.duration, self.n) == (other.duration, other.n)
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Reversed: the heap's top is the shortest (then the latest) tree.
+        (other.duration, other.n).cmp(&(self.duration, self.n))
+    }
+}
+
+/// An ancestor on [`Emitter::emit`]'s walk.
+#[derive(Clone, Copy, Debug)]
+struct Ancestor {
+    /// Its index in the tree.
+    at: usize,
+    /// The length of its path.
+    path_len: usize,
+    trace_id: [u8; 16],
+    /// Its span id if it was kept, else its own nearest kept ancestor's (`None`: none).
+    parent_for_children: Option<[u8; 8]>,
+}
+
+/// Emits final trees as spans.
+#[derive(Debug)]
+pub(super) struct Emitter {
+    pub ids: Ids,
+    pub selection: Selection,
+    pub strings: Strings,
+    pub stats: AssembleStats,
+    /// Spans ready for the caller.
+    pub ready: Vec<Span>,
+    /// Spans to reuse.
+    spare: Vec<Span>,
+    slowest: BinaryHeap<Ranked>,
+    /// Scratch: a tree being emitted (the caller moves a tree in).
+    pub tree: Vec<Rec>,
+    path: String,
+    stack: Vec<Ancestor>,
+    thread_key: u32,
+}
+
+impl Emitter {
+    pub fn new(ids: Ids, selection: Selection) -> Emitter {
+        let mut strings = Strings::default();
+        let thread_key = strings.id("thread.id");
+        Emitter {
+            ids,
+            selection,
+            strings,
+            stats: AssembleStats::default(),
+            ready: Vec::new(),
+            spare: Vec::new(),
+            slowest: BinaryHeap::new(),
+            tree: Vec::new(),
+            path: String::new(),
+            stack: Vec::new(),
+            thread_key,
+        }
+    }
+
+    /// Spans to reuse (at most [`MAX_SPARE`] are kept).
+    pub fn recycle(&mut self, spans: &mut Vec<Span>) {
+        let room = MAX_SPARE.saturating_sub(self.spare.len());
+        let keep = spans.len().min(room);
+        self.spare.extend(spans.drain(..keep));
+        spans.clear();
+    }
+
+    /// The tree in [`Emitter::tree`] (spans in close order, root last; element `i` had close
+    /// number `base + i`) is final: ranked (slowest roots) or emitted.
+    pub fn finalize(&mut self, base: u64) {
+        let Some(keep) = self.selection.slowest_roots else {
+            return self.emit(base);
+        };
+        let Some(root) = self.tree.last() else { return };
+        let (duration, n) = (root.end - root.start, root.n);
+        let tree = std::mem::take(&mut self.tree);
+        self.slowest.push(Ranked { duration, n, tree, base });
+        if self.slowest.len() > keep {
+            if let Some(out) = self.slowest.pop() {
+                self.stats.spans_unselected += out.tree.len() as u64;
+            }
+        }
+    }
+
+    /// The end: the slowest trees ranked so far are emitted, in time order.
+    pub fn finish(&mut self) {
+        let mut slowest = std::mem::take(&mut self.slowest).into_vec();
+        slowest.sort_by_key(|r| (r.tree.last().map_or(0, |root| root.start), r.n));
+        for Ranked { tree, base, .. } in slowest {
+            self.tree = tree;
+            self.emit(base);
+        }
+    }
+
+    /// Emits [`Emitter::tree`] into `ready`, selected, with trace and parent ids; empties it.
+    ///
+    /// The walk goes from the root (last) to the first span: a reversed close order visits every
+    /// span after its parent and is a depth-first order, so the ancestors of the span at hand are
+    /// a stack.
+    fn emit(&mut self, base: u64) {
+        let Some(root) = self.tree.last() else { return };
+        let root_trace = self.ids.trace(root.n);
+        let paths = !self.selection.paths.is_empty();
+        self.stack.clear();
+        self.path.clear();
+        while let Some(mut rec) = self.tree.pop() {
+            let at = self.tree.len();
+            let parent_at = rec.parent.checked_sub(base).filter(|_| rec.parent != NO_PARENT);
+            let parent = match parent_at {
+                Some(p) => {
+                    while self.stack.last().is_some_and(|a| a.at != p as usize) {
+                        self.stack.pop();
+                    }
+                    self.stack.last().copied()
+                }
+                None => {
+                    self.stack.clear();
+                    None
+                }
+            };
+            let is_root = parent.is_none();
+            let (mut trace_id, mut parent_id) = match parent {
+                Some(a) => (a.trace_id, a.parent_for_children),
+                None => (root_trace, None),
+            };
+            if let Some(c) = rec.context.take() {
+                // This subtree joins the caller's trace, under the caller's span.
+                trace_id = c.trace_id;
+                parent_id = Some(c.parent_span_id);
+            }
+            let name = self.strings.text(&rec.name);
+            if paths {
+                self.path.truncate(parent.map_or(0, |a| a.path_len));
+                if !self.path.is_empty() {
+                    self.path.push('/');
+                }
+                self.path.push_str(name);
+            }
+            let duration = rec.end - rec.start;
+            let kept = self.selection.keeps(&self.path, duration, is_root);
+            let parent_for_children = if kept {
+                let id = self.ids.span(rec.n);
+                let mut span = self.spare.pop().unwrap_or_default();
+                fill(&mut span, &mut rec, &self.strings, self.thread_key, &trace_id, &id, parent_id);
+                self.ready.push(span);
+                Some(id)
+            } else {
+                self.stats.spans_unselected += 1;
+                parent_id
+            };
+            self.stack.push(Ancestor { at, path_len: self.path.len(), trace_id, parent_for_children });
+        }
+    }
+}
+
+/// Writes `rec` into `span`, reusing its strings and vectors.
+fn fill(
+    span: &mut Span,
+    rec: &mut Rec,
+    strings: &Strings,
+    thread_key: u32,
+    trace_id: &[u8; 16],
+    span_id: &[u8; 8],
+    parent: Option<[u8; 8]>,
+) {
+    span.trace_id.clear();
+    span.trace_id.extend_from_slice(trace_id);
+    span.span_id.clear();
+    span.span_id.extend_from_slice(span_id);
+    span.trace_state.clear();
+    span.parent_span_id.clear();
+    if let Some(p) = parent {
+        span.parent_span_id.extend_from_slice(&p);
+    }
+    span.flags = 0;
+    span.name.clear();
+    span.name.push_str(strings.text(&rec.name));
+    span.kind = SpanKind::Internal as i32;
+    span.start_time_unix_nano = rec.start;
+    span.end_time_unix_nano = rec.end;
+    let mut n = 0;
+    for a in &rec.attrs {
+        set(&mut span.attributes, n, strings.get(a.key), &a.value);
+        n += 1;
+    }
+    if let Some(tid) = rec.tid {
+        set(&mut span.attributes, n, strings.get(thread_key), &Val::Int(i64::from(tid)));
+        n += 1;
+    }
+    span.attributes.truncate(n);
+    span.dropped_attributes_count = 0;
+    span.events.clear();
+    span.events.append(&mut rec.events);
+    span.dropped_events_count = 0;
+    span.links.clear();
+    span.dropped_links_count = 0;
+    span.status = None;
+}
+
+/// Sets attribute `i` of `attributes` (pushing it when `i` is the length), reusing its key and a
+/// string value's buffer.
+fn set(attributes: &mut Vec<KeyValue>, i: usize, key: &str, value: &Val) {
+    if i == attributes.len() {
+        attributes.push(KeyValue::default());
+    }
+    let kv = &mut attributes[i];
+    kv.key.clear();
+    kv.key.push_str(key);
+    let slot = kv.value.get_or_insert_with(AnyValue::default);
+    match value {
+        Val::Int(v) => slot.value = Some(any_value::Value::IntValue(*v)),
+        Val::Double(v) => slot.value = Some(any_value::Value::DoubleValue(*v)),
+        Val::Bool(v) => slot.value = Some(any_value::Value::BoolValue(*v)),
+        Val::Str(s) => match &mut slot.value {
+            Some(any_value::Value::StringValue(buf)) => {
+                buf.clear();
+                buf.push_str(s);
+            }
+            other => *other = Some(any_value::Value::StringValue(s.to_string())),
+        },
+    }
+}
+
+impl Emitter {
+    /// A thread's oldest pending item is final: a span's tree (in [`Emitter::tree`]) is emitted,
+    /// a log or a context that nothing took is counted.
+    pub fn final_item(&mut self, item: super::tree::Pending, base: u64) {
+        use super::tree::Pending;
+        match item {
+            Pending::Span(_) => self.finalize(base),
+            Pending::Event(_) => self.stats.events_outside_spans += 1,
+            Pending::Context(..) => self.stats.contexts_unapplied += 1,
+        }
+    }
+
+    /// Attributes as OTLP key-values (for span events, which are built once).
+    pub fn key_values(&self, attrs: &[super::tree::Attr]) -> Vec<KeyValue> {
+        let mut out = Vec::with_capacity(attrs.len());
+        for (i, a) in attrs.iter().enumerate() {
+            set(&mut out, i, self.strings.get(a.key), &a.value);
+        }
+        out
+    }
+}

@@ -116,13 +116,13 @@ struct Batches<'a, W: Write> {
 impl<W: Write> Batches<'_, W> {
     /// Writes full batches of `ready` (all of it when `all`); the written spans are recycled.
     fn write(&mut self, ready: &mut Vec<Span>, all: bool, asm: &mut Assembler) -> io::Result<()> {
-        let take = if all { ready.len() } else { ready.len() / self.max * self.max };
-        let mut spans = ready.drain(..take);
-        loop {
+        while ready.len() >= self.max || (all && !ready.is_empty()) {
             let batch = &mut self.request.resource_spans[0].scope_spans[0].spans;
-            batch.extend(spans.by_ref().take(self.max));
-            if batch.is_empty() {
-                return Ok(());
+            if ready.len() <= self.max {
+                // The whole vector, without moving a span.
+                std::mem::swap(batch, ready);
+            } else {
+                batch.extend(ready.drain(..self.max));
             }
             let n = batch.len() as u64;
             self.bytes.clear();
@@ -144,6 +144,7 @@ impl<W: Write> Batches<'_, W> {
             self.done.batches += 1;
             self.done.bytes += self.bytes.len() as u64;
         }
+        Ok(())
     }
 }
 

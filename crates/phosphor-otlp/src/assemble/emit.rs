@@ -97,10 +97,24 @@ impl Emitter {
 
     /// Spans to reuse (at most [`MAX_SPARE`] are kept).
     pub fn recycle(&mut self, spans: &mut Vec<Span>) {
-        let room = MAX_SPARE.saturating_sub(self.spare.len());
-        let keep = spans.len().min(room);
-        self.spare.extend(spans.drain(..keep));
+        if self.spare.is_empty() {
+            // The whole vector, without moving a span.
+            std::mem::swap(&mut self.spare, spans);
+        } else {
+            let room = MAX_SPARE.saturating_sub(self.spare.len());
+            let keep = spans.len().min(room);
+            self.spare.extend(spans.drain(..keep));
+        }
         spans.clear();
+    }
+
+    /// Moves the ready spans to the end of `out` (swapping the vectors when `out` is empty).
+    pub fn take_ready(&mut self, out: &mut Vec<Span>) {
+        if out.is_empty() {
+            std::mem::swap(out, &mut self.ready);
+        } else {
+            out.append(&mut self.ready);
+        }
     }
 
     /// The tree in [`Emitter::tree`] (spans in close order, root last; element `i` had close

@@ -311,7 +311,7 @@ impl Assembler {
                 }
             }
         }
-        out.append(&mut self.out.ready);
+        self.out.take_ready(out);
     }
 
     /// Live use: `ns` of time went by with no event (the caller's wall clock, which a live trace's
@@ -341,7 +341,7 @@ impl Assembler {
         self.out.stats.contexts_unapplied += self.async_contexts.len() as u64;
         self.async_contexts.clear();
         self.out.finish();
-        out.append(&mut self.out.ready);
+        self.out.take_ready(out);
     }
 
     /// Hands back spans taken from [`drain`](Self::drain) or [`finish`](Self::finish) once they

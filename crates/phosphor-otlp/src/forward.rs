@@ -145,8 +145,14 @@ impl Batcher {
 
     fn send(&mut self, spans: Vec<Span>) {
         let n = spans.len() as u64;
-        let request = crate::request::request(self.resource.clone(), spans);
+        let mut request = crate::request::request(self.resource.clone(), spans);
         self.export.send(&request, n);
+        // Encoded: the spans' strings and vectors serve the next ones.
+        for r in &mut request.resource_spans {
+            for s in &mut r.scope_spans {
+                self.assembler.recycle(&mut s.spans);
+            }
+        }
         lock(&self.figures).stats.spans_sent += n;
     }
 

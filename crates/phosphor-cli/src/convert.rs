@@ -41,7 +41,7 @@ use phosphor_export::{format_count, format_ns};
 use crate::info::format_bytes;
 use crate::progress;
 
-mod otlp;
+pub mod otlp;
 
 /// Options of `phosphor convert`.
 #[derive(Debug, Args)]

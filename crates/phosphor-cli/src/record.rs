@@ -42,6 +42,7 @@ use phosphor::format::file::{
 };
 use phosphor_otlp::export::{ExportHandle, ExportOptions, ExportStats, Exporter};
 use phosphor_otlp::forward::{ForwardOptions, ForwardStats, Forwarder};
+use phosphor_otlp::select::Selection;
 use phosphor_view::server::{serve, Traces};
 use phosphor_view::LiveOptions;
 
@@ -116,6 +117,51 @@ pub struct RecordArgs {
     /// connection follow its line; the exporter's are printed on standard error at exit.
     #[arg(long, value_name = "URL")]
     otlp: Option<String>,
+    /// With --otlp: a header added to every request (`NAME=VALUE`: authentication, tenant);
+    /// repeatable.
+    #[arg(long, value_name = "NAME=VALUE", requires = "otlp", value_parser = parse_header)]
+    otlp_header: Vec<(String, String)>,
+    /// With --otlp: only spans at least this long (`500us`, `2ms`, `1s`, or ns).
+    #[arg(long, value_name = "DURATION", requires = "otlp", value_parser = crate::convert::otlp::parse_duration)]
+    otlp_min_duration: Option<u64>,
+    /// With --otlp: only root spans.
+    #[arg(long, requires = "otlp")]
+    otlp_roots_only: bool,
+    /// With --otlp: only spans whose scope path (`frame/update`) matches this glob; repeatable.
+    #[arg(long = "otlp-path", value_name = "GLOB", requires = "otlp")]
+    otlp_paths: Vec<String>,
+    /// With --otlp: `service.name` (default: the traced process's name).
+    #[arg(long, value_name = "NAME", requires = "otlp")]
+    otlp_service_name: Option<String>,
+    /// With --otlp: how long (trace time) a finished span waits for an enclosing scope before it
+    /// is sent as a root.
+    #[arg(long, value_name = "DURATION", requires = "otlp", default_value = "2s", value_parser = crate::convert::otlp::parse_duration)]
+    otlp_hold: u64,
+}
+
+/// Parses `NAME=VALUE`.
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.to_owned())),
+        _ => Err(format!("{text:?} is not NAME=VALUE")),
+    }
+}
+
+impl RecordArgs {
+    /// How each connection's spans are made and sent, with `--otlp`.
+    fn forward_options(&self) -> ForwardOptions {
+        ForwardOptions {
+            selection: Selection {
+                min_duration_ns: self.otlp_min_duration,
+                roots_only: self.otlp_roots_only,
+                paths: self.otlp_paths.clone(),
+                slowest_roots: None,
+            },
+            hold: std::time::Duration::from_nanos(self.otlp_hold),
+            service_name: self.otlp_service_name.clone(),
+            ..ForwardOptions::default()
+        }
+    }
 }
 
 /// The limits a connection's thread applies.
@@ -146,10 +192,14 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         None => None,
     };
     let mut exporter = match &args.otlp {
-        Some(url) => Some(Exporter::start(ExportOptions::new(url.clone())).context("--otlp")?),
+        Some(url) => {
+            let options =
+                ExportOptions { headers: args.otlp_header.clone(), ..ExportOptions::new(url.clone()) };
+            Some(Exporter::start(options).context("--otlp")?)
+        }
         None => None,
     };
-    let export = exporter.as_ref().map(Exporter::handle);
+    let export = exporter.as_ref().map(|e| (e.handle(), args.forward_options()));
     println!("listening on {}", listener.local_addr()?);
     let traces = match viewer {
         Some(viewer) => Some(start_viewer(viewer, args)?),
@@ -196,7 +246,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         let export = export.clone();
         std::thread::spawn(move || {
             let ender = conn.try_clone().ok();
-            match receive(conn, &dir, limits, view.as_ref(), export.as_ref()) {
+            match receive(conn, &dir, limits, view.as_ref(), export.as_ref().map(|(h, o)| (h, o))) {
                 Ok(r) => {
                     if let (Some(why), Some(c)) = (&r.ended, ender) {
                         end_connection(c, why);
@@ -451,13 +501,14 @@ fn create(dir: &Path, name: &str, pid: u32) -> anyhow::Result<(PathBuf, std::fs:
 }
 
 /// Copies one connection's trace into a new file in `dir`, whole blocks only, within `limits`;
-/// shown live by `view` if given, and forwarded as OTLP spans to `otlp` if given.
+/// shown live by `view` if given, and forwarded as OTLP spans to `otlp` (the exporter, and how
+/// spans are made) if given.
 pub fn receive(
     conn: TcpStream,
     dir: &Path,
     limits: Limits,
     view: Option<&Arc<Traces>>,
-    otlp: Option<&ExportHandle>,
+    otlp: Option<(&ExportHandle, &ForwardOptions)>,
 ) -> anyhow::Result<Received> {
     let mut acks = conn.try_clone()?;
     // The header must come soon; after it, the idle timeout applies.
@@ -503,8 +554,8 @@ pub fn receive(
     // The forwarder gets the same whole blocks as the file (its pipe is bounded: a collector side
     // that cannot keep up slows this connection, as a slow disk would).
     let mut forward = match otlp {
-        Some(h) => Some(
-            Forwarder::new(path.display().to_string(), ForwardOptions::default(), h.clone())
+        Some((h, options)) => Some(
+            Forwarder::new(path.display().to_string(), options.clone(), h.clone())
                 .context("cannot start the OTLP forwarder")?,
         ),
         None => None,

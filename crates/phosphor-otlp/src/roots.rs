@@ -48,6 +48,7 @@ pub struct Roots {
     clock: ClockInfo,
     threads: HashMap<u32, ThreadRoots>,
     kept: usize,
+    max: usize,
 }
 
 /// What a thread's roots are, for the second reading.
@@ -62,13 +63,23 @@ pub(crate) struct Known {
 impl Roots {
     /// No roots yet, for the file whose header is `header`.
     pub fn new(header: &Header) -> Roots {
-        Roots { clock: header.clock.clone(), threads: HashMap::new(), kept: 0 }
+        Roots::with_limit(header, MAX_SCANNED_ROOTS)
+    }
+
+    /// As [`Roots::new`], keeping at most `max` roots (tests use small limits).
+    pub fn with_limit(header: &Header, max: usize) -> Roots {
+        Roots { clock: header.clock.clone(), threads: HashMap::new(), kept: 0, max }
     }
 
     /// Reads the rest of `reader`'s file. A damaged file gives the roots of what could be read,
     /// which is what a second reading of the same file reads too.
     pub fn scan<R: Read>(reader: &mut Reader<R>) -> Roots {
-        let mut roots = Roots::new(reader.header());
+        Roots::scan_with_limit(reader, MAX_SCANNED_ROOTS)
+    }
+
+    /// As [`Roots::scan`], keeping at most `max` roots.
+    pub fn scan_with_limit<R: Read>(reader: &mut Reader<R>, max: usize) -> Roots {
+        let mut roots = Roots::with_limit(reader.header(), max);
         // The damage is the second reading's to report.
         let _ = reader.for_each_event(|e| roots.push(e));
         roots
@@ -110,7 +121,7 @@ impl Roots {
     /// Keeps a root (or a [`MARK`]) at `start` pending on thread `tid`.
     fn keep(&mut self, tid: u32, start: u64, k: u64) {
         let t = self.threads.entry(tid).or_default();
-        if self.kept >= MAX_SCANNED_ROOTS {
+        if self.kept >= self.max {
             // Forget this thread's oldest root (or, holding none, this one).
             match t.stack.pop_front() {
                 Some((_, old)) => {

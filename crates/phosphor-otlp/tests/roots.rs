@@ -87,6 +87,22 @@ fn two_readings_give_the_same_spans_as_one() {
 }
 
 #[test]
+fn a_scan_that_forgets_its_oldest_roots_still_gives_the_same_spans() {
+    // Two threads of 300 frames (600 roots, and a log mark per frame) against limits far below.
+    let file = trace(300, false);
+    let options = ConvertOptions { max_spans: 64, ..ConvertOptions::default() };
+    let (a, _) = once(&file, &options);
+    for max in [0, 1, 2, 7, 100, 1000] {
+        let roots = Roots::scan_with_limit(&mut Reader::new(file.as_slice()).unwrap(), max);
+        let mut out = Vec::new();
+        let c = convert_with_roots(&mut Reader::new(file.as_slice()).unwrap(), roots, &options, &mut out)
+            .unwrap();
+        assert_eq!(decode(&out), a, "limit {max}");
+        assert_eq!(c.stats.evicted_roots, 0);
+    }
+}
+
+#[test]
 fn a_tree_is_final_as_soon_as_its_root_closes() {
     let file = trace(50, false);
     let roots = Roots::scan(&mut Reader::new(file.as_slice()).unwrap());

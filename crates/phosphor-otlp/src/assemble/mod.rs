@@ -50,9 +50,9 @@ use crate::Span;
 /// pending items are final as they are; with a file's [`Roots`], [`MAX_HELD_WITH_ROOTS`] over all
 /// threads instead.
 pub const MAX_HELD_PER_THREAD: usize = 1 << 14;
-/// With a file's [`Roots`], only trees whose root has not closed yet are held: at most this many
-/// spans over all threads (a few hundred MiB at worst) before the oldest pending items of the
-/// thread at hand are final as they are.
+/// With a file's [`Roots`], only trees whose root has not closed yet are held, and the logs no span
+/// has taken yet: at most this many spans and items over all threads (about 150 MiB at worst)
+/// before the oldest pending items of the thread at hand are final as they are.
 pub const MAX_HELD_WITH_ROOTS: usize = 1 << 20;
 /// How deep a thread's begin/end scopes may nest; deeper begins are counted and ignored.
 pub const MAX_OPEN_PER_THREAD: usize = 1024;
@@ -144,7 +144,7 @@ pub struct Assembler {
     /// A first reading's roots, handed to each thread as it appears.
     roots: Option<Roots>,
     threads: HashMap<u32, Thread>,
-    /// Spans held over all threads (with roots).
+    /// [`Thread::size`] summed over all threads.
     held: usize,
     asyncs: HashMap<(u64, Text), Open>,
     /// Async ends read before their begins (another thread's chunk can reach the file first):
@@ -187,6 +187,11 @@ impl Assembler {
 
     /// Takes one event (in file order).
     pub fn push(&mut self, event: &Event<'_>) {
+        self.take(event);
+        debug_assert_eq!(self.held, self.threads.values().map(Thread::size).sum::<usize>());
+    }
+
+    fn take(&mut self, event: &Event<'_>) {
         self.idle_ns = 0;
         let tid = event.tid;
         match edge(&self.clock, event) {
@@ -241,6 +246,7 @@ impl Assembler {
                     }
                 };
                 self.thread(tid).pending.push_back(item);
+                self.held += 1;
                 self.bound(tid);
             }
             Edge::AsyncContext(t) => {
@@ -304,9 +310,9 @@ impl Assembler {
                     if end.saturating_add(hold) > now || start >= outer {
                         break;
                     }
-                    let before = thread.arena.len();
+                    let before = thread.size();
                     let Some((item, base)) = thread.pop_front(&mut self.out.tree) else { break };
-                    self.held -= before - thread.arena.len();
+                    self.held -= before - thread.size();
                     self.out.final_item(item, base);
                 }
             }
@@ -393,6 +399,7 @@ impl Assembler {
     fn close(&mut self, tid: u32, start: u64, end: u64, name: Text, attrs: Vec<Attr>) {
         let mut rec = self.rec(start, end, name, attrs, Some(tid));
         let thread = self.thread(tid);
+        let before = thread.size();
         let k = thread.closed;
         thread.closed += 1;
         let (mut contexts, mut unapplied) = (0, 0);
@@ -423,14 +430,15 @@ impl Assembler {
         thread.arena.push_back(rec);
         thread.pending.push_back(Pending::Span(k));
         let root = thread.is_true_root(k);
-        self.held += 1;
+        let after = thread.size();
+        self.held = self.held + after - before;
         self.out.stats.span_events += events;
         self.out.stats.contexts += contexts;
         self.out.stats.contexts_unapplied += unapplied;
         if root {
             // Nothing later can take it, nor anything pending before it on its thread.
             let thread = self.threads.get_mut(&tid).expect("made above");
-            let before = thread.arena.len();
+            let before = thread.size();
             while let Some((item, base)) = thread.pop_front(&mut self.out.tree) {
                 self.out.final_item(item, base);
             }
@@ -446,16 +454,16 @@ impl Assembler {
         let Some(thread) = self.threads.get_mut(&tid) else { return };
         loop {
             let over = if with_roots {
-                self.held > MAX_HELD_WITH_ROOTS || thread.pending.len() > MAX_HELD_WITH_ROOTS
+                self.held > MAX_HELD_WITH_ROOTS
             } else {
-                thread.held() > MAX_HELD_PER_THREAD
+                thread.arena.len() > MAX_HELD_PER_THREAD || thread.pending.len() > MAX_HELD_PER_THREAD
             };
             if !over {
                 break;
             }
-            let before = thread.arena.len();
+            let before = thread.size();
             let Some((item, base)) = thread.pop_front(&mut self.out.tree) else { break };
-            self.held -= before - thread.arena.len();
+            self.held -= before - thread.size();
             self.out.stats.evicted_roots += 1;
             self.out.final_item(item, base);
         }

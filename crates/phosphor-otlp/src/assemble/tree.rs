@@ -173,9 +173,9 @@ impl Thread {
         Some((item, base))
     }
 
-    /// Spans and items held.
-    pub fn held(&self) -> usize {
-        self.arena.len().max(self.pending.len())
+    /// Spans and items held (a pending root counts twice: a bound, not a census).
+    pub fn size(&self) -> usize {
+        self.arena.len() + self.pending.len()
     }
 }
 

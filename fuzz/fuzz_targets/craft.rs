@@ -4,7 +4,9 @@
 //! cost them most: strings up to megabytes shared by many entries, nesting a hundred thousand
 //! deep, begins never closed, timestamps that go back, clock rates that are NaN or infinite, many
 //! callsites, threads and chunks, redefined callsites, thread switches, dynamic names. The
-//! viewer's index is built from it too, and window queries of every track must keep their bound.
+//! viewer's index is built from it too, and window queries of every track must keep their bound;
+//! the OTLP conversions (one and two readings, live) are checked on it and on a copy with one byte
+//! damaged (`otlp_check.rs`).
 //!
 //! Two modes (the first byte): one of `phosphor-craft`'s hostile shapes with fuzzed sizes, or a
 //! file built op by op. The file is read whole (it must be: the generator writes only valid
@@ -12,6 +14,8 @@
 //! (`scripts/fuzz.sh` does) so that a blow-up of memory or time is a finding.
 
 #![no_main]
+
+mod otlp_check;
 
 use std::io::sink;
 
@@ -36,6 +40,18 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Some(file) = file {
         read_everything(&file);
+        // What is left of the input chooses the OTLP options, a byte to damage, the live path's.
+        let options = otlp_check::options(&mut u).unwrap_or_default();
+        let hold = u.int_in_range(0..=10_000_000u64).unwrap_or(1_000);
+        let every = u.int_in_range(1..=5000u32).unwrap_or(1024);
+        otlp_check::check(&file, &options, hold, every);
+        if let Ok(at) = u.int_in_range(0..=file.len().saturating_sub(1)) {
+            let mut damaged = file.clone();
+            if let Some(b) = damaged.get_mut(at) {
+                *b ^= u.int_in_range(1..=255u8).unwrap_or(0x5a);
+            }
+            otlp_check::check(&damaged, &options, hold, every);
+        }
     }
 });
 

@@ -7,6 +7,8 @@
 
 #![no_main]
 
+mod otlp_check;
+
 use libfuzzer_sys::fuzz_target;
 use phosphor_export::logs::{format_log, write_logs, LogFilter, LogOrder};
 use phosphor_export::sample_stacks::{self, SampleScopes};
@@ -37,6 +39,12 @@ fuzz_target!(|data: &[u8]| {
         let order = &mut LogOrder::default();
         within(write_logs(r, std::io::sink(), &LogFilter::default(), order).err().and_then(|e| e.offset()));
     }
+    // The OTLP conversions, protobuf and JSON, with one selection.
+    let mut options = phosphor_otlp::convert::ConvertOptions { max_spans: 64, ..Default::default() };
+    otlp_check::check(data, &options, 1_000_000, 512);
+    options.encoding = phosphor_otlp::convert::Encoding::Json;
+    options.assemble.selection.min_duration_ns = Some(100);
+    otlp_check::check(data, &options, 0, 1);
     if let Ok(fmt) = std::str::from_utf8(data) {
         let mut out = String::new();
         format_log(

@@ -13,6 +13,7 @@ mod info;
 mod live_view;
 mod logs;
 mod otlp_convert;
+mod otlp_hostile;
 mod otlp_record;
 mod probes;
 mod python;

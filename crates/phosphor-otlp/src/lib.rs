@@ -15,6 +15,8 @@ pub mod export;
 pub mod forward;
 pub mod ids;
 mod pipe;
+#[cfg(feature = "receiver")]
+pub mod receiver;
 pub mod request;
 pub mod roots;
 pub mod select;

@@ -2,122 +2,15 @@
 //! decoding every request with prost), and the forwarder's handling of a malformed stream. No
 //! timed assertions: waits poll with generous deadlines.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTracePartialSuccess, ExportTraceServiceResponse,
-};
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
 use phosphor_otlp::export::{ExportOptions, ExportStats, Exporter};
 use phosphor_otlp::forward::{ForwardOptions, Forwarder};
+use phosphor_otlp::receiver::{Answer, Gate, Receiver};
 use phosphor_otlp::{ExportTraceServiceRequest, Span};
-use prost::Message;
-
-/// What the receiver answers to the next requests (then 200 with an empty body).
-#[derive(Clone)]
-enum Answer {
-    Status(u16),
-    Partial(i64),
-    /// Waits until the test releases it, then 200.
-    Hold(Arc<Mutex<bool>>),
-}
-
-#[derive(Default)]
-struct Received {
-    span_ids: Vec<[u8; 8]>,
-    requests: u64,
-    bad: Vec<String>,
-}
-
-struct Receiver {
-    server: Arc<tiny_http::Server>,
-    got: Arc<Mutex<Received>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Receiver {
-    fn start(addr: &str, answers: Vec<Answer>) -> Receiver {
-        let server = Arc::new(tiny_http::Server::http(addr).expect("bind the receiver"));
-        let got = Arc::new(Mutex::new(Received::default()));
-        let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
-        let (s, g) = (server.clone(), got.clone());
-        let thread = std::thread::spawn(move || {
-            for mut req in s.incoming_requests() {
-                let mut body = Vec::new();
-                let _ = req.as_reader().read_to_end(&mut body);
-                let answer = answers.lock().unwrap().pop_front();
-                let ok_type = req
-                    .headers()
-                    .iter()
-                    .any(|h| h.field.equiv("Content-Type") && h.value.as_str() == "application/x-protobuf");
-                let mut got = g.lock().unwrap();
-                got.requests += 1;
-                if req.url() != "/v1/traces" || !ok_type {
-                    got.bad.push(format!("{} {:?}", req.url(), req.headers()));
-                }
-                let decoded = ExportTraceServiceRequest::decode(&body[..]);
-                let mut status = 200;
-                let mut reply = Vec::new();
-                match answer {
-                    Some(Answer::Status(s)) => status = s,
-                    Some(Answer::Partial(n)) => {
-                        reply = ExportTraceServiceResponse {
-                            partial_success: Some(ExportTracePartialSuccess {
-                                rejected_spans: n,
-                                error_message: "too old".into(),
-                            }),
-                        }
-                        .encode_to_vec()
-                    }
-                    Some(Answer::Hold(release)) => {
-                        drop(got);
-                        while !*release.lock().unwrap() {
-                            std::thread::sleep(Duration::from_millis(5));
-                        }
-                        got = g.lock().unwrap();
-                    }
-                    None => {}
-                }
-                match decoded {
-                    Ok(r) if status == 200 => {
-                        for rs in r.resource_spans {
-                            for ss in rs.scope_spans {
-                                for sp in ss.spans {
-                                    got.span_ids.push(sp.span_id.try_into().unwrap_or([0; 8]));
-                                }
-                            }
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) => got.bad.push(e.to_string()),
-                }
-                drop(got);
-                let mut resp = tiny_http::Response::from_data(reply).with_status_code(status);
-                if status == 503 || status == 429 {
-                    resp.add_header(tiny_http::Header::from_bytes("Retry-After", "0").unwrap());
-                }
-                let _ = req.respond(resp);
-            }
-        });
-        Receiver { server, got, thread: Some(thread) }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.server.server_addr().to_ip().unwrap())
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 /// `n` spans with ids `first..first + n`, in one request.
 fn request(first: u64, n: u64) -> ExportTraceServiceRequest {
@@ -160,7 +53,7 @@ fn poll(what: &str, mut f: impl FnMut() -> bool) {
 
 #[test]
 fn every_span_sent_reaches_the_receiver_once_as_protobuf() {
-    let rx = Receiver::start("127.0.0.1:0", vec![]);
+    let rx = Receiver::start(vec![]);
     let ex = Exporter::start(quick(rx.url())).unwrap();
     let h = ex.handle();
     for b in 0..10 {
@@ -169,21 +62,20 @@ fn every_span_sent_reaches_the_receiver_once_as_protobuf() {
     let stats = ex.shutdown();
     assert_eq!(stats.spans_exported, 70, "{stats:?}");
     assert_eq!(accounted(&stats), 70);
-    let got = rx.got.lock().unwrap();
+    let got = rx.got();
     assert!(got.bad.is_empty(), "{:?}", got.bad);
-    assert_eq!(got.span_ids.len(), 70);
-    assert_eq!(got.span_ids.iter().collect::<HashSet<_>>().len(), 70, "span ids are unique");
+    assert_eq!(got.spans.len(), 70);
+    assert_eq!(got.spans.iter().map(|s| &s.span_id).collect::<HashSet<_>>().len(), 70, "span ids are unique");
 }
 
 #[test]
 fn a_receiver_answering_503_then_200_gets_every_span_and_the_retries_are_counted() {
-    let rx =
-        Receiver::start("127.0.0.1:0", vec![Answer::Status(503), Answer::Status(429), Answer::Status(502)]);
+    let rx = Receiver::start(vec![Answer::Status(503), Answer::Status(429), Answer::Status(502)]);
     let ex = Exporter::start(quick(rx.url())).unwrap();
     ex.handle().send(&request(0, 5), 5);
     let stats = ex.shutdown();
     assert_eq!((stats.spans_exported, stats.retries, stats.requests_failed), (5, 3, 3), "{stats:?}");
-    assert_eq!(rx.got.lock().unwrap().span_ids.len(), 5);
+    assert_eq!(rx.got().spans.len(), 5);
     assert!(stats.last_error.as_deref().unwrap().contains("HTTP 502"), "{stats:?}");
 }
 
@@ -194,27 +86,27 @@ fn a_refused_connection_is_retried_until_the_receiver_is_up() {
     let ex = Exporter::start(quick(format!("http://{addr}"))).unwrap();
     ex.handle().send(&request(0, 4), 4);
     poll("a failed attempt", || ex.stats().requests_failed > 0);
-    let rx = Receiver::start(&addr.to_string(), vec![]);
+    let rx = Receiver::start_at(&addr.to_string(), vec![]);
     let stats = ex.shutdown();
     assert_eq!(stats.spans_exported, 4, "{stats:?}");
     assert!(stats.retries > 0);
-    assert_eq!(rx.got.lock().unwrap().span_ids.len(), 4);
+    assert_eq!(rx.got().spans.len(), 4);
 }
 
 #[test]
 fn a_400_is_not_retried_and_its_spans_count_as_rejected() {
-    let rx = Receiver::start("127.0.0.1:0", vec![Answer::Status(400)]);
+    let rx = Receiver::start(vec![Answer::Status(400)]);
     let ex = Exporter::start(quick(rx.url())).unwrap();
     ex.handle().send(&request(0, 6), 6);
     ex.handle().send(&request(6, 2), 2);
     let stats = ex.shutdown();
     assert_eq!((stats.spans_rejected, stats.spans_exported, stats.retries), (6, 2, 0), "{stats:?}");
-    assert_eq!(rx.got.lock().unwrap().requests, 2);
+    assert_eq!(rx.got().requests, 2);
 }
 
 #[test]
 fn a_partial_success_counts_its_rejected_spans() {
-    let rx = Receiver::start("127.0.0.1:0", vec![Answer::Partial(3)]);
+    let rx = Receiver::start(vec![Answer::Partial(3)]);
     let ex = Exporter::start(quick(rx.url())).unwrap();
     ex.handle().send(&request(0, 10), 10);
     let stats = ex.shutdown();
@@ -223,18 +115,18 @@ fn a_partial_success_counts_its_rejected_spans() {
 
 #[test]
 fn a_full_queue_drops_new_spans_and_counts_them() {
-    let release = Arc::new(Mutex::new(false));
-    let rx = Receiver::start("127.0.0.1:0", vec![Answer::Hold(release.clone())]);
+    let release = Gate::new();
+    let rx = Receiver::start(vec![Answer::Hold(release.clone())]);
     let mut o = quick(rx.url());
     o.queue_batches = 2;
     let ex = Exporter::start(o).unwrap();
     let h = ex.handle();
     h.send(&request(0, 1), 1);
     // The first request is in the receiver's hands: the queue holds the next two only.
-    poll("the held request", || rx.got.lock().unwrap().requests == 1);
+    assert!(rx.wait_until(Duration::from_secs(60), |got| got.requests == 1), "the held request");
     let accepted: Vec<bool> = (1..6).map(|i| h.send(&request(i * 3, 3), 3)).collect();
     assert_eq!(accepted, [true, true, false, false, false]);
-    *release.lock().unwrap() = true;
+    release.open();
     let stats = ex.shutdown();
     assert_eq!((stats.spans_exported, stats.spans_dropped), (7, 9), "{stats:?}");
     assert_eq!(accounted(&stats), 16);
@@ -242,7 +134,7 @@ fn a_full_queue_drops_new_spans_and_counts_them() {
 
 #[test]
 fn spans_still_failing_at_the_shutdown_deadline_count_as_failed() {
-    let rx = Receiver::start("127.0.0.1:0", vec![Answer::Status(503); 100_000]);
+    let rx = Receiver::start(vec![Answer::Status(503); 100_000]);
     let mut o = quick(rx.url());
     o.shutdown_deadline = Duration::from_millis(100);
     let ex = Exporter::start(o).unwrap();
@@ -262,7 +154,7 @@ fn an_https_or_malformed_endpoint_is_refused_naming_it() {
 
 #[test]
 fn a_malformed_stream_is_reported_and_later_bytes_are_discarded_without_waiting() {
-    let rx = Receiver::start("127.0.0.1:0", vec![]);
+    let rx = Receiver::start(vec![]);
     let ex = Exporter::start(quick(rx.url())).unwrap();
     let options = ForwardOptions { pipe_bytes: 4096, ..Default::default() };
     let mut fw = Forwarder::new("peer 10.0.0.1:9", options, ex.handle()).unwrap();

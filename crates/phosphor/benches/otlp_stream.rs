@@ -2,48 +2,29 @@
 //! spans reach a collector.
 //!
 //! ```text
-//! cargo bench -p phosphor --features otlp --bench otlp_stream -- [--seconds S] [--threads N]
+//! cargo bench -p phosphor --features otlp --bench otlp_stream -- [--seconds S] [--threads N] [--rate R]
 //! ```
 //!
-//! 1. Exporter throughput: 2,000 requests of 512 spans queued at once to a local receiver (a
-//!    tiny_http server decoding each request with prost); spans exported per second of wall time.
-//! 2. Producer cost: N threads record scopes flat out for S seconds into a streaming trace whose
-//!    one datastream is `Sink::Otlp` to that receiver; the producers' thread CPU time per event
-//!    (CPU clock around batches of 1,000, so preemption is not counted) against the limit loop,
-//!    and the stream's OTLP figures (made, exported, dropped) once the trace is stopped.
+//! 1. Exporter throughput: 2,000 requests of 512 spans queued at once to a local receiver
+//!    (`phosphor_otlp::receiver`, decoding each request with prost); spans exported per second of
+//!    wall time.
+//! 2. Producer cost: N threads (default 2) record scopes with an argument for S seconds (default
+//!    5) into a streaming trace, at R scopes per second per thread (default 200,000, paced by the
+//!    wall clock in batches of 1,000, like a program that works between its events; `--rate 0`:
+//!    flat out), once with the stream's sink discarding the bytes (`Sink::Writer` of
+//!    `io::sink()`: the streaming cost alone) and once with `Sink::Otlp` to the receiver. The
+//!    figure is the producers' thread CPU time per event (CPU clock around each batch, so
+//!    preemption and the pacing's sleeps are not counted), against the limit loop; then what the
+//!    stream and its OTLP side did: events dropped, spans made, exported, dropped, failed.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
 use phosphor::stream::{OtlpSink, Sink, StreamConfig};
 use phosphor::{trace_scope, BufferMode, TraceConfig, TraceLog, TraceLogConfig};
 use phosphor_otlp::export::{ExportOptions, Exporter};
+use phosphor_otlp::receiver::Receiver;
 use phosphor_otlp::{ExportTraceServiceRequest, Span};
-use prost::Message;
-
-/// A receiver counting the spans it decodes.
-fn receiver() -> (String, Arc<AtomicU64>) {
-    let server = tiny_http::Server::http("127.0.0.1:0").expect("bind the receiver");
-    let url = format!("http://{}", server.server_addr().to_ip().unwrap());
-    let spans = Arc::new(AtomicU64::new(0));
-    let s = spans.clone();
-    std::thread::spawn(move || {
-        for mut req in server.incoming_requests() {
-            let mut body = Vec::new();
-            let _ = req.as_reader().read_to_end(&mut body);
-            if let Ok(r) = ExportTraceServiceRequest::decode(&body[..]) {
-                let n: usize =
-                    r.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum();
-                // Relaxed: a count read after the exporter has shut down.
-                s.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            let _ = req.respond(tiny_http::Response::from_data(Vec::new()));
-        }
-    });
-    (url, spans)
-}
 
 fn thread_cpu_ns() -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -67,7 +48,7 @@ fn limit_loop_ns() -> f64 {
     runs[4]
 }
 
-fn exporter_throughput(url: &str, received: &AtomicU64) {
+fn exporter_throughput(rx: &Receiver) {
     let batch = 512u64;
     let requests = 2_000u64;
     let spans: Vec<Span> = (0..batch)
@@ -87,10 +68,10 @@ fn exporter_throughput(url: &str, received: &AtomicU64) {
             ..Default::default()
         }],
     };
-    let mut o = ExportOptions::new(url);
+    let mut o = ExportOptions::new(rx.url());
     o.queue_batches = requests as usize;
     o.shutdown_deadline = Duration::from_secs(600);
-    let before = received.load(Ordering::Relaxed);
+    let before = rx.got().span_count;
     let t = Instant::now();
     let ex = Exporter::start(o).unwrap();
     let h = ex.handle();
@@ -99,7 +80,7 @@ fn exporter_throughput(url: &str, received: &AtomicU64) {
     }
     let stats = ex.shutdown();
     let secs = t.elapsed().as_secs_f64();
-    let got = received.load(Ordering::Relaxed) - before;
+    let got = rx.got().span_count - before;
     println!(
         "exporter: {} spans in {requests} requests of {batch} in {secs:.2} s: {:.0} spans/s exported \
          (receiver decoded {got}; dropped {}, failed {})",
@@ -110,12 +91,23 @@ fn exporter_throughput(url: &str, received: &AtomicU64) {
     );
 }
 
-fn producer_cost(url: &str, seconds: f64, threads: u64, limit: f64) {
+/// How the producers run.
+#[derive(Clone, Copy)]
+struct Load {
+    seconds: f64,
+    threads: u64,
+    /// Scopes per second per thread (0: flat out).
+    rate: f64,
+}
+
+/// Runs the producers into a stream whose sink is `sink`; returns the CPU ns per event.
+fn producers(sink: Sink, load: Load, label: &str, limit: f64) -> f64 {
     let log = TraceLog::new(TraceLogConfig::default()).unwrap();
     log.start(TraceConfig::new(BufferMode::Stream, 64 << 20)).unwrap();
-    let id = log.open_stream(StreamConfig::new(Sink::Otlp(OtlpSink::new(url)))).unwrap();
-    let end = Instant::now() + Duration::from_secs_f64(seconds);
-    let handles: Vec<_> = (0..threads)
+    let id = log.open_stream(StreamConfig::new(sink)).unwrap();
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(load.seconds);
+    let handles: Vec<_> = (0..load.threads)
         .map(|_| {
             let log = log.clone();
             std::thread::spawn(move || {
@@ -127,6 +119,13 @@ fn producer_cost(url: &str, seconds: f64, threads: u64, limit: f64) {
                     }
                     cpu += thread_cpu_ns() - c;
                     events += 1_000;
+                    if load.rate > 0.0 {
+                        // The schedule: `events` by now; sleep off any lead.
+                        let due = start + Duration::from_secs_f64(events as f64 / load.rate);
+                        if let Some(lead) = due.checked_duration_since(Instant::now()) {
+                            std::thread::sleep(lead);
+                        }
+                    }
                 }
                 (events, cpu)
             })
@@ -141,21 +140,25 @@ fn producer_cost(url: &str, seconds: f64, threads: u64, limit: f64) {
     log.stop();
     let stats = log.stats();
     let s = log.stream_stats(id).unwrap();
-    let o = s.otlp.unwrap_or_default();
     let ns = cpu as f64 / events as f64;
-    println!(
-        "producers: {threads} threads, {events} events in {seconds} s: {ns:.2} ns of CPU per event \
-         ({:.2}x the limit loop's {limit:.2} ns); recorded {}, dropped {} (no chunk); stream events \
-         dropped {}; OTLP spans made {}, exported {}, dropped {}, failed {}",
+    print!(
+        "{label}: {} threads, {events} events in {} s: {ns:.2} ns of CPU per event ({:.2}x the limit \
+         loop's {limit:.2} ns); recorded {}, dropped {} (no chunk); stream events dropped {}",
+        load.threads,
+        load.seconds,
         ns / limit,
         stats.recorded,
         stats.dropped.total(),
         s.events_dropped,
-        o.spans_made,
-        o.spans_exported,
-        o.spans_dropped,
-        o.spans_failed
     );
+    match s.otlp {
+        Some(o) => println!(
+            "; OTLP spans made {}, exported {}, dropped {}, failed {}",
+            o.spans_made, o.spans_exported, o.spans_dropped, o.spans_failed
+        ),
+        None => println!(),
+    }
+    ns
 }
 
 fn main() {
@@ -167,9 +170,15 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
-    let (seconds, threads) = (arg("--seconds", 5.0), arg("--threads", 2.0) as u64);
+    let load = Load {
+        seconds: arg("--seconds", 5.0),
+        threads: arg("--threads", 2.0) as u64,
+        rate: arg("--rate", 200_000.0),
+    };
     let limit = limit_loop_ns();
-    let (url, received) = receiver();
-    exporter_throughput(&url, &received);
-    producer_cost(&url, seconds, threads, limit);
+    let rx = Receiver::counting();
+    exporter_throughput(&rx);
+    let discard = producers(Sink::Writer(Box::new(std::io::sink())), load, "stream, bytes discarded", limit);
+    let otlp = producers(Sink::Otlp(OtlpSink::new(rx.url())), load, "stream, Sink::Otlp", limit);
+    println!("Sink::Otlp against the discarding stream: {:.2}x the producers' CPU per event", otlp / discard);
 }

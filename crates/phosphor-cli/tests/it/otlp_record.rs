@@ -4,51 +4,25 @@
 
 use std::collections::HashSet;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use phosphor::stream::{Sink, StreamConfig};
 use phosphor::{trace_scope, BufferMode, TraceConfig, TraceLog, TraceLogConfig};
-use phosphor_otlp::ExportTraceServiceRequest;
-use prost::Message;
+use phosphor_otlp::receiver::Receiver;
 
 use crate::cli::scratch;
 
-/// The span ids a receiver got.
-type SpanIds = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// Starts a receiver; returns it and the span ids it gets.
-fn receiver() -> (Arc<tiny_http::Server>, SpanIds) {
-    let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind the receiver"));
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let (s, g) = (server.clone(), got.clone());
-    std::thread::spawn(move || {
-        for mut req in s.incoming_requests() {
-            let mut body = Vec::new();
-            let _ = req.as_reader().read_to_end(&mut body);
-            let status = match ExportTraceServiceRequest::decode(&body[..]) {
-                Ok(r) => {
-                    let spans =
-                        r.resource_spans.into_iter().flat_map(|r| r.scope_spans).flat_map(|s| s.spans);
-                    g.lock().unwrap().extend(spans.map(|s| s.span_id));
-                    200
-                }
-                Err(_) => 400,
-            };
-            let _ = req.respond(tiny_http::Response::from_data(Vec::new()).with_status_code(status));
-        }
-    });
-    (server, got)
-}
-
-#[test]
-fn a_recorded_connection_is_also_forwarded_as_otlp_spans() {
-    let (rx, got) = receiver();
-    let url = format!("http://{}", rx.server_addr().to_ip().unwrap());
-    let dir = scratch("otlp-record");
+/// Runs `phosphor record --otlp` to `rx` with `extra` flags for one connection from a program
+/// whose 2 threads each make 500 `outer` scopes holding an `inner` one; returns the connection's
+/// line and the server's standard error, once it has exited.
+fn record_forwarding(test: &str, rx: &Receiver, extra: &[&str]) -> (String, String) {
+    let dir = scratch(test);
     let (mut child, lines) = crate::cli::spawn_lines(
         Command::new(env!("CARGO_BIN_EXE_phosphor"))
-            .args(["record", "--listen", "127.0.0.1:0", "--connections", "1", "--otlp", &url, "--out"])
+            .args(["record", "--listen", "127.0.0.1:0", "--connections", "1", "--otlp", &rx.url()])
+            .args(extra)
+            .arg("--out")
             .arg(dir.join("out"))
             .stderr(Stdio::piped()),
     );
@@ -75,11 +49,6 @@ fn a_recorded_connection_is_also_forwarded_as_otlp_spans() {
     let s = log.stream_stats(id).unwrap();
     assert_eq!(s.events_dropped, 0, "{s:?}");
     let line = lines.recv_timeout(Duration::from_secs(60)).expect("a connection ended");
-    assert!(
-        line.contains("complete")
-            && line.contains("OTLP: 2000 spans made, 0 left out by the selection, 2000 sent"),
-        "{line}"
-    );
     // The server exits after its one connection, once the exporter has sent what it was given.
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
@@ -92,10 +61,65 @@ fn a_recorded_connection_is_also_forwarded_as_otlp_spans() {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert!(status.success(), "{err}");
+    (line, err)
+}
+
+#[test]
+fn a_recorded_connection_is_also_forwarded_as_otlp_spans() {
+    let rx = Receiver::start(Vec::new());
+    let (line, err) = record_forwarding("otlp-record", &rx, &[]);
+    assert!(
+        line.contains("complete")
+            && line.contains("OTLP: 2000 spans made, 0 left out by the selection, 2000 sent"),
+        "{line}"
+    );
     assert!(err.contains("OTLP: 2000 spans exported, 0 dropped (queue full), 0 rejected, 0 failed"), "{err}");
-    let got = got.lock().unwrap();
-    assert_eq!(got.len(), 2000);
-    assert_eq!(got.iter().collect::<HashSet<_>>().len(), 2000, "span ids are unique");
+    let got = rx.got();
+    assert!(got.bad.is_empty(), "{:?}", got.bad);
+    assert_eq!(got.spans.len(), 2000);
+    assert_eq!(
+        got.spans.iter().map(|s| &s.span_id).collect::<HashSet<_>>().len(),
+        2000,
+        "span ids are unique"
+    );
+}
+
+#[test]
+fn the_otlp_flags_select_spans_name_the_service_and_add_headers() {
+    let rx = Receiver::start(Vec::new());
+    let flags = [
+        "--otlp-path",
+        "outer",
+        "--otlp-service-name",
+        "checkout",
+        "--otlp-header",
+        "x-tenant=acme",
+        "--otlp-hold",
+        "100ms",
+    ];
+    let (line, err) = record_forwarding("otlp-record-flags", &rx, &flags);
+    assert!(line.contains("OTLP: 2000 spans made, 1000 left out by the selection, 1000 sent"), "{line}");
+    assert!(err.contains("OTLP: 1000 spans exported"), "{err}");
+    let got = rx.got();
+    assert_eq!(got.spans.len(), 1000);
+    assert!(got.spans.iter().all(|s| s.name == "outer" && s.parent_span_id.is_empty()));
+    assert!(
+        got.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("x-tenant") && v == "acme"),
+        "{:?}",
+        got.headers
+    );
+    let service = got.resource.as_ref().and_then(|r| r.attributes.iter().find(|a| a.key == "service.name"));
+    let value = service.and_then(|a| a.value.as_ref()).and_then(|v| v.value.as_ref());
+    assert_eq!(value, Some(&Value::StringValue("checkout".into())));
+    // The flags need --otlp, and a header needs its `=`.
+    let out = crate::cli::phosphor("otlp-record-flags-bad", &["record", "--otlp-path", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = crate::cli::phosphor(
+        "otlp-record-flags-bad",
+        &["record", "--otlp", "http://127.0.0.1:9", "--otlp-header", "novalue"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(crate::cli::stderr(&out).contains("NAME=VALUE"), "{}", crate::cli::stderr(&out));
 }
 
 #[test]

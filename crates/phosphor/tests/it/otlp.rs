@@ -3,78 +3,15 @@
 //! exact: every span made is received, or counted as dropped, rejected or failed. No timed
 //! assertions: waits poll with generous deadlines.
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use phosphor::stream::{OtlpSink, OtlpStats, Sink, StreamConfig};
 use phosphor::{trace_scope, BufferMode, TraceConfig, TraceLog};
-use phosphor_otlp::ExportTraceServiceRequest;
-use prost::Message;
+use phosphor_otlp::receiver::{Answer, Receiver};
 
 use crate::support::new_log;
-
-#[derive(Default)]
-struct Got {
-    /// (span id, parent span id) of every span received.
-    spans: Vec<(Vec<u8>, Vec<u8>)>,
-    requests: u64,
-    undecodable: u64,
-}
-
-/// A receiver answering the `statuses` given first, then 200.
-struct Receiver {
-    server: Arc<tiny_http::Server>,
-    got: Arc<Mutex<Got>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Receiver {
-    fn start(addr: &str, statuses: Vec<u16>) -> Receiver {
-        let server = Arc::new(tiny_http::Server::http(addr).expect("bind the receiver"));
-        let got = Arc::new(Mutex::new(Got::default()));
-        let statuses = Mutex::new(VecDeque::from(statuses));
-        let (s, g) = (server.clone(), got.clone());
-        let thread = std::thread::spawn(move || {
-            for mut req in s.incoming_requests() {
-                let mut body = Vec::new();
-                let _ = req.as_reader().read_to_end(&mut body);
-                let status = statuses.lock().unwrap().pop_front().unwrap_or(200);
-                let mut got = g.lock().unwrap();
-                got.requests += 1;
-                match ExportTraceServiceRequest::decode(&body[..]) {
-                    Ok(r) if status == 200 => {
-                        let spans =
-                            r.resource_spans.into_iter().flat_map(|r| r.scope_spans).flat_map(|s| s.spans);
-                        got.spans.extend(spans.map(|s| (s.span_id, s.parent_span_id)));
-                    }
-                    Ok(_) => {}
-                    Err(_) => got.undecodable += 1,
-                }
-                drop(got);
-                let mut resp = tiny_http::Response::from_data(Vec::new()).with_status_code(status);
-                if status != 200 {
-                    resp.add_header(tiny_http::Header::from_bytes("Retry-After", "0").unwrap());
-                }
-                let _ = req.respond(resp);
-            }
-        });
-        Receiver { server, got, thread: Some(thread) }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.server.server_addr().to_ip().unwrap())
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 fn sink(url: String) -> OtlpSink {
     let mut s = OtlpSink::new(url);
@@ -120,7 +57,7 @@ fn accounted(o: &OtlpStats) -> u64 {
 
 #[test]
 fn an_otlp_stream_delivers_every_span_once_with_its_parent() {
-    let rx = Receiver::start("127.0.0.1:0", vec![]);
+    let rx = Receiver::start(vec![]);
     let log = streaming();
     let id = log.open_stream(StreamConfig::new(Sink::Otlp(sink(rx.url())))).unwrap();
     emit(&log, 3, 200);
@@ -131,14 +68,16 @@ fn an_otlp_stream_delivers_every_span_once_with_its_parent() {
     let o = stats.otlp.clone().unwrap_or_else(|| panic!("an OTLP stream has OTLP figures: {stats:?}"));
     assert_eq!(o.spans_made, 1800, "{o:?}");
     assert_eq!((o.spans_sent, o.spans_exported, accounted(&o)), (1800, 1800, 1800), "{o:?}");
-    let got = rx.got.lock().unwrap();
-    assert_eq!(got.undecodable, 0);
+    let got = rx.got();
+    assert!(got.bad.is_empty(), "{:?}", got.bad);
     assert_eq!(got.spans.len(), 1800);
-    let ids: HashSet<&[u8]> = got.spans.iter().map(|(id, _)| &id[..]).collect();
+    let ids: HashSet<&[u8]> = got.spans.iter().map(|s| &s.span_id[..]).collect();
     assert_eq!(ids.len(), 1800, "span ids are unique");
-    let with_parent = got.spans.iter().filter(|(_, p)| !p.is_empty()).count();
+    let with_parent = got.spans.iter().filter(|s| !s.parent_span_id.is_empty()).count();
     assert_eq!(with_parent, 1200, "the inner scopes have parents");
-    assert!(got.spans.iter().all(|(_, p)| p.is_empty() || ids.contains(&p[..])), "every parent was sent");
+    let parents_sent =
+        got.spans.iter().all(|s| s.parent_span_id.is_empty() || ids.contains(&s.parent_span_id[..]));
+    assert!(parents_sent, "every parent was sent");
 }
 
 #[test]
@@ -158,7 +97,7 @@ fn a_collector_down_then_failing_then_up_loses_nothing_uncounted() {
         assert!(Instant::now() < deadline, "no failed request");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let rx = Receiver::start(&addr.to_string(), vec![503, 503, 503]);
+    let rx = Receiver::start_at(&addr.to_string(), vec![Answer::Status(503); 3]);
     emit(&log, 2, 100);
     // Stopping the trace gives back every thread's chunk and closes the stream.
     log.stop();
@@ -168,7 +107,7 @@ fn a_collector_down_then_failing_then_up_loses_nothing_uncounted() {
     assert_eq!(accounted(&o), o.spans_sent, "{o:?}");
     assert_eq!(o.spans_exported, 1200, "nothing given up with 10 000 retries: {o:?}");
     assert!(o.retries >= 4, "{o:?}");
-    assert_eq!(rx.got.lock().unwrap().spans.len() as u64, o.spans_exported);
+    assert_eq!(rx.got().spans.len() as u64, o.spans_exported);
 }
 
 #[test]

@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
         // What is left of the input chooses the OTLP options, a byte to damage, the live path's.
         let options = otlp_check::options(&mut u).unwrap_or_default();
         let hold = u.int_in_range(0..=10_000_000u64).unwrap_or(1_000);
-        let every = u.int_in_range(1..=5000u32).unwrap_or(1024);
+        let every = u.int_in_range(256..=5000u32).unwrap_or(1024);
         otlp_check::check(&file, &options, hold, every);
         if let Ok(at) = u.int_in_range(0..=file.len().saturating_sub(1)) {
             let mut damaged = file.clone();

@@ -178,3 +178,35 @@ fn frame_of(spans: &[Span], span: &Span) -> i64 {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn span_events_past_the_byte_budget_are_dropped_and_counted() {
+    use phosphor_otlp::assemble::MAX_EVENT_BYTES;
+    // One scope holding 120 logs of 600 kB each (widths ask for it): 72 MB of span events, past
+    // the budget.
+    let log = TraceLog::new(TraceLogConfig::new().clock(ClockKind::Monotonic)).unwrap();
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 22)).unwrap();
+    {
+        trace_scope!(log: &log, "app", "request");
+        for i in 0..120u64 {
+            trace_log!(
+                log: &log,
+                info,
+                "app",
+                "{0:60000}{0:60000}{0:60000}{0:60000}{0:60000}{0:60000}{0:60000}{0:60000}{0:60000}{0:60000}",
+                i
+            );
+        }
+    }
+    log.stop();
+    let file = log.take_trace().unwrap().write_to(Vec::new()).unwrap();
+    let (spans, c) = twice(&file, &ConvertOptions::default());
+    assert_eq!(spans.len(), 1);
+    let kept = spans[0].events.len() as u64;
+    assert_eq!(kept, c.stats.span_events);
+    assert_eq!(kept + c.stats.span_events_dropped, 120, "{:?}", c.stats);
+    assert!(c.stats.span_events_dropped > 0);
+    let bytes: usize = spans[0].events.iter().map(|e| e.name.len()).sum();
+    assert!(bytes <= MAX_EVENT_BYTES, "{bytes}");
+    assert!(spans[0].events.iter().all(|e| e.name.len() == 600_000));
+}

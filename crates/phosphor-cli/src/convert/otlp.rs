@@ -142,6 +142,7 @@ fn summary(stderr: &mut impl Write, file: &Path, c: &Converted) -> std::io::Resu
         (s.unclosed, "scopes or async slices never closed (no span)"),
         (s.unmatched_ends, "ends without a begin"),
         (s.contexts_unapplied, "trace contexts no scope or async slice took (their spans keep the file's trace ids)"),
+        (s.span_events_dropped, "logs/instants dropped: the span events held passed 64 MiB"),
     ];
     for (n, what) in lost {
         if n > 0 {

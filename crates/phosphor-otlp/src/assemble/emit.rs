@@ -7,7 +7,7 @@
 use std::collections::BinaryHeap;
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::span::{Event as SpanEvent, SpanKind};
 
 use super::tree::{Rec, Strings, Val, NO_PARENT};
 use super::AssembleStats;
@@ -64,6 +64,8 @@ pub(super) struct Emitter {
     pub selection: Selection,
     pub strings: Strings,
     pub stats: AssembleStats,
+    /// [`event_size`] of the span events held (pending, or in spans not yet emitted).
+    pub event_bytes: usize,
     /// Spans ready for the caller.
     pub ready: Vec<Span>,
     /// Spans to reuse.
@@ -85,6 +87,7 @@ impl Emitter {
             selection,
             strings,
             stats: AssembleStats::default(),
+            event_bytes: 0,
             ready: Vec::new(),
             spare: Vec::new(),
             slowest: BinaryHeap::new(),
@@ -130,6 +133,9 @@ impl Emitter {
         if self.slowest.len() > keep {
             if let Some(out) = self.slowest.pop() {
                 self.stats.spans_unselected += out.tree.len() as u64;
+                for rec in &out.tree {
+                    self.event_bytes -= rec.events.iter().map(event_size).sum::<usize>();
+                }
             }
         }
     }
@@ -157,6 +163,7 @@ impl Emitter {
         self.path.clear();
         while let Some(mut rec) = self.tree.pop() {
             let at = self.tree.len();
+            self.event_bytes -= rec.events.iter().map(event_size).sum::<usize>();
             let parent_at = rec.parent.checked_sub(base).filter(|_| rec.parent != NO_PARENT);
             let parent = match parent_at {
                 Some(p) => {
@@ -203,6 +210,15 @@ impl Emitter {
             self.stack.push(Ancestor { at, path_len: self.path.len(), trace_id, parent_for_children });
         }
     }
+}
+
+/// What a span event counts for in [`Emitter::event_bytes`]: its strings and a fixed part.
+pub(super) fn event_size(e: &SpanEvent) -> usize {
+    let value = |kv: &KeyValue| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+        Some(any_value::Value::StringValue(s)) => s.len(),
+        _ => 0,
+    };
+    64 + e.name.len() + e.attributes.iter().map(|kv| 48 + kv.key.len() + value(kv)).sum::<usize>()
 }
 
 /// Writes `rec` into `span`, reusing its strings and vectors.
@@ -280,7 +296,10 @@ impl Emitter {
         use super::tree::Pending;
         match item {
             Pending::Span(_) => self.finalize(base),
-            Pending::Event(_) => self.stats.events_outside_spans += 1,
+            Pending::Event(e) => {
+                self.event_bytes -= event_size(&e);
+                self.stats.events_outside_spans += 1;
+            }
             Pending::Context(..) => self.stats.contexts_unapplied += 1,
         }
     }

@@ -38,7 +38,7 @@ use phosphor_format::clock::ClockInfo;
 use phosphor_format::file::{Event, Header};
 use phosphor_format::Phase;
 
-use self::emit::Emitter;
+use self::emit::{event_size, Emitter};
 use self::tree::{log_message, name_and_attrs, Attr, Open, Pending, Rec, Text, Thread, Val, NO_PARENT};
 use crate::context::{trace_context_of, TraceContext};
 use crate::ids::Ids;
@@ -54,6 +54,9 @@ pub const MAX_HELD_PER_THREAD: usize = 1 << 14;
 /// has taken yet: at most this many spans and items over all threads (about 150 MiB at worst)
 /// before the oldest pending items of the thread at hand are final as they are.
 pub const MAX_HELD_WITH_ROOTS: usize = 1 << 20;
+/// The most bytes of span events (logs and instants, whose messages can be up to a MiB each) held
+/// while their spans are not final; later ones are dropped and counted.
+pub const MAX_EVENT_BYTES: usize = 64 << 20;
 /// How deep a thread's begin/end scopes may nest; deeper begins are counted and ignored.
 pub const MAX_OPEN_PER_THREAD: usize = 1024;
 /// How many async slices may be open at once; later begins are counted and ignored.
@@ -93,6 +96,9 @@ pub struct AssembleStats {
     /// Trace contexts that no scope or async slice took (no scope open at their time on their
     /// thread, or no async slice of their id).
     pub contexts_unapplied: u64,
+    /// Logs and instants dropped because the span events waiting for their span to be final
+    /// already held [`MAX_EVENT_BYTES`].
+    pub span_events_dropped: u64,
 }
 
 /// What an event does to the spans of its thread: the one classification both the assembler and
@@ -187,11 +193,6 @@ impl Assembler {
 
     /// Takes one event (in file order).
     pub fn push(&mut self, event: &Event<'_>) {
-        self.take(event);
-        debug_assert_eq!(self.held, self.threads.values().map(Thread::size).sum::<usize>());
-    }
-
-    fn take(&mut self, event: &Event<'_>) {
         self.idle_ns = 0;
         let tid = event.tid;
         match edge(&self.clock, event) {
@@ -237,12 +238,15 @@ impl Assembler {
                             (self.out.strings.text(&name).to_owned(), attrs)
                         };
                         let attributes = self.out.key_values(&attributes);
-                        Pending::Event(SpanEvent {
-                            time_unix_nano: t,
-                            name,
-                            attributes,
-                            dropped_attributes_count: 0,
-                        })
+                        let e =
+                            SpanEvent { time_unix_nano: t, name, attributes, dropped_attributes_count: 0 };
+                        let size = event_size(&e);
+                        if self.out.event_bytes + size > MAX_EVENT_BYTES {
+                            self.out.stats.span_events_dropped += 1;
+                            return;
+                        }
+                        self.out.event_bytes += size;
+                        Pending::Event(e)
                     }
                 };
                 self.thread(tid).pending.push_back(item);
@@ -301,6 +305,9 @@ impl Assembler {
     /// the trees whose root ended that long ago and that no open scope may take; with a file's
     /// [`Roots`], the trees whose root closed.
     pub fn drain(&mut self, out: &mut Vec<Span>) {
+        // The bound's count is the threads' (checked here, not per event: a file can have a
+        // hundred thousand threads).
+        debug_assert_eq!(self.held, self.threads.values().map(Thread::size).sum::<usize>());
         if let Some(hold) = self.options.hold_ns {
             let now = self.now.saturating_add(self.idle_ns);
             for thread in self.threads.values_mut() {
@@ -347,6 +354,7 @@ impl Assembler {
         self.out.stats.contexts_unapplied += self.async_contexts.len() as u64;
         self.async_contexts.clear();
         self.out.finish();
+        debug_assert_eq!(self.out.event_bytes, 0, "every span event held was emitted or counted");
         self.out.take_ready(out);
     }
 

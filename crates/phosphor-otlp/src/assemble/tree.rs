@@ -3,9 +3,11 @@
 //! closed spans in close order (an arena), whose trees are contiguous ranges ending at their root.
 
 use std::collections::{HashMap, VecDeque};
+// Shared, so that each string is kept once (the assembler moves to the forwarder's thread).
+use std::sync::Arc;
 
 use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;
-use phosphor_format::file::{Event, Value};
+use phosphor_format::file::{Event, TableStr, Value};
 use phosphor_format::logfmt::format_log;
 use phosphor_format::MAX_PARAMS;
 
@@ -13,11 +15,14 @@ use crate::context::TraceContext;
 
 /// A string kept once: names and attribute keys come from a file's callsites, a few hundred
 /// strings for millions of spans. Bounded by the reader's callsite tables (plus the assembler's
-/// own keys).
+/// own keys). A string of the file's table is found by its index, so a name of megabytes is
+/// hashed once, not once per event.
 #[derive(Debug, Default)]
 pub(super) struct Strings {
-    ids: HashMap<Box<str>, u32>,
-    list: Vec<Box<str>>,
+    ids: HashMap<Arc<str>, u32>,
+    list: Vec<Arc<str>>,
+    /// The file's string table index to the id.
+    by_index: HashMap<u32, u32>,
 }
 
 impl Strings {
@@ -26,8 +31,19 @@ impl Strings {
             return id;
         }
         let id = self.list.len() as u32;
-        self.list.push(s.into());
-        self.ids.insert(s.into(), id);
+        let s: Arc<str> = s.into();
+        self.list.push(s.clone());
+        self.ids.insert(s, id);
+        id
+    }
+
+    /// The id of a string of the file's table.
+    pub(super) fn table_id(&mut self, s: TableStr<'_>) -> u32 {
+        if let Some(&id) = self.by_index.get(&s.index()) {
+            return id;
+        }
+        let id = self.id(s.as_str());
+        self.by_index.insert(s.index(), id);
         id
     }
 
@@ -198,16 +214,17 @@ pub(super) fn val(value: Value<'_>) -> Val {
 pub(super) fn name_and_attrs(strings: &mut Strings, event: &Event<'_>) -> (Text, Vec<Attr>) {
     let mut name = None;
     let mut attrs = Vec::new();
-    for (i, (key, value)) in event.args.iter().enumerate().filter_map(|(i, a)| Some((i, (*a)?))) {
+    for (i, (_, value)) in event.args.iter().enumerate().filter_map(|(i, a)| Some((i, (*a)?))) {
         if i == 0 && event.callsite.dynamic_name {
             if let Value::Str(s) = value {
                 name = Some(Text::Owned(s.into()));
                 continue;
             }
         }
-        attrs.push(Attr { key: strings.id(key), value: val(value) });
+        // The argument's name is the callsite's.
+        attrs.push(Attr { key: strings.table_id(event.callsite.arg_names[i]), value: val(value) });
     }
-    let name = name.unwrap_or_else(|| Text::Interned(strings.id(event.callsite.name.as_str())));
+    let name = name.unwrap_or_else(|| Text::Interned(strings.table_id(event.callsite.name)));
     (name, attrs)
 }
 

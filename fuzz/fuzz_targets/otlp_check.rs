@@ -12,6 +12,7 @@
 //! (a hold time, drains, idle time) makes the same number of spans.
 
 use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use phosphor_format::file::Reader;
@@ -59,8 +60,12 @@ pub fn check(file: &[u8], options: &ConvertOptions, hold_ns: u64, drain_every: u
     live(file, &options.assemble.selection, hold_ns, drain_every);
 }
 
-/// The spans of one conversion's output, sorted by id, checked.
-fn decoded(out: &[u8], c: &Converted, encoding: Encoding, len: usize) -> Vec<Span> {
+/// A span as its id and a hash of its encoding (names can be megabytes: the outputs of two
+/// conversions are compared by these).
+type Digest = (Vec<u8>, u64);
+
+/// The spans of one conversion's output, checked; their digests sorted by span id.
+fn decoded(out: &[u8], c: &Converted, encoding: Encoding, len: usize) -> Vec<Digest> {
     if let Some(d) = &c.damage {
         assert!(d.offset() <= len as u64, "damage at {} past {len}", d.offset());
     }
@@ -91,8 +96,16 @@ fn decoded(out: &[u8], c: &Converted, encoding: Encoding, len: usize) -> Vec<Spa
             assert!(ids.contains(&s.parent_span_id), "a parent is in the output");
         }
     }
-    spans.sort_by(|x, y| x.span_id.cmp(&y.span_id));
-    spans
+    let mut digests: Vec<Digest> = spans
+        .drain(..)
+        .map(|s| {
+            let mut h = DefaultHasher::new();
+            s.encode_to_vec().hash(&mut h);
+            (s.span_id, h.finish())
+        })
+        .collect();
+    digests.sort();
+    digests
 }
 
 /// The live path: a hold time, drains every `drain_every` events, idle time between some.

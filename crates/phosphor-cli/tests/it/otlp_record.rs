@@ -3,6 +3,7 @@
 //! request with prost). No timed assertions: waits have generous deadlines.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,8 +16,8 @@ use crate::cli::scratch;
 
 /// Runs `phosphor record --otlp` to `rx` with `extra` flags for one connection from a program
 /// whose 2 threads each make 500 `outer` scopes holding an `inner` one; returns the connection's
-/// line and the server's standard error, once it has exited.
-fn record_forwarding(test: &str, rx: &Receiver, extra: &[&str]) -> (String, String) {
+/// line, the server's standard error, once it has exited, and the trace file it wrote.
+fn record_forwarding(test: &str, rx: &Receiver, extra: &[&str]) -> (String, String, PathBuf) {
     let dir = scratch(test);
     let (mut child, lines) = crate::cli::spawn_lines(
         Command::new(env!("CARGO_BIN_EXE_phosphor"))
@@ -61,13 +62,17 @@ fn record_forwarding(test: &str, rx: &Receiver, extra: &[&str]) -> (String, Stri
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert!(status.success(), "{err}");
-    (line, err)
+    let files: Vec<PathBuf> =
+        std::fs::read_dir(dir.join("out")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    (line, err, files[0].clone())
 }
 
 #[test]
 fn a_recorded_connection_is_also_forwarded_as_otlp_spans() {
     let rx = Receiver::start(Vec::new());
-    let (line, err) = record_forwarding("otlp-record", &rx, &[]);
+    // A hold longer than the run: every parent comes before its children are final.
+    let (line, err, file) = record_forwarding("otlp-record", &rx, &["--otlp-hold", "60s"]);
     assert!(
         line.contains("complete")
             && line.contains("OTLP: 2000 spans made, 0 left out by the selection, 2000 sent"),
@@ -82,6 +87,24 @@ fn a_recorded_connection_is_also_forwarded_as_otlp_spans() {
         2000,
         "span ids are unique"
     );
+    // The spans forwarded live are those of the file's conversion (checked against `phosphor
+    // stats` in otlp_convert.rs): the same ids, parents, names, times and attributes.
+    let pb = file.with_extension("pb");
+    let out = crate::cli::phosphor(
+        "otlp-record-convert",
+        &["convert", file.to_str().unwrap(), "--to", "otlp", "-o", pb.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", crate::cli::stderr(&out));
+    let req = phosphor_otlp::request::from_protobuf(&std::fs::read(&pb).unwrap()).unwrap();
+    let mut converted: Vec<_> =
+        req.resource_spans.into_iter().flat_map(|r| r.scope_spans).flat_map(|s| s.spans).collect();
+    let mut live = got.spans.clone();
+    converted.sort_by(|a, b| a.span_id.cmp(&b.span_id));
+    live.sort_by(|a, b| a.span_id.cmp(&b.span_id));
+    assert_eq!(live.len(), converted.len());
+    for (l, c) in live.iter().zip(&converted) {
+        assert_eq!(l, c, "a live span and the file's");
+    }
 }
 
 #[test]
@@ -97,7 +120,7 @@ fn the_otlp_flags_select_spans_name_the_service_and_add_headers() {
         "--otlp-hold",
         "100ms",
     ];
-    let (line, err) = record_forwarding("otlp-record-flags", &rx, &flags);
+    let (line, err, _) = record_forwarding("otlp-record-flags", &rx, &flags);
     assert!(line.contains("OTLP: 2000 spans made, 1000 left out by the selection, 1000 sent"), "{line}");
     assert!(err.contains("OTLP: 1000 spans exported"), "{err}");
     let got = rx.got();

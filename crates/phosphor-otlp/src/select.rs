@@ -16,7 +16,8 @@ pub struct Selection {
     pub roots_only: bool,
     /// Only spans whose scope path (the names of the enclosing scopes, outermost first, then the
     /// span's own, joined by `/`: `frame/update/physics`, as `phosphor stats` prints paths)
-    /// matches one of these globs (`*` any run, `?` one char).
+    /// matches one of these globs (`*` any run, `?` one char). A path longer than
+    /// [`MAX_PATH_BYTES`](crate::assemble::MAX_PATH_BYTES) matches none.
     pub paths: Vec<String>,
     /// Tail rule: only the slowest N roots, with their subtrees.
     pub slowest_roots: Option<usize>,

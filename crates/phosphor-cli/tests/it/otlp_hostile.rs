@@ -154,3 +154,28 @@ fn hostile_valid_shapes_convert_whole() {
         }
     }
 }
+
+#[test]
+fn a_path_glob_on_scopes_nested_deep_with_long_names_stays_linear() {
+    use phosphor_otlp::assemble::MAX_PATH_BYTES;
+    // 1,000 nested scopes of 4,000-byte names: the innermost path is 4 MB, all of them 2 GB.
+    let dir = scratch("otlp-deep-path-files");
+    let input = dir.join("deep.phos");
+    let (depth, name) = (1_000u64, 4_000usize);
+    let shape = Shape::DeepLongNames { depth: depth as u32, name_bytes: name };
+    std::fs::write(&input, shape.write(Vec::new()).unwrap()).unwrap();
+    let pb = dir.join("deep.pb");
+    let out = phosphor(
+        "otlp-deep-path",
+        &["convert", input.to_str().unwrap(), "--to", "otlp", "--path", "*", "-o", pb.to_str().unwrap()],
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    // Paths up to MAX_PATH_BYTES are matched (the scope at depth k has a path of k names and
+    // k - 1 slashes); the deeper ones match no glob.
+    let matched = (MAX_PATH_BYTES as u64 + 1) / (name as u64 + 1);
+    let spans = spans_in(&pb);
+    assert_eq!(spans.len() as u64, matched, "{err}");
+    assert_eq!(written(&err, input.to_str().unwrap()), matched);
+    assert!(err.contains(&format!("{} left out by the selection", depth - matched)), "{err}");
+}

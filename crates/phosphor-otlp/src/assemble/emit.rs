@@ -15,6 +15,12 @@ use crate::ids::Ids;
 use crate::select::Selection;
 use crate::Span;
 
+/// The longest scope path matched against `--path` globs; a span whose path is longer is not
+/// selected by them (nor is its subtree).
+pub const MAX_PATH_BYTES: usize = 1 << 16;
+/// [`Ancestor::path_len`] of a path past [`MAX_PATH_BYTES`].
+const TOO_LONG: usize = usize::MAX;
+
 /// The most spans kept for reuse.
 const MAX_SPARE: usize = 1 << 14;
 
@@ -188,15 +194,22 @@ impl Emitter {
                 parent_id = Some(c.parent_span_id);
             }
             let name = self.strings.text(&rec.name);
+            // A path past MAX_PATH_BYTES (a hostile file: thousands of nested scopes of long
+            // names) is not built further and matches no glob; `TOO_LONG` marks it for the subtree.
+            let mut too_long = false;
             if paths {
-                self.path.truncate(parent.map_or(0, |a| a.path_len));
-                if !self.path.is_empty() {
-                    self.path.push('/');
+                let from = parent.map_or(0, |a| a.path_len);
+                too_long = from == TOO_LONG || from + 1 + name.len() > MAX_PATH_BYTES;
+                if !too_long {
+                    self.path.truncate(from);
+                    if !self.path.is_empty() {
+                        self.path.push('/');
+                    }
+                    self.path.push_str(name);
                 }
-                self.path.push_str(name);
             }
             let duration = rec.end - rec.start;
-            let kept = self.selection.keeps(&self.path, duration, is_root);
+            let kept = !too_long && self.selection.keeps(&self.path, duration, is_root);
             let parent_for_children = if kept {
                 let id = self.ids.span(rec.n);
                 let mut span = self.spare.pop().unwrap_or_default();
@@ -207,7 +220,8 @@ impl Emitter {
                 self.stats.spans_unselected += 1;
                 parent_id
             };
-            self.stack.push(Ancestor { at, path_len: self.path.len(), trace_id, parent_for_children });
+            let path_len = if too_long { TOO_LONG } else { self.path.len() };
+            self.stack.push(Ancestor { at, path_len, trace_id, parent_for_children });
         }
     }
 }

@@ -31,6 +31,8 @@
 mod emit;
 mod tree;
 
+pub use self::emit::MAX_PATH_BYTES;
+
 use std::collections::HashMap;
 
 use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;

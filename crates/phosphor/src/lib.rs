@@ -137,6 +137,10 @@ pub use trace_log::stream;
 pub use trace_log::trigger;
 #[cfg(not(loom))]
 pub use trace_log::TraceLog;
+/// Test-only pause points (feature `test-hooks`): see `trace_log/test_hooks.rs`.
+#[cfg(all(feature = "test-hooks", target_os = "linux", not(loom)))]
+#[doc(hidden)]
+pub use trace_log::test_hooks as __test_hooks;
 /// Reads the global log's clock: a start value for [`trace_complete!`].
 #[cfg(not(loom))]
 #[inline(always)]

@@ -188,6 +188,18 @@ struct Copies {
 #[cfg(target_os = "linux")]
 static COPIES: Mutex<Option<Copies>> = Mutex::new(None);
 
+/// The copies' lock, held across a `fork` (see `trace_log/fork.rs`): a thread resolving a string
+/// (saving a trace) holds it, and a child forked then would find it held for ever. A leaf lock.
+#[cfg(target_os = "linux")]
+pub(crate) struct ForkLock(#[allow(dead_code)] std::sync::MutexGuard<'static, Option<Copies>>);
+
+#[cfg(target_os = "linux")]
+impl ForkLock {
+    pub(crate) fn take() -> ForkLock {
+        ForkLock(COPIES.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
 /// The bytes of the static string `addr..addr + len`, for the tools (not for a signal handler):
 /// read in place inside a known range, else a copy the kernel made (kept for the next request),
 /// else `None`: not readable memory.

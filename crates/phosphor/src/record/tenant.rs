@@ -30,7 +30,7 @@ use crate::record::barrier;
 use crate::record::buffer::{Loan, TraceBuffer, TraceChunk};
 use crate::record::chunk_lock::{ChunkLock, Held};
 use crate::record::clock::ClockKind;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(loom)]
 use loom::sync::atomic::AtomicPtr;
@@ -283,8 +283,9 @@ pub(crate) struct Tenant {
     /// `st.chunk` changes, all of them slow paths.
     current: AtomicPtr<TraceChunk>,
     /// The kernel's id of the thread a thread's own tenant belongs to (0 for pool tenants), for
-    /// the system collector, which opens a perf event per traced thread. Never changes.
-    owner: u32,
+    /// the system collector, which opens a perf event per traced thread. Changes only in a forked
+    /// child, where the forking thread's tenant is kept and its thread has a new id.
+    owner: AtomicU32,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -325,7 +326,7 @@ impl Tenant {
             retired: AtomicBool::new(false),
             core,
             current: AtomicPtr::new(std::ptr::null_mut()),
-            owner: if pooled { 0 } else { tid },
+            owner: AtomicU32::new(if pooled { 0 } else { tid }),
             st: UnsafeCell::new(TenantState {
                 chunk: std::ptr::null(),
                 pos: CHUNK_RECORDS as u32,
@@ -345,7 +346,9 @@ impl Tenant {
     /// The thread a thread's own tenant belongs to; `None` for a pool tenant.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn owner(&self) -> Option<u32> {
-        (!self.pooled).then_some(self.owner)
+        // Relaxed: an id, read by the system collector; a fork child's thread sets it before any
+        // other thread of the child exists.
+        (!self.pooled).then_some(self.owner.load(Ordering::Relaxed))
     }
 
     pub(crate) fn is_dead(&self) -> bool {
@@ -732,7 +735,30 @@ impl Tenant {
         if !keep && !self.pooled {
             // Release: as in `retire`.
             self.retired.store(true, Ordering::Release);
+        } else if !self.pooled {
+            // The forking thread's own: its thread has the child's id now. Relaxed: single-threaded
+            // here; the collector thread that reads it is started later.
+            self.owner.store(crate::record::thread::os_tid(), Ordering::Relaxed);
         }
+    }
+
+    /// In a child process just forked, on its only thread: whether this tenant's slave side is
+    /// held. For the forking thread's own tenant that means the fork interrupted this thread's
+    /// `write` (a signal handler or an instrumented allocator forked), which resumes once the
+    /// fork returns.
+    #[cfg(not(loom))]
+    pub(crate) fn slave_held_after_fork(&self) -> bool {
+        self.lock.state() == crate::record::chunk_lock::LockState::SlaveLocked
+    }
+
+    /// In a child process just forked, for a tenant whose `write` the fork interrupted on this
+    /// very thread: that write still holds the tenant's state and a chunk of the parent's buffer
+    /// (which the caller keeps), so neither is touched. The tenant is master-locked and killed
+    /// instead: once that write ends, the thread's next event finds it dead and attaches afresh.
+    #[cfg(not(loom))]
+    pub(crate) fn abandon_after_fork(&self) {
+        self.lock.raise_master();
+        self.kill();
     }
 }
 

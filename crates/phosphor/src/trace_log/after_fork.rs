@@ -48,6 +48,17 @@ impl TraceLog {
     /// write the parent's buffered bytes again. The child then has no trace, as if none had run.
     fn reset_in_child(&self, c: &mut Control) {
         let mine = THREAD.try_with(|t| t.tenant(self.slot)).unwrap_or(std::ptr::null());
+        // A set slave flag on this thread's own tenant is this thread's write, which the fork
+        // interrupted and which resumes once the fork returns (see `fork.rs`): that tenant is
+        // killed rather than emptied, and the buffer kept. (A pool tenant's flag may be another
+        // thread's; it is treated the same, at the cost of a kept buffer.)
+        // SAFETY: a non-null table entry is a live Arc the thread's table owns.
+        let interrupted = unsafe { mine.as_ref() }.filter(|t| t.slave_held_after_fork());
+        if let Some(t) = interrupted {
+            t.abandon_after_fork();
+            c.tenants.retain(|x| !std::ptr::eq(Arc::as_ptr(x), mine));
+            c.pool.retain(|x| !std::ptr::eq(Arc::as_ptr(x), mine));
+        }
         for t in c.tenants.iter().chain(c.pool.iter()) {
             // SAFETY: we are the child's only thread, holding this log's control lock.
             unsafe { t.reset_after_fork(std::ptr::eq(Arc::as_ptr(t), mine)) };
@@ -76,8 +87,14 @@ impl TraceLog {
             if let Some(thread) = running.triggers.close() {
                 std::mem::forget(thread);
             }
-            // SAFETY: unpublished above, and no thread but this one exists to hold or reach it.
-            drop(unsafe { Box::from_raw(running.buffer.0) });
+            if interrupted.is_some() {
+                // The interrupted write holds a chunk of it: kept, and counted.
+                super::fork::count_buffer_kept();
+            } else {
+                // SAFETY: unpublished above, and no thread but this one exists to hold or reach
+                // it (this thread is inside no write into it).
+                drop(unsafe { Box::from_raw(running.buffer.0) });
+            }
         }
         c.last_trace = None;
         c.last_stats = Stats::ZERO;

@@ -1,32 +1,44 @@
 //! `fork()` while tracing: the `pthread_atfork` handlers that leave a child's recorder consistent.
 //!
 //! A child process has one thread, the one that forked, and a copy of everything else: locks that
-//! other threads held stay held for ever, a tenant whose thread was in the middle of an event stays
-//! slave-locked, the streaming collector's threads are gone (but their sinks' file descriptors and
-//! buffered bytes are not), and a file-backed ring is still mapped shared with the parent, which
-//! keeps writing it. So:
+//! other threads held stay held for ever, a once-cell another thread was setting stays "being
+//! set" for ever, a tenant whose thread was in the middle of an event stays slave-locked, the
+//! streaming collector's, system collector's and trigger dump's threads are gone (but their sinks'
+//! file descriptors and buffered bytes are not), and a file-backed ring is still mapped shared with
+//! the parent, which keeps writing it. So:
 //!
-//! * **prepare** (in the parent, before the fork): takes the locks a child would need (the list of
-//!   live logs, each log's control lock, the callsite registry, the thread-name table, in the
-//!   order the rest of the crate takes them), so no other thread is inside them at the fork;
+//! * **prepare** (in the parent, before the fork): first settles the once-cells a child could
+//!   need (the membarrier probe of the first attach, the host of a file header, the loaded
+//!   objects' ranges of a save, the triggers' rate-limit clock), waiting for a thread that is
+//!   setting one; then takes every lock a child could need, in the order the rest of the crate
+//!   takes them: the list of live logs, each log's control lock (by slot), the callsite registry,
+//!   the thread-name table, then the leaves (each log's list of trigger dumps, the static-string
+//!   copies), so no other thread is inside them at the fork;
 //! * **parent**: releases them;
-//! * **child**: releases them too, and stops every running trace *in the child* without waiting
-//!   for anyone: every tenant is unlocked by force and emptied, the tenants of the threads that
-//!   did not follow are retired, the buffer (the child's copy) is freed or the ring file unmapped,
-//!   and the collector is forgotten (its threads do not exist; dropping its sinks could write the
-//!   parent's buffered bytes again). The forking thread's cached thread id is cleared (the child is
-//!   a new process: its thread id is its pid).
+//! * **child**: forgets the parent's crash-dump owner (`recorder.rs`; its owner word also carries
+//!   the pid, for the children this handler does not run in), releases the locks, and stops every
+//!   running trace *in the child* without waiting for anyone: every tenant is unlocked by force
+//!   and emptied, the tenants of the threads that did not follow are retired, the forking thread's
+//!   tenant is given its new thread id (the system collector watches it by that id), the buffer
+//!   (the child's copy) is freed or the ring file unmapped, and the collectors are forgotten
+//!   (their threads do not exist; dropping a sink could write the parent's buffered bytes again).
+//!   The forking thread's cached thread id is cleared (the child is a new process: its thread id
+//!   is its pid). A fork from inside this thread's own `Tenant::write` (a signal handler or an
+//!   allocator that forked mid-event) resumes that write when the handler returns: that tenant is
+//!   killed rather than emptied, and the buffer its write holds a chunk of is kept (leaked in the
+//!   child, counted by [`buffers_kept`]).
 //!
 //! The child's semantics: tracing is stopped. The parent's trace is the parent's: the child has no
 //! trace to take (`take_trace` is `None`), `stop` returns at once, `stats` start afresh, and the
-//! child may `start` a trace of its own. Events are never written into the parent's buffers, ring
-//! file or datastreams.
+//! child may `start` a trace of its own, which observes only the child. Events are never written
+//! into the parent's buffers, ring file or datastreams.
 //!
 //! A fork from a thread that is inside the recorder itself (holding a log's control lock, which
-//! only an instrumented allocator or a signal handler could do) skips all of this: taking the
-//! locks would deadlock, so the child is left as the fork made it.
+//! only an instrumented allocator or a signal handler could do) skips all of this but the crash
+//! owner: taking the locks would deadlock, so the child is left as the fork made it.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Once;
 
 use crate::record::thread::THREAD;
@@ -38,11 +50,33 @@ struct Held {
     logs: crate::trace_log::ForkLocks,
     registry: crate::registry::callsite::ForkLock,
     names: crate::record::thread::ForkLock,
+    triggers: crate::trace_log::trigger::ForkLocks,
+    #[cfg(target_os = "linux")]
+    copies: crate::output::addr::ForkLock,
 }
 
 thread_local! {
     /// Set by `prepare` on the forking thread, taken by `parent` or `child` on the same thread.
     static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+}
+
+/// Buffers a forked child kept rather than freed, because the fork interrupted a write into them
+/// on the forking thread (see the module comment); a copy of the parent's count before.
+static BUFFERS_KEPT: AtomicU64 = AtomicU64::new(0);
+
+/// How many running buffers this process (and the parents it was forked from) kept at a fork
+/// rather than freed, because the fork came from inside a write into them. Read by the tests
+/// (`__test_hooks::buffers_kept_at_fork`).
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+pub(crate) fn buffers_kept() -> u64 {
+    // Relaxed: a statistic.
+    BUFFERS_KEPT.load(Ordering::Relaxed)
+}
+
+/// Counts one buffer kept by the child (single-threaded there).
+pub(crate) fn count_buffer_kept() {
+    // Relaxed: a statistic.
+    BUFFERS_KEPT.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Installs the handlers, once per process; `TraceLog::start` calls it.
@@ -59,6 +93,16 @@ pub(crate) fn install() {
     });
 }
 
+/// Sets every once-cell a child could need, waiting for a thread that is setting one: a child
+/// forked meanwhile would wait for that thread, which it does not have, for ever. Each is set
+/// once per process, so later forks only read them. None takes a lock of ours.
+fn settle_once_cells() {
+    crate::record::barrier::asymmetric_available();
+    crate::output::host::this_host();
+    crate::output::addr::collect();
+    crate::trace_log::trigger::settle_before_fork();
+}
+
 extern "C" fn prepare() {
     let _ = std::panic::catch_unwind(|| {
         let entered = THREAD.try_with(|t| t.enter_busy()).unwrap_or(false);
@@ -66,12 +110,24 @@ extern "C" fn prepare() {
             // Inside the recorder: see the module comment. `parent` and `child` find nothing.
             return;
         }
+        settle_once_cells();
         // The order the crate always takes these in: control (of each log, by slot) before the
-        // registry, the registry before the names.
+        // registry, the registry before the names; the leaves last.
         let logs = crate::trace_log::ForkLocks::take();
         let registry = crate::registry::callsite::ForkLock::take();
         let names = crate::record::thread::ForkLock::take();
-        let _ = HELD.try_with(|h| *h.borrow_mut() = Some(Held { logs, registry, names }));
+        let triggers = crate::trace_log::trigger::ForkLocks::take();
+        #[cfg(target_os = "linux")]
+        let copies = crate::output::addr::ForkLock::take();
+        let held = Held {
+            logs,
+            registry,
+            names,
+            triggers,
+            #[cfg(target_os = "linux")]
+            copies,
+        };
+        let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
     });
 }
 
@@ -86,6 +142,9 @@ fn leave_busy() {
 extern "C" fn parent() {
     let _ = std::panic::catch_unwind(|| {
         let Some(h) = take_held() else { return };
+        #[cfg(target_os = "linux")]
+        drop(h.copies);
+        drop(h.triggers);
         drop(h.names);
         drop(h.registry);
         drop(h.logs);
@@ -95,12 +154,18 @@ extern "C" fn parent() {
 
 extern "C" fn child() {
     let _ = std::panic::catch_unwind(|| {
+        // Even when `prepare` took nothing: it is one store.
+        #[cfg(target_os = "linux")]
+        crate::trace_log::recorder::after_fork_in_child();
         let Some(mut h) = take_held() else { return };
         // The names belong to the parent's threads, which the child does not have.
         h.names.clear();
         crate::record::thread::after_fork_in_child();
         // The logs' reset takes the registry's lock (to clear their callsite bits) under their
         // control locks, as `stop` does: release the registry and the names first.
+        #[cfg(target_os = "linux")]
+        drop(h.copies);
+        drop(h.triggers);
         drop(h.names);
         drop(h.registry);
         h.logs.reset_in_child();

@@ -40,6 +40,8 @@ pub mod recorder;
 pub mod stream;
 mod streams;
 pub(crate) mod system;
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
+pub mod test_hooks;
 pub mod trigger;
 mod trigger_spec;
 
@@ -807,7 +809,10 @@ fn set_clock_hint(slot: u32, kind: ClockKind, ns_per_tick: f64) {
 impl Drop for TraceLog {
     fn drop(&mut self) {
         self.stop();
-        let c = self.control.get_mut().unwrap_or_else(|p| p.into_inner());
+        // Through the lock, not `get_mut`: a fork's `prepare` on another thread may hold it (the
+        // log is listed until the end of this), and its child reads this `Control`.
+        let mut guard = self.control();
+        let c = &mut *guard;
         // Leave every tenant MasterLocked and dead: threads still pointing at them fail their
         // slave lock, see `dead`, and detach, without touching this log's memory.
         let all: Vec<Arc<Tenant>> = c.tenants.drain(..).chain(c.pool.drain(..)).collect();
@@ -815,6 +820,7 @@ impl Drop for TraceLog {
         for t in &all {
             t.kill();
         }
+        drop(guard);
         set_clock_hint(self.slot, ClockKind::Tsc, 1.0);
         // Relaxed: see `TraceLog::new`.
         SLOTS.fetch_and(!(1 << self.slot), Ordering::Relaxed);

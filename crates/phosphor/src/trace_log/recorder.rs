@@ -222,8 +222,9 @@ struct Scratch {
 }
 
 // SAFETY: `records` and `block` are used only by the thread that wins `CRASH_OWNER`, which happens
-// once per process. `previous[k]` is written only by `dump_on_crash` (once per process: it must win
-// `CRASH_SETUP` first), before it sets `PREVIOUS_STORED[k]` with Release; a handler reads it only
+// once per process (a child's copy of its parent's owner names a thread the child does not have).
+// `previous[k]` is written only by `dump_on_crash` (once per process: it must win `CRASH_SETUP`
+// first), before it sets `PREVIOUS_STORED[k]` with Release; a handler reads it only
 // after an Acquire load of that flag returned true, and nothing writes it after.
 unsafe impl Sync for Scratch {}
 
@@ -243,18 +244,46 @@ static PREVIOUS_STORED: [AtomicBool; CRASH_SIGNALS.len()] =
 static CRASH_SETUP: std::sync::atomic::AtomicPtr<CrashSetup> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 
-/// The kernel thread id of the thread that writes the dump: 0 until the first crash.
-static CRASH_OWNER: AtomicI32 = AtomicI32::new(0);
+/// The thread that writes the crash dump, as `pid << 32 | tid` (its process's id, its kernel
+/// thread id): 0 until the first crash. The pid makes the state per process: a child forked while
+/// a thread of its parent was writing the dump inherits this word but not that thread, and a
+/// crash in the child sees an owner of another process, which it takes over (see `on_crash`). The
+/// fork handler also clears it in the child (`after_fork_in_child`), but a child made by a raw
+/// `clone` or `vfork`, or forked from inside the recorder, runs no handler.
+static CRASH_OWNER: AtomicU64 = AtomicU64::new(0);
 
-/// Whether a fatal-signal handler has started a crash dump, which may be reading the buffer whose
-/// pointer it loaded: `stop` then leaves that buffer unfreed (the process is dying).
-pub(crate) fn crash_dump_started() -> bool {
-    // SeqCst: see `on_crash`.
-    CRASH_OWNER.load(Ordering::SeqCst) != 0
+/// The calling thread as an owner word: `pid << 32 | tid`. Async-signal-safe.
+fn owner_word() -> u64 {
+    // SAFETY: getpid and gettid are async-signal-safe and cannot fail.
+    let (pid, tid) = unsafe { (libc::getpid(), libc::gettid()) };
+    (u64::from(pid as u32) << 32) | u64::from(tid as u32)
 }
 
-/// 1 once the dump is written (or given up): a futex word the other crashing threads wait on.
+/// Whether `owner` (a `CRASH_OWNER` value) is a thread of the process `pid`.
+fn owned_by(owner: u64, pid: u32) -> bool {
+    owner != 0 && (owner >> 32) as u32 == pid
+}
+
+/// Whether a fatal-signal handler of this process has started a crash dump, which may be reading
+/// the buffer whose pointer it loaded: `stop` then leaves that buffer unfreed (the process is
+/// dying). An owner inherited from a parent process (a fork during its dump) is not this one's.
+pub(crate) fn crash_dump_started() -> bool {
+    // SeqCst: see `on_crash`.
+    owned_by(CRASH_OWNER.load(Ordering::SeqCst), std::process::id())
+}
+
+/// The pid of the process whose dump is written (or given up), 0 before: a futex word the other
+/// crashing threads of that process wait on until it holds their own pid. A child forked during
+/// its parent's dump inherits 0 (or the parent's pid), never its own, so a waiter never mistakes
+/// the parent's dump for its own process's.
 static DUMP_DONE: AtomicU32 = AtomicU32::new(0);
+
+/// In a child process just forked, on its only thread (see `fork.rs`): the parent's crash owner,
+/// which may be writing the parent's dump, is not the child's. Async-signal-safe.
+pub(crate) fn after_fork_in_child() {
+    // SeqCst: as every access to the word; single-threaded here.
+    CRASH_OWNER.store(0, Ordering::SeqCst);
+}
 
 /// The pipe through which the handler has the kernel copy a static string that lies outside the
 /// known ranges (`addr.rs`); -1 when it could not be made (such strings are then placeholders).
@@ -346,62 +375,83 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
 
 extern "C" fn on_crash(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let Some(k) = CRASH_SIGNALS.iter().position(|&s| s == sig) else { return };
-    // SAFETY: reading errno and gettid are async-signal-safe. errno is restored before we return,
-    // in case the previous action lets the interrupted code go on.
-    let (errno, me) = unsafe { (*libc::__errno_location(), libc::gettid()) };
-    // Relaxed: the compare-and-swap alone decides the one writer; the scratch space it grants is
-    // never handed over to another thread.
-    // SeqCst on success: with the SeqCst load of the buffer pointer in `write_crash_dump`, and
-    // `stop`'s SeqCst swap of it and load of this word (`crash_dump_started`), Dekker's pattern:
-    // either the dump sees no buffer, or `stop` sees the dump and does not free the buffer.
-    match CRASH_OWNER.compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed) {
-        Ok(_) => {
-            // Acquire: pairs with the publication in `dump_on_crash`.
-            let setup = CRASH_SETUP.load(Ordering::Acquire);
-            // SAFETY: getpid is async-signal-safe and cannot fail.
-            let pid = unsafe { libc::getpid() } as u32;
-            // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
-            if let Some(setup) = unsafe { setup.as_ref() }.filter(|s| s.pid == pid) {
-                write_crash_dump(setup);
-            }
-            // Release: the flag is set after the dump's last write (and pairs with the Acquire
-            // loads of the waiting threads, so they chain after it).
-            DUMP_DONE.store(1, Ordering::Release);
-            // SAFETY: FUTEX_WAKE on a live static word; the kernel reads nothing else.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    DUMP_DONE.as_ptr(),
-                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                    i32::MAX,
-                )
-            };
+    // SAFETY: reading errno is async-signal-safe. errno is restored before we return, in case the
+    // previous action lets the interrupted code go on.
+    let errno = unsafe { *libc::__errno_location() };
+    let me = owner_word();
+    let pid = (me >> 32) as u32;
+    // Relaxed: only a first guess; the compare-and-swap below decides.
+    let mut seen = CRASH_OWNER.load(Ordering::Relaxed);
+    loop {
+        if seen == me {
+            // This very thread faulted again inside its dump (another crash signal: ours leaves
+            // them unblocked). Waiting would be for ever: the dump is cut short, and the signal
+            // passes on.
+            break;
         }
-        // This very thread faulted again inside its dump (another crash signal: ours leaves them
-        // unblocked). Waiting would be for ever: the dump is cut short, and the signal passes on.
-        Err(owner) if owner == me => {}
-        Err(_) => wait_for_dump(),
+        if owned_by(seen, pid) {
+            wait_for_dump(pid);
+            break;
+        }
+        // No owner yet, or one of another process: a parent's thread that was writing the
+        // parent's dump when this process was forked from it, and does not exist here. Waiting for
+        // it would be for ever: this thread takes over.
+        // Relaxed on failure: the word is read again and decided on by the next round.
+        // SeqCst on success: with the SeqCst load of the buffer pointer in `write_crash_dump`, and
+        // `stop`'s SeqCst swap of it and load of this word (`crash_dump_started`), Dekker's
+        // pattern: either the dump sees no buffer, or `stop` sees the dump and does not free the
+        // buffer. The scratch space it grants is never handed over to another thread.
+        match CRASH_OWNER.compare_exchange(seen, me, Ordering::SeqCst, Ordering::Relaxed) {
+            Ok(_) => {
+                #[cfg(feature = "test-hooks")]
+                crate::trace_log::test_hooks::reached(crate::trace_log::test_hooks::Point::CrashDump);
+                // Acquire: pairs with the publication in `dump_on_crash`.
+                let setup = CRASH_SETUP.load(Ordering::Acquire);
+                // SAFETY: `setup` was leaked in `dump_on_crash` and is never freed.
+                if let Some(setup) = unsafe { setup.as_ref() }.filter(|s| s.pid == pid) {
+                    write_crash_dump(setup);
+                }
+                // Release: the word is set after the dump's last write (and pairs with the Acquire
+                // loads of the waiting threads, so they chain after it).
+                DUMP_DONE.store(pid, Ordering::Release);
+                // SAFETY: FUTEX_WAKE on a live static word; the kernel reads nothing else.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_futex,
+                        DUMP_DONE.as_ptr(),
+                        libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                        i32::MAX,
+                    )
+                };
+                break;
+            }
+            Err(now) => seen = now,
+        }
     }
     chain(k, sig);
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
 }
 
-/// Waits until the crash dump another thread is writing is written. Async-signal-safe: atomic
-/// loads and `futex` waits only.
-fn wait_for_dump() {
-    // Acquire: pairs with the writer's Release store.
-    while DUMP_DONE.load(Ordering::Acquire) == 0 {
-        // A bounded wait, then the flag is read again (a signal or a spurious wake ends it early).
+/// Waits until the crash dump another thread of this process (`pid`) is writing is written.
+/// Async-signal-safe: atomic loads and `futex` waits only.
+fn wait_for_dump(pid: u32) {
+    loop {
+        // Acquire: pairs with the writer's Release store.
+        let done = DUMP_DONE.load(Ordering::Acquire);
+        if done == pid {
+            return;
+        }
+        // A bounded wait, then the word is read again (a signal or a spurious wake ends it early).
         let tick = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
-        // SAFETY: FUTEX_WAIT on a live static word, which sleeps only while it still holds 0;
+        // SAFETY: FUTEX_WAIT on a live static word, which sleeps only while it still holds `done`;
         // `tick` is a valid timespec for the duration of the call.
         unsafe {
             libc::syscall(
                 libc::SYS_futex,
                 DUMP_DONE.as_ptr(),
                 libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                0u32,
+                done,
                 &tick as *const libc::timespec,
             )
         };
@@ -488,7 +538,7 @@ fn write_crash_dump(setup: &CrashSetup) {
         return;
     }
     let f = RawFile(fd);
-    // SAFETY: only the handler invocation that won `CRASHING` gets here, so the scratch space is
+    // SAFETY: only the handler invocation that won `CRASH_OWNER` gets here, so the scratch space is
     // ours alone.
     let (block, records) = unsafe { (&mut *SCRATCH.block.get(), &mut *SCRATCH.records.get()) };
     let mut strings = 0u32;

@@ -168,6 +168,26 @@ fn mono_ns() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
+/// Every log's list of dumps, held across a `fork` (see `fork.rs`): a `phosphor-trigger` thread
+/// holds one while it adds a dump, and a child forked then would find it held for ever (its
+/// first `start` clears the list). A leaf lock: nothing else is taken while one is held.
+#[cfg(unix)]
+pub(crate) struct ForkLocks(#[allow(dead_code)] Vec<std::sync::MutexGuard<'static, Vec<TriggerDump>>>);
+
+#[cfg(unix)]
+impl ForkLocks {
+    pub(crate) fn take() -> ForkLocks {
+        ForkLocks(LOG_STATES.iter().map(|st| st.dumps.lock().unwrap_or_else(|p| p.into_inner())).collect())
+    }
+}
+
+/// Before a `fork`: makes sure the rate limit's clock is set, so that a child forked while a
+/// firing thread was setting it does not wait for that thread for ever (see `fork.rs`).
+#[cfg(unix)]
+pub(crate) fn settle_before_fork() {
+    mono_ns();
+}
+
 impl LogState {
     /// Wakes the dump thread after the gate's wake word was bumped.
     fn wake(&self) {
@@ -557,11 +577,12 @@ fn dump_thread(log: &TraceLog, dir: &Path, window: PostWindow) {
             save(t, &path).map(|()| events)
         });
         match saved {
-            Ok(events) => st.dumps.lock().unwrap_or_else(|p| p.into_inner()).push(TriggerDump {
-                path,
-                trigger: pending as u32,
-                events,
-            }),
+            Ok(events) => {
+                let mut dumps = st.dumps.lock().unwrap_or_else(|p| p.into_inner());
+                #[cfg(all(feature = "test-hooks", target_os = "linux"))]
+                crate::trace_log::test_hooks::reached(crate::trace_log::test_hooks::Point::TriggerDumpList);
+                dumps.push(TriggerDump { path, trigger: pending as u32, events });
+            }
             Err(e) => {
                 // Relaxed: statistics.
                 st.failed.fetch_add(1, Ordering::Relaxed);

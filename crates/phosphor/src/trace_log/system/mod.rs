@@ -332,6 +332,12 @@ fn run(
                         rings.insert(tid, Watched { tenant, ring: st.ring });
                         continue;
                     }
+                    if !is_ours(tid) {
+                        // Not a thread of this process (a tenant's owner from before a fork, say):
+                        // a trace never observes another process. Not a loss of ours.
+                        missed.push(Arc::as_ptr(&tenant));
+                        continue;
+                    }
                     match perf::PerfRing::open(tid, want, max_stack) {
                         Ok(ring) => {
                             rings.insert(tid, Watched { tenant, ring });
@@ -405,6 +411,16 @@ fn run(shared: &Shared, _log: &TraceLog, _perf: Option<()>, heap: bool, forward:
             return;
         }
     }
+}
+
+/// Whether `tid` is a thread of this process: `tgkill` with signal 0 checks that thread `tid`
+/// is in this process's thread group, and sends nothing. A perf event opened on a thread is not
+/// limited to the opener's process, so this is checked before each one.
+#[cfg(target_os = "linux")]
+fn is_ours(tid: u32) -> bool {
+    let Ok(tid) = libc::pid_t::try_from(tid) else { return false };
+    // SAFETY: getpid cannot fail; tgkill with signal 0 delivers nothing and touches no memory.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) == 0 }
 }
 
 /// A watched thread: its tenant (to tell it from a later thread with the same id) and its ring.

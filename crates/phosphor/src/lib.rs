@@ -133,14 +133,14 @@ pub use trace_log::config::{StopCallback, ThreadPolicy, TraceConfig, TraceLogCon
 pub use trace_log::recorder;
 #[cfg(not(loom))]
 pub use trace_log::stream;
-#[cfg(not(loom))]
-pub use trace_log::trigger;
-#[cfg(not(loom))]
-pub use trace_log::TraceLog;
 /// Test-only pause points (feature `test-hooks`): see `trace_log/test_hooks.rs`.
 #[cfg(all(feature = "test-hooks", target_os = "linux", not(loom)))]
 #[doc(hidden)]
 pub use trace_log::test_hooks as __test_hooks;
+#[cfg(not(loom))]
+pub use trace_log::trigger;
+#[cfg(not(loom))]
+pub use trace_log::TraceLog;
 /// Reads the global log's clock: a start value for [`trace_complete!`].
 #[cfg(not(loom))]
 #[inline(always)]

@@ -27,6 +27,9 @@ pub enum Point {
     CrashDump,
     /// On the `phosphor-trigger` thread, holding its log's list of dumps, before it adds one.
     TriggerDumpList,
+    /// In a fork's `prepare`, about to wait for a list of dumps that another thread holds. Only
+    /// signalled ([`notify`]): nothing is held there.
+    ForkWaitsForTriggerList,
 }
 
 const IDLE: u32 = 0;
@@ -34,7 +37,7 @@ const ARMED: u32 = 1;
 const HELD: u32 = 2;
 const RELEASED: u32 = 3;
 
-static WORDS: [AtomicU32; 2] = [AtomicU32::new(IDLE), AtomicU32::new(IDLE)];
+static WORDS: [AtomicU32; 3] = [AtomicU32::new(IDLE), AtomicU32::new(IDLE), AtomicU32::new(IDLE)];
 
 fn word(p: Point) -> &'static AtomicU32 {
     &WORDS[p as usize]
@@ -91,6 +94,14 @@ pub(crate) fn reached(p: Point) {
     }
 }
 
+/// At point `p`: if it is armed, marks it reached (as if held, for [`wait_held`]) and goes on.
+pub(crate) fn notify(p: Point) {
+    // SeqCst: see `arm`.
+    if word(p).compare_exchange(ARMED, HELD, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        futex(word(p), libc::FUTEX_WAKE, i32::MAX as u32, None);
+    }
+}
+
 /// The event [`write_calling`] writes.
 static HOOKED: Callsite = Callsite::new(crate::CallsiteMeta::new(
     "phosphor-test",
@@ -111,7 +122,8 @@ struct Calling {
 impl Fill for Calling {
     fn fill(self, dst: *mut std::mem::MaybeUninit<phosphor_format::Record>, clock: ClockKind) {
         (self.during)();
-        let meta = phosphor_format::Meta::new(0, phosphor_format::ArgType::None, phosphor_format::ArgType::None);
+        let meta =
+            phosphor_format::Meta::new(0, phosphor_format::ArgType::None, phosphor_format::ArgType::None);
         let ts = crate::record::clock::now(clock);
         // SAFETY: `Tenant::write` hands us one writable, unpublished record slot.
         unsafe { (*dst).write(phosphor_format::Record::new(ts, self.id, meta, [0; 2])) };

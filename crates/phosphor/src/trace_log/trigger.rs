@@ -177,8 +177,18 @@ pub(crate) struct ForkLocks(#[allow(dead_code)] Vec<std::sync::MutexGuard<'stati
 #[cfg(unix)]
 impl ForkLocks {
     pub(crate) fn take() -> ForkLocks {
-        ForkLocks(LOG_STATES.iter().map(|st| st.dumps.lock().unwrap_or_else(|p| p.into_inner())).collect())
+        ForkLocks(LOG_STATES.iter().map(|st| lock_for_fork(&st.dumps)).collect())
     }
+}
+
+#[cfg(unix)]
+fn lock_for_fork(m: &'static Mutex<Vec<TriggerDump>>) -> std::sync::MutexGuard<'static, Vec<TriggerDump>> {
+    #[cfg(all(feature = "test-hooks", target_os = "linux"))]
+    if let Err(std::sync::TryLockError::WouldBlock) = m.try_lock() {
+        use crate::trace_log::test_hooks::{notify, Point};
+        notify(Point::ForkWaitsForTriggerList);
+    }
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Before a `fork`: makes sure the rate limit's clock is set, so that a child forked while a

@@ -15,6 +15,8 @@ mod config;
 mod control;
 mod crash;
 mod events;
+#[cfg(target_os = "linux")]
+mod fork_anytime;
 mod fork_effects;
 mod futures;
 mod groups;

@@ -164,7 +164,11 @@ fn crash_dump_fork_child() {
     // A child of `fork`, whose handlers run, and one of a raw `clone`, in which none does: only
     // the owner word's pid tells its crash from the parent's dump there.
     // SAFETY: the child only raises a signal and leaves through `_exit`.
-    let forked = wait_child(unsafe { libc::fork() }, Duration::from_secs(10), || {});
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        child_raises();
+    }
+    let forked = wait_child(pid, Duration::from_secs(10), || {});
     // SAFETY: a fork without the atfork handlers (SIGCHLD to the parent at exit, same stack
     // copied): the child runs `child_raises` only, which makes system calls and `_exit`s.
     let pid = unsafe {
@@ -243,12 +247,16 @@ fn trigger_dump_fork_child() {
         let forked = forked.clone();
         std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(30);
-            while !forked.load(Ordering::SeqCst) && Instant::now() < deadline {
-                if hooks::wait_held(Point::ForkWaitsForTriggerList, Duration::from_millis(5)) {
-                    break;
+            let mut why = None;
+            while why.is_none() && Instant::now() < deadline {
+                if forked.load(Ordering::SeqCst) {
+                    why = Some("forked");
+                } else if hooks::wait_held(Point::ForkWaitsForTriggerList, Duration::from_millis(5)) {
+                    why = Some("the fork waits");
                 }
             }
             hooks::release(Point::TriggerDumpList);
+            why
         })
     };
     // SAFETY: the child runs `child_traces_itself` under `exit_with`, which leaves through `_exit`.
@@ -257,7 +265,8 @@ fn trigger_dump_fork_child() {
         exit_with(|| child_traces_itself(log, TraceConfig::new(BufferMode::Ring, 1 << 20), 10));
     }
     forked.store(true, Ordering::SeqCst);
-    releaser.join().unwrap();
+    let why = releaser.join().unwrap();
+    assert!(why.is_some(), "the fork neither happened nor waited for the trigger thread's list");
     hooks::release(Point::ForkWaitsForTriggerList);
     let status = wait_child(pid, Duration::from_secs(10), || {}).unwrap_or_else(|e| panic!("{e}"));
     assert!(exited_ok(status), "the child's check failed (wait status {status:#x}; stderr says which)");
@@ -270,15 +279,16 @@ fn trigger_dump_fork_child() {
 // ---- A child's trace with context switches sees only the child ----
 
 /// Records an event (so this thread is traced), then waits until `log`'s snapshots have shown
-/// this thread's switches growing `periods` times: the collector has drained every ring it
-/// watches at least `periods - 1` times since it opened them. `None` past 20 s.
+/// this thread's switches growing `periods` times: the collector has drained this thread's ring
+/// that often, and in all but the periods whose `try_control` found a snapshot holding the lock
+/// it has also listed the traced threads and opened and drained their rings. `None` past 20 s.
 fn collector_periods(log: &TraceLog, periods: usize) -> Option<()> {
     trace_instant!(log: log, "fork-anytime", "attach");
     let me = gettid();
     let deadline = Instant::now() + Duration::from_secs(20);
     let (mut seen, mut growths) = (0, 0);
     while growths < periods {
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(Duration::from_millis(5));
         let snap = log.snapshot().ok()?;
         let mine = snap.system()?.switches.iter().filter(|s| s.tid == me).count();
         if mine > seen {
@@ -297,7 +307,7 @@ fn child_switches_are_its_own(log: &TraceLog) -> i32 {
     if let Err(e) = log.start(TraceConfig::new(BufferMode::Ring, 1 << 20).context_switches(true)) {
         return child_fail(&format!("start: {e}"));
     }
-    if collector_periods(log, 3).is_none() {
+    if collector_periods(log, 6).is_none() {
         return child_fail("the child's collector never watched its thread");
     }
     log.stop();

@@ -306,7 +306,9 @@ const CRASH_STR_MAX: usize = 1008;
 ///
 /// One thread writes the dump. Another thread that crashes meanwhile waits in its handler until
 /// the dump is written, then its signal takes its course; a fault of the writing thread inside its
-/// own dump passes on at once (the dump is then cut short). Other threads go on recording
+/// own dump passes on at once (the dump is then cut short). The writer is one per process: a
+/// child forked while its parent writes the dump does not wait for it (nor dump: its tracing
+/// stopped at the fork, and the path is the parent's). Other threads go on recording
 /// meanwhile: a chunk re-loaned while it is copied may come out torn, and is then left out or read
 /// up to the tear. Thread names are not written (threads show by id). A stack overflow is not
 /// dumped: the handler runs on the crashing thread's stack, so the kernel kills the process at

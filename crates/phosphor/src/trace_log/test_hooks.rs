@@ -28,7 +28,7 @@ pub enum Point {
     /// On the `phosphor-trigger` thread, holding its log's list of dumps, before it adds one.
     TriggerDumpList,
     /// In a fork's `prepare`, about to wait for a list of dumps that another thread holds. Only
-    /// signalled ([`notify`]): nothing is held there.
+    /// signalled (`notify`): nothing is held there.
     ForkWaitsForTriggerList,
 }
 

@@ -69,9 +69,41 @@ struct Command {
 
 static COMMANDS: Mutex<BTreeMap<String, Command>> = Mutex::new(BTreeMap::new());
 
-fn commands() -> std::sync::MutexGuard<'static, BTreeMap<String, Command>> {
+/// The command table, held with the thread marked busy: an event that an instrumented allocator
+/// records under it is dropped rather than attach, which would take a control lock under it, the
+/// reverse of a fork's `prepare`, which holds the table across the fork (a child forked while
+/// another thread held it would find it held for ever). Fields drop in order: the lock first.
+struct Commands {
+    table: std::sync::MutexGuard<'static, BTreeMap<String, Command>>,
+    _busy: crate::record::thread::BusyGuard,
+}
+
+impl std::ops::Deref for Commands {
+    type Target = BTreeMap<String, Command>;
+    fn deref(&self) -> &Self::Target {
+        &self.table
+    }
+}
+
+impl std::ops::DerefMut for Commands {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.table
+    }
+}
+
+fn commands() -> Commands {
+    #[cfg(unix)]
+    crate::trace_log::fork::hold_across_fork(take_for_fork);
+    let busy = crate::record::thread::BusyGuard::enter();
     // Each step leaves the map consistent, so a poisoned lock is safe to keep using.
-    COMMANDS.lock().unwrap_or_else(|p| p.into_inner())
+    Commands { table: COMMANDS.lock().unwrap_or_else(|p| p.into_inner()), _busy: busy }
+}
+
+/// The table for a fork's `prepare` (see `trace_log/fork.rs`), which holds it until the fork is
+/// done. A leaf: nothing is taken under it.
+#[cfg(unix)]
+fn take_for_fork() -> Box<dyn std::any::Any> {
+    Box::new(commands())
 }
 
 /// Registers the command `name` with its parameter specification (see [`Spec::parse`]), a

@@ -189,7 +189,8 @@ struct Copies {
 static COPIES: Mutex<Option<Copies>> = Mutex::new(None);
 
 /// The copies' lock, held across a `fork` (see `trace_log/fork.rs`): a thread resolving a string
-/// (saving a trace) holds it, and a child forked then would find it held for ever. A leaf lock.
+/// (saving a trace) holds it, and a child forked then would find it held for ever. A leaf: taken
+/// after the control locks (a save under one, `with_last_trace`), and nothing is taken under it.
 #[cfg(target_os = "linux")]
 pub(crate) struct ForkLock(#[allow(dead_code)] std::sync::MutexGuard<'static, Option<Copies>>);
 
@@ -218,6 +219,11 @@ pub(crate) fn resolve(addr: usize, len: usize) -> Option<&'static [u8]> {
     }
     #[cfg(target_os = "linux")]
     {
+        // Marked busy while the lock is held: an event that an instrumented allocator records
+        // meanwhile is dropped (counted) rather than attach, which would take a control lock
+        // under this one, the reverse of a fork's `prepare` (see `ForkLock`). Declared first, so
+        // it ends after the lock is released.
+        let _busy = crate::record::thread::BusyGuard::enter();
         // Each step leaves the cache consistent, so a poisoned lock is safe to keep using.
         let mut guard = COPIES.lock().unwrap_or_else(|p| p.into_inner());
         let c = guard.get_or_insert_with(|| Copies { fds: None, by_word: HashMap::new(), bytes: 0 });

@@ -247,6 +247,26 @@ pub(crate) fn after_fork_in_child() {
     });
 }
 
+/// The calling thread marked busy (see [`ThreadState::enter_busy`]) until dropped, unless it
+/// already was: for a lock that a fork's `prepare` takes after the control locks, so that an
+/// event recorded under it (an instrumented allocator) is dropped rather than attach, which would
+/// take a control lock under it.
+pub(crate) struct BusyGuard(bool);
+
+impl BusyGuard {
+    pub(crate) fn enter() -> BusyGuard {
+        BusyGuard(THREAD.try_with(|t| t.enter_busy()).unwrap_or(false))
+    }
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        if self.0 {
+            let _ = THREAD.try_with(|t| t.leave_busy());
+        }
+    }
+}
+
 pub(crate) fn thread_names() -> HashMap<u32, String> {
     NAMES.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default()
 }

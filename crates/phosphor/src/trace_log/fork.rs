@@ -13,7 +13,9 @@
 //!   setting one; then takes every lock a child could need, in the order the rest of the crate
 //!   takes them: the list of live logs, each log's control lock (by slot), the callsite registry,
 //!   the thread-name table, then the leaves (each log's list of trigger dumps, the static-string
-//!   copies), so no other thread is inside them at the fork;
+//!   copies, the control channel's command table), so no other thread is inside them at the fork
+//!   (a leaf's holders are marked busy, so an allocator's event under one never takes the
+//!   control locks);
 //! * **parent**: releases them;
 //! * **child**: forgets the parent's crash-dump owner (`recorder.rs`; its owner word also carries
 //!   the pid, for the children this handler does not run in), releases the locks, and stops every
@@ -37,8 +39,9 @@
 //! only an instrumented allocator or a signal handler could do) skips all of this but the crash
 //! owner: taking the locks would deadlock, so the child is left as the fork made it.
 
+use std::any::Any;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Once;
 
 use crate::record::thread::THREAD;
@@ -53,6 +56,33 @@ struct Held {
     triggers: crate::trace_log::trigger::ForkLocks,
     #[cfg(target_os = "linux")]
     copies: crate::output::addr::ForkLock,
+    /// The layer above's (see `hold_across_fork`); dropped first.
+    upper: Option<Box<dyn Any>>,
+}
+
+/// The taker of a lock of a layer above this one that a child could need (the control channel's
+/// command table), as a `fn() -> Box<dyn Any>` cast to an address: 0 until that layer is first
+/// used. Taken last by `prepare`, released first. An atomic rather than a once-cell, which a
+/// child forked while another thread set it would wait on for ever.
+static UPPER: AtomicUsize = AtomicUsize::new(0);
+
+/// Has `prepare` hold what `take` returns across every fork from now on (the caller is the only
+/// one, and passes the same `take` each time).
+pub(crate) fn hold_across_fork(take: fn() -> Box<dyn Any>) {
+    // Relaxed: a fork that misses the store holds nothing of that layer's; the address is all
+    // that is published, and the code it points to needs no publication.
+    UPPER.store(take as usize, Ordering::Relaxed);
+}
+
+fn take_upper() -> Option<Box<dyn Any>> {
+    // Relaxed: see `hold_across_fork`.
+    let addr = UPPER.load(Ordering::Relaxed);
+    (addr != 0).then(|| {
+        // SAFETY: a non-zero value was stored by `hold_across_fork` from a
+        // `fn() -> Box<dyn Any>`, which has the size of a `usize` and is never null.
+        let take: fn() -> Box<dyn Any> = unsafe { std::mem::transmute::<usize, fn() -> Box<dyn Any>>(addr) };
+        take()
+    })
 }
 
 thread_local! {
@@ -119,6 +149,7 @@ extern "C" fn prepare() {
         let triggers = crate::trace_log::trigger::ForkLocks::take();
         #[cfg(target_os = "linux")]
         let copies = crate::output::addr::ForkLock::take();
+        let upper = take_upper();
         let held = Held {
             logs,
             registry,
@@ -126,6 +157,7 @@ extern "C" fn prepare() {
             triggers,
             #[cfg(target_os = "linux")]
             copies,
+            upper,
         };
         let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
     });
@@ -142,6 +174,7 @@ fn leave_busy() {
 extern "C" fn parent() {
     let _ = std::panic::catch_unwind(|| {
         let Some(h) = take_held() else { return };
+        drop(h.upper);
         #[cfg(target_os = "linux")]
         drop(h.copies);
         drop(h.triggers);
@@ -163,6 +196,7 @@ extern "C" fn child() {
         crate::record::thread::after_fork_in_child();
         // The logs' reset takes the registry's lock (to clear their callsite bits) under their
         // control locks, as `stop` does: release the registry and the names first.
+        drop(h.upper);
         #[cfg(target_os = "linux")]
         drop(h.copies);
         drop(h.triggers);

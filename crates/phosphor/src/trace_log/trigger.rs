@@ -42,6 +42,7 @@ use phosphor_format::{ArgType, Meta, Record};
 use crate::error::{Error, ErrorKind};
 use crate::record::clock::ClockKind;
 use crate::record::tenant::Fill;
+use crate::record::thread::BusyGuard;
 pub use crate::registry::callsite::MAX_TRIGGERS;
 use crate::registry::callsite::{self, Callsite};
 use crate::registry::trigger_gate::{Firing, Gate};
@@ -170,7 +171,8 @@ fn mono_ns() -> u64 {
 
 /// Every log's list of dumps, held across a `fork` (see `fork.rs`): a `phosphor-trigger` thread
 /// holds one while it adds a dump, and a child forked then would find it held for ever (its
-/// first `start` clears the list). A leaf lock: nothing else is taken while one is held.
+/// first `start` clears the list). A leaf: taken after the control lock (`Armed::new`), and
+/// nothing is taken under it (its holders are busy or hold the control lock).
 #[cfg(unix)]
 pub(crate) struct ForkLocks(#[allow(dead_code)] Vec<std::sync::MutexGuard<'static, Vec<TriggerDump>>>);
 
@@ -588,6 +590,10 @@ fn dump_thread(log: &TraceLog, dir: &Path, window: PostWindow) {
         });
         match saved {
             Ok(events) => {
+                // Busy while the list is held (it allocates): an event an instrumented allocator
+                // records meanwhile is dropped rather than attach, which would take a control lock
+                // under the list, the reverse of a fork's `prepare` (see `ForkLocks`).
+                let _busy = BusyGuard::enter();
                 let mut dumps = st.dumps.lock().unwrap_or_else(|p| p.into_inner());
                 #[cfg(all(feature = "test-hooks", target_os = "linux"))]
                 crate::trace_log::test_hooks::reached(crate::trace_log::test_hooks::Point::TriggerDumpList);

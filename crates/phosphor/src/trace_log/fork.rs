@@ -41,8 +41,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Once;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::record::thread::THREAD;
 
@@ -109,18 +108,22 @@ pub(crate) fn count_buffer_kept() {
     BUFFERS_KEPT.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Installs the handlers, once per process; `TraceLog::start` calls it.
+/// Installs the handlers, once per process; `TraceLog::start` calls it. Not through a `Once`: a
+/// child forked while another thread ran it would wait for that thread in its first `start`.
 pub(crate) fn install() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: the three handlers are `extern "C" fn()` that never unwind (each catches its
-        // own panics); registering them has no other precondition.
-        let r = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
-        if r != 0 {
-            // ENOMEM: fork stays as it was; say so once rather than fail the trace.
-            eprintln!("phosphor: pthread_atfork failed ({r}); a forked child's recorder may hang");
-        }
-    });
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    // Relaxed: the swap alone picks the one caller that registers; a fork that comes before the
+    // registration is done is one the handlers miss, as before any trace started.
+    if INSTALLED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: the three handlers are `extern "C" fn()` that never unwind (each catches its own
+    // panics); registering them has no other precondition.
+    let r = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    if r != 0 {
+        // ENOMEM: fork stays as it was; say so once rather than fail the trace.
+        eprintln!("phosphor: pthread_atfork failed ({r}); a forked child's recorder may hang");
+    }
 }
 
 /// Sets every once-cell a child could need, waiting for a thread that is setting one: a child

@@ -283,8 +283,8 @@ pub(crate) struct Tenant {
     /// `st.chunk` changes, all of them slow paths.
     current: AtomicPtr<TraceChunk>,
     /// The kernel's id of the thread a thread's own tenant belongs to (0 for pool tenants), for
-    /// the system collector, which opens a perf event per traced thread. Changes only in a forked
-    /// child, where the forking thread's tenant is kept and its thread has a new id.
+    /// the system collector, which opens a perf event per traced thread. Changes only in a fork
+    /// child (its thread's new id).
     owner: AtomicU32,
 }
 
@@ -346,8 +346,7 @@ impl Tenant {
     /// The thread a thread's own tenant belongs to; `None` for a pool tenant.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn owner(&self) -> Option<u32> {
-        // Relaxed: an id, read by the system collector; a fork child's thread sets it before any
-        // other thread of the child exists.
+        // Relaxed: an id; a fork child's only thread sets it before it starts a collector.
         (!self.pooled).then_some(self.owner.load(Ordering::Relaxed))
     }
 
@@ -714,13 +713,21 @@ impl Tenant {
     /// (its slave flag, a master flag raised by a `stop` that was running) is released by force,
     /// and the chunk, which belongs to the parent's trace, is forgotten. The tenant is then empty,
     /// as after `evict_all`, and `retired` unless it is the forking thread's own or a pool tenant.
+    /// But the forking thread's (`keep`) with its slave side held is that thread's `write`, which
+    /// the fork interrupted and which resumes after it: that tenant is master-locked and killed
+    /// (its next event attaches afresh), not touched, and `true` says the caller keeps the buffer.
     ///
     /// # Safety
     ///
     /// Only in the child of a `fork`, from the forking thread (the only one), before any other
     /// thread is started, with the log's control lock held.
     #[cfg(not(loom))]
-    pub(crate) unsafe fn reset_after_fork(&self, keep: bool) {
+    pub(crate) unsafe fn reset_after_fork(&self, keep: bool) -> bool {
+        if keep && self.lock.state() == crate::record::chunk_lock::LockState::SlaveLocked {
+            self.lock.raise_master();
+            self.kill();
+            return true;
+        }
         self.lock.force_unlock_after_fork();
         // SAFETY: no other thread exists to hold either side of the lock (see the contract).
         let st = unsafe { &mut *self.st.get() };
@@ -736,29 +743,10 @@ impl Tenant {
             // Release: as in `retire`.
             self.retired.store(true, Ordering::Release);
         } else if !self.pooled {
-            // The forking thread's own: its thread has the child's id now. Relaxed: single-threaded
-            // here; the collector thread that reads it is started later.
+            // Relaxed: single-threaded here; the collector thread that reads it starts later.
             self.owner.store(crate::record::thread::os_tid(), Ordering::Relaxed);
         }
-    }
-
-    /// In a child process just forked, on its only thread: whether this tenant's slave side is
-    /// held. For the forking thread's own tenant that means the fork interrupted this thread's
-    /// `write` (a signal handler or an instrumented allocator forked), which resumes once the
-    /// fork returns.
-    #[cfg(not(loom))]
-    pub(crate) fn slave_held_after_fork(&self) -> bool {
-        self.lock.state() == crate::record::chunk_lock::LockState::SlaveLocked
-    }
-
-    /// In a child process just forked, for a tenant whose `write` the fork interrupted on this
-    /// very thread: that write still holds the tenant's state and a chunk of the parent's buffer
-    /// (which the caller keeps), so neither is touched. The tenant is master-locked and killed
-    /// instead: once that write ends, the thread's next event finds it dead and attaches afresh.
-    #[cfg(not(loom))]
-    pub(crate) fn abandon_after_fork(&self) {
-        self.lock.raise_master();
-        self.kill();
+        false
     }
 }
 

@@ -52,16 +52,14 @@ impl TraceLog {
         // interrupted and which resumes once the fork returns (see `fork.rs`): that tenant is
         // killed rather than emptied, and the buffer kept. (A pool tenant's flag may be another
         // thread's; it is treated the same, at the cost of a kept buffer.)
-        // SAFETY: a non-null table entry is a live Arc the thread's table owns.
-        let interrupted = unsafe { mine.as_ref() }.filter(|t| t.slave_held_after_fork());
-        if let Some(t) = interrupted {
-            t.abandon_after_fork();
-            c.tenants.retain(|x| !std::ptr::eq(Arc::as_ptr(x), mine));
-            c.pool.retain(|x| !std::ptr::eq(Arc::as_ptr(x), mine));
-        }
+        let mut interrupted = false;
         for t in c.tenants.iter().chain(c.pool.iter()) {
             // SAFETY: we are the child's only thread, holding this log's control lock.
-            unsafe { t.reset_after_fork(std::ptr::eq(Arc::as_ptr(t), mine)) };
+            interrupted |= unsafe { t.reset_after_fork(std::ptr::eq(Arc::as_ptr(t), mine)) };
+        }
+        if interrupted {
+            c.tenants.retain(|x| !std::ptr::eq(Arc::as_ptr(x), mine));
+            c.pool.retain(|x| !std::ptr::eq(Arc::as_ptr(x), mine));
         }
         c.tenants.retain(|t| !t.is_retired());
         if let Some(mut running) = c.running.take() {
@@ -87,7 +85,7 @@ impl TraceLog {
             if let Some(thread) = running.triggers.close() {
                 std::mem::forget(thread);
             }
-            if interrupted.is_some() {
+            if interrupted {
                 // The interrupted write holds a chunk of it: kept, and counted.
                 super::fork::count_buffer_kept();
             } else {

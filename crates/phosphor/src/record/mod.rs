@@ -8,6 +8,8 @@ pub(crate) mod buffer;
 pub(crate) mod chunk;
 pub(crate) mod chunk_lock;
 pub(crate) mod clock;
+#[cfg(not(loom))]
+pub(crate) mod internal_thread;
 pub(crate) mod pool;
 #[cfg(all(test, not(loom), unix))]
 mod pool_tests;

@@ -268,9 +268,13 @@ pub(crate) mod pool_test_hook {
         PushFull,
     }
 
+    /// What a test runs there.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) type Hook = Box<dyn FnMut(Step)>;
+
     #[cfg(all(test, not(loom)))]
     std::thread_local! {
-        static HOOK: std::cell::RefCell<Option<Box<dyn FnMut(Step)>>> = const { std::cell::RefCell::new(None) };
+        static HOOK: std::cell::RefCell<Option<Hook>> = const { std::cell::RefCell::new(None) };
     }
 
     /// Runs this thread's hook, if a test set one.
@@ -278,7 +282,8 @@ pub(crate) mod pool_test_hook {
     pub(crate) fn between(_step: Step) {
         #[cfg(all(test, not(loom)))]
         HOOK.with(|h| {
-            if let Some(f) = h.borrow_mut().as_mut() {
+            // A pool operation inside the hook runs no hook.
+            if let Some(f) = h.try_borrow_mut().ok().as_mut().and_then(|f| f.as_mut()) {
                 f(_step);
             }
         });
@@ -286,7 +291,7 @@ pub(crate) mod pool_test_hook {
 
     /// Sets this thread's hook (`None` removes it).
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn set(f: Option<Box<dyn FnMut(Step)>>) {
+    pub(crate) fn set(f: Option<Hook>) {
         HOOK.with(|h| *h.borrow_mut() = f);
     }
 }

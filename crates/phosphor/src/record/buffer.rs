@@ -127,7 +127,7 @@ pub(crate) struct TraceBuffer {
     pub(crate) counters: BufferCounters,
     /// Stream mode: the stacks of chunks given back for the collector and of free ones
     /// (`pool.rs`).
-    queues: Option<super::pool::StreamQueues>,
+    pool: Option<super::pool::ChunkPool>,
 }
 
 impl std::fmt::Debug for TraceBuffer {
@@ -190,7 +190,7 @@ impl TraceBuffer {
             exhausted: AtomicBool::new(false),
             generation: 0,
             counters: BufferCounters::default(),
-            queues: (mode == BufferMode::Stream).then(|| super::pool::StreamQueues::new(count)),
+            pool: (mode == BufferMode::Stream).then(|| super::pool::ChunkPool::new(count)),
         }
     }
 
@@ -230,7 +230,7 @@ impl TraceBuffer {
                 self.stamp(&self.chunks[ticket as usize], ticket, tid, seq)
             }
             BufferMode::Stream | BufferMode::Ring => {
-                if let Some(q) = &self.queues {
+                if let Some(q) = &self.pool {
                     return self.loan_free(q, tid, seq);
                 }
                 let ring = self.mode == BufferMode::Ring;
@@ -271,7 +271,7 @@ impl TraceBuffer {
 
     /// Stream mode: loans a chunk from the free stack (see `pool.rs`); `AllLoaned` at once when
     /// none is free (or only pinned ones), without waiting for any other thread.
-    fn loan_free(&self, q: &super::pool::StreamQueues, tid: u32, seq: u64) -> Loan<'_> {
+    fn loan_free(&self, q: &super::pool::ChunkPool, tid: u32, seq: u64) -> Loan<'_> {
         let claimed = q.take_free(|i| {
             // Acquire: pairs with the collector's `release` (Release), or with the last reader's
             // `unpin` (Release), so every read of the old records is done before we overwrite
@@ -328,7 +328,7 @@ impl TraceBuffer {
         // state) and to readers. LOANED ^ (LOANED ^ FULL) = FULL, with the pin count untouched.
         let before = chunk.header.state.fetch_xor(LOANED ^ FULL, Ordering::Release);
         debug_assert_eq!(before & KIND, LOANED, "gave back a chunk that was not loaned");
-        if let Some(q) = &self.queues {
+        if let Some(q) = &self.pool {
             // The push (Release) and the consumer's take (Acquire) synchronise: the collector sees
             // what we wrote. Lock-free: a dispatcher stopped mid-take holds up no give-back.
             q.push_full(self.index_of(chunk));
@@ -345,7 +345,7 @@ impl TraceBuffer {
     /// The caller reads it (nobody writes a FULL chunk) and then [`release`](Self::release)s it.
     /// One consumer only: the collector's dispatcher (see `pool.rs`).
     pub(crate) fn pop_full_index(&self) -> Option<u32> {
-        self.queues.as_ref()?.pop_full()
+        self.pool.as_ref()?.pop_full()
     }
 
     /// Stream mode: puts a chunk the collector has written out back into the pool (FULL → FREE,
@@ -355,7 +355,7 @@ impl TraceBuffer {
         // the records happen before the next writer overwrites them. FULL & !KIND = FREE.
         let before = chunk.header.state.fetch_and(!KIND, Ordering::Release);
         debug_assert_eq!(before & KIND, FULL, "released a chunk that was not full");
-        if let Some(q) = &self.queues {
+        if let Some(q) = &self.pool {
             // FREE now (pinned or not): onto the free stack, where a loan finds it.
             q.push_free(self.index_of(chunk));
         }

@@ -68,7 +68,7 @@ impl<T> std::ops::Deref for Padded<T> {
 /// A streaming buffer's stacks of chunk indices (see the module). Each head is on lines of its
 /// own: the writers' loans, their give-backs and the consumer's pops each write one, and none of
 /// them shares a line with the read-mostly fields.
-pub(crate) struct StreamQueues {
+pub(crate) struct ChunkPool {
     /// Per chunk: the index below it in the list that holds it, or `nil`.
     next: Box<[AtomicU32]>,
     /// The FREE chunks (pinned ones included): `[tag | index]`, see the module.
@@ -87,9 +87,9 @@ pub(crate) struct StreamQueues {
     consuming: std::sync::atomic::AtomicBool,
 }
 
-impl StreamQueues {
+impl ChunkPool {
     /// Stacks for a pool of `count` chunks, all of them free.
-    pub(crate) fn new(count: usize) -> StreamQueues {
+    pub(crate) fn new(count: usize) -> ChunkPool {
         assert!(
             count > 0 && count < u32::MAX as usize,
             "a pool has chunks, and their indices fit in 32 bits"
@@ -98,7 +98,7 @@ impl StreamQueues {
         let nil = (u64::MAX >> (64 - bits)) as u32;
         // Chunk 0 on top, each above the next one: loans start at the front of the pool.
         let next = (0..count as u32).map(|i| AtomicU32::new(if i + 1 < count as u32 { i + 1 } else { nil }));
-        StreamQueues {
+        ChunkPool {
             next: next.collect(),
             free: Padded(AtomicU64::new(0)),
             full: Padded(AtomicU32::new(nil)),
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn every_chunk_starts_free_and_a_pinned_one_is_kept_for_later() {
-        let q = StreamQueues::new(3);
+        let q = ChunkPool::new(3);
         // Chunk 0 is pinned: set aside, and pushed back where it was.
         assert_eq!(q.take_free(|i| i != 0), Some(1));
         assert_eq!(q.free_indices(), [0, 2]);
@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn a_pool_of_pinned_chunks_gives_up_after_a_bounded_number_of_tries() {
-        let q = StreamQueues::new(12);
+        let q = ChunkPool::new(12);
         let mut tries = 0;
         assert_eq!(
             q.take_free(|_| {
@@ -346,7 +346,7 @@ mod tests {
 
     #[test]
     fn the_full_chunks_come_out_in_the_order_they_were_given_back() {
-        let q = StreamQueues::new(4);
+        let q = ChunkPool::new(4);
         q.push_full(1);
         q.push_full(0);
         assert_eq!(q.pop_full(), Some(1));
@@ -362,11 +362,11 @@ mod tests {
     #[test]
     fn the_tag_grows_with_every_change_and_the_index_field_fits_the_pool() {
         for (count, bits) in [(1, 1), (2, 2), (3, 2), (4, 3), (16_384, 15)] {
-            let q = StreamQueues::new(count);
+            let q = ChunkPool::new(count);
             assert_eq!(q.bits, bits, "{count} chunks");
             assert!(q.nil as usize >= count);
         }
-        let q = StreamQueues::new(2);
+        let q = ChunkPool::new(2);
         let before = q.free.load(Ordering::Relaxed);
         let i = q.take_free(|_| true).unwrap();
         q.push_free(i);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::buffer::{Loan, TraceBuffer, TraceChunk};
 use super::pool::pool_test_hook::{self, Step};
-use super::pool::StreamQueues;
+use super::pool::ChunkPool;
 use crate::BufferMode;
 
 /// How long the other threads may take: far more than they need, so only waiting exceeds it.
@@ -200,7 +200,7 @@ extern "C" fn freeze(_: libc::c_int) {
 fn a_thread_stopped_anywhere_in_a_pool_operation_holds_up_no_loan() {
     // One chunk, so the cycling thread's every push is onto an empty stack (or queue): the case
     // where a pop meets a push in progress.
-    let q = Arc::new(StreamQueues::new(1));
+    let q = Arc::new(ChunkPool::new(1));
     let sig = libc::SIGRTMIN() + 7;
     // SAFETY: [1] `freeze` only touches atomics, so it is async-signal-safe. [2] `act` is zeroed
     // then filled; `sigaction` reads it and writes `old`.

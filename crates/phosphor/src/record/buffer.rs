@@ -348,6 +348,12 @@ impl TraceBuffer {
         self.pool.as_ref()?.pop_full()
     }
 
+    /// Stream mode: the free stack's chunks, top first (tests: nothing else may run).
+    #[cfg(test)]
+    pub(crate) fn free_indices(&self) -> Vec<u32> {
+        self.pool.as_ref().map(|p| p.free_indices()).unwrap_or_default()
+    }
+
     /// Stream mode: puts a chunk the collector has written out back into the pool (FULL → FREE,
     /// pins kept: a pinned chunk becomes loanable when its last pin goes).
     pub(crate) fn release(&self, chunk: &TraceChunk) {

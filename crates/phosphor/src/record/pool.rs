@@ -157,11 +157,11 @@ impl ChunkPool {
             if i == self.nil {
                 return None;
             }
-            pool_test_hook::between(pool_test_hook::Step::Pop);
             // Relaxed: ordered by the Acquire that gave us `head`. If `i` has been popped since,
             // this link may be stale, but then the head's tag changed and the compare-and-swap
             // below fails.
             let below = self.next[i as usize].load(Ordering::Relaxed);
+            pool_test_hook::between(pool_test_hook::Step::Pop);
             // Acquire on failure: the new head is read as the first load was. Acquire on success
             // too, though the load above already synchronised: it costs nothing on a
             // compare-and-swap and keeps the argument local. No Release: a pop publishes nothing

@@ -109,6 +109,7 @@ fn a_loan_stopped_between_reading_the_top_and_taking_it_takes_no_chunk_that_was_
     );
     assert_eq!(held, 1);
     assert_eq!(rx.recv().unwrap(), 0, "the stopped loan retried and took the top, chunk 0");
+    assert_eq!(buf.free_indices(), [2], "and left the free stack holding only the free chunk");
     assert_eq!(buf.index_of(take(&buf)), 2);
     assert!(matches!(buf.loan(1, 1), Loan::AllLoaned), "each chunk was loaned once");
 }

@@ -149,4 +149,27 @@ mod tests {
         }
         assert!(!THREAD.with(|t| t.is_busy()), "the spawner is not busy");
     }
+
+    fn event(log: &crate::TraceLog) {
+        crate::trace_instant!(log: log, "internal", "event");
+    }
+
+    #[test]
+    fn an_event_recorded_on_a_recorder_thread_is_dropped_and_counted_as_reentrant() {
+        let log = loop {
+            match crate::TraceLog::new(Default::default()) {
+                Ok(log) => break log,
+                // Other tests hold every slot for now.
+                Err(_) => std::thread::yield_now(),
+            }
+        };
+        log.start(crate::TraceConfig::new(crate::BufferMode::Fixed, 1 << 16)).unwrap();
+        // Registered here (a busy thread's first use of a callsite counts as disabled).
+        event(&log);
+        let l = log.clone();
+        Builder::new().name("phosphor-test".into()).spawn(move || event(&l)).unwrap().join().unwrap();
+        log.stop();
+        let s = log.stats();
+        assert_eq!((s.recorded, s.dropped.reentrant), (1, 1), "{s:?}");
+    }
 }

@@ -63,7 +63,7 @@ use crate::BufferMode;
 
 /// Runs `f` under loom and prints the executions explored. `bound` is the preemption bound used
 /// unless `LOOM_MAX_PREEMPTIONS` sets one (`None`: exhaustive).
-fn check<F>(name: &'static str, bound: Option<usize>, f: F)
+pub(crate) fn check<F>(name: &'static str, bound: Option<usize>, f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {

@@ -1,7 +1,7 @@
 //! Atomics used by the lock and buffer code, swapped for loom's under `--cfg loom`.
 //!
-//! Only the modules that loom models (`chunk_lock`, `buffer`, `tenant`, `intern`, `site_cache`,
-//! `trigger_gate`) take their atomics from here. Callsite statics need `const` constructors, which
+//! Only the modules that loom models (`chunk_lock`, `buffer`, `chunk`, `pool`, `tenant`, `intern`,
+//! `site_cache`, `trigger_gate`) take their atomics from here. Callsite statics need `const` constructors, which
 //! loom's atomics lack, so they use std's.
 
 #[cfg(loom)]

@@ -5,10 +5,14 @@
 
 pub(crate) mod barrier;
 pub(crate) mod buffer;
+pub(crate) mod chunk;
 pub(crate) mod chunk_lock;
 pub(crate) mod clock;
 #[cfg(not(loom))]
+pub(crate) mod internal_thread;
 pub(crate) mod pool;
+#[cfg(all(test, not(loom), unix))]
+mod pool_tests;
 pub(crate) mod tenant;
 #[cfg(not(loom))]
 pub(crate) mod thread;

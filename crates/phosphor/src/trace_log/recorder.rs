@@ -152,7 +152,7 @@ pub fn dump_on_signal(
     let reader = fds[0];
     // Relaxed: as for the pipe, sigaction below orders it before any handler.
     SIGNAL_PID.store(std::process::id(), Ordering::Relaxed);
-    std::thread::Builder::new()
+    crate::record::internal_thread::Builder::new()
         .name("phosphor-dump".into())
         .spawn(move || {
             static DUMPS: AtomicU64 = AtomicU64::new(0);

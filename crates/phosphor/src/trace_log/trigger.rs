@@ -480,7 +480,7 @@ impl Armed {
         MARKER.id();
         if self.thread.is_none() {
             let (ptr, window) = (LogPtr(std::ptr::from_ref(log)), self.settings.window);
-            let handle = std::thread::Builder::new()
+            let handle = crate::record::internal_thread::Builder::new()
                 .name("phosphor-trigger".into())
                 .spawn(move || {
                     let ptr = ptr;

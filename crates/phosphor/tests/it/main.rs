@@ -22,6 +22,8 @@ mod futures;
 mod groups;
 mod hardening;
 mod intern;
+#[cfg(target_os = "linux")]
+mod internal_threads;
 mod layers;
 mod lifecycle;
 mod limits;

@@ -96,11 +96,13 @@ impl Collector {
             buf,
         });
         let (s, l) = (shared.clone(), LogPtr(log));
-        let thread = std::thread::Builder::new().name("phosphor-collector".into()).spawn(move || {
-            let l = l;
-            // SAFETY: see `LogPtr`.
-            dispatch(&s, unsafe { &*l.0 })
-        })?;
+        let thread = crate::record::internal_thread::Builder::new().name("phosphor-collector".into()).spawn(
+            move || {
+                let l = l;
+                // SAFETY: see `LogPtr`.
+                dispatch(&s, unsafe { &*l.0 })
+            },
+        )?;
         Ok(Collector { shared, thread: Some(thread) })
     }
 
@@ -123,7 +125,7 @@ impl Collector {
             thread: Mutex::new(None),
         });
         let (ww, shared) = (w.clone(), self.shared.clone());
-        let t = std::thread::Builder::new()
+        let t = crate::record::internal_thread::Builder::new()
             .name(format!("phosphor-sink-{id}"))
             .spawn(move || write_stream(&shared, &ww))
             .map_err(|e| Error::new(ErrorKind::Collector(e.to_string())))?;

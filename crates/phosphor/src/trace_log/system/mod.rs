@@ -114,11 +114,12 @@ impl SystemCollector {
             return Some(SystemCollector { shared, thread: None });
         }
         let (s, l) = (shared.clone(), LogPtr(log));
-        let spawned = std::thread::Builder::new().name("phosphor-system".into()).spawn(move || {
-            let l = l;
-            // SAFETY: see `LogPtr`.
-            run(&s, unsafe { &*l.0 }, perf, heap, forward);
-        });
+        let spawned =
+            crate::record::internal_thread::Builder::new().name("phosphor-system".into()).spawn(move || {
+                let l = l;
+                // SAFETY: see `LogPtr`.
+                run(&s, unsafe { &*l.0 }, perf, heap, forward);
+            });
         let thread = match spawned {
             Ok(t) => Some(t),
             Err(e) => {

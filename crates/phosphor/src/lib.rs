@@ -150,6 +150,11 @@ pub fn register_thread() {
     TraceLog::global().register_thread();
 }
 
+/// Test-only pauses (feature `test-hooks`).
+#[cfg(all(not(loom), feature = "test-hooks"))]
+#[doc(hidden)]
+pub use trace_log::test_hooks as __test_hooks;
+
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod __macro_support {

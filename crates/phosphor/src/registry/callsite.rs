@@ -441,8 +441,18 @@ impl ForkLock {
 fn registry() -> MutexGuard<'static, Registry> {
     // A panic while holding the lock leaves the registry consistent (each step is a push or a
     // store), so a poisoned lock is safe to keep using.
-    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+    let reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+    #[cfg(feature = "test-hooks")]
+    if let Some(hook) = *HELD_HOOK.lock().unwrap_or_else(|p| p.into_inner()) {
+        hook();
+    }
+    reg
 }
+
+/// Test-only (`test_hooks::set_registry_hook`): runs on every thread that takes the registry's
+/// lock, with the lock held.
+#[cfg(feature = "test-hooks")]
+pub(crate) static HELD_HOOK: Mutex<Option<fn()>> = Mutex::new(None);
 
 impl Registry {
     /// Whether the point rules let `cs` record at all (id 0: not registered yet).
@@ -561,6 +571,22 @@ impl Registry {
     }
 }
 
+/// Registrations refused (see `Stats::registrations_refused`). Relaxed: a statistic.
+static REFUSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts a refused registration: a first event on a thread already inside the recorder.
+#[cold]
+pub(crate) fn count_refused() {
+    // Relaxed: a statistic.
+    REFUSED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The registrations refused so far in this process.
+pub(crate) fn registrations_refused() -> u64 {
+    // Relaxed: a statistic.
+    REFUSED.load(Ordering::Relaxed)
+}
+
 /// Registers `cs` and returns its new state word. Runs once per callsite.
 #[cold]
 #[inline(never)]
@@ -658,6 +684,7 @@ pub(crate) fn dynamic(
         return Some(cs);
     }
     if reg.dynamic.len() >= MAX_DYNAMIC_POINTS {
+        count_refused();
         return None;
     }
     let cs = make();

@@ -17,6 +17,23 @@ impl TraceLog {
         ControlGuard { guard: std::mem::ManuallyDrop::new(guard), log: self, was_busy }
     }
 
+    /// `c` once no other thread is stopping the trace (see `stop_gate.rs`), and whether it waited.
+    pub(super) fn wait_for_stop<'a>(&'a self, mut c: ControlGuard<'a>, me: u32) -> (ControlGuard<'a>, bool) {
+        let stopper = |c: &Control| c.running.as_ref().map_or(0, |r| r.stopper);
+        if stopper(&c) == 0 || stopper(&c) == me {
+            return (c, false);
+        }
+        #[cfg(feature = "test-hooks")]
+        super::test_hooks::reached(self, super::test_hooks::Pause::WaitingForStop);
+        // SAFETY: the guard is taken out exactly once and put back below, before `c` is used or
+        // dropped again; nothing between can unwind (the wait keeps a poisoned lock, and
+        // `stopper` cannot panic), so `c`'s Drop never sees the field empty.
+        let guard = unsafe { std::mem::ManuallyDrop::take(&mut c.guard) };
+        let (guard, waited) = self.stop_gate.wait_while_stopping(guard, me, stopper);
+        c.guard = std::mem::ManuallyDrop::new(guard);
+        (c, waited)
+    }
+
     /// The control lock if it is free now (`None` at once if another thread holds it), marking
     /// the thread busy as [`control`](Self::control) does: an event recorded meanwhile on this
     /// thread (an instrumented allocator, a signal handler) neither attaches nor runs the stop

@@ -51,6 +51,8 @@ impl TraceLog {
             None => {
                 let mut s = c.last_stats.clone();
                 s.dropped = s.dropped.plus(&late);
+                // Process-wide, so read now (see the field).
+                s.registrations_refused = callsite::registrations_refused();
                 s
             }
         }
@@ -75,6 +77,7 @@ impl TraceLog {
             chunks_overwritten: k.chunks_overwritten.load(Ordering::Relaxed),
             chunks_total: buf.chunk_count() as u64,
             buffer_exhausted: buf.is_exhausted(),
+            registrations_refused: callsite::registrations_refused(),
         }
     }
 

@@ -3,6 +3,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::stop_gate::{stop_action, StopAction};
 use super::{set_clock_hint, system, trigger, OwnedBuffer, Running, TraceLog, GENERATIONS};
 use crate::error::{Error, ErrorKind};
 use crate::output::trace::Trace;
@@ -28,7 +29,8 @@ impl TraceLog {
         }
         #[cfg(unix)]
         crate::trace_log::fork::install();
-        let mut c = self.control();
+        // A stop in progress ends first: its trace is still `running` until then.
+        let (mut c, _) = self.wait_for_stop(self.control(), thread::current_thread_id());
         if c.running.is_some() {
             return Err(Error::new(ErrorKind::AlreadyRunning));
         }
@@ -79,7 +81,7 @@ impl TraceLog {
             window: config.post_window,
             per_minute: config.dumps_per_minute,
         };
-        let mut triggers = trigger::Armed::new(self, settings);
+        let mut triggers = trigger::Armed::new(self, settings, buffer);
         for t in &config.triggers {
             if let Err(e) = triggers.arm(self, t.clone(), None) {
                 triggers.disarm(None);
@@ -117,6 +119,7 @@ impl TraceLog {
             aggregates_at_start,
             triggers,
             system,
+            stopper: 0,
         });
         // Relaxed: a status flag for `is_enabled`.
         self.enabled.store(true, Ordering::Relaxed);
@@ -126,14 +129,27 @@ impl TraceLog {
 
     /// Stops the trace, takes every thread's chunk back, and keeps the result for
     /// [`TraceLog::take_trace`]. Events from after this call are not recorded. Does nothing when no
-    /// trace is running.
+    /// trace is running. A call made while another thread is stopping the trace waits until that
+    /// stop has ended, and then returns: it never stops again (see `stop_gate.rs`).
     pub fn stop(&self) {
+        let me = thread::current_thread_id();
         // The trigger dump thread first, without the control lock, which its last dump takes;
-        // the system collector too (it only tries the lock, but is joined without it).
-        let (thread, system) = match self.control().running.as_mut() {
-            Some(r) => (r.triggers.close(), r.system.take()),
-            None => (None, None),
+        // the system collector too (it only tries the lock, but is joined without it). The trace
+        // names its stopper meanwhile, so that no other call stops it or starts another.
+        let (thread, system) = {
+            let (mut c, waited) = self.wait_for_stop(self.control(), me);
+            let stopper = c.running.as_ref().map(|r| r.stopper);
+            let (StopAction::Stop, Some(r)) = (stop_action(stopper, waited), c.running.as_mut()) else {
+                return;
+            };
+            r.stopper = me;
+            (r.triggers.close(), r.system.take())
         };
+        // Clears the stopper (if the trace is still there: an unwinding stop) and wakes the
+        // waiters when this call returns or unwinds.
+        let _ended = StopEnded(self);
+        #[cfg(feature = "test-hooks")]
+        super::test_hooks::reached(self, super::test_hooks::Pause::StopJoining);
         if let Some(thread) = thread {
             trigger::finish_thread(self, thread);
         }
@@ -219,5 +235,20 @@ impl TraceLog {
         _clock: ClockInfo,
     ) -> Result<TraceBuffer, Error> {
         Err(Error::new(ErrorKind::RingFile(format!("{}: file-backed buffers need Unix", path.display()))))
+    }
+}
+
+/// Ends a stop in progress (see `TraceLog::stop`).
+struct StopEnded<'a>(&'a TraceLog);
+
+impl Drop for StopEnded<'_> {
+    fn drop(&mut self) {
+        let mut c = self.0.control();
+        // Normally the trace is gone by now; a stop that unwound leaves it, no longer stopping.
+        if let Some(r) = c.running.as_mut() {
+            r.stopper = 0;
+        }
+        drop(c);
+        self.0.stop_gate.ended();
     }
 }

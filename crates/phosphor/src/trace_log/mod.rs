@@ -44,9 +44,12 @@ pub(crate) mod fork;
 mod lifecycle;
 #[cfg(target_os = "linux")]
 pub mod recorder;
+mod stop_gate;
 pub mod stream;
 mod streams;
 pub(crate) mod system;
+#[cfg(feature = "test-hooks")]
+pub mod test_hooks;
 pub mod trigger;
 mod trigger_spec;
 mod write;
@@ -73,6 +76,9 @@ struct Running {
     /// The system context's collector (`None` when the trace asked for none, or once `stop`
     /// has taken it).
     system: Option<system::SystemCollector>,
+    /// The thread stopping this trace while `stop` joins its threads without the control lock
+    /// (0: none); see `stop_gate.rs`.
+    stopper: u32,
 }
 
 impl Running {
@@ -118,6 +124,8 @@ pub struct TraceLog {
     /// `is_enabled`: running and not exhausted.
     enabled: AtomicBool,
     control: Mutex<Control>,
+    /// Where calls that find a stop in progress wait for it (with `control`).
+    stop_gate: stop_gate::StopGate,
 }
 
 impl std::fmt::Debug for TraceLog {
@@ -142,6 +150,7 @@ impl TraceLog {
             core: LogCore::new(slot),
             pending_exhausted: std::sync::atomic::AtomicU64::new(0),
             enabled: AtomicBool::new(false),
+            stop_gate: stop_gate::StopGate::new(),
             control: Mutex::new(Control {
                 config: None,
                 clock: None,

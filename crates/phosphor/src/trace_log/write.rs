@@ -1,11 +1,13 @@
 //! The recording entry: `write_event`, the cold attach path, and a Fixed buffer's exhaustion.
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::TraceLog;
 use crate::record::tenant::{DropReason, Fill, Outcome, Tenant};
 use crate::record::thread::{self, current_thread_id, ThreadState, THREAD};
+use crate::registry::MAX_LOGS;
 use crate::trace_log::config::{StopCallback, ThreadPolicy};
 
 impl TraceLog {
@@ -52,6 +54,8 @@ impl TraceLog {
                 self.core.drops.count(DropReason::Reentrant);
                 return std::ptr::null();
             }
+            #[cfg(feature = "test-hooks")]
+            super::test_hooks::reached(self, super::test_hooks::Pause::Attaching);
             let p = self.attach(t).unwrap_or(std::ptr::null());
             t.leave_busy();
             p
@@ -104,15 +108,16 @@ impl TraceLog {
     /// stop callback runs here, on the thread whose event found it full, outside every tenant
     /// lock, provided that trace is still the running one. Generations are never reused (a freed
     /// buffer's address is, by the next trace's). If this thread is busy (a signal handler
-    /// interrupted the recorder or a control call), the callback is deferred to when its control
-    /// lock is released.
+    /// interrupted the recorder, a control call, an attach, a registration or a fork handler), it
+    /// is deferred to when the thread leaves that busy section (`run_deferred`).
     #[cold]
     #[inline(never)]
     pub(super) fn on_exhausted(&self, generation: u64) {
         if THREAD.with(|t| t.is_busy()) {
-            // Relaxed: the value is all that is passed; `ControlGuard::drop` reads it on this
-            // same thread, or under the control lock, which orders it.
+            // Relaxed: the value is all that is passed; `run_deferred` (or `ControlGuard::drop`)
+            // reads it on this same thread, or under the control lock, which orders it.
             self.pending_exhausted.store(generation, Ordering::Relaxed);
+            self.defer_exhausted();
             return;
         }
         let cb: Option<StopCallback> = {
@@ -129,6 +134,66 @@ impl TraceLog {
         };
         if let Some(cb) = cb {
             cb(self);
+        }
+    }
+}
+
+impl TraceLog {
+    /// Makes this thread handle this log's pending exhaustion when it leaves its busy section,
+    /// holding a reference to the log until then.
+    #[cold]
+    fn defer_exhausted(&self) {
+        let _ = DEFERRED.try_with(|d| {
+            let cell = &d[self.slot as usize];
+            if !cell.get().is_null() {
+                // Deferred already, and for this very log: the reference held keeps it alive, so
+                // no other log can have its slot.
+                return;
+            }
+            if !std::ptr::eq(self, super::TraceLog::global()) {
+                // SAFETY: [1] every log but the global one is made by `TraceLog::new`, inside an
+                // `Arc`, so `self` is that `Arc`'s pointer; [2] its strong count is at least 1:
+                // this runs inside `write_event`, whose caller holds a reference to the log, and a
+                // reference to an independent log comes from an `Arc` that outlives the call (a
+                // log's own `Drop`, which runs at count 0, writes no event into itself). The
+                // count is given back in `run_deferred`.
+                unsafe { Arc::increment_strong_count(std::ptr::from_ref(self)) };
+            }
+            cell.set(self);
+            THREAD.with(|t| t.defer(run_deferred));
+        });
+    }
+}
+
+thread_local! {
+    /// The logs whose Fixed buffer ran out while this thread was busy, by slot; each independent
+    /// one holds a strong count (see `defer_exhausted`). Const, without a destructor: a thread
+    /// that exits before leaving its busy section leaks those counts (the logs are never freed)
+    /// rather than run a stop callback during its exit.
+    static DEFERRED: [Cell<*const TraceLog>; MAX_LOGS] =
+        const { [const { Cell::new(std::ptr::null()) }; MAX_LOGS] };
+}
+
+/// Handles the exhaustions deferred while this thread was busy (see `on_exhausted`): run by
+/// `ThreadState::leave_busy`, when the thread holds none of the recorder's locks.
+fn run_deferred() {
+    for slot in 0..MAX_LOGS {
+        let p = DEFERRED.try_with(|d| d[slot].replace(std::ptr::null())).unwrap_or(std::ptr::null());
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: set by `defer_exhausted`, which holds a strong count of it (or it is the
+        // static global log), given back only below.
+        let log = unsafe { &*p };
+        // Relaxed: see `on_exhausted`.
+        let pending = log.pending_exhausted.swap(0, Ordering::Relaxed);
+        if pending != 0 {
+            log.on_exhausted(pending);
+        }
+        if !std::ptr::eq(p, super::TraceLog::global()) {
+            // SAFETY: the strong count `defer_exhausted` took; this may free the log, which is
+            // not used afterwards.
+            unsafe { Arc::decrement_strong_count(p) };
         }
     }
 }

@@ -32,6 +32,7 @@ mod reentrancy;
 mod smoke;
 mod snapshot;
 mod soak;
+mod stop_race;
 mod stream;
 mod support;
 #[cfg(target_os = "linux")]

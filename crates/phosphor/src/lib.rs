@@ -57,6 +57,8 @@ mod sync;
 mod trace_log;
 
 #[cfg(all(test, loom))]
+mod loom_stop;
+#[cfg(all(test, loom))]
 mod loom_tests;
 
 pub use error::{Error, ErrorKind};

@@ -15,7 +15,8 @@ use crate::registry::callsite;
 use crate::trace_log::config::{TraceConfig, TraceLogConfig};
 
 impl TraceLog {
-    /// Starts a trace. Events from before this call are not recorded.
+    /// Starts a trace. Events from before this call are not recorded. If another thread is
+    /// stopping the log's trace, waits until that stop has ended.
     pub fn start(&self, config: TraceConfig) -> Result<(), Error> {
         let chunks = config.chunks()?;
         if !config.triggers.is_empty() && config.mode != crate::BufferMode::Ring {

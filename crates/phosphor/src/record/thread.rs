@@ -287,3 +287,40 @@ pub(crate) fn after_fork_in_child() {
 pub(crate) fn thread_names() -> HashMap<u32, String> {
     NAMES.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default()
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    static RAN: AtomicU32 = AtomicU32::new(0);
+
+    fn deferred() {
+        // Relaxed: read on this same thread.
+        RAN.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn work_deferred_while_busy_runs_when_the_outermost_busy_section_ends() {
+        std::thread::spawn(|| {
+            THREAD.with(|t| {
+                assert!(t.enter_busy());
+                t.defer(deferred);
+                assert!(!t.enter_busy(), "nested: already busy");
+                // A nested section ends without leaving busy (as `ControlGuard` does when it
+                // was already busy), so nothing runs yet.
+                assert_eq!(RAN.load(Ordering::Relaxed), 0);
+                t.leave_busy();
+                assert_eq!(RAN.load(Ordering::Relaxed), 1, "ran once the thread left busy");
+                t.leave_busy();
+                assert_eq!(RAN.load(Ordering::Relaxed), 1, "and only once");
+                t.defer(deferred);
+                assert_eq!(RAN.load(Ordering::Relaxed), 2, "not busy: runs at once");
+            });
+            busy(|| THREAD.with(|t| t.defer(deferred)));
+            assert_eq!(RAN.load(Ordering::Relaxed), 3, "`busy` leaves busy, and so runs it");
+        })
+        .join()
+        .unwrap();
+    }
+}

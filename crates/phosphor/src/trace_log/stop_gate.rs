@@ -77,3 +77,17 @@ pub(crate) fn stop_action(stopper: Option<u32>, waited: bool) -> StopAction {
         _ => StopAction::Return,
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_call_that_finds_a_trace_nobody_stops_and_did_not_wait_stops_it() {
+        assert_eq!(stop_action(Some(0), false), StopAction::Stop);
+        assert_eq!(stop_action(Some(0), true), StopAction::Return, "waited: the other stop did it");
+        assert_eq!(stop_action(Some(7), false), StopAction::Return, "this thread is stopping it");
+        assert_eq!(stop_action(None, false), StopAction::Return, "no trace");
+        assert_eq!(stop_action(None, true), StopAction::Return);
+    }
+}

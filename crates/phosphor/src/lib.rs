@@ -59,6 +59,8 @@ mod trace_log;
 #[cfg(all(test, loom))]
 mod loom_pool;
 #[cfg(all(test, loom))]
+mod loom_stop;
+#[cfg(all(test, loom))]
 mod loom_tests;
 
 pub use error::{Error, ErrorKind};

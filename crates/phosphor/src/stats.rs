@@ -30,6 +30,14 @@ pub struct Stats {
     pub chunks_total: u64,
     /// A Fixed buffer ran out.
     pub buffer_exhausted: bool,
+    /// Callsite registrations refused in the whole process so far (the same figure in every
+    /// log's statistics): a first event recorded while its thread was already inside the
+    /// recorder (an instrumented allocator or a signal handler during a registration, an attach,
+    /// a control call or a fork), which is not recorded, in any log (an unregistered callsite
+    /// has no filter bits yet, so whether a trace would have taken it is unknown; its next event
+    /// registers it); and each `Point::new` or `Point::custom` refused because
+    /// `MAX_DYNAMIC_POINTS` points exist.
+    pub registrations_refused: u64,
 }
 
 impl Stats {
@@ -51,6 +59,7 @@ impl Stats {
         chunks_overwritten: 0,
         chunks_total: 0,
         buffer_exhausted: false,
+        registrations_refused: 0,
     };
 }
 
@@ -72,6 +81,10 @@ impl fmt::Display for Stats {
             self.chunks_overwritten,
             self.chunks_total,
             if self.buffer_exhausted { " (exhausted)" } else { "" }
-        )
+        )?;
+        if self.registrations_refused > 0 {
+            write!(f, "\ncallsite registrations refused (process-wide): {}", self.registrations_refused)?;
+        }
+        Ok(())
     }
 }

@@ -111,6 +111,7 @@ fn register_slow(log: &TraceLog, cs: &'static Callsite) -> Option<u64> {
     // running this function.
     let t = unsafe { &*thread };
     if !t.enter_busy() {
+        callsite::count_refused();
         return None;
     }
     let state = callsite::register(cs);

@@ -25,6 +25,10 @@ use phosphor_format::Phase;
 use crate::bridge::{MaybeValue, PointSpec, Value};
 use crate::error::{Error, ErrorKind};
 use crate::instrument::emit::{check, check_scope, emit, NoArg, Now, ScopeGuard, Since};
+// Every call that takes the registry's lock marks the thread busy meanwhile (`thread::busy`): an
+// event recorded then on this thread (an instrumented allocator, a signal handler) must not
+// register a callsite, which takes that lock again.
+use crate::record::thread::busy;
 use crate::registry::callsite::{self, Callsite, CallsiteMeta, Rule};
 pub use crate::registry::point::{PointKind, PointSelector};
 use crate::TraceLog;
@@ -55,7 +59,7 @@ pub struct PointInfo {
 /// Every point of the program: every static callsite (registered by this call if it had not run
 /// yet) and every point created at run time, by id.
 pub fn list() -> Vec<PointInfo> {
-    callsite::list_all()
+    busy(callsite::list_all)
         .into_iter()
         .map(|(id, cs, enabled)| {
             let m = cs.meta();
@@ -77,18 +81,18 @@ pub fn list() -> Vec<PointInfo> {
 /// Lets the selected points record again (undoing an earlier [`disable`]); returns how many points
 /// the selector matches now.
 pub fn enable(selector: PointSelector) -> usize {
-    callsite::add_rule(Rule { selector, enable: true })
+    busy(|| callsite::add_rule(Rule { selector, enable: true }))
 }
 
 /// Stops the selected points from recording, in running traces from their next event on; returns
 /// how many points the selector matches now (points created later are matched too).
 pub fn disable(selector: PointSelector) -> usize {
-    callsite::add_rule(Rule { selector, enable: false })
+    busy(|| callsite::add_rule(Rule { selector, enable: false }))
 }
 
 /// Removes every rule: each point is again recorded whenever a trace's categories take it.
 pub fn reset() {
-    callsite::clear_rules();
+    busy(callsite::clear_rules);
 }
 
 /// A point created at run time from strings (DSUI's `dsui_create_ip`): the same as a macro's
@@ -121,7 +125,7 @@ impl Point {
             let meta = CallsiteMeta::new(category, name, phase, [arg0, ""], "<dynamic>", 0);
             Box::leak(Box::new(Callsite::new(meta)))
         };
-        callsite::dynamic(category, name, phase, "", make)
+        busy(|| callsite::dynamic(category, name, phase, "", make))
             .map(|cs| Point { cs })
             .ok_or_else(|| Error::new(ErrorKind::TooManyDynamicPoints { max: callsite::MAX_DYNAMIC_POINTS }))
     }
@@ -162,7 +166,7 @@ impl Point {
             }
             Box::leak(Box::new(Callsite::new(meta)))
         };
-        callsite::dynamic(spec.category, spec.name, spec.phase, &detail, make)
+        busy(|| callsite::dynamic(spec.category, spec.name, spec.phase, &detail, make))
             .map(|cs| Point { cs })
             .ok_or_else(|| Error::new(ErrorKind::TooManyDynamicPoints { max: callsite::MAX_DYNAMIC_POINTS }))
     }

@@ -529,9 +529,11 @@ impl Tenant {
         }
         // SAFETY: non-null, and alive for as long as we hold the slave lock (see LogCore::buffer).
         let buf = unsafe { &*buf };
-        // The tenant's first chunk of this trace: its event may have raced a restart. Checked
-        // before anything changes, so a refused event leaves the tenant as it was.
-        if st.generation != buf.generation && !self.pooled && !Self::still_traced(core, callsite) {
+        // The tenant's first chunk of this trace: its event may have raced a restart (a pool
+        // tenant's too, when its last writer is this same thread, which the switch check above
+        // passes over). Checked before anything changes, so a refused event leaves the tenant as
+        // it was.
+        if st.generation != buf.generation && !Self::still_traced(core, callsite) {
             return Err(Outcome::Dropped);
         }
         st.generation = buf.generation;

@@ -23,6 +23,9 @@ pub(crate) struct ThreadState {
     /// lock. An event that arrives then (from an allocator or a signal handler) must not take those
     /// locks again: it is dropped and counted, and an exhaustion it finds is deferred.
     busy: Cell<bool>,
+    /// Work deferred while the thread was busy, run when it leaves busy (`leave_busy`): the
+    /// handling of a Fixed buffer's exhaustion that an event found meanwhile (`trace_log`'s).
+    deferred: Cell<Option<fn()>>,
     /// This thread's entry in the name table is its own: set by `set_thread_name`, or synced from
     /// the std name on its first attach (a reused thread id must not keep a dead thread's name).
     named: Cell<bool>,
@@ -37,6 +40,7 @@ impl ThreadState {
             exiting: Cell::new(false),
             registered: Cell::new(false),
             busy: Cell::new(false),
+            deferred: Cell::new(None),
             named: Cell::new(false),
             tenants: [const { Cell::new(std::ptr::null()) }; MAX_LOGS],
         }
@@ -109,9 +113,24 @@ impl ThreadState {
         entered
     }
 
+    /// Clears the busy mark, then runs the work deferred meanwhile (see `deferred`): every busy
+    /// section (the control lock, attach, registration, the registry lock, a fork handler) ends
+    /// at a point where the thread holds none of the recorder's locks, so that work may take them.
     pub(crate) fn leave_busy(&self) {
         if self.busy.replace(false) {
             crate::alloc::recorder_leave();
+            if let Some(f) = self.deferred.take() {
+                f();
+            }
+        }
+    }
+
+    /// Runs `f` when the thread leaves its busy section (at once if it is not busy).
+    pub(crate) fn defer(&self, f: fn()) {
+        if self.busy.get() {
+            self.deferred.set(Some(f));
+        } else {
+            f();
         }
     }
 
@@ -171,6 +190,24 @@ thread_local! {
 }
 
 const _: () = assert!(!std::mem::needs_drop::<ThreadState>(), "the hot table must have no destructor");
+
+/// Runs `f` with the calling thread marked busy (see `ThreadState::busy`), for the sections that
+/// hold one of the recorder's locks outside a log's control lock (the callsite registry's): an
+/// event recorded meanwhile on this thread (an instrumented allocator, a signal handler) then
+/// neither registers a callsite nor attaches nor runs a stop callback, each of which could take
+/// the lock again. Nested in a busy section, it only runs `f`.
+pub(crate) fn busy<R>(f: impl FnOnce() -> R) -> R {
+    struct Leave(bool);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            if self.0 {
+                let _ = THREAD.try_with(|t| t.leave_busy());
+            }
+        }
+    }
+    let _leave = Leave(THREAD.try_with(|t| t.enter_busy()).unwrap_or(false));
+    f()
+}
 
 /// The kernel's id for the calling thread.
 pub(crate) fn os_tid() -> u32 {
@@ -269,4 +306,41 @@ impl Drop for BusyGuard {
 
 pub(crate) fn thread_names() -> HashMap<u32, String> {
     NAMES.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    static RAN: AtomicU32 = AtomicU32::new(0);
+
+    fn deferred() {
+        // Relaxed: read on this same thread.
+        RAN.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn work_deferred_while_busy_runs_when_the_outermost_busy_section_ends() {
+        std::thread::spawn(|| {
+            THREAD.with(|t| {
+                assert!(t.enter_busy());
+                t.defer(deferred);
+                assert!(!t.enter_busy(), "nested: already busy");
+                // A nested section ends without leaving busy (as `ControlGuard` does when it
+                // was already busy), so nothing runs yet.
+                assert_eq!(RAN.load(Ordering::Relaxed), 0);
+                t.leave_busy();
+                assert_eq!(RAN.load(Ordering::Relaxed), 1, "ran once the thread left busy");
+                t.leave_busy();
+                assert_eq!(RAN.load(Ordering::Relaxed), 1, "and only once");
+                t.defer(deferred);
+                assert_eq!(RAN.load(Ordering::Relaxed), 2, "not busy: runs at once");
+            });
+            busy(|| THREAD.with(|t| t.defer(deferred)));
+            assert_eq!(RAN.load(Ordering::Relaxed), 3, "`busy` leaves busy, and so runs it");
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -18,6 +18,8 @@ pub(crate) mod point;
 #[cfg(all(not(loom), unix))]
 pub(crate) mod ring_file;
 pub(crate) mod site_cache;
+#[cfg(not(loom))]
+mod table;
 pub(crate) mod trigger_gate;
 
 /// The most `TraceLog`s that can exist at once, the global one included.

@@ -11,32 +11,40 @@
 //!   `tenant::evict_all`), and keeps the finished [`Trace`] for [`TraceLog::take_trace`].
 //! * [`TraceLog::write_event`] is the hot path's entry: this thread's tenant for the slot, then
 //!   `Tenant::write`. A missing or dead tenant takes the `#[cold]` attach path.
+//!
+//! The methods live by concern: `lifecycle.rs` (start, stop), `write.rs` (the hot-path entry,
+//! attach, a Fixed buffer's exhaustion), `figures.rs` (stats, snapshots), `control_lock.rs` (the
+//! control lock and its guard); this file holds the types, configuration and the clocks.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use phosphor_format::file::{Aggregate, AggregateKind};
 use phosphor_format::system::SystemStatus;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, ErrorKind};
 use crate::output::trace::Trace;
 use crate::record::buffer::TraceBuffer;
 use crate::record::clock::{ClockInfo, ClockKind};
-use crate::record::tenant::{evict_all, DropReason, Fill, LogCore, Outcome, Tenant};
-use crate::record::thread::{self, current_thread_id, ThreadState, THREAD};
+use crate::record::tenant::{evict_all, LogCore, Tenant};
+use crate::record::thread::THREAD;
 use crate::registry::callsite;
 use crate::registry::MAX_LOGS;
 use crate::stats::{Drops, Stats};
-use crate::trace_log::config::{StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig};
+use crate::trace_log::config::{TraceConfig, TraceLogConfig};
 
 #[cfg(unix)]
 mod after_fork;
 pub(crate) mod config;
+mod control_lock;
+mod figures;
 #[cfg(unix)]
 pub(crate) mod fork;
+mod lifecycle;
 #[cfg(target_os = "linux")]
 pub mod recorder;
+mod stop_gate;
 pub mod stream;
 mod streams;
 pub(crate) mod system;
@@ -44,6 +52,7 @@ pub(crate) mod system;
 pub mod test_hooks;
 pub mod trigger;
 mod trigger_spec;
+mod write;
 
 #[cfg(unix)]
 pub(crate) use after_fork::ForkLocks;
@@ -67,24 +76,9 @@ struct Running {
     /// The system context's collector (`None` when the trace asked for none, or once `stop`
     /// has taken it).
     system: Option<system::SystemCollector>,
-}
-
-impl crate::record::tenant::DropCounters {
-    /// The counters now (no allocation, no lock: the crash dump reads them too).
-    pub(crate) fn load(&self) -> Drops {
-        // Relaxed: statistics.
-        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-        Drops {
-            buffer_full: l(&self.buffer_full),
-            no_chunk: l(&self.no_chunk),
-            contended: l(&self.contended),
-            stopping: l(&self.stopping),
-            reentrant: l(&self.reentrant),
-            thread_exited: l(&self.thread_exited),
-            overwritten: 0,
-            other: 0,
-        }
-    }
+    /// The thread stopping this trace while `stop` joins its threads without the control lock
+    /// (0: none); see `stop_gate.rs`.
+    stopper: u32,
 }
 
 impl Running {
@@ -130,6 +124,8 @@ pub struct TraceLog {
     /// `is_enabled`: running and not exhausted.
     enabled: AtomicBool,
     control: Mutex<Control>,
+    /// Where calls that find a stop in progress wait for it (with `control`).
+    stop_gate: stop_gate::StopGate,
 }
 
 impl std::fmt::Debug for TraceLog {
@@ -154,6 +150,7 @@ impl TraceLog {
             core: LogCore::new(slot),
             pending_exhausted: std::sync::atomic::AtomicU64::new(0),
             enabled: AtomicBool::new(false),
+            stop_gate: stop_gate::StopGate::new(),
             control: Mutex::new(Control {
                 config: None,
                 clock: None,
@@ -193,36 +190,6 @@ impl TraceLog {
         Ok(log)
     }
 
-    /// Takes the control lock, marking the thread busy so that an event from a signal handler
-    /// interrupting it neither attaches nor runs the stop callback (which both take this lock).
-    fn control(&self) -> ControlGuard<'_> {
-        let was_busy = THREAD.with(|t| !t.enter_busy());
-        // Every critical section leaves Control consistent before it can panic (allocation
-        // failure aside), so a poisoned lock is safe to keep using.
-        let guard = self.control.lock().unwrap_or_else(|p| p.into_inner());
-        ControlGuard { guard: std::mem::ManuallyDrop::new(guard), log: self, was_busy }
-    }
-
-    /// The control lock if it is free now (`None` at once if another thread holds it), marking
-    /// the thread busy as [`control`](Self::control) does: an event recorded meanwhile on this
-    /// thread (an instrumented allocator, a signal handler) neither attaches nor runs the stop
-    /// callback, both of which take this lock. For paths that must never wait for it: panic
-    /// hooks, the streaming collector.
-    fn try_control(&self) -> Option<ControlGuard<'_>> {
-        let was_busy = THREAD.with(|t| !t.enter_busy());
-        let guard = match self.control.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => {
-                if !was_busy {
-                    THREAD.with(|t| t.leave_busy());
-                }
-                return None;
-            }
-        };
-        Some(ControlGuard { guard: std::mem::ManuallyDrop::new(guard), log: self, was_busy })
-    }
-
     /// Applies one-time configuration. Fails if it was applied already or a trace has started
     /// (which fixes the defaults).
     pub fn configure(&self, config: TraceLogConfig) -> Result<(), Error> {
@@ -250,312 +217,6 @@ impl TraceLog {
         } else {
             self.slot
         }
-    }
-
-    /// Starts a trace. Events from before this call are not recorded.
-    pub fn start(&self, config: TraceConfig) -> Result<(), Error> {
-        let chunks = config.chunks()?;
-        if !config.triggers.is_empty() && config.mode != crate::BufferMode::Ring {
-            return Err(Error::new(ErrorKind::Trigger(format!(
-                "triggers need a Ring buffer (the flight recorder), not {:?}",
-                config.mode
-            ))));
-        }
-        if config.dumps_per_minute == 0 {
-            return Err(Error::new(ErrorKind::Trigger("dumps_per_minute must be at least 1".into())));
-        }
-        #[cfg(unix)]
-        crate::trace_log::fork::install();
-        let mut c = self.control();
-        if c.running.is_some() {
-            return Err(Error::new(ErrorKind::AlreadyRunning));
-        }
-        let log_config = c.config.get_or_insert_with(TraceLogConfig::default).clone();
-        if c.clock.is_none() {
-            let clock = crate::record::clock::calibrate(log_config.clock);
-            set_clock_hint(self.slot, clock.kind, clock.ns_per_tick);
-            c.clock = Some(clock);
-        }
-        c.started_once = true;
-        c.tenants.retain(|t| !t.is_retired());
-        let mut buffer = match &config.ring_file {
-            None => TraceBuffer::new(config.mode, chunks)
-                .map_err(|e| Error::new(ErrorKind::BufferAlloc { bytes: e.bytes }))?,
-            Some(path) => {
-                self.ring_buffer(path, config.mode, chunks, c.clock.clone().expect("calibrated above"))?
-            }
-        };
-        // Relaxed: only uniqueness matters.
-        buffer.generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
-        let buffer = Box::into_raw(Box::new(buffer));
-        // Markers and blocking are the streaming mode's; another mode clears what a streaming
-        // trace of this log left. Relaxed: read by tenants only after they acquire the buffer
-        // published below.
-        self.core.saturation_id.store(0, Ordering::Relaxed);
-        self.core.block_ns.store(0, Ordering::Relaxed);
-        let collector = if config.mode == crate::BufferMode::Stream {
-            let state = callsite::register(&crate::stream::SATURATION);
-            // Relaxed: as above.
-            self.core.saturation_id.store(callsite::id_of(state), Ordering::Relaxed);
-            let header =
-                crate::output::trace_file::process_header(c.clock.clone().expect("calibrated above"));
-            match crate::stream::Collector::start(self, buffer, header) {
-                Ok(col) => Some(col),
-                Err(e) => {
-                    // SAFETY: never published; ours to free.
-                    drop(unsafe { Box::from_raw(buffer) });
-                    return Err(Error::new(ErrorKind::Collector(e.to_string())));
-                }
-            }
-        } else {
-            None
-        };
-        // Armed before the buffer is published and the slot enabled, so a failure leaves nothing
-        // to undo but the buffer and the dump thread (idle: no event can fire yet).
-        let settings = trigger::DumpSettings {
-            dir: config.trigger_dir.clone(),
-            window: config.post_window,
-            per_minute: config.dumps_per_minute,
-        };
-        let mut triggers = trigger::Armed::new(self, settings);
-        for t in &config.triggers {
-            if let Err(e) = triggers.arm(self, t.clone(), None) {
-                triggers.disarm(None);
-                if let Some(thread) = triggers.take_thread() {
-                    trigger::finish_thread(self, thread);
-                }
-                // SAFETY: never published; ours to free (no collector: triggers need Ring mode).
-                drop(unsafe { Box::from_raw(buffer) });
-                return Err(e);
-            }
-        }
-        // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
-        // initialised chunk headers.
-        self.core.buffer.store(buffer, Ordering::Release);
-        let filter = callsite::SlotFilter {
-            categories: Arc::new(config.categories.clone()),
-            max_level: config.log_level,
-            // issue 23 (alloc helper): scopes record their allocations.
-            allocations: config.system.allocations,
-        };
-        let aggregates_at_start =
-            callsite::aggregate_snapshots().into_iter().map(|(a, _)| (a.callsite, a)).collect();
-        // Never fails the start: what is unavailable says why in its status.
-        let forward = collector.as_ref().map(crate::stream::Collector::system_forwarder);
-        let system = system::SystemCollector::start(
-            self,
-            config.system,
-            config.mode == crate::BufferMode::Ring,
-            forward,
-        );
-        c.running = Some(Running {
-            config,
-            buffer: OwnedBuffer(buffer),
-            collector,
-            aggregates_at_start,
-            triggers,
-            system,
-        });
-        // Relaxed: a status flag for `is_enabled`.
-        self.enabled.store(true, Ordering::Relaxed);
-        callsite::enable_slot(self.slot, filter);
-        Ok(())
-    }
-
-    /// Stops the trace, takes every thread's chunk back, and keeps the result for
-    /// [`TraceLog::take_trace`]. Events from after this call are not recorded. Does nothing when no
-    /// trace is running.
-    pub fn stop(&self) {
-        // The trigger dump thread first, without the control lock, which its last dump takes;
-        // the system collector too (it only tries the lock, but is joined without it).
-        let (thread, system) = match self.control().running.as_mut() {
-            Some(r) => (r.triggers.close(), r.system.take()),
-            None => (None, None),
-        };
-        if let Some(thread) = thread {
-            trigger::finish_thread(self, thread);
-        }
-        let system = system.map(system::SystemCollector::finish);
-        let mut c = self.control();
-        let Some(mut running) = c.running.take() else { return };
-        c.last_system = system.as_ref().and_then(|b| b.status.clone());
-        running.triggers.disarm(None);
-        callsite::disable_slot(self.slot);
-        #[cfg(unix)]
-        if running.config.ring_file.is_some() {
-            callsite::set_ring(None);
-        }
-        // Relaxed: a status flag.
-        self.enabled.store(false, Ordering::Relaxed);
-        // SeqCst: the swap must not be reordered after the evictions below (Release side) and sees
-        // the pointer we stored (Acquire side); `evict_all`'s heavy barrier then makes it visible
-        // to every slave that enters after it. Sequentially consistent for the crash dump's sake
-        // (see `recorder::crash_dump_started`, read below).
-        let ptr = self.core.buffer.swap(std::ptr::null_mut(), Ordering::SeqCst);
-        debug_assert_eq!(ptr, running.buffer.0);
-        // SAFETY: `ptr` came from `Box::into_raw` in `start` and is freed only below.
-        let buf = unsafe { &*ptr };
-        let all: Vec<Arc<Tenant>> = c.tenants.iter().chain(c.pool.iter()).cloned().collect();
-        evict_all(&all, Some(buf), false);
-        c.tenants.retain(|t| !t.is_retired());
-        let now = self.load_drops();
-        let stats = self.stats_of(buf, false, &now.since(&c.drops_baseline));
-        c.drops_baseline = now;
-        // Streaming: the collector writes every chunk given back (all of them, now), finishes the
-        // datastreams with the final figures, and exits; its threads read the buffer until then.
-        c.last_streams = match running.collector.take() {
-            Some(col) => col.finish(stats.clone()),
-            None => Vec::new(),
-        };
-        // A crash dump that loaded the pointer before we unpublished it may be reading the buffer:
-        // the process is dying, so leave the buffer to it rather than free it.
-        #[cfg(target_os = "linux")]
-        if crate::recorder::crash_dump_started() {
-            c.last_stats = stats;
-            return;
-        }
-        // SAFETY: the buffer pointer is unpublished, every tenant has been evicted under its
-        // master lock (so no slave holds or can reach the buffer), the collector's threads are
-        // joined, and no crash dump started (one that starts now finds the pointer null): nothing
-        // else refers to the buffer, and we own it again.
-        let buffer = unsafe { Box::from_raw(running.buffer.0) };
-        let clock = c.clock.clone().expect("calibrated in start");
-        c.last_stats = stats.clone();
-        // What the aggregate points this trace's categories take counted since it started.
-        let aggregates = running.aggregates_so_far();
-        let trace =
-            Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates);
-        c.last_trace = Some(trace.with_system(system).with_compression(running.config.compression));
-    }
-
-    /// Whether a trace is running and accepting events (false once a Fixed buffer is full).
-    pub fn is_enabled(&self) -> bool {
-        // Relaxed: a status flag.
-        self.enabled.load(Ordering::Relaxed)
-    }
-
-    /// Statistics of the running trace, or of the last one. While running, `recorded` lags by the
-    /// chunks that threads still hold. After `stop`, drops of events that raced with it are added
-    /// here as they are counted (and reported again in the next trace's figures).
-    pub fn stats(&self) -> Stats {
-        let c = self.control();
-        self.stats_locked(&c)
-    }
-
-    fn stats_locked(&self, c: &Control) -> Stats {
-        let late = self.load_drops().since(&c.drops_baseline);
-        match &c.running {
-            // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock.
-            Some(r) => self.stats_of(unsafe { &*r.buffer.0 }, true, &late),
-            None => {
-                let mut s = c.last_stats.clone();
-                s.dropped = s.dropped.plus(&late);
-                s
-            }
-        }
-    }
-
-    fn load_drops(&self) -> Drops {
-        self.core.drops.load()
-    }
-
-    /// A buffer's figures, with `drops` (the log's drops since the baseline) added.
-    fn stats_of(&self, buf: &TraceBuffer, running: bool, drops: &Drops) -> Stats {
-        let mut dropped = drops.clone();
-        let k = &buf.counters;
-        // Relaxed: statistics.
-        dropped.overwritten = k.events_overwritten.load(Ordering::Relaxed);
-        Stats {
-            running,
-            recorded: buf.recorded_events(),
-            saturation_markers: k.markers.load(Ordering::Relaxed),
-            dropped,
-            chunks_loaned: k.chunks_loaned.load(Ordering::Relaxed),
-            chunks_overwritten: k.chunks_overwritten.load(Ordering::Relaxed),
-            chunks_total: buf.chunk_count() as u64,
-            buffer_exhausted: buf.is_exhausted(),
-        }
-    }
-
-    /// A copy of what the running trace holds now, without stopping it: the flight recorder's dump
-    /// on demand (`log.snapshot()?.save("dump.phos")?`). Every chunk in use, the ones threads are
-    /// writing into included, is pinned in turn while its committed events are copied. Recording
-    /// threads never wait for a dump and never drop an event because of one: a thread keeps its
-    /// chunk and goes on writing past what was copied (those events are in the next dump), and a
-    /// Ring loan passes over a chunk while it is pinned. A dump costs the writers nothing but the
-    /// memory bandwidth of the copy (one pass over the buffer).
-    ///
-    /// The snapshot's `Stats` count the events it holds as recorded, and the drops (overwrites
-    /// included) of the running trace so far.
-    pub fn snapshot(&self) -> Result<Trace, Error> {
-        self.snapshot_of(&self.control())
-    }
-
-    /// [`snapshot`](Self::snapshot), unless another thread holds this log's control lock (it is
-    /// starting, stopping or dumping it): then `None` at once. For panic hooks, which must not
-    /// wait for a lock the panicking code may hold.
-    pub fn try_snapshot(&self) -> Option<Result<Trace, Error>> {
-        let c = self.try_control()?;
-        Some(self.snapshot_of(&c))
-    }
-
-    fn snapshot_of(&self, c: &Control) -> Result<Trace, Error> {
-        let Some(running) = c.running.as_ref() else {
-            return Err(Error::new(ErrorKind::NotRunning));
-        };
-        if running.collector.is_some() {
-            return Err(Error::new(ErrorKind::WrongMode(
-                "a streaming trace has no snapshot: its datastreams already hold its events",
-            )));
-        }
-        // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock
-        // (only `stop`, under the same lock, frees it).
-        let buf = unsafe { &*running.buffer.0 };
-        let copy = buf.snapshot().map_err(|e| Error::new(ErrorKind::BufferAlloc { bytes: e.bytes }))?;
-        let drops = self.load_drops().since(&c.drops_baseline);
-        let live = self.stats_of(buf, true, &drops);
-        let mut stats = self.stats_of(&copy, true, &drops);
-        stats.dropped.overwritten = live.dropped.overwritten;
-        stats.chunks_overwritten = live.chunks_overwritten;
-        stats.chunks_total = live.chunks_total;
-        stats.buffer_exhausted = live.buffer_exhausted;
-        let aggregates = running.aggregates_so_far();
-        let clock = c.clock.clone().expect("calibrated in start");
-        let system = running.system.as_ref().map(system::SystemCollector::snapshot);
-        Ok(Trace::new(copy, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates)
-            .with_system(system)
-            .with_compression(running.config.compression))
-    }
-
-    /// A buffer in a new ring file at `path` (`TraceConfig::file_backed`), whose metadata then
-    /// receives every callsite.
-    #[cfg(unix)]
-    fn ring_buffer(
-        &self,
-        path: &std::path::Path,
-        mode: crate::BufferMode,
-        chunks: usize,
-        clock: ClockInfo,
-    ) -> Result<TraceBuffer, Error> {
-        let head = phosphor_format::file::raw::preamble_and_header(
-            &crate::output::trace_file::process_header(clock),
-        );
-        let mapping = crate::registry::ring_file::create(path, chunks, &head)
-            .map_err(|e| Error::new(ErrorKind::RingFile(format!("{}: {e}", path.display()))))?;
-        let mapping = Arc::new(mapping);
-        callsite::set_ring(Some(mapping.clone()));
-        Ok(TraceBuffer::mapped(mode, mapping))
-    }
-
-    #[cfg(not(unix))]
-    fn ring_buffer(
-        &self,
-        path: &std::path::Path,
-        _mode: crate::BufferMode,
-        _chunks: usize,
-        _clock: ClockInfo,
-    ) -> Result<TraceBuffer, Error> {
-        Err(Error::new(ErrorKind::RingFile(format!("{}: file-backed buffers need Unix", path.display()))))
     }
 
     /// What a crash dump reads without locks: the recording core (buffer pointer, drop counters).
@@ -609,129 +270,6 @@ impl TraceLog {
     fn clock_hint(&self) -> u8 {
         // Relaxed: set once at the first start, before any callsite of this log is enabled.
         CLOCK_HINTS[self.slot() as usize].load(Ordering::Relaxed)
-    }
-
-    /// Writes one event of `n` records. `fill` must initialise all `n` slots it is given.
-    ///
-    /// Only the tenant lookup runs inside `THREAD.with`, in a closure small enough that it is
-    /// always inlined. Every out-of-line path (attach, chunk swap, failure) is free of the fill,
-    /// so the fill stays in registers.
-    #[inline(always)]
-    pub(crate) fn write_event<F: Fill>(&self, n: u32, fill: F) {
-        let slot = self.slot();
-        let mut p = THREAD.with(|t| t.tenant(slot));
-        // At most two rounds: a dead tenant (whose log was dropped) is replaced by a fresh tenant
-        // of `self`, and a tenant of `self` cannot die while the caller holds `&self`.
-        loop {
-            if p.is_null() {
-                p = self.attach_current();
-                if p.is_null() {
-                    return; // counted by attach
-                }
-            }
-            // SAFETY: `p` was a non-null entry of this thread's table, a live Arc the table owns.
-            // Only this thread changes the table, but a signal handler on it may replace the entry
-            // during this call (attaching over a dead tenant); a replaced tenant is then kept in
-            // the thread's graveyard until the thread exits (`thread::set_tenant`), so `p` stays
-            // valid for the whole call either way.
-            match unsafe { &*p }.write(&self.core, current_thread_id, n, fill) {
-                Outcome::Dead => p = std::ptr::null(),
-                Outcome::Exhausted(generation) => return self.on_exhausted(generation),
-                Outcome::Written | Outcome::Dropped => return,
-            }
-        }
-    }
-
-    /// Attaches a tenant for the calling thread (replacing a missing or dead one); null when the
-    /// event must be dropped, which is then already counted.
-    #[cold]
-    #[inline(never)]
-    fn attach_current(&self) -> *const Tenant {
-        THREAD.with(|t| {
-            if !t.enter_busy() {
-                // An event from inside the recorder's slow path or a control call (an instrumented
-                // allocator, a signal handler): attaching would take the locks already held.
-                self.core.drops.count(DropReason::Reentrant);
-                return std::ptr::null();
-            }
-            let p = self.attach(t).unwrap_or(std::ptr::null());
-            t.leave_busy();
-            p
-        })
-    }
-
-    /// Gives the thread a tenant in this log (its own, or one from the pool), replacing a dead one.
-    /// `None` (the drop already counted) when no trace is running or the thread is exiting.
-    #[cold]
-    #[inline(never)]
-    fn attach(&self, t: &ThreadState) -> Option<*const Tenant> {
-        if !t.arm_exit_guard() {
-            // The thread is exiting and its tenants are retired: a new one would never be.
-            self.core.drops.count(DropReason::ThreadExited);
-            return None;
-        }
-        let tid = t.tid();
-        let tenant = {
-            let mut c = self.control();
-            if c.running.is_none() {
-                drop(c);
-                self.core.drops.count(DropReason::Stopping);
-                return None;
-            }
-            let config = c.config.clone().unwrap_or_default();
-            let clock = c.clock.as_ref().map(|c| c.kind).unwrap_or_default();
-            if config.policy == ThreadPolicy::Pool && !t.registered() {
-                if c.pool.is_empty() {
-                    // Writer streams 1..=n (validated to fit 16 bits); 0 is the threads' own.
-                    let pool = (1..=config.pool_tenants)
-                        .map(|k| Arc::new(Tenant::new(&self.core, clock, Some(k as u16), false, 0)));
-                    c.pool = pool.collect();
-                }
-                c.pool[tid as usize % c.pool.len()].clone()
-            } else {
-                let exclusive_ok = crate::record::barrier::asymmetric_available();
-                let tenant = Arc::new(Tenant::new(&self.core, clock, None, exclusive_ok, tid));
-                c.tenants.push(tenant.clone());
-                if let Some(sys) = c.running.as_ref().and_then(|r| r.system.as_ref()) {
-                    sys.thread_attached();
-                }
-                tenant
-            }
-        };
-        thread::sync_name(t);
-        Some(t.set_tenant(self.slot(), tenant))
-    }
-
-    /// A Fixed buffer (of trace `generation`) just ran out: tracing is no longer enabled, and the
-    /// stop callback runs here, on the thread whose event found it full, outside every tenant
-    /// lock, provided that trace is still the running one. Generations are never reused (a freed
-    /// buffer's address is, by the next trace's). If this thread is busy (a signal handler
-    /// interrupted the recorder or a control call), the callback is deferred to when its control
-    /// lock is released.
-    #[cold]
-    #[inline(never)]
-    fn on_exhausted(&self, generation: u64) {
-        if THREAD.with(|t| t.is_busy()) {
-            // Relaxed: the value is all that is passed; `ControlGuard::drop` reads it on this
-            // same thread, or under the control lock, which orders it.
-            self.pending_exhausted.store(generation, Ordering::Relaxed);
-            return;
-        }
-        let cb: Option<StopCallback> = {
-            let c = self.control();
-            let Some(r) = c.running.as_ref().filter(|r| {
-                // SAFETY: the buffer stays alive while `running` holds it and we hold the lock.
-                unsafe { &*r.buffer.0 }.generation == generation
-            }) else {
-                return;
-            };
-            // Relaxed: a status flag.
-            self.enabled.store(false, Ordering::Relaxed);
-            r.config.on_stop.clone()
-        };
-        if let Some(cb) = cb {
-            cb(self);
-        }
     }
 
     /// Arms `trigger` on the running trace (a Ring trace with a dump directory, see
@@ -833,42 +371,3 @@ impl Drop for TraceLog {
 /// The independent logs alive now (their addresses), for the fork handlers. A log leaves the list
 /// at the end of its `Drop`, under this lock, so a fork that holds it sees only live logs.
 static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-
-/// The control lock's guard: derefs to `Control`, and on release clears the thread's busy mark
-/// and runs a stop callback deferred while the lock was held.
-struct ControlGuard<'a> {
-    guard: std::mem::ManuallyDrop<MutexGuard<'a, Control>>,
-    log: &'a TraceLog,
-    was_busy: bool,
-}
-
-impl std::ops::Deref for ControlGuard<'_> {
-    type Target = Control;
-    fn deref(&self) -> &Control {
-        &self.guard
-    }
-}
-
-impl std::ops::DerefMut for ControlGuard<'_> {
-    fn deref_mut(&mut self) -> &mut Control {
-        &mut self.guard
-    }
-}
-
-impl Drop for ControlGuard<'_> {
-    fn drop(&mut self) {
-        // SAFETY: dropped exactly once, here; the field is not used afterwards. Unlocking before
-        // clearing the busy mark leaves no window in which a signal handler on this thread could
-        // block on a lock this thread holds.
-        unsafe { std::mem::ManuallyDrop::drop(&mut self.guard) };
-        if self.was_busy {
-            return; // an outer busy section clears the mark
-        }
-        THREAD.with(|t| t.leave_busy());
-        // Relaxed: see `on_exhausted`.
-        let pending = self.log.pending_exhausted.swap(0, Ordering::Relaxed);
-        if pending != 0 {
-            self.log.on_exhausted(pending);
-        }
-    }
-}

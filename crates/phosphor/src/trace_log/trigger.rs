@@ -34,12 +34,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use phosphor_format::{ArgType, Meta, Record};
 
 use crate::error::{Error, ErrorKind};
+use crate::record::buffer::TraceBuffer;
 use crate::record::clock::ClockKind;
 use crate::record::tenant::Fill;
 use crate::record::thread::BusyGuard;
@@ -136,8 +137,6 @@ fn free_slot(k: usize) {
 struct LogState {
     /// The pending window, the wake word the dump thread waits on, the rate limit.
     gate: Gate,
-    /// Set by `stop`: dump what is pending and exit.
-    stop: AtomicBool,
     fired: AtomicU64,
     merged: AtomicU64,
     rate_limited: AtomicU64,
@@ -149,7 +148,6 @@ struct LogState {
 static LOG_STATES: [LogState; MAX_LOGS] = [const {
     LogState {
         gate: Gate::new(),
-        stop: AtomicBool::new(false),
         fired: AtomicU64::new(0),
         merged: AtomicU64::new(0),
         rate_limited: AtomicU64::new(0),
@@ -429,10 +427,30 @@ pub(crate) struct Armed {
     /// (number, trigger, slot).
     armed: Vec<(u32, Trigger, usize)>,
     next_number: u32,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<DumpThread>,
     /// `stop` has begun: no new dump thread.
     closing: bool,
+    /// This trace's stop flag, which its dump thread reads: set by [`finish_thread`].
+    stop: Arc<AtomicBool>,
+    /// This trace's buffer, which its dump thread counts events in.
+    buffer: BufPtr,
 }
+
+/// A trace's dump thread and its stop flag (see [`finish_thread`]). The flag is the trace's own,
+/// not the log's: a stop that ends this thread never touches another trace's.
+pub(crate) struct DumpThread {
+    handle: std::thread::JoinHandle<()>,
+    stop: Arc<AtomicBool>,
+}
+
+/// The running trace's buffer, which its dump thread reads (`live_events`).
+#[derive(Clone, Copy)]
+struct BufPtr(*const TraceBuffer);
+
+// SAFETY: `TraceBuffer` is Sync; the buffer is the dump thread's own trace's, which `stop` (or a
+// failed `start`) frees only after joining the thread (`finish_thread`), and a fork child, which
+// frees it without joining, has no dump thread.
+unsafe impl Send for BufPtr {}
 
 /// The log the dump thread snapshots.
 struct LogPtr(*const TraceLog);
@@ -443,8 +461,9 @@ struct LogPtr(*const TraceLog);
 unsafe impl Send for LogPtr {}
 
 impl Armed {
-    /// The settings of a new trace of `log`, nothing armed yet; resets the log's figures.
-    pub(crate) fn new(log: &TraceLog, settings: DumpSettings) -> Armed {
+    /// The settings of a new trace of `log` whose buffer is `buffer`, nothing armed yet; resets
+    /// the log's figures.
+    pub(crate) fn new(log: &TraceLog, settings: DumpSettings, buffer: *const TraceBuffer) -> Armed {
         let st = state(log);
         // Relaxed: reset before any trigger of this trace is armed; the registry's lock orders
         // them before any firing.
@@ -452,9 +471,16 @@ impl Armed {
             c.store(0, Ordering::Relaxed);
         }
         st.gate.reset(settings.per_minute);
-        st.stop.store(false, Ordering::Relaxed);
         st.dumps.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        Armed { settings, armed: Vec::new(), next_number: 1, thread: None, closing: false }
+        Armed {
+            settings,
+            armed: Vec::new(),
+            next_number: 1,
+            thread: None,
+            closing: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            buffer: BufPtr(buffer),
+        }
     }
 
     /// Arms `trigger` on `log`'s running trace (the caller checked its mode); returns its number.
@@ -480,15 +506,16 @@ impl Armed {
         MARKER.id();
         if self.thread.is_none() {
             let (ptr, window) = (LogPtr(std::ptr::from_ref(log)), self.settings.window);
+            let (stop, buffer) = (self.stop.clone(), self.buffer);
             let handle = crate::record::internal_thread::Builder::new()
                 .name("phosphor-trigger".into())
                 .spawn(move || {
-                    let ptr = ptr;
+                    let (ptr, buffer) = (ptr, buffer);
                     // SAFETY: see `LogPtr`.
-                    dump_thread(unsafe { &*ptr.0 }, &dir, window)
+                    dump_thread(unsafe { &*ptr.0 }, &dir, window, &stop, buffer)
                 })
                 .map_err(|e| Error::new(ErrorKind::Trigger(format!("spawning the dump thread: {e}"))))?;
-            self.thread = Some(handle);
+            self.thread = Some(DumpThread { handle, stop: self.stop.clone() });
         }
         let number = self.next_number;
         let k = take_slot(log, number, &trigger)?;
@@ -511,13 +538,13 @@ impl Armed {
     }
 
     /// The dump thread, for [`finish_thread`] (after a failed start).
-    pub(crate) fn take_thread(&mut self) -> Option<std::thread::JoinHandle<()>> {
+    pub(crate) fn take_thread(&mut self) -> Option<DumpThread> {
         self.thread.take()
     }
 
     /// `stop` begins: no dump thread may start from now on; the running one, for
     /// [`finish_thread`].
-    pub(crate) fn close(&mut self) -> Option<std::thread::JoinHandle<()>> {
+    pub(crate) fn close(&mut self) -> Option<DumpThread> {
         self.closing = true;
         self.thread.take()
     }
@@ -531,14 +558,14 @@ impl Armed {
 }
 
 /// Ends a trace's dump thread: it dumps a pending window first. Without the control lock.
-pub(crate) fn finish_thread(log: &TraceLog, thread: std::thread::JoinHandle<()>) {
+pub(crate) fn finish_thread(log: &TraceLog, thread: DumpThread) {
     let st = state(log);
     // Release: pairs with the dump thread's Acquire load (see `dump_thread`); the bump's Release
     // then wakes it.
-    st.stop.store(true, Ordering::Release);
+    thread.stop.store(true, Ordering::Release);
     st.gate.bump();
     st.wake();
-    let _ = thread.join();
+    let _ = thread.handle.join();
 }
 
 /// The figures of `log`'s triggers (nothing armed: the trace stopped).
@@ -559,7 +586,7 @@ pub(crate) fn status_of(log: &TraceLog) -> TriggerStatus {
 }
 
 /// The dump thread of one trace: waits for a window, waits it out, dumps.
-fn dump_thread(log: &TraceLog, dir: &Path, window: PostWindow) {
+fn dump_thread(log: &TraceLog, dir: &Path, window: PostWindow, stop: &AtomicBool, buffer: BufPtr) {
     let st = state(log);
     let mut n = 0u64;
     loop {
@@ -568,7 +595,7 @@ fn dump_thread(log: &TraceLog, dir: &Path, window: PostWindow) {
         // visible to a `pending` read after this load. The read above may predate it: a stop is
         // acted on only after a second look (loom model 13 found a window lost without it). The
         // stop is read after `seen`, so a stop set later changes the wake word we sleep on.
-        let stopping = st.stop.load(Ordering::Acquire);
+        let stopping = stop.load(Ordering::Acquire);
         if pending == 0 {
             if stopping {
                 if st.gate.observe().1 != 0 {
@@ -579,7 +606,7 @@ fn dump_thread(log: &TraceLog, dir: &Path, window: PostWindow) {
             futex_wait(st.gate.wake_word(), seen, Duration::from_secs(1));
             continue;
         }
-        wait_window(log, st, window);
+        wait_window(st, window, stop, buffer);
         // Firings from here on open the next window; theirs may also be in this copy.
         st.gate.close_window();
         n += 1;
@@ -619,19 +646,19 @@ fn save(trace: crate::Trace, path: &Path) -> Result<(), String> {
 }
 
 /// Waits out the post-trigger window, or until the trace stops.
-fn wait_window(log: &TraceLog, st: &LogState, window: PostWindow) {
+fn wait_window(st: &LogState, window: PostWindow, stop: &AtomicBool, buffer: BufPtr) {
     let begin = Instant::now();
-    let base = live_events(log);
+    let base = live_events(buffer);
     loop {
         let (seen, _) = st.gate.observe();
         // Relaxed: the stop only cuts the window short; `dump_thread` reads it again.
-        if st.stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) {
             return;
         }
         let (done, left) = match window {
             PostWindow::Time(d) => (begin.elapsed() >= d, d.saturating_sub(begin.elapsed())),
             PostWindow::Events(k) => (
-                live_events(log).saturating_sub(base) >= k || begin.elapsed() >= PostWindow::MAX_WAIT,
+                live_events(buffer).saturating_sub(base) >= k || begin.elapsed() >= PostWindow::MAX_WAIT,
                 // Polled: the writers tell nobody about their events.
                 Duration::from_millis(1),
             ),
@@ -643,11 +670,10 @@ fn wait_window(log: &TraceLog, st: &LogState, window: PostWindow) {
     }
 }
 
-/// The events `log`'s running buffer has taken so far.
-fn live_events(log: &TraceLog) -> u64 {
-    // Acquire: pairs with `start`'s Release store of the buffer. The buffer outlives this thread:
-    // `stop` joins it before unpublishing and freeing the buffer.
-    let buf = log.core().buffer.load(Ordering::Acquire);
-    // SAFETY: as above; null only if no trace runs, which this thread does not outlive.
-    unsafe { buf.as_ref() }.map_or(0, |b| b.live_events())
+/// The events this dump thread's trace's buffer has taken so far.
+fn live_events(buffer: BufPtr) -> u64 {
+    // SAFETY: the trace's own buffer (never the log's current pointer, which a later trace may
+    // have replaced), alive for as long as this thread runs: see `BufPtr`. The thread was spawned
+    // after `start` initialised it, which orders its construction before this read.
+    unsafe { &*buffer.0 }.live_events()
 }

@@ -26,7 +26,7 @@ const LAYERS: &[&str] = &[
 ];
 
 /// Top-level modules outside the layers: test-only code, which may use any of them.
-const TEST_ONLY: &[&str] = &["loom_pool", "loom_tests"];
+const TEST_ONLY: &[&str] = &["loom_pool", "loom_stop", "loom_tests"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

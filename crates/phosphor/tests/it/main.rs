@@ -36,6 +36,8 @@ mod reentrancy;
 mod smoke;
 mod snapshot;
 mod soak;
+#[cfg(target_os = "linux")]
+mod stop_race;
 mod stream;
 mod support;
 #[cfg(target_os = "linux")]

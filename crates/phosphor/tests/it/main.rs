@@ -33,6 +33,7 @@ mod smoke;
 mod snapshot;
 mod soak;
 mod stream;
+mod stream_close;
 mod support;
 #[cfg(target_os = "linux")]
 mod system;

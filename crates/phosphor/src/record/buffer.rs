@@ -251,16 +251,6 @@ impl TraceChunk {
         Some(r)
     }
 
-    /// Copies the committed records into `out` as [`read_pinned`](Self::read_pinned) shows them
-    /// (at most `out.len()`); for the crash dump, which has static scratch space.
-    pub(crate) fn copy_pinned(&self, out: &mut [Record]) -> Option<Copied> {
-        self.read_pinned(|records, mut c| {
-            c.records = records.len().min(out.len());
-            out[..c.records].copy_from_slice(&records[..c.records]);
-            c
-        })
-    }
-
     /// The first `n` records, which must be committed and not written while the slice lives.
     ///
     /// # Safety
@@ -804,7 +794,7 @@ mod tests {
         assert!(!b.chunk(0).pin(), "FREE");
         b.chunk(0).header.state.store(CLAIMED, Ordering::Relaxed);
         assert!(!b.chunk(0).pin(), "CLAIMED: its header is being rewritten");
-        assert!(b.chunk(0).copy_pinned(&mut []).is_none());
+        assert!(b.chunk(0).pin_committed().is_none());
     }
 
     #[test]

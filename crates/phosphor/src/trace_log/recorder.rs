@@ -285,7 +285,9 @@ const CRASH_STR_MAX: usize = 1008;
 /// copied: every event is in the file or counted, once (a Ring writer that finds every chunk
 /// pinned drops its event, counted as `no_chunk`). Thread names are not written (threads show by id). A stack overflow is not
 /// dumped: the handler runs on the crashing thread's stack, so the kernel kills the process at
-/// once. Call it once a trace of `log` has started (the file's clock comes from it); only one log
+/// once. A static string of a library unloaded (`dlclose`) after the string ranges were last
+/// collected (here, or when a tool last read a static string) may fault the dump: it is then cut
+/// short. Call it once a trace of `log` has started (the file's clock comes from it); only one log
 /// per process.
 pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result<(), Error> {
     let signal_error = |m: String| Error::new(ErrorKind::Signal(m));
@@ -441,11 +443,14 @@ fn crash_string(addr: u64, len: usize, buf: &mut [u8; CRASH_STR_MAX]) -> &[u8] {
         return &[];
     }
     if crate::output::addr::is_known(addr, len) {
-        // SAFETY: `addr..addr + len` lies in a read-only segment of a loaded object or in the
-        // interner's arena (a static), so it is mapped and reading it cannot fault. A word the
-        // recorder wrote points at bytes published before its record (the chunks are pinned, so
-        // no record is torn); a word the program's own stray writes corrupted may point at arena
-        // bytes being written now, read as racily as the records themselves.
+        // SAFETY: `addr..addr + len` lies in the interner's arena (a static, mapped for good) or
+        // in a read-only segment of an object that was loaded when the ranges were last collected
+        // (by `dump_on_crash`, or by a tool since: `addr::collect`). A handler cannot ask the
+        // loader whether that object was unloaded since; if it was, the read may fault, and that
+        // fault of the dump's own thread passes on at once (`on_crash`): the dump is cut short,
+        // nothing waits. A word the recorder wrote points at bytes published before its record
+        // (the chunks are pinned, so no record is torn); a word the program's own stray writes
+        // corrupted may point at arena bytes being written now, read as racily as the records.
         return unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
     }
     // Relaxed: stored before the handler was installed.

@@ -203,6 +203,11 @@ pub fn to_file(input: &Path, output: &Path) -> anyhow::Result<Drawn> {
             Err(anyhow::Error::new(source.with_path(input))
                 .context(format!("drawing {} stopped early ({shows})", input.display())))
         }
+        Err(e @ folded::Error::NothingToDraw { .. }) => Err(anyhow::Error::new(e).context(format!(
+            "{}: no flame graph ({} is empty)",
+            input.display(),
+            output.display()
+        ))),
         Err(e) => Err(anyhow::Error::new(e).context(format!("writing {}", output.display()))),
     }
 }

@@ -279,6 +279,7 @@ fn print<R: Read>(
                 ("reentrant", d.reentrant),
                 ("thread_exited", d.thread_exited),
                 ("overwritten", d.overwritten),
+                ("unwound", d.unwound),
             ];
             if d.other > 0 {
                 reasons.push(("other (reasons newer than this reader)", d.other));

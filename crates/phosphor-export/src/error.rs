@@ -49,9 +49,20 @@ pub enum Error {
         #[source]
         source: file::Error,
     },
-    /// Writing the output failed (or, for a flame graph, there was nothing to draw).
+    /// Writing the output failed.
     #[error("writing the export failed")]
     Write(#[source] io::Error),
+    /// A flame graph had nothing to draw: the trace, read whole, has no slice with a duration (a
+    /// closed scope, a complete event, or a begin with its end). Nothing was written.
+    #[error(
+        "nothing to draw: none of its {} events is a closed slice (a scope, a complete event, or a \
+         begin with its end), whose self time a flame graph shows",
+        exported.events
+    )]
+    NothingToDraw {
+        /// What was read.
+        exported: ExportSummary,
+    },
 }
 
 impl Error {
@@ -59,7 +70,7 @@ impl Error {
     pub fn offset(&self) -> Option<u64> {
         match self {
             Error::Read { offset, .. } => Some(*offset),
-            Error::Write(_) => None,
+            Error::Write(_) | Error::NothingToDraw { .. } => None,
         }
     }
 }

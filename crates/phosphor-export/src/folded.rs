@@ -120,7 +120,8 @@ pub fn write_folded<R: Read, W: Write>(reader: Reader<R>, out: W) -> Result<Expo
 /// folded stacks of [`fold`] rendered by [`inferno`], widths in nanoseconds of self time. Runs of
 /// frames too narrow to be drawn are handed to inferno as one line each (the picture is the same).
 /// On a read error the graph of what was read is written, then [`Error::Read`] says where reading
-/// stopped. A trace without slices gives inferno's error image and [`Error::Write`].
+/// stopped. A trace read whole without a slice to draw writes nothing and gives
+/// [`Error::NothingToDraw`].
 pub fn write_flamegraph<R: Read, W: Write>(
     reader: Reader<R>,
     out: W,
@@ -163,14 +164,16 @@ pub fn write_flamegraph<R: Read, W: Write>(
         options.subtitle = Some(notes.join("; "));
     }
     drop(stacks);
-    let mut out = BufWriter::with_capacity(1 << 16, out);
-    let drawn = inferno::flamegraph::from_lines(&mut options, lines.lines(), &mut out);
-    if drawn.is_err() && failure.is_some() {
-        // Nothing to draw because the file is damaged before its first stack ("No stack counts
-        // found"): the read error, with the file's offset, is the one that says why.
-        return finish(summary, failure);
+    // inferno would draw an error image and say "No stack counts found", which names no file.
+    if lines.lines().all(|l| l.ends_with(" 0")) {
+        return match failure {
+            // Damaged before its first stack: the read error, with the offset, says why.
+            Some(_) => finish(summary, failure),
+            None => Err(Error::NothingToDraw { exported: summary }),
+        };
     }
-    drawn?;
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    inferno::flamegraph::from_lines(&mut options, lines.lines(), &mut out)?;
     out.flush()?;
     finish(summary, failure)
 }

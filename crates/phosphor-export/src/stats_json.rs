@@ -14,7 +14,8 @@
 //!   "events": n, "chunks": n,     read
 //!   "recorded": n | null,         from the trailer
 //!   "dropped": {"total": n, "buffer_full": n, "no_chunk": n, "contended": n, "stopping": n,
-//!               "reentrant": n, "thread_exited": n, "overwritten": n, "other": n} | null,
+//!               "reentrant": n, "thread_exited": n, "overwritten": n, "unwound": n,
+//!               "other": n} | null,
 //!   "lost_chunks": n,             gaps in the chunk sequence numbers
 //!   "saturation": {"markers": n, "dropped": n},  a streaming trace's saturation markers
 //!   "span_ns": n,

@@ -163,8 +163,8 @@ pub fn register_thread() {
 pub mod __macro_support {
     pub use crate::instrument::arg::IntoName;
     pub use crate::instrument::emit::{
-        check, check_scope, emit, emit_watched, enabled_in, At, LockGuard, NoArg, Now, ScopeGuard, Since,
-        Stamp,
+        check, check_scope, emit, emit_watched, enabled_in, At, LockGuard, NoArg, Now, Opening, ScopeGuard,
+        Since, Stamp,
     };
     pub use crate::instrument::logs::emit_log;
     pub use crate::registry::aggregate::{AggregateRef, Histogram, Sum};

@@ -53,6 +53,7 @@ impl Stats {
             reentrant: 0,
             thread_exited: 0,
             overwritten: 0,
+            unwound: 0,
             other: 0,
         },
         chunks_loaned: 0,

@@ -54,7 +54,7 @@ fn stop_and_take(log: &TraceLog) -> Trace {
 }
 
 /// A scope's recorded allocations: its name, its thread, and the counts.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Counted {
     scope: String,
     tid: u32,
@@ -383,10 +383,10 @@ fn recurse(log: &TraceLog, keep: &mut Vec<Box<[u8; 64]>>, depth: usize) {
     boxes(keep, 1);
 }
 
-/// The counts `recurse(levels)` records: its `MARKS` outer levels, innermost first (level d, 1
+/// The counts `recurse(levels)` records: its `MARKS` innermost levels, innermost first (level d, 1
 /// being the outermost, holds two boxes of its own and two of each level inside it).
 fn recursion_counts(levels: usize, tid: u32) -> Vec<Counted> {
-    (1..=MARKS as u64)
+    (levels.saturating_sub(MARKS) as u64 + 1..=levels as u64)
         .rev()
         .map(|d| {
             let boxes = 2 * (levels as u64 - d + 1);
@@ -396,7 +396,7 @@ fn recursion_counts(levels: usize, tid: u32) -> Vec<Counted> {
 }
 
 #[test]
-fn a_recursion_deeper_than_the_mark_stack_loses_its_innermost_counts_and_keeps_the_outer_ones_exact() {
+fn a_recursion_deeper_than_the_mark_stack_loses_its_outermost_counts_and_keeps_the_inner_ones_exact() {
     const EXTRA: usize = 10;
     let levels = MARKS + EXTRA;
     let log = new_log(TraceLogConfig::default());
@@ -408,14 +408,56 @@ fn a_recursion_deeper_than_the_mark_stack_loses_its_innermost_counts_and_keeps_t
     drop(keep);
     let trace = stop_and_take(&log);
     let want = recursion_counts(levels, phosphor::current_thread_id());
-    assert_eq!(counted(&trace), want, "the outer {MARKS} levels are exact");
+    assert_eq!(counted(&trace), want, "the inner {MARKS} levels are exact");
     assert_eq!(
         trace.stats().recorded,
         (levels + MARKS) as u64,
         "every slice, and the counted levels' instants"
     );
     // Other tests of this binary may add their own meanwhile.
-    assert!(after - unmatched >= EXTRA as u64, "the {EXTRA} innermost levels are counted as unmatched");
+    assert!(after - unmatched >= EXTRA as u64, "the {EXTRA} outermost levels are counted as unmatched");
+}
+
+/// An argument of a scope that panics.
+fn panicking_argument() -> u64 {
+    panic!("an argument of a counting scope")
+}
+
+#[test]
+fn marks_that_no_close_takes_never_keep_later_counting_scopes_from_their_counts() {
+    let moved = Point::new("alloc", "moved_away", PointKind::Interval).unwrap();
+    let log = new_log(TraceLogConfig::default());
+    log.start(counting(BufferMode::Fixed, 1 << 20)).unwrap();
+    // More than the stack holds of each way a mark can be left behind, with no scope around them.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    for _ in 0..MARKS + 1 {
+        let r = std::panic::catch_unwind(|| {
+            trace_scope!(log: &log, "alloc", "panicking", "n" => panicking_argument());
+        });
+        assert!(r.is_err());
+    }
+    std::panic::set_hook(hook);
+    for _ in 0..MARKS + 1 {
+        let g = moved.scope_in(&log);
+        std::thread::scope(|s| {
+            s.spawn(move || drop(g));
+        });
+    }
+    for _ in 0..MARKS + 1 {
+        std::mem::forget(moved.scope_in(&log));
+    }
+    let mut keep = Vec::with_capacity(6);
+    for _ in 0..3 {
+        trace_scope!(log: &log, "alloc", "after_the_leaks");
+        boxes(&mut keep, 2);
+    }
+    drop(keep);
+    let trace = stop_and_take(&log);
+    let tid = phosphor::current_thread_id();
+    let after = Counted { scope: "after_the_leaks".into(), tid, allocs: 2, bytes: 128 };
+    let got: Vec<_> = counted(&trace).into_iter().filter(|c| c.scope == "after_the_leaks").collect();
+    assert_eq!(got, [after.clone(), after.clone(), after]);
 }
 
 #[test]

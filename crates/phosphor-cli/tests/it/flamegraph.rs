@@ -141,3 +141,29 @@ fn stacks_deeper_than_the_cap_fold_under_a_marker_frame_and_stderr_says_how_many
     let svg = std::fs::read_to_string(svg).unwrap();
     assert!(svg.contains("744 slices nested deeper than 256 are drawn by name under [deeper than 256]"));
 }
+
+#[test]
+fn flamegraph_of_a_trace_without_a_closed_slice_says_so_and_names_the_input() {
+    use phosphor::{trace_begin, trace_instant, BufferMode, TraceConfig, TraceLog, TraceLogConfig};
+    let dir = scratch("flamegraph-no-slice-files");
+    let (input, svg) = (dir.join("instants.phos"), dir.join("out.svg"));
+    let log = TraceLog::new(TraceLogConfig::default()).unwrap();
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
+    trace_instant!(log: &log, "app", "tick");
+    trace_begin!(log: &log, "app", "never_ended");
+    log.stop();
+    log.take_trace().unwrap().save(&input).unwrap();
+    let out = phosphor(
+        "flamegraph-no-slice",
+        &["flamegraph", input.to_str().unwrap(), "-o", svg.to_str().unwrap()],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(input.to_str().unwrap()), "names the input: {err}");
+    assert!(
+        err.contains("nothing to draw") && err.contains("none of its 2 events is a closed slice"),
+        "{err}"
+    );
+    assert!(!err.contains("writing the export failed") && !err.contains("No stack counts"), "{err}");
+    assert_eq!(std::fs::metadata(&svg).unwrap().len(), 0, "nothing was drawn");
+}

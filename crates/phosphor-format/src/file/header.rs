@@ -18,7 +18,7 @@ pub const FORMAT_MAJOR: u16 = 1;
 
 /// The minor format version this crate writes. Minor versions only add what older readers can
 /// skip (new non-critical block kinds, fields appended to a body).
-pub const FORMAT_MINOR: u16 = 7;
+pub const FORMAT_MINOR: u16 = 8;
 
 /// Bytes of the preamble: magic, major, minor, reserved.
 pub const PREAMBLE_BYTES: usize = 16;
@@ -197,6 +197,10 @@ pub struct DropCounts {
     pub thread_exited: u64,
     /// Overwritten by a Ring buffer.
     pub overwritten: u64,
+    /// Lost while its records were being written: the writing unwound (a panic inside the
+    /// recorder's critical section), so the event was neither committed nor kept (1.8; 0 in older
+    /// files).
+    pub unwound: u64,
     /// The sum of reasons this reader does not know (written by a later minor version).
     pub other: u64,
 }
@@ -208,7 +212,7 @@ impl DropCounts {
     }
 
     /// `(name, count)` for every reason in a fixed order, `other` last.
-    pub fn by_reason(&self) -> [(&'static str, u64); 8] {
+    pub fn by_reason(&self) -> [(&'static str, u64); 9] {
         [
             ("buffer_full", self.buffer_full),
             ("no_chunk", self.no_chunk),
@@ -217,6 +221,7 @@ impl DropCounts {
             ("reentrant", self.reentrant),
             ("thread_exited", self.thread_exited),
             ("overwritten", self.overwritten),
+            ("unwound", self.unwound),
             ("other", self.other),
         ]
     }
@@ -240,11 +245,12 @@ impl DropCounts {
             reentrant: f(self.reentrant, o.reentrant),
             thread_exited: f(self.thread_exited, o.thread_exited),
             overwritten: f(self.overwritten, o.overwritten),
+            unwound: f(self.unwound, o.unwound),
             other: f(self.other, o.other),
         }
     }
 
-    fn as_array(&self) -> [u64; 7] {
+    fn as_array(&self) -> [u64; 8] {
         [
             self.buffer_full,
             self.no_chunk,
@@ -253,6 +259,7 @@ impl DropCounts {
             self.reentrant,
             self.thread_exited,
             self.overwritten,
+            self.unwound,
         ]
     }
 }
@@ -326,7 +333,7 @@ impl Trailer {
         let flags = b.u64()?;
         let n = b.u32()? as usize;
         b.u32()?;
-        let mut known = [0u64; 7];
+        let mut known = [0u64; 8];
         let mut other = 0u64;
         for i in 0..n {
             let v = b.u64()?;
@@ -335,7 +342,9 @@ impl Trailer {
                 None => other = other.saturating_add(v),
             }
         }
-        let [buffer_full, no_chunk, contended, stopping, reentrant, thread_exited, overwritten] = known;
+        // 1.8 added `unwound`, the eighth; an older trailer has seven, and reads it as 0.
+        let [buffer_full, no_chunk, contended, stopping, reentrant, thread_exited, overwritten, unwound] =
+            known;
         // 1.4 appended the saturation markers; an older trailer ends before them.
         let saturation_markers = if b.remaining() >= 8 { b.u64()? } else { 0 };
         Ok(Trailer {
@@ -348,6 +357,7 @@ impl Trailer {
                 reentrant,
                 thread_exited,
                 overwritten,
+                unwound,
                 other,
             },
             chunks_loaned,

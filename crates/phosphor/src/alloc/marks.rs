@@ -2,8 +2,8 @@
 //! opened, so that its guard carries nothing more than an uncounted scope's.
 //!
 //! A scope whose trace counts allocations opens out of line (its callsite is armed) and pushes a
-//! mark, {callsite id, allocations, bytes}, onto this thread's stack: a fixed array of [`MARKS`]
-//! entries and a depth, in a `const`-initialised thread local without `Drop` (no lazy
+//! mark, {callsite id, allocations, bytes}, onto this thread's stack: a ring of [`MARKS`] entries,
+//! a top and a length, in a `const`-initialised thread local without `Drop` (no lazy
 //! initialisation, no destructor, no allocation). Its close, out of line too, pops the mark of its
 //! callsite and records the difference.
 //!
@@ -15,14 +15,19 @@
 //! and closed there). A close that finds no mark records no `phosphor/scope_alloc` and counts in
 //! [`unmatched_scopes`]:
 //!
-//! * the scope opened more than [`MARKS`] deep: the depth goes on counting past the array, so a
-//!   close while it is past the end is one of those scopes (a recursion deeper than the stack
-//!   loses its innermost scopes' counts, and its outer ones stay exact);
+//! * its mark was pushed out: a push onto a full stack overwrites the oldest mark. That is how the
+//!   stack recovers from marks no close will ever take (guards forgotten or moved away, with no
+//!   counting scope around them to discard them): they are the oldest, and go first. A recursion
+//!   deeper than [`MARKS`] loses its outermost scopes' counts this way, and its inner ones stay
+//!   exact;
 //! * its guard was moved in from another thread, whose counts are not this thread's;
 //! * it opened before the trace that closes it started counting: each start of a counting trace
 //!   begins a new *period* of its log's slot, and a mark of an earlier period is stale (a push
 //!   also discards the stale marks on top of the stack, such as those of scopes that closed after
 //!   their trace stopped).
+//!
+//! A scope whose argument panics pushed its mark (the check comes before the arguments) but never
+//! gets a guard: the macro's unwinding path takes the mark back ([`discard_mark`]).
 //!
 //! The counts are the thread's: a scope held across an `.await` counts what its thread allocated
 //! meanwhile, whichever task did, and if the task resumes on another thread its scope is unmatched.
@@ -56,18 +61,35 @@ impl Mark {
     }
 }
 
-/// One thread's stack. `const`-initialised and free of `Drop`, as the thread's counters are.
+/// One thread's stack, a ring: the marks are `marks[(top - len) % MARKS..top % MARKS]`, oldest
+/// first. `const`-initialised and free of `Drop`, as the thread's counters are.
 struct Stack {
     marks: [Cell<Mark>; MARKS],
-    /// Open counting scopes, including those past the array's end.
-    depth: Cell<usize>,
+    /// One past the newest mark, as a count of pushes minus pops (wrapping; used modulo `MARKS`).
+    top: Cell<usize>,
+    /// Marks held, at most `MARKS`.
+    len: Cell<usize>,
+}
+
+impl Stack {
+    /// The mark `k` places below the top (0: the newest); `k < len`.
+    fn below_top(&self, k: usize) -> Mark {
+        self.marks[self.top.get().wrapping_sub(1 + k) % MARKS].get()
+    }
+
+    /// Removes the `n` newest marks.
+    fn drop_top(&self, n: usize) {
+        self.top.set(self.top.get().wrapping_sub(n));
+        self.len.set(self.len.get() - n);
+    }
 }
 
 thread_local! {
     static STACK: Stack = const {
         Stack {
             marks: [const { Cell::new(Mark { id: 0, slot: 0, period: 0, allocs: 0, bytes: 0 }) }; MARKS],
-            depth: Cell::new(0),
+            top: Cell::new(0),
+            len: Cell::new(0),
         }
     };
 }
@@ -96,14 +118,16 @@ static PERIODS: [AtomicU32; LOGS] = [const { AtomicU32::new(0) }; LOGS];
 static UNMATCHED: AtomicU64 = AtomicU64::new(0);
 
 /// How many counting scopes closed without finding the mark of their open, so recorded no
-/// `phosphor/scope_alloc` (docs/ALLOC.md): opened more than [`MARKS`] deep on their thread, closed
-/// on another thread than the one that opened them, or opened before their log's trace started
-/// counting. Process-wide, since the process started.
+/// `phosphor/scope_alloc` (docs/ALLOC.md): their mark was pushed out by [`MARKS`] newer ones (a
+/// deeper recursion's outer scopes), they closed on another thread than the one that opened them,
+/// or they opened before their log's trace started counting. Process-wide, since the process
+/// started.
 ///
 /// Each thread keeps its counting scopes' opening counts in a stack of [`MARKS`] entries rather
 /// than in their guards, so that a scope no counting trace takes costs nothing. A close takes the
 /// mark of its callsite nearest the top and discards those above it (guards forgotten, or moved
-/// to another thread), so the scopes around a lost one stay exact. In async code the counts are
+/// to another thread), so the scopes around a lost one stay exact; a push onto a full stack
+/// overwrites the oldest mark, so marks that no close takes never block the newer scopes. In async code the counts are
 /// the thread's, not the task's: a scope held across an `.await` counts what its thread allocated
 /// meanwhile, and is unmatched if the task resumes on another thread.
 pub fn unmatched_scopes() -> u64 {
@@ -121,22 +145,20 @@ pub(crate) fn new_counting_period(slot: u32) {
 }
 
 /// A counting scope of callsite `id`, in the log of slot `slot`, opens on this thread: pushes the
-/// thread's counts.
+/// thread's counts (over the oldest mark, if the stack is full).
 pub(crate) fn push_mark(slot: u32, id: u32) {
     let (allocs, bytes) = super::thread_allocations();
     // Relaxed: see `new_counting_period`.
     let period = PERIODS[slot as usize % LOGS].load(Ordering::Relaxed);
     STACK.with(|s| {
-        let mut depth = s.depth.get();
         // Marks of traces that stopped meanwhile would only take room.
-        while depth > 0 && depth <= MARKS && !s.marks[depth - 1].get().current() {
-            depth -= 1;
+        while s.len.get() > 0 && !s.below_top(0).current() {
+            s.drop_top(1);
         }
-        if let Some(m) = s.marks.get(depth) {
-            m.set(Mark { id, slot, period, allocs, bytes });
-        }
-        // Past the end only the depth is kept: those scopes' closes are unmatched.
-        s.depth.set(depth.saturating_add(1));
+        let top = s.top.get();
+        s.marks[top % MARKS].set(Mark { id, slot, period, allocs, bytes });
+        s.top.set(top.wrapping_add(1));
+        s.len.set((s.len.get() + 1).min(MARKS));
     });
 }
 
@@ -145,18 +167,13 @@ pub(crate) fn push_mark(slot: u32, id: u32) {
 /// none.
 pub(crate) fn pop_mark(slot: u32, id: u32) -> Option<(u64, u64)> {
     let found = STACK.with(|s| {
-        let depth = s.depth.get();
-        if depth > MARKS {
-            // The closing scope is one of those past the end (the top one, if scopes nest).
-            s.depth.set(depth - 1);
-            return None;
-        }
-        let i = s.marks[..depth].iter().rposition(|m| {
-            let m = m.get();
+        let k = (0..s.len.get()).find(|&k| {
+            let m = s.below_top(k);
             m.id == id && m.slot == slot
         })?;
-        s.depth.set(i);
-        Some(s.marks[i].get()).filter(Mark::current)
+        let mark = s.below_top(k);
+        s.drop_top(k + 1);
+        Some(mark).filter(Mark::current)
     });
     match found {
         Some(mark) => {
@@ -169,6 +186,21 @@ pub(crate) fn pop_mark(slot: u32, id: u32) -> Option<(u64, u64)> {
             None
         }
     }
+}
+
+/// A counting scope of callsite `id`, in the log of slot `slot`, that pushed its mark on this
+/// thread will never close: an argument of its macro panicked before its guard existed. Takes the
+/// mark back if it is on top (nothing else was pushed since). No event was emitted, so nothing is
+/// counted.
+pub(crate) fn discard_mark(slot: u32, id: u32) {
+    STACK.with(|s| {
+        if s.len.get() > 0 {
+            let m = s.below_top(0);
+            if m.id == id && m.slot == slot {
+                s.drop_top(1);
+            }
+        }
+    });
 }
 
 #[cfg(test)]
@@ -194,7 +226,7 @@ mod tests {
             assert_eq!(pop_mark(0, 8), Some((1, 5)));
             count_thread(1);
             assert_eq!(pop_mark(0, 7), Some((3, 16)));
-            assert_eq!(STACK.with(|s| s.depth.get()), 0);
+            assert_eq!(STACK.with(|s| s.len.get()), 0);
         });
     }
 
@@ -206,7 +238,7 @@ mod tests {
             push_mark(0, 3); // forgotten too
             count_thread(4);
             assert_eq!(pop_mark(0, 1), Some((1, 4)));
-            assert_eq!(STACK.with(|s| s.depth.get()), 0);
+            assert_eq!(STACK.with(|s| s.len.get()), 0);
         });
     }
 
@@ -222,21 +254,49 @@ mod tests {
     }
 
     #[test]
-    fn scopes_past_the_end_are_unmatched_and_the_ones_below_exact() {
+    fn a_push_onto_a_full_stack_overwrites_the_oldest_mark_and_the_newer_ones_stay_exact() {
         on_thread(|| {
             let extra = 5;
             for _ in 0..MARKS + extra {
                 push_mark(0, 9);
                 count_thread(1);
             }
+            for k in 1..=MARKS as u64 {
+                assert_eq!(pop_mark(0, 9), Some((k, k)), "{k} from the top");
+            }
             for _ in 0..extra {
-                assert_eq!(pop_mark(0, 9), None);
+                assert_eq!(pop_mark(0, 9), None, "pushed out");
             }
-            for k in (1..=MARKS as u64).rev() {
-                let n = (MARKS + extra) as u64 - k + 1;
-                assert_eq!(pop_mark(0, 9), Some((n, n)), "depth {k}");
+            assert_eq!(STACK.with(|s| s.len.get()), 0);
+        });
+    }
+
+    #[test]
+    fn marks_no_close_takes_are_pushed_out_by_new_ones() {
+        on_thread(|| {
+            // Guards forgotten or moved away, with no scope around them.
+            for id in 100..100 + 2 * MARKS as u32 {
+                push_mark(0, id);
             }
-            assert_eq!(STACK.with(|s| s.depth.get()), 0);
+            for id in 1..=3 {
+                push_mark(0, id);
+                count_thread(2);
+                assert_eq!(pop_mark(0, id), Some((1, 2)));
+            }
+        });
+    }
+
+    #[test]
+    fn an_abandoned_open_takes_its_own_mark_back_and_nothing_else() {
+        on_thread(|| {
+            push_mark(0, 1);
+            push_mark(0, 2);
+            discard_mark(0, 3);
+            discard_mark(1, 2);
+            assert_eq!(STACK.with(|s| s.len.get()), 2, "not on top: left");
+            discard_mark(0, 2);
+            assert_eq!(STACK.with(|s| s.len.get()), 1);
+            assert_eq!(pop_mark(0, 1), Some((0, 0)));
         });
     }
 
@@ -250,7 +310,7 @@ mod tests {
             push_mark(5, 3);
             new_counting_period(5);
             push_mark(5, 4); // discards the stale mark of 3 below it
-            assert_eq!(STACK.with(|s| s.depth.get()), 2);
+            assert_eq!(STACK.with(|s| s.len.get()), 2);
             assert_eq!(pop_mark(5, 4), Some((0, 0)));
             assert_eq!(pop_mark(0, 1), Some((0, 0)), "another slot's period did not move");
         });

@@ -40,7 +40,7 @@ mod totals;
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 
-pub(crate) use marks::{count_scope_alloc_event, new_counting_period, pop_mark, push_mark};
+pub(crate) use marks::{count_scope_alloc_event, discard_mark, new_counting_period, pop_mark, push_mark};
 pub use marks::{scope_alloc_events, unmatched_scopes, MARKS};
 pub use totals::{heap_totals, installed, unslotted_threads, SLOTS};
 

@@ -370,6 +370,44 @@ pub(crate) fn emit_multi<S: Stamp>(
     log.write_event(1 + cont as u32, crate::record::tenant::Identified(id, fill));
 }
 
+/// A scope between its check and its guard, while its macro evaluates its arguments. If one of
+/// them panics there is no guard to pop the mark that the check pushed (when its trace counts
+/// allocations), so this takes it back as the panic unwinds. Its normal path is
+/// [`guard`](Opening::guard), which forgets it: it costs nothing unless an argument unwinds.
+#[derive(Debug)]
+pub struct Opening<'a> {
+    log: &'a TraceLog,
+    cs: &'static Callsite,
+    on: bool,
+}
+
+impl<'a> Opening<'a> {
+    /// After [`check_scope`] of `cs` in `log` said `on`.
+    #[inline(always)]
+    pub fn new(log: &'a TraceLog, cs: &'static Callsite, on: bool) -> Self {
+        Opening { log, cs, on }
+    }
+
+    /// The scope's guard, with its arguments evaluated (`None` when it is off).
+    #[inline(always)]
+    pub fn guard<A: Arg, B: Arg>(self, args: Option<(A, B)>) -> ScopeGuard<'a, A, B> {
+        let (log, cs) = (self.log, self.cs);
+        std::mem::forget(self);
+        ScopeGuard::new(log, cs, args)
+    }
+}
+
+impl Drop for Opening<'_> {
+    #[cold]
+    #[inline(never)]
+    fn drop(&mut self) {
+        let state = self.cs.state();
+        if self.on && callsite::armed(state) && callsite::counts_allocations(self.log.slot()) {
+            crate::alloc::discard_mark(self.log.slot(), callsite::id_of(state));
+        }
+    }
+}
+
 /// The guard of `trace_scope!`: records a complete event when dropped (and, when its trace counts
 /// allocations, the scope's `phosphor/scope_alloc` instant after it).
 #[must_use = "a scope guard records its event when dropped; bind it to a variable"]

@@ -136,9 +136,11 @@ macro_rules! __phosphor_emit {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __phosphor_scope_open {
-    ($log:ident, $cs:ident, $cat:expr, $name:expr, $on:ident, $args:expr) => {
-        $crate::__macro_support::ScopeGuard::new($log, &$cs, if $on { Some($args) } else { None })
-    };
+    ($log:ident, $cs:ident, $cat:expr, $name:expr, $on:ident, $args:expr) => {{
+        // Until the guard exists, an argument that panics takes the scope's mark back.
+        let __phosphor_opening = $crate::__macro_support::Opening::new($log, &$cs, $on);
+        __phosphor_opening.guard(if $on { Some($args) } else { None })
+    }};
 }
 
 /// Internal: the guard of a scope, whose USDT probe fires when the scope opens.
@@ -148,13 +150,15 @@ macro_rules! __phosphor_scope_open {
 macro_rules! __phosphor_scope_open {
     ($log:ident, $cs:ident, $cat:expr, $name:expr, $on:ident, $args:expr) => {{
         $crate::__macro_support::usdt::__sdt_local_semaphore!(__PHOSPHOR_USDT);
+        // Until the guard exists, an argument that panics takes the scope's mark back.
+        let __phosphor_opening = $crate::__macro_support::Opening::new($log, &$cs, $on);
         let __phosphor_tool = __PHOSPHOR_USDT.is_enabled();
         let __phosphor_args = if $on || __phosphor_tool { Some($args) } else { None };
         if let (true, Some((__phosphor_a0, __phosphor_a1))) = (__phosphor_tool, &__phosphor_args) {
             $crate::__macro_support::usdt::__sdt_str_probe!(@semaphore __PHOSPHOR_USDT, phosphor, $cat, $name,
                 $crate::Arg::usdt(__phosphor_a0), $crate::Arg::usdt(__phosphor_a1));
         }
-        $crate::__macro_support::ScopeGuard::new($log, &$cs, if $on { __phosphor_args } else { None })
+        __phosphor_opening.guard(if $on { __phosphor_args } else { None })
     }};
 }
 

@@ -6,9 +6,14 @@
 //! reading through that would fault. So a word is read in place only inside a *known range*:
 //!
 //! * the readable, non-writable `PT_LOAD` segments of every object loaded when the ranges were
-//!   collected (the program and its shared libraries: string literals live there), found once with
+//!   collected (the program and its shared libraries: string literals live there), found with
 //!   `dl_iterate_phdr`, outside any signal handler, and kept in static storage that a handler reads
-//!   without a lock;
+//!   without a lock. They are collected again whenever the loader's counters of objects added and
+//!   removed (`dlpi_adds`, `dlpi_subs`) have moved since: [`collect`] checks them (one
+//!   `dl_iterate_phdr` step, about 10 ns) and the tools call it before each in-place read. A
+//!   library unloaded since the last check still has its range here; a signal handler cannot
+//!   check (the loader's lock), so the crash dump may read an unloaded library's range: then it
+//!   faults, and the dump is cut short there (see `dump_on_crash`);
 //! * the interner's arena, up to the bytes it has handed out (a static, never freed).
 //!
 //! A word outside them is not necessarily bad (a string leaked on the heap is a `&'static str`
@@ -33,25 +38,90 @@ const MAX_RANGES: usize = 256;
 /// The known segments, `[start, end)` each, sorted by start; the first `COUNT` are valid.
 static RANGES: [[AtomicUsize; 2]; MAX_RANGES] =
     [const { [AtomicUsize::new(0), AtomicUsize::new(0)] }; MAX_RANGES];
-/// How many of `RANGES` are filled; stored with Release once they are.
+/// How many of `RANGES` are filled.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// A sequence lock around `RANGES` and `COUNT` (Boehm, "Can seqlocks get along with programming
+/// language memory models?", 2012): odd while [`collect`] rewrites them. A reader that sees it odd
+/// or changed across its reads takes the address as unknown (the kernel then copies the bytes).
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+/// Serialises the writers, and holds the loader's counters `(dlpi_adds, dlpi_subs)` the ranges
+/// were collected at (`None`: never collected).
+#[cfg(target_os = "linux")]
+static COLLECTED: Mutex<Option<(u64, u64)>> = Mutex::new(None);
+/// `COLLECTED`'s counters for the check without the lock: `dlpi_adds + 1` (0: never collected),
+/// then `dlpi_subs`.
+#[cfg(target_os = "linux")]
+static SEEN: [std::sync::atomic::AtomicU64; 2] = [const { std::sync::atomic::AtomicU64::new(0) }; 2];
+#[cfg(not(target_os = "linux"))]
 static COLLECT: std::sync::Once = std::sync::Once::new();
 
-/// Collects the loaded objects' read-only segments, once per process (later calls return at once).
-/// Not for a signal handler: `dl_iterate_phdr` takes the loader's lock.
+/// Collects the loaded objects' read-only segments: the first time, and again whenever an object
+/// was loaded or unloaded since (else it returns after one `dl_iterate_phdr` step). Not for a
+/// signal handler: `dl_iterate_phdr` takes the loader's lock.
+#[cfg(target_os = "linux")]
 pub(crate) fn collect() {
-    COLLECT.call_once(|| {
-        let mut found = segments();
-        found.truncate(MAX_RANGES);
-        found.sort_unstable();
-        for (slot, &(start, end)) in RANGES.iter().zip(&found) {
-            // Relaxed: published by the Release store of COUNT below.
-            slot[0].store(start, Ordering::Relaxed);
-            slot[1].store(end, Ordering::Relaxed);
-        }
-        // Release: a reader that loads the count with Acquire sees every range below it.
-        COUNT.store(found.len(), Ordering::Release);
-    });
+    let now = loader_counts().unwrap_or((0, 0));
+    // Acquire: pairs with the Release stores below, made after the rewrite. Without a lock: the
+    // tools call this before every in-place read. The counters only grow, so equal means current.
+    if SEEN[0].load(Ordering::Acquire) == now.0.wrapping_add(1) && SEEN[1].load(Ordering::Acquire) == now.1 {
+        return;
+    }
+    // Each step leaves the state consistent, so a poisoned lock is safe to keep using.
+    let mut at = COLLECTED.lock().unwrap_or_else(|p| p.into_inner());
+    if *at == Some(now) {
+        return;
+    }
+    rewrite(segments());
+    *at = Some(now);
+    // Release: a later `collect` that sees these sees the rewrite.
+    SEEN[1].store(now.1, Ordering::Release);
+    SEEN[0].store(now.0.wrapping_add(1), Ordering::Release);
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn collect() {
+    COLLECT.call_once(|| rewrite(segments()));
+}
+
+/// Replaces the known ranges with `found`, under the sequence lock.
+fn rewrite(mut found: Vec<(usize, usize)>) {
+    found.truncate(MAX_RANGES);
+    found.sort_unstable();
+    // Relaxed: only writers (serialised by the caller) change `SEQ`.
+    let seq = SEQ.load(Ordering::Relaxed);
+    // Relaxed, then a Release fence: a reader whose Relaxed loads below see any of our stores
+    // synchronises with this fence through its Acquire fence, and then reads `SEQ` odd or moved.
+    SEQ.store(seq.wrapping_add(1), Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::Release);
+    // Relaxed: covered by the fences and the Release store of `SEQ` below.
+    COUNT.store(found.len(), Ordering::Relaxed);
+    for (slot, &(start, end)) in RANGES.iter().zip(&found) {
+        slot[0].store(start, Ordering::Relaxed);
+        slot[1].store(end, Ordering::Relaxed);
+    }
+    // Release: a reader that loads this value with Acquire sees every range above.
+    SEQ.store(seq.wrapping_add(2), Ordering::Release);
+}
+
+/// The loader's counters of objects added and removed since the process started (`None` if the
+/// loader gave no object).
+#[cfg(target_os = "linux")]
+fn loader_counts() -> Option<(u64, u64)> {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> i32 {
+        // SAFETY: `dl_iterate_phdr` passes a valid `dl_phdr_info` (glibc fills both counters), and
+        // `data` is the `Option` that `loader_counts` passed, borrowed by no one else meanwhile.
+        unsafe { *data.cast::<Option<(u64, u64)>>() = Some(((*info).dlpi_adds, (*info).dlpi_subs)) };
+        1 // every object has the same counters: stop at the first
+    }
+    let mut out: Option<(u64, u64)> = None;
+    // SAFETY: `first` matches the callback's signature and writes only `out`, which outlives the
+    // call.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&mut out as *mut Option<(u64, u64)>).cast()) };
+    out
 }
 
 /// The read-only `PT_LOAD` segments of every loaded object.
@@ -103,9 +173,14 @@ pub(crate) fn is_known(addr: usize, len: usize) -> bool {
     if addr >= arena && end <= arena_end {
         return true;
     }
-    // Acquire: pairs with the Release store in `collect`, so the ranges below the count are filled.
-    let n = COUNT.load(Ordering::Acquire);
-    // Relaxed: published by the Acquire load above, and never written again.
+    // Acquire: pairs with the Release store that ended the last rewrite, so the ranges it wrote
+    // are what we read (unless another rewrite starts meanwhile: checked below).
+    let seq = SEQ.load(Ordering::Acquire);
+    if seq % 2 == 1 {
+        return false;
+    }
+    // Relaxed: ordered by the loads of `SEQ` around them.
+    let n = COUNT.load(Ordering::Relaxed).min(MAX_RANGES);
     let start_of = |i: usize| RANGES[i][0].load(Ordering::Relaxed);
     // The last range starting at or below `addr` is the only one that can hold it (the sorted
     // ranges may overlap only if the loader reports overlapping segments, which it does not).
@@ -118,7 +193,12 @@ pub(crate) fn is_known(addr: usize, len: usize) -> bool {
             hi = mid;
         }
     }
-    lo > 0 && end <= RANGES[lo - 1][1].load(Ordering::Relaxed)
+    let inside = lo > 0 && end <= RANGES[lo - 1][1].load(Ordering::Relaxed);
+    // Acquire fence: if any load above saw a rewrite's store, it synchronises with that rewrite's
+    // Release fence, and `SEQ` below reads odd or moved.
+    std::sync::atomic::fence(Ordering::Acquire);
+    // Relaxed: ordered by the fence.
+    inside && SEQ.load(Ordering::Relaxed) == seq
 }
 
 /// Copies `out.len()` bytes at `addr` into `out` through the pipe `fds` (both ends non-blocking,
@@ -210,11 +290,13 @@ pub(crate) fn resolve(addr: usize, len: usize) -> Option<&'static [u8]> {
     }
     collect();
     if is_known(addr, len) {
-        // SAFETY: the range lies in a read-only segment of a loaded object, mapped for as long as
-        // the object is loaded (a string of an unloaded library is a dangling `&'static str`
-        // already), or in the interner's arena, a static: readable for the life of the process.
-        // The arena's bytes are written once, before the string they hold is published, and a
-        // word the recorder wrote points at published bytes only.
+        // SAFETY: the range lies in the interner's arena, a static readable for the life of the
+        // process (its bytes are written once, before the string they hold is published, and a
+        // word the recorder wrote points at published bytes only), or in a read-only segment of
+        // an object that was loaded when `collect` checked the loader's counters, just above. It
+        // stays mapped while the object stays loaded; a `dlclose` of it on another thread right
+        // now would unmap it, but would also leave every `&'static str` it lent dangling (the
+        // program's own included), which is the program's to prevent.
         return Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
     }
     #[cfg(target_os = "linux")]
@@ -287,5 +369,73 @@ mod tests {
         assert_eq!(resolve(0x10, 5), None);
         assert_eq!(resolve(0x10, 5), None, "remembered");
         assert_eq!(resolve(0x10, 0), Some(&[][..]), "nothing to read");
+    }
+
+    /// The start of the first read-only segment of the loaded object whose name ends with `name`.
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    fn segment_of(name: &str) -> Option<usize> {
+        unsafe extern "C" fn each(
+            info: *mut libc::dl_phdr_info,
+            _: libc::size_t,
+            data: *mut libc::c_void,
+        ) -> i32 {
+            // SAFETY: as in `segments`; `data` is the `(name, found)` pair of `segment_of`.
+            let (info, (name, found)) = unsafe { (&*info, &mut *data.cast::<(&str, Option<usize>)>()) };
+            // SAFETY: the loader's name of a loaded object is a NUL-terminated string (or null).
+            let own =
+                (!info.dlpi_name.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) });
+            if !own.is_some_and(|n| n.to_bytes().ends_with(name.as_bytes())) {
+                return 0;
+            }
+            // SAFETY: as in `segments`.
+            let headers: &[libc::Elf64_Phdr] =
+                unsafe { std::slice::from_raw_parts(info.dlpi_phdr.cast(), usize::from(info.dlpi_phnum)) };
+            *found = headers
+                .iter()
+                .find(|h| {
+                    h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0 && h.p_flags & libc::PF_W == 0
+                })
+                .map(|h| (info.dlpi_addr as usize).wrapping_add(h.p_vaddr as usize));
+            1
+        }
+        let mut data: (&str, Option<usize>) = (name, None);
+        // SAFETY: `each` matches the callback's signature; `data` outlives the call.
+        unsafe { libc::dl_iterate_phdr(Some(each), (&mut data as *mut (&str, Option<usize>)).cast()) };
+        data.1
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    fn a_library_loaded_after_the_first_collection_is_known_and_forgotten_once_unloaded() {
+        collect();
+        // A system library this process has not loaded yet.
+        let Some((name, handle)) =
+            ["libcrypt.so.1", "libresolv.so.2", "libanl.so.1", "libutil.so.1"].iter().find_map(|n| {
+                let c = std::ffi::CString::new(*n).unwrap();
+                // SAFETY: dlopen with a NUL-terminated name; RTLD_NOLOAD only asks whether it is loaded.
+                let loaded =
+                    unsafe { !libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD).is_null() };
+                let h = if loaded {
+                    std::ptr::null_mut()
+                } else {
+                    // SAFETY: as above; the handle is closed below. A system library's
+                    // initialisers are safe to run in a test process.
+                    unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) }
+                };
+                (!h.is_null()).then_some((*n, h))
+            })
+        else {
+            eprintln!("no unloaded system library to load: nothing to check");
+            return;
+        };
+        let start = segment_of(name).expect("the library just loaded");
+        collect();
+        assert!(is_known(start, 1), "{name}'s read-only segment is known once the loader's counters moved");
+        // SAFETY: the handle came from dlopen above and nothing of the library is used after.
+        assert_eq!(unsafe { libc::dlclose(handle) }, 0);
+        if segment_of(name).is_none() {
+            collect();
+            assert!(!is_known(start, 1), "{name} was unloaded: its range is no longer read in place");
+        }
     }
 }

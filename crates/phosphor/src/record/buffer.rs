@@ -552,7 +552,7 @@ mod tests {
         assert!(!b.chunk(0).pin(), "FREE");
         b.chunk(0).header.state.store(CLAIMED, Ordering::Relaxed);
         assert!(!b.chunk(0).pin(), "CLAIMED: its header is being rewritten");
-        assert!(b.chunk(0).copy_pinned(&mut []).is_none());
+        assert!(b.chunk(0).pin_committed().is_none());
     }
 
     #[test]

@@ -216,16 +216,6 @@ impl TraceChunk {
         Some(r)
     }
 
-    /// Copies the committed records into `out` as [`read_pinned`](Self::read_pinned) shows them
-    /// (at most `out.len()`); for the crash dump, which has static scratch space.
-    pub(crate) fn copy_pinned(&self, out: &mut [Record]) -> Option<Copied> {
-        self.read_pinned(|records, mut c| {
-            c.records = records.len().min(out.len());
-            out[..c.records].copy_from_slice(&records[..c.records]);
-            c
-        })
-    }
-
     /// The first `n` records, which must be committed and not written while the slice lives.
     ///
     /// # Safety

@@ -52,6 +52,8 @@ pub(crate) enum DropReason {
     Reentrant,
     /// The thread's tenant had been torn down (thread exit in progress).
     ThreadExited,
+    /// Writing the event unwound (a panic inside the critical section): nothing of it was kept.
+    Unwound,
 }
 
 /// The drop counters of a `TraceLog`. They only grow; each trace reports its growth.
@@ -63,6 +65,7 @@ pub(crate) struct DropCounters {
     pub(crate) stopping: AtomicU64,
     pub(crate) reentrant: AtomicU64,
     pub(crate) thread_exited: AtomicU64,
+    pub(crate) unwound: AtomicU64,
 }
 
 impl DropCounters {
@@ -75,6 +78,7 @@ impl DropCounters {
             DropReason::Stopping => &self.stopping,
             DropReason::Reentrant => &self.reentrant,
             DropReason::ThreadExited => &self.thread_exited,
+            DropReason::Unwound => &self.unwound,
         };
         // Relaxed: a statistic; readers want the count, not an ordering with other memory.
         c.fetch_add(1, Ordering::Relaxed);
@@ -110,6 +114,7 @@ impl LogCore {
                 stopping: A::new(0),
                 reentrant: A::new(0),
                 thread_exited: A::new(0),
+                unwound: A::new(0),
             },
             block_ns: A::new(0),
             saturation_id: std::sync::atomic::AtomicU32::new(0),
@@ -147,7 +152,8 @@ impl LogCore {
 }
 
 /// Releases a slave lock if dropped while unwinding, so a panic inside the critical section (a
-/// debug assertion, an index out of bounds) does not leave the lock held for ever. Normal returns
+/// debug assertion, an index out of bounds) does not leave the lock held for ever, and counts the
+/// event being written as dropped (`unwound`): none of its records is published. Normal returns
 /// [`disarm`](UnlockOnUnwind::disarm) it and unlock themselves.
 ///
 /// Where it is armed: around everything inside the critical section that can unwind. On the fast
@@ -156,7 +162,7 @@ impl LogCore {
 /// arming a guard around it would cost every event (the unwinding edge kept the compiler from
 /// folding the write's outcome: 3 instructions per event under callgrind). `make_room`, the
 /// out-of-line slow path inside the critical section, arms its own.
-struct UnlockOnUnwind<'a>(&'a ChunkLock);
+struct UnlockOnUnwind<'a>(&'a ChunkLock, &'a DropCounters);
 
 impl UnlockOnUnwind<'_> {
     #[inline(always)]
@@ -168,6 +174,7 @@ impl UnlockOnUnwind<'_> {
 impl Drop for UnlockOnUnwind<'_> {
     #[cold]
     fn drop(&mut self) {
+        self.1.count(DropReason::Unwound);
         self.0.slave_unlock();
     }
 }
@@ -399,7 +406,7 @@ impl Tenant {
         // See `UnlockOnUnwind` for why only a multi-record fill is guarded. `n` is a constant at
         // every callsite, so one of these two branches is all a callsite compiles to.
         if n > 1 {
-            let unwind = UnlockOnUnwind(&self.lock);
+            let unwind = UnlockOnUnwind(&self.lock, &core.drops);
             fill.fill(chunk.slot(pos as usize), self.clock);
             unwind.disarm();
         } else {
@@ -483,7 +490,7 @@ impl Tenant {
         n: u32,
         callsite: u32,
     ) -> Result<(), Outcome> {
-        let unwind = UnlockOnUnwind(&self.lock);
+        let unwind = UnlockOnUnwind(&self.lock, &core.drops);
         let room = self.make_room_locked(core, st, tid, n, callsite);
         unwind.disarm();
         room
@@ -787,6 +794,11 @@ mod tests {
             assert_eq!(t.write(&core, || 7, 1, one_record(21)), Outcome::Written);
             // Relaxed: single-threaded.
             assert_eq!(core.drops.reentrant.load(Ordering::Relaxed), 0);
+            let unwound = if shared { 2 } else { 1 };
+            // Relaxed: single-threaded.
+            assert_eq!(core.drops.load().total(), unwound, "the panicking event is counted");
+            // Relaxed: single-threaded.
+            assert_eq!(core.drops.unwound.load(Ordering::Relaxed), unwound, "as unwound");
             // SAFETY: the buffer lives until the end of the test.
             evict_all(std::slice::from_ref(&t), Some(unsafe { &*buffer }), false);
         }

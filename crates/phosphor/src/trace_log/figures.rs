@@ -22,6 +22,7 @@ impl crate::record::tenant::DropCounters {
             stopping: l(&self.stopping),
             reentrant: l(&self.reentrant),
             thread_exited: l(&self.thread_exited),
+            unwound: l(&self.unwound),
             overwritten: 0,
             other: 0,
         }

@@ -309,10 +309,17 @@ const CRASH_STR_MAX: usize = 1008;
 /// own dump passes on at once (the dump is then cut short). The writer is one per process: a
 /// child forked while its parent writes the dump does not wait for it (nor dump: its tracing
 /// stopped at the fork, and the path is the parent's). Other threads go on recording
-/// meanwhile: a chunk re-loaned while it is copied may come out torn, and is then left out or read
-/// up to the tear. Thread names are not written (threads show by id). A stack overflow is not
+/// meanwhile. Each chunk is pinned before it is copied, so what is copied is whole: the committed
+/// records of one loan, under that loan's header. A chunk that a thread is loaning again at that
+/// moment cannot be pinned and is left out (its old events count as overwritten). The pins stay
+/// until the walk has read the overwrite counters, so a Ring loan never takes a chunk the dump has
+/// copied: every event is in the file or counted, once (a Ring writer that finds every chunk
+/// pinned drops its event, counted as `no_chunk`). Thread names are not written (threads show by
+/// id). A stack overflow is not
 /// dumped: the handler runs on the crashing thread's stack, so the kernel kills the process at
-/// once. Call it once a trace of `log` has started (the file's clock comes from it); only one log
+/// once. A static string of a library unloaded (`dlclose`) after the string ranges were last
+/// collected (here, or when a tool last read a static string) may fault the dump: it is then cut
+/// short. Call it once a trace of `log` has started (the file's clock comes from it); only one log
 /// per process.
 pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result<(), Error> {
     let signal_error = |m: String| Error::new(ErrorKind::Signal(m));
@@ -478,8 +485,9 @@ fn chain(k: usize, sig: libc::c_int) {
 }
 
 /// The bytes of a static string word for the crash dump (at most [`CRASH_STR_MAX`]): read in place
-/// inside a known range, else copied by the kernel into `buf`, else the placeholder. A word of a
-/// chunk copied while a thread rewrites it can point anywhere: it is never read unchecked.
+/// inside a known range, else copied by the kernel into `buf`, else the placeholder. The crashing
+/// program may have corrupted a record (a stray write), so a word can point anywhere: it is never
+/// read unchecked.
 /// Async-signal-safe.
 fn crash_string(addr: u64, len: usize, buf: &mut [u8; CRASH_STR_MAX]) -> &[u8] {
     let len = len.min(CRASH_STR_MAX);
@@ -488,10 +496,14 @@ fn crash_string(addr: u64, len: usize, buf: &mut [u8; CRASH_STR_MAX]) -> &[u8] {
         return &[];
     }
     if crate::output::addr::is_known(addr, len) {
-        // SAFETY: `addr..addr + len` lies in a read-only segment of a loaded object or in the
-        // interner's arena (a static), so it is mapped and reading it cannot fault. A word the
-        // recorder wrote points at bytes published before its record; a word torn by a re-loan
-        // may point at arena bytes being written now, read as racily as the records themselves.
+        // SAFETY: `addr..addr + len` lies in the interner's arena (a static, mapped for good) or
+        // in a read-only segment of an object that was loaded when the ranges were last collected
+        // (by `dump_on_crash`, or by a tool since: `addr::collect`). A handler cannot ask the
+        // loader whether that object was unloaded since; if it was, the read may fault, and that
+        // fault of the dump's own thread passes on at once (`on_crash`): the dump is cut short,
+        // nothing waits. A word the recorder wrote points at bytes published before its record
+        // (the chunks are pinned, so no record is torn); a word the program's own stray writes
+        // corrupted may point at arena bytes being written now, read as racily as the records.
         return unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
     }
     // Relaxed: stored before the handler was installed.
@@ -521,6 +533,32 @@ impl RawFile {
             bytes = &bytes[n as usize..];
         }
         true
+    }
+}
+
+/// The most chunks a buffer has ([`TraceConfig::MAX_BUFFER_BYTES`](crate::TraceConfig::MAX_BUFFER_BYTES)
+/// of them).
+const MAX_CHUNKS: usize =
+    (crate::TraceConfig::MAX_BUFFER_BYTES as usize) / phosphor_format::chunk::CHUNK_BYTES;
+
+/// The chunks the crash dump's walk keeps pinned until it has read the overwrite counters, one bit
+/// each (2 MiB of zeroed static memory for the largest buffer, touched only by a dump).
+struct DumpPins(std::cell::UnsafeCell<[u64; MAX_CHUNKS.div_ceil(64)]>);
+
+// SAFETY: used only by the thread that wins `CRASH_OWNER`, once per process (as `SCRATCH`).
+unsafe impl Sync for DumpPins {}
+
+static DUMP_PINS: DumpPins = DumpPins(std::cell::UnsafeCell::new([0; MAX_CHUNKS.div_ceil(64)]));
+
+/// A test's code to run inside the crash dump's walk, after each chunk copied: it records events
+/// meanwhile, as the program's other threads may.
+#[cfg(test)]
+static WALK_HOOK: std::sync::Mutex<Option<Box<dyn FnMut() + Send>>> = std::sync::Mutex::new(None);
+
+#[cfg(test)]
+fn walk_hook() {
+    if let Some(f) = WALK_HOOK.lock().unwrap().as_mut() {
+        f();
     }
 }
 
@@ -558,8 +596,7 @@ fn write_crash_dump(setup: &CrashSetup) {
     }
     // The chunks, from the oldest loan on (Ring mode loans round-robin).
     let mut recorded = 0u64;
-    let mut dropped = setup.log.core().drops.load();
-    let (mut loaned, mut overwritten_chunks, mut total) = (0, 0, 0);
+    let (mut loaned, mut overwritten, mut overwritten_chunks, mut total) = (0, 0, 0, 0);
     let core = setup.log.core();
     // SeqCst (Acquire included: pairs with `start`'s Release, so the chunks' headers are
     // initialised): see `on_crash`'s compare-and-swap.
@@ -569,28 +606,43 @@ fn write_crash_dump(setup: &CrashSetup) {
     // never freed under us.
     if let Some(buf) = unsafe { buf.as_ref() } {
         let n = buf.chunk_count();
-        // Relaxed: statistics, read once. A chunk left out below because it could not be pinned
-        // is being loaned again: its old events are the ones this count already took (the loan
-        // counts an overwrite before it stamps the chunk), so none goes uncounted.
-        let k = &buf.counters;
-        dropped.overwritten = k.events_overwritten.load(Ordering::Relaxed);
-        loaned = k.chunks_loaned.load(Ordering::Relaxed);
-        overwritten_chunks = k.chunks_overwritten.load(Ordering::Relaxed);
         total = n as u64;
+        // SAFETY: as `SCRATCH`: only the invocation that won `CRASH_OWNER` gets here.
+        let pins = unsafe { &mut *DUMP_PINS.0.get() };
         let oldest = (0..n)
             .filter(|&i| buf.chunk(i).is_used())
             .min_by_key(|&i| buf.chunk(i).loan_stamp())
             .unwrap_or(0);
         for k in 0..n {
-            let chunk = buf.chunk((oldest + k) % n);
+            let i = (oldest + k) % n;
+            let chunk = buf.chunk(i);
             if !ok || !chunk.is_used() {
                 continue;
             }
             // Pinned while copied: the records below the committed count stay as they are, and the
             // header read is the one they belong to. A chunk that cannot be pinned (being loaned
-            // again right now, so its old events count as overwritten) is left out.
-            let Some(copied) = chunk.copy_pinned(records) else { continue };
-            let count = copied.records;
+            // again right now, so its old events count as overwritten) is left out. The pin is
+            // kept until the overwrite counters are read, below: a chunk copied here cannot be
+            // taken by a Ring loan meanwhile, so each event the walk meets is counted once, as
+            // written here or as overwritten, never both and never neither.
+            let Some(copied) = chunk.pin_committed() else { continue };
+            let kept = match pins.get_mut(i / 64) {
+                Some(word) => {
+                    *word |= 1 << (i % 64);
+                    true
+                }
+                None => false,
+            };
+            // SAFETY: pinned, and `copied.records` is a committed count that the pin acquired.
+            let prefix = unsafe { chunk.prefix(copied.records) };
+            let count = prefix.len().min(records.len());
+            records[..count].copy_from_slice(&prefix[..count]);
+            if !kept {
+                // Past the largest buffer's chunks (a bitmap of fixed size): no pin kept.
+                chunk.unpin();
+            }
+            #[cfg(test)]
+            walk_hook();
             if count == 0 {
                 continue;
             }
@@ -611,7 +663,27 @@ fn write_crash_dump(setup: &CrashSetup) {
                 ok &= f.put(&block[..w]);
             }
         }
+        // Relaxed: statistics. Read after the walk, while the chunks it copied are still pinned:
+        // every chunk a loan took from under the walk before the walk reached it is counted here
+        // (the loan adds its events before it stamps the chunk, and the pin that showed us the
+        // new stamp acquired that), and no chunk the walk copied can have been taken since.
+        let k = &buf.counters;
+        overwritten = k.events_overwritten.load(Ordering::Relaxed);
+        loaned = k.chunks_loaned.load(Ordering::Relaxed);
+        overwritten_chunks = k.chunks_overwritten.load(Ordering::Relaxed);
+        // Only the words of this buffer's chunks can have bits set.
+        for (w, word) in pins.iter_mut().take(n.div_ceil(64)).enumerate() {
+            while *word != 0 {
+                let bit = word.trailing_zeros() as usize;
+                *word &= *word - 1;
+                buf.chunk(w * 64 + bit).unpin();
+            }
+        }
     }
+    // The other reasons after the walk too, which counts the events other threads dropped while
+    // it ran (a Ring whose every chunk the walk pinned, say) with those it found written.
+    let mut dropped = core.drops.load();
+    dropped.overwritten = overwritten;
     let trailer = phosphor_format::file::Trailer {
         recorded,
         dropped,
@@ -697,5 +769,69 @@ mod tests {
             libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGFPE,
             "the signal's default action killed the child (status {status:#x})"
         );
+    }
+
+    #[test]
+    fn a_chunk_a_ring_loan_takes_during_the_crash_dumps_walk_is_counted_once() {
+        use crate::{trace_instant, BufferMode, TraceConfig, TraceLogConfig};
+        crate::output::addr::collect();
+        // Other tests may hold most of the log slots for a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let log = loop {
+            match TraceLog::new(TraceLogConfig::default()) {
+                Ok(log) => break log,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(2))
+                }
+                Err(e) => panic!("TraceLog::new failed: {e}"),
+            }
+        };
+        let log: &'static TraceLog = Box::leak(Box::new(log));
+        let chunks = 8;
+        log.start(TraceConfig::new(BufferMode::Ring, chunks * 4096)).unwrap();
+        let per_chunk = phosphor_format::chunk::CHUNK_RECORDS as u64;
+        // Twice round the ring: every chunk holds events and some were overwritten already.
+        // One callsite throughout: the dump writes the callsites registered before it.
+        let record = |i: u64| trace_instant!(log: log, "dump", "tick", "i" => i);
+        let mut emitted = 2 * chunks as u64 * per_chunk;
+        (0..emitted).for_each(record);
+        // Other threads go on recording while the walk runs: after the first chunk is copied,
+        // three chunks' worth of events, which take the next chunks the walk has not reached yet.
+        let later = 3 * per_chunk;
+        let mut once = Some(());
+        *WALK_HOOK.lock().unwrap() = Some(Box::new(move || {
+            if once.take().is_some() {
+                (0..later).for_each(record);
+            }
+        }));
+        emitted += later;
+        let path = std::env::temp_dir().join(format!("phosphor-walk-reclaimed-{}.phos", std::process::id()));
+        let header = crate::output::trace_file::process_header(log.clock_info().unwrap());
+        let setup = CrashSetup {
+            log,
+            pid: std::process::id(),
+            path: std::ffi::CString::new(path.to_str().unwrap()).unwrap(),
+            head: phosphor_format::file::raw::preamble_and_header(&header),
+        };
+        write_crash_dump(&setup);
+        *WALK_HOOK.lock().unwrap() = None;
+        let bytes = std::fs::read(&path).unwrap();
+        let mut r = phosphor_format::file::Reader::new(&bytes[..]).unwrap();
+        let mut in_file = 0;
+        while let Some(chunk) = r.next_chunk().unwrap() {
+            for e in chunk.events() {
+                e.unwrap();
+                in_file += 1;
+            }
+        }
+        let t = r.trailer().unwrap().clone();
+        assert_eq!(t.recorded, in_file);
+        assert!(t.dropped.overwritten > 0, "{t:?}");
+        assert_eq!(t.recorded + t.dropped.total(), emitted, "{t:?}");
+        // The walk's pins are gone: the ring goes on overwriting every chunk.
+        (0..2 * chunks as u64 * per_chunk).for_each(record);
+        let stats = log.stats();
+        assert_eq!(stats.dropped.no_chunk, 0, "{stats:?}");
+        log.stop();
     }
 }

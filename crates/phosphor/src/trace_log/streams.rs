@@ -19,14 +19,15 @@ impl TraceLog {
         Ok(id)
     }
 
-    /// Closes a datastream: it is finished after the batch the collector is writing, with its
-    /// trailer (the trace's figures so far); chunks queued after that do not reach it. Returns
-    /// what it wrote and lost.
+    /// Closes a datastream: it is finished with every event recorded before the call (the chunks
+    /// given back, and the committed part of those the threads still hold), and its trailer (the
+    /// trace's figures so far). Returns what it wrote and lost.
     pub fn close_stream(&self, id: crate::stream::StreamId) -> Result<crate::stream::StreamStats, Error> {
         let c = self.control();
         let col = Self::collector(&c)?;
         let stats = self.stats_locked(&c);
-        let s = col.close(id, &stats)?;
+        let held: Vec<_> = Self::tenants_chunks(&c).map(|(_, chunk)| chunk).collect();
+        let s = col.close(id, &stats, &held)?;
         self.set_block_timeout(col);
         Ok(s)
     }
@@ -67,11 +68,16 @@ impl TraceLog {
         if c.running.is_none() {
             return;
         }
-        for t in c.tenants.iter().chain(c.pool.iter()) {
+        out.extend(Self::tenants_chunks(&c).map(|(t, chunk)| (t, chunk as usize)));
+    }
+
+    /// Each tenant's (address) current chunk, where it has one.
+    fn tenants_chunks(
+        c: &Control,
+    ) -> impl Iterator<Item = (usize, *const crate::record::buffer::TraceChunk)> + '_ {
+        c.tenants.iter().chain(c.pool.iter()).filter_map(|t| {
             let chunk = t.current_chunk();
-            if !chunk.is_null() {
-                out.push((Arc::as_ptr(t) as usize, chunk as usize));
-            }
-        }
+            (!chunk.is_null()).then_some((Arc::as_ptr(t) as usize, chunk))
+        })
     }
 }

@@ -39,6 +39,7 @@ mod soak;
 #[cfg(target_os = "linux")]
 mod stop_race;
 mod stream;
+mod stream_close;
 mod support;
 #[cfg(target_os = "linux")]
 mod system;

@@ -14,7 +14,7 @@ use phosphor_format::{Record, ID_THREAD_SWITCH};
 use super::datastream::{CallsiteTable, Stream, ThreadNames};
 use super::{Backpressure, StreamConfig, StreamId, StreamStats, FLUSH_PERIOD, MAX_STREAMS};
 use crate::error::{Error, ErrorKind};
-use crate::record::buffer::TraceBuffer;
+use crate::record::buffer::{TraceBuffer, TraceChunk};
 use crate::{Stats, TraceLog};
 use phosphor_format::system::SystemBatch;
 
@@ -117,7 +117,7 @@ impl Collector {
         let w = Arc::new(Worker {
             id,
             backpressure: config.backpressure,
-            // At most one whole chunk and one piece of each chunk are queued at once.
+            // At most one whole chunk, or two pieces, of each chunk are queued at once.
             queue: crossbeam_queue::ArrayQueue::new(2 * self.shared.refs.len()),
             stream: Mutex::new(Stream::new(id, config)),
             closing: Mutex::new(None),
@@ -164,18 +164,75 @@ impl Collector {
             .unwrap_or_default()
     }
 
-    /// Closes a datastream: it writes the chunks already queued for it, then its trailer (with
-    /// `stats`). Returns what it wrote and lost.
-    pub(crate) fn close(&self, id: StreamId, stats: &Stats) -> Result<StreamStats, Error> {
+    /// Closes a datastream: it writes every chunk given back so far and the committed prefix of
+    /// each chunk in `held` (the chunks the trace's tenants hold now, read under the control
+    /// lock), then its trailer (with `stats`, whose `recorded` then also counts those prefixes).
+    /// Returns what it wrote and lost.
+    ///
+    /// The held chunks are pinned first, then the chunks given back are queued: a chunk given back
+    /// in between is found FULL by its pin, left to the queue, and taken from it. So every event
+    /// committed before the call reaches the stream (or its `events_dropped`), whether its thread
+    /// is busy, idle or gone (an exiting thread gives its chunk back).
+    pub(crate) fn close(
+        &self,
+        id: StreamId,
+        stats: &Stats,
+        held: &[*const TraceChunk],
+    ) -> Result<StreamStats, Error> {
+        let buf = self.shared.buf.get();
+        let mut pieces = Vec::with_capacity(held.len());
+        let mut held_events = 0;
+        for &chunk in held {
+            // SAFETY: a tenant's current chunk belongs to the running trace's buffer, which the
+            // caller's control lock keeps alive; `pin_committed` is atomic operations only.
+            let c = unsafe { &*chunk };
+            let index = buf.index_of(c);
+            if pieces.iter().any(|p: &Job| p.index == index) {
+                continue;
+            }
+            let Some(p) = c.pin_committed() else { continue };
+            if p.full || p.records == 0 {
+                // Given back meanwhile (on its way whole, through the queue), or empty.
+                c.unpin();
+                continue;
+            }
+            // SAFETY: pinned, and `p.records` is a committed count that `pin_committed` acquired.
+            held_events += phosphor_format::count_events(unsafe { c.prefix(p.records) });
+            pieces.push(Job { index, upto: p.records as u32 | FINAL });
+        }
         let w = {
             let mut workers = self.shared.workers.lock().unwrap_or_else(|p| p.into_inner());
-            let k = workers
-                .iter()
-                .position(|w| w.id == id.0)
-                .ok_or_else(|| Error::new(ErrorKind::NoSuchStream))?;
+            let Some(k) = workers.iter().position(|w| w.id == id.0) else {
+                for p in &pieces {
+                    buf.chunk(p.index as usize).unpin();
+                }
+                return Err(Error::new(ErrorKind::NoSuchStream));
+            };
+            // Every chunk given back so far, for every stream (the dispatcher, which does the
+            // same, waits for this lock).
+            while let Some(i) = buf.pop_full_index() {
+                queue_whole(&self.shared, &workers, i);
+            }
+            wake(&workers);
             workers.remove(k)
         };
-        Ok(finish_worker(&w, trailer(stats)))
+        let mut lost = 0;
+        for p in pieces {
+            if w.queue.push(p.pack()).is_err() {
+                // Never: a held chunk has at most one periodic piece and this one queued, and no
+                // whole job (it would not have been loaned). Counted all the same.
+                let c = buf.chunk(p.index as usize);
+                // SAFETY: still pinned by us, and `upto` was acquired by `pin_committed`.
+                lost += phosphor_format::count_events(unsafe { c.prefix((p.upto & !FINAL) as usize) });
+                c.unpin();
+            }
+        }
+        if lost > 0 {
+            w.stream.lock().unwrap_or_else(|p| p.into_inner()).count_dropped(lost);
+        }
+        let mut t = trailer(stats);
+        t.recorded += held_events;
+        Ok(finish_worker(&w, t))
     }
 
     /// A datastream's figures so far.
@@ -219,12 +276,17 @@ fn trailer(s: &Stats) -> Trailer {
 }
 
 /// What a datastream's thread is given to write: chunk `index`, whole (`upto` 0: given back, every
-/// committed record not written yet), or a piece of it up to record `upto` (pinned meanwhile).
+/// committed record not written yet), or a piece of it up to record `upto` (pinned meanwhile):
+/// a periodic piece, which the last stream given it unpins, or, with the [`FINAL`] bit, the last
+/// piece of a stream being closed, pinned for that stream alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Job {
     index: u32,
     upto: u32,
 }
+
+/// In [`Job::upto`]: the piece was pinned for one closing stream, which unpins it.
+const FINAL: u32 = 1 << 31;
 
 impl Job {
     fn pack(self) -> u64 {
@@ -254,6 +316,33 @@ fn unref(shared: &Shared, i: u32) {
     }
 }
 
+/// Queues chunk `i`, given back, whole for every stream in `workers` (the caller holds their
+/// lock), or releases it if there is none.
+fn queue_whole(shared: &Shared, workers: &[Arc<Worker>], i: u32) {
+    if workers.is_empty() {
+        let buf = shared.buf.get();
+        buf.release(buf.chunk(i as usize));
+        return;
+    }
+    // Relaxed: the queues' push and pop order it for the stream threads.
+    shared.refs[i as usize].store(workers.len() as u32, Ordering::Relaxed);
+    for w in workers {
+        // The queue holds at most one whole chunk and two pieces (a periodic one and a closing
+        // stream's last) per chunk, never both kinds at once: never full.
+        let pushed = w.queue.push(Job { index: i, upto: 0 }.pack());
+        debug_assert!(pushed.is_ok());
+    }
+}
+
+/// Wakes every stream's thread in `workers`.
+fn wake(workers: &[Arc<Worker>]) {
+    for w in workers {
+        if let Some(t) = w.thread.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            t.thread().unpark();
+        }
+    }
+}
+
 /// The dispatcher's loop.
 fn dispatch(shared: &Shared, log: &TraceLog) {
     let buf = shared.buf.get();
@@ -267,28 +356,14 @@ fn dispatch(shared: &Shared, log: &TraceLog) {
             let workers = shared.workers.lock().unwrap_or_else(|p| p.into_inner());
             while let Some(i) = buf.pop_full_index() {
                 moved += 1;
-                if workers.is_empty() {
-                    buf.release(buf.chunk(i as usize));
-                    continue;
-                }
-                // Relaxed: the queues' push and pop order it for the stream threads.
-                shared.refs[i as usize].store(workers.len() as u32, Ordering::Relaxed);
                 pieces.sent.remove(&i);
-                for w in workers.iter() {
-                    // The queue holds at most one whole chunk and one piece per chunk: never full.
-                    let pushed = w.queue.push(Job { index: i, upto: 0 }.pack());
-                    debug_assert!(pushed.is_ok());
-                }
+                queue_whole(shared, &workers, i);
                 if moved % 256 == 0 {
                     break;
                 }
             }
             if moved > 0 {
-                for w in workers.iter() {
-                    if let Some(t) = w.thread.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-                        t.thread().unpark();
-                    }
-                }
+                wake(&workers);
             }
         }
         if stopping && moved == 0 {
@@ -455,9 +530,13 @@ fn write_stream(shared: &Shared, w: &Worker) {
         }
         while let Some(v) = w.queue.pop() {
             let job = Job::unpack(v);
+            let last = job.upto & FINAL != 0;
+            let job = Job { index: job.index, upto: job.upto & !FINAL };
             write_job(shared, w, job, &mut table, &mut names, &mut written);
             if job.upto == 0 {
                 unref(shared, job.index);
+            } else if last {
+                shared.buf.get().chunk(job.index as usize).unpin();
             } else {
                 unref_piece(shared, job.index);
             }

@@ -254,6 +254,11 @@ impl Stream {
         }
     }
 
+    /// Counts `events` the stream could not be given.
+    pub(super) fn count_dropped(&mut self, events: u64) {
+        self.stats.events_dropped += events;
+    }
+
     /// Writes one chunk: the callsites and thread names it needs first.
     pub(super) fn write_chunk(
         &mut self,

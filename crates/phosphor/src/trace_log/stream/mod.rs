@@ -20,7 +20,9 @@
 //! Each datastream is a trace file as a byte stream (`docs/FORMAT.md`): a header, then for each
 //! chunk the callsites and thread names it uses that this stream has not had yet, then the chunk.
 //! It is flushed after every batch, so a file is readable while it is written and valid at every
-//! flush; the trailer comes when the stream is closed or the trace stops. A stream whose category
+//! flush; the trailer comes when the stream is closed or the trace stops. A stream closed while the
+//! trace runs gets first every event committed before the close: the chunks given back and not yet
+//! dispatched, and the committed part of each chunk a thread still holds (pinned for it alone). A stream whose category
 //! filter is not `*` gets each chunk with the other categories' events removed (an empty chunk
 //! keeps the writer's sequence numbers contiguous, so a reader tells removed from lost).
 //!

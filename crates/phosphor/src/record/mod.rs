@@ -10,6 +10,7 @@ pub(crate) mod chunk_lock;
 pub(crate) mod clock;
 #[cfg(not(loom))]
 pub(crate) mod internal_thread;
+pub(crate) mod log_core;
 pub(crate) mod pool;
 #[cfg(all(test, not(loom), unix))]
 mod pool_tests;

@@ -17,7 +17,7 @@
 //!   (a leaf's holders are marked busy, so an allocator's event under one never takes the
 //!   control locks);
 //! * **parent**: releases them;
-//! * **child**: forgets the parent's crash-dump owner (`recorder.rs`; its owner word also carries
+//! * **child**: forgets the parent's crash-dump owner (`recorder/crash.rs`; its owner word also carries
 //!   the pid, for the children this handler does not run in), releases the locks, and stops every
 //!   running trace *in the child* without waiting for anyone: every tenant is unlocked by force
 //!   and emptied, the tenants of the threads that did not follow are retired, the forking thread's

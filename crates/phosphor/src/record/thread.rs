@@ -197,15 +197,7 @@ const _: () = assert!(!std::mem::needs_drop::<ThreadState>(), "the hot table mus
 /// neither registers a callsite nor attaches nor runs a stop callback, each of which could take
 /// the lock again. Nested in a busy section, it only runs `f`.
 pub(crate) fn busy<R>(f: impl FnOnce() -> R) -> R {
-    struct Leave(bool);
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            if self.0 {
-                let _ = THREAD.try_with(|t| t.leave_busy());
-            }
-        }
-    }
-    let _leave = Leave(THREAD.try_with(|t| t.enter_busy()).unwrap_or(false));
+    let _busy = BusyGuard::enter();
     f()
 }
 
@@ -233,15 +225,28 @@ pub fn current_thread_id() -> u32 {
 static NAMES: Mutex<Option<HashMap<u32, String>>> = Mutex::new(None);
 
 /// Names the calling thread in every trace that includes it. Not for the hot path: it takes a lock
-/// and allocates.
+/// and allocates. The thread is marked busy while it holds the table's lock: an event recorded
+/// meanwhile (an instrumented allocator) must not attach, which takes a log's control lock, and a
+/// fork's `prepare` takes the control locks before this one (`fork.rs`): attaching under it would
+/// take them in the other order.
 pub fn set_thread_name(name: &str) {
     THREAD.with(|t| {
         let tid = t.tid();
         t.named.set(true);
+        let _busy = BusyGuard::enter();
         let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+        #[cfg(all(feature = "test-hooks", target_os = "linux"))]
+        if let Some(hook) = *NAMES_HOOK.lock().unwrap_or_else(|p| p.into_inner()) {
+            hook();
+        }
         names.get_or_insert_with(HashMap::new).insert(tid, name.to_owned());
     });
 }
+
+/// Test-only (`test_hooks::set_names_hook`): runs on every thread that holds the name table's
+/// lock in `set_thread_name`, with the lock held.
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
+pub(crate) static NAMES_HOOK: Mutex<Option<fn()>> = Mutex::new(None);
 
 /// On a thread's first attach, makes its name-table entry its own: the std thread name, or none.
 /// An entry left by a dead thread with the same id is replaced.

@@ -189,6 +189,12 @@ pub fn set_registry_hook(hook: Option<fn()>) {
     *crate::registry::callsite::HELD_HOOK.lock().unwrap_or_else(|p| p.into_inner()) = hook;
 }
 
+/// Runs `hook` on every thread that holds the thread-name table's lock in `set_thread_name`, with
+/// the lock held (process-wide: the hook tells its own thread apart).
+pub fn set_names_hook(hook: Option<fn()>) {
+    *crate::record::thread::NAMES_HOOK.lock().unwrap_or_else(|p| p.into_inner()) = hook;
+}
+
 /// `log` reached `at`: runs its hook, if it has one (without the hooks' lock).
 pub(crate) fn paused(log: &TraceLog, at: Pause) {
     let key = std::ptr::from_ref(log) as usize;

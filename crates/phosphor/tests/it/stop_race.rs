@@ -296,3 +296,42 @@ fn a_first_event_recorded_while_points_holds_the_registry_lock_is_refused_and_co
     assert!(s.registrations_refused > before, "the refused registration is counted: {s}");
     log.stop();
 }
+
+thread_local! {
+    /// Set on the thread whose next `set_thread_name` records an event under the table's lock.
+    static RECORD_IN_NAMES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+static NAMES_LOG: Mutex<Option<Arc<TraceLog>>> = Mutex::new(None);
+
+/// The name-table hook: on the armed thread, its first event in the log, as an instrumented
+/// allocator would record while `set_thread_name` holds the table's lock. Attaching takes the
+/// log's control lock, which a fork's `prepare` takes before the name table's: attaching under the
+/// table's lock would invert that order, so the event must be dropped (as reentrant), not attach.
+fn record_in_names() {
+    if !RECORD_IN_NAMES.with(|r| r.replace(false)) {
+        return;
+    }
+    let log = NAMES_LOG.lock().unwrap().clone().unwrap();
+    hooks::write_calling(&log, || {});
+}
+
+#[test]
+fn an_event_recorded_while_set_thread_name_holds_the_name_table_is_dropped_as_reentrant_not_attached() {
+    let log = started(TraceConfig::new(BufferMode::Fixed, 64 << 10));
+    *NAMES_LOG.lock().unwrap() = Some(log.clone());
+    hooks::set_names_hook(Some(record_in_names));
+    let (done, finished) = channel();
+    std::thread::spawn(move || {
+        RECORD_IN_NAMES.with(|r| r.set(true));
+        phosphor::set_thread_name("named-under-the-hook");
+        let _ = done.send(());
+    });
+    let named = finished.recv_timeout(Duration::from_secs(60));
+    hooks::set_names_hook(None);
+    assert!(named.is_ok(), "set_thread_name never returned");
+    let s = log.stats();
+    assert_eq!(s.dropped.reentrant, 1, "the event recorded under the lock is counted as reentrant: {s}");
+    assert_eq!(s.recorded, 0, "{s}");
+    log.stop();
+}

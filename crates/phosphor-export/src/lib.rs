@@ -30,8 +30,9 @@
 //! }
 //! log.stop();
 //! let trace = log.take_trace().unwrap();
-//! // From memory here; `TraceStats::from_reader` reads a saved file in bounded memory.
-//! let stats = TraceStats::from_trace(&trace).unwrap();
+//! // From memory here (the bytes of the file `Trace::save` would write);
+//! // `TraceStats::from_reader` reads a saved file in bounded memory.
+//! let stats = TraceStats::from_bytes(&trace.write_to(Vec::new()).unwrap()).unwrap();
 //! assert_eq!(stats.path(&["frame"]).unwrap().count, 3);
 //! println!("{stats}");
 //! ```
@@ -58,6 +59,8 @@ mod error;
 pub mod folded;
 mod kinds;
 mod labels;
+#[cfg(test)]
+mod layers_tests;
 pub mod logs;
 mod logs_window;
 mod losses;

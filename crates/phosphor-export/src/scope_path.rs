@@ -27,7 +27,8 @@ use crate::names::NameList;
 /// #     trace_scope!(log: &log, "app", "update");
 /// # }
 /// # log.stop();
-/// # let stats = phosphor_export::TraceStats::from_trace(&log.take_trace().unwrap()).unwrap();
+/// # let bytes = log.take_trace().unwrap().write_to(Vec::new()).unwrap();
+/// # let stats = phosphor_export::TraceStats::from_bytes(&bytes).unwrap();
 /// let update = &stats.path(&["frame", "update"]).unwrap().path;
 /// assert_eq!(update.to_string(), "frame/update");
 /// assert_eq!((update.len(), update.name()), (2, "update"));

@@ -36,7 +36,6 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
 
-use phosphor::Trace;
 use phosphor_format::file::{
     self, Aggregate, AggregateKind, Callsite, ClockInfo, DropCounts, Event, Extents, Reader, Trailer, Value,
 };
@@ -321,12 +320,12 @@ impl TraceStats {
         StatsBuilder::new(&reader.header().clock).read(reader)
     }
 
-    /// The statistics of an in-memory trace: written as a trace file into memory and read back,
-    /// so they are those of the file [`Trace::save`] would write. Fails if the trace cannot be
-    /// written or does not read back.
-    pub fn from_trace(trace: &Trace) -> Result<TraceStats, file::Error> {
-        let bytes = trace.write_to(Vec::new())?;
-        TraceStats::from_reader(Reader::new(bytes.as_slice())?).map_err(|e| e.source)
+    /// The statistics of a whole trace file in memory (for a recorded trace, the bytes that
+    /// `phosphor::Trace::write_to(Vec::new())` returns: those of the file `Trace::save` writes).
+    /// Fails, with the byte offset, where the bytes do not read as a trace file; use
+    /// [`from_reader`](Self::from_reader) to keep the statistics of what came before.
+    pub fn from_bytes(bytes: &[u8]) -> Result<TraceStats, file::Error> {
+        TraceStats::from_reader(Reader::new(bytes)?).map_err(|e| e.source)
     }
 
     /// The thread with this id.

@@ -455,7 +455,7 @@ fn recorded_traces_pair_async_slices_across_threads_and_type_lock_events() {
     });
     trace_async_end!(log: &log, "test", "request", 9u64);
     log.stop();
-    let stats = TraceStats::from_trace(&log.take_trace().unwrap()).unwrap();
+    let stats = TraceStats::from_bytes(&log.take_trace().unwrap().write_to(Vec::new()).unwrap()).unwrap();
     for (name, ty) in [("m.wait", EventType::LockWait), ("m.held", EventType::LockHeld)] {
         let k = stats.path(&[name]).unwrap();
         assert_eq!((k.event_type, k.count, k.durations.unwrap().samples), (ty, 4, 4));
@@ -475,7 +475,7 @@ fn a_fixed_buffer_that_ran_out_reports_its_drops_by_reason() {
         phosphor::trace_instant!(log: &log, "test", "flood", "i" => i);
     }
     log.stop();
-    let stats = TraceStats::from_trace(&log.take_trace().unwrap()).unwrap();
+    let stats = TraceStats::from_bytes(&log.take_trace().unwrap().write_to(Vec::new()).unwrap()).unwrap();
     let recorded = stats.recorded.unwrap();
     assert!(recorded > 0 && recorded < 1000, "{recorded}");
     assert_eq!(stats.events, recorded);

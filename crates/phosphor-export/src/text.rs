@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::fmt::{self, Display, Formatter};
 
-use phosphor::Drops;
+use phosphor_format::file::DropCounts as Drops;
 
 use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
 use phosphor_format::file::AggregateKind;

@@ -147,7 +147,7 @@ impl<W: Write> ChromeDocument<W> {
         for (tid, name) in names {
             write!(out, ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":")?;
             match name {
-                Some(n) => write_str(out, &crate::names::shown(n))?,
+                Some(n) => write_str(out, &phosphor_model::names::shown(n))?,
                 None => write!(out, "\"thread {tid}\"")?,
             }
             out.write_all(b"}}")?;
@@ -345,7 +345,8 @@ fn write_event(
         // A lock's phase follows its name: the callsite's, or the one a `dyn` lock carries.
         Phase::LockWait | Phase::LockHeld => {
             let carried = crate::logs::event_name(e, scratch);
-            let name = if cs.dynamic_name { carried } else { crate::names::lock_base(carried, cs.phase) };
+            let name =
+                if cs.dynamic_name { carried } else { phosphor_model::names::lock_base(carried, cs.phase) };
             let phase = if cs.phase == Phase::LockWait { " (wait)" } else { " (held)" };
             write_str_parts(out, &[name, phase])?;
             name

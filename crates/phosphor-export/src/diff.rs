@@ -40,8 +40,8 @@ use phosphor_format::glob_match;
 use crate::diff_stats::{rank_test, Sample};
 use crate::durations::Durations;
 use crate::error::{read_chunks, Item};
-use crate::nesting::DEEPER;
 use crate::stats::{EventType, StatsBuilder};
+use phosphor_model::nesting::DEEPER;
 
 pub use crate::diff_json::DIFF_SCHEMA;
 pub use crate::diff_stats::{RankMethod, RankTest, BOUND_Z, PERMUTATION_LIMIT, SIGNIFICANCE};

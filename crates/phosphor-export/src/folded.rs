@@ -46,9 +46,9 @@ use phosphor_format::Phase;
 
 use crate::error::read_events;
 pub use crate::error::{Error, ExportSummary};
-use crate::names::{self, MAX_NAME_BYTES};
-use crate::nesting::{Label, Nesting, PathId, Sink, Slice, SliceKind};
 use crate::stacks::Stacks;
+use phosphor_model::names::{self, MAX_NAME_BYTES};
+use phosphor_model::nesting::{Label, Nesting, PathId, Sink, Slice, SliceKind};
 
 /// Folded stacks: self time in nanoseconds per stack, and what was read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

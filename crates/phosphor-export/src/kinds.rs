@@ -18,12 +18,14 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::durations::Durations;
 use crate::labels::Labels;
-use crate::names;
-use crate::nesting::{self, Label, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT};
 use crate::scope_path::{PathTree, PathTreeBuilder, ScopePath};
 use crate::scope_system::{AllocWaits, ScopeHook, SystemAcc};
 use crate::stats::{EventType, KindStats, MAX_PROBLEM_EXAMPLES};
 use crate::system::SystemContext;
+use phosphor_model::names;
+use phosphor_model::nesting::{
+    self, Label, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT,
+};
 
 #[derive(Debug, Default)]
 pub(crate) struct KindAcc {

@@ -14,9 +14,9 @@ use phosphor_format::file::Callsite;
 use phosphor_format::IdMap;
 use rustc_hash::FxBuildHasher;
 
-use crate::names::{self, NameList};
-use crate::nesting::Label;
 use crate::stats::EventType;
+use phosphor_model::names::{self, NameList};
+use phosphor_model::nesting::Label;
 
 /// Every event type.
 const EVENT_TYPES: [EventType; 6] = [

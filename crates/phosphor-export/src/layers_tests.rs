@@ -5,8 +5,14 @@
 use std::path::Path;
 
 /// Every crate that reads trace files.
-const READERS: &[&str] =
-    &["phosphor-format", "phosphor-craft", "phosphor-export", "phosphor-otlp", "phosphor-view"];
+const READERS: &[&str] = &[
+    "phosphor-format",
+    "phosphor-craft",
+    "phosphor-export",
+    "phosphor-model",
+    "phosphor-otlp",
+    "phosphor-view",
+];
 
 /// The names in a manifest's `[dependencies]` and `[target.'…'.dependencies]` tables (not
 /// dev- or build-dependencies), including `name.workspace = true` and `[dependencies.name]` forms.

@@ -20,10 +20,10 @@ use phosphor_format::{glob_match, Level, MAX_PARAMS};
 use crate::error::{Error, ExportSummary};
 pub use crate::logs_window::DEFAULT_WINDOW_BYTES;
 use crate::logs_window::{Pending, Window};
-use crate::names::shown;
 /// The message formatter lives with the file format, where every tool (the OTLP span events too)
 /// shares it.
 pub use phosphor_format::logfmt::{format_log, CUT_MARK, MAX_MESSAGE_BYTES};
+use phosphor_model::names::shown;
 
 /// The name a viewer should show for `e`: a log's formatted message (written into `scratch`), the
 /// run-time name of a `dyn`-named event (its argument 0), or the callsite's name.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
-use crate::names::NameList;
+use phosphor_model::names::NameList;
 
 /// The names of the enclosing scopes, outermost first, then the kind's own: a path in the tree
 /// of the [`TraceStats`](crate::TraceStats) it came from. Cloning it copies a reference.

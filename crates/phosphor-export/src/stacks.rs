@@ -22,7 +22,7 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::nesting::{Label, PathId, Paths, DEEPER, ROOT};
+use phosphor_model::nesting::{Label, PathId, Paths, DEEPER, ROOT};
 
 /// A frame of a flame graph: a thread (by rank) and a path.
 type Frame = (u32, PathId);

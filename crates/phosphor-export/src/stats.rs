@@ -47,12 +47,12 @@ use crate::error::{read_chunks, Item};
 use crate::kinds::{self, Collector};
 use crate::labels::Labels;
 use crate::losses::ChunkLosses;
-use crate::nesting::{self, Label, Nesting, PathId, ProblemKind};
 use crate::scope_path::ScopePath;
 use crate::scope_system::{ScopeHook, ScopeSystem};
 use crate::scopes::{ScopeProblem, ScopeProblemKind};
 use crate::system::{SystemContext, SystemCounts};
 use phosphor_format::system::{SystemStatus, PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
+use phosphor_model::nesting::{self, Label, Nesting, PathId, ProblemKind};
 use std::sync::Arc;
 
 /// At most this many [`ScopeProblem`]s are kept as examples in [`TraceStats::problems`]; all are

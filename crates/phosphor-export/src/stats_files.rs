@@ -103,7 +103,7 @@ impl FilesStats {
         threads.sort_unstable();
         for (tid, id) in threads {
             let name = match reader.thread_name(tid) {
-                Some(n) => format!("{process} {}", crate::names::shown(n.as_str())),
+                Some(n) => format!("{process} {}", phosphor_model::names::shown(n.as_str())),
                 None => format!("{process} {tid}"),
             };
             self.names.push((id, name));

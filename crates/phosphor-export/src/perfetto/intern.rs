@@ -128,8 +128,8 @@ impl Interner {
         // A lock's callsites are named `NAME.wait` and `NAME.held`: the suffix says the phase.
         let name = match suffix {
             Suffix::None => s.as_str(),
-            Suffix::Wait => crate::names::lock_base(s.as_str(), Phase::LockWait),
-            Suffix::Held => crate::names::lock_base(s.as_str(), Phase::LockHeld),
+            Suffix::Wait => phosphor_model::names::lock_base(s.as_str(), Phase::LockWait),
+            Suffix::Held => phosphor_model::names::lock_base(s.as_str(), Phase::LockHeld),
         };
         self.entry(table, iid, name, suffix.as_str());
         u64::from(iid)

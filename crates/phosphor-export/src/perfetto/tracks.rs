@@ -108,7 +108,7 @@ impl<W: Write> Exporter<W> {
         if let Some(name) = name {
             // Written per thread, not interned: cut as elsewhere, or one name of megabytes that
             // names every thread would make gigabytes of descriptors.
-            p.bytes(THREAD_NAME, crate::names::shown(name).as_bytes());
+            p.bytes(THREAD_NAME, phosphor_model::names::shown(name).as_bytes());
         }
         p.end(thread);
         p.end(track);

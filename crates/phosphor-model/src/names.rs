@@ -34,7 +34,7 @@ pub fn shown(name: &str) -> Cow<'_, str> {
 /// The name a lock event is shown by, before its phase's ` (wait)` or ` (held)`: the runtime names
 /// a lock's two callsites `NAME.wait` and `NAME.held` (so that points tell them apart), and the
 /// viewers' rows would read `NAME.wait (wait)`; the phase's tail is dropped where it matches.
-pub(crate) fn lock_base(name: &str, phase: Phase) -> &str {
+pub fn lock_base(name: &str, phase: Phase) -> &str {
     let tail = match phase {
         Phase::LockWait => ".wait",
         Phase::LockHeld => ".held",
@@ -47,7 +47,7 @@ pub(crate) fn lock_base(name: &str, phase: Phase) -> &str {
 /// and 4 bytes each, not a block of their own each (which costs 32 bytes or more in the allocator,
 /// and stays with it once freed).
 #[derive(Debug, Default)]
-pub(crate) struct NameList {
+pub struct NameList {
     text: String,
     /// By number, where the name ends in `text`, modulo 2^32 (it starts where the one before
     /// ends).
@@ -59,7 +59,7 @@ pub(crate) struct NameList {
 
 impl NameList {
     /// Adds `name`, and returns its number.
-    pub(crate) fn push(&mut self, name: &str) -> u32 {
+    pub fn push(&mut self, name: &str) -> u32 {
         let n = self.ends.len() as u32;
         let before = self.text.len() as u64;
         self.text.push_str(name);
@@ -79,7 +79,7 @@ impl NameList {
     }
 
     /// The name numbered `n` (empty past the last).
-    pub(crate) fn get(&self, n: u32) -> &str {
+    pub fn get(&self, n: u32) -> &str {
         let n = n as usize;
         if n >= self.ends.len() {
             return "";
@@ -88,13 +88,18 @@ impl NameList {
         self.text.get(start..self.end(n)).unwrap_or("")
     }
 
+    /// Whether no name was added.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
     /// Names added.
-    pub(crate) fn len(&self) -> u32 {
+    pub fn len(&self) -> u32 {
         self.ends.len() as u32
     }
 
     /// Frees the spare room of a list that is complete.
-    pub(crate) fn shrink_to_fit(&mut self) {
+    pub fn shrink_to_fit(&mut self) {
         self.text.shrink_to_fit();
         self.ends.shrink_to_fit();
     }

@@ -80,16 +80,16 @@ pub const DEFAULT_MAX_DEPTH: usize = 256;
 /// A slice's name, as its consumer numbers them (a stack segment for folded stacks; a name and an
 /// event type for statistics). A begin and the end that matches it carry the same label.
 /// [`DEEPER`] is reserved.
-pub(crate) type Label = u32;
+pub type Label = u32;
 
 /// The label of the marker that stands for the levels below the depth cap.
-pub(crate) const DEEPER: Label = Label::MAX;
+pub const DEEPER: Label = Label::MAX;
 
 /// An interned path: a stack of labels. [`ROOT`] is the empty path, a thread's top level.
-pub(crate) type PathId = u32;
+pub type PathId = u32;
 
 /// The empty path.
-pub(crate) const ROOT: PathId = 0;
+pub const ROOT: PathId = 0;
 
 /// One path of the trie.
 #[derive(Clone, Copy, Debug)]
@@ -102,7 +102,7 @@ struct PathNode {
 
 /// The paths seen so far: a trie of labels, shared by all threads.
 #[derive(Debug)]
-pub(crate) struct Paths {
+pub struct Paths {
     nodes: Vec<PathNode>,
     /// The paths, found by their parent and last label (4 bytes a path).
     index: HashTable<PathId>,
@@ -120,7 +120,7 @@ impl Paths {
 
     /// The path `parent` followed by `label`, cut at the depth cap: past it, the ancestors down
     /// to the cap, [`DEEPER`], then `label`.
-    pub(crate) fn child(&mut self, parent: PathId, label: Label) -> PathId {
+    pub fn child(&mut self, parent: PathId, label: Label) -> PathId {
         let depth = self.depth(parent);
         if depth < self.max_depth {
             self.intern(parent, label)
@@ -155,38 +155,43 @@ impl Paths {
     }
 
     /// Labels in `path` (a path cut at the cap counts its marker).
-    pub(crate) fn depth(&self, path: PathId) -> u32 {
+    pub fn depth(&self, path: PathId) -> u32 {
         self.nodes[path as usize].depth
     }
 
     /// `path` without its last label (the root for the root).
-    pub(crate) fn parent(&self, path: PathId) -> PathId {
+    pub fn parent(&self, path: PathId) -> PathId {
         self.nodes[path as usize].parent
     }
 
     /// The last label of `path` (meaningless for the root).
-    pub(crate) fn label(&self, path: PathId) -> Label {
+    pub fn label(&self, path: PathId) -> Label {
         self.nodes[path as usize].label
     }
 
     /// Whether `path` was cut at the depth cap.
-    pub(crate) fn is_truncated(&self, path: PathId) -> bool {
+    pub fn is_truncated(&self, path: PathId) -> bool {
         self.depth(path) > self.max_depth
     }
 
     /// The depth cap.
-    pub(crate) fn max_depth(&self) -> usize {
+    pub fn max_depth(&self) -> usize {
         self.max_depth as usize
+    }
+
+    /// Never: the root is always there.
+    pub fn is_empty(&self) -> bool {
+        false
     }
 
     /// Paths interned, the root included: their ids are below it, a parent's below its
     /// children's.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.nodes.len()
     }
 
     /// The labels of `path`, outermost first.
-    pub(crate) fn labels(&self, mut path: PathId) -> Vec<Label> {
+    pub fn labels(&self, mut path: PathId) -> Vec<Label> {
         let mut out = Vec::with_capacity(self.depth(path) as usize);
         while path != ROOT {
             out.push(self.label(path));
@@ -199,7 +204,7 @@ impl Paths {
 
 /// What a resolved slice is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum SliceKind {
+pub enum SliceKind {
     /// A slice with a duration: a complete or lock event, or a begin/end pair.
     Scope,
     /// A point: an instant, counter or log.
@@ -210,21 +215,21 @@ pub(crate) enum SliceKind {
 
 /// A slice whose path is final, as handed to the [`Sink`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Slice {
-    pub(crate) tid: u32,
-    pub(crate) path: PathId,
-    pub(crate) kind: SliceKind,
+pub struct Slice {
+    pub tid: u32,
+    pub path: PathId,
+    pub kind: SliceKind,
     /// Start, in raw clock ticks.
-    pub(crate) start: u64,
+    pub start: u64,
     /// Duration in ticks (0 for marks and unclosed begins).
-    pub(crate) dur: u64,
+    pub dur: u64,
     /// The duration less the durations of the slices directly nested in it.
-    pub(crate) self_ticks: u64,
+    pub self_ticks: u64,
 }
 
 /// A scope that does not nest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ProblemKind {
+pub enum ProblemKind {
     /// An end closed the innermost open begin, which has another label.
     WrongName { open: Label, end: Label },
     /// An end came with no begin open.
@@ -239,14 +244,14 @@ pub(crate) enum ProblemKind {
 
 /// A problem, on thread `tid` at raw timestamp `ts`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Problem {
-    pub(crate) tid: u32,
-    pub(crate) ts: u64,
-    pub(crate) kind: ProblemKind,
+pub struct Problem {
+    pub tid: u32,
+    pub ts: u64,
+    pub kind: ProblemKind,
 }
 
 /// What receives the resolved slices and the problems.
-pub(crate) trait Sink {
+pub trait Sink {
     /// A slice whose path is final.
     fn slice(&mut self, slice: &Slice);
     /// A scope that does not nest.
@@ -368,7 +373,7 @@ impl Thread {
 /// The per-thread trees. Feed it a thread's events in the order the thread recorded them (threads
 /// may interleave), then call [`Nesting::finish`].
 #[derive(Debug)]
-pub(crate) struct Nesting {
+pub struct Nesting {
     /// By thread id, its place in `threads`.
     thread_index: IdMap,
     threads: Vec<Thread>,
@@ -387,7 +392,7 @@ pub(crate) struct Nesting {
 
 impl Nesting {
     /// Keeps at most `limit` pending slices per thread, and paths [`DEFAULT_MAX_DEPTH`] deep.
-    pub(crate) fn new(limit: usize) -> Nesting {
+    pub fn new(limit: usize) -> Nesting {
         Nesting {
             thread_index: IdMap::default(),
             threads: Vec::new(),
@@ -404,44 +409,44 @@ impl Nesting {
     }
 
     /// Cuts paths at `depth` labels (at least 1) instead. Call it before the first event.
-    pub(crate) fn max_depth(mut self, depth: usize) -> Nesting {
+    pub fn max_depth(mut self, depth: usize) -> Nesting {
         self.paths = Paths::new(depth);
         self
     }
 
     /// The paths interned so far.
-    pub(crate) fn paths(&self) -> &Paths {
+    pub fn paths(&self) -> &Paths {
         &self.paths
     }
 
     /// The paths, once the stream has ended.
-    pub(crate) fn into_paths(self) -> Paths {
+    pub fn into_paths(self) -> Paths {
         self.paths
     }
 
     /// The paths, once the stream has ended, leaving none (under the same depth cap).
-    pub(crate) fn take_paths(&mut self) -> Paths {
+    pub fn take_paths(&mut self) -> Paths {
         let empty = Paths::new(self.paths.max_depth());
         std::mem::replace(&mut self.paths, empty)
     }
 
     /// The most pending slices a thread keeps.
-    pub(crate) fn limit(&self) -> usize {
+    pub fn limit(&self) -> usize {
         self.limit
     }
 
     /// Slices resolved before the end of the stream because a thread reached the limit.
-    pub(crate) fn resolved_early(&self) -> u64 {
+    pub fn resolved_early(&self) -> u64 {
         self.resolved_early
     }
 
     /// Slices resolved so far whose path was cut at the depth cap.
-    pub(crate) fn truncated(&self) -> u64 {
+    pub fn truncated(&self) -> u64 {
         self.truncated
     }
 
     /// Pending slices, all threads together.
-    pub(crate) fn pending(&self) -> usize {
+    pub fn pending(&self) -> usize {
         self.threads.iter().map(|t| t.pending as usize).sum()
     }
 
@@ -452,19 +457,19 @@ impl Nesting {
 
     /// What placing the slices has cost so far: levels gone down, subtrees adopted.
     #[cfg(test)]
-    pub(crate) fn steps(&self) -> u64 {
+    pub fn steps(&self) -> u64 {
         self.steps
     }
 
     /// Opens a begin slice.
-    pub(crate) fn begin(&mut self, tid: u32, label: Label, ts: u64) {
+    pub fn begin(&mut self, tid: u32, label: Label, ts: u64) {
         let prefix = self.thread(tid).prefix();
         let path = self.paths.child(prefix, label);
         self.thread(tid).levels.push((Open { label, start: ts, path, nested: 0 }, Region::default()));
     }
 
     /// Closes the innermost open begin of `tid`.
-    pub(crate) fn end(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
+    pub fn end(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
         let Some((open, region)) = self.thread(tid).levels.pop() else {
             sink.problem(Problem { tid, ts, kind: ProblemKind::EndWithoutBegin { end: label } });
             return;
@@ -485,7 +490,7 @@ impl Nesting {
     }
 
     /// A slice from `ts` lasting `dur` ticks, recorded at its end.
-    pub(crate) fn complete(&mut self, tid: u32, label: Label, ts: u64, dur: u64, sink: &mut impl Sink) {
+    pub fn complete(&mut self, tid: u32, label: Label, ts: u64, dur: u64, sink: &mut impl Sink) {
         let node = Node::new(ts, ts.saturating_add(dur), label, SliceKind::Scope);
         self.add(tid, node, sink);
         thread(&mut self.thread_index, &mut self.threads, tid).last_complete = (ts, ts.saturating_add(dur));
@@ -494,14 +499,14 @@ impl Nesting {
     /// The start of thread `tid`'s last complete event if it ended at `end`: the scope a
     /// `phosphor/scope_alloc` at `end` belongs to (one whose scope was lost, overwritten in a ring
     /// or dropped, matches no other).
-    pub(crate) fn complete_ending_at(&self, tid: u32, end: u64) -> Option<u64> {
+    pub fn complete_ending_at(&self, tid: u32, end: u64) -> Option<u64> {
         let t = &self.threads[self.thread_index.get(tid)? as usize];
         let (start, last_end) = t.last_complete;
         (start != u64::MAX && last_end == end).then_some(start)
     }
 
     /// A point event at `ts`.
-    pub(crate) fn mark(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
+    pub fn mark(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
         self.add(tid, Node::new(ts, ts, label, SliceKind::Mark), sink);
     }
 
@@ -534,7 +539,7 @@ impl Nesting {
 
     /// Ends the stream: begins still open become unclosed slices (reported), and every pending
     /// subtree is resolved. No slice may be added after: the paths' index is freed.
-    pub(crate) fn finish(&mut self, sink: &mut impl Sink) {
+    pub fn finish(&mut self, sink: &mut impl Sink) {
         self.thread_index = IdMap::default();
         let mut threads = std::mem::take(&mut self.threads);
         threads.sort_unstable_by_key(|t| Reverse(t.tid));

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 /// Where an item sits: its start, then its arrival number reversed, so that the newest of equal
 /// starts comes first. Arrival numbers are never `u64::MAX`.
-pub(crate) type Key = (u64, Reverse<u64>);
+pub type Key = (u64, Reverse<u64>);
 
 /// The most items a sorted list moves for one insertion or removal before it becomes a tree.
 const MOVES: usize = 32;
@@ -59,7 +59,7 @@ fn last_at(start: u64) -> Key {
 
 /// Items ordered by [`Key`].
 #[derive(Debug)]
-pub(crate) enum Siblings<V> {
+pub enum Siblings<V> {
     /// Sorted by key.
     List(VecDeque<(Key, V)>),
     /// And the items that joined it at its end since an item joined it elsewhere (boxed: a node
@@ -74,14 +74,14 @@ impl<V> Default for Siblings<V> {
 }
 
 impl<V> Siblings<V> {
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         match self {
             Siblings::List(v) => v.len(),
             Siblings::Tree(tree) => tree.0.len(),
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -93,7 +93,7 @@ impl<V> Siblings<V> {
     }
 
     /// Adds an item; a key already present is replaced (keys are unique in use).
-    pub(crate) fn insert(&mut self, key: Key, value: V) {
+    pub fn insert(&mut self, key: Key, value: V) {
         match self {
             Siblings::List(v) => {
                 let at = partition(v, |k| *k < key);
@@ -124,7 +124,7 @@ impl<V> Siblings<V> {
     }
 
     /// Adds items in key order (as [`Siblings::take_run`] returns them).
-    pub(crate) fn extend(&mut self, items: Vec<(Key, V)>) {
+    pub fn extend(&mut self, items: Vec<(Key, V)>) {
         if self.is_empty() {
             *self = Siblings::List(items.into());
             return;
@@ -134,7 +134,7 @@ impl<V> Siblings<V> {
         }
     }
 
-    pub(crate) fn get(&self, key: Key) -> Option<&V> {
+    pub fn get(&self, key: Key) -> Option<&V> {
         match self {
             Siblings::List(v) => {
                 let at = partition(v, |k| *k < key);
@@ -144,7 +144,7 @@ impl<V> Siblings<V> {
         }
     }
 
-    pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut V> {
+    pub fn get_mut(&mut self, key: Key) -> Option<&mut V> {
         match self {
             Siblings::List(v) => {
                 let at = partition(v, |k| *k < key);
@@ -166,12 +166,12 @@ impl<V> Siblings<V> {
     }
 
     /// The oldest item starting at `start`.
-    pub(crate) fn oldest_at(&self, start: u64) -> Option<(Key, &V)> {
+    pub fn oldest_at(&self, start: u64) -> Option<(Key, &V)> {
         self.last_up_to(last_at(start)).filter(|(k, _)| k.0 == start)
     }
 
     /// The item just before those starting at `start`: the oldest of the latest start below it.
-    pub(crate) fn last_before(&self, start: u64) -> Option<(Key, &V)> {
+    pub fn last_before(&self, start: u64) -> Option<(Key, &V)> {
         let bound = start.checked_sub(1)?;
         self.last_up_to(last_at(bound))
     }
@@ -179,7 +179,7 @@ impl<V> Siblings<V> {
     /// Removes the run of items that start from `from` to `to`, in key order, up to the first
     /// that `take` refuses; appends them to `out` and returns the refused item's key. Costs
     /// O(log n) per item taken, and the refused item stays where it is.
-    pub(crate) fn take_run(
+    pub fn take_run(
         &mut self,
         from: u64,
         to: u64,
@@ -219,7 +219,7 @@ impl<V> Siblings<V> {
     }
 
     /// Removes the first item.
-    pub(crate) fn pop_first(&mut self) -> Option<(Key, V)> {
+    pub fn pop_first(&mut self) -> Option<(Key, V)> {
         match self {
             Siblings::List(v) => v.pop_front(),
             Siblings::Tree(tree) => tree.0.pop_first(),
@@ -227,7 +227,7 @@ impl<V> Siblings<V> {
     }
 
     /// The items in key order.
-    pub(crate) fn iter(&self) -> Iter<'_, V> {
+    pub fn iter(&self) -> Iter<'_, V> {
         match self {
             Siblings::List(v) => Iter::List(v.iter()),
             Siblings::Tree(tree) => Iter::Tree(tree.0.iter()),
@@ -239,7 +239,7 @@ impl<V> Siblings<V> {
 /// file of a million threads of one slice each would otherwise take a million small blocks, which
 /// the allocator keeps once they are freed.
 #[derive(Debug)]
-pub(crate) enum FirstInPlace<V> {
+pub enum FirstInPlace<V> {
     One(Key, V),
     Many(Siblings<V>),
 }
@@ -251,7 +251,7 @@ impl<V> Default for FirstInPlace<V> {
 }
 
 impl<V> FirstInPlace<V> {
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         match self {
             FirstInPlace::One(..) => false,
             FirstInPlace::Many(list) => list.is_empty(),
@@ -259,7 +259,7 @@ impl<V> FirstInPlace<V> {
     }
 
     /// The items as a list (which allocates for an item held in place).
-    pub(crate) fn into_list(self) -> Siblings<V> {
+    pub fn into_list(self) -> Siblings<V> {
         match self {
             FirstInPlace::One(key, value) => {
                 let mut list = Siblings::default();
@@ -271,7 +271,7 @@ impl<V> FirstInPlace<V> {
     }
 
     /// The items as a list, to change.
-    pub(crate) fn list(&mut self) -> &mut Siblings<V> {
+    pub fn list(&mut self) -> &mut Siblings<V> {
         // Two rounds at most: a second finds the list made in the first.
         loop {
             match self {
@@ -282,7 +282,7 @@ impl<V> FirstInPlace<V> {
     }
 
     /// Removes the first item.
-    pub(crate) fn pop_first(&mut self) -> Option<(Key, V)> {
+    pub fn pop_first(&mut self) -> Option<(Key, V)> {
         match std::mem::take(self) {
             FirstInPlace::One(key, value) => Some((key, value)),
             FirstInPlace::Many(mut list) => {
@@ -294,7 +294,7 @@ impl<V> FirstInPlace<V> {
     }
 
     /// The items in key order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Key, &V)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &V)> {
         let (one, many) = match self {
             FirstInPlace::One(key, value) => (Some((key, value)), None),
             FirstInPlace::Many(list) => (None, Some(list.iter())),
@@ -317,7 +317,7 @@ impl<V> IntoIterator for FirstInPlace<V> {
 }
 
 /// The items of a [`Siblings`] in key order.
-pub(crate) enum Iter<'a, V> {
+pub enum Iter<'a, V> {
     List(std::collections::vec_deque::Iter<'a, (Key, V)>),
     Tree(std::collections::btree_map::Iter<'a, Key, V>),
 }
@@ -334,7 +334,7 @@ impl<'a, V> Iterator for Iter<'a, V> {
 }
 
 /// The items of a [`Siblings`] in key order, moved out.
-pub(crate) enum IntoIter<V> {
+pub enum IntoIter<V> {
     List(std::collections::vec_deque::IntoIter<(Key, V)>),
     Tree(std::collections::btree_map::IntoIter<Key, V>),
 }

@@ -3,7 +3,7 @@
 use std::cmp::Reverse;
 
 use super::*;
-use crate::test_files::Rng;
+use crate::test_rng::Rng;
 
 /// Records what the engine resolves.
 #[derive(Default)]

@@ -1,0 +1,21 @@
+//! The trace model every Phosphor tool reads a trace through: where events become slices.
+//!
+//! `phosphor-format` decodes a file into events; this crate decides what they mean, once, for
+//! statistics, diffs, folded stacks and flame graphs, the Perfetto and Chrome writers, OpenTelemetry
+//! spans and the viewer's index:
+//!
+//! * [`nesting`]: each thread's tree of slices (scopes, begin/end pairs, complete and lock
+//!   events, marks), built from a stream in which a complete event arrives after the slices
+//!   nested in it, with one rule for an end whose begin has another name (it closes the innermost
+//!   open begin, and is reported), bounded memory, and paths interned in a trie;
+//! * [`names`]: names as the outputs show them: cut at [`names::MAX_NAME_BYTES`], a lock's
+//!   callsite shown as `NAME (wait)` / `NAME (held)` everywhere.
+//!
+//! It depends on the format only: reading a trace never needs the recording runtime.
+
+pub mod names;
+pub mod nesting;
+mod siblings;
+
+#[cfg(test)]
+mod test_rng;

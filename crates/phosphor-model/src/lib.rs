@@ -15,6 +15,7 @@
 
 pub mod names;
 pub mod nesting;
+mod paths;
 mod siblings;
 
 #[cfg(test)]

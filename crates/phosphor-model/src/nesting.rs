@@ -58,12 +58,10 @@
 //! plus the open begins, and paths are exact unless a `LateParent` is reported.
 
 use std::cmp::Reverse;
-use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
 use phosphor_format::IdMap;
-use rustc_hash::FxBuildHasher;
 
+pub use crate::paths::{Label, PathId, Paths, DEEPER, ROOT};
 use crate::siblings::{FirstInPlace, Key, Siblings};
 
 /// Pending slices kept per thread by default (statistics and folded stacks): 80 bytes each in
@@ -76,131 +74,6 @@ pub const DEFAULT_PENDING_LIMIT: usize = 1 << 16;
 /// counted by name under a `[deeper than 256]` marker. Flame graph tools cap stacks too (perf at
 /// 127 frames by default); an instrumented program's scopes nest far less deeply than its calls.
 pub const DEFAULT_MAX_DEPTH: usize = 256;
-
-/// A slice's name, as its consumer numbers them (a stack segment for folded stacks; a name and an
-/// event type for statistics). A begin and the end that matches it carry the same label.
-/// [`DEEPER`] is reserved.
-pub type Label = u32;
-
-/// The label of the marker that stands for the levels below the depth cap.
-pub const DEEPER: Label = Label::MAX;
-
-/// An interned path: a stack of labels. [`ROOT`] is the empty path, a thread's top level.
-pub type PathId = u32;
-
-/// The empty path.
-pub const ROOT: PathId = 0;
-
-/// One path of the trie.
-#[derive(Clone, Copy, Debug)]
-struct PathNode {
-    parent: PathId,
-    label: Label,
-    /// Labels in the path, the [`DEEPER`] marker included.
-    depth: u32,
-}
-
-/// The paths seen so far: a trie of labels, shared by all threads.
-#[derive(Debug)]
-pub struct Paths {
-    nodes: Vec<PathNode>,
-    /// The paths, found by their parent and last label (4 bytes a path).
-    index: HashTable<PathId>,
-    max_depth: u32,
-}
-
-impl Paths {
-    fn new(max_depth: usize) -> Paths {
-        Paths {
-            nodes: vec![PathNode { parent: ROOT, label: DEEPER, depth: 0 }],
-            index: HashTable::new(),
-            max_depth: u32::try_from(max_depth).unwrap_or(u32::MAX).clamp(1, u32::MAX - 2),
-        }
-    }
-
-    /// The path `parent` followed by `label`, cut at the depth cap: past it, the ancestors down
-    /// to the cap, [`DEEPER`], then `label`.
-    pub fn child(&mut self, parent: PathId, label: Label) -> PathId {
-        let depth = self.depth(parent);
-        if depth < self.max_depth {
-            self.intern(parent, label)
-        } else if depth == self.max_depth {
-            let marker = self.intern(parent, DEEPER);
-            self.intern(marker, label)
-        } else {
-            // Below the marker: beside `parent`, under the same marker.
-            self.intern(self.parent(parent), label)
-        }
-    }
-
-    fn intern(&mut self, parent: PathId, label: Label) -> PathId {
-        let nodes = &self.nodes;
-        let hash = |parent: PathId, label: Label| FxBuildHasher.hash_one((parent, label));
-        let found = self.index.find(hash(parent, label), |&p| {
-            let n = &nodes[p as usize];
-            (n.parent, n.label) == (parent, label)
-        });
-        if let Some(&id) = found {
-            return id;
-        }
-        let next = nodes.len() as PathId;
-        let depth = nodes[parent as usize].depth + 1;
-        self.nodes.push(PathNode { parent, label, depth });
-        let nodes = &self.nodes;
-        self.index.insert_unique(hash(parent, label), next, |&p| {
-            let n = &nodes[p as usize];
-            hash(n.parent, n.label)
-        });
-        next
-    }
-
-    /// Labels in `path` (a path cut at the cap counts its marker).
-    pub fn depth(&self, path: PathId) -> u32 {
-        self.nodes[path as usize].depth
-    }
-
-    /// `path` without its last label (the root for the root).
-    pub fn parent(&self, path: PathId) -> PathId {
-        self.nodes[path as usize].parent
-    }
-
-    /// The last label of `path` (meaningless for the root).
-    pub fn label(&self, path: PathId) -> Label {
-        self.nodes[path as usize].label
-    }
-
-    /// Whether `path` was cut at the depth cap.
-    pub fn is_truncated(&self, path: PathId) -> bool {
-        self.depth(path) > self.max_depth
-    }
-
-    /// The depth cap.
-    pub fn max_depth(&self) -> usize {
-        self.max_depth as usize
-    }
-
-    /// Never: the root is always there.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// Paths interned, the root included: their ids are below it, a parent's below its
-    /// children's.
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// The labels of `path`, outermost first.
-    pub fn labels(&self, mut path: PathId) -> Vec<Label> {
-        let mut out = Vec::with_capacity(self.depth(path) as usize);
-        while path != ROOT {
-            out.push(self.label(path));
-            path = self.parent(path);
-        }
-        out.reverse();
-        out
-    }
-}
 
 /// What a resolved slice is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -251,26 +124,44 @@ pub struct Problem {
 }
 
 /// What receives the resolved slices and the problems.
-pub trait Sink {
+///
+/// A subtree is handed over as a walk in time order: each slice is *entered* ([`Sink::enter`],
+/// which by default calls [`Sink::slice`]) before the slices nested in it, and *left*
+/// ([`Sink::leave`]) after them; siblings in order of start (among equal starts, the one added
+/// last first: it was placed outside the earlier ones or beside them). A writer that turns the
+/// walk into begins and ends gets, at equal timestamps, begins outer-first and ends inner-first:
+/// what any client that sorts by time with ties in stream order (Perfetto's trace processor),
+/// or replays the stream as written, rebuilds as this tree.
+pub trait Sink<P = ()> {
     /// A slice whose path is final.
-    fn slice(&mut self, slice: &Slice);
+    fn slice(&mut self, _slice: &Slice) {}
+    /// The slice with the payload it was added with ([`Nesting::complete_with`] and the like),
+    /// before the slices nested in it. By default, [`Sink::slice`].
+    fn enter(&mut self, slice: &Slice, payload: P) {
+        let _ = payload;
+        self.slice(slice);
+    }
+    /// After the slices nested in `slice` (entered just before them).
+    fn leave(&mut self, _slice: &Slice) {}
     /// A scope that does not nest.
     fn problem(&mut self, _problem: Problem) {}
 }
 
 /// A finished slice waiting for its parent, with its own children.
 #[derive(Debug)]
-struct Node {
+struct Node<P> {
     start: u64,
     end: u64,
     /// Durations of the direct children, including those already resolved.
     nested: u64,
-    children: Siblings<Node>,
+    children: Siblings<Node<P>>,
     label: Label,
     kind: SliceKind,
+    /// What the caller added with the slice, handed back to [`Sink::enter`].
+    payload: P,
 }
 
-impl Drop for Node {
+impl<P> Drop for Node<P> {
     /// Drops a subtree without recursion: pending subtrees can be deeper than the call stack.
     fn drop(&mut self) {
         if self.children.is_empty() {
@@ -289,13 +180,13 @@ impl Drop for Node {
 
 /// The summed durations of `nodes`, saturating: the durations of a corrupt file can be anything,
 /// and overlapping (interlaced) siblings can sum past their parent.
-fn total_dur<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> u64 {
+fn total_dur<'a, P: 'a>(nodes: impl IntoIterator<Item = &'a Node<P>>) -> u64 {
     nodes.into_iter().fold(0, |sum, n| sum.saturating_add(n.dur()))
 }
 
-impl Node {
-    fn new(start: u64, end: u64, label: Label, kind: SliceKind) -> Node {
-        Node { start, end, nested: 0, children: Siblings::default(), label, kind }
+impl<P> Node<P> {
+    fn new(start: u64, end: u64, label: Label, kind: SliceKind, payload: P) -> Node<P> {
+        Node { start, end, nested: 0, children: Siblings::default(), label, kind, payload }
     }
 
     fn dur(&self) -> u64 {
@@ -308,7 +199,7 @@ impl Node {
     /// Whether this (earlier) slice holds `later`, which arrived after it: `later` starts inside
     /// it and ends by its end. Equal intervals are the other way round (a parent arrives after its
     /// children), and a slice starting at this one's end came after it.
-    fn holds(&self, later: &Node) -> bool {
+    fn holds(&self, later: &Node<P>) -> bool {
         self.kind == SliceKind::Scope
             && self.start <= later.start
             && later.start < self.end
@@ -319,32 +210,40 @@ impl Node {
 
 /// A begin not yet ended.
 #[derive(Debug)]
-struct Open {
+struct Open<P> {
     label: Label,
     start: u64,
     /// Its path as known now (a complete event that later encloses it would change it).
     path: PathId,
     /// Durations of its children resolved early.
     nested: u64,
+    payload: P,
 }
 
 /// The pending subtrees at one level of open begins.
-#[derive(Debug, Default)]
-struct Region {
+#[derive(Debug)]
+struct Region<P> {
     /// The first in place: most threads of a file of many threads have one slice.
-    items: FirstInPlace<Node>,
+    items: FirstInPlace<Node<P>>,
     /// The latest start of a subtree resolved early from this region.
     resolved_until: Option<u64>,
 }
 
-/// A thread's open begins and pending slices: 128 bytes, and nothing on the heap until it has a
-/// second pending slice or an open begin (a file may have a million threads of one slice each).
-#[derive(Debug, Default)]
-struct Thread {
+impl<P> Default for Region<P> {
+    fn default() -> Region<P> {
+        Region { items: FirstInPlace::default(), resolved_until: None }
+    }
+}
+
+/// A thread's open begins and pending slices: 128 bytes (with no payload), and nothing on the
+/// heap until it has a second pending slice or an open begin (a file may have a million threads of
+/// one slice each).
+#[derive(Debug)]
+struct Thread<P> {
     /// The top level's region.
-    top: Region,
+    top: Region<P>,
     /// The open begins, outermost first, each with the region inside it.
-    levels: Vec<(Open, Region)>,
+    levels: Vec<(Open<P>, Region<P>)>,
     /// Nodes in all the regions' subtrees (at most the limit, below `u32::MAX`).
     pending: u32,
     tid: u32,
@@ -353,9 +252,13 @@ struct Thread {
     last_complete: (u64, u64),
 }
 
-impl Thread {
+impl<P> Thread<P> {
+    fn new(tid: u32) -> Thread<P> {
+        Thread { top: Region::default(), levels: Vec::new(), pending: 0, tid, last_complete: (u64::MAX, 0) }
+    }
+
     /// The innermost open begin.
-    fn open(&self) -> Option<&Open> {
+    fn open(&self) -> Option<&Open<P>> {
         self.levels.last().map(|(o, _)| o)
     }
 
@@ -365,22 +268,25 @@ impl Thread {
     }
 
     /// The region inside the innermost open begin, or the top level.
-    fn innermost(&mut self) -> &mut Region {
+    fn innermost(&mut self) -> &mut Region<P> {
         self.levels.last_mut().map_or(&mut self.top, |(_, r)| r)
     }
 }
 
 /// The per-thread trees. Feed it a thread's events in the order the thread recorded them (threads
 /// may interleave), then call [`Nesting::finish`].
+///
+/// Each slice may carry a payload `P` (none by default): what a writer needs to write it (an
+/// event kept aside), handed back with the slice to [`Sink::enter`] when its path is final.
 #[derive(Debug)]
-pub struct Nesting {
+pub struct Nesting<P = ()> {
     /// By thread id, its place in `threads`.
     thread_index: IdMap,
-    threads: Vec<Thread>,
+    threads: Vec<Thread<P>>,
     paths: Paths,
     limit: usize,
     /// Scratch stack of `resolve`.
-    stack: Vec<(PathId, Node)>,
+    stack: Vec<Step<P>>,
     resolved_early: u64,
     truncated: u64,
     /// The arrival number of the next slice (0 is for begins left open, placed after all).
@@ -390,9 +296,9 @@ pub struct Nesting {
     steps: u64,
 }
 
-impl Nesting {
+impl<P: Default> Nesting<P> {
     /// Keeps at most `limit` pending slices per thread, and paths [`DEFAULT_MAX_DEPTH`] deep.
-    pub fn new(limit: usize) -> Nesting {
+    pub fn new(limit: usize) -> Nesting<P> {
         Nesting {
             thread_index: IdMap::default(),
             threads: Vec::new(),
@@ -409,7 +315,7 @@ impl Nesting {
     }
 
     /// Cuts paths at `depth` labels (at least 1) instead. Call it before the first event.
-    pub fn max_depth(mut self, depth: usize) -> Nesting {
+    pub fn max_depth(mut self, depth: usize) -> Nesting<P> {
         self.paths = Paths::new(depth);
         self
     }
@@ -451,7 +357,7 @@ impl Nesting {
     }
 
     /// The state of thread `tid`, new if it had none.
-    fn thread(&mut self, tid: u32) -> &mut Thread {
+    fn thread(&mut self, tid: u32) -> &mut Thread<P> {
         thread(&mut self.thread_index, &mut self.threads, tid)
     }
 
@@ -463,22 +369,42 @@ impl Nesting {
 
     /// Opens a begin slice.
     pub fn begin(&mut self, tid: u32, label: Label, ts: u64) {
+        self.begin_with(tid, label, ts, P::default());
+    }
+
+    /// Opens a begin slice carrying `payload`.
+    pub fn begin_with(&mut self, tid: u32, label: Label, ts: u64, payload: P) {
         let prefix = self.thread(tid).prefix();
         let path = self.paths.child(prefix, label);
-        self.thread(tid).levels.push((Open { label, start: ts, path, nested: 0 }, Region::default()));
+        let open = Open { label, start: ts, path, nested: 0, payload };
+        self.thread(tid).levels.push((open, Region::default()));
     }
 
     /// Closes the innermost open begin of `tid`.
-    pub fn end(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
-        let Some((open, region)) = self.thread(tid).levels.pop() else {
+    pub fn end(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink<P>) {
+        self.end_with(tid, label, ts, sink, |_| {});
+    }
+
+    /// Closes the innermost open begin of `tid`, first handing its payload to `update` (a writer
+    /// adds the end's arguments to it). Returns whether a begin was open.
+    pub fn end_with(
+        &mut self,
+        tid: u32,
+        label: Label,
+        ts: u64,
+        sink: &mut impl Sink<P>,
+        update: impl FnOnce(&mut P),
+    ) -> bool {
+        let Some((mut open, region)) = self.thread(tid).levels.pop() else {
             sink.problem(Problem { tid, ts, kind: ProblemKind::EndWithoutBegin { end: label } });
-            return;
+            return false;
         };
         if open.label != label {
             sink.problem(Problem { tid, ts, kind: ProblemKind::WrongName { open: open.label, end: label } });
         }
+        update(&mut open.payload);
         let resolved_inside = region.resolved_until.is_some();
-        let mut node = Node::new(open.start, ts.max(open.start), open.label, SliceKind::Scope);
+        let mut node = Node::new(open.start, ts.max(open.start), open.label, SliceKind::Scope, open.payload);
         node.nested = open.nested.saturating_add(total_dur(region.items.iter().map(|(_, n)| n)));
         node.children = region.items.into_list();
         self.add(tid, node, sink);
@@ -487,11 +413,25 @@ impl Nesting {
             let outer = self.thread(tid).innermost();
             outer.resolved_until = outer.resolved_until.max(Some(open.start));
         }
+        true
     }
 
     /// A slice from `ts` lasting `dur` ticks, recorded at its end.
-    pub fn complete(&mut self, tid: u32, label: Label, ts: u64, dur: u64, sink: &mut impl Sink) {
-        let node = Node::new(ts, ts.saturating_add(dur), label, SliceKind::Scope);
+    pub fn complete(&mut self, tid: u32, label: Label, ts: u64, dur: u64, sink: &mut impl Sink<P>) {
+        self.complete_with(tid, label, ts, dur, P::default(), sink);
+    }
+
+    /// [`Nesting::complete`], the slice carrying `payload`.
+    pub fn complete_with(
+        &mut self,
+        tid: u32,
+        label: Label,
+        ts: u64,
+        dur: u64,
+        payload: P,
+        sink: &mut impl Sink<P>,
+    ) {
+        let node = Node::new(ts, ts.saturating_add(dur), label, SliceKind::Scope, payload);
         self.add(tid, node, sink);
         thread(&mut self.thread_index, &mut self.threads, tid).last_complete = (ts, ts.saturating_add(dur));
     }
@@ -506,11 +446,16 @@ impl Nesting {
     }
 
     /// A point event at `ts`.
-    pub fn mark(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink) {
-        self.add(tid, Node::new(ts, ts, label, SliceKind::Mark), sink);
+    pub fn mark(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink<P>) {
+        self.mark_with(tid, label, ts, P::default(), sink);
     }
 
-    fn add(&mut self, tid: u32, node: Node, sink: &mut impl Sink) {
+    /// [`Nesting::mark`], the mark carrying `payload`.
+    pub fn mark_with(&mut self, tid: u32, label: Label, ts: u64, payload: P, sink: &mut impl Sink<P>) {
+        self.add(tid, Node::new(ts, ts, label, SliceKind::Mark, payload), sink);
+    }
+
+    fn add(&mut self, tid: u32, node: Node<P>, sink: &mut impl Sink<P>) {
         let t = thread(&mut self.thread_index, &mut self.threads, tid);
         if let Some(open) = t.open().filter(|o| node.kind == SliceKind::Scope && node.start < o.start) {
             // Recorded while the begin is open, but started before it: it stays in the begin's
@@ -520,7 +465,7 @@ impl Nesting {
         }
         // Levels the slice may go down before its path would be cut anyway.
         let prefix = t.prefix();
-        let room = self.paths.max_depth.saturating_sub(self.paths.depth(prefix)) as usize;
+        let room = (self.paths.max_depth() as u32).saturating_sub(self.paths.depth(prefix)) as usize;
         let seq = self.next_seq;
         self.next_seq += 1;
         let region = t.innermost();
@@ -539,7 +484,7 @@ impl Nesting {
 
     /// Ends the stream: begins still open become unclosed slices (reported), and every pending
     /// subtree is resolved. No slice may be added after: the paths' index is freed.
-    pub fn finish(&mut self, sink: &mut impl Sink) {
+    pub fn finish(&mut self, sink: &mut impl Sink<P>) {
         self.thread_index = IdMap::default();
         let mut threads = std::mem::take(&mut self.threads);
         threads.sort_unstable_by_key(|t| Reverse(t.tid));
@@ -557,7 +502,8 @@ impl Nesting {
                     ts: open.start,
                     kind: ProblemKind::LeftOpen { open: open.label },
                 });
-                let mut node = Node::new(open.start, open.start, open.label, SliceKind::Unclosed);
+                let mut node =
+                    Node::new(open.start, open.start, open.label, SliceKind::Unclosed, open.payload);
                 node.children = region.items.into_list();
                 // After the slices starting with it (arrival number 0 sorts last).
                 let outer = t.innermost().items.list();
@@ -567,16 +513,16 @@ impl Nesting {
                 resolve(&mut self.paths, &mut self.stack, &mut self.truncated, tid, ROOT, node, sink);
             }
         }
-        self.paths.index = HashTable::new();
+        self.paths.free_index();
     }
 }
 
 /// The state of thread `tid` in `threads`, found by `index`; new if it had none.
-fn thread<'a>(index: &mut IdMap, threads: &'a mut Vec<Thread>, tid: u32) -> &'a mut Thread {
+fn thread<'a, P>(index: &mut IdMap, threads: &'a mut Vec<Thread<P>>, tid: u32) -> &'a mut Thread<P> {
     let at = match index.get(tid) {
         Some(at) => at,
         None => {
-            threads.push(Thread { tid, last_complete: (u64::MAX, 0), ..Thread::default() });
+            threads.push(Thread::new(tid));
             let at = threads.len() as u32 - 1;
             index.insert(tid, at);
             at
@@ -589,7 +535,7 @@ fn thread<'a>(index: &mut IdMap, threads: &'a mut Vec<Thread>, tid: u32) -> &'a 
 /// with it, or the one before them. No other can (siblings do not overlap), and among equal starts
 /// only the oldest can be a scope: a later scope starting there adopts the slices starting with
 /// it, or goes inside the scope that holds it.
-fn holder(list: &Siblings<Node>, node: &Node) -> Option<Key> {
+fn holder<P>(list: &Siblings<Node<P>>, node: &Node<P>) -> Option<Key> {
     if let Some((k, n)) = list.oldest_at(node.start) {
         if n.holds(node) {
             return Some(k);
@@ -602,13 +548,13 @@ fn holder(list: &Siblings<Node>, node: &Node) -> Option<Key> {
 /// Puts `node`, the slice number `seq`, into `region`: down into the pending slice that holds it,
 /// if any (at most `room` levels); there, it adopts the slices it contains. Returns the levels
 /// gone down plus the subtrees adopted.
-fn insert(
-    region: &mut Region,
-    mut node: Node,
+fn insert<P>(
+    region: &mut Region<P>,
+    mut node: Node<P>,
     seq: u64,
     room: usize,
     tid: u32,
-    sink: &mut impl Sink,
+    sink: &mut impl Sink<P>,
 ) -> usize {
     let Region { items, resolved_until } = region;
     let is_scope = node.kind == SliceKind::Scope;
@@ -685,14 +631,14 @@ fn insert(
 /// Resolves the oldest pending subtrees of `t` (lowest region first) until it holds at most three
 /// quarters of `limit`, so that shedding happens once per many events. Returns the slices
 /// resolved.
-fn shed(
-    t: &mut Thread,
+fn shed<P: Default>(
+    t: &mut Thread<P>,
     tid: u32,
     limit: usize,
     paths: &mut Paths,
-    stack: &mut Vec<(PathId, Node)>,
+    stack: &mut Vec<Step<P>>,
     truncated: &mut u64,
-    sink: &mut impl Sink,
+    sink: &mut impl Sink<P>,
 ) -> usize {
     let target = limit - limit / 4;
     let mut resolved = 0;
@@ -719,27 +665,49 @@ fn shed(
     resolved
 }
 
-/// Hands the subtree `node`, under `prefix`, to `sink`, counting the paths cut at the depth cap in
-/// `truncated`; returns its size. Iterative: a subtree can be deeper than the call stack.
-fn resolve(
+/// A step of [`resolve`]'s walk.
+#[derive(Debug)]
+enum Step<P> {
+    /// Enter the subtree under the path.
+    Enter(PathId, Node<P>),
+    /// Leave the slice whose subtree was walked.
+    Leave(Slice),
+}
+
+/// Hands the subtree `node`, under `prefix`, to `sink` as a walk in time order (see [`Sink`]),
+/// counting the paths cut at the depth cap in `truncated`; returns its size. Iterative: a subtree
+/// can be deeper than the call stack.
+fn resolve<P: Default>(
     paths: &mut Paths,
-    stack: &mut Vec<(PathId, Node)>,
+    stack: &mut Vec<Step<P>>,
     truncated: &mut u64,
     tid: u32,
     prefix: PathId,
-    node: Node,
-    sink: &mut impl Sink,
+    node: Node<P>,
+    sink: &mut impl Sink<P>,
 ) -> usize {
     let mut n = 0;
-    stack.push((prefix, node));
-    while let Some((prefix, mut node)) = stack.pop() {
+    stack.push(Step::Enter(prefix, node));
+    while let Some(step) = stack.pop() {
+        let (prefix, mut node) = match step {
+            Step::Enter(prefix, node) => (prefix, node),
+            Step::Leave(slice) => {
+                sink.leave(&slice);
+                continue;
+            }
+        };
         let path = paths.child(prefix, node.label);
         *truncated += u64::from(paths.is_truncated(path));
         let dur = node.dur();
         let self_ticks = dur.saturating_sub(node.nested);
-        sink.slice(&Slice { tid, path, kind: node.kind, start: node.start, dur, self_ticks });
+        let slice = Slice { tid, path, kind: node.kind, start: node.start, dur, self_ticks };
+        sink.enter(&slice, std::mem::take(&mut node.payload));
         n += 1;
-        stack.extend(std::mem::take(&mut node.children).into_iter().map(|(_, c)| (path, c)));
+        stack.push(Step::Leave(slice));
+        // The children in reverse, so that the first in time is entered first.
+        let first = stack.len();
+        stack.extend(std::mem::take(&mut node.children).into_iter().map(|(_, c)| Step::Enter(path, c)));
+        stack[first..].reverse();
     }
     n
 }
@@ -747,3 +715,7 @@ fn resolve(
 #[cfg(test)]
 #[path = "nesting_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "walk_tests.rs"]
+mod walk_tests;

@@ -399,7 +399,7 @@ fn a_deep_pending_tree_is_dropped_without_recursion() {
 #[test]
 fn a_pending_slice_takes_80_bytes_in_its_list() {
     // What DEFAULT_PENDING_LIMIT's bound on memory counts.
-    assert_eq!(std::mem::size_of::<(Key, Node)>(), 80);
+    assert_eq!(std::mem::size_of::<(Key, Node<()>)>(), 80);
 }
 
 #[test]
@@ -407,7 +407,7 @@ fn a_thread_of_one_pending_slice_holds_it_in_its_state_without_an_allocation() {
     // A file of a million threads of one slice each: 144 MB of states, not 80 and a million
     // blocks of 80 bytes that the allocator keeps once they are freed. (128 before the start and
     // end of the thread's last complete event, which a `phosphor/scope_alloc` after it belongs to.)
-    assert_eq!(std::mem::size_of::<Thread>(), 144);
+    assert_eq!(std::mem::size_of::<Thread<()>>(), 144);
     let (mut n, mut r) = (Nesting::new(DEFAULT_PENDING_LIMIT), Record::default());
     n.complete(7, 1, 10, 5, &mut r);
     assert!(matches!(n.threads[0].top.items, FirstInPlace::One(..)));

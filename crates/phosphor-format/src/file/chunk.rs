@@ -294,6 +294,12 @@ impl<'a> Chunk<'a> {
         self.tables.thread_name(tid)
     }
 
+    /// The callsites and strings as the blocks before this chunk define them, to decode
+    /// [`HeldEvents`](super::HeldEvents) against.
+    pub fn tables(&self) -> super::TableSet<'a> {
+        super::TableSet(self.tables)
+    }
+
     /// The string table as the blocks before this chunk define it.
     pub fn strings(&self) -> &'a StringTable {
         &self.tables.strings

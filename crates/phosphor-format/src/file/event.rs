@@ -8,7 +8,7 @@
 use super::chunk::Chunk;
 use super::error::{Error, ErrorKind};
 use super::strings::StringTable;
-use super::tables::Callsite;
+use super::tables::{Callsite, Tables};
 use crate::{decode_event, ArgWord, ParamIter, Phase, RawParams, ID_THREAD_SWITCH, MAX_ARGS};
 
 /// An argument value.
@@ -149,11 +149,6 @@ impl<'a> ChunkEvents<'a> {
     pub(crate) fn new(chunk: Chunk<'a>) -> ChunkEvents<'a> {
         ChunkEvents { chunk, pos: 0, tid: chunk.extents.tid }
     }
-
-    fn fail(&mut self, kind: ErrorKind, at: usize) -> Option<Result<Event<'a>, Error>> {
-        self.pos = self.chunk.records.len();
-        Some(Err(Error::new(kind, self.chunk.record_offset(at))))
-    }
 }
 
 impl<'a> ChunkEvents<'a> {
@@ -193,46 +188,57 @@ impl<'a> Iterator for ChunkEvents<'a> {
                 self.pos += 1;
                 continue;
             }
-            let raw = match decode_event(records, at) {
-                Ok(raw) => raw,
-                Err(e) => return self.fail(ErrorKind::Decode(e), at),
-            };
-            self.pos += raw.len;
-            let Some(cs) = self.chunk.tables.callsite(r.id) else {
-                return self.fail(ErrorKind::UnknownCallsite(r.id), at);
-            };
-            let tables = self.chunk.tables;
-            let mut args = [None; MAX_ARGS];
-            for (i, a) in raw.args.iter().enumerate() {
-                let Some(w) = *a else { continue };
-                let v = match value(w, &tables.strings) {
-                    Ok(v) => v,
-                    Err(index) => {
-                        return self.fail(ErrorKind::UnknownString { index, len: tables.strings.len() }, at)
-                    }
-                };
-                args[i] = Some((cs.arg_names[i].as_str(), v));
-            }
-            if let Some(p) = raw.params {
-                // Check every static string now, so that iterating the parameters cannot fail.
-                for w in p.iter() {
-                    if let Err(index) = value(w, &tables.strings) {
-                        return self.fail(ErrorKind::UnknownString { index, len: tables.strings.len() }, at);
-                    }
+            match decode_at(records, at, self.tid, self.chunk.tables, self.chunk.record_offset(at)) {
+                Ok((event, len)) => {
+                    self.pos += len;
+                    return Some(Ok(event));
+                }
+                Err(e) => {
+                    self.pos = self.chunk.records.len();
+                    return Some(Err(e));
                 }
             }
-            let lead = (raw.lead_len > 0).then_some(raw.lead[0]);
-            return Some(Ok(Event {
-                tid: self.tid,
-                ts: r.ts,
-                callsite: cs,
-                duration: if cs.phase.has_duration() { lead } else { None },
-                async_id: if matches!(cs.phase, Phase::AsyncBegin | Phase::AsyncEnd) { lead } else { None },
-                args,
-                params: Params { raw: raw.params, strings: &tables.strings },
-                truncated: raw.truncated,
-                offset: self.chunk.record_offset(at),
-            }));
         }
     }
+}
+
+/// Decodes the event whose main record is `records[at]`, recorded by thread `tid` and found at
+/// file offset `offset`, with callsites and strings from `tables`; returns it and how many
+/// records it takes. Every length is checked; an error names `offset`.
+#[inline]
+pub(crate) fn decode_at<'a>(
+    records: &'a [crate::Record],
+    at: usize,
+    tid: u32,
+    tables: &'a Tables,
+    offset: u64,
+) -> Result<(Event<'a>, usize), Error> {
+    let r = &records[at];
+    let raw = decode_event(records, at).map_err(|e| Error::new(ErrorKind::Decode(e), offset))?;
+    let cs = tables.callsite(r.id).ok_or_else(|| Error::new(ErrorKind::UnknownCallsite(r.id), offset))?;
+    let unknown = |index| Error::new(ErrorKind::UnknownString { index, len: tables.strings.len() }, offset);
+    let mut args = [None; MAX_ARGS];
+    for (i, a) in raw.args.iter().enumerate() {
+        let Some(w) = *a else { continue };
+        args[i] = Some((cs.arg_names[i].as_str(), value(w, &tables.strings).map_err(unknown)?));
+    }
+    if let Some(p) = raw.params {
+        // Check every static string now, so that iterating the parameters cannot fail.
+        for w in p.iter() {
+            value(w, &tables.strings).map_err(unknown)?;
+        }
+    }
+    let lead = (raw.lead_len > 0).then_some(raw.lead[0]);
+    let event = Event {
+        tid,
+        ts: r.ts,
+        callsite: cs,
+        duration: if cs.phase.has_duration() { lead } else { None },
+        async_id: if matches!(cs.phase, Phase::AsyncBegin | Phase::AsyncEnd) { lead } else { None },
+        args,
+        params: Params { raw: raw.params, strings: &tables.strings },
+        truncated: raw.truncated,
+        offset,
+    };
+    Ok((event, raw.len))
 }

@@ -37,6 +37,7 @@ mod compress;
 mod error;
 mod event;
 mod header;
+mod held;
 pub mod raw;
 mod reader;
 pub mod ring;
@@ -56,6 +57,7 @@ pub use header::{
     format_boot_id, kind, parse_boot_id, BootId, DropCounts, Header, Trailer, BLOCK_HEADER_BYTES,
     FORMAT_MAJOR, FORMAT_MINOR, MAGIC, MAX_BLOCK_BYTES, PREAMBLE_BYTES,
 };
+pub use held::{HeldEvents, TableSet};
 pub use reader::{Block, Reader};
 pub use strings::{StringTable, TableStr};
 pub use system_block::{MAX_BUILD_ID_BYTES, MAX_PATH_BYTES, MAX_SYSTEM_ENTRIES, MAX_SYSTEM_FRAMES};

@@ -282,6 +282,12 @@ impl<R: Read> Reader<R> {
         self.system_status.as_ref()
     }
 
+    /// The callsites and strings read so far, to decode [`HeldEvents`](super::HeldEvents)
+    /// against.
+    pub fn tables(&self) -> super::TableSet<'_> {
+        super::TableSet(&self.tables)
+    }
+
     /// The string table read so far: each string once, however many entries name it.
     pub fn strings(&self) -> &StringTable {
         &self.tables.strings

@@ -8,6 +8,8 @@
 //!   events, marks), built from a stream in which a complete event arrives after the slices
 //!   nested in it, with one rule for an end whose begin has another name (it closes the innermost
 //!   open begin, and is reported), bounded memory, and paths interned in a trie;
+//! * [`ordered`]: each thread's slices handed to a writer of begins and ends in the order its
+//!   client rebuilds that tree (Perfetto's trace processor, Chrome JSON viewers);
 //! * [`names`]: names as the outputs show them: cut at [`names::MAX_NAME_BYTES`], a lock's
 //!   callsite shown as `NAME (wait)` / `NAME (held)` everywhere.
 //!
@@ -15,6 +17,7 @@
 
 pub mod names;
 pub mod nesting;
+pub mod ordered;
 mod paths;
 mod siblings;
 

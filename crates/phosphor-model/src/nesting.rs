@@ -380,6 +380,11 @@ impl<P: Default> Nesting<P> {
         self.thread(tid).levels.push((open, Region::default()));
     }
 
+    /// Whether thread `tid` has a begin open.
+    pub fn has_open(&self, tid: u32) -> bool {
+        self.thread_index.get(tid).is_some_and(|at| !self.threads[at as usize].levels.is_empty())
+    }
+
     /// Closes the innermost open begin of `tid`.
     pub fn end(&mut self, tid: u32, label: Label, ts: u64, sink: &mut impl Sink<P>) {
         self.end_with(tid, label, ts, sink, |_| {});

@@ -1,0 +1,108 @@
+//! [`Ordered`] on crafted files: what a writer of begins and ends gets.
+
+use phosphor_craft::{callsite, monotonic, records, ChunkStream, TraceWriter};
+use phosphor_format::file::{Reader, Trailer};
+use phosphor_format::Record;
+
+use super::*;
+
+/// The first callsite id of the files made here.
+const ID: u32 = phosphor_format::FIRST_CALLSITE_ID;
+
+/// What the writer was handed: `B name ts`, `E name ts` (with the end event's name when there is
+/// one), `I name ts`.
+#[derive(Default)]
+struct Log(Vec<String>);
+
+impl SliceWriter for Log {
+    fn begin(&mut self, s: &Slice, e: &Event<'_>) {
+        let kind = if s.kind == SliceKind::Mark { "I" } else { "B" };
+        self.0.push(format!("{kind} {} {}", e.callsite.name.as_str(), e.ts));
+    }
+
+    fn end(&mut self, s: &Slice, end: Option<&Event<'_>>) {
+        let name = end.map_or("-", |e| e.callsite.name.as_str());
+        self.0.push(format!("E {name} {}", s.start + s.dur));
+    }
+}
+
+/// A file of one thread's `events` (callsites `ID` + 0 `parent` complete, 1 `child`
+/// complete, 2 `mark` instant, 3 `open` begin, 4 `close` end), read through [`Ordered`] holding `limit` slices.
+fn walk(events: &[Vec<Record>], limit: usize) -> (Vec<String>, Ordered) {
+    use phosphor_format::Phase::{Begin, Complete, End, Instant};
+    let mut w = TraceWriter::new(Vec::new(), monotonic(), "t").unwrap();
+    // Strings 0 to 2 are the category, the empty string and the file, as `callsite` wants.
+    w.strings(&["craft", "", "ordered.rs"]).unwrap();
+    let names = w.strings(&["parent", "child", "mark", "open", "close"]).unwrap();
+    let phases = [Complete, Complete, Instant, Begin, End];
+    w.callsites((0..5).map(|i| callsite(i + ID, phases[i as usize], names + i))).unwrap();
+    let mut stream = ChunkStream::new(7);
+    for e in events {
+        stream.push(&mut w, e).unwrap();
+    }
+    stream.flush(&mut w).unwrap();
+    let bytes = w.finish(Trailer::default()).unwrap();
+    let mut reader = Reader::new(&bytes[..]).unwrap();
+    let (mut ordered, mut log) = (Ordered::new(limit), Log::default());
+    while let Some(chunk) = reader.next_chunk().unwrap() {
+        for e in chunk.events() {
+            assert!(ordered.push(&chunk, &e.unwrap(), &mut log));
+        }
+    }
+    ordered.finish(reader.tables(), &mut log);
+    (log.0, ordered)
+}
+
+#[test]
+fn a_parent_recorded_after_its_child_begins_first_when_both_start_in_one_tick() {
+    // child [10, 20], then parent [10, 30] (recorded at its end); an instant at 10 before both.
+    let events = [
+        records::instant(10, ID + 2).to_vec(),
+        records::complete(10, ID + 1, 10).to_vec(),
+        records::complete(10, ID, 20).to_vec(),
+    ];
+    let (log, _) = walk(&events, 100);
+    assert_eq!(log, ["B parent 10", "B child 10", "I mark 10", "E - 20", "E - 30"]);
+}
+
+#[test]
+fn ends_of_one_tick_come_inner_first_and_a_begin_end_pair_carries_its_end_event() {
+    // open@0 { child [5, 9], parent [0, 9] } close@9, then a zero-length child at 9.
+    let events = [
+        records::begin(0, ID + 3).to_vec(),
+        records::complete(5, ID + 1, 4).to_vec(),
+        records::complete(0, ID, 9).to_vec(),
+        records::end(9, ID + 4).to_vec(),
+        records::complete(9, ID + 1, 0).to_vec(),
+    ];
+    let (log, ordered) = walk(&events, 100);
+    assert_eq!(
+        log,
+        ["B open 0", "B parent 0", "B child 5", "E - 9", "E - 9", "E close 9", "B child 9", "E - 9"]
+    );
+    assert_eq!(ordered.unmatched_ends(), 0);
+}
+
+#[test]
+fn an_end_with_nothing_open_is_dropped_and_counted_and_a_begin_never_ended_has_no_end() {
+    let events = [
+        records::end(1, ID + 4).to_vec(),
+        records::begin(2, ID + 3).to_vec(),
+        records::instant(3, ID + 2).to_vec(),
+    ];
+    let (log, ordered) = walk(&events, 100);
+    assert_eq!(log, ["B open 2", "I mark 3"]);
+    assert_eq!(ordered.unmatched_ends(), 1);
+}
+
+#[test]
+fn past_the_limit_the_oldest_slices_are_written_early_and_every_event_once() {
+    let events: Vec<Vec<Record>> = (0..1000).map(|i| records::complete(i * 10, ID + 1, 5).to_vec()).collect();
+    let (log, ordered) = walk(&events, 64);
+    assert_eq!(log.len(), 2000);
+    assert!(ordered.written_early() > 900, "{}", ordered.written_early());
+    // In time order: each slice's begin and end before the next one's.
+    let want: Vec<String> =
+        (0..1000).flat_map(|i| [format!("B child {}", i * 10), format!("E - {}", i * 10 + 5)]).collect();
+    assert_eq!(log, want);
+}

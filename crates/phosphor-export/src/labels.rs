@@ -50,7 +50,10 @@ fn hash(name: &str, ty: EventType) -> u64 {
 impl Labels {
     /// The label of `cs` as an event of type `ty` (a begin and its end share one).
     pub(crate) fn label(&mut self, cs: &Callsite<'_>, ty: EventType) -> Label {
-        let name = names::shown(cs.name.as_str());
+        // A lock's callsites are `NAME.wait` / `NAME.held`: shown `NAME (wait)` / `NAME (held)`,
+        // as every output names them.
+        let full = names::lock_name(cs.name.as_str(), cs.phase);
+        let name = names::shown(&full);
         if let Some(l) = self.by_callsite.get(cs.id) {
             // A file may define an id again; the name then changes.
             if self.event_type(l) == ty && self.name(l) == name {

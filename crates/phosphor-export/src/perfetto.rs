@@ -2,9 +2,10 @@
 //! trace processor load it.
 //!
 //! [`write_perfetto`] streams a trace file into a `perfetto.protos.Trace`: each event is encoded
-//! as the [`Reader`] decodes it into one reused buffer and written out as a `TracePacket`, so memory
-//! stays constant whatever the size of the file. What grows is per thread, per distinct name, and
-//! per open async slice (bounded); never per event, but for the [`AsyncPlan`] of
+//! into one reused buffer and written out as a `TracePacket`, as the [`Reader`] decodes it or, for
+//! a thread's slices, once their nesting is known (below), so memory stays bounded whatever the
+//! size of the file. What grows is per thread (its slices held, up to a limit), per distinct name,
+//! and per open async slice (bounded); never per event, but for the [`AsyncPlan`] of
 //! [`write_perfetto_planned`], 4 bytes per async begin or end up to a cap. The protobuf is written by hand (`pb`: varints and
 //! length-delimited fields), since the output is a fixed set of messages; the field numbers
 //! (`proto`) come from the official `perfetto_trace.proto`. The tests decode every output with the
@@ -30,22 +31,26 @@
 //! or renames it; trace processor keeps the last name. A counter whose value is not a number (a
 //! string or a pointer) becomes an instant with the values as arguments, so nothing is dropped.
 //!
-//! # Slices recorded at their end
+//! # Slices recorded at their end, and ties
 //!
 //! A complete event (and a lock event) is recorded when it ends, after the events nested inside
-//! it, so its `TYPE_SLICE_BEGIN` comes later in the stream than its children's, with an earlier
-//! timestamp. That is fine: trace processor sorts packets by timestamp before it builds slices,
-//! and breaks ties by stream order (its sorter compares `(ts, arrival)`), which the tests mirror.
-//! The one case it cannot fix is a tie: an event nested inside a complete event and stamped in the
-//! very nanosecond the complete event began sorts before the complete event's begin, so it is not
-//! nested inside it. Two clock reads are tens of nanoseconds apart, so this needs a coarse clock or
-//! hand-made timestamps; putting it right would mean holding back slices without bound, which a
-//! streaming exporter must not do. Ends of the same nanosecond are in the right order already (a
-//! child is recorded before its parent).
+//! it. Trace processor sorts each track's events by timestamp, ties in stream order (its sorter
+//! compares `(ts, arrival)`), then an end closes the innermost open slice: so a child stamped in
+//! the nanosecond its parent began must come after the parent's begin in the stream, and ends of
+//! one nanosecond inner-first. The thread slices (begins, ends, complete and lock events,
+//! instants, logs) therefore go through [`phosphor_model::ordered::Ordered`], which holds each
+//! thread's slices until their tree is known, on the nanoseconds written here, and hands them
+//! back as a walk in time order (`perfetto/walk.rs`): what trace processor builds is the tree
+//! `phosphor stats` counts. It holds at most
+//! [`DEFAULT_PENDING_LIMIT`](crate::DEFAULT_PENDING_LIMIT) slices per thread; past it the oldest
+//! are written early (`slices_written_early` in the trace summary), and a slice that later
+//! encloses them in the very nanosecond one of them began may not nest it. Other events
+//! (counters, async slices, system context) are written as they are read.
 //!
 //! `TYPE_SLICE_END` carries no name: like an `E` event it closes the innermost open slice of its
 //! track, so an end whose name differs from its begin still closes it (the statistics report such
-//! mismatches). The arguments of an end event go on its `TYPE_SLICE_END`, and trace processor adds
+//! mismatches: the model's one rule). An end with no begin open on its thread closes nothing; it
+//! is not written, and the trace summary counts it (`unmatched_ends`). The arguments of an end event go on its `TYPE_SLICE_END`, and trace processor adds
 //! them to the slice.
 //!
 //! # Async slices
@@ -153,6 +158,7 @@ mod streamed;
 mod summary;
 mod system;
 mod tracks;
+mod walk;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Read, Write};
@@ -170,6 +176,7 @@ use intern::{CallsiteCache, Interner};
 use lanes::Lanes;
 use packets::FLUSH_AT;
 use pb::Enc;
+use phosphor_model::ordered::{is_thread_slice, Ordered};
 use proto::*;
 use tracks::{ThreadTrack, UUID_PROCESS};
 
@@ -302,20 +309,25 @@ struct Exporter<W: Write> {
     param_iids: [u64; phosphor_format::MAX_PARAMS],
     /// Format 1.6's system context: off-CPU tracks, samples, the heap (`perfetto/system.rs`).
     system: system::SystemTracks,
-    /// The end of the last complete event, held back until the next event: if that is the
-    /// scope's `phosphor/scope_alloc`, its counts go on this end as arguments.
-    pending_end: Option<PendingEnd>,
+    /// The thread, start and end (written nanoseconds, as its slice has them) of the complete
+    /// event just read, and its end in raw ticks, if the event just read was one: a
+    /// `phosphor/scope_alloc` right after it, stamped with its end, is its allocation counts.
+    last_complete: Option<((u32, u64, u64), u64)>,
+    /// Allocation counts attached to complete events not written yet, by (thread, start, end):
+    /// they go on the slice's `TYPE_SLICE_END` as arguments.
+    allocs: HashMap<(u32, u64, u64), AllocCounts>,
     /// `phosphor/scope_alloc` events that followed no complete event of their thread (dropped).
     allocs_unattached: u64,
+    /// The first write error met while [`Ordered`] walked slices (`perfetto/walk.rs`).
+    walk_error: Option<io::Error>,
+    /// Thread slices written before their tree was known, and ends dropped ([`Ordered`]), for
+    /// the trace summary.
+    slices_written_early: u64,
+    unmatched_ends: u64,
 }
 
-/// A complete event's `TYPE_SLICE_END`, not written yet.
-#[derive(Clone, Copy)]
-struct PendingEnd {
-    tid: u32,
-    ts: u64,
-    track: u64,
-}
+/// A scope's `phosphor/scope_alloc` counts, by argument name (`SCOPE_ALLOC_ARGS`).
+type AllocCounts = [Option<(&'static str, u64)>; 2];
 
 /// The flow that links async slice `id` of `cs`'s category and name to the slices that work for
 /// it (its polls): a hash of the three, the same in every chunk and generation of the export.
@@ -363,14 +375,19 @@ impl<W: Write> Exporter<W> {
             level_iid: 0,
             param_iids: [0; phosphor_format::MAX_PARAMS],
             system: system::SystemTracks::default(),
-            pending_end: None,
+            last_complete: None,
+            allocs: HashMap::default(),
             allocs_unattached: 0,
+            walk_error: None,
+            slices_written_early: 0,
+            unmatched_ends: 0,
         }
     }
 
     /// Exports the rest of the file and flushes.
     fn run<R: Read>(&mut self, mut reader: Reader<R>) -> Result<ExportSummary, Error> {
         let mut summary = ExportSummary::default();
+        let mut ordered = Ordered::default();
         self.preamble(&reader.header().process_name)?;
         // Not `read_events`: table blocks matter here (redefined callsites, late thread names).
         let failure = loop {
@@ -384,7 +401,7 @@ impl<W: Write> Exporter<W> {
                         // 288 bytes, per event.
                         match &event {
                             Ok(e) => {
-                                self.event(e, &chunk)?;
+                                self.event(e, &chunk, &mut ordered)?;
                                 summary.events += 1;
                             }
                             Err(_) => {
@@ -405,7 +422,10 @@ impl<W: Write> Exporter<W> {
                 Err(e) => break Some(e),
             }
         };
-        self.flush_end(None)?;
+        ordered.finish(reader.tables(), self);
+        self.walked()?;
+        self.slices_written_early = ordered.written_early();
+        self.unmatched_ends = ordered.unmatched_ends();
         self.close_off_cpu()?;
         summary.threads = u32::try_from(self.threads.len()).unwrap_or(u32::MAX);
         summary.async_unplanned = self.unplanned > 0;
@@ -426,36 +446,30 @@ impl<W: Write> Exporter<W> {
         plan::ns(self.origin_ns, &self.clock, ticks)
     }
 
-    /// Writes event `e` of `chunk`.
-    fn event(&mut self, e: &Event<'_>, chunk: &Chunk<'_>) -> io::Result<()> {
+    /// Writes event `e` of `chunk`; a slice of its thread's track goes through `ordered`, which
+    /// writes it once its place in the thread's tree is known (`perfetto/walk.rs`).
+    fn event(&mut self, e: &Event<'_>, chunk: &Chunk<'_>, ordered: &mut Ordered) -> io::Result<()> {
         let cs = &e.callsite;
-        if self.pending_end.is_some() || is_scope_alloc(cs) {
-            let attached = self.flush_end(Some(e))?;
-            if is_scope_alloc(cs) {
-                self.allocs_unattached += u64::from(!attached);
-                return Ok(());
-            }
+        let last_complete = self.last_complete.take();
+        if is_scope_alloc(cs) {
+            self.attach_alloc(e, last_complete);
+            return Ok(());
         }
         let ts = self.ns(e.ts);
+        // Described here, in stream order, with the name the chunk knows; written to later.
         let thread = self.thread_track(e.tid, ts, chunk)?;
+        if is_thread_slice(cs.phase) {
+            if cs.phase.has_duration() {
+                let end = e.ts.saturating_add(e.duration.unwrap_or(0));
+                self.last_complete = Some(((e.tid, ts, self.ns(end).max(ts)), end));
+            }
+            ordered.push(chunk, e, self);
+            return self.walked();
+        }
         self.clocks.thread(thread);
         let mut r = self.callsites.get(cs.id);
         let before = r.counters;
         match cs.phase {
-            Phase::Begin => self.slice(TYPE_SLICE_BEGIN, ts, thread, &mut r, e, None)?,
-            Phase::End => self.slice(TYPE_SLICE_END, ts, thread, &mut r, e, None)?,
-            Phase::Instant | Phase::Log => self.slice(TYPE_INSTANT, ts, thread, &mut r, e, None)?,
-            Phase::Complete | Phase::LockWait | Phase::LockHeld => {
-                let end = self.ns(e.ts.saturating_add(e.duration.unwrap_or(0))).max(ts);
-                if cs.flow {
-                    if let Some((_, Value::U64(id))) = e.args[0] {
-                        self.flow = Some(flow_id(cs, id));
-                    }
-                }
-                self.slice(TYPE_SLICE_BEGIN, ts, thread, &mut r, e, None)?;
-                self.pending_end = Some(PendingEnd { tid: e.tid, ts: end, track: thread });
-                self.saw(end);
-            }
             Phase::Counter | Phase::Data => self.counter(ts, thread, &mut r, e)?,
             Phase::AsyncBegin | Phase::AsyncEnd => {
                 let begin = cs.phase == Phase::AsyncBegin;
@@ -471,6 +485,7 @@ impl<W: Write> Exporter<W> {
                 }
                 self.slice(ty, ts, track, &mut r, e, begin.then_some(id))?;
             }
+            _ => unreachable!("thread slices went to `ordered`"),
         }
         if r.counters != before {
             self.callsites.set(cs.id, r.counters);
@@ -478,31 +493,28 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    /// Writes the held-back end of the last complete event; with the counts of `next` as its
-    /// arguments if `next` is that scope's `phosphor/scope_alloc` (then returns true).
-    fn flush_end(&mut self, next: Option<&Event<'_>>) -> io::Result<bool> {
-        let Some(end) = self.pending_end.take() else { return Ok(false) };
-        // Stamped with its scope's end: one whose scope was lost (overwritten, dropped) is not
-        // attached to the slice before it.
-        let counts =
-            next.filter(|n| n.tid == end.tid && is_scope_alloc(&n.callsite) && self.ns(n.ts) == end.ts);
-        let names = counts.map(|_| {
-            let [a, b] = SCOPE_ALLOC_ARGS;
-            [a, b].map(|n| self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, n))
-        });
-        self.start_packet(Some(end.ts), 0);
-        let p = &mut self.buf;
-        let te = p.begin(PACKET_TRACK_EVENT);
-        p.uint(EVENT_TYPE, TYPE_SLICE_END);
-        self.clocks.event_track(p, end.track);
-        if let (Some(n), Some(iids)) = (counts, names) {
-            for (iid, (_, value)) in iids.into_iter().zip(n.args.iter().flatten()) {
-                packets::annotation(p, iid, *value);
+    /// Keeps the counts of `alloc`, a `phosphor/scope_alloc` event, for the end of the complete
+    /// event read just before it (`last`), if that is its scope: same thread, ending when the
+    /// counts were stamped. One whose scope was lost (overwritten in a ring, dropped) is counted.
+    fn attach_alloc(&mut self, alloc: &Event<'_>, last: Option<((u32, u64, u64), u64)>) {
+        match last {
+            Some((key @ (tid, _, _), end)) if tid == alloc.tid && end == alloc.ts => {
+                let [a, b] = SCOPE_ALLOC_ARGS;
+                let count = |name: &str| match alloc.arg(name) {
+                    Some(Value::U64(v)) => Some(v),
+                    Some(Value::I64(v)) => u64::try_from(v).ok(),
+                    _ => None,
+                };
+                let counts = [count(a).map(|v| (a, v)), count(b).map(|v| (b, v))];
+                self.allocs.insert(key, counts);
             }
+            _ => self.allocs_unattached += 1,
         }
-        p.end(te);
-        self.finish_packet(true)?;
-        Ok(counts.is_some())
+    }
+
+    /// The error a walk of `Ordered` met, if any.
+    fn walked(&mut self) -> io::Result<()> {
+        self.walk_error.take().map_or(Ok(()), Err)
     }
 
     #[inline]

@@ -53,6 +53,7 @@ use crate::scopes::{ScopeProblem, ScopeProblemKind};
 use crate::system::{SystemContext, SystemCounts};
 use phosphor_format::system::{SystemStatus, PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
 use phosphor_model::nesting::{self, Label, Nesting, PathId, ProblemKind};
+use phosphor_model::timeline::Timeline;
 use std::sync::Arc;
 
 /// At most this many [`ScopeProblem`]s are kept as examples in [`TraceStats::problems`]; all are
@@ -373,7 +374,11 @@ impl TraceStats {
 /// ```
 #[derive(Debug)]
 pub struct StatsBuilder {
+    /// The clock of the times in `timeline` (1 ns a tick): what durations are converted with.
     clock: ClockInfo,
+    /// Events are nested and measured on these times: nanoseconds, rounded per timestamp as
+    /// the Perfetto, Chrome and OTLP outputs write them, so that they tell the same story.
+    timeline: Timeline,
     nesting: Nesting,
     collector: Collector,
     labels: Labels,
@@ -398,8 +403,10 @@ pub struct StatsBuilder {
 impl StatsBuilder {
     /// A builder for a trace on `clock` (the file header's).
     pub fn new(clock: &ClockInfo) -> StatsBuilder {
+        let timeline = Timeline::new(clock);
         StatsBuilder {
-            clock: clock.clone(),
+            clock: timeline.clock().clone(),
+            timeline,
             nesting: Nesting::new(nesting::DEFAULT_PENDING_LIMIT),
             collector: Collector::default(),
             labels: Labels::default(),
@@ -477,8 +484,9 @@ impl StatsBuilder {
     pub fn add(&mut self, event: &Event<'_>) {
         self.events += 1;
         *self.threads.entry(event.tid).or_default() += 1;
-        let (tid, ts) = (event.tid, event.ts);
-        let end = ts.saturating_add(event.duration.unwrap_or(0));
+        let tid = event.tid;
+        let ts = self.timeline.time(event.ts);
+        let end = event.duration.map_or(ts, |d| self.timeline.end(event.ts, d));
         self.span = Some(self.span.map_or((ts, end), |(lo, hi)| (lo.min(ts), hi.max(end))));
         let cs = &event.callsite;
         if cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME {
@@ -515,21 +523,17 @@ impl StatsBuilder {
         };
         let label = match event.args[0] {
             // A name chosen at run time: the kind is that name, not the callsite's; a lock's phase
-            // follows it as it follows a literal lock name (`queue.wait`).
-            Some((_, Value::Str(name))) if cs.dynamic_name => match ty {
-                EventType::LockWait => self.labels.named(&format!("{name}.wait"), ty),
-                EventType::LockHeld => self.labels.named(&format!("{name}.held"), ty),
-                _ => self.labels.named(name, ty),
-            },
+            // follows it as it follows a literal lock name (`queue (wait)`).
+            Some((_, Value::Str(name))) if cs.dynamic_name => {
+                self.labels.named(&phosphor_model::names::lock_name(name, cs.phase), ty)
+            }
             _ => self.labels.label(cs, ty),
         };
         let sink = &mut self.collector;
         match cs.phase {
             Phase::Begin => self.nesting.begin(tid, label, ts),
             Phase::End => self.nesting.end(tid, label, ts, sink),
-            _ if ty.has_duration() => {
-                self.nesting.complete(tid, label, ts, event.duration.unwrap_or(0), sink)
-            }
+            _ if ty.has_duration() => self.nesting.complete(tid, label, ts, end - ts, sink),
             _ => self.nesting.mark(tid, label, ts, sink),
         }
     }

@@ -163,9 +163,9 @@ fn begin_end_complete_lock_and_point_events_mix_into_one_tree() {
             row("frame/update", Scope, 1, Some(500)),
             row("frame/update/physics", Scope, 1, Some(100)),
             row("frame/update/physics/tick", Instant, 1, None),
-            row("frame/update/queue.held", LockHeld, 1, Some(80)),
-            row("frame/update/queue.held/depth", Counter, 1, None),
-            row("frame/update/queue.wait", LockWait, 1, Some(10)),
+            row("frame/update/queue (held)", LockHeld, 1, Some(80)),
+            row("frame/update/queue (held)/depth", Counter, 1, None),
+            row("frame/update/queue (wait)", LockWait, 1, Some(10)),
             row("frame/update/x={}", Log, 1, None),
         ]
     );
@@ -456,7 +456,7 @@ fn recorded_traces_pair_async_slices_across_threads_and_type_lock_events() {
     trace_async_end!(log: &log, "test", "request", 9u64);
     log.stop();
     let stats = TraceStats::from_bytes(&log.take_trace().unwrap().write_to(Vec::new()).unwrap()).unwrap();
-    for (name, ty) in [("m.wait", EventType::LockWait), ("m.held", EventType::LockHeld)] {
+    for (name, ty) in [("m (wait)", EventType::LockWait), ("m (held)", EventType::LockHeld)] {
         let k = stats.path(&[name]).unwrap();
         assert_eq!((k.event_type, k.count, k.durations.unwrap().samples), (ty, 4, 4));
     }
@@ -689,10 +689,10 @@ fn a_lock_named_at_run_time_is_counted_under_its_name_with_the_phase() {
     assert_eq!(
         kinds,
         [
-            ("shard-1.held".to_owned(), EventType::LockHeld, 1),
-            ("shard-1.wait".to_owned(), EventType::LockWait, 1),
-            ("table.held".to_owned(), EventType::LockHeld, 1),
-            ("table.wait".to_owned(), EventType::LockWait, 1),
+            ("shard-1 (held)".to_owned(), EventType::LockHeld, 1),
+            ("shard-1 (wait)".to_owned(), EventType::LockWait, 1),
+            ("table (held)".to_owned(), EventType::LockHeld, 1),
+            ("table (wait)".to_owned(), EventType::LockWait, 1),
         ]
     );
 }

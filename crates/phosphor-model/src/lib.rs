@@ -4,6 +4,8 @@
 //! statistics, diffs, folded stacks and flame graphs, the Perfetto and Chrome writers, OpenTelemetry
 //! spans and the viewer's index:
 //!
+//! * [`timeline`]: the times slices are nested and measured on: nanoseconds, rounded per
+//!   timestamp as the outputs write them, so that a tie in an output is a tie here;
 //! * [`nesting`]: each thread's tree of slices (scopes, begin/end pairs, complete and lock
 //!   events, marks), built from a stream in which a complete event arrives after the slices
 //!   nested in it, with one rule for an end whose begin has another name (it closes the innermost
@@ -20,6 +22,7 @@ pub mod nesting;
 pub mod ordered;
 mod paths;
 mod siblings;
+pub mod timeline;
 
 #[cfg(test)]
 mod test_rng;

@@ -43,6 +43,25 @@ pub fn lock_base(name: &str, phase: Phase) -> &str {
     name.strip_suffix(tail).filter(|base| !base.is_empty()).unwrap_or(name)
 }
 
+/// What a lock event's name gets after its base name ([`lock_base`]) in every output: `" (wait)"`
+/// or `" (held)"`; nothing for other phases.
+pub fn lock_suffix(phase: Phase) -> &'static str {
+    match phase {
+        Phase::LockWait => " (wait)",
+        Phase::LockHeld => " (held)",
+        _ => "",
+    }
+}
+
+/// The name an event of `phase` named `name` is shown by in every output: `name` itself, or for a
+/// lock event its base name and phase, `queue (wait)` / `queue (held)` (owned only then).
+pub fn lock_name(name: &str, phase: Phase) -> Cow<'_, str> {
+    match lock_suffix(phase) {
+        "" => Cow::Borrowed(name),
+        suffix => Cow::Owned(format!("{}{suffix}", lock_base(name, phase))),
+    }
+}
+
 /// Names numbered in the order they were added, in one buffer: a million names take their bytes
 /// and 4 bytes each, not a block of their own each (which costs 32 bytes or more in the allocator,
 /// and stays with it once freed).
@@ -194,6 +213,9 @@ mod tests {
         assert_eq!(lock_base("table.held", Phase::LockWait), "table.held");
         assert_eq!(lock_base(".wait", Phase::LockWait), ".wait");
         assert_eq!(lock_base("table.wait", Phase::Complete), "table.wait");
+        assert_eq!(lock_name("table.wait", Phase::LockWait), "table (wait)");
+        assert_eq!(lock_name("table", Phase::LockHeld), "table (held)");
+        assert_eq!(lock_name("table.held", Phase::Complete), "table.held");
     }
 
     #[test]

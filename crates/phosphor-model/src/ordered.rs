@@ -7,10 +7,12 @@
 //! parent's; a client that sorts by time (Perfetto's trace processor: ties in stream order) or
 //! reads the file in order (Chrome's viewer, speedscope for equal intervals) then nests the parent
 //! inside the child whenever both start in the same clock tick, which a coarse clock makes
-//! common. [`Ordered`] keeps each thread's slices aside ([`HeldEvents`]) until [`Nesting`] knows
+//! common; and on the client's time: two clock ticks written as one nanosecond are a tie there.
+//! [`Ordered`] keeps each thread's slices aside ([`HeldEvents`]) until [`Nesting`] knows
 //! their tree, then hands them to the writer as a walk in time order ([`SliceWriter`]): a slice's
-//! begin before the slices nested in it, its end after them. The tree is the one `phosphor
-//! stats` builds from the same events, so what the client rebuilds is what the statistics count.
+//! begin before the slices nested in it, its end after them, nested on the times the writer
+//! writes ([`SliceWriter::time`]). The tree is the one `phosphor stats` builds from the same
+//! events on the same times, so what the client rebuilds is what the statistics count.
 //!
 //! Memory is what [`Nesting`] keeps ([`DEFAULT_PENDING_LIMIT`] slices per thread, past which the
 //! oldest are written early, counted in [`Ordered::written_early`]) plus those slices' records.
@@ -39,11 +41,16 @@ impl Default for Held {
 
 /// Where a thread's slices go, in time order (see the [module docs](self)).
 pub trait SliceWriter {
+    /// The timestamp the writer writes for raw clock value `ticks`. Slices are nested on these
+    /// times, not on the ticks: two ticks written as one time are a tie for the client, and
+    /// [`Slice::start`] and [`Slice::dur`] are in these units. It must not decrease as `ticks`
+    /// grows.
+    fn time(&self, ticks: u64) -> u64;
     /// Slice `slice` begins: `event` is its begin, complete or lock event, or the instant or log
     /// it is (a mark, which gets no [`SliceWriter::end`]). Every slice nested in it comes after.
     fn begin(&mut self, slice: &Slice, event: &Event<'_>);
-    /// Slice `slice` ends, after every slice nested in it, at raw timestamp `slice.start +
-    /// slice.dur`; `end` is the end event of a begin/end pair. Not called for marks, or for a
+    /// Slice `slice` ends, after every slice nested in it, at `slice.start + slice.dur` (in the
+    /// writer's [`SliceWriter::time`]); `end` is the end event of a begin/end pair. Not called for marks, or for a
     /// begin never ended (`slice.kind` [`SliceKind::Unclosed`]).
     fn end(&mut self, slice: &Slice, end: Option<&Event<'_>>);
     /// A held event could not be decoded again: never for a file that read without error,
@@ -146,7 +153,11 @@ impl Ordered {
         if !is_thread_slice(phase) {
             return false;
         }
-        let (tid, ts) = (event.tid, event.ts);
+        let (tid, ts) = (event.tid, writer.time(event.ts));
+        let end = match event.duration {
+            Some(d) if phase.has_duration() => writer.time(event.ts.saturating_add(d)).max(ts),
+            _ => ts,
+        };
         let mut walk = Walk { held: &mut self.held, open: &mut self.open, tables: chunk.tables(), writer };
         match phase {
             Phase::Begin => {
@@ -163,8 +174,7 @@ impl Ordered {
             }
             Phase::Complete | Phase::LockWait | Phase::LockHeld => {
                 let first = walk.held.hold(chunk, event);
-                let dur = event.duration.unwrap_or(0);
-                self.nesting.complete_with(tid, 0, ts, dur, Held { first, end: NONE }, &mut walk);
+                self.nesting.complete_with(tid, 0, ts, end - ts, Held { first, end: NONE }, &mut walk);
             }
             _ => {
                 let first = walk.held.hold(chunk, event);

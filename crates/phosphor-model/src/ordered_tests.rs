@@ -15,6 +15,10 @@ const ID: u32 = phosphor_format::FIRST_CALLSITE_ID;
 struct Log(Vec<String>);
 
 impl SliceWriter for Log {
+    fn time(&self, ticks: u64) -> u64 {
+        ticks
+    }
+
     fn begin(&mut self, s: &Slice, e: &Event<'_>) {
         let kind = if s.kind == SliceKind::Mark { "I" } else { "B" };
         self.0.push(format!("{kind} {} {}", e.callsite.name.as_str(), e.ts));

@@ -53,6 +53,15 @@ impl<W: Write> Exporter<W> {
         if self.allocs_unattached > 0 {
             annotations.push(("scope_allocs_unattached".into(), Value::U64(self.allocs_unattached)));
         }
+        // Thread slices written before their tree was known (a thread held the most it may):
+        // one that encloses them, recorded later, may not nest them at an equal timestamp.
+        if self.slices_written_early > 0 {
+            annotations.push(("slices_written_early".into(), Value::U64(self.slices_written_early)));
+        }
+        // Ends with no begin open on their thread: they close nothing, and are not written.
+        if self.unmatched_ends > 0 {
+            annotations.push(("unmatched_ends".into(), Value::U64(self.unmatched_ends)));
+        }
         let warnings: Vec<String> = self.system.symbol_warnings().to_vec();
         for (i, w) in warnings.iter().enumerate() {
             annotations.push((format!("symbols.{i}"), Value::Str(w)));

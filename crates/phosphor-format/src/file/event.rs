@@ -188,7 +188,7 @@ impl<'a> Iterator for ChunkEvents<'a> {
                 self.pos += 1;
                 continue;
             }
-            match decode_at(records, at, self.tid, self.chunk.tables, self.chunk.record_offset(at)) {
+            match decode_at(records, at, self.tid, self.chunk.tables, self.chunk.record_offset(at), None) {
                 Ok((event, len)) => {
                     self.pos += len;
                     return Some(Ok(event));
@@ -203,8 +203,9 @@ impl<'a> Iterator for ChunkEvents<'a> {
 }
 
 /// Decodes the event whose main record is `records[at]`, recorded by thread `tid` and found at
-/// file offset `offset`, with callsites and strings from `tables`; returns it and how many
-/// records it takes. Every length is checked; an error names `offset`.
+/// file offset `offset`, with callsites and strings from `tables` (callsites as defined when the
+/// tables were at `version`, if given); returns it and how many records it takes. Every length is
+/// checked; an error names `offset`.
 #[inline]
 pub(crate) fn decode_at<'a>(
     records: &'a [crate::Record],
@@ -212,10 +213,15 @@ pub(crate) fn decode_at<'a>(
     tid: u32,
     tables: &'a Tables,
     offset: u64,
+    version: Option<u32>,
 ) -> Result<(Event<'a>, usize), Error> {
     let r = &records[at];
     let raw = decode_event(records, at).map_err(|e| Error::new(ErrorKind::Decode(e), offset))?;
-    let cs = tables.callsite(r.id).ok_or_else(|| Error::new(ErrorKind::UnknownCallsite(r.id), offset))?;
+    let cs = match version {
+        None => tables.callsite(r.id),
+        Some(v) => tables.callsite_at(r.id, v),
+    };
+    let cs = cs.ok_or_else(|| Error::new(ErrorKind::UnknownCallsite(r.id), offset))?;
     let unknown = |index| Error::new(ErrorKind::UnknownString { index, len: tables.strings.len() }, offset);
     let mut args = [None; MAX_ARGS];
     for (i, a) in raw.args.iter().enumerate() {

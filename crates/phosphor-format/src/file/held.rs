@@ -7,8 +7,9 @@
 //! says where they are, so the buffer can be compacted when most of it is freed, without
 //! touching the numbers the tool keeps. [`HeldEvents::get`] decodes the event as
 //! [`Chunk::events`](super::Chunk::events) did, against the tables of a later chunk or of the
-//! reader: callsites and strings are only ever added, and a callsite redefined since (a later
-//! callsites block replacing an id) is read as it is now.
+//! reader: strings are only ever added, and a callsite redefined since (a later callsites block
+//! replacing an id) is read as it was defined when the event was held (the tables keep up to
+//! `MAX_REPLACED` replaced entries for that).
 
 use super::chunk::Chunk;
 use super::error::Error;
@@ -27,6 +28,8 @@ struct Slot {
     tid: u32,
     /// File offset of its main record, for errors.
     offset: u64,
+    /// The tables' version when it was read: it is decoded with the callsites of then.
+    version: u32,
 }
 
 /// The callsites and strings a held event is decoded against: a chunk's
@@ -53,7 +56,8 @@ impl HeldEvents {
         let start = self.records.len();
         self.records.extend_from_slice(&chunk.records[at..at + len]);
         self.live += len;
-        let slot = Slot { start, len: len as u32, tid: event.tid, offset: event.offset };
+        let version = chunk.tables.version();
+        let slot = Slot { start, len: len as u32, tid: event.tid, offset: event.offset, version };
         match self.free.pop() {
             Some(n) => {
                 self.slots[n as usize] = slot;
@@ -76,7 +80,7 @@ impl HeldEvents {
         let s = self.slots[n as usize];
         assert!(s.len > 0, "slot {n} holds no event");
         let records = &self.records[s.start..s.start + s.len as usize];
-        decode_at(records, 0, s.tid, tables.0, s.offset).map(|(e, _)| e)
+        decode_at(records, 0, s.tid, tables.0, s.offset, Some(s.version)).map(|(e, _)| e)
     }
 
     /// Frees slot `n`; the buffer is compacted once less than half of it is in use.

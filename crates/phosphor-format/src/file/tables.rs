@@ -196,7 +196,17 @@ pub(crate) struct Tables {
     by_id: IdMap,
     /// Thread id → string index of its name.
     threads: IdMap,
+    /// Callsites replaced by a later definition of their id, by id: (the [`Tables::version`] when
+    /// replaced, the entry replaced), oldest first. An event kept past its chunk
+    /// ([`HeldEvents`](super::HeldEvents)) is decoded with the definition it was read under.
+    replaced: std::collections::HashMap<u32, Vec<(u32, RawCallsite)>>,
+    /// Definitions that replaced another that differs from them (saturates).
+    version: u32,
 }
+
+/// The most replaced callsite entries kept ([`Tables::callsite_at`]): 48 bytes each, so 48 MiB.
+/// Past it, an event kept past its chunk is decoded with its callsite's latest definition.
+pub(crate) const MAX_REPLACED: u32 = 1 << 20;
 
 impl Tables {
     /// The callsite with `id`, if defined.
@@ -204,6 +214,25 @@ impl Tables {
     pub(crate) fn callsite(&self, id: u32) -> Option<Callsite<'_>> {
         let at = self.by_id.get(id)?;
         Some(self.callsites[at as usize].resolve(&self.strings))
+    }
+
+    /// How many times a callsite was redefined differently so far: the tables' version.
+    pub(crate) fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The callsite with `id` as it was defined when the tables were at `version`.
+    pub(crate) fn callsite_at(&self, id: u32, version: u32) -> Option<Callsite<'_>> {
+        if version != self.version {
+            if let Some(list) = self.replaced.get(&id) {
+                // The first replacement at or after `version` replaced the entry in force then.
+                let at = list.partition_point(|(v, _)| *v < version);
+                if let Some((_, c)) = list.get(at) {
+                    return Some(c.resolve(&self.strings));
+                }
+            }
+        }
+        self.callsite(id)
     }
 
     /// The phase of the callsite with `id`, if defined: one lookup, nothing resolved.
@@ -322,7 +351,13 @@ impl Tables {
             // Positions fit in u32: there is one per distinct id.
             let next = self.callsites.len() as u32;
             match self.by_id.get(id) {
-                Some(at) => self.callsites[at as usize] = entry,
+                Some(at) => {
+                    let old = std::mem::replace(&mut self.callsites[at as usize], entry);
+                    if old != entry && self.version < MAX_REPLACED {
+                        self.replaced.entry(id).or_default().push((self.version, old));
+                        self.version += 1;
+                    }
+                }
                 None => {
                     self.by_id.insert(id, next);
                     self.callsites.push(entry);

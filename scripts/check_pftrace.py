@@ -7,6 +7,8 @@ Usage:
     check_pftrace.py --dump FILE    a human-readable dump: every packet, then every track
     check_pftrace.py --batch        traces on stdin, each as a little-endian u64 length and the
                                     bytes; prints a JSON list of results (one Python start for many)
+    check_pftrace.py --paths FILE...  per file, one JSON line: the slices of each thread track added
+                                    up per path (see "Paths" below), and the check's "ok" and "errors"
     --max-async-tracks N (before the files, any mode): also an error if a trace has more than N
                                     async tracks (plain tracks under a process: not process, thread or counter
                                     tracks; each result's "async_tracks" counts them)
@@ -53,6 +55,16 @@ opens a slice at the current depth, an end closes the innermost open one, an ins
 zero-length slice at the current depth. The result lists every track with its slices (name,
 category, ts, dur, depth, args) or counter values; an end with nothing open is listed in
 "unmatched_ends" and a slice never closed has "dur": null.
+
+Paths (--paths): the replayed slices of the thread tracks (not async, counter or other plain
+tracks), each under its path: the names of the slices enclosing it on its track (those of smaller
+depth open when it begins), outermost first, then its own name, as `phosphor stats` builds its
+paths. Per thread (tid; the tracks of one tid together), a list of [path, count, total_ns] for the
+slices with a duration (begin and end, sorted by path), of [path, count] for the instants, and the
+number of slices never closed ("open", not in the lists) and of ends with nothing open
+("unmatched_ends"):
+    {"ok": bool, "errors": [...], "threads": [{"tid": n, "pid": n, "name": s, "slices": [[[s], n, n]],
+      "instants": [[[s], n]], "open": n, "unmatched_ends": n}]}
 """
 
 import json
@@ -459,6 +471,37 @@ def replay(track):
     return out
 
 
+def paths(result):
+    """The --paths summary of a check's result: per thread, the slices added up per path."""
+    threads = {}
+    for t in result.get("tracks", []):
+        if t["kind"] != "thread":
+            continue
+        th = threads.setdefault(t["tid"], {"tid": t["tid"], "pid": t["pid"], "name": t["name"],
+                                           "slices": {}, "instants": {}, "open": 0, "unmatched_ends": 0})
+        th["unmatched_ends"] += len(t["unmatched_ends"])
+        stack = []  # the names of the slices enclosing the next one, by depth
+        for s in t["slices"]:
+            del stack[s["depth"]:]
+            path = tuple(stack) + (s["name"],)
+            if s["type"] == "instant":
+                th["instants"][path] = th["instants"].get(path, 0) + 1
+                continue
+            stack.append(s["name"])
+            if s["dur"] is None:
+                th["open"] += 1
+                continue
+            count, total = th["slices"].get(path, (0, 0))
+            th["slices"][path] = (count + 1, total + s["dur"])
+    out = []
+    for tid in sorted(threads):
+        th = threads[tid]
+        th["slices"] = [[list(p), c, d] for p, (c, d) in sorted(th["slices"].items())]
+        th["instants"] = [[list(p), c] for p, c in sorted(th["instants"].items())]
+        out.append(th)
+    return {"ok": result["ok"], "errors": result["errors"], "threads": out}
+
+
 def inflate(trace, errors):
     """The trace with each packet of compressed_packets replaced by the packets inside it, as trace
     processor reads them (zlib, RFC 1950), and the number of such packets. Such a packet holds no
@@ -553,7 +596,8 @@ def main(argv):
         print(json.dumps(results, ensure_ascii=False))
         return 0 if all(r["ok"] for r in results) else 1
     want_dump = args[:1] == ["--dump"]
-    files = args[1:] if want_dump else args
+    want_paths = args[:1] == ["--paths"]
+    files = args[1:] if want_dump or want_paths else args
     if not files or (want_dump and len(files) != 1):
         print(__doc__, file=sys.stderr)
         return 2
@@ -562,6 +606,8 @@ def main(argv):
         data = sys.stdin.buffer.read() if f == "-" else open(f, "rb").read()
         result, trace = check(data, limit)
         ok &= result["ok"]
+        if want_paths:
+            result = paths(result)
         print(dump(result, trace) if want_dump else json.dumps(result, ensure_ascii=False))
     return 0 if ok else 1
 

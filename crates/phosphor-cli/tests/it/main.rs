@@ -1,5 +1,6 @@
 //! Integration tests of the `phosphor` binary, one test binary (ripgrep's layout).
 
+mod agreement;
 mod browser;
 mod call;
 mod cli;

@@ -42,9 +42,9 @@
 //! thread's slices until their tree is known, on the nanoseconds written here, and hands them
 //! back as a walk in time order (`perfetto/walk.rs`): what trace processor builds is the tree
 //! `phosphor stats` counts. It holds at most
-//! [`DEFAULT_PENDING_LIMIT`](crate::DEFAULT_PENDING_LIMIT) slices per thread; past it the oldest
-//! are written early (`slices_written_early` in the trace summary), and a slice that later
-//! encloses them in the very nanosecond one of them began may not nest it. Other events
+//! [`WRITER_PENDING_LIMIT`](phosphor_model::ordered::WRITER_PENDING_LIMIT) slices per thread;
+//! past it the oldest are written early (`slices_written_early` in the trace summary), and a
+//! slice that later encloses them in the very nanosecond one of them began may not nest it. Other events
 //! (counters, async slices, system context) are written as they are read.
 //!
 //! `TYPE_SLICE_END` carries no name: like an `E` event it closes the innermost open slice of its

@@ -4,7 +4,7 @@
 //!
 //! An event is its main record and its continuation records (32 bytes each; a few for most
 //! events). [`HeldEvents`] copies them into one buffer and hands out a slot number; the slot
-//! says where they are, so the buffer can be compacted when most of it is freed, without
+//! says where they are, so the buffer can be compacted when half of it is freed, without
 //! touching the numbers the tool keeps. [`HeldEvents::get`] decodes the event as
 //! [`Chunk::events`](super::Chunk::events) did, against the tables of a later chunk or of the
 //! reader: strings are only ever added, and a callsite redefined since (a later callsites block
@@ -99,20 +99,16 @@ impl HeldEvents {
         }
     }
 
-    /// Moves the held events' records to the front, in buffer order: O(records), once the buffer
-    /// is half free, so amortised O(1) a record.
+    /// Copies the held events' records into a buffer of their own size, in slot order, and
+    /// frees the old one: O(records), once the buffer is half free, so amortised O(1) a record.
     fn compact(&mut self) {
-        let mut order: Vec<u32> =
-            (0..self.slots.len() as u32).filter(|&n| self.slots[n as usize].len > 0).collect();
-        order.sort_unstable_by_key(|&n| self.slots[n as usize].start);
-        let mut to = 0;
-        for n in order {
-            let s = &mut self.slots[n as usize];
-            self.records.copy_within(s.start..s.start + s.len as usize, to);
-            s.start = to;
-            to += s.len as usize;
+        let mut records = Vec::with_capacity(self.live + self.live / 2);
+        for s in self.slots.iter_mut().filter(|s| s.len > 0) {
+            let from = s.start;
+            s.start = records.len();
+            records.extend_from_slice(&self.records[from..from + s.len as usize]);
         }
-        self.records.truncate(to);
+        self.records = records;
     }
 
     /// Events held now.

@@ -1,8 +1,10 @@
 //! The Chrome trace event format (JSON), as `chrome://tracing`, Perfetto's UI and Speedscope load it.
 //!
-//! [`write_chrome_json`] streams a trace file into `{"traceEvents":[...]}`: each event is written
-//! as the [`Reader`] decodes it, one chunk at a time, so memory stays constant whatever the size of
-//! the file (the reader's tables, one chunk, and one entry per thread). The JSON is written by hand:
+//! [`write_chrome_json`] streams a trace file into `{"traceEvents":[...]}`, one chunk at a time.
+//! Thread slices (begins, ends, complete and lock events, instants, logs) go through
+//! [`Ordered`], which holds each thread's slices (bounded) until their tree is the one `phosphor
+//! stats` builds and hands them over as a walk in time order; everything else (counters, async
+//! slices, flows, metadata) is written as the [`Reader`] decodes it. The JSON is written by hand:
 //! the output is a fixed shape of numbers and escaped strings, and a serializer would only add an
 //! intermediate value per event.
 //!
@@ -10,7 +12,9 @@
 //!
 //! | Phosphor phase | `ph` | extra fields |
 //! |---|---|---|
-//! | begin / end | `B` / `E` | |
+//! | begin / end pair | `X` | `dur`; the begin's name and arguments |
+//! | begin never ended | `B` | (no `E`) |
+//! | end with no begin open on its thread | dropped | (as `phosphor stats` drops it) |
 //! | complete | `X` | `dur` |
 //! | lock wait / lock held | `X` | `dur`; the name gets ` (wait)` / ` (held)` |
 //! | instant | `i` | `"s":"t"` (thread scope) |
@@ -24,6 +28,16 @@
 //! Metadata events (`M`) name the process (first) and every thread (last: a thread's name may be
 //! defined anywhere in the file). A thread that has events but no name is called `thread <tid>`.
 //!
+//! # Slices, per client
+//!
+//! Every slice with a duration is one `X`, written at its begin in the walk's order (begins
+//! outer-first): its duration is known then. No `B`/`E` pairs: speedscope queues a file's `B`s
+//! before its `X`s at equal times and opens a `B` before an `E` of the same name and arguments,
+//! which nests a pair inside a touching sibling of the same name or outside the complete event
+//! around it; with `X` alone, speedscope (sorts by `ts`, then longer first, then file order),
+//! Chrome's viewer and Perfetto (sort by `ts`, ties in file order) all see the walk, given the
+//! times below. Instants and logs are `i`, which speedscope ignores.
+//!
 //! # Time
 //!
 //! `ts` and `dur` are microseconds written as exact decimals with nanosecond precision
@@ -31,10 +45,10 @@
 //! origin** (the instant the header's `origin_ticks` was read); the origin's `CLOCK_MONOTONIC` and
 //! wall-clock nanoseconds are in `otherData`, so absolute times can be recovered. Relative times
 //! keep the numbers small enough that a viewer parsing them as `f64` keeps every nanosecond. A
-//! duration is `ns(start + dur) - ns(start)` less a shave under half a nanosecond (and a zero
-//! duration 0.1 ns), so that viewers which add `ts + dur` in floating point still see each slice
-//! end before its parent and before the next slice begins (see `chrome_time`); rounded to the
-//! nanosecond, as Perfetto reads it, the duration is exact.
+//! slice's `ts` and `dur` are moved by under half a nanosecond so that, read in floating point,
+//! the begins and ends at one nanosecond come in the walk's order (see `chrome_time`): a child
+//! after its parent, ends inner-first, a zero-length scope at its parent's end inside it. Rounded
+//! to the nanosecond, as Perfetto reads them, times and durations are exact.
 //!
 //! Several files make one document through [`ChromeDocument`]: a process per file, each file's
 //! `ts` counted from the earliest origin of them all (its origin on the shared timeline added).

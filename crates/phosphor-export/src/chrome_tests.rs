@@ -342,9 +342,13 @@ fn a_lock_named_at_run_time_shows_its_name_with_the_phase_and_its_arguments() {
 /// `ts` (stable); at equal times an end goes first unless the next begin is the same frame; an
 /// end is swapped with a later one of its time that matches the top of the stack.
 fn speedscope(events: &[Json], tid: u64) -> (std::collections::BTreeMap<String, usize>, usize) {
-    let key = |e: &Json| format!("{} {}", e["name"].as_str().unwrap(), e.get("args").map_or(String::new(), Json::to_string));
-    let mine: Vec<&Json> =
-        events.iter().filter(|e| e["tid"] == tid && matches!(e["ph"].as_str(), Some("B" | "E" | "X"))).collect();
+    let key = |e: &Json| {
+        format!("{} {}", e["name"].as_str().unwrap(), e.get("args").map_or(String::new(), Json::to_string))
+    };
+    let mine: Vec<&Json> = events
+        .iter()
+        .filter(|e| e["tid"] == tid && matches!(e["ph"].as_str(), Some("B" | "E" | "X")))
+        .collect();
     let first = mine.iter().map(|e| e["ts"].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
     let ts = |e: &Json| e["ts"].as_f64().unwrap() - first;
     let (mut begins, mut ends) = (Vec::new(), Vec::new());
@@ -363,7 +367,8 @@ fn speedscope(events: &[Json], tid: u64) -> (std::collections::BTreeMap<String, 
     }
     begins.sort_by(|a, b| a.0.total_cmp(&b.0));
     ends.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (mut begins, mut ends) = (std::collections::VecDeque::from(begins), std::collections::VecDeque::from(ends));
+    let (mut begins, mut ends) =
+        (std::collections::VecDeque::from(begins), std::collections::VecDeque::from(ends));
     let (mut stack, mut paths, mut warnings) = (Vec::<String>::new(), std::collections::BTreeMap::new(), 0);
     while !begins.is_empty() || !ends.is_empty() {
         let take_begin = match (begins.front(), ends.front()) {
@@ -401,7 +406,8 @@ fn crafted(events: &[Vec<Record>]) -> Vec<u8> {
     let mut w = TraceWriter::new(Vec::new(), monotonic(), "t").unwrap();
     w.strings(&["craft", "", "chrome_tests.rs"]).unwrap();
     let names = w.strings(&["outer", "parent", "child", "leaf", "open", "close"]).unwrap();
-    let phases = [Phase::Complete, Phase::Complete, Phase::Complete, Phase::Complete, Phase::Begin, Phase::End];
+    let phases =
+        [Phase::Complete, Phase::Complete, Phase::Complete, Phase::Complete, Phase::Begin, Phase::End];
     w.callsites((0..6).map(|i| callsite(i + ID, phases[i as usize], names + i))).unwrap();
     let mut stream = ChunkStream::new(1);
     for e in events {
@@ -422,7 +428,8 @@ const ID: u32 = phosphor_format::FIRST_CALLSITE_ID;
 #[test]
 fn speedscope_rebuilds_the_engines_tree_from_crafted_ties() {
     use phosphor_craft::records::{begin, complete, end};
-    let cases: Vec<(&str, Vec<Vec<Record>>, Vec<(&str, usize)>)> = vec![
+    type Case = (&'static str, Vec<Vec<Record>>, Vec<(&'static str, usize)>);
+    let cases: Vec<Case> = vec![
         (
             // A chain of three equal scopes, recorded innermost first (as guards drop), with a
             // zero-length leaf at its start and one at its end.
@@ -434,7 +441,12 @@ fn speedscope_rebuilds_the_engines_tree_from_crafted_ties() {
                 complete(10, ID + 1, 20).to_vec(),
                 complete(10, ID, 20).to_vec(),
             ],
-            vec![("outer", 1), ("outer/parent", 1), ("outer/parent/child", 1), ("outer/parent/child/leaf", 2)],
+            vec![
+                ("outer", 1),
+                ("outer/parent", 1),
+                ("outer/parent/child", 1),
+                ("outer/parent/child/leaf", 2),
+            ],
         ),
         (
             // A begin/end pair inside a complete event that starts and ends with it; a child in
@@ -468,7 +480,8 @@ fn speedscope_rebuilds_the_engines_tree_from_crafted_ties() {
         let (json, r) = export(&crafted(&events));
         r.unwrap();
         let (paths, warnings) = speedscope(&self::events(&json), 1);
-        let want: std::collections::BTreeMap<String, usize> = want.into_iter().map(|(p, n)| (p.to_owned(), n)).collect();
+        let want: std::collections::BTreeMap<String, usize> =
+            want.into_iter().map(|(p, n)| (p.to_owned(), n)).collect();
         assert_eq!((paths, warnings), (want, 0), "{name}:\n{json}");
     }
 }

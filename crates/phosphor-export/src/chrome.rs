@@ -1,8 +1,10 @@
 //! The Chrome trace event format (JSON), as `chrome://tracing`, Perfetto's UI and Speedscope load it.
 //!
-//! [`write_chrome_json`] streams a trace file into `{"traceEvents":[...]}`: each event is written
-//! as the [`Reader`] decodes it, one chunk at a time, so memory stays constant whatever the size of
-//! the file (the reader's tables, one chunk, and one entry per thread). The JSON is written by hand:
+//! [`write_chrome_json`] streams a trace file into `{"traceEvents":[...]}`, one chunk at a time.
+//! Thread slices (begins, ends, complete and lock events, instants, logs) go through
+//! [`Ordered`], which holds each thread's slices (bounded) until their tree is the one `phosphor
+//! stats` builds and hands them over as a walk in time order; everything else (counters, async
+//! slices, flows, metadata) is written as the [`Reader`] decodes it. The JSON is written by hand:
 //! the output is a fixed shape of numbers and escaped strings, and a serializer would only add an
 //! intermediate value per event.
 //!
@@ -10,7 +12,9 @@
 //!
 //! | Phosphor phase | `ph` | extra fields |
 //! |---|---|---|
-//! | begin / end | `B` / `E` | |
+//! | begin / end pair | `X` | `dur`; the begin's name and arguments |
+//! | begin never ended | `B` | (no `E`) |
+//! | end with no begin open on its thread | dropped | (as `phosphor stats` drops it) |
 //! | complete | `X` | `dur` |
 //! | lock wait / lock held | `X` | `dur`; the name gets ` (wait)` / ` (held)` |
 //! | instant | `i` | `"s":"t"` (thread scope) |
@@ -24,6 +28,16 @@
 //! Metadata events (`M`) name the process (first) and every thread (last: a thread's name may be
 //! defined anywhere in the file). A thread that has events but no name is called `thread <tid>`.
 //!
+//! # Slices, per client
+//!
+//! Every slice with a duration is one `X`, written at its begin in the walk's order (begins
+//! outer-first): its duration is known then. No `B`/`E` pairs: speedscope queues a file's `B`s
+//! before its `X`s at equal times and opens a `B` before an `E` of the same name and arguments,
+//! which nests a pair inside a touching sibling of the same name or outside the complete event
+//! around it; with `X` alone, speedscope (sorts by `ts`, then longer first, then file order),
+//! Chrome's viewer and Perfetto (sort by `ts`, ties in file order) all see the walk, given the
+//! times below. Instants and logs are `i`, which speedscope ignores.
+//!
 //! # Time
 //!
 //! `ts` and `dur` are microseconds written as exact decimals with nanosecond precision
@@ -31,10 +45,10 @@
 //! origin** (the instant the header's `origin_ticks` was read); the origin's `CLOCK_MONOTONIC` and
 //! wall-clock nanoseconds are in `otherData`, so absolute times can be recovered. Relative times
 //! keep the numbers small enough that a viewer parsing them as `f64` keeps every nanosecond. A
-//! duration is `ns(start + dur) - ns(start)` less a shave under half a nanosecond (and a zero
-//! duration 0.1 ns), so that viewers which add `ts + dur` in floating point still see each slice
-//! end before its parent and before the next slice begins (see `chrome_time`); rounded to the
-//! nanosecond, as Perfetto reads it, the duration is exact.
+//! slice's `ts` and `dur` are moved by under half a nanosecond so that, read in floating point,
+//! the begins and ends at one nanosecond come in the walk's order (see `chrome_time`): a child
+//! after its parent, ends inner-first, a zero-length scope at its parent's end inside it. Rounded
+//! to the nanosecond, as Perfetto reads them, times and durations are exact.
 //!
 //! Several files make one document through [`ChromeDocument`]: a process per file, each file's
 //! `ts` counted from the earliest origin of them all (its origin on the shared timeline added).
@@ -51,8 +65,10 @@ use std::io::{self, BufWriter, Read, Write};
 use phosphor_format::file::{ClockInfo, Event, Reader, TableStr, Value};
 use phosphor_format::Phase;
 
-use crate::chrome_time::{write_units_as_us, Ties};
-use crate::error::read_events;
+use phosphor_model::nesting::{Slice, SliceKind};
+use phosphor_model::ordered::{Ordered, SliceWriter};
+
+use crate::chrome_time::{write_units_as_us, Times, UNITS_PER_NS};
 pub use crate::error::{Error, ExportSummary};
 
 /// Writes the trace that `reader` reads as Chrome JSON to `out` (buffered here; pass the writer
@@ -113,7 +129,8 @@ impl<W: Write> ChromeDocument<W> {
         let mut scratch = String::new();
         let mut quoted = Quoted::default();
         let mut ids = Ids { pid, tid: None, bytes: Vec::new() };
-        let mut ties = Ties::default();
+        let mut times = Times::default();
+        let mut ordered = Ordered::default();
 
         if n > 0 {
             out.write_all(b",\n")?;
@@ -126,14 +143,54 @@ impl<W: Write> ChromeDocument<W> {
         out.write_all(b"}}")?;
 
         let at = Placed { clock: &clock, origin_ns };
-        let failure = read_events(&mut reader, &mut summary, |e| -> Result<(), Error> {
-            if last_tid != Some(e.tid) {
-                threads.insert(e.tid);
-                last_tid = Some(e.tid);
+        let mut w = Slices {
+            out,
+            at: &at,
+            ids: &mut ids,
+            scratch: &mut scratch,
+            quoted: &mut quoted,
+            times: &mut times,
+            error: None,
+        };
+        // Thread slices go through `Ordered`, which hands them over in the order of their tree;
+        // the rest is written as it is read.
+        let failure = loop {
+            let chunk = match reader.next_chunk() {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            };
+            summary.chunks += 1;
+            let mut failed = None;
+            for event in chunk.events() {
+                // By reference: moving an `Event` out of the `Result` copies its 288 bytes.
+                let e = match &event {
+                    Ok(e) => e,
+                    Err(_) => {
+                        failed = event.err();
+                        break;
+                    }
+                };
+                if last_tid != Some(e.tid) {
+                    threads.insert(e.tid);
+                    last_tid = Some(e.tid);
+                }
+                if !ordered.push(&chunk, e, &mut w) {
+                    w.stream(e);
+                }
+                if let Some(err) = w.error.take() {
+                    return Err(err.into());
+                }
+                summary.events += 1;
             }
-            write_event(out, &at, &mut ids, e, &mut scratch, &mut quoted, &mut ties)?;
-            Ok(())
-        })?;
+            if failed.is_some() {
+                break failed;
+            }
+        };
+        ordered.finish(reader.tables(), &mut w);
+        if let Some(err) = w.error.take() {
+            return Err(err.into());
+        }
 
         // Names last: a threads block may follow the chunks it names. Only threads with events get
         // one (a row with nothing on it helps no one), each cut as elsewhere (`names.rs`): one name of
@@ -321,6 +378,74 @@ fn write_i64(out: &mut impl Write, v: i64) -> io::Result<()> {
     write_u64(out, v.unsigned_abs())
 }
 
+/// Where an event goes on the time axis.
+#[derive(Clone, Copy)]
+enum Place {
+    /// At its own timestamp, with no duration: what is not a thread slice, and marks.
+    Stream,
+    /// A slice with a duration, as an `X`: start and duration in `chrome_time` units.
+    Complete { start: i128, dur: i128 },
+    /// A begin never ended, as a `B` with no `E`.
+    Open { start: i128 },
+}
+
+/// The [`SliceWriter`] of a file's thread slices, and the writer of its other events.
+struct Slices<'a, W> {
+    out: &'a mut W,
+    at: &'a Placed<'a>,
+    ids: &'a mut Ids,
+    scratch: &'a mut String,
+    quoted: &'a mut Quoted,
+    times: &'a mut Times,
+    /// The first write error: nothing more is written after it.
+    error: Option<io::Error>,
+}
+
+impl<W: Write> Slices<'_, W> {
+    fn write(&mut self, e: &Event<'_>, place: Place) {
+        if self.error.is_none() {
+            if let Err(err) = write_event(self.out, self.at, self.ids, e, self.scratch, self.quoted, place) {
+                self.error = Some(err);
+            }
+        }
+    }
+
+    /// An event that is not a thread slice, written as read.
+    fn stream(&mut self, e: &Event<'_>) {
+        self.write(e, Place::Stream);
+    }
+}
+
+impl<W: Write> SliceWriter for Slices<'_, W> {
+    fn begin(&mut self, s: &Slice, e: &Event<'_>) {
+        let place = match s.kind {
+            SliceKind::Mark => Place::Stream,
+            SliceKind::Scope => {
+                let (start, end) = (self.at.ns(s.start), self.at.ns(s.start.saturating_add(s.dur)));
+                let (b, e) = self.times.begin(s.tid, start, end, (s.start, s.dur));
+                Place::Complete { start: b, dur: e - b }
+            }
+            SliceKind::Unclosed => Place::Open { start: self.times.unclosed(s.tid, self.at.ns(s.start)) },
+        };
+        self.write(e, place);
+    }
+
+    fn end(&mut self, s: &Slice, _end: Option<&Event<'_>>) {
+        self.times.end(s.tid, (s.start, s.dur));
+    }
+}
+
+/// Writes a time in `chrome_time` units as microseconds: three decimals when it is a whole
+/// nanosecond (most are), up to seven when it was moved.
+#[inline]
+fn write_units(out: &mut impl Write, units: i128) -> io::Result<()> {
+    if units % UNITS_PER_NS == 0 {
+        write_us(out, i64::try_from(units / UNITS_PER_NS).unwrap_or(i64::MAX))
+    } else {
+        write_units_as_us(out, units)
+    }
+}
+
 fn write_event(
     out: &mut impl Write,
     clock: &Placed<'_>,
@@ -328,17 +453,18 @@ fn write_event(
     e: &Event<'_>,
     scratch: &mut String,
     quoted: &mut Quoted,
-    ties: &mut Ties,
+    place: Place,
 ) -> io::Result<()> {
     let cs = &e.callsite;
-    let ph = match cs.phase {
-        Phase::Begin => b",\"ph\":\"B\",\"ts\":",
-        Phase::End => b",\"ph\":\"E\",\"ts\":",
-        Phase::Complete | Phase::LockWait | Phase::LockHeld => b",\"ph\":\"X\",\"ts\":",
-        Phase::Instant | Phase::Log => b",\"ph\":\"i\",\"ts\":",
-        Phase::Counter | Phase::Data => b",\"ph\":\"C\",\"ts\":",
-        Phase::AsyncBegin => b",\"ph\":\"b\",\"ts\":",
-        Phase::AsyncEnd => b",\"ph\":\"e\",\"ts\":",
+    let ph = match (place, cs.phase) {
+        (Place::Complete { .. }, _) => b",\"ph\":\"X\",\"ts\":",
+        (Place::Open { .. }, _) | (_, Phase::Begin) => b",\"ph\":\"B\",\"ts\":",
+        (_, Phase::End) => b",\"ph\":\"E\",\"ts\":",
+        (_, Phase::Complete | Phase::LockWait | Phase::LockHeld) => b",\"ph\":\"X\",\"ts\":",
+        (_, Phase::Instant | Phase::Log) => b",\"ph\":\"i\",\"ts\":",
+        (_, Phase::Counter | Phase::Data) => b",\"ph\":\"C\",\"ts\":",
+        (_, Phase::AsyncBegin) => b",\"ph\":\"b\",\"ts\":",
+        (_, Phase::AsyncEnd) => b",\"ph\":\"e\",\"ts\":",
     };
     out.write_all(b",\n{\"name\":")?;
     let name: &str = match cs.phase {
@@ -364,12 +490,14 @@ fn write_event(
     out.write_all(b",\"cat\":")?;
     out.write_all(quoted.get(cs.category))?;
     out.write_all(ph)?;
-    let start = clock.ns(e.ts);
-    write_us(out, start)?;
-    if let Some(d) = e.duration {
-        out.write_all(b",\"dur\":")?;
-        let end = clock.ns(e.ts.saturating_add(d));
-        write_units_as_us(out, ties.duration_units(e.tid, start, end))?;
+    match place {
+        Place::Stream => write_us(out, clock.ns(e.ts))?,
+        Place::Open { start } => write_units(out, start)?,
+        Place::Complete { start, dur } => {
+            write_units(out, start)?;
+            out.write_all(b",\"dur\":")?;
+            write_units_as_us(out, dur)?;
+        }
     }
     out.write_all(ids.of(e.tid))?;
     if matches!(cs.phase, Phase::Instant | Phase::Log) {
@@ -396,21 +524,7 @@ fn write_event(
     if let (false, Some(id)) = (fields.is_empty(), id) {
         write!(out, ",\"bind_id\":\"{:#x}\"{fields}", crate::perfetto::flow_id(cs, id))?;
     }
-    // A begin's arguments are kept (within bounds) and repeated on its end: importers that match
-    // an end to its begin by name and arguments (speedscope) would otherwise see another frame.
-    match cs.phase {
-        Phase::Begin => {
-            let mut args = Vec::new();
-            write_args(&mut args, e, quoted)?;
-            out.write_all(&args)?;
-            ties.push_begin(e.tid, name, args);
-        }
-        Phase::End => match ties.pop_end(e.tid, name) {
-            Some(args) => out.write_all(&args)?,
-            None => write_args(out, e, quoted)?,
-        },
-        _ => write_args(out, e, quoted)?,
-    }
+    write_args(out, e, quoted)?;
     out.write_all(b"}")
 }
 

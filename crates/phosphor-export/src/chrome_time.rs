@@ -1,109 +1,117 @@
-//! The durations of Chrome JSON's `X` events, written so that every importer rebuilds the nesting
-//! the trace recorded.
+//! Where each thread slice of Chrome JSON is written on the time axis, so that a viewer that
+//! sorts by time in floating point rebuilds the walk [`phosphor_model::ordered::Ordered`] hands
+//! the writer (the tree `phosphor stats` counts).
 //!
-//! Importers that add `ts + dur` in floating-point microseconds (speedscope does, after subtracting
-//! the thread's first timestamp) see two slices that end at the same nanosecond, or one that ends
-//! where the next begins, in an order that depends on rounding: a child ends a hair after its
-//! parent, or a lock's wait after its hold begins, and the importer reports mis-nested frames. So a
-//! slice's `dur` is its exact duration less a *shave* far below a nanosecond (at most 0.41 ns) and
-//! far above the rounding of any sum (6.4 ps steps):
+//! Every slice with a duration is an `X` event written at its begin, when its end is known.
+//! Speedscope sorts `X` events by `ts`, then longer first, then in file order, and adds `ts + dur`
+//! in floating-point microseconds (after subtracting the thread's first `ts`); Chrome's viewer
+//! nests by the same sums. So at one nanosecond, where the walk has several begins and ends, each
+//! is moved by a fraction of a nanosecond, in 0.1 ps units, to the place the walk gives it:
 //!
-//! * A slice that ends where the next slice begins ends, as read, just before it.
-//! * Of the slices of one thread that end at the same nanosecond (they arrive innermost first,
-//!   as their scopes close), each gets a smaller shave than the one before: the child ends before
-//!   its parent, and of two slices with the same start, the parent is the longer (importers open
-//!   the longer first).
-//! * A zero-duration slice lasts 0.1 ns instead, so that it opens before it closes.
+//! * A begin is at its nanosecond, or just after the last begin or end written on its thread if
+//!   that is later (a child that starts with its parent, a slice after a zero-length sibling),
+//!   at most [`MAX_PUSH`] past it.
+//! * An end is before its nanosecond by a *shave* that grows with the depth of the slice: of the
+//!   slices that end at one nanosecond, the innermost ends first, and each ends before a slice
+//!   that begins then.
+//! * A zero-length slice lasts [`ZERO_LENGTH`]; one that starts where its parent ends (a scope
+//!   opened and closed as its parent closes) is placed after the last thing written and before
+//!   its parent's end, in half the room left.
 //!
-//! Rounded to the nanosecond (as Perfetto reads `dur`: `llround(dur * 1000)`), every duration is
-//! exact. The shave needs the thread's last end and a count: constant memory per thread.
-//!
-//! Importers also match an end (`E`) to its begin by name *and arguments*, and a `trace_end!`
-//! carries none: so a begin's arguments are kept while it is open and written again on its end.
-//! What is kept is bounded (`MAX_OPEN_PER_THREAD` begins per thread, `MAX_KEPT_BYTES` in all);
-//! past that an end is written with its own arguments, as before.
+//! Every move is under half a nanosecond, start and end together: rounded to the nanosecond (as
+//! Perfetto reads `ts` and `dur`: `llround(x * 1000)`), times and durations are exact. The moves
+//! need one entry per open slice of each thread. They hold while a step of 0.1 ps is above the
+//! rounding of the viewer's sums: for threads whose events span less than about ten minutes.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 
-/// Units of the written duration: 0.1 ps, so 10,000 per nanosecond and 10^7 per microsecond.
-const UNITS_PER_NS: i128 = 10_000;
+/// Units of the written times: 0.1 ps, so 10,000 per nanosecond and 10^7 per microsecond.
+pub(crate) const UNITS_PER_NS: i128 = 10_000;
 const UNITS_PER_US: i128 = 10_000_000;
-/// The shave of the first slice to end at a nanosecond (409.6 ps), and how much less each
-/// following one gets (6.4 ps), down to one step.
-const FIRST_SHAVE: i128 = 4_096;
-const SHAVE_STEP: i128 = 64;
-/// What a zero-duration slice lasts instead (0.1 ns).
-const ZERO_LENGTH: i128 = 1_000;
+/// The shave of a top-level slice's end, and how much more each level down gets, down to
+/// `SHAVE_DEPTHS` levels (past it, equal ends tie, and viewers match them by name).
+const SHAVE_BASE: i128 = 64;
+const SHAVE_STEP: i128 = 32;
+const SHAVE_DEPTHS: usize = 60;
+/// How far past its nanosecond a begin may be moved (0.25 ns).
+const MAX_PUSH: i128 = 2_500;
+/// What a zero-length slice lasts instead (0.05 ns).
+const ZERO_LENGTH: i128 = 500;
 
-/// Open begins kept per thread, and bytes of their arguments kept in all.
-const MAX_OPEN_PER_THREAD: usize = 1024;
-const MAX_KEPT_BYTES: usize = 16 << 20;
+/// One thread's open slices (their end as written, their end in ns, and the slice's start and
+/// duration in ticks, to match its end) and the latest time written.
+#[derive(Debug)]
+struct Thread {
+    last: i128,
+    open: Vec<Open>,
+}
 
-/// The begins open on one thread: name hash and written arguments (`None`: not kept, past the
-/// byte bound), and how many more are open past `MAX_OPEN_PER_THREAD`.
-#[derive(Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Open {
-    stack: Vec<(u64, Option<Vec<u8>>)>,
-    beyond: u64,
+    end: i128,
+    end_ns: i64,
+    key: (u64, u64),
 }
 
-/// Per thread: the end (ns) of the last slice and how many slices ended then, and the open begins.
+/// Every thread's place on the time axis (see the [module docs](self)).
 #[derive(Debug, Default)]
-pub(crate) struct Ties {
-    last: HashMap<u32, (i64, u32)>,
-    open: HashMap<u32, Open>,
-    kept_bytes: usize,
+pub(crate) struct Times {
+    threads: HashMap<u32, Thread>,
 }
 
-fn name_hash(name: &str) -> u64 {
-    phosphor_format::fnv1a64(name.as_bytes())
+fn shave(depth: usize) -> i128 {
+    SHAVE_BASE + SHAVE_STEP * depth.min(SHAVE_DEPTHS) as i128
 }
 
-impl Ties {
-    /// A begin named `name` opened on `tid` with these written arguments.
-    pub(crate) fn push_begin(&mut self, tid: u32, name: &str, args: Vec<u8>) {
-        let open = self.open.entry(tid).or_default();
-        if open.stack.len() >= MAX_OPEN_PER_THREAD {
-            open.beyond += 1;
-            return;
-        }
-        let kept = (self.kept_bytes + args.len() <= MAX_KEPT_BYTES).then(|| {
-            self.kept_bytes += args.len();
-            args
-        });
-        open.stack.push((name_hash(name), kept));
+impl Times {
+    fn thread(&mut self, tid: u32) -> &mut Thread {
+        self.threads.entry(tid).or_insert_with(|| Thread { last: i128::MIN, open: Vec::new() })
     }
 
-    /// The arguments to write on an end named `name` on `tid`: its begin's, if that begin is the
-    /// innermost open one and they were kept.
-    pub(crate) fn pop_end(&mut self, tid: u32, name: &str) -> Option<Vec<u8>> {
-        let open = self.open.get_mut(&tid)?;
-        if open.beyond > 0 {
-            open.beyond -= 1;
-            return None;
-        }
-        if open.stack.last().map(|(h, _)| *h) != Some(name_hash(name)) {
-            return None;
-        }
-        let (_, args) = open.stack.pop()?;
-        let args = args?;
-        self.kept_bytes -= args.len();
-        Some(args)
+    /// Where to write a slice of thread `tid` from `start` to `end` (ns), which starts the walk's
+    /// next slice: its start and end in units. `key` (start and duration in ticks) names it for
+    /// [`Times::end`].
+    pub(crate) fn begin(&mut self, tid: u32, start: i64, end: i64, key: (u64, u64)) -> (i128, i128) {
+        let t = self.thread(tid);
+        let exact = i128::from(start) * UNITS_PER_NS;
+        let (b, e) = match t.open.last() {
+            Some(p) if end == start && start == p.end_ns => {
+                let low = t.last.max(p.end - SHAVE_STEP);
+                let b = (low + 1).min(p.end - 2);
+                (b, b + ((p.end - b) / 2).max(1))
+            }
+            _ => {
+                let b = t.last.saturating_add(1).clamp(exact, exact + MAX_PUSH);
+                let e = if end > start {
+                    i128::from(end) * UNITS_PER_NS - shave(t.open.len())
+                } else {
+                    b + ZERO_LENGTH
+                };
+                (b, e)
+            }
+        };
+        t.open.push(Open { end: e, end_ns: end, key });
+        t.last = t.last.max(b);
+        (b, e)
     }
 
-    /// The duration to write, in 0.1 ps units, for a slice of thread `tid` from `start` to `end`
-    /// (ns since the origin).
-    pub(crate) fn duration_units(&mut self, tid: u32, start: i64, end: i64) -> i128 {
-        let exact = (i128::from(end) - i128::from(start)) * UNITS_PER_NS;
-        let slot = self.last.entry(tid).or_insert((i64::MIN, 0));
-        let rank = if slot.0 == end { slot.1 + 1 } else { 0 };
-        *slot = (end, rank);
-        if exact <= 0 {
-            return ZERO_LENGTH;
+    /// Where to write a begin never ended, of thread `tid` at `start` (ns).
+    pub(crate) fn unclosed(&mut self, tid: u32, start: i64) -> i128 {
+        let t = self.thread(tid);
+        let exact = i128::from(start) * UNITS_PER_NS;
+        let b = t.last.saturating_add(1).clamp(exact, exact + MAX_PUSH);
+        t.last = t.last.max(b);
+        b
+    }
+
+    /// The walk leaves the slice named `key` of thread `tid`.
+    pub(crate) fn end(&mut self, tid: u32, key: (u64, u64)) {
+        let t = self.thread(tid);
+        if t.open.last().is_some_and(|o| o.key == key) {
+            let o = t.open.pop().map_or(i128::MIN, |o| o.end);
+            t.last = t.last.max(o);
         }
-        let shave = (FIRST_SHAVE - SHAVE_STEP * i128::from(rank)).max(SHAVE_STEP);
-        exact - shave
     }
 }
 
@@ -143,61 +151,42 @@ mod tests {
     }
 
     #[test]
-    fn an_end_gets_its_begins_arguments_while_it_is_the_innermost_open_one() {
-        let mut t = Ties::default();
-        t.push_begin(1, "outer", b",\"args\":{\"a\":1}".to_vec());
-        t.push_begin(1, "inner", b",\"args\":{\"b\":2}".to_vec());
-        assert_eq!(t.pop_end(1, "outer"), None, "not the innermost: its own arguments");
-        assert_eq!(t.pop_end(1, "inner").as_deref(), Some(&b",\"args\":{\"b\":2}"[..]));
-        assert_eq!(t.pop_end(2, "outer"), None, "another thread's");
-        assert_eq!(t.pop_end(1, "outer").as_deref(), Some(&b",\"args\":{\"a\":1}"[..]));
-        assert_eq!(t.kept_bytes, 0);
-        // Past the bound per thread, begins are counted, not kept, and ends pair with them first.
-        for i in 0..MAX_OPEN_PER_THREAD + 2 {
-            t.push_begin(3, "deep", format!("{i}").into_bytes());
-        }
-        assert_eq!((t.pop_end(3, "deep"), t.pop_end(3, "deep")), (None, None));
-        assert_eq!(t.pop_end(3, "deep").as_deref(), Some(format!("{}", MAX_OPEN_PER_THREAD - 1).as_bytes()));
-        // Past the byte bound, a begin's arguments are not kept.
-        let mut t = Ties::default();
-        t.push_begin(4, "big", vec![b' '; MAX_KEPT_BYTES]);
-        t.push_begin(4, "more", vec![b' '; 1]);
-        assert_eq!(t.pop_end(4, "more"), None);
-        assert_eq!(t.pop_end(4, "big").map(|a| a.len()), Some(MAX_KEPT_BYTES));
-    }
-
-    #[test]
     fn units_print_as_microseconds_with_three_to_seven_decimals() {
         assert_eq!(text(12_345 * UNITS_PER_NS), "12.345");
-        assert_eq!(text(12_345 * UNITS_PER_NS - FIRST_SHAVE), "12.3445904");
-        assert_eq!(text(ZERO_LENGTH), "0.0001");
+        assert_eq!(text(12_345 * UNITS_PER_NS - 4_096), "12.3445904");
+        assert_eq!(text(ZERO_LENGTH), "0.00005");
         assert_eq!(text(-UNITS_PER_US), "-1.000");
     }
 
+    /// Perfetto's reading of a time in units: `llround(us * 1000)`.
+    fn ns(units: i128) -> i128 {
+        ((units as f64 / UNITS_PER_US as f64) * 1000.0).round() as i128
+    }
+
     #[test]
-    fn equal_ends_get_decreasing_shaves_and_every_duration_rounds_back_to_its_nanoseconds() {
-        let mut t = Ties::default();
-        // A child, its parent and grandparent end at 100 ns; a sibling then ends at 150.
-        let child = t.duration_units(1, 60, 100);
-        let parent = t.duration_units(1, 60, 100);
-        let grandparent = t.duration_units(1, 0, 100);
-        let next = t.duration_units(1, 100, 150);
-        assert!(child < parent, "the child ends first");
-        assert!(60 * UNITS_PER_NS + parent < 100 * UNITS_PER_NS, "and before the end");
-        assert!(parent - child >= SHAVE_STEP);
-        assert_eq!(next, 50 * UNITS_PER_NS - FIRST_SHAVE, "a new end starts over");
-        for (d, ns) in [(child, 40), (parent, 40), (grandparent, 100), (next, 50)] {
-            // Perfetto: llround(dur_us * 1000).
-            let us = d as f64 / UNITS_PER_US as f64;
-            assert_eq!((us * 1000.0).round() as i128, ns);
+    fn a_walk_at_one_nanosecond_is_written_in_order_and_rounds_back_to_exact_times() {
+        let mut t = Times::default();
+        // parent [100, 200] { child [100, 200] { zero [200, 200] } }, then next [200, 300].
+        let parent = t.begin(1, 100, 200, (1, 0));
+        let child = t.begin(1, 100, 200, (2, 0));
+        let zero = t.begin(1, 200, 200, (3, 0));
+        t.end(1, (3, 0));
+        t.end(1, (2, 0));
+        t.end(1, (1, 0));
+        let next = t.begin(1, 200, 300, (4, 0));
+        assert!(parent.0 < child.0, "the child begins after its parent");
+        assert!(child.0 < zero.0 && zero.0 < zero.1 && zero.1 < child.1, "{child:?} {zero:?}");
+        assert!(child.1 < parent.1 && parent.1 < next.0, "{parent:?} {next:?}");
+        for ((b, e), (b_ns, e_ns)) in [(parent, (100, 200)), (child, (100, 200)), (zero, (200, 200))] {
+            assert_eq!((ns(b), ns(e), ns(e - b)), (b_ns, e_ns, e_ns - b_ns));
         }
-        // Another thread keeps its own count; a zero-length slice opens before it closes.
-        assert_eq!(t.duration_units(2, 60, 100), 40 * UNITS_PER_NS - FIRST_SHAVE);
-        assert_eq!(t.duration_units(2, 100, 100), ZERO_LENGTH);
-        // Past 63 equal ends, the shave stays one step.
-        let mut t = Ties::default();
-        let shaves: Vec<i128> = (0..70).map(|_| 10 * UNITS_PER_NS - t.duration_units(3, 0, 10)).collect();
-        assert!(shaves.windows(2).take(62).all(|w| w[0] > w[1]));
-        assert!(shaves[63..].iter().all(|&s| s == SHAVE_STEP));
+        // A zero-length slice at its parent's start ends before the next begin at that nanosecond.
+        let p = t.begin(2, 0, 50, (5, 0));
+        let z = t.begin(2, 0, 0, (6, 0));
+        t.end(2, (6, 0));
+        let c = t.begin(2, 0, 10, (7, 0));
+        assert!(p.0 < z.0 && z.1 < c.0 && c.1 < p.1, "{p:?} {z:?} {c:?}");
+        // A begin never ended is placed like any other.
+        assert!(t.unclosed(2, 0) > c.0);
     }
 }

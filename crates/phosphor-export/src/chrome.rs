@@ -416,16 +416,32 @@ impl<W: Write> Slices<'_, W> {
     }
 }
 
+/// Nanoseconds on the shared timeline (`i64`) as a slice's time for [`Ordered`]: an order-keeping
+/// map onto `u64` (the sign bit flipped), and back.
+fn slice_time(ns: i64) -> u64 {
+    (ns as u64) ^ (1 << 63)
+}
+
+fn slice_ns(time: u64) -> i64 {
+    (time ^ (1 << 63)) as i64
+}
+
 impl<W: Write> SliceWriter for Slices<'_, W> {
+    /// The nanoseconds written (three decimals of a microsecond), so that slices are nested on
+    /// what a client reads.
+    fn time(&self, ticks: u64) -> u64 {
+        slice_time(self.at.ns(ticks))
+    }
+
     fn begin(&mut self, s: &Slice, e: &Event<'_>) {
         let place = match s.kind {
             SliceKind::Mark => Place::Stream,
             SliceKind::Scope => {
-                let (start, end) = (self.at.ns(s.start), self.at.ns(s.start.saturating_add(s.dur)));
+                let (start, end) = (slice_ns(s.start), slice_ns(s.start.saturating_add(s.dur)));
                 let (b, e) = self.times.begin(s.tid, start, end, (s.start, s.dur));
                 Place::Complete { start: b, dur: e - b }
             }
-            SliceKind::Unclosed => Place::Open { start: self.times.unclosed(s.tid, self.at.ns(s.start)) },
+            SliceKind::Unclosed => Place::Open { start: self.times.unclosed(s.tid, slice_ns(s.start)) },
         };
         self.write(e, place);
     }

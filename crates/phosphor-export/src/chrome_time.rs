@@ -40,7 +40,7 @@ const MAX_PUSH: i128 = 2_500;
 const ZERO_LENGTH: i128 = 500;
 
 /// One thread's open slices (their end as written, their end in ns, and the slice's start and
-/// duration in ticks, to match its end) and the latest time written.
+/// duration as the walk gives them, to match its end) and the latest time written.
 #[derive(Debug)]
 struct Thread {
     last: i128,
@@ -70,7 +70,8 @@ impl Times {
     }
 
     /// Where to write a slice of thread `tid` from `start` to `end` (ns), which starts the walk's
-    /// next slice: its start and end in units. `key` (start and duration in ticks) names it for
+    /// next slice: its start and end in units. `key` (start and duration as the walk gives them)
+    /// names it for
     /// [`Times::end`].
     pub(crate) fn begin(&mut self, tid: u32, start: i64, end: i64, key: (u64, u64)) -> (i128, i128) {
         let t = self.thread(tid);

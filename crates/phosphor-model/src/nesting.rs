@@ -127,8 +127,8 @@ pub struct Problem {
 ///
 /// A subtree is handed over as a walk in time order: each slice is *entered* ([`Sink::enter`],
 /// which by default calls [`Sink::slice`]) before the slices nested in it, and *left*
-/// ([`Sink::leave`]) after them; siblings in order of start (among equal starts, the one added
-/// last first: it was placed outside the earlier ones or beside them). A writer that turns the
+/// ([`Sink::leave`]) after them; siblings in order of start (among equal starts, those of no
+/// length first, then the one that lasts, then a begin never ended). A writer that turns the
 /// walk into begins and ends gets, at equal timestamps, begins outer-first and ends inner-first:
 /// what any client that sorts by time with ties in stream order (Perfetto's trace processor),
 /// or replays the stream as written, rebuilds as this tree.
@@ -709,10 +709,16 @@ fn resolve<P: Default>(
         sink.enter(&slice, std::mem::take(&mut node.payload));
         n += 1;
         stack.push(Step::Leave(slice));
-        // The children in reverse, so that the first in time is entered first.
+        // The children, the first in time on top. Among those of one start (at most one of which
+        // lasts: siblings do not overlap), the marks and slices of no length first, then the one
+        // that lasts, then a begin never ended: a client that sorts by time would otherwise
+        // nest the first in the one that lasts, or everything in the one never ended.
         let first = stack.len();
         stack.extend(std::mem::take(&mut node.children).into_iter().map(|(_, c)| Step::Enter(path, c)));
-        stack[first..].reverse();
+        stack[first..].sort_by_key(|s| match s {
+            Step::Enter(_, c) => Reverse((c.start, c.kind == SliceKind::Unclosed, c.end)),
+            Step::Leave(_) => Reverse((0, false, 0)),
+        });
     }
     n
 }

@@ -138,6 +138,72 @@ fn the_walk_replayed_in_time_order_rebuilds_the_tree_at_every_tie() {
     assert!(checked > 30, "only {checked} trees without ambiguous intervals");
 }
 
+/// How a generated slice is recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum How {
+    /// A complete event, after its children.
+    Complete,
+    /// A begin before its children and an end after them.
+    Pair,
+    /// A point (no children).
+    Mark,
+}
+
+/// What [`mixed`] records, in order: `(id, how, ts, dur)`; a pair's begin is `(id, Pair, ts,
+/// None)` and its end `(id, Pair, end, Some(0))`.
+type Recorded = Vec<(u32, How, u64, Option<u64>)>;
+
+/// Like [`children`], with begin/end pairs and marks mixed in, recorded as a program records them.
+fn mixed(rng: &mut Rng, start: u64, end: u64, depth: u32, next: &mut u32, out: &mut Recorded) {
+    if depth == 0 {
+        return;
+    }
+    let mut at = start;
+    for _ in 0..rng.below(4) {
+        let s = (at + rng.below(2) * rng.below(3)).min(end);
+        let e = (s + rng.below(4)).min(end);
+        let id = *next;
+        *next += 1;
+        match rng.below(3) {
+            0 => {
+                mixed(rng, s, e, depth - 1, next, out);
+                out.push((id, How::Complete, s, Some(e - s)));
+            }
+            1 => {
+                out.push((id, How::Pair, s, None));
+                mixed(rng, s, e, depth - 1, next, out);
+                out.push((id, How::Pair, e, Some(0)));
+            }
+            _ => out.push((id, How::Mark, s, None)),
+        }
+        at = e;
+    }
+}
+
+#[test]
+fn begin_end_pairs_and_marks_mixed_in_replay_to_the_engines_tree_too() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for case in 0..2000 {
+        let (mut recorded, mut next) = (Vec::new(), 0);
+        mixed(&mut rng, 0, 12, 5, &mut next, &mut recorded);
+        let mut n = Nesting::<u32>::new(1 << 16);
+        let mut walk = Nested::default();
+        for &(id, how, ts, dur) in &recorded {
+            match (how, dur) {
+                (How::Complete, Some(d)) => n.complete_with(1, id % 5, ts, d, id, &mut walk),
+                (How::Pair, None) => n.begin_with(1, id % 5, ts, id),
+                (How::Pair, Some(_)) => assert!(n.end_with(1, id % 5, ts, &mut walk, |_| {})),
+                _ => n.mark_with(1, id % 5, ts, id, &mut walk),
+            }
+        }
+        n.finish(&mut walk);
+        let mut engine = walk.parents;
+        engine.sort();
+        assert_eq!(engine.len(), next as usize, "case {case}");
+        assert_eq!(replay(walk.events), engine, "case {case}: {recorded:?}");
+    }
+}
+
 #[test]
 fn ends_written_with_their_begins_would_close_the_wrong_slice_at_a_tie() {
     // Why `leave` exists: parent [0, 5] and child [3, 5] end together; written as enter-time

@@ -537,6 +537,12 @@ fn read_body(input: &mut impl Read, body: &mut Vec<u8>, len: usize, base: u64) -
 /// Reads the block at file offset `start`, its body into `body`; returns its kind and the offset
 /// past it.
 pub(super) fn read_frame(input: &mut impl Read, start: u64, body: &mut Vec<u8>) -> Result<(u32, u64), Error> {
+    let (kind, len) = read_head(input, start)?;
+    read_frame_body(input, start, kind, len, body).map(|end| (kind, end))
+}
+
+/// Reads the framing of the block at file offset `start`: its kind and body length (checked).
+pub(super) fn read_head(input: &mut impl Read, start: u64) -> Result<(u32, u32), Error> {
     let mut head = [0u8; BLOCK_HEADER_BYTES];
     let n = read_full(input, &mut head, start)?;
     if n < BLOCK_HEADER_BYTES {
@@ -556,13 +562,25 @@ pub(super) fn read_frame(input: &mut impl Read, start: u64, body: &mut Vec<u8>) 
             start + 4,
         ));
     }
+    Ok((kind, len))
+}
+
+/// Reads the body of the block at `start` whose framing [`read_head`] read; returns the offset
+/// past it.
+pub(super) fn read_frame_body(
+    input: &mut impl Read,
+    start: u64,
+    kind: u32,
+    len: u32,
+    body: &mut Vec<u8>,
+) -> Result<u64, Error> {
     let got = read_body(input, body, len as usize, start + BLOCK_HEADER_BYTES as u64)?;
     if got < len as usize {
         let kind =
             ErrorKind::Truncated { what: kind::name(kind), needed: u64::from(len), available: got as u64 };
         return Err(Error::new(kind, start));
     }
-    Ok((kind, start + BLOCK_HEADER_BYTES as u64 + u64::from(len)))
+    Ok(start + BLOCK_HEADER_BYTES as u64 + u64::from(len))
 }
 
 impl<R: Read + Send + 'static> Reader<R> {
@@ -570,9 +588,10 @@ impl<R: Read + Send + 'static> Reader<R> {
     /// decodes the compressed groups (format 1.7), while the caller takes in the tables and
     /// decodes the chunks' events, in file order as before. Everything else is as without it:
     /// the same blocks, chunks, offsets and errors (an error is met, and the reader finished,
-    /// where it would have been). Memory: at most [`READ_AHEAD_BYTES`](super::READ_AHEAD_BYTES)
-    /// of blocks wait in the queue, besides the block each side holds. A file with no compressed
-    /// groups gains little: its reading is the copy alone.
+    /// where it would have been). Memory: the blocks queued and the one lent out come to at most
+    /// [`READ_AHEAD_BYTES`](super::READ_AHEAD_BYTES), or to one block when it is longer (read
+    /// alone, as without read-ahead). A file with no compressed groups gains little: its reading
+    /// is the copy alone.
     pub fn read_ahead(mut self) -> Reader<R> {
         if self.ahead.is_none() && !self.done {
             let input = self.input.take().expect("the input is the reader's unless it reads ahead");

@@ -126,7 +126,7 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
             if args.compress && args.to != Format::Perfetto {
                 bail!("--compress applies to --to perfetto only");
             }
-            let reader = read_ahead(progress::open(file, "converting")?, args.to);
+            let reader = progress::open(file, "converting")?;
             let c = export(reader, file, args.to, args.compress, stdout, "stdout")?;
             note_truncated(stderr, &c.summary)?;
         }
@@ -389,15 +389,6 @@ pub(crate) fn note_cuts(
     Ok(())
 }
 
-/// The reader, reading ahead (decompressing on a thread of its own) for the formats that have
-/// been measured with it (folded stacks, issue 38).
-fn read_ahead(reader: Reader<progress::Input>, format: Format) -> Reader<progress::Input> {
-    match format {
-        Format::Folded => reader.read_ahead(),
-        _ => reader,
-    }
-}
-
 /// Converts the trace file `input` into `format` in the file `output` (created or truncated).
 pub fn to_file(input: &Path, format: Format, output: &Path) -> anyhow::Result<Converted> {
     to_file_with(input, format, false, output)
@@ -405,7 +396,7 @@ pub fn to_file(input: &Path, format: Format, output: &Path) -> anyhow::Result<Co
 
 /// [`to_file`], the Perfetto packets compressed if `compress`.
 fn to_file_with(input: &Path, format: Format, compress: bool, output: &Path) -> anyhow::Result<Converted> {
-    let reader = read_ahead(progress::open(input, "converting")?, format);
+    let reader = progress::open(input, "converting")?;
     refuse_overwrite(input, output)?;
     let f = File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
     export(reader, input, format, compress, f, &output.display().to_string())

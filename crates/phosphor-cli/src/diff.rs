@@ -48,15 +48,13 @@ pub fn run(args: &DiffArgs, out: &mut impl Write) -> anyhow::Result<bool> {
     let (base, new) = std::thread::scope(|s| {
         // One progress bar (two would draw over each other): the base's, read as fast as the new.
         let base = s.spawn(|| {
-            let reader = progress::open(&args.base, "reading both traces")?.read_ahead();
+            let reader = progress::open(&args.base, "reading both traces")?;
             side(&args.base, reader)
         });
         let new = File::open(&args.new)
             .with_context(|| format!("{}: cannot open", args.new.display()))
             .and_then(|f| {
-                Reader::new(BufReader::with_capacity(1 << 16, f))
-                    .map(Reader::read_ahead)
-                    .map_err(|e| e.with_path(&args.new).into())
+                Reader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| e.with_path(&args.new).into())
             })
             .and_then(|reader| side(&args.new, reader));
         (base.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), new)

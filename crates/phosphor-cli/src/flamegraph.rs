@@ -168,7 +168,7 @@ fn samples(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()>
 /// Draws the trace file `input` as an SVG flame graph in the file `output` (created or truncated).
 pub fn to_file(input: &Path, output: &Path) -> anyhow::Result<Drawn> {
     let started = Instant::now();
-    let reader = progress::open(input, "drawing")?.read_ahead();
+    let reader = progress::open(input, "drawing")?;
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
         if a == b {
             bail!("{}: the output is the input file", output.display());

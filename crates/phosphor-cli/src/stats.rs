@@ -63,8 +63,7 @@ pub fn run(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let [path] = files.as_slice() else {
         return run_many(args, &files, out);
     };
-    // zstd decodes the groups on a thread of its own while the statistics are gathered.
-    let reader = progress::open(path, "reading")?.read_ahead();
+    let reader = progress::open(path, "reading")?;
     let mut builder = StatsBuilder::new(&reader.header().clock);
     if let Some(context) = system_context(path)? {
         builder = builder.system(Arc::new(context));
@@ -106,7 +105,7 @@ pub(crate) fn system_context(path: &std::path::Path) -> anyhow::Result<Option<Sy
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return Ok(None);
     }
-    let mut context = SystemContext::read(progress::open(path, "reading the system context")?.read_ahead())?;
+    let mut context = SystemContext::read(progress::open(path, "reading the system context")?)?;
     if context.counts.blocks == 0 {
         return Ok(None);
     }
@@ -137,7 +136,7 @@ fn run_many(args: &StatsArgs, files: &[PathBuf], out: &mut impl Write) -> anyhow
     let mut merged = FilesStats::new();
     let mut failure = None;
     for (file, place) in files.iter().zip(&timeline.files) {
-        if let Err(e) = merged.add_file(progress::open(file, "reading")?.read_ahead(), place.origin_ns) {
+        if let Err(e) = merged.add_file(progress::open(file, "reading")?, place.origin_ns) {
             let e = anyhow::Error::new(e.with_path(file)).context(format!(
                 "reading {} stopped early (the statistics hold what came before)",
                 file.display()

@@ -31,6 +31,7 @@
 
 pub mod ack;
 mod aggregates;
+mod ahead;
 mod bytes;
 mod chunk;
 mod compress;
@@ -49,6 +50,7 @@ mod writer;
 
 pub use crate::clock::{ClockInfo, ClockKind};
 pub use aggregates::{Aggregate, AggregateKind};
+pub use ahead::READ_AHEAD_BYTES;
 pub use chunk::{Chunk, Extents, EXTENTS_BYTES, SEQ_STREAM_SHIFT};
 pub use compress::{split_virtual, transform_group, Compression, MAX_GROUP_BYTES, VIRTUAL_OFFSET};
 pub use error::{Error, ErrorKind};

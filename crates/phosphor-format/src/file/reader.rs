@@ -102,7 +102,9 @@ enum Found {
 /// After an error the reader is finished: later calls return `Ok(None)`.
 #[derive(Debug)]
 pub struct Reader<R: Read> {
-    input: R,
+    /// The input; with read-ahead on, the read-ahead thread's until it ends.
+    input: Option<R>,
+    ahead: Option<super::ahead::Ahead<R>>,
     offset: u64,
     version: (u16, u16),
     header: Header,
@@ -125,7 +127,7 @@ pub struct Reader<R: Read> {
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
-fn read_full(input: &mut impl Read, buf: &mut [u8], offset: u64) -> Result<usize, Error> {
+pub(super) fn read_full(input: &mut impl Read, buf: &mut [u8], offset: u64) -> Result<usize, Error> {
     let mut n = 0;
     while n < buf.len() {
         match input.read(&mut buf[n..]) {
@@ -164,7 +166,8 @@ impl<R: Read> Reader<R> {
             ));
         }
         let mut r = Reader {
-            input,
+            input: Some(input),
+            ahead: None,
             offset: PREAMBLE_BYTES as u64,
             version: (major, minor),
             header: Header {
@@ -362,15 +365,22 @@ impl<R: Read> Reader<R> {
             }
             let start = self.offset;
             if self.trailer.is_some() {
+                if let Some(ahead) = &mut self.ahead {
+                    // The read-ahead thread checked what follows the trailer.
+                    return ahead.after_trailer().map(|()| None);
+                }
                 let mut one = [0u8; 1];
-                if read_full(&mut self.input, &mut one, start)? == 0 {
+                let input = self.input.as_mut().expect("the input is the reader's unless it reads ahead");
+                if read_full(input, &mut one, start)? == 0 {
                     return Ok(None);
                 }
                 return Err(Error::new(ErrorKind::TrailingData, start));
             }
             let kind = self.read_frame()?;
             if kind == kind::COMPRESSED {
-                self.open_group(start)?;
+                if self.ahead.is_none() {
+                    self.open_group(start)?;
+                }
                 continue;
             }
             self.decoded_bytes += self.offset - start;
@@ -481,64 +491,119 @@ impl<R: Read> Reader<R> {
         Ok(extents)
     }
 
-    /// Reads up to `len` bytes into `self.body`; returns how many arrived. The buffer grows by
-    /// at most the bytes already read (64 KiB to start), never by the length field alone, so a
-    /// corrupt length costs no more than the bytes that follow it; and it ends no larger than the
-    /// block, so a long block costs its length once, not the double that growth by doubling may.
-    fn read_body(&mut self, len: usize, base: u64) -> Result<usize, Error> {
-        self.body.clear();
-        let mut got = 0;
-        while got < len {
-            let want = (len - got).min(got.max(64 << 10));
-            self.body.reserve_exact(want);
-            // Into the room just made: `read_to_end` grows the buffer only past what `take` lets
-            // through, which is `want`.
-            let n = (&mut self.input)
-                .take(want as u64)
-                .read_to_end(&mut self.body)
-                .map_err(|e| Error::io(e, base + got as u64))?;
-            got += n;
-            if n < want {
-                break;
-            }
-        }
-        Ok(got)
-    }
-
     /// Reads one block's framing and body into `self.body`; returns its kind and advances the
-    /// offset past it.
+    /// offset past it. With read-ahead on, the block (a compressed group decoded already) comes
+    /// from the read-ahead thread.
     fn read_frame(&mut self) -> Result<u32, Error> {
-        let start = self.offset;
-        let mut head = [0u8; BLOCK_HEADER_BYTES];
-        let n = read_full(&mut self.input, &mut head, start)?;
-        if n < BLOCK_HEADER_BYTES {
-            let kind = ErrorKind::Truncated {
-                what: "block header",
-                needed: BLOCK_HEADER_BYTES as u64,
-                available: n as u64,
-            };
-            return Err(Error::new(kind, start));
+        if let Some(ahead) = &mut self.ahead {
+            let frame = ahead.next()?;
+            self.offset = frame.end;
+            if frame.kind == kind::COMPRESSED {
+                let codec = frame.codec.expect("a decoded group says its codec");
+                if !self.codecs.contains(&codec) {
+                    self.codecs.push(codec);
+                }
+                self.decoded_bytes += frame.bytes.len() as u64;
+                ahead.recycle(std::mem::replace(&mut self.group, frame.bytes));
+                self.group_at = Some(frame.start);
+                self.group_pos = 0;
+            } else {
+                ahead.recycle(std::mem::replace(&mut self.body, frame.bytes));
+            }
+            return Ok(frame.kind);
         }
-        let kind = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-        let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
-        if len > MAX_BLOCK_BYTES {
-            return Err(Error::malformed(
-                kind::name(kind),
-                format!("length {len} is over the limit of {MAX_BLOCK_BYTES}"),
-                start + 4,
-            ));
-        }
-        let got = self.read_body(len as usize, start + BLOCK_HEADER_BYTES as u64)?;
-        if got < len as usize {
-            let kind = ErrorKind::Truncated {
-                what: kind::name(kind),
-                needed: u64::from(len),
-                available: got as u64,
-            };
-            return Err(Error::new(kind, start));
-        }
-        self.offset = start + BLOCK_HEADER_BYTES as u64 + u64::from(len);
+        let input = self.input.as_mut().expect("the input is the reader's unless it reads ahead");
+        let (kind, end) = read_frame(input, self.offset, &mut self.body)?;
+        self.offset = end;
         Ok(kind)
+    }
+}
+
+/// Reads up to `len` bytes into `body`; returns how many arrived. The buffer grows by at most the
+/// bytes already read (64 KiB to start), never by the length field alone, so a corrupt length
+/// costs no more than the bytes that follow it; and it ends no larger than the block, so a long
+/// block costs its length once, not the double that growth by doubling may.
+fn read_body(input: &mut impl Read, body: &mut Vec<u8>, len: usize, base: u64) -> Result<usize, Error> {
+    body.clear();
+    let mut got = 0;
+    while got < len {
+        let want = (len - got).min(got.max(64 << 10));
+        body.reserve_exact(want);
+        // Into the room just made: `read_to_end` grows the buffer only past what `take` lets
+        // through, which is `want`.
+        let n = input.take(want as u64).read_to_end(body).map_err(|e| Error::io(e, base + got as u64))?;
+        got += n;
+        if n < want {
+            break;
+        }
+    }
+    Ok(got)
+}
+
+/// Reads the block at file offset `start`, its body into `body`; returns its kind and the offset
+/// past it.
+pub(super) fn read_frame(input: &mut impl Read, start: u64, body: &mut Vec<u8>) -> Result<(u32, u64), Error> {
+    let (kind, len) = read_head(input, start)?;
+    read_frame_body(input, start, kind, len, body).map(|end| (kind, end))
+}
+
+/// Reads the framing of the block at file offset `start`: its kind and body length (checked).
+pub(super) fn read_head(input: &mut impl Read, start: u64) -> Result<(u32, u32), Error> {
+    let mut head = [0u8; BLOCK_HEADER_BYTES];
+    let n = read_full(input, &mut head, start)?;
+    if n < BLOCK_HEADER_BYTES {
+        let kind = ErrorKind::Truncated {
+            what: "block header",
+            needed: BLOCK_HEADER_BYTES as u64,
+            available: n as u64,
+        };
+        return Err(Error::new(kind, start));
+    }
+    let kind = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+    if len > MAX_BLOCK_BYTES {
+        return Err(Error::malformed(
+            kind::name(kind),
+            format!("length {len} is over the limit of {MAX_BLOCK_BYTES}"),
+            start + 4,
+        ));
+    }
+    Ok((kind, len))
+}
+
+/// Reads the body of the block at `start` whose framing [`read_head`] read; returns the offset
+/// past it.
+pub(super) fn read_frame_body(
+    input: &mut impl Read,
+    start: u64,
+    kind: u32,
+    len: u32,
+    body: &mut Vec<u8>,
+) -> Result<u64, Error> {
+    let got = read_body(input, body, len as usize, start + BLOCK_HEADER_BYTES as u64)?;
+    if got < len as usize {
+        let kind =
+            ErrorKind::Truncated { what: kind::name(kind), needed: u64::from(len), available: got as u64 };
+        return Err(Error::new(kind, start));
+    }
+    Ok(start + BLOCK_HEADER_BYTES as u64 + u64::from(len))
+}
+
+impl<R: Read + Send + 'static> Reader<R> {
+    /// Reads the rest of the file ahead on a thread of its own: that thread reads the blocks and
+    /// decodes the compressed groups (format 1.7), while the caller takes in the tables and
+    /// decodes the chunks' events, in file order as before. Everything else is as without it:
+    /// the same blocks, chunks, offsets and errors (an error is met, and the reader finished,
+    /// where it would have been). Memory: the blocks queued and the one lent out come to at most
+    /// [`READ_AHEAD_BYTES`](super::READ_AHEAD_BYTES), or to one block when it is longer (read
+    /// alone, as without read-ahead). A file with no compressed groups gains little: its reading
+    /// is the copy alone.
+    pub fn read_ahead(mut self) -> Reader<R> {
+        if self.ahead.is_none() && !self.done {
+            let input = self.input.take().expect("the input is the reader's unless it reads ahead");
+            self.ahead = Some(super::ahead::Ahead::start(input, self.offset));
+        }
+        self
     }
 }
 
@@ -553,10 +618,14 @@ impl<R: Read + Seek> Reader<R> {
     /// the one decoded last.
     pub fn chunk_at(&mut self, offset: u64) -> Result<Chunk<'_>, Error> {
         self.done = true;
+        if let Some(ahead) = self.ahead.take() {
+            self.input = Some(ahead.stop());
+        }
         if let Some((group, inner)) = split_virtual(offset) {
             if self.group_at != Some(group) {
                 self.group_at = None;
-                self.input.seek(SeekFrom::Start(group)).map_err(|e| Error::io(e, group))?;
+                let input = self.input.as_mut().expect("taken back from the read-ahead thread");
+                input.seek(SeekFrom::Start(group)).map_err(|e| Error::io(e, group))?;
                 self.offset = group;
                 let kind = self.read_frame()?;
                 if kind != kind::COMPRESSED {
@@ -579,7 +648,8 @@ impl<R: Read + Seek> Reader<R> {
             let extents = self.take_chunk(start + BLOCK_HEADER_BYTES as u64)?;
             return Ok(self.chunk(extents, offset));
         }
-        self.input.seek(SeekFrom::Start(offset)).map_err(|e| Error::io(e, offset))?;
+        let input = self.input.as_mut().expect("taken back from the read-ahead thread");
+        input.seek(SeekFrom::Start(offset)).map_err(|e| Error::io(e, offset))?;
         self.offset = offset;
         let kind = self.read_frame()?;
         if kind != kind::CHUNK {

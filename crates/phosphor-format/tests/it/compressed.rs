@@ -47,7 +47,7 @@ fn blocks(bytes: &[u8]) -> Vec<(usize, u32, usize)> {
 }
 
 /// `chunks` chunks of 127 instants of callsite 16 on 3 threads, timestamps a few ticks apart.
-fn many_chunks(compression: Compression, chunks: u64) -> Vec<u8> {
+pub fn many_chunks(compression: Compression, chunks: u64) -> Vec<u8> {
     let mut w = Writer::with_compression(Vec::new(), &header(), compression).unwrap();
     write_many(&mut w, 0..chunks);
     w.finish(&Trailer { recorded: 127 * chunks, ..Trailer::default() }).unwrap()

@@ -6,5 +6,6 @@ mod golden;
 mod memory;
 mod next_where;
 mod random_access;
+mod read_ahead;
 mod support;
 mod system;

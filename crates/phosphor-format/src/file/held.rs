@@ -42,6 +42,9 @@ pub struct TableSet<'a>(pub(crate) &'a Tables);
 #[derive(Debug, Default)]
 pub struct HeldEvents {
     records: Vec<Record>,
+    /// The buffer the next compaction copies into (the one before the last): reused, so that
+    /// compacting touches no fresh memory once the buffers have grown.
+    spare: Vec<Record>,
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// Records of the events held now.
@@ -99,16 +102,18 @@ impl HeldEvents {
         }
     }
 
-    /// Copies the held events' records into a buffer of their own size, in slot order, and
-    /// frees the old one: O(records), once the buffer is half free, so amortised O(1) a record.
+    /// Copies the held events' records into the spare buffer, in slot order, and keeps the old
+    /// one as the next spare: O(records), once the buffer is half free, so amortised O(1) a
+    /// record.
     fn compact(&mut self) {
-        let mut records = Vec::with_capacity(self.live + self.live / 2);
+        let mut records = std::mem::take(&mut self.spare);
+        records.clear();
         for s in self.slots.iter_mut().filter(|s| s.len > 0) {
             let from = s.start;
             s.start = records.len();
             records.extend_from_slice(&self.records[from..from + s.len as usize]);
         }
-        self.records = records;
+        self.spare = std::mem::replace(&mut self.records, records);
     }
 
     /// Events held now.
@@ -123,7 +128,7 @@ impl HeldEvents {
 
     /// Bytes of the held events' records and slots, spare room included.
     pub fn bytes(&self) -> usize {
-        self.records.capacity() * RECORD_SIZE
+        (self.records.capacity() + self.spare.capacity()) * RECORD_SIZE
             + self.slots.capacity() * std::mem::size_of::<Slot>()
             + self.free.capacity() * 4
     }

@@ -19,7 +19,6 @@ use prost::Message as _;
 
 use crate::assemble::{AssembleOptions, AssembleStats, Assembler};
 use crate::request::{request, resource};
-use crate::roots::Roots;
 use crate::{ExportTraceServiceRequest, Span};
 
 /// The default largest number of spans per request (or per `ResourceSpans` in a protobuf file):
@@ -74,11 +73,10 @@ pub struct Converted {
     pub damage: Option<FileError>,
 }
 
-/// Converts the rest of `reader`'s file into `out`, reading it once: every tree is held until
-/// the end of the file (at most [`MAX_HELD_PER_THREAD`](crate::assemble::MAX_HELD_PER_THREAD)
-/// spans per thread; past that the oldest are final early, counted in
-/// [`AssembleStats::evicted_roots`]). A file that can be read twice converts in less memory with
-/// [`convert_with_roots`]. `Err` only for a failure to write; the input's damage is
+/// Converts the rest of `reader`'s file into `out`, reading it once: each thread's slices are
+/// held by the trace model until their tree is known (at the end of the file, or past the model's
+/// pending limit per thread, when the oldest are final early, counted in
+/// [`AssembleStats::evicted_roots`]). `Err` only for a failure to write; the input's damage is
 /// [`Converted::damage`].
 pub fn convert<R: Read>(
     reader: &mut Reader<R>,
@@ -86,19 +84,6 @@ pub fn convert<R: Read>(
     out: &mut impl Write,
 ) -> io::Result<Converted> {
     let asm = Assembler::new(reader.header(), options.assemble.clone());
-    run(reader, asm, options, out)
-}
-
-/// Converts the rest of `reader`'s file into `out`, given the `roots` of a first reading of the
-/// same file ([`Roots::scan`]): each tree is written as soon as its root closes, so memory is
-/// the largest tree in progress (and one batch), not the file. `Err` only for a failure to write.
-pub fn convert_with_roots<R: Read>(
-    reader: &mut Reader<R>,
-    roots: Roots,
-    options: &ConvertOptions,
-    out: &mut impl Write,
-) -> io::Result<Converted> {
-    let asm = Assembler::with_roots(reader.header(), options.assemble.clone(), roots);
     run(reader, asm, options, out)
 }
 

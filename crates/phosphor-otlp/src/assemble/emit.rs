@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::span::{Event as SpanEvent, SpanKind};
 
-use super::tree::{Rec, Strings, Val, NO_PARENT};
+use super::tree::{Rec, Strings, Val};
 use super::AssembleStats;
 use crate::ids::Ids;
 use crate::select::Selection;
@@ -30,7 +30,6 @@ struct Ranked {
     duration: u64,
     n: u64,
     tree: Vec<Rec>,
-    base: u64,
 }
 
 impl PartialEq for Ranked {
@@ -51,11 +50,9 @@ impl Ord for Ranked {
     }
 }
 
-/// An ancestor on [`Emitter::emit`]'s walk.
+/// A span of the tree on [`Emitter::emit`]'s walk, as its children see it.
 #[derive(Clone, Copy, Debug)]
 struct Ancestor {
-    /// Its index in the tree.
-    at: usize,
     /// The length of its path.
     path_len: usize,
     trace_id: [u8; 16],
@@ -77,10 +74,12 @@ pub(super) struct Emitter {
     /// Spans to reuse.
     spare: Vec<Span>,
     slowest: BinaryHeap<Ranked>,
-    /// Scratch: a tree being emitted (the caller moves a tree in).
+    /// The tree being built: its spans in time order (a parent before its children), root
+    /// first.
     pub tree: Vec<Rec>,
     path: String,
-    stack: Vec<Ancestor>,
+    /// The spans of the tree being emitted, by index.
+    walked: Vec<Ancestor>,
     thread_key: u32,
 }
 
@@ -99,7 +98,7 @@ impl Emitter {
             slowest: BinaryHeap::new(),
             tree: Vec::new(),
             path: String::new(),
-            stack: Vec::new(),
+            walked: Vec::new(),
             thread_key,
         }
     }
@@ -126,16 +125,15 @@ impl Emitter {
         }
     }
 
-    /// The tree in [`Emitter::tree`] (spans in close order, root last; element `i` had close
-    /// number `base + i`) is final: ranked (slowest roots) or emitted.
-    pub fn finalize(&mut self, base: u64) {
+    /// The tree in [`Emitter::tree`] (root first) is final: ranked (slowest roots) or emitted.
+    pub fn finalize(&mut self) {
         let Some(keep) = self.selection.slowest_roots else {
-            return self.emit(base);
+            return self.emit();
         };
-        let Some(root) = self.tree.last() else { return };
+        let Some(root) = self.tree.first() else { return };
         let (duration, n) = (root.end - root.start, root.n);
         let tree = std::mem::take(&mut self.tree);
-        self.slowest.push(Ranked { duration, n, tree, base });
+        self.slowest.push(Ranked { duration, n, tree });
         if self.slowest.len() > keep {
             if let Some(out) = self.slowest.pop() {
                 self.stats.spans_unselected += out.tree.len() as u64;
@@ -149,40 +147,29 @@ impl Emitter {
     /// The end: the slowest trees ranked so far are emitted, in time order.
     pub fn finish(&mut self) {
         let mut slowest = std::mem::take(&mut self.slowest).into_vec();
-        slowest.sort_by_key(|r| (r.tree.last().map_or(0, |root| root.start), r.n));
-        for Ranked { tree, base, .. } in slowest {
+        slowest.sort_by_key(|r| (r.tree.first().map_or(0, |root| root.start), r.n));
+        for Ranked { tree, .. } in slowest {
             self.tree = tree;
-            self.emit(base);
+            self.emit();
         }
     }
 
     /// Emits [`Emitter::tree`] into `ready`, selected, with trace and parent ids; empties it.
-    ///
-    /// The walk goes from the root (last) to the first span: a reversed close order visits every
-    /// span after its parent and is a depth-first order, so the ancestors of the span at hand are
-    /// a stack.
-    fn emit(&mut self, base: u64) {
-        let Some(root) = self.tree.last() else { return };
+    /// Every span comes after its parent and its parent's earlier children's subtrees (time order,
+    /// depth first), so the path of the parent is a prefix of the path being built.
+    fn emit(&mut self) {
+        let mut tree = std::mem::take(&mut self.tree);
+        let Some(root) = tree.first() else {
+            self.tree = tree;
+            return;
+        };
         let root_trace = self.ids.trace(root.n);
         let paths = !self.selection.paths.is_empty();
-        self.stack.clear();
+        self.walked.clear();
         self.path.clear();
-        while let Some(mut rec) = self.tree.pop() {
-            let at = self.tree.len();
+        for mut rec in tree.drain(..) {
             self.event_bytes -= rec.events.iter().map(event_size).sum::<usize>();
-            let parent_at = rec.parent.checked_sub(base).filter(|_| rec.parent != NO_PARENT);
-            let parent = match parent_at {
-                Some(p) => {
-                    while self.stack.last().is_some_and(|a| a.at != p as usize) {
-                        self.stack.pop();
-                    }
-                    self.stack.last().copied()
-                }
-                None => {
-                    self.stack.clear();
-                    None
-                }
-            };
+            let parent = self.walked.get(rec.parent as usize).copied();
             let is_root = parent.is_none();
             let (mut trace_id, mut parent_id) = match parent {
                 Some(a) => (a.trace_id, a.parent_for_children),
@@ -221,8 +208,9 @@ impl Emitter {
                 parent_id
             };
             let path_len = if too_long { TOO_LONG } else { self.path.len() };
-            self.stack.push(Ancestor { at, path_len, trace_id, parent_for_children });
+            self.walked.push(Ancestor { path_len, trace_id, parent_for_children });
         }
+        self.tree = tree;
     }
 }
 
@@ -304,20 +292,6 @@ fn set(attributes: &mut Vec<KeyValue>, i: usize, key: &str, value: &Val) {
 }
 
 impl Emitter {
-    /// A thread's oldest pending item is final: a span's tree (in [`Emitter::tree`]) is emitted,
-    /// a log or a context that nothing took is counted.
-    pub fn final_item(&mut self, item: super::tree::Pending, base: u64) {
-        use super::tree::Pending;
-        match item {
-            Pending::Span(_) => self.finalize(base),
-            Pending::Event(e) => {
-                self.event_bytes -= event_size(&e);
-                self.stats.events_outside_spans += 1;
-            }
-            Pending::Context(..) => self.stats.contexts_unapplied += 1,
-        }
-    }
-
     /// Attributes as OTLP key-values (for span events, which are built once).
     pub fn key_values(&self, attrs: &[super::tree::Attr]) -> Vec<KeyValue> {
         let mut out = Vec::with_capacity(attrs.len());

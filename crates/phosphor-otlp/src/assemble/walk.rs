@@ -1,0 +1,176 @@
+//! The model's walk to span trees: a [`Sink`] of [`Nesting`](phosphor_model::nesting::Nesting)
+//! that turns each resolved subtree into spans with parents, and the payloads the slices carry
+//! meanwhile.
+//!
+//! The model hands a resolved subtree over in time order: a slice is entered before the slices
+//! nested in it and left after them. The scopes entered and not yet left are a stack: a span's
+//! parent is its top, a log or instant is a span event of its top, and a trace context is its
+//! top's. When the stack empties, the tree (its root and everything under it) is final and goes
+//! to the [`Emitter`].
+
+use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;
+use phosphor_format::clock::ClockInfo;
+use phosphor_model::nesting::{Sink, Slice, SliceKind};
+
+use super::emit::{event_size, Emitter};
+use super::tree::{Attr, Rec, Text, NO_PARENT};
+use crate::context::TraceContext;
+
+/// What a slice carries while the model holds it: its place in [`Slots`] (`NONE`: nothing), and
+/// for a begin/end pair the place of its end's attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Slot {
+    pub at: u32,
+    pub end: u32,
+}
+
+pub(super) const NONE: u32 = u32::MAX;
+
+impl Default for Slot {
+    fn default() -> Slot {
+        Slot { at: NONE, end: NONE }
+    }
+}
+
+impl Slot {
+    pub fn new(at: u32) -> Slot {
+        Slot { at, end: NONE }
+    }
+}
+
+/// What a slice is made of, kept until its path is final.
+#[derive(Debug)]
+pub(super) enum Item {
+    /// A scope's (or a begin's) name and attributes; an end's attributes.
+    Span(Text, Vec<Attr>),
+    /// A log or an instant, already a span event.
+    Event(SpanEvent),
+    /// A trace context recorded at this time.
+    Context(TraceContext),
+    /// A free place: the next free one.
+    Free(u32),
+}
+
+/// The items of the slices held, in places reused once freed.
+#[derive(Debug, Default)]
+pub(super) struct Slots {
+    items: Vec<Item>,
+    free: u32,
+}
+
+impl Slots {
+    pub fn new() -> Slots {
+        Slots { items: Vec::new(), free: NONE }
+    }
+
+    /// Keeps `item`; returns its place.
+    pub fn put(&mut self, item: Item) -> u32 {
+        if self.free != NONE {
+            let at = self.free;
+            let slot = &mut self.items[at as usize];
+            let Item::Free(next) = *slot else { unreachable!("the free list holds free places") };
+            self.free = next;
+            *slot = item;
+            return at;
+        }
+        self.items.push(item);
+        self.items.len() as u32 - 1
+    }
+
+    /// Takes the item at `at` (none for [`NONE`]).
+    pub fn take(&mut self, at: u32) -> Option<Item> {
+        let slot = self.items.get_mut(at as usize)?;
+        let item = std::mem::replace(slot, Item::Free(self.free));
+        self.free = at;
+        Some(item)
+    }
+}
+
+/// The walk's state: the scopes entered and not left, the tree being built.
+#[derive(Debug)]
+pub(super) struct Builder {
+    pub clock: ClockInfo,
+    pub slots: Slots,
+    pub out: Emitter,
+    /// The scopes entered and not left, with their index in [`Emitter::tree`].
+    stack: Vec<(Slice, u32)>,
+    /// The number of the next span.
+    pub next: u64,
+}
+
+impl Builder {
+    pub fn new(clock: ClockInfo, out: Emitter) -> Builder {
+        Builder { clock, slots: Slots::new(), out, stack: Vec::new(), next: 0 }
+    }
+
+    /// A span numbered now.
+    pub fn rec(&mut self, start: u64, end: u64, name: Text, attrs: Vec<Attr>, tid: Option<u32>) -> Rec {
+        let n = self.next;
+        self.next += 1;
+        self.out.stats.spans += 1;
+        let end = end.max(start);
+        Rec { start, end, n, parent: NO_PARENT, name, attrs, events: Vec::new(), context: None, tid }
+    }
+
+    /// Whether no tree is being built (between walks).
+    pub fn idle(&self) -> bool {
+        self.stack.is_empty() && self.out.tree.is_empty()
+    }
+
+    /// A log or instant nothing encloses.
+    fn outside(&mut self, e: &SpanEvent) {
+        self.out.event_bytes -= event_size(e);
+        self.out.stats.events_outside_spans += 1;
+    }
+}
+
+impl Sink<Slot> for Builder {
+    fn enter(&mut self, slice: &Slice, slot: Slot) {
+        let item = self.slots.take(slot.at);
+        let end_item = self.slots.take(slot.end);
+        match (slice.kind, item) {
+            (SliceKind::Scope, Some(Item::Span(name, mut attrs))) => {
+                if let Some(Item::Span(_, more)) = end_item {
+                    attrs.extend(more);
+                }
+                let start = self.clock.to_wall_ns(slice.start);
+                let end = start.saturating_add(self.clock.ticks_to_ns(slice.dur));
+                let mut rec = self.rec(start, end, name, attrs, Some(slice.tid));
+                rec.parent = self.stack.last().map_or(NO_PARENT, |&(_, at)| at);
+                self.stack.push((*slice, self.out.tree.len() as u32));
+                self.out.tree.push(rec);
+            }
+            (SliceKind::Unclosed, _) => self.out.stats.unclosed += 1,
+            (SliceKind::Mark, Some(Item::Event(e))) => match self.stack.last() {
+                Some(&(_, at)) => {
+                    self.out.tree[at as usize].events.push(e);
+                    self.out.stats.span_events += 1;
+                }
+                None => self.outside(&e),
+            },
+            (SliceKind::Mark, Some(Item::Context(c))) => match self.stack.last() {
+                // The latest context recorded in a scope wins; an earlier one is not applied.
+                Some(&(_, at)) => {
+                    let rec = &mut self.out.tree[at as usize];
+                    if rec.context.replace(Box::new(c)).is_some() {
+                        self.out.stats.contexts_unapplied += 1;
+                    } else {
+                        self.out.stats.contexts += 1;
+                    }
+                }
+                None => self.out.stats.contexts_unapplied += 1,
+            },
+            _ => {}
+        }
+    }
+
+    fn leave(&mut self, slice: &Slice) {
+        if self.stack.last().is_none_or(|(s, _)| s != slice) {
+            return;
+        }
+        self.stack.pop();
+        if self.stack.is_empty() {
+            self.out.finalize();
+        }
+    }
+}

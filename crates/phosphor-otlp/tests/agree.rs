@@ -103,6 +103,8 @@ fn spans_of(file: &[u8]) -> Vec<Span> {
     let c = convert(&mut Reader::new(file).unwrap(), &ConvertOptions::default(), &mut out).unwrap();
     assert_eq!(c.stats.evicted_roots + c.stats.unmatched_ends + c.stats.unclosed, 0, "{:?}", c.stats);
     let req = ExportTraceServiceRequest::decode(out.as_slice()).unwrap();
+    // Spans are encoded straight to protobuf: the bytes are what prost encodes for the request.
+    assert_eq!(req.encode_to_vec(), out);
     req.resource_spans.into_iter().flat_map(|r| r.scope_spans).flat_map(|s| s.spans).collect()
 }
 

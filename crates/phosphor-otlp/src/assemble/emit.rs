@@ -10,6 +10,7 @@ use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::span::{Event as SpanEvent, SpanKind};
 
 use super::tree::{Rec, Strings, Val};
+use super::wire::Wire;
 use super::AssembleStats;
 use crate::ids::Ids;
 use crate::select::Selection;
@@ -71,6 +72,8 @@ pub(super) struct Emitter {
     pub event_bytes: usize,
     /// Spans ready for the caller.
     pub ready: Vec<Span>,
+    /// A file's protobuf conversion: spans are encoded here instead of made `ready`.
+    pub wire: Option<Wire>,
     /// Spans to reuse.
     spare: Vec<Span>,
     slowest: BinaryHeap<Ranked>,
@@ -94,6 +97,7 @@ impl Emitter {
             stats: AssembleStats::default(),
             event_bytes: 0,
             ready: Vec::new(),
+            wire: None,
             spare: Vec::new(),
             slowest: BinaryHeap::new(),
             tree: Vec::new(),
@@ -114,6 +118,13 @@ impl Emitter {
             self.spare.extend(spans.drain(..keep));
         }
         spans.clear();
+    }
+
+    /// Keeps the spans left in [`Emitter::ready`] (a flush is done with them) for reuse.
+    pub fn recycle_ready(&mut self) {
+        let mut spans = std::mem::take(&mut self.ready);
+        self.recycle(&mut spans);
+        self.ready = spans;
     }
 
     /// Moves the ready spans to the end of `out` (swapping the vectors when `out` is empty).
@@ -199,9 +210,14 @@ impl Emitter {
             let kept = !too_long && self.selection.keeps(&self.path, duration, is_root);
             let parent_for_children = if kept {
                 let id = self.ids.span(rec.n);
-                let mut span = self.spare.pop().unwrap_or_default();
-                fill(&mut span, &mut rec, &self.strings, self.thread_key, &trace_id, &id, parent_id);
-                self.ready.push(span);
+                match &mut self.wire {
+                    Some(wire) => wire.span(&rec, &self.strings, self.thread_key, &trace_id, &id, parent_id),
+                    None => {
+                        let mut span = self.spare.pop().unwrap_or_default();
+                        fill(&mut span, &mut rec, &self.strings, self.thread_key, &trace_id, &id, parent_id);
+                        self.ready.push(span);
+                    }
+                }
                 Some(id)
             } else {
                 self.stats.spans_unselected += 1;

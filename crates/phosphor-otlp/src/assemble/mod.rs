@@ -12,8 +12,8 @@
 //! root, of a trace of its own; its tree is final when its walk ends.
 //!
 //! When is a subtree resolved? A file's: at the end ([`Assembler::finish`]), or when its thread
-//! holds [`DEFAULT_PENDING_LIMIT`] slices, then the oldest (counted in
-//! [`AssembleStats::evicted_roots`]), as `phosphor stats` does. Live use
+//! holds [`DEFAULT_PENDING_LIMIT`] slices, then the oldest, as `phosphor stats` does (a scope
+//! that arrives later and encloses some of them is counted in [`AssembleStats::evicted_roots`]). Live use
 //! ([`AssembleOptions::hold_ns`]): each thread has a model of its own, resolved whole once no
 //! begin is open on it and its latest event is `hold_ns` of trace time old
 //! ([`Assembler::drain`]), or [`LIVE_PENDING_LIMIT`] slices at a time.
@@ -29,6 +29,7 @@
 mod emit;
 mod tree;
 mod walk;
+mod wire;
 
 pub use self::emit::MAX_PATH_BYTES;
 
@@ -42,7 +43,9 @@ use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
 
 use self::emit::{event_size, Emitter};
 use self::tree::{log_message, name_and_attrs, Attr, Text, Val};
-use self::walk::{Builder, Item, Slot};
+use self::walk::{Builder, Flushing, Item, Slot};
+
+pub use self::walk::{Flush, FLUSH_BYTES, FLUSH_SPANS};
 use crate::context::{trace_context_of, TraceContext};
 use crate::ids::Ids;
 use crate::select::Selection;
@@ -78,8 +81,9 @@ pub struct AssembleStats {
     pub span_events: u64,
     /// Logs and instants that no span took (dropped).
     pub events_outside_spans: u64,
-    /// Slices (spans, logs, instants) resolved early because their thread held too many: a scope
-    /// enclosing them later is not their parent.
+    /// Scopes that arrived after slices they enclose were final (their thread held too many
+    /// slices; `phosphor stats` reports them as late parents): those slices are not their
+    /// children.
     pub evicted_roots: u64,
     /// Begins never ended, at the end of the input, and async slices never ended: no span.
     pub unclosed: u64,
@@ -128,8 +132,6 @@ pub struct Assembler {
     clock: ClockInfo,
     options: AssembleOptions,
     models: Models,
-    /// Slices resolved early by live models already dropped.
-    evicted: u64,
     build: Builder,
     asyncs: HashMap<(u64, Text), Open>,
     /// Async ends read before their begins (another thread's chunk can reach the file first):
@@ -174,7 +176,6 @@ impl Assembler {
             build: Builder::new(header.clock.clone(), out),
             options,
             models,
-            evicted: 0,
             asyncs: HashMap::new(),
             early_ends: HashMap::new(),
             async_contexts: HashMap::new(),
@@ -185,6 +186,18 @@ impl Assembler {
 
     /// Takes one event (in file order).
     pub fn push(&mut self, event: &Event<'_>) {
+        self.push_flushing(event, None);
+    }
+
+    /// [`Assembler::push`], handing the spans made to `flush` each time [`FLUSH_SPANS`] are ready
+    /// (it takes them out of the vector, and may put spans it is done with back, for reuse), or
+    /// [`FLUSH_BYTES`] of requests are encoded (it takes them out).
+    pub fn push_and_flush(&mut self, event: &Event<'_>, flush: &mut Flush<'_>) {
+        self.push_flushing(event, Some(flush));
+    }
+
+    fn push_flushing(&mut self, event: &Event<'_>, mut flush: Option<&mut Flush<'_>>) {
+        let flush = &mut flush;
         self.idle_ns = 0;
         let phase = event.callsite.phase;
         let ts = event.ts;
@@ -197,7 +210,14 @@ impl Assembler {
                 let (name, attrs) = name_and_attrs(&mut self.build.out.strings, event);
                 let slot = Slot::new(self.build.slots.put(Item::Span(name, attrs)));
                 let (nesting, _) = model(&mut self.models, event.tid, end, 0);
-                nesting.complete_with(event.tid, 0, ts, dur, slot, &mut self.build);
+                nesting.complete_with(
+                    event.tid,
+                    0,
+                    ts,
+                    dur,
+                    slot,
+                    &mut Flushing::new(&mut self.build, flush),
+                );
             }
             Phase::Begin => {
                 self.now = self.now.max(t);
@@ -214,7 +234,8 @@ impl Assembler {
                     false => self.build.slots.put(Item::Span(Text::Interned(0), attrs)),
                 };
                 let (nesting, open) = model(&mut self.models, event.tid, t, 0);
-                let closed = nesting.end_with(event.tid, 0, ts, &mut self.build, |s| s.end = end);
+                let sink = &mut Flushing::new(&mut self.build, flush);
+                let closed = nesting.end_with(event.tid, 0, ts, sink, |s| s.end = end);
                 if closed {
                     if let Some(open) = open {
                         *open -= 1;
@@ -236,7 +257,7 @@ impl Assembler {
                 };
                 let slot = Slot::new(self.build.slots.put(item));
                 let (nesting, _) = model(&mut self.models, event.tid, t, 0);
-                nesting.mark_with(event.tid, 0, ts, slot, &mut self.build);
+                nesting.mark_with(event.tid, 0, ts, slot, &mut Flushing::new(&mut self.build, flush));
             }
             Phase::AsyncBegin => {
                 self.now = self.now.max(t);
@@ -334,6 +355,7 @@ impl Assembler {
     /// Moves the spans that are final into `out`. Live use ([`AssembleOptions::hold_ns`]): first
     /// resolves the threads with no begin open whose latest event is that old.
     pub fn drain(&mut self, out: &mut Vec<Span>) {
+        let flush: &mut Option<&mut Flush<'_>> = &mut None;
         if let (Some(hold), Models::Live(threads)) = (self.options.hold_ns, &mut self.models) {
             let now = self.now.saturating_add(self.idle_ns);
             let mut quiet: Vec<u32> = threads
@@ -344,8 +366,7 @@ impl Assembler {
             quiet.sort_unstable();
             for tid in quiet {
                 if let Some(mut t) = threads.remove(&tid) {
-                    t.nesting.finish(&mut self.build);
-                    self.evicted += t.nesting.resolved_early();
+                    t.nesting.finish(&mut Flushing::new(&mut self.build, flush));
                 }
             }
         }
@@ -362,18 +383,49 @@ impl Assembler {
 
     /// The end of the input: moves every span left into `out`.
     pub fn finish(&mut self, out: &mut Vec<Span>) {
+        self.finish_flushing(&mut None);
+        self.build.out.take_ready(out);
+    }
+
+    /// [`Assembler::finish`], handing the spans made to `flush` as [`Assembler::push_and_flush`]
+    /// does, the last ones included.
+    pub fn finish_and_flush(&mut self, flush: &mut Flush<'_>) {
+        let mut flush = Some(flush);
+        self.finish_flushing(&mut flush);
+        let out = &mut self.build.out;
+        if let Some(wire) = &mut out.wire {
+            wire.close();
+        }
+        if let Some(f) = flush {
+            let mut none = Vec::new();
+            f(&mut out.ready, out.wire.as_mut().map_or(&mut none, |w| &mut w.out));
+        }
+        out.recycle_ready();
+    }
+
+    /// A file's protobuf conversion: spans are encoded straight into requests framed as
+    /// `template`'s, of at most `max` spans each, handed to the flush of
+    /// [`Assembler::push_and_flush`] and [`Assembler::finish_and_flush`] (not made `Span`s).
+    pub fn encode_protobuf(&mut self, template: &crate::ExportTraceServiceRequest, max: usize) {
+        self.build.out.wire = Some(wire::Wire::new(template, max));
+    }
+
+    /// With [`Assembler::encode_protobuf`]: the spans and requests encoded so far.
+    pub fn encoded(&self) -> (u64, u64) {
+        self.build.out.wire.as_ref().map_or((0, 0), |w| (w.spans_out, w.batches_out))
+    }
+
+    fn finish_flushing(&mut self, flush: &mut Option<&mut Flush<'_>>) {
         match &mut self.models {
             Models::File(nesting) => {
-                nesting.finish(&mut self.build);
-                self.evicted += nesting.resolved_early();
+                nesting.finish(&mut Flushing::new(&mut self.build, flush));
                 *nesting = Nesting::new(DEFAULT_PENDING_LIMIT);
             }
             Models::Live(threads) => {
                 let mut all: Vec<(u32, LiveThread)> = threads.drain().collect();
                 all.sort_unstable_by_key(|&(tid, _)| tid);
                 for (_, mut t) in all {
-                    t.nesting.finish(&mut self.build);
-                    self.evicted += t.nesting.resolved_early();
+                    t.nesting.finish(&mut Flushing::new(&mut self.build, flush));
                 }
             }
         }
@@ -386,7 +438,6 @@ impl Assembler {
         self.async_contexts.clear();
         self.build.out.finish();
         debug_assert_eq!(self.build.out.event_bytes, 0, "every span event held was emitted or counted");
-        self.build.out.take_ready(out);
     }
 
     /// Hands back spans taken from [`drain`](Self::drain) or [`finish`](Self::finish) once they
@@ -397,10 +448,6 @@ impl Assembler {
 
     /// The figures so far.
     pub fn stats(&self) -> AssembleStats {
-        let early = match &self.models {
-            Models::File(nesting) => nesting.resolved_early(),
-            Models::Live(threads) => threads.values().map(|t| t.nesting.resolved_early()).sum(),
-        };
-        AssembleStats { evicted_roots: self.evicted + early, ..self.build.out.stats }
+        self.build.out.stats
     }
 }

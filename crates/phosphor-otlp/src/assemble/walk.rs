@@ -10,11 +10,22 @@
 
 use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;
 use phosphor_format::clock::ClockInfo;
-use phosphor_model::nesting::{Sink, Slice, SliceKind};
+use phosphor_model::nesting::{Problem, ProblemKind, Sink, Slice, SliceKind};
 
 use super::emit::{event_size, Emitter};
 use super::tree::{Attr, Rec, Text, NO_PARENT};
 use crate::context::TraceContext;
+use crate::Span;
+
+/// How many spans are made ready before a flushing walk hands them on: a model resolving a
+/// thread's slices at once (at the end of a file) would otherwise hold them all as spans.
+pub const FLUSH_SPANS: usize = 4096;
+/// How many bytes of encoded requests are made before a flushing walk hands them on.
+pub const FLUSH_BYTES: usize = 1 << 20;
+
+/// Where a flushing walk hands the spans made ([`super::Assembler::push_and_flush`]): the spans,
+/// or, when the assembler encodes ([`super::Assembler::encode_protobuf`]), whole requests.
+pub type Flush<'f> = dyn FnMut(&mut Vec<Span>, &mut Vec<u8>) + 'f;
 
 /// What a slice carries while the model holds it: its place in [`Slots`] (`NONE`: nothing), and
 /// for a begin/end pair the place of its end's attributes.
@@ -164,6 +175,12 @@ impl Sink<Slot> for Builder {
         }
     }
 
+    fn problem(&mut self, problem: Problem) {
+        if let ProblemKind::LateParent { .. } = problem.kind {
+            self.out.stats.evicted_roots += 1;
+        }
+    }
+
     fn leave(&mut self, slice: &Slice) {
         if self.stack.last().is_none_or(|(s, _)| s != slice) {
             return;
@@ -172,5 +189,41 @@ impl Sink<Slot> for Builder {
         if self.stack.is_empty() {
             self.out.finalize();
         }
+    }
+}
+
+/// The walk with a place to hand the spans to as they are made (`None`: they wait in
+/// [`Emitter::ready`]).
+pub(super) struct Flushing<'a, 'r, 'f> {
+    build: &'a mut Builder,
+    flush: &'a mut Option<&'r mut Flush<'f>>,
+}
+
+impl<'a, 'r, 'f> Flushing<'a, 'r, 'f> {
+    pub fn new(build: &'a mut Builder, flush: &'a mut Option<&'r mut Flush<'f>>) -> Self {
+        Flushing { build, flush }
+    }
+}
+
+impl Sink<Slot> for Flushing<'_, '_, '_> {
+    fn enter(&mut self, slice: &Slice, slot: Slot) {
+        self.build.enter(slice, slot);
+    }
+
+    fn leave(&mut self, slice: &Slice) {
+        self.build.leave(slice);
+        let out = &mut self.build.out;
+        let bytes = out.wire.as_ref().map_or(0, |w| w.out.len());
+        if out.ready.len() >= FLUSH_SPANS || bytes >= FLUSH_BYTES {
+            if let Some(flush) = self.flush {
+                let mut none = Vec::new();
+                flush(&mut out.ready, out.wire.as_mut().map_or(&mut none, |w| &mut w.out));
+                out.recycle_ready();
+            }
+        }
+    }
+
+    fn problem(&mut self, problem: Problem) {
+        self.build.problem(problem);
     }
 }

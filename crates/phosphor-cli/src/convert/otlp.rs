@@ -135,7 +135,7 @@ fn summary(stderr: &mut impl Write, file: &Path, c: &Converted) -> std::io::Resu
     )?;
     let lost = [
         (s.events_outside_spans, "logs/instants outside every span (dropped)"),
-        (s.evicted_roots, "scopes enclosing spans already made final (a thread held too many; they are not its children)"),
+        (s.evicted_roots, "spans made final before their parent was known (a thread held too many slices; they are roots, or a late scope enclosing them is not their parent)"),
         (s.unclosed, "scopes or async slices never closed (no span)"),
         (s.unmatched_ends, "ends without a begin"),
         (s.contexts_unapplied, "trace contexts no scope or async slice took (their spans keep the file's trace ids)"),

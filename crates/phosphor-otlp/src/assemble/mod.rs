@@ -12,8 +12,10 @@
 //! root, of a trace of its own; its tree is final when its walk ends.
 //!
 //! When is a subtree resolved? A file's: at the end ([`Assembler::finish`]), or when its thread
-//! holds [`DEFAULT_PENDING_LIMIT`] slices, then the oldest, as `phosphor stats` does (a scope
-//! that arrives later and encloses some of them is counted in [`AssembleStats::evicted_roots`]). Live use
+//! holds [`DEFAULT_PENDING_LIMIT`] slices, then the oldest, as `phosphor stats` does; a scope
+//! that arrives later and encloses some of them, and a subtree resolved inside a begin still open
+//! (a root here: the walk does not say which begin holds it), are counted in
+//! [`AssembleStats::evicted_roots`]. Live use
 //! ([`AssembleOptions::hold_ns`]): each thread has a model of its own, resolved whole once no
 //! begin is open on it and its latest event is `hold_ns` of trace time old
 //! ([`Assembler::drain`]), or [`LIVE_PENDING_LIMIT`] slices at a time.
@@ -81,9 +83,9 @@ pub struct AssembleStats {
     pub span_events: u64,
     /// Logs and instants that no span took (dropped).
     pub events_outside_spans: u64,
-    /// Scopes that arrived after slices they enclose were final (their thread held too many
-    /// slices; `phosphor stats` reports them as late parents): those slices are not their
-    /// children.
+    /// Spans and span events made final before their parent was known (their thread held too
+    /// many slices): a scope that arrived after slices it encloses (a late parent, as `phosphor
+    /// stats` reports it), and the spans resolved inside a begin still open, which are roots.
     pub evicted_roots: u64,
     /// Begins never ended, at the end of the input, and async slices never ended: no span.
     pub unclosed: u64,
@@ -223,6 +225,7 @@ impl Assembler {
                 self.now = self.now.max(t);
                 let (name, attrs) = name_and_attrs(&mut self.build.out.strings, event);
                 let slot = Slot::new(self.build.slots.put(Item::Span(name, attrs)));
+                self.build.opened(event.tid, ts);
                 let (nesting, _) = model(&mut self.models, event.tid, t, 1);
                 nesting.begin_with(event.tid, 0, ts, slot);
             }
@@ -234,6 +237,10 @@ impl Assembler {
                     false => self.build.slots.put(Item::Span(Text::Interned(0), attrs)),
                 };
                 let (nesting, open) = model(&mut self.models, event.tid, t, 0);
+                if nesting.has_open(event.tid) {
+                    // Closed before the walk it may start: what that walk enters is outside it.
+                    self.build.closed(event.tid);
+                }
                 let sink = &mut Flushing::new(&mut self.build, flush);
                 let closed = nesting.end_with(event.tid, 0, ts, sink, |s| s.end = end);
                 if closed {
@@ -416,6 +423,8 @@ impl Assembler {
     }
 
     fn finish_flushing(&mut self, flush: &mut Option<&mut Flush<'_>>) {
+        // Begins still open are left unclosed: what they hold is not orphaned.
+        self.build.all_closed();
         match &mut self.models {
             Models::File(nesting) => {
                 nesting.finish(&mut Flushing::new(&mut self.build, flush));

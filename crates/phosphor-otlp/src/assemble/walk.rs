@@ -8,6 +8,8 @@
 //! top's. When the stack empties, the tree (its root and everything under it) is final and goes
 //! to the [`Emitter`].
 
+use std::collections::HashMap;
+
 use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;
 use phosphor_format::clock::ClockInfo;
 use phosphor_model::nesting::{Problem, ProblemKind, Sink, Slice, SliceKind};
@@ -107,11 +109,37 @@ pub(super) struct Builder {
     stack: Vec<(Slice, u32)>,
     /// The number of the next span.
     pub next: u64,
+    /// By thread, the starts (raw ticks) of its open begins, outermost first: a subtree the
+    /// model resolves early inside one has no parent here.
+    opens: HashMap<u32, Vec<u64>>,
 }
 
 impl Builder {
     pub fn new(clock: ClockInfo, out: Emitter) -> Builder {
-        Builder { clock, slots: Slots::new(), out, stack: Vec::new(), next: 0 }
+        Builder { clock, slots: Slots::new(), out, stack: Vec::new(), next: 0, opens: HashMap::new() }
+    }
+
+    /// A begin opened on thread `tid` at `ts`.
+    pub fn opened(&mut self, tid: u32, ts: u64) {
+        self.opens.entry(tid).or_default().push(ts);
+    }
+
+    /// Thread `tid`'s innermost begin closed.
+    pub fn closed(&mut self, tid: u32) {
+        if let Some(open) = self.opens.get_mut(&tid) {
+            open.pop();
+        }
+    }
+
+    /// The end of the input: the begins still open are never closed.
+    pub fn all_closed(&mut self) {
+        self.opens.clear();
+    }
+
+    /// A slice entered at the top of a walk lies inside a begin still open: resolved early, it is
+    /// a root here.
+    fn orphaned(&self, slice: &Slice) -> bool {
+        self.opens.get(&slice.tid).and_then(|o| o.first()).is_some_and(|&start| slice.start >= start)
     }
 
     /// A span numbered now.
@@ -141,6 +169,9 @@ impl Sink<Slot> for Builder {
         let end_item = self.slots.take(slot.end);
         match (slice.kind, item) {
             (SliceKind::Scope, Some(Item::Span(name, mut attrs))) => {
+                if self.stack.is_empty() && self.orphaned(slice) {
+                    self.out.stats.evicted_roots += 1;
+                }
                 if let Some(Item::Span(_, more)) = end_item {
                     attrs.extend(more);
                 }

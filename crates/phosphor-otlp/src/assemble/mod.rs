@@ -210,7 +210,7 @@ impl Assembler {
                 let end = t.saturating_add(self.clock.ticks_to_ns(dur));
                 self.now = self.now.max(end);
                 let (name, attrs) = name_and_attrs(&mut self.build.out.strings, event);
-                let slot = Slot::new(self.build.slots.put(Item::Span(name, attrs)));
+                let slot = Slot::new(Item::Span(name, attrs));
                 let (nesting, _) = model(&mut self.models, event.tid, end, 0);
                 nesting.complete_with(
                     event.tid,
@@ -224,7 +224,7 @@ impl Assembler {
             Phase::Begin => {
                 self.now = self.now.max(t);
                 let (name, attrs) = name_and_attrs(&mut self.build.out.strings, event);
-                let slot = Slot::new(self.build.slots.put(Item::Span(name, attrs)));
+                let slot = Slot::new(Item::Span(name, attrs));
                 self.build.opened(event.tid, ts);
                 let (nesting, _) = model(&mut self.models, event.tid, t, 1);
                 nesting.begin_with(event.tid, 0, ts, slot);
@@ -232,23 +232,18 @@ impl Assembler {
             Phase::End => {
                 self.now = self.now.max(t);
                 let (_, attrs) = name_and_attrs(&mut self.build.out.strings, event);
-                let end = match attrs.is_empty() {
-                    true => walk::NONE,
-                    false => self.build.slots.put(Item::Span(Text::Interned(0), attrs)),
-                };
                 let (nesting, open) = model(&mut self.models, event.tid, t, 0);
                 if nesting.has_open(event.tid) {
                     // Closed before the walk it may start: what that walk enters is outside it.
                     self.build.closed(event.tid);
                 }
                 let sink = &mut Flushing::new(&mut self.build, flush);
-                let closed = nesting.end_with(event.tid, 0, ts, sink, |s| s.end = end);
+                let closed = nesting.end_with(event.tid, 0, ts, sink, |s| s.end = attrs);
                 if closed {
                     if let Some(open) = open {
                         *open -= 1;
                     }
                 } else {
-                    self.build.slots.take(end);
                     self.build.out.stats.unmatched_ends += 1;
                 }
             }
@@ -262,7 +257,7 @@ impl Assembler {
                         None => return,
                     },
                 };
-                let slot = Slot::new(self.build.slots.put(item));
+                let slot = Slot::new(item);
                 let (nesting, _) = model(&mut self.models, event.tid, t, 0);
                 nesting.mark_with(event.tid, 0, ts, slot, &mut Flushing::new(&mut self.build, flush));
             }

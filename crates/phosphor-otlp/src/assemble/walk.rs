@@ -29,81 +29,35 @@ pub const FLUSH_BYTES: usize = 1 << 20;
 /// or, when the assembler encodes ([`super::Assembler::encode_protobuf`]), whole requests.
 pub type Flush<'f> = dyn FnMut(&mut Vec<Span>, &mut Vec<u8>) + 'f;
 
-/// What a slice carries while the model holds it: its place in [`Slots`] (`NONE`: nothing), and
-/// for a begin/end pair the place of its end's attributes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a slice carries while the model holds it: what it is made of, decoded once (kept in
+/// the model's node, which the walk reads anyway), and a begin/end pair's end attributes.
+#[derive(Debug, Default)]
 pub(super) struct Slot {
-    pub at: u32,
-    pub end: u32,
-}
-
-pub(super) const NONE: u32 = u32::MAX;
-
-impl Default for Slot {
-    fn default() -> Slot {
-        Slot { at: NONE, end: NONE }
-    }
+    pub item: Option<Item>,
+    pub end: Vec<Attr>,
 }
 
 impl Slot {
-    pub fn new(at: u32) -> Slot {
-        Slot { at, end: NONE }
+    pub fn new(item: Item) -> Slot {
+        Slot { item: Some(item), end: Vec::new() }
     }
 }
 
-/// What a slice is made of, kept until its path is final.
+/// What a slice is made of.
 #[derive(Debug)]
 pub(super) enum Item {
-    /// A scope's (or a begin's) name and attributes; an end's attributes.
+    /// A scope's (or a begin's) name and attributes.
     Span(Text, Vec<Attr>),
     /// A log or an instant, already a span event.
     Event(SpanEvent),
     /// A trace context recorded at this time.
     Context(TraceContext),
-    /// A free place: the next free one.
-    Free(u32),
-}
-
-/// The items of the slices held, in places reused once freed.
-#[derive(Debug, Default)]
-pub(super) struct Slots {
-    items: Vec<Item>,
-    free: u32,
-}
-
-impl Slots {
-    pub fn new() -> Slots {
-        Slots { items: Vec::new(), free: NONE }
-    }
-
-    /// Keeps `item`; returns its place.
-    pub fn put(&mut self, item: Item) -> u32 {
-        if self.free != NONE {
-            let at = self.free;
-            let slot = &mut self.items[at as usize];
-            let Item::Free(next) = *slot else { unreachable!("the free list holds free places") };
-            self.free = next;
-            *slot = item;
-            return at;
-        }
-        self.items.push(item);
-        self.items.len() as u32 - 1
-    }
-
-    /// Takes the item at `at` (none for [`NONE`]).
-    pub fn take(&mut self, at: u32) -> Option<Item> {
-        let slot = self.items.get_mut(at as usize)?;
-        let item = std::mem::replace(slot, Item::Free(self.free));
-        self.free = at;
-        Some(item)
-    }
 }
 
 /// The walk's state: the scopes entered and not left, the tree being built.
 #[derive(Debug)]
 pub(super) struct Builder {
     pub clock: ClockInfo,
-    pub slots: Slots,
     pub out: Emitter,
     /// The scopes entered and not left, with their index in [`Emitter::tree`].
     stack: Vec<(Slice, u32)>,
@@ -116,7 +70,7 @@ pub(super) struct Builder {
 
 impl Builder {
     pub fn new(clock: ClockInfo, out: Emitter) -> Builder {
-        Builder { clock, slots: Slots::new(), out, stack: Vec::new(), next: 0, opens: HashMap::new() }
+        Builder { clock, out, stack: Vec::new(), next: 0, opens: HashMap::new() }
     }
 
     /// A begin opened on thread `tid` at `ts`.
@@ -165,16 +119,12 @@ impl Builder {
 
 impl Sink<Slot> for Builder {
     fn enter(&mut self, slice: &Slice, slot: Slot) {
-        let item = self.slots.take(slot.at);
-        let end_item = self.slots.take(slot.end);
-        match (slice.kind, item) {
+        match (slice.kind, slot.item) {
             (SliceKind::Scope, Some(Item::Span(name, mut attrs))) => {
                 if self.stack.is_empty() && self.orphaned(slice) {
                     self.out.stats.evicted_roots += 1;
                 }
-                if let Some(Item::Span(_, more)) = end_item {
-                    attrs.extend(more);
-                }
+                attrs.extend(slot.end);
                 let start = self.clock.to_wall_ns(slice.start);
                 let end = start.saturating_add(self.clock.ticks_to_ns(slice.dur));
                 let mut rec = self.rec(start, end, name, attrs, Some(slice.tid));

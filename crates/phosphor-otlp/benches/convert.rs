@@ -7,11 +7,9 @@
 //! every 4th frame an async slice begun and ended on the same thread: 248,000 spans from 288,000
 //! events.
 //!
-//! - `protobuf_once`: `convert` (one reading; trees held until the end of the file, or past
-//!   16,384 spans per thread made final early).
-//! - `protobuf_twice`: `Roots::scan` then `convert_with_roots`, what `phosphor convert --to otlp`
-//!   does (both readings counted).
-//! - `json_twice`: the same to OTLP JSON Lines.
+//! - `protobuf_once`: `convert`, what `phosphor convert --to otlp` does (one reading; each
+//!   thread's slices held by the trace model until their tree is known).
+//! - `json_once`: the same to OTLP JSON Lines.
 //! - `min_duration` and `slowest_roots`: with a selection (`--min-duration 2us`, `--slowest 10`).
 //! - `live_assembler`: the live path's `Assembler` (holding a root 1 ms of trace time for an
 //!   enclosing scope, drained every 1,024 events, spans recycled) without encoding.
@@ -31,8 +29,7 @@ use phosphor::{
 };
 use phosphor_format::file::Reader;
 use phosphor_otlp::assemble::{AssembleOptions, Assembler};
-use phosphor_otlp::convert::{convert, convert_with_roots, ConvertOptions, Converted, Encoding};
-use phosphor_otlp::roots::Roots;
+use phosphor_otlp::convert::{convert, ConvertOptions, Converted, Encoding};
 use phosphor_otlp::select::Selection;
 
 struct Trace {
@@ -85,15 +82,9 @@ fn record() -> Trace {
     let file = trace.write_to(Vec::new()).expect("written");
     let mut events = 0u64;
     Reader::new(file.as_slice()).unwrap().for_each_event(|_| events += 1).unwrap();
-    let roots = Roots::scan(&mut Reader::new(file.as_slice()).unwrap());
     let mut out = Vec::new();
-    let c = convert_with_roots(
-        &mut Reader::new(file.as_slice()).unwrap(),
-        roots,
-        &ConvertOptions::default(),
-        &mut out,
-    )
-    .unwrap();
+    let c =
+        convert(&mut Reader::new(file.as_slice()).unwrap(), &ConvertOptions::default(), &mut out).unwrap();
     assert_eq!(c.stats.evicted_roots + c.stats.unclosed + c.stats.unmatched_ends, 0, "{:?}", c.stats);
     Trace { spans: c.spans, file, events }
 }
@@ -101,13 +92,6 @@ fn record() -> Trace {
 fn once(options: &ConvertOptions) -> Converted {
     let mut out = Vec::with_capacity(64 << 20);
     convert(&mut Reader::new(TRACE.file.as_slice()).unwrap(), options, &mut out).unwrap()
-}
-
-fn twice(options: &ConvertOptions) -> Converted {
-    let file = TRACE.file.as_slice();
-    let roots = Roots::scan(&mut Reader::new(file).unwrap());
-    let mut out = Vec::with_capacity(64 << 20);
-    convert_with_roots(&mut Reader::new(file).unwrap(), roots, options, &mut out).unwrap()
 }
 
 fn spans<'a, 'b>(b: Bencher<'a, 'b>) -> Bencher<'a, 'b> {
@@ -120,14 +104,9 @@ fn protobuf_once(b: Bencher) {
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]
-fn protobuf_twice(b: Bencher) {
-    spans(b).bench(|| twice(&ConvertOptions::default()));
-}
-
-#[divan::bench(sample_count = 10, sample_size = 1)]
-fn json_twice(b: Bencher) {
+fn json_once(b: Bencher) {
     let options = ConvertOptions { encoding: Encoding::Json, ..ConvertOptions::default() };
-    spans(b).bench(|| twice(&options));
+    spans(b).bench(|| once(&options));
 }
 
 fn selected(selection: Selection) -> ConvertOptions {
@@ -137,13 +116,13 @@ fn selected(selection: Selection) -> ConvertOptions {
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn min_duration(b: Bencher) {
     let options = selected(Selection { min_duration_ns: Some(2_000), ..Selection::default() });
-    spans(b).bench(|| twice(&options));
+    spans(b).bench(|| once(&options));
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn slowest_roots(b: Bencher) {
     let options = selected(Selection { slowest_roots: Some(10), ..Selection::default() });
-    spans(b).bench(|| twice(&options));
+    spans(b).bench(|| once(&options));
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]

@@ -19,7 +19,6 @@ use prost::Message as _;
 
 use crate::assemble::{AssembleOptions, AssembleStats, Assembler};
 use crate::request::{request, resource};
-use crate::roots::Roots;
 use crate::{ExportTraceServiceRequest, Span};
 
 /// The default largest number of spans per request (or per `ResourceSpans` in a protobuf file):
@@ -74,11 +73,10 @@ pub struct Converted {
     pub damage: Option<FileError>,
 }
 
-/// Converts the rest of `reader`'s file into `out`, reading it once: every tree is held until
-/// the end of the file (at most [`MAX_HELD_PER_THREAD`](crate::assemble::MAX_HELD_PER_THREAD)
-/// spans per thread; past that the oldest are final early, counted in
-/// [`AssembleStats::evicted_roots`]). A file that can be read twice converts in less memory with
-/// [`convert_with_roots`]. `Err` only for a failure to write; the input's damage is
+/// Converts the rest of `reader`'s file into `out`, reading it once: each thread's slices are
+/// held by the trace model until their tree is known (at the end of the file, or past the model's
+/// pending limit per thread, when the oldest are final early: a scope that encloses some of them
+/// later is counted in [`AssembleStats::evicted_roots`]). `Err` only for a failure to write; the input's damage is
 /// [`Converted::damage`].
 pub fn convert<R: Read>(
     reader: &mut Reader<R>,
@@ -89,62 +87,64 @@ pub fn convert<R: Read>(
     run(reader, asm, options, out)
 }
 
-/// Converts the rest of `reader`'s file into `out`, given the `roots` of a first reading of the
-/// same file ([`Roots::scan`]): each tree is written as soon as its root closes, so memory is
-/// the largest tree in progress (and one batch), not the file. `Err` only for a failure to write.
-pub fn convert_with_roots<R: Read>(
-    reader: &mut Reader<R>,
-    roots: Roots,
-    options: &ConvertOptions,
-    out: &mut impl Write,
-) -> io::Result<Converted> {
-    let asm = Assembler::with_roots(reader.header(), options.assemble.clone(), roots);
-    run(reader, asm, options, out)
-}
-
 /// Writes batches of spans as they become ready.
 struct Batches<'a, W: Write> {
     out: &'a mut W,
     encoding: Encoding,
     max: usize,
-    /// The request, kept between batches: its spans go back to the assembler once encoded.
+    /// The request, kept between batches: its spans are the batch being filled.
     request: ExportTraceServiceRequest,
     bytes: Vec<u8>,
+    /// Spans encoded, to hand back to the assembler for reuse.
+    spent: Vec<Span>,
     done: Converted,
+    /// The first failure to write: nothing is written after it.
+    error: Option<io::Error>,
 }
 
 impl<W: Write> Batches<'_, W> {
-    /// Writes full batches of `ready` (all of it when `all`); the written spans are recycled.
-    fn write(&mut self, ready: &mut Vec<Span>, all: bool, asm: &mut Assembler) -> io::Result<()> {
-        while ready.len() >= self.max || (all && !ready.is_empty()) {
+    /// Takes every span of `ready` into batches, writing each batch once full; hands the spans
+    /// written back in `ready`, for reuse.
+    fn take(&mut self, ready: &mut Vec<Span>) {
+        for span in ready.drain(..) {
             let batch = &mut self.request.resource_spans[0].scope_spans[0].spans;
-            if ready.len() <= self.max {
-                // The whole vector, without moving a span.
-                std::mem::swap(batch, ready);
-            } else {
-                batch.extend(ready.drain(..self.max));
+            batch.push(span);
+            if batch.len() >= self.max {
+                self.write();
             }
-            let n = batch.len() as u64;
-            self.bytes.clear();
-            match self.encoding {
-                Encoding::Protobuf => {
-                    // Encoding into a Vec cannot fail: it grows as needed.
-                    let _ = self.request.encode(&mut self.bytes);
-                }
-                Encoding::Json => {
-                    // Serialising these messages cannot fail: no maps with non-string keys, and a
-                    // Vec as the writer.
-                    let _ = serde_json::to_writer(&mut self.bytes, &self.request);
-                    self.bytes.push(b'\n');
-                }
-            }
-            asm.recycle(&mut self.request.resource_spans[0].scope_spans[0].spans);
-            self.out.write_all(&self.bytes)?;
-            self.done.spans += n;
-            self.done.batches += 1;
-            self.done.bytes += self.bytes.len() as u64;
         }
-        Ok(())
+        std::mem::swap(ready, &mut self.spent);
+    }
+
+    /// Writes the batch being filled, if it holds any span.
+    fn write(&mut self) {
+        let batch = &mut self.request.resource_spans[0].scope_spans[0].spans;
+        let n = batch.len() as u64;
+        if n == 0 || self.error.is_some() {
+            self.spent.append(batch);
+            return;
+        }
+        self.bytes.clear();
+        match self.encoding {
+            Encoding::Protobuf => {
+                // Encoding into a Vec cannot fail: it grows as needed.
+                let _ = self.request.encode(&mut self.bytes);
+            }
+            Encoding::Json => {
+                // Serialising these messages cannot fail: no maps with non-string keys, and a Vec
+                // as the writer.
+                let _ = serde_json::to_writer(&mut self.bytes, &self.request);
+                self.bytes.push(b'\n');
+            }
+        }
+        self.spent.append(&mut self.request.resource_spans[0].scope_spans[0].spans);
+        if let Err(e) = self.out.write_all(&self.bytes) {
+            self.error = Some(e);
+            return;
+        }
+        self.done.spans += n;
+        self.done.batches += 1;
+        self.done.bytes += self.bytes.len() as u64;
     }
 }
 
@@ -161,30 +161,33 @@ fn run<R: Read>(
         max: options.max_spans.max(1),
         request: request(res, Vec::new()),
         bytes: Vec::new(),
+        spent: Vec::new(),
         done: Converted::default(),
+        error: None,
     };
-    let mut ready: Vec<Span> = Vec::new();
-    let mut write_err: Option<io::Error> = None;
-    let mut pushed = 0u32;
-    let result = reader.for_each_event(|e| {
-        if write_err.is_some() {
-            return;
-        }
-        asm.push(e);
-        pushed = pushed.wrapping_add(1);
-        if pushed % 1024 == 0 {
-            asm.drain(&mut ready);
-            if let Err(e) = batches.write(&mut ready, false, &mut asm) {
-                write_err = Some(e);
+    let direct = options.encoding == Encoding::Protobuf;
+    if direct {
+        asm.encode_protobuf(&batches.request, batches.max);
+    }
+    let mut flush = |ready: &mut Vec<Span>, encoded: &mut Vec<u8>| {
+        batches.take(ready);
+        if !encoded.is_empty() && batches.error.is_none() {
+            batches.done.bytes += encoded.len() as u64;
+            if let Err(e) = batches.out.write_all(encoded) {
+                batches.error = Some(e);
             }
         }
-    });
-    if let Some(e) = write_err {
+        encoded.clear();
+    };
+    let result = reader.for_each_event(|e| asm.push_and_flush(e, &mut flush));
+    asm.finish_and_flush(&mut flush);
+    batches.write();
+    if direct {
+        (batches.done.spans, batches.done.batches) = asm.encoded();
+    }
+    if let Some(e) = batches.error {
         return Err(e);
     }
-    asm.drain(&mut ready);
-    asm.finish(&mut ready);
-    batches.write(&mut ready, true, &mut asm)?;
     batches.out.flush()?;
     let mut done = batches.done;
     done.stats = asm.stats();

@@ -18,7 +18,6 @@ mod pipe;
 #[cfg(feature = "receiver")]
 pub mod receiver;
 pub mod request;
-pub mod roots;
 pub mod select;
 
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;

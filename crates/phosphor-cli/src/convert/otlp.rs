@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use phosphor_export::format_count;
 use phosphor_otlp::assemble::AssembleOptions;
-use phosphor_otlp::convert::{convert_with_roots, ConvertOptions, Converted, Encoding, DEFAULT_MAX_SPANS};
-use phosphor_otlp::roots::Roots;
+use phosphor_otlp::convert::{convert, ConvertOptions, Converted, Encoding, DEFAULT_MAX_SPANS};
 use phosphor_otlp::select::Selection;
 
 use super::{refuse_overwrite, ConvertArgs, Format};
@@ -117,11 +116,9 @@ fn one(
     out: &mut impl Write,
     out_name: &str,
 ) -> anyhow::Result<Converted> {
-    // Two readings: the first finds each thread's roots, so the second writes every tree as soon
-    // as its root closes (memory: the largest tree in progress, not the file).
-    let roots = Roots::scan(&mut progress::open(file, "reading")?);
+    // One reading: the trace model holds each thread's slices until their tree is known.
     let mut reader = progress::open(file, "converting")?;
-    convert_with_roots(&mut reader, roots, options, out).with_context(|| format!("writing {out_name}"))
+    convert(&mut reader, options, out).with_context(|| format!("writing {out_name}"))
 }
 
 fn summary(stderr: &mut impl Write, file: &Path, c: &Converted) -> std::io::Result<()> {
@@ -138,7 +135,7 @@ fn summary(stderr: &mut impl Write, file: &Path, c: &Converted) -> std::io::Resu
     )?;
     let lost = [
         (s.events_outside_spans, "logs/instants outside every span (dropped)"),
-        (s.evicted_roots, "roots made final early (too many spans held inside scopes still open; a scope enclosing them later would not be their parent)"),
+        (s.evicted_roots, "spans made final before their parent was known (a thread held too many slices; they are roots, or a late scope enclosing them is not their parent)"),
         (s.unclosed, "scopes or async slices never closed (no span)"),
         (s.unmatched_ends, "ends without a begin"),
         (s.contexts_unapplied, "trace contexts no scope or async slice took (their spans keep the file's trace ids)"),

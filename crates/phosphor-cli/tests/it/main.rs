@@ -13,6 +13,7 @@ mod flamegraph;
 mod info;
 mod live_view;
 mod logs;
+mod otlp_agree;
 mod otlp_convert;
 mod otlp_hostile;
 mod otlp_record;

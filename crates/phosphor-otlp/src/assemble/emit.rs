@@ -9,7 +9,8 @@ use std::collections::BinaryHeap;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::span::{Event as SpanEvent, SpanKind};
 
-use super::tree::{Rec, Strings, Val, NO_PARENT};
+use super::tree::{Rec, Strings, Val};
+use super::wire::Wire;
 use super::AssembleStats;
 use crate::ids::Ids;
 use crate::select::Selection;
@@ -30,7 +31,6 @@ struct Ranked {
     duration: u64,
     n: u64,
     tree: Vec<Rec>,
-    base: u64,
 }
 
 impl PartialEq for Ranked {
@@ -51,11 +51,9 @@ impl Ord for Ranked {
     }
 }
 
-/// An ancestor on [`Emitter::emit`]'s walk.
+/// A span of the tree on [`Emitter::emit`]'s walk, as its children see it.
 #[derive(Clone, Copy, Debug)]
 struct Ancestor {
-    /// Its index in the tree.
-    at: usize,
     /// The length of its path.
     path_len: usize,
     trace_id: [u8; 16],
@@ -74,13 +72,17 @@ pub(super) struct Emitter {
     pub event_bytes: usize,
     /// Spans ready for the caller.
     pub ready: Vec<Span>,
+    /// A file's protobuf conversion: spans are encoded here instead of made `ready`.
+    pub wire: Option<Wire>,
     /// Spans to reuse.
     spare: Vec<Span>,
     slowest: BinaryHeap<Ranked>,
-    /// Scratch: a tree being emitted (the caller moves a tree in).
+    /// The tree being built: its spans in time order (a parent before its children), root
+    /// first.
     pub tree: Vec<Rec>,
     path: String,
-    stack: Vec<Ancestor>,
+    /// The spans of the tree being emitted, by index.
+    walked: Vec<Ancestor>,
     thread_key: u32,
 }
 
@@ -95,11 +97,12 @@ impl Emitter {
             stats: AssembleStats::default(),
             event_bytes: 0,
             ready: Vec::new(),
+            wire: None,
             spare: Vec::new(),
             slowest: BinaryHeap::new(),
             tree: Vec::new(),
             path: String::new(),
-            stack: Vec::new(),
+            walked: Vec::new(),
             thread_key,
         }
     }
@@ -117,6 +120,13 @@ impl Emitter {
         spans.clear();
     }
 
+    /// Keeps the spans left in [`Emitter::ready`] (a flush is done with them) for reuse.
+    pub fn recycle_ready(&mut self) {
+        let mut spans = std::mem::take(&mut self.ready);
+        self.recycle(&mut spans);
+        self.ready = spans;
+    }
+
     /// Moves the ready spans to the end of `out` (swapping the vectors when `out` is empty).
     pub fn take_ready(&mut self, out: &mut Vec<Span>) {
         if out.is_empty() {
@@ -126,16 +136,15 @@ impl Emitter {
         }
     }
 
-    /// The tree in [`Emitter::tree`] (spans in close order, root last; element `i` had close
-    /// number `base + i`) is final: ranked (slowest roots) or emitted.
-    pub fn finalize(&mut self, base: u64) {
+    /// The tree in [`Emitter::tree`] (root first) is final: ranked (slowest roots) or emitted.
+    pub fn finalize(&mut self) {
         let Some(keep) = self.selection.slowest_roots else {
-            return self.emit(base);
+            return self.emit();
         };
-        let Some(root) = self.tree.last() else { return };
+        let Some(root) = self.tree.first() else { return };
         let (duration, n) = (root.end - root.start, root.n);
         let tree = std::mem::take(&mut self.tree);
-        self.slowest.push(Ranked { duration, n, tree, base });
+        self.slowest.push(Ranked { duration, n, tree });
         if self.slowest.len() > keep {
             if let Some(out) = self.slowest.pop() {
                 self.stats.spans_unselected += out.tree.len() as u64;
@@ -149,40 +158,29 @@ impl Emitter {
     /// The end: the slowest trees ranked so far are emitted, in time order.
     pub fn finish(&mut self) {
         let mut slowest = std::mem::take(&mut self.slowest).into_vec();
-        slowest.sort_by_key(|r| (r.tree.last().map_or(0, |root| root.start), r.n));
-        for Ranked { tree, base, .. } in slowest {
+        slowest.sort_by_key(|r| (r.tree.first().map_or(0, |root| root.start), r.n));
+        for Ranked { tree, .. } in slowest {
             self.tree = tree;
-            self.emit(base);
+            self.emit();
         }
     }
 
     /// Emits [`Emitter::tree`] into `ready`, selected, with trace and parent ids; empties it.
-    ///
-    /// The walk goes from the root (last) to the first span: a reversed close order visits every
-    /// span after its parent and is a depth-first order, so the ancestors of the span at hand are
-    /// a stack.
-    fn emit(&mut self, base: u64) {
-        let Some(root) = self.tree.last() else { return };
+    /// Every span comes after its parent and its parent's earlier children's subtrees (time order,
+    /// depth first), so the path of the parent is a prefix of the path being built.
+    fn emit(&mut self) {
+        let mut tree = std::mem::take(&mut self.tree);
+        let Some(root) = tree.first() else {
+            self.tree = tree;
+            return;
+        };
         let root_trace = self.ids.trace(root.n);
         let paths = !self.selection.paths.is_empty();
-        self.stack.clear();
+        self.walked.clear();
         self.path.clear();
-        while let Some(mut rec) = self.tree.pop() {
-            let at = self.tree.len();
+        for mut rec in tree.drain(..) {
             self.event_bytes -= rec.events.iter().map(event_size).sum::<usize>();
-            let parent_at = rec.parent.checked_sub(base).filter(|_| rec.parent != NO_PARENT);
-            let parent = match parent_at {
-                Some(p) => {
-                    while self.stack.last().is_some_and(|a| a.at != p as usize) {
-                        self.stack.pop();
-                    }
-                    self.stack.last().copied()
-                }
-                None => {
-                    self.stack.clear();
-                    None
-                }
-            };
+            let parent = self.walked.get(rec.parent as usize).copied();
             let is_root = parent.is_none();
             let (mut trace_id, mut parent_id) = match parent {
                 Some(a) => (a.trace_id, a.parent_for_children),
@@ -212,17 +210,23 @@ impl Emitter {
             let kept = !too_long && self.selection.keeps(&self.path, duration, is_root);
             let parent_for_children = if kept {
                 let id = self.ids.span(rec.n);
-                let mut span = self.spare.pop().unwrap_or_default();
-                fill(&mut span, &mut rec, &self.strings, self.thread_key, &trace_id, &id, parent_id);
-                self.ready.push(span);
+                match &mut self.wire {
+                    Some(wire) => wire.span(&rec, &self.strings, self.thread_key, &trace_id, &id, parent_id),
+                    None => {
+                        let mut span = self.spare.pop().unwrap_or_default();
+                        fill(&mut span, &mut rec, &self.strings, self.thread_key, &trace_id, &id, parent_id);
+                        self.ready.push(span);
+                    }
+                }
                 Some(id)
             } else {
                 self.stats.spans_unselected += 1;
                 parent_id
             };
             let path_len = if too_long { TOO_LONG } else { self.path.len() };
-            self.stack.push(Ancestor { at, path_len, trace_id, parent_for_children });
+            self.walked.push(Ancestor { path_len, trace_id, parent_for_children });
         }
+        self.tree = tree;
     }
 }
 
@@ -304,20 +308,6 @@ fn set(attributes: &mut Vec<KeyValue>, i: usize, key: &str, value: &Val) {
 }
 
 impl Emitter {
-    /// A thread's oldest pending item is final: a span's tree (in [`Emitter::tree`]) is emitted,
-    /// a log or a context that nothing took is counted.
-    pub fn final_item(&mut self, item: super::tree::Pending, base: u64) {
-        use super::tree::Pending;
-        match item {
-            Pending::Span(_) => self.finalize(base),
-            Pending::Event(e) => {
-                self.event_bytes -= event_size(&e);
-                self.stats.events_outside_spans += 1;
-            }
-            Pending::Context(..) => self.stats.contexts_unapplied += 1,
-        }
-    }
-
     /// Attributes as OTLP key-values (for span events, which are built once).
     pub fn key_values(&self, attrs: &[super::tree::Attr]) -> Vec<KeyValue> {
         let mut out = Vec::with_capacity(attrs.len());

@@ -1,35 +1,37 @@
-//! Events to spans.
+//! Events to spans, on the trace model.
 //!
-//! Per thread, an [`Assembler`] keeps a stack of open begin/end scopes and a list of *pending*
-//! items: finished spans (each with its subtree) that have no parent yet, and logs and instants
-//! that no span has taken yet, in file order. A scope arrives at its end (a complete event is
-//! recorded when it ends, after the scopes nested in it; an end event closes the innermost begin):
-//! it takes as children the pending spans that start at or after its start, and as span events
-//! the pending logs and instants at or after its start. Pending items of one thread never overlap,
-//! so those are the last ones: they are popped from the back. What is left pending is a root
-//! until something encloses it.
+//! Each thread's slices go into the model's [`Nesting`]: the one tree `phosphor stats` builds
+//! from the same events (a complete event recorded at its end adopts the slices it encloses; an
+//! end closes the innermost open begin; equal intervals nest the one recorded first inside the
+//! other). Each slice carries a [`Slot`]: its name and attributes, decoded once, or its span event
+//! (a log or instant) or trace context. When the model resolves a subtree it walks it in time
+//! order, and the walk ([`walk`]) makes the spans: a span's parent is the scope it is nested in, a
+//! log or instant is a span event of the innermost scope enclosing it (one that no scope encloses
+//! is counted in [`AssembleStats::events_outside_spans`] and dropped), and a scope that holds a
+//! trace context joins the context's trace (see [`crate::context`]). Each top-level span is a
+//! root, of a trace of its own; its tree is final when its walk ends.
 //!
-//! A pending root is final when nothing can take it any more: files only know that at the end
-//! ([`Assembler::finish`]), live use after `hold_ns` of trace time ([`Assembler::drain`]). Memory
-//! is bounded: past [`MAX_HELD_PER_THREAD`] spans held by one thread, its oldest pending items are
-//! final as they are (counted in [`AssembleStats::evicted_roots`]). A log or instant that no span
-//! takes is counted in [`AssembleStats::events_outside_spans`] and dropped.
-//!
-//! A trace context event (`trace_context!`, see [`crate::context`]) is pending like a log: the
-//! scope that takes it, the innermost one open on its thread at its time, joins the context's
-//! trace (its trace id, the caller's span as its parent) with its subtree; one naming an async id
-//! goes to that async slice. A context nothing takes is counted in
-//! [`AssembleStats::contexts_unapplied`].
+//! When is a subtree resolved? A file's: at the end ([`Assembler::finish`]), or when its thread
+//! holds [`DEFAULT_PENDING_LIMIT`] slices, then the oldest, as `phosphor stats` does; a scope
+//! that arrives later and encloses some of them, and a subtree resolved inside a begin still open
+//! (a root here: the walk does not say which begin holds it), are counted in
+//! [`AssembleStats::evicted_roots`]. Live use
+//! ([`AssembleOptions::hold_ns`]): each thread has a model of its own, resolved whole once no
+//! begin is open on it and its latest event is `hold_ns` of trace time old
+//! ([`Assembler::drain`]), or [`LIVE_PENDING_LIMIT`] slices at a time.
 //!
 //! Async slices (begin/end with the same id and name, on any thread) are spans of their own, roots
 //! of their own traces; an end read before its begin (another thread's chunk reached the file
-//! first) waits for it, up to [`MAX_OPEN_ASYNC`] such ends. Arguments are typed attributes (`int`, `double`, `string`, `bool`;
-//! pointers as `0x…` strings; a `u64` past `i64::MAX` as a string). Times are wall-clock Unix
-//! nanoseconds through the header's clock; a span's length is its ticks in ns, as `phosphor stats`
-//! counts it.
+//! first) waits for it, up to [`MAX_OPEN_ASYNC`] such ends. A trace context naming an async id
+//! goes to that async slice. Arguments are typed attributes (`int`, `double`, `string`, `bool`;
+//! pointers as `0x…` strings; a `u64` past `i64::MAX` as a string). A lock's span is named `NAME
+//! (wait)` or `NAME (held)`, as every output names it. Times are wall-clock Unix nanoseconds
+//! through the header's clock; a span's length is its ticks in ns, as `phosphor stats` counts it.
 
 mod emit;
 mod tree;
+mod walk;
+mod wire;
 
 pub use self::emit::MAX_PATH_BYTES;
 
@@ -39,28 +41,24 @@ use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;
 use phosphor_format::clock::ClockInfo;
 use phosphor_format::file::{Event, Header};
 use phosphor_format::Phase;
+use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
 
 use self::emit::{event_size, Emitter};
-use self::tree::{log_message, name_and_attrs, Attr, Open, Pending, Rec, Text, Thread, Val, NO_PARENT};
+use self::tree::{log_message, name_and_attrs, Attr, Text, Val};
+use self::walk::{Builder, Flushing, Item, Slot};
+
+pub use self::walk::{Flush, FLUSH_BYTES, FLUSH_SPANS};
 use crate::context::{trace_context_of, TraceContext};
 use crate::ids::Ids;
-use crate::roots::Roots;
 use crate::select::Selection;
 use crate::Span;
 
-/// How many spans one thread may hold (pending roots and their subtrees) before its oldest
-/// pending items are final as they are; with a file's [`Roots`], [`MAX_HELD_WITH_ROOTS`] over all
-/// threads instead.
-pub const MAX_HELD_PER_THREAD: usize = 1 << 14;
-/// With a file's [`Roots`], only trees whose root has not closed yet are held, and the logs no span
-/// has taken yet: at most this many spans and items over all threads (about 150 MiB at worst)
-/// before the oldest pending items of the thread at hand are final as they are.
-pub const MAX_HELD_WITH_ROOTS: usize = 1 << 20;
+/// Live use: the most slices one thread's model holds before its oldest are resolved as they
+/// are (a scope enclosing them later is not their parent).
+pub const LIVE_PENDING_LIMIT: usize = 1 << 14;
 /// The most bytes of span events (logs and instants, whose messages can be up to a MiB each) held
 /// while their spans are not final; later ones are dropped and counted.
 pub const MAX_EVENT_BYTES: usize = 64 << 20;
-/// How deep a thread's begin/end scopes may nest; deeper begins are counted and ignored.
-pub const MAX_OPEN_PER_THREAD: usize = 1024;
 /// How many async slices may be open at once; later begins are counted and ignored.
 pub const MAX_OPEN_ASYNC: usize = 1 << 16;
 
@@ -69,9 +67,8 @@ pub const MAX_OPEN_ASYNC: usize = 1 << 16;
 pub struct AssembleOptions {
     /// Which spans are kept.
     pub selection: Selection,
-    /// Live use: a finished span whose parent has not come after this much trace time (ns) is
-    /// final as it is (a root). `None` (files): nothing is final before [`Assembler::finish`],
-    /// unless the file's [`Roots`] are known.
+    /// Live use: a thread's spans are final once no begin is open on it and its latest event is
+    /// this old (trace time, ns). `None` (files): at the end, or past the pending limit.
     pub hold_ns: Option<u64>,
 }
 
@@ -86,10 +83,11 @@ pub struct AssembleStats {
     pub span_events: u64,
     /// Logs and instants that no span took (dropped).
     pub events_outside_spans: u64,
-    /// Pending items made final early because their thread held too many spans (the spans are
-    /// roots, the logs dropped and also counted in `events_outside_spans`).
+    /// Spans and span events made final before their parent was known (their thread held too
+    /// many slices): a scope that arrived after slices it encloses (a late parent, as `phosphor
+    /// stats` reports it), and the spans resolved inside a begin still open, which are roots.
     pub evicted_roots: u64,
-    /// Begins never ended (at the end of the input, or past the open caps): no span is made.
+    /// Begins never ended, at the end of the input, and async slices never ended: no span.
     pub unclosed: u64,
     /// Ends with no open begin (a begin lost, or before the file's first chunk).
     pub unmatched_ends: u64,
@@ -103,45 +101,31 @@ pub struct AssembleStats {
     pub span_events_dropped: u64,
 }
 
-/// What an event does to the spans of its thread: the one classification both the assembler and
-/// the [`Roots`] scan follow, so that they count the same spans.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Edge {
-    /// A span closes: a complete or lock event (start, end).
-    Close(u64, u64),
-    /// A begin/end scope begins.
-    Begin(u64),
-    /// A begin/end scope ends (it closes the innermost begin, if any).
-    End(u64),
-    /// A log, an instant or a trace context for the scope open: pending until a span takes it.
-    Mark(u64),
-    /// An async slice begins, or ends.
-    AsyncBegin(u64),
-    AsyncEnd(u64),
-    /// A trace context for an async slice.
-    AsyncContext(u64),
-    /// Nothing (counters, markers of other kinds).
-    Other,
+/// An async slice that has begun.
+#[derive(Debug)]
+struct Open {
+    start: u64,
+    name: Text,
+    attrs: Vec<Attr>,
 }
 
-/// How `event` counts; times are wall-clock ns through `clock`.
-pub(crate) fn edge(clock: &ClockInfo, event: &Event<'_>) -> Edge {
-    let t = clock.to_wall_ns(event.ts);
-    match event.phase() {
-        Phase::Complete | Phase::LockWait | Phase::LockHeld => {
-            Edge::Close(t, t.saturating_add(clock.ticks_to_ns(event.duration.unwrap_or(0))))
-        }
-        Phase::Begin => Edge::Begin(t),
-        Phase::End => Edge::End(t),
-        Phase::AsyncBegin => Edge::AsyncBegin(t),
-        Phase::AsyncEnd => Edge::AsyncEnd(t),
-        Phase::Instant => match trace_context_of(event) {
-            Some((_, Some(_))) => Edge::AsyncContext(t),
-            _ => Edge::Mark(t),
-        },
-        Phase::Log => Edge::Mark(t),
-        _ => Edge::Other,
-    }
+/// A thread's model in live use.
+#[derive(Debug)]
+struct LiveThread {
+    nesting: Nesting<Slot>,
+    /// Begins open on it.
+    open: u32,
+    /// The latest time (wall ns) of its events: a complete event's end.
+    latest: u64,
+}
+
+/// Where the slices are held until their tree is known.
+#[derive(Debug)]
+enum Models {
+    /// A file: one model for every thread.
+    File(Nesting<Slot>),
+    /// Live use: one model per thread, resolved whole once the thread is quiet.
+    Live(HashMap<u32, LiveThread>),
 }
 
 /// Builds spans from one trace file's events, read in file order.
@@ -149,184 +133,246 @@ pub(crate) fn edge(clock: &ClockInfo, event: &Event<'_>) -> Edge {
 pub struct Assembler {
     clock: ClockInfo,
     options: AssembleOptions,
-    /// A first reading's roots, handed to each thread as it appears.
-    roots: Option<Roots>,
-    threads: HashMap<u32, Thread>,
-    /// [`Thread::size`] summed over all threads.
-    held: usize,
+    models: Models,
+    build: Builder,
     asyncs: HashMap<(u64, Text), Open>,
     /// Async ends read before their begins (another thread's chunk can reach the file first):
     /// the end time and attributes.
     early_ends: HashMap<(u64, Text), (u64, Vec<Attr>)>,
     /// Trace contexts for async slices, by async id, until the slice is made.
     async_contexts: HashMap<u64, TraceContext>,
-    out: Emitter,
-    next: u64,
     now: u64,
     /// Live use: trace time (ns) gone by since the last event, by the caller's clock
     /// ([`Assembler::idle`]); the present is `now + idle_ns`.
     idle_ns: u64,
 }
 
+/// The model holding thread `tid`'s slices, the event at hand at `t` (wall ns) opening `opens`
+/// begins; in live use, with the thread's count of open begins.
+fn model(models: &mut Models, tid: u32, t: u64, opens: u32) -> (&mut Nesting<Slot>, Option<&mut u32>) {
+    match models {
+        Models::File(nesting) => (nesting, None),
+        Models::Live(threads) => {
+            let thread = threads.entry(tid).or_insert_with(|| LiveThread {
+                nesting: Nesting::new(LIVE_PENDING_LIMIT),
+                open: 0,
+                latest: 0,
+            });
+            thread.open += opens;
+            thread.latest = thread.latest.max(t);
+            (&mut thread.nesting, Some(&mut thread.open))
+        }
+    }
+}
+
 impl Assembler {
-    /// An assembler for the file whose header is `header`, reading it once.
+    /// An assembler for the file whose header is `header`.
     pub fn new(header: &Header, options: AssembleOptions) -> Assembler {
+        let out = Emitter::new(Ids::new(header), options.selection.clone());
+        let models = match options.hold_ns {
+            None => Models::File(Nesting::new(DEFAULT_PENDING_LIMIT)),
+            Some(_) => Models::Live(HashMap::new()),
+        };
         Assembler {
             clock: header.clock.clone(),
-            out: Emitter::new(Ids::new(header), options.selection.clone()),
+            build: Builder::new(header.clock.clone(), out),
             options,
-            roots: None,
-            threads: HashMap::new(),
-            held: 0,
+            models,
             asyncs: HashMap::new(),
             early_ends: HashMap::new(),
             async_contexts: HashMap::new(),
-            next: 0,
             now: 0,
             idle_ns: 0,
         }
     }
 
-    /// An assembler for the second reading of a file whose first reading gave `roots`
-    /// ([`Roots::scan`]): each tree is final as soon as its root closes.
-    pub fn with_roots(header: &Header, options: AssembleOptions, roots: Roots) -> Assembler {
-        Assembler { roots: Some(roots), ..Assembler::new(header, options) }
-    }
-
     /// Takes one event (in file order).
     pub fn push(&mut self, event: &Event<'_>) {
+        self.push_flushing(event, None);
+    }
+
+    /// [`Assembler::push`], handing the spans made to `flush` each time [`FLUSH_SPANS`] are ready
+    /// (it takes them out of the vector, and may put spans it is done with back, for reuse), or
+    /// [`FLUSH_BYTES`] of requests are encoded (it takes them out).
+    pub fn push_and_flush(&mut self, event: &Event<'_>, flush: &mut Flush<'_>) {
+        self.push_flushing(event, Some(flush));
+    }
+
+    fn push_flushing(&mut self, event: &Event<'_>, mut flush: Option<&mut Flush<'_>>) {
+        let flush = &mut flush;
         self.idle_ns = 0;
-        let tid = event.tid;
-        match edge(&self.clock, event) {
-            Edge::Close(start, end) => {
+        let phase = event.callsite.phase;
+        let ts = event.ts;
+        let t = self.clock.to_wall_ns(ts);
+        match phase {
+            Phase::Complete | Phase::LockWait | Phase::LockHeld => {
+                let dur = event.duration.unwrap_or(0);
+                let end = t.saturating_add(self.clock.ticks_to_ns(dur));
                 self.now = self.now.max(end);
-                let (name, attrs) = name_and_attrs(&mut self.out.strings, event);
-                self.close(tid, start, end, name, attrs);
+                let (name, attrs) = name_and_attrs(&mut self.build.out.strings, event);
+                let slot = Slot::new(Item::Span(name, attrs));
+                let (nesting, _) = model(&mut self.models, event.tid, end, 0);
+                nesting.complete_with(
+                    event.tid,
+                    0,
+                    ts,
+                    dur,
+                    slot,
+                    &mut Flushing::new(&mut self.build, flush),
+                );
             }
-            Edge::Begin(start) => {
-                self.now = self.now.max(start);
-                let thread = self.thread(tid);
-                if thread.open.len() >= MAX_OPEN_PER_THREAD {
-                    self.out.stats.unclosed += 1;
-                    return;
+            Phase::Begin => {
+                self.now = self.now.max(t);
+                let (name, attrs) = name_and_attrs(&mut self.build.out.strings, event);
+                let slot = Slot::new(Item::Span(name, attrs));
+                self.build.opened(event.tid, ts);
+                let (nesting, _) = model(&mut self.models, event.tid, t, 1);
+                nesting.begin_with(event.tid, 0, ts, slot);
+            }
+            Phase::End => {
+                self.now = self.now.max(t);
+                let (_, attrs) = name_and_attrs(&mut self.build.out.strings, event);
+                let (nesting, open) = model(&mut self.models, event.tid, t, 0);
+                if nesting.has_open(event.tid) {
+                    // Closed before the walk it may start: what that walk enters is outside it.
+                    self.build.closed(event.tid);
                 }
-                let (name, attrs) = name_and_attrs(&mut self.out.strings, event);
-                self.thread(tid).open.push(Open { start, name, attrs });
-            }
-            Edge::End(end) => {
-                self.now = self.now.max(end);
-                let Some(open) = self.threads.get_mut(&tid).and_then(|t| t.open.pop()) else {
-                    self.out.stats.unmatched_ends += 1;
-                    return;
-                };
-                let mut attrs = open.attrs;
-                attrs.extend(name_and_attrs(&mut self.out.strings, event).1);
-                self.close(tid, open.start, end, open.name, attrs);
-            }
-            Edge::Mark(t) => {
-                self.now = self.now.max(t);
-                let item = match trace_context_of(event) {
-                    Some((context, _)) => Pending::Context(t, context),
-                    None => {
-                        let (name, attributes) = if event.phase() == Phase::Log {
-                            let mut attrs = Vec::new();
-                            if let Some(level) = event.callsite.level {
-                                let key = self.out.strings.id("log.severity");
-                                attrs.push(Attr { key, value: Val::Str(format!("{level:?}").into()) });
-                            }
-                            (log_message(event), attrs)
-                        } else {
-                            let (name, attrs) = name_and_attrs(&mut self.out.strings, event);
-                            (self.out.strings.text(&name).to_owned(), attrs)
-                        };
-                        let attributes = self.out.key_values(&attributes);
-                        let e =
-                            SpanEvent { time_unix_nano: t, name, attributes, dropped_attributes_count: 0 };
-                        let size = event_size(&e);
-                        if self.out.event_bytes + size > MAX_EVENT_BYTES {
-                            self.out.stats.span_events_dropped += 1;
-                            return;
-                        }
-                        self.out.event_bytes += size;
-                        Pending::Event(e)
-                    }
-                };
-                self.thread(tid).pending.push_back(item);
-                self.held += 1;
-                self.bound(tid);
-            }
-            Edge::AsyncContext(t) => {
-                self.now = self.now.max(t);
-                let Some((context, Some(id))) = trace_context_of(event) else { return };
-                if self.async_contexts.len() < MAX_OPEN_ASYNC || self.async_contexts.contains_key(&id) {
-                    if self.async_contexts.insert(id, context).is_some() {
-                        self.out.stats.contexts_unapplied += 1;
+                let sink = &mut Flushing::new(&mut self.build, flush);
+                let closed = nesting.end_with(event.tid, 0, ts, sink, |s| s.end = attrs);
+                if closed {
+                    if let Some(open) = open {
+                        *open -= 1;
                     }
                 } else {
-                    self.out.stats.contexts_unapplied += 1;
+                    self.build.out.stats.unmatched_ends += 1;
                 }
             }
-            Edge::AsyncBegin(start) => {
-                self.now = self.now.max(start);
-                if self.asyncs.len() >= MAX_OPEN_ASYNC {
-                    self.out.stats.unclosed += 1;
-                    return;
-                }
-                let (name, mut attrs) = name_and_attrs(&mut self.out.strings, event);
-                let id = event.async_id.unwrap_or(0);
-                let key = self.out.strings.id("phosphor.async_id");
-                attrs.push(Attr { key, value: Val::Int(id as i64) });
-                if let Some((end, more)) = self.early_ends.remove(&(id, name.clone())) {
-                    attrs.extend(more);
-                    return self.async_slice(id, start, end, name, attrs);
-                }
-                if self.asyncs.insert((id, name.clone()), Open { start, name, attrs }).is_some() {
-                    self.out.stats.unclosed += 1;
-                }
-            }
-            Edge::AsyncEnd(end) => {
-                self.now = self.now.max(end);
-                let (name, attrs) = name_and_attrs(&mut self.out.strings, event);
-                let key = (event.async_id.unwrap_or(0), name);
-                let Some(mut open) = self.asyncs.remove(&key) else {
-                    if self.early_ends.len() >= MAX_OPEN_ASYNC
-                        || self.early_ends.insert(key, (end, attrs)).is_some()
-                    {
-                        self.out.stats.unmatched_ends += 1;
-                    }
-                    return;
+            Phase::Instant | Phase::Log => {
+                self.now = self.now.max(t);
+                let item = match trace_context_of(event) {
+                    Some((context, Some(id))) => return self.async_context(id, context),
+                    Some((context, None)) => Item::Context(context),
+                    None => match self.span_event(event, t) {
+                        Some(e) => Item::Event(e),
+                        None => return,
+                    },
                 };
-                open.attrs.extend(attrs);
-                self.async_slice(key.0, open.start, end, open.name, open.attrs);
+                let slot = Slot::new(item);
+                let (nesting, _) = model(&mut self.models, event.tid, t, 0);
+                nesting.mark_with(event.tid, 0, ts, slot, &mut Flushing::new(&mut self.build, flush));
             }
-            Edge::Other => {}
+            Phase::AsyncBegin => {
+                self.now = self.now.max(t);
+                self.async_begin(event, t);
+            }
+            Phase::AsyncEnd => {
+                self.now = self.now.max(t);
+                self.async_end(event, t);
+            }
+            _ => {}
+        }
+        debug_assert!(self.build.idle(), "a walk ends within the call that starts it");
+    }
+
+    /// A log or an instant as a span event at `t`; `None` (counted) past [`MAX_EVENT_BYTES`].
+    fn span_event(&mut self, event: &Event<'_>, t: u64) -> Option<SpanEvent> {
+        let out = &mut self.build.out;
+        let (name, attributes) = if event.phase() == Phase::Log {
+            let mut attrs = Vec::new();
+            if let Some(level) = event.callsite.level {
+                let key = out.strings.id("log.severity");
+                attrs.push(Attr { key, value: Val::Str(format!("{level:?}").into()) });
+            }
+            (log_message(event), attrs)
+        } else {
+            let (name, attrs) = name_and_attrs(&mut out.strings, event);
+            (out.strings.text(&name).to_owned(), attrs)
+        };
+        let attributes = out.key_values(&attributes);
+        let e = SpanEvent { time_unix_nano: t, name, attributes, dropped_attributes_count: 0 };
+        let size = event_size(&e);
+        if out.event_bytes + size > MAX_EVENT_BYTES {
+            out.stats.span_events_dropped += 1;
+            return None;
+        }
+        out.event_bytes += size;
+        Some(e)
+    }
+
+    fn async_context(&mut self, id: u64, context: TraceContext) {
+        let stats = &mut self.build.out.stats;
+        if self.async_contexts.len() < MAX_OPEN_ASYNC || self.async_contexts.contains_key(&id) {
+            if self.async_contexts.insert(id, context).is_some() {
+                stats.contexts_unapplied += 1;
+            }
+        } else {
+            stats.contexts_unapplied += 1;
         }
     }
 
-    /// Moves the spans that are final into `out`: with [`AssembleOptions::hold_ns`] (live use),
-    /// the trees whose root ended that long ago and that no open scope may take; with a file's
-    /// [`Roots`], the trees whose root closed.
+    fn async_begin(&mut self, event: &Event<'_>, start: u64) {
+        if self.asyncs.len() >= MAX_OPEN_ASYNC {
+            self.build.out.stats.unclosed += 1;
+            return;
+        }
+        let strings = &mut self.build.out.strings;
+        let (name, mut attrs) = name_and_attrs(strings, event);
+        let id = event.async_id.unwrap_or(0);
+        let key = strings.id("phosphor.async_id");
+        attrs.push(Attr { key, value: Val::Int(id as i64) });
+        if let Some((end, more)) = self.early_ends.remove(&(id, name.clone())) {
+            attrs.extend(more);
+            return self.async_slice(id, start, end, name, attrs);
+        }
+        if self.asyncs.insert((id, name.clone()), Open { start, name, attrs }).is_some() {
+            self.build.out.stats.unclosed += 1;
+        }
+    }
+
+    fn async_end(&mut self, event: &Event<'_>, end: u64) {
+        let (name, attrs) = name_and_attrs(&mut self.build.out.strings, event);
+        let key = (event.async_id.unwrap_or(0), name);
+        let Some(mut open) = self.asyncs.remove(&key) else {
+            if self.early_ends.len() >= MAX_OPEN_ASYNC || self.early_ends.insert(key, (end, attrs)).is_some()
+            {
+                self.build.out.stats.unmatched_ends += 1;
+            }
+            return;
+        };
+        open.attrs.extend(attrs);
+        self.async_slice(key.0, open.start, end, open.name, open.attrs);
+    }
+
+    /// An async slice is made: a tree of its own, final.
+    fn async_slice(&mut self, id: u64, start: u64, end: u64, name: Text, attrs: Vec<Attr>) {
+        let mut rec = self.build.rec(start, end, name, attrs, None);
+        rec.context = self.async_contexts.remove(&id).map(Box::new);
+        let out = &mut self.build.out;
+        out.stats.contexts += u64::from(rec.context.is_some());
+        out.tree.clear();
+        out.tree.push(rec);
+        out.finalize();
+    }
+
+    /// Moves the spans that are final into `out`. Live use ([`AssembleOptions::hold_ns`]): first
+    /// resolves the threads with no begin open whose latest event is that old.
     pub fn drain(&mut self, out: &mut Vec<Span>) {
-        // The bound's count is the threads' (checked here, not per event: a file can have a
-        // hundred thousand threads).
-        debug_assert_eq!(self.held, self.threads.values().map(Thread::size).sum::<usize>());
-        if let Some(hold) = self.options.hold_ns {
+        let flush: &mut Option<&mut Flush<'_>> = &mut None;
+        if let (Some(hold), Models::Live(threads)) = (self.options.hold_ns, &mut self.models) {
             let now = self.now.saturating_add(self.idle_ns);
-            for thread in self.threads.values_mut() {
-                let outer = thread.open.first().map_or(u64::MAX, |o| o.start);
-                while let Some(item) = thread.pending.front() {
-                    let (start, end) = (thread.start_of(item), thread.end_of(item));
-                    if end.saturating_add(hold) > now || start >= outer {
-                        break;
-                    }
-                    let before = thread.size();
-                    let Some((item, base)) = thread.pop_front(&mut self.out.tree) else { break };
-                    self.held -= before - thread.size();
-                    self.out.final_item(item, base);
+            let mut quiet: Vec<u32> = threads
+                .iter()
+                .filter(|(_, t)| t.open == 0 && t.latest.saturating_add(hold) <= now)
+                .map(|(&tid, _)| tid)
+                .collect();
+            quiet.sort_unstable();
+            for tid in quiet {
+                if let Some(mut t) = threads.remove(&tid) {
+                    t.nesting.finish(&mut Flushing::new(&mut self.build, flush));
                 }
             }
         }
-        self.out.take_ready(out);
+        self.build.out.take_ready(out);
     }
 
     /// Live use: `ns` of time went by with no event (the caller's wall clock, which a live trace's
@@ -339,143 +385,73 @@ impl Assembler {
 
     /// The end of the input: moves every span left into `out`.
     pub fn finish(&mut self, out: &mut Vec<Span>) {
-        let mut tids: Vec<u32> = self.threads.keys().copied().collect();
-        tids.sort_unstable();
-        for tid in tids {
-            let mut thread = self.threads.remove(&tid).unwrap_or_default();
-            self.out.stats.unclosed += thread.open.len() as u64;
-            while let Some((item, base)) = thread.pop_front(&mut self.out.tree) {
-                self.out.final_item(item, base);
+        self.finish_flushing(&mut None);
+        self.build.out.take_ready(out);
+    }
+
+    /// [`Assembler::finish`], handing the spans made to `flush` as [`Assembler::push_and_flush`]
+    /// does, the last ones included.
+    pub fn finish_and_flush(&mut self, flush: &mut Flush<'_>) {
+        let mut flush = Some(flush);
+        self.finish_flushing(&mut flush);
+        let out = &mut self.build.out;
+        if let Some(wire) = &mut out.wire {
+            wire.close();
+        }
+        if let Some(f) = flush {
+            let mut none = Vec::new();
+            f(&mut out.ready, out.wire.as_mut().map_or(&mut none, |w| &mut w.out));
+        }
+        out.recycle_ready();
+    }
+
+    /// A file's protobuf conversion: spans are encoded straight into requests framed as
+    /// `template`'s, of at most `max` spans each, handed to the flush of
+    /// [`Assembler::push_and_flush`] and [`Assembler::finish_and_flush`] (not made `Span`s).
+    pub fn encode_protobuf(&mut self, template: &crate::ExportTraceServiceRequest, max: usize) {
+        self.build.out.wire = Some(wire::Wire::new(template, max));
+    }
+
+    /// With [`Assembler::encode_protobuf`]: the spans and requests encoded so far.
+    pub fn encoded(&self) -> (u64, u64) {
+        self.build.out.wire.as_ref().map_or((0, 0), |w| (w.spans_out, w.batches_out))
+    }
+
+    fn finish_flushing(&mut self, flush: &mut Option<&mut Flush<'_>>) {
+        // Begins still open are left unclosed: what they hold is not orphaned.
+        self.build.all_closed();
+        match &mut self.models {
+            Models::File(nesting) => {
+                nesting.finish(&mut Flushing::new(&mut self.build, flush));
+                *nesting = Nesting::new(DEFAULT_PENDING_LIMIT);
+            }
+            Models::Live(threads) => {
+                let mut all: Vec<(u32, LiveThread)> = threads.drain().collect();
+                all.sort_unstable_by_key(|&(tid, _)| tid);
+                for (_, mut t) in all {
+                    t.nesting.finish(&mut Flushing::new(&mut self.build, flush));
+                }
             }
         }
-        self.held = 0;
-        self.out.stats.unclosed += self.asyncs.len() as u64;
+        let stats = &mut self.build.out.stats;
+        stats.unclosed += self.asyncs.len() as u64;
         self.asyncs.clear();
-        self.out.stats.unmatched_ends += self.early_ends.len() as u64;
+        stats.unmatched_ends += self.early_ends.len() as u64;
         self.early_ends.clear();
-        self.out.stats.contexts_unapplied += self.async_contexts.len() as u64;
+        stats.contexts_unapplied += self.async_contexts.len() as u64;
         self.async_contexts.clear();
-        self.out.finish();
-        debug_assert_eq!(self.out.event_bytes, 0, "every span event held was emitted or counted");
-        self.out.take_ready(out);
+        self.build.out.finish();
+        debug_assert_eq!(self.build.out.event_bytes, 0, "every span event held was emitted or counted");
     }
 
     /// Hands back spans taken from [`drain`](Self::drain) or [`finish`](Self::finish) once they
     /// are encoded: the next spans reuse their strings and vectors (`spans` is emptied).
     pub fn recycle(&mut self, spans: &mut Vec<Span>) {
-        self.out.recycle(spans);
+        self.build.out.recycle(spans);
     }
 
     /// The figures so far.
     pub fn stats(&self) -> AssembleStats {
-        self.out.stats
-    }
-
-    /// Thread `tid`'s state, made (with its roots, if known) on first use.
-    fn thread(&mut self, tid: u32) -> &mut Thread {
-        let roots = &mut self.roots;
-        self.threads.entry(tid).or_insert_with(|| {
-            let mut t = Thread::default();
-            if let Some(roots) = roots {
-                let known = roots.take(tid);
-                t.roots = known.roots;
-                t.known_from = known.known_from;
-                t.roots_known = true;
-            }
-            t
-        })
-    }
-
-    fn rec(&mut self, start: u64, end: u64, name: Text, attrs: Vec<Attr>, tid: Option<u32>) -> Rec {
-        let n = self.next;
-        self.next += 1;
-        self.out.stats.spans += 1;
-        let end = end.max(start);
-        Rec { start, end, n, parent: NO_PARENT, name, attrs, events: Vec::new(), context: None, tid }
-    }
-
-    /// An async slice is made: a tree of its own, final.
-    fn async_slice(&mut self, id: u64, start: u64, end: u64, name: Text, attrs: Vec<Attr>) {
-        let mut rec = self.rec(start, end, name, attrs, None);
-        rec.context = self.async_contexts.remove(&id).map(Box::new);
-        self.out.stats.contexts += u64::from(rec.context.is_some());
-        self.out.tree.clear();
-        self.out.tree.push(rec);
-        self.out.finalize(0);
-    }
-
-    /// A scope of thread `tid` closed: it takes the pending items that start at or after its
-    /// start (its children, logs and trace contexts).
-    fn close(&mut self, tid: u32, start: u64, end: u64, name: Text, attrs: Vec<Attr>) {
-        let mut rec = self.rec(start, end, name, attrs, Some(tid));
-        let thread = self.thread(tid);
-        let before = thread.size();
-        let k = thread.closed;
-        thread.closed += 1;
-        let (mut contexts, mut unapplied) = (0, 0);
-        while let Some(item) = thread.pending.back() {
-            if thread.start_of(item) < start {
-                break;
-            }
-            match thread.pending.pop_back().expect("back was there") {
-                Pending::Span(at) => {
-                    let i = (at - thread.base) as usize;
-                    thread.arena[i].parent = k;
-                }
-                Pending::Event(e) => rec.events.push(e),
-                // The latest context recorded in the scope wins (popped first); an earlier one is
-                // not applied.
-                Pending::Context(_, c) => {
-                    if rec.context.is_none() {
-                        rec.context = Some(Box::new(c));
-                        contexts += 1;
-                    } else {
-                        unapplied += 1;
-                    }
-                }
-            }
-        }
-        rec.events.reverse();
-        let events = rec.events.len() as u64;
-        thread.arena.push_back(rec);
-        thread.pending.push_back(Pending::Span(k));
-        let root = thread.is_true_root(k);
-        let after = thread.size();
-        self.held = self.held + after - before;
-        self.out.stats.span_events += events;
-        self.out.stats.contexts += contexts;
-        self.out.stats.contexts_unapplied += unapplied;
-        if root {
-            // Nothing later can take it, nor anything pending before it on its thread.
-            let thread = self.threads.get_mut(&tid).expect("made above");
-            let before = thread.size();
-            while let Some((item, base)) = thread.pop_front(&mut self.out.tree) {
-                self.out.final_item(item, base);
-            }
-            self.held -= before;
-        } else {
-            self.bound(tid);
-        }
-    }
-
-    /// Past the caps, the thread's oldest pending items are final.
-    fn bound(&mut self, tid: u32) {
-        let with_roots = self.roots.is_some();
-        let Some(thread) = self.threads.get_mut(&tid) else { return };
-        loop {
-            let over = if with_roots {
-                self.held > MAX_HELD_WITH_ROOTS
-            } else {
-                thread.arena.len() > MAX_HELD_PER_THREAD || thread.pending.len() > MAX_HELD_PER_THREAD
-            };
-            if !over {
-                break;
-            }
-            let before = thread.size();
-            let Some((item, base)) = thread.pop_front(&mut self.out.tree) else { break };
-            self.held -= before - thread.size();
-            self.out.stats.evicted_roots += 1;
-            self.out.final_item(item, base);
-        }
+        self.build.out.stats
     }
 }

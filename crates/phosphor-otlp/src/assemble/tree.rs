@@ -1,15 +1,15 @@
-//! The assembler's compact spans: a span waiting for its parent is a [`Rec`] (times, an interned
-//! name, typed attributes), not yet an OTLP `Span` with its strings and id vectors; and a thread's
-//! closed spans in close order (an arena), whose trees are contiguous ranges ending at their root.
+//! The assembler's compact spans: a span whose tree is not final is a [`Rec`] (times, an interned
+//! name, typed attributes), not yet an OTLP `Span` with its strings and id vectors.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 // Shared, so that each string is kept once (the assembler moves to the forwarder's thread).
 use std::sync::Arc;
 
 use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;
 use phosphor_format::file::{Event, TableStr, Value};
 use phosphor_format::logfmt::format_log;
-use phosphor_format::MAX_PARAMS;
+use phosphor_format::{Phase, MAX_PARAMS};
+use phosphor_model::names::lock_base;
 
 use crate::context::TraceContext;
 
@@ -21,8 +21,11 @@ use crate::context::TraceContext;
 pub(super) struct Strings {
     ids: HashMap<Arc<str>, u32>,
     list: Vec<Arc<str>>,
-    /// The file's string table index to the id.
-    by_index: HashMap<u32, u32>,
+    /// By the file's string table index, the id plus one (0: not seen yet).
+    by_index: Vec<u32>,
+    /// A lock's name as shown (`NAME (wait)`, `NAME (held)`), by the file's string table index
+    /// of its callsite's name and whether it is the held phase.
+    locks: HashMap<(u32, bool), u32>,
 }
 
 impl Strings {
@@ -39,11 +42,26 @@ impl Strings {
 
     /// The id of a string of the file's table.
     pub(super) fn table_id(&mut self, s: TableStr<'_>) -> u32 {
-        if let Some(&id) = self.by_index.get(&s.index()) {
-            return id;
+        let at = s.index() as usize;
+        if let Some(&id) = self.by_index.get(at).filter(|&&id| id != 0) {
+            return id - 1;
         }
         let id = self.id(s.as_str());
-        self.by_index.insert(s.index(), id);
+        if at >= self.by_index.len() {
+            self.by_index.resize(at + 1, 0);
+        }
+        self.by_index[at] = id + 1;
+        id
+    }
+
+    /// The id of a lock callsite's name as shown ([`lock_name`]).
+    fn lock_id(&mut self, s: TableStr<'_>, phase: Phase) -> u32 {
+        let key = (s.index(), phase == Phase::LockHeld);
+        if let Some(&id) = self.locks.get(&key) {
+            return id;
+        }
+        let id = self.id(&lock_name(s.as_str(), phase));
+        self.locks.insert(key, id);
         id
     }
 
@@ -82,117 +100,27 @@ pub(super) struct Attr {
     pub value: Val,
 }
 
-/// No parent (yet): a pending root, or an async slice.
-pub(super) const NO_PARENT: u64 = u64::MAX;
+/// No parent: a root, or an async slice.
+pub(super) const NO_PARENT: u32 = u32::MAX;
 
-/// A closed span waiting to be final.
+/// A span whose tree is not final yet.
 #[derive(Debug)]
 pub(super) struct Rec {
     pub start: u64,
     pub end: u64,
-    /// Number in the file, in close order over every thread: its span id (and its trace's id
-    /// when it is a root).
+    /// Number in the file, in the order spans are made: its span id (and its trace's id when it
+    /// is a root).
     pub n: u64,
-    /// The close number (on its thread) of the span that took it; [`NO_PARENT`] while none has.
-    pub parent: u64,
+    /// The index of its parent in its tree ([`NO_PARENT`]: the root).
+    pub parent: u32,
     pub name: Text,
     pub attrs: Vec<Attr>,
-    /// Logs and instants it took, in time order.
+    /// Logs and instants it encloses (and no span nested in it does), in time order.
     pub events: Vec<SpanEvent>,
     /// The distributed trace its subtree joins, if a trace context was recorded in it.
     pub context: Option<Box<TraceContext>>,
     /// The recording thread of a scope (`thread.id`); `None` for an async slice.
     pub tid: Option<u32>,
-}
-
-/// Something on a thread that nothing has taken yet, in file order.
-#[derive(Debug)]
-pub(super) enum Pending {
-    /// A span (by its close number) with its subtree: a root so far.
-    Span(u64),
-    /// A log or an instant.
-    Event(SpanEvent),
-    /// A trace context recorded at this time.
-    Context(u64, TraceContext),
-}
-
-/// A begin/end scope that has begun.
-#[derive(Debug)]
-pub(super) struct Open {
-    pub start: u64,
-    pub name: Text,
-    pub attrs: Vec<Attr>,
-}
-
-/// One thread's state.
-///
-/// Invariant: `arena` is the concatenation, in order, of the trees of the `Pending::Span` items
-/// of `pending` (a tree is its spans in close order, root last: a scope closes after the scopes
-/// nested in it); `arena[i]` has close number `base + i`.
-#[derive(Debug, Default)]
-pub(super) struct Thread {
-    pub open: Vec<Open>,
-    pub arena: VecDeque<Rec>,
-    pub base: u64,
-    pub pending: VecDeque<Pending>,
-    /// Spans closed so far (the next close number).
-    pub closed: u64,
-    /// From a first reading of the file: the close numbers of this thread's true roots, ascending,
-    /// for close numbers at or past `known_from`; `next_root` indexes the first not yet passed.
-    pub roots: Vec<u64>,
-    pub known_from: u64,
-    pub next_root: usize,
-    /// Whether a first reading gave this thread's roots.
-    pub roots_known: bool,
-}
-
-impl Thread {
-    /// The start of a pending item.
-    pub fn start_of(&self, item: &Pending) -> u64 {
-        match item {
-            Pending::Span(at) => self.arena[(at - self.base) as usize].start,
-            Pending::Event(e) => e.time_unix_nano,
-            Pending::Context(t, _) => *t,
-        }
-    }
-
-    /// The end of a pending item (its time for an event).
-    pub fn end_of(&self, item: &Pending) -> u64 {
-        match item {
-            Pending::Span(at) => self.arena[(at - self.base) as usize].end,
-            _ => self.start_of(item),
-        }
-    }
-
-    /// Whether the span closed as number `k` is known to be a root of the whole file.
-    pub fn is_true_root(&mut self, k: u64) -> bool {
-        if !self.roots_known || k < self.known_from {
-            return false;
-        }
-        while self.roots.get(self.next_root).is_some_and(|&r| r < k) {
-            self.next_root += 1;
-        }
-        self.roots.get(self.next_root) == Some(&k)
-    }
-
-    /// Removes the oldest pending item; a span's tree is moved into `tree` (emptied first), whose
-    /// element `i` had close number `base + i`, the returned base.
-    pub fn pop_front(&mut self, tree: &mut Vec<Rec>) -> Option<(Pending, u64)> {
-        let item = self.pending.pop_front()?;
-        let base = self.base;
-        if let Pending::Span(at) = item {
-            tree.clear();
-            let len = (at + 1 - self.base) as usize;
-            tree.extend(self.arena.drain(..len));
-            self.base = at + 1;
-        }
-        Some((item, base))
-    }
-
-    /// Spans and items held (a pending root counts twice: a bound, not a census).
-    pub fn size(&self) -> usize {
-        self.arena.len() + self.pending.len()
-    }
 }
 
 /// A typed attribute value.
@@ -210,21 +138,40 @@ pub(super) fn val(value: Value<'_>) -> Val {
     }
 }
 
-/// The event's name (argument 0 for a dynamic name) and its other arguments as attributes.
+/// A lock event's name as every output shows it: `NAME (wait)` or `NAME (held)`
+/// ([`lock_base`]); other names as they are.
+pub(super) fn lock_name(name: &str, phase: Phase) -> String {
+    match phase {
+        Phase::LockWait => format!("{} (wait)", lock_base(name, phase)),
+        Phase::LockHeld => format!("{} (held)", lock_base(name, phase)),
+        _ => name.to_owned(),
+    }
+}
+
+/// The event's name (argument 0 for a dynamic name; a lock's as [`lock_name`] shows it) and its
+/// other arguments as attributes.
 pub(super) fn name_and_attrs(strings: &mut Strings, event: &Event<'_>) -> (Text, Vec<Attr>) {
     let mut name = None;
     let mut attrs = Vec::new();
+    let phase = event.callsite.phase;
     for (i, (_, value)) in event.args.iter().enumerate().filter_map(|(i, a)| Some((i, (*a)?))) {
         if i == 0 && event.callsite.dynamic_name {
             if let Value::Str(s) = value {
-                name = Some(Text::Owned(s.into()));
+                let shown = match phase {
+                    Phase::LockWait | Phase::LockHeld => lock_name(s, phase).into_boxed_str(),
+                    _ => s.into(),
+                };
+                name = Some(Text::Owned(shown));
                 continue;
             }
         }
         // The argument's name is the callsite's.
         attrs.push(Attr { key: strings.table_id(event.callsite.arg_names[i]), value: val(value) });
     }
-    let name = name.unwrap_or_else(|| Text::Interned(strings.table_id(event.callsite.name)));
+    let name = name.unwrap_or_else(|| match phase {
+        Phase::LockWait | Phase::LockHeld => Text::Interned(strings.lock_id(event.callsite.name, phase)),
+        _ => Text::Interned(strings.table_id(event.callsite.name)),
+    });
     (name, attrs)
 }
 

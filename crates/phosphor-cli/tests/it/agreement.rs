@@ -162,7 +162,9 @@ fn otlp(test: &str, file: &Path) -> Output {
     let attr = |s: &Span, key: &str| s.attributes.iter().find(|a| a.key == key).cloned();
     let tid = |s: &Span| -> Option<u64> {
         use opentelemetry_proto::tonic::common::v1::any_value::Value;
-        if attr(s, "phosphor.async_id").is_some() {
+        // Async slices are not a thread's; a begin never ended is not a closed slice (it only
+        // names what it holds, as in the statistics).
+        if attr(s, "phosphor.async_id").is_some() || attr(s, "phosphor.unclosed").is_some() {
             return None;
         }
         match attr(s, "thread.id")?.value?.value? {
@@ -172,12 +174,19 @@ fn otlp(test: &str, file: &Path) -> Output {
     };
     let by_id: BTreeMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), s)).collect();
     let (mut paths, mut complaints) = (Paths::new(), Vec::new());
+    let thread = |s: &Span| -> Option<u64> {
+        use opentelemetry_proto::tonic::common::v1::any_value::Value;
+        match attr(s, "thread.id")?.value?.value? {
+            Value::IntValue(t) => Some(t as u64),
+            _ => None,
+        }
+    };
     for s in &spans {
         let Some(t) = tid(s) else { continue };
         let mut path = vec![s.name.clone()];
         let mut at = s;
         while let Some(p) = by_id.get(at.parent_span_id.as_slice()) {
-            if tid(p) != Some(t) {
+            if thread(p) != Some(t) || attr(p, "phosphor.async_id").is_some() {
                 break;
             }
             path.push(p.name.clone());

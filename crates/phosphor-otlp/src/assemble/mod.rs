@@ -26,7 +26,8 @@
 //! goes to that async slice. Arguments are typed attributes (`int`, `double`, `string`, `bool`;
 //! pointers as `0x…` strings; a `u64` past `i64::MAX` as a string). A lock's span is named `NAME
 //! (wait)` or `NAME (held)`, as every output names it. Times are wall-clock Unix nanoseconds
-//! through the header's clock; a span's length is its ticks in ns, as `phosphor stats` counts it.
+//! through the header's clock, each rounded once (`phosphor_model::timeline`): a span's length is
+//! its rounded end less its rounded start, as `phosphor stats` counts it.
 
 mod emit;
 mod tree;
@@ -42,6 +43,7 @@ use phosphor_format::clock::ClockInfo;
 use phosphor_format::file::{Event, Header};
 use phosphor_format::Phase;
 use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
+use phosphor_model::timeline::Timeline;
 
 use self::emit::{event_size, Emitter};
 use self::tree::{log_message, name_and_attrs, Attr, Text, Val};
@@ -131,6 +133,9 @@ enum Models {
 /// Builds spans from one trace file's events, read in file order.
 #[derive(Debug)]
 pub struct Assembler {
+    /// Events are nested and timed on these times (nanoseconds rounded per timestamp, as
+    /// `phosphor stats` and the other outputs take them); `clock` is their clock.
+    timeline: Timeline,
     clock: ClockInfo,
     options: AssembleOptions,
     models: Models,
@@ -174,8 +179,9 @@ impl Assembler {
             Some(_) => Models::Live(HashMap::new()),
         };
         Assembler {
-            clock: header.clock.clone(),
-            build: Builder::new(header.clock.clone(), out),
+            timeline: Timeline::new(&header.clock),
+            clock: Timeline::new(&header.clock).clock().clone(),
+            build: Builder::new(Timeline::new(&header.clock).clock().clone(), out),
             options,
             models,
             asyncs: HashMap::new(),
@@ -202,12 +208,12 @@ impl Assembler {
         let flush = &mut flush;
         self.idle_ns = 0;
         let phase = event.callsite.phase;
-        let ts = event.ts;
+        let ts = self.timeline.time(event.ts);
         let t = self.clock.to_wall_ns(ts);
         match phase {
             Phase::Complete | Phase::LockWait | Phase::LockHeld => {
-                let dur = event.duration.unwrap_or(0);
-                let end = t.saturating_add(self.clock.ticks_to_ns(dur));
+                let dur = self.timeline.end(event.ts, event.duration.unwrap_or(0)) - ts;
+                let end = t.saturating_add(dur);
                 self.now = self.now.max(end);
                 let (name, attrs) = name_and_attrs(&mut self.build.out.strings, event);
                 let slot = Slot::new(Item::Span(name, attrs));

@@ -15,7 +15,7 @@ use phosphor_format::clock::ClockInfo;
 use phosphor_model::nesting::{Problem, ProblemKind, Sink, Slice, SliceKind};
 
 use super::emit::{event_size, Emitter};
-use super::tree::{Attr, Rec, Text, NO_PARENT};
+use super::tree::{Attr, Rec, Text, Val, NO_PARENT};
 use crate::context::TraceContext;
 use crate::Span;
 
@@ -132,6 +132,18 @@ impl Sink<Slot> for Builder {
                 self.stack.push((*slice, self.out.tree.len() as u32));
                 self.out.tree.push(rec);
             }
+            (SliceKind::Unclosed, Some(Item::Span(name, mut attrs))) => {
+                // A begin never ended is a span too, marked `phosphor.unclosed`: it holds what
+                // `phosphor stats` puts under its name. It ends with the last span it holds (at
+                // its begin if none; set when it is left).
+                self.out.stats.unclosed += 1;
+                attrs.push(Attr { key: self.out.strings.id("phosphor.unclosed"), value: Val::Bool(true) });
+                let start = self.clock.to_wall_ns(slice.start);
+                let mut rec = self.rec(start, start, name, attrs, Some(slice.tid));
+                rec.parent = self.stack.last().map_or(NO_PARENT, |&(_, at)| at);
+                self.stack.push((*slice, self.out.tree.len() as u32));
+                self.out.tree.push(rec);
+            }
             (SliceKind::Unclosed, _) => self.out.stats.unclosed += 1,
             (SliceKind::Mark, Some(Item::Event(e))) => match self.stack.last() {
                 Some(&(_, at)) => {
@@ -166,7 +178,13 @@ impl Sink<Slot> for Builder {
         if self.stack.last().is_none_or(|(s, _)| s != slice) {
             return;
         }
-        self.stack.pop();
+        let (_, at) = self.stack.pop().expect("just looked at");
+        if slice.kind == SliceKind::Unclosed {
+            // Its subtree follows it in the tree: it ends with the last of them.
+            let end = self.out.tree[at as usize..].iter().map(|r| r.end).max().unwrap_or(0);
+            let rec = &mut self.out.tree[at as usize];
+            rec.end = rec.end.max(end);
+        }
         if self.stack.is_empty() {
             self.out.finalize();
         }

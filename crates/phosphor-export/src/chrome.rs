@@ -68,7 +68,7 @@ use phosphor_format::Phase;
 use phosphor_model::nesting::{Slice, SliceKind};
 use phosphor_model::ordered::{Ordered, SliceWriter};
 
-use crate::chrome_time::{write_units_as_us, Times, UNITS_PER_NS};
+use crate::chrome_time::{write_units_as_us, Points, UNITS_PER_NS};
 pub use crate::error::{Error, ExportSummary};
 
 /// Writes the trace that `reader` reads as Chrome JSON to `out` (buffered here; pass the writer
@@ -129,7 +129,7 @@ impl<W: Write> ChromeDocument<W> {
         let mut scratch = String::new();
         let mut quoted = Quoted::default();
         let mut ids = Ids { pid, tid: None, bytes: Vec::new() };
-        let mut times = Times::default();
+        let mut walk = Walk::default();
         let mut ordered = Ordered::default();
 
         if n > 0 {
@@ -149,7 +149,7 @@ impl<W: Write> ChromeDocument<W> {
             ids: &mut ids,
             scratch: &mut scratch,
             quoted: &mut quoted,
-            times: &mut times,
+            walk: &mut walk,
             error: None,
         };
         // Thread slices go through `Ordered`, which hands them over in the order of their tree;
@@ -188,6 +188,7 @@ impl<W: Write> ChromeDocument<W> {
             }
         };
         ordered.finish(reader.tables(), &mut w);
+        w.flush_all();
         if let Some(err) = w.error.take() {
             return Err(err.into());
         }
@@ -383,10 +384,31 @@ fn write_i64(out: &mut impl Write, v: i64) -> io::Result<()> {
 enum Place {
     /// At its own timestamp, with no duration: what is not a thread slice, and marks.
     Stream,
-    /// A slice with a duration, as an `X`: start and duration in `chrome_time` units.
-    Complete { start: i128, dur: i128 },
+    /// A slice with a duration, as an `X`: start and end in `chrome_time` units.
+    Complete { start: i128, end: i128 },
     /// A begin never ended, as a `B` with no `E`.
     Open { start: i128 },
+}
+
+/// A thread slice of the walk, written as far as its time (`text[at..split]`) and from there on
+/// (`text[split..till]`), with its place: a slice's end is known when the walk leaves it.
+struct Entry {
+    at: usize,
+    split: usize,
+    till: usize,
+    place: Place,
+}
+
+/// The walk's slices since the last time no scope was open, held until every one's end is
+/// known, then written in the walk's order (a slice before the slices nested in it): at most
+/// the subtree [`Ordered`] hands over at once.
+#[derive(Default)]
+struct Walk {
+    text: Vec<u8>,
+    entries: Vec<Entry>,
+    /// The entries of the scopes entered and not yet left.
+    open: Vec<usize>,
+    points: Points,
 }
 
 /// The [`SliceWriter`] of a file's thread slices, and the writer of its other events.
@@ -396,23 +418,70 @@ struct Slices<'a, W> {
     ids: &'a mut Ids,
     scratch: &'a mut String,
     quoted: &'a mut Quoted,
-    times: &'a mut Times,
+    walk: &'a mut Walk,
     /// The first write error: nothing more is written after it.
     error: Option<io::Error>,
 }
 
 impl<W: Write> Slices<'_, W> {
-    fn write(&mut self, e: &Event<'_>, place: Place) {
+    /// An event that is not a thread slice, written as read.
+    fn stream(&mut self, e: &Event<'_>) {
         if self.error.is_none() {
-            if let Err(err) = write_event(self.out, self.at, self.ids, e, self.scratch, self.quoted, place) {
+            let r = write_event(self.out, self.at, self.ids, e, self.scratch, self.quoted, Place::Stream);
+            if let Err(err) = r {
                 self.error = Some(err);
             }
         }
     }
 
-    /// An event that is not a thread slice, written as read.
-    fn stream(&mut self, e: &Event<'_>) {
-        self.write(e, Place::Stream);
+    /// Holds `e`, a slice of the walk, at `place` (an end to be filled in when it is left).
+    fn hold(&mut self, e: &Event<'_>, place: Place) {
+        let w = &mut *self.walk;
+        let at = w.text.len();
+        // Writing to a `Vec` cannot fail.
+        let _ = write_head(&mut w.text, e, self.scratch, self.quoted);
+        if let Place::Stream = place {
+            // A mark: its time is its own.
+            let _ = write_time(&mut w.text, self.at, Some(e), place);
+        }
+        let split = w.text.len();
+        let _ = write_tail(&mut w.text, self.ids, e, self.quoted);
+        w.entries.push(Entry { at, split, till: w.text.len(), place });
+    }
+
+    /// Writes the entries held, once no scope is open.
+    fn flush(&mut self) {
+        let w = &mut *self.walk;
+        if !w.open.is_empty() {
+            return;
+        }
+        if self.error.is_none() {
+            for entry in &w.entries {
+                let text = &w.text;
+                let r = (|| {
+                    self.out.write_all(&text[entry.at..entry.split])?;
+                    write_time(self.out, self.at, None, entry.place)?;
+                    self.out.write_all(&text[entry.split..entry.till])
+                })();
+                if let Err(err) = r {
+                    self.error = Some(err);
+                    break;
+                }
+            }
+        }
+        w.entries.clear();
+        w.text.clear();
+    }
+
+    /// Writes what is held whatever is open (at the end of a file: scopes never left are
+    /// written as begins never ended).
+    fn flush_all(&mut self) {
+        for i in std::mem::take(&mut self.walk.open) {
+            if let Place::Complete { start, .. } = self.walk.entries[i].place {
+                self.walk.entries[i].place = Place::Open { start };
+            }
+        }
+        self.flush();
     }
 }
 
@@ -437,17 +506,25 @@ impl<W: Write> SliceWriter for Slices<'_, W> {
         let place = match s.kind {
             SliceKind::Mark => Place::Stream,
             SliceKind::Scope => {
-                let (start, end) = (slice_ns(s.start), slice_ns(s.start.saturating_add(s.dur)));
-                let (b, e) = self.times.begin(s.tid, start, end, (s.start, s.dur));
-                Place::Complete { start: b, dur: e - b }
+                let start = self.walk.points.at(s.tid, slice_ns(s.start));
+                self.walk.open.push(self.walk.entries.len());
+                // The end is filled in when the walk leaves the slice.
+                Place::Complete { start, end: start }
             }
-            SliceKind::Unclosed => Place::Open { start: self.times.unclosed(s.tid, slice_ns(s.start)) },
+            SliceKind::Unclosed => Place::Open { start: self.walk.points.at(s.tid, slice_ns(s.start)) },
         };
-        self.write(e, place);
+        self.hold(e, place);
+        self.flush();
     }
 
     fn end(&mut self, s: &Slice, _end: Option<&Event<'_>>) {
-        self.times.end(s.tid, (s.start, s.dur));
+        let end = self.walk.points.at(s.tid, slice_ns(s.start.saturating_add(s.dur)));
+        if let Some(i) = self.walk.open.pop() {
+            if let Place::Complete { start, .. } = self.walk.entries[i].place {
+                self.walk.entries[i].place = Place::Complete { start, end };
+            }
+        }
+        self.flush();
     }
 }
 
@@ -471,17 +548,14 @@ fn write_event(
     quoted: &mut Quoted,
     place: Place,
 ) -> io::Result<()> {
+    write_head(out, e, scratch, quoted)?;
+    write_time(out, clock, Some(e), place)?;
+    write_tail(out, ids, e, quoted)
+}
+
+/// An event's name and category, its first fields.
+fn write_head(out: &mut impl Write, e: &Event<'_>, scratch: &mut String, quoted: &mut Quoted) -> io::Result<()> {
     let cs = &e.callsite;
-    let ph = match (place, cs.phase) {
-        (Place::Complete { .. }, _) => b",\"ph\":\"X\",\"ts\":",
-        (Place::Open { .. }, _) | (_, Phase::Begin) => b",\"ph\":\"B\",\"ts\":",
-        (_, Phase::End) => b",\"ph\":\"E\",\"ts\":",
-        (_, Phase::Complete | Phase::LockWait | Phase::LockHeld) => b",\"ph\":\"X\",\"ts\":",
-        (_, Phase::Instant | Phase::Log) => b",\"ph\":\"i\",\"ts\":",
-        (_, Phase::Counter | Phase::Data) => b",\"ph\":\"C\",\"ts\":",
-        (_, Phase::AsyncBegin) => b",\"ph\":\"b\",\"ts\":",
-        (_, Phase::AsyncEnd) => b",\"ph\":\"e\",\"ts\":",
-    };
     out.write_all(b",\n{\"name\":")?;
     let name: &str = match cs.phase {
         // A lock's phase follows its name: the callsite's, or the one a `dyn` lock carries.
@@ -504,17 +578,43 @@ fn write_event(
         }
     }
     out.write_all(b",\"cat\":")?;
-    out.write_all(quoted.get(cs.category))?;
-    out.write_all(ph)?;
-    match place {
-        Place::Stream => write_us(out, clock.ns(e.ts))?,
-        Place::Open { start } => write_units(out, start)?,
-        Place::Complete { start, dur } => {
+    out.write_all(quoted.get(cs.category))
+}
+
+/// An event's phase and time: `e` is the event of a [`Place::Stream`] (a held slice's phase
+/// follows its place).
+fn write_time(out: &mut impl Write, clock: &Placed<'_>, e: Option<&Event<'_>>, place: Place) -> io::Result<()> {
+    match (place, e) {
+        (Place::Complete { start, end }, _) => {
+            out.write_all(b",\"ph\":\"X\",\"ts\":")?;
             write_units(out, start)?;
             out.write_all(b",\"dur\":")?;
-            write_units_as_us(out, dur)?;
+            write_units_as_us(out, end - start)
         }
+        (Place::Open { start }, _) => {
+            out.write_all(b",\"ph\":\"B\",\"ts\":")?;
+            write_units(out, start)
+        }
+        (Place::Stream, Some(e)) => {
+            let ph: &[u8] = match e.callsite.phase {
+                Phase::Begin => b",\"ph\":\"B\",\"ts\":",
+                Phase::End => b",\"ph\":\"E\",\"ts\":",
+                Phase::Complete | Phase::LockWait | Phase::LockHeld => b",\"ph\":\"X\",\"ts\":",
+                Phase::Instant | Phase::Log => b",\"ph\":\"i\",\"ts\":",
+                Phase::Counter | Phase::Data => b",\"ph\":\"C\",\"ts\":",
+                Phase::AsyncBegin => b",\"ph\":\"b\",\"ts\":",
+                Phase::AsyncEnd => b",\"ph\":\"e\",\"ts\":",
+            };
+            out.write_all(ph)?;
+            write_us(out, clock.ns(e.ts))
+        }
+        (Place::Stream, None) => Ok(()),
     }
+}
+
+/// An event's fields after its time: thread, flow, arguments.
+fn write_tail(out: &mut impl Write, ids: &mut Ids, e: &Event<'_>, quoted: &mut Quoted) -> io::Result<()> {
+    let cs = &e.callsite;
     out.write_all(ids.of(e.tid))?;
     if matches!(cs.phase, Phase::Instant | Phase::Log) {
         out.write_all(b",\"s\":\"t\"")?;

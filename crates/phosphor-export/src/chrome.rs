@@ -30,13 +30,27 @@
 //!
 //! # Slices, per client
 //!
-//! Every slice with a duration is one `X`, written at its begin in the walk's order (begins
-//! outer-first): its duration is known then. No `B`/`E` pairs: speedscope queues a file's `B`s
-//! before its `X`s at equal times and opens a `B` before an `E` of the same name and arguments,
-//! which nests a pair inside a touching sibling of the same name or outside the complete event
-//! around it; with `X` alone, speedscope (sorts by `ts`, then longer first, then file order),
-//! Chrome's viewer and Perfetto (sort by `ts`, ties in file order) all see the walk, given the
-//! times below. Instants and logs are `i`, which speedscope ignores.
+//! Every slice with a duration is one `X`, in the walk's order (a slice before the slices nested
+//! in it); a begin never ended is a `B` with no `E`. No `B`/`E` pairs: at equal times speedscope
+//! queues a file's `B`s before its `X`s and opens a `B` before an `E` of the same name and
+//! arguments, which nests a pair inside a touching sibling of the same name. Instants and logs
+//! are `i`, which speedscope ignores.
+//!
+//! **The rule.** The walk is a sequence of points (each slice's begin, then its end after the
+//! slices nested in it), in time order. Each point is written at its nanosecond plus one step
+//! per point of its thread already written at that nanosecond (see `chrome_time`): every point of
+//! a thread has a time of its own, and sorted by time the points are the walk, at any depth and
+//! however many slices start or end, with or without length, in one nanosecond. Speedscope sorts
+//! by time (its rules for ties then never apply: `ts`, then longer first, then file order, and an
+//! end before a begin unless they name the same frame), so it rebuilds the tree `phosphor stats`
+//! counts; so does Chrome's viewer. Perfetto reads times to the nanosecond with ties in file
+//! order, which is the walk's. Since an `X` carries its end, the walk's slices are held
+//! (`Walk`) until every one's end is known, which is when no scope is open on the walk: at most
+//! the subtree [`Ordered`] hands over at once, bounded as it is.
+//!
+//! The steps are 0.1 ps up to 67 s from the trace's origin (coarser later, so that floating-point
+//! sums keep the order), leaving room for 5,000 points per nanosecond and thread; past that many,
+//! the rest of the nanosecond's points tie.
 //!
 //! # Time
 //!
@@ -45,10 +59,9 @@
 //! origin** (the instant the header's `origin_ticks` was read); the origin's `CLOCK_MONOTONIC` and
 //! wall-clock nanoseconds are in `otherData`, so absolute times can be recovered. Relative times
 //! keep the numbers small enough that a viewer parsing them as `f64` keeps every nanosecond. A
-//! slice's `ts` and `dur` are moved by under half a nanosecond so that, read in floating point,
-//! the begins and ends at one nanosecond come in the walk's order (see `chrome_time`): a child
-//! after its parent, ends inner-first, a zero-length scope at its parent's end inside it. Rounded
-//! to the nanosecond, as Perfetto reads them, times and durations are exact.
+//! point that shares its nanosecond with earlier points of its thread is moved by its steps,
+//! under half a nanosecond: rounded to the nanosecond, as Perfetto reads them, times and
+//! durations are exact, and a slice alone in its nanoseconds is written at its exact times.
 //!
 //! Several files make one document through [`ChromeDocument`]: a process per file, each file's
 //! `ts` counted from the earliest origin of them all (its origin on the shared timeline added).
@@ -554,7 +567,12 @@ fn write_event(
 }
 
 /// An event's name and category, its first fields.
-fn write_head(out: &mut impl Write, e: &Event<'_>, scratch: &mut String, quoted: &mut Quoted) -> io::Result<()> {
+fn write_head(
+    out: &mut impl Write,
+    e: &Event<'_>,
+    scratch: &mut String,
+    quoted: &mut Quoted,
+) -> io::Result<()> {
     let cs = &e.callsite;
     out.write_all(b",\n{\"name\":")?;
     let name: &str = match cs.phase {
@@ -583,7 +601,12 @@ fn write_head(out: &mut impl Write, e: &Event<'_>, scratch: &mut String, quoted:
 
 /// An event's phase and time: `e` is the event of a [`Place::Stream`] (a held slice's phase
 /// follows its place).
-fn write_time(out: &mut impl Write, clock: &Placed<'_>, e: Option<&Event<'_>>, place: Place) -> io::Result<()> {
+fn write_time(
+    out: &mut impl Write,
+    clock: &Placed<'_>,
+    e: Option<&Event<'_>>,
+    place: Place,
+) -> io::Result<()> {
     match (place, e) {
         (Place::Complete { start, end }, _) => {
             out.write_all(b",\"ph\":\"X\",\"ts\":")?;

@@ -32,7 +32,7 @@ const UNITS_PER_US: i128 = 10_000_000;
 fn step(ns: i64) -> i128 {
     // floor(log2) of the time in microseconds: an ulp there is 2^(e - 52) µs, and 8 of them are
     // 2^(e - 49) µs, or 2^(e - 49) * 10^7 units.
-    let e = 63 - (ns.unsigned_abs() / 1000 | 1).leading_zeros() as i32;
+    let e = 63 - ((ns.unsigned_abs() / 1000) | 1).leading_zeros() as i32;
     let need = 2f64.powi(e - 49) * 1e7;
     let mut unit = 1;
     while (unit as f64) < need && unit < UNITS_PER_NS {

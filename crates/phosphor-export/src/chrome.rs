@@ -30,13 +30,27 @@
 //!
 //! # Slices, per client
 //!
-//! Every slice with a duration is one `X`, written at its begin in the walk's order (begins
-//! outer-first): its duration is known then. No `B`/`E` pairs: speedscope queues a file's `B`s
-//! before its `X`s at equal times and opens a `B` before an `E` of the same name and arguments,
-//! which nests a pair inside a touching sibling of the same name or outside the complete event
-//! around it; with `X` alone, speedscope (sorts by `ts`, then longer first, then file order),
-//! Chrome's viewer and Perfetto (sort by `ts`, ties in file order) all see the walk, given the
-//! times below. Instants and logs are `i`, which speedscope ignores.
+//! Every slice with a duration is one `X`, in the walk's order (a slice before the slices nested
+//! in it); a begin never ended is a `B` with no `E`. No `B`/`E` pairs: at equal times speedscope
+//! queues a file's `B`s before its `X`s and opens a `B` before an `E` of the same name and
+//! arguments, which nests a pair inside a touching sibling of the same name. Instants and logs
+//! are `i`, which speedscope ignores.
+//!
+//! **The rule.** The walk is a sequence of points (each slice's begin, then its end after the
+//! slices nested in it), in time order. Each point is written at its nanosecond plus one step
+//! per point of its thread already written at that nanosecond (see `chrome_time`): every point of
+//! a thread has a time of its own, and sorted by time the points are the walk, at any depth and
+//! however many slices start or end, with or without length, in one nanosecond. Speedscope sorts
+//! by time (its rules for ties then never apply: `ts`, then longer first, then file order, and an
+//! end before a begin unless they name the same frame), so it rebuilds the tree `phosphor stats`
+//! counts; so does Chrome's viewer. Perfetto reads times to the nanosecond with ties in file
+//! order, which is the walk's. Since an `X` carries its end, the walk's slices are held
+//! (`Walk`) until every one's end is known, which is when no scope is open on the walk: at most
+//! the subtree [`Ordered`] hands over at once, bounded as it is.
+//!
+//! The steps are 0.1 ps up to 67 s from the trace's origin (coarser later, so that floating-point
+//! sums keep the order), leaving room for 5,000 points per nanosecond and thread; past that many,
+//! the rest of the nanosecond's points tie.
 //!
 //! # Time
 //!
@@ -45,10 +59,9 @@
 //! origin** (the instant the header's `origin_ticks` was read); the origin's `CLOCK_MONOTONIC` and
 //! wall-clock nanoseconds are in `otherData`, so absolute times can be recovered. Relative times
 //! keep the numbers small enough that a viewer parsing them as `f64` keeps every nanosecond. A
-//! slice's `ts` and `dur` are moved by under half a nanosecond so that, read in floating point,
-//! the begins and ends at one nanosecond come in the walk's order (see `chrome_time`): a child
-//! after its parent, ends inner-first, a zero-length scope at its parent's end inside it. Rounded
-//! to the nanosecond, as Perfetto reads them, times and durations are exact.
+//! point that shares its nanosecond with earlier points of its thread is moved by its steps,
+//! under half a nanosecond: rounded to the nanosecond, as Perfetto reads them, times and
+//! durations are exact, and a slice alone in its nanoseconds is written at its exact times.
 //!
 //! Several files make one document through [`ChromeDocument`]: a process per file, each file's
 //! `ts` counted from the earliest origin of them all (its origin on the shared timeline added).
@@ -68,7 +81,7 @@ use phosphor_format::Phase;
 use phosphor_model::nesting::{Slice, SliceKind};
 use phosphor_model::ordered::{Ordered, SliceWriter};
 
-use crate::chrome_time::{write_units_as_us, Times, UNITS_PER_NS};
+use crate::chrome_time::{write_units_as_us, Points, UNITS_PER_NS};
 pub use crate::error::{Error, ExportSummary};
 
 /// Writes the trace that `reader` reads as Chrome JSON to `out` (buffered here; pass the writer
@@ -129,7 +142,7 @@ impl<W: Write> ChromeDocument<W> {
         let mut scratch = String::new();
         let mut quoted = Quoted::default();
         let mut ids = Ids { pid, tid: None, bytes: Vec::new() };
-        let mut times = Times::default();
+        let mut walk = Walk::default();
         let mut ordered = Ordered::default();
 
         if n > 0 {
@@ -149,7 +162,7 @@ impl<W: Write> ChromeDocument<W> {
             ids: &mut ids,
             scratch: &mut scratch,
             quoted: &mut quoted,
-            times: &mut times,
+            walk: &mut walk,
             error: None,
         };
         // Thread slices go through `Ordered`, which hands them over in the order of their tree;
@@ -188,6 +201,7 @@ impl<W: Write> ChromeDocument<W> {
             }
         };
         ordered.finish(reader.tables(), &mut w);
+        w.flush_all();
         if let Some(err) = w.error.take() {
             return Err(err.into());
         }
@@ -383,10 +397,31 @@ fn write_i64(out: &mut impl Write, v: i64) -> io::Result<()> {
 enum Place {
     /// At its own timestamp, with no duration: what is not a thread slice, and marks.
     Stream,
-    /// A slice with a duration, as an `X`: start and duration in `chrome_time` units.
-    Complete { start: i128, dur: i128 },
+    /// A slice with a duration, as an `X`: start and end in `chrome_time` units.
+    Complete { start: i128, end: i128 },
     /// A begin never ended, as a `B` with no `E`.
     Open { start: i128 },
+}
+
+/// A thread slice of the walk, written as far as its time (`text[at..split]`) and from there on
+/// (`text[split..till]`), with its place: a slice's end is known when the walk leaves it.
+struct Entry {
+    at: usize,
+    split: usize,
+    till: usize,
+    place: Place,
+}
+
+/// The walk's slices since the last time no scope was open, held until every one's end is
+/// known, then written in the walk's order (a slice before the slices nested in it): at most
+/// the subtree [`Ordered`] hands over at once.
+#[derive(Default)]
+struct Walk {
+    text: Vec<u8>,
+    entries: Vec<Entry>,
+    /// The entries of the scopes entered and not yet left.
+    open: Vec<usize>,
+    points: Points,
 }
 
 /// The [`SliceWriter`] of a file's thread slices, and the writer of its other events.
@@ -396,23 +431,70 @@ struct Slices<'a, W> {
     ids: &'a mut Ids,
     scratch: &'a mut String,
     quoted: &'a mut Quoted,
-    times: &'a mut Times,
+    walk: &'a mut Walk,
     /// The first write error: nothing more is written after it.
     error: Option<io::Error>,
 }
 
 impl<W: Write> Slices<'_, W> {
-    fn write(&mut self, e: &Event<'_>, place: Place) {
+    /// An event that is not a thread slice, written as read.
+    fn stream(&mut self, e: &Event<'_>) {
         if self.error.is_none() {
-            if let Err(err) = write_event(self.out, self.at, self.ids, e, self.scratch, self.quoted, place) {
+            let r = write_event(self.out, self.at, self.ids, e, self.scratch, self.quoted, Place::Stream);
+            if let Err(err) = r {
                 self.error = Some(err);
             }
         }
     }
 
-    /// An event that is not a thread slice, written as read.
-    fn stream(&mut self, e: &Event<'_>) {
-        self.write(e, Place::Stream);
+    /// Holds `e`, a slice of the walk, at `place` (an end to be filled in when it is left).
+    fn hold(&mut self, e: &Event<'_>, place: Place) {
+        let w = &mut *self.walk;
+        let at = w.text.len();
+        // Writing to a `Vec` cannot fail.
+        let _ = write_head(&mut w.text, e, self.scratch, self.quoted);
+        if let Place::Stream = place {
+            // A mark: its time is its own.
+            let _ = write_time(&mut w.text, self.at, Some(e), place);
+        }
+        let split = w.text.len();
+        let _ = write_tail(&mut w.text, self.ids, e, self.quoted);
+        w.entries.push(Entry { at, split, till: w.text.len(), place });
+    }
+
+    /// Writes the entries held, once no scope is open.
+    fn flush(&mut self) {
+        let w = &mut *self.walk;
+        if !w.open.is_empty() {
+            return;
+        }
+        if self.error.is_none() {
+            for entry in &w.entries {
+                let text = &w.text;
+                let r = (|| {
+                    self.out.write_all(&text[entry.at..entry.split])?;
+                    write_time(self.out, self.at, None, entry.place)?;
+                    self.out.write_all(&text[entry.split..entry.till])
+                })();
+                if let Err(err) = r {
+                    self.error = Some(err);
+                    break;
+                }
+            }
+        }
+        w.entries.clear();
+        w.text.clear();
+    }
+
+    /// Writes what is held whatever is open (at the end of a file: scopes never left are
+    /// written as begins never ended).
+    fn flush_all(&mut self) {
+        for i in std::mem::take(&mut self.walk.open) {
+            if let Place::Complete { start, .. } = self.walk.entries[i].place {
+                self.walk.entries[i].place = Place::Open { start };
+            }
+        }
+        self.flush();
     }
 }
 
@@ -437,17 +519,25 @@ impl<W: Write> SliceWriter for Slices<'_, W> {
         let place = match s.kind {
             SliceKind::Mark => Place::Stream,
             SliceKind::Scope => {
-                let (start, end) = (slice_ns(s.start), slice_ns(s.start.saturating_add(s.dur)));
-                let (b, e) = self.times.begin(s.tid, start, end, (s.start, s.dur));
-                Place::Complete { start: b, dur: e - b }
+                let start = self.walk.points.at(s.tid, slice_ns(s.start));
+                self.walk.open.push(self.walk.entries.len());
+                // The end is filled in when the walk leaves the slice.
+                Place::Complete { start, end: start }
             }
-            SliceKind::Unclosed => Place::Open { start: self.times.unclosed(s.tid, slice_ns(s.start)) },
+            SliceKind::Unclosed => Place::Open { start: self.walk.points.at(s.tid, slice_ns(s.start)) },
         };
-        self.write(e, place);
+        self.hold(e, place);
+        self.flush();
     }
 
     fn end(&mut self, s: &Slice, _end: Option<&Event<'_>>) {
-        self.times.end(s.tid, (s.start, s.dur));
+        let end = self.walk.points.at(s.tid, slice_ns(s.start.saturating_add(s.dur)));
+        if let Some(i) = self.walk.open.pop() {
+            if let Place::Complete { start, .. } = self.walk.entries[i].place {
+                self.walk.entries[i].place = Place::Complete { start, end };
+            }
+        }
+        self.flush();
     }
 }
 
@@ -471,17 +561,19 @@ fn write_event(
     quoted: &mut Quoted,
     place: Place,
 ) -> io::Result<()> {
+    write_head(out, e, scratch, quoted)?;
+    write_time(out, clock, Some(e), place)?;
+    write_tail(out, ids, e, quoted)
+}
+
+/// An event's name and category, its first fields.
+fn write_head(
+    out: &mut impl Write,
+    e: &Event<'_>,
+    scratch: &mut String,
+    quoted: &mut Quoted,
+) -> io::Result<()> {
     let cs = &e.callsite;
-    let ph = match (place, cs.phase) {
-        (Place::Complete { .. }, _) => b",\"ph\":\"X\",\"ts\":",
-        (Place::Open { .. }, _) | (_, Phase::Begin) => b",\"ph\":\"B\",\"ts\":",
-        (_, Phase::End) => b",\"ph\":\"E\",\"ts\":",
-        (_, Phase::Complete | Phase::LockWait | Phase::LockHeld) => b",\"ph\":\"X\",\"ts\":",
-        (_, Phase::Instant | Phase::Log) => b",\"ph\":\"i\",\"ts\":",
-        (_, Phase::Counter | Phase::Data) => b",\"ph\":\"C\",\"ts\":",
-        (_, Phase::AsyncBegin) => b",\"ph\":\"b\",\"ts\":",
-        (_, Phase::AsyncEnd) => b",\"ph\":\"e\",\"ts\":",
-    };
     out.write_all(b",\n{\"name\":")?;
     let name: &str = match cs.phase {
         // A lock's phase follows its name: the callsite's, or the one a `dyn` lock carries.
@@ -504,17 +596,48 @@ fn write_event(
         }
     }
     out.write_all(b",\"cat\":")?;
-    out.write_all(quoted.get(cs.category))?;
-    out.write_all(ph)?;
-    match place {
-        Place::Stream => write_us(out, clock.ns(e.ts))?,
-        Place::Open { start } => write_units(out, start)?,
-        Place::Complete { start, dur } => {
+    out.write_all(quoted.get(cs.category))
+}
+
+/// An event's phase and time: `e` is the event of a [`Place::Stream`] (a held slice's phase
+/// follows its place).
+fn write_time(
+    out: &mut impl Write,
+    clock: &Placed<'_>,
+    e: Option<&Event<'_>>,
+    place: Place,
+) -> io::Result<()> {
+    match (place, e) {
+        (Place::Complete { start, end }, _) => {
+            out.write_all(b",\"ph\":\"X\",\"ts\":")?;
             write_units(out, start)?;
             out.write_all(b",\"dur\":")?;
-            write_units_as_us(out, dur)?;
+            write_units_as_us(out, end - start)
         }
+        (Place::Open { start }, _) => {
+            out.write_all(b",\"ph\":\"B\",\"ts\":")?;
+            write_units(out, start)
+        }
+        (Place::Stream, Some(e)) => {
+            let ph: &[u8] = match e.callsite.phase {
+                Phase::Begin => b",\"ph\":\"B\",\"ts\":",
+                Phase::End => b",\"ph\":\"E\",\"ts\":",
+                Phase::Complete | Phase::LockWait | Phase::LockHeld => b",\"ph\":\"X\",\"ts\":",
+                Phase::Instant | Phase::Log => b",\"ph\":\"i\",\"ts\":",
+                Phase::Counter | Phase::Data => b",\"ph\":\"C\",\"ts\":",
+                Phase::AsyncBegin => b",\"ph\":\"b\",\"ts\":",
+                Phase::AsyncEnd => b",\"ph\":\"e\",\"ts\":",
+            };
+            out.write_all(ph)?;
+            write_us(out, clock.ns(e.ts))
+        }
+        (Place::Stream, None) => Ok(()),
     }
+}
+
+/// An event's fields after its time: thread, flow, arguments.
+fn write_tail(out: &mut impl Write, ids: &mut Ids, e: &Event<'_>, quoted: &mut Quoted) -> io::Result<()> {
+    let cs = &e.callsite;
     out.write_all(ids.of(e.tid))?;
     if matches!(cs.phase, Phase::Instant | Phase::Log) {
         out.write_all(b",\"s\":\"t\"")?;

@@ -116,9 +116,9 @@ fn timestamps_are_exact_decimal_microseconds() {
     let (json, r) = export(&file(&cs, &[(1, records)], &[]));
     r.unwrap();
     assert!(json.contains("\"ts\":1234.567,"), "{json}");
-    // 2^53 + 1 ns: an f64 would round it; integer arithmetic does not. The duration, 1,001 ns,
-    // is written 6.4 ps short (see `chrome_time`): 1.0009936 µs, which rounds back to 1,001 ns.
-    assert!(json.contains("\"ts\":9007199254740.993,\"dur\":1.0009936,"), "{json}");
+    // 2^53 + 1 ns: an f64 would round it; integer arithmetic does not. Alone in its nanoseconds,
+    // a slice is written at its exact times (see `chrome_time`).
+    assert!(json.contains("\"ts\":9007199254740.993,\"dur\":1.001,"), "{json}");
     assert!(json.contains("\"ts\":0.005,"), "{json}");
 }
 
@@ -142,7 +142,7 @@ fn tsc_ticks_are_converted_with_the_header_rate_from_the_clock_origin() {
     // and its complete event starts 100 ticks later and lasts 50.
     let (json, _) = export(GOLDEN);
     assert!(json.contains("\"name\":\"instant_ints\",\"cat\":\"app\",\"ph\":\"i\",\"ts\":0.000,"), "{json}");
-    assert!(json.contains("\"ph\":\"X\",\"ts\":0.050,\"dur\":0.0249936,"), "{json}");
+    assert!(json.contains("\"ph\":\"X\",\"ts\":0.050,\"dur\":0.025,"), "{json}");
 }
 
 #[test]
@@ -483,5 +483,39 @@ fn speedscope_rebuilds_the_engines_tree_from_crafted_ties() {
         let want: std::collections::BTreeMap<String, usize> =
             want.into_iter().map(|(p, n)| (p.to_owned(), n)).collect();
         assert_eq!((paths, warnings), (want, 0), "{name}:\n{json}");
+    }
+}
+
+/// The rule holds at any depth and for many slices in one nanosecond: in a parent, a chain of
+/// 300 equal zero-length scopes at one nanosecond (recorded innermost first, so each encloses the
+/// one before), then one of 2,000 at the parent's end (4,001 points in that nanosecond).
+#[test]
+fn speedscope_rebuilds_deep_chains_and_crowds_of_zero_length_slices_in_one_nanosecond() {
+    use phosphor_craft::records::complete;
+    let mut events: Vec<Vec<Record>> = (0..300).map(|_| complete(5, ID + 2, 0).to_vec()).collect();
+    events.extend((0..2_000).map(|_| complete(10, ID + 3, 0).to_vec()));
+    events.push(complete(0, ID + 1, 10).to_vec());
+    let (json, r) = export(&crafted(&events));
+    r.unwrap();
+    let (paths, warnings) = speedscope(&self::events(&json), 1);
+    // Each path by its depth and last name, for short messages.
+    let short = |p: &String| (p.matches('/').count(), p.rsplit('/').next().unwrap_or("").to_owned());
+    let got: std::collections::BTreeSet<_> = paths.iter().map(|(p, n)| (short(p), *n)).collect();
+    let mut want: std::collections::BTreeSet<_> = (1..=300).map(|d| ((d, "child".to_owned()), 1)).collect();
+    want.insert(((0, "parent".to_owned()), 1));
+    want.extend((1..=2_000).map(|d| ((d, "leaf".to_owned()), 1)));
+    assert_eq!((got, warnings), (want, 0));
+    assert!(paths.keys().all(|p| p == "parent" || p.starts_with("parent/")));
+    // Rounded to the nanosecond, every time is the recorded one (the crafted clock's origin is
+    // 1 µs after tick 0).
+    for e in self::events(&json).iter().filter(|e| e["ph"] == "X") {
+        let ts = e["ts"].as_f64().unwrap() * 1000.0 + 1000.0;
+        let dur = e["dur"].as_f64().unwrap() * 1000.0;
+        let want = match e["name"].as_str().unwrap() {
+            "parent" => (0.0, 10.0),
+            "child" => (5.0, 0.0),
+            _ => (10.0, 0.0),
+        };
+        assert_eq!((ts.round(), dur.round()), want, "{e}");
     }
 }

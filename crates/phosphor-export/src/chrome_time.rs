@@ -2,26 +2,23 @@
 //! sorts by time in floating point rebuilds the walk [`phosphor_model::ordered::Ordered`] hands
 //! the writer (the tree `phosphor stats` counts).
 //!
-//! Every slice with a duration is an `X` event written at its begin, when its end is known.
-//! Speedscope sorts `X` events by `ts`, then longer first, then in file order, and adds `ts + dur`
-//! in floating-point microseconds (after subtracting the thread's first `ts`); Chrome's viewer
-//! nests by the same sums. So at one nanosecond, where the walk has several begins and ends, each
-//! is moved by a fraction of a nanosecond, in 0.1 ps units, to the place the walk gives it:
+//! The walk is a sequence of *points*, a slice's begin and its end, in time order. Each point is
+//! written at its nanosecond plus `k` steps, `k` counting the points of its thread already at
+//! that nanosecond: the `k`-th point of a nanosecond comes after the `k - 1`-th, and every point
+//! of a nanosecond before those of the next. So every point of a thread has a time of its own,
+//! and sorted by time they are the walk, whatever the depth and however many slices start and
+//! end in one nanosecond: a viewer that sorts by time (speedscope, whose tie rules then never
+//! apply; Chrome's viewer) nests each slice as the walk does.
 //!
-//! * A begin is at its nanosecond, or just after the last begin or end written on its thread if
-//!   that is later (a child that starts with its parent, a slice after a zero-length sibling),
-//!   at most [`MAX_PUSH`] past it.
-//! * An end is before its nanosecond by a *shave* that grows with the depth of the slice: of the
-//!   slices that end at one nanosecond, the innermost ends first, and each ends before a slice
-//!   that begins then.
-//! * A zero-length slice lasts [`ZERO_LENGTH`]; one that starts where its parent ends (a scope
-//!   opened and closed as its parent closes) is placed after the last thing written and before
-//!   its parent's end, in half the room left.
-//!
-//! Every move is under half a nanosecond, start and end together: rounded to the nanosecond (as
-//! Perfetto reads `ts` and `dur`: `llround(x * 1000)`), times and durations are exact. The moves
-//! need one entry per open slice of each thread. They hold while a step of 0.1 ps is above the
-//! rounding of the viewer's sums: for threads whose events span less than about ten minutes.
+//! A step is 0.1 ps ([`UNITS_PER_NS`] per nanosecond), or a power of ten times it: at least 8
+//! units in the last place of the time as a double, in microseconds, since speedscope adds
+//! `ts + dur` after subtracting the thread's first `ts`, and the sum must stay between the
+//! neighbouring points. So 0.1 ps up to 2^26 µs (67 s from the trace's origin), 1 ps up to 2^30
+//! µs (18 minutes), 10 ps up to 2^33 µs (2.4 hours). Every point is less than half a nanosecond
+//! past its nanosecond: rounded to the nanosecond (as Perfetto reads `ts` and `dur`:
+//! `llround(x * 1000)`), times and durations are exact. That leaves room for 5,000 points per
+//! nanosecond and thread at 0.1 ps (500 at 1 ps, 50 at 10 ps); past it, further points of that
+//! nanosecond share the last step: ties, which viewers order by their own rules.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
@@ -29,90 +26,49 @@ use std::io::{self, Write};
 /// Units of the written times: 0.1 ps, so 10,000 per nanosecond and 10^7 per microsecond.
 pub(crate) const UNITS_PER_NS: i128 = 10_000;
 const UNITS_PER_US: i128 = 10_000_000;
-/// The shave of a top-level slice's end, and how much more each level down gets, down to
-/// `SHAVE_DEPTHS` levels (past it, equal ends tie, and viewers match them by name).
-const SHAVE_BASE: i128 = 64;
-const SHAVE_STEP: i128 = 32;
-const SHAVE_DEPTHS: usize = 60;
-/// How far past its nanosecond a begin may be moved (0.25 ns).
-const MAX_PUSH: i128 = 2_500;
-/// What a zero-length slice lasts instead (0.05 ns).
-const ZERO_LENGTH: i128 = 500;
 
-/// One thread's open slices (their end as written, their end in ns, and the slice's start and
-/// duration as the walk gives them, to match its end) and the latest time written.
-#[derive(Debug)]
-struct Thread {
-    last: i128,
-    open: Vec<Open>,
+/// The step (in units) at `ns` from the origin: the least power of ten that is at least 8 units
+/// in the last place of `ns / 1000` as an `f64` (see the [module docs](self)).
+fn step(ns: i64) -> i128 {
+    // floor(log2) of the time in microseconds: an ulp there is 2^(e - 52) µs, and 8 of them are
+    // 2^(e - 49) µs, or 2^(e - 49) * 10^7 units.
+    let e = 63 - ((ns.unsigned_abs() / 1000) | 1).leading_zeros() as i32;
+    let need = 2f64.powi(e - 49) * 1e7;
+    let mut unit = 1;
+    while (unit as f64) < need && unit < UNITS_PER_NS {
+        unit *= 10;
+    }
+    unit
 }
 
+/// A thread's last point: its nanosecond, how many points before it that nanosecond has, and
+/// the step there.
 #[derive(Clone, Copy, Debug)]
-struct Open {
-    end: i128,
-    end_ns: i64,
-    key: (u64, u64),
+struct Last {
+    ns: i64,
+    count: i128,
+    step: i128,
 }
 
-/// Every thread's place on the time axis (see the [module docs](self)).
+/// Every thread's points on the time axis (see the [module docs](self)).
 #[derive(Debug, Default)]
-pub(crate) struct Times {
-    threads: HashMap<u32, Thread>,
+pub(crate) struct Points {
+    threads: HashMap<u32, Last>,
 }
 
-fn shave(depth: usize) -> i128 {
-    SHAVE_BASE + SHAVE_STEP * depth.min(SHAVE_DEPTHS) as i128
-}
-
-impl Times {
-    fn thread(&mut self, tid: u32) -> &mut Thread {
-        self.threads.entry(tid).or_insert_with(|| Thread { last: i128::MIN, open: Vec::new() })
-    }
-
-    /// Where to write a slice of thread `tid` from `start` to `end` (ns), which starts the walk's
-    /// next slice: its start and end in units. `key` (start and duration as the walk gives them)
-    /// names it for
-    /// [`Times::end`].
-    pub(crate) fn begin(&mut self, tid: u32, start: i64, end: i64, key: (u64, u64)) -> (i128, i128) {
-        let t = self.thread(tid);
-        let exact = i128::from(start) * UNITS_PER_NS;
-        let (b, e) = match t.open.last() {
-            Some(p) if end == start && start == p.end_ns => {
-                let low = t.last.max(p.end - SHAVE_STEP);
-                let b = (low + 1).min(p.end - 2);
-                (b, b + ((p.end - b) / 2).max(1))
+impl Points {
+    /// The time, in units, of the walk's next point of thread `tid`, at `ns`.
+    pub(crate) fn at(&mut self, tid: u32, ns: i64) -> i128 {
+        let last = self.threads.entry(tid).or_insert(Last { ns: ns.wrapping_add(1), count: 0, step: 1 });
+        if last.ns == ns {
+            // At most half a nanosecond less a unit past the nanosecond.
+            if (last.count + 1) * last.step < UNITS_PER_NS / 2 {
+                last.count += 1;
             }
-            _ => {
-                let b = t.last.saturating_add(1).clamp(exact, exact + MAX_PUSH);
-                let e = if end > start {
-                    i128::from(end) * UNITS_PER_NS - shave(t.open.len())
-                } else {
-                    b + ZERO_LENGTH
-                };
-                (b, e)
-            }
-        };
-        t.open.push(Open { end: e, end_ns: end, key });
-        t.last = t.last.max(b);
-        (b, e)
-    }
-
-    /// Where to write a begin never ended, of thread `tid` at `start` (ns).
-    pub(crate) fn unclosed(&mut self, tid: u32, start: i64) -> i128 {
-        let t = self.thread(tid);
-        let exact = i128::from(start) * UNITS_PER_NS;
-        let b = t.last.saturating_add(1).clamp(exact, exact + MAX_PUSH);
-        t.last = t.last.max(b);
-        b
-    }
-
-    /// The walk leaves the slice named `key` of thread `tid`.
-    pub(crate) fn end(&mut self, tid: u32, key: (u64, u64)) {
-        let t = self.thread(tid);
-        if t.open.last().is_some_and(|o| o.key == key) {
-            let o = t.open.pop().map_or(i128::MIN, |o| o.end);
-            t.last = t.last.max(o);
+        } else {
+            *last = Last { ns, count: 0, step: step(ns) };
         }
+        i128::from(ns) * UNITS_PER_NS + last.count * last.step
     }
 }
 
@@ -155,7 +111,7 @@ mod tests {
     fn units_print_as_microseconds_with_three_to_seven_decimals() {
         assert_eq!(text(12_345 * UNITS_PER_NS), "12.345");
         assert_eq!(text(12_345 * UNITS_PER_NS - 4_096), "12.3445904");
-        assert_eq!(text(ZERO_LENGTH), "0.00005");
+        assert_eq!(text(500), "0.00005");
         assert_eq!(text(-UNITS_PER_US), "-1.000");
     }
 
@@ -165,29 +121,40 @@ mod tests {
     }
 
     #[test]
-    fn a_walk_at_one_nanosecond_is_written_in_order_and_rounds_back_to_exact_times() {
-        let mut t = Times::default();
-        // parent [100, 200] { child [100, 200] { zero [200, 200] } }, then next [200, 300].
-        let parent = t.begin(1, 100, 200, (1, 0));
-        let child = t.begin(1, 100, 200, (2, 0));
-        let zero = t.begin(1, 200, 200, (3, 0));
-        t.end(1, (3, 0));
-        t.end(1, (2, 0));
-        t.end(1, (1, 0));
-        let next = t.begin(1, 200, 300, (4, 0));
-        assert!(parent.0 < child.0, "the child begins after its parent");
-        assert!(child.0 < zero.0 && zero.0 < zero.1 && zero.1 < child.1, "{child:?} {zero:?}");
-        assert!(child.1 < parent.1 && parent.1 < next.0, "{parent:?} {next:?}");
-        for ((b, e), (b_ns, e_ns)) in [(parent, (100, 200)), (child, (100, 200)), (zero, (200, 200))] {
-            assert_eq!((ns(b), ns(e), ns(e - b)), (b_ns, e_ns, e_ns - b_ns));
+    fn steps_grow_with_the_time_so_sums_in_floating_point_keep_the_order() {
+        assert_eq!(step(0), 1);
+        assert_eq!(step(60_000_000_000), 1);
+        assert_eq!(step(-60_000_000_000), 1);
+        assert_eq!(step(600_000_000_000), 10);
+        assert_eq!(step(3_600_000_000_000), 100);
+        assert_eq!(step(i64::MAX), UNITS_PER_NS);
+        // At each step's upper limit, the end of a slice from a point to one k steps on, as
+        // speedscope sums it (relative to a first `ts` of 0.5 µs), stays between its neighbours.
+        for e in [25, 29, 32, 35] {
+            let ns = ((1i64 << (e + 1)) - 1) * 1000;
+            let s = step(ns);
+            let at = |k: i128| (i128::from(ns) * UNITS_PER_NS + k * s) as f64 / UNITS_PER_US as f64;
+            let first = 0.5;
+            for b in 0..3 {
+                for k in b + 1..b + 4 {
+                    let end = (at(b) - first) + (at(k) - at(b));
+                    assert!(at(k - 1) - first < end && end < at(k + 1) - first, "{ns} {b} {k}");
+                }
+            }
         }
-        // A zero-length slice at its parent's start ends before the next begin at that nanosecond.
-        let p = t.begin(2, 0, 50, (5, 0));
-        let z = t.begin(2, 0, 0, (6, 0));
-        t.end(2, (6, 0));
-        let c = t.begin(2, 0, 10, (7, 0));
-        assert!(p.0 < z.0 && z.1 < c.0 && c.1 < p.1, "{p:?} {z:?} {c:?}");
-        // A begin never ended is placed like any other.
-        assert!(t.unclosed(2, 0) > c.0);
+    }
+
+    #[test]
+    fn the_points_of_a_nanosecond_come_in_walk_order_and_round_back_to_it() {
+        let mut p = Points::default();
+        let first: Vec<i128> = (0..6_000).map(|_| p.at(1, 100)).collect();
+        assert!(first.windows(2).take(4_999).all(|w| w[0] < w[1]), "distinct while there is room");
+        assert_eq!(first[5_999], first[4_999], "past the room, the last step");
+        assert!(first.iter().all(|&u| ns(u) == 100));
+        assert_eq!(p.at(1, 101), 101 * UNITS_PER_NS, "a new nanosecond starts at its own time");
+        assert_eq!(p.at(2, 100), 100 * UNITS_PER_NS, "each thread counts its own points");
+        // A step of 100 units an hour in.
+        let hour = 3_600_000_000_000;
+        assert_eq!(p.at(3, hour) + 100, p.at(3, hour));
     }
 }

@@ -3,10 +3,10 @@
 //!
 //! * `zstd`: the framing and zstd decompression of every compressed group, nothing else: the
 //!   floor every reader of the file pays, to which the others are compared;
-//! * `blocks`: [`Reader::next_chunk`] to the end (groups decoded, tables taken in, records
+//! * `blocks`: `Reader::next_chunk` to the end (groups decoded, tables taken in, records
 //!   copied), no event decoded;
-//! * `decode`: every field of every event ([`Chunk::events`]), on one thread;
-//! * `decode-ahead`: the same with [`Reader::read_ahead`] (zstd on a thread of its own);
+//! * `decode`: every field of every event (`Chunk::events`), on one thread;
+//! * `decode-ahead`: the same with `Reader::read_ahead` (zstd on a thread of its own);
 //! * `all`: each of the above in turn, with their ratios to `zstd`.
 //!
 //! Peak memory: run it under `/usr/bin/time -v`, one mode at a time.

@@ -23,7 +23,7 @@
 //! inside it and ends after it, is *interlaced*: reported, and left a sibling. So is a slice
 //! recorded while a begin is open that started before it (it stays in the begin's region).
 //!
-//! Each level's pending slices are [`Siblings`]: ordered by start (the newest first among equal
+//! Each level's pending slices are `Siblings` (`siblings.rs`): ordered by start (the newest first among equal
 //! starts), with insertion anywhere and the removal of a run in O(log n). So a slice costs
 //! O(log n) to place, plus a step per level it goes down and per subtree it adopts, however its
 //! timestamps jump about; a file whose timestamps go backwards costs no more than one in order.

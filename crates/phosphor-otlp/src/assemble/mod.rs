@@ -3,9 +3,9 @@
 //! Each thread's slices go into the model's [`Nesting`]: the one tree `phosphor stats` builds
 //! from the same events (a complete event recorded at its end adopts the slices it encloses; an
 //! end closes the innermost open begin; equal intervals nest the one recorded first inside the
-//! other). Each slice carries a [`Slot`]: its name and attributes, decoded once, or its span event
+//! other). Each slice carries a `Slot`: its name and attributes, decoded once, or its span event
 //! (a log or instant) or trace context. When the model resolves a subtree it walks it in time
-//! order, and the walk ([`walk`]) makes the spans: a span's parent is the scope it is nested in, a
+//! order, and the walk (`walk.rs`) makes the spans: a span's parent is the scope it is nested in, a
 //! log or instant is a span event of the innermost scope enclosing it (one that no scope encloses
 //! is counted in [`AssembleStats::events_outside_spans`] and dropped), and a scope that holds a
 //! trace context joins the context's trace (see [`crate::context`]). Each top-level span is a

@@ -11,7 +11,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use phosphor_format::file::{kind, Block, ClockInfo, ClockKind, Header, Reader, Trailer, Writer, MAX_GROUP_BYTES};
+use phosphor_format::file::{
+    kind, Block, ClockInfo, ClockKind, Header, Reader, Trailer, Writer, MAX_GROUP_BYTES,
+};
 
 /// The preamble and header of a file, and its trailer block.
 fn ends() -> (Vec<u8>, Vec<u8>) {

@@ -1,19 +1,18 @@
 //! Building an index from a trace file, in memory bounded whatever the file's size.
 //!
-//! 1. The file is read once. Each thread's begins are matched with their ends (a stack per
-//!    thread: only the open begins are in memory); every slice, point and counter sample goes to
-//!    an external sorter ([`extsort`]: sorted segments of [`BuildOptions::segment_items`] on
-//!    disk, merged).
-//! 2. Slices come back by thread, latest end first. In that order a slice's ancestors come
-//!    before it, so a stack per thread gives its level (depth); a slice that overlaps one it is
-//!    not inside (interlaced scopes) goes one level further down, so that a level's slices never
-//!    overlap and its list is sorted by end as well as by start.
-//! 3. Slices are sorted again by thread, level and start, and written level after level; points
-//!    by thread and time; samples by counter and time.
+//! 1. The file is read once. Each thread's slices (begin/end pairs, complete and lock events) go
+//!    through the model (`slices.rs`: `phosphor_model::nesting`, the tree `phosphor stats`
+//!    counts), which hands each slice over with its scope path once that is final; the slice, its
+//!    level (its path's depth) and its path go to an external sorter ([`extsort`]: sorted segments
+//!    of [`BuildOptions::segment_items`] on disk, merged), by thread, level and start. Points,
+//!    counter samples, async slices and flows go to sorters of their own.
+//! 2. Slices are written level after level ([`Placer`]: a slice that overlaps the one before it
+//!    on its level, interlaced, goes a level down); async slices get lanes; points by thread and
+//!    time; samples by counter and time.
 //!
-//! What a build holds in memory: the open begins, a counter of each kind per thread, the names
-//! (each distinct name once), the sorters' segments, and the tables of the index (16 bytes a
-//! thread's level).
+//! What a build holds in memory: what the model holds (its pending limit of slices per thread,
+//! and the open begins), a counter of each kind per thread, the names (each distinct name once),
+//! the paths, the sorters' segments, and the tables of the index (16 bytes a thread's level).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -30,7 +29,9 @@ use crate::flows::{member_kinds, FlowMember, FLOW_BYTES};
 use crate::records::{
     point_kinds, slice_flags, Point, Sample, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES,
 };
+use crate::slices::Model;
 use crate::Error;
+use phosphor_model::timeline::Timeline;
 
 /// How an index is built.
 #[derive(Clone, Debug)]
@@ -56,26 +57,33 @@ struct Pending {
     tid: u32,
     depth: u32,
     seq: u64,
+    /// Its scope path's number ([`NO_PATH`] for an async slice).
+    path: u32,
     slice: Slice,
 }
+
+/// The path of a slice that has none (an async slice).
+pub(crate) const NO_PATH: u32 = u32::MAX;
 
 impl Sortable for Pending {
     fn encode<W: Write>(&self, w: &mut W) -> io::Result<()> {
         w.write_all(&self.tid.to_le_bytes())?;
         w.write_all(&self.depth.to_le_bytes())?;
         w.write_all(&self.seq.to_le_bytes())?;
+        w.write_all(&self.path.to_le_bytes())?;
         w.write_all(&self.slice.encode())
     }
 
     fn decode<R: Read>(r: &mut R) -> io::Result<Pending> {
-        let mut b = [0u8; 16 + SLICE_BYTES];
+        let mut b = [0u8; 20 + SLICE_BYTES];
         r.read_exact(&mut b)?;
         let mut s = [0u8; SLICE_BYTES];
-        s.copy_from_slice(&b[16..]);
+        s.copy_from_slice(&b[20..]);
         Ok(Pending {
             tid: crate::records::u32_at(&b, 0),
             depth: crate::records::u32_at(&b, 4),
             seq: crate::records::u64_at(&b, 8),
+            path: crate::records::u32_at(&b, 16),
             slice: Slice::decode(&s),
         })
     }
@@ -143,7 +151,6 @@ struct Open {
 /// A thread's state while the file is read.
 #[derive(Debug, Default)]
 struct Thread {
-    open: Vec<Open>,
     /// The latest time of its events.
     last: u64,
 }
@@ -157,12 +164,6 @@ fn stray_end(o: &Open, tid: u32, seq: u64) -> Keyed<POINT_BYTES> {
     let kind = point_kinds::END_WITHOUT_BEGIN;
     let p = Point { ts: o.start, name: o.name, callsite: o.callsite, event: o.event, kind };
     Keyed { group: tid, seq, ts: o.start, bytes: p.encode() }
-}
-
-/// The name of a lock's callsite without its phase's tail: the runtime names a lock's two
-/// callsites `NAME.wait` and `NAME.held`; the viewer says which by the slice's kind.
-fn lock_base(name: &str, tail: &str) -> String {
-    name.strip_suffix(tail).filter(|b| !b.is_empty()).unwrap_or(name).to_owned()
 }
 
 /// A counter's or data point's value: its argument 0, if it is a number or a bool.
@@ -199,17 +200,19 @@ pub(crate) fn build<R: Read>(
             None => s,
         }
     };
-    // Pass 1: by thread, the latest end first; the newest first among equal ends and starts
-    // (an enclosing slice of the same extent ends after what it encloses).
-    let by_end = |a: &Pending, b: &Pending| {
-        (a.tid, Reverse(a.slice.end), a.slice.start, Reverse(a.seq)).cmp(&(
-            b.tid,
-            Reverse(b.slice.end),
-            b.slice.start,
-            Reverse(b.seq),
-        ))
+    // Thread slices, as the model nests them, by thread, level and start.
+    let by_level = |a: &Pending, b: &Pending| -> Ordering {
+        (a.tid, a.depth, a.slice.start, a.seq).cmp(&(b.tid, b.depth, b.slice.start, b.seq))
     };
-    let mut slices = sorter().pushed_by(by_end);
+    let mut slices = sorter().pushed_by(by_level);
+    let mut model = Model::new(Timeline::new(&reader.header().clock));
+    let mut resolved = 0u64;
+    let mut take = |model: &mut Model| {
+        model.drain(|tid, depth, path, slice| {
+            resolved += 1;
+            slices.push(Pending { tid, depth, seq: resolved, path, slice })
+        })
+    };
     // Async slices, by name (their `tid`) and start: lanes are given in that order.
     let by_start =
         |a: &Pending, b: &Pending| (a.tid, a.slice.start, a.seq).cmp(&(b.tid, b.slice.start, b.seq));
@@ -280,24 +283,31 @@ pub(crate) fn build<R: Read>(
         let thread = threads.entry(e.tid).or_default();
         thread.last = thread.last.max(end);
         span = Some(span.map_or((ts, end), |(lo, hi): (u64, u64)| (lo.min(ts), hi.max(end))));
-        let pending = |slice: Slice| Pending { tid: e.tid, depth: 0, seq, slice };
         let point = |name: u32, kind: u8| {
             let p = Point { ts, name, callsite: cs.id, event: e.offset, kind };
             Keyed { group: e.tid, seq, ts, bytes: p.encode() }
         };
+        // Marks, as the statistics nest them (all but the runtime's bookkeeping of a scope's
+        // allocations).
+        let bookkeeping = cs.category == "phosphor" && cs.name == "scope_alloc";
+        if matches!(cs.phase, Phase::Instant | Phase::Log | Phase::Counter | Phase::Data) && !bookkeeping {
+            model.mark(e.tid, ts);
+        }
         match cs.phase {
             Phase::Complete | Phase::LockWait | Phase::LockHeld => {
-                let (flags, name) = match cs.phase {
-                    Phase::LockWait => (slice_flags::LOCK_WAIT, names.number(&lock_base(&cs.name, ".wait"))),
-                    Phase::LockHeld => (slice_flags::LOCK_HELD, names.number(&lock_base(&cs.name, ".held"))),
-                    _ => (
-                        slice_flags::COMPLETE,
-                        names.number(phosphor_export::logs::event_name(e, &mut scratch)),
-                    ),
+                // A lock's callsites are `NAME.wait` / `NAME.held`: `NAME (wait)` / `NAME (held)`,
+                // as every output names them.
+                let event_name = phosphor_export::logs::event_name(e, &mut scratch);
+                let name = names.number(&phosphor_model::names::lock_name(event_name, cs.phase));
+                let flags = match cs.phase {
+                    Phase::LockWait => slice_flags::LOCK_WAIT,
+                    Phase::LockHeld => slice_flags::LOCK_HELD,
+                    _ => slice_flags::COMPLETE,
                 };
                 let slice =
                     Slice { start: ts, end: end.max(ts), name, callsite: cs.id, event: e.offset, flags };
-                slices.push(pending(slice))?;
+                model.slice(e.tid, cs.phase, slice);
+                take(&mut model)?;
                 // A poll of an instrumented future: argument 0 is its task's id.
                 if let (true, Phase::Complete, Some((_, Value::U64(id)))) = (cs.flow, cs.phase, e.args[0]) {
                     let kind = member_kinds::POLL;
@@ -306,29 +316,16 @@ pub(crate) fn build<R: Read>(
             }
             Phase::Begin => {
                 let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
-                thread.open.push(Open { name, callsite: cs.id, start: ts, event: e.offset });
+                let slice = Slice { start: ts, end: ts, name, callsite: cs.id, event: e.offset, flags: 0 };
+                model.slice(e.tid, Phase::Begin, slice);
             }
             Phase::End => {
                 let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
-                match thread.open.iter().rposition(|o| o.name == name) {
-                    Some(at) => {
-                        // Begins above the one this end closes are closed with it, wrongly.
-                        while thread.open.len() > at {
-                            let Some(o) = thread.open.pop() else { break };
-                            let flags = if thread.open.len() > at { slice_flags::WRONG_END } else { 0 }
-                                | slice_flags::SCOPE;
-                            let slice = Slice {
-                                start: o.start,
-                                end: ts.max(o.start),
-                                name: o.name,
-                                callsite: o.callsite,
-                                event: o.event,
-                                flags,
-                            };
-                            slices.push(pending(slice))?;
-                        }
-                    }
-                    None => points.push(point(name, point_kinds::END_WITHOUT_BEGIN))?,
+                // It closes the innermost open begin, whatever its name (the model's rule).
+                if model.end(e.tid, name, ts) {
+                    take(&mut model)?;
+                } else {
+                    points.push(point(name, point_kinds::END_WITHOUT_BEGIN))?;
                 }
             }
             Phase::Instant => {
@@ -363,7 +360,7 @@ pub(crate) fn build<R: Read>(
                         event: o.event,
                         flags,
                     };
-                    Pending { tid: name, depth: 0, seq, slice }
+                    Pending { tid: name, depth: 0, seq, path: NO_PATH, slice }
                 };
                 let begin = cs.phase == Phase::AsyncBegin;
                 if cs.flow {
@@ -425,25 +422,17 @@ pub(crate) fn build<R: Read>(
     (meta.start_ticks, meta.end_ticks) = span.unwrap_or((0, 0));
     // The last chunk number of each writer stream (a million of them, for a million threads).
     drop(streams);
-    // Begins never ended run to their thread's last event.
     let mut tids: Vec<u32> = threads.keys().copied().collect();
     tids.sort_unstable();
-    for &tid in &tids {
-        let Some(t) = threads.get_mut(&tid) else { continue };
-        let last = t.last;
-        for o in t.open.drain(..).rev() {
-            seq += 1;
-            let slice = Slice {
-                start: o.start,
-                end: last.max(o.start),
-                name: o.name,
-                callsite: o.callsite,
-                event: o.event,
-                flags: slice_flags::SCOPE | slice_flags::UNCLOSED,
-            };
-            slices.push(Pending { tid, depth: 0, seq, slice })?;
+    // Begins never ended run to their thread's last event.
+    model.finish();
+    model.drain(|tid, depth, path, mut slice| {
+        if slice.flags & slice_flags::UNCLOSED != 0 {
+            slice.end = threads.get(&tid).map_or(slice.start, |t| t.last).max(slice.start);
         }
-    }
+        resolved += 1;
+        slices.push(Pending { tid, depth, seq: resolved, path, slice })
+    })?;
     drop(threads);
     // Async slices never ended run to the end of the trace; ends never begun are points.
     let mut open: Vec<_> = open_asyncs.into_iter().collect();
@@ -468,44 +457,9 @@ pub(crate) fn build<R: Read>(
             event: o.event,
             flags: slice_flags::SCOPE | slice_flags::UNCLOSED,
         };
-        asyncs.push(Pending { tid: name, depth: 0, seq, slice })?;
+        asyncs.push(Pending { tid: name, depth: 0, seq, path: NO_PATH, slice })?;
     }
 
-    // Pass 2: levels.
-    let by_level = |a: &Pending, b: &Pending| -> Ordering {
-        (a.tid, a.depth, a.slice.start, a.seq).cmp(&(b.tid, b.depth, b.slice.start, b.seq))
-    };
-    let mut leveled = sorter().pushed_by(by_level);
-    let mut stack: Vec<u64> = Vec::new();
-    // By level, the earliest start placed there so far (slices come latest end first).
-    let mut floor: Vec<u64> = Vec::new();
-    let mut current = None;
-    for p in slices.done()? {
-        let mut p = p?;
-        if current != Some(p.tid) {
-            current = Some(p.tid);
-            stack.clear();
-            floor.clear();
-        }
-        // Ancestors start at or before it (and end at or after it, by the order).
-        while stack.last().is_some_and(|&start| start > p.slice.start) {
-            stack.pop();
-        }
-        let mut depth = stack.len();
-        // A level's slices must not overlap: past an earlier one there, go down.
-        while floor.get(depth).is_some_and(|&f| p.slice.end > f && p.slice.start < f) {
-            p.slice.flags |= slice_flags::INTERLACED;
-            depth += 1;
-        }
-        if depth >= floor.len() {
-            floor.resize(depth + 1, u64::MAX);
-        }
-        floor[depth] = floor[depth].min(p.slice.start);
-        stack.push(p.slice.start);
-        p.depth = depth as u32;
-        leveled.push(p)?;
-    }
-    drop((stack, floor));
     // Lanes: by start, each async slice takes a lane whose last slice has ended (the one that
     // ended first), or a new one: as few lanes as slices open at once.
     let mut laned = sorter().pushed_by(by_level);
@@ -539,9 +493,9 @@ pub(crate) fn build<R: Read>(
     let mut table: Vec<ThreadEntry> = Vec::with_capacity(tids.len());
     // The levels of every thread, a thread's in a row (the thread being written is the last).
     let mut levels: Vec<(u64, u64)> = Vec::new();
-    for p in leveled.done()? {
-        let p = p?;
-        let at = out.slice(&p.slice)?;
+    let mut placer = Placer::default();
+    let mut write = |p: Pending| -> Result<(), Error> {
+        let at = out.slice(&p.slice, p.path)?;
         match table.last_mut() {
             Some(t) if t.tid == p.tid => t.add_slice(&mut levels, p.depth, at),
             _ => {
@@ -550,12 +504,17 @@ pub(crate) fn build<R: Read>(
                 table.push(t);
             }
         }
+        Ok(())
+    };
+    for p in slices.done()? {
+        placer.take(p?, &mut write)?;
     }
+    placer.flush(&mut write)?;
     let mut async_table: Vec<ThreadEntry> = Vec::new();
     let mut async_levels: Vec<(u64, u64)> = Vec::new();
     for p in laned.done()? {
         let p = p?;
-        let at = out.slice(&p.slice)?;
+        let at = out.slice(&p.slice, NO_PATH)?;
         match async_table.last_mut() {
             Some(t) if t.tid == p.tid => t.add_slice(&mut async_levels, p.depth, at),
             _ => {
@@ -612,6 +571,89 @@ pub(crate) fn build<R: Read>(
     // `chunk_of` searches them by value: plain offsets sort before virtual ones, whatever the
     // order of plain and compressed blocks in the file.
     chunk_offsets.sort_unstable();
+    out.paths(model.paths())?;
     out.finish(&names, (&table, &levels), (&async_table, &async_levels), counters, &chunk_offsets, &meta)?;
     Ok(meta)
+}
+
+/// Puts each thread's slices on their levels as they come, by thread, level and start: a slice
+/// that overlaps the one before it on its level (interlaced scopes, which the model leaves
+/// siblings) goes a level further down, flagged [`slice_flags::INTERLACED`], so that a level's
+/// slices never overlap and its list is sorted by end as well as by start. It holds the slices
+/// moved down until their level is written.
+#[derive(Debug, Default)]
+struct Placer {
+    /// The thread and level being written.
+    at: Option<(u32, u32)>,
+    /// The latest end on that level so far.
+    last_end: u64,
+    /// Slices moved down from the level being written, in order of start.
+    down: Vec<Pending>,
+    /// Slices moved down to the level being written, in order of start.
+    carried: std::collections::VecDeque<Pending>,
+}
+
+type Emit<'a> = dyn FnMut(Pending) -> Result<(), Error> + 'a;
+
+impl Placer {
+    /// Takes the next slice, in order of thread, level and start.
+    fn take(&mut self, p: Pending, write: &mut Emit<'_>) -> Result<(), Error> {
+        loop {
+            match self.at {
+                Some(at) if at == (p.tid, p.depth) => break,
+                Some((tid, depth)) if !self.down.is_empty() || !self.carried.is_empty() => {
+                    // The level before is done: then those moved down from it, a level lower.
+                    while let Some(c) = self.carried.pop_front() {
+                        self.place(c, write)?;
+                    }
+                    if !self.down.is_empty() {
+                        self.start(tid, depth + 1);
+                    }
+                }
+                _ => {
+                    self.start(p.tid, p.depth);
+                    break;
+                }
+            }
+        }
+        while self.carried.front().is_some_and(|c| (c.slice.start, c.seq) < (p.slice.start, p.seq)) {
+            let c = self.carried.pop_front().expect("not empty");
+            self.place(c, write)?;
+        }
+        self.place(p, write)
+    }
+
+    /// Starts level `depth` of `tid`, with the slices moved down to it.
+    fn start(&mut self, tid: u32, depth: u32) {
+        self.carried = std::mem::take(&mut self.down).into();
+        self.at = Some((tid, depth));
+        self.last_end = 0;
+    }
+
+    fn place(&mut self, mut p: Pending, write: &mut Emit<'_>) -> Result<(), Error> {
+        let Some((_, depth)) = self.at else { return Ok(()) };
+        if self.last_end > p.slice.start {
+            p.slice.flags |= slice_flags::INTERLACED;
+            p.depth = depth + 1;
+            self.down.push(p);
+            return Ok(());
+        }
+        self.last_end = self.last_end.max(p.slice.end);
+        p.depth = depth;
+        write(p)
+    }
+
+    /// Writes what is left moved down, level after level.
+    fn flush(&mut self, write: &mut Emit<'_>) -> Result<(), Error> {
+        while let Some((tid, depth)) = self.at {
+            while let Some(c) = self.carried.pop_front() {
+                self.place(c, write)?;
+            }
+            if self.down.is_empty() {
+                return Ok(());
+            }
+            self.start(tid, depth + 1);
+        }
+        Ok(())
+    }
 }

@@ -48,13 +48,15 @@ pub const MAGIC: &[u8; 8] = b"PHOSVIEW";
 /// The footer's last bytes.
 const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
 /// The version this crate writes and reads.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 const HEADER_BYTES: u64 = 64;
-const SECTIONS: usize = 14;
+const SECTIONS: usize = 16;
 const FOOTER_BYTES: usize = SECTIONS * 16 + 8;
 const THREAD_BYTES: usize = 32;
 const LEVEL_BYTES: usize = 16;
 const COUNTER_BYTES: usize = 24;
+/// Bytes of a scope path in the paths section: its parent's number, its name's, its type.
+const PATH_BYTES: usize = 12;
 /// No name.
 const NO_NAME: u32 = u32::MAX;
 
@@ -191,6 +193,9 @@ pub(crate) struct IndexWriter {
     /// The flow members, and (event, member) pairs, as they come (in their sections' order).
     flows: Option<(BufWriter<File>, u64)>,
     flow_events: Option<BufWriter<File>>,
+    /// Each slice's scope path, by slice (`build::NO_PATH` for an async slice); then the paths.
+    slice_paths: Option<BufWriter<File>>,
+    paths: Option<BufWriter<File>>,
 }
 
 impl IndexWriter {
@@ -212,6 +217,8 @@ impl IndexWriter {
             sample_sums: Some(Summer::new(spool()?)),
             flows: Some((spool()?, 0)),
             flow_events: Some(spool()?),
+            slice_paths: Some(spool()?),
+            paths: Some(spool()?),
         };
         let mut header = [0u8; HEADER_BYTES as usize];
         header[0..8].copy_from_slice(MAGIC);
@@ -246,9 +253,13 @@ impl IndexWriter {
         Ok(n)
     }
 
-    pub(crate) fn slice(&mut self, s: &Slice) -> Result<u64, Error> {
+    /// Appends slice `s`, on scope path `path`, and returns its number.
+    pub(crate) fn slice(&mut self, s: &Slice, path: u32) -> Result<u64, Error> {
         if let Some(sums) = &mut self.slice_sums {
             sums.add(s).map_err(|e| Error::io(&self.path, e))?;
+        }
+        if let Some(out) = &mut self.slice_paths {
+            out.write_all(&path.to_le_bytes()).map_err(|e| Error::io(&self.path, e))?;
         }
         self.record(SLICE_BYTES, &s.encode())
     }
@@ -277,6 +288,22 @@ impl IndexWriter {
         let Some(out) = &mut self.flow_events else { return Ok(()) };
         out.write_all(&event.to_le_bytes()).map_err(|e| Error::io(&self.path, e))?;
         out.write_all(&member.to_le_bytes()).map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Writes the scope paths, by number: each one's parent and last label (name and type).
+    pub(crate) fn paths(
+        &mut self,
+        paths: impl Iterator<Item = (u32, crate::slices::PathLabel)>,
+    ) -> Result<(), Error> {
+        let Some(out) = &mut self.paths else { return Ok(()) };
+        for (parent, (name, ty)) in paths {
+            let mut b = [0u8; PATH_BYTES];
+            b[0..4].copy_from_slice(&parent.to_le_bytes());
+            b[4..8].copy_from_slice(&name.to_le_bytes());
+            b[8] = ty;
+            out.write_all(&b).map_err(|e| Error::io(&self.path, e))?;
+        }
+        Ok(())
     }
 
     /// Appends a spooled file's bytes as a section.
@@ -384,6 +411,12 @@ impl IndexWriter {
         if let Some(pairs) = self.flow_events.take() {
             self.copy_section(pairs)?;
         }
+        if let Some(slice_paths) = self.slice_paths.take() {
+            self.copy_section(slice_paths)?;
+        }
+        if let Some(paths) = self.paths.take() {
+            self.copy_section(paths)?;
+        }
 
         let footer = self.at;
         let sections = std::mem::take(&mut self.sections);
@@ -440,6 +473,8 @@ pub struct IndexFile {
     sample_sums: (usize, usize),
     flows: (usize, usize),
     flow_events: (usize, usize),
+    slice_paths: (usize, usize),
+    paths: (usize, usize),
     /// The threads, by id.
     pub threads: Vec<ThreadTrack>,
     /// The counters, in the order first seen.
@@ -488,7 +523,7 @@ impl IndexFile {
             }
             *s = (offset as usize, len as usize);
         }
-        let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks, slice_sums, sample_sums, flows, flow_events] =
+        let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks, slice_sums, sample_sums, flows, flow_events, slice_paths, paths] =
             sections;
         for (s, size, what) in [
             (slices, SLICE_BYTES, "slices"),
@@ -503,6 +538,8 @@ impl IndexFile {
             (flow_events, 16, "flows by event"),
             (levels, LEVEL_BYTES, "levels"),
             (counters, COUNTER_BYTES, "counters"),
+            (slice_paths, 4, "slice paths"),
+            (paths, PATH_BYTES, "paths"),
         ] {
             if s.1 % size != 0 {
                 return Err(bad(&format!("{what} section is not whole records"), s.0));
@@ -519,6 +556,9 @@ impl IndexFile {
         let n_samples = count(samples, SAMPLE_BYTES);
         if count(flow_events, 16) != count(flows, FLOW_BYTES) {
             return Err(bad("flows by event do not match the flows", flow_events.0));
+        }
+        if count(slice_paths, 4) != n_slices {
+            return Err(bad("slice paths do not match the slices", slice_paths.0));
         }
         if count(slice_sums, SLICE_SUMMARY_BYTES) != n_slices.div_ceil(SPAN) {
             return Err(bad("slice summaries do not match the slices", slice_sums.0));
@@ -574,6 +614,8 @@ impl IndexFile {
             sample_sums,
             flows,
             flow_events,
+            slice_paths,
+            paths,
             counters: counter_list,
             meta,
             map,
@@ -656,6 +698,28 @@ impl IndexFile {
     /// Slice number `i` (below [`IndexFile::slice_count`]).
     pub(crate) fn slice(&self, i: u64) -> Slice {
         Slice::decode(&self.store.read(self.slices.0 as u64 + i * SLICE_BYTES as u64))
+    }
+
+    /// The scope path of slice number `i` (below [`IndexFile::slice_count`]): `None` for an
+    /// async slice.
+    pub(crate) fn slice_path(&self, i: u64) -> Option<u32> {
+        let p = u32::from_le_bytes(self.store.read(self.slice_paths.0 as u64 + 4 * i));
+        (p != crate::build::NO_PATH).then_some(p)
+    }
+
+    /// Scope paths in the index.
+    pub(crate) fn path_count(&self) -> u32 {
+        (self.paths.1 / PATH_BYTES) as u32
+    }
+
+    /// Scope path `p`: its parent (0 is the empty path), its last name's number and its type
+    /// (`slice_flags::SCOPE` or a lock's kind); `None` for the empty path or one out of the table.
+    pub(crate) fn scope_path(&self, p: u32) -> Option<(u32, u32, u8)> {
+        if p == 0 || p >= self.path_count() {
+            return None;
+        }
+        let at = self.paths.0 + p as usize * PATH_BYTES;
+        Some((u32_at(&self.map, at), u32_at(&self.map, at + 4), self.map[at + 8]))
     }
 
     /// Point number `i`.

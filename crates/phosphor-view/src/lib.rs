@@ -52,6 +52,7 @@ mod query;
 pub mod records;
 mod search;
 pub mod server;
+mod slices;
 mod stats;
 mod store;
 mod summary;

@@ -66,7 +66,8 @@ pub mod slice_flags {
     pub const LOCK_HELD: u8 = 3;
     /// A begin never ended: the slice runs to the thread's last event.
     pub const UNCLOSED: u8 = 1 << 2;
-    /// Closed by the end of another name (which closed an enclosing begin of its own name).
+    /// Closed by an end of another name (an end closes the innermost open begin, whatever its
+    /// name: the model's one rule).
     pub const WRONG_END: u8 = 1 << 3;
     /// It overlaps a slice that does not hold it (interlaced scopes): it is drawn a level below
     /// the one its nesting gives, so that the slices of a level never overlap.
@@ -88,7 +89,7 @@ pub mod point_kinds {
 }
 
 /// A slice of a thread's timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Slice {
     /// Start, in clock ticks.
     pub start: u64,

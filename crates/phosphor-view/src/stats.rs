@@ -1,14 +1,10 @@
 //! `GET /api/stats`: the statistics panel's table, per scope path across threads, for the whole
 //! trace or a range: count, total, min, mean, p50, p99 and max, accumulated as `phosphor stats`
-//! accumulates them (`phosphor_export::Durations`, in clock ticks), so that the whole trace gives
-//! the figures `phosphor stats` gives.
+//! accumulates them (`phosphor_export::Durations`), so that the whole trace gives the figures
+//! `phosphor stats` gives.
 //!
-//! A slice's path is its name under the path of the slice that holds it: the slice a level up
-//! that starts at or before it and ends at or after it. An interlaced slice, drawn a level lower
-//! than its nesting, is held by the first slice further up that contains it. The table walks a
-//! thread's slices by start across its levels, so that the last slice seen on each level is the
-//! candidate there, its path known; one slice's context (`context`) finds its holders by binary
-//! search.
+//! A slice's path is the one the model gave it when the index was built (`slices.rs`), stored
+//! beside it: the tree `phosphor stats` counts. Durations are measured on the model's timeline.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -19,6 +15,10 @@ use axum::Json;
 use phosphor_export::Durations;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use phosphor_model::names;
+use phosphor_model::nesting::DEFAULT_MAX_DEPTH;
+use phosphor_model::timeline::Timeline;
 
 use crate::file::{IndexFile, ThreadTrack};
 use crate::query::partition;
@@ -37,9 +37,6 @@ pub(crate) async fn blocking(
 /// The most rows one answer gives.
 pub const MAX_ROWS: usize = 5000;
 
-/// No parent: a path of one name.
-const ROOT: u32 = u32::MAX;
-
 #[derive(Debug, Deserialize)]
 pub(crate) struct StatsQuery {
     /// The range: slices that start in it (ns on the shared timeline; the whole trace without).
@@ -49,33 +46,33 @@ pub(crate) struct StatsQuery {
     limit: Option<usize>,
 }
 
-/// The paths met, as (parent, name, type): each once.
-#[derive(Default)]
-struct Paths {
-    list: Vec<(u32, String, &'static str)>,
-    ids: HashMap<(u32, String, &'static str), u32>,
-}
-
-impl Paths {
-    fn id(&mut self, parent: u32, name: &str, ty: &'static str) -> u32 {
-        if let Some(&id) = self.ids.get(&(parent, name.to_owned(), ty)) {
-            return id;
+/// A thread slice's scope path as `phosphor stats` shows it: the names of the slices enclosing
+/// it, outermost first, then its own, each cut as the statistics cut names; past the statistics'
+/// depth cap, the ancestors down to it, the cap's marker, then its own name. With its type.
+pub(crate) fn shown_path(index: &IndexFile, path: u32) -> (Vec<String>, &'static str) {
+    let mut names = Vec::new();
+    let mut ty = "scope";
+    let mut at = path;
+    while let Some((parent, name, kind)) = index.scope_path(at) {
+        if names.is_empty() {
+            ty = type_of(kind);
         }
-        let id = self.list.len() as u32;
-        self.list.push((parent, name.to_owned(), ty));
-        self.ids.insert((parent, name.to_owned(), ty), id);
-        id
-    }
-
-    fn names(&self, mut id: u32) -> Vec<&str> {
-        let mut out = Vec::new();
-        while let Some((parent, name, _)) = self.list.get(id as usize) {
-            out.push(name.as_str());
-            id = *parent;
+        names.push(names::shown(index.name(name)).into_owned());
+        // A parent comes before its children (corrupt: stop).
+        if parent >= at {
+            break;
         }
-        out.reverse();
-        out
+        at = parent;
     }
+    names.reverse();
+    let cap = DEFAULT_MAX_DEPTH;
+    if names.len() > cap {
+        let own = names.pop().unwrap_or_default();
+        names.truncate(cap);
+        names.push(format!("[deeper than {cap}]"));
+        names.push(own);
+    }
+    (names, ty)
 }
 
 fn type_of(flags: u8) -> &'static str {
@@ -86,75 +83,20 @@ fn type_of(flags: u8) -> &'static str {
     }
 }
 
-/// One thread's walk: the path of each slice, its parents' remembered per level.
-struct Walk<'a> {
-    index: &'a IndexFile,
-    thread: &'a ThreadTrack,
-    /// By level, the last slice whose path was found, that path, and the slice's end.
-    last: Vec<Option<(u64, u32, u64)>>,
-    /// Whether slices are walked by start across levels ([`sweep`]): then the last slice seen a
-    /// level up is the last there that starts at or before the one walked, if any was seen.
-    sweeping: bool,
-}
-
-impl Walk<'_> {
-    /// The slice that holds slice `i` of level `level`: the first level up with one that starts at
-    /// or before it and ends at or after it.
-    fn holder(&self, level: usize, i: u64) -> Option<(usize, u64)> {
-        let s = self.index.slice(i);
-        (0..level).rev().find_map(|up| {
-            if let (true, Some((at, _, end))) = (self.sweeping, self.last[up]) {
-                return (end >= s.end).then_some((up, at));
-            }
-            let (first, n) = self.thread.levels[up];
-            let p = partition(first, first + n, |k| self.index.slice(k).start <= s.start);
-            (p > first && self.index.slice(p - 1).end >= s.end).then_some((up, p - 1))
-        })
-    }
-
-    /// The path of slice `i` of level `level`. Iterative: a path may be thousands of levels deep.
-    fn path(&mut self, paths: &mut Paths, level: usize, i: u64) -> u32 {
-        // Up from the slice to one whose path is remembered, or to the top.
-        let mut chain = vec![(level, i)];
-        let mut path = ROOT;
-        while let Some(&(lv, at)) = chain.last() {
-            if let Some(&Some((known, p, _))) = self.last.get(lv) {
-                if known == at {
-                    chain.pop();
-                    path = p;
-                    break;
-                }
-            }
-            match self.holder(lv, at) {
-                Some(up) => chain.push(up),
-                None => break,
-            }
-        }
-        // Down again, each slice's path its holder's and its name.
-        while let Some((lv, at)) = chain.pop() {
-            let s = self.index.slice(at);
-            path = paths.id(path, self.index.name(s.name), type_of(s.flags));
-            if let Some(slot) = self.last.get_mut(lv) {
-                *slot = Some((at, path, s.end));
-            }
-        }
-        path
-    }
-}
-
 /// Slice `i` of level `level` of `thread` in its context: its scope path, and its self time (its
-/// duration less those of the slices it holds a level down) and how many those are, in ticks.
+/// duration less those of the slices drawn a level down inside it) and how many those are, in
+/// ticks.
 pub(crate) fn context(
     index: &IndexFile,
     thread: &ThreadTrack,
     level: usize,
     i: u64,
 ) -> (Vec<String>, u64, u64) {
-    let mut paths = Paths::default();
-    let mut walk = Walk { index, thread, last: vec![None; thread.levels.len()], sweeping: false };
-    let path = walk.path(&mut paths, level, i);
-    let names = paths.names(path).into_iter().map(str::to_owned).collect();
     let s = index.slice(i);
+    let names = match index.slice_path(i) {
+        Some(p) => shown_path(index, p).0,
+        None => vec![index.name(s.name).to_owned()],
+    };
     let (mut children, mut nested) = (0u64, 0u64);
     if let Some(&(first, n)) = thread.levels.get(level + 1) {
         let end = first + n;
@@ -171,36 +113,21 @@ pub(crate) fn context(
     (names, s.duration().saturating_sub(nested), children)
 }
 
-/// Calls `f` with the path and the slice of every slice of `thread` that starts from `a` to `b`,
-/// by start across levels (the upper level first at equal starts), so that a slice's holder is
-/// the last slice seen a level up, its path already known: no search a slice.
-fn sweep(
-    index: &IndexFile,
-    thread: &ThreadTrack,
-    a: u64,
-    b: u64,
-    paths: &mut Paths,
-    mut f: impl FnMut(u32, Slice),
-) {
-    let mut walk = Walk { index, thread, last: vec![None; thread.levels.len()], sweeping: true };
-    // By level, the next slice to walk and the end of those in the range.
-    let mut next: BinaryHeap<Reverse<(u64, usize, u64)>> = BinaryHeap::new();
-    let mut ends = Vec::with_capacity(thread.levels.len());
-    for (level, &(first, count)) in thread.levels.iter().enumerate() {
+/// Calls `f` with the number, the slice and the path of every slice of `thread` that starts from
+/// `a` to `b` (ticks) and has a duration: begins never ended are left out, as the statistics
+/// leave them out.
+fn each_slice(index: &IndexFile, thread: &ThreadTrack, a: u64, b: u64, mut f: impl FnMut(u64, Slice, u32)) {
+    for &(first, count) in &thread.levels {
         let end = first + count;
         let from = partition(first, end, |k| index.slice(k).start < a);
         let to = partition(from, end, |k| index.slice(k).start <= b);
-        ends.push(to);
-        if from < to {
-            next.push(Reverse((index.slice(from).start, level, from)));
-        }
-    }
-    while let Some(Reverse((_, level, i))) = next.pop() {
-        let path = walk.path(paths, level, i);
-        f(path, index.slice(i));
-        if i + 1 < ends[level] {
-            next.push(Reverse((index.slice(i + 1).start, level, i + 1)));
-        }
+        index.scan_slices(from, to, |i, s| {
+            if s.flags & slice_flags::UNCLOSED == 0 {
+                if let Some(path) = index.slice_path(i) {
+                    f(i, s, path);
+                }
+            }
+        });
     }
 }
 
@@ -221,25 +148,31 @@ pub(crate) struct Table {
     slices: u64,
 }
 
-/// The table of trace `n` (`t`) from `a` to `b` (ticks).
+/// The table of trace `n` (`t`) from `a` to `b` (ticks). Durations are measured as `phosphor
+/// stats` measures them: on the [`Timeline`], each end and start rounded to the nanosecond.
 fn table(n: usize, t: &Trace, a: u64, b: u64) -> Table {
-    let mut paths = Paths::default();
-    // Durations are in the trace's own clock's ticks.
+    let timeline = Timeline::new(t.clock_info());
     let mut acc: HashMap<u32, Durations> = HashMap::new();
     let mut slices = 0u64;
     for thread in &t.index.threads {
-        sweep(&t.index, thread, a, b, &mut paths, |path, s| {
-            acc.entry(path).or_default().add(s.duration());
+        each_slice(&t.index, thread, a, b, |_, s, path| {
+            acc.entry(path).or_default().add(timeline.time(s.end) - timeline.time(s.start));
             slices += 1;
         });
     }
-    let mut rows: Vec<(u64, u32, Value)> = acc
-        .iter()
-        .filter_map(|(&path, d)| {
-            let s = d.stats(t.clock_info())?;
-            let (_, _, ty) = &paths.list[path as usize];
+    // Paths that show alike (names cut, or past the depth cap) are one row, as in the statistics.
+    let mut shown: HashMap<(Vec<String>, &'static str), (u32, Durations)> = HashMap::new();
+    for (path, d) in acc {
+        let row = shown.entry(shown_path(&t.index, path)).or_insert_with(|| (path, Durations::default()));
+        row.0 = row.0.min(path);
+        row.1.merge(&d);
+    }
+    let mut rows: Vec<(u64, u32, Value)> = shown
+        .into_iter()
+        .filter_map(|((names, ty), (path, d))| {
+            let s = d.stats(timeline.clock())?;
             let row = json!({
-                "trace": n, "path": paths.names(path), "type": ty, "count": s.samples,
+                "trace": n, "path": names, "type": ty, "count": s.samples,
                 "total_ns": s.total_ns, "min_ns": s.min_ns, "mean_ns": s.mean_ns, "p50_ns": s.p50_ns,
                 "p99_ns": s.p99_ns, "max_ns": s.max_ns, "exact": s.exact_percentiles,
             });
@@ -247,7 +180,7 @@ fn table(n: usize, t: &Trace, a: u64, b: u64) -> Table {
         })
         .collect();
     let kinds = rows.len();
-    // Ties by path, in the order they were met: the same answer every time.
+    // Ties by path number: the same answer every time.
     rows.sort_by_key(|r| (std::cmp::Reverse(r.0), r.1));
     rows.truncate(MAX_ROWS);
     Table { rows, kinds, slices }
@@ -330,36 +263,30 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
         return Err(bad("path has no name".into()));
     }
     let (a, b) = range(t, q.start, q.end);
-    let mut paths = Paths::default();
+    let timeline = Timeline::new(t.clock_info());
     let mut durations: Vec<u64> = Vec::new();
     // The slowest: the shortest of them on top.
     let mut slowest: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
+    // By path number, whether it is the one asked for.
+    let mut wanted: HashMap<u32, bool> = HashMap::new();
     for thread in &t.index.threads {
-        let mut walk =
-            Walk { index: &t.index, thread, last: vec![None; thread.levels.len()], sweeping: false };
-        // A path of n names is at level n - 1, or lower down for an interlaced slice.
-        for (level, &(first, count)) in thread.levels.iter().enumerate().skip(want.len() - 1) {
-            let end = first + count;
-            let from = partition(first, end, |k| t.index.slice(k).start < a);
-            let to = partition(from, end, |k| t.index.slice(k).start <= b);
-            for i in from..to {
-                let s = t.index.slice(i);
-                if t.index.name(s.name) != want[want.len() - 1] || type_of(s.flags) != q.ty {
-                    continue;
-                }
-                let path = walk.path(&mut paths, level, i);
-                if paths.names(path) != want {
-                    continue;
-                }
-                durations.push(s.duration());
-                slowest.push(Reverse((s.duration(), i, thread.tid)));
-                if slowest.len() > SLOWEST {
-                    slowest.pop();
-                }
+        each_slice(&t.index, thread, a, b, |i, s, path| {
+            let hit = *wanted.entry(path).or_insert_with(|| {
+                let (names, ty) = shown_path(&t.index, path);
+                names == want && ty == q.ty
+            });
+            if !hit {
+                return;
             }
-        }
+            let d = timeline.time(s.end) - timeline.time(s.start);
+            durations.push(d);
+            slowest.push(Reverse((d, i, thread.tid)));
+            if slowest.len() > SLOWEST {
+                slowest.pop();
+            }
+        });
     }
-    let clock = t.clock_info();
+    let clock = timeline.clock();
     let (lo, hi) =
         (durations.iter().copied().min().unwrap_or(0), durations.iter().copied().max().unwrap_or(0));
     // Bucket k holds durations up to lo × ratio^(k+1); a duration of 0 counts as 1 tick.

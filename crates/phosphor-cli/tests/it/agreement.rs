@@ -11,7 +11,9 @@
 //!   redone: `X` events by time then longer first, begins and ends in two queues, an `E` closing
 //!   the top frame of its name), each frame's duration rounded to the nanosecond;
 //! * OTLP spans (`convert --to otlp`, decoded with the official messages): the spans carrying a
-//!   `thread.id` and no `phosphor.async_id`, their path the chain of their parents' names.
+//!   `thread.id` and no `phosphor.async_id`, their path the chain of their parents' names;
+//! * the viewer's statistics (`phosphor view`, `GET /api/stats`), per path across threads,
+//!   against the statistics' `paths` (all threads together).
 //!
 //! Instants and logs are marks, not compared: they have no duration, speedscope drops them, and
 //! a log is named by its message in Perfetto and Chrome but by its format in the statistics.
@@ -204,6 +206,39 @@ fn otlp(test: &str, file: &Path) -> Output {
     Output { paths, complaints, ..Output::default() }
 }
 
+/// `phosphor stats --json` of `file`, all threads together (its "paths"), under thread 0.
+fn stats_across(test: &str, file: &Path) -> Output {
+    let out = run(test, &["stats", "--json", file.to_str().unwrap()]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("stats --json is JSON");
+    let mut paths = Paths::new();
+    for k in doc["paths"].as_array().unwrap() {
+        if !matches!(k["type"].as_str(), Some("scope" | "lock_wait" | "lock_held")) {
+            continue;
+        }
+        let path = k["path"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()).collect();
+        let Some(total) = k["durations"]["total_ns"].as_u64() else { continue };
+        let e = paths.entry((0, path)).or_default();
+        e.0 += k["count"].as_u64().unwrap();
+        e.1 += total;
+    }
+    Output { paths, ..Output::default() }
+}
+
+/// The viewer's statistics of `file` (`phosphor view`, `GET /api/stats`), under thread 0.
+fn viewer(file: &Path, cache: &str) -> Output {
+    let (_viewer, host) = crate::view::start_viewer(file, cache);
+    let (status, doc) = crate::view::get(&host, "/api/stats?limit=1000000");
+    assert_eq!(status, 200, "{doc}");
+    let mut paths = Paths::new();
+    for r in doc["rows"].as_array().unwrap() {
+        let path = r["path"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()).collect();
+        let e = paths.entry((0, path)).or_default();
+        e.0 += r["count"].as_u64().unwrap();
+        e.1 += r["total_ns"].as_u64().unwrap();
+    }
+    Output { paths, ..Output::default() }
+}
+
 fn show(path: &[String]) -> String {
     path.join("/")
 }
@@ -259,6 +294,8 @@ fn disagreements(test: &str, inputs: &[(String, PathBuf)]) -> String {
         let mut lines = compare("perfetto", &want, &pf[i]);
         lines.extend(compare("chrome", &want, &ch[i]));
         lines.extend(compare("otlp", &want, &otlp(test, file)));
+        let cache = format!("{test}-view-{i}");
+        lines.extend(compare("viewer", &stats_across(test, file), &viewer(file, &cache)));
         if !lines.is_empty() {
             failing += 1;
             report.push_str(&format!("{name}:\n{}\n", lines.join("\n")));

@@ -503,8 +503,9 @@ async fn slice_details(
         "name": t.index.name(s.name),
         "start_ns": t.ns(s.start),
         "end_ns": t.ns(s.end),
-        // As `phosphor stats` converts a duration: its ticks at once.
-        "duration_ns": t.clock_info().ticks_to_ns(s.duration()),
+        // As `phosphor stats` measures a duration (`phosphor_model::timeline`): its end less its
+        // start, each rounded to the nanosecond.
+        "duration_ns": (t.ns(s.end) - t.ns(s.start)).max(0),
         "self_ns": t.clock_info().ticks_to_ns(self_ticks),
         "children": children,
         "path": path,

@@ -28,6 +28,28 @@
 //! O(log n) to place, plus a step per level it goes down and per subtree it adopts, however its
 //! timestamps jump about; a file whose timestamps go backwards costs no more than one in order.
 //!
+//! # Where the slices are kept
+//!
+//! Every pending slice of a [`Nesting`], all threads together, is a node of one arena (a `Vec`
+//! and a stack of its free places), and trees are made of node indices: a slice costs no block of its own, its
+//! children none either, and resolving a subtree walks indices and frees the nodes in place.
+//! Owned subtrees (each node holding a list of its children's nodes) cost, per event, a move of
+//! the 80-byte node into its list and out of it onto the walk's stack, and a block allocated and
+//! freed per parent: two thirds of the time of `phosphor stats` went there.
+//!
+//! A node's children are either a chain (each child links to the next, in key order, through its
+//! node) or a [`Siblings`] list of indices. A parent adopts a run of slices taken from its
+//! region's list, already in key order, so it chains them: no allocation. Only a node that a
+//! later slice goes down into (an event recorded with explicit times, after its parent) needs its
+//! children searched: its chain becomes a list then, once, and the O(log n) placement above holds
+//! in it. A begin's region becomes its children as it is (a list, or a chain of its one slice).
+//!
+//! The walk pushes a node's children onto its stack as indices, in key order, and reverses them
+//! (the first in time on top) or, where starts are equal, sorts them into the order [`Sink`]
+//! documents. A pending slice takes its 48-byte node (with no payload) and, if it sits in a list,
+//! 24 bytes there: at most 72 bytes, where an owned node took 80 (and 4 in the stack of free
+//! places once it is resolved).
+//!
 //! Paths are interned in [`Paths`] (a trie of labels: a path of depth d takes d nodes, shared with
 //! its prefixes), and a subtree is handed to the [`Sink`] with its final paths when it is
 //! **resolved**: at the end of the stream, or early (below).
@@ -64,8 +86,13 @@ use phosphor_format::IdMap;
 pub use crate::paths::{Label, PathId, Paths, DEEPER, ROOT};
 use crate::siblings::{FirstInPlace, Key, Siblings};
 
-/// Pending slices kept per thread by default (statistics and folded stacks): 80 bytes each in
-/// their list, so about 5 MiB per thread at most (plus the lists' spare capacity). Past it, the oldest are
+#[path = "arena.rs"]
+mod arena;
+use arena::{total_dur, Arena, Node, Step, Walk, LIST, NIL};
+
+/// Pending slices kept per thread by default (statistics and folded stacks): at most 72 bytes
+/// each (a node and its place in a list), so about 4.5 MiB per thread at most (plus the spare
+/// capacity of the arena and the lists). Past it, the oldest are
 /// resolved under the path known then. A frame of a game or a request of a server is far smaller;
 /// a scope around a whole thread's work is not, and is reported as a late parent.
 pub const DEFAULT_PENDING_LIMIT: usize = 1 << 16;
@@ -147,67 +174,6 @@ pub trait Sink<P = ()> {
     fn problem(&mut self, _problem: Problem) {}
 }
 
-/// A finished slice waiting for its parent, with its own children.
-#[derive(Debug)]
-struct Node<P> {
-    start: u64,
-    end: u64,
-    /// Durations of the direct children, including those already resolved.
-    nested: u64,
-    children: Siblings<Node<P>>,
-    label: Label,
-    kind: SliceKind,
-    /// What the caller added with the slice, handed back to [`Sink::enter`].
-    payload: P,
-}
-
-impl<P> Drop for Node<P> {
-    /// Drops a subtree without recursion: pending subtrees can be deeper than the call stack.
-    fn drop(&mut self) {
-        if self.children.is_empty() {
-            return;
-        }
-        let mut lists = vec![std::mem::take(&mut self.children)];
-        while let Some(list) = lists.pop() {
-            for (_, mut n) in list {
-                if !n.children.is_empty() {
-                    lists.push(std::mem::take(&mut n.children));
-                }
-            }
-        }
-    }
-}
-
-/// The summed durations of `nodes`, saturating: the durations of a corrupt file can be anything,
-/// and overlapping (interlaced) siblings can sum past their parent.
-fn total_dur<'a, P: 'a>(nodes: impl IntoIterator<Item = &'a Node<P>>) -> u64 {
-    nodes.into_iter().fold(0, |sum, n| sum.saturating_add(n.dur()))
-}
-
-impl<P> Node<P> {
-    fn new(start: u64, end: u64, label: Label, kind: SliceKind, payload: P) -> Node<P> {
-        Node { start, end, nested: 0, children: Siblings::default(), label, kind, payload }
-    }
-
-    fn dur(&self) -> u64 {
-        match self.kind {
-            SliceKind::Scope => self.end - self.start,
-            SliceKind::Mark | SliceKind::Unclosed => 0,
-        }
-    }
-
-    /// Whether this (earlier) slice holds `later`, which arrived after it: `later` starts inside
-    /// it and ends by its end. Equal intervals are the other way round (a parent arrives after its
-    /// children), and a slice starting at this one's end came after it.
-    fn holds(&self, later: &Node<P>) -> bool {
-        self.kind == SliceKind::Scope
-            && self.start <= later.start
-            && later.start < self.end
-            && later.end <= self.end
-            && (self.start, self.end) != (later.start, later.end)
-    }
-}
-
 /// A begin not yet ended.
 #[derive(Debug)]
 struct Open<P> {
@@ -220,30 +186,24 @@ struct Open<P> {
     payload: P,
 }
 
-/// The pending subtrees at one level of open begins.
-#[derive(Debug)]
-struct Region<P> {
+/// The pending subtrees at one level of open begins: their roots, in the [`Arena`].
+#[derive(Debug, Default)]
+struct Region {
     /// The first in place: most threads of a file of many threads have one slice.
-    items: FirstInPlace<Node<P>>,
+    items: FirstInPlace<u32>,
     /// The latest start of a subtree resolved early from this region.
     resolved_until: Option<u64>,
 }
 
-impl<P> Default for Region<P> {
-    fn default() -> Region<P> {
-        Region { items: FirstInPlace::default(), resolved_until: None }
-    }
-}
-
-/// A thread's open begins and pending slices: 128 bytes (with no payload), and nothing on the
-/// heap until it has a second pending slice or an open begin (a file may have a million threads of
-/// one slice each).
+/// A thread's open begins and pending slices: 104 bytes (with no payload), and nothing on the
+/// heap but its one node in the arena until it has a second pending slice or an open begin (a
+/// file may have a million threads of one slice each).
 #[derive(Debug)]
 struct Thread<P> {
     /// The top level's region.
-    top: Region<P>,
+    top: Region,
     /// The open begins, outermost first, each with the region inside it.
-    levels: Vec<(Open<P>, Region<P>)>,
+    levels: Vec<(Open<P>, Region)>,
     /// Nodes in all the regions' subtrees (at most the limit, below `u32::MAX`).
     pending: u32,
     tid: u32,
@@ -268,11 +228,10 @@ impl<P> Thread<P> {
     }
 
     /// The region inside the innermost open begin, or the top level.
-    fn innermost(&mut self) -> &mut Region<P> {
+    fn innermost(&mut self) -> &mut Region {
         self.levels.last_mut().map_or(&mut self.top, |(_, r)| r)
     }
 }
-
 /// The per-thread trees. Feed it a thread's events in the order the thread recorded them (threads
 /// may interleave), then call [`Nesting::finish`].
 ///
@@ -285,8 +244,12 @@ pub struct Nesting<P = ()> {
     threads: Vec<Thread<P>>,
     paths: Paths,
     limit: usize,
-    /// Scratch stack of `resolve`.
-    stack: Vec<Step<P>>,
+    /// Every pending slice.
+    arena: Arena<P>,
+    /// Scratch stack of [`Walk::resolve`].
+    stack: Vec<Step>,
+    /// Scratch list of the slices a slice adopts.
+    adopted: Vec<(Key, u32)>,
     resolved_early: u64,
     truncated: u64,
     /// The arrival number of the next slice (0 is for begins left open, placed after all).
@@ -305,7 +268,9 @@ impl<P: Default> Nesting<P> {
             paths: Paths::new(DEFAULT_MAX_DEPTH),
             // A thread's count of pending slices is a `u32`.
             limit: limit.min(u32::MAX as usize - 1),
+            arena: Arena::default(),
             stack: Vec::new(),
+            adopted: Vec::new(),
             resolved_early: 0,
             truncated: 0,
             next_seq: 1,
@@ -410,8 +375,9 @@ impl<P: Default> Nesting<P> {
         update(&mut open.payload);
         let resolved_inside = region.resolved_until.is_some();
         let mut node = Node::new(open.start, ts.max(open.start), open.label, SliceKind::Scope, open.payload);
-        node.nested = open.nested.saturating_add(total_dur(region.items.iter().map(|(_, n)| n)));
-        node.children = region.items.into_list();
+        let nested = total_dur(&self.arena.nodes, region.items.iter().map(|(_, &i)| i));
+        node.nested = open.nested.saturating_add(nested);
+        node.children = self.arena.children_of(region.items);
         self.add(tid, node, sink);
         if resolved_inside {
             // A slice that later encloses this one would also enclose the children resolved early.
@@ -460,7 +426,7 @@ impl<P: Default> Nesting<P> {
         self.add(tid, Node::new(ts, ts, label, SliceKind::Mark, payload), sink);
     }
 
-    fn add(&mut self, tid: u32, node: Node<P>, sink: &mut impl Sink<P>) {
+    fn add(&mut self, tid: u32, mut node: Node<P>, sink: &mut impl Sink<P>) {
         let t = thread(&mut self.thread_index, &mut self.threads, tid);
         if let Some(open) = t.open().filter(|o| node.kind == SliceKind::Scope && node.start < o.start) {
             // Recorded while the begin is open, but started before it: it stays in the begin's
@@ -471,18 +437,23 @@ impl<P: Default> Nesting<P> {
         // Levels the slice may go down before its path would be cut anyway.
         let prefix = t.prefix();
         let room = (self.paths.max_depth() as u32).saturating_sub(self.paths.depth(prefix)) as usize;
-        let seq = self.next_seq;
+        node.seq = self.next_seq;
         self.next_seq += 1;
         let region = t.innermost();
-        let _steps = insert(region, node, seq, room, tid, sink);
+        let _steps = insert(region, &mut self.arena, &mut self.adopted, node, room, tid, sink);
         #[cfg(test)]
         {
             self.steps += _steps as u64;
         }
         t.pending += 1;
         if t.pending as usize > self.limit {
-            let resolved =
-                shed(t, tid, self.limit, &mut self.paths, &mut self.stack, &mut self.truncated, sink);
+            let mut walk = Walk {
+                arena: &mut self.arena,
+                paths: &mut self.paths,
+                stack: &mut self.stack,
+                truncated: &mut self.truncated,
+            };
+            let resolved = shed(t, self.limit, &mut walk, sink);
             self.resolved_early += resolved as u64;
         }
     }
@@ -509,15 +480,24 @@ impl<P: Default> Nesting<P> {
                 });
                 let mut node =
                     Node::new(open.start, open.start, open.label, SliceKind::Unclosed, open.payload);
-                node.children = region.items.into_list();
+                node.children = self.arena.children_of(region.items);
                 // After the slices starting with it (arrival number 0 sorts last).
-                let outer = t.innermost().items.list();
-                outer.insert((open.start, Reverse(0)), node);
+                let key = node.key();
+                let i = self.arena.alloc(node);
+                t.innermost().items.list().insert(key, i);
             }
-            for (_, node) in std::mem::take(&mut t.top.items) {
-                resolve(&mut self.paths, &mut self.stack, &mut self.truncated, tid, ROOT, node, sink);
+            let mut walk = Walk {
+                arena: &mut self.arena,
+                paths: &mut self.paths,
+                stack: &mut self.stack,
+                truncated: &mut self.truncated,
+            };
+            for (_, i) in std::mem::take(&mut t.top.items) {
+                walk.resolve(tid, ROOT, i, sink);
             }
         }
+        // Every node is free.
+        self.arena = Arena::default();
         self.paths.free_index();
     }
 }
@@ -536,33 +516,49 @@ fn thread<'a, P>(index: &mut IdMap, threads: &'a mut Vec<Thread<P>>, tid: u32) -
     &mut threads[at as usize]
 }
 
-/// The key of the earlier slice in `list` that holds `node`, if any: the oldest of those starting
-/// with it, or the one before them. No other can (siblings do not overlap), and among equal starts
-/// only the oldest can be a scope: a later scope starting there adopts the slices starting with
-/// it, or goes inside the scope that holds it.
-fn holder<P>(list: &Siblings<Node<P>>, node: &Node<P>) -> Option<Key> {
-    if let Some((k, n)) = list.oldest_at(node.start) {
-        if n.holds(node) {
-            return Some(k);
+/// The earlier slice in `list` that holds `node`, if any: the oldest of those starting with it,
+/// or the one before them. No other can (siblings do not overlap), and among equal starts only
+/// the oldest can be a scope: a later scope starting there adopts the slices starting with it, or
+/// goes inside the scope that holds it.
+fn holder<P>(list: &Siblings<u32>, nodes: &[Node<P>], node: &Node<P>) -> Option<u32> {
+    if let Some((_, &i)) = list.oldest_at(node.start) {
+        if nodes[i as usize].holds(node) {
+            return Some(i);
         }
     }
-    let (k, n) = list.last_before(node.start)?;
-    n.holds(node).then_some(k)
+    let (_, &i) = list.last_before(node.start)?;
+    nodes[i as usize].holds(node).then_some(i)
 }
 
-/// Puts `node`, the slice number `seq`, into `region`: down into the pending slice that holds it,
-/// if any (at most `room` levels); there, it adopts the slices it contains. Returns the levels
-/// gone down plus the subtrees adopted.
+/// The list a slice is placed in: the region's, or the children of node `parent` (made a list).
+fn siblings_in<'a, P>(
+    items: &'a mut FirstInPlace<u32>,
+    arena: &'a mut Arena<P>,
+    parent: u32,
+) -> (&'a mut Siblings<u32>, &'a mut [Node<P>]) {
+    if parent == NIL {
+        (items.list(), &mut arena.nodes)
+    } else {
+        let at = arena.nodes[parent as usize].children - LIST;
+        (&mut arena.lists[at as usize], &mut arena.nodes)
+    }
+}
+
+/// Puts `node` into `region`: down into the pending slice that holds it, if any (at most `room`
+/// levels); there, it adopts the slices it contains (through `adopted`, left empty). Returns the
+/// levels gone down plus the subtrees adopted.
 fn insert<P>(
-    region: &mut Region<P>,
+    region: &mut Region,
+    arena: &mut Arena<P>,
+    adopted: &mut Vec<(Key, u32)>,
     mut node: Node<P>,
-    seq: u64,
     room: usize,
     tid: u32,
     sink: &mut impl Sink<P>,
 ) -> usize {
     let Region { items, resolved_until } = region;
     let is_scope = node.kind == SliceKind::Scope;
+    let key = node.key();
     if items.is_empty() {
         // Nothing to go down into, adopt or overlap.
         if is_scope && resolved_until.is_some_and(|r| node.start <= r) {
@@ -572,37 +568,38 @@ fn insert<P>(
                 kind: ProblemKind::LateParent { scope: node.label },
             });
         }
-        *items = FirstInPlace::One((node.start, Reverse(seq)), node);
+        *items = FirstInPlace::One(key, arena.alloc(node));
         return 0;
     }
-    let mut list = items.list();
-    let mut holder_nested = None;
+    // The slice goes into the children of `parent` ([`NIL`]: the region).
+    let mut parent = NIL;
     let mut depth = 0;
     // At the depth cap, the slice is placed beside the one that holds it, which takes its
     // duration as a child's (exact along a chain); no problem is reported there.
-    let mut capped = None;
-    while let Some(k) = holder(list, &node) {
+    let mut capped = NIL;
+    loop {
+        let (list, nodes) = siblings_in(items, arena, parent);
+        let Some(h) = holder(list, nodes, &node) else { break };
         if depth == room {
-            capped = Some(k);
+            capped = h;
             break;
         }
         depth += 1;
-        let this = list;
-        let Node { nested, children, .. } = this.get_mut(k).expect("the holder was just found");
-        holder_nested = Some(nested);
-        list = children;
+        arena.make_list(h);
+        parent = h;
     }
-    let at_top = holder_nested.is_none() && capped.is_none();
+    let at_top = parent == NIL && capped == NIL;
     if is_scope && at_top && resolved_until.is_some_and(|r| node.start <= r) {
         sink.problem(Problem { tid, ts: node.start, kind: ProblemKind::LateParent { scope: node.label } });
     }
-    let mut adopted = Vec::new();
     let mut adopted_dur = 0;
     if is_scope {
-        if capped.is_none() {
+        let (list, nodes) = siblings_in(items, arena, parent);
+        if capped == NIL {
             // `holder` found that the nearest earlier sibling does not hold `node`: if it is still
             // running when `node` starts, the two overlap.
-            if let Some((_, prev)) = list.last_before(node.start) {
+            if let Some((_, &prev)) = list.last_before(node.start) {
+                let prev = &nodes[prev as usize];
                 if prev.kind == SliceKind::Scope && prev.end > node.start {
                     let kind = ProblemKind::Interlaced { scope: node.label, other: prev.label };
                     sink.problem(Problem { tid, ts: node.start, kind });
@@ -610,26 +607,27 @@ fn insert<P>(
             }
         }
         let end = node.end;
-        let refused = list.take_run(node.start, end, |n| n.end <= end, &mut adopted);
-        if let Some(n) = refused.and_then(|k| list.get(k)).filter(|_| capped.is_none()) {
+        let refused = list.take_run(node.start, end, |&i| nodes[i as usize].end <= end, adopted);
+        if let Some(&i) = refused.and_then(|k| list.get(k)).filter(|_| capped == NIL) {
+            let n = &nodes[i as usize];
             if n.kind == SliceKind::Scope && n.start < end {
                 let kind = ProblemKind::Interlaced { scope: node.label, other: n.label };
                 sink.problem(Problem { tid, ts: n.start, kind });
             }
         }
-        adopted_dur = total_dur(adopted.iter().map(|(_, n)| n));
+        adopted_dur = total_dur(nodes, adopted.iter().map(|&(_, i)| i));
         node.nested = node.nested.saturating_add(adopted_dur);
     }
     let steps = depth + adopted.len();
-    node.children.extend(adopted);
-    let parent_nested = match capped {
-        Some(k) => list.get_mut(k).map(|n| &mut n.nested),
-        None => holder_nested,
-    };
-    if let Some(nested) = parent_nested {
-        *nested = nested.saturating_add(node.dur()).saturating_sub(adopted_dur);
+    let dur = node.dur();
+    let i = arena.alloc(node);
+    arena.adopt(i, adopted);
+    let holder = if capped != NIL { capped } else { parent };
+    if holder != NIL {
+        let nested = &mut arena.nodes[holder as usize].nested;
+        *nested = nested.saturating_add(dur).saturating_sub(adopted_dur);
     }
-    list.insert((node.start, Reverse(seq)), node);
+    siblings_in(items, arena, parent).0.insert(key, i);
     steps
 }
 
@@ -638,11 +636,8 @@ fn insert<P>(
 /// resolved.
 fn shed<P: Default>(
     t: &mut Thread<P>,
-    tid: u32,
     limit: usize,
-    paths: &mut Paths,
-    stack: &mut Vec<Step<P>>,
-    truncated: &mut u64,
+    walk: &mut Walk<'_, P>,
     sink: &mut impl Sink<P>,
 ) -> usize {
     let target = limit - limit / 4;
@@ -657,70 +652,18 @@ fn shed<P: Default>(
                     (Some(open), region)
                 }
             };
-            let Some((_, node)) = region.items.pop_first() else { break };
+            let Some((_, i)) = region.items.pop_first() else { break };
+            let node = &walk.arena.nodes[i as usize];
             region.resolved_until = region.resolved_until.max(Some(node.start));
             if let Some(open) = open {
                 open.nested = open.nested.saturating_add(node.dur());
             }
-            let n = resolve(paths, stack, truncated, tid, prefix, node, sink);
+            let n = walk.resolve(t.tid, prefix, i, sink);
             t.pending -= n as u32;
             resolved += n;
         }
     }
     resolved
-}
-
-/// A step of [`resolve`]'s walk.
-#[derive(Debug)]
-enum Step<P> {
-    /// Enter the subtree under the path.
-    Enter(PathId, Node<P>),
-    /// Leave the slice whose subtree was walked.
-    Leave(Slice),
-}
-
-/// Hands the subtree `node`, under `prefix`, to `sink` as a walk in time order (see [`Sink`]),
-/// counting the paths cut at the depth cap in `truncated`; returns its size. Iterative: a subtree
-/// can be deeper than the call stack.
-fn resolve<P: Default>(
-    paths: &mut Paths,
-    stack: &mut Vec<Step<P>>,
-    truncated: &mut u64,
-    tid: u32,
-    prefix: PathId,
-    node: Node<P>,
-    sink: &mut impl Sink<P>,
-) -> usize {
-    let mut n = 0;
-    stack.push(Step::Enter(prefix, node));
-    while let Some(step) = stack.pop() {
-        let (prefix, mut node) = match step {
-            Step::Enter(prefix, node) => (prefix, node),
-            Step::Leave(slice) => {
-                sink.leave(&slice);
-                continue;
-            }
-        };
-        let path = paths.child(prefix, node.label);
-        *truncated += u64::from(paths.is_truncated(path));
-        let dur = node.dur();
-        let self_ticks = dur.saturating_sub(node.nested);
-        let slice = Slice { tid, path, kind: node.kind, start: node.start, dur, self_ticks };
-        sink.enter(&slice, std::mem::take(&mut node.payload));
-        n += 1;
-        stack.push(Step::Leave(slice));
-        // The children, the first in time on top. Among those of one start (at most one of which
-        // lasts: siblings do not overlap), the marks and slices of no length first, then the one
-        // that lasts, then a begin never ended: a client that sorts by time would otherwise
-        // nest the first in the one that lasts, or everything in the one never ended.
-        let first = stack.len();
-        stack.extend(std::mem::take(&mut node.children).into_iter().map(|(_, c)| Step::Enter(path, c)));
-        stack[first..].sort_by_key(|s| match s {
-            Step::Enter(_, c) => Reverse((c.start, c.kind == SliceKind::Unclosed, c.end)),
-            Step::Leave(_) => Reverse((0, false, 0)),
-        });
-    }
-    n
 }
 
 #[cfg(test)]

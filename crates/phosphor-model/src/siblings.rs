@@ -62,8 +62,8 @@ fn last_at(start: u64) -> Key {
 pub enum Siblings<V> {
     /// Sorted by key.
     List(VecDeque<(Key, V)>),
-    /// And the items that joined it at its end since an item joined it elsewhere (boxed: a node
-    /// holds a list, and most are short).
+    /// And the items that joined it at its end since an item joined it elsewhere (boxed: most
+    /// lists are short, and a list is the size of its `VecDeque`).
     Tree(Box<(BTreeMap<Key, V>, usize)>),
 }
 
@@ -124,9 +124,9 @@ impl<V> Siblings<V> {
     }
 
     /// Adds items in key order (as [`Siblings::take_run`] returns them).
-    pub fn extend(&mut self, items: Vec<(Key, V)>) {
+    pub fn extend(&mut self, items: impl IntoIterator<Item = (Key, V)>) {
         if self.is_empty() {
-            *self = Siblings::List(items.into());
+            *self = Siblings::List(items.into_iter().collect());
             return;
         }
         for (k, v) in items {
@@ -141,16 +141,6 @@ impl<V> Siblings<V> {
                 v.get(at).filter(|(k, _)| *k == key).map(|(_, v)| v)
             }
             Siblings::Tree(tree) => tree.0.get(&key),
-        }
-    }
-
-    pub fn get_mut(&mut self, key: Key) -> Option<&mut V> {
-        match self {
-            Siblings::List(v) => {
-                let at = partition(v, |k| *k < key);
-                v.get_mut(at).filter(|(k, _)| *k == key).map(|(_, v)| v)
-            }
-            Siblings::Tree(tree) => tree.0.get_mut(&key),
         }
     }
 

@@ -38,7 +38,7 @@
 //! freed per parent: two thirds of the time of `phosphor stats` went there.
 //!
 //! A node's children are either a chain (each child links to the next, in key order, through its
-//! node) or a [`Siblings`] list of indices. A parent adopts a run of slices taken from its
+//! node) or a `Siblings` list of indices. A parent adopts a run of slices taken from its
 //! region's list, already in key order, so it chains them: no allocation. Only a node that a
 //! later slice goes down into (an event recorded with explicit times, after its parent) needs its
 //! children searched: its chain becomes a list then, once, and the O(log n) placement above holds

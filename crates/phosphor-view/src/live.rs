@@ -18,10 +18,19 @@
 //! Per thread: its finished slices in one list sorted by end (the order they finish in), each with
 //! its level; the begins still open (a stack, shown as slices running to the thread's newest
 //! event); its points (instants, logs, problems) by time. Per counter, its samples by time; per
-//! async name, lanes of slices that never overlap. A begin's level is its place in the stack. A
-//! complete event arrives at its end, after the slices it holds: its level counts the begins open
-//! around it, and when it arrives every slice already there inside it goes one level down (each
-//! slice moves once per complete event around it). A window query walks the slices that end in
+//! async name, lanes of slices that never overlap. A begin's level is its place in the stack. An
+//! end closes the innermost open begin of its thread whatever its name (the rule of
+//! [`phosphor_model::nesting`], as the index applies it), the slice flagged
+//! [`slice_flags::WRONG_END`] if the names differ; with no begin open it is a point. A complete
+//! event arrives at its end, after the slices it holds: its level counts the begins open when it
+//! arrives (everything recorded while a begin is open is in it), and when it arrives every slice
+//! already there inside it goes one level down (each slice moves once per complete event around
+//! it). Slices keep their raw clock ticks, but which holds which is decided on
+//! [`Timeline`] times (nanoseconds rounded per timestamp, as `phosphor stats` and the outputs
+//! nest them: two slices whose ends are one nanosecond there are equal, the earlier recorded
+//! inside the later), and durations are measured there (rounded end less rounded start). Lock
+//! events are named by [`phosphor_model::names::lock_name`]: `NAME (wait)` / `NAME (held)`.
+//! A window query walks the slices that end in
 //! or after the window in end order, placing each at its level (one further down, marked
 //! interlaced, where it would overlap the previous slice of that level), and merges slices
 //! narrower than a pixel as `query.rs` does: at most about two items a pixel and level.
@@ -33,6 +42,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use phosphor_format::{ClockInfo, ClockKind};
+use phosphor_model::timeline::Timeline;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::records::{point_kinds, slice_flags};
@@ -169,6 +180,9 @@ struct Thread {
     /// Finished slices, sorted by end.
     slices: VecDeque<LSlice>,
     open: Vec<Open>,
+    /// Begins not kept (over [`MAX_OPEN`] or [`MAX_OPEN_TOTAL`]) above `open`: the next ends
+    /// close them, and are not kept either.
+    over: usize,
     /// Points, sorted by time.
     points: VecDeque<LPoint>,
     /// The newest time of its events.
@@ -198,6 +212,8 @@ struct AsyncTrack {
 #[derive(Debug)]
 pub struct LiveModel {
     limit: usize,
+    /// The times nesting is decided and durations measured on.
+    timeline: Timeline,
     names: Vec<Box<str>>,
     /// By tid.
     threads: Vec<Thread>,
@@ -230,6 +246,7 @@ impl LiveModel {
     pub fn new(options: LiveOptions) -> LiveModel {
         LiveModel {
             limit: options.max_records,
+            timeline: Timeline::new(&nanoseconds()),
             names: Vec::new(),
             threads: Vec::new(),
             counters: Vec::new(),
@@ -269,6 +286,18 @@ impl LiveModel {
         self.span
     }
 
+    /// Sets the clock the trace was recorded on (its file's header): nesting and durations go by
+    /// its [`Timeline`].
+    pub(crate) fn set_clock(&mut self, clock: &ClockInfo) {
+        self.timeline = Timeline::new(clock);
+    }
+
+    /// The duration of `s` (raw ticks) in nanoseconds as `phosphor stats` measures it: its end
+    /// less its start, each rounded to the nanosecond.
+    pub fn duration_ns(&self, s: &crate::records::Slice) -> u64 {
+        self.timeline.time(s.end).saturating_sub(self.timeline.time(s.start))
+    }
+
     /// Takes in the names first used by the events that follow.
     pub(crate) fn add_names(&mut self, names: Vec<Box<str>>) {
         self.names.extend(names);
@@ -285,6 +314,7 @@ impl LiveModel {
     pub(crate) fn forget_open(&mut self) {
         for t in &mut self.threads {
             t.open.clear();
+            t.over = 0;
         }
         self.open = 0;
         self.open_asyncs.clear();
@@ -292,15 +322,7 @@ impl LiveModel {
 
     /// The thread `tid`, made if new (`None` past [`MAX_TRACKS`]).
     fn thread(&mut self, tid: u32) -> Option<&mut Thread> {
-        let at = match self.threads.binary_search_by_key(&tid, |t| t.tid) {
-            Ok(at) => at,
-            Err(_) if self.threads.len() >= MAX_TRACKS => return None,
-            Err(at) => {
-                self.threads.insert(at, Thread { tid, ..Thread::default() });
-                at
-            }
-        };
-        Some(&mut self.threads[at])
+        thread_of(&mut self.threads, tid)
     }
 
     fn id(&mut self) -> u64 {
@@ -327,13 +349,11 @@ impl LiveModel {
         let kept = match ev {
             Ev::Begin { tid, ts, name } => self.begin(tid, ts, name, id),
             Ev::End { tid, ts, name } => self.end(tid, ts, name, id),
-            Ev::Slice { tid, start, end, name, flags } => match self.thread(tid) {
+            Ev::Slice { tid, start, end, name, flags } => match thread_of(&mut self.threads, tid) {
                 Some(t) => {
                     t.last = t.last.max(end);
-                    // The begins open around it.
-                    let open = t.open.iter().filter(|o| o.start <= start).count();
                     let s = LSlice { start, end: end.max(start), id, name, depth: 0, flags };
-                    insert_complete(t, s, open);
+                    insert_complete(t, &self.timeline, s);
                     self.retained += 1;
                     true
                 }
@@ -364,6 +384,7 @@ impl LiveModel {
         let Some(t) = self.thread(tid) else { return false };
         t.last = t.last.max(ts);
         if full || t.open.len() >= MAX_OPEN {
+            t.over += 1;
             return false;
         }
         t.open.push(Open { start: ts, id, name });
@@ -372,29 +393,30 @@ impl LiveModel {
         true
     }
 
-    /// An end: closes the innermost open begin of its name, and the ones above it (wrongly).
+    /// An end: closes the innermost open begin of its thread whatever its name (flagged
+    /// [`slice_flags::WRONG_END`] if its name is not the end's), or is a point if none is open.
     fn end(&mut self, tid: u32, ts: u64, name: u32, id: u64) -> bool {
         let Some(t) = self.thread(tid) else { return false };
         t.last = t.last.max(ts);
-        let Some(at) = t.open.iter().rposition(|o| o.name == name) else {
+        if t.over > 0 {
+            // It closes a begin that was not kept.
+            t.over -= 1;
+            return false;
+        }
+        let Some(o) = t.open.pop() else {
             let p = LPoint { ts, id, name, kind: point_kinds::END_WITHOUT_BEGIN };
             insert_sorted(&mut t.points, p, |p| p.ts);
             self.retained += 1;
             return true;
         };
-        let mut closed = 0;
-        while t.open.len() > at {
-            let Some(o) = t.open.pop() else { break };
-            let wrong = if t.open.len() > at { slice_flags::WRONG_END } else { 0 };
-            let depth = t.open.len().min(usize::from(MAX_DEPTH)) as u16;
-            let s =
-                LSlice { start: o.start, end: ts.max(o.start), id: o.id, name: o.name, depth, flags: wrong };
-            t.longest = t.longest.max(s.end - s.start);
-            insert_sorted(&mut t.slices, s, |s| s.end);
-            closed += 1;
-        }
-        self.retained += closed;
-        self.open -= closed.min(self.open);
+        let flags =
+            if o.name == name { slice_flags::SCOPE } else { slice_flags::SCOPE | slice_flags::WRONG_END };
+        let depth = t.open.len().min(usize::from(MAX_DEPTH)) as u16;
+        let s = LSlice { start: o.start, end: ts.max(o.start), id: o.id, name: o.name, depth, flags };
+        t.longest = t.longest.max(s.end - s.start);
+        insert_sorted(&mut t.slices, s, |s| s.end);
+        self.retained += 1;
+        self.open = self.open.saturating_sub(1);
         true
     }
 
@@ -557,27 +579,58 @@ fn place<T>(list: &VecDeque<T>, k: u64, key: impl Fn(&T) -> u64) -> usize {
     }
 }
 
-/// Inserts a slice known at its end into `t`, `open` begins around it: the slices already there
-/// that it holds go a level down, and those there that hold it (ending with it or after it, which
-/// is rare) put it a level further down.
-fn insert_complete(t: &mut Thread, mut x: LSlice, open: usize) {
-    let at = place(&t.slices, x.end, |s| s.end);
-    let mut depth = open + t.slices.range(at..).filter(|y| y.start <= x.start).count();
-    let mut i = at;
-    while i > 0 && t.slices[i - 1].end >= x.start {
+/// The thread `tid` of `threads` (sorted by tid), made if new (`None` past [`MAX_TRACKS`]).
+fn thread_of(threads: &mut Vec<Thread>, tid: u32) -> Option<&mut Thread> {
+    let at = match threads.binary_search_by_key(&tid, |t| t.tid) {
+        Ok(at) => at,
+        Err(_) if threads.len() >= MAX_TRACKS => return None,
+        Err(at) => {
+            threads.insert(at, Thread { tid, ..Thread::default() });
+            at
+        }
+    };
+    Some(&mut threads[at])
+}
+
+/// A clock of a nanosecond a tick: the timeline of a model before its file's header is read.
+fn nanoseconds() -> ClockInfo {
+    ClockInfo {
+        kind: ClockKind::Monotonic,
+        ns_per_tick: 1.0,
+        origin_ticks: 0,
+        origin_monotonic_ns: 0,
+        origin_wall_ns: 0,
+        fallback_reason: None,
+    }
+}
+
+/// Inserts a slice known at its end into `t`, below the begins open: the slices already there
+/// that it holds go a level down, and those there that hold it put it a level further down.
+/// Which holds which is decided on `timeline`'s times, as [`phosphor_model::nesting`] decides it:
+/// of two slices of the same extent there, the one recorded first is inside.
+fn insert_complete(t: &mut Thread, timeline: &Timeline, mut x: LSlice) {
+    let time = |ticks| timeline.time(ticks);
+    let (xs, xe) = (time(x.start), time(x.end));
+    // Sorted by ticks, so by time too: past `hi` they end after it there.
+    let hi = t.slices.partition_point(|y| time(y.end) <= xe);
+    let mut depth = t.open.len() + t.slices.range(hi..).filter(|y| time(y.start) <= xs).count();
+    let mut i = hi;
+    while i > 0 && time(t.slices[i - 1].end) >= xs {
         i -= 1;
         let y = &mut t.slices[i];
-        if y.start >= x.start {
+        let ys = time(y.start);
+        if ys >= xs {
             // Inside it (an older slice of the same extent is inside the newer one).
             y.depth = (y.depth + 1).min(MAX_DEPTH);
             t.levels = t.levels.max(usize::from(y.depth) + 1);
-        } else if y.end == x.end {
+        } else if time(y.end) == xe {
             depth += 1;
         }
     }
     x.depth = depth.min(usize::from(MAX_DEPTH)) as u16;
     t.levels = t.levels.max(usize::from(x.depth) + 1);
     t.longest = t.longest.max(x.end - x.start);
+    let at = place(&t.slices, x.end, |s| s.end);
     t.slices.insert(at, x);
 }
 

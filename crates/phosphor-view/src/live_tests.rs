@@ -83,18 +83,91 @@ fn begins_and_ends_match_by_a_stack_across_batches_and_open_ones_run_to_the_newe
     let done = f.levels(1, 0, 100);
     assert_eq!(names(&done), [vec!["frame"], vec!["update", "draw"]]);
     assert_eq!(done[0][0], ("frame".into(), 0, 50, slice_flags::SCOPE));
-    // An end of another name closes the begins above its own, marked.
-    f.begin(1, 60, "a");
-    f.begin(1, 70, "b");
-    f.end(1, 80, "a");
-    let l = f.levels(1, 55, 100);
-    assert_eq!(l[1][0], ("b".into(), 70, 80, slice_flags::WRONG_END));
     // An end with no begin is a point.
     f.end(1, 90, "nothing");
     let points = f.model.points_in(1, Window { start: 0, end: 100, pixel: 1 }).unwrap();
     assert!(
         matches!(points[..], [crate::PointItem::Point(_, p)] if p.kind == point_kinds::END_WITHOUT_BEGIN)
     );
+}
+
+#[test]
+fn an_end_closes_the_innermost_open_begin_whatever_its_name_and_a_wrong_name_is_flagged() {
+    // The model's rule (`phosphor_model::nesting`), as the index applies it: not back to the
+    // begin of the end's name.
+    let mut f = Feed::new(1000);
+    f.begin(1, 60, "a");
+    f.begin(1, 70, "b");
+    f.end(1, 80, "a");
+    let unclosed = slice_flags::SCOPE | slice_flags::UNCLOSED;
+    let l = f.levels(1, 55, 100);
+    assert_eq!(l[0], [("a".into(), 60, 80, unclosed)]);
+    assert_eq!(l[1], [("b".into(), 70, 80, slice_flags::WRONG_END)]);
+    // The next end closes "a", whose name it does not have either.
+    f.end(1, 90, "b");
+    assert_eq!(f.levels(1, 55, 100)[0], [("a".into(), 60, 90, slice_flags::WRONG_END)]);
+    // An end of a name never begun closes the begin open, and is no stray point.
+    f.begin(1, 100, "c");
+    f.end(1, 110, "nothing");
+    assert_eq!(f.levels(1, 95, 200), [[("c".into(), 100, 110, slice_flags::WRONG_END)]]);
+    let points = f.model.points_in(1, Window { start: 0, end: 200, pixel: 1 }).unwrap();
+    assert!(points.is_empty(), "{points:?}");
+    // A begin past the bound on open begins is not kept, nor is the end that closes it.
+    for k in 0..super::MAX_OPEN as u64 + 1 {
+        f.begin(2, k, "deep");
+    }
+    let flags = |f: &Feed| -> Vec<(u64, u8)> {
+        let w = Window { start: 0, end: 2_000_000, pixel: 1 };
+        let levels = f.model.slices_in(2, w).unwrap();
+        let mut all: Vec<(u64, u8)> = levels
+            .iter()
+            .flatten()
+            .map(|i| match i {
+                SliceItem::Slice(_, s) => (s.end, s.flags & !slice_flags::INTERLACED),
+                SliceItem::Merged { .. } => unreachable!(),
+            })
+            .collect();
+        all.sort_unstable();
+        all
+    };
+    f.end(2, 1_000_000, "deep");
+    let open = flags(&f);
+    assert_eq!(open.len(), super::MAX_OPEN);
+    assert!(open.iter().all(|s| s.1 == slice_flags::SCOPE | slice_flags::UNCLOSED), "{:?}", open.last());
+    f.end(2, 1_000_001, "deep");
+    let closed = flags(&f);
+    assert_eq!(closed.len(), super::MAX_OPEN);
+    assert!(closed.contains(&(1_000_001, slice_flags::SCOPE)));
+    assert_eq!(closed.iter().filter(|s| s.1 & slice_flags::UNCLOSED == 0).count(), 1);
+}
+
+#[test]
+fn complete_events_nest_on_the_timeline_and_are_measured_there() {
+    // A TSC of 0.385 ns a tick: ticks 1010 and 1011 are both 4 ns after the origin, 1030 and 1031
+    // both 12 ns. "inner" (recorded first) and "outer" are one extent on the timeline: the
+    // earlier recorded is inside, as `phosphor stats` nests them, though its ticks overlap.
+    let mut f = Feed::new(1000);
+    f.model.set_clock(&phosphor_craft::tsc(0.385187));
+    f.complete(1, 1011, 1031, "inner");
+    f.complete(1, 1010, 1030, "outer");
+    let l = f.levels(1, 1000, 1100);
+    assert_eq!(
+        l,
+        [
+            [("outer".into(), 1010, 1030, slice_flags::COMPLETE)],
+            [("inner".into(), 1011, 1031, slice_flags::COMPLETE)]
+        ]
+    );
+    // Durations are the rounded end less the rounded start: 8 ns each, so no self time.
+    let SliceItem::Slice(id, s) =
+        f.model.slices_in(1, Window { start: 1000, end: 1100, pixel: 1 }).unwrap()[0][0]
+    else {
+        panic!()
+    };
+    let (_, _, _, level) = f.model.slice(id).unwrap();
+    assert_eq!(f.model.duration_ns(&s), 8);
+    let (path, self_ns, children) = f.model.context(1, &s, level);
+    assert_eq!((path.len(), self_ns, children), (1, 0, 1));
 }
 
 #[test]
@@ -230,6 +303,45 @@ fn async_slices_pair_in_either_order_on_lanes_that_never_overlap() {
     all.sort_unstable();
     assert_eq!(all, [(0, 10), (5, 15), (20, 30)]);
     assert_eq!(lanes.len(), 2);
+}
+
+#[test]
+fn a_lock_is_named_as_the_model_names_it() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    let sites = [("queue.wait", Phase::LockWait), ("queue.held", Phase::LockHeld), ("pool", Phase::LockHeld)];
+    let events = vec![
+        records::complete(0, ID, 10).to_vec(),
+        records::complete(10, ID + 1, 5).to_vec(),
+        records::complete(20, ID + 2, 5).to_vec(),
+    ];
+    write_trace(&path, &sites, &[(3, events)]);
+    let live = Live::new(LiveOptions::default());
+    live.end();
+    super::follow(&live, &path);
+    assert_eq!(live.read_error(), None);
+    let m = live.model();
+    let items = &m.slices_in(3, Window { start: 0, end: 100, pixel: 1 }).unwrap()[0];
+    let named: Vec<(&str, u8)> = items
+        .iter()
+        .map(|i| match i {
+            SliceItem::Slice(_, s) => (m.name(s.name), s.flags),
+            SliceItem::Merged { .. } => unreachable!(),
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("queue (wait)", slice_flags::LOCK_WAIT),
+            ("queue (held)", slice_flags::LOCK_HELD),
+            ("pool (held)", slice_flags::LOCK_HELD)
+        ]
+    );
+    // As the index names them.
+    let index = crate::open(&path, None, &crate::BuildOptions::default()).unwrap();
+    for name in ["queue (wait)", "queue (held)", "pool (held)"] {
+        assert!((0..index.name_count()).any(|n| index.name(n) == name), "{name}");
+    }
 }
 
 /// A trace of two threads of 5,000 frames, each a begin and an end around a complete event, and a

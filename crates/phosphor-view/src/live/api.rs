@@ -144,19 +144,19 @@ pub(crate) fn slice(slot: &Slot, live: &Live, id: u64) -> Option<Value> {
     let (s, tid, async_track, level) = m.slice(id)?;
     let p = slot.place();
     // An async slice's lanes do not nest: its path is its name.
-    let (path, self_ticks, children) = match tid {
+    let (path, self_ns, children) = match tid {
         Some(tid) => m.context(tid, &s, level),
-        None => (vec![s.name], s.duration(), 0),
+        None => (vec![s.name], m.duration_ns(&s), 0),
     };
     let path: Vec<&str> = path.into_iter().map(|n| m.name(n)).collect();
-    let ns = |ticks| p.clock().ticks_to_ns(ticks);
     Some(json!({
         "index": id,
         "name": m.name(s.name),
         "start_ns": p.ns(s.start),
         "end_ns": p.ns(s.end),
-        "duration_ns": ns(s.duration()),
-        "self_ns": ns(self_ticks),
+        // As `phosphor stats` measures it: its end less its start, each rounded to the nanosecond.
+        "duration_ns": m.duration_ns(&s),
+        "self_ns": self_ns,
         "children": children,
         "path": path,
         "tid": tid,

@@ -112,11 +112,6 @@ impl Read for Follow<'_> {
     }
 }
 
-/// The name of a lock's callsite without its phase's tail (`NAME.wait`, `NAME.held`).
-fn lock_base(name: &str, tail: &str) -> String {
-    name.strip_suffix(tail).filter(|b| !b.is_empty()).unwrap_or(name).to_owned()
-}
-
 /// Reads the trace at `path` as the recorder writes it into `live`'s model, until the recorder
 /// has ended it ([`Live::end`]) and every byte is read, or reading fails. Runs on a thread of its
 /// own; takes the model's lock once a chunk, only to add the chunk's events.
@@ -134,6 +129,7 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
     let probe = file.try_clone().map_err(|e| format!("{}: {e}", path.display()))?;
     let input = BufReader::with_capacity(1 << 16, Follow { file, live });
     let mut reader = Reader::new(input).map_err(|e| e.to_string())?;
+    live.model().set_clock(&reader.header().clock);
     let mut names = Names::default();
     let mut named: rustc_hash::FxHashSet<u32> = Default::default();
     let mut streams: HashMap<(u16, u32), u64> = HashMap::default();
@@ -227,11 +223,15 @@ fn decode(e: &phosphor_format::file::Event<'_>, names: &mut Names, scratch: &mut
     let mut name = |e| names.number(phosphor_export::logs::event_name(e, scratch));
     Some(match cs.phase {
         Phase::Complete | Phase::LockWait | Phase::LockHeld => {
-            let (flags, name) = match cs.phase {
-                Phase::LockWait => (slice_flags::LOCK_WAIT, names.number(&lock_base(&cs.name, ".wait"))),
-                Phase::LockHeld => (slice_flags::LOCK_HELD, names.number(&lock_base(&cs.name, ".held"))),
-                _ => (slice_flags::COMPLETE, name(e)),
+            let flags = match cs.phase {
+                Phase::LockWait => slice_flags::LOCK_WAIT,
+                Phase::LockHeld => slice_flags::LOCK_HELD,
+                _ => slice_flags::COMPLETE,
             };
+            // A lock's callsites are `NAME.wait` / `NAME.held`: `NAME (wait)` / `NAME (held)`, as
+            // the index and every output name them.
+            let event_name = phosphor_export::logs::event_name(e, scratch);
+            let name = names.number(&phosphor_model::names::lock_name(event_name, cs.phase));
             let end = ts.saturating_add(e.duration.unwrap_or(0));
             Ev::Slice { tid, start: ts, end, name, flags }
         }

@@ -192,41 +192,42 @@ impl LiveModel {
     }
 
     /// Of slice `s` of thread `tid` at `level`: the names of the slices that hold it, outermost
-    /// first, then its own (an older holder dropped from the model is left out); its self time
-    /// (its duration less that of its children, one level down); and its children's number.
-    /// A walk of the slices ending within it, and of those that may hold it.
+    /// first, then its own (an older holder dropped from the model is left out); its self time in
+    /// nanoseconds (its duration less that of its children, one level down, each measured as
+    /// `phosphor stats` measures it: [`LiveModel::duration_ns`]); and its children's number. A walk
+    /// of the slices ending within it, and of those that may hold it, on the model's timeline.
     pub fn context(&self, tid: u32, s: &Slice, level: usize) -> (Vec<u32>, u64, u64) {
         let Ok(at) = self.threads.binary_search_by_key(&tid, |t| t.tid) else {
-            return (vec![s.name], s.duration(), 0);
+            return (vec![s.name], self.duration_ns(s), 0);
         };
         let t = &self.threads[at];
+        let time = |ticks| self.timeline.time(ticks);
+        let (ss, se) = (time(s.start), time(s.end));
         let mut holders: Vec<Option<u32>> = vec![None; level.min(usize::from(MAX_DEPTH))];
         for (d, o) in t.open.iter().enumerate().take(holders.len()) {
-            if o.start <= s.start {
-                holders[d] = Some(o.name);
-            }
+            holders[d] = Some(o.name);
         }
         // A holder ends at or after it, and starts at or before it: by its start plus the longest.
-        let from = t.slices.partition_point(|y| y.end < s.end);
+        let from = t.slices.partition_point(|y| time(y.end) < se);
         let last = s.start.saturating_add(t.longest);
         for y in t.slices.range(from..).take_while(|y| y.end <= last) {
             let d = usize::from(y.depth);
-            if d < holders.len() && y.start <= s.start && holders[d].is_none() {
+            if d < holders.len() && time(y.start) <= ss && holders[d].is_none() {
                 holders[d] = Some(y.name);
             }
         }
-        let (lo, hi) =
-            (t.slices.partition_point(|y| y.end < s.start), t.slices.partition_point(|y| y.end <= s.end));
+        let lo = t.slices.partition_point(|y| time(y.end) < ss);
+        let hi = t.slices.partition_point(|y| time(y.end) <= se);
         let (mut inside, mut children) = (0u64, 0u64);
         for y in t.slices.range(lo..hi.max(lo)) {
-            if usize::from(y.depth) == level + 1 && y.start >= s.start {
-                inside = inside.saturating_add(y.end - y.start);
+            if usize::from(y.depth) == level + 1 && time(y.start) >= ss {
+                inside = inside.saturating_add(time(y.end) - time(y.start));
                 children += 1;
             }
         }
         let mut path: Vec<u32> = holders.into_iter().flatten().collect();
         path.push(s.name);
-        (path, s.duration().saturating_sub(inside), children)
+        (path, (se - ss).saturating_sub(inside), children)
     }
 
     /// A point by its number, and its thread.

@@ -494,19 +494,20 @@ async fn slice_details(
         Some(_) => Value::Null,
     };
     // An async slice's lanes do not nest: its path is its name.
-    let (path, self_ticks, children) = match async_track {
-        None => crate::stats::context(&t.index, thread, level, q.index),
-        Some(_) => (vec![t.index.name(s.name).to_owned()], s.duration(), 0),
+    // Durations as `phosphor stats` measures them (`phosphor_model::timeline`): a slice's end less
+    // its start, each rounded to the nanosecond; its self time, that less its children's.
+    let dur = |s: &crate::records::Slice| (t.ns(s.end) - t.ns(s.start)).max(0) as u64;
+    let (path, self_ns, children) = match async_track {
+        None => crate::stats::context(&t.index, thread, level, q.index, dur),
+        Some(_) => (vec![t.index.name(s.name).to_owned()], dur(&s), 0),
     };
     Ok(Json(json!({
         "index": q.index,
         "name": t.index.name(s.name),
         "start_ns": t.ns(s.start),
         "end_ns": t.ns(s.end),
-        // As `phosphor stats` measures a duration (`phosphor_model::timeline`): its end less its
-        // start, each rounded to the nanosecond.
-        "duration_ns": (t.ns(s.end) - t.ns(s.start)).max(0),
-        "self_ns": t.clock_info().ticks_to_ns(self_ticks),
+        "duration_ns": dur(&s),
+        "self_ns": self_ns,
         "children": children,
         "path": path,
         "tid": async_track.is_none().then_some(thread.tid),

@@ -84,13 +84,14 @@ fn type_of(flags: u8) -> &'static str {
 }
 
 /// Slice `i` of level `level` of `thread` in its context: its scope path, and its self time (its
-/// duration less those of the slices drawn a level down inside it) and how many those are, in
-/// ticks.
+/// duration less those of the slices drawn a level down inside it, each measured by `dur`) and
+/// how many those are.
 pub(crate) fn context(
     index: &IndexFile,
     thread: &ThreadTrack,
     level: usize,
     i: u64,
+    dur: impl Fn(&Slice) -> u64,
 ) -> (Vec<String>, u64, u64) {
     let s = index.slice(i);
     let names = match index.slice_path(i) {
@@ -106,11 +107,11 @@ pub(crate) fn context(
             let c = index.slice(k);
             if c.end <= s.end {
                 children += 1;
-                nested = nested.saturating_add(c.duration());
+                nested = nested.saturating_add(dur(&c));
             }
         }
     }
-    (names, s.duration().saturating_sub(nested), children)
+    (names, dur(&s).saturating_sub(nested), children)
 }
 
 /// Calls `f` with the number, the slice and the path of every slice of `thread` that starts from

@@ -125,7 +125,7 @@ struct LiveThread {
 #[derive(Debug)]
 enum Models {
     /// A file: one model for every thread.
-    File(Nesting<Slot>),
+    File(Box<Nesting<Slot>>),
     /// Live use: one model per thread, resolved whole once the thread is quiet.
     Live(HashMap<u32, LiveThread>),
 }
@@ -175,7 +175,7 @@ impl Assembler {
     pub fn new(header: &Header, options: AssembleOptions) -> Assembler {
         let out = Emitter::new(Ids::new(header), options.selection.clone());
         let models = match options.hold_ns {
-            None => Models::File(Nesting::new(DEFAULT_PENDING_LIMIT)),
+            None => Models::File(Box::new(Nesting::new(DEFAULT_PENDING_LIMIT))),
             Some(_) => Models::Live(HashMap::new()),
         };
         Assembler {
@@ -429,7 +429,7 @@ impl Assembler {
         match &mut self.models {
             Models::File(nesting) => {
                 nesting.finish(&mut Flushing::new(&mut self.build, flush));
-                *nesting = Nesting::new(DEFAULT_PENDING_LIMIT);
+                **nesting = Nesting::new(DEFAULT_PENDING_LIMIT);
             }
             Models::Live(threads) => {
                 let mut all: Vec<(u32, LiveThread)> = threads.drain().collect();

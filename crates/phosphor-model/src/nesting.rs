@@ -458,6 +458,24 @@ impl<P: Default> Nesting<P> {
         }
     }
 
+    /// Resolves every pending slice of every thread now, as a thread past its limit resolves its
+    /// oldest (a slice that later encloses them is reported as a late parent): for a writer that
+    /// bounds what all threads hold together. Returns the slices resolved.
+    pub fn shed_all(&mut self, sink: &mut impl Sink<P>) -> usize {
+        let mut walk = Walk {
+            arena: &mut self.arena,
+            paths: &mut self.paths,
+            stack: &mut self.stack,
+            truncated: &mut self.truncated,
+        };
+        let mut resolved = 0;
+        for t in self.threads.iter_mut().filter(|t| t.pending > 0) {
+            resolved += shed(t, 0, &mut walk, sink);
+        }
+        self.resolved_early += resolved as u64;
+        resolved
+    }
+
     /// Ends the stream: begins still open become unclosed slices (reported), and every pending
     /// subtree is resolved. No slice may be added after: the paths' index is freed.
     pub fn finish(&mut self, sink: &mut impl Sink<P>) {

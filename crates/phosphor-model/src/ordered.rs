@@ -14,8 +14,9 @@
 //! writes ([`SliceWriter::time`]). The tree is the one `phosphor stats` builds from the same
 //! events on the same times, so what the client rebuilds is what the statistics count.
 //!
-//! Memory is what [`Nesting`] keeps, [`WRITER_PENDING_LIMIT`] slices per thread, past which the
-//! oldest are written early (counted in [`Ordered::written_early`]), plus those slices' records.
+//! Memory is what [`Nesting`] keeps, [`WRITER_PENDING_LIMIT`] slices per thread and [`MAX_HELD`]
+//! in all, past which the oldest are written early (counted in [`Ordered::written_early`]), plus
+//! those slices' records.
 //! Written early, a slice still nests as the statistics say unless a slice that encloses it, recorded
 //! later, begins in the very nanosecond it does: the client orders the rest by time.
 
@@ -29,6 +30,10 @@ use crate::nesting::{Nesting, Problem, Sink, Slice, SliceKind};
 /// slice written early only matters at a tie, and a smaller working set is a faster one (the
 /// demo's 11.6 M events: 5.6 s of CPU and 38 MB at this limit, 7.8 s and 117 MB at 65,536).
 pub const WRITER_PENDING_LIMIT: usize = 1 << 12;
+
+/// The most slices all threads hold together: past it every thread's are written early. A
+/// file of a million threads of one slice each would otherwise hold them all to its end.
+pub const MAX_HELD: usize = 1 << 16;
 
 /// What a thread slice is kept as: its events' slots in [`HeldEvents`] (`NONE`: none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,7 +194,15 @@ impl Ordered {
                 self.nesting.mark_with(tid, 0, ts, Held { first, end: NONE }, &mut walk);
             }
         }
+        if walk.held.len() > MAX_HELD {
+            self.nesting.shed_all(&mut walk);
+        }
         true
+    }
+
+    /// Slices held now, all threads together (at most [`MAX_HELD`] between two calls).
+    pub fn held(&self) -> usize {
+        self.held.len()
     }
 
     /// Writes every slice still held (a begin never ended gets no end), against the tables

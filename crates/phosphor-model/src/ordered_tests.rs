@@ -110,3 +110,32 @@ fn past_the_limit_the_oldest_slices_are_written_early_and_every_event_once() {
         (0..1000).flat_map(|i| [format!("B child {}", i * 10), format!("E - {}", i * 10 + 5)]).collect();
     assert_eq!(log, want);
 }
+
+#[test]
+fn a_file_of_many_threads_of_one_slice_each_is_held_at_most_max_held_at_a_time() {
+    use phosphor_format::Phase::Complete;
+    let threads = MAX_HELD as u32 + MAX_HELD as u32 / 2;
+    let mut w = TraceWriter::new(Vec::new(), monotonic(), "t").unwrap();
+    w.strings(&["craft", "", "ordered.rs"]).unwrap();
+    let name = w.strings(&["s"]).unwrap();
+    w.callsites([callsite(ID, Complete, name)]).unwrap();
+    for tid in 0..threads {
+        let mut stream = ChunkStream::new(tid + 1);
+        stream.push(&mut w, &records::complete(u64::from(tid), ID, 5)).unwrap();
+        stream.flush(&mut w).unwrap();
+    }
+    let bytes = w.finish(Trailer::default()).unwrap();
+    let mut reader = Reader::new(&bytes[..]).unwrap();
+    let (mut ordered, mut log) = (Ordered::default(), Log::default());
+    let mut most = 0;
+    while let Some(chunk) = reader.next_chunk().unwrap() {
+        for e in chunk.events() {
+            assert!(ordered.push(&chunk, &e.unwrap(), &mut log));
+            most = most.max(ordered.held());
+        }
+    }
+    ordered.finish(reader.tables(), &mut log);
+    assert!(most <= MAX_HELD + 1, "{most} held at once");
+    assert_eq!(log.0.len(), 2 * threads as usize, "every slice written once, begin and end");
+    assert!(ordered.written_early() >= u64::from(threads) - MAX_HELD as u64);
+}

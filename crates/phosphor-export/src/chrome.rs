@@ -367,6 +367,16 @@ impl Quoted {
         }
     }
 
+    /// Writes `s` as a JSON string, quotes included: from the cache, or a long one escaped
+    /// straight into `out` (a 60 MiB name is not copied again, nor kept).
+    #[inline]
+    fn write(&mut self, out: &mut impl Write, s: TableStr<'_>) -> io::Result<()> {
+        if s.len() > Self::MAX_LEN {
+            return write_str(out, &s);
+        }
+        out.write_all(self.get(s))
+    }
+
     #[cold]
     #[inline(never)]
     fn quote(&mut self, s: TableStr<'_>) -> &[u8] {
@@ -592,11 +602,11 @@ fn write_head(
         if cs.level.is_some() || cs.dynamic_name {
             write_str(out, name)?;
         } else {
-            out.write_all(quoted.get(cs.name))?;
+            quoted.write(out, cs.name)?;
         }
     }
     out.write_all(b",\"cat\":")?;
-    out.write_all(quoted.get(cs.category))
+    quoted.write(out, cs.category)
 }
 
 /// An event's phase and time: `e` is the event of a [`Place::Stream`] (a held slice's phase
@@ -694,7 +704,7 @@ fn write_args(out: &mut impl Write, e: &Event<'_>, quoted: &mut Quoted) -> io::R
             if name.is_empty() {
                 out.write_all(if i == 0 { b"\"arg0\":" } else { b"\"arg1\":" })?;
             } else {
-                out.write_all(quoted.get(cs.arg_names[i]))?;
+                quoted.write(out, cs.arg_names[i])?;
                 out.write_all(b":")?;
             }
             write_value(out, value)?;

@@ -56,7 +56,8 @@ zero-length slice at the current depth. The result lists every track with its sl
 category, ts, dur, depth, args) or counter values; an end with nothing open is listed in
 "unmatched_ends" and a slice never closed has "dur": null.
 
-Paths (--paths): the replayed slices of the thread tracks (not async, counter or other plain
+Paths (--paths) also lists the async tracks' slices per name ("asyncs": pairs, their total
+nanoseconds, slices left open, ends that closed nothing). Paths: the replayed slices of the thread tracks (not async, counter or other plain
 tracks), each under its path: the names of the slices enclosing it on its track (those of smaller
 depth open when it begins), outermost first, then its own name, as `phosphor stats` builds its
 paths. Per thread (tid; the tracks of one tid together), a list of [path, count, total_ns] for the
@@ -499,7 +500,30 @@ def paths(result):
         th["slices"] = [[list(p), c, d] for p, (c, d) in sorted(th["slices"].items())]
         th["instants"] = [[list(p), c] for p, c in sorted(th["instants"].items())]
         out.append(th)
-    return {"ok": result["ok"], "errors": result["errors"], "threads": out}
+    return {"ok": result["ok"], "errors": result["errors"], "threads": out, "asyncs": async_names(result)}
+
+
+def async_names(result):
+    """The --paths summary of the async tracks (plain tracks under a process): per name (a lane's
+    slices are of its name), [name, pairs, total_ns, unended, unbegun]: its closed slices and their
+    durations added up, its slices left open, and the ends on its lanes that closed nothing."""
+    kinds = {t["uuid"]: t["kind"] for t in result.get("tracks", [])}
+    names = {}
+    for t in result.get("tracks", []):
+        if t["kind"] != "track" or kinds.get(t.get("parent")) != "process":
+            continue
+        for s in t["slices"]:
+            if s["type"] != "slice":
+                continue
+            n = names.setdefault(s["name"], [0, 0, 0, 0])
+            if s["dur"] is None:
+                n[2] += 1
+            else:
+                n[0] += 1
+                n[1] += s["dur"]
+        if t["unmatched_ends"]:
+            names.setdefault(t["name"], [0, 0, 0, 0])[3] += len(t["unmatched_ends"])
+    return [[name] + n for name, n in sorted(names.items())]
 
 
 def inflate(trace, errors):

@@ -5,7 +5,14 @@ frames, and adds up each thread's frames per path.
 Usage:
     replay_chrome.py FILE...    per file, one JSON line:
         {"threads": [{"pid": n, "tid": n, "slices": [[[s], count, total_ns]], "open": n,
-                      "warnings": n, "examples": [s]}]}
+                      "warnings": n, "examples": [s]}],
+         "asyncs": [[name, pairs, total_ns, unended, unbegun]]}
+
+Async slices (`b` / `e`, which speedscope does not show) are replayed as trace processor's JSON
+importer builds them: sorted by ts (ties in file order), a `b` opens a slice of its (cat, name,
+id), an `e` closes the innermost one open of its (cat, name, id) or nothing (an end never begun);
+those left open are never ended. Per name: the closed ones and their durations (each end and
+begin rounded to the nanosecond, then subtracted), the open ones, the ends that closed nothing.
 
 What speedscope does, redone here step by step (Python floats are IEEE doubles, as JavaScript's
 numbers, and parse the same decimal text to the same value):
@@ -138,8 +145,29 @@ def replay_thread(events):
     }
 
 
+def replay_asyncs(events):
+    asyncs = sorted((ev for ev in events if ev.get("ph") in ("b", "e")), key=lambda ev: ev["ts"])
+    open_by_key, names = {}, {}
+    for ev in asyncs:
+        k = (ev.get("cat"), name(ev), ev.get("id"))
+        n = names.setdefault(name(ev), [0, 0, 0, 0])
+        stack = open_by_key.setdefault(k, [])
+        if ev["ph"] == "b":
+            stack.append(ev)
+        elif stack:
+            b = stack.pop()
+            n[0] += 1
+            n[1] += round(ev["ts"] * 1000) - round(b["ts"] * 1000)
+        else:
+            n[3] += 1
+    for (_, nm, _), stack in open_by_key.items():
+        names[nm][2] += len(stack)
+    return [[nm] + n for nm, n in sorted(names.items())]
+
+
 def replay(doc):
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    asyncs = replay_asyncs(events)
     by_thread = {}
     for ev in events:
         if ev.get("ph") in ("B", "E", "X"):
@@ -149,7 +177,7 @@ def replay(doc):
         t = {"pid": int(pid), "tid": int(tid)}
         t.update(replay_thread(evs))
         threads.append(t)
-    return {"threads": threads}
+    return {"threads": threads, "asyncs": asyncs}
 
 
 def main(argv):

@@ -185,7 +185,7 @@ pub(crate) fn align_files(
 ) -> anyhow::Result<(Vec<Header>, Timeline)> {
     let headers = files
         .iter()
-        .map(|f| Ok(progress::open(f, "reading")?.header().clone()))
+        .map(|f| Ok(progress::open_header(f, "reading")?.header().clone()))
         .collect::<anyhow::Result<Vec<Header>>>()?;
     let timeline = timeline::align(&headers);
     if let Some(w) = &timeline.warning {

@@ -54,7 +54,9 @@ pub fn run(args: &DiffArgs, out: &mut impl Write) -> anyhow::Result<bool> {
         let new = File::open(&args.new)
             .with_context(|| format!("{}: cannot open", args.new.display()))
             .and_then(|f| {
-                Reader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| e.with_path(&args.new).into())
+                Reader::new(BufReader::with_capacity(1 << 16, f))
+                    .map(Reader::read_ahead)
+                    .map_err(|e| e.with_path(&args.new).into())
             })
             .and_then(|reader| side(&args.new, reader));
         (base.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), new)

@@ -131,7 +131,7 @@ pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let path = &args.file;
     let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let size = f.metadata().with_context(|| format!("{}: cannot read its size", path.display()))?.len();
-    let mut reader = Reader::new(BufReader::new(f)).map_err(|e| e.with_path(path))?;
+    let mut reader = Reader::new(BufReader::new(f)).map_err(|e| e.with_path(path))?.read_ahead();
     let mut summary = Summary::default();
     let read = summary.read(&mut reader);
     print(&reader, &summary, size, args, read.is_ok(), out)?;

@@ -33,8 +33,16 @@ pub fn bar(len: u64, what: &str, terminal: bool) -> ProgressBar {
 }
 
 /// Opens the trace file `path` and reads its header, with a progress bar labelled `what` on a
-/// terminal.
+/// terminal; the rest of the file is read ahead ([`Reader::read_ahead`]): a second thread reads
+/// its blocks and decompresses its groups while the caller decodes the events.
 pub fn open(path: &Path, what: &str) -> anyhow::Result<Reader<Input>> {
+    Ok(open_header(path, what)?.read_ahead())
+}
+
+/// [`open`] without read-ahead: for a caller that only wants the header (read-ahead would read
+/// and decompress up to [`READ_AHEAD_BYTES`](phosphor::format::file::READ_AHEAD_BYTES) for
+/// nothing).
+pub fn open_header(path: &Path, what: &str) -> anyhow::Result<Reader<Input>> {
     let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     open_with(path, f, bar(len, what, std::io::stderr().is_terminal()))
@@ -63,7 +71,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("phosphor-progress-{}.phos", std::process::id()));
         std::fs::write(&path, &trace).unwrap();
         let bar = ProgressBar::hidden();
-        let mut reader = open_with(&path, File::open(&path).unwrap(), bar.clone()).unwrap();
+        let mut reader = open_with(&path, File::open(&path).unwrap(), bar.clone()).unwrap().read_ahead();
         while reader.next_block().unwrap().is_some() {}
         assert_eq!(reader.offset(), trace.len() as u64);
         assert_eq!(bar.position(), trace.len() as u64, "every byte read went through the bar");

@@ -152,6 +152,7 @@ pub fn catalog(scale: Scale) -> Vec<Case> {
             "logs-out-of-order",
             Shape::LogsOutOfOrder { threads: 4, logs: pick(100_000, 1_000_000), params: 2 },
         ),
+        trace("asyncs-waiting", Shape::AsyncsWaiting { slices: pick(100_000, 1_000_000) }),
         trace(
             "deep-long-names",
             Shape::DeepLongNames { depth: pick(1_000, 4_000), name_bytes: if seed { 64 } else { 4_096 } },

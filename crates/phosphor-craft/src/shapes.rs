@@ -59,6 +59,10 @@ pub enum Shape {
     /// thread's chunks (the latest logs) first: more than the reorder window of `phosphor logs`
     /// holds, all out of order.
     LogsOutOfOrder { threads: u32, logs: u32, params: u32 },
+    /// `slices` async slices of distinct ids whose ends (on thread 2) are all written before their
+    /// begins (on thread 1), and as many async begins never ended: every half waits for its
+    /// other half, more than a reader may keep (the model's cap on halves waiting).
+    AsyncsWaiting { slices: u32 },
 }
 
 /// The strings every file starts with, by index.
@@ -157,6 +161,28 @@ impl Shape {
                     s.push(&mut w, &records::begin(u64::from(d), id + d % 16))?;
                 }
                 s.flush(&mut w)?;
+                w.finish(Trailer::default())
+            }
+            Shape::AsyncsWaiting { slices } => {
+                let mut w = start(out, monotonic())?;
+                let names = w.strings(&["waiting", "unended"])?;
+                w.callsites([
+                    callsite(id, Phase::AsyncBegin, names),
+                    callsite(id + 1, Phase::AsyncEnd, names),
+                    callsite(id + 2, Phase::AsyncBegin, names + 1),
+                ])?;
+                let n = u64::from(slices);
+                let mut ends = ChunkStream::new(2);
+                for k in 0..n {
+                    ends.push(&mut w, &records::async_edge(10 * k + 5, id + 1, k))?;
+                }
+                ends.flush(&mut w)?;
+                let mut begins = ChunkStream::new(1);
+                for k in 0..n {
+                    begins.push(&mut w, &records::async_edge(10 * k, id, k))?;
+                    begins.push(&mut w, &records::async_edge(10 * k, id + 2, k))?;
+                }
+                begins.flush(&mut w)?;
                 w.finish(Trailer::default())
             }
             Shape::NestedScopes { depth } => {

@@ -32,6 +32,7 @@ fn every_shape_writes_a_file_the_reader_reads_whole() {
         (Shape::DeepLongNames { depth: 50, name_bytes: 1_000 }, 100),
         (Shape::LogsOutOfOrder { threads: 3, logs: 500, params: 16 }, 1_500),
         (Shape::LogsOutOfOrder { threads: 2, logs: 100, params: 0 }, 200),
+        (Shape::AsyncsWaiting { slices: 1_000 }, 3_000),
     ];
     for (shape, events) in shapes {
         let bytes = shape.write(Vec::new()).unwrap();

@@ -78,10 +78,9 @@ use std::io::{self, BufWriter, Read, Write};
 use phosphor_format::file::{ClockInfo, Event, Reader, TableStr, Value};
 use phosphor_format::Phase;
 
-use phosphor_model::nesting::{Slice, SliceKind};
-use phosphor_model::ordered::{Ordered, SliceWriter};
+use phosphor_model::ordered::Ordered;
 
-use crate::chrome_time::{write_units_as_us, Points, UNITS_PER_NS};
+use crate::chrome_time::{write_units_as_us, UNITS_PER_NS};
 pub use crate::error::{Error, ExportSummary};
 
 /// Writes the trace that `reader` reads as Chrome JSON to `out` (buffered here; pass the writer
@@ -413,144 +412,6 @@ enum Place {
     Open { start: i128 },
 }
 
-/// A thread slice of the walk, written as far as its time (`text[at..split]`) and from there on
-/// (`text[split..till]`), with its place: a slice's end is known when the walk leaves it.
-struct Entry {
-    at: usize,
-    split: usize,
-    till: usize,
-    place: Place,
-}
-
-/// The walk's slices since the last time no scope was open, held until every one's end is
-/// known, then written in the walk's order (a slice before the slices nested in it): at most
-/// the subtree [`Ordered`] hands over at once.
-#[derive(Default)]
-struct Walk {
-    text: Vec<u8>,
-    entries: Vec<Entry>,
-    /// The entries of the scopes entered and not yet left.
-    open: Vec<usize>,
-    points: Points,
-}
-
-/// The [`SliceWriter`] of a file's thread slices, and the writer of its other events.
-struct Slices<'a, W> {
-    out: &'a mut W,
-    at: &'a Placed<'a>,
-    ids: &'a mut Ids,
-    scratch: &'a mut String,
-    quoted: &'a mut Quoted,
-    walk: &'a mut Walk,
-    /// The first write error: nothing more is written after it.
-    error: Option<io::Error>,
-}
-
-impl<W: Write> Slices<'_, W> {
-    /// An event that is not a thread slice, written as read.
-    fn stream(&mut self, e: &Event<'_>) {
-        if self.error.is_none() {
-            let r = write_event(self.out, self.at, self.ids, e, self.scratch, self.quoted, Place::Stream);
-            if let Err(err) = r {
-                self.error = Some(err);
-            }
-        }
-    }
-
-    /// Holds `e`, a slice of the walk, at `place` (an end to be filled in when it is left).
-    fn hold(&mut self, e: &Event<'_>, place: Place) {
-        let w = &mut *self.walk;
-        let at = w.text.len();
-        // Writing to a `Vec` cannot fail.
-        let _ = write_head(&mut w.text, e, self.scratch, self.quoted);
-        if let Place::Stream = place {
-            // A mark: its time is its own.
-            let _ = write_time(&mut w.text, self.at, Some(e), place);
-        }
-        let split = w.text.len();
-        let _ = write_tail(&mut w.text, self.ids, e, self.quoted);
-        w.entries.push(Entry { at, split, till: w.text.len(), place });
-    }
-
-    /// Writes the entries held, once no scope is open.
-    fn flush(&mut self) {
-        let w = &mut *self.walk;
-        if !w.open.is_empty() {
-            return;
-        }
-        if self.error.is_none() {
-            for entry in &w.entries {
-                let text = &w.text;
-                let r = (|| {
-                    self.out.write_all(&text[entry.at..entry.split])?;
-                    write_time(self.out, self.at, None, entry.place)?;
-                    self.out.write_all(&text[entry.split..entry.till])
-                })();
-                if let Err(err) = r {
-                    self.error = Some(err);
-                    break;
-                }
-            }
-        }
-        w.entries.clear();
-        w.text.clear();
-    }
-
-    /// Writes what is held whatever is open (at the end of a file: scopes never left are
-    /// written as begins never ended).
-    fn flush_all(&mut self) {
-        for i in std::mem::take(&mut self.walk.open) {
-            if let Place::Complete { start, .. } = self.walk.entries[i].place {
-                self.walk.entries[i].place = Place::Open { start };
-            }
-        }
-        self.flush();
-    }
-}
-
-/// Nanoseconds on the shared timeline (`i64`) as a slice's time for [`Ordered`]: an order-keeping
-/// map onto `u64` (the sign bit flipped), and back.
-fn slice_time(ns: i64) -> u64 {
-    (ns as u64) ^ (1 << 63)
-}
-
-fn slice_ns(time: u64) -> i64 {
-    (time ^ (1 << 63)) as i64
-}
-
-impl<W: Write> SliceWriter for Slices<'_, W> {
-    /// The nanoseconds written (three decimals of a microsecond), so that slices are nested on
-    /// what a client reads.
-    fn time(&self, ticks: u64) -> u64 {
-        slice_time(self.at.ns(ticks))
-    }
-
-    fn begin(&mut self, s: &Slice, e: &Event<'_>) {
-        let place = match s.kind {
-            SliceKind::Mark => Place::Stream,
-            SliceKind::Scope => {
-                let start = self.walk.points.at(s.tid, slice_ns(s.start));
-                self.walk.open.push(self.walk.entries.len());
-                // The end is filled in when the walk leaves the slice.
-                Place::Complete { start, end: start }
-            }
-            SliceKind::Unclosed => Place::Open { start: self.walk.points.at(s.tid, slice_ns(s.start)) },
-        };
-        self.hold(e, place);
-        self.flush();
-    }
-
-    fn end(&mut self, s: &Slice, _end: Option<&Event<'_>>) {
-        let end = self.walk.points.at(s.tid, slice_ns(s.start.saturating_add(s.dur)));
-        if let Some(i) = self.walk.open.pop() {
-            if let Place::Complete { start, .. } = self.walk.entries[i].place {
-                self.walk.entries[i].place = Place::Complete { start, end };
-            }
-        }
-        self.flush();
-    }
-}
-
 /// Writes a time in `chrome_time` units as microseconds: three decimals when it is a whole
 /// nanosecond (most are), up to seven when it was moved.
 #[inline]
@@ -812,6 +673,10 @@ fn write_escaped(out: &mut impl Write, s: &str) -> io::Result<()> {
     }
     out.write_all(&bytes[plain..])
 }
+
+#[path = "chrome_slices.rs"]
+mod slices;
+use slices::{Slices, Walk};
 
 #[cfg(test)]
 #[path = "chrome_tests.rs"]

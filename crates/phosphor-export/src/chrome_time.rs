@@ -42,7 +42,8 @@ fn step(ns: i64) -> i128 {
 }
 
 /// A thread's last point: its nanosecond, how many points before it that nanosecond has, and
-/// the step there.
+/// the step there (0 until a second point needs it: most nanoseconds hold one point, and the
+/// step takes a power of two in floating point).
 #[derive(Clone, Copy, Debug)]
 struct Last {
     ns: i64,
@@ -55,22 +56,44 @@ struct Last {
 #[derive(Debug, Default)]
 pub(crate) struct Points {
     threads: HashMap<u32, Last>,
+    /// The thread of the last point and its state, out of the map: the walk hands over a
+    /// thread's points in runs (a subtree at a time).
+    current: Option<(u32, Last)>,
 }
 
 impl Points {
     /// The time, in units, of the walk's next point of thread `tid`, at `ns`.
+    #[inline]
     pub(crate) fn at(&mut self, tid: u32, ns: i64) -> i128 {
-        let last = self.threads.entry(tid).or_insert(Last { ns: ns.wrapping_add(1), count: 0, step: 1 });
+        let last = match &mut self.current {
+            Some((t, last)) if *t == tid => last,
+            _ => self.switch(tid, ns),
+        };
         if last.ns == ns {
+            if last.step == 0 {
+                // A step is at most `UNITS_PER_NS`.
+                last.step = step(ns) as u32;
+            }
             // At most half a nanosecond less a unit past the nanosecond.
             if i128::from(last.count + 1) * i128::from(last.step) < UNITS_PER_NS / 2 {
                 last.count += 1;
             }
         } else {
-            // A step is at most `UNITS_PER_NS`.
-            *last = Last { ns, count: 0, step: step(ns) as u32 };
+            *last = Last { ns, count: 0, step: 0 };
         }
         i128::from(ns) * UNITS_PER_NS + i128::from(last.count) * i128::from(last.step)
+    }
+
+    /// Makes `tid` the current thread (its first point is at `ns`, if it has none yet), putting
+    /// the one before back into the map.
+    #[cold]
+    #[inline(never)]
+    fn switch(&mut self, tid: u32, ns: i64) -> &mut Last {
+        if let Some((t, last)) = self.current.take() {
+            self.threads.insert(t, last);
+        }
+        let last = self.threads.remove(&tid).unwrap_or(Last { ns: ns.wrapping_add(1), count: 0, step: 0 });
+        &mut self.current.insert((tid, last)).1
     }
 }
 
@@ -155,6 +178,7 @@ mod tests {
         assert!(first.iter().all(|&u| ns(u) == 100));
         assert_eq!(p.at(1, 101), 101 * UNITS_PER_NS, "a new nanosecond starts at its own time");
         assert_eq!(p.at(2, 100), 100 * UNITS_PER_NS, "each thread counts its own points");
+        assert_eq!(p.at(1, 101), 101 * UNITS_PER_NS + 1, "and keeps its count while another's are written");
         // A step of 100 units an hour in.
         let hour = 3_600_000_000_000;
         assert_eq!(p.at(3, hour) + 100, p.at(3, hour));

@@ -47,6 +47,7 @@ use phosphor_format::Phase;
 use crate::error::read_events;
 pub use crate::error::{Error, ExportSummary};
 use crate::stacks::Stacks;
+use phosphor_model::background::{Consumer, Feed};
 use phosphor_model::names::{self, MAX_NAME_BYTES};
 use phosphor_model::nesting::{Label, Nesting, PathId, Sink, Slice, SliceKind};
 
@@ -88,7 +89,8 @@ fn stacks<R: Read>(mut reader: Reader<R>) -> (Stacks, ExportSummary, Option<file
     // The first segments of the threads with events, made once their pending slices are resolved
     // and freed; the reader's tables (a million callsites or thread names, in hostile files) are
     // freed before the stacks are sorted.
-    f.nesting.finish(&mut f.times);
+    let (nesting, times) = f.engine.finish();
+    nesting.finish(times);
     let mut names: Vec<(u32, &str)> =
         reader.thread_names().filter(|(t, _)| f.threads.contains(t)).map(|(t, n)| (t, n.as_str())).collect();
     // The last name of a thread named twice.
@@ -199,6 +201,15 @@ struct SelfTimes {
     others: HashMap<(u32, PathId), u64>,
 }
 
+impl Consumer<()> for SelfTimes {
+    /// The folded stacks send nothing but slices.
+    type Message = std::convert::Infallible;
+
+    fn message(&mut self, _: &Nesting, message: Self::Message) {
+        match message {}
+    }
+}
+
 impl Sink for SelfTimes {
     fn slice(&mut self, s: &Slice) {
         if s.kind != SliceKind::Scope {
@@ -238,8 +249,8 @@ struct Folder {
     name_index: HashTable<Label>,
     /// Callsite id → label.
     by_callsite: HashMap<u32, Label>,
-    nesting: Nesting,
-    times: SelfTimes,
+    /// The nesting engine and the self times: on a second core once the file is long enough.
+    engine: Feed<(), SelfTimes>,
     /// Threads that had events.
     threads: HashSet<u32>,
     /// Distinct names cut to be shown (`names.rs`).
@@ -252,8 +263,7 @@ impl Default for Folder {
             names: Vec::new(),
             name_index: HashTable::new(),
             by_callsite: HashMap::default(),
-            nesting: Nesting::new(crate::DEFAULT_PENDING_LIMIT),
-            times: SelfTimes::default(),
+            engine: Feed::new(Nesting::new(crate::DEFAULT_PENDING_LIMIT), SelfTimes::default()),
             threads: HashSet::default(),
             names_cut: 0,
         }
@@ -277,9 +287,9 @@ impl Folder {
             _ => self.label(cs.id, names::lock_base(&cs.name, cs.phase), suffix),
         };
         match cs.phase {
-            Phase::Begin => self.nesting.begin(e.tid, label, e.ts),
-            Phase::End => self.nesting.end(e.tid, label, e.ts, &mut self.times),
-            _ => self.nesting.complete(e.tid, label, e.ts, e.duration.unwrap_or(0), &mut self.times),
+            Phase::Begin => self.engine.begin_with(e.tid, label, e.ts, ()),
+            Phase::End => self.engine.end(e.tid, label, e.ts),
+            _ => self.engine.complete_with(e.tid, label, e.ts, e.duration.unwrap_or(0), ()),
         }
     }
 
@@ -322,12 +332,16 @@ impl Folder {
         summary: &mut ExportSummary,
     ) -> Stacks {
         // (Nothing is left to resolve if `stacks` did it.)
-        self.nesting.finish(&mut self.times);
+        let (nesting, times) = self.engine.finish();
+        nesting.finish(times);
         self.name_index = HashTable::new();
         self.by_callsite = HashMap::default();
         self.threads = HashSet::default();
-        summary.truncated = u32::try_from(self.nesting.truncated()).unwrap_or(u32::MAX);
-        let times = self.times.into_times().map(|(tid, path, ticks)| (tid, path, clock.ticks_to_ns(ticks)));
+        summary.truncated = u32::try_from(nesting.truncated()).unwrap_or(u32::MAX);
+        let paths = nesting.take_paths();
+        let times = std::mem::take(times)
+            .into_times()
+            .map(|(tid, path, ticks)| (tid, path, clock.ticks_to_ns(ticks)));
         let threads_cut = std::cell::Cell::new(0u64);
         let thread = |tid: u32| match threads.binary_search_by_key(&tid, |t| t.0) {
             Ok(at) => {
@@ -336,7 +350,7 @@ impl Folder {
             }
             Err(_) => format!("thread {tid}"),
         };
-        let stacks = Stacks::new(times, thread, self.names, self.nesting.into_paths());
+        let stacks = Stacks::new(times, thread, self.names, paths);
         let cut = self.names_cut + threads_cut.get();
         summary.names_cut = u32::try_from(cut).unwrap_or(u32::MAX);
         stacks

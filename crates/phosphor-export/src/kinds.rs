@@ -22,9 +22,10 @@ use crate::scope_path::{PathTree, PathTreeBuilder, ScopePath};
 use crate::scope_system::{AllocWaits, ScopeHook, SystemAcc};
 use crate::stats::{EventType, KindStats, MAX_PROBLEM_EXAMPLES};
 use crate::system::SystemContext;
+use phosphor_model::background::Consumer;
 use phosphor_model::names;
 use phosphor_model::nesting::{
-    self, Label, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT,
+    self, Label, Nesting, PathId, Problem, ProblemKind, Sink, Slice, SliceKind, DEEPER, ROOT,
 };
 
 #[derive(Debug, Default)]
@@ -89,6 +90,28 @@ impl Collector {
     pub(crate) fn free_index(&mut self) {
         self.first = Vec::new();
         self.others = HashMap::default();
+    }
+}
+
+/// A `phosphor/scope_alloc` event: the allocations of thread `tid`'s scope that ended at `end`
+/// (the last complete event it recorded, if that one ended then).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScopeAlloc {
+    pub(crate) tid: u32,
+    pub(crate) end: u64,
+    pub(crate) allocs: u64,
+    pub(crate) bytes: u64,
+}
+
+impl Consumer<()> for Collector {
+    type Message = ScopeAlloc;
+
+    fn message(&mut self, nesting: &Nesting, m: ScopeAlloc) {
+        // Bookkeeping, not an instant of the program: its counts go to the scope before it, which
+        // ended when it is stamped (one whose scope was lost matches none).
+        if let Some(start) = nesting.complete_ending_at(m.tid, m.end) {
+            self.scope_alloc(m.tid, start, m.allocs, m.bytes);
+        }
     }
 }
 

@@ -39,6 +39,9 @@ pub(crate) struct Labels {
     index: HashTable<Label>,
     /// By callsite id, the label its events had last.
     by_callsite: IdMap,
+    /// By callsite id, the index in the file's string table of the name it had then: the same
+    /// index is the same name, so the label is found again without the name being read.
+    name_of: IdMap,
     /// Distinct names cut to be shown.
     pub(crate) cut: u64,
 }
@@ -52,16 +55,17 @@ impl Labels {
     pub(crate) fn label(&mut self, cs: &Callsite<'_>, ty: EventType) -> Label {
         // A lock's callsites are `NAME.wait` / `NAME.held`: shown `NAME (wait)` / `NAME (held)`,
         // as every output names them.
-        let full = names::lock_name(cs.name.as_str(), cs.phase);
-        let name = names::shown(&full);
-        if let Some(l) = self.by_callsite.get(cs.id) {
-            // A file may define an id again; the name then changes.
-            if self.event_type(l) == ty && self.name(l) == name {
+        if let (Some(l), Some(n)) = (self.by_callsite.get(cs.id), self.name_of.get(cs.id)) {
+            // A file may define an id again, with another name or phase: the label then changes.
+            // (The type says the phase's suffix, wait or held.)
+            if n == cs.name.index() && self.event_type(l) == ty {
                 return l;
             }
         }
-        let l = self.shown(name, ty);
+        let full = names::lock_name(cs.name.as_str(), cs.phase);
+        let l = self.shown(names::shown(&full), ty);
         self.by_callsite.insert(cs.id, l);
+        self.name_of.insert(cs.id, cs.name.index());
         l
     }
 
@@ -139,7 +143,13 @@ impl Labels {
     /// Frees what finding labels takes, once every event is in.
     pub(crate) fn free_index(&mut self) {
         self.index = HashTable::new();
+        self.forget_callsites();
+    }
+
+    /// Forgets the labels of the callsites: another file's ids and string indices are its own.
+    pub(crate) fn forget_callsites(&mut self) {
         self.by_callsite = IdMap::default();
+        self.name_of = IdMap::default();
     }
 
     /// The distinct names, numbered as [`Labels::name_number`] gives them, and `more` after

@@ -55,11 +55,11 @@
 //!
 //! # Async slices
 //!
-//! Async slices of one (category, name) share a few tracks, *lanes*, named as the slices (for a
-//! `dyn` callsite, the name its events carry): a lane holds one slice at a time, as Perfetto's own
-//! SDK lays out its async tracks, and Perfetto's UI shows the lanes of one name together. Begins
-//! and ends pair by (category, name, id) in file order; a begin again before the end nests on the
-//! same lane. Chunks are written per thread, so an end recorded on one thread can come before its
+//! Async slices of one name share a few tracks, *lanes*, named as the slices (for a `dyn`
+//! callsite, the name its events carry): a lane holds one slice at a time, as Perfetto's own SDK
+//! lays out its async tracks, and Perfetto's UI shows the lanes of one name together. Begins and
+//! ends pair by the model's rule (`phosphor_model::asyncs`: shown name and id, in file order; a
+//! second begin gives the first up, left open on a lane of its own). Chunks are written per thread, so an end recorded on one thread can come before its
 //! begin in the file, and slices come in no time order. [`write_perfetto_planned`] follows an
 //! [`AsyncPlan`] made in a first reading of the file, which knows every slice's interval and so
 //! gives each name as many lanes as it has slices open at one instant, the fewest possible
@@ -94,7 +94,9 @@
 //! on a thread's track names no track: `TrackEventDefaults.track_uuid` is set to the thread's by
 //! the first packet after a switch of thread (about once per chunk). Event names, categories and argument names are interned (`EventName`, `EventCategory`,
 //! `DebugAnnotationName`, iids from 1 by order of first use), each defined in the `interned_data`
-//! of the packet that first uses it; events refer to them by `TrackEvent.name_iid`,
+//! of the packet that first uses it, or of an earlier one: a thread slice's names are interned as
+//! it is read, and it may be written later (`perfetto/walk.rs`), so its entries go into the next
+//! event packet written; events refer to them by `TrackEvent.name_iid`,
 //! `TrackEvent.category_iids` and `DebugAnnotation.name_iid`. Names from the file are interned by
 //! their index in the reader's string table, which holds each distinct string once, so callsites
 //! with the same name share an iid, a callsite id that a later callsites block redefines gets its
@@ -304,6 +306,8 @@ struct Exporter<W: Write> {
     losses: crate::ChunkLosses,
     /// A log's formatted message or a run-time name, for the event being written.
     message: String,
+    /// Scratch for the fields of a thread slice held by [`Ordered`] (`perfetto/walk.rs`).
+    held: Enc,
     /// Interned annotation names `level`, `p0`, `p1`, ... (0 until first used).
     level_iid: u64,
     param_iids: [u64; phosphor_format::MAX_PARAMS],
@@ -372,6 +376,7 @@ impl<W: Write> Exporter<W> {
             last_ns: None,
             losses: crate::ChunkLosses::default(),
             message: String::new(),
+            held: Enc::default(),
             level_iid: 0,
             param_iids: [0; phosphor_format::MAX_PARAMS],
             system: system::SystemTracks::default(),
@@ -459,14 +464,16 @@ impl<W: Write> Exporter<W> {
         // Described here, in stream order, with the name the chunk knows; written to later.
         let thread = self.thread_track(e.tid, ts, chunk)?;
         if is_thread_slice(cs.phase) {
+            let mut end_ns = ts;
             if cs.phase.has_duration() {
                 let end = e.ts.saturating_add(e.duration.unwrap_or(0));
-                self.last_complete = Some(((e.tid, ts, self.ns(end).max(ts)), end));
+                end_ns = self.ns(end).max(ts);
+                self.last_complete = Some(((e.tid, ts, end_ns), end));
             }
-            ordered.push(chunk, e, self);
+            ordered.push_at(chunk, e, ts, end_ns, self);
             return self.walked();
         }
-        self.clocks.thread(thread);
+        self.clocks.streamed(thread);
         let mut r = self.callsites.get(cs.id);
         let before = r.counters;
         match cs.phase {

@@ -17,8 +17,8 @@
 //! and an instant of one name at one place are two kinds. Kinds go by names alone: the category
 //! and the source line do not count. [`TraceStats::paths`] adds each path up across threads.
 //!
-//! Async slices may begin on one thread and end on another: they are paired by name and id and
-//! counted by name ([`AsyncStats`]). The scope checks are in `scopes.rs`.
+//! Async slices may begin on one thread and end on another: they are paired by the model's rule
+//! (`phosphor_model::asyncs`: by shown name and id) and counted by name ([`AsyncStats`]). The scope checks are in `scopes.rs`.
 //!
 //! # Memory
 //!
@@ -52,6 +52,7 @@ use crate::scope_system::{ScopeHook, ScopeSystem};
 use crate::scopes::{ScopeProblem, ScopeProblemKind};
 use crate::system::{SystemContext, SystemCounts};
 use phosphor_format::system::{SystemStatus, PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
+use phosphor_model::background::Feed;
 use phosphor_model::nesting::{self, Label, Nesting, PathId, ProblemKind};
 use phosphor_model::timeline::Timeline;
 use std::sync::Arc;
@@ -86,6 +87,10 @@ pub struct TraceStats {
     pub paths: Vec<KindStats>,
     /// Async slices, by name.
     pub asyncs: Vec<AsyncStats>,
+    /// Async begins and ends given up unmatched because
+    /// [`DEFAULT_MAX_OPEN`](phosphor_model::asyncs::DEFAULT_MAX_OPEN) halves were already
+    /// waiting for their other half (counted in their name's `unended` or `unbegun`).
+    pub async_given_up: u64,
     /// Scopes that do not nest: the first [`MAX_PROBLEM_EXAMPLES`] found, by thread then time.
     pub problems: Vec<ScopeProblem>,
     /// All scopes that do not nest.
@@ -379,8 +384,9 @@ pub struct StatsBuilder {
     /// Events are nested and measured on these times: nanoseconds, rounded per timestamp as
     /// the Perfetto, Chrome and OTLP outputs write them, so that they tell the same story.
     timeline: Timeline,
-    nesting: Nesting,
-    collector: Collector,
+    /// The nesting engine and the kinds' accumulators: on a second core once the file is long
+    /// enough (`phosphor_model::background`).
+    engine: Feed<(), Collector>,
     labels: Labels,
     asyncs: Asyncs,
     /// Events per thread.
@@ -407,8 +413,7 @@ impl StatsBuilder {
         StatsBuilder {
             clock: timeline.clock().clone(),
             timeline,
-            nesting: Nesting::new(nesting::DEFAULT_PENDING_LIMIT),
-            collector: Collector::default(),
+            engine: Feed::new(Nesting::new(nesting::DEFAULT_PENDING_LIMIT), Collector::default()),
             labels: Labels::default(),
             asyncs: Asyncs::default(),
             threads: HashMap::default(),
@@ -427,7 +432,8 @@ impl StatsBuilder {
     /// scope: on- and off-CPU time, switches, samples and their leaf functions
     /// ([`KindStats::system`]). Call [`SystemContext::name_leaves`] first to have the functions.
     pub fn system(mut self, context: Arc<SystemContext>) -> StatsBuilder {
-        self.collector.hook = Some(ScopeHook { context, clock: self.clock.clone() });
+        let hook = Some(ScopeHook { context, clock: self.clock.clone() });
+        self.parts().1.hook = hook;
         self
     }
 
@@ -456,7 +462,8 @@ impl StatsBuilder {
     /// file. Past the limit, the oldest have their path fixed as known then; a scope that arrives
     /// later and encloses them is reported as a [`ScopeProblemKind::LateParent`].
     pub fn pending_limit(mut self, scopes: usize) -> StatsBuilder {
-        self.nesting = Nesting::new(scopes).max_depth(self.nesting.paths().max_depth());
+        let nesting = self.parts().0;
+        *nesting = Nesting::new(scopes).max_depth(nesting.paths().max_depth());
         self
     }
 
@@ -464,13 +471,34 @@ impl StatsBuilder {
     /// at least 1): what is nested deeper is counted by name under a `[deeper than N]` segment
     /// ([`TraceStats::truncated`]). Without a cap, n nested scopes make n kinds of up to n names.
     pub fn max_depth(mut self, scopes: usize) -> StatsBuilder {
-        self.nesting = self.nesting.max_depth(scopes);
+        let nesting = self.parts().0;
+        *nesting = std::mem::replace(nesting, Nesting::new(0)).max_depth(scopes);
         self
     }
 
     /// Scopes and events waiting for a parent now, all threads together.
     pub fn pending(&self) -> usize {
-        self.nesting.pending()
+        self.engine.pending()
+    }
+
+    /// The events that follow are file number `file`'s (`stats_files.rs`): its callsite ids,
+    /// string indices and async ids are its own.
+    pub(crate) fn start_file(&mut self, file: u32) {
+        self.file = file;
+        self.labels.forget_callsites();
+    }
+
+    /// The engine and its sink, before the first event.
+    fn parts(&mut self) -> (&mut Nesting, &mut Collector) {
+        self.engine.parts().expect("the builder is configured before its first event")
+    }
+
+    /// Keeps the nesting engine on the caller's thread (`false`), or lets it move to a second
+    /// core once the file is long enough (`true`, the default on a machine of two cores or
+    /// more). The statistics are the same either way.
+    pub fn background(mut self, on: bool) -> StatsBuilder {
+        self.engine = self.engine.background(on);
+        self
     }
 
     /// Counts a chunk, before its events.
@@ -492,10 +520,10 @@ impl StatsBuilder {
         if cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME {
             // Bookkeeping, not an instant of the program: its counts go to the scope before it,
             // which ended when it is stamped.
-            if let (Some(start), Some(Value::U64(a)), Some(Value::U64(b))) =
-                (self.nesting.complete_ending_at(tid, ts), event.arg("allocs"), event.arg("bytes"))
+            if let (Some(Value::U64(allocs)), Some(Value::U64(bytes))) =
+                (event.arg("allocs"), event.arg("bytes"))
             {
-                self.collector.scope_alloc(tid, start, a, b);
+                self.engine.message(kinds::ScopeAlloc { tid, end: ts, allocs, bytes });
             }
             return;
         }
@@ -518,7 +546,7 @@ impl StatsBuilder {
         let Some(ty) = EventType::of(cs.phase) else {
             // Async ids are a process's own: another file's same id is another slice.
             let id = event.async_id.unwrap_or(0) ^ u64::from(self.file).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            self.asyncs.add(cs, id, ts);
+            self.asyncs.add(event, id, ts);
             return;
         };
         let label = match event.args[0] {
@@ -529,20 +557,20 @@ impl StatsBuilder {
             }
             _ => self.labels.label(cs, ty),
         };
-        let sink = &mut self.collector;
         match cs.phase {
-            Phase::Begin => self.nesting.begin(tid, label, ts),
-            Phase::End => self.nesting.end(tid, label, ts, sink),
-            _ if ty.has_duration() => self.nesting.complete(tid, label, ts, end - ts, sink),
-            _ => self.nesting.mark(tid, label, ts, sink),
+            Phase::Begin => self.engine.begin_with(tid, label, ts, ()),
+            Phase::End => self.engine.end(tid, label, ts),
+            _ if ty.has_duration() => self.engine.complete_with(tid, label, ts, end - ts, ()),
+            _ => self.engine.mark_with(tid, label, ts, ()),
         }
     }
 
     /// For `diff.rs`: resolves the slices still pending, then lends what the tables are made of
     /// (the kinds by thread and path, the paths, their labels, the async slices, the clock).
     pub(crate) fn resolved(&mut self) -> (&[kinds::Kind], &nesting::Paths, &Labels, &Asyncs, &ClockInfo) {
-        self.nesting.finish(&mut self.collector);
-        (&self.collector.kinds, self.nesting.paths(), &self.labels, &self.asyncs, &self.clock)
+        let (nesting, collector) = self.engine.finish();
+        nesting.finish(collector);
+        (&collector.kinds, nesting.paths(), &self.labels, &self.asyncs, &self.clock)
     }
 
     /// Reads the rest of the file and finishes. On a read error, the statistics of everything
@@ -561,7 +589,8 @@ impl StatsBuilder {
         // The reader's tables (a million callsites or thread names, in hostile files) are freed
         // before the tables of kinds are made: only the names of the threads shown are kept,
         // copied once the threads' pending slices are resolved and freed.
-        self.nesting.finish(&mut self.collector);
+        let (nesting, collector) = self.engine.finish();
+        nesting.finish(collector);
         let tids = self.thread_ids();
         let names = kinds::shown_thread_names(&tids, reader.thread_names().map(|(t, n)| (t, n.as_str())));
         let trailer = reader.trailer().cloned();
@@ -609,18 +638,18 @@ impl StatsBuilder {
         self.threads = HashMap::default();
         // The depth cap's marker, if a label has its name; then what finding labels took is not
         // needed any more (every label is in).
-        let marker = format!("[deeper than {}]", self.nesting.paths().max_depth());
+        let (nesting, collector) = self.engine.finish();
+        let marker = format!("[deeper than {}]", nesting.paths().max_depth());
         let deeper = self.labels.find_name(&marker);
         self.labels.free_index();
         // (Nothing is left to resolve if `read` did it.)
-        self.nesting.finish(&mut self.collector);
+        nesting.finish(collector);
         // Nor what finding paths and kinds took.
-        self.collector.free_index();
+        collector.free_index();
         let clock = &self.clock;
         let labels = &self.labels;
         let name = |l: Label| labels.name(l).to_string();
-        let mut problems: Vec<ScopeProblem> = self
-            .collector
+        let mut problems: Vec<ScopeProblem> = collector
             .problems
             .iter()
             .map(|p| ScopeProblem {
@@ -645,7 +674,7 @@ impl StatsBuilder {
 
         // The names' tree, and each path's event type; then the labels and the nesting's paths
         // are freed before the tables of kinds are made.
-        let paths = self.nesting.take_paths();
+        let paths = nesting.take_paths();
         let types: Vec<EventType> =
             (0..paths.len() as PathId).map(|p| labels.event_type(paths.label(p))).collect();
         let names_cut = labels.cut;
@@ -653,10 +682,10 @@ impl StatsBuilder {
         let max_depth = paths.max_depth();
         drop(paths);
         let event_type = |path: PathId| types[path as usize];
-        let hook = self.collector.hook.take();
+        let hook = collector.hook.take();
         let context = hook.as_ref().map(|h: &ScopeHook| &*h.context);
         let (kinds, by_path) =
-            kinds::tables(std::mem::take(&mut self.collector.kinds), tree, event_type, clock, context);
+            kinds::tables(std::mem::take(&mut collector.kinds), tree, event_type, clock, context);
         let system = context.filter(|c| c.counts.blocks > 0).map(|c| SystemSummary {
             status: c.status.clone(),
             counts: c.counts,
@@ -680,10 +709,11 @@ impl StatsBuilder {
                     .map(|at| std::mem::take(&mut names[at].1)),
                 events,
                 lost_chunks: self.losses.lost((0, tid)),
-                problems: self.collector.per_thread.get(&tid).copied().unwrap_or(0),
+                problems: collector.per_thread.get(&tid).copied().unwrap_or(0),
             })
             .collect();
 
+        let (asyncs, async_given_up) = self.asyncs.finish(clock);
         TraceStats {
             events: self.events,
             chunks: self.chunks,
@@ -695,14 +725,15 @@ impl StatsBuilder {
             threads,
             kinds,
             paths: by_path,
-            asyncs: self.asyncs.finish(clock),
+            asyncs,
+            async_given_up,
             problems,
-            problem_count: self.collector.problem_count,
-            resolved_early: self.nesting.resolved_early(),
-            pending_limit: self.nesting.limit(),
-            late_parents: self.collector.late_parents,
+            problem_count: collector.problem_count,
+            resolved_early: nesting.resolved_early(),
+            pending_limit: nesting.limit(),
+            late_parents: collector.late_parents,
             max_depth,
-            truncated: self.nesting.truncated(),
+            truncated: nesting.truncated(),
             names_cut,
             logs,
             aggregates,

@@ -67,7 +67,7 @@ impl FilesStats {
     pub fn add_file<R: Read>(&mut self, mut reader: Reader<R>, origin_ns: i64) -> Result<(), file::Error> {
         let header = reader.header().clone();
         let clock = &header.clock;
-        self.builder.file = self.files;
+        self.builder.start_file(self.files);
         self.files += 1;
         let mut tids: HashMap<u32, u32> = HashMap::default();
         let (used, next_free, builder) = (&mut self.used, &mut self.next_free, &mut self.builder);

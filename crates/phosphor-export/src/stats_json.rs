@@ -35,6 +35,8 @@
 //!                                              pairs (a name keeps 1,024 separate stretches, then
 //!                                              fills its smallest gaps); 0: exact
 //!              "unended": n, "unbegun": n}],
+//!   "async_given_up": n,   async halves given up unmatched (counted in unended or unbegun)
+//!                          because 262,144 were already waiting for their other half
 //!   "problems": {"count": n, "examples": [PROBLEM],
 //!                "resolved_early": n,  scopes and events given their path before the end of the
 //!                                      file, when their thread had pending_limit waiting for the
@@ -200,6 +202,7 @@ impl TraceStats {
             },
             "system": self.system.as_ref().map(system_summary),
             "kinds_total": self.kinds.len(),
+            "async_given_up": self.async_given_up,
             "paths_total": self.paths.len(),
             "problems": {
                 "count": self.problem_count,

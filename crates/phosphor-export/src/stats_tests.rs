@@ -348,7 +348,8 @@ fn a_truncated_file_gives_the_statistics_before_the_damage_and_the_offset() {
 #[test]
 fn a_long_flat_stream_stays_within_the_pending_limit() {
     let limit = 1_000;
-    let mut b = StatsBuilder::new(&clock(1.0)).pending_limit(limit);
+    // On this thread, so that what is pending is known after each event.
+    let mut b = StatsBuilder::new(&clock(1.0)).pending_limit(limit).background(false);
     let bytes = file(1.0, &[(1, 0, vec![slice(UPDATE, 0, 5), slice(RENDER, 1, 2)])], &Trailer::default());
     let mut reader = Reader::new(bytes.as_slice()).unwrap();
     let chunk = reader.next_chunk().unwrap().unwrap();
@@ -695,4 +696,60 @@ fn a_lock_named_at_run_time_is_counted_under_its_name_with_the_phase() {
             ("table (wait)".to_owned(), EventType::LockWait, 1),
         ]
     );
+}
+
+#[test]
+fn the_statistics_are_the_same_with_the_engine_on_a_second_core() {
+    // Three threads of 40,000 records each (many batches for the engine's thread): frames of
+    // updates with physics inside, renders, ticks, lock waits, a stray end now and then, on a
+    // coarse clock full of ties, and a pending limit low enough to resolve slices early.
+    let mut chunks = Vec::new();
+    let mut x = 0x9e37_79b9_u64;
+    for tid in 1..=3u32 {
+        let (mut records, mut ts) = (Vec::new(), 0u64);
+        while records.len() < 40_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            records.push(Record::new(ts, FRAME, Meta::new(0, ArgType::None, ArgType::None), [0, 0]));
+            for _ in 0..x % 5 {
+                records.push(slice(PHYSICS, ts, x % 3));
+                records.push(slice(UPDATE, ts, x % 4 + 2));
+                records.push(mark(TICK, ts + 1));
+                ts += x % 3;
+            }
+            records.push(slice(WAIT, ts, 1));
+            if x % 97 == 0 {
+                records.push(Record::new(ts, STRAY_END, Meta::new(0, ArgType::None, ArgType::None), [0, 0]));
+            }
+            records.push(Record::new(ts + 2, FRAME_END, Meta::new(0, ArgType::None, ArgType::None), [0, 0]));
+            ts += 3;
+        }
+        chunks.push((tid, 0, records));
+    }
+    let bytes = file(1.0, &chunks, &Trailer::default());
+    let stats = |background: bool| {
+        let reader = Reader::new(bytes.as_slice()).unwrap();
+        let builder = StatsBuilder::new(&reader.header().clock).pending_limit(500).background(background);
+        builder.read(reader).unwrap()
+    };
+    let (here, there) = (stats(false), stats(true));
+    assert!(here.events >= 120_000 && here.resolved_early > 0 && here.problem_count > 0);
+    assert!(here.kinds.iter().any(|k| k.path_string() == "frame/update/physics"));
+    assert_eq!(here, there);
+}
+
+#[test]
+fn async_halves_past_the_most_kept_waiting_are_given_up_and_counted() {
+    // 300,000 ends, each of its own id, none begun: past the model's 262,144 halves waiting,
+    // each is given up at once, unbegun; the rest are unbegun at the end.
+    let n = 300_000u64;
+    let ends: Vec<Record> = (0..n).map(|i| valued(REQUEST_END, i, i)).collect();
+    let stats = stats_of(&[(1, ends)]);
+    let request = stats.async_slices("request").expect("the async name");
+    assert_eq!((request.unbegun, request.unended), (n, 0));
+    let kept = phosphor_model::asyncs::DEFAULT_MAX_OPEN as u64;
+    assert_eq!(stats.async_given_up, n - kept);
+    let text = stats.asyncs_table().to_string();
+    assert!(text.contains("37,856 begins and ends were given up unmatched"), "{text}");
 }

@@ -390,6 +390,15 @@ impl TraceStats {
                 "  (open for: the time at least one slice of the name was open;\n   sum: their \
                  durations added up, so overlapping slices count again)"
             )?;
+            if self.async_given_up > 0 {
+                writeln!(
+                    f,
+                    "  ({} begins and ends were given up unmatched, counted in unended and unbegun: \
+                     {} were already waiting for their other half, the most kept)",
+                    format_count(self.async_given_up),
+                    format_count(phosphor_model::asyncs::DEFAULT_MAX_OPEN as u64),
+                )?;
+            }
             if let Some(a) =
                 self.asyncs.iter().filter(|a| a.union_error_ns > 0).max_by_key(|a| a.union_error_ns)
             {

@@ -57,6 +57,28 @@ pub struct ClockInfo {
     pub fallback_reason: Option<String>,
 }
 
+/// `x` rounded to the nearest integer, halves away from zero, as [`f64::round`] rounds it, but
+/// without its library call (x86-64 has no rounding instruction before SSE4.1): this runs once
+/// or twice per event read on a TSC clock. `as` saturates, and maps a NaN from a corrupt header
+/// to 0.
+#[inline]
+fn round(x: f64) -> i64 {
+    let whole = x as i64;
+    if x.abs() >= (1u64 << 52) as f64 {
+        // No fraction (or past i64, saturated).
+        return whole;
+    }
+    // Exact: both are within 2^52 of each other's magnitude.
+    let fraction = x - whole as f64;
+    if fraction >= 0.5 {
+        whole + 1
+    } else if fraction <= -0.5 {
+        whole - 1
+    } else {
+        whole
+    }
+}
+
 impl ClockInfo {
     /// Signed nanoseconds from the origin to raw clock value `ticks`. Exact for the nanosecond
     /// clocks (no float on the way); rounded to the nearest nanosecond for the TSC.
@@ -72,8 +94,7 @@ impl ClockInfo {
         } else {
             -((self.origin_ticks - ticks) as f64)
         };
-        // `as` saturates, and maps a NaN from a corrupt header to 0.
-        (d * self.ns_per_tick).round() as i64
+        round(d * self.ns_per_tick)
     }
 
     /// Converts a raw clock value to `CLOCK_MONOTONIC` nanoseconds (wall nanoseconds for
@@ -172,6 +193,26 @@ mod tests {
         }
         let c = clock(ClockKind::Tsc, f64::NAN);
         assert_eq!(c.since_origin_ns(5_000), 0, "a NaN rate maps to the origin");
+    }
+
+    #[test]
+    fn rounding_is_f64_rounds() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut cases =
+            vec![0.5, -0.5, 1.5, -1.5, 2.5, 0.49999999999999994, -0.49999999999999994, 4503599627370495.5];
+        cases.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300, -1e300, 9.3e18, -9.3e18]);
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = f64::from_bits(x);
+            cases.push(v);
+            cases.push((x % 10_000_000) as f64 * 0.385187 - 1e6);
+            cases.push((x % 16) as f64 / 2.0 - 4.0);
+        }
+        for v in cases {
+            assert_eq!(round(v), v.round() as i64, "{v:e}");
+        }
     }
 
     #[test]

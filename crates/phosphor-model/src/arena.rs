@@ -215,7 +215,8 @@ impl<P: Default> Walk<'_, P> {
         let node = &self.arena.nodes[i as usize];
         let dur = node.dur();
         let self_ticks = dur.saturating_sub(node.nested);
-        Slice { tid, path, kind: node.kind, start: node.start, dur, self_ticks }
+        let depth = self.paths.depth(path);
+        Slice { tid, path, depth, kind: node.kind, start: node.start, dur, self_ticks }
     }
 
     /// Hands the subtree of node `root`, under `prefix`, to `sink` as a walk in time order (see

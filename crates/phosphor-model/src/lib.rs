@@ -10,6 +10,7 @@
 //!   events, marks), built from a stream in which a complete event arrives after the slices
 //!   nested in it, with one rule for an end whose begin has another name (it closes the innermost
 //!   open begin, and is reported), bounded memory, and paths interned in a trie;
+//! * [`background`]: the engine fed on the caller's thread and run on a second core;
 //! * [`ordered`]: each thread's slices handed to a writer of begins and ends in the order its
 //!   client rebuilds that tree (Perfetto's trace processor, Chrome JSON viewers);
 //! * [`names`]: names as the outputs show them: cut at [`names::MAX_NAME_BYTES`], a lock's
@@ -17,6 +18,8 @@
 //!
 //! It depends on the format only: reading a trace never needs the recording runtime.
 
+pub mod asyncs;
+pub mod background;
 pub mod names;
 pub mod nesting;
 pub mod ordered;

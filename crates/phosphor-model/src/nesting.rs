@@ -118,6 +118,8 @@ pub enum SliceKind {
 pub struct Slice {
     pub tid: u32,
     pub path: PathId,
+    /// The labels on its path: 1 at the top level (the depth cap's marker counts as one).
+    pub depth: u32,
     pub kind: SliceKind,
     /// Start, in raw clock ticks.
     pub start: u64,
@@ -252,6 +254,8 @@ pub struct Nesting<P = ()> {
     adopted: Vec<(Key, u32)>,
     resolved_early: u64,
     truncated: u64,
+    /// Pending slices, all threads together (the sum of each thread's count).
+    pending: usize,
     /// The arrival number of the next slice (0 is for begins left open, placed after all).
     next_seq: u64,
     /// Levels gone down and subtrees adopted, placing slices: what their placement cost.
@@ -273,6 +277,7 @@ impl<P: Default> Nesting<P> {
             adopted: Vec::new(),
             resolved_early: 0,
             truncated: 0,
+            pending: 0,
             next_seq: 1,
             #[cfg(test)]
             steps: 0,
@@ -318,7 +323,7 @@ impl<P: Default> Nesting<P> {
 
     /// Pending slices, all threads together.
     pub fn pending(&self) -> usize {
-        self.threads.iter().map(|t| t.pending as usize).sum()
+        self.pending
     }
 
     /// The state of thread `tid`, new if it had none.
@@ -446,6 +451,7 @@ impl<P: Default> Nesting<P> {
             self.steps += _steps as u64;
         }
         t.pending += 1;
+        self.pending += 1;
         if t.pending as usize > self.limit {
             let mut walk = Walk {
                 arena: &mut self.arena,
@@ -455,6 +461,7 @@ impl<P: Default> Nesting<P> {
             };
             let resolved = shed(t, self.limit, &mut walk, sink);
             self.resolved_early += resolved as u64;
+            self.pending -= resolved;
         }
     }
 
@@ -473,6 +480,7 @@ impl<P: Default> Nesting<P> {
             resolved += shed(t, 0, &mut walk, sink);
         }
         self.resolved_early += resolved as u64;
+        self.pending -= resolved;
         resolved
     }
 
@@ -480,6 +488,7 @@ impl<P: Default> Nesting<P> {
     /// subtree is resolved. No slice may be added after: the paths' index is freed.
     pub fn finish(&mut self, sink: &mut impl Sink<P>) {
         self.thread_index = IdMap::default();
+        self.pending = 0;
         let mut threads = std::mem::take(&mut self.threads);
         threads.sort_unstable_by_key(|t| Reverse(t.tid));
         // By id; each thread's memory is freed once it is resolved, and the list's as it empties
@@ -538,14 +547,23 @@ fn thread<'a, P>(index: &mut IdMap, threads: &'a mut Vec<Thread<P>>, tid: u32) -
 /// or the one before them. No other can (siblings do not overlap), and among equal starts only
 /// the oldest can be a scope: a later scope starting there adopts the slices starting with it, or
 /// goes inside the scope that holds it.
-fn holder<P>(list: &Siblings<u32>, nodes: &[Node<P>], node: &Node<P>) -> Option<u32> {
-    if let Some((_, &i)) = list.oldest_at(node.start) {
-        if nodes[i as usize].holds(node) {
-            return Some(i);
+///
+/// Also returns the item just before those starting with it (what the caller checks for an
+/// overlap): found by the same search when none starts with it, as in most traces.
+fn holder<P>(list: &Siblings<u32>, nodes: &[Node<P>], node: &Node<P>) -> (Option<u32>, Option<u32>) {
+    let before = match list.last_at_or_before(node.start) {
+        None => return (None, None),
+        Some((k, &i)) if k.0 == node.start => {
+            // The oldest starting with it.
+            if nodes[i as usize].holds(node) {
+                return (Some(i), None);
+            }
+            list.last_before(node.start).map(|(_, &i)| i)
         }
-    }
-    let (_, &i) = list.last_before(node.start)?;
-    nodes[i as usize].holds(node).then_some(i)
+        Some((_, &i)) => Some(i),
+    };
+    let held = before.filter(|&i| nodes[i as usize].holds(node));
+    (held, before)
 }
 
 /// The list a slice is placed in: the region's, or the children of node `parent` (made a list).
@@ -595,9 +613,13 @@ fn insert<P>(
     // At the depth cap, the slice is placed beside the one that holds it, which takes its
     // duration as a child's (exact along a chain); no problem is reported there.
     let mut capped = NIL;
+    // The slice just before it in the list it goes into (found by `holder`).
+    let mut before;
     loop {
         let (list, nodes) = siblings_in(items, arena, parent);
-        let Some(h) = holder(list, nodes, &node) else { break };
+        let held;
+        (held, before) = holder(list, nodes, &node);
+        let Some(h) = held else { break };
         if depth == room {
             capped = h;
             break;
@@ -616,7 +638,7 @@ fn insert<P>(
         if capped == NIL {
             // `holder` found that the nearest earlier sibling does not hold `node`: if it is still
             // running when `node` starts, the two overlap.
-            if let Some((_, &prev)) = list.last_before(node.start) {
+            if let Some(prev) = before {
                 let prev = &nodes[prev as usize];
                 if prev.kind == SliceKind::Scope && prev.end > node.start {
                     let kind = ProblemKind::Interlaced { scope: node.label, other: prev.label };
@@ -649,6 +671,12 @@ fn insert<P>(
     steps
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Levels looked at by `shed` on this thread: what shedding has cost (the tests').
+    pub(crate) static SHED_LEVELS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// Resolves the oldest pending subtrees of `t` (lowest region first) until it holds at most three
 /// quarters of `limit`, so that shedding happens once per many events. Returns the slices
 /// resolved.
@@ -661,6 +689,13 @@ fn shed<P: Default>(
     let target = limit - limit / 4;
     let mut resolved = 0;
     for k in 0..=t.levels.len() {
+        if t.pending as usize <= target {
+            // Done: the levels further in are not looked at (a thread may have a hundred
+            // thousand begins open, and a writer sheds often).
+            break;
+        }
+        #[cfg(test)]
+        SHED_LEVELS.with(|n| n.set(n.get() + 1));
         let prefix = if k == 0 { ROOT } else { t.levels[k - 1].0.path };
         while t.pending as usize > target {
             let (open, region) = match k {

@@ -10,22 +10,45 @@ use super::*;
 const ID: u32 = phosphor_format::FIRST_CALLSITE_ID;
 
 /// What the writer was handed: `B name ts`, `E name ts` (with the end event's name when there is
-/// one), `I name ts`.
+/// one), `I name ts`. It encodes an event as its name and time, but for the marks, whose records
+/// it has kept: both ways give back the event as it read.
 #[derive(Default)]
 struct Log(Vec<String>);
+
+impl Log {
+    /// The name and time of a held event.
+    fn read(e: HeldEvent<'_>) -> (String, u64) {
+        match e {
+            HeldEvent::Encoded(bytes) => {
+                let text = std::str::from_utf8(bytes).unwrap();
+                let (name, ts) = text.split_once(' ').unwrap();
+                (name.to_owned(), ts.parse().unwrap())
+            }
+            HeldEvent::Event(e) => (e.callsite.name.as_str().to_owned(), e.ts),
+        }
+    }
+}
 
 impl SliceWriter for Log {
     fn time(&self, ticks: u64) -> u64 {
         ticks
     }
 
-    fn begin(&mut self, s: &Slice, e: &Event<'_>) {
-        let kind = if s.kind == SliceKind::Mark { "I" } else { "B" };
-        self.0.push(format!("{kind} {} {}", e.callsite.name.as_str(), e.ts));
+    fn encode(&mut self, e: &Event<'_>, out: &mut Vec<u8>) -> bool {
+        // Written, then refused: what is cut back is not held.
+        out.extend_from_slice(format!("{} {}", e.callsite.name.as_str(), e.ts).as_bytes());
+        e.callsite.name.as_str() != "mark"
     }
 
-    fn end(&mut self, s: &Slice, end: Option<&Event<'_>>) {
-        let name = end.map_or("-", |e| e.callsite.name.as_str());
+    fn begin(&mut self, s: &Slice, e: HeldEvent<'_>) {
+        let kind = if s.kind == SliceKind::Mark { "I" } else { "B" };
+        assert_eq!(matches!(e, HeldEvent::Event(_)), s.kind == SliceKind::Mark);
+        let (name, ts) = Log::read(e);
+        self.0.push(format!("{kind} {name} {ts}"));
+    }
+
+    fn end(&mut self, s: &Slice, end: Option<HeldEvent<'_>>) {
+        let name = end.map_or("-".to_owned(), |e| Log::read(e).0);
         self.0.push(format!("E {name} {}", s.start + s.dur));
     }
 }
@@ -138,4 +161,62 @@ fn a_file_of_many_threads_of_one_slice_each_is_held_at_most_max_held_at_a_time()
     assert!(most <= MAX_HELD + 1, "{most} held at once");
     assert_eq!(log.0.len(), 2 * threads as usize, "every slice written once, begin and end");
     assert!(ordered.written_early() >= u64::from(threads) - MAX_HELD as u64);
+}
+
+#[test]
+fn push_at_nests_on_the_times_it_is_given_not_the_ticks() {
+    // child [10, 20] then parent [10, 30] in ticks; given as child [5, 40] and parent [10, 30],
+    // the child holds the parent.
+    let events = [records::complete(10, ID + 1, 10).to_vec(), records::complete(10, ID, 20).to_vec()];
+    let mut w = TraceWriter::new(Vec::new(), monotonic(), "t").unwrap();
+    w.strings(&["craft", "", "ordered.rs"]).unwrap();
+    let names = w.strings(&["parent", "child"]).unwrap();
+    w.callsites([
+        callsite(ID, phosphor_format::Phase::Complete, names),
+        callsite(ID + 1, phosphor_format::Phase::Complete, names + 1),
+    ])
+    .unwrap();
+    let mut stream = ChunkStream::new(7);
+    for e in &events {
+        stream.push(&mut w, e).unwrap();
+    }
+    stream.flush(&mut w).unwrap();
+    let bytes = w.finish(Trailer::default()).unwrap();
+    let mut reader = Reader::new(&bytes[..]).unwrap();
+    let (mut ordered, mut log) = (Ordered::default(), Log::default());
+    let times = [(5, 40), (10, 30)];
+    let mut n = 0;
+    while let Some(chunk) = reader.next_chunk().unwrap() {
+        for e in chunk.events() {
+            let (ts, end) = times[n];
+            assert!(ordered.push_at(&chunk, &e.unwrap(), ts, end, &mut log));
+            n += 1;
+        }
+    }
+    ordered.finish(reader.tables(), &mut log);
+    assert_eq!(log.0, ["B child 10", "B parent 10", "E - 30", "E - 40"]);
+}
+
+#[test]
+fn begins_nested_deeper_than_max_held_cost_a_step_per_event_not_per_open_begin() {
+    // 70,000 begins open at once (more than MAX_HELD), then their ends: every slice is written,
+    // nested, and shedding looks at a few levels per event, not at every open begin (it walked
+    // them all at each event once the events held passed MAX_HELD: 35 s for a hundred thousand).
+    let depth = MAX_HELD as u64 + 4_464;
+    let mut events: Vec<Vec<Record>> = (0..depth).map(|i| records::begin(i, ID + 3).to_vec()).collect();
+    events.extend((0..depth).map(|i| records::end(depth + i, ID + 4).to_vec()));
+    crate::nesting::SHED_LEVELS.with(|n| n.set(0));
+    let (log, ordered) = walk(&events, WRITER_PENDING_LIMIT);
+    assert_eq!(log.len(), 2 * depth as usize, "a begin and an end for each slice");
+    // Each begin once (the innermost are written early, while the outer ones are open), each
+    // closed by its own end: the slice begun at i ends at 2 * depth - 1 - i.
+    let mut begun: Vec<u64> = log.iter().filter_map(|l| l.strip_prefix("B open ")?.parse().ok()).collect();
+    begun.sort_unstable();
+    assert_eq!(begun, (0..depth).collect::<Vec<_>>());
+    let mut ended: Vec<u64> = log.iter().filter_map(|l| l.strip_prefix("E close ")?.parse().ok()).collect();
+    ended.sort_unstable();
+    assert_eq!(ended, (depth..2 * depth).collect::<Vec<_>>());
+    assert_eq!(ordered.unmatched_ends(), 0);
+    let looked = crate::nesting::SHED_LEVELS.with(|n| n.get());
+    assert!(looked < 16 * 2 * depth, "{looked} levels looked at for {} events", 2 * depth);
 }

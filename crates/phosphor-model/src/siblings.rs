@@ -155,9 +155,10 @@ impl<V> Siblings<V> {
         }
     }
 
-    /// The oldest item starting at `start`.
-    pub fn oldest_at(&self, start: u64) -> Option<(Key, &V)> {
-        self.last_up_to(last_at(start)).filter(|(k, _)| k.0 == start)
+    /// The last item starting at `start` or before: the oldest of those starting at `start`, or
+    /// the one just before them ([`Siblings::last_before`]) if none does.
+    pub fn last_at_or_before(&self, start: u64) -> Option<(Key, &V)> {
+        self.last_up_to(last_at(start))
     }
 
     /// The item just before those starting at `start`: the oldest of the latest start below it.
@@ -380,7 +381,11 @@ mod tests {
             // Newest first among equal starts.
             let at3: Vec<u64> = got.iter().filter(|(k, _)| k.0 == 3).map(|(_, v)| *v).collect();
             assert!(at3.windows(2).all(|w| w[0] > w[1]), "{at3:?}");
-            assert_eq!(s.oldest_at(3).map(|(_, v)| *v), at3.last().copied());
+            // The oldest of those starting at 3, or the last before them.
+            assert_eq!(s.last_at_or_before(3).map(|(_, v)| *v), at3.last().copied());
+            let up_to4 = reference.iter().rev().find(|(k, _)| k.0 < 4).map(|(_, v)| *v);
+            let at4: Vec<u64> = got.iter().filter(|(k, _)| k.0 == 4).map(|(_, v)| *v).collect();
+            assert_eq!(s.last_at_or_before(4).map(|(_, v)| *v), at4.last().copied().or(up_to4));
             let before5 = reference.iter().rev().find(|(k, _)| k.0 < 5).map(|(_, v)| *v);
             assert_eq!(s.last_before(5).map(|(_, v)| *v), before5);
             assert_eq!(s.last_before(0).map(|(_, v)| *v), None);

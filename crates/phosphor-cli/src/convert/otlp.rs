@@ -80,7 +80,7 @@ pub fn run(
             }
             // The first header is read before the output is created: a file that is not a trace
             // leaves OUT alone.
-            drop(progress::open(&files[0], "converting")?);
+            drop(progress::open_header(&files[0], "converting")?);
             let f = File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
             (Box::new(BufWriter::new(f)), path.display().to_string())
         }

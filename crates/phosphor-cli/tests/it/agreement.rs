@@ -15,10 +15,17 @@
 //! * the viewer's statistics (`phosphor view`, `GET /api/stats`), per path across threads,
 //!   against the statistics' `paths` (all threads together).
 //!
+//! Async slices are compared per name: the pairs, their total nanoseconds, the begins never ended
+//! and the ends never begun, against the statistics' "async" (paired by the model's one rule,
+//! `phosphor_model::asyncs`): in Perfetto, the async lanes as trace processor replays them (a
+//! slice left open is never ended, an end that closes nothing never begun); in Chrome JSON, the
+//! `b`/`e` events as trace processor's JSON importer pairs them (`replay_chrome.py`); in the
+//! viewer's index, its async tracks (a slice flagged unclosed is never ended; an end never begun is
+//! a point); in OTLP, the spans with a `phosphor.async_id` (pairs only: a half alone is no span).
+//!
 //! Instants and logs are marks, not compared: they have no duration, speedscope drops them, and
 //! a log is named by its message in Perfetto and Chrome but by its format in the statistics.
-//! Async slices are not thread slices; they are left out. Slices left open have no duration and
-//! are left out of every output's figures; a reader's complaints of slices left open or ends with
+//! Thread slices left open have no duration and are left out of every output's figures; a reader's complaints of slices left open or ends with
 //! nothing open count against an output only when the statistics found the file balanced.
 //!
 //! The inputs: the demo, every golden file, crafted traces full of equal timestamps, and random
@@ -38,6 +45,9 @@ use crate::cli::{phosphor, python, scratch, stderr, stdout};
 /// Per (thread, path): count and total nanoseconds.
 type Paths = BTreeMap<(u64, Vec<String>), (u64, u64)>;
 
+/// Per async name: pairs, their total nanoseconds, begins never ended, ends never begun.
+type Asyncs = BTreeMap<String, [u64; 4]>;
+
 /// The figures of one output of one input, and what its reader complained of: `complaints`
 /// always count against it; `unbalanced` (slices left open, ends with nothing open, speedscope's
 /// warnings) only when the statistics found the file's scopes balanced.
@@ -46,6 +56,9 @@ struct Output {
     paths: Paths,
     complaints: Vec<String>,
     unbalanced: Vec<String>,
+    asyncs: Asyncs,
+    /// Only the pairs of `asyncs` are known (OTLP: a half alone is no span).
+    pairs_only: bool,
 }
 
 fn script(name: &str) -> PathBuf {
@@ -77,7 +90,27 @@ fn stats(test: &str, file: &Path) -> Output {
     }
     let unbalanced =
         doc["problems"]["examples"].as_array().unwrap().iter().map(|p| p["message"].to_string()).collect();
-    Output { paths, unbalanced, ..Output::default() }
+    let mut asyncs = Asyncs::new();
+    for a in doc["async"].as_array().unwrap() {
+        let figures = [
+            a["pairs"].as_u64().unwrap(),
+            a["durations"]["total_ns"].as_u64().unwrap_or(0),
+            a["unended"].as_u64().unwrap(),
+            a["unbegun"].as_u64().unwrap(),
+        ];
+        asyncs.insert(a["name"].as_str().unwrap().to_owned(), figures);
+    }
+    Output { paths, unbalanced, asyncs, ..Output::default() }
+}
+
+/// Reads a script's `[[name, pairs, total_ns, unended, unbegun]]` list.
+fn script_asyncs(list: &serde_json::Value) -> Asyncs {
+    let mut asyncs = Asyncs::new();
+    for a in list.as_array().unwrap() {
+        let n = |i: usize| a[i].as_u64().unwrap();
+        asyncs.insert(a[0].as_str().unwrap().to_owned(), [n(1), n(2), n(3), n(4)]);
+    }
+    asyncs
 }
 
 /// Reads the `[[path], count, total]` lists of a script's JSON threads.
@@ -126,7 +159,8 @@ fn perfetto(test: &str, files: &[PathBuf]) -> Vec<Output> {
                     }
                 }
             }
-            Output { paths: script_paths(&r["threads"]), complaints, unbalanced }
+            let asyncs = script_asyncs(&r["asyncs"]);
+            Output { paths: script_paths(&r["threads"]), complaints, unbalanced, asyncs, pairs_only: false }
         })
         .collect()
 }
@@ -149,7 +183,8 @@ fn chrome(test: &str, files: &[PathBuf]) -> Vec<Output> {
                     ));
                 }
             }
-            Output { paths: script_paths(&r["threads"]), unbalanced, ..Output::default() }
+            let asyncs = script_asyncs(&r["asyncs"]);
+            Output { paths: script_paths(&r["threads"]), unbalanced, asyncs, ..Output::default() }
         })
         .collect()
 }
@@ -175,7 +210,12 @@ fn otlp(test: &str, file: &Path) -> Output {
         }
     };
     let by_id: BTreeMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), s)).collect();
-    let (mut paths, mut complaints) = (Paths::new(), Vec::new());
+    let (mut paths, mut complaints, mut asyncs) = (Paths::new(), Vec::new(), Asyncs::new());
+    for s in spans.iter().filter(|s| attr(s, "phosphor.async_id").is_some()) {
+        let a = asyncs.entry(s.name.clone()).or_default();
+        a[0] += 1;
+        a[1] += s.end_time_unix_nano - s.start_time_unix_nano;
+    }
     let thread = |s: &Span| -> Option<u64> {
         use opentelemetry_proto::tonic::common::v1::any_value::Value;
         match attr(s, "thread.id")?.value?.value? {
@@ -203,7 +243,7 @@ fn otlp(test: &str, file: &Path) -> Output {
         e.1 += s.end_time_unix_nano - s.start_time_unix_nano;
     }
     complaints.truncate(5);
-    Output { paths, complaints, ..Output::default() }
+    Output { paths, complaints, asyncs, pairs_only: true, ..Output::default() }
 }
 
 /// `phosphor stats --json` of `file`, all threads together (its "paths"), under thread 0.
@@ -239,6 +279,49 @@ fn viewer(file: &Path, cache: &str) -> Output {
     Output { paths, ..Output::default() }
 }
 
+/// The async slices of `file`'s viewer index (built into `cache`), per name: on its async tracks,
+/// the slices (flagged unclosed: never ended; else pairs, measured on the model's timeline), and
+/// the points of ends never begun on the threads (those named as async slices are: `names`).
+fn viewer_asyncs(file: &Path, cache: &str, names: &Asyncs) -> Output {
+    use phosphor::format::file::Reader;
+    use phosphor_view::records::{point_kinds, slice_flags};
+    let dir = scratch(cache);
+    let index =
+        phosphor_view::open(file, Some(&dir), &phosphor_view::BuildOptions::default()).expect("indexes");
+    let header = Reader::new(std::fs::File::open(file).unwrap()).unwrap().header().clone();
+    // The model's timeline (`phosphor_model::timeline`): the ticks themselves on a nanosecond
+    // clock, else the nanoseconds since the origin, rounded per timestamp.
+    let clock = header.clock;
+    let timeline = |t: u64| if clock.ns_per_tick == 1.0 { t as i64 } else { clock.since_origin_ns(t) };
+    let mut asyncs = Asyncs::new();
+    for track in &index.asyncs {
+        let a = asyncs.entry(index.name(track.tid).to_owned()).or_default();
+        for &(first, count) in &track.levels {
+            for i in first..first + count {
+                let s = index.get_slice(i).unwrap();
+                if s.flags & slice_flags::UNCLOSED != 0 {
+                    a[2] += 1;
+                } else {
+                    a[0] += 1;
+                    a[1] += (timeline(s.end) - timeline(s.start)) as u64;
+                }
+            }
+        }
+    }
+    let window =
+        phosphor_view::Window::new(index.meta.start_ticks, index.meta.end_ticks.saturating_add(1), u32::MAX);
+    for thread in &index.threads {
+        for p in index.points_in(thread, window) {
+            let phosphor_view::PointItem::Point(_, p) = p else { continue };
+            let name = index.name(p.name);
+            if p.kind == point_kinds::END_WITHOUT_BEGIN && names.contains_key(name) {
+                asyncs.entry(name.to_owned()).or_default()[3] += 1;
+            }
+        }
+    }
+    Output { asyncs, ..Output::default() }
+}
+
 fn show(path: &[String]) -> String {
     path.join("/")
 }
@@ -262,6 +345,23 @@ fn compare(what: &str, want: &Output, got: &Output) -> Vec<String> {
         complaints.extend(got.unbalanced.iter().cloned());
     }
     let mut lines = Vec::new();
+    let mut names: Vec<&String> = want.asyncs.keys().chain(got.asyncs.keys()).collect();
+    names.sort();
+    names.dedup();
+    let width = if got.pairs_only { 2 } else { 4 };
+    for name in names {
+        let (w, g) = (
+            want.asyncs.get(name).copied().unwrap_or_default(),
+            got.asyncs.get(name).copied().unwrap_or_default(),
+        );
+        if w[..width] != g[..width] {
+            lines.push(format!(
+                "  {what}: async {name:?} (pairs, total ns, unended, unbegun): stats {:?}, {what} {:?}",
+                w,
+                &g[..width]
+            ));
+        }
+    }
     if !differ.is_empty() || !complaints.is_empty() {
         let counts = |p: &Paths| p.values().map(|v| v.0).sum::<u64>();
         lines.push(format!(
@@ -295,7 +395,10 @@ fn disagreements(test: &str, inputs: &[(String, PathBuf)]) -> String {
         lines.extend(compare("chrome", &want, &ch[i]));
         lines.extend(compare("otlp", &want, &otlp(test, file)));
         let cache = format!("{test}-view-{i}");
-        lines.extend(compare("viewer", &stats_across(test, file), &viewer(file, &cache)));
+        let across = Output { asyncs: want.asyncs.clone(), ..stats_across(test, file) };
+        let mut seen = viewer(file, &cache);
+        seen.asyncs = viewer_asyncs(file, &format!("{cache}-index"), &want.asyncs).asyncs;
+        lines.extend(compare("viewer", &across, &seen));
         if !lines.is_empty() {
             failing += 1;
             report.push_str(&format!("{name}:\n{}\n", lines.join("\n")));
@@ -389,6 +492,15 @@ fn crafted_traces_on_a_clock_of_fractional_nanoseconds_read_the_same_in_every_ou
         craft::cases().into_iter().map(|(n, e)| (format!("{n}, 0.385187 ns per tick"), vec![(1, e)])),
     );
     assert_agree("agree-fraction", &write_all("agree-fraction", &dir, 0.385187, cases));
+}
+
+#[test]
+fn crafted_async_slices_read_the_same_in_every_output() {
+    let dir = scratch("agree-async-files");
+    let cases = craft::async_cases().into_iter().map(|(name, threads)| (name.to_owned(), threads)).collect();
+    let inputs = write_all("agree-async", &dir, 1.0, cases);
+    assert_eq!(inputs.len(), craft::async_cases().len());
+    assert_agree("agree-async", &inputs);
 }
 
 /// The property: random trees of begin/end pairs, complete events, locks and instants on a grid

@@ -247,6 +247,11 @@ fn one_huge_string_naming_many_threads_is_held_once() {
 }
 
 #[test]
+fn async_halves_waiting_for_their_other_half_cost_no_more_than_the_file() {
+    check("asyncs-waiting");
+}
+
+#[test]
 fn ten_thousand_begins_left_open_cost_no_more_than_the_file() {
     check("unclosed-begins");
 }

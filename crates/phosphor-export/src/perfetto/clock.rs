@@ -20,6 +20,14 @@
 //!   nested complete events have their begins in order per depth, so each depth keeps to a clock;
 //! * a packet earlier than every spare clock's reading gives its absolute `CLOCK_MONOTONIC` time.
 //!
+//! A thread's slices are written as [`Ordered`](phosphor_model::ordered::Ordered) walks them,
+//! in time order but up to thousands of slices after they are read, while its other events
+//! (async slices, counters) are written as they are read: on the thread's clock they would
+//! push its reading ahead of the walk, and send every slice after them back in time, onto the
+//! spare clocks. So those go on a clock of their own per thread, one of [`STREAM_CLOCKS`],
+//! which each of their packets names (three bytes), in their own order ([`Clocks::streamed`]);
+//! the default clock and track are the walk's.
+//!
 //! A `TrackEvent` on a thread's track carries no `track_uuid`: `TrackEventDefaults.track_uuid` is
 //! the thread's, set with its clock (new defaults replace the old whole) by the first packet
 //! written for an event of another thread, about once per chunk. Events on other tracks (async
@@ -32,12 +40,16 @@ use super::proto::*;
 
 /// The first of the sequence's own clocks.
 pub(super) const FIRST_CLOCK: u64 = 64;
-/// Clocks given to threads (shared by threads that are many): ids 64 to 111.
-const THREAD_CLOCKS: usize = 48;
+/// Clocks given to threads' slices (shared by threads that are many): ids 64 to 95.
+const THREAD_CLOCKS: usize = 32;
+/// Clocks given to threads' other events, written as read: ids 96 to 111.
+const STREAM_CLOCKS: usize = 16;
 /// Clocks for packets that go back in time: ids 112 to 127.
 const SPARE_CLOCKS: usize = 16;
+/// The first spare clock.
+const FIRST_SPARE: usize = THREAD_CLOCKS + STREAM_CLOCKS;
 /// Every clock the snapshot defines.
-pub(super) const CLOCKS: usize = THREAD_CLOCKS + SPARE_CLOCKS;
+pub(super) const CLOCKS: usize = FIRST_SPARE + SPARE_CLOCKS;
 
 /// The sequence's clocks and defaults.
 #[derive(Debug)]
@@ -52,25 +64,53 @@ pub(super) struct Clocks {
     want: u64,
     /// Each thread track's clock.
     by_thread: HashMap<u64, usize>,
+    /// The clock of the events being written as read ([`Clocks::streamed`]), if they are.
+    stream: Option<usize>,
+    /// Each thread track's clock for its events written as read.
+    by_stream: HashMap<u64, usize>,
 }
 
 impl Clocks {
     /// The clocks of a sequence whose snapshot reads `origin` (absolute `CLOCK_MONOTONIC`
     /// nanoseconds).
     pub(super) fn new(origin: u64) -> Clocks {
-        Clocks { last: [origin; CLOCKS], default: 0, track: 0, want: 0, by_thread: HashMap::default() }
+        Clocks {
+            last: [origin; CLOCKS],
+            default: 0,
+            track: 0,
+            want: 0,
+            by_thread: HashMap::default(),
+            stream: None,
+            by_stream: HashMap::default(),
+        }
     }
 
-    /// The event being written is on thread track `uuid`.
+    /// The event being written is a slice on thread track `uuid`, in the walk's order.
     #[inline]
     pub(super) fn thread(&mut self, uuid: u64) {
         self.want = uuid;
+        self.stream = None;
+    }
+
+    /// The packets written until the next [`Clocks::thread`] are events of the thread of track
+    /// `uuid` written as read (async slices, counters, and what they describe): their times go on
+    /// the thread's stream clock, which each names, and the defaults stay the walk's.
+    #[inline]
+    pub(super) fn streamed(&mut self, uuid: u64) {
+        let next = self.by_stream.len() % STREAM_CLOCKS;
+        self.stream = Some(THREAD_CLOCKS + *self.by_stream.entry(uuid).or_insert(next));
     }
 
     /// Begins a packet's fields: the defaults, if the thread changed, and the timestamp `ts`
     /// (absolute `CLOCK_MONOTONIC` nanoseconds), if it has one.
     #[inline]
     pub(super) fn start(&mut self, p: &mut Enc, ts: Option<u64>) {
+        if let Some(c) = self.stream {
+            if let Some(ts) = ts {
+                self.named(p, c, ts);
+            }
+            return;
+        }
         if self.want != self.track {
             self.switch(p);
         }
@@ -94,12 +134,24 @@ impl Clocks {
         self.write_defaults(p);
     }
 
-    /// A time before the default clock's reading: on the spare clock that read last closest
-    /// before it, or absolute.
+    /// `ts` on clock `c`, named, unless it is before the clock's reading.
+    #[inline]
+    fn named(&mut self, p: &mut Enc, c: usize, ts: u64) {
+        if ts >= self.last[c] {
+            p.uint(PACKET_TIMESTAMP, ts - self.last[c]);
+            p.uint(PACKET_TIMESTAMP_CLOCK_ID, FIRST_CLOCK + c as u64);
+            self.last[c] = ts;
+        } else {
+            self.backwards(p, ts);
+        }
+    }
+
+    /// A time before its clock's reading: on the spare clock that read last closest before it,
+    /// or absolute.
     #[cold]
     #[inline(never)]
     fn backwards(&mut self, p: &mut Enc, ts: u64) {
-        let best = (THREAD_CLOCKS..CLOCKS).filter(|&c| self.last[c] <= ts).max_by_key(|&c| self.last[c]);
+        let best = (FIRST_SPARE..CLOCKS).filter(|&c| self.last[c] <= ts).max_by_key(|&c| self.last[c]);
         match best {
             Some(c) => {
                 p.uint(PACKET_TIMESTAMP, ts - self.last[c]);

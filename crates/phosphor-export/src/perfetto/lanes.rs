@@ -1,43 +1,36 @@
 //! Async slices laid out on reused tracks in one pass, in file order: what the export does when
 //! it has no [`AsyncPlan`](super::AsyncPlan) (`plan.rs` lays them out in the fewest lanes from a
-//! first pass), or past the plan. A *lane* per async slice open at once, per (category, name), as
-//! Perfetto's own SDK lays out its async tracks.
+//! first pass), or past the plan. A *lane* per async slice open at once, per name, as Perfetto's
+//! own SDK lays out its async tracks. Begins and ends pair by the model's one rule
+//! (`phosphor_model::asyncs`), as in the plan and the statistics.
 //!
 //! Chunks are written per thread, so file order is not time order: a lane is reused only by a
 //! slice that begins strictly after the latest timestamp the lane has held, so slices never
 //! overlap on a lane whatever order the file gives them in (at equal timestamps the file's order
 //! could nest one in the other). A slice whose end comes before its begin in the file gets a lane
 //! no other slice has used (its begin time is not known yet). So a file whose ends come before
-//! their begins (the demo's) still gets about a lane per slice: hence the plan.
+//! their begins (the demo's) still gets about a lane per slice: hence the plan. A begin never
+//! ended (given up by a second begin of its key, or at the end) keeps its lane for ever.
 //!
-//! Memory: an entry per open slice, up to [`MAX_OPEN`] (a slice opened past it gets a lane of its
-//! own and is not remembered, so its other end gets another: drawn unclosed, but bounded, and
+//! Memory: the model's entry per half waiting, up to its cap (a half past it gets a lane of its
+//! own and is not remembered, so its other half gets another: drawn unclosed, but bounded, and
 //! counted in `untracked`), and per lane that is free (at most the most slices of one name ever
-//! open at once); each step costs one hash lookup and a tree operation.
+//! open at once); each step costs a few hash lookups and a tree operation.
 
 use std::collections::BTreeSet;
 
+use phosphor_model::asyncs::{self, Matched, Pairing};
 use rustc_hash::FxHashMap as HashMap;
 
-/// The most slices remembered open at once.
-pub(super) const MAX_OPEN: usize = 1 << 20;
+/// The most halves remembered waiting at once.
+pub(super) const MAX_OPEN: usize = asyncs::DEFAULT_MAX_OPEN;
 
-/// An async slice's identity: category and name (as `plan::class_of` keys them) and id.
+/// An async slice's identity: its category and name (as `plan::class_of` keys them) and id.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) struct AsyncKey {
     pub(super) category: u32,
     pub(super) name: u64,
     pub(super) id: u64,
-}
-
-/// An open async slice (begins minus ends not 0): its lane, and what it has held.
-#[derive(Debug)]
-struct Open {
-    lane: u64,
-    /// Begins minus ends seen so far.
-    open: i64,
-    /// The latest timestamp of its events.
-    latest: u64,
 }
 
 /// What [`Lanes::event`] found for an async begin or end.
@@ -49,27 +42,38 @@ pub(super) struct Placed {
     pub(super) new: bool,
 }
 
-/// The lanes of every (category, name).
+/// The lanes of every name.
 #[derive(Debug)]
 pub(super) struct Lanes {
-    open: HashMap<AsyncKey, Open>,
-    /// Free lanes per (category, name), by the latest timestamp they held.
-    free: HashMap<(u32, u64), BTreeSet<(u64, u64)>>,
+    /// The model's pairing; a half's payload is its lane.
+    pairing: Pairing<u64>,
+    /// Each (category, name) numbered, for the model's key.
+    classes: HashMap<(u32, u64), u32>,
+    /// Free lanes per class number, by the latest timestamp they held.
+    free: HashMap<u32, BTreeSet<(u64, u64)>>,
     /// Lanes made so far.
     pub(super) made: u64,
-    /// Slices given a lane without being remembered, past `limit`.
+    /// Halves given a lane without being remembered, past the model's cap.
     pub(super) untracked: u64,
-    /// The most slices remembered open at once: [`MAX_OPEN`].
-    limit: usize,
 }
 
 impl Default for Lanes {
     fn default() -> Lanes {
-        Lanes { open: HashMap::default(), free: HashMap::default(), made: 0, untracked: 0, limit: MAX_OPEN }
+        Lanes::with_limit(MAX_OPEN)
     }
 }
 
 impl Lanes {
+    fn with_limit(limit: usize) -> Lanes {
+        Lanes {
+            pairing: Pairing::new(limit),
+            classes: HashMap::default(),
+            free: HashMap::default(),
+            made: 0,
+            untracked: 0,
+        }
+    }
+
     /// An async begin (`begin`) or end of `key` at `ts`; `new_uuid` makes a lane's track uuid.
     pub(super) fn event(
         &mut self,
@@ -78,49 +82,59 @@ impl Lanes {
         ts: u64,
         new_uuid: impl FnOnce() -> u64,
     ) -> Placed {
-        let step = if begin { 1 } else { -1 };
-        if let Some(o) = self.open.get_mut(&key) {
-            o.open += step;
-            o.latest = o.latest.max(ts);
-            let lane = o.lane;
-            if o.open == 0 {
-                let o = self.open.remove(&key).expect("just found");
-                self.free.entry((key.category, key.name)).or_default().insert((o.latest, lane));
+        let next = self.classes.len() as u32;
+        let class = *self.classes.entry((key.category, key.name)).or_insert(next);
+        let k = asyncs::AsyncKey { name: class, id: key.id };
+        let placed = match self.pairing.waiting(&k) {
+            // Its other half is on a lane: this one closes it there.
+            Some((waiting_begin, half)) if waiting_begin != begin => {
+                Placed { lane: half.payload, new: false }
             }
-            return Placed { lane, new: false };
-        }
-        // A free lane of this name whose slices all came before `ts` (the one free longest, if
-        // any qualifies); an end seen before its begin takes a new lane.
-        let reuse = match self.free.get_mut(&(key.category, key.name)) {
-            Some(free) if begin => match free.first() {
-                Some(&(latest, lane)) if latest < ts => {
-                    free.remove(&(latest, lane));
-                    Some(lane)
+            // A free lane of this name whose slices all came before `ts` (the one free longest,
+            // if any qualifies); an end seen before its begin takes a new lane.
+            _ => {
+                let reuse = match self.free.get_mut(&class) {
+                    Some(free) if begin => match free.first() {
+                        Some(&(latest, lane)) if latest < ts => {
+                            free.remove(&(latest, lane));
+                            Some(lane)
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match reuse {
+                    Some(lane) => Placed { lane, new: false },
+                    None => {
+                        self.made += 1;
+                        Placed { lane: new_uuid(), new: true }
+                    }
                 }
-                _ => None,
-            },
-            _ => None,
-        };
-        let (lane, new) = match reuse {
-            Some(lane) => (lane, false),
-            None => {
-                self.made += 1;
-                (new_uuid(), true)
             }
         };
-        if self.open.len() >= self.limit {
-            // Not remembered: the lane is used by this event only (and never freed).
-            self.untracked += 1;
-            return Placed { lane, new };
-        }
-        self.open.insert(key, Open { lane, open: step, latest: ts });
-        Placed { lane, new }
+        let free = &mut self.free;
+        // A lane frees once what it holds is closed: a pair drawn as one (its begin first in
+        // time, ties in file order), or an end alone. A begin left open keeps it for ever.
+        self.pairing.add(k, begin, ts, placed.lane, &mut |k, m| {
+            let (latest, lane) = match m {
+                Matched::Pair { begin, end, end_first }
+                    if end.ts > begin.ts || end.ts == begin.ts && !end_first =>
+                {
+                    (end.ts, begin.payload)
+                }
+                Matched::Unbegun(end) => (end.ts, end.payload),
+                _ => return,
+            };
+            free.entry(k.name).or_default().insert((latest, lane));
+        });
+        self.untracked = self.pairing.overflowed();
+        placed
     }
 
-    /// Async slices open now.
+    /// Halves waiting for their other half now.
     #[cfg(test)]
     pub(super) fn open_slices(&self) -> usize {
-        self.open.len()
+        self.pairing.open()
     }
 }
 
@@ -181,7 +195,7 @@ mod tests {
 
     #[test]
     fn past_the_limit_open_slices_are_not_remembered_but_still_get_lanes_apart() {
-        let mut lanes = Lanes { limit: 2, ..Lanes::default() };
+        let mut lanes = Lanes::with_limit(2);
         let mut next = 0;
         let mut uuid = || {
             next += 1;

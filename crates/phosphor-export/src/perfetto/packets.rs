@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use phosphor_format::file::{Callsite, Event, Value};
 
 use super::clock::{CLOCKS, FIRST_CLOCK};
-use super::intern::{Resolved, Suffix};
+use super::intern::{Interner, Resolved, Suffix};
 use super::pb::{self, Enc};
 use super::proto::*;
 use super::Exporter;
@@ -125,11 +125,24 @@ impl<W: Write> Exporter<W> {
         e: &Event<'_>,
         async_id: Option<u64>,
     ) -> io::Result<()> {
+        debug_assert!(ty != TYPE_SLICE_END, "an end has no name");
+        self.prepare_named(r, e);
+        self.start_packet(Some(ts), 0);
+        let p = &mut self.buf;
+        let te = p.begin(PACKET_TRACK_EVENT);
+        p.uint(EVENT_TYPE, ty);
+        self.clocks.event_track(p, track);
+        let first = named_fields(p, &self.message, self.level_iid, &self.param_iids, r, e);
+        self.event_tail(te, ts, r, e, async_id, first)
+    }
+
+    /// Interns what the name fields of a log or an event named at run time take, and formats
+    /// its name into `self.message` (for [`named_fields`]).
+    pub(super) fn prepare_named(&mut self, r: &mut Resolved, e: &Event<'_>) {
         let cs = &e.callsite;
         // A log's name is its formatted message, and a `dyn` name is argument 0: both differ per
         // event, so they are written as strings, not interned. The callsite's own name (a `dyn`
         // callsite's is the source text of its expression) is not interned: no event uses it.
-        debug_assert!(ty != TYPE_SLICE_END, "an end has no name");
         self.resolve_category(r, cs);
         crate::logs::write_event_name(&mut self.message, e);
         self.message.push_str(Suffix::of(cs.phase).as_str());
@@ -144,21 +157,6 @@ impl<W: Write> Exporter<W> {
                 }
             }
         }
-        self.start_packet(Some(ts), 0);
-        let p = &mut self.buf;
-        let te = p.begin(PACKET_TRACK_EVENT);
-        p.uint(EVENT_TYPE, ty);
-        self.clocks.event_track(p, track);
-        p.uint(EVENT_CATEGORY_IIDS, r.category);
-        p.bytes(EVENT_NAME, self.message.as_bytes());
-        if let Some(level) = cs.level {
-            annotation(p, self.level_iid, Value::Str(level.as_str()));
-            for (i, v) in e.params.iter().enumerate().take(self.param_iids.len()) {
-                annotation(p, self.param_iids[i], v);
-            }
-        }
-        let first = if crate::logs::shows_arg(e, 0) { 0 } else { 1 };
-        self.event_tail(te, ts, r, e, async_id, first)
     }
 
     /// The end of a `TrackEvent` that [`slice`](Self::slice) or
@@ -175,25 +173,7 @@ impl<W: Write> Exporter<W> {
         first_arg: usize,
     ) -> io::Result<()> {
         let p = &mut self.buf;
-        for (i, arg) in e.args.iter().enumerate().skip(first_arg) {
-            let Some((name, value)) = *arg else { continue };
-            if r.args[i] == 0 {
-                r.args[i] = if name.is_empty() {
-                    self.interner
-                        .intern(INTERNED_DEBUG_ANNOTATION_NAMES, if i == 0 { "arg0" } else { "arg1" })
-                } else {
-                    let name = e.callsite.arg_names[i];
-                    self.interner.intern_str(INTERNED_DEBUG_ANNOTATION_NAMES, name, Suffix::None)
-                };
-            }
-            annotation(p, r.args[i], value);
-        }
-        if e.truncated {
-            if self.truncated_iid == 0 {
-                self.truncated_iid = self.interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "truncated");
-            }
-            annotation(p, self.truncated_iid, Value::Bool(true));
-        }
+        arguments(p, &mut self.interner, &mut self.truncated_iid, r, e, first_arg);
         if let Some(flow) = self.flow.take() {
             p.tag(EVENT_FLOW_IDS, pb::I64);
             p.put(&flow.to_le_bytes());
@@ -267,6 +247,65 @@ impl<W: Write> Exporter<W> {
             self.buf.clear_shrinking(KEEP_BUF);
         }
         Ok(())
+    }
+}
+
+/// The category, name (`message`, formatted by [`Exporter::prepare_named`]), level and
+/// parameters of a log or an event named at run time, as fields of a `TrackEvent` in `p`; returns
+/// the first argument still to write (argument 0 of a `dyn` event is its name).
+pub(super) fn named_fields(
+    p: &mut Enc,
+    message: &str,
+    level_iid: u64,
+    param_iids: &[u64],
+    r: &Resolved,
+    e: &Event<'_>,
+) -> usize {
+    let cs = &e.callsite;
+    p.uint(EVENT_CATEGORY_IIDS, r.category);
+    p.bytes(EVENT_NAME, message.as_bytes());
+    if let Some(level) = cs.level {
+        annotation(p, level_iid, Value::Str(level.as_str()));
+        for (i, v) in e.params.iter().enumerate().take(param_iids.len()) {
+            annotation(p, param_iids[i], v);
+        }
+    }
+    if crate::logs::shows_arg(e, 0) {
+        0
+    } else {
+        1
+    }
+}
+
+/// An event's arguments from `first_arg` on, and the truncated flag, as debug annotations of a
+/// `TrackEvent` in `p`: their names interned by `interner` (the truncated flag's iid kept in
+/// `truncated_iid`, 0 until first used).
+#[inline(always)]
+pub(super) fn arguments(
+    p: &mut Enc,
+    interner: &mut Interner,
+    truncated_iid: &mut u64,
+    r: &mut Resolved,
+    e: &Event<'_>,
+    first_arg: usize,
+) {
+    for (i, arg) in e.args.iter().enumerate().skip(first_arg) {
+        let Some((name, value)) = *arg else { continue };
+        if r.args[i] == 0 {
+            r.args[i] = if name.is_empty() {
+                interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, if i == 0 { "arg0" } else { "arg1" })
+            } else {
+                let name = e.callsite.arg_names[i];
+                interner.intern_str(INTERNED_DEBUG_ANNOTATION_NAMES, name, Suffix::None)
+            };
+        }
+        annotation(p, r.args[i], value);
+    }
+    if e.truncated {
+        if *truncated_iid == 0 {
+            *truncated_iid = interner.intern(INTERNED_DEBUG_ANNOTATION_NAMES, "truncated");
+        }
+        annotation(p, *truncated_iid, Value::Bool(true));
     }
 }
 

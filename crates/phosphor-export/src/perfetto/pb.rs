@@ -142,6 +142,27 @@ impl Enc {
         self.pos += v.len();
     }
 
+    /// [`Enc::put`] for a few bytes (a held slice's fields, about 10 to 30): eight at a time,
+    /// in place, where `put` calls `memcpy`, whose call costs more than the copy at that size.
+    #[inline]
+    pub fn put_short(&mut self, v: &[u8]) {
+        let n = v.len();
+        self.room(n);
+        let out = &mut self.data[self.pos..self.pos + n];
+        if n >= 8 {
+            for (d, s) in out.chunks_exact_mut(8).zip(v.chunks_exact(8)) {
+                d.copy_from_slice(s);
+            }
+            // The last eight, overlapping the words before if `n` is not a multiple of eight.
+            out[n - 8..].copy_from_slice(&v[n - 8..]);
+        } else {
+            for (d, s) in out.iter_mut().zip(v) {
+                *d = *s;
+            }
+        }
+        self.pos += n;
+    }
+
     /// Opens a nested message in `field`; returns where its body starts, for [`Enc::end`].
     #[inline]
     pub fn begin(&mut self, field: u32) -> usize {
@@ -304,5 +325,23 @@ mod tests {
         assert!(b.is_empty());
         b.uint(1, 1);
         assert_eq!(b.as_slice(), [0x08, 0x01]);
+    }
+
+    #[test]
+    fn short_puts_write_what_put_writes_at_every_length() {
+        let bytes: Vec<u8> = (1..=40).collect();
+        for n in 0..=bytes.len() {
+            let short = enc(|b| {
+                b.uint(1, 1);
+                b.put_short(&bytes[..n]);
+                b.uint(2, 2);
+            });
+            let long = enc(|b| {
+                b.uint(1, 1);
+                b.put(&bytes[..n]);
+                b.uint(2, 2);
+            });
+            assert_eq!(short, long, "{n} bytes");
+        }
     }
 }

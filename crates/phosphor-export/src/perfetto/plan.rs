@@ -14,42 +14,42 @@
 //!
 //! # What a slice is
 //!
-//! Begins and ends are grouped as the one-pass layout groups them: per (category, name, id), in
-//! file order, from the event that finds the key closed until begins and ends balance again. A
-//! group is one slice (or a few nested ones: a begin again before the end). Its interval is where
-//! it can be open on its lane once trace processor sorts the events by time (ties in stream order):
-//! - every begin before every end in time (ties: no begin after an end in the file): from the
-//!   first begin to the last end;
-//! - only ends (the begins are missing): from the first end to the last (an end with nothing open
-//!   closes nothing, as long as no other slice of the lane is open then);
-//! - anything else (unended, an end before its begin in time, hostile timestamps): from its first
-//!   event on for ever, so nothing else shares its lane after it.
+//! Begins and ends are paired by the model's one rule (`phosphor_model::asyncs`: by shown name and
+//! id, in file order, a second begin giving the first up), so trace processor draws the pairs the
+//! statistics count. Each pair, and each half left alone, is one slice on a lane; its interval is
+//! where it can be open on its lane once trace processor sorts the events by time (ties in stream
+//! order, which is file order):
+//! - a pair whose begin comes first in that order: from its begin to its end;
+//! - a pair whose end comes first (earlier in time, or at the same instant and read first): its
+//!   end closes nothing, so its begin stays open, from its first event on for ever (nothing else
+//!   shares its lane after it);
+//! - a begin never ended: from it on for ever; an end never begun: its instant (it closes
+//!   nothing, as long as no other slice of its lane is open then).
 //!
-//! Two slices share a lane only if one ends strictly before the other begins: at equal timestamps
-//! the file's order could nest one inside the other.
+//! Two slices share a lane only if one ends strictly before the other begins
+//! (`phosphor_model::asyncs::Lanes`): at equal timestamps the file's order could nest one inside
+//! the other.
 //!
 //! # Memory
 //!
-//! The plan keeps 4 bytes per async begin or end (its lane), and while it is built 48 bytes per
-//! slice (what its interval needs) and a map entry (about 30 to 50 bytes) per slice open in file
-//! order. Past
+//! The plan keeps 4 bytes per async begin or end (its lane), and while it is built 24 bytes per
+//! slice (its name's number and interval), each name once, and the model's entry (about 40 bytes)
+//! per half waiting for its other half, up to its cap. Past
 //! [`MAX_PLANNED_ASYNC_EVENTS`] async events it stops and gives up (memory stays bounded): the
 //! export then lays every async slice out in one pass, as [`write_perfetto`](super::write_perfetto)
 //! does, counts them in its summary instant and flags them in
 //! [`ExportSummary::async_unplanned`](crate::ExportSummary::async_unplanned).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io::Read;
 
-use phosphor_format::file::{Block, ClockInfo, Event, Reader, Value};
-
+use phosphor_format::file::{Block, ClockInfo, Event, Reader};
 use phosphor_format::Phase;
-use rustc_hash::FxHashMap as HashMap;
+use phosphor_model::asyncs::{async_name, AsyncKey, Lanes, Matched, Pairing};
+use phosphor_model::names::NameSet;
 
 /// The most async begins and ends a plan covers: 524,288 paired slices. At this size a plan being
-/// built holds at most about 100 MiB (every event an unpaired begin, all open at once), or about
-/// 30 MiB for paired slices; the finished plan, 4 MiB.
+/// built holds at most about 50 MiB (every event an unpaired begin, the model's cap of them
+/// waiting), or about 20 MiB for paired slices; the finished plan, 4 MiB.
 pub const MAX_PLANNED_ASYNC_EVENTS: usize = 1 << 20;
 
 /// An interval that never ends.
@@ -110,7 +110,8 @@ impl AsyncPlan {
                     return AsyncPlan { lanes: Vec::new(), count: 0, events, overflowed: true };
                 }
                 let ts = ns(origin_ns, clock, e.ts);
-                builder.add(class_of(&e), e.async_id.unwrap_or(0), e.callsite.phase == Phase::AsyncBegin, ts);
+                let name = builder.names.number(async_name(&e));
+                builder.add(name, e.async_id.unwrap_or(0), e.callsite.phase == Phase::AsyncBegin, ts);
             }
         }
         builder.finish()
@@ -143,16 +144,11 @@ fn any_async<R: Read>(reader: &Reader<R>) -> bool {
     reader.callsites().any(|c| matches!(c.phase, Phase::AsyncBegin | Phase::AsyncEnd))
 }
 
-/// A (category, name) of async slices, keyed by string-table indices: the category's, and the
-/// name's (or, for a callsite whose events carry their name, that name's hash with the top bit
-/// set, which no index has). The same in both passes, since they read the same file.
+/// The class of an async event for the one-pass layout (`lanes.rs`): its name as shown (the
+/// model's key, not the category), as a hash. The same in both passes, since they read the same
+/// file.
 pub(super) fn class_of(e: &Event<'_>) -> (u32, u64) {
-    let cs = &e.callsite;
-    let name = match e.args[0] {
-        Some((_, Value::Str(s))) if cs.dynamic_name => 1 << 63 | phosphor_format::fnv1a64(s.as_bytes()),
-        _ => u64::from(cs.name.index()),
-    };
-    (cs.category.index(), name)
+    (0, phosphor_format::fnv1a64(async_name(e).as_bytes()))
 }
 
 /// `CLOCK_MONOTONIC` at the clock's origin, clamped to `i64`.
@@ -167,102 +163,51 @@ pub(super) fn ns(origin_ns: i64, clock: &ClockInfo, ticks: u64) -> u64 {
     origin_ns.saturating_add(clock.since_origin_ns(ticks)).max(0) as u64
 }
 
-/// A group of begins and ends of one key (see the module docs): what its interval needs.
-#[derive(Debug)]
-struct Group {
-    class: u32,
-    min_begin: u64,
-    max_begin: u64,
-    min_end: u64,
-    max_end: u64,
-    /// Begins minus ends.
-    balance: i64,
-    /// A begin came after an end in the file.
-    begin_after_end: bool,
-}
-
-impl Group {
-    /// Where the group can be open on its lane: `(start, end)`, `end` inclusive or [`NEVER`].
-    fn interval(&self) -> (u64, u64) {
-        let begun = self.min_begin != NEVER;
-        let ended = self.min_end != NEVER;
-        let first = self.min_begin.min(self.min_end);
-        match (begun, ended) {
-            (false, _) => (self.min_end, self.max_end),
-            (true, true)
-                if self.balance == 0
-                    && (self.max_begin < self.min_end
-                        || self.max_begin == self.min_end && !self.begin_after_end) =>
-            {
-                (self.min_begin, self.max_end)
-            }
-            _ => (first, NEVER),
-        }
-    }
-}
-
 /// The first pass's state.
 #[derive(Default)]
 struct Builder {
-    /// The group of each async event, in file order (then its lane).
+    /// The slice of each async event, in file order (then its lane).
     events: Vec<u32>,
-    groups: Vec<Group>,
-    /// The group open (in file order) per class and id.
-    open: HashMap<(u32, u64), u32>,
-    classes: HashMap<(u32, u64), u32>,
+    /// Each slice's name and interval: `(name, start, end)`, `end` inclusive or [`NEVER`].
+    slices: Vec<(u32, u64, u64)>,
+    names: NameSet,
+    /// The model's pairing; a half's payload is its event's place in `events`.
+    pairing: Pairing<u32>,
+}
+
+/// Records in `slices` the slice `m` makes, and in `events` which slice each of its events is.
+fn slice_of(events: &mut [u32], slices: &mut Vec<(u32, u64, u64)>, key: AsyncKey, m: Matched<u32>) {
+    let s = slices.len() as u32;
+    let (at, interval) = match m {
+        Matched::Pair { begin, end, end_first } => {
+            events[end.payload as usize] = s;
+            let drawn = end.ts > begin.ts || end.ts == begin.ts && !end_first;
+            let interval = if drawn { (begin.ts, end.ts) } else { (end.ts.min(begin.ts), NEVER) };
+            (begin.payload, interval)
+        }
+        Matched::Unended(h) => (h.payload, (h.ts, NEVER)),
+        Matched::Unbegun(h) => (h.payload, (h.ts, h.ts)),
+    };
+    events[at as usize] = s;
+    slices.push((key.name, interval.0, interval.1));
 }
 
 impl Builder {
-    fn add(&mut self, class: (u32, u64), id: u64, begin: bool, ts: u64) {
-        let next = self.classes.len() as u32;
-        let class = *self.classes.entry(class).or_insert(next);
-        let g = match self.open.get(&(class, id)) {
-            Some(&g) => g,
-            None => {
-                let g = self.groups.len() as u32;
-                self.groups.push(Group {
-                    class,
-                    min_begin: NEVER,
-                    max_begin: 0,
-                    min_end: NEVER,
-                    max_end: 0,
-                    balance: 0,
-                    begin_after_end: false,
-                });
-                self.open.insert((class, id), g);
-                g
-            }
-        };
-        let group = &mut self.groups[g as usize];
-        if begin {
-            group.begin_after_end |= group.min_end != NEVER;
-            group.min_begin = group.min_begin.min(ts);
-            group.max_begin = group.max_begin.max(ts);
-            group.balance += 1;
-        } else {
-            group.min_end = group.min_end.min(ts);
-            group.max_end = group.max_end.max(ts);
-            group.balance -= 1;
-        }
-        if group.balance == 0 {
-            self.open.remove(&(class, id));
-        }
-        self.events.push(g);
+    fn add(&mut self, name: u32, id: u64, begin: bool, ts: u64) {
+        let Builder { events, slices, pairing, .. } = self;
+        let at = events.len() as u32;
+        events.push(u32::MAX);
+        pairing.add(AsyncKey { name, id }, begin, ts, at, &mut |k, m| slice_of(events, slices, k, m));
     }
 
-    /// Colours the groups' intervals per class, and turns each event's group into its lane.
+    /// Lays the slices out per name, and turns each event's slice into its lane.
     fn finish(self) -> AsyncPlan {
-        let Builder { mut events, groups, open, classes } = self;
-        drop((open, classes));
-        // In place (the groups' room is reused), so the peak is not one more vector.
-        let intervals: Vec<(u32, u64, u64)> = groups
-            .into_iter()
-            .map(|g| {
-                let (start, end) = g.interval();
-                (g.class, start, end)
-            })
-            .collect();
-        let (lane_of, count) = colour(&intervals);
+        let Builder { mut events, mut slices, names, mut pairing } = self;
+        drop(names);
+        pairing.finish(&mut |k, m| slice_of(&mut events, &mut slices, k, m));
+        drop(pairing);
+        let (lane_of, count) = colour(&slices);
+        drop(slices);
         for e in &mut events {
             *e = lane_of[*e as usize];
         }
@@ -270,10 +215,11 @@ impl Builder {
     }
 }
 
-/// Interval partitioning: the lane of each `(class, start, end)` interval (`end` inclusive), such
-/// that intervals on one lane are of one class and never share an instant, in the fewest lanes
-/// (per class, the most intervals that hold one instant). Lanes are numbered from 0 in the order
-/// they are first used, by class in order of first appearance and then by start.
+/// Interval partitioning (`phosphor_model::asyncs::Lanes`): the lane of each `(class, start,
+/// end)` interval (`end` inclusive), such that intervals on one lane are of one class and never
+/// share an instant, in the fewest lanes (per class, the most intervals that hold one instant).
+/// Lanes are numbered from 0 in the order they are first used, by class in order of first
+/// appearance and then by start.
 pub(super) fn colour(intervals: &[(u32, u64, u64)]) -> (Vec<u32>, u32) {
     let mut order: Vec<u32> = (0..intervals.len() as u32).collect();
     // By class, then start; ties in input order, so the plan is deterministic.
@@ -282,28 +228,18 @@ pub(super) fn colour(intervals: &[(u32, u64, u64)]) -> (Vec<u32>, u32) {
         (class, start, i)
     });
     let mut lane_of = vec![0; intervals.len()];
-    let mut count = 0u32;
-    // The lanes of the class being coloured, by the end of the last interval each holds.
-    let mut busy: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+    let (mut count, mut base) = (0u32, 0u32);
+    let mut lanes = Lanes::default();
     let mut class = None;
     for i in order {
         let (c, start, end) = intervals[i as usize];
         if class != Some(c) {
             class = Some(c);
-            busy.clear();
+            base = count;
         }
-        let lane = match busy.peek() {
-            Some(&Reverse((free_after, lane))) if free_after < start => {
-                busy.pop();
-                lane
-            }
-            _ => {
-                count += 1;
-                count - 1
-            }
-        };
+        let lane = base + lanes.place(c, start, end);
+        count = count.max(lane + 1);
         lane_of[i as usize] = lane;
-        busy.push(Reverse((end, lane)));
     }
     (lane_of, count)
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::test_files::Rng;
+use rustc_hash::FxHashMap as HashMap;
 
 /// The most intervals of one class that hold one instant (ends inclusive): the fewest lanes any
 /// layout can use for the class.
@@ -78,28 +79,34 @@ type Ev = (u64, bool, u64);
 fn plan(events: &[Ev]) -> AsyncPlan {
     let mut b = Builder::default();
     for &(id, begin, ts) in events {
-        b.add((1, 2), id, begin, ts);
+        b.add(0, id, begin, ts);
     }
     b.finish()
 }
 
 /// Replays each lane as trace processor draws a track (events sorted by time, ties in file order;
 /// a begin opens a slice inside the open ones, an end closes the innermost) and checks that no
-/// event meets a slice of another group open on its lane: a group's ends close only its own
-/// slices, and its begins nest only in its own. Groups are as the plan makes them (per id, from
-/// the event that finds it closed until begins and ends balance).
+/// event meets a slice of another group open on its lane: a pair's end closes only its begin.
+/// Groups are the model's pairs and lone halves.
 fn assert_drawn_apart(events: &[Ev], plan: &AsyncPlan) {
     assert_eq!(plan.lanes.len(), events.len());
-    let mut group_of = Vec::new();
-    let mut open: HashMap<u64, (usize, i64)> = HashMap::default();
-    for (i, &(id, begin, _)) in events.iter().enumerate() {
-        let g = open.entry(id).or_insert((i, 0));
-        g.1 += if begin { 1 } else { -1 };
-        group_of.push(g.0);
-        if g.1 == 0 {
-            open.remove(&id);
+    let mut group_of = vec![usize::MAX; events.len()];
+    let mut pairing = Pairing::new(usize::MAX);
+    let mut groups = 0;
+    let mut group = |_, m: Matched<usize>| {
+        match m {
+            Matched::Pair { begin, end, .. } => {
+                group_of[begin.payload] = groups;
+                group_of[end.payload] = groups;
+            }
+            Matched::Unended(h) | Matched::Unbegun(h) => group_of[h.payload] = groups,
         }
+        groups += 1;
+    };
+    for (i, &(id, begin, ts)) in events.iter().enumerate() {
+        pairing.add(AsyncKey { name: 0, id }, begin, ts, i, &mut group);
     }
+    pairing.finish(&mut group);
     let mut by_lane: HashMap<u32, Vec<usize>> = HashMap::default();
     for (i, &lane) in plan.lanes.iter().enumerate() {
         by_lane.entry(lane).or_default().push(i);
@@ -170,13 +177,17 @@ fn unended_unbegun_backwards_and_tied_slices_keep_lanes_of_their_own() {
 }
 
 #[test]
-fn an_id_begun_twice_before_its_end_nests_on_one_lane() {
+fn an_id_begun_twice_before_its_end_leaves_the_first_begin_open_on_a_lane_of_its_own() {
     let events: Vec<Ev> =
         vec![(1, true, 10), (1, true, 15), (1, false, 20), (1, false, 25), (2, true, 30), (2, false, 40)];
     let p = plan(&events);
     assert_drawn_apart(&events, &p);
-    assert!(p.lanes[..4].iter().all(|&l| l == p.lanes[0]));
-    assert_eq!(p.lanes(), 1, "slice 2 begins after 1's last end");
+    // The model's rule: the second begin gives the first up (never ended), pairs with the first
+    // end; the second end is never begun.
+    assert_ne!(p.lanes[0], p.lanes[1]);
+    assert_eq!(p.lanes[1], p.lanes[2]);
+    assert_eq!([p.lanes[3], p.lanes[4], p.lanes[5]], [p.lanes[1]; 3], "after 20, the lane is free");
+    assert_eq!(p.lanes(), 2);
 }
 
 #[test]

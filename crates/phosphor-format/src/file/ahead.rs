@@ -15,10 +15,16 @@
 //!
 //! Buffers go back to the thread once the reader is done with them, so a long file costs a few
 //! buffers of a group each, not an allocation per group.
+//!
+//! Blocks go over in batches of up to [`BATCH_BLOCKS`] and [`SMALL_BLOCK`] bytes: a file of tiny
+//! uncompressed blocks (a million threads of one chunk each) would otherwise cost a message and a
+//! wake-up per block, four times what reading it alone costs. Each block also counts
+//! [`FRAME_COST`] in the budget, for its place in the queue and its allocation, so that a budget of
+//! tiny blocks is not many times its bytes in memory.
 
 use std::any::Any;
 use std::io::Read;
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -30,6 +36,20 @@ use super::reader::{read_frame_body, read_full, read_head};
 /// The most bytes of blocks (decoded groups counted decoded) the read-ahead thread queues before
 /// it waits for the reader: 16 groups of the usual 256 KiB, or four of the largest a group may be.
 pub const READ_AHEAD_BYTES: usize = 4 * MAX_GROUP_BYTES as usize;
+
+/// What a queued block costs besides its bytes, counted in the budget: its place in the queue
+/// and its buffer's allocation (about 250 bytes), counted four times over, so that a file of
+/// tiny blocks (a million threads of one chunk each, about 100 bytes a block) queues some 15,000
+/// of them, a few MiB, not the 160,000 its bytes alone would let in.
+const FRAME_COST: usize = 1 << 10;
+
+/// The most blocks sent to the reader in one message.
+const BATCH_BLOCKS: usize = 256;
+
+/// Blocks shorter than this are read into a buffer of their own length, not a spare: a spare
+/// kept from a group (up to [`MAX_GROUP_BYTES`]) would be counted as the block's few bytes and
+/// hold megabytes. So the reader hands back only buffers of at least this much.
+const SMALL_BLOCK: usize = 64 << 10;
 
 /// One block, read ahead.
 pub(crate) struct Frame {
@@ -45,6 +65,9 @@ pub(crate) struct Frame {
     /// The bytes it counts for in the budget, until the reader asks for the next block.
     held: usize,
 }
+
+/// Blocks sent together, in file order; an error or the trailer ends a batch.
+type Batch = Vec<Result<Frame, Error>>;
 
 /// What the two sides share: the bytes queued, and whether the reader is gone.
 #[derive(Default)]
@@ -65,6 +88,16 @@ impl Shared {
         !state.1
     }
 
+    /// [`Shared::reserve`] if `bytes` fit now, without waiting; `None` if they do not.
+    fn try_reserve(&self, bytes: usize) -> Option<bool> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.0 > 0 && state.0 + bytes > READ_AHEAD_BYTES && !state.1 {
+            return None;
+        }
+        state.0 += bytes;
+        Some(!state.1)
+    }
+
     fn taken(&self, bytes: usize) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.0 = state.0.saturating_sub(bytes);
@@ -79,7 +112,9 @@ impl Shared {
 
 /// The reader's end of a read-ahead thread.
 pub(crate) struct Ahead<R> {
-    blocks: Receiver<Result<Frame, Error>>,
+    blocks: Receiver<Batch>,
+    /// The rest of the last batch received, in file order (reversed: the next is last).
+    queue: Batch,
     spare: Sender<Vec<u8>>,
     shared: Closer,
     /// The thread, which gives the input back when it ends. Typed back by `back`: the reader of
@@ -88,7 +123,14 @@ pub(crate) struct Ahead<R> {
     back: fn(Box<dyn Any + Send>) -> R,
     /// The bytes of the block handed out last, which the reader holds until it asks for the next.
     held: usize,
+    /// Bytes of blocks the reader is done with, not given back to the budget yet: given back a
+    /// MiB at a time ([`RELEASE_BYTES`]) or before the reader waits, so that tiny blocks do not
+    /// cost a lock and a wake-up each.
+    released: usize,
 }
+
+/// The bytes the reader gives back to the budget at once (a sixteenth of it).
+const RELEASE_BYTES: usize = READ_AHEAD_BYTES / 16;
 
 impl<R> std::fmt::Debug for Ahead<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -108,7 +150,16 @@ impl<R: Read + Send + 'static> Ahead<R> {
             .spawn(move || -> Box<dyn Any + Send> { Box::new(run(input, offset, &s, &tx, &spare_rx)) })
             .expect("a thread to read ahead");
         let back = |input: Box<dyn Any + Send>| *input.downcast::<R>().expect("the input it was given");
-        Ahead { blocks, spare, shared: Closer(shared), thread: Some(thread), back, held: 0 }
+        Ahead {
+            blocks,
+            queue: Vec::new(),
+            spare,
+            shared: Closer(shared),
+            thread: Some(thread),
+            back,
+            held: 0,
+            released: 0,
+        }
     }
 }
 
@@ -116,30 +167,51 @@ impl<R> Ahead<R> {
     /// The next block. The one before is taken in by now (a chunk's records are copied out, a
     /// group's blocks read): its bytes leave the budget.
     pub(crate) fn next(&mut self) -> Result<Frame, Error> {
-        self.shared.0.taken(std::mem::take(&mut self.held));
-        match self.blocks.recv() {
-            Ok(Ok(frame)) => {
+        self.released += std::mem::take(&mut self.held);
+        if self.released >= RELEASE_BYTES {
+            self.shared.0.taken(std::mem::take(&mut self.released));
+        }
+        match self.take() {
+            Some(Ok(frame)) => {
                 self.held = frame.held;
                 Ok(frame)
             }
-            Ok(Err(e)) => Err(e),
+            Some(Err(e)) => Err(e),
             // The thread sends an error or the trailer before it ends, unless it panicked.
-            Err(_) => Err(self.panicked()),
+            None => Err(self.panicked()),
         }
+    }
+
+    /// The next block of the queue, or of the next batch; `None` once the thread is gone.
+    fn take(&mut self) -> Option<Result<Frame, Error>> {
+        if self.queue.is_empty() {
+            self.queue = match self.blocks.try_recv() {
+                Ok(batch) => batch,
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => {
+                    // The thread may be waiting for room: give back all before waiting for it.
+                    self.shared.0.taken(std::mem::take(&mut self.released));
+                    self.blocks.recv().ok()?
+                }
+            };
+            self.queue.reverse();
+        }
+        self.queue.pop()
     }
 
     /// After the trailer: `Ok` if the file ends there.
     pub(crate) fn after_trailer(&mut self) -> Result<(), Error> {
-        match self.blocks.recv() {
-            Ok(Err(e)) => Err(e),
-            Ok(Ok(frame)) => Err(Error::new(ErrorKind::TrailingData, frame.start)),
-            Err(_) => Ok(()),
+        match self.take() {
+            Some(Err(e)) => Err(e),
+            Some(Ok(frame)) => Err(Error::new(ErrorKind::TrailingData, frame.start)),
+            None => Ok(()),
         }
     }
 
-    /// Hands a buffer the reader is done with back to the thread.
+    /// Hands a buffer the reader is done with back to the thread (one of a small block is
+    /// dropped: the thread reads those into buffers of their own length).
     pub(crate) fn recycle(&self, mut buf: Vec<u8>) {
-        if buf.capacity() > 0 && buf.capacity() <= MAX_GROUP_BYTES as usize {
+        if buf.capacity() >= SMALL_BLOCK && buf.capacity() <= MAX_GROUP_BYTES as usize {
             buf.clear();
             // The thread may have ended.
             let _ = self.spare.send(buf);
@@ -184,26 +256,45 @@ fn run<R: Read>(
     mut input: R,
     mut offset: u64,
     shared: &Shared,
-    tx: &Sender<Result<Frame, Error>>,
+    tx: &Sender<Batch>,
     spare: &Receiver<Vec<u8>>,
 ) -> R {
     let mut decoder = GroupDecoder::default();
     // The last compressed body, kept for the next.
     let mut packed = Vec::new();
+    // Blocks read and not sent yet, and their bytes: sent once they are many, before a group or
+    // a long block, and before waiting for room (the reader may be waiting for them).
+    let mut batch = Vec::new();
+    let mut batched = 0;
     loop {
         let start = offset;
         let frame = match read_head(&mut input, start) {
             Err(e) => Err(e),
             Ok((kind, len)) => {
-                // A group counts its body and what it decodes to (at most MAX_GROUP_BYTES).
-                let held = match kind {
-                    kind::COMPRESSED => len as usize + MAX_GROUP_BYTES as usize,
-                    _ => len as usize,
+                let bytes = len as usize;
+                let compressed = kind == kind::COMPRESSED;
+                let mut body = if compressed || bytes >= SMALL_BLOCK {
+                    spare.try_recv().unwrap_or_default()
+                } else {
+                    Vec::new()
                 };
-                if !shared.reserve(held) {
+                // A group counts its body and what it decodes to (at most MAX_GROUP_BYTES);
+                // another block, its buffer; both, what a block costs in the queue.
+                let held = FRAME_COST
+                    + match compressed {
+                        true => bytes + MAX_GROUP_BYTES as usize,
+                        false => bytes.max(body.capacity()),
+                    };
+                let mut room = shared.try_reserve(held);
+                if room.is_none() || compressed || bytes >= SMALL_BLOCK {
+                    if !batch.is_empty() && tx.send(std::mem::take(&mut batch)).is_err() {
+                        return input;
+                    }
+                    batched = 0;
+                }
+                if !*room.get_or_insert_with(|| shared.reserve(held)) {
                     return input;
                 }
-                let mut body = spare.try_recv().unwrap_or_default();
                 match read_frame_body(&mut input, start, kind, len, &mut body) {
                     Err(e) => Err(e),
                     Ok(end) if kind == kind::COMPRESSED => {
@@ -212,7 +303,7 @@ fn run<R: Read>(
                         decode_group(&mut decoder, &packed, start, &mut body).map(|codec| {
                             // What the reader will hold: the group decoded (the compressed body
                             // stays here, for the next).
-                            let decoded = body.capacity().min(held);
+                            let decoded = (body.capacity() + FRAME_COST).min(held);
                             shared.taken(held - decoded);
                             Frame { start, end, kind, bytes: body, codec: Some(codec), held: decoded }
                         })
@@ -228,8 +319,14 @@ fn run<R: Read>(
             Ok(f) => (f.kind == kind::TRAILER, false),
             Err(_) => (false, true),
         };
-        if tx.send(frame).is_err() || failed {
-            return input;
+        batched += frame.as_ref().map_or(0, |f| f.bytes.len());
+        batch.push(frame);
+        let last = trailer || failed;
+        if last || batch.len() >= BATCH_BLOCKS || batched >= SMALL_BLOCK {
+            if tx.send(std::mem::take(&mut batch)).is_err() || failed {
+                return input;
+            }
+            batched = 0;
         }
         if trailer {
             trailing(&mut input, offset, tx);
@@ -256,15 +353,15 @@ fn decode_group(
 }
 
 /// After the trailer: an error if the file goes on (the reader reports it on its next call).
-fn trailing(input: &mut impl Read, offset: u64, tx: &Sender<Result<Frame, Error>>) {
+fn trailing(input: &mut impl Read, offset: u64, tx: &Sender<Batch>) {
     let mut one = [0u8; 1];
     match read_full(input, &mut one, offset) {
         Ok(0) => {}
         Ok(_) => {
-            let _ = tx.send(Err(Error::new(ErrorKind::TrailingData, offset)));
+            let _ = tx.send(vec![Err(Error::new(ErrorKind::TrailingData, offset))]);
         }
         Err(e) => {
-            let _ = tx.send(Err(e));
+            let _ = tx.send(vec![Err(e)]);
         }
     }
 }

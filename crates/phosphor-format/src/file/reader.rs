@@ -105,6 +105,8 @@ pub struct Reader<R: Read> {
     /// The input; with read-ahead on, the read-ahead thread's until it ends.
     input: Option<R>,
     ahead: Option<super::ahead::Ahead<R>>,
+    /// Read-ahead asked for and not started yet: it starts at the first compressed group.
+    start_ahead: Option<fn(R, u64) -> super::ahead::Ahead<R>>,
     offset: u64,
     version: (u16, u16),
     header: Header,
@@ -168,6 +170,7 @@ impl<R: Read> Reader<R> {
         let mut r = Reader {
             input: Some(input),
             ahead: None,
+            start_ahead: None,
             offset: PREAMBLE_BYTES as u64,
             version: (major, minor),
             header: Header {
@@ -380,6 +383,12 @@ impl<R: Read> Reader<R> {
             if kind == kind::COMPRESSED {
                 if self.ahead.is_none() {
                     self.open_group(start)?;
+                    if let Some(start_ahead) = self.start_ahead.take() {
+                        // The rest of the file, from the block after this group, on a thread.
+                        let input =
+                            self.input.take().expect("the input is the reader's until it reads ahead");
+                        self.ahead = Some(start_ahead(input, self.offset));
+                    }
                 }
                 continue;
             }
@@ -596,14 +605,23 @@ impl<R: Read + Send + 'static> Reader<R> {
     /// the same blocks, chunks, offsets and errors (an error is met, and the reader finished,
     /// where it would have been). Memory: the blocks queued and the one lent out come to at most
     /// [`READ_AHEAD_BYTES`](super::READ_AHEAD_BYTES), or to one block when it is longer (read
-    /// alone, as without read-ahead). A file with no compressed groups gains little: its reading
-    /// is the copy alone.
+    /// alone, as without read-ahead).
+    ///
+    /// The thread starts after the first compressed group, which the reader decodes itself: a
+    /// file with none (written plain) is read as without read-ahead, since its reading is the
+    /// copy alone, which a second thread would only add to (a million tiny blocks took four times
+    /// as long handed over one by one, and more memory than the reader's own).
     pub fn read_ahead(mut self) -> Reader<R> {
         if self.ahead.is_none() && !self.done {
-            let input = self.input.take().expect("the input is the reader's unless it reads ahead");
-            self.ahead = Some(super::ahead::Ahead::start(input, self.offset));
+            self.start_ahead = Some(super::ahead::Ahead::start);
         }
         self
+    }
+
+    /// Whether a thread reads ahead now ([`Reader::read_ahead`] was asked for and a compressed
+    /// group was met).
+    pub fn reads_ahead(&self) -> bool {
+        self.ahead.is_some()
     }
 }
 
@@ -618,6 +636,7 @@ impl<R: Read + Seek> Reader<R> {
     /// the one decoded last.
     pub fn chunk_at(&mut self, offset: u64) -> Result<Chunk<'_>, Error> {
         self.done = true;
+        self.start_ahead = None;
         if let Some(ahead) = self.ahead.take() {
             self.input = Some(ahead.stop());
         }

@@ -143,3 +143,13 @@ fn a_reader_dropped_mid_file_stops_its_read_ahead_thread() {
     drop(r);
     dropped.recv_timeout(std::time::Duration::from_secs(60)).expect("the thread ended and dropped its input");
 }
+
+#[test]
+fn a_plain_file_is_read_on_the_callers_thread_and_a_compressed_one_ahead_from_its_first_group() {
+    for (name, file) in files() {
+        let mut r = Reader::new(Cursor::new(file)).unwrap().read_ahead();
+        assert!(!r.reads_ahead(), "{name}: nothing read yet");
+        while r.next_block().unwrap().is_some() {}
+        assert_eq!(r.reads_ahead(), name != "plain", "{name}");
+    }
+}

@@ -20,10 +20,13 @@
 //! begin is open on it and its latest event is `hold_ns` of trace time old
 //! ([`Assembler::drain`]), or [`LIVE_PENDING_LIMIT`] slices at a time.
 //!
-//! Async slices (begin/end with the same id and name, on any thread) are spans of their own, roots
-//! of their own traces; an end read before its begin (another thread's chunk reached the file
-//! first) waits for it, up to [`MAX_OPEN_ASYNC`] such ends. A trace context naming an async id
-//! goes to that async slice. Arguments are typed attributes (`int`, `double`, `string`, `bool`;
+//! Async slices are spans of their own, roots of their own traces: their begins and ends are
+//! paired by the model's one rule (`phosphor_model::asyncs`: by shown name and id, on any threads,
+//! in file order, an end read before its begin waiting for it, a second begin giving the first
+//! up), at most [`MAX_OPEN_ASYNC`] halves waiting at once. A pair's span has the begin's
+//! attributes, its `phosphor.async_id`, then the end's; a begin never ended is counted in
+//! [`AssembleStats::unclosed`], an end never begun in [`AssembleStats::unmatched_ends`]. A trace
+//! context naming an async id goes to that async slice. Arguments are typed attributes (`int`, `double`, `string`, `bool`;
 //! pointers as `0x…` strings; a `u64` past `i64::MAX` as a string). A lock's span is named `NAME
 //! (wait)` or `NAME (held)`, as every output names it. Times are wall-clock Unix nanoseconds
 //! through the header's clock, each rounded once (`phosphor_model::timeline`): a span's length is
@@ -42,6 +45,8 @@ use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;
 use phosphor_format::clock::ClockInfo;
 use phosphor_format::file::{Event, Header};
 use phosphor_format::Phase;
+use phosphor_model::asyncs::{async_name, AsyncKey, Matched, Pairing};
+use phosphor_model::names::NameSet;
 use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
 use phosphor_model::timeline::Timeline;
 
@@ -61,8 +66,9 @@ pub const LIVE_PENDING_LIMIT: usize = 1 << 14;
 /// The most bytes of span events (logs and instants, whose messages can be up to a MiB each) held
 /// while their spans are not final; later ones are dropped and counted.
 pub const MAX_EVENT_BYTES: usize = 64 << 20;
-/// How many async slices may be open at once; later begins are counted and ignored.
-pub const MAX_OPEN_ASYNC: usize = 1 << 16;
+/// How many async begins and ends may wait for their other half at once (the model's cap); a
+/// later one is counted as unmatched at once.
+pub const MAX_OPEN_ASYNC: usize = phosphor_model::asyncs::DEFAULT_MAX_OPEN;
 
 /// How an [`Assembler`] makes spans.
 #[derive(Clone, Debug, Default)]
@@ -103,14 +109,6 @@ pub struct AssembleStats {
     pub span_events_dropped: u64,
 }
 
-/// An async slice that has begun.
-#[derive(Debug)]
-struct Open {
-    start: u64,
-    name: Text,
-    attrs: Vec<Attr>,
-}
-
 /// A thread's model in live use.
 #[derive(Debug)]
 struct LiveThread {
@@ -140,10 +138,10 @@ pub struct Assembler {
     options: AssembleOptions,
     models: Models,
     build: Builder,
-    asyncs: HashMap<(u64, Text), Open>,
-    /// Async ends read before their begins (another thread's chunk can reach the file first):
-    /// the end time and attributes.
-    early_ends: HashMap<(u64, Text), (u64, Vec<Attr>)>,
+    /// Async begins and ends waiting for their other half (at wall ns), with their name and
+    /// attributes; keyed by `async_names`' number of their name.
+    asyncs: Pairing<(Text, Vec<Attr>)>,
+    async_names: NameSet,
     /// Trace contexts for async slices, by async id, until the slice is made.
     async_contexts: HashMap<u64, TraceContext>,
     now: u64,
@@ -184,8 +182,8 @@ impl Assembler {
             build: Builder::new(Timeline::new(&header.clock).clock().clone(), out),
             options,
             models,
-            asyncs: HashMap::new(),
-            early_ends: HashMap::new(),
+            asyncs: Pairing::new(MAX_OPEN_ASYNC),
+            async_names: NameSet::default(),
             async_contexts: HashMap::new(),
             now: 0,
             idle_ns: 0,
@@ -267,13 +265,9 @@ impl Assembler {
                 let (nesting, _) = model(&mut self.models, event.tid, t, 0);
                 nesting.mark_with(event.tid, 0, ts, slot, &mut Flushing::new(&mut self.build, flush));
             }
-            Phase::AsyncBegin => {
+            Phase::AsyncBegin | Phase::AsyncEnd => {
                 self.now = self.now.max(t);
-                self.async_begin(event, t);
-            }
-            Phase::AsyncEnd => {
-                self.now = self.now.max(t);
-                self.async_end(event, t);
+                self.async_half(event, t);
             }
             _ => {}
         }
@@ -316,48 +310,19 @@ impl Assembler {
         }
     }
 
-    fn async_begin(&mut self, event: &Event<'_>, start: u64) {
-        if self.asyncs.len() >= MAX_OPEN_ASYNC {
-            self.build.out.stats.unclosed += 1;
-            return;
-        }
+    /// An async begin or end at `t` (wall ns), paired by the model.
+    fn async_half(&mut self, event: &Event<'_>, t: u64) {
+        let begin = event.callsite.phase == Phase::AsyncBegin;
+        let id = event.async_id.unwrap_or(0);
         let strings = &mut self.build.out.strings;
         let (name, mut attrs) = name_and_attrs(strings, event);
-        let id = event.async_id.unwrap_or(0);
-        let key = strings.id("phosphor.async_id");
-        attrs.push(Attr { key, value: Val::Int(id as i64) });
-        if let Some((end, more)) = self.early_ends.remove(&(id, name.clone())) {
-            attrs.extend(more);
-            return self.async_slice(id, start, end, name, attrs);
+        if begin {
+            let key = strings.id("phosphor.async_id");
+            attrs.push(Attr { key, value: Val::Int(id as i64) });
         }
-        if self.asyncs.insert((id, name.clone()), Open { start, name, attrs }).is_some() {
-            self.build.out.stats.unclosed += 1;
-        }
-    }
-
-    fn async_end(&mut self, event: &Event<'_>, end: u64) {
-        let (name, attrs) = name_and_attrs(&mut self.build.out.strings, event);
-        let key = (event.async_id.unwrap_or(0), name);
-        let Some(mut open) = self.asyncs.remove(&key) else {
-            if self.early_ends.len() >= MAX_OPEN_ASYNC || self.early_ends.insert(key, (end, attrs)).is_some()
-            {
-                self.build.out.stats.unmatched_ends += 1;
-            }
-            return;
-        };
-        open.attrs.extend(attrs);
-        self.async_slice(key.0, open.start, end, open.name, open.attrs);
-    }
-
-    /// An async slice is made: a tree of its own, final.
-    fn async_slice(&mut self, id: u64, start: u64, end: u64, name: Text, attrs: Vec<Attr>) {
-        let mut rec = self.build.rec(start, end, name, attrs, None);
-        rec.context = self.async_contexts.remove(&id).map(Box::new);
-        let out = &mut self.build.out;
-        out.stats.contexts += u64::from(rec.context.is_some());
-        out.tree.clear();
-        out.tree.push(rec);
-        out.finalize();
+        let key = AsyncKey { name: self.async_names.number(async_name(event)), id };
+        let Assembler { asyncs, build, async_contexts, .. } = self;
+        asyncs.add(key, begin, t, (name, attrs), &mut |k, m| async_matched(build, async_contexts, k, m));
     }
 
     /// Moves the spans that are final into `out`. Live use ([`AssembleOptions::hold_ns`]): first
@@ -439,11 +404,9 @@ impl Assembler {
                 }
             }
         }
+        let Assembler { asyncs, build, async_contexts, .. } = self;
+        asyncs.finish(&mut |k, m| async_matched(build, async_contexts, k, m));
         let stats = &mut self.build.out.stats;
-        stats.unclosed += self.asyncs.len() as u64;
-        self.asyncs.clear();
-        stats.unmatched_ends += self.early_ends.len() as u64;
-        self.early_ends.clear();
         stats.contexts_unapplied += self.async_contexts.len() as u64;
         self.async_contexts.clear();
         self.build.out.finish();
@@ -460,4 +423,30 @@ impl Assembler {
     pub fn stats(&self) -> AssembleStats {
         self.build.out.stats
     }
+}
+
+/// What the model hands over for an async slice: a pair is a span, a tree of its own, final (with
+/// the trace context of its id, if one came); a half alone is counted.
+fn async_matched(
+    build: &mut Builder,
+    contexts: &mut HashMap<u64, TraceContext>,
+    key: AsyncKey,
+    m: Matched<(Text, Vec<Attr>)>,
+) {
+    let stats = &mut build.out.stats;
+    let (begin, end) = match m {
+        Matched::Pair { begin, end, .. } => (begin, end),
+        Matched::Unended(_) => return stats.unclosed += 1,
+        Matched::Unbegun(_) => return stats.unmatched_ends += 1,
+    };
+    let (name, mut attrs) = begin.payload;
+    attrs.extend(end.payload.1);
+    // An end earlier than its begin: a pair of no length (the model's rule).
+    let mut rec = build.rec(begin.ts, end.ts.max(begin.ts), name, attrs, None);
+    rec.context = contexts.remove(&key.id).map(Box::new);
+    let out = &mut build.out;
+    out.stats.contexts += u64::from(rec.context.is_some());
+    out.tree.clear();
+    out.tree.push(rec);
+    out.finalize();
 }

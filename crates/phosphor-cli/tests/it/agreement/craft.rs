@@ -1,7 +1,8 @@
 //! Trace files for the agreement tests: threads of scopes (begin/end pairs and complete events),
 //! lock waits and holds and instants, written in the order the recorder writes them (a begin at its
 //! start, a complete event or a lock at its end, after what it encloses), with many equal
-//! timestamps: the crafted cases by name, and random trees from a seed.
+//! timestamps: the crafted cases by name, and random trees from a seed. Async slices too (begins
+//! and ends of two names, on any threads): the crafted async cases.
 
 use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
 use phosphor::format::{Meta, Phase, Record};
@@ -11,6 +12,8 @@ use phosphor::format::{Meta, Phase, Record};
 const SCOPES: [&str; 4] = ["a", "b", "c", "d"];
 const LOCK: &str = "q";
 const MARK: &str = "mark";
+/// The async slices' names (each with a begin and an end callsite).
+const ASYNCS: [&str; 2] = ["job", "req"];
 const FIRST_ID: u32 = 16;
 
 /// A trace's threads: each tid and its events in record order.
@@ -26,6 +29,13 @@ pub enum Ev {
     Wait(u64, u64),
     Held(u64, u64),
     Instant(u64),
+    /// Name, time, async id.
+    AsyncBegin(&'static str, u64, u64),
+    AsyncEnd(&'static str, u64, u64),
+}
+
+fn async_index(name: &str) -> u32 {
+    ASYNCS.iter().position(|&s| s == name).unwrap_or_else(|| panic!("no async {name:?}")) as u32
 }
 
 fn scope_index(name: &str) -> u32 {
@@ -45,6 +55,13 @@ impl Ev {
             Ev::Wait(ts, d) => Record::new(ts, after_scopes, with_duration, [d, 0]),
             Ev::Held(ts, d) => Record::new(ts, after_scopes + 1, with_duration, [d, 0]),
             Ev::Instant(ts) => Record::new(ts, after_scopes + 2, none, [0, 0]),
+            // The async id is the record's first word, flagged by one argument word.
+            Ev::AsyncBegin(n, ts, id) => {
+                Record::new(ts, after_scopes + 3 + 2 * async_index(n), with_duration, [id, 0])
+            }
+            Ev::AsyncEnd(n, ts, id) => {
+                Record::new(ts, after_scopes + 4 + 2 * async_index(n), with_duration, [id, 0])
+            }
         }
     }
 }
@@ -75,6 +92,11 @@ fn callsites() -> Vec<CallsiteInfo<String>> {
     sites.push(site(id, format!("{LOCK}.wait"), Phase::LockWait));
     sites.push(site(id + 1, format!("{LOCK}.held"), Phase::LockHeld));
     sites.push(site(id + 2, MARK.to_owned(), Phase::Instant));
+    for (i, a) in ASYNCS.iter().enumerate() {
+        let id = id + 3 + 2 * i as u32;
+        sites.push(site(id, (*a).to_owned(), Phase::AsyncBegin));
+        sites.push(site(id + 1, (*a).to_owned(), Phase::AsyncEnd));
+    }
     sites
 }
 
@@ -223,6 +245,72 @@ pub fn cases() -> Vec<(&'static str, Vec<Ev>)> {
                 End("c", 10),
                 Complete("b", 10, 10),
                 End("a", 20),
+            ],
+        ),
+    ]
+}
+
+/// The crafted async cases: threads whose chunks are written in the order listed (so an end on an
+/// earlier thread is read before its begin on a later one), each with a scope, so that every
+/// output has a thread slice too.
+pub fn async_cases() -> Vec<(&'static str, Threads)> {
+    use Ev::*;
+    let scope = || Complete("a", 0, 5);
+    vec![
+        (
+            "async ends read before their begins",
+            vec![
+                (1, vec![scope(), AsyncEnd("job", 30, 1), AsyncEnd("job", 45, 2), AsyncEnd("req", 60, 1)]),
+                (2, vec![AsyncBegin("job", 10, 1), AsyncBegin("job", 20, 2), AsyncBegin("req", 40, 1)]),
+            ],
+        ),
+        (
+            "a duplicate async begin leaves the first unended",
+            vec![(
+                1,
+                vec![scope(), AsyncBegin("job", 10, 1), AsyncBegin("job", 20, 1), AsyncEnd("job", 30, 1)],
+            )],
+        ),
+        (
+            "a duplicate async begin on another thread, and an id reused",
+            vec![
+                (
+                    1,
+                    vec![scope(), AsyncBegin("job", 10, 7), AsyncEnd("job", 15, 7), AsyncBegin("job", 40, 7)],
+                ),
+                (2, vec![AsyncBegin("job", 50, 7), AsyncEnd("job", 60, 7)]),
+            ],
+        ),
+        (
+            "async slices at equal timestamps, begins read first",
+            vec![(
+                1,
+                vec![
+                    scope(),
+                    AsyncBegin("job", 10, 1),
+                    AsyncEnd("job", 10, 1),
+                    AsyncBegin("job", 10, 2),
+                    AsyncBegin("req", 10, 2),
+                    AsyncEnd("job", 20, 2),
+                    AsyncBegin("job", 20, 3),
+                    AsyncEnd("req", 20, 2),
+                    AsyncEnd("job", 30, 3),
+                ],
+            )],
+        ),
+        (
+            "an async slice never ended and an end never begun",
+            vec![
+                (1, vec![scope(), AsyncBegin("req", 5, 9), AsyncBegin("job", 8, 1), AsyncEnd("job", 12, 1)]),
+                (2, vec![AsyncEnd("req", 50, 8), AsyncEnd("job", 70, 4)]),
+            ],
+        ),
+        (
+            "a duplicate async end: the first is never begun",
+            vec![
+                (1, vec![scope(), AsyncEnd("job", 30, 1)]),
+                (2, vec![AsyncEnd("job", 40, 1)]),
+                (3, vec![AsyncBegin("job", 35, 1)]),
             ],
         ),
     ]

@@ -3,12 +3,14 @@
 // exceptions in `errors`.
 import puppeteer from 'puppeteer-core'
 
-// Chromium, headless; a CDP call may take `timeoutMs` (a long import, a slow page).
-export function launch(timeoutMs, extraArgs = []) {
+// Chromium, headless; a CDP call may take `timeoutMs` (a long import, a slow page). Scrollbars
+// are hidden (puppeteer's default) unless `scrollbars`.
+export function launch(timeoutMs, extraArgs = [], { scrollbars = false } = {}) {
   return puppeteer.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     protocolTimeout: timeoutMs + 60000,
     headless: true,
+    ignoreDefaultArgs: scrollbars ? ['--hide-scrollbars'] : [],
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--enable-unsafe-swiftshader', ...extraArgs],
   })
 }
@@ -26,9 +28,9 @@ export async function open(browser, errors, width = 1600, height = 900) {
 
 // Runs `body(page)` on a page of its own (`width` × `height`) in headless Chromium, then prints
 // `result` as one JSON object: a failure of `body` goes among its `errors`, and Chromium is closed
-// whatever happens.
-export async function check(result, timeoutMs, body, width = 1600, height = 900) {
-  const browser = await launch(timeoutMs)
+// whatever happens. `options` go to `launch`.
+export async function check(result, timeoutMs, body, width = 1600, height = 900, options = {}) {
+  const browser = await launch(timeoutMs, [], options)
   try {
     await body(await open(browser, result.errors, width, height))
   } catch (e) {
@@ -51,4 +53,63 @@ export async function clickSlice(page, t) {
     return { x: r.left + (mid - v.start) / (v.end - v.start) * r.width, y: r.top + t.level * 18 + 9 }
   }, t)
   await page.mouse.click(point.x, point.y)
+}
+
+// Whether the viewer has drawn the detail of its view: `idle()` where the page has it (nothing
+// scheduled or fetching), else no request pending.
+const isIdle = () => {
+  const v = window.phosphorView
+  return v.idle ? v.idle() : v.pending === 0
+}
+
+// Waits until the viewer is idle.
+export function waitIdle(page, timeout) {
+  return page.waitForFunction(isIdle, { timeout, polling: 20 })
+}
+
+// Waits until the viewer answered more than `after` requests and is idle.
+export function settle(page, after, timeout) {
+  return page.waitForFunction(n => {
+    const v = window.phosphorView
+    return v.answered > n && (v.idle ? v.idle() : v.pending === 0)
+  }, { timeout, polling: 20 }, after)
+}
+
+// Records each canvas's texts since it was last cleared whole: {text, x, y, width}. Run in the
+// page before it loads (`page.evaluateOnNewDocument(recordTexts)`), so that labels can be read back.
+export function recordTexts() {
+  const proto = CanvasRenderingContext2D.prototype
+  const fill = proto.fillText
+  const clear = proto.clearRect
+  proto.fillText = function (text, x, y, ...rest) {
+    const c = this.canvas
+    c.texts = c.texts || []
+    c.texts.push({ text: String(text), x, y, width: this.measureText(String(text)).width })
+    return fill.call(this, text, x, y, ...rest)
+  }
+  proto.clearRect = function (x, y, w, h) {
+    if (x <= 0 && y <= 0) this.canvas.texts = []
+    return clear.call(this, x, y, w, h)
+  }
+}
+
+// Opens `url` of the viewer with canvas texts recorded, at `params.dpr` device pixels per CSS
+// pixel (1 unless given), scrollbars shown as on a desktop (headless Chromium hides them), waits
+// until it is ready and idle, then runs each of `params.checks` from `checks` (name → async
+// function of the page) into `result[name]`; a check that throws goes among `result.errors`.
+export async function runChecks(result, timeout, url, params, checks) {
+  await check(result, timeout, async page => {
+    await page.evaluateOnNewDocument(recordTexts)
+    if (params.dpr && params.dpr !== 1) await page.setViewport({ width: 1600, height: 900, deviceScaleFactor: params.dpr })
+    await page.goto(url, { timeout, waitUntil: 'domcontentloaded' })
+    await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
+    await waitIdle(page, timeout)
+    for (const name of params.checks) {
+      try {
+        result[name] = await checks[name](page)
+      } catch (e) {
+        result.errors.push(`${name}: ${e && e.message ? e.message : e}`)
+      }
+    }
+  }, 1600, 900, { scrollbars: true })
 }

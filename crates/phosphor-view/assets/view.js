@@ -2,18 +2,23 @@
 // (docs/VIEW-API.md). Each track asks for the visible window at its canvas's width in pixels, so
 // what is fetched and drawn is bounded by the screen, not by the trace. Live traces (`phosphor
 // record --view`) are fetched again a few times a second, the window following their newest data.
-// The side panels (search, statistics, flame graph) are in panels.js.
+// The side panels (search, statistics, flame graph) are in panels.js, table.js and flame.js,
+// drawing in draw.js, the mouse, keys and tooltips in input.js, how times are written in
+// format.js, the view in the URL in url.js.
 
 import { listenPanels } from './panels.js'
-import { SYS_ROW, loadSystems, systemOf, hasBand, systemText, drawBand, listenBand, sliceRows, hiddenPoint } from './system.js'
+import { loadSystems, systemOf, hasBand, systemText, listenBand, sliceRows } from './system.js'
+import { formatExact, formatNs, formatTime } from './format.js'
+import { LEVEL_HEIGHT, FLAG_UNCLOSED, FLAG_WRONG_END, FLAG_INTERLACED, context, cssWidth, draw, drawRuler, levelTop, sizeCanvas, trackHeight, xOf } from './draw.js'
+import { listen } from './input.js'
+import { readUrl, writeUrl } from './url.js'
 
-const LEVEL_HEIGHT = 18
-const POINT_ROW = 12
+export { color, formatNs } from './format.js'
+
+// The most pixels a window query may ask for (the server's `MAX_PIXELS`).
+const MAX_PIXELS = 8192
 const COUNTER_HEIGHT = 40
 const COARSE_HEIGHT = 28
-const FLAG_UNCLOSED = 4
-const FLAG_WRONG_END = 8
-const FLAG_INTERLACED = 16
 const KINDS = ['begin/end', 'complete', 'lock wait', 'lock held']
 // A live trace followed shows its newest 5 s (or all of it while shorter).
 const FOLLOW_NS = 5e9
@@ -27,6 +32,8 @@ export const state = {
   span: { start: 0, end: 1 },
   selection: null,
   selected: null,
+  // Ranges marked with `m` ([start, end] on the timeline), drawn over every track.
+  marks: [],
   // Requests answered since the page loaded (tests wait on it).
   answered: 0,
   pending: 0,
@@ -41,11 +48,22 @@ export const state = {
   following: true,
 }
 window.phosphorView = state
-// Shows the window from `start` to `end` (nanoseconds on the shared timeline).
+// Shows the window from `start` to `end` (nanoseconds on the shared timeline), kept near the
+// traces (`clamp`).
 state.show = (start, end) => {
   setFollowing(false)
-  state.view = { start, end: Math.max(end, start + 1) }
+  state.view = clamp({ start, end: Math.max(end, start + 1) })
   schedule()
+}
+
+// `v` moved and cut to lie within the traces and a margin of 5% of their span on either side:
+// the view cannot be panned or zoomed out far past them.
+export function clamp(v) {
+  const m = 0.05 * (state.span.end - state.span.start)
+  const lo = state.span.start - m, hi = state.span.end + m
+  const len = Math.max(10, Math.min(v.end - v.start, hi - lo))
+  const start = Math.max(lo, Math.min(v.start, hi - len))
+  return { start, end: start + len }
 }
 
 // Following: the window's end stays at the newest data of the live traces.
@@ -66,28 +84,6 @@ function follow() {
 state.setFollowing = setFollowing
 
 export const $ = id => document.getElementById(id)
-
-export function formatNs(ns) {
-  const a = Math.abs(ns)
-  if (a < 1e3) return `${Math.round(ns)} ns`
-  if (a < 1e6) return `${(ns / 1e3).toPrecision(3)} µs`
-  if (a < 1e9) return `${(ns / 1e6).toPrecision(3)} ms`
-  return `${(ns / 1e9).toPrecision(4)} s`
-}
-
-// Each name's colour, made once (a redraw may paint tens of thousands of slices); at most 10,000
-// names are kept.
-const colors = new Map()
-export function color(name) {
-  let c = colors.get(name)
-  if (c !== undefined) return c
-  let h = 2166136261
-  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619)
-  c = `hsl(${(h >>> 0) % 360}, 55%, 68%)`
-  if (colors.size >= 10000) colors.clear()
-  colors.set(name, c)
-  return c
-}
 
 export async function api(path) {
   state.pending++
@@ -123,11 +119,15 @@ function buildTracks() {
       }
       continue
     }
+    // Threads of one name are told apart by their tid.
+    const named = new Map()
+    for (const th of t.threads) named.set(th.name, (named.get(th.name) || 0) + 1)
     for (const th of t.threads) {
       // A live thread's points may come later: their row is kept from the start.
       const points = t.state === 'live' ? 1 : th.points
       const sys = hasBand(t.trace, th.tid)
-      addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name: th.name || `thread ${th.tid}`, levels: th.levels, points, sys })
+      const name = !th.name ? `thread ${th.tid}` : named.get(th.name) > 1 ? `${th.name} (tid ${th.tid})` : th.name
+      addTrack(root, { kind: 'thread', trace: t.trace, tid: th.tid, name, thread: th.name || `thread ${th.tid}`, levels: th.levels, points, sys })
     }
     for (const a of t.asyncs || []) {
       addTrack(root, { kind: 'async', trace: t.trace, async: a.async, name: `${a.name} (async)`, levels: a.lanes, points: 0 })
@@ -151,41 +151,58 @@ function addTrack(root, track) {
   row.append(label, canvas)
   root.appendChild(row)
   track.canvas = canvas
+  track.label = label
   track.data = null
   track.drawn = 0
+  track.collapsed = false
   track.height = track.kind === 'counter' || track.kind === 'heap' ? COUNTER_HEIGHT
     : track.kind === 'coarse' ? COARSE_HEIGHT
-      : threadHeight(track, Math.max(1, track.levels))
-  canvas.height = track.height
+      : trackHeight(track)
   canvas.style.height = `${track.height}px`
   canvas.dataset.track = String(state.tracks.length)
+  // A track of several levels collapses to one (all drawn on it) when its label is clicked.
+  if (track.kind === 'thread' || track.kind === 'async') {
+    label.classList.add('folds')
+    label.onclick = () => setCollapsed(track, !track.collapsed)
+  }
   state.tracks.push(track)
 }
 
-// A thread track's height: its levels, its points' row, its system band.
-function threadHeight(track, levels) {
-  return levels * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0) + (track.sys ? SYS_ROW : 0)
+export function setCollapsed(track, on) {
+  track.collapsed = on
+  track.label.classList.toggle('collapsed', on)
+  track.height = trackHeight(track)
+  sizeCanvases()
+  draw(track)
+  drawFlow()
 }
 
-function sizeCanvases() {
-  for (const c of [$('ruler'), ...state.tracks.map(t => t.canvas)]) {
-    const w = Math.max(1, Math.floor(c.getBoundingClientRect().width))
-    if (c.width !== w) c.width = w
-  }
+// Every canvas at its CSS width and the screen's pixel ratio; the ruler's row leaves room for the
+// tracks' scrollbar, so that a time is at the same x on the ruler and on the tracks.
+export function sizeCanvases() {
+  const tracks = $('tracks')
+  $('ruler-row').style.paddingRight = `${tracks.offsetWidth - tracks.clientWidth}px`
+  for (const t of state.tracks) sizeCanvas(t.canvas, t.canvas.getBoundingClientRect().width, t.height)
+  const ruler = $('ruler')
+  sizeCanvas(ruler, ruler.getBoundingClientRect().width, 24)
 }
 
-// Fetches every track's window; draws each as it arrives. A newer view supersedes older answers.
+// Fetches every track's window; draws each as it arrives. The window asked for is the visible one
+// and half of it on either side, at the same pixels per nanosecond: a pan of up to half a screen
+// is drawn at once from what is known while its new detail comes. An answer is taken unless the
+// track has one from a newer request.
 let generation = 0
 async function refresh() {
   const gen = ++generation
   const { start, end } = state.view
-  const s = Math.floor(start), e = Math.ceil(end)
+  const half = (end - start) / 2
+  const s = Math.floor(start - half), e = Math.ceil(end + half)
   drawRuler()
   showWindow()
   // One overview request a trace serves all its coarse tracks.
   const overviews = new Map()
   await Promise.all(state.tracks.map(async track => {
-    const px = track.canvas.width
+    const px = Math.min(MAX_PIXELS, 2 * track.canvas.width)
     try {
       let data
       if (track.kind === 'coarse') {
@@ -203,7 +220,8 @@ async function refresh() {
       } else {
         data = { samples: await api(`/api/samples?trace=${track.trace}&counter=${track.counter}&start=${s}&end=${e}&px=${px}`) }
       }
-      if (gen !== generation) return
+      if ((track.generation || 0) > gen) return
+      track.generation = gen
       track.data = data
       track.window = { start: s, end: e }
       if (data.slices) fitLevels(track, data.slices)
@@ -214,6 +232,7 @@ async function refresh() {
     }
   }))
   drawFlow()
+  if (state.onRefresh) state.onRefresh()
 }
 
 // A live thread gains levels as it is recorded: its canvas grows to show them.
@@ -221,13 +240,17 @@ function fitLevels(track, slices) {
   const levels = Math.max(track.levels, slices.from + slices.levels.length)
   if (levels <= track.levels) return
   track.levels = levels
-  track.height = threadHeight(track, levels)
-  track.canvas.height = track.height
-  track.canvas.style.height = `${track.height}px`
+  track.height = trackHeight(track)
+  sizeCanvas(track.canvas, cssWidth(track.canvas), track.height)
 }
 
+// Redraws at once what is known in the new view; fetches its detail 40 ms later, and then no more
+// than one request round at a time (while the mouse moves, rounds follow each other: the detail
+// keeps up with a drag instead of waiting for the mouse to stop).
 let timer = null
-function schedule() {
+let fetching = false
+let again = false
+export function schedule() {
   const t0 = performance.now()
   drawRuler()
   showWindow()
@@ -235,195 +258,65 @@ function schedule() {
   drawFlow()
   state.frames.push(performance.now() - t0)
   if (state.frames.length > 200) state.frames.shift()
-  clearTimeout(timer)
-  timer = setTimeout(refresh, 40)
+  state.scheduled = true
+  if (!timer) timer = setTimeout(fetchView, 40)
 }
 
-const xOf = (canvas, t) => (t - state.view.start) / (state.view.end - state.view.start) * canvas.width
-
-function draw(track) {
-  const c = track.canvas
-  const g = c.getContext('2d')
-  g.clearRect(0, 0, c.width, c.height)
-  track.drawn = 0
-  if (!track.data) return
-  if (track.kind === 'coarse') drawCoarse(track, g)
-  else if (track.kind !== 'counter' && track.kind !== 'heap') drawThread(track, g)
-  else drawCounter(track, g)
-}
-
-// Events per pixel as bars, on a log scale (the window they were asked for, placed in the view).
-function drawCoarse(track, g) {
-  const c = track.canvas
-  const events = track.data.events
-  if (!events.length) return
-  const top = Math.log1p(Math.max(...events))
-  if (!(top > 0)) return
-  const per = (track.window.end - track.window.start) / events.length
-  g.fillStyle = '#8a94a6'
-  events.forEach((n, i) => {
-    if (!(n > 0)) return
-    const x0 = xOf(c, track.window.start + i * per)
-    const x1 = xOf(c, track.window.start + (i + 1) * per)
-    const h = Math.max(1, Math.log1p(n) / top * (c.height - 4))
-    g.fillRect(x0, c.height - 2 - h, Math.max(1, x1 - x0), h)
-  })
-}
-
-// Where an item of a level is drawn: from x0 to x1 on `canvas` (at least a pixel wide).
-function extent(canvas, it) {
-  const x0 = Math.max(-1, xOf(canvas, it[0]))
-  return [x0, Math.min(canvas.width + 1, Math.max(xOf(canvas, it[1]), x0 + 1))]
-}
-
-const POINT_COLORS = ['#357', '#283', '#d00', '#d00', '#d00']
-
-// A thread's (or async track's) levels, then its points. Runs of narrow slices first, in one
-// colour, then the slices; the items to click are found again from the data (`hitAt`), so a
-// redraw makes no object per item.
-function drawThread(track, g) {
-  const c = track.canvas
-  const { slices, points } = track.data
-  g.font = '11px system-ui, sans-serif'
-  g.textBaseline = 'middle'
-  let drawn = 0
-  slices.levels.forEach((items, i) => {
-    const y = (slices.from + i) * LEVEL_HEIGHT
-    g.fillStyle = '#9aa0ab'
-    for (const it of items) {
-      if (it[2] >= 0) continue
-      const [x0, x1] = extent(c, it)
-      g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
-    }
-    for (const it of items) {
-      if (it[2] < 0) continue
-      const [x0, x1] = extent(c, it)
-      const name = slices.names[it[2]] ?? ''
-      const flags = it[4]
-      g.fillStyle = color(name)
-      g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
-      if (flags & (FLAG_WRONG_END | FLAG_INTERLACED | FLAG_UNCLOSED)) {
-        g.strokeStyle = '#c00'
-        g.lineWidth = 2
-        g.strokeRect(x0 + 1, y + 2, Math.max(1, x1 - x0 - 2), LEVEL_HEIGHT - 4)
-      }
-      if (state.selected && state.selected.trace === track.trace && state.selected.index === it[3]) {
-        g.strokeStyle = '#000'
-        g.lineWidth = 2
-        g.strokeRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
-      }
-      if (x1 - x0 > 24) {
-        g.fillStyle = '#111'
-        g.save()
-        g.beginPath()
-        g.rect(x0, y, x1 - x0, LEVEL_HEIGHT)
-        g.clip()
-        g.fillText(name, Math.max(x0, 0) + 3, y + LEVEL_HEIGHT / 2)
-        g.restore()
-      }
-    }
-    drawn += items.length
-  })
-  if (points) {
-    const y = track.height - POINT_ROW - (track.sys ? SYS_ROW : 0)
-    for (const p of points.points) {
-      if (p[2] >= 0 && hiddenPoint(track.trace, points.names[p[1]])) continue
-      drawn++
-      const x = xOf(c, p[0])
-      g.fillStyle = POINT_COLORS[p[2] < 0 ? 0 : p[3]] || POINT_COLORS[0]
-      g.beginPath()
-      g.moveTo(x, y + 1)
-      g.lineTo(x - 4, y + POINT_ROW - 1)
-      g.lineTo(x + 4, y + POINT_ROW - 1)
-      g.fill()
+async function fetchView() {
+  timer = null
+  if (fetching) {
+    again = true
+    return
+  }
+  fetching = true
+  state.scheduled = false
+  try {
+    await refresh()
+  } finally {
+    fetching = false
+    if (again || state.scheduled) {
+      again = false
+      clearTimeout(timer)
+      fetchView()
     }
   }
-  if (track.sys) drawn += drawBand(track, g, xOf)
-  track.drawn = drawn
 }
 
-function drawCounter(track, g) {
-  const c = track.canvas
-  const items = track.data.samples.samples
-  if (!items.length) return
-  const num = v => (typeof v === 'number' ? v : NaN)
-  let lo = Infinity, hi = -Infinity
-  for (const s of items) {
-    if (Number.isFinite(num(s[3]))) lo = Math.min(lo, num(s[3]))
-    if (Number.isFinite(num(s[4]))) hi = Math.max(hi, num(s[4]))
-  }
-  if (!(hi >= lo)) return
-  const yOf = v => c.height - 3 - (hi === lo ? 0.5 : (v - lo) / (hi - lo)) * (c.height - 6)
-  g.strokeStyle = '#2a6fb0'
-  g.fillStyle = 'rgba(42, 111, 176, 0.35)'
-  g.beginPath()
-  let first = true
-  for (const s of items) {
-    const x = xOf(c, s[0])
-    const x1 = xOf(c, s[1])
-    if (s[2] > 1) g.fillRect(x, yOf(num(s[4])), Math.max(1, x1 - x), Math.max(1, yOf(num(s[3])) - yOf(num(s[4]))))
-    const y = yOf(num(s[5]))
-    if (first) g.moveTo(x, y)
-    else g.lineTo(x, y)
-    g.lineTo(Math.max(x, x1), y)
-    first = false
-  }
-  g.lineTo(c.width, yOf(num(items[items.length - 1][5])))
-  g.stroke()
-  g.fillStyle = '#333'
-  g.fillText(`${hi}`, 4, 9)
-  g.fillText(`${lo}`, 4, c.height - 4)
-}
+// Whether the page has drawn the detail of the current view: nothing scheduled or fetching
+// (tests wait on it).
+state.idle = () => !timer && !fetching && !state.scheduled && state.pending === 0
 
-// Ticks at 1, 2 or 5 times a power of ten, labelled from the start of the traces.
-function drawRuler() {
-  const c = $('ruler')
-  const g = c.getContext('2d')
-  g.clearRect(0, 0, c.width, c.height)
-  const span = state.view.end - state.view.start
-  const raw = span / Math.max(1, c.width / 100)
-  const pow = Math.pow(10, Math.floor(Math.log10(raw)))
-  const step = [1, 2, 5, 10].map(m => m * pow).find(s => s >= raw)
-  g.fillStyle = '#444'
-  g.font = '11px system-ui, sans-serif'
-  for (let t = Math.ceil((state.view.start - state.span.start) / step) * step; t + state.span.start <= state.view.end; t += step) {
-    const x = xOf(c, t + state.span.start)
-    g.fillRect(x, 14, 1, 10)
-    g.fillText(formatNs(t), x + 3, 11)
-  }
-  if (state.selection) {
-    const [a, b] = state.selection
-    g.fillStyle = 'rgba(40, 90, 200, 0.25)'
-    g.fillRect(xOf(c, a), 0, xOf(c, b) - xOf(c, a), c.height)
-  }
-}
-
-function showWindow() {
+export function showWindow() {
   const { start, end } = state.view
-  $('window').textContent = `${formatNs(start - state.span.start)} – ${formatNs(end - state.span.start)} (${formatNs(end - start)})`
+  // As precise as a hundredth of the window.
+  const res = Math.max(1, (end - start) / 100)
+  $('window').textContent = `${formatTime(start - state.span.start, res)} – ${formatTime(end - state.span.start, res)} (${formatNs(end - start)})`
   $('selection').textContent = state.selection ? `selected ${formatNs(state.selection[1] - state.selection[0])}` : ''
+  writeUrl()
 }
 
-function zoom(factor, at) {
+// Zooms by `factor` about the time `at` (the centre when not given): `at` stays where it is on
+// the screen.
+export function zoom(factor, at) {
   setFollowing(false)
   const { start, end } = state.view
   const span = Math.max(10, (end - start) * factor)
   const center = at ?? (start + end) / 2
   const left = (center - start) / (end - start)
-  state.view = { start: center - span * left, end: center - span * left + span }
+  state.view = clamp({ start: center - span * left, end: center - span * left + span })
   schedule()
 }
 
-function pan(fraction) {
+export function pan(fraction) {
   setFollowing(false)
   const d = (state.view.end - state.view.start) * fraction
-  state.view = { start: state.view.start + d, end: state.view.end + d }
+  state.view = clamp({ start: state.view.start + d, end: state.view.end + d })
   schedule()
 }
 state.pan = pan
 state.zoom = zoom
 
-function timeAt(canvas, clientX) {
+export function timeAt(canvas, clientX) {
   const r = canvas.getBoundingClientRect()
   return state.view.start + (clientX - r.left) / r.width * (state.view.end - state.view.start)
 }
@@ -446,11 +339,9 @@ function drawFlow() {
   }
   if (c.parentNode !== root) root.appendChild(c)
   c.style.left = `${first.canvas.offsetLeft}px`
-  if (c.width !== first.canvas.width) c.width = first.canvas.width
-  if (c.height !== root.scrollHeight) c.height = root.scrollHeight
-  c.style.height = `${c.height}px`
-  const g = c.getContext('2d')
-  g.clearRect(0, 0, c.width, c.height)
+  c.style.width = `${cssWidth(first.canvas)}px`
+  sizeCanvas(c, cssWidth(first.canvas), root.scrollHeight)
+  const g = context(c)
   const trackOf = m => state.tracks.find(t => t.trace === f.trace &&
     (m.async !== null ? t.kind === 'async' && t.async === m.async : t.kind === 'thread' && t.tid === m.tid))
   // A member's place: where the flow leaves it (`out`), or comes into it.
@@ -458,7 +349,7 @@ function drawFlow() {
     const track = trackOf(m)
     if (!track) return null
     const t = out ? (m.kind === 'begin' ? m.start_ns : m.end_ns) : (m.kind === 'end' ? m.end_ns : m.start_ns)
-    return { x: xOf(track.canvas, t), y: track.canvas.offsetTop + m.level * LEVEL_HEIGHT + LEVEL_HEIGHT / 2 }
+    return { x: xOf(track.canvas, t), y: track.canvas.offsetTop + levelTop(track, m.level) + LEVEL_HEIGHT / 2 }
   }
   g.strokeStyle = g.fillStyle = '#b0306a'
   g.lineWidth = 1.5
@@ -520,16 +411,17 @@ export async function select(track, hit) {
     d.innerHTML = ''
     d.append(list(ev.message || pt.name, [
       ['kind', POINT_KINDS[pt.kind] || 'point'],
-      ['time', formatNs(pt.ts_ns - state.span.start)],
+      ['time', formatExact(pt.ts_ns - state.span.start)],
       ['thread', track.name],
       ...eventRows(ev),
     ]))
     d.dataset.message = ev.message || ''
     return
   }
-  state.selected = { trace: track.trace, index: hit.slice[3] }
+  state.selected = { trace: track.trace, index: hit.slice[3], start: hit.slice[0], end: hit.slice[1] }
   draw(track)
-  const s = await api(`/api/slice?trace=${track.trace}&index=${hit.slice[3]}`)
+  writeUrl()
+  const s = await sliceDetails(track.trace, hit.slice[3])
   const flow = await showFlow(track.trace, hit.slice[3])
   const flags = s.flags
   // A live slice: its path, self time and event come once the trace is indexed.
@@ -541,13 +433,14 @@ export async function select(track, hit) {
   ].filter(Boolean)
   d.innerHTML = ''
   d.append(list(s.name, [
-    ['duration', formatNs(s.duration_ns)],
+    ['duration', formatExact(s.duration_ns)],
     ...(known ? [
-      ['self', `${formatNs(s.self_ns)}` + (s.children ? ` (${s.children.toLocaleString('en')} inside)` : '')],
+      ['self', `${formatExact(s.self_ns)}` + (s.children ? ` (${s.children.toLocaleString('en')} inside)` : '')],
       ['path', s.path.join(' / ')],
     ] : []),
-    ['start', formatNs(s.start_ns - state.span.start)],
-    [s.async === null ? 'thread' : 'track', s.async === null ? `${track.name} (tid ${s.tid})` : track.name],
+    ['start', formatExact(s.start_ns - state.span.start)],
+    ['end', formatExact(s.end_ns - state.span.start)],
+    [s.async === null ? 'thread' : 'track', s.async === null ? `${track.thread} (tid ${s.tid})` : track.name],
     ['level', String(s.level)],
     ['kind', KINDS[flags & 3]],
     ...eventRows(s.event || {}),
@@ -556,10 +449,37 @@ export async function select(track, hit) {
     ...problems.map(p => ['problem', p]),
   ]))
   d.dataset.durationNs = String(s.duration_ns)
+  return s
 }
 
-// An event's details as rows: category, level, source line, arguments.
-function eventRows(ev) {
+// A slice's details (`/api/slice`), kept for the tooltips (at most 500; a live trace's are not
+// kept: they fill in once it is indexed).
+const details = new Map()
+export function sliceDetails(trace, index) {
+  const key = `${trace}/${index}`
+  let d = details.get(key)
+  if (!d) {
+    d = api(`/api/slice?trace=${trace}&index=${index}`)
+    if (details.size >= 500) details.clear()
+    const t = state.traces.find(x => x.trace === trace)
+    if (t && t.state === 'ready') details.set(key, d)
+  }
+  return d
+}
+
+// Esc: no slice selected, no range, no flow.
+export function clearSelection() {
+  state.selected = null
+  state.selection = null
+  state.flow = null
+  $('details').innerHTML = '<p class="hint">Click a slice to see it here.</p>'
+  schedule()
+  if (state.onSelection) state.onSelection()
+}
+
+// An event's details as rows: category, level, source line, arguments (each exactly: an integer
+// past 2^53 comes as its digits).
+export function eventRows(ev) {
   if (ev.error) return [['event', ev.error]]
   const rows = []
   if (ev.category !== undefined) rows.push(['category', ev.category])
@@ -570,7 +490,8 @@ function eventRows(ev) {
   return rows
 }
 
-function list(title, rows) {
+// A heading `title` over `rows` ([term, text] pairs) as a definition list.
+export function list(title, rows) {
   const frag = document.createDocumentFragment()
   const h = document.createElement('h3')
   h.textContent = title
@@ -585,93 +506,6 @@ function list(title, rows) {
   }
   frag.append(h, dl)
   return frag
-}
-
-// What is drawn at the mouse event `e` on `track`: a slice, a run of narrow ones, or a point (the
-// nearest within 4 pixels), from the data the track was drawn from.
-function hitAt(track, e) {
-  const c = track.canvas
-  const r = c.getBoundingClientRect()
-  const x = (e.clientX - r.left) * c.width / r.width
-  const y = e.clientY - r.top
-  const d = track.data
-  if (!d || !d.slices) return undefined
-  if (track.sys && y >= track.height - SYS_ROW) return undefined
-  if (d.points && y >= track.height - POINT_ROW - (track.sys ? SYS_ROW : 0)) {
-    let best, dist = 5
-    for (const p of d.points.points) {
-      if (p[2] >= 0 && hiddenPoint(track.trace, d.points.names[p[1]])) continue
-      const away = Math.abs(xOf(c, p[0]) - x)
-      if (away < dist) [best, dist] = [p, away]
-    }
-    return best && { point: best, name: best[2] < 0 ? '' : d.points.names[best[1]] }
-  }
-  const level = Math.floor(y / LEVEL_HEIGHT)
-  for (const it of d.slices.levels[level - d.slices.from] || []) {
-    const [x0, x1] = extent(c, it)
-    if (x >= x0 - 1 && x <= x1 + 1) {
-      return it[2] < 0 ? { merged: it, level } : { slice: it, name: d.slices.names[it[2]] ?? '', level }
-    }
-  }
-  return undefined
-}
-
-function listen() {
-  let drag = null
-  const down = e => {
-    const canvas = e.target.closest('canvas')
-    if (!canvas) return
-    drag = { x: e.clientX, canvas, view: { ...state.view }, moved: false, select: e.shiftKey, from: timeAt(canvas, e.clientX) }
-  }
-  document.addEventListener('mousedown', down)
-  document.addEventListener('mousemove', e => {
-    if (!drag) return
-    if (Math.abs(e.clientX - drag.x) > 3) drag.moved = true
-    if (!drag.moved) return
-    if (drag.select) {
-      const to = timeAt(drag.canvas, e.clientX)
-      state.selection = [Math.min(drag.from, to), Math.max(drag.from, to)]
-      drawRuler()
-      showWindow()
-      return
-    }
-    setFollowing(false)
-    const r = drag.canvas.getBoundingClientRect()
-    const d = (e.clientX - drag.x) / r.width * (drag.view.end - drag.view.start)
-    state.view = { start: drag.view.start - d, end: drag.view.end - d }
-    schedule()
-  })
-  document.addEventListener('mouseup', e => {
-    const d = drag
-    drag = null
-    if (!d || d.moved) return
-    const track = state.tracks[Number(d.canvas.dataset.track)]
-    const hit = track && hitAt(track, e)
-    if (hit) select(track, hit).catch(err => status(String(err.message || err)))
-  })
-  document.addEventListener('wheel', e => {
-    const canvas = e.target.closest && e.target.closest('canvas')
-    if (!canvas) return
-    e.preventDefault()
-    if (e.shiftKey) pan(e.deltaY / 1000)
-    else zoom(Math.exp(e.deltaY / 500), timeAt(canvas, e.clientX))
-  }, { passive: false })
-  document.addEventListener('keydown', e => {
-    if (e.target.closest && e.target.closest('input')) return
-    const k = e.key.toLowerCase()
-    if (k === 'w') zoom(0.8)
-    else if (k === 's') zoom(1.25)
-    else if (k === 'a') pan(-0.1)
-    else if (k === 'd') pan(0.1)
-    else if (k === 'f' && state.live) {
-      setFollowing(!state.following)
-      schedule()
-    }
-  })
-  window.addEventListener('resize', () => {
-    sizeCanvases()
-    schedule()
-  })
 }
 
 function groupText(t) {
@@ -739,7 +573,8 @@ async function takeIn(traces) {
 async function main() {
   listen()
   listenPanels()
-  listenBand(canvas => state.tracks[Number(canvas.dataset.track)], xOf)
+  // The band's hit test works in canvas pixels.
+  listenBand(canvas => state.tracks[Number(canvas.dataset.track)], (c, t) => xOf(c, t) * c.width / cssWidth(c))
   $('follow-button').onclick = () => {
     setFollowing(!state.following)
     schedule()
@@ -767,6 +602,9 @@ async function main() {
   }
   const failed = state.traces.filter(t => t.state === 'failed')
   if (failed.length) status(failed.map(t => `${t.file}: ${t.error}`).join('; '))
+  // A link to a view reopens it.
+  await readUrl()
+  if (state.onSelection) state.onSelection()
   state.ready = true
   state.stage = 'complete'
   document.body.dataset.stage = 'complete'

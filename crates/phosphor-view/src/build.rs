@@ -14,8 +14,7 @@
 //! and the open begins), a counter of each kind per thread, the names (each distinct name once),
 //! the paths, the sorters' segments, and the tables of the index (16 bytes a thread's level).
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Ordering;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
@@ -31,6 +30,7 @@ use crate::records::{
 };
 use crate::slices::Model;
 use crate::Error;
+use phosphor_model::asyncs::{async_name, AsyncKey, Lanes, Matched, Pairing};
 use phosphor_model::timeline::Timeline;
 
 /// How an index is built.
@@ -139,13 +139,13 @@ enum Item<'a, 'e> {
     Event(&'a Event<'e>),
 }
 
-/// A begin waiting for its end.
-#[derive(Debug)]
-struct Open {
-    name: u32,
+/// What the index keeps of an async begin or end while the model pairs it: its callsite, its
+/// event and its thread.
+#[derive(Clone, Copy, Debug)]
+struct AsyncHalf {
     callsite: u32,
-    start: u64,
     event: u64,
+    tid: u32,
 }
 
 /// A thread's state while the file is read.
@@ -159,11 +159,30 @@ struct Thread {
 /// million thread names costs their bytes, not a million allocations).
 pub(crate) type Names = phosphor_export::NameSet;
 
-/// The point of an async end (`o`, on thread `tid`) whose begin never came.
-fn stray_end(o: &Open, tid: u32, seq: u64) -> Keyed<POINT_BYTES> {
-    let kind = point_kinds::END_WITHOUT_BEGIN;
-    let p = Point { ts: o.start, name: o.name, callsite: o.callsite, event: o.event, kind };
-    Keyed { group: tid, seq, ts: o.start, bytes: p.encode() }
+/// Where what the model hands over goes: a pair is an async slice of its name's track; a begin
+/// never ended, one that runs to the end of the trace (its end is set once that is known); an
+/// end never begun, a point on its thread.
+fn async_matched(
+    key: AsyncKey,
+    m: Matched<AsyncHalf>,
+    seq: u64,
+    asyncs: &mut impl FnMut(Pending) -> io::Result<()>,
+    points: &mut impl FnMut(Keyed<POINT_BYTES>) -> io::Result<()>,
+) -> io::Result<()> {
+    let name = key.name;
+    let (begin, end, flags) = match m {
+        Matched::Pair { begin, end, .. } => (begin, end.ts, slice_flags::SCOPE),
+        Matched::Unended(begin) => (begin, u64::MAX, slice_flags::SCOPE | slice_flags::UNCLOSED),
+        Matched::Unbegun(h) => {
+            let kind = point_kinds::END_WITHOUT_BEGIN;
+            let p = Point { ts: h.ts, name, callsite: h.payload.callsite, event: h.payload.event, kind };
+            return points(Keyed { group: h.payload.tid, seq, ts: h.ts, bytes: p.encode() });
+        }
+    };
+    let (start, AsyncHalf { callsite, event, .. }) = (begin.ts, begin.payload);
+    // An end earlier than its begin: a pair of no length (the model's rule).
+    let slice = Slice { start, end: end.max(start), name, callsite, event, flags };
+    asyncs(Pending { tid: name, depth: 0, seq, path: NO_PATH, slice })
 }
 
 /// A counter's or data point's value: its argument 0, if it is a number or a bool.
@@ -217,10 +236,8 @@ pub(crate) fn build<R: Read>(
     let by_start =
         |a: &Pending, b: &Pending| (a.tid, a.slice.start, a.seq).cmp(&(b.tid, b.slice.start, b.seq));
     let mut asyncs = sorter().pushed_by(by_start);
-    // By (name, id), the first of a begin and its end met: chunks come thread by thread, so an
-    // end may come before its begin. With it, whether it is the begin, and its thread.
-    let mut open_asyncs: HashMap<(u32, u64), (bool, Open, u32)> = HashMap::default();
-    let mut unended: Vec<Open> = Vec::new();
+    // Begins and ends paired by the model's rule (by shown name and id, in file order).
+    let mut pairing: Pairing<AsyncHalf> = Pairing::default();
     let by_time =
         |a: &Keyed<POINT_BYTES>, b: &Keyed<POINT_BYTES>| (a.group, a.ts, a.seq).cmp(&(b.group, b.ts, b.seq));
     let mut points = sorter().pushed_by(by_time);
@@ -349,40 +366,22 @@ pub(crate) fn build<R: Read>(
                 samples.push(Keyed { group: track, seq, ts, bytes: sample.encode() })?;
             }
             Phase::AsyncBegin | Phase::AsyncEnd => {
-                let name = names.number(phosphor_export::logs::event_name(e, &mut scratch));
-                let key = (name, e.async_id.unwrap_or(0));
-                let slice = |o: Open, end: u64, flags: u8| {
-                    let slice = Slice {
-                        start: o.start,
-                        end: end.max(o.start),
-                        name,
-                        callsite: o.callsite,
-                        event: o.event,
-                        flags,
-                    };
-                    Pending { tid: name, depth: 0, seq, path: NO_PATH, slice }
-                };
+                let name = names.number(async_name(e));
+                let key = AsyncKey { name, id: e.async_id.unwrap_or(0) };
                 let begin = cs.phase == Phase::AsyncBegin;
                 if cs.flow {
                     let kind = if begin { member_kinds::BEGIN } else { member_kinds::END };
-                    flows.push(FlowMember { name, id: key.1, ts, tid: e.tid, event: e.offset, kind })?;
+                    flows.push(FlowMember { name, id: key.id, ts, tid: e.tid, event: e.offset, kind })?;
                 }
-                let this = Open { name, callsite: cs.id, start: ts, event: e.offset };
-                match open_asyncs.remove(&key) {
-                    Some((first_is_begin, first, _)) if first_is_begin != begin => {
-                        let (b, end) = if begin { (this, first.start) } else { (first, ts) };
-                        asyncs.push(slice(b, end, slice_flags::SCOPE))?;
+                let half = AsyncHalf { callsite: cs.id, event: e.offset, tid: e.tid };
+                let mut done = Ok(());
+                let (asyncs, points) = (&mut asyncs, &mut points);
+                pairing.add(key, begin, ts, half, &mut |k, m| {
+                    if done.is_ok() {
+                        done = async_matched(k, m, seq, &mut |p| asyncs.push(p), &mut |p| points.push(p));
                     }
-                    previous => {
-                        // A second begin (or end) of the id: the first stays unmatched.
-                        match previous {
-                            Some((true, o, _)) => unended.push(o),
-                            Some((false, o, tid)) => points.push(stray_end(&o, tid, seq))?,
-                            None => {}
-                        }
-                        open_asyncs.insert(key, (begin, this, e.tid));
-                    }
-                }
+                });
+                done?;
             }
         }
         Ok(())
@@ -434,59 +433,31 @@ pub(crate) fn build<R: Read>(
         slices.push(Pending { tid, depth, seq: resolved, path, slice })
     })?;
     drop(threads);
-    // Async slices never ended run to the end of the trace; ends never begun are points.
-    let mut open: Vec<_> = open_asyncs.into_iter().collect();
-    open.sort_unstable_by_key(|(key, _)| *key);
-    let mut never_ended = unended;
-    for (_, (begin, o, tid)) in open {
+    // The halves still waiting: begins never ended run to the end of the trace (below), ends
+    // never begun are points.
+    let mut done = Ok(());
+    pairing.finish(&mut |k, m| {
         seq += 1;
-        if begin {
-            never_ended.push(o);
-        } else {
-            points.push(stray_end(&o, tid, seq))?;
+        if done.is_ok() {
+            done = async_matched(k, m, seq, &mut |p| asyncs.push(p), &mut |p| points.push(p));
         }
-    }
-    for o in never_ended {
-        seq += 1;
-        let name = o.name;
-        let slice = Slice {
-            start: o.start,
-            end: meta.end_ticks.max(o.start),
-            name,
-            callsite: o.callsite,
-            event: o.event,
-            flags: slice_flags::SCOPE | slice_flags::UNCLOSED,
-        };
-        asyncs.push(Pending { tid: name, depth: 0, seq, path: NO_PATH, slice })?;
-    }
+    });
+    done?;
 
-    // Lanes: by start, each async slice takes a lane whose last slice has ended (the one that
-    // ended first), or a new one: as few lanes as slices open at once.
+    // Lanes (the model's packing): by start, each async slice takes the lane of its name that
+    // freed first if that lane's last slice ended before it begins, or a new one: as few lanes as
+    // slices open at once.
     let mut laned = sorter().pushed_by(by_level);
-    let mut free: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
-    let (mut lanes, mut current) = (0u32, None);
+    let mut lanes = Lanes::default();
     for p in asyncs.done()? {
         let mut p = p?;
-        if current != Some(p.tid) {
-            current = Some(p.tid);
-            free.clear();
-            lanes = 0;
+        if p.slice.flags & slice_flags::UNCLOSED != 0 {
+            p.slice.end = meta.end_ticks.max(p.slice.start);
         }
-        let lane = match free.peek() {
-            Some(&Reverse((end, lane))) if end <= p.slice.start => {
-                free.pop();
-                lane
-            }
-            _ => {
-                lanes += 1;
-                lanes - 1
-            }
-        };
-        free.push(Reverse((p.slice.end, lane)));
-        p.depth = lane;
+        p.depth = lanes.place(p.tid, p.slice.start, p.slice.end);
         laned.push(p)?;
     }
-    drop(free);
+    drop(lanes);
 
     // Pass 3: the index, level after level.
     // Every thread gets an entry: room for all at once, not grown by doubling.

@@ -16,17 +16,27 @@ use crate::file::IndexFile;
 #[derive(Debug, Default)]
 pub(crate) struct Events(Mutex<Option<Reader<BufReader<File>>>>);
 
-/// An argument's value as JSON: non-finite floats and pointers as strings.
-fn value(v: &Value<'_>) -> Json {
-    match *v {
-        Value::I64(n) => json!(n),
-        Value::U64(n) => json!(n),
-        Value::F64(f) if f.is_finite() => json!(f),
-        Value::F64(f) => json!(f.to_string()),
-        Value::Bool(b) => json!(b),
-        Value::Str(s) => json!(s),
-        Value::Pointer(p) => json!(format!("{p:#x}")),
-    }
+/// The largest integer a JSON reader that holds numbers as doubles (JavaScript) reads exactly:
+/// 2^53 − 1.
+const EXACT_IN_DOUBLE: u64 = (1 << 53) - 1;
+
+/// An argument as `[name, value, type]`: `type` is `i64`, `u64`, `f64`, `bool`, `str` or `pointer`.
+/// An integer past ±(2^53 − 1) is sent as a string of its decimal digits (a page would round
+/// the number: 10482063840709898622 read as 10482063840709898000); non-finite floats and pointers
+/// as strings.
+fn arg(name: &str, v: &Value<'_>) -> Json {
+    let (value, kind) = match *v {
+        Value::I64(n) if n.unsigned_abs() <= EXACT_IN_DOUBLE => (json!(n), "i64"),
+        Value::I64(n) => (json!(n.to_string()), "i64"),
+        Value::U64(n) if n <= EXACT_IN_DOUBLE => (json!(n), "u64"),
+        Value::U64(n) => (json!(n.to_string()), "u64"),
+        Value::F64(f) if f.is_finite() => (json!(f), "f64"),
+        Value::F64(f) => (json!(f.to_string()), "f64"),
+        Value::Bool(b) => (json!(b), "bool"),
+        Value::Str(s) => (json!(s), "str"),
+        Value::Pointer(p) => (json!(format!("{p:#x}")), "pointer"),
+    };
+    json!([name, value, kind])
 }
 
 impl Events {
@@ -42,8 +52,10 @@ impl Events {
         let mut guard = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if guard.is_none() {
             let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            // Read ahead to the end; `chunk_at` then takes the file back.
             let mut reader = Reader::new(BufReader::with_capacity(1 << 16, file))
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+                .map_err(|e| format!("{}: {e}", path.display()))?
+                .read_ahead();
             // The tables, as far as the file can be read (the index stopped where reading did).
             while let Ok(Some(_)) = reader.next_chunk() {}
             *guard = Some(reader);
@@ -62,7 +74,7 @@ impl Events {
                 .enumerate()
                 .filter(|&(i, _)| phosphor_export::logs::shows_arg(&e, i))
                 .filter_map(|(_, a)| a.as_ref())
-                .map(|(name, v)| json!([name, value(v)]))
+                .map(|(name, v)| arg(name, v))
                 .collect();
             let message = cs.level.map(|_| {
                 let mut s = String::new();
@@ -80,5 +92,24 @@ impl Events {
             }));
         }
         Err(format!("no event at byte {offset}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_past_two_to_the_53_are_sent_as_their_exact_digits_with_their_type() {
+        assert_eq!(arg("n", &Value::U64(EXACT_IN_DOUBLE)), json!(["n", 9007199254740991u64, "u64"]));
+        assert_eq!(
+            arg("checksum", &Value::U64(10482063840709898622)),
+            json!(["checksum", "10482063840709898622", "u64"])
+        );
+        assert_eq!(arg("d", &Value::I64(-(1 << 53))), json!(["d", "-9007199254740992", "i64"]));
+        assert_eq!(arg("d", &Value::I64(i64::MIN)), json!(["d", "-9223372036854775808", "i64"]));
+        assert_eq!(arg("d", &Value::I64(-5)), json!(["d", -5, "i64"]));
+        assert_eq!(arg("f", &Value::F64(f64::NAN)), json!(["f", "NaN", "f64"]));
+        assert_eq!(arg("s", &Value::Str("12")), json!(["s", "12", "str"]));
     }
 }

@@ -185,8 +185,10 @@ fn build_at(
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let tmp = tempfile::Builder::new().prefix(".phview-").tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
     let input = File::open(trace).map_err(|e| Error::io(trace, e))?;
+    // Read ahead: a second thread reads the blocks and decompresses the groups.
     let reader = Reader::new(BufReader::with_capacity(1 << 16, input))
-        .map_err(|source| Error::Trace { path: trace.to_owned(), source })?;
+        .map_err(|source| Error::Trace { path: trace.to_owned(), source })?
+        .read_ahead();
     let file = tmp.as_file().try_clone().map_err(|e| Error::io(tmp.path(), e))?;
     let out = file::IndexWriter::new(file, tmp.path(), len, mtime)?;
     build::build(reader, out, options)?;

@@ -18,7 +18,8 @@
 //! Per thread: its finished slices in one list sorted by end (the order they finish in), each with
 //! its level; the begins still open (a stack, shown as slices running to the thread's newest
 //! event); its points (instants, logs, problems) by time. Per counter, its samples by time; per
-//! async name, lanes of slices that never overlap. A begin's level is its place in the stack. An
+//! async name, lanes of slices that never overlap (begins and ends paired by the model's rule,
+//! `phosphor_model::asyncs`, as the index pairs them). A begin's level is its place in the stack. An
 //! end closes the innermost open begin of its thread whatever its name (the rule of
 //! [`phosphor_model::nesting`], as the index applies it), the slice flagged
 //! [`slice_flags::WRONG_END`] if the names differ; with no begin open it is a point. A complete
@@ -43,6 +44,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use phosphor_format::{ClockInfo, ClockKind};
+use phosphor_model::asyncs::{AsyncKey, Matched, Pairing};
 use phosphor_model::timeline::Timeline;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -221,9 +223,8 @@ pub struct LiveModel {
     counter_of: HashMap<u32, usize>,
     asyncs: Vec<AsyncTrack>,
     async_of: HashMap<u32, usize>,
-    /// By (name, id): the first of a begin and its end met (whether the begin), its time and
-    /// thread.
-    open_asyncs: HashMap<(u32, u64), (bool, u64, u32)>,
+    /// Async begins and ends waiting for their other half (the model's pairing, by name and id).
+    open_asyncs: Pairing<()>,
     retained: usize,
     /// Begins open, over all threads.
     open: usize,
@@ -253,7 +254,7 @@ impl LiveModel {
             counter_of: HashMap::default(),
             asyncs: Vec::new(),
             async_of: HashMap::default(),
-            open_asyncs: HashMap::default(),
+            open_asyncs: Pairing::new(MAX_OPEN_ASYNC),
             retained: 0,
             open: 0,
             dropped: 0,
@@ -317,7 +318,7 @@ impl LiveModel {
             t.over = 0;
         }
         self.open = 0;
-        self.open_asyncs.clear();
+        self.open_asyncs.forget();
     }
 
     /// The thread `tid`, made if new (`None` past [`MAX_TRACKS`]).
@@ -438,28 +439,20 @@ impl LiveModel {
         true
     }
 
-    /// An async begin or end: paired with the other of its (name, id), in either order.
+    /// An async begin or end, paired by the model's rule (`phosphor_model::asyncs`): a pair is
+    /// kept; a half given up (a second one of its kind) is forgotten, one past the cap refused.
     fn async_event(&mut self, tid: u32, ts: u64, name: u32, key: u64, begin: bool, id: u64) -> bool {
         if let Some(t) = self.thread(tid) {
             t.last = t.last.max(ts);
         }
-        let (start, end) = match self.open_asyncs.remove(&(name, key)) {
-            Some((first_is_begin, first, _)) if first_is_begin != begin => {
-                if begin {
-                    (ts, first)
-                } else {
-                    (first, ts)
-                }
+        let mut pair = None;
+        let overflowed = self.open_asyncs.overflowed();
+        self.open_asyncs.add(AsyncKey { name, id: key }, begin, ts, (), &mut |_, m| {
+            if let Matched::Pair { begin, end, .. } = m {
+                pair = Some((begin.ts, end.ts));
             }
-            previous => {
-                // A second begin (or end) of the id: the first is forgotten.
-                if previous.is_none() && self.open_asyncs.len() >= MAX_OPEN_ASYNC {
-                    return false;
-                }
-                self.open_asyncs.insert((name, key), (begin, ts, tid));
-                return true;
-            }
-        };
+        });
+        let Some((start, end)) = pair else { return self.open_asyncs.overflowed() == overflowed };
         let next = self.asyncs.len();
         let a = *self.async_of.entry(name).or_insert(next);
         if a == next {

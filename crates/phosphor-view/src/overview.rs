@@ -56,7 +56,8 @@ impl Overview {
     pub fn scan(path: &Path, progress: &AtomicU64) -> Result<Overview, Error> {
         let input = File::open(path).map_err(|e| Error::io(path, e))?;
         let mut reader = Reader::new(BufReader::with_capacity(1 << 16, input))
-            .map_err(|source| Error::Trace { path: path.to_owned(), source })?;
+            .map_err(|source| Error::Trace { path: path.to_owned(), source })?
+            .read_ahead();
         let mut o = Overview { start_ticks: u64::MAX, ..Overview::default() };
         // By thread id, its place in `threads`; chunks come a thread at a time, so the last
         // one is checked first.

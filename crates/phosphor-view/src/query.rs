@@ -3,9 +3,10 @@
 //!
 //! A level's slices never overlap, so they are sorted by end as well as by start: the first one
 //! that reaches into the window is found by binary search on ends. From there, a slice at least
-//! a pixel wide is given whole; a narrower one starts a run that takes every slice starting
-//! before the next pixel's edge (found by binary search on starts), given as one merged item
-//! with its count; a run less than a pixel after the previous one joins it. Each item covers at
+//! a pixel wide is given whole, always; a narrower one starts a run that takes the slices
+//! starting before the next pixel's edge (found by binary search on starts) up to the first
+//! one a pixel wide, given as one merged item with its count; a run less than a pixel after
+//! the previous one joins it. So a merged item holds only slices narrower than a pixel. Each item covers at
 //! least a pixel or ends one, so a window of `p` pixels gives at most `2p + 2` items a level, in
 //! `O(p log n)` reads of the index.
 
@@ -147,6 +148,9 @@ impl IndexFile {
             // whole; the two parts join again.
             let block_end = (i / SPAN + 1) * SPAN;
             let j = partition_near(i + 1, end.min(block_end), |k| self.slice(k).start < edge);
+            // And before the first slice a pixel wide or more: never merged, it is drawn as
+            // itself, whatever starts in the pixel before it (at most a block's slices read).
+            let j = (i + 1..j).find(|&k| self.slice(k).duration() >= w.pixel).unwrap_or(j);
             // Sorted by end too: the run's last slice ends last.
             let last_end = if j == i + 1 { s.end } else { self.slice(j - 1).end };
             // A run less than a pixel after the previous one (a run, or a lone slice narrower

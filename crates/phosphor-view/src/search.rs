@@ -26,6 +26,11 @@ pub(crate) struct SearchQuery {
     after: Option<i64>,
     /// How many hits to list (default 100).
     limit: Option<usize>,
+    /// With `end` and `px`: instead of hits, the pixel columns of the window `start`..`end` (ns on
+    /// the shared timeline) `px` wide that hold a hit, by track and level (`ticks_of`).
+    start: Option<i64>,
+    end: Option<i64>,
+    px: Option<u32>,
 }
 
 /// Whether a name matches `q`: a glob (with `*` or `?`) matches the whole name; other text is a
@@ -52,6 +57,8 @@ struct Hit {
     index: u64,
     end: i64,
     tid: u32,
+    /// The async track (its place in the trace's `asyncs`), for a hit on one.
+    async_track: Option<u32>,
     level: u32,
     name: u32,
 }
@@ -67,6 +74,12 @@ pub(crate) async fn search(
 fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
     if q.q.is_empty() || q.q.len() > 1024 {
         return Err(Failure(StatusCode::BAD_REQUEST, "q must be 1 to 1024 bytes".into()));
+    }
+    if let (Some(start), Some(end), Some(px)) = (q.start, q.end, q.px) {
+        if end <= start || px == 0 || px > crate::server::MAX_PIXELS {
+            return Err(Failure(StatusCode::BAD_REQUEST, "start < end and 1 <= px <= 8192 needed".into()));
+        }
+        return Ok(Json(ticks_of(traces, &q.q, start, end, px)));
     }
     let limit = q.limit.unwrap_or(100).clamp(1, MAX_HITS);
     let after = q.after.unwrap_or(i64::MIN);
@@ -96,7 +109,9 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
                 };
             }
         };
-        for th in index.threads.iter().chain(&index.asyncs) {
+        let threads = index.threads.len();
+        for (k, th) in index.threads.iter().chain(&index.asyncs).enumerate() {
+            let async_track = k.checked_sub(threads).map(|a| a as u32);
             for (level, &(from, count)) in th.levels.iter().enumerate() {
                 index.scan_slices(from, from + count, |i, s| {
                     if !wanted.get(s.name as usize).copied().unwrap_or(false) {
@@ -110,6 +125,7 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
                         index: i,
                         end: t.ns(s.end),
                         tid: th.tid,
+                        async_track,
                         level: level as u32,
                         name: s.name,
                     };
@@ -130,6 +146,7 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
                     index: i,
                     end: at,
                     tid: th.tid,
+                    async_track,
                     level: 0,
                     name: p.name,
                 };
@@ -149,9 +166,75 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
         .map(|h| {
             let name = traces.get(h.trace).map_or("", |t: &Trace| t.index.name(h.name));
             let kind = if h.point == 1 { "point" } else { "slice" };
-            json!({ "trace": h.trace, "kind": kind, "index": h.index, "tid": h.tid, "level": h.level,
+            json!({ "trace": h.trace, "kind": kind, "index": h.index, "tid": h.tid,
+                    "async": h.async_track, "level": h.level,
                     "start_ns": h.start, "end_ns": h.end, "name": name })
         })
         .collect();
     Ok(Json(json!({ "total": total, "names": names, "hits": hits, "next_after": next_after })))
+}
+
+/// The hits in the window `start`..`end` (ns on the shared timeline) as pixel columns of a window
+/// `px` wide: for each track and level (or a track's points) holding one, its runs of columns
+/// `[from, to]` that a hit covers. Reads only the slices and points in the window (each level
+/// and each thread's points are in time order; a level's slices do not overlap, so at most one
+/// that starts before the window reaches into it): the answer is bounded by the pixels, the
+/// reading by the window's records.
+fn ticks_of(traces: &Shared, q: &str, start: i64, end: i64, px: u32) -> Value {
+    let matches = matcher(q);
+    let span = (end - start) as f64;
+    let col = |ns: i64| (((ns.clamp(start, end) - start) as f64 / span * px as f64) as u32).min(px - 1);
+    let mut ticks: Vec<Value> = Vec::new();
+    for (n, t) in traces.ready_traces() {
+        let index = &t.index;
+        let wanted: Vec<bool> = (0..index.name_count()).map(|i| matches(index.name(i))).collect();
+        if !wanted.contains(&true) {
+            continue;
+        }
+        let is = |name: u32| wanted.get(name as usize).copied().unwrap_or(false);
+        let (a, b) = (t.ticks(start, false), t.ticks(end, true));
+        // Adds the columns `from`..`to` to `runs`, merged with the last run they touch.
+        let add = |runs: &mut Vec<[u32; 2]>, from: u32, to: u32| match runs.last_mut() {
+            Some(last) if from <= last[1] + 1 => last[1] = last[1].max(to),
+            _ => runs.push([from, to]),
+        };
+        let threads = index.threads.len();
+        for (k, th) in index.threads.iter().chain(&index.asyncs).enumerate() {
+            let async_track = k.checked_sub(threads);
+            let place = |level: Option<usize>, runs: Vec<[u32; 2]>| {
+                json!({ "trace": n, "tid": th.tid, "async": async_track, "level": level.unwrap_or(0),
+                        "kind": if level.is_some() { "slice" } else { "point" }, "runs": runs })
+            };
+            for (level, &(first, count)) in th.levels.iter().enumerate() {
+                let last = first + count;
+                let from = crate::query::partition(first, last, |i| index.slice(i).start < a)
+                    .saturating_sub(1)
+                    .max(first);
+                let to = crate::query::partition(from, last, |i| index.slice(i).start <= b);
+                let mut runs = Vec::new();
+                index.scan_slices(from, to, |_, s| {
+                    if is(s.name) && s.end >= a {
+                        add(&mut runs, col(t.ns(s.start)), col(t.ns(s.end)));
+                    }
+                });
+                if !runs.is_empty() {
+                    ticks.push(place(Some(level), runs));
+                }
+            }
+            let (first, count) = th.points;
+            let from = crate::query::partition(first, first + count, |i| index.point(i).ts < a);
+            let to = crate::query::partition(from, first + count, |i| index.point(i).ts <= b);
+            let mut runs = Vec::new();
+            index.scan_points(from, to, |_, p| {
+                if is(p.name) {
+                    let c = col(t.ns(p.ts));
+                    add(&mut runs, c, c);
+                }
+            });
+            if !runs.is_empty() {
+                ticks.push(place(None, runs));
+            }
+        }
+    }
+    json!({ "ticks": ticks })
 }

@@ -52,6 +52,12 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/view.js", get(script))
         .route("/panels.js", get(panels_script))
         .route("/system.js", get(system_script))
+        .route("/draw.js", get(|| module(DRAW_JS)))
+        .route("/input.js", get(|| module(INPUT_JS)))
+        .route("/format.js", get(|| module(FORMAT_JS)))
+        .route("/url.js", get(|| module(URL_JS)))
+        .route("/table.js", get(|| module(TABLE_JS)))
+        .route("/flame.js", get(|| module(FLAME_JS)))
         .route("/view.css", get(style))
         .route("/api/traces", get(traces_list))
         .route("/api/overview", get(overview))
@@ -272,6 +278,12 @@ const INDEX_HTML: &str = include_str!("../assets/index.html");
 const VIEW_JS: &str = include_str!("../assets/view.js");
 const PANELS_JS: &str = include_str!("../assets/panels.js");
 const SYSTEM_JS: &str = include_str!("../assets/system.js");
+const DRAW_JS: &str = include_str!("../assets/draw.js");
+const INPUT_JS: &str = include_str!("../assets/input.js");
+const FORMAT_JS: &str = include_str!("../assets/format.js");
+const URL_JS: &str = include_str!("../assets/url.js");
+const TABLE_JS: &str = include_str!("../assets/table.js");
+const FLAME_JS: &str = include_str!("../assets/flame.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {
@@ -288,6 +300,11 @@ async fn panels_script() -> impl IntoResponse {
 
 async fn system_script() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], SYSTEM_JS)
+}
+
+/// A script of the page's (an ES module).
+async fn module(text: &'static str) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], text)
 }
 
 async fn style() -> impl IntoResponse {

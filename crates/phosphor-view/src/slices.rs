@@ -8,8 +8,15 @@
 //! slice's raw clock ticks; a slice's level is its path's depth, and its path is stored beside it.
 //! Paths are not cut at a depth here: the statistics table cuts them as `phosphor stats` does
 //! (`stats.rs`).
+//!
+//! The engine runs on a second core once the trace is long enough
+//! ([`phosphor_model::background`]): the slices it resolves come back in batches over a channel,
+//! in the order it resolved them, and [`Model::drain`] hands over those that have arrived.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
 
 use phosphor_format::Phase;
+use phosphor_model::background::{Consumer, Feed};
 use phosphor_model::nesting::{Label, Nesting, PathId, Paths, Sink, Slice as ModelSlice, SliceKind};
 use phosphor_model::timeline::Timeline;
 use rustc_hash::FxHashMap as HashMap;
@@ -25,16 +32,46 @@ pub(crate) struct Rec {
     keep: bool,
 }
 
-/// The slices entered since the last [`Model::drain`], with their thread, path and kind.
-#[derive(Debug, Default)]
+/// A resolved slice: its thread, level, path and kind.
+type Resolved = (u32, u32, PathId, SliceKind, Rec);
+
+/// Resolved slices sent back at a time from the engine's thread.
+const SEND_AT: usize = 4096;
+
+/// The slices entered and not yet handed over, with their thread, level, path and kind; sent
+/// to the model's thread [`SEND_AT`] at a time.
+#[derive(Debug)]
 struct Batch {
-    out: Vec<(u32, PathId, SliceKind, Rec)>,
+    out: Vec<Resolved>,
+    to_model: Sender<Vec<Resolved>>,
 }
 
 impl Sink<Rec> for Batch {
     fn enter(&mut self, slice: &ModelSlice, rec: Rec) {
         if rec.keep {
-            self.out.push((slice.tid, slice.path, slice.kind, rec));
+            self.out.push((slice.tid, slice.depth.saturating_sub(1), slice.path, slice.kind, rec));
+            if self.out.len() >= SEND_AT {
+                // The model's end is gone only if it is being dropped: nothing to hand over then.
+                let _ = self.to_model.send(std::mem::take(&mut self.out));
+            }
+        }
+    }
+}
+
+impl Consumer<Rec> for Batch {
+    /// The viewer sends nothing but slices.
+    type Message = std::convert::Infallible;
+
+    fn message(&mut self, _: &Nesting<Rec>, message: Self::Message) {
+        match message {}
+    }
+
+    /// An end's record (its raw time and name) into its begin's: the end time, and the flag of
+    /// an end of another name.
+    fn close(begin: &mut Rec, end: Rec) {
+        begin.slice.end = end.slice.end.max(begin.slice.start);
+        if begin.slice.name != end.slice.name {
+            begin.slice.flags |= slice_flags::WRONG_END;
         }
     }
 }
@@ -47,10 +84,14 @@ pub(crate) type PathLabel = (u32, u8);
 #[derive(Debug)]
 pub(crate) struct Model {
     timeline: Timeline,
-    nesting: Nesting<Rec>,
+    engine: Feed<Rec, Batch>,
+    /// The batches of resolved slices sent back by the engine.
+    resolved: Receiver<Vec<Resolved>>,
     labels: Vec<PathLabel>,
     label_ids: HashMap<PathLabel, Label>,
-    batch: Batch,
+    /// Begins open per thread: whether an end closes one is known here, without asking the
+    /// engine (the model's rule: an end closes the innermost open begin, if there is one).
+    open: HashMap<u32, u32>,
 }
 
 impl Model {
@@ -58,12 +99,14 @@ impl Model {
     /// stats` (so that the same slices are resolved early, under the same paths).
     pub(crate) fn new(timeline: Timeline) -> Model {
         let nesting = Nesting::new(phosphor_model::nesting::DEFAULT_PENDING_LIMIT).max_depth(usize::MAX);
+        let (to_model, resolved) = channel();
         Model {
             timeline,
-            nesting,
+            engine: Feed::new(nesting, Batch { out: Vec::new(), to_model }),
+            resolved,
             labels: Vec::new(),
             label_ids: HashMap::default(),
-            batch: Batch::default(),
+            open: HashMap::default(),
         }
     }
 
@@ -87,37 +130,39 @@ impl Model {
         let ts = self.timeline.time(slice.start);
         let rec = Rec { slice, keep: true };
         if phase == Phase::Begin {
-            self.nesting.begin_with(tid, label, ts, rec);
+            *self.open.entry(tid).or_default() += 1;
+            self.engine.begin_with(tid, label, ts, rec);
         } else {
             let end = self.timeline.time(slice.end).max(ts);
-            self.nesting.complete_with(tid, label, ts, end - ts, rec, &mut self.batch);
+            self.engine.complete_with(tid, label, ts, end - ts, rec);
         }
     }
 
     /// An end named `name` at raw `ticks`: it closes the innermost open begin of `tid`, if any
     /// (returns whether one was open).
     pub(crate) fn end(&mut self, tid: u32, name: u32, ticks: u64) -> bool {
+        let Some(open) = self.open.get_mut(&tid).filter(|n| **n > 0) else { return false };
+        *open -= 1;
         let label = self.label(name, slice_flags::SCOPE);
         let ts = self.timeline.time(ticks);
-        self.nesting.end_with(tid, label, ts, &mut self.batch, |rec| {
-            rec.slice.end = ticks.max(rec.slice.start);
-            if rec.slice.name != name {
-                rec.slice.flags |= slice_flags::WRONG_END;
-            }
-        })
+        // The begin's record takes the end's time, and is flagged if the names differ.
+        let end = Rec { slice: Slice { end: ticks, name, ..Slice::default() }, keep: false };
+        self.engine.end_with(tid, label, ts, end);
+        true
     }
 
     /// A point (an instant, log, counter or data sample) at raw `ticks`: nested as the statistics
     /// nest it, though the index keeps it apart.
     pub(crate) fn mark(&mut self, tid: u32, ticks: u64) {
         let ts = self.timeline.time(ticks);
-        self.nesting.mark_with(tid, 0, ts, Rec::default(), &mut self.batch);
+        self.engine.mark_with(tid, 0, ts, Rec::default());
     }
 
     /// Ends the stream: begins still open become slices flagged [`slice_flags::UNCLOSED`] (their
     /// end is for the caller to set).
     pub(crate) fn finish(&mut self) {
-        self.nesting.finish(&mut self.batch);
+        let (nesting, batch) = self.engine.finish();
+        nesting.finish(batch);
     }
 
     /// Hands over the slices whose paths are final: thread, level (the path's depth less one),
@@ -126,13 +171,19 @@ impl Model {
         &mut self,
         mut f: impl FnMut(u32, u32, PathId, Slice) -> Result<(), E>,
     ) -> Result<(), E> {
-        let paths = self.nesting.paths();
-        for (tid, path, kind, rec) in self.batch.out.drain(..) {
+        let mut hand = |(tid, level, path, kind, rec): Resolved| {
             let mut slice = rec.slice;
             if kind == SliceKind::Unclosed {
                 slice.flags |= slice_flags::UNCLOSED;
             }
-            f(tid, paths.depth(path).saturating_sub(1), path, slice)?;
+            f(tid, level, path, slice)
+        };
+        // Those sent back first, then those still in the sink's hands (on this thread).
+        while let Ok(batch) = self.resolved.try_recv() {
+            batch.into_iter().try_for_each(&mut hand)?;
+        }
+        if let Some((_, batch)) = self.engine.parts() {
+            batch.out.drain(..).try_for_each(&mut hand)?;
         }
         Ok(())
     }
@@ -140,7 +191,7 @@ impl Model {
     /// The paths, as (parent, last label), by number (0 is the empty path), once the stream has
     /// ended.
     pub(crate) fn paths(&self) -> impl Iterator<Item = (PathId, PathLabel)> + '_ {
-        let paths: &Paths = self.nesting.paths();
+        let paths: &Paths = self.engine.parts_ref().expect("the stream has ended").0.paths();
         (0..paths.len() as PathId).map(move |p| {
             let label = self.labels.get(paths.label(p) as usize).copied().unwrap_or((u32::MAX, 0));
             (paths.parent(p), label)

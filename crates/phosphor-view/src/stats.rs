@@ -16,6 +16,7 @@ use phosphor_export::Durations;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use phosphor_format::Phase;
 use phosphor_model::names;
 use phosphor_model::nesting::DEFAULT_MAX_DEPTH;
 use phosphor_model::timeline::Timeline;
@@ -44,6 +45,9 @@ pub(crate) struct StatsQuery {
     end: Option<i64>,
     /// Rows to give, the largest total first (default 500).
     limit: Option<usize>,
+    /// Only thread `tid` of trace `trace` (the flame graph of one thread); both or neither.
+    trace: Option<usize>,
+    tid: Option<u32>,
 }
 
 /// A thread slice's scope path as `phosphor stats` shows it: the names of the slices enclosing
@@ -151,11 +155,11 @@ pub(crate) struct Table {
 
 /// The table of trace `n` (`t`) from `a` to `b` (ticks). Durations are measured as `phosphor
 /// stats` measures them: on the [`Timeline`], each end and start rounded to the nanosecond.
-fn table(n: usize, t: &Trace, a: u64, b: u64) -> Table {
+fn table(n: usize, t: &Trace, a: u64, b: u64, tid: Option<u32>) -> Table {
     let timeline = Timeline::new(t.clock_info());
     let mut acc: HashMap<u32, Durations> = HashMap::new();
     let mut slices = 0u64;
-    for thread in &t.index.threads {
+    for thread in t.index.threads.iter().filter(|th| tid.is_none_or(|tid| th.tid == tid)) {
         each_slice(&t.index, thread, a, b, |_, s, path| {
             acc.entry(path).or_default().add(timeline.time(s.end) - timeline.time(s.start));
             slices += 1;
@@ -172,8 +176,9 @@ fn table(n: usize, t: &Trace, a: u64, b: u64) -> Table {
         .into_iter()
         .filter_map(|((names, ty), (path, d))| {
             let s = d.stats(timeline.clock())?;
+            let name = row_name(names.last().map_or("", String::as_str), ty);
             let row = json!({
-                "trace": n, "path": names, "type": ty, "count": s.samples,
+                "trace": n, "path": names, "type": ty, "name": name, "count": s.samples,
                 "total_ns": s.total_ns, "min_ns": s.min_ns, "mean_ns": s.mean_ns, "p50_ns": s.p50_ns,
                 "p99_ns": s.p99_ns, "max_ns": s.max_ns, "exact": s.exact_percentiles,
             });
@@ -187,9 +192,24 @@ fn table(n: usize, t: &Trace, a: u64, b: u64) -> Table {
     Table { rows, kinds, slices }
 }
 
+/// A row's own name as every output shows it: a lock's rows read `queue (wait)` and `queue
+/// (held)` ([`names::lock_name`]).
+fn row_name(name: &str, ty: &str) -> String {
+    let phase = match ty {
+        "lock_wait" => Phase::LockWait,
+        "lock_held" => Phase::LockHeld,
+        _ => Phase::Complete,
+    };
+    // The index names a lock's slices so already; an older one by the callsite's name.
+    if !names::lock_suffix(phase).is_empty() && name.ends_with(names::lock_suffix(phase)) {
+        return name.to_owned();
+    }
+    names::lock_name(name, phase).into_owned()
+}
+
 /// The table of the whole of trace `n` (`t`): made once, and kept.
 pub(crate) fn whole_table(n: usize, t: &Trace) -> &Table {
-    t.whole_stats.get_or_init(|| table(n, t, 0, u64::MAX))
+    t.whole_stats.get_or_init(|| table(n, t, 0, u64::MAX, None))
 }
 
 fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
@@ -199,17 +219,30 @@ fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
         }
     }
     let limit = q.limit.unwrap_or(500).clamp(1, MAX_ROWS);
+    let one = match (q.trace, q.tid) {
+        (Some(n), Some(tid)) => {
+            crate::server::trace(traces, n)?;
+            Some((n, tid))
+        }
+        (None, None) => None,
+        _ => return Err(Failure(StatusCode::BAD_REQUEST, "trace and tid go together".into())),
+    };
     let (mut kinds, mut slices) = (0, 0);
     let mut rows: Vec<(u64, usize, u32, &Value)> = Vec::new();
     let mut ranged = Vec::new();
     for (n, t) in traces.ready_traces() {
-        if q.start.is_none() && q.end.is_none() {
+        if let Some((trace, tid)) = one {
+            if n == trace {
+                let (a, b) = range(t, q.start, q.end);
+                ranged.push((n, table(n, t, a, b, Some(tid))));
+            }
+        } else if q.start.is_none() && q.end.is_none() {
             let whole = whole_table(n, t);
             (kinds, slices) = (kinds + whole.kinds, slices + whole.slices);
             rows.extend(whole.rows.iter().map(|(total, path, row)| (*total, n, *path, row)));
         } else {
             let (a, b) = range(t, q.start, q.end);
-            ranged.push((n, table(n, t, a, b)));
+            ranged.push((n, table(n, t, a, b, None)));
         }
     }
     for (n, part) in &ranged {
@@ -306,6 +339,13 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
             json!([edge(k), edge(k + 1), n])
         })
         .collect();
+    // Exact percentiles, the nearest rank: the duration that `p` of them do not exceed.
+    durations.sort_unstable();
+    let rank = |p: f64| {
+        let n = durations.len();
+        let k = ((p * n as f64).ceil() as usize).clamp(1, n.max(1)) - 1;
+        clock.ticks_to_ns(durations.get(k).copied().unwrap_or(0))
+    };
     let slowest: Vec<Value> = slowest
         .into_sorted_vec()
         .into_iter()
@@ -318,6 +358,9 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
         "count": durations.len(),
         "min_ns": clock.ticks_to_ns(lo),
         "max_ns": clock.ticks_to_ns(hi),
+        "p50_ns": rank(0.5),
+        "p90_ns": rank(0.9),
+        "p99_ns": rank(0.99),
         "histogram": histogram,
         "slowest": slowest,
     })))

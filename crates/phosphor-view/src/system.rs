@@ -113,7 +113,8 @@ impl SystemView {
         let mut v = SystemView::default();
         let reader = File::open(path)
             .map_err(|e| e.to_string())
-            .and_then(|f| Reader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| e.to_string()));
+            .and_then(|f| Reader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| e.to_string()))
+            .map(Reader::read_ahead);
         match reader {
             Ok(mut r) => loop {
                 match r.next_block() {

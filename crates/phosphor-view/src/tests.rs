@@ -191,7 +191,7 @@ fn random_trace(path: &Path, seed: u64) {
 }
 
 #[test]
-fn a_window_query_gives_every_slice_in_the_window_once_and_nothing_else() {
+fn a_window_query_gives_every_slice_in_the_window_once_and_merges_only_those_under_a_pixel() {
     let d = dir();
     let path = d.path().join("t.phos");
     random_trace(&path, 0x9E37_79B9_7F4A_7C15);
@@ -219,6 +219,12 @@ fn a_window_query_gives_every_slice_in_the_window_once_and_nothing_else() {
                     SliceItem::Slice(i, _) => (i, 1),
                     SliceItem::Merged { first, count, .. } => {
                         assert!(count > 1);
+                        // Only slices narrower than a pixel merge: one a pixel wide or more is
+                        // drawn as itself.
+                        for i in first..first + count {
+                            let d = index.slice(i).duration();
+                            assert!(d < w.pixel, "slice {i} of {d} ticks merged at {} a pixel", w.pixel);
+                        }
                         (first, count)
                     }
                 };

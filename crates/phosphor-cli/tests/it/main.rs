@@ -26,3 +26,5 @@ mod system;
 mod system_e2e;
 mod view;
 mod view_flow;
+mod view_panels;
+mod view_ui;

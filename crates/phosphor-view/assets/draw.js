@@ -1,0 +1,286 @@
+// Drawing the timeline's canvases: the ruler, and each track from the window its data was fetched
+// for, placed in the visible window (so a pan or zoom redraws at once what is known, shifted,
+// while new detail is fetched). Canvases hold devicePixelRatio pixels per CSS pixel and are drawn
+// in CSS pixels (crisp on HiDPI screens); `xOf` gives CSS pixels.
+
+import { state, $ } from './view.js'
+import { color, fitText, formatBytes, rulerTicks } from './format.js'
+import { SYS_ROW, drawBand, hiddenPoint } from './system.js'
+
+export const LEVEL_HEIGHT = 18
+export const POINT_ROW = 12
+export const FLAG_UNCLOSED = 4
+export const FLAG_WRONG_END = 8
+export const FLAG_INTERLACED = 16
+
+// A canvas's width in CSS pixels (set by `sizeCanvas`).
+export const cssWidth = c => c.cssWidth || c.width
+
+export const xOf = (canvas, t) => (t - state.view.start) / (state.view.end - state.view.start) * cssWidth(canvas)
+
+// Sizes `c` to `width` × `height` CSS pixels, at the screen's pixel ratio.
+export function sizeCanvas(c, width, height) {
+  const dpr = window.devicePixelRatio || 1
+  c.cssWidth = Math.max(1, Math.floor(width))
+  c.cssHeight = height
+  const w = Math.round(c.cssWidth * dpr), h = Math.round(height * dpr)
+  if (c.width !== w) c.width = w
+  if (c.height !== h) c.height = h
+  c.style.height = `${height}px`
+}
+
+// A cleared 2D context of `c` whose units are CSS pixels.
+export function context(c) {
+  const g = c.getContext('2d')
+  const k = c.width / cssWidth(c)
+  g.setTransform(k, 0, 0, k, 0, 0)
+  g.clearRect(0, 0, cssWidth(c), c.cssHeight || c.height)
+  return g
+}
+
+// A track's height when collapsed: one level (all its levels drawn on it), points, system band.
+export function trackHeight(track) {
+  const levels = track.collapsed ? 1 : Math.max(1, track.levels)
+  return levels * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0) + (track.sys ? SYS_ROW : 0)
+}
+
+export function draw(track) {
+  const c = track.canvas
+  const g = context(c)
+  track.drawn = 0
+  if (track.data) {
+    if (track.kind === 'coarse') drawCoarse(track, g)
+    else if (track.kind !== 'counter' && track.kind !== 'heap') drawThread(track, g)
+    else drawCounter(track, g)
+  }
+  drawMarks(c, g)
+}
+
+// The marked ranges (`m`) over a canvas: a tint between two lines.
+function drawMarks(c, g) {
+  const h = c.cssHeight || c.height
+  for (const [a, b] of state.marks) {
+    const x0 = xOf(c, a), x1 = Math.max(xOf(c, b), x0 + 1)
+    if (x1 < 0 || x0 > cssWidth(c)) continue
+    g.fillStyle = 'rgba(255, 160, 0, 0.15)'
+    g.fillRect(x0, 0, x1 - x0, h)
+    g.fillStyle = 'rgba(220, 120, 0, 0.9)'
+    g.fillRect(x0, 0, 1, h)
+    g.fillRect(x1 - 1, 0, 1, h)
+  }
+}
+
+// Events per pixel as bars, on a log scale (the window they were asked for, placed in the view).
+function drawCoarse(track, g) {
+  const c = track.canvas
+  const events = track.data.events
+  if (!events.length) return
+  const top = Math.log1p(Math.max(...events))
+  if (!(top > 0)) return
+  const per = (track.window.end - track.window.start) / events.length
+  const h0 = c.cssHeight
+  g.fillStyle = '#8a94a6'
+  events.forEach((n, i) => {
+    if (!(n > 0)) return
+    const x0 = xOf(c, track.window.start + i * per)
+    const x1 = xOf(c, track.window.start + (i + 1) * per)
+    const h = Math.max(1, Math.log1p(n) / top * (h0 - 4))
+    g.fillRect(x0, h0 - 2 - h, Math.max(1, x1 - x0), h)
+  })
+}
+
+// Where an item of a level is drawn: from x0 to x1 on `canvas` (at least a pixel wide).
+export function extent(canvas, it) {
+  const x0 = Math.max(-1, xOf(canvas, it[0]))
+  return [x0, Math.min(cssWidth(canvas) + 1, Math.max(xOf(canvas, it[1]), x0 + 1))]
+}
+
+// The top of level `level` of `track` (a collapsed track draws every level on its first row).
+export const levelTop = (track, level) => (track.collapsed ? 0 : level * LEVEL_HEIGHT)
+
+const POINT_COLORS = ['#357', '#283', '#d00', '#d00', '#d00']
+const LABEL_FONT = '11px system-ui, sans-serif'
+// Names' widths in LABEL_FONT (`fitText`).
+const labelWidths = new Map()
+
+// A thread's (or async track's) levels, then its points. Runs of narrow slices first, in one
+// colour, then the slices; the items to click are found again from the data (`hitAt`), so a
+// redraw makes no object per item. Names are cut with an ellipsis to fit their slice.
+function drawThread(track, g) {
+  const c = track.canvas
+  const { slices, points } = track.data
+  const width = cssWidth(c)
+  // `extent`, with the canvas's width and the view read once (tens of thousands of items).
+  const v0 = state.view.start, k = width / (state.view.end - state.view.start)
+  const x0Of = it => Math.max(-1, (it[0] - v0) * k)
+  const x1Of = (it, x0) => Math.min(width + 1, Math.max((it[1] - v0) * k, x0 + 1))
+  g.font = LABEL_FONT
+  g.textBaseline = 'middle'
+  let drawn = 0
+  slices.levels.forEach((items, i) => {
+    const y = levelTop(track, slices.from + i)
+    g.fillStyle = '#9aa0ab'
+    for (const it of items) {
+      if (it[2] >= 0) continue
+      const x0 = x0Of(it), x1 = x1Of(it, x0)
+      g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
+    }
+    for (const it of items) {
+      if (it[2] < 0) continue
+      const x0 = x0Of(it), x1 = x1Of(it, x0)
+      const name = slices.names[it[2]] ?? ''
+      const flags = it[4]
+      g.fillStyle = color(name)
+      g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
+      if (flags & (FLAG_WRONG_END | FLAG_INTERLACED | FLAG_UNCLOSED)) {
+        g.strokeStyle = '#c00'
+        g.lineWidth = 2
+        g.strokeRect(x0 + 1, y + 2, Math.max(1, x1 - x0 - 2), LEVEL_HEIGHT - 4)
+      }
+      if (state.selected && state.selected.trace === track.trace && state.selected.index === it[3]) {
+        g.strokeStyle = '#000'
+        g.lineWidth = 2
+        g.strokeRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
+      }
+      // The label where the slice is on screen, cut to it.
+      const left = Math.max(x0, 0), right = Math.min(x1, width)
+      if (right - left > 14) {
+        const text = fitText(g, name, right - left - 6, labelWidths)
+        if (text) {
+          g.fillStyle = '#111'
+          g.fillText(text, left + 3, y + LEVEL_HEIGHT / 2)
+        }
+      }
+    }
+    drawn += items.length
+  })
+  drawHits(track, g, x0Of, x1Of)
+  if (points) {
+    const y = track.height - POINT_ROW - (track.sys ? SYS_ROW : 0)
+    for (const p of points.points) {
+      if (p[2] >= 0 && hiddenPoint(track.trace, points.names[p[1]])) continue
+      drawn++
+      const x = xOf(c, p[0])
+      g.fillStyle = POINT_COLORS[p[2] < 0 ? 0 : p[3]] || POINT_COLORS[0]
+      g.beginPath()
+      g.moveTo(x, y + 1)
+      g.lineTo(x - 4, y + POINT_ROW - 1)
+      g.lineTo(x + 4, y + POINT_ROW - 1)
+      g.fill()
+    }
+  }
+  if (track.sys) drawn += drawBand(track, g, xOf)
+  track.drawn = drawn
+}
+
+// The search's hits on a track, each in view marked: a tick over its start and a bar along its top.
+// Every hit in the window when the server gave its columns (`state.search.window`), else the
+// listed hits (`state.search.byTrack`; from panels.js).
+function drawHits(track, g, x0Of, x1Of) {
+  const s = state.search
+  const key = track.kind === 'async' ? `${track.trace}/a${track.async}` : `${track.trace}/${track.tid}`
+  const width = cssWidth(track.canvas)
+  const yOf = (kind, level) => (kind === 'point' ? track.height - POINT_ROW - (track.sys ? SYS_ROW : 0) : levelTop(track, level))
+  let n = 0, last = -1
+  g.fillStyle = '#e0007a'
+  const tick = (t0, t1, y) => {
+    const x0 = x0Of([t0]), x1 = x1Of([t0, t1], x0)
+    if (x1 < 0 || x0 > width) return
+    g.fillRect(x0, y, Math.max(2, x1 - x0), 3)
+    g.beginPath()
+    g.moveTo(x0 - 4, y)
+    g.lineTo(x0 + 4, y)
+    g.lineTo(x0, y + 6)
+    g.fill()
+    n++
+    last = Math.max(last, x1)
+  }
+  const w = s && s.window
+  if (w) {
+    const per = (w.end - w.start) / w.px
+    for (const t of w.by.get(key) || []) {
+      for (const [c0, c1] of t.runs) tick(w.start + c0 * per, w.start + (c1 + 1) * per, yOf(t.kind, t.level))
+    }
+  } else {
+    for (const h of (s && s.byTrack && s.byTrack.get(key)) || []) tick(h.start_ns, h.end_ns, yOf(h.kind, h.level))
+  }
+  track.canvas.dataset.searchTicks = String(n)
+  track.canvas.dataset.searchTickLast = String(Math.round(last))
+}
+
+// A counter as steps: each value holds until the next sample. A pixel of several samples also
+// shows their range. The heap's values are bytes.
+function drawCounter(track, g) {
+  const c = track.canvas
+  const items = track.data.samples.samples
+  if (!items.length) return
+  const num = v => (typeof v === 'number' ? v : NaN)
+  let lo = Infinity, hi = -Infinity
+  for (const s of items) {
+    if (Number.isFinite(num(s[3]))) lo = Math.min(lo, num(s[3]))
+    if (Number.isFinite(num(s[4]))) hi = Math.max(hi, num(s[4]))
+  }
+  if (!(hi >= lo)) return
+  const h = c.cssHeight
+  const yOf = v => h - 3 - (hi === lo ? 0.5 : (v - lo) / (hi - lo)) * (h - 6)
+  g.strokeStyle = '#2a6fb0'
+  g.fillStyle = 'rgba(42, 111, 176, 0.35)'
+  g.lineWidth = 1
+  g.beginPath()
+  let prev = null
+  for (const s of items) {
+    const x = xOf(c, s[0])
+    const x1 = xOf(c, s[1])
+    if (s[2] > 1) g.fillRect(x, yOf(num(s[4])), Math.max(1, x1 - x), Math.max(1, yOf(num(s[3])) - yOf(num(s[4]))))
+    const y = yOf(num(s[5]))
+    if (prev === null) g.moveTo(x, y)
+    else {
+      g.lineTo(x, prev)
+      g.lineTo(x, y)
+    }
+    g.lineTo(Math.max(x, x1), y)
+    prev = y
+  }
+  g.lineTo(cssWidth(c), prev)
+  g.stroke()
+  const text = v => (track.kind === 'heap' ? formatBytes(v) : String(v))
+  g.fillStyle = '#333'
+  g.font = '11px system-ui, sans-serif'
+  g.textBaseline = 'alphabetic'
+  g.fillText(text(hi), 4, 10)
+  g.fillText(text(lo), 4, h - 4)
+}
+
+// Ticks labelled from the start of the traces, as precise as their step (`rulerTicks`), then the
+// selected range. The ruler is as wide as the tracks (its row leaves room for their scrollbar).
+export function drawRuler() {
+  const c = $('ruler')
+  const g = context(c)
+  const r = rulerTicks(state.view.start, state.view.end, state.span.start, cssWidth(c))
+  g.font = '11px system-ui, sans-serif'
+  g.textBaseline = 'alphabetic'
+  let from = 0
+  if (r.offset) {
+    from = g.measureText(r.offset.label).width + 12
+    g.fillStyle = '#1d2330'
+    g.fillRect(0, 0, from - 4, 15)
+    g.fillStyle = '#fff'
+    g.fillText(r.offset.label, 4, 11)
+  }
+  g.fillStyle = '#444'
+  const right = cssWidth(c)
+  for (const tick of r.ticks) {
+    const x = xOf(c, tick.t)
+    g.fillRect(x, 14, 1, 10)
+    // A label that the offset's box or the right edge would cut is left out.
+    if (x + 3 >= from && x + 3 + g.measureText(tick.label).width <= right) g.fillText(tick.label, x + 3, 11)
+  }
+  const offset = r.offset ? r.offset.label : ''
+  if (c.dataset.offset !== offset) c.dataset.offset = offset
+  if (state.selection) {
+    const [a, b] = state.selection
+    g.fillStyle = 'rgba(40, 90, 200, 0.25)'
+    g.fillRect(xOf(c, a), 0, xOf(c, b) - xOf(c, a), c.cssHeight || c.height)
+  }
+  drawMarks(c, g)
+}

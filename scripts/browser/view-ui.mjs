@@ -345,6 +345,17 @@ const CHECKS = {
     out.after = await seen(other)
     return out
   },
+  // Defect 10: the span the traces make on the page, and each trace's heading.
+  async placement(page) {
+    return page.evaluate(() => {
+      const v = window.phosphorView
+      return {
+        span: [v.span.start, v.span.end],
+        view: [v.view.start, v.view.end],
+        groups: [...document.querySelectorAll('#tracks .group')].map(g => g.textContent),
+      }
+    })
+  },
   // Defect 7 (heap): the heap track's labels.
   async heap(page) {
     return page.evaluate(() => {

@@ -20,6 +20,11 @@ pub struct ViewArgs {
     /// Trace files, or folders of them.
     #[arg(required = true, value_name = "FILE|DIR")]
     paths: Vec<PathBuf>,
+    /// How several traces are placed: `auto` (traces recorded at one moment on their shared
+    /// clock, each other one from its own start), `clock` (all on one clock, as `convert` places
+    /// them, however far apart), `start` (each from its own start).
+    #[arg(long, default_value = "auto", value_name = "auto|clock|start")]
+    align: phosphor_view::placement::Align,
     /// Where to serve (port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
@@ -98,7 +103,7 @@ pub fn run(args: &ViewArgs, out: &mut impl Write) -> anyhow::Result<()> {
     }
     // Only the headers are read before serving: the page shows each trace's overview, then its
     // tracks, as the indexing thread gets to them.
-    let traces = Arc::new(Traces::open(files)?);
+    let traces = Arc::new(Traces::open_aligned(files, args.align)?);
     let listener = TcpListener::bind(args.listen).with_context(|| format!("listening on {}", args.listen))?;
     let url = format!("http://{}/", listener.local_addr()?);
     writeln!(out, "{url}")?;

@@ -513,7 +513,9 @@ function groupText(t) {
   const more = ['threads', 'counters', 'asyncs']
     .filter(k => t[`${k}_total`] > (t[k] || []).length)
     .map(k => ` · the busiest ${t[k].length} of ${t[`${k}_total`].toLocaleString('en')} ${k === 'asyncs' ? 'async tracks' : k}`)
-  return `${t.process} (pid ${t.pid}) · ${t.file}` + (t.read_error ? ` · read up to: ${t.read_error}` : '') + more.join('') + systemText(t.trace) + progressText(t)
+  // With several traces, how each was placed: traces of other moments start at the view's zero.
+  const placed = state.traces.length > 1 && t.placed ? ` · placed ${t.placed}` : ''
+  return `${t.process} (pid ${t.pid}) · ${t.file}` + placed + (t.read_error ? ` · read up to: ${t.read_error}` : '') + more.join('') + systemText(t.trace) + progressText(t)
 }
 
 function progressText(t) {

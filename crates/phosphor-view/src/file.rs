@@ -87,6 +87,13 @@ pub struct Meta {
     /// Where reading the trace stopped early, if it did (a truncated or damaged file): the events
     /// before it are indexed.
     pub read_error: Option<String>,
+    /// `CLOCK_MONOTONIC` nanoseconds at the clock's origin (0 in an index written before it was
+    /// kept), and the boot it counts in: what places several traces on one clock.
+    #[serde(default)]
+    pub origin_monotonic_ns: u64,
+    /// See `origin_monotonic_ns` (none before format 1.5, or in an index older than the field).
+    #[serde(default)]
+    pub boot_id: Option<[u8; 16]>,
 }
 
 /// An `f64` in JSON, non-finite ones (which JSON's numbers cannot hold) as strings.
@@ -125,6 +132,8 @@ impl Meta {
             origin_wall_ns: h.clock.origin_wall_ns,
             ns_per_tick: h.clock.ns_per_tick,
             origin_ticks: h.clock.origin_ticks,
+            origin_monotonic_ns: h.clock.origin_monotonic_ns,
+            boot_id: h.boot_id,
             ..Meta::default()
         }
     }

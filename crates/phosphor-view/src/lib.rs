@@ -48,6 +48,7 @@ mod flows;
 mod flows_tests;
 pub mod live;
 mod overview;
+pub mod placement;
 mod query;
 pub mod records;
 mod search;

@@ -160,6 +160,7 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
         "pid": slot.pid,
         "clock": slot.clock,
         "offset_ns": slot.place().offset_ns(),
+        "placed": slot.placed_by().to_string(),
         "state": match (slot.trace(), slot.failure(), stage) {
             (Some(_), _, _) => "ready",
             _ if slot.live().is_some() => "live",

@@ -25,6 +25,7 @@ use phosphor_format::{ClockInfo, ClockKind};
 use crate::file::IndexFile;
 use crate::live::{Live, LiveHandle, LiveOptions};
 use crate::overview::Overview;
+use crate::placement::{arrange, Align, Placed, PlacedBy};
 use crate::{BuildOptions, Error};
 
 /// The most traces a server beside the recorder shows; the connections past it are recorded
@@ -154,7 +155,10 @@ pub struct Slot {
     pub clock: String,
     /// The file's length when it was opened.
     pub len: u64,
-    place: Place,
+    /// Where it falls until every trace's span is known (`placement.rs`), and how.
+    provisional: (Place, PlacedBy),
+    /// Where it falls once every trace's span is known: set before it is served from its index.
+    placed: OnceLock<(Place, PlacedBy)>,
     /// Bytes of the file read by the current stage (relaxed: a figure for display).
     progress: Arc<AtomicU64>,
     stage: AtomicU8,
@@ -165,14 +169,16 @@ pub struct Slot {
 }
 
 impl Slot {
-    fn new(path: PathBuf, len: u64, header: &Header, place: Place, stage: u8) -> Slot {
+    fn new(path: PathBuf, len: u64, header: &Header, placed: Placed, stage: u8) -> Slot {
+        let place = Place { clock: header.clock.clone(), offset_ns: placed.offset_ns };
         Slot {
             path,
             process: header.process_name.clone(),
             pid: header.pid,
             clock: header.clock.kind.as_str().to_owned(),
             len,
-            place,
+            provisional: (place, placed.by),
+            placed: OnceLock::new(),
             progress: Arc::default(),
             stage: AtomicU8::new(stage),
             overview: OnceLock::new(),
@@ -209,7 +215,18 @@ impl Slot {
     }
 
     pub(crate) fn place(&self) -> &Place {
-        &self.place
+        &self.placed.get().unwrap_or(&self.provisional).0
+    }
+
+    /// How it was placed among the others (`placement.rs`).
+    pub fn placed_by(&self) -> PlacedBy {
+        self.placed.get().unwrap_or(&self.provisional).1
+    }
+
+    /// Places it for good, at `offset_ns`: before it is served from its index.
+    fn place_at(&self, placed: Placed) {
+        let place = Place { clock: self.provisional.0.clock.clone(), offset_ns: placed.offset_ns };
+        let _ = self.placed.set((place, placed.by));
     }
 
     /// Its index, or why there is none, served from now on; whether there is one.
@@ -218,7 +235,7 @@ impl Slot {
         let _ = self.done.set(done.map(|index| Trace {
             path: self.path.clone(),
             index,
-            place: self.place.clone(),
+            place: self.place().clone(),
             events: Default::default(),
             whole_stats: OnceLock::new(),
             system: OnceLock::new(),
@@ -248,10 +265,19 @@ pub struct Traces {
     live: Option<LiveOptions>,
     /// Held while an ended live trace is indexed: one build at a time.
     building: Mutex<()>,
+    /// The headers of the traces given at the start (not live), and how to place them.
+    headers: Vec<Header>,
+    align: Align,
 }
 
 impl Traces {
-    fn with(slots: Vec<Slot>, live: Option<LiveOptions>, room: usize) -> Traces {
+    fn with(
+        slots: Vec<Slot>,
+        live: Option<LiveOptions>,
+        room: usize,
+        headers: Vec<Header>,
+        align: Align,
+    ) -> Traces {
         let room = room.max(slots.len());
         let len = slots.len();
         let mut all: Vec<OnceLock<Box<Slot>>> =
@@ -264,13 +290,15 @@ impl Traces {
             base: OnceLock::new(),
             live,
             building: Mutex::new(()),
+            headers,
+            align,
         }
     }
 
     /// No traces yet: each connection of the recorder adds one ([`Traces::add_live`]), its model
     /// kept as `options` says.
     pub fn live(options: LiveOptions) -> Traces {
-        Traces::with(Vec::new(), Some(options), MAX_LIVE_TRACES)
+        Traces::with(Vec::new(), Some(options), MAX_LIVE_TRACES, Vec::new(), Align::Clock)
     }
 
     /// Adds the trace that the recorder writes at `path` (its `header` read already), shown live
@@ -290,8 +318,13 @@ impl Traces {
             let base = self.base.get_or_init(|| header.clone());
             let t = align([base, header]);
             let offset_ns = t.files[1].origin_ns.saturating_sub(t.files[0].origin_ns);
-            let place = Place { clock: header.clock.clone(), offset_ns };
-            let mut slot = Slot::new(path.clone(), 0, header, place, stages::SCANNING);
+            // Live traces are recorded at one moment: on their shared clock.
+            let by = if n == 0 { PlacedBy::First } else { PlacedBy::Monotonic { with: 0 } };
+            let by = match t.files[1].by {
+                phosphor_export::timeline::AlignedBy::Realtime(_) => PlacedBy::WallClock { with: 0 },
+                _ => by,
+            };
+            let mut slot = Slot::new(path.clone(), 0, header, Placed { offset_ns, by }, stages::SCANNING);
             slot.live = Some(live.clone());
             let _ = self.slots[n].set(Box::new(slot));
             // Release: readers that see the new length (Acquire, in `slots`) see the slot set.
@@ -328,9 +361,15 @@ impl Traces {
         }
     }
 
-    /// Reads the header of each trace at `paths` and places them on one timeline
-    /// (`phosphor_export::timeline::align`); nothing is indexed yet ([`Traces::index_all`]).
+    /// Reads the header of each trace at `paths` and places them as [`Align::Auto`] says;
+    /// nothing is indexed yet ([`Traces::index_all`]).
     pub fn open(paths: Vec<PathBuf>) -> Result<Traces, Error> {
+        Traces::open_aligned(paths, Align::Auto)
+    }
+
+    /// [`Traces::open`], placing the traces as `how` says (`placement.rs`): until every trace's
+    /// span is known, traces of one boot share its clock.
+    pub fn open_aligned(paths: Vec<PathBuf>, how: Align) -> Result<Traces, Error> {
         let mut headers = Vec::new();
         for path in paths {
             let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
@@ -339,82 +378,53 @@ impl Traces {
                 .map_err(|source| Error::Trace { path: path.clone(), source })?;
             headers.push((path, len, reader.header().clone()));
         }
-        let timeline = align(headers.iter().map(|h| &h.2));
+        let refs: Vec<&Header> = headers.iter().map(|h| &h.2).collect();
+        let placed = arrange(&refs, &vec![None; refs.len()], how);
         let slots = headers
-            .into_iter()
-            .zip(timeline.files)
-            .map(|((path, len, h), at)| {
-                let place = Place { offset_ns: at.origin_ns, clock: h.clock.clone() };
-                Slot::new(path, len, &h, place, stages::SCANNING)
-            })
+            .iter()
+            .zip(placed)
+            .map(|((path, len, h), at)| Slot::new(path.clone(), *len, h, at, stages::SCANNING))
             .collect();
-        Ok(Traces::with(slots, None, 0))
+        Ok(Traces::with(slots, None, 0, headers.into_iter().map(|h| h.2).collect(), how))
     }
 
-    /// The traces of indexes already opened, ready to serve.
+    /// The traces of indexes already opened, ready to serve, placed as [`Align::Auto`] says.
     pub fn ready(indexes: Vec<(PathBuf, IndexFile)>) -> Traces {
-        // An index keeps no boot id nor monotonic origin: these are placed by the wall clock.
-        let headers: Vec<Header> = indexes
-            .iter()
-            .map(|(_, index)| {
-                let m = &index.meta;
-                let clock = ClockInfo {
-                    kind: ClockKind::default(),
-                    ns_per_tick: m.ns_per_tick,
-                    origin_ticks: m.origin_ticks,
-                    origin_monotonic_ns: 0,
-                    origin_wall_ns: m.origin_wall_ns,
-                    fallback_reason: None,
-                };
-                Header { clock, pid: m.pid, process_name: String::new(), boot_id: None, host_name: None }
-            })
-            .collect();
-        let timeline = align(&headers);
+        let headers: Vec<Header> = indexes.iter().map(|(_, index)| header_of(&index.meta)).collect();
+        let spans: Vec<Option<(i64, i64)>> =
+            indexes.iter().zip(&headers).map(|((_, index), h)| Some(span_of(h, &index.meta))).collect();
+        let placed = arrange(&headers.iter().collect::<Vec<_>>(), &spans, Align::Auto);
         let slots = indexes
             .into_iter()
-            .zip(headers.into_iter().zip(timeline.files))
+            .zip(headers.iter().zip(placed))
             .map(|((path, index), (header, at))| {
-                let m = &index.meta;
-                let place = Place { offset_ns: at.origin_ns, clock: header.clock };
-                let slot = Slot {
-                    process: m.process.clone(),
-                    pid: m.pid,
-                    clock: m.clock.clone(),
-                    len: std::fs::metadata(&path).map_or(0, |m| m.len()),
-                    place: place.clone(),
-                    progress: Arc::default(),
-                    stage: AtomicU8::new(stages::DONE),
-                    overview: OnceLock::new(),
-                    done: OnceLock::new(),
-                    path: path.clone(),
-                    live: None,
-                };
-                let trace = Trace {
-                    path,
-                    index,
-                    place,
-                    events: Default::default(),
-                    whole_stats: OnceLock::new(),
-                    system: OnceLock::new(),
-                };
-                let _ = slot.done.set(Ok(trace));
+                let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+                let mut slot = Slot::new(path, len, header, at, stages::DONE);
+                slot.clock = index.meta.clock.clone();
+                slot.place_at(at);
+                slot.set_done(Ok(index));
                 slot
             })
             .collect();
-        Traces::with(slots, None, 0)
+        Traces::with(slots, None, 0, headers, Align::Auto)
     }
 
-    /// Scans every trace for its overview, then opens (or builds) every index, in order; each
-    /// is served as soon as it is ready. `report` is told what went wrong with a trace: an index
-    /// that could not be built, or a file read only up to an error. Runs until all are done:
-    /// call it on a thread of its own.
+    /// Scans every trace for its overview, places them all for good (`placement.rs`: their spans
+    /// are known now), then opens (or builds) every index, in order; each is served as soon as
+    /// it is ready. `report` is told what went wrong with a trace: an index that could not be
+    /// built, or a file read only up to an error. Runs until all are done: call it on a thread
+    /// of its own.
     pub fn index_all(&self, cache: Option<&Path>, options: &BuildOptions, report: impl Fn(&Slot, &str)) {
-        for slot in self.slots().filter(|s| s.done.get().is_none() && s.live.is_none()) {
-            // An index already built is served at once: no scan (a pass over the whole file).
+        let waiting = |s: &&Slot| s.done.get().is_none() && s.live.is_none();
+        // An index already built needs no scan (a pass over the whole file): it is served once
+        // the traces are placed.
+        let mut built: Vec<Option<IndexFile>> = Vec::new();
+        for slot in self.slots().filter(waiting) {
             if let Some(index) = crate::open_existing(&slot.path, cache) {
-                slot.set_done(Ok(index));
+                built.push(Some(index));
                 continue;
             }
+            built.push(None);
             match Overview::scan(&slot.path, &slot.progress) {
                 Ok(o) => {
                     let _ = slot.overview.set(o);
@@ -423,7 +433,12 @@ impl Traces {
             }
             slot.set_stage(stages::INDEXING);
         }
-        for slot in self.slots().filter(|s| s.done.get().is_none() && s.live.is_none()) {
+        self.place_all(&built);
+        for (slot, index) in self.slots().filter(waiting).zip(built) {
+            if let Some(index) = index {
+                slot.set_done(Ok(index));
+                continue;
+            }
             let options = BuildOptions { progress: Some(slot.progress.clone()), ..options.clone() };
             let done = crate::open(&slot.path, cache, &options).map_err(|e| e.to_string());
             match &done {
@@ -442,6 +457,30 @@ impl Traces {
         for (n, t) in ready {
             crate::stats::whole_table(n, t);
             let _ = t.system();
+        }
+    }
+
+    /// Places the traces given at the start for good, from their spans: the overviews scanned,
+    /// or `built[k]`, the index of the k-th trace not yet served, if it had one already.
+    fn place_all(&self, built: &[Option<IndexFile>]) {
+        let mut built = built.iter();
+        let spans: Vec<Option<(i64, i64)>> = self
+            .slots()
+            .zip(&self.headers)
+            .map(|(slot, h)| {
+                let known = slot.trace().map(|t| &t.index.meta);
+                let waiting = slot.done.get().is_none() && slot.live.is_none();
+                let cached = if waiting { built.next().and_then(Option::as_ref) } else { None };
+                if let Some(m) = known.or(cached.map(|i| &i.meta)) {
+                    return Some(span_of(h, m));
+                }
+                let o = slot.overview()?;
+                Some((h.clock.since_origin_ns(o.start_ticks), h.clock.since_origin_ns(o.end_ticks)))
+            })
+            .collect();
+        let placed = arrange(&self.headers.iter().collect::<Vec<_>>(), &spans, self.align);
+        for (slot, at) in self.slots().zip(placed) {
+            slot.place_at(at);
         }
     }
 
@@ -491,50 +530,24 @@ impl Traces {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use phosphor_format::file::{Trailer, Writer};
-
-    use super::*;
-
-    /// A trace file with nothing in it, its origin at `mono` on CLOCK_MONOTONIC and `wall` on the
-    /// wall clock, of boot `boot`.
-    fn empty_trace(path: &Path, mono: u64, wall: u64, boot: Option<[u8; 16]>) {
-        let header = Header {
-            clock: ClockInfo {
-                kind: ClockKind::Monotonic,
-                ns_per_tick: 1.0,
-                origin_ticks: mono,
-                origin_monotonic_ns: mono,
-                origin_wall_ns: wall,
-                fallback_reason: None,
-            },
-            pid: 1,
-            process_name: "t".into(),
-            boot_id: boot,
-            host_name: None,
-        };
-        let w = Writer::new(Vec::new(), &header).unwrap();
-        std::fs::write(path, w.finish(&Trailer::default()).unwrap()).unwrap();
-    }
-
-    fn offsets(paths: &[PathBuf]) -> Vec<i64> {
-        Traces::open(paths.to_vec()).unwrap().slots().map(|s| s.place.offset_ns).collect()
-    }
-
-    #[test]
-    fn traces_of_one_boot_are_placed_by_monotonic_time_and_older_ones_by_the_wall_clock() {
-        let dir = std::env::temp_dir().join(format!("phosphor-view-traces-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (a, b) = (dir.join("a.phos"), dir.join("b.phos"));
-        // The wall clock was stepped by 5 s between the two starts; CLOCK_MONOTONIC says 2 µs.
-        empty_trace(&a, 1_000, 50_000_000_000, Some([3; 16]));
-        empty_trace(&b, 3_000, 55_000_002_000, Some([3; 16]));
-        assert_eq!(offsets(&[a.clone(), b.clone()]), [0, 2_000]);
-        // Without boot ids (files before format 1.5), as the viewer always placed them.
-        empty_trace(&a, 1_000, 50_000_000_000, None);
-        empty_trace(&b, 3_000, 55_000_002_000, None);
-        assert_eq!(offsets(&[a, b]), [0, 5_000_002_000]);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+/// The header an index's `meta` stands for: what placing it needs.
+fn header_of(m: &crate::file::Meta) -> Header {
+    let clock = ClockInfo {
+        kind: ClockKind::default(),
+        ns_per_tick: m.ns_per_tick,
+        origin_ticks: m.origin_ticks,
+        origin_monotonic_ns: m.origin_monotonic_ns,
+        origin_wall_ns: m.origin_wall_ns,
+        fallback_reason: None,
+    };
+    Header { clock, pid: m.pid, process_name: m.process.clone(), boot_id: m.boot_id, host_name: None }
 }
+
+/// A trace's first and last times, in ns since its clock's origin.
+fn span_of(h: &Header, m: &crate::file::Meta) -> (i64, i64) {
+    (h.clock.since_origin_ns(m.start_ticks), h.clock.since_origin_ns(m.end_ticks))
+}
+
+#[cfg(test)]
+#[path = "traces_tests.rs"]
+mod tests;

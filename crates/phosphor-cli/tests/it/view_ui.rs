@@ -400,3 +400,46 @@ fn a_link_to_the_page_reopens_its_window_slice_and_range() {
         }
     }
 }
+
+/// Defect 10: traces recorded at different moments (here three runs 300 ms apart on one boot)
+/// each start at the view's zero, one above another, and say so; they were placed on one clock,
+/// the runs thin lines in a view of more than 600 ms.
+#[test]
+fn traces_of_different_moments_are_placed_from_their_own_starts() {
+    use phosphor::{trace_scope, BufferMode, TraceConfig, TraceLog, TraceLogConfig};
+    let dir = scratch("view-ui-placement-files");
+    let mut longest = 0i64;
+    for k in 0..3 {
+        if k > 0 {
+            // The gap between the runs: what placing them on one clock would show.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        let log = TraceLog::new(TraceLogConfig::default()).unwrap();
+        log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
+        let begun = std::time::Instant::now();
+        {
+            trace_scope!(log: &log, "run", "work");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        log.stop();
+        longest = longest.max(begun.elapsed().as_nanos() as i64);
+        log.take_trace().unwrap().save(dir.join(format!("run{k}.phos"))).unwrap();
+    }
+    let (_viewer, host) = start_viewer(&dir, "view-ui-placement-cache");
+    let (_, list) = get(&host, "/api/traces");
+    let placed: Vec<&str> =
+        list["traces"].as_array().unwrap().iter().map(|t| t["placed"].as_str().unwrap()).collect();
+    assert!(placed[1..].iter().all(|p| p.contains("own start")), "{list}");
+    let params = json!({"checks": ["placement"]}).to_string();
+    let shots = scratch("view-ui-placement");
+    let url = format!("http://{host}/");
+    let r = check("view-ui.mjs", &[url.as_ref(), params.as_ref(), shots.as_os_str(), "120".as_ref()]);
+    assert_eq!(r["errors"], json!([]), "{r}");
+    let p = &r["placement"];
+    let span = p["span"][1].as_f64().unwrap() - p["span"][0].as_f64().unwrap();
+    // One run's length (from its clock's origin, a little before its first event), not 600 ms.
+    assert!(span <= 2.0 * longest as f64 + 5e6, "span {span} ns, longest run {longest} ns: {r}");
+    let groups: Vec<&str> = p["groups"].as_array().unwrap().iter().map(|g| g.as_str().unwrap()).collect();
+    assert_eq!(groups.len(), 3, "{r}");
+    assert!(groups[1..].iter().all(|g| g.contains("placed from its own start")), "{groups:?}");
+}

@@ -248,6 +248,8 @@ pub struct Traces {
     live: Option<LiveOptions>,
     /// Held while an ended live trace is indexed: one build at a time.
     building: Mutex<()>,
+    /// The two traces compared, if any (`compare.rs`).
+    pub(crate) comparison: OnceLock<crate::compare::Comparison>,
 }
 
 impl Traces {
@@ -264,6 +266,7 @@ impl Traces {
             base: OnceLock::new(),
             live,
             building: Mutex::new(()),
+            comparison: OnceLock::new(),
         }
     }
 

@@ -44,8 +44,8 @@ use crate::stats::{EventType, StatsBuilder};
 use phosphor_model::nesting::DEEPER;
 
 pub use crate::diff_json::{
-    BoundsJson, ChangeJson, ChangesJson, ConservativeJson, DiffRowJson, DurationsJson, QuantilesJson, SideJson,
-    TestJson, DIFF_SCHEMA,
+    BoundsJson, ChangeJson, ChangesJson, ConservativeJson, DiffRowJson, DurationsJson, QuantilesJson,
+    SideJson, TestJson, DIFF_SCHEMA,
 };
 pub use crate::diff_stats::{RankMethod, RankTest, BOUND_Z, PERMUTATION_LIMIT, SIGNIFICANCE};
 

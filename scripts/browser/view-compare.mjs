@@ -6,7 +6,8 @@
 // the selected slice), never a sleep.
 //
 // Usage: node view-compare.mjs URL PARAMS_JSON SCREENSHOT_DIR [TIMEOUT_SECONDS]
-// PARAMS_JSON: {"row": "frame/step"}: the path of the row to click.
+// PARAMS_JSON: {"row": "frame/step", "async_row": "load"}: the paths of the rows to click (a scope's,
+// an async slice's).
 import { check, recordTexts } from './page.mjs'
 
 const [url, paramsArg, shots, timeoutArg] = process.argv.slice(2)
@@ -73,6 +74,8 @@ async function clickOccurrence(page, which) {
       selected: { trace: v.selected.trace, index: v.selected.index, start: v.selected.start, end: v.selected.end },
       view: { start: v.view.start, end: v.view.end },
       details: document.querySelector('#details h3').textContent,
+      // The details' rows ([term, text]): a thread's slice has `thread`, an async one `track`.
+      rows: [...document.querySelectorAll('#details dt')].map(dt => [dt.textContent, dt.nextElementSibling.textContent]),
       duration_ns: Number(document.querySelector('#details').dataset.durationNs),
     }
   })
@@ -96,18 +99,29 @@ await check(result, timeout, async page => {
   result.sorted_p50_again = await sortBy(page, 'p50')
   result.diff_order = (await sortBy(page, '#')).map(r => r.path)
 
-  // A row's occurrences on either side.
+  result.occurrences = await openRow(page, P.row)
+  result.new_click = await clickOccurrence(page, 'new')
+  result.base_click = await clickOccurrence(page, 'base')
+  await page.screenshot({ path: `${shots}/compare-occurrences.png` })
+  if (P.async_row) {
+    result.async_occurrences = await openRow(page, P.async_row)
+    result.async_click = await clickOccurrence(page, 'new')
+  }
+})
+
+// Clicks the row of `path` and waits for its occurrences on either side; gives them.
+async function openRow(page, path) {
   await page.evaluate(path => {
     const b = [...document.querySelectorAll('#compare tbody.cmp-row')].find(x => x.dataset.path === path)
     b.scrollIntoView({ block: 'nearest' })
     b.querySelector('td.side').click()
-  }, P.row)
+  }, path)
   await until(page, path => {
     const box = document.querySelector('#compare-occ')
     return box && box.querySelector('h3').textContent.startsWith(path + ' (')
-  }, P.row)
+  }, path)
   await done(page)
-  result.occurrences = await page.evaluate(() => {
+  return page.evaluate(() => {
     const box = document.querySelector('#compare-occ')
     const side = which => {
       const d = box.querySelector(`.occ.${which}`)
@@ -120,7 +134,4 @@ await check(result, timeout, async page => {
     const open = document.querySelector('#compare tbody.cmp-row.at')
     return { title: box.querySelector('h3').textContent, base: side('base'), new: side('new'), open: open ? open.dataset.path : null, rows_after: document.querySelectorAll('#compare tbody.cmp-row').length }
   })
-  result.new_click = await clickOccurrence(page, 'new')
-  result.base_click = await clickOccurrence(page, 'base')
-  await page.screenshot({ path: `${shots}/compare-occurrences.png` })
-})
+}

@@ -7,7 +7,7 @@
 // row lists the slowest occurrences of its path in BASE and in NEW (`/api/kind` of each trace);
 // clicking one shows that slice on the timeline, selected.
 
-import { $, api, formatNs, state, status } from './view.js'
+import { $, api, formatNs, select, state, status } from './view.js'
 import { panel, run, showSlice, threadName } from './panels.js'
 
 // The answer once ready, the sort (null: the diff's order), and the row whose occurrences show.
@@ -201,7 +201,7 @@ function showOccurrences(i) {
     if (!kind) {
       const p = document.createElement('p')
       p.className = 'hint'
-      p.textContent = 'only scopes and locks have occurrences to list (this row counts events of another kind)'
+      p.textContent = 'no occurrences to list: this row counts events without durations'
       box.appendChild(p)
       return
     }
@@ -230,14 +230,32 @@ function occurrences(which, r, k) {
   const ol = document.createElement('ol')
   for (const s of k.slowest) {
     const li = document.createElement('li')
-    li.textContent = `${formatNs(s.duration_ns)} at ${formatNs(s.start_ns - origin)} · ${threadName(trace, s.tid)}`
+    const on = s.async === undefined ? threadName(trace, s.tid) : asyncName(trace, s.async)
+    li.textContent = `${formatNs(s.duration_ns)} at ${formatNs(s.start_ns - origin)} · ${on}`
     Object.assign(li.dataset, { trace: String(trace), index: String(s.index), durationNs: String(s.duration_ns) })
     li.onclick = () => {
       for (const x of $('results').querySelectorAll('#compare-occ li')) x.classList.toggle('at', x === li)
-      showSlice(trace, s).catch(problem)
+      ;(s.async === undefined ? showSlice(trace, s) : showAsync(trace, s)).catch(problem)
     }
     ol.appendChild(li)
   }
   div.appendChild(ol)
   return div
+}
+
+// The async track `a` of trace `trace`, by name.
+function asyncName(trace, a) {
+  const t = state.tracks.find(k => k.kind === 'async' && k.trace === trace && k.async === a)
+  return t ? t.name : `async track ${a}`
+}
+
+// Shows async slice `s` ({index, async, start_ns, end_ns}) of trace `trace`, selected (as
+// panels.js's showSlice shows a thread's).
+async function showAsync(trace, s) {
+  const pad = (s.end_ns - s.start_ns) * 2 + 1000
+  state.show(s.start_ns - pad, s.end_ns + pad)
+  const track = state.tracks.find(t => t.kind === 'async' && t.trace === trace && t.async === s.async)
+  if (!track) return
+  if (track.label) track.label.scrollIntoView({ block: 'nearest' })
+  await select(track, { slice: [s.start_ns, s.end_ns, -1, s.index, 0] })
 }

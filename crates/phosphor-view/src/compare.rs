@@ -62,8 +62,8 @@ pub struct CompareAnswer {
     /// `phosphor diff BASE NEW --json`'s rows, in its order (the largest change of total time
     /// first); empty until `ready`.
     pub rows: Vec<DiffRowJson>,
-    /// For each row, how `/api/kind` names its path on either side; `null` for a row of no thread
-    /// slices (instants, counters, logs, async slices).
+    /// For each row, how `/api/kind` names its slices on either side; `null` for a row of events
+    /// without durations (instants, counters, logs).
     pub kinds: Vec<Option<KindPath>>,
 }
 
@@ -81,10 +81,10 @@ pub struct CompareSide {
 /// A row's path as `/api/kind` takes it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KindPath {
-    /// `scope`, `lock_wait` or `lock_held`.
+    /// `scope`, `lock_wait`, `lock_held` or `async`.
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// Its names, outermost first.
+    /// Its names, outermost first (an async slice's name alone).
     pub path: Vec<String>,
 }
 
@@ -139,9 +139,11 @@ fn side(path: &Path) -> Result<DiffSide, String> {
     DiffSide::from_reader(reader).map_err(|e| format!("{} (cannot be compared)", trace(e)))
 }
 
-/// How `/api/kind` asks for a row's slices: a scope's or a lock's path; `None` for other rows.
+/// How `/api/kind` asks for a row's slices: a scope's or a lock's path, an async slice's name;
+/// `None` for rows of events without durations.
 fn kind_path(kind: DiffKind, names: &[String]) -> Option<KindPath> {
     let kind = match kind {
+        DiffKind::Async => "async",
         DiffKind::Event(EventType::Scope) => "scope",
         DiffKind::Event(EventType::LockWait) => "lock_wait",
         DiffKind::Event(EventType::LockHeld) => "lock_held",

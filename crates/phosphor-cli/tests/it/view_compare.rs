@@ -100,9 +100,20 @@ fn view_compare_serves_the_rows_phosphor_diff_prints() {
             get(&host, &format!("/api/kind?trace={n}&type=scope&path=%5B%22batch%22%2C%22iteration%22%5D"));
         assert_eq!(kind["count"], rows[k][side]["count"], "{side}: {kind}");
     }
-    // The async row has no thread slices to list.
+    // The async row `item`: its slices, found on the async tracks of its name, as many as it counts.
     let item = rows.iter().position(|r| r["type"] == "async").expect("an async row");
-    assert_eq!(c["kinds"][item], Value::Null);
+    assert_eq!(c["kinds"][item], json!({"type": "async", "path": ["item"]}));
+    for (side, n) in [("base", 0), ("new", 1)] {
+        let (_, kind) = get(&host, &format!("/api/kind?trace={n}&type=async&path=%5B%22item%22%5D"));
+        assert_eq!(kind["count"], rows[item][side]["count"], "{side}: {kind}");
+        assert_eq!(kind["slowest"][0]["duration_ns"], rows[item][side]["max_ns"], "{side}: {kind}");
+        assert!(kind["slowest"][0]["async"].is_u64(), "{kind}");
+    }
+    // Rows of instants and logs have no durations, nor occurrences to list.
+    for (r, k) in rows.iter().zip(c["kinds"].as_array().unwrap()) {
+        let durations = ["scope", "lock_wait", "lock_held", "async"].contains(&r["type"].as_str().unwrap());
+        assert_eq!(k.is_null(), !durations, "{r} {k}");
+    }
 }
 
 /// `--compare` takes two traces, BASE and NEW: one, or three (a folder of three), is an error
@@ -111,7 +122,7 @@ fn view_compare_serves_the_rows_phosphor_diff_prints() {
 fn view_compare_needs_exactly_two_traces() {
     let dir = scratch("view-compare-count");
     for name in ["a", "b", "c"] {
-        trace(&dir.join(format!("{name}.phos")), 10, 1_000, "last");
+        trace(&dir.join(format!("{name}.phos")), 10, 1_000, 1_000, "last");
     }
     let one = phosphor(
         "view-compare-one",
@@ -131,35 +142,62 @@ fn view_compare_needs_exactly_two_traces() {
 }
 
 /// A trace of `frames` 50 µs `frame`s (a few ns apart) on thread `main`, each holding a `step` of
-/// `step_ns` (a few ns apart), then one slice named `last`.
-fn trace(path: &Path, frames: u64, step_ns: u64, last: &str) {
+/// `step_ns` (a few ns apart) and starting an async `load` of `load_ns` (a few ns apart), then one
+/// slice named `last`.
+fn trace(path: &Path, frames: u64, step_ns: u64, load_ns: u64, last: &str) {
     let mut w = TraceWriter::new(Vec::new(), monotonic(), "compare").unwrap();
     w.strings(&["craft", "", "view_compare.rs"]).unwrap();
-    let sites = [("frame", Phase::Complete), ("step", Phase::Complete), (last, Phase::Complete)];
+    let sites = [
+        ("frame", Phase::Complete),
+        ("step", Phase::Complete),
+        (last, Phase::Complete),
+        ("load", Phase::AsyncBegin),
+        ("load", Phase::AsyncEnd),
+    ];
     let first = w.strings(&sites.map(|s| s.0)).unwrap();
     w.callsites(sites.iter().enumerate().map(|(i, s)| callsite(ID + i as u32, s.1, first + i as u32)))
         .unwrap();
     let main = w.string("main").unwrap();
     w.threads([(1, main)]).unwrap();
     let t0 = 1_000_000;
-    let mut events: Vec<Vec<Record>> = Vec::new();
+    // Each event with the time it is recorded at: a complete slice's end.
+    let mut events: Vec<(u64, Vec<Record>)> = Vec::new();
     for k in 0..frames {
         let at = t0 + k * 100_000;
-        // Each where it is recorded, at its end: the step inside the frame first.
-        events.push(records::complete(at + 1_000, ID + 1, step_ns + (k % 7) * 10).to_vec());
-        events.push(records::complete(at, ID, 50_000 + (k % 5) * 10).to_vec());
+        let step = step_ns + (k % 7) * 10;
+        events.push((at + 1_000 + step, records::complete(at + 1_000, ID + 1, step).to_vec()));
+        let frame = 50_000 + (k % 5) * 10;
+        events.push((at + frame, records::complete(at, ID, frame).to_vec()));
+        let load = at + 2_000;
+        events.push((load, records::async_edge(load, ID + 3, k).to_vec()));
+        let end = load + load_ns + (k % 3) * 10;
+        events.push((end, records::async_edge(end, ID + 4, k).to_vec()));
     }
-    events.push(records::complete(t0 + frames * 100_000, ID + 2, 20_000).to_vec());
+    let last = t0 + frames * 100_000;
+    events.push((last + 20_000, records::complete(last, ID + 2, 20_000).to_vec()));
+    events.sort_by_key(|e| e.0);
     let mut stream = ChunkStream::new(1);
-    for e in events {
+    for (_, e) in events {
         stream.push(&mut w, &e).unwrap();
     }
     stream.flush(&mut w).unwrap();
     std::fs::write(path, w.finish(Trailer::default()).unwrap()).unwrap();
 }
 
-/// Whether a CSS colour (`rgb(r, g, b)`) is a red: red well above green and blue.
+/// Whether a CSS colour is a red: red well above green and blue.
 fn reddish(colour: &Value) -> bool {
+    let [r, g, b] = rgb(colour);
+    r >= 140 && r >= 2 * g.max(b)
+}
+
+/// Whether a CSS colour is a green: green well above red and blue.
+fn greenish(colour: &Value) -> bool {
+    let [r, g, b] = rgb(colour);
+    g >= 100 && g >= 2 * r.max(b)
+}
+
+/// A CSS colour's `[r, g, b]` (`rgb(r, g, b)`).
+fn rgb(colour: &Value) -> [u32; 3] {
     let text = colour.as_str().unwrap_or_default();
     let v: Vec<u32> = text
         .trim_start_matches("rgb(")
@@ -167,28 +205,29 @@ fn reddish(colour: &Value) -> bool {
         .split(',')
         .filter_map(|x| x.trim().parse().ok())
         .collect();
-    v.len() == 3 && v[0] >= 140 && v[0] >= 2 * v[1].max(v[2])
+    v.try_into().unwrap_or_else(|_| panic!("not rgb(r, g, b): {colour}"))
 }
 
 /// The page: the panel opens by itself with the diff's rows; `frame/step`, three times as long in
-/// NEW, is marked slower (▲, in red); `frame`, alike, is not marked; `old` reads `gone`, `added`
-/// `new`; the p50 column sorts by its change; a click on `frame/step` lists its slowest
-/// occurrences in BASE and in NEW, and a click on one selects that slice of that trace.
+/// NEW, is marked slower (▲, in red), the async `load`, half as long, faster (▼, in green);
+/// `frame`, alike, is not marked; `old` reads `gone`, `added` `new`; the p50 column sorts by its
+/// change; a click on `frame/step` lists its slowest occurrences in BASE and in NEW, and a click on
+/// one selects that slice of that trace; likewise an async slice of `load`, on its async track.
 #[test]
 fn view_compare_page_marks_significant_rows_and_opens_both_sides_occurrences() {
     let dir = scratch("view-compare-page-files");
     let (base, new) = (dir.join("base.phos"), dir.join("new.phos"));
-    trace(&base, 300, 10_000, "old");
-    trace(&new, 300, 30_000, "added");
+    trace(&base, 300, 10_000, 40_000, "old");
+    trace(&new, 300, 30_000, 20_000, "added");
     let (_viewer, host) = start(&base, &new, "view-compare-page-cache");
     let want = diff_json("view-compare-page-diff", &base, &new);
     let shots = scratch("view-compare-page");
     let url = format!("http://{host}/");
-    let params = json!({"row": "frame/step"}).to_string();
+    let params = json!({"row": "frame/step", "async_row": "load"}).to_string();
     let r = check("view-compare.mjs", &[url.as_ref(), params.as_ref(), shots.as_os_str(), "120".as_ref()]);
     assert_eq!(r["errors"], json!([]), "{r}");
     assert_eq!(r["button_hidden"], false, "{r}");
-    assert!(r["head"].as_str().unwrap().contains("1 changed significantly"), "{r}");
+    assert!(r["head"].as_str().unwrap().contains("2 changed significantly"), "{r}");
 
     // The rows, in the diff's order.
     let rows = r["rows"].as_array().unwrap();
@@ -220,6 +259,10 @@ fn view_compare_page_marks_significant_rows_and_opens_both_sides_occurrences() {
         (Some("gone"), Some("new")),
         "{r}"
     );
+    // The async `load`, half as long in NEW: significant, faster (▼, in green).
+    let load = row("load");
+    assert_eq!((load["direction"].as_str(), load["mark"].as_str()), (Some("faster"), Some("▼")), "{load}");
+    assert!(greenish(&load["mark_colour"]) && !reddish(&load["mark_colour"]), "{load}");
 
     // Sorted by the change of p50, largest first: `added` (new), `frame/step` (+199%), then the others;
     // the other way round on a second click; `#` gives the diff's order back.
@@ -227,6 +270,7 @@ fn view_compare_page_marks_significant_rows_and_opens_both_sides_occurrences() {
         r[k].as_array().unwrap().iter().map(|x| x["path"].as_str().unwrap().to_owned()).collect()
     };
     assert_eq!(order("sorted_p50")[..2], ["added", "frame/step"], "{r}");
+    assert_eq!(order("sorted_p50").last().map(String::as_str), Some("old"), "{r}");
     assert_eq!(order("sorted_p50_again").last().map(String::as_str), Some("added"), "{r}");
     assert_eq!(r["diff_order"], json!(want_paths), "{r}");
 
@@ -255,5 +299,19 @@ fn view_compare_page_marks_significant_rows_and_opens_both_sides_occurrences() {
         let (s, v) = (&c["selected"], &c["view"]);
         assert!(v["start"].as_f64() <= s["start"].as_f64() && v["end"].as_f64() >= s["end"].as_f64(), "{c}");
     }
+    // The async row's occurrences: NEW's slowest `load`, selected on its async track.
+    let a = &r["async_occurrences"];
+    assert_eq!(a["open"], "load", "{a}");
+    assert_eq!(a["new"]["listed"].as_array().unwrap().len(), 20, "{a}");
+    let want_load = want["rows"].as_array().unwrap().iter().find(|x| x["path"] == "load").unwrap();
+    assert_eq!(a["new"]["listed"][0]["duration_ns"], want_load["new"]["max_ns"], "{a}");
+    let c = &r["async_click"];
+    assert_eq!(c["selected"]["trace"], 1, "{c}");
+    assert_eq!(c["selected"]["index"], a["new"]["listed"][0]["index"], "{c}");
+    assert_eq!(c["details"], "load", "{c}");
+    assert!(
+        c["rows"].as_array().unwrap().iter().any(|row| row[0] == "track"),
+        "an async slice's details: {c}"
+    );
     assert!(std::fs::metadata(shots.join("compare.png")).unwrap().len() > 10_000, "a screenshot");
 }

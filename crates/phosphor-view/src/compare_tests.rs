@@ -118,3 +118,27 @@ fn compare_is_off_unless_two_traces_are_compared() {
         assert!(e.contains("cannot compare"), "{e}");
     }
 }
+
+#[test]
+fn a_trace_damaged_part_way_is_not_compared_and_the_error_names_it_and_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = (dir.path().join("damaged.phos"), dir.path().join("new.phos"));
+    frames(&base, 1_000, "old");
+    frames(&new, 3_000, "added");
+    // Cut inside its events: the viewer shows what is before the damage, `phosphor diff` refuses.
+    let bytes = std::fs::read(&base).unwrap();
+    std::fs::write(&base, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let addr = start(&[base, new], true);
+    for _ in 0..12_000 {
+        let (status, c) = get(addr, "/api/compare");
+        if status == 200 && c["state"] == "computing" {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        }
+        assert_eq!(status, 500, "{c}");
+        let e = c["error"].as_str().unwrap();
+        assert!(e.contains("damaged.phos") && e.contains("byte") && e.contains("cannot be compared"), "{e}");
+        return;
+    }
+    panic!("not compared in 2 minutes")
+}

@@ -1,8 +1,9 @@
-//! `phosphor view FILE|DIR… [--listen ADDR] [--no-open]`: serves the viewer's API on a local HTTP
+//! `phosphor view FILE|DIR… [--listen ADDR] [--no-open] [--compare]`: serves the viewer's API on a local HTTP
 //! server, whose URL is the first line on stdout, as soon as the traces' headers are read, and
 //! indexes them meanwhile (once: the index is kept beside each trace, or in a cache folder). A
 //! folder stands for its `.phos` files (a `phosphor record` folder); all the traces share one
-//! timeline, a process group each.
+//! timeline, a process group each. With `--compare`, two traces, BASE and NEW, and `phosphor
+//! diff`'s rows of them in a panel.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -42,6 +43,10 @@ pub struct ViewArgs {
     /// ahead of time.
     #[arg(long)]
     index_only: bool,
+    /// Compare two traces, BASE then NEW, as `phosphor diff BASE NEW` does: both are shown, and a
+    /// panel lists the diff's rows, each opening the slowest occurrences of its path on either side.
+    #[arg(long, conflicts_with = "index_only")]
+    compare: bool,
 }
 
 /// The `.phos` files of `path`: itself, or those in it (sorted).
@@ -81,6 +86,14 @@ pub fn run(args: &ViewArgs, out: &mut impl Write) -> anyhow::Result<()> {
     for path in &args.paths {
         files.extend(traces_of(path)?);
     }
+    if args.compare && files.len() != 2 {
+        let list: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        bail!(
+            "--compare compares exactly two traces, BASE and NEW; given {}: {}",
+            files.len(),
+            list.join(", ")
+        );
+    }
     if args.index_only {
         for file in &files {
             let index = phosphor_view::open(file, Some(&cache), &BuildOptions::default())?;
@@ -104,6 +117,10 @@ pub fn run(args: &ViewArgs, out: &mut impl Write) -> anyhow::Result<()> {
     // Only the headers are read before serving: the page shows each trace's overview, then its
     // tracks, as the indexing thread gets to them.
     let traces = Arc::new(Traces::open_aligned(files, args.align)?);
+    if args.compare {
+        // Computed meanwhile, on a thread of its own, from the files as `phosphor diff` reads them.
+        traces.compare(0, 1).map_err(anyhow::Error::msg)?;
+    }
     let listener = TcpListener::bind(args.listen).with_context(|| format!("listening on {}", args.listen))?;
     let url = format!("http://{}/", listener.local_addr()?);
     writeln!(out, "{url}")?;

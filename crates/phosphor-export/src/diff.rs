@@ -43,7 +43,10 @@ use crate::error::{read_chunks, Item};
 use crate::stats::{EventType, StatsBuilder};
 use phosphor_model::nesting::DEEPER;
 
-pub use crate::diff_json::DIFF_SCHEMA;
+pub use crate::diff_json::{
+    BoundsJson, ChangeJson, ChangesJson, ConservativeJson, DiffRowJson, DurationsJson, QuantilesJson,
+    SideJson, TestJson, DIFF_SCHEMA,
+};
 pub use crate::diff_stats::{RankMethod, RankTest, BOUND_Z, PERMUTATION_LIMIT, SIGNIFICANCE};
 
 /// What a row counts: events of a type at a scope path, or async slices of a name.
@@ -78,6 +81,7 @@ pub struct DiffSide {
 #[derive(Clone, Debug)]
 struct SideRow {
     path: String,
+    names: Vec<String>,
     kind: DiffKind,
     figures: Figures,
     /// The durations exactly (if kept) and binned, for the rank test.
@@ -158,7 +162,7 @@ impl DiffSide {
             d.merge(&k.acc.durations);
         }
         let marker = format!("[deeper than {}]", paths.max_depth());
-        let mut raw: Vec<(String, DiffKind, u64, Durations)> = Vec::new();
+        let mut raw: Vec<(String, DiffKind, u64, Durations, Vec<String>)> = Vec::new();
         for (path, acc) in by_path.into_iter().enumerate() {
             let Some((count, d)) = acc else { continue };
             let labels_of = paths.labels(path as u32);
@@ -167,15 +171,16 @@ impl DiffSide {
                 .map(|&l| if l == DEEPER { marker.as_str() } else { labels.name(l) })
                 .collect();
             let ty = labels.event_type(paths.label(path as u32));
-            raw.push((text.join("/"), DiffKind::Event(ty), count, d));
+            let names = text.iter().map(|&n| n.to_owned()).collect();
+            raw.push((text.join("/"), DiffKind::Event(ty), count, d, names));
         }
         for (name, d) in asyncs.durations() {
             let count = d.stats(clock).map_or(0, |s| s.samples);
-            raw.push((name.to_owned(), DiffKind::Async, count, d.clone()));
+            raw.push((name.to_owned(), DiffKind::Async, count, d.clone(), vec![name.to_owned()]));
         }
         raw.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         let mut rows: Vec<SideRow> = Vec::with_capacity(raw.len());
-        let mut merged: Option<(String, DiffKind, u64, Durations)> = None;
+        let mut merged: Option<(String, DiffKind, u64, Durations, Vec<String>)> = None;
         for r in raw.into_iter().map(Some).chain([None]) {
             match (&mut merged, r) {
                 (Some(m), Some(r)) if (&m.0, m.1) == (&r.0, r.1) => {
@@ -183,8 +188,8 @@ impl DiffSide {
                     m.3.merge(&r.3);
                 }
                 (m, r) => {
-                    if let Some((path, kind, count, d)) = std::mem::replace(m, r) {
-                        rows.push(side_row(path, kind, count, &d, clock));
+                    if let Some((path, kind, count, d, names)) = std::mem::replace(m, r) {
+                        rows.push(side_row(path, names, kind, count, &d, clock));
                     }
                 }
             }
@@ -193,7 +198,14 @@ impl DiffSide {
     }
 }
 
-fn side_row(path: String, kind: DiffKind, count: u64, d: &Durations, clock: &file::ClockInfo) -> SideRow {
+fn side_row(
+    path: String,
+    names: Vec<String>,
+    kind: DiffKind,
+    count: u64,
+    d: &Durations,
+    clock: &file::ClockInfo,
+) -> SideRow {
     let ns = |t: u64| clock.ticks_to_ns(t);
     let exact = d.exact_ticks().map(|v| Sample::exact(v.into_iter().map(ns)));
     let binned = Sample::binned(d.bins().into_iter().map(|(lo, hi, n)| (ns(lo), ns(hi), n)));
@@ -216,7 +228,7 @@ fn side_row(path: String, kind: DiffKind, count: u64, d: &Durations, clock: &fil
             bounds,
         }
     });
-    SideRow { path, kind, figures: Figures { count, durations }, exact, binned }
+    SideRow { path, names, kind, figures: Figures { count, durations }, exact, binned }
 }
 
 /// A figure a gate watches.
@@ -327,6 +339,9 @@ impl RowStatus {
 pub struct DiffRow {
     /// The scope path (names joined by `/`), or an async slice's name.
     pub path: String,
+    /// The path's names, outermost first (those of the first of several paths that `path`
+    /// spells alike), or the async slice's name: `path` is them joined by `/`.
+    pub names: Vec<String>,
     /// What the row counts.
     pub kind: DiffKind,
     /// The base trace's figures, if the path is in it.
@@ -546,6 +561,7 @@ impl TraceDiff {
             };
             rows.push(DiffRow {
                 path: r.path.clone(),
+                names: r.names.clone(),
                 kind: r.kind,
                 base: a.map(|x| x.figures),
                 new: b.map(|y| y.figures),

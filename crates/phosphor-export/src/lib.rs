@@ -83,7 +83,7 @@ mod test_files;
 mod text;
 pub mod timeline;
 
-pub use diff::{DiffOptions, DiffSide, FailOn, TraceDiff};
+pub use diff::{DiffOptions, DiffRowJson, DiffSide, FailOn, TraceDiff};
 pub use durations::{DurationStats, Durations, EXACT_SAMPLES, PERCENTILE_DIGITS, PERCENTILE_ERROR};
 pub use losses::ChunkLosses;
 pub use phosphor_model::names::{shown as shown_name, NameSet, MAX_NAME_BYTES, NAME_CUT_MARK};

@@ -13,6 +13,7 @@ import { formatExact } from './format.js'
 import { cssWidth, draw } from './draw.js'
 import { showStats } from './table.js'
 import { redrawFlame, searchChanged, showFlame } from './flame.js'
+import { listenCompare } from './compare.js'
 
 // The panel in #results: its kind ('search', 'stats', 'flame'), how to compute it again, the
 // range it was computed for, and the newest request's number.
@@ -239,6 +240,7 @@ export function listenPanels() {
   state.onRefresh = windowTicks
   $('stats-button').onclick = () => showStats().catch(problem)
   $('flame-button').onclick = () => showFlame().catch(problem)
+  listenCompare()
   listenSplitter()
   $('range-zoom').onclick = () => {
     const s = state.selection

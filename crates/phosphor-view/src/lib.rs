@@ -41,6 +41,7 @@ use std::time::UNIX_EPOCH;
 use phosphor_format::file::Reader;
 
 mod build;
+mod compare;
 mod events;
 mod file;
 mod flows;
@@ -70,6 +71,7 @@ mod tests;
 mod traces;
 
 pub use build::BuildOptions;
+pub use compare::{CompareAnswer, CompareSide, KindPath};
 pub use file::{CounterTrack, IndexFile, Meta, ThreadTrack, MAGIC, VERSION};
 pub use live::{LiveModel, LiveOptions};
 pub use overview::{Overview, OverviewThread};

@@ -266,7 +266,8 @@ pub(crate) struct KindQuery {
     trace: usize,
     /// The path's names, as a JSON array (names may hold `/`).
     path: String,
-    /// `scope`, `lock_wait` or `lock_held`.
+    /// `scope`, `lock_wait` or `lock_held`; or `async`, for the async slices of the name `path`
+    /// holds alone.
     #[serde(rename = "type")]
     ty: String,
     start: Option<i64>,
@@ -278,8 +279,9 @@ const BUCKETS: usize = 40;
 /// Slowest occurrences listed.
 const SLOWEST: usize = 20;
 
-/// `GET /api/kind`: one row of the statistics: the histogram of its durations (40 buckets of equal
-/// ratio from the shortest to the longest) and its slowest occurrences.
+/// `GET /api/kind`: one row of the statistics (or the async slices of a name): the histogram of its
+/// durations (40 buckets of equal ratio from the shortest to the longest) and its slowest
+/// occurrences.
 pub(crate) async fn kind(
     State(traces): State<Shared>,
     Query(q): Query<KindQuery>,
@@ -303,7 +305,33 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
     let mut slowest: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
     // By path number, whether it is the one asked for.
     let mut wanted: HashMap<u32, bool> = HashMap::new();
-    for thread in &t.index.threads {
+    let asyncs = q.ty == "async";
+    if asyncs {
+        // Each async track of the name (its place among them in the slowest): its lanes' slices.
+        for (k, track) in t.index.asyncs.iter().enumerate() {
+            let name = t.index.name(track.tid);
+            if want.len() != 1 || (name != want[0] && names::shown(name) != want[0]) {
+                continue;
+            }
+            for &(first, count) in &track.levels {
+                let end = first + count;
+                let from = partition(first, end, |i| t.index.slice(i).start < a);
+                let to = partition(from, end, |i| t.index.slice(i).start <= b);
+                t.index.scan_slices(from, to, |i, s| {
+                    if s.flags & slice_flags::UNCLOSED != 0 {
+                        return;
+                    }
+                    let d = timeline.time(s.end) - timeline.time(s.start);
+                    durations.push(d);
+                    slowest.push(Reverse((d, i, k as u32)));
+                    if slowest.len() > SLOWEST {
+                        slowest.pop();
+                    }
+                });
+            }
+        }
+    }
+    for thread in t.index.threads.iter().filter(|_| !asyncs) {
         each_slice(&t.index, thread, a, b, |i, s, path| {
             let hit = *wanted.entry(path).or_insert_with(|| {
                 let (names, ty) = shown_path(&t.index, path);
@@ -349,9 +377,11 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
     let slowest: Vec<Value> = slowest
         .into_sorted_vec()
         .into_iter()
-        .map(|Reverse((d, i, tid))| {
+        .map(|Reverse((d, i, on))| {
             let s = t.index.slice(i);
-            json!({ "index": i, "tid": tid, "start_ns": t.ns(s.start), "end_ns": t.ns(s.end), "duration_ns": clock.ticks_to_ns(d) })
+            let mut v = json!({ "index": i, "start_ns": t.ns(s.start), "end_ns": t.ns(s.end), "duration_ns": clock.ticks_to_ns(d) });
+            v[if asyncs { "async" } else { "tid" }] = json!(on);
+            v
         })
         .collect();
     Ok(Json(json!({

@@ -268,6 +268,8 @@ pub struct Traces {
     /// The headers of the traces given at the start (not live), and how to place them.
     headers: Vec<Header>,
     align: Align,
+    /// The two traces compared, if any (`compare.rs`).
+    pub(crate) comparison: OnceLock<crate::compare::Comparison>,
 }
 
 impl Traces {
@@ -292,6 +294,7 @@ impl Traces {
             building: Mutex::new(()),
             headers,
             align,
+            comparison: OnceLock::new(),
         }
     }
 

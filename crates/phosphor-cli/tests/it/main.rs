@@ -25,6 +25,7 @@ mod stats;
 mod system;
 mod system_e2e;
 mod view;
+mod view_compare;
 mod view_flow;
 mod view_panels;
 mod view_ui;

@@ -28,3 +28,4 @@ mod view;
 mod view_flow;
 mod view_panels;
 mod view_ui;
+mod view_windows;

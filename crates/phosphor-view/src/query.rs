@@ -167,14 +167,14 @@ impl IndexFile {
                 Some(&SliceItem::Merged { first, count, start, end, .. }) => {
                     (first + count == i && s.start.saturating_sub(end) < w.pixel).then_some((first, start))
                 }
-                Some(&SliceItem::Slice(k, t)) => {
-                    (k + 1 == i && t.duration() < w.pixel && s.start.saturating_sub(t.end) < w.pixel)
-                        .then(|| {
-                            names.clear();
-                            names.add(t.name, weight(&t), RUN_NAMES);
-                            (k, t.start)
-                        })
-                }
+                Some(&SliceItem::Slice(k, t)) => (k + 1 == i
+                    && t.duration() < w.pixel
+                    && s.start.saturating_sub(t.end) < w.pixel)
+                    .then(|| {
+                        names.clear();
+                        names.add(t.name, weight(&t), RUN_NAMES);
+                        (k, t.start)
+                    }),
                 None => None,
             };
             if joins.is_none() {
@@ -204,9 +204,13 @@ impl IndexFile {
                     }
                 }
                 None if j == i + 1 => out.push(SliceItem::Slice(i, s)),
-                None => {
-                    out.push(SliceItem::Merged { first: i, count: j - i, start: s.start, end: last_end, name })
-                }
+                None => out.push(SliceItem::Merged {
+                    first: i,
+                    count: j - i,
+                    start: s.start,
+                    end: last_end,
+                    name,
+                }),
             }
             i = j;
         }

@@ -288,7 +288,8 @@ fn every_slice_a_pixel_wide_is_its_own_item_and_drawn_by_itself_in_random_window
     let url = format!("http://{host}/");
     let mut drawn = 0usize;
     for &px in &WIDTHS {
-        let mine: Vec<(i64, i64)> = windows[&px].iter().take(IN_BROWSER).map(|&(s, e)| (s - t0, e - t0)).collect();
+        let mine: Vec<(i64, i64)> =
+            windows[&px].iter().take(IN_BROWSER).map(|&(s, e)| (s - t0, e - t0)).collect();
         let params = scratch(&format!("view-windows-{px}")).join("params.json");
         std::fs::write(&params, json!({"width": px, "windows": mine}).to_string()).unwrap();
         let r = check("view-windows.mjs", &[url.as_ref(), params.as_os_str(), "300".as_ref()]);
@@ -304,7 +305,13 @@ fn every_slice_a_pixel_wide_is_its_own_item_and_drawn_by_itself_in_random_window
 
 /// Checks one window the page drew: every slice of the truth a pixel wide at its scale is drawn
 /// by itself with its label, as wide as the label lets it be. Gives how many were checked.
-fn check_drawn(w: &Value, truth: &BTreeMap<TrackKey, Truth>, tracks: &[(TrackKey, String)], trace: &Value, shift: i64) -> usize {
+fn check_drawn(
+    w: &Value,
+    truth: &BTreeMap<TrackKey, Truth>,
+    tracks: &[(TrackKey, String)],
+    trace: &Value,
+    shift: i64,
+) -> usize {
     let f = |v: &Value| v.as_f64().unwrap();
     let (v0, v1) = (f(&w["view"][0]), f(&w["view"][1]));
     let mut checked = 0;
@@ -326,7 +333,9 @@ fn check_drawn(w: &Value, truth: &BTreeMap<TrackKey, Truth>, tracks: &[(TrackKey
             };
             let d = slices
                 .iter()
-                .find(|d| d[1].as_i64() == Some(want.0) && d[2].as_i64() == Some(want.1) && d[3] == name.as_str())
+                .find(|d| {
+                    d[1].as_i64() == Some(want.0) && d[2].as_i64() == Some(want.1) && d[3] == name.as_str()
+                })
                 .unwrap_or_else(|| panic!("{key:?}: {want:?} not drawn by itself in {w}", w = short(w)));
             // Its label: the name, or the name cut with an ellipsis, or none where not even a
             // letter and the ellipsis fit in the part on screen (less 3 px margins).
@@ -340,7 +349,8 @@ fn check_drawn(w: &Value, truth: &BTreeMap<TrackKey, Truth>, tracks: &[(TrackKey
         }
         // A run says how many slices it holds and its dominant name (one of the track's).
         for run in t["run_labels"].as_array().unwrap() {
-            let (name, count, label) = (run[3].as_str().unwrap(), run[4].as_u64().unwrap(), run[5].as_str().unwrap());
+            let (name, count, label) =
+                (run[3].as_str().unwrap(), run[4].as_u64().unwrap(), run[5].as_str().unwrap());
             assert!(!name.is_empty() && count >= 2, "{run}");
             let text = format!("{} slices, mostly {name}", group(count));
             let cut = label.strip_suffix('…').unwrap_or(label);

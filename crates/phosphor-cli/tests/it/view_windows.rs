@@ -286,7 +286,7 @@ fn every_slice_a_pixel_wide_is_its_own_item_and_drawn_by_itself_in_random_window
 
     // On the canvas.
     let url = format!("http://{host}/");
-    let mut drawn = 0usize;
+    let (mut drawn, mut labelled_runs) = (0usize, 0usize);
     for &px in &WIDTHS {
         let mine: Vec<(i64, i64)> =
             windows[&px].iter().take(IN_BROWSER).map(|&(s, e)| (s - t0, e - t0)).collect();
@@ -298,9 +298,14 @@ fn every_slice_a_pixel_wide_is_its_own_item_and_drawn_by_itself_in_random_window
         assert_eq!(shown.len(), mine.len());
         for w in shown {
             drawn += check_drawn(w, &truth, &tracks, trace, shift);
+            for t in w["tracks"].as_array().unwrap() {
+                labelled_runs += t["run_labels"].as_array().unwrap().len();
+            }
         }
     }
     assert!(drawn > 300, "{drawn} slices checked on the canvas");
+    // Some runs wide enough to say what they hold were drawn, and checked.
+    assert!(labelled_runs > 0, "no run labelled in any window");
 }
 
 /// Checks one window the page drew: every slice of the truth a pixel wide at its scale is drawn

@@ -15,7 +15,13 @@
 #   seeded random places, 1600 px; max and median time, max answer size; the median of N runs
 #   (default 3; 1 with --big); /api/search and /api/stats of the whole trace;
 # - panning in the browser: phosphorView.pan(±0.02) with a frame between, on the whole trace and
-#   zoomed in 100x; median, p95 and max of the page's synchronous redraws (phosphorView.frames).
+#   zoomed in 100x; median, p95 and max of the page's synchronous redraws (phosphorView.frames);
+# - issue 39's figures: frame intervals (requestAnimationFrame, Chromium's frame rate uncapped)
+#   while 200 pans and 100 zooms run, p99; new detail drawn after a move (10 pans and 10 zooms
+#   each waited for until every track is drawn from fresh answers); the statistics of the middle
+#   tenth of the trace and the histogram (/api/kind) of its busiest row over it; the server's
+#   peak RSS against the trace decoded (`phosphor info`'s compression ratio); the index on disk
+#   against the trace file.
 #
 # Prints Markdown tables; writes every figure as JSON to target/bench-view/results.json
 # (results-big.json with --big). The trace is read from the page cache: "cold" means no index, not
@@ -84,11 +90,16 @@ else
     runs="${runs:-3}"
 fi
 events=$("$bin" info "$trace" | awk '$1 == "events" { gsub(",", "", $2); print $2; exit }')
+# The trace decoded (its blocks uncompressed): the file's size times `info`'s compression ratio
+# (the file's size when it is not compressed), for the server's RSS as a share of it.
+file_bytes=$(stat -c %s "$trace")
+decoded=$("$bin" info "$trace" | awk -v f="$file_bytes" '$1 == "compression" { for (i = 2; i < NF; i++) if ($i == "ratio") { r = $(i + 1); gsub(",", "", r); printf "%.0f", f * r; exit } } END { }')
+decoded="${decoded:-$file_bytes}"
 label="$(awk -v e="${events:-0}" 'BEGIN { printf "%.1f M events", e / 1e6 }')"
 
 status=0
 node "$env_dir/view-bench.mjs" --bin "$bin" --trace "$trace" --out "$results" \
-    --query-runs "$runs" --label "$label" || status=$?
+    --query-runs "$runs" --label "$label" --decoded-bytes "$decoded" || status=$?
 echo
 echo "Figures: $results"
 

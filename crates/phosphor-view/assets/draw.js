@@ -103,9 +103,63 @@ const LABEL_FONT = '11px system-ui, sans-serif'
 // Names' widths in LABEL_FONT (`fitText`).
 const labelWidths = new Map()
 
-// A thread's (or async track's) levels, then its points. Runs of narrow slices first, in one
-// colour, then the slices; the items to click are found again from the data (`hitAt`), so a
-// redraw makes no object per item. Names are cut with an ellipsis to fit their slice.
+// With `?drawlog` in the page's address, each thread or async track keeps what its last redraw
+// drew in `track.drawLog` (tests read it): per item, [kind ('slice' or 'run'), level, start, end,
+// name, index (of a slice; the first of a run), x0, x1, label drawn ('' for none), count].
+const drawLog = new URLSearchParams(location.search).has('drawlog')
+
+// A run's fill: its dominant name's colour, paler, hatched with grey lines, so that a run is told
+// from a slice of that name (one pattern a colour, made once).
+const runFills = new Map()
+function runFill(g, name) {
+  const base = color(name)
+  let p = runFills.get(base)
+  if (p) return p
+  const tile = document.createElement('canvas')
+  tile.width = tile.height = 6
+  const t = tile.getContext('2d')
+  t.fillStyle = base
+  t.fillRect(0, 0, 6, 6)
+  t.fillStyle = 'rgba(255, 255, 255, 0.45)'
+  t.fillRect(0, 0, 6, 6)
+  t.strokeStyle = 'rgba(70, 75, 85, 0.55)'
+  t.lineWidth = 1
+  t.beginPath()
+  t.moveTo(-1, 7)
+  t.lineTo(7, -1)
+  t.moveTo(5, 7)
+  t.lineTo(7, 5)
+  t.moveTo(-1, 1)
+  t.lineTo(1, -1)
+  t.stroke()
+  p = g.createPattern(tile, 'repeat')
+  if (runFills.size >= 64) runFills.clear()
+  runFills.set(base, p)
+  return p
+}
+
+// What a run of narrow slices says of itself (its label and tooltip): how many it holds, and its
+// dominant name. (One number format made once: `toLocaleString` makes one a call, some 10 µs.)
+const COUNT = new Intl.NumberFormat('en')
+export const runText = (count, name) => `${COUNT.format(count)} slices, mostly ${name || '?'}`
+
+// A label (`text`, or `text()`: made only when there is room) fitted into the part of [x0, x1] on
+// screen (3 px margins), drawn; the text drawn.
+function label(g, text, x0, x1, width, y, fill) {
+  const left = Math.max(x0, 0), right = Math.min(x1, width)
+  if (right - left <= 8) return ''
+  const fitted = fitText(g, typeof text === 'function' ? text() : text, right - left - 6, labelWidths)
+  if (fitted) {
+    g.fillStyle = fill
+    g.fillText(fitted, left + 3, y + LEVEL_HEIGHT / 2)
+  }
+  return fitted
+}
+
+// A thread's (or async track's) levels, then its points. Runs of narrow slices first, each in its
+// dominant name's colour, paler and hatched, then the slices; the items to click are found again
+// from the data (`hitAt`), so a redraw makes no object per item. Names are cut with an ellipsis
+// to fit their slice.
 function drawThread(track, g) {
   const c = track.canvas
   const { slices, points } = track.data
@@ -116,14 +170,19 @@ function drawThread(track, g) {
   const x1Of = (it, x0) => Math.min(width + 1, Math.max((it[1] - v0) * k, x0 + 1))
   g.font = LABEL_FONT
   g.textBaseline = 'middle'
+  const log = drawLog ? [] : null
   let drawn = 0
   slices.levels.forEach((items, i) => {
-    const y = levelTop(track, slices.from + i)
-    g.fillStyle = '#9aa0ab'
+    const level = slices.from + i
+    const y = levelTop(track, level)
     for (const it of items) {
       if (it[2] >= 0) continue
       const x0 = x0Of(it), x1 = x1Of(it, x0)
+      const name = it.length > 4 ? slices.names[it[4]] ?? '' : ''
+      g.fillStyle = runFill(g, name)
       g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
+      const text = label(g, () => runText(-it[2], name), x0, x1, width, y, '#333')
+      if (log) log.push(['run', level, it[0], it[1], name, it[3], x0, x1, text, -it[2]])
     }
     for (const it of items) {
       if (it[2] < 0) continue
@@ -143,17 +202,12 @@ function drawThread(track, g) {
         g.strokeRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
       }
       // The label where the slice is on screen, cut to it.
-      const left = Math.max(x0, 0), right = Math.min(x1, width)
-      if (right - left > 14) {
-        const text = fitText(g, name, right - left - 6, labelWidths)
-        if (text) {
-          g.fillStyle = '#111'
-          g.fillText(text, left + 3, y + LEVEL_HEIGHT / 2)
-        }
-      }
+      const text = label(g, name, x0, x1, width, y, '#111')
+      if (log) log.push(['slice', level, it[0], it[1], name, it[3], x0, x1, text, 1])
     }
     drawn += items.length
   })
+  if (log) track.drawLog = log
   drawHits(track, g, x0Of, x1Of)
   if (points) {
     const y = track.height - POINT_ROW - (track.sys ? SYS_ROW : 0)

@@ -5,7 +5,7 @@
 // Hovering a slice shows a tooltip: its name, duration, self time and arguments.
 
 import { $, clamp, clearSelection, eventRows, list, pan, schedule, select, showWindow, sizeCanvases, sliceDetails, state, status, timeAt, zoom } from './view.js'
-import { LEVEL_HEIGHT, POINT_ROW, drawRuler, extent, xOf, cssWidth } from './draw.js'
+import { LEVEL_HEIGHT, POINT_ROW, drawRuler, extent, xOf, cssWidth, runText } from './draw.js'
 import { SYS_ROW, hiddenPoint } from './system.js'
 import { formatBytes, formatExact, formatNs } from './format.js'
 
@@ -64,7 +64,7 @@ const trackOf = canvas => state.tracks[Number(canvas.dataset.track)]
 async function tipLines(track, hit) {
   if (hit.merged) {
     const m = hit.merged
-    return [`${-m[2]} slices narrower than a pixel`, `${formatNs(m[1] - m[0])} in all; zoom in to see them`]
+    return [runText(-m[2], m.length > 4 ? track.data.slices.names[m[4]] : ''), `each narrower than a pixel, over ${formatNs(m[1] - m[0])}; zoom in to see them`]
   }
   if (hit.point) return [hit.name || `${-hit.point[2]} points`, `at ${formatExact(hit.point[0] - state.span.start)}`]
   const s = await sliceDetails(track.trace, hit.slice[3])

@@ -10,6 +10,7 @@ import { listenPanels } from './panels.js'
 import { loadSystems, systemOf, hasBand, systemText, listenBand, sliceRows } from './system.js'
 import { formatExact, formatNs, formatTime } from './format.js'
 import { LEVEL_HEIGHT, FLAG_UNCLOSED, FLAG_WRONG_END, FLAG_INTERLACED, context, cssWidth, draw, drawRuler, levelTop, sizeCanvas, trackHeight, xOf } from './draw.js'
+import { runText } from './draw.js'
 import { listen } from './input.js'
 import { readUrl, writeUrl } from './url.js'
 
@@ -396,7 +397,8 @@ export async function select(track, hit) {
   drawFlow()
   if (hit.merged) {
     const m = hit.merged
-    d.innerHTML = `<h3>${-m[2]} slices</h3><p class="hint">narrower than a pixel, ${formatNs(m[1] - m[0])} in all; zoom in to see them</p>`
+    d.innerHTML = ''
+    d.append(list(runText(-m[2], m.length > 4 ? track.data.slices.names[m[4]] : ''), [['', `each narrower than a pixel, over ${formatNs(m[1] - m[0])}; zoom in to see them`]]))
     return
   }
   if (hit.point) {

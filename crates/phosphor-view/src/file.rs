@@ -17,8 +17,9 @@
 //! asyncs:             32 bytes each, as threads: name u32 (its id), name u32, first level u32,
 //!                     lanes u32, 0 u64, 0 u64 (an async track's lanes are levels)
 //! chunks:             u64 each: the trace's chunk blocks' offsets, in file order
-//! slice summaries:    32 bytes each, one every 64 slices (`summary.rs`): first start u64,
-//!                     last end u64, longest duration u64, widest gap u64
+//! slice summaries:    48 bytes each, one every 64 slices (`summary.rs`): first start u64,
+//!                     last end u64, longest duration u64, widest gap u64, dominant name's
+//!                     weight u64, dominant name u32, reserved u32 (version 8)
 //! sample summaries:   32 bytes each, one every 64 samples: last time u64, smallest f64,
 //!                     largest f64, last f64
 //! flows:              32 bytes each (`flows.rs`), by flow name, id and time: id u64, time u64,
@@ -40,7 +41,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::flows::{FlowMember, FLOW_BYTES};
 use crate::records::{u32_at, u64_at, Point, Sample, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES};
-use crate::summary::{SampleSummary, SliceSummary, Summer, SAMPLE_SUMMARY_BYTES, SLICE_SUMMARY_BYTES, SPAN};
+use crate::summary::{
+    SampleSummary, SliceBlock, SliceSummary, Summer, SAMPLE_SUMMARY_BYTES, SLICE_SUMMARY_BYTES, SPAN,
+};
 use crate::Error;
 
 /// The index file's first bytes.
@@ -48,7 +51,7 @@ pub const MAGIC: &[u8; 8] = b"PHOSVIEW";
 /// The footer's last bytes.
 const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
 /// The version this crate writes and reads.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 const HEADER_BYTES: u64 = 64;
 const SECTIONS: usize = 16;
 const FOOTER_BYTES: usize = SECTIONS * 16 + 8;
@@ -197,7 +200,7 @@ pub(crate) struct IndexWriter {
     current: (u64, usize),
     /// The summaries, in files of their own until the end (`summary.rs`).
     /// (Taken at the end.)
-    slice_sums: Option<Summer<BufWriter<File>, SliceSummary>>,
+    slice_sums: Option<Summer<BufWriter<File>, SliceBlock>>,
     sample_sums: Option<Summer<BufWriter<File>, SampleSummary>>,
     /// The flow members, and (event, member) pairs, as they come (in their sections' order).
     flows: Option<(BufWriter<File>, u64)>,

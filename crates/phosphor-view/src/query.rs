@@ -6,22 +6,30 @@
 //! a pixel wide is given whole, always; a narrower one starts a run that takes the slices
 //! starting before the next pixel's edge (found by binary search on starts) up to the first
 //! one a pixel wide, given as one merged item with its count; a run less than a pixel after
-//! the previous one joins it. So a merged item holds only slices narrower than a pixel. Each item covers at
+//! the previous one joins it. So a merged item holds only slices narrower than a pixel, and says
+//! its dominant name (the name holding most of its time, [`SliceItem::Merged`]). Each item covers at
 //! least a pixel or ends one, so a window of `p` pixels gives at most `2p + 2` items a level, in
 //! `O(p log n)` reads of the index.
 
 use crate::file::{IndexFile, ThreadTrack};
 use crate::records::{Point, Sample, Slice};
-use crate::summary::SPAN;
+use crate::summary::{weight, Tally, SPAN};
 
 /// One item of a level in a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SliceItem {
     /// A slice, and its number in the index (for its details).
     Slice(u64, Slice),
-    /// `count` slices narrower than a pixel, from `start` to `end`, the first numbered `first`.
-    Merged { first: u64, count: u64, start: u64, end: u64 },
+    /// `count` slices narrower than a pixel, from `start` to `end`, the first numbered `first`;
+    /// `name` is their dominant name: the one holding the most weight (`summary::weight`: its
+    /// time, plus a tick a slice) among the run's slices, a block of 64 taken in whole from its
+    /// summary counting as its own dominant name's weight, the 16 heaviest names kept
+    /// (`summary::Tally`'s rule: exact for a run of at most 16 names).
+    Merged { first: u64, count: u64, start: u64, end: u64, name: u32 },
 }
+
+/// The names a run's [`Tally`] keeps.
+pub(crate) const RUN_NAMES: usize = 16;
 
 /// One item of a thread's points in a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,12 +121,14 @@ impl IndexFile {
     /// The items of the level of slices `first..end` in `w`.
     fn level_in(&self, first: u64, end: u64, w: Window) -> Vec<SliceItem> {
         let mut out = Vec::new();
+        // The names of the run that is `out`'s last item, when it is one.
+        let mut names = Tally::default();
         let mut i = partition(first, end, |i| self.slice(i).end < w.start);
         while i < end {
             // At a block's first slice after a run: the whole block joins the run if its
             // summary says each of its slices would (`summary.rs`), unread.
             if i % SPAN == 0 && i + SPAN <= end {
-                if let Some(SliceItem::Merged { first, count, end: run_end, .. }) = out.last_mut() {
+                if let Some(SliceItem::Merged { first, count, end: run_end, name, .. }) = out.last_mut() {
                     let b = self.slice_summary(i / SPAN);
                     if *first + *count == i
                         && b.max_duration < w.pixel
@@ -128,6 +138,8 @@ impl IndexFile {
                     {
                         *count += SPAN;
                         *run_end = b.last_end;
+                        names.add(b.top_name, b.top_weight, RUN_NAMES);
+                        *name = names.top().map_or(b.top_name, |t| t.0);
                         i += SPAN;
                         continue;
                     }
@@ -148,33 +160,57 @@ impl IndexFile {
             // whole; the two parts join again.
             let block_end = (i / SPAN + 1) * SPAN;
             let j = partition_near(i + 1, end.min(block_end), |k| self.slice(k).start < edge);
-            // And before the first slice a pixel wide or more: never merged, it is drawn as
-            // itself, whatever starts in the pixel before it (at most a block's slices read).
-            let j = (i + 1..j).find(|&k| self.slice(k).duration() >= w.pixel).unwrap_or(j);
-            // Sorted by end too: the run's last slice ends last.
-            let last_end = if j == i + 1 { s.end } else { self.slice(j - 1).end };
             // A run less than a pixel after the previous one (a run, or a lone slice narrower
             // than a pixel) joins it: drawn the same, and a busy level becomes a few items
             // rather than one a pixel.
             let joins = match out.last() {
-                Some(&SliceItem::Merged { first, count, start, end }) => {
+                Some(&SliceItem::Merged { first, count, start, end, .. }) => {
                     (first + count == i && s.start.saturating_sub(end) < w.pixel).then_some((first, start))
                 }
-                Some(&SliceItem::Slice(k, t)) => {
-                    (k + 1 == i && t.duration() < w.pixel && s.start.saturating_sub(t.end) < w.pixel)
-                        .then_some((k, t.start))
-                }
+                Some(&SliceItem::Slice(k, t)) => (k + 1 == i
+                    && t.duration() < w.pixel
+                    && s.start.saturating_sub(t.end) < w.pixel)
+                    .then(|| {
+                        names.clear();
+                        names.add(t.name, weight(&t), RUN_NAMES);
+                        (k, t.start)
+                    }),
                 None => None,
             };
+            if joins.is_none() {
+                names.clear();
+            }
+            // The run ends before the first slice a pixel wide or more: never merged, it is
+            // drawn as itself, whatever starts in the pixel before it (at most a block's slices
+            // read). Sorted by end too: the run's last slice ends last.
+            names.add(s.name, weight(&s), RUN_NAMES);
+            let (mut j2, mut last_end) = (i + 1, s.end);
+            while j2 < j {
+                let t = self.slice(j2);
+                if t.duration() >= w.pixel {
+                    break;
+                }
+                names.add(t.name, weight(&t), RUN_NAMES);
+                last_end = t.end;
+                j2 += 1;
+            }
+            let j = j2;
+            let name = names.top().map_or(s.name, |t| t.0);
             match joins {
                 Some((from, start)) => {
-                    let run = SliceItem::Merged { first: from, count: j - from, start, end: last_end };
+                    let run = SliceItem::Merged { first: from, count: j - from, start, end: last_end, name };
                     if let Some(last) = out.last_mut() {
                         *last = run;
                     }
                 }
                 None if j == i + 1 => out.push(SliceItem::Slice(i, s)),
-                None => out.push(SliceItem::Merged { first: i, count: j - i, start: s.start, end: last_end }),
+                None => out.push(SliceItem::Merged {
+                    first: i,
+                    count: j - i,
+                    start: s.start,
+                    end: last_end,
+                    name,
+                }),
             }
             i = j;
         }

@@ -343,7 +343,16 @@ impl WindowQuery {
             let why = format!("px must be 1 to {MAX_PIXELS} and end at least start");
             return Err(Failure(StatusCode::BAD_REQUEST, why));
         }
-        Ok(Window::new(p.ticks(self.start, false), p.ticks(self.end, true), self.px))
+        let mut w = Window::new(p.ticks(self.start, false), p.ticks(self.end, true), self.px);
+        // A slice a pixel wide in nanoseconds is one in ticks too, so never merged: through a
+        // clock of other than 1 ns a tick (the TSC), each end is rounded to the nanosecond, and
+        // a duration in nanoseconds is within 1 ns of its ticks' (issue 39).
+        let rate = p.clock().ns_per_tick;
+        if rate != 1.0 && rate.is_finite() && rate > 0.0 {
+            let pixel_ns = (i128::from(self.end) - i128::from(self.start)) as f64 / f64::from(self.px);
+            w.pixel = w.pixel.min(((pixel_ns - 1.0) / rate).floor().max(1.0) as u64);
+        }
+        Ok(w)
     }
 
     /// The answer for a live trace, from its model.
@@ -397,7 +406,8 @@ impl Names {
 }
 
 /// `GET /api/slices`: a thread's slices in a window, by level: `[start, end, name, index, flags]`
-/// for a slice, `[start, end, -count, first]` for a run of narrower ones. The answer may hold
+/// for a slice, `[start, end, -count, first, name]` for a run of narrower ones (`name` the run's
+/// dominant one, `SliceItem::Merged`). The answer may hold
 /// tens of thousands of items: its JSON is written as text, not made of values first.
 async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Response, Failure> {
     let t = match source(&traces, q.trace)? {
@@ -417,8 +427,9 @@ async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
                     let name = names.add(&t.index, s.name);
                     write!(out, "{comma}[{},{},{name},{i},{}]", t.ns(s.start), t.ns(s.end), s.flags)
                 }
-                SliceItem::Merged { first, count, start, end } => {
-                    write!(out, "{comma}[{},{},-{count},{first}]", t.ns(start), t.ns(end))
+                SliceItem::Merged { first, count, start, end, name } => {
+                    let name = names.add(&t.index, name);
+                    write!(out, "{comma}[{},{},-{count},{first},{name}]", t.ns(start), t.ns(end))
                 }
             };
         }

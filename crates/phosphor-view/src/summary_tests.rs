@@ -56,7 +56,7 @@ fn a_dense_level_is_taken_in_from_its_summaries_as_its_slices_would_be() {
         for item in items {
             let (first, count, s, e) = match *item {
                 SliceItem::Slice(i, s) => (i, 1, s.start, s.end),
-                SliceItem::Merged { first, count, start, end } => (first, count, start, end),
+                SliceItem::Merged { first, count, start, end, .. } => (first, count, start, end),
             };
             assert_eq!(first, next, "{w:?}");
             let run = &slices[first as usize..(first + count) as usize];
@@ -125,4 +125,99 @@ fn counter_pixels_from_summaries_hold_what_their_samples_hold() {
         }
         assert_eq!(items, want, "{pixels} pixels");
     }
+}
+
+#[test]
+fn a_tally_is_exact_up_to_its_cap_and_keeps_a_heavy_name_past_it() {
+    use crate::summary::Tally;
+    let mut t = Tally::default();
+    for (name, w) in [(1, 5), (2, 3), (1, 1), (3, 7), (2, 2)] {
+        t.add(name, w, 4);
+    }
+    // 1: 6, 2: 5, 3: 7.
+    assert_eq!(t.top(), Some((3, 7)));
+    // A tie goes to the first added.
+    t.add(1, 1, 4);
+    assert_eq!(t.top(), Some((1, 7)));
+    // 100 names of weight 1 each past a cap of 4, and one of weight 40: it is kept, dominant.
+    let mut t = Tally::default();
+    for k in 0..100u32 {
+        t.add(1000 + k, 1, 4);
+        if k % 10 == 0 {
+            t.add(7, 4, 4);
+        }
+    }
+    assert_eq!(t.top().map(|x| x.0), Some(7));
+}
+
+#[test]
+fn a_run_is_named_by_the_name_holding_most_of_its_time() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    // 6,400 slices of one level in groups of four: three `short` of 1 tick, one `long` of 7
+    // ticks, 1 tick apart: `long` holds most of a group's time (8 of 14 weight: a tick more a
+    // slice), `short` most of its slices. Then 64 of `other` alone, far after.
+    let (mut t, mut events, mut all) = (0u64, Vec::<Vec<Record>>::new(), Vec::new());
+    for k in 0..6_400u64 {
+        let (site, d) = if k % 4 == 3 { (ID + 1, 7) } else { (ID, 1) };
+        events.push(records::complete(t, site, d).to_vec());
+        all.push((t, t + d, site - ID));
+        t += d + 1;
+    }
+    t += 1_000_000;
+    for _ in 0..64 {
+        events.push(records::complete(t, ID + 2, 1).to_vec());
+        all.push((t, t + 1, 2));
+        t += 2;
+    }
+    write_trace(
+        &path,
+        &[("short", Phase::Complete), ("long", Phase::Complete), ("other", Phase::Complete)],
+        &[(1, events)],
+    );
+    let index = open(&path, None, &BuildOptions::default()).unwrap();
+    let thread = &index.threads[0];
+    let name_of = |n: u32| index.name(n).to_owned();
+    let mut runs = 0;
+    // Coarse enough that whole blocks are taken from their summaries, and fine enough that runs
+    // are a few slices: the name is the one of most time either way.
+    for (pixels, end) in [(3, t), (100, t), (1_000, t), (3_000, t), (8_000, 30_000), (8_000, 60_000)] {
+        let w = Window::new(0, end, pixels);
+        for item in &index.slices_in(thread, w)[0] {
+            if let SliceItem::Merged { first, count, name, .. } = *item {
+                let run = &all[first as usize..(first + count) as usize];
+                let weight = |k: u32| run.iter().filter(|r| r.2 == k).map(|r| r.1 - r.0 + 1).sum::<u64>();
+                // The most weight; in a tie, the name seen first.
+                let most = (0..3).map(weight).max().unwrap();
+                let want = run.iter().find(|r| weight(r.2) == most).unwrap().2;
+                assert_eq!(name_of(name), ["short", "long", "other"][want as usize], "{pixels} px: {item:?}");
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs > 20, "{runs}");
+}
+
+#[test]
+fn an_index_of_the_version_before_the_dominant_names_is_rebuilt_not_misread() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    let events: Vec<Vec<Record>> = (0..500u64).map(|k| records::complete(3 * k, ID, 1).to_vec()).collect();
+    write_trace(&path, &[("tiny", Phase::Complete)], &[(1, events)]);
+    let index = open(&path, None, &BuildOptions::default()).unwrap();
+    let w = Window::new(0, 1_500, 10);
+    let want = index.slices_in(&index.threads[0], w);
+    drop(index);
+    // The same file said to be version 7, whose slice summaries were 32 bytes with no names.
+    let at = crate::index_path(&path, None);
+    let mut bytes = std::fs::read(&at).unwrap();
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), crate::VERSION);
+    bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
+    std::fs::write(&at, &bytes).unwrap();
+    assert!(crate::open_existing(&path, None).is_none(), "a version 7 index was opened");
+    let index = open(&path, None, &BuildOptions::default()).unwrap();
+    assert_eq!(index.slices_in(&index.threads[0], w), want);
+    let rebuilt = std::fs::read(&at).unwrap();
+    assert_eq!(u32::from_le_bytes(rebuilt[8..12].try_into().unwrap()), crate::VERSION);
+    assert!(want[0].iter().any(|i| matches!(i, SliceItem::Merged { .. })), "{want:?}");
 }

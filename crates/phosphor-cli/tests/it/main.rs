@@ -29,3 +29,4 @@ mod view_compare;
 mod view_flow;
 mod view_panels;
 mod view_ui;
+mod view_windows;

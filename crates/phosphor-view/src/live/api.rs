@@ -89,8 +89,8 @@ pub(crate) fn slices(
                     SliceItem::Slice(i, s) => {
                         json!([p.ns(s.start), p.ns(s.end), names.add(&m, s.name), i, s.flags])
                     }
-                    SliceItem::Merged { first, count, start, end } => {
-                        json!([p.ns(start), p.ns(end), -(count as i64), first])
+                    SliceItem::Merged { first, count, start, end, name } => {
+                        json!([p.ns(start), p.ns(end), -(count as i64), first, names.add(&m, name)])
                     }
                 })
                 .collect()

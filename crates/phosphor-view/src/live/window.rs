@@ -4,8 +4,9 @@
 use std::collections::VecDeque;
 
 use super::{LSlice, LiveModel, MAX_DEPTH};
-use crate::query::{PointItem, SampleItem, SliceItem, Window};
+use crate::query::{PointItem, SampleItem, SliceItem, Window, RUN_NAMES};
 use crate::records::{slice_flags, Point, Slice};
+use crate::summary::{weight, Tally};
 
 /// The start of the pixel of `w` after the one `t` falls in.
 fn next_edge(w: &Window, t: u64) -> u64 {
@@ -17,22 +18,29 @@ fn next_edge(w: &Window, t: u64) -> u64 {
 /// Adds slice `s` (number `id`) to the items of a level whose slices come in start order: a
 /// slice a pixel wide or more whole; a narrower one joins the run before it if it starts in that
 /// run's first pixel or less than a pixel after its end (as `query.rs` merges), so that a level
-/// gives at most `2p + 2` items for `p` pixels.
-fn push_item(out: &mut Vec<SliceItem>, id: u64, s: Slice, w: &Window) {
+/// gives at most `2p + 2` items for `p` pixels. `names` is the tally of the level's last run
+/// (its dominant name, as `query.rs` says it).
+fn push_item(out: &mut Vec<SliceItem>, names: &mut Tally, id: u64, s: Slice, w: &Window) {
     if s.duration() >= w.pixel {
         out.push(SliceItem::Slice(id, s));
         return;
     }
     match out.last_mut() {
-        Some(SliceItem::Merged { count, start, end, .. })
+        Some(SliceItem::Merged { count, start, end, name, .. })
             if s.start < next_edge(w, *start) || s.start.saturating_sub(*end) < w.pixel =>
         {
             *count += 1;
             *end = (*end).max(s.end);
+            names.add(s.name, weight(&s), RUN_NAMES);
+            *name = names.top().map_or(s.name, |t| t.0);
         }
         Some(last @ SliceItem::Slice(..)) => match *last {
             SliceItem::Slice(first, p) if p.duration() < w.pixel && s.start < next_edge(w, p.start) => {
-                *last = SliceItem::Merged { first, count: 2, start: p.start, end: p.end.max(s.end) };
+                names.clear();
+                names.add(p.name, weight(&p), RUN_NAMES);
+                names.add(s.name, weight(&s), RUN_NAMES);
+                let name = names.top().map_or(s.name, |t| t.0);
+                *last = SliceItem::Merged { first, count: 2, start: p.start, end: p.end.max(s.end), name };
             }
             _ => out.push(SliceItem::Slice(id, s)),
         },
@@ -46,6 +54,7 @@ fn push_item(out: &mut Vec<SliceItem>, id: u64, s: Slice, w: &Window) {
 struct Levels {
     items: Vec<Vec<SliceItem>>,
     last_end: Vec<u64>,
+    names: Vec<Tally>,
 }
 
 impl Levels {
@@ -58,9 +67,10 @@ impl Levels {
         if d >= self.items.len() {
             self.items.resize_with(d + 1, Vec::new);
             self.last_end.resize(d + 1, 0);
+            self.names.resize_with(d + 1, Tally::default);
         }
         self.last_end[d] = self.last_end[d].max(s.end);
-        push_item(&mut self.items[d], id, s, w);
+        push_item(&mut self.items[d], &mut self.names[d], id, s, w);
     }
 }
 
@@ -102,10 +112,10 @@ impl LiveModel {
                 .lanes
                 .iter()
                 .map(|lane| {
-                    let mut out = Vec::new();
+                    let (mut out, mut names) = (Vec::new(), Tally::default());
                     let first = lane.partition_point(|s| s.end < w.start);
                     for s in lane.range(first..).take_while(|s| s.start <= w.end) {
-                        push_item(&mut out, s.id, slice_of(s), &w);
+                        push_item(&mut out, &mut names, s.id, slice_of(s), &w);
                     }
                     out
                 })

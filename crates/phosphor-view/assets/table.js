@@ -15,7 +15,7 @@ export function showStats() {
     const s = state.selection
     table.title = (s
       ? `${r.kinds} paths, ${r.slices} slices starting in the range (${formatNs(s[1] - s[0])})`
-      : `${r.kinds} paths, ${r.slices} slices in all`) + liveNote()
+      : `${r.kinds} paths, ${r.slices} slices in all`) + liveNote(r)
     table.kinds = r.kinds
     root.dataset.kinds = String(r.kinds)
     root.dataset.range = s ? s.join() : ''

@@ -248,6 +248,8 @@ pub struct Traces {
     live: Option<LiveOptions>,
     /// Held while an ended live trace is indexed: one build at a time.
     building: Mutex<()>,
+    /// Where the recorder of the live traces listens (`HOST:PORT`), for the page's notice.
+    listening: OnceLock<String>,
 }
 
 impl Traces {
@@ -264,6 +266,7 @@ impl Traces {
             base: OnceLock::new(),
             live,
             building: Mutex::new(()),
+            listening: OnceLock::new(),
         }
     }
 
@@ -468,6 +471,17 @@ impl Traces {
     /// Whether there are none yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Says where the recorder of the live traces listens (`HOST:PORT`): `/api/traces` gives it,
+    /// and the page shows it until a program connects.
+    pub fn set_listening(&self, addr: String) {
+        let _ = self.listening.set(addr);
+    }
+
+    /// Where the recorder of the live traces listens, if said.
+    pub fn listening(&self) -> Option<&str> {
+        self.listening.get().map(String::as_str)
     }
 
     /// Whether traces are added as they are recorded.

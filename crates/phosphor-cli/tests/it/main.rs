@@ -26,5 +26,6 @@ mod system;
 mod system_e2e;
 mod view;
 mod view_flow;
+mod view_live;
 mod view_panels;
 mod view_ui;

@@ -141,9 +141,8 @@ await check(result, timeout, async page => {
     // Statistics, and a row's histogram.
     await openStats(page)
     result.stats = await statsShown(page)
-    const row = await page.$('#stats tr[data-path="frame/update/step"]')
-    if (row) {
-      await row.click()
+    if (await page.$('#stats tr[data-path="frame/update/step"]')) {
+      await page.evaluate(() => document.querySelector('#stats tr[data-path="frame/update/step"]').click())
       await until(page, () => document.querySelector('#kind') && document.querySelector('#results').dataset.busy !== '1')
       result.kind = await page.$eval('#kind', k => ({ count: Number(k.dataset.count), slowest_ns: Number(k.dataset.slowestNs), listed: k.querySelectorAll('li').length }))
     }

@@ -319,6 +319,8 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
             slowest.sort_by_key(|&(d, i, ..)| (Reverse(d), i));
             slowest.truncate(SLOWEST);
             let mut v = kind_answer(durations, &slowest, crate::live::stats::clock(&m));
+            // The model's lock is taken again for what it covers.
+            drop(m);
             v["live"] = crate::live::scan::coverage(traces);
             return Ok(Json(v));
         }

@@ -439,7 +439,8 @@ fn statistics_of_a_live_model_give_each_slice_its_path_through_open_begins_and_c
         .rows
         .iter()
         .map(|r| {
-            let path: Vec<&str> = r.2["path"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+            let path: Vec<&str> =
+                r.2["path"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
             (path.join("/"), r.2["count"].as_u64().unwrap(), r.2["total_ns"].as_u64().unwrap())
         })
         .collect();
@@ -453,7 +454,8 @@ fn statistics_of_a_live_model_give_each_slice_its_path_through_open_begins_and_c
     assert_eq!(super::stats::table(0, m, 10, 60, None).slices, 2);
     // One row's durations.
     let want = ["frame".to_owned(), "update".to_owned()];
-    let mut found: Vec<u64> = super::stats::kind(m, &want, "scope", 0, u64::MAX).iter().map(|k| k.0).collect();
+    let mut found: Vec<u64> =
+        super::stats::kind(m, &want, "scope", 0, u64::MAX).iter().map(|k| k.0).collect();
     found.sort_unstable();
     assert_eq!(found, [10, 30]);
     // A search sees every slice and the open begin, at its level.

@@ -215,6 +215,9 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
     Ok(Json(json!({ "total": total, "names": names, "hits": hits, "next_after": next_after, "live": live })))
 }
 
+/// Where a live hit's ticks go: its async track, thread, whether a point, and level.
+type TickPlace = (Option<u32>, u32, bool, u32);
+
 /// The hits in the window `start`..`end` (ns on the shared timeline) as pixel columns of a window
 /// `px` wide: for each track and level (or a track's points) holding one, its runs of columns
 /// `[from, to]` that a hit covers. Reads only the slices and points in the window (each level
@@ -283,7 +286,8 @@ fn ticks_of(traces: &Shared, q: &str, start: i64, end: i64, px: u32) -> Value {
         let p = slot.place();
         let (a, b) = (p.ticks(start, false), p.ticks(end, true));
         let wanted: Vec<bool> = (0..m.name_count()).map(|i| matches(m.name(i))).collect();
-        let mut runs: std::collections::BTreeMap<(Option<u32>, u32, bool, u32), Vec<[u32; 2]>> = Default::default();
+        // By (async track, thread, point, level): the columns of each hit.
+        let mut runs: std::collections::BTreeMap<TickPlace, Vec<[u32; 2]>> = Default::default();
         m.each_record(|r| {
             if r.end >= a && r.start <= b && wanted.get(r.name as usize).copied().unwrap_or(false) {
                 let run = [col(p.ns(r.start)), col(p.ns(r.end))];

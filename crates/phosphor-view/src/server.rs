@@ -127,7 +127,9 @@ pub(crate) fn source(traces: &Shared, n: usize) -> Result<Source<'_>, Failure> {
 async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
     let list: Vec<Value> = traces.slots().enumerate().map(|(n, slot)| slot_json(n, slot)).collect();
     let listening = traces.listening();
-    Json(json!({ "traces": list, "done": traces.all_done(), "live": traces.is_live(), "listening": listening }))
+    Json(
+        json!({ "traces": list, "done": traces.all_done(), "live": traces.is_live(), "listening": listening }),
+    )
 }
 
 /// The most tracks of each kind (threads, counters, async tracks) a trace lists: its busiest.

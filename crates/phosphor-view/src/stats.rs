@@ -310,7 +310,8 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
         crate::server::Source::Live(slot, live) => {
             // What the live view holds now.
             let p = slot.place();
-            let (a, b) = (q.start.map_or(0, |s| p.ticks(s, false)), q.end.map_or(u64::MAX, |e| p.ticks(e, true)));
+            let (a, b) =
+                (q.start.map_or(0, |s| p.ticks(s, false)), q.end.map_or(u64::MAX, |e| p.ticks(e, true)));
             let m = live.model();
             let found = crate::live::stats::kind(&m, &want, &q.ty, a, b);
             let durations: Vec<u64> = found.iter().map(|f| f.0).collect();
@@ -362,7 +363,11 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
 
 /// `/api/kind`'s answer: of `durations` (ticks of `clock`), the histogram and the percentiles;
 /// `slowest` as (duration, number, thread, start, end), slowest first.
-fn kind_answer(mut durations: Vec<u64>, slowest: &[(u64, u64, u32, i64, i64)], clock: &phosphor_format::ClockInfo) -> Value {
+fn kind_answer(
+    mut durations: Vec<u64>,
+    slowest: &[(u64, u64, u32, i64, i64)],
+    clock: &phosphor_format::ClockInfo,
+) -> Value {
     let (lo, hi) =
         (durations.iter().copied().min().unwrap_or(0), durations.iter().copied().max().unwrap_or(0));
     // Bucket k holds durations up to lo × ratio^(k+1); a duration of 0 counts as 1 tick.

@@ -123,9 +123,9 @@ fn next(lines: &Receiver<String>, step: Option<&str>) -> Value {
     let deadline = Instant::now() + 2 * DEADLINE;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let line = lines
-            .recv_timeout(left)
-            .unwrap_or_else(|e| panic!("no line {step:?} from view-live.mjs ({e}: it ended, or took too long)"));
+        let line = lines.recv_timeout(left).unwrap_or_else(|e| {
+            panic!("no line {step:?} from view-live.mjs ({e}: it ended, or took too long)")
+        });
         let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
         match step {
             Some(s) if v["step"] == s => return v,
@@ -141,7 +141,12 @@ fn stats_count(file: &std::path::Path, path: &[&str]) -> u64 {
     let out = phosphor("view-live-stats", &["stats", "--json", file.to_str().unwrap()]);
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     let want = serde_json::json!(path);
-    stats["paths"].as_array().unwrap().iter().find(|k| k["path"] == want).map_or(0, |k| k["count"].as_u64().unwrap())
+    stats["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["path"] == want)
+        .map_or(0, |k| k["count"].as_u64().unwrap())
 }
 
 #[test]
@@ -158,7 +163,10 @@ fn live_page_waits_for_a_program_naming_its_address_then_shows_it_without_a_relo
     assert_eq!(r["errors"], serde_json::json!([]), "{r}");
     let notice = r["waiting"].as_str().unwrap();
     let port = rec.addr.port().to_string();
-    assert!(notice.contains(&format!("127.0.0.1:{port}")), "the notice names the recorder's address: {notice}");
+    assert!(
+        notice.contains(&format!("127.0.0.1:{port}")),
+        "the notice names the recorder's address: {notice}"
+    );
     assert!(notice.to_lowercase().contains("waiting for a traced program"), "{notice}");
     assert_eq!(r["waiting_after"], Value::Null, "the notice is gone once a program connected: {r}");
     assert_eq!(r["not_reloaded"], true, "{r}");
@@ -177,7 +185,8 @@ fn live_page_gives_arguments_search_and_statistics_while_recording() {
     });
     // The program pauses (still connected): the live view then holds a fixed set, read to the end.
     let emitted = program.pause();
-    let t = rec.wait_for("every event read", |t| t["state"] == "live" && t["events"].as_u64() == Some(emitted));
+    let t =
+        rec.wait_for("every event read", |t| t["state"] == "live" && t["events"].as_u64() == Some(emitted));
     assert_eq!(t["live"]["connected"], true);
     let (status, api) = get(&rec.host, "/api/search?q=step&limit=1");
     assert_eq!(status, 200, "{api}");
@@ -225,7 +234,8 @@ fn live_panels_are_marked_stale_as_data_comes_and_computed_again_once_indexed() 
     let rec = Recorder::start_with(&out, &[]);
     let mut program = Program::start(&rec);
     rec.wait_for("a live trace with slices", |t| {
-        t["state"] == "live" && t["threads"].as_array().is_some_and(|ts| ts.iter().any(|th| th["slices"].as_u64() > Some(3)))
+        t["state"] == "live"
+            && t["threads"].as_array().is_some_and(|ts| ts.iter().any(|th| th["slices"].as_u64() > Some(3)))
     });
     let (mut node, lines) = script("stale", &rec.host, &dir.join("live.png"));
     let end = next(&lines, Some("end"));
@@ -237,7 +247,12 @@ fn live_panels_are_marked_stale_as_data_comes_and_computed_again_once_indexed() 
 
     // While recording: stale, then refreshed with more.
     let count = |s: &Value| {
-        s["rows"].as_array().unwrap().iter().find(|row| row["path"] == "frame/update/step").map(|row| row["count"].as_u64().unwrap())
+        s["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["path"] == "frame/update/step")
+            .map(|row| row["count"].as_u64().unwrap())
     };
     let before = count(&r["stats_live"]).unwrap_or_else(|| panic!("no step row while live: {r}"));
     let after = count(&r["stats_refreshed"]).unwrap();

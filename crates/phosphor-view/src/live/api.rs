@@ -147,7 +147,9 @@ pub(crate) async fn details(traces: Shared, n: usize, id: u64, point: bool) -> R
     crate::stats::blocking(move || {
         let gone = |why: String| Failure(StatusCode::NOT_FOUND, why);
         let slot = traces.slot(n).ok_or_else(|| gone(format!("no trace {n}")))?;
-        let live = slot.live().ok_or_else(|| gone(format!("trace {n} is indexed now: its numbers are the index's")))?;
+        let live = slot
+            .live()
+            .ok_or_else(|| gone(format!("trace {n} is indexed now: its numbers are the index's")))?;
         let answer = if point { self::point(slot, live, id) } else { slice(slot, live, id) };
         let what = if point { "point" } else { "slice" };
         let mut v = answer.ok_or_else(|| gone(format!("no live {what} {id}")))?;

@@ -67,7 +67,8 @@ impl Details {
             *guard = Some(Forward { reader, read: 0 });
         }
         let Some(f) = guard.as_mut() else { return Err("no reader".into()) };
-        let answer = if behind { again(f, path, offset, record) } else { forward(f, path, chunk, offset, record) };
+        let answer =
+            if behind { again(f, path, offset, record) } else { forward(f, path, chunk, offset, record) };
         if behind || answer.is_err() {
             // Spent (`chunk_at`), or stopped at an error: the next request starts again.
             *guard = None;
@@ -80,10 +81,17 @@ impl Details {
 fn forward(f: &mut Forward, path: &Path, chunk: u64, offset: u64, record: u64) -> Result<Value, String> {
     let at = |e: phosphor_format::file::Error| format!("{}: {e}", path.display());
     while f.read < chunk {
-        f.reader.next_chunk().map_err(at)?.ok_or_else(|| format!("{}: ends before chunk {chunk}", path.display()))?;
+        f.reader
+            .next_chunk()
+            .map_err(at)?
+            .ok_or_else(|| format!("{}: ends before chunk {chunk}", path.display()))?;
         f.read += 1;
     }
-    let c = f.reader.next_chunk().map_err(at)?.ok_or_else(|| format!("{}: ends before chunk {chunk}", path.display()))?;
+    let c = f
+        .reader
+        .next_chunk()
+        .map_err(at)?
+        .ok_or_else(|| format!("{}: ends before chunk {chunk}", path.display()))?;
     f.read += 1;
     if c.offset != offset {
         return Err(format!("{}: chunk {chunk} is at byte {}, not {offset}", path.display(), c.offset));

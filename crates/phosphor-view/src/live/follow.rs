@@ -97,10 +97,10 @@ impl Live {
     /// says why there are none. Reads the file: not on an async worker.
     pub(crate) fn event(&self, path: &Path, id: u64) -> Result<serde_json::Value, String> {
         let (chunk, record) = super::details::unpack(id);
-        let offset = self
-            .model()
-            .chunk_offset(chunk)
-            .ok_or_else(|| "its chunk is older than the live view keeps: its details come once the trace is indexed".to_owned())?;
+        let offset = self.model().chunk_offset(chunk).ok_or_else(|| {
+            "its chunk is older than the live view keeps: its details come once the trace is indexed"
+                .to_owned()
+        })?;
         self.details.event(path, chunk, offset, record)
     }
 }
@@ -195,7 +195,8 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
         }
         // Where its records are: a record's place is its offset's distance from the first, in
         // records.
-        let (first_record, record_bytes) = (chunk.record_offset(0), chunk.record_offset(1) - chunk.record_offset(0));
+        let (first_record, record_bytes) =
+            (chunk.record_offset(0), chunk.record_offset(1) - chunk.record_offset(0));
         // The names of the threads it holds, once each name is known.
         let mut thread_names = Vec::new();
         let mut name_thread = |tid: u32| {

@@ -35,21 +35,57 @@ impl LiveModel {
             let tid = t.tid;
             for s in &t.slices {
                 let level = u32::from(s.depth);
-                f(Rec { start: s.start, end: s.end, name: s.name, id: s.id, tid, async_track: None, level, point: false });
+                f(Rec {
+                    start: s.start,
+                    end: s.end,
+                    name: s.name,
+                    id: s.id,
+                    tid,
+                    async_track: None,
+                    level,
+                    point: false,
+                });
             }
             for (d, o) in t.open.iter().enumerate() {
                 let end = t.last.max(o.start);
-                f(Rec { start: o.start, end, name: o.name, id: o.id, tid, async_track: None, level: d as u32, point: false });
+                f(Rec {
+                    start: o.start,
+                    end,
+                    name: o.name,
+                    id: o.id,
+                    tid,
+                    async_track: None,
+                    level: d as u32,
+                    point: false,
+                });
             }
             for p in &t.points {
-                f(Rec { start: p.ts, end: p.ts, name: p.name, id: p.id, tid, async_track: None, level: 0, point: true });
+                f(Rec {
+                    start: p.ts,
+                    end: p.ts,
+                    name: p.name,
+                    id: p.id,
+                    tid,
+                    async_track: None,
+                    level: 0,
+                    point: true,
+                });
             }
         }
         for (a, track) in self.asyncs.iter().enumerate() {
             for (lane, l) in track.lanes.iter().enumerate() {
                 for s in l {
                     let (async_track, level) = (Some(a as u32), lane as u32);
-                    f(Rec { start: s.start, end: s.end, name: s.name, id: s.id, tid: 0, async_track, level, point: false });
+                    f(Rec {
+                        start: s.start,
+                        end: s.end,
+                        name: s.name,
+                        id: s.id,
+                        tid: 0,
+                        async_track,
+                        level,
+                        point: false,
+                    });
                 }
             }
         }

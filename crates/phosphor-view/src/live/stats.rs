@@ -147,7 +147,13 @@ pub(crate) fn table(n: usize, m: &LiveModel, a: u64, b: u64, tid: Option<u32>) -
 /// One row of a live trace's statistics (`want` names of type `ty`) from `a` to `b` (ticks):
 /// its durations (on the model's timeline), and each slice's (duration, number, thread, start,
 /// end) for the slowest.
-pub(crate) fn kind(m: &LiveModel, want: &[String], ty: &str, a: u64, b: u64) -> Vec<(u64, u64, u32, u64, u64)> {
+pub(crate) fn kind(
+    m: &LiveModel,
+    want: &[String],
+    ty: &str,
+    a: u64,
+    b: u64,
+) -> Vec<(u64, u64, u32, u64, u64)> {
     // The paths first, then the slices of those that show as `want` (the same walk gives the
     // same path numbers).
     let mut paths = Paths::default();

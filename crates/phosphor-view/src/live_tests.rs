@@ -473,19 +473,52 @@ fn argument(live: &Live, path: &std::path::Path, id: u64) -> String {
     v["args"][0][1].as_str().unwrap_or_else(|| panic!("{v}")).to_owned()
 }
 
-#[test]
-fn a_live_records_arguments_are_read_from_the_file_forward_and_back_and_its_numbers_say_where() {
-    let d = tempfile::tempdir().unwrap();
-    let path = d.path().join("t.phos");
+/// A trace of 3,000 frames in many chunks, each begin and a tick inside it with its number as
+/// an argument.
+fn frames_with_arguments(path: &std::path::Path) {
     let sites = [("frame", Phase::Begin), ("frame", Phase::End), ("tick", Phase::Instant)];
-    // Enough frames for many chunks; each begin and tick with its number as an argument.
     let mut events = Vec::new();
     for k in 0..3000u64 {
         events.push(records::with_string(k * 100, ID, &format!("frame-{k}"), None));
         events.push(records::with_string(k * 100 + 50, ID + 2, &format!("tick-{k}"), None));
         events.push(records::end(k * 100 + 90, ID + 1).to_vec());
     }
-    write_trace(&path, &sites, &[(3, events)]);
+    write_trace(path, &sites, &[(3, events)]);
+}
+
+#[test]
+fn past_the_limit_the_chunk_offsets_of_dropped_records_go_and_those_held_still_give_arguments() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    frames_with_arguments(&path);
+    let live = Live::new(LiveOptions { max_records: 600, ..LiveOptions::default() });
+    live.end();
+    super::follow(&live, &path);
+    assert_eq!(live.read_error(), None);
+    let (oldest, newest) = {
+        let m = live.model();
+        assert!(m.dropped > 0);
+        let mut ids = Vec::new();
+        m.each_record(|r| ids.push((r.id, r.start, m.name(r.name).to_owned())));
+        ids.sort();
+        // The first chunk's offset is gone; the oldest held record's chunk is kept.
+        assert_eq!(m.chunk_offset(0), None);
+        assert!(m.chunk_offset(super::details::unpack(ids[0].0).0).is_some());
+        (ids[0].clone(), ids[ids.len() - 1].clone())
+    };
+    for (id, start, name) in [oldest, newest] {
+        let want =
+            if name == "frame" { format!("frame-{}", start / 100) } else { format!("tick-{}", start / 100) };
+        assert_eq!(argument(&live, &path, id), want);
+    }
+}
+
+#[test]
+fn a_live_records_arguments_are_read_from_the_file_forward_and_back_and_its_numbers_say_where() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    // Enough frames for many chunks.
+    frames_with_arguments(&path);
     let live = Live::new(LiveOptions::default());
     live.end();
     super::follow(&live, &path);

@@ -144,7 +144,7 @@ await check(result, timeout, async page => {
     if (await page.$('#stats tr[data-path="frame/update/step"]')) {
       await page.evaluate(() => document.querySelector('#stats tr[data-path="frame/update/step"]').click())
       await until(page, () => document.querySelector('#kind') && document.querySelector('#results').dataset.busy !== '1')
-      result.kind = await page.$eval('#kind', k => ({ count: Number(k.dataset.count), slowest_ns: Number(k.dataset.slowestNs), listed: k.querySelectorAll('li').length }))
+      result.kind = await page.$eval('#kind', k => ({ count: Number(k.dataset.count), slowest_ns: Number(k.dataset.slowestNs), listed: k.querySelectorAll('li').length, head: k.querySelector('h3').textContent }))
     }
     await page.screenshot({ path: screenshot })
   } else if (scenario === 'stale') {

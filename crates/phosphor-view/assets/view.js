@@ -427,7 +427,7 @@ export async function select(track, hit) {
   state.shownSlice = { trace: track.trace, tid: s.tid, async: s.async, start_ns: s.start_ns, end_ns: s.end_ns, name: s.name, live: !!s.live }
   const flow = await showFlow(track.trace, hit.slice[3])
   const flags = s.flags
-  // A live slice: its path, self time and event come once the trace is indexed.
+  // A live slice's path and self time are from what the live view holds (null if unknown).
   const known = s.self_ns !== null
   const problems = [
     flags & FLAG_UNCLOSED ? 'never ended (runs to the thread\u2019s last event)' : '',

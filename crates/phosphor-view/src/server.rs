@@ -126,10 +126,8 @@ pub(crate) fn source(traces: &Shared, n: usize) -> Result<Source<'_>, Failure> {
 /// counters and async tracks; before, the threads of its overview.
 async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
     let list: Vec<Value> = traces.slots().enumerate().map(|(n, slot)| slot_json(n, slot)).collect();
-    let listening = traces.listening();
-    Json(
-        json!({ "traces": list, "done": traces.all_done(), "live": traces.is_live(), "listening": listening }),
-    )
+    let (done, live, listening) = (traces.all_done(), traces.is_live(), traces.listening());
+    Json(json!({ "traces": list, "done": done, "live": live, "listening": listening }))
 }
 
 /// The most tracks of each kind (threads, counters, async tracks) a trace lists: its busiest.

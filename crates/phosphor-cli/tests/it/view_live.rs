@@ -225,6 +225,7 @@ fn live_page_gives_arguments_search_and_statistics_while_recording() {
     assert!(head.contains("live") && head.contains("last"), "the statistics say what they cover: {head}");
     assert_eq!(r["kind"]["count"].as_u64(), Some(total), "{r}");
     assert_eq!(r["kind"]["listed"], 20, "{r}");
+    assert!(r["kind"]["head"].as_str().unwrap().contains("last"), "the histogram says what it covers: {r}");
 }
 
 #[test]

@@ -187,7 +187,6 @@ pub(crate) fn slice(slot: &Slot, live: &Live, id: u64) -> Option<Value> {
         "callsite": null,
         "flags": s.flags,
         "event_offset": null,
-        "event": { "error": "a live slice's details come once the recording has ended and it is indexed" },
         "live": true,
     }))
 }
@@ -202,7 +201,6 @@ pub(crate) fn point(slot: &Slot, live: &Live, id: u64) -> Option<Value> {
         "kind": pt.kind,
         "ts_ns": slot.place().ns(pt.ts),
         "tid": tid,
-        "event": { "error": "a live point's details come once the recording has ended and it is indexed" },
         "live": true,
     }))
 }

@@ -202,7 +202,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
     let export = exporter.as_ref().map(|e| (e.handle(), args.forward_options()));
     println!("listening on {}", listener.local_addr()?);
     let traces = match viewer {
-        Some(viewer) => Some(start_viewer(viewer, args)?),
+        Some(viewer) => Some(start_viewer(viewer, args, listener.local_addr()?)?),
         None => None,
     };
     std::io::stdout().flush()?;
@@ -269,11 +269,17 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serves the viewer on `listener` (on threads of its own) for the connections to come, prints
-/// its URL, and opens a browser unless `--no-open`.
-fn start_viewer(listener: TcpListener, args: &RecordArgs) -> anyhow::Result<Arc<Traces>> {
+/// Serves the viewer on `listener` (on threads of its own) for the connections to come to the
+/// recorder at `recorder`, prints its URL, and opens a browser unless `--no-open`.
+fn start_viewer(
+    listener: TcpListener,
+    args: &RecordArgs,
+    recorder: std::net::SocketAddr,
+) -> anyhow::Result<Arc<Traces>> {
     let options = LiveOptions { max_records: args.view_records.max(1), ..LiveOptions::default() };
     let traces = Arc::new(Traces::live(options));
+    // The page says where programs are to connect until one does.
+    traces.set_listening(recorder.to_string());
     let url = format!("http://{}/", listener.local_addr()?);
     println!("view {url}");
     let serving = traces.clone();

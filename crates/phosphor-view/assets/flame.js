@@ -29,7 +29,7 @@ export function showFlame() {
     head.id = 'flame-head'
     const what = state.selection ? 'the range' : 'everything'
     head.textContent = `flame graph of ${what}: ${formatNs(flame.root.total)} in scopes` +
-      (r.kinds > r.rows.length ? ` (the ${r.rows.length} largest of ${r.kinds} paths)` : '') + liveNote()
+      (r.kinds > r.rows.length ? ` (the ${r.rows.length} largest of ${r.kinds} paths)` : '') + liveNote(r)
     const pick = document.createElement('select')
     pick.id = 'flame-thread'
     pick.add(new Option('all threads, merged', ''))

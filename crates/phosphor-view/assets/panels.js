@@ -14,6 +14,7 @@ import { cssWidth, draw } from './draw.js'
 import { showStats } from './table.js'
 import { redrawFlame, searchChanged, showFlame } from './flame.js'
 import { listenCompare } from './compare.js'
+import { clearStale, coverNote, liveSnapshot } from './live.js'
 
 // The panel in #results: its kind ('search', 'stats', 'flame'), how to compute it again, the
 // range it was computed for, and the newest request's number.
@@ -26,7 +27,9 @@ export const rangeQuery = () => (state.selection ? `&start=${Math.floor(state.se
 // came meanwhile. The old results are marked stale at once; "computing…" shows past 100 ms.
 export async function run(kind, again, compute, render) {
   const gen = ++panel.gen
-  Object.assign(panel, { kind, again, range: state.selection ? [...state.selection] : null })
+  // The live traces' data it is computed from: live.js marks it stale once more has come.
+  Object.assign(panel, { kind, again, range: state.selection ? [...state.selection] : null, live: liveSnapshot() })
+  clearStale()
   const root = $('results')
   // The flame graph's tooltip goes with it.
   if ($('flame-tip')) $('flame-tip').hidden = true
@@ -44,6 +47,7 @@ export async function run(kind, again, compute, render) {
     if (gen !== panel.gen) return
     root.innerHTML = ''
     render(answer, root)
+    root.dataset.gen = String(gen)
   } finally {
     clearTimeout(timer)
     if (gen === panel.gen) {
@@ -101,12 +105,7 @@ function indexHits() {
 async function runSearch(q) {
   const asked = ++search.asked
   $('search-at').textContent = 'searching…'
-  const take = r => {
-    Object.assign(search, { q, hits: r.hits, total: r.total, at: -1, nextAfter: r.next_after, names: r.names })
-    search.note = liveNote()
-    search.window = null
-    indexHits()
-  }
+  const take = r => takeHits(q, r)
   const get = () => api(`/api/search?q=${encodeURIComponent(q)}&limit=1000`)
   if (panel.kind === 'flame' && $('flame')) {
     const r = await get()
@@ -127,6 +126,27 @@ async function runSearch(q) {
     $('search-at').textContent = '0 found'
     schedule()
   }
+}
+
+function takeHits(q, r) {
+  Object.assign(search, { q, hits: r.hits, total: r.total, at: -1, nextAfter: r.next_after, names: r.names })
+  search.note = liveNote(r)
+  search.window = null
+  indexHits()
+}
+
+// The search again, where it is shown, without moving the view: live data came, or a live trace
+// was indexed (its hits are numbered anew).
+async function searchAgain() {
+  const q = search.q
+  if (!q) return
+  await run('search', null, () => api(`/api/search?q=${encodeURIComponent(q)}&limit=1000`), r => {
+    if (q !== search.q) return
+    takeHits(q, r)
+    $('search-at').textContent = `${r.total} found`
+    renderResults()
+  })
+  schedule()
 }
 
 function trackName(h) {
@@ -236,6 +256,7 @@ async function windowTicks() {
 // Wires the search box, the range bar and the panels' buttons.
 export function listenPanels() {
   state.search = search
+  state.searchAgain = searchAgain
   state.onSelection = selectionChanged
   state.onRefresh = windowTicks
   $('stats-button').onclick = () => showStats().catch(problem)
@@ -325,8 +346,7 @@ export function matchesSearch(name) {
   return re.test(name)
 }
 
-// What the search, statistics and flame graph leave out while traces are live.
-export function liveNote() {
-  const n = state.traces.filter(t => t.state === 'live').length
-  return n ? ` (not counting ${n} live trace${n > 1 ? 's' : ''}: a trace is searched and counted once its recording has ended and it is indexed)` : ''
+// What an answer of the search, statistics or flame graph covers of the live traces (live.js).
+export function liveNote(r) {
+  return coverNote(r)
 }

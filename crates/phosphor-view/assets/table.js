@@ -15,7 +15,7 @@ export function showStats() {
     const s = state.selection
     table.title = (s
       ? `${r.kinds} paths, ${r.slices} slices starting in the range (${formatNs(s[1] - s[0])})`
-      : `${r.kinds} paths, ${r.slices} slices in all`) + liveNote()
+      : `${r.kinds} paths, ${r.slices} slices in all`) + liveNote(r)
     table.kinds = r.kinds
     root.dataset.kinds = String(r.kinds)
     root.dataset.range = s ? s.join() : ''
@@ -104,7 +104,7 @@ function showKind(row) {
     box.dataset.count = String(k.count)
     box.dataset.slowestNs = String(k.slowest.length ? k.slowest[0].duration_ns : 0)
     const h = document.createElement('h3')
-    h.textContent = `${[...row.path.slice(0, -1), rowName(row)].join(' / ')}: ${k.count.toLocaleString('en')}, ${formatNs(k.min_ns)} to ${formatNs(k.max_ns)}`
+    h.textContent = `${[...row.path.slice(0, -1), rowName(row)].join(' / ')}: ${k.count.toLocaleString('en')}, ${formatNs(k.min_ns)} to ${formatNs(k.max_ns)}` + liveNote(k)
     const c = document.createElement('canvas')
     c.id = 'histogram'
     box.append(h, c)

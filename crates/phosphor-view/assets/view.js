@@ -13,6 +13,7 @@ import { LEVEL_HEIGHT, FLAG_UNCLOSED, FLAG_WRONG_END, FLAG_INTERLACED, context, 
 import { runText } from './draw.js'
 import { listen } from './input.js'
 import { readUrl, writeUrl } from './url.js'
+import { tracesChanged } from './live.js'
 
 export { color, formatNs } from './format.js'
 
@@ -424,9 +425,11 @@ export async function select(track, hit) {
   draw(track)
   writeUrl()
   const s = await sliceDetails(track.trace, hit.slice[3])
+  // Kept to show it again from the index once a live trace is indexed (live.js).
+  state.shownSlice = { trace: track.trace, tid: s.tid, async: s.async, start_ns: s.start_ns, end_ns: s.end_ns, name: s.name, live: !!s.live }
   const flow = await showFlow(track.trace, hit.slice[3])
   const flags = s.flags
-  // A live slice: its path, self time and event come once the trace is indexed.
+  // A live slice's path and self time are from what the live view holds (null if unknown).
   const known = s.self_ns !== null
   const problems = [
     flags & FLAG_UNCLOSED ? 'never ended (runs to the thread\u2019s last event)' : '',
@@ -451,6 +454,7 @@ export async function select(track, hit) {
     ...problems.map(p => ['problem', p]),
   ]))
   d.dataset.durationNs = String(s.duration_ns)
+  d.dataset.live = s.live ? '1' : '0'
   return s
 }
 
@@ -550,6 +554,7 @@ async function takeIn(traces) {
   const shape = list => list.map(t => `${t.state}/${(t.threads || []).length}/${(t.asyncs || []).length}/${(t.counters || []).length}`).join()
   const before = shape(state.traces)
   const after = shape(traces)
+  const was = state.traces
   state.traces = traces
   const span = spanOf(traces)
   const live = traces.some(t => t.state === 'live')
@@ -572,6 +577,7 @@ async function takeIn(traces) {
     })
     if (live) await refresh()
   }
+  await tracesChanged(was, traces)
 }
 
 async function main() {
@@ -584,7 +590,8 @@ async function main() {
     schedule()
   }
   for (;;) {
-    const { traces, done, live } = await api('/api/traces')
+    const { traces, done, live, listening } = await api('/api/traces')
+    state.listening = listening
     if (live && !state.live) {
       state.live = true
       $('follow-button').hidden = false

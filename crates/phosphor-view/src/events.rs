@@ -62,37 +62,47 @@ impl Events {
         }
         let Some(reader) = guard.as_mut() else { return Err("no reader".into()) };
         let chunk = reader.chunk_at(chunk).map_err(|e| format!("{}: {e}", path.display()))?;
-        for e in chunk.events() {
-            let e = e.map_err(|e| format!("{}: {e}", path.display()))?;
-            if e.offset != offset {
-                continue;
-            }
-            let cs = &e.callsite;
-            let args: Vec<Json> = e
-                .args
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| phosphor_export::logs::shows_arg(&e, i))
-                .filter_map(|(_, a)| a.as_ref())
-                .map(|(name, v)| arg(name, v))
-                .collect();
-            let message = cs.level.map(|_| {
-                let mut s = String::new();
-                phosphor_export::logs::format_event(&mut s, &e);
-                s
-            });
-            return Ok(json!({
-                "category": cs.category.as_str(),
-                "file": cs.file.as_str(),
-                "line": cs.line,
-                "args": args,
-                "message": message,
-                "level": cs.level.map(|l| l.as_str()),
-                "truncated": e.truncated,
-            }));
-        }
-        Err(format!("no event at byte {offset}"))
+        describe(&chunk, offset, path)
     }
+}
+
+/// The details of the event of `chunk` whose main record is at `offset` (of the file at `path`,
+/// for errors): category, source line, arguments, a log's message.
+pub(crate) fn describe(
+    chunk: &phosphor_format::file::Chunk<'_>,
+    offset: u64,
+    path: &std::path::Path,
+) -> Result<Json, String> {
+    for e in chunk.events() {
+        let e = e.map_err(|e| format!("{}: {e}", path.display()))?;
+        if e.offset != offset {
+            continue;
+        }
+        let cs = &e.callsite;
+        let args: Vec<Json> = e
+            .args
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| phosphor_export::logs::shows_arg(&e, i))
+            .filter_map(|(_, a)| a.as_ref())
+            .map(|(name, v)| arg(name, v))
+            .collect();
+        let message = cs.level.map(|_| {
+            let mut s = String::new();
+            phosphor_export::logs::format_event(&mut s, &e);
+            s
+        });
+        return Ok(json!({
+            "category": cs.category.as_str(),
+            "file": cs.file.as_str(),
+            "line": cs.line,
+            "args": args,
+            "message": message,
+            "level": cs.level.map(|l| l.as_str()),
+            "truncated": e.truncated,
+        }));
+    }
+    Err(format!("no event at byte {offset}"))
 }
 
 #[cfg(test)]

@@ -39,6 +39,12 @@
 //! Memory is bounded by [`LiveOptions::max_records`]: past it, the oldest records (by end, or by
 //! time) of every track are dropped down to 7/8 of it, counted in `dropped`, and the time before
 //! which data was dropped is kept (`horizon`).
+//!
+//! A record's number says where its event is in the file (`details.rs`: its chunk's number and
+//! its record's place there); the model keeps each chunk's offset (8 bytes a chunk, from the
+//! oldest chunk a record held comes from), so that a slice's or a point's arguments are read
+//! again from the file while it is recorded. Search and statistics scan what the model holds
+//! (`scan.rs`, `stats.rs`).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -51,7 +57,10 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::records::{point_kinds, slice_flags};
 
 pub(crate) mod api;
+mod details;
 mod follow;
+pub(crate) mod scan;
+pub(crate) mod stats;
 mod window;
 
 pub use follow::{follow, Live, LiveHandle};
@@ -153,7 +162,8 @@ impl Names {
 struct LSlice {
     start: u64,
     end: u64,
-    /// Its number in this live trace (the order slices were taken in).
+    /// Its number in this live trace: where its event (a begin's, for a slice of a begin and an
+    /// end) is in the file (`details::pack`).
     id: u64,
     name: u32,
     depth: u16,
@@ -223,8 +233,12 @@ pub struct LiveModel {
     counter_of: HashMap<u32, usize>,
     asyncs: Vec<AsyncTrack>,
     async_of: HashMap<u32, usize>,
-    /// Async begins and ends waiting for their other half (the model's pairing, by name and id).
-    open_asyncs: Pairing<()>,
+    /// Async begins and ends waiting for their other half (the model's pairing, by name and id),
+    /// each with its record's number.
+    open_asyncs: Pairing<u64>,
+    /// The file offset of each chunk from number `first_chunk` on.
+    chunks: VecDeque<u64>,
+    first_chunk: u64,
     retained: usize,
     /// Begins open, over all threads.
     open: usize,
@@ -239,6 +253,7 @@ pub struct LiveModel {
     /// Records ending before this time (ticks) may have been dropped.
     pub horizon: Option<u64>,
     span: Option<(u64, u64)>,
+    #[cfg(test)]
     next_id: u64,
 }
 
@@ -255,6 +270,8 @@ impl LiveModel {
             asyncs: Vec::new(),
             async_of: HashMap::default(),
             open_asyncs: Pairing::new(MAX_OPEN_ASYNC),
+            chunks: VecDeque::new(),
+            first_chunk: 0,
             retained: 0,
             open: 0,
             dropped: 0,
@@ -263,6 +280,7 @@ impl LiveModel {
             events: 0,
             horizon: None,
             span: None,
+            #[cfg(test)]
             next_id: 0,
         }
     }
@@ -326,13 +344,37 @@ impl LiveModel {
         thread_of(&mut self.threads, tid)
     }
 
+    #[cfg(test)]
     fn id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id - 1
     }
 
-    /// Takes in one event, then keeps within the limit.
+    /// Notes that chunk number `n` of the file is at `offset` (chunks come in order).
+    pub(crate) fn add_chunk(&mut self, n: u64, offset: u64) {
+        if self.chunks.is_empty() {
+            self.first_chunk = n;
+        }
+        if n == self.first_chunk + self.chunks.len() as u64 {
+            self.chunks.push_back(offset);
+        }
+    }
+
+    /// The file offset of chunk number `n`, if the model still keeps it.
+    pub(crate) fn chunk_offset(&self, n: u64) -> Option<u64> {
+        self.chunks.get(usize::try_from(n.checked_sub(self.first_chunk)?).ok()?).copied()
+    }
+
+    /// Takes in one event, numbered in the order taken (for tests), then keeps within the limit.
+    #[cfg(test)]
     pub(crate) fn take(&mut self, ev: Ev) {
+        let id = self.id();
+        self.take_at(ev, id);
+    }
+
+    /// Takes in one event whose record number is `id` (`details::pack`), then keeps within the
+    /// limit.
+    pub(crate) fn take_at(&mut self, ev: Ev, id: u64) {
         // A mark of lost chunks is no event of the trace's.
         if !matches!(ev, Ev::Point { kind: point_kinds::LOST_CHUNKS, .. }) {
             self.events += 1;
@@ -346,7 +388,6 @@ impl LiveModel {
             | Ev::Async { ts, .. } => (ts, ts),
         };
         self.span = Some(self.span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
-        let id = self.id();
         let kept = match ev {
             Ev::Begin { tid, ts, name } => self.begin(tid, ts, name, id),
             Ev::End { tid, ts, name } => self.end(tid, ts, name, id),
@@ -447,12 +488,13 @@ impl LiveModel {
         }
         let mut pair = None;
         let overflowed = self.open_asyncs.overflowed();
-        self.open_asyncs.add(AsyncKey { name, id: key }, begin, ts, (), &mut |_, m| {
+        self.open_asyncs.add(AsyncKey { name, id: key }, begin, ts, id, &mut |_, m| {
             if let Matched::Pair { begin, end, .. } = m {
-                pair = Some((begin.ts, end.ts));
+                pair = Some((begin.ts, end.ts, begin.payload));
             }
         });
-        let Some((start, end)) = pair else { return self.open_asyncs.overflowed() == overflowed };
+        // Numbered by its begin's event, as an index points at its begin's.
+        let Some((start, end, id)) = pair else { return self.open_asyncs.overflowed() == overflowed };
         let next = self.asyncs.len();
         let a = *self.async_of.entry(name).or_insert(next);
         if a == next {
@@ -517,6 +559,13 @@ impl LiveModel {
         self.retained -= removed.min(self.retained);
         self.dropped += removed as u64;
         self.horizon = Some(self.horizon.map_or(cut, |h| h.max(cut)));
+        // The chunks before the oldest a record held comes from.
+        let mut oldest = u64::MAX;
+        self.each_record(|r| oldest = oldest.min(r.id));
+        let first = details::unpack(oldest).0;
+        while self.first_chunk < first && self.chunks.pop_front().is_some() {
+            self.first_chunk += 1;
+        }
     }
 
     /// The smallest and largest key (a slice's end, a point's or sample's time) held.

@@ -420,3 +420,138 @@ fn a_file_read_as_it_is_written_gives_the_slices_its_index_gives() {
     assert_eq!(m.counters().map(|c| c.1).collect::<Vec<_>>(), [10_000]);
     assert_eq!(m.events, index.meta.events);
 }
+
+#[test]
+fn statistics_of_a_live_model_give_each_slice_its_path_through_open_begins_and_complete_events() {
+    let mut f = Feed::new(1000);
+    f.begin(1, 0, "frame");
+    // A complete event arrives after the slices it holds.
+    f.complete(1, 20, 30, "step");
+    f.complete(1, 10, 40, "update");
+    f.end(1, 50, "frame");
+    // A frame still open holds what is inside it; it is not counted itself.
+    f.begin(1, 60, "frame");
+    f.complete(1, 70, 80, "update");
+    f.complete(2, 5, 9, "update");
+    let m = &f.model;
+    let t = super::stats::table(0, m, 0, u64::MAX, None);
+    let mut rows: Vec<(String, u64, u64)> = t
+        .rows
+        .iter()
+        .map(|r| {
+            let path: Vec<&str> =
+                r.2["path"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+            (path.join("/"), r.2["count"].as_u64().unwrap(), r.2["total_ns"].as_u64().unwrap())
+        })
+        .collect();
+    rows.sort();
+    let want = [("frame", 1, 50), ("frame/update", 2, 40), ("frame/update/step", 1, 10), ("update", 1, 4)];
+    let want: Vec<(String, u64, u64)> = want.iter().map(|&(p, c, d)| (p.to_owned(), c, d)).collect();
+    assert_eq!(rows, want);
+    assert_eq!(t.slices, 5);
+    // Of one thread, and of a range (slices starting in it).
+    assert_eq!(super::stats::table(0, m, 0, u64::MAX, Some(2)).slices, 1);
+    assert_eq!(super::stats::table(0, m, 10, 60, None).slices, 2);
+    // One row's durations.
+    let want = ["frame".to_owned(), "update".to_owned()];
+    let mut found: Vec<u64> =
+        super::stats::kind(m, &want, "scope", 0, u64::MAX).iter().map(|k| k.0).collect();
+    found.sort_unstable();
+    assert_eq!(found, [10, 30]);
+    // A search sees every slice and the open begin, at its level.
+    let mut seen = Vec::new();
+    m.each_record(|r| seen.push((m.name(r.name).to_owned(), r.tid, r.level, r.start, r.end)));
+    seen.sort();
+    assert_eq!(seen.len(), 6);
+    assert!(seen.contains(&("frame".into(), 1, 0, 60, 80)), "{seen:?}");
+    assert!(seen.contains(&("step".into(), 1, 2, 20, 30)), "{seen:?}");
+}
+
+/// The argument of the event that record `id` of `live` comes from.
+fn argument(live: &Live, path: &std::path::Path, id: u64) -> String {
+    let v = live.event(path, id).unwrap();
+    v["args"][0][1].as_str().unwrap_or_else(|| panic!("{v}")).to_owned()
+}
+
+/// A trace of 3,000 frames in many chunks, each begin and a tick inside it with its number as
+/// an argument.
+fn frames_with_arguments(path: &std::path::Path) {
+    let sites = [("frame", Phase::Begin), ("frame", Phase::End), ("tick", Phase::Instant)];
+    let mut events = Vec::new();
+    for k in 0..3000u64 {
+        events.push(records::with_string(k * 100, ID, &format!("frame-{k}"), None));
+        events.push(records::with_string(k * 100 + 50, ID + 2, &format!("tick-{k}"), None));
+        events.push(records::end(k * 100 + 90, ID + 1).to_vec());
+    }
+    write_trace(path, &sites, &[(3, events)]);
+}
+
+#[test]
+fn past_the_limit_the_chunk_offsets_of_dropped_records_go_and_those_held_still_give_arguments() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    frames_with_arguments(&path);
+    let live = Live::new(LiveOptions { max_records: 600, ..LiveOptions::default() });
+    live.end();
+    super::follow(&live, &path);
+    assert_eq!(live.read_error(), None);
+    let (oldest, newest) = {
+        let m = live.model();
+        assert!(m.dropped > 0);
+        let mut ids = Vec::new();
+        m.each_record(|r| ids.push((r.id, r.start, m.name(r.name).to_owned())));
+        ids.sort();
+        // The first chunk's offset is gone; the oldest held record's chunk is kept.
+        assert_eq!(m.chunk_offset(0), None);
+        assert!(m.chunk_offset(super::details::unpack(ids[0].0).0).is_some());
+        (ids[0].clone(), ids[ids.len() - 1].clone())
+    };
+    for (id, start, name) in [oldest, newest] {
+        let want =
+            if name == "frame" { format!("frame-{}", start / 100) } else { format!("tick-{}", start / 100) };
+        assert_eq!(argument(&live, &path, id), want);
+    }
+}
+
+#[test]
+fn a_live_records_arguments_are_read_from_the_file_forward_and_back_and_its_numbers_say_where() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.phos");
+    // Enough frames for many chunks.
+    frames_with_arguments(&path);
+    let live = Live::new(LiveOptions::default());
+    live.end();
+    super::follow(&live, &path);
+    assert_eq!(live.read_error(), None);
+    let (frames, ticks) = {
+        let m = live.model();
+        let w = Window { start: 0, end: 300_000, pixel: 1 };
+        let frames: Vec<(u64, u64)> = m.slices_in(3, w).unwrap()[0]
+            .iter()
+            .map(|i| match i {
+                SliceItem::Slice(id, s) => (*id, s.start / 100),
+                SliceItem::Merged { .. } => unreachable!(),
+            })
+            .collect();
+        let ticks: Vec<(u64, u64)> = m
+            .points_in(3, w)
+            .unwrap()
+            .iter()
+            .map(|p| match p {
+                crate::query::PointItem::Point(id, p) => (*id, p.ts / 100),
+                crate::query::PointItem::Merged { .. } => unreachable!(),
+            })
+            .collect();
+        (frames, ticks)
+    };
+    assert_eq!(frames.len(), 3000);
+    assert!(super::details::unpack(frames[2999].0).0 > 2, "in several chunks");
+    // The newest (read forward), an old one (read again by its offset), then forward again.
+    for &k in &[2999usize, 10, 2500, 0, 1500] {
+        assert_eq!(argument(&live, &path, frames[k].0), format!("frame-{}", frames[k].1));
+        assert_eq!(argument(&live, &path, ticks[k].0), format!("tick-{}", ticks[k].1));
+    }
+    // The numbers stay below 2^53, and a number the model has no chunk for says so.
+    assert!(frames.iter().all(|f| f.0 < 1 << 53));
+    assert!(live.event(&path, super::details::pack(1 << 30, 0)).is_err());
+}

@@ -5,7 +5,7 @@
 //! 4 million a second on one core. What it keeps is bounded: a count per matching name and the
 //! `limit` earliest hits.
 
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -89,6 +89,19 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
     let mut total = 0u64;
     let mut next_after: Option<i64> = None;
     let mut names: Vec<Value> = Vec::new();
+    let mut keep = |hit: Hit, first: &mut BinaryHeap<Hit>| {
+        if hit.start < after {
+            return;
+        }
+        first.push(hit);
+        if first.len() > limit {
+            let dropped = first.pop().map(|h| h.start);
+            next_after = match (next_after, dropped) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    };
     for (n, t) in traces.ready_traces() {
         let index = &t.index;
         let wanted: Vec<bool> = (0..index.name_count()).map(|i| matches(index.name(i))).collect();
@@ -96,19 +109,6 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
             continue;
         }
         let mut counts = vec![0u64; wanted.len()];
-        let mut keep = |hit: Hit, first: &mut BinaryHeap<Hit>| {
-            if hit.start < after {
-                return;
-            }
-            first.push(hit);
-            if first.len() > limit {
-                let dropped = first.pop().map(|h| h.start);
-                next_after = match (next_after, dropped) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-            }
-        };
         let threads = index.threads.len();
         for (k, th) in index.threads.iter().chain(&index.asyncs).enumerate() {
             let async_track = k.checked_sub(threads).map(|a| a as u32);
@@ -160,19 +160,63 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
             }
         }
     }
+    // The live traces: what their live views hold (the names they match kept, as a live trace
+    // may be indexed before the answer is made).
+    let mut live_names: HashMap<(usize, u32), String> = HashMap::new();
+    for (n, slot, live) in crate::live::scan::live_traces(traces) {
+        let m = live.model();
+        let wanted: Vec<bool> = (0..m.name_count()).map(|i| matches(m.name(i))).collect();
+        if !wanted.contains(&true) {
+            continue;
+        }
+        let mut counts = vec![0u64; wanted.len()];
+        let p = slot.place();
+        m.each_record(|r| {
+            if !wanted.get(r.name as usize).copied().unwrap_or(false) {
+                return;
+            }
+            counts[r.name as usize] += 1;
+            let hit = Hit {
+                start: p.ns(r.start),
+                trace: n,
+                point: u8::from(r.point),
+                index: r.id,
+                end: p.ns(r.end),
+                tid: r.tid,
+                async_track: r.async_track,
+                level: r.level,
+                name: r.name,
+            };
+            keep(hit, &mut first);
+        });
+        for (name, &c) in counts.iter().enumerate() {
+            if c > 0 {
+                total += c;
+                names.push(json!({ "trace": n, "name": m.name(name as u32), "count": c }));
+                live_names.insert((n, name as u32), m.name(name as u32).to_owned());
+            }
+        }
+    }
     let hits: Vec<Value> = first
         .into_sorted_vec()
         .into_iter()
         .map(|h| {
-            let name = traces.get(h.trace).map_or("", |t: &Trace| t.index.name(h.name));
+            let name = match live_names.get(&(h.trace, h.name)) {
+                Some(name) => name,
+                None => traces.get(h.trace).map_or("", |t: &Trace| t.index.name(h.name)),
+            };
             let kind = if h.point == 1 { "point" } else { "slice" };
             json!({ "trace": h.trace, "kind": kind, "index": h.index, "tid": h.tid,
                     "async": h.async_track, "level": h.level,
                     "start_ns": h.start, "end_ns": h.end, "name": name })
         })
         .collect();
-    Ok(Json(json!({ "total": total, "names": names, "hits": hits, "next_after": next_after })))
+    let live = crate::live::scan::coverage(traces);
+    Ok(Json(json!({ "total": total, "names": names, "hits": hits, "next_after": next_after, "live": live })))
 }
+
+/// Where a live hit's ticks go: its async track, thread, whether a point, and level.
+type TickPlace = (Option<u32>, u32, bool, u32);
 
 /// The hits in the window `start`..`end` (ns on the shared timeline) as pixel columns of a window
 /// `px` wide: for each track and level (or a track's points) holding one, its runs of columns
@@ -234,6 +278,33 @@ fn ticks_of(traces: &Shared, q: &str, start: i64, end: i64, px: u32) -> Value {
             if !runs.is_empty() {
                 ticks.push(place(None, runs));
             }
+        }
+    }
+    // The live traces: each record in the window, its columns by track and level.
+    for (n, slot, live) in crate::live::scan::live_traces(traces) {
+        let m = live.model();
+        let p = slot.place();
+        let (a, b) = (p.ticks(start, false), p.ticks(end, true));
+        let wanted: Vec<bool> = (0..m.name_count()).map(|i| matches(m.name(i))).collect();
+        // By (async track, thread, point, level): the columns of each hit.
+        let mut runs: std::collections::BTreeMap<TickPlace, Vec<[u32; 2]>> = Default::default();
+        m.each_record(|r| {
+            if r.end >= a && r.start <= b && wanted.get(r.name as usize).copied().unwrap_or(false) {
+                let run = [col(p.ns(r.start)), col(p.ns(r.end))];
+                runs.entry((r.async_track, r.tid, r.point, r.level)).or_default().push(run);
+            }
+        });
+        for ((async_track, tid, point, level), mut cols) in runs {
+            cols.sort_unstable();
+            let mut merged: Vec<[u32; 2]> = Vec::new();
+            for [from, to] in cols {
+                match merged.last_mut() {
+                    Some(last) if from <= last[1] + 1 => last[1] = last[1].max(to),
+                    _ => merged.push([from, to]),
+                }
+            }
+            ticks.push(json!({ "trace": n, "tid": tid, "async": async_track, "level": level,
+                               "kind": if point { "point" } else { "slice" }, "runs": merged }));
         }
     }
     json!({ "ticks": ticks })

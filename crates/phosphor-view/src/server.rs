@@ -59,6 +59,7 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/table.js", get(|| module(TABLE_JS)))
         .route("/flame.js", get(|| module(FLAME_JS)))
         .route("/compare.js", get(|| module(crate::compare::COMPARE_JS)))
+        .route("/live.js", get(|| module(LIVE_JS)))
         .route("/view.css", get(style))
         .route("/api/traces", get(traces_list))
         .route("/api/overview", get(overview))
@@ -127,7 +128,8 @@ pub(crate) fn source(traces: &Shared, n: usize) -> Result<Source<'_>, Failure> {
 /// counters and async tracks; before, the threads of its overview.
 async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
     let list: Vec<Value> = traces.slots().enumerate().map(|(n, slot)| slot_json(n, slot)).collect();
-    Json(json!({ "traces": list, "done": traces.all_done(), "live": traces.is_live() }))
+    let (done, live, listening) = (traces.all_done(), traces.is_live(), traces.listening());
+    Json(json!({ "traces": list, "done": done, "live": live, "listening": listening }))
 }
 
 /// The most tracks of each kind (threads, counters, async tracks) a trace lists: its busiest.
@@ -287,6 +289,7 @@ const FORMAT_JS: &str = include_str!("../assets/format.js");
 const URL_JS: &str = include_str!("../assets/url.js");
 const TABLE_JS: &str = include_str!("../assets/table.js");
 const FLAME_JS: &str = include_str!("../assets/flame.js");
+const LIVE_JS: &str = include_str!("../assets/live.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {
@@ -506,10 +509,7 @@ async fn slice_details(
 ) -> Result<Json<Value>, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(slot, live) => {
-            let answer = crate::live::api::slice(slot, live, q.index);
-            return answer.map(Json).ok_or_else(|| not_found(format!("no live slice {}", q.index)));
-        }
+        Source::Live(..) => return crate::live::api::details(traces.clone(), q.trace, q.index, false).await,
     };
     let s = t.index.get_slice(q.index).ok_or_else(|| not_found(format!("no slice {}", q.index)))?;
     let on = |tracks| track_of(tracks, q.index);
@@ -574,10 +574,7 @@ async fn point_details(
 ) -> Result<Json<Value>, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(slot, live) => {
-            let answer = crate::live::api::point(slot, live, q.index);
-            return answer.map(Json).ok_or_else(|| not_found(format!("no live point {}", q.index)));
-        }
+        Source::Live(..) => return crate::live::api::details(traces.clone(), q.trace, q.index, true).await,
     };
     let thread = t
         .index

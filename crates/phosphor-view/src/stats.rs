@@ -79,7 +79,7 @@ pub(crate) fn shown_path(index: &IndexFile, path: u32) -> (Vec<String>, &'static
     (names, ty)
 }
 
-fn type_of(flags: u8) -> &'static str {
+pub(crate) fn type_of(flags: u8) -> &'static str {
     match flags & slice_flags::KIND_MASK {
         slice_flags::LOCK_WAIT => "lock_wait",
         slice_flags::LOCK_HELD => "lock_held",
@@ -148,9 +148,9 @@ pub(crate) async fn stats(
 /// number, row)`), how many paths it has, and the slices it counted.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
-    rows: Vec<(u64, u32, Value)>,
-    kinds: usize,
-    slices: u64,
+    pub(crate) rows: Vec<(u64, u32, Value)>,
+    pub(crate) kinds: usize,
+    pub(crate) slices: u64,
 }
 
 /// The table of trace `n` (`t`) from `a` to `b` (ticks). Durations are measured as `phosphor
@@ -194,7 +194,7 @@ fn table(n: usize, t: &Trace, a: u64, b: u64, tid: Option<u32>) -> Table {
 
 /// A row's own name as every output shows it: a lock's rows read `queue (wait)` and `queue
 /// (held)` ([`names::lock_name`]).
-fn row_name(name: &str, ty: &str) -> String {
+pub(crate) fn row_name(name: &str, ty: &str) -> String {
     let phase = match ty {
         "lock_wait" => Phase::LockWait,
         "lock_held" => Phase::LockHeld,
@@ -221,7 +221,7 @@ fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
     let limit = q.limit.unwrap_or(500).clamp(1, MAX_ROWS);
     let one = match (q.trace, q.tid) {
         (Some(n), Some(tid)) => {
-            crate::server::trace(traces, n)?;
+            crate::server::source(traces, n)?;
             Some((n, tid))
         }
         (None, None) => None,
@@ -245,6 +245,15 @@ fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
             ranged.push((n, table(n, t, a, b, None)));
         }
     }
+    // The live traces: what their live views hold now.
+    for (n, slot, live) in crate::live::scan::live_traces(traces) {
+        if one.is_some_and(|(trace, _)| trace != n) {
+            continue;
+        }
+        let p = slot.place();
+        let (a, b) = (q.start.map_or(0, |s| p.ticks(s, false)), q.end.map_or(u64::MAX, |e| p.ticks(e, true)));
+        ranged.push((n, crate::live::stats::table(n, &live.model(), a, b, one.map(|o| o.1))));
+    }
     for (n, part) in &ranged {
         (kinds, slices) = (kinds + part.kinds, slices + part.slices);
         rows.extend(part.rows.iter().map(|(total, path, row)| (*total, *n, *path, row)));
@@ -253,7 +262,8 @@ fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
     rows.sort_by_key(|r| (std::cmp::Reverse(r.0), r.1, r.2));
     rows.truncate(limit);
     let rows: Vec<&Value> = rows.into_iter().map(|(_, _, _, r)| r).collect();
-    Ok(Json(json!({ "slices": slices, "kinds": kinds, "rows": rows })))
+    let live = crate::live::scan::coverage(traces);
+    Ok(Json(json!({ "slices": slices, "kinds": kinds, "rows": rows, "live": live })))
 }
 
 /// The range in `t`'s ticks: from `start` to `end` on the shared timeline, or all of it.
@@ -292,12 +302,32 @@ pub(crate) async fn kind(
 
 fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
     let bad = |why: String| Failure(StatusCode::BAD_REQUEST, why);
-    let t = crate::server::trace(traces, q.trace)?;
     let want: Vec<String> =
         serde_json::from_str(&q.path).map_err(|e| bad(format!("path: a JSON array of names: {e}")))?;
     if want.is_empty() {
         return Err(bad("path has no name".into()));
     }
+    let t = match crate::server::source(traces, q.trace)? {
+        crate::server::Source::Index(t) => t,
+        crate::server::Source::Live(slot, live) => {
+            // What the live view holds now.
+            let p = slot.place();
+            let (a, b) =
+                (q.start.map_or(0, |s| p.ticks(s, false)), q.end.map_or(u64::MAX, |e| p.ticks(e, true)));
+            let m = live.model();
+            let found = crate::live::stats::kind(&m, &want, &q.ty, a, b);
+            let durations: Vec<u64> = found.iter().map(|f| f.0).collect();
+            let mut slowest: Vec<(u64, u64, u32, i64, i64)> =
+                found.iter().map(|&(d, i, tid, s, e)| (d, i, tid, p.ns(s), p.ns(e))).collect();
+            slowest.sort_by_key(|&(d, i, ..)| (Reverse(d), i));
+            slowest.truncate(SLOWEST);
+            let mut v = kind_answer(durations, &slowest, "tid", crate::live::stats::clock(&m));
+            // The model's lock is taken again for what it covers.
+            drop(m);
+            v["live"] = crate::live::scan::coverage(traces);
+            return Ok(Json(v));
+        }
+    };
     let (a, b) = range(t, q.start, q.end);
     let timeline = Timeline::new(t.clock_info());
     let mut durations: Vec<u64> = Vec::new();
@@ -348,7 +378,27 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
             }
         });
     }
-    let clock = timeline.clock();
+    let slowest: Vec<(u64, u64, u32, i64, i64)> = slowest
+        .into_sorted_vec()
+        .into_iter()
+        .map(|Reverse((d, i, on))| {
+            let s = t.index.slice(i);
+            (d, i, on, t.ns(s.start), t.ns(s.end))
+        })
+        .collect();
+    let on = if asyncs { "async" } else { "tid" };
+    Ok(Json(kind_answer(durations, &slowest, on, timeline.clock())))
+}
+
+/// `/api/kind`'s answer: of `durations` (ticks of `clock`), the histogram and the percentiles;
+/// `slowest` as (duration, number, track, start, end), slowest first, each track named by key
+/// `on` (`tid`, or `async`: its place among the trace's async tracks).
+fn kind_answer(
+    mut durations: Vec<u64>,
+    slowest: &[(u64, u64, u32, i64, i64)],
+    on: &str,
+    clock: &phosphor_format::ClockInfo,
+) -> Value {
     let (lo, hi) =
         (durations.iter().copied().min().unwrap_or(0), durations.iter().copied().max().unwrap_or(0));
     // Bucket k holds durations up to lo × ratio^(k+1); a duration of 0 counts as 1 tick.
@@ -375,16 +425,14 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
         clock.ticks_to_ns(durations.get(k).copied().unwrap_or(0))
     };
     let slowest: Vec<Value> = slowest
-        .into_sorted_vec()
-        .into_iter()
-        .map(|Reverse((d, i, on))| {
-            let s = t.index.slice(i);
-            let mut v = json!({ "index": i, "start_ns": t.ns(s.start), "end_ns": t.ns(s.end), "duration_ns": clock.ticks_to_ns(d) });
-            v[if asyncs { "async" } else { "tid" }] = json!(on);
+        .iter()
+        .map(|&(d, i, on_track, start, end)| {
+            let mut v = json!({ "index": i, "start_ns": start, "end_ns": end, "duration_ns": clock.ticks_to_ns(d) });
+            v[on] = json!(on_track);
             v
         })
         .collect();
-    Ok(Json(json!({
+    json!({
         "count": durations.len(),
         "min_ns": clock.ticks_to_ns(lo),
         "max_ns": clock.ticks_to_ns(hi),
@@ -393,5 +441,5 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
         "p99_ns": rank(0.99),
         "histogram": histogram,
         "slowest": slowest,
-    })))
+    })
 }

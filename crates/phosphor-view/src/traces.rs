@@ -270,6 +270,8 @@ pub struct Traces {
     align: Align,
     /// The two traces compared, if any (`compare.rs`).
     pub(crate) comparison: OnceLock<crate::compare::Comparison>,
+    /// Where the recorder of the live traces listens (`HOST:PORT`), for the page's notice.
+    listening: OnceLock<String>,
 }
 
 impl Traces {
@@ -295,6 +297,7 @@ impl Traces {
             headers,
             align,
             comparison: OnceLock::new(),
+            listening: OnceLock::new(),
         }
     }
 
@@ -510,6 +513,17 @@ impl Traces {
     /// Whether there are none yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Says where the recorder of the live traces listens (`HOST:PORT`): `/api/traces` gives it,
+    /// and the page shows it until a program connects.
+    pub fn set_listening(&self, addr: String) {
+        let _ = self.listening.set(addr);
+    }
+
+    /// Where the recorder of the live traces listens, if said.
+    pub fn listening(&self) -> Option<&str> {
+        self.listening.get().map(String::as_str)
     }
 
     /// Whether traces are added as they are recorded.

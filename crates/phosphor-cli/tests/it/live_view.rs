@@ -19,21 +19,28 @@ use serde_json::Value;
 use crate::cli::{phosphor, scratch};
 use crate::view::get;
 
-const DEADLINE: Duration = Duration::from_secs(120);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(120);
 
 /// A running `phosphor record --view`: the recorder's address and the viewer's host.
-struct Recorder {
+pub(crate) struct Recorder {
     child: Child,
-    addr: std::net::SocketAddr,
-    host: String,
-    lines: std::sync::mpsc::Receiver<String>,
+    pub(crate) addr: std::net::SocketAddr,
+    pub(crate) host: String,
+    pub(crate) lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Recorder {
     fn start(out: &Path) -> Recorder {
+        Recorder::start_with(out, &[])
+    }
+
+    /// `phosphor record --view` writing into `out`, with `extra` arguments.
+    pub(crate) fn start_with(out: &Path, extra: &[&str]) -> Recorder {
         let (child, lines) = crate::cli::spawn_lines(
             Command::new(env!("CARGO_BIN_EXE_phosphor"))
-                .args(["record", "--listen", "127.0.0.1:0", "--view", "127.0.0.1:0", "--no-open", "--out"])
+                .args(["record", "--listen", "127.0.0.1:0", "--view", "127.0.0.1:0", "--no-open"])
+                .args(extra)
+                .arg("--out")
                 .arg(out),
         );
         let first = lines.recv_timeout(DEADLINE).expect("the address");
@@ -46,7 +53,7 @@ impl Recorder {
     }
 
     /// `GET /api/traces`'s first trace, once there is one that `ok` accepts.
-    fn wait_for(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + DEADLINE;
         loop {
             let (status, list) = get(&self.host, "/api/traces");

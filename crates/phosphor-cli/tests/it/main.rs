@@ -27,6 +27,7 @@ mod system_e2e;
 mod view;
 mod view_compare;
 mod view_flow;
+mod view_live;
 mod view_panels;
 mod view_ui;
 mod view_windows;

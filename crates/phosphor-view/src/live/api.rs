@@ -3,10 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use axum::http::StatusCode;
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::Live;
 use crate::query::{PointItem, SliceItem, Window};
+use crate::server::{Failure, Shared};
 use crate::traces::Slot;
 
 /// The names an answer refers to, by number.
@@ -137,8 +140,27 @@ fn finite(v: f64) -> Value {
     }
 }
 
+/// `/api/slice` or `/api/point` (`point`) of number `id` of live trace `n`: what the model holds
+/// of it, and its event's details read again from the file, on a blocking thread. 404 if there
+/// is none, or the trace has been indexed meanwhile (its numbers are the index's then).
+pub(crate) async fn details(traces: Shared, n: usize, id: u64, point: bool) -> Result<Json<Value>, Failure> {
+    crate::stats::blocking(move || {
+        let gone = |why: String| Failure(StatusCode::NOT_FOUND, why);
+        let slot = traces.slot(n).ok_or_else(|| gone(format!("no trace {n}")))?;
+        let live = slot
+            .live()
+            .ok_or_else(|| gone(format!("trace {n} is indexed now: its numbers are the index's")))?;
+        let answer = if point { self::point(slot, live, id) } else { slice(slot, live, id) };
+        let what = if point { "point" } else { "slice" };
+        let mut v = answer.ok_or_else(|| gone(format!("no live {what} {id}")))?;
+        v["event"] = live.event(&slot.path, id).unwrap_or_else(|why| json!({ "error": why }));
+        Ok(Json(v))
+    })
+    .await
+}
+
 /// `/api/slice` of a live slice: what the model holds of it, its path and self time from the
-/// slices the model holds (its event's details come once the trace is indexed).
+/// slices the model holds (its event's details are read by `details`).
 pub(crate) fn slice(slot: &Slot, live: &Live, id: u64) -> Option<Value> {
     let m = live.model();
     let (s, tid, async_track, level) = m.slice(id)?;
@@ -165,7 +187,6 @@ pub(crate) fn slice(slot: &Slot, live: &Live, id: u64) -> Option<Value> {
         "callsite": null,
         "flags": s.flags,
         "event_offset": null,
-        "event": { "error": "a live slice's details come once the recording has ended and it is indexed" },
         "live": true,
     }))
 }
@@ -180,7 +201,6 @@ pub(crate) fn point(slot: &Slot, live: &Live, id: u64) -> Option<Value> {
         "kind": pt.kind,
         "ts_ns": slot.place().ns(pt.ts),
         "tid": tid,
-        "event": { "error": "a live point's details come once the recording has ended and it is indexed" },
         "live": true,
     }))
 }

@@ -25,6 +25,8 @@ pub struct Live {
     /// Where reading stopped early, if it did.
     read_error: std::sync::OnceLock<String>,
     options: LiveOptions,
+    /// The reader of events' details.
+    details: super::details::Details,
 }
 
 impl Live {
@@ -35,6 +37,7 @@ impl Live {
             finished: AtomicBool::new(false),
             read_error: std::sync::OnceLock::new(),
             options,
+            details: super::details::Details::default(),
         }
     }
 
@@ -86,6 +89,19 @@ impl Live {
     pub(crate) fn clear(&self) {
         let mut m = self.model();
         *m = LiveModel::new(self.options);
+        drop(m);
+        self.details.clear();
+    }
+
+    /// The details of the event of record `id` (its number) of the file at `path`; an error
+    /// says why there are none. Reads the file: not on an async worker.
+    pub(crate) fn event(&self, path: &Path, id: u64) -> Result<serde_json::Value, String> {
+        let (chunk, record) = super::details::unpack(id);
+        let offset = self.model().chunk_offset(chunk).ok_or_else(|| {
+            "its chunk is older than the live view keeps: its details come once the trace is indexed"
+                .to_owned()
+        })?;
+        self.details.event(path, chunk, offset, record)
     }
 }
 
@@ -134,7 +150,8 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
     let mut named: rustc_hash::FxHashSet<u32> = Default::default();
     let mut streams: HashMap<(u16, u32), u64> = HashMap::default();
     let mut scratch = String::new();
-    let mut events: Vec<Ev> = Vec::new();
+    // Each with its record's number.
+    let mut events: Vec<(Ev, u64)> = Vec::new();
     let (mut skipping, mut chunks) = (false, 0u64);
     loop {
         let chunk = match reader.next_chunk() {
@@ -142,6 +159,7 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
             Ok(None) => return Ok(()),
             Err(e) => return Err(e.to_string()),
         };
+        let number = chunks;
         chunks += 1;
         let x = chunk.extents;
         if chunks % 16 == 0 {
@@ -163,15 +181,22 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
             Some(last) => n.saturating_sub(last.saturating_add(1)),
         };
         if skipping {
-            live.model().skipped += u64::from(x.event_count);
+            let mut m = live.model();
+            m.add_chunk(number, chunk.offset);
+            m.skipped += u64::from(x.event_count);
             continue;
         }
         events.clear();
         if lost > 0 {
             let plural = if lost == 1 { "" } else { "s" };
             let name = names.number(&format!("{lost} chunk{plural} lost"));
-            events.push(Ev::Point { tid: x.tid, ts: x.first_ts, name, kind: point_kinds::LOST_CHUNKS });
+            let ev = Ev::Point { tid: x.tid, ts: x.first_ts, name, kind: point_kinds::LOST_CHUNKS };
+            events.push((ev, super::details::pack(number, super::details::NO_RECORD)));
         }
+        // Where its records are: a record's place is its offset's distance from the first, in
+        // records.
+        let (first_record, record_bytes) =
+            (chunk.record_offset(0), chunk.record_offset(1) - chunk.record_offset(0));
         // The names of the threads it holds, once each name is known.
         let mut thread_names = Vec::new();
         let mut name_thread = |tid: u32| {
@@ -198,16 +223,18 @@ fn follow_inner(live: &Live, path: &Path) -> Result<(), String> {
                 name_thread(e.tid);
             }
             if let Some(ev) = decode(&e, &mut names, &mut scratch) {
-                events.push(ev);
+                let record = (e.offset - first_record) / record_bytes;
+                events.push((ev, super::details::pack(number, record)));
             }
         }
         let mut m = live.model();
+        m.add_chunk(number, chunk.offset);
         m.add_names(names.take_new());
         for (tid, name) in thread_names {
             m.name_thread(tid, name);
         }
-        for &ev in &events {
-            m.take(ev);
+        for &(ev, id) in &events {
+            m.take_at(ev, id);
         }
         drop(m);
         if let Some(e) = error {

@@ -36,6 +36,8 @@ mod maps;
 #[cfg(target_os = "linux")]
 mod perf;
 pub(crate) mod store;
+#[cfg(target_os = "linux")]
+mod unwind;
 
 /// How often the collector drains the rings.
 pub(crate) const PERIOD: Duration = Duration::from_millis(10);
@@ -301,6 +303,9 @@ fn run(
     let mut missed: Vec<*const crate::record::tenant::Tenant> = Vec::new();
     let mut maps = maps::Maps::default();
     let mut scratch = Vec::new();
+    // Made here, off the traced threads: it reads the loaded objects' unwind sections.
+    let mut unwinder =
+        perf.is_some_and(|w| w.sample_hz > 0 && unwind::REGS_MASK != 0).then(unwind::StackUnwinder::new);
     let mut period = 0u32;
     loop {
         let stopping = wait(shared);
@@ -320,7 +325,7 @@ fn run(
                 rings.retain(|tid, w| {
                     let live = traced.iter().any(|(t, ten)| t == tid && Arc::ptr_eq(ten, &w.tenant));
                     if !live {
-                        w.ring.drain(&mut drained, &mut scratch);
+                        w.ring.drain(&mut drained, &mut scratch, unwinder.as_mut());
                     }
                     live
                 });
@@ -352,10 +357,10 @@ fn run(
                 }
             }
             for w in rings.values_mut() {
-                w.ring.drain(&mut drained, &mut scratch);
+                w.ring.drain(&mut drained, &mut scratch, unwinder.as_mut());
             }
             if let Some(st) = &mut starter {
-                st.ring.drain(&mut drained, &mut scratch);
+                st.ring.drain(&mut drained, &mut scratch, unwinder.as_mut());
             }
         }
         let heap_now = heap.then(crate::alloc::heap_totals).flatten().map(|mut h| {

@@ -31,7 +31,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut depths: Vec<usize> = samples.iter().map(|s| s.frames.len()).collect();
     depths.sort_unstable();
-    let buckets: [(usize, usize); 7] = [(0, 0), (1, 1), (2, 5), (6, 10), (11, 20), (21, 50), (51, usize::MAX)];
+    let buckets: [(usize, usize); 7] =
+        [(0, 0), (1, 1), (2, 5), (6, 10), (11, 20), (21, 50), (51, usize::MAX)];
     println!("{} CPU samples", samples.len());
     println!(
         "frames per sample: min {} median {} p90 {} max {}",

@@ -6,8 +6,10 @@
 //! rebuilt since the trace is not taken for the one that ran. The address becomes a file offset
 //! (`address − start + file offset`), then the object's own address (through the `PT_LOAD`
 //! segment holding that offset), which is looked up with its inlined frames, innermost first,
-//! demangled; the symbol table answers when there is no DWARF. A return address is looked up at
-//! `address − 1`, inside the call rather than after it.
+//! demangled; the symbol table answers when there is no DWARF, only for an address inside a
+//! symbol's size (a stripped library's exported symbols do not cover its local functions, and
+//! the nearest one below is not the function). A return address is looked up at `address − 1`,
+//! inside the call rather than after it.
 //!
 //! What cannot be symbolized is named `file+0xOFFSET` (or `0xADDRESS` outside every mapping), and
 //! why is said once per object ([`Symbolizer::warnings`]): a missing file, a build id that
@@ -50,8 +52,49 @@ pub struct Frame {
 
 /// An object file, opened or refused.
 enum Loaded {
-    Open { loader: Box<addr2line::Loader>, segments: Vec<Segment> },
+    Open {
+        loader: Box<addr2line::Loader>,
+        segments: Vec<Segment>,
+        /// Its function symbols with their sizes, read when an address first needs them.
+        symbols: Option<Symbols>,
+    },
     Refused,
+}
+
+/// An object's function symbols (`.symtab`, else `.dynsym`) that have a size, by address.
+struct Symbols {
+    by_address: Vec<(u64, u64, Box<str>)>,
+}
+
+impl Symbols {
+    fn read(path: &str) -> Symbols {
+        use object::ObjectSymbol;
+        let mut by_address = Vec::new();
+        if let Ok(file) = File::open(path) {
+            let cache = ReadCache::new(file);
+            if let Ok(object) = object::File::parse(&cache) {
+                let table = if object.symbols().next().is_some() {
+                    object.symbols()
+                } else {
+                    object.dynamic_symbols()
+                };
+                by_address.extend(
+                    table
+                        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0 && !s.is_undefined())
+                        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.into()))),
+                );
+            }
+        }
+        by_address.sort_unstable_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
+        Symbols { by_address }
+    }
+
+    /// The symbol whose extent holds `address`.
+    fn find(&self, address: u64) -> Option<&str> {
+        let at = self.by_address.partition_point(|s| s.0 <= address);
+        // The last few that start at or below: aliases and nested symbols start together.
+        self.by_address[..at].iter().rev().take(8).find(|s| address - s.0 < s.1).map(|s| &*s.2)
+    }
 }
 
 /// A `PT_LOAD` segment: its file range and its address in the object.
@@ -177,7 +220,9 @@ impl Symbolizer {
             };
             self.objects.insert(key.clone(), object);
         }
-        let Some(Loaded::Open { loader, segments }) = self.objects.get(&key) else { return fallback() };
+        let Some(Loaded::Open { loader, segments, symbols }) = self.objects.get_mut(&key) else {
+            return fallback();
+        };
         let Some(seg) = segments.iter().find(|s| file_offset.wrapping_sub(s.offset) < s.size) else {
             return fallback();
         };
@@ -195,7 +240,7 @@ impl Symbolizer {
             }
         }
         if out.is_empty() {
-            if let Some(name) = loader.find_symbol(probe) {
+            if let Some(name) = symbols.get_or_insert_with(|| Symbols::read(&m.path)).find(probe) {
                 let name = addr2line::demangle_auto(name.into(), None).into_owned();
                 out.push(Frame { function: name, file: None, line: None, inlined: true });
             }
@@ -245,7 +290,7 @@ fn open(m: &Mapping) -> Result<Loaded, String> {
         })
         .collect();
     let loader = addr2line::Loader::new(&m.path).map_err(|e| format!("no debug information ({e})"))?;
-    Ok(Loaded::Open { loader: Box::new(loader), segments })
+    Ok(Loaded::Open { loader: Box::new(loader), segments, symbols: None })
 }
 
 fn hex(bytes: &[u8]) -> String {

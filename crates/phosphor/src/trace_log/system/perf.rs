@@ -189,6 +189,7 @@ impl PerfRing {
     }
 
     /// Whether its samples carry registers and a stack copy.
+    #[cfg(test)]
     pub(super) fn copies_stacks(&self) -> bool {
         self.stacks
     }
@@ -243,7 +244,12 @@ impl PerfRing {
 
     /// Reads every record the kernel has published into `out`, and hands the space back; the
     /// samples' stacks unwound by `unwinder` when they carry a stack copy.
-    pub(super) fn drain(&mut self, out: &mut Drained, scratch: &mut Vec<u8>, mut unwinder: Option<&mut StackUnwinder>) {
+    pub(super) fn drain(
+        &mut self,
+        out: &mut Drained,
+        scratch: &mut Vec<u8>,
+        mut unwinder: Option<&mut StackUnwinder>,
+    ) {
         let stacks = self.stacks;
         self.ring.drain(scratch, |rec| decode(rec, stacks, out, unwinder.as_deref_mut()));
     }

@@ -259,9 +259,7 @@ fn module<'d, R: ReadRef<'d>>(data: R, line: &MapLine, budget: usize) -> Option<
         let (offset, size) = s.file_range();
         offset < line.file_offset.saturating_add(len) && line.file_offset < offset.saturating_add(size)
     };
-    let executable = |s: &object::Segment<'d, '_, R>| {
-        matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0)
-    };
+    let executable = |s: &object::Segment<'d, '_, R>| matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0);
     let seg = obj
         .segments()
         .find(|s| overlaps(s) && executable(s))
@@ -336,7 +334,8 @@ mod arch {
             max: usize,
         ) {
             let &[bp, sp, ip] = regs else { return };
-            let mut frames = self.unwinder.iter_frames(ip, UnwindRegsX86_64::new(ip, sp, bp), &mut self.cache, read);
+            let mut frames =
+                self.unwinder.iter_frames(ip, UnwindRegsX86_64::new(ip, sp, bp), &mut self.cache, read);
             while out.len() < max {
                 match frames.next() {
                     Ok(Some(f)) => out.push(f.address()),
@@ -433,7 +432,14 @@ mod arch {
 
         pub(super) fn remove_module(&mut self, _: u64) {}
 
-        pub(super) fn walk(&mut self, _: &[u64], _: &mut impl FnMut(u64) -> Result<u64, ()>, _: &mut Vec<u64>, _: usize) {}
+        pub(super) fn walk(
+            &mut self,
+            _: &[u64],
+            _: &mut impl FnMut(u64) -> Result<u64, ()>,
+            _: &mut Vec<u64>,
+            _: usize,
+        ) {
+        }
     }
 }
 

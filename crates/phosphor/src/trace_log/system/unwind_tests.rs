@@ -6,7 +6,13 @@ fn executable_file_mappings_and_the_vdso_are_modules_with_their_inode() {
     let line = parse_line(x).unwrap();
     assert_eq!(
         line,
-        MapLine { start: 0x55d0c000, end: 0x55d0d000, file_offset: 0x1000, inode: 1234, path: "/usr/bin/cat".into() }
+        MapLine {
+            start: 0x55d0c000,
+            end: 0x55d0d000,
+            file_offset: 0x1000,
+            inode: 1234,
+            path: "/usr/bin/cat".into()
+        }
     );
     let vdso = "7ffc1000-7ffc3000 r-xp 00000000 00:00 0                          [vdso]";
     assert_eq!(parse_line(vdso).map(|l| l.path), Some("[vdso]".into()));
@@ -131,7 +137,8 @@ mod live {
         u.unwind(&regs, &stack, &[], &mut frames);
         assert_eq!(u.counts, UnwindCounts { unwound: 1, kernel: 0 });
         let symbols = symbols();
-        let anchor = symbols.iter().find(|s| s.2.contains("unwind_level_e")).expect("unwind_level_e's symbol");
+        let anchor =
+            symbols.iter().find(|s| s.2.contains("unwind_level_e")).expect("unwind_level_e's symbol");
         let bias = (unwind_level_e as fn(u32) -> (Vec<u64>, Vec<u8>) as usize as u64).wrapping_sub(anchor.0);
         // The first frame is the instruction; the others return addresses, inside their call.
         let names: Vec<String> = frames
@@ -142,7 +149,15 @@ mod live {
                 function_at(&symbols, a).map_or(format!("{a:#x}"), |n| format!("{:#}", demangled(n)))
             })
             .collect();
-        let want = ["capture", "unwind_level_e", "unwind_level_d", "unwind_level_c", "unwind_level_b", "unwind_level_a", "a_stack_copy_unwinds"];
+        let want = [
+            "capture",
+            "unwind_level_e",
+            "unwind_level_d",
+            "unwind_level_c",
+            "unwind_level_b",
+            "unwind_level_a",
+            "a_stack_copy_unwinds",
+        ];
         let mut at = 0;
         for w in want {
             let found = names[at..].iter().position(|n| n.contains(w));

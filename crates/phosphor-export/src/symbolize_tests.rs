@@ -172,6 +172,8 @@ fn without_debug_information_an_address_past_a_symbols_end_is_not_given_its_name
     });
     let [(addr, size, name), _] = gap.expect("a gap between exported functions") else { unreachable!() };
     let mut s = Symbolizer::new();
+    // Not its separate debug file, if one is installed here: the symbol table is under test.
+    s.debug_root = std::env::temp_dir().join("phosphor-no-debug-files");
     s.add_mappings(std::slice::from_ref(&m));
     let inside = s.function(runtime(*addr + 1), false);
     let aliases: Vec<&str> = syms.iter().filter(|s| s.0 == *addr).map(|s| s.2.as_str()).collect();
@@ -183,4 +185,41 @@ fn without_debug_information_an_address_past_a_symbols_end_is_not_given_its_name
         format!("{file}+{:#x}", past - m.start + m.file_offset),
         "past {name}"
     );
+}
+
+/// A stripped object (no DWARF, no symbol table) is named from its separate debug file, found
+/// under the debug root by its build id, as a distribution's `-dbg` package installs it.
+#[test]
+fn a_stripped_objects_separate_debug_file_is_found_by_its_build_id() {
+    let start = symbolize_me_please as fn(u64) -> u64 as usize as u64;
+    let own = own_mapping(start);
+    let dir = std::env::temp_dir().join(format!("phosphor-debug-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let id = super::hex(&own.build_id);
+    let debug = dir.join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..]));
+    std::fs::create_dir_all(debug.parent().unwrap()).unwrap();
+    let stripped = dir.join("stripped");
+    let objcopy = |args: &[&std::ffi::OsStr]| std::process::Command::new("objcopy").args(args).status();
+    let made = objcopy(&["--only-keep-debug".as_ref(), own.path.as_ref(), debug.as_os_str()]).and_then(|a| {
+        Ok(a.success()
+            && objcopy(&["--strip-all".as_ref(), own.path.as_ref(), stripped.as_os_str()])?.success())
+    });
+    if !matches!(made, Ok(true)) {
+        let _ = std::fs::remove_dir_all(&dir);
+        return eprintln!("objcopy (binutils) could not make the files here ({made:?}): not checked");
+    }
+    let m = Mapping { path: stripped.display().to_string(), ..own.clone() };
+    let mut without = Symbolizer::new();
+    without.debug_root = dir.join("elsewhere");
+    without.add_mappings(std::slice::from_ref(&m));
+    let raw = without.function(start, false);
+    assert_eq!(raw, format!("stripped+{:#x}", start - m.start + m.file_offset), "the stripped file alone");
+    let mut with = Symbolizer::new();
+    with.debug_root = dir.clone();
+    with.add_mappings(std::slice::from_ref(&m));
+    let frames = with.frames(start, false);
+    assert!(frames[0].function.ends_with("symbolize_me_please"), "{frames:?}");
+    assert!(frames[0].file.as_deref().is_some_and(|f| f.ends_with("symbolize_tests.rs")), "{frames:?}");
+    assert!(with.warnings().is_empty(), "{:?}", with.warnings());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

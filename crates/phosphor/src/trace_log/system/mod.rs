@@ -305,7 +305,7 @@ fn run(
     let mut scratch = Vec::new();
     // Made here, off the traced threads: it reads the loaded objects' unwind sections.
     let mut unwinder =
-        perf.is_some_and(|w| w.sample_hz > 0 && unwind::REGS_MASK != 0).then(unwind::StackUnwinder::new);
+        perf.is_some_and(|w| w.sample_hz > 0 && unwind::enabled()).then(unwind::StackUnwinder::new);
     let mut period = 0u32;
     loop {
         let stopping = wait(shared);

@@ -178,7 +178,7 @@ impl PerfRing {
     /// samples are on and this architecture is unwound, else (or if the kernel refuses them, or
     /// the locked-memory budget their ring) without.
     pub(super) fn open(tid: u32, want: Want, max_stack: u16) -> Result<PerfRing, OpenError> {
-        if want.sample_hz > 0 && REGS_MASK != 0 {
+        if want.sample_hz > 0 && super::unwind::enabled() {
             match PerfRing::open_as(tid, want, max_stack, true) {
                 Ok(ring) => return Ok(ring),
                 Err(e) if e.is_gone() => return Err(e),

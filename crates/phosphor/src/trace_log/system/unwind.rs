@@ -50,6 +50,16 @@ pub(super) const REFRESH_EVERY: Duration = Duration::from_millis(100);
 /// 0 where this architecture is not unwound (the kernel's chain is then all there is).
 pub(super) const REGS_MASK: u64 = arch::REGS_MASK;
 
+/// Setting this environment variable to `1` turns the stack copies off: samples then carry the
+/// kernel's frame-pointer chain only (cheaper, and whole for code built with frame pointers).
+pub(super) const FRAME_POINTERS_ONLY: &str = "PHOSPHOR_PERF_FRAME_POINTERS";
+
+/// Whether samples carry stack copies to unwind: this architecture is unwound and
+/// [`FRAME_POINTERS_ONLY`] is not set.
+pub(super) fn enabled() -> bool {
+    REGS_MASK != 0 && std::env::var_os(FRAME_POINTERS_ONLY).is_none_or(|v| v != "1")
+}
+
 /// How the stacks of the samples unwound so far were got.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct UnwindCounts {

@@ -12,7 +12,8 @@
 //!   traced threads (its own tenants' owners, under `try_control`: it never waits for the control
 //!   lock), opens a perf event for each new one (`perf.rs`), drains every ring, closes those of
 //!   threads that exited, reads the heap totals and, every [`MAPS_EVERY`] periods, the new
-//!   executable mappings (`maps.rs`), and adds it all to the bounded store (`store.rs`).
+//!   executable mappings (`maps.rs`), and adds it all to the bounded store (`store.rs`). Each
+//!   CPU sample's copy of its thread's stack is unwound as it is drained (`unwind.rs`).
 //! * [`SystemCollector::finish`] (from `stop`, without the control lock) wakes it for a last
 //!   period, joins it, and hands the store over as the trace's [`SystemBatch`];
 //!   [`SystemCollector::forget`] (a fork child) lets it go without joining: the thread is the

@@ -628,9 +628,7 @@ mod tests {
         }
         assert_eq!(unwinder.counts.unwound + unwinder.counts.kernel, copies.len() as u64);
         assert!(out.samples.iter().all(|s| !s.frames.is_empty() && s.frames.len() <= MAX_FRAMES));
-        eprintln!("{:?}", unwinder.counts);
-        for s in out.samples.iter().take(3) {
-            eprintln!("{:x?}", s.frames);
-        }
+        // This test's own code has unwind information: the walks go past the kernel's chain.
+        assert!(unwinder.counts.unwound * 10 >= copies.len() as u64 * 9, "{:?}", unwinder.counts);
     }
 }

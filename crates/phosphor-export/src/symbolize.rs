@@ -6,8 +6,14 @@
 //! rebuilt since the trace is not taken for the one that ran. The address becomes a file offset
 //! (`address − start + file offset`), then the object's own address (through the `PT_LOAD`
 //! segment holding that offset), which is looked up with its inlined frames, innermost first,
-//! demangled; the symbol table answers when there is no DWARF. A return address is looked up at
-//! `address − 1`, inside the call rather than after it.
+//! demangled; the symbol table answers when there is no DWARF, only for an address inside a
+//! symbol's size (a stripped library's exported symbols do not cover its local functions, and
+//! the nearest one below is not the function). A return address is looked up at `address − 1`,
+//! inside the call rather than after it.
+//!
+//! An object without debug information of its own (a distribution's stripped library) is read
+//! from its separate debug file when one is installed under [`DEBUG_ROOT`] by its build id
+//! (`.build-id/ab/cdef….debug`, checked to have the same build id), as gdb and perf do.
 //!
 //! What cannot be symbolized is named `file+0xOFFSET` (or `0xADDRESS` outside every mapping), and
 //! why is said once per object ([`Symbolizer::warnings`]): a missing file, a build id that
@@ -34,6 +40,9 @@ pub const MAX_OBJECT_BYTES: u64 = 4 << 30;
 pub const MAX_OBJECTS: usize = 1024;
 /// The most addresses whose frames are kept.
 pub const MAX_CACHED_ADDRESSES: usize = 1 << 18;
+/// Where separate debug files are installed, by build id (`.build-id/ab/cdef….debug`: Debian's
+/// `-dbg` and `-dbgsym` packages, Fedora's `debuginfo`), as gdb and perf look for them.
+pub const DEBUG_ROOT: &str = "/usr/lib/debug";
 
 /// One function frame of an address.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -50,8 +59,52 @@ pub struct Frame {
 
 /// An object file, opened or refused.
 enum Loaded {
-    Open { loader: Box<addr2line::Loader>, segments: Vec<Segment> },
+    Open {
+        loader: Box<addr2line::Loader>,
+        segments: Vec<Segment>,
+        /// Its function symbols with their sizes, read when an address first needs them.
+        symbols: Option<Symbols>,
+        /// Where its debug information and symbols are read: the file, or its separate debug
+        /// file.
+        debug_path: String,
+    },
     Refused,
+}
+
+/// An object's function symbols (`.symtab`, else `.dynsym`) that have a size, by address.
+struct Symbols {
+    by_address: Vec<(u64, u64, Box<str>)>,
+}
+
+impl Symbols {
+    fn read(path: &str) -> Symbols {
+        use object::ObjectSymbol;
+        let mut by_address = Vec::new();
+        if let Ok(file) = File::open(path) {
+            let cache = ReadCache::new(file);
+            if let Ok(object) = object::File::parse(&cache) {
+                let table = if object.symbols().next().is_some() {
+                    object.symbols()
+                } else {
+                    object.dynamic_symbols()
+                };
+                by_address.extend(
+                    table
+                        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0 && !s.is_undefined())
+                        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.into()))),
+                );
+            }
+        }
+        by_address.sort_unstable_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
+        Symbols { by_address }
+    }
+
+    /// The symbol whose extent holds `address`.
+    fn find(&self, address: u64) -> Option<&str> {
+        let at = self.by_address.partition_point(|s| s.0 <= address);
+        // The last few that start at or below: aliases and nested symbols start together.
+        self.by_address[..at].iter().rev().take(8).find(|s| address - s.0 < s.1).map(|s| &*s.2)
+    }
 }
 
 /// A `PT_LOAD` segment: its file range and its address in the object.
@@ -71,6 +124,8 @@ pub struct Symbolizer {
     cache: HashMap<(u64, bool), Arc<[Frame]>>,
     warnings: Vec<String>,
     offline: bool,
+    /// Where separate debug files are looked for (`/usr/lib/debug`).
+    debug_root: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -98,6 +153,7 @@ impl Symbolizer {
             cache: HashMap::new(),
             warnings: Vec::new(),
             offline: false,
+            debug_root: DEBUG_ROOT.into(),
         }
     }
 
@@ -167,7 +223,7 @@ impl Symbolizer {
             let object = if self.objects.len() >= MAX_OBJECTS {
                 Loaded::Refused
             } else {
-                match open(&m) {
+                match open(&m, &self.debug_root) {
                     Ok(o) => o,
                     Err(why) => {
                         self.warnings.push(format!("{}: {why}; its addresses are shown as offsets", m.path));
@@ -177,7 +233,9 @@ impl Symbolizer {
             };
             self.objects.insert(key.clone(), object);
         }
-        let Some(Loaded::Open { loader, segments }) = self.objects.get(&key) else { return fallback() };
+        let Some(Loaded::Open { loader, segments, symbols, debug_path }) = self.objects.get_mut(&key) else {
+            return fallback();
+        };
         let Some(seg) = segments.iter().find(|s| file_offset.wrapping_sub(s.offset) < s.size) else {
             return fallback();
         };
@@ -195,7 +253,7 @@ impl Symbolizer {
             }
         }
         if out.is_empty() {
-            if let Some(name) = loader.find_symbol(probe) {
+            if let Some(name) = symbols.get_or_insert_with(|| Symbols::read(debug_path)).find(probe) {
                 let name = addr2line::demangle_auto(name.into(), None).into_owned();
                 out.push(Frame { function: name, file: None, line: None, inlined: true });
             }
@@ -214,8 +272,9 @@ fn file_name(path: &str) -> &str {
 }
 
 /// Opens the object file of `m`: checks that it is a regular file of a sane size with the recorded
-/// build id, reads its `PT_LOAD` segments, and loads its debug information.
-fn open(m: &Mapping) -> Result<Loaded, String> {
+/// build id, reads its `PT_LOAD` segments, and loads its debug information (from its separate
+/// debug file under `debug_root` when it has none of its own and one is installed).
+fn open(m: &Mapping, debug_root: &std::path::Path) -> Result<Loaded, String> {
     if m.path.is_empty() || m.path.starts_with('[') {
         return Err("not a file (the kernel's own mapping)".into());
     }
@@ -244,8 +303,28 @@ fn open(m: &Mapping) -> Result<Loaded, String> {
             Segment { offset, size, vaddr: s.address() }
         })
         .collect();
-    let loader = addr2line::Loader::new(&m.path).map_err(|e| format!("no debug information ({e})"))?;
-    Ok(Loaded::Open { loader: Box::new(loader), segments })
+    let separate = match object.section_by_name(".debug_info") {
+        None if !build_id.is_empty() => separate_debug_file(debug_root, build_id),
+        _ => None,
+    };
+    let debug_path = separate.unwrap_or_else(|| m.path.clone());
+    let loader = addr2line::Loader::new(&debug_path).map_err(|e| format!("no debug information ({e})"))?;
+    Ok(Loaded::Open { loader: Box::new(loader), segments, symbols: None, debug_path })
+}
+
+/// The separate debug file of the object with `build_id` under `root`
+/// (`root/.build-id/ab/cdef….debug`), if one is installed: a regular file of a sane size with
+/// the same build id.
+fn separate_debug_file(root: &std::path::Path, build_id: &[u8]) -> Option<String> {
+    let (first, rest) = build_id.split_first()?;
+    let path = root.join(".build-id").join(format!("{first:02x}")).join(format!("{}.debug", hex(rest)));
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_OBJECT_BYTES {
+        return None;
+    }
+    let cache = ReadCache::new(File::open(&path).ok()?);
+    let object = object::File::parse(&cache).ok()?;
+    (object.build_id().ok()?? == build_id).then(|| path.to_string_lossy().into_owned())
 }
 
 fn hex(bytes: &[u8]) -> String {

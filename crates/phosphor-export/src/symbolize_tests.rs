@@ -131,3 +131,95 @@ fn offline_names_every_address_by_its_offset_and_opens_nothing() {
     assert_eq!(s.function(start, false), format!("{file}+{:#x}", start - m.start + m.file_offset));
     assert!(s.warnings().is_empty());
 }
+
+/// Issue 39, defect 13: in an object with no debug information (a distribution's stripped
+/// `libc.so.6`, which has only its exported symbols), an address past the end of the symbol
+/// below it is in a function the table does not name (`start_thread`, `clone3`), and is shown by
+/// its offset rather than given that symbol's name.
+#[test]
+fn without_debug_information_an_address_past_a_symbols_end_is_not_given_its_name() {
+    use object::{ObjectSegment, ObjectSymbol};
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let Some(line) = maps.lines().find(|l| l.contains(" r-xp ") && l.contains("/libc.so")) else {
+        return eprintln!("no libc.so mapped here (a static build?): not checked");
+    };
+    let start = u64::from_str_radix(line.split('-').next().unwrap(), 16).unwrap();
+    let m = own_mapping(start);
+    let data = std::fs::read(&m.path).unwrap();
+    let libc = object::File::parse(&*data).unwrap();
+    if libc.section_by_name(".debug_info").is_some() || libc.symbols().next().is_some() {
+        return eprintln!("{} is not stripped here: not checked", m.path);
+    }
+    let seg = libc
+        .segments()
+        .find(|s| {
+            let (offset, size) = s.file_range();
+            offset <= m.file_offset + (m.end - m.start) && m.file_offset < offset + size
+        })
+        .unwrap();
+    let runtime = |svma: u64| m.start + (svma - seg.address() + seg.file_range().0) - m.file_offset;
+    let mut syms: Vec<(u64, u64, String)> = libc
+        .dynamic_symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+        .map(|s| (s.address(), s.size(), s.name().unwrap().to_owned()))
+        .filter(|s| (m.start..m.end).contains(&runtime(s.0)))
+        .collect();
+    syms.sort();
+    // An exported function followed by at least 64 bytes that no exported symbol covers.
+    let gap = syms.windows(2).find(|w| {
+        let end = w[0].0 + w[0].1;
+        w[1].0 > end + 64 && syms.iter().all(|s| !(s.0..s.0 + s.1).contains(&(end + 16)))
+    });
+    let [(addr, size, name), _] = gap.expect("a gap between exported functions") else { unreachable!() };
+    let mut s = Symbolizer::new();
+    // Not its separate debug file, if one is installed here: the symbol table is under test.
+    s.debug_root = std::env::temp_dir().join("phosphor-no-debug-files");
+    s.add_mappings(std::slice::from_ref(&m));
+    let inside = s.function(runtime(*addr + 1), false);
+    let aliases: Vec<&str> = syms.iter().filter(|s| s.0 == *addr).map(|s| s.2.as_str()).collect();
+    assert!(aliases.contains(&inside.as_str()), "{inside} for an address in {aliases:?}");
+    let past = runtime(addr + size + 16);
+    let file = m.path.rsplit('/').next().unwrap();
+    assert_eq!(
+        s.function(past, false),
+        format!("{file}+{:#x}", past - m.start + m.file_offset),
+        "past {name}"
+    );
+}
+
+/// A stripped object (no DWARF, no symbol table) is named from its separate debug file, found
+/// under the debug root by its build id, as a distribution's `-dbg` package installs it.
+#[test]
+fn a_stripped_objects_separate_debug_file_is_found_by_its_build_id() {
+    let start = symbolize_me_please as fn(u64) -> u64 as usize as u64;
+    let own = own_mapping(start);
+    let dir = std::env::temp_dir().join(format!("phosphor-debug-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let id = super::hex(&own.build_id);
+    let debug = dir.join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..]));
+    std::fs::create_dir_all(debug.parent().unwrap()).unwrap();
+    let stripped = dir.join("stripped");
+    let objcopy = |args: &[&std::ffi::OsStr]| std::process::Command::new("objcopy").args(args).status();
+    let made = objcopy(&["--only-keep-debug".as_ref(), own.path.as_ref(), debug.as_os_str()]).and_then(|a| {
+        Ok(a.success()
+            && objcopy(&["--strip-all".as_ref(), own.path.as_ref(), stripped.as_os_str()])?.success())
+    });
+    if !matches!(made, Ok(true)) {
+        let _ = std::fs::remove_dir_all(&dir);
+        return eprintln!("objcopy (binutils) could not make the files here ({made:?}): not checked");
+    }
+    let m = Mapping { path: stripped.display().to_string(), ..own.clone() };
+    let mut without = Symbolizer::new();
+    without.debug_root = dir.join("elsewhere");
+    without.add_mappings(std::slice::from_ref(&m));
+    let raw = without.function(start, false);
+    assert_eq!(raw, format!("stripped+{:#x}", start - m.start + m.file_offset), "the stripped file alone");
+    let mut with = Symbolizer::new();
+    with.debug_root = dir.clone();
+    with.add_mappings(std::slice::from_ref(&m));
+    let frames = with.frames(start, false);
+    assert!(frames[0].function.ends_with("symbolize_me_please"), "{frames:?}");
+    assert!(frames[0].file.as_deref().is_some_and(|f| f.ends_with("symbolize_tests.rs")), "{frames:?}");
+    assert!(with.warnings().is_empty(), "{:?}", with.warnings());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -24,6 +24,7 @@ mod recover;
 mod stats;
 mod system;
 mod system_e2e;
+mod system_stacks;
 mod view;
 mod view_compare;
 mod view_flow;

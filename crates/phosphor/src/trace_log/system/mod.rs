@@ -12,7 +12,8 @@
 //!   traced threads (its own tenants' owners, under `try_control`: it never waits for the control
 //!   lock), opens a perf event for each new one (`perf.rs`), drains every ring, closes those of
 //!   threads that exited, reads the heap totals and, every [`MAPS_EVERY`] periods, the new
-//!   executable mappings (`maps.rs`), and adds it all to the bounded store (`store.rs`).
+//!   executable mappings (`maps.rs`), and adds it all to the bounded store (`store.rs`). Each
+//!   CPU sample's copy of its thread's stack is unwound as it is drained (`unwind.rs`).
 //! * [`SystemCollector::finish`] (from `stop`, without the control lock) wakes it for a last
 //!   period, joins it, and hands the store over as the trace's [`SystemBatch`];
 //!   [`SystemCollector::forget`] (a fork child) lets it go without joining: the thread is the
@@ -36,6 +37,8 @@ mod maps;
 #[cfg(target_os = "linux")]
 mod perf;
 pub(crate) mod store;
+#[cfg(target_os = "linux")]
+mod unwind;
 
 /// How often the collector drains the rings.
 pub(crate) const PERIOD: Duration = Duration::from_millis(10);
@@ -301,6 +304,9 @@ fn run(
     let mut missed: Vec<*const crate::record::tenant::Tenant> = Vec::new();
     let mut maps = maps::Maps::default();
     let mut scratch = Vec::new();
+    // Made here, off the traced threads: it reads the loaded objects' unwind sections.
+    let mut unwinder =
+        perf.is_some_and(|w| w.sample_hz > 0 && unwind::enabled()).then(unwind::StackUnwinder::new);
     let mut period = 0u32;
     loop {
         let stopping = wait(shared);
@@ -320,7 +326,7 @@ fn run(
                 rings.retain(|tid, w| {
                     let live = traced.iter().any(|(t, ten)| t == tid && Arc::ptr_eq(ten, &w.tenant));
                     if !live {
-                        w.ring.drain(&mut drained, &mut scratch);
+                        w.ring.drain(&mut drained, &mut scratch, unwinder.as_mut());
                     }
                     live
                 });
@@ -352,10 +358,10 @@ fn run(
                 }
             }
             for w in rings.values_mut() {
-                w.ring.drain(&mut drained, &mut scratch);
+                w.ring.drain(&mut drained, &mut scratch, unwinder.as_mut());
             }
             if let Some(st) = &mut starter {
-                st.ring.drain(&mut drained, &mut scratch);
+                st.ring.drain(&mut drained, &mut scratch, unwinder.as_mut());
             }
         }
         let heap_now = heap.then(crate::alloc::heap_totals).flatten().map(|mut h| {

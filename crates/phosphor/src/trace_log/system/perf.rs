@@ -5,8 +5,10 @@
 //!
 //! A software event on one thread (`pid` = its tid, `cpu` = -1, not inherited):
 //! `PERF_COUNT_SW_CPU_CLOCK` at `sample_hz` with the user-space call chain (frame pointers, walked
-//! by the kernel) when samples are on, else `PERF_COUNT_SW_DUMMY`, which never samples and only
-//! carries the side-band records; `context_switch` when switches are on. Every record carries
+//! by the kernel) when samples are on, and on x86_64 and aarch64 the user registers and a copy of
+//! the top [`STACK_BYTES`] of the user stack, which the collector unwinds (`unwind.rs`; if the
+//! kernel refuses those, or the bigger ring they need, the event is opened again without them);
+//! else `PERF_COUNT_SW_DUMMY`, which never samples and only carries the side-band records; `context_switch` when switches are on. Every record carries
 //! `{pid, tid}`, the time (`use_clockid`: `CLOCK_MONOTONIC`, the clock the trace's ticks map to)
 //! and the CPU (`sample_id_all`). Kernel stacks and kernel samples are excluded, which is what lets
 //! `perf_event_paranoid` 2 (the default) allow it unprivileged.
@@ -31,10 +33,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use perf_event_open_sys::bindings as sys;
 use phosphor_format::system::{Sample, SampleKind, Switch, SwitchKind, MAX_FRAMES};
 
+use super::unwind::{StackUnwinder, REGS_MASK, STACK_BYTES};
+
 /// Data pages per ring (a power of two) when samples are on: 16 pages (64 KiB) hold a period
 /// (10 ms) of 999 Hz samples of 127 frames (10 × 1 KiB) many times over, and context switches at
 /// 100,000/s (1,000 × 40 bytes per period).
 const SAMPLE_PAGES: usize = 16;
+/// Data pages when samples carry a stack copy: 64 pages (256 KiB) hold a period of 999 Hz
+/// samples of about 17 KiB each (10 × 17 KiB) with half to spare.
+const STACK_PAGES: usize = 64;
 /// Data pages when only switches are on: 4 pages (16 KiB) hold 400 switches, 40,000 a second
 /// at one drain per 10 ms.
 const SWITCH_PAGES: usize = 4;
@@ -149,6 +156,8 @@ pub(super) struct PerfRing {
     ring: Ring,
     /// The mapping's length.
     len: usize,
+    /// Its samples carry registers and a stack copy.
+    stacks: bool,
 }
 
 /// A perf ring's memory: the header page, then the data area.
@@ -165,29 +174,28 @@ struct Ring {
 unsafe impl Send for PerfRing {}
 
 impl PerfRing {
-    /// Opens and maps the event of thread `tid` (0: the calling thread).
+    /// Opens and maps the event of thread `tid` (0: the calling thread): with stack copies where
+    /// samples are on and this architecture is unwound, else (or if the kernel refuses them, or
+    /// the locked-memory budget their ring) without.
     pub(super) fn open(tid: u32, want: Want, max_stack: u16) -> Result<PerfRing, OpenError> {
-        let mut attr = sys::perf_event_attr::default();
-        attr.type_ = sys::PERF_TYPE_SOFTWARE;
-        attr.size = std::mem::size_of::<sys::perf_event_attr>() as u32;
-        attr.sample_type = u64::from(sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME | sys::PERF_SAMPLE_CPU);
-        if want.sample_hz > 0 {
-            attr.config = u64::from(sys::PERF_COUNT_SW_CPU_CLOCK);
-            attr.__bindgen_anon_1.sample_freq = u64::from(want.sample_hz);
-            attr.set_freq(1);
-            attr.sample_type |= u64::from(sys::PERF_SAMPLE_CALLCHAIN);
-            attr.sample_max_stack = max_stack;
-        } else {
-            attr.config = u64::from(sys::PERF_COUNT_SW_DUMMY);
-            attr.__bindgen_anon_1.sample_period = 1;
+        if want.sample_hz > 0 && super::unwind::enabled() {
+            match PerfRing::open_as(tid, want, max_stack, true) {
+                Ok(ring) => return Ok(ring),
+                Err(e) if e.is_gone() => return Err(e),
+                Err(_) => {}
+            }
         }
-        attr.set_context_switch(u64::from(want.switches));
-        attr.set_exclude_kernel(1);
-        attr.set_exclude_hv(1);
-        attr.set_exclude_callchain_kernel(1);
-        attr.set_sample_id_all(1);
-        attr.set_use_clockid(1);
-        attr.clockid = libc::CLOCK_MONOTONIC;
+        PerfRing::open_as(tid, want, max_stack, false)
+    }
+
+    /// Whether its samples carry registers and a stack copy.
+    #[cfg(test)]
+    pub(super) fn copies_stacks(&self) -> bool {
+        self.stacks
+    }
+
+    fn open_as(tid: u32, want: Want, max_stack: u16, stacks: bool) -> Result<PerfRing, OpenError> {
+        let mut attr = attr(want, max_stack, stacks);
         // SAFETY: `attr` is a fully initialised perf_event_attr of the size it declares; the event
         // asked for only observes a thread of this process.
         let fd = unsafe {
@@ -206,7 +214,11 @@ impl PerfRing {
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         // SAFETY: sysconf only reads a system parameter.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-        let pages = if want.sample_hz > 0 { SAMPLE_PAGES } else { SWITCH_PAGES };
+        let pages = match (want.sample_hz > 0, stacks) {
+            (true, true) => STACK_PAGES,
+            (true, false) => SAMPLE_PAGES,
+            (false, _) => SWITCH_PAGES,
+        };
         let len = (1 + pages) * page;
         // SAFETY: a new shared mapping of the event's ring, at an address the kernel picks; no
         // existing memory is affected.
@@ -227,13 +239,52 @@ impl PerfRing {
         // aligned, and lives as long as the `PerfRing` that owns the `Ring` (unmapped in its
         // `Drop`).
         let ring = unsafe { Ring::new(base.cast(), page, pages * page) };
-        Ok(PerfRing { _fd: fd, ring, len })
+        Ok(PerfRing { _fd: fd, ring, len, stacks })
     }
 
-    /// Reads every record the kernel has published into `out`, and hands the space back.
-    pub(super) fn drain(&mut self, out: &mut Drained, scratch: &mut Vec<u8>) {
-        self.ring.drain(out, scratch);
+    /// Reads every record the kernel has published into `out`, and hands the space back; the
+    /// samples' stacks unwound by `unwinder` when they carry a stack copy.
+    pub(super) fn drain(
+        &mut self,
+        out: &mut Drained,
+        scratch: &mut Vec<u8>,
+        mut unwinder: Option<&mut StackUnwinder>,
+    ) {
+        let stacks = self.stacks;
+        self.ring.drain(scratch, |rec| decode(rec, stacks, out, unwinder.as_deref_mut()));
     }
+}
+
+/// The event's attributes (see the module's documentation); `stacks`: samples carry the user
+/// registers of [`REGS_MASK`] and [`STACK_BYTES`] of the user stack.
+fn attr(want: Want, max_stack: u16, stacks: bool) -> sys::perf_event_attr {
+    let mut attr = sys::perf_event_attr::default();
+    attr.type_ = sys::PERF_TYPE_SOFTWARE;
+    attr.size = std::mem::size_of::<sys::perf_event_attr>() as u32;
+    attr.sample_type = u64::from(sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME | sys::PERF_SAMPLE_CPU);
+    if want.sample_hz > 0 {
+        attr.config = u64::from(sys::PERF_COUNT_SW_CPU_CLOCK);
+        attr.__bindgen_anon_1.sample_freq = u64::from(want.sample_hz);
+        attr.set_freq(1);
+        attr.sample_type |= u64::from(sys::PERF_SAMPLE_CALLCHAIN);
+        attr.sample_max_stack = max_stack;
+        if stacks {
+            attr.sample_type |= u64::from(sys::PERF_SAMPLE_REGS_USER | sys::PERF_SAMPLE_STACK_USER);
+            attr.sample_regs_user = REGS_MASK;
+            attr.sample_stack_user = STACK_BYTES;
+        }
+    } else {
+        attr.config = u64::from(sys::PERF_COUNT_SW_DUMMY);
+        attr.__bindgen_anon_1.sample_period = 1;
+    }
+    attr.set_context_switch(u64::from(want.switches));
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    attr.set_exclude_callchain_kernel(1);
+    attr.set_sample_id_all(1);
+    attr.set_use_clockid(1);
+    attr.clockid = libc::CLOCK_MONOTONIC;
+    attr
 }
 
 impl Ring {
@@ -257,8 +308,9 @@ impl Ring {
         unsafe { AtomicU64::from_ptr(self.base.add(offset).cast()) }
     }
 
-    /// Reads every record the kernel has published into `out`, and hands the space back.
-    fn drain(&mut self, out: &mut Drained, scratch: &mut Vec<u8>) {
+    /// Hands every record the kernel has published to `each` (a copy, in `scratch`), and the space
+    /// back.
+    fn drain(&mut self, scratch: &mut Vec<u8>, mut each: impl FnMut(&[u8])) {
         let head_at = std::mem::offset_of!(sys::perf_event_mmap_page, data_head);
         let tail_at = std::mem::offset_of!(sys::perf_event_mmap_page, data_tail);
         // Acquire: pairs with the kernel's barrier before it publishes `data_head`; the records
@@ -276,7 +328,7 @@ impl Ring {
             }
             scratch.resize(size, 0);
             self.copy_out(tail, scratch);
-            decode(scratch, out);
+            each(scratch);
             tail += size as u64;
         }
         // Release: our copies of the records happen before the kernel may overwrite their space.
@@ -320,8 +372,10 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 }
 
 /// Decodes one record (header included) of the `sample_type` `PerfRing::open` asks for:
-/// `TID | TIME | CPU`, then `CALLCHAIN` in samples. A record too short for its type is skipped.
-pub(super) fn decode(rec: &[u8], out: &mut Drained) {
+/// `TID | TIME | CPU`, then `CALLCHAIN` in samples, and with `stacks` `REGS_USER | STACK_USER`
+/// after it, which `unwinder` (if any) unwinds. A record too short for its type is skipped; a
+/// sample whose registers or stack copy are cut short keeps the kernel's chain.
+pub(super) fn decode(rec: &[u8], stacks: bool, out: &mut Drained, unwinder: Option<&mut StackUnwinder>) {
     let Some(ty) = u32_at(rec, 0) else { return };
     let misc = rec.get(4..6).map_or(0, |m| u32::from(u16::from_ne_bytes([m[0], m[1]])));
     // After the header: {pid, tid} at 8, time at 16, {cpu, res} at 24.
@@ -341,17 +395,51 @@ pub(super) fn decode(rec: &[u8], out: &mut Drained) {
         sys::PERF_RECORD_SAMPLE => {
             let Some((tid, time_ns, cpu)) = id() else { return };
             let Some(nr) = u64_at(rec, 32) else { return };
-            let frames = (0..nr.min(rec.len() as u64 / 8) as usize)
-                .map_while(|i| u64_at(rec, 40 + 8 * i))
+            let held = rec.len().saturating_sub(40) as u64 / 8;
+            let kernel: Vec<u64> = (0..nr.min(held) as usize)
+                .filter_map(|i| u64_at(rec, 40 + 8 * i))
                 // Context markers (PERF_CONTEXT_USER, ...) are not addresses.
                 .filter(|&a| a < sys::PERF_CONTEXT_MAX)
                 .take(MAX_FRAMES)
                 .collect();
+            let user = if stacks && nr <= held { user_stack(rec, 40 + 8 * nr as usize) } else { None };
+            let frames = match (user, unwinder) {
+                (Some((regs, n, stack)), Some(u)) => {
+                    let mut frames = Vec::new();
+                    u.unwind(&regs[..n], stack, &kernel, &mut frames);
+                    frames
+                }
+                _ => kernel,
+            };
             out.samples.push(Sample { tid, time_ns, cpu, kind: SampleKind::Cpu, frames });
         }
         sys::PERF_RECORD_LOST => out.lost += u64_at(rec, 16).unwrap_or(0),
         _ => {}
     }
+}
+
+/// The most registers [`REGS_MASK`] asks for.
+const MAX_REGS: usize = 4;
+
+/// A sample's user registers (`REGS_USER`: the ABI, then one word per bit of [`REGS_MASK`]) and
+/// the valid part of its stack copy (`STACK_USER`: its size, the bytes, then how many the kernel
+/// could copy), from offset `at`; `None` when the sample has no user registers (the ABI word is
+/// 0) or the record is cut short.
+fn user_stack(rec: &[u8], at: usize) -> Option<([u64; MAX_REGS], usize, &[u8])> {
+    let abi = u64_at(rec, at)?;
+    let n = REGS_MASK.count_ones() as usize;
+    if abi == u64::from(sys::PERF_SAMPLE_REGS_ABI_NONE) || n > MAX_REGS {
+        return None;
+    }
+    let mut regs = [0; MAX_REGS];
+    for (i, r) in regs.iter_mut().take(n).enumerate() {
+        *r = u64_at(rec, at + 8 + 8 * i)?;
+    }
+    let size_at = at + 8 + 8 * n;
+    let size = usize::try_from(u64_at(rec, size_at)?).ok()?;
+    let data = rec.get(size_at + 8..(size_at + 8).checked_add(size)?)?;
+    let valid = usize::try_from(u64_at(rec, size_at + 8 + size)?).ok()?;
+    Some((regs, n, &data[..valid.min(size)]))
 }
 
 #[cfg(test)]
@@ -377,9 +465,9 @@ mod tests {
     fn switch_records_decode_to_out_preempted_and_in() {
         let mut out = Drained::default();
         let body = [pid_tid(7, 9), 1_000, 3];
-        decode(&record(14, 0x2000, &body), &mut out);
-        decode(&record(14, 0x6000, &body), &mut out);
-        decode(&record(14, 0, &body), &mut out);
+        decode(&record(14, 0x2000, &body), false, &mut out, None);
+        decode(&record(14, 0x6000, &body), false, &mut out, None);
+        decode(&record(14, 0, &body), false, &mut out, None);
         let kinds: Vec<_> = out.switches.iter().map(|s| s.kind).collect();
         assert_eq!(kinds, [SwitchKind::Out, SwitchKind::Preempted, SwitchKind::In]);
         assert_eq!(out.switches[0], Switch { tid: 9, time_ns: 1_000, cpu: 3, kind: SwitchKind::Out });
@@ -389,7 +477,7 @@ mod tests {
     fn samples_keep_addresses_and_drop_context_markers() {
         let mut out = Drained::default();
         let user = sys::PERF_CONTEXT_MAX + 3583; // PERF_CONTEXT_USER, -512
-        decode(&record(9, 2, &[pid_tid(1, 2), 5, 1, 4, user, 0x1000, 0x2000, 0x3000]), &mut out);
+        decode(&record(9, 2, &[pid_tid(1, 2), 5, 1, 4, user, 0x1000, 0x2000, 0x3000]), false, &mut out, None);
         assert_eq!(out.samples.len(), 1);
         assert_eq!(out.samples[0].frames, [0x1000, 0x2000, 0x3000]);
         assert_eq!((out.samples[0].tid, out.samples[0].time_ns), (2, 5));
@@ -398,9 +486,9 @@ mod tests {
     #[test]
     fn a_sample_claiming_more_frames_than_it_holds_keeps_those_it_has() {
         let mut out = Drained::default();
-        decode(&record(9, 2, &[pid_tid(1, 2), 5, 1, u64::MAX, 0x1000]), &mut out);
+        decode(&record(9, 2, &[pid_tid(1, 2), 5, 1, u64::MAX, 0x1000]), false, &mut out, None);
         assert_eq!(out.samples[0].frames, [0x1000]);
-        decode(&record(9, 2, &[pid_tid(1, 2)]), &mut out); // truncated: skipped
+        decode(&record(9, 2, &[pid_tid(1, 2)]), false, &mut out, None); // truncated: skipped
         assert_eq!(out.samples.len(), 1);
     }
 
@@ -433,7 +521,7 @@ mod tests {
             // SAFETY: `mem` is PAGE + DATA bytes, 8-aligned, alive for the ring's use below;
             // nothing else writes it meanwhile.
             let mut ring = unsafe { Ring::new(self.mem.as_mut_ptr().cast(), Self::PAGE, Self::DATA) };
-            ring.drain(out, &mut Vec::new());
+            ring.drain(&mut Vec::new(), |r| decode(r, false, out, None));
         }
     }
 
@@ -481,8 +569,66 @@ mod tests {
     #[test]
     fn lost_records_are_summed() {
         let mut out = Drained::default();
-        decode(&record(2, 0, &[1, 40]), &mut out);
-        decode(&record(2, 0, &[1, 2]), &mut out);
+        decode(&record(2, 0, &[1, 40]), false, &mut out, None);
+        decode(&record(2, 0, &[1, 2]), false, &mut out, None);
         assert_eq!(out.lost, 42);
+    }
+
+    /// Spins until this thread has run `cpu_ns` more nanoseconds.
+    fn burn(cpu_ns: u64) -> u64 {
+        let now = || {
+            let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: a valid clock id and a pointer to a timespec we own.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+            t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+        };
+        let until = now() + cpu_ns;
+        let mut x = 1u64;
+        while now() < until {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        x
+    }
+
+    #[test]
+    fn a_samples_stack_copy_is_bounded_by_stack_bytes_and_unwound() {
+        let want = Want { switches: false, sample_hz: 999 };
+        let mut ring = match PerfRing::open(0, want, max_stack()) {
+            Ok(r) => r,
+            Err(e) => return eprintln!("perf events unavailable here, not checked: {}", e.reason()),
+        };
+        if REGS_MASK == 0 {
+            return eprintln!("no unwinding on this architecture: nothing to check");
+        }
+        assert!(ring.copies_stacks(), "a sampling ring asks for stack copies");
+        let (stacks, mut scratch, mut out) = (ring.stacks, Vec::new(), Drained::default());
+        let mut unwinder = StackUnwinder::new();
+        let mut copies = Vec::new();
+        // 100 ms of CPU, drained every 10 ms as the collector does (the ring holds about 15
+        // samples).
+        for _ in 0..10 {
+            burn(10_000_000);
+            ring.ring.drain(&mut scratch, |rec| {
+                if u32_at(rec, 0) == Some(sys::PERF_RECORD_SAMPLE) {
+                    let nr = u64_at(rec, 32).unwrap() as usize;
+                    let (_, _, stack) = user_stack(rec, 40 + 8 * nr).expect("registers and a stack copy");
+                    copies.push((rec.len(), nr, stack.len()));
+                }
+                decode(rec, stacks, &mut out, Some(&mut unwinder));
+            });
+        }
+        assert!(copies.len() >= 20, "{} samples in 100 ms of CPU at 999 Hz", copies.len());
+        let regs = 8 * (1 + REGS_MASK.count_ones() as usize);
+        for &(len, nr, valid) in &copies {
+            // Header, ids, the chain, the registers, then the copy: its size, bytes and valid size.
+            assert_eq!(len, 40 + 8 * nr + regs + 8 + STACK_BYTES as usize + 8, "a sample's record");
+            assert!(valid <= STACK_BYTES as usize);
+        }
+        assert_eq!(unwinder.counts.unwound + unwinder.counts.kernel, copies.len() as u64);
+        assert!(out.samples.iter().all(|s| !s.frames.is_empty() && s.frames.len() <= MAX_FRAMES));
+        // This test's own code has unwind information: the walks go past the kernel's chain.
+        assert!(unwinder.counts.unwound * 10 >= copies.len() as u64 * 9, "{:?}", unwinder.counts);
     }
 }

@@ -12,7 +12,9 @@
 use std::time::{Duration, Instant};
 
 use phosphor::stream::{Sink, StreamConfig};
-use phosphor::{trace_counter, trace_instant, trace_scope, BufferMode, TraceConfig, TraceLog, TraceLogConfig};
+use phosphor::{
+    trace_counter, trace_instant, trace_scope, BufferMode, TraceConfig, TraceLog, TraceLogConfig,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -47,8 +49,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for w in workers {
         let _ = w.join();
     }
+    // Stopping ends the stream: the recorder has the whole file.
     log.stop();
-    drop(stream);
+    if let Ok(s) = log.stream_stats(stream) {
+        eprintln!("{} events written, {} dropped", s.events_written, s.events_dropped);
+    }
     Ok(())
 }
 

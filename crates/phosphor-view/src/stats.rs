@@ -427,7 +427,8 @@ fn kind_answer(
     let slowest: Vec<Value> = slowest
         .iter()
         .map(|&(d, i, on_track, start, end)| {
-            let mut v = json!({ "index": i, "start_ns": start, "end_ns": end, "duration_ns": clock.ticks_to_ns(d) });
+            let mut v =
+                json!({ "index": i, "start_ns": start, "end_ns": end, "duration_ns": clock.ticks_to_ns(d) });
             v[on] = json!(on_track);
             v
         })

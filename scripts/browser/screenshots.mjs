@@ -31,7 +31,7 @@ await check(result, timeout, async page => {
         const v = window.phosphorView
         return v && v.tracks.some(t => t.kind === 'thread' && (t.canvas.texts || []).length > 3)
       }, { timeout, polling: 100 })
-      await save(page, 'view-live')
+      await save(page, 'view-live-recording')
       continue
     }
     await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
@@ -71,6 +71,20 @@ await check(result, timeout, async page => {
       await page.click('#flame-button')
       await page.waitForFunction(() => document.querySelector('#flame'), { timeout, polling: 50 })
       await waitIdle(page, timeout)
+      // Zoomed into `iteration` (its frames labelled), one of them hovered (the tooltip).
+      const at = label => page.evaluate(label => {
+        const c = document.querySelector('#flame')
+        const r = c.getBoundingClientRect()
+        const t = (c.texts || []).find(x => x.text === label || x.text.startsWith(`${label} (`))
+        return t && { x: r.left + t.x + 2, y: r.top + t.y }
+      }, label)
+      const it = await at('iteration')
+      if (it) {
+        await page.mouse.click(it.x, it.y)
+        await page.waitForFunction(() => (document.querySelector('#flame').texts || []).some(t => t.text.startsWith('transform')), { timeout, polling: 50 })
+        const tf = await at('transform')
+        if (tf) await page.mouse.move(tf.x, tf.y)
+      }
       await save(page, 'view-flame')
     } else {
       throw new Error(`unknown shot ${shot}`)

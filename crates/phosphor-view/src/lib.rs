@@ -40,6 +40,8 @@ use std::time::UNIX_EPOCH;
 
 use phosphor_format::file::Reader;
 
+#[cfg(test)]
+mod api_doc_tests;
 mod build;
 mod compare;
 mod events;

@@ -13,8 +13,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use phosphor_export::Durations;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use phosphor_format::Phase;
 use phosphor_model::names;
@@ -27,9 +26,9 @@ use crate::records::{slice_flags, Slice};
 use crate::server::{Failure, Shared, Trace};
 
 /// Runs `f` on a blocking thread: a request that may read a whole trace.
-pub(crate) async fn blocking(
-    f: impl FnOnce() -> Result<Json<Value>, Failure> + Send + 'static,
-) -> Result<Json<Value>, Failure> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<Json<T>, Failure> + Send + 'static,
+) -> Result<Json<T>, Failure> {
     tokio::task::spawn_blocking(f)
         .await
         .unwrap_or_else(|e| Err(Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())))
@@ -139,7 +138,7 @@ fn each_slice(index: &IndexFile, thread: &ThreadTrack, a: u64, b: u64, mut f: im
 pub(crate) async fn stats(
     State(traces): State<Shared>,
     Query(q): Query<StatsQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<StatsAnswer>, Failure> {
     // Reads a whole trace at worst: on a blocking thread, not an async worker.
     blocking(move || stats_of(&traces, q)).await
 }
@@ -148,7 +147,7 @@ pub(crate) async fn stats(
 /// number, row)`), how many paths it has, and the slices it counted.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
-    rows: Vec<(u64, u32, Value)>,
+    rows: Vec<(u64, u32, StatsRow)>,
     kinds: usize,
     slices: u64,
 }
@@ -172,16 +171,25 @@ fn table(n: usize, t: &Trace, a: u64, b: u64, tid: Option<u32>) -> Table {
         row.0 = row.0.min(path);
         row.1.merge(&d);
     }
-    let mut rows: Vec<(u64, u32, Value)> = shown
+    let mut rows: Vec<(u64, u32, StatsRow)> = shown
         .into_iter()
         .filter_map(|((names, ty), (path, d))| {
             let s = d.stats(timeline.clock())?;
             let name = row_name(names.last().map_or("", String::as_str), ty);
-            let row = json!({
-                "trace": n, "path": names, "type": ty, "name": name, "count": s.samples,
-                "total_ns": s.total_ns, "min_ns": s.min_ns, "mean_ns": s.mean_ns, "p50_ns": s.p50_ns,
-                "p99_ns": s.p99_ns, "max_ns": s.max_ns, "exact": s.exact_percentiles,
-            });
+            let row = StatsRow {
+                trace: n,
+                path: names,
+                ty,
+                name,
+                count: s.samples,
+                total_ns: s.total_ns,
+                min_ns: s.min_ns,
+                mean_ns: s.mean_ns,
+                p50_ns: s.p50_ns,
+                p99_ns: s.p99_ns,
+                max_ns: s.max_ns,
+                exact: s.exact_percentiles,
+            };
             Some((s.total_ns, path, row))
         })
         .collect();
@@ -212,7 +220,35 @@ pub(crate) fn whole_table(n: usize, t: &Trace) -> &Table {
     t.whole_stats.get_or_init(|| table(n, t, 0, u64::MAX, None))
 }
 
-fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
+/// `/api/stats`' answer.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StatsAnswer {
+    slices: u64,
+    kinds: usize,
+    rows: Vec<StatsRow>,
+}
+
+/// A row of the statistics: one scope path (of one trace), its durations' figures.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StatsRow {
+    trace: usize,
+    path: Vec<String>,
+    /// `scope`, `lock_wait` or `lock_held`.
+    #[serde(rename = "type")]
+    ty: &'static str,
+    name: String,
+    count: u64,
+    total_ns: u64,
+    min_ns: u64,
+    mean_ns: u64,
+    p50_ns: u64,
+    p99_ns: u64,
+    max_ns: u64,
+    /// False when p50 and p99 come from a histogram.
+    exact: bool,
+}
+
+fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<StatsAnswer>, Failure> {
     if let (Some(s), Some(e)) = (q.start, q.end) {
         if e < s {
             return Err(Failure(StatusCode::BAD_REQUEST, "end must be at least start".into()));
@@ -228,7 +264,7 @@ fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
         _ => return Err(Failure(StatusCode::BAD_REQUEST, "trace and tid go together".into())),
     };
     let (mut kinds, mut slices) = (0, 0);
-    let mut rows: Vec<(u64, usize, u32, &Value)> = Vec::new();
+    let mut rows: Vec<(u64, usize, u32, &StatsRow)> = Vec::new();
     let mut ranged = Vec::new();
     for (n, t) in traces.ready_traces() {
         if let Some((trace, tid)) = one {
@@ -252,8 +288,8 @@ fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
     // Ties by trace and path: the same answer every time.
     rows.sort_by_key(|r| (std::cmp::Reverse(r.0), r.1, r.2));
     rows.truncate(limit);
-    let rows: Vec<&Value> = rows.into_iter().map(|(_, _, _, r)| r).collect();
-    Ok(Json(json!({ "slices": slices, "kinds": kinds, "rows": rows })))
+    let rows: Vec<StatsRow> = rows.into_iter().map(|(_, _, _, r)| r.clone()).collect();
+    Ok(Json(StatsAnswer { slices, kinds, rows }))
 }
 
 /// The range in `t`'s ticks: from `start` to `end` on the shared timeline, or all of it.
@@ -285,12 +321,39 @@ const SLOWEST: usize = 20;
 pub(crate) async fn kind(
     State(traces): State<Shared>,
     Query(q): Query<KindQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<KindAnswer>, Failure> {
     // Reads a whole trace at worst: on a blocking thread, not an async worker.
     blocking(move || kind_of(&traces, q)).await
 }
 
-fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
+/// `/api/kind`'s answer.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct KindAnswer {
+    count: usize,
+    min_ns: u64,
+    max_ns: u64,
+    p50_ns: u64,
+    p90_ns: u64,
+    p99_ns: u64,
+    /// `[from_ns, to_ns, count]`.
+    histogram: Vec<(u64, u64, u64)>,
+    slowest: Vec<Occurrence>,
+}
+
+/// One of the slowest occurrences: on a thread (`tid`) or an async track (`async`).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Occurrence {
+    index: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    #[serde(rename = "async", skip_serializing_if = "Option::is_none")]
+    async_track: Option<u32>,
+    start_ns: i64,
+    end_ns: i64,
+    duration_ns: u64,
+}
+
+fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<KindAnswer>, Failure> {
     let bad = |why: String| Failure(StatusCode::BAD_REQUEST, why);
     let t = crate::server::trace(traces, q.trace)?;
     let want: Vec<String> =
@@ -359,12 +422,12 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
         let k = ((d.max(1) as f64 / lo_f).ln() / ratio.ln()).floor() as usize;
         counts[k.min(BUCKETS - 1)] += 1;
     }
-    let histogram: Vec<Value> = counts
+    let histogram = counts
         .iter()
         .enumerate()
         .map(|(k, &n)| {
             let edge = |k: usize| clock.ticks_to_ns((lo_f * ratio.powi(k as i32)).round() as u64);
-            json!([edge(k), edge(k + 1), n])
+            (edge(k), edge(k + 1), n)
         })
         .collect();
     // Exact percentiles, the nearest rank: the duration that `p` of them do not exceed.
@@ -374,24 +437,29 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
         let k = ((p * n as f64).ceil() as usize).clamp(1, n.max(1)) - 1;
         clock.ticks_to_ns(durations.get(k).copied().unwrap_or(0))
     };
-    let slowest: Vec<Value> = slowest
+    let slowest = slowest
         .into_sorted_vec()
         .into_iter()
         .map(|Reverse((d, i, on))| {
             let s = t.index.slice(i);
-            let mut v = json!({ "index": i, "start_ns": t.ns(s.start), "end_ns": t.ns(s.end), "duration_ns": clock.ticks_to_ns(d) });
-            v[if asyncs { "async" } else { "tid" }] = json!(on);
-            v
+            Occurrence {
+                index: i,
+                tid: (!asyncs).then_some(on),
+                async_track: asyncs.then_some(on),
+                start_ns: t.ns(s.start),
+                end_ns: t.ns(s.end),
+                duration_ns: clock.ticks_to_ns(d),
+            }
         })
         .collect();
-    Ok(Json(json!({
-        "count": durations.len(),
-        "min_ns": clock.ticks_to_ns(lo),
-        "max_ns": clock.ticks_to_ns(hi),
-        "p50_ns": rank(0.5),
-        "p90_ns": rank(0.9),
-        "p99_ns": rank(0.99),
-        "histogram": histogram,
-        "slowest": slowest,
-    })))
+    Ok(Json(KindAnswer {
+        count: durations.len(),
+        min_ns: clock.ticks_to_ns(lo),
+        max_ns: clock.ticks_to_ns(hi),
+        p50_ns: rank(0.5),
+        p90_ns: rank(0.9),
+        p99_ns: rank(0.99),
+        histogram,
+        slowest,
+    }))
 }

@@ -95,7 +95,9 @@ fn compare(doc: &Value, got: &Value, at: &str, key: &str, ex: &Example, errors: 
                 let mut first = None;
                 let matched = d.iter().any(|candidate| {
                     let mut e = Vec::new();
-                    if is_tuple(candidate) && candidate.as_array().map(Vec::len) != item.as_array().map(Vec::len) {
+                    if is_tuple(candidate)
+                        && candidate.as_array().map(Vec::len) != item.as_array().map(Vec::len)
+                    {
                         e.push(format!("{at}: {item} has not the length of the document's {candidate}"));
                     } else if is_tuple(candidate) {
                         let (c, g) = (candidate.as_array().unwrap(), item.as_array().unwrap());
@@ -234,8 +236,9 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     let slices = ok(addr, &format!("/api/slices?{window}&tid={tid}&px=4000"));
     let names = &slices["names"];
     let named = |level: usize, name: &str| {
-        slices["levels"][level].as_array().unwrap().iter().find(|i| names[i[2].to_string()] == name).unwrap()[3]
-            .clone()
+        slices["levels"][level].as_array().unwrap().iter().find(|i| names[i[2].to_string()] == name).unwrap()
+            [3]
+        .clone()
     };
     let iteration = named(1, "iteration");
     let fetch = named(0, "fetch");
@@ -253,7 +256,11 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     let path = "%5B%22batch%22%2C%22iteration%22%5D";
     let mut out = vec![
         ("`GET /api/traces`", 0, list.clone()),
-        ("While indexing: `state`, and `GET /api/overview`", 1, ok(addr, &format!("/api/overview?{window}&px=50"))),
+        (
+            "While indexing: `state`, and `GET /api/overview`",
+            1,
+            ok(addr, &format!("/api/overview?{window}&px=50")),
+        ),
         ("`GET /api/slices?trace=T&tid=N&start=S&end=E&px=P[&from=L]`", 0, slices.clone()),
         (
             "`GET /api/slices?trace=T&tid=N&start=S&end=E&px=P[&from=L]`",
@@ -261,9 +268,17 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
             ok(addr, &format!("/api/slices?{window}&tid={tid}&px=3")),
         ),
         ("`GET /api/points?trace=T&tid=N&start=S&end=E&px=P`", 0, points),
-        ("`GET /api/points?trace=T&tid=N&start=S&end=E&px=P`", 0, ok(addr, &format!("/api/points?{window}&tid={tid}&px=2"))),
+        (
+            "`GET /api/points?trace=T&tid=N&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/points?{window}&tid={tid}&px=2")),
+        ),
         ("`GET /api/point?trace=T&index=I`", 0, ok(addr, &format!("/api/point?trace=0&index={log_point}"))),
-        ("`GET /api/samples?trace=T&counter=C&start=S&end=E&px=P`", 0, ok(addr, &format!("/api/samples?{window}&counter=0&px=5"))),
+        (
+            "`GET /api/samples?trace=T&counter=C&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/samples?{window}&counter=0&px=5")),
+        ),
         ("`GET /api/slice?trace=T&index=I`", 0, slice.clone()),
         ("`GET /api/slice?trace=T&index=I`", 1, slice["event"].clone()),
         ("`GET /api/flow?trace=T&index=I`", 0, ok(addr, &format!("/api/flow?trace=0&index={fetch}"))),
@@ -281,10 +296,16 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
         ),
         ("`GET /api/compare`: two traces compared (`phosphor view BASE NEW --compare`)", 0, compared),
     ];
+    // A slice in no flow.
+    out.push(("`GET /api/flow?trace=T&index=I`", 0, ok(addr, &format!("/api/flow?trace=0&index={iteration}"))));
     // An async slice, and an async row's occurrences.
     let async_slices = ok(addr, &format!("/api/slices?{window}&async=0&px=4000"));
     let first_async = async_slices["levels"][0][0][3].clone();
-    out.push(("`GET /api/slice?trace=T&index=I`", 0, ok(addr, &format!("/api/slice?trace=0&index={first_async}"))));
+    out.push((
+        "`GET /api/slice?trace=T&index=I`",
+        0,
+        ok(addr, &format!("/api/slice?trace=0&index={first_async}")),
+    ));
     out.push((
         "`GET /api/kind?trace=T&path=P&type=Y[&start=S&end=E]`",
         0,
@@ -304,9 +325,21 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     out.extend([
         ("`GET /api/slice?trace=T&index=I`", 2, json!({ "system": work["system"] })),
         ("`GET /api/system?trace=T`", 0, ok(addr, "/api/system?trace=0")),
-        ("`GET /api/context?trace=T&tid=N&start=S&end=E&px=P`", 0, ok(addr, &format!("/api/context?{sw}&tid={stid}&px=1000"))),
-        ("`GET /api/context?trace=T&tid=N&start=S&end=E&px=P`", 0, ok(addr, &format!("/api/context?{sw}&tid={stid}&px=1"))),
-        ("`GET /api/stack?trace=T&tid=N&index=I`", 0, ok(addr, &format!("/api/stack?trace=0&tid={stid}&index=1"))),
+        (
+            "`GET /api/context?trace=T&tid=N&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/context?{sw}&tid={stid}&px=1000")),
+        ),
+        (
+            "`GET /api/context?trace=T&tid=N&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/context?{sw}&tid={stid}&px=1")),
+        ),
+        (
+            "`GET /api/stack?trace=T&tid=N&index=I`",
+            0,
+            ok(addr, &format!("/api/stack?trace=0&tid={stid}&index=1")),
+        ),
         ("`GET /api/heap?trace=T&start=S&end=E&px=P`", 0, ok(addr, &format!("/api/heap?{sw}&px=1000"))),
     ]);
     out

@@ -74,15 +74,8 @@ pub(crate) async fn search(
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum SearchAnswer {
-    Hits {
-        total: u64,
-        names: Vec<NameCount>,
-        hits: Vec<HitEntry>,
-        next_after: Option<i64>,
-    },
-    Ticks {
-        ticks: Vec<Ticks>,
-    },
+    Hits { total: u64, names: Vec<NameCount>, hits: Vec<HitEntry>, next_after: Option<i64> },
+    Ticks { ticks: Vec<Ticks> },
 }
 
 /// How many hits a name of a trace has.

@@ -219,7 +219,11 @@ fn ready_body(t: &Trace) -> api::TraceBody {
         .collect();
     let counters = busiest(i.counters.iter().map(|ct| ct.samples.1))
         .into_iter()
-        .map(|c| api::CounterEntry { counter: c, name: i.name(i.counters[c].name).to_owned(), samples: i.counters[c].samples.1 })
+        .map(|c| api::CounterEntry {
+            counter: c,
+            name: i.name(i.counters[c].name).to_owned(),
+            samples: i.counters[c].samples.1,
+        })
         .collect();
     let asyncs = busiest(i.asyncs.iter().map(slices))
         .into_iter()
@@ -462,7 +466,9 @@ async fn points(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
         .points_in(thread, w)
         .into_iter()
         .map(|item| match item {
-            PointItem::Point(i, p) => api::PointEntry::Point(t.ns(p.ts), names.add(&t.index, p.name), i, p.kind),
+            PointItem::Point(i, p) => {
+                api::PointEntry::Point(t.ns(p.ts), names.add(&t.index, p.name), i, p.kind)
+            }
             PointItem::Merged { first, count, start, end } => {
                 api::PointEntry::Merged(t.ns(start), t.ns(end), -(count as i64), first)
             }

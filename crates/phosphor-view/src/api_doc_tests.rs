@@ -245,13 +245,15 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     let points = ok(addr, &format!("/api/points?{window}&tid={tid}&px=4000"));
     let log_point = points["points"].as_array().unwrap().iter().find(|p| p[3] == 1).unwrap()[2].clone();
     let slice = ok(addr, &format!("/api/slice?trace=0&index={iteration}"));
-    let compared = loop {
-        let c = ok(addr, "/api/compare");
-        if c["state"] != "computing" {
-            break c;
+    // Asked again while the two files are read (at most 2 minutes).
+    let mut compared = ok(addr, "/api/compare");
+    for _ in 0..12_000 {
+        if compared["state"] != "computing" {
+            break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
-    };
+        compared = ok(addr, "/api/compare");
+    }
     assert_eq!(compared["state"], "ready");
     let path = "%5B%22batch%22%2C%22iteration%22%5D";
     let mut out = vec![
@@ -297,7 +299,11 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
         ("`GET /api/compare`: two traces compared (`phosphor view BASE NEW --compare`)", 0, compared),
     ];
     // A slice in no flow.
-    out.push(("`GET /api/flow?trace=T&index=I`", 0, ok(addr, &format!("/api/flow?trace=0&index={iteration}"))));
+    out.push((
+        "`GET /api/flow?trace=T&index=I`",
+        0,
+        ok(addr, &format!("/api/flow?trace=0&index={iteration}")),
+    ));
     // An async slice, and an async row's occurrences.
     let async_slices = ok(addr, &format!("/api/slices?{window}&async=0&px=4000"));
     let first_async = async_slices["levels"][0][0][3].clone();

@@ -8,7 +8,9 @@ use std::io::BufReader;
 use std::sync::Mutex;
 
 use phosphor_format::file::{Reader, Value};
-use serde_json::{json, Value as Json};
+use serde::Serialize;
+
+use crate::api::Finite;
 
 use crate::file::IndexFile;
 
@@ -24,19 +26,53 @@ const EXACT_IN_DOUBLE: u64 = (1 << 53) - 1;
 /// An integer past ±(2^53 − 1) is sent as a string of its decimal digits (a page would round
 /// the number: 10482063840709898622 read as 10482063840709898000); non-finite floats and pointers
 /// as strings.
-fn arg(name: &str, v: &Value<'_>) -> Json {
+fn arg(name: &str, v: &Value<'_>) -> Arg {
     let (value, kind) = match *v {
-        Value::I64(n) if n.unsigned_abs() <= EXACT_IN_DOUBLE => (json!(n), "i64"),
-        Value::I64(n) => (json!(n.to_string()), "i64"),
-        Value::U64(n) if n <= EXACT_IN_DOUBLE => (json!(n), "u64"),
-        Value::U64(n) => (json!(n.to_string()), "u64"),
-        Value::F64(f) if f.is_finite() => (json!(f), "f64"),
-        Value::F64(f) => (json!(f.to_string()), "f64"),
-        Value::Bool(b) => (json!(b), "bool"),
-        Value::Str(s) => (json!(s), "str"),
-        Value::Pointer(p) => (json!(format!("{p:#x}")), "pointer"),
+        Value::I64(n) if n.unsigned_abs() <= EXACT_IN_DOUBLE => (ArgValue::I64(n), "i64"),
+        Value::I64(n) => (ArgValue::Text(n.to_string()), "i64"),
+        Value::U64(n) if n <= EXACT_IN_DOUBLE => (ArgValue::U64(n), "u64"),
+        Value::U64(n) => (ArgValue::Text(n.to_string()), "u64"),
+        Value::F64(f) => (ArgValue::F64(Finite(f)), "f64"),
+        Value::Bool(b) => (ArgValue::Bool(b), "bool"),
+        Value::Str(s) => (ArgValue::Text(s.to_owned()), "str"),
+        Value::Pointer(p) => (ArgValue::Text(format!("{p:#x}")), "pointer"),
     };
-    json!([name, value, kind])
+    (name.to_owned(), value, kind)
+}
+
+/// An argument: `[name, value, type]`.
+pub(crate) type Arg = (String, ArgValue, &'static str);
+
+/// An argument's value as JSON: a number a JavaScript double holds exactly, or text.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub(crate) enum ArgValue {
+    I64(i64),
+    U64(u64),
+    F64(Finite),
+    Bool(bool),
+    Text(String),
+}
+
+/// An event's details (`event` in `/api/slice` and `/api/point`).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct EventDetails {
+    pub(crate) category: String,
+    pub(crate) file: String,
+    pub(crate) line: u32,
+    pub(crate) args: Vec<Arg>,
+    /// A log's formatted message.
+    pub(crate) message: Option<String>,
+    pub(crate) level: Option<&'static str>,
+    pub(crate) truncated: bool,
+}
+
+/// `event` in `/api/slice` and `/api/point`: the details, or why there are none.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum EventAnswer {
+    Details(EventDetails),
+    Failed(crate::api::ErrorAnswer),
 }
 
 impl Events {
@@ -47,7 +83,7 @@ impl Events {
         path: &std::path::Path,
         index: &IndexFile,
         offset: u64,
-    ) -> Result<Json, String> {
+    ) -> Result<EventDetails, String> {
         let chunk = index.chunk_of(offset).ok_or_else(|| format!("no chunk holds byte {offset}"))?;
         let mut guard = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if guard.is_none() {
@@ -72,14 +108,14 @@ pub(crate) fn describe(
     chunk: &phosphor_format::file::Chunk<'_>,
     offset: u64,
     path: &std::path::Path,
-) -> Result<Json, String> {
+) -> Result<EventDetails, String> {
     for e in chunk.events() {
         let e = e.map_err(|e| format!("{}: {e}", path.display()))?;
         if e.offset != offset {
             continue;
         }
         let cs = &e.callsite;
-        let args: Vec<Json> = e
+        let args: Vec<Arg> = e
             .args
             .iter()
             .enumerate()
@@ -92,15 +128,15 @@ pub(crate) fn describe(
             phosphor_export::logs::format_event(&mut s, &e);
             s
         });
-        return Ok(json!({
-            "category": cs.category.as_str(),
-            "file": cs.file.as_str(),
-            "line": cs.line,
-            "args": args,
-            "message": message,
-            "level": cs.level.map(|l| l.as_str()),
-            "truncated": e.truncated,
-        }));
+        return Ok(EventDetails {
+            category: cs.category.as_str().to_owned(),
+            file: cs.file.as_str().to_owned(),
+            line: cs.line,
+            args,
+            message,
+            level: cs.level.map(|l| l.as_str()),
+            truncated: e.truncated,
+        });
     }
     Err(format!("no event at byte {offset}"))
 }
@@ -108,6 +144,11 @@ pub(crate) fn describe(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn arg(name: &str, v: &Value<'_>) -> serde_json::Value {
+        serde_json::to_value(super::arg(name, v)).unwrap()
+    }
 
     #[test]
     fn integers_past_two_to_the_53_are_sent_as_their_exact_digits_with_their_type() {

@@ -10,8 +10,7 @@
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use crate::file::{IndexFile, ThreadTrack};
 use crate::query::partition;
@@ -136,11 +135,38 @@ pub(crate) struct FlowQuery {
 pub(crate) async fn flow(
     State(traces): State<Shared>,
     Query(q): Query<FlowQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<FlowAnswer>, Failure> {
     crate::stats::blocking(move || flow_of(&traces, q)).await
 }
 
-fn flow_of(traces: &Shared, q: FlowQuery) -> Result<Json<Value>, Failure> {
+/// `/api/flow`'s answer; only `members`, empty, for a slice in no flow.
+#[derive(Clone, Debug, Default, Serialize)]
+pub(crate) struct FlowAnswer {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    members: Vec<FlowEntry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    more: Option<bool>,
+}
+
+/// A member of a flow, with its slice: on a thread (`tid`) or an async track (`async`).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct FlowEntry {
+    /// `begin`, `poll` or `end`.
+    kind: &'static str,
+    ts_ns: i64,
+    tid: Option<u32>,
+    #[serde(rename = "async")]
+    async_track: Option<usize>,
+    level: usize,
+    index: u64,
+    start_ns: i64,
+    end_ns: i64,
+}
+
+fn flow_of(traces: &Shared, q: FlowQuery) -> Result<Json<FlowAnswer>, Failure> {
     let t = crate::server::trace(traces, q.trace)?;
     let index = &t.index;
     let s = index
@@ -148,13 +174,13 @@ fn flow_of(traces: &Shared, q: FlowQuery) -> Result<Json<Value>, Failure> {
         .ok_or_else(|| Failure(StatusCode::NOT_FOUND, format!("no slice {}", q.index)))?;
     // The slice's member, by its event (a poll's, or the async begin's).
     let Some(member) = index.flow_by_event(s.event).filter(|m| m.name == s.name) else {
-        return Ok(Json(json!({ "members": [] })));
+        return Ok(Json(FlowAnswer::default()));
     };
     let n = index.flow_count();
     let from = partition(0, n, |i| (index.flow(i).name, index.flow(i).id) < (member.name, member.id));
     let to = partition(from, n, |i| (index.flow(i).name, index.flow(i).id) <= (member.name, member.id));
     let mut begin = None;
-    let members: Vec<Value> = (from..to.min(from + MAX_MEMBERS as u64))
+    let members: Vec<FlowEntry> = (from..to.min(from + MAX_MEMBERS as u64))
         .filter_map(|i| {
             let m = index.flow(i);
             let (async_track, tid, level, k) = locate(index, &m, begin)?;
@@ -163,19 +189,22 @@ fn flow_of(traces: &Shared, q: FlowQuery) -> Result<Json<Value>, Failure> {
             }
             let sl = index.slice(k);
             let kind = ["begin", "poll", "end"].get(m.kind as usize).copied().unwrap_or("?");
-            Some(json!({
-                "kind": kind,
-                "ts_ns": t.ns(m.ts),
-                "tid": async_track.is_none().then_some(tid),
-                "async": async_track,
-                "level": level,
-                "index": k,
-                "start_ns": t.ns(sl.start),
-                "end_ns": t.ns(sl.end),
-            }))
+            Some(FlowEntry {
+                kind,
+                ts_ns: t.ns(m.ts),
+                tid: async_track.is_none().then_some(tid),
+                async_track,
+                level,
+                index: k,
+                start_ns: t.ns(sl.start),
+                end_ns: t.ns(sl.end),
+            })
         })
         .collect();
-    Ok(Json(
-        json!({ "name": index.name(member.name), "id": member.id, "members": members, "more": to - from > MAX_MEMBERS as u64 }),
-    ))
+    Ok(Json(FlowAnswer {
+        name: Some(index.name(member.name).to_owned()),
+        id: Some(member.id),
+        members,
+        more: Some(to - from > MAX_MEMBERS as u64),
+    }))
 }

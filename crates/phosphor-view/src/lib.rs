@@ -40,6 +40,9 @@ use std::time::UNIX_EPOCH;
 
 use phosphor_format::file::Reader;
 
+mod api;
+#[cfg(test)]
+mod api_doc_tests;
 mod build;
 mod compare;
 mod events;

@@ -435,15 +435,8 @@ fn statistics_of_a_live_model_give_each_slice_its_path_through_open_begins_and_c
     f.complete(2, 5, 9, "update");
     let m = &f.model;
     let t = super::stats::table(0, m, 0, u64::MAX, None);
-    let mut rows: Vec<(String, u64, u64)> = t
-        .rows
-        .iter()
-        .map(|r| {
-            let path: Vec<&str> =
-                r.2["path"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
-            (path.join("/"), r.2["count"].as_u64().unwrap(), r.2["total_ns"].as_u64().unwrap())
-        })
-        .collect();
+    let mut rows: Vec<(String, u64, u64)> =
+        t.rows.iter().map(|r| (r.2.path.join("/"), r.2.count, r.2.total_ns)).collect();
     rows.sort();
     let want = [("frame", 1, 50), ("frame/update", 2, 40), ("frame/update/step", 1, 10), ("update", 1, 4)];
     let want: Vec<(String, u64, u64)> = want.iter().map(|&(p, c, d)| (p.to_owned(), c, d)).collect();

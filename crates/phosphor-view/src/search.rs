@@ -10,8 +10,7 @@ use std::collections::{BinaryHeap, HashMap};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use crate::server::{Failure, Shared, Trace};
 
@@ -66,12 +65,66 @@ struct Hit {
 pub(crate) async fn search(
     State(traces): State<Shared>,
     Query(q): Query<SearchQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<SearchAnswer>, Failure> {
     // Reads a whole trace at worst: on a blocking thread, not an async worker.
     crate::stats::blocking(move || search_of(&traces, q)).await
 }
 
-fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
+/// `/api/search`'s answer: the hits, or with a window where they are.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum SearchAnswer {
+    Hits {
+        total: u64,
+        names: Vec<NameCount>,
+        hits: Vec<HitEntry>,
+        next_after: Option<i64>,
+        /// What the live traces' answers cover (`live::scan::coverage`).
+        live: serde_json::Value,
+    },
+    Ticks {
+        ticks: Vec<Ticks>,
+    },
+}
+
+/// How many hits a name of a trace has.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct NameCount {
+    trace: usize,
+    name: String,
+    count: u64,
+}
+
+/// A hit: a slice or a point.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct HitEntry {
+    trace: usize,
+    /// `slice` or `point`.
+    kind: &'static str,
+    index: u64,
+    tid: u32,
+    #[serde(rename = "async")]
+    async_track: Option<u32>,
+    level: u32,
+    start_ns: i64,
+    end_ns: i64,
+    name: String,
+}
+
+/// The pixel columns a track's level (or its points) has hits in.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Ticks {
+    trace: usize,
+    tid: u32,
+    #[serde(rename = "async")]
+    async_track: Option<usize>,
+    level: usize,
+    /// `slice` or `point`.
+    kind: &'static str,
+    runs: Vec<[u32; 2]>,
+}
+
+fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<SearchAnswer>, Failure> {
     if q.q.is_empty() || q.q.len() > 1024 {
         return Err(Failure(StatusCode::BAD_REQUEST, "q must be 1 to 1024 bytes".into()));
     }
@@ -88,7 +141,7 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
     let mut first: BinaryHeap<Hit> = BinaryHeap::new();
     let mut total = 0u64;
     let mut next_after: Option<i64> = None;
-    let mut names: Vec<Value> = Vec::new();
+    let mut names: Vec<NameCount> = Vec::new();
     let mut keep = |hit: Hit, first: &mut BinaryHeap<Hit>| {
         if hit.start < after {
             return;
@@ -156,7 +209,7 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
         for (name, &c) in counts.iter().enumerate() {
             if c > 0 {
                 total += c;
-                names.push(json!({ "trace": n, "name": index.name(name as u32), "count": c }));
+                names.push(NameCount { trace: n, name: index.name(name as u32).to_owned(), count: c });
             }
         }
     }
@@ -192,12 +245,12 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
         for (name, &c) in counts.iter().enumerate() {
             if c > 0 {
                 total += c;
-                names.push(json!({ "trace": n, "name": m.name(name as u32), "count": c }));
+                names.push(NameCount { trace: n, name: m.name(name as u32).to_owned(), count: c });
                 live_names.insert((n, name as u32), m.name(name as u32).to_owned());
             }
         }
     }
-    let hits: Vec<Value> = first
+    let hits: Vec<HitEntry> = first
         .into_sorted_vec()
         .into_iter()
         .map(|h| {
@@ -206,13 +259,21 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<Value>, Failure> {
                 None => traces.get(h.trace).map_or("", |t: &Trace| t.index.name(h.name)),
             };
             let kind = if h.point == 1 { "point" } else { "slice" };
-            json!({ "trace": h.trace, "kind": kind, "index": h.index, "tid": h.tid,
-                    "async": h.async_track, "level": h.level,
-                    "start_ns": h.start, "end_ns": h.end, "name": name })
+            HitEntry {
+                trace: h.trace,
+                kind,
+                index: h.index,
+                tid: h.tid,
+                async_track: h.async_track,
+                level: h.level,
+                start_ns: h.start,
+                end_ns: h.end,
+                name: name.to_owned(),
+            }
         })
         .collect();
     let live = crate::live::scan::coverage(traces);
-    Ok(Json(json!({ "total": total, "names": names, "hits": hits, "next_after": next_after, "live": live })))
+    Ok(Json(SearchAnswer::Hits { total, names, hits, next_after, live }))
 }
 
 /// Where a live hit's ticks go: its async track, thread, whether a point, and level.
@@ -224,11 +285,11 @@ type TickPlace = (Option<u32>, u32, bool, u32);
 /// and each thread's points are in time order; a level's slices do not overlap, so at most one
 /// that starts before the window reaches into it): the answer is bounded by the pixels, the
 /// reading by the window's records.
-fn ticks_of(traces: &Shared, q: &str, start: i64, end: i64, px: u32) -> Value {
+fn ticks_of(traces: &Shared, q: &str, start: i64, end: i64, px: u32) -> SearchAnswer {
     let matches = matcher(q);
     let span = (end - start) as f64;
     let col = |ns: i64| (((ns.clamp(start, end) - start) as f64 / span * px as f64) as u32).min(px - 1);
-    let mut ticks: Vec<Value> = Vec::new();
+    let mut ticks: Vec<Ticks> = Vec::new();
     for (n, t) in traces.ready_traces() {
         let index = &t.index;
         let wanted: Vec<bool> = (0..index.name_count()).map(|i| matches(index.name(i))).collect();
@@ -246,8 +307,8 @@ fn ticks_of(traces: &Shared, q: &str, start: i64, end: i64, px: u32) -> Value {
         for (k, th) in index.threads.iter().chain(&index.asyncs).enumerate() {
             let async_track = k.checked_sub(threads);
             let place = |level: Option<usize>, runs: Vec<[u32; 2]>| {
-                json!({ "trace": n, "tid": th.tid, "async": async_track, "level": level.unwrap_or(0),
-                        "kind": if level.is_some() { "slice" } else { "point" }, "runs": runs })
+                let kind = if level.is_some() { "slice" } else { "point" };
+                Ticks { trace: n, tid: th.tid, async_track, level: level.unwrap_or(0), kind, runs }
             };
             for (level, &(first, count)) in th.levels.iter().enumerate() {
                 let last = first + count;
@@ -303,9 +364,10 @@ fn ticks_of(traces: &Shared, q: &str, start: i64, end: i64, px: u32) -> Value {
                     _ => merged.push([from, to]),
                 }
             }
-            ticks.push(json!({ "trace": n, "tid": tid, "async": async_track, "level": level,
-                               "kind": if point { "point" } else { "slice" }, "runs": merged }));
+            let kind = if point { "point" } else { "slice" };
+            let (async_track, level) = (async_track.map(|a| a as usize), level as usize);
+            ticks.push(Ticks { trace: n, tid, async_track, level, kind, runs: merged });
         }
     }
-    json!({ "ticks": ticks })
+    SearchAnswer::Ticks { ticks }
 }

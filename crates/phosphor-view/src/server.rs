@@ -19,6 +19,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::api::{self, Finite};
+use crate::events::EventAnswer;
 use crate::file::IndexFile;
 use crate::live::Live;
 use crate::query::{PointItem, SliceItem, Window};
@@ -37,7 +39,7 @@ pub(crate) struct Failure(pub(crate) StatusCode, pub(crate) String);
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
+        (self.0, Json(crate::api::ErrorAnswer { error: self.1 })).into_response()
     }
 }
 
@@ -126,10 +128,11 @@ pub(crate) fn source(traces: &Shared, n: usize) -> Result<Source<'_>, Failure> {
 
 /// `GET /api/traces`: every trace, and how far its indexing has come; once indexed, its threads,
 /// counters and async tracks; before, the threads of its overview.
-async fn traces_list(State(traces): State<Shared>) -> Json<Value> {
+async fn traces_list(State(traces): State<Shared>) -> Json<api::TracesAnswer> {
     let list: Vec<Value> = traces.slots().enumerate().map(|(n, slot)| slot_json(n, slot)).collect();
-    let (done, live, listening) = (traces.all_done(), traces.is_live(), traces.listening());
-    Json(json!({ "traces": list, "done": done, "live": live, "listening": listening }))
+    let (done, live, listening) =
+        (traces.all_done(), traces.is_live(), traces.listening().map(str::to_owned));
+    Json(api::TracesAnswer { traces: list, done, live, listening })
 }
 
 /// The most tracks of each kind (threads, counters, async tracks) a trace lists: its busiest.
@@ -157,86 +160,96 @@ pub(crate) fn listed_threads(index: &IndexFile) -> Vec<usize> {
 
 fn slot_json(n: usize, slot: &Slot) -> Value {
     let (stage, read) = slot.stage();
-    let mut v = json!({
-        "trace": n,
-        "file": slot.path.file_name().map(|f| f.to_string_lossy()),
-        "process": slot.process,
-        "pid": slot.pid,
-        "clock": slot.clock,
-        "offset_ns": slot.place().offset_ns(),
-        "placed": slot.placed_by().to_string(),
-        "state": match (slot.trace(), slot.failure(), stage) {
+    let mut entry = api::TraceEntry {
+        trace: n,
+        file: slot.path.file_name().map(|f| f.to_string_lossy().into_owned()),
+        process: slot.process.clone(),
+        pid: slot.pid,
+        clock: slot.clock.clone(),
+        offset_ns: slot.place().offset_ns(),
+        placed: slot.placed_by().to_string(),
+        state: match (slot.trace(), slot.failure(), stage) {
             (Some(_), _, _) => "ready",
             _ if slot.live().is_some() => "live",
             (_, Some(_), _) => "failed",
             (_, _, crate::traces::stages::SCANNING) => "scanning",
             _ => "indexing",
         },
-        "bytes": slot.len,
-        "read": read,
-        "error": slot.failure(),
-    });
+        bytes: slot.len,
+        read,
+        error: slot.failure().map(str::to_owned),
+        body: None,
+    };
     if let Some(live) = slot.live() {
+        let mut v = serde_json::to_value(entry).unwrap_or_default();
         crate::live::api::describe(slot, live, &mut v);
         return v;
     }
-    let Some(t) = slot.trace() else {
-        if let Some(o) = slot.overview() {
-            v["start_ns"] = json!(slot.place().ns(o.start_ticks));
-            v["end_ns"] = json!(slot.place().ns(o.end_ticks));
-            v["read_error"] = json!(o.read_error);
+    entry.body = match slot.trace() {
+        Some(t) => Some(ready_body(t)),
+        None => slot.overview().map(|o| {
             let listed = busiest(o.threads.iter().map(|th| th.events));
-            v["threads_total"] = json!(o.threads.len());
-            v["threads"] = listed
-                .into_iter()
-                .map(|k| &o.threads[k])
-                .map(|th| json!({ "tid": th.tid, "name": th.name, "events": th.events }))
-                .collect();
-        }
-        return v;
+            api::TraceBody::Scanned {
+                start_ns: slot.place().ns(o.start_ticks),
+                end_ns: slot.place().ns(o.end_ticks),
+                read_error: o.read_error.clone(),
+                threads_total: o.threads.len(),
+                threads: listed
+                    .into_iter()
+                    .map(|k| &o.threads[k])
+                    .map(|th| api::ScannedThread { tid: th.tid, name: th.name.clone(), events: th.events })
+                    .collect(),
+            }
+        }),
     };
+    serde_json::to_value(entry).unwrap_or_default()
+}
+
+/// An indexed trace's tracks for `/api/traces`: the busiest [`MAX_TRACKS`] of each kind.
+fn ready_body(t: &Trace) -> api::TraceBody {
     let i = &t.index;
     let slices = |th: &crate::file::ThreadTrack| th.levels.iter().map(|l| l.1).sum::<u64>();
-    let threads: Vec<Value> = listed_threads(i)
+    let threads = listed_threads(i)
         .into_iter()
         .map(|k| &i.threads[k])
-        .map(|th| {
-            json!({
-                "tid": th.tid,
-                "name": th.name.map(|n| i.name(n)),
-                "levels": th.levels.len(),
-                "slices": slices(th),
-                "points": th.points.1,
-            })
+        .map(|th| api::ThreadEntry {
+            tid: th.tid,
+            name: th.name.map(|n| i.name(n).to_owned()),
+            levels: th.levels.len(),
+            slices: slices(th),
+            points: th.points.1,
         })
         .collect();
-    let counters: Vec<Value> = busiest(i.counters.iter().map(|ct| ct.samples.1))
+    let counters = busiest(i.counters.iter().map(|ct| ct.samples.1))
         .into_iter()
-        .map(|c| (c, &i.counters[c]))
-        .map(|(c, ct)| json!({ "counter": c, "name": i.name(ct.name), "samples": ct.samples.1 }))
+        .map(|c| api::CounterEntry {
+            counter: c,
+            name: i.name(i.counters[c].name).to_owned(),
+            samples: i.counters[c].samples.1,
+        })
         .collect();
-    v["start_ns"] = json!(t.ns(i.meta.start_ticks));
-    v["end_ns"] = json!(t.ns(i.meta.end_ticks));
-    v["events"] = json!(i.meta.events);
-    v["read_error"] = json!(i.meta.read_error);
-    v["threads"] = json!(threads);
-    v["counters"] = json!(counters);
-    v["threads_total"] = json!(i.threads.len());
-    v["counters_total"] = json!(i.counters.len());
-    v["asyncs_total"] = json!(i.asyncs.len());
-    v["asyncs"] = busiest(i.asyncs.iter().map(slices))
+    let asyncs = busiest(i.asyncs.iter().map(slices))
         .into_iter()
         .map(|a| (a, &i.asyncs[a]))
-        .map(|(a, track)| {
-            json!({
-                "async": a,
-                "name": i.name(track.tid),
-                "lanes": track.levels.len(),
-                "slices": slices(track),
-            })
+        .map(|(a, track)| api::AsyncEntry {
+            async_track: a,
+            name: i.name(track.tid).to_owned(),
+            lanes: track.levels.len(),
+            slices: slices(track),
         })
         .collect();
-    v
+    api::TraceBody::Ready {
+        start_ns: t.ns(i.meta.start_ticks),
+        end_ns: t.ns(i.meta.end_ticks),
+        events: i.meta.events,
+        read_error: i.meta.read_error.clone(),
+        threads,
+        counters,
+        asyncs,
+        threads_total: i.threads.len(),
+        counters_total: i.counters.len(),
+        asyncs_total: i.asyncs.len(),
+    }
 }
 
 /// `GET /api/overview`: while a trace is indexed, how many events each of its threads has in
@@ -245,7 +258,7 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
 async fn overview(
     State(traces): State<Shared>,
     Query(q): Query<OverviewQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<api::OverviewAnswer>, Failure> {
     let slot = traces.slot(q.trace).ok_or_else(|| not_found(format!("no trace {}", q.trace)))?;
     let o = slot
         .overview()
@@ -258,16 +271,16 @@ async fn overview(
     let w = Window::new(p.ticks(q.start, false), p.ticks(q.end, true), q.px);
     // The threads `/api/traces` lists, in one pass over the chunks.
     let listed = busiest(o.threads.iter().map(|th| th.events));
-    let threads: Vec<Value> = o
+    let threads = o
         .densities(&listed, w)
         .into_iter()
         .zip(&listed)
         .map(|(d, &k)| {
             let events: Vec<f64> = d.iter().map(|e| (e * 10.0).round() / 10.0).collect();
-            json!({ "tid": o.threads[k].tid, "events": events })
+            api::OverviewRow { tid: o.threads[k].tid, events }
         })
         .collect();
-    Ok(Json(json!({ "threads": threads })))
+    Ok(Json(api::OverviewAnswer { threads }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -445,55 +458,48 @@ async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
 
 /// `GET /api/points`: a thread's points in a window: `[ts, name, index, kind]` for a point,
 /// `[start, end, -count, first]` for several within a pixel.
-async fn points(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Json<Value>, Failure> {
+async fn points(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Response, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(slot, live) => return q.live(slot, live, "points"),
+        Source::Live(slot, live) => return q.live(slot, live, "points").map(IntoResponse::into_response),
     };
     let (w, thread) = (q.window(t)?, q.thread(t)?);
     let mut names = Names::default();
-    let items: Vec<Value> = t
+    let points = t
         .index
         .points_in(thread, w)
         .into_iter()
         .map(|item| match item {
-            PointItem::Point(i, p) => json!([t.ns(p.ts), names.add(&t.index, p.name), i, p.kind]),
+            PointItem::Point(i, p) => {
+                api::PointEntry::Point(t.ns(p.ts), names.add(&t.index, p.name), i, p.kind)
+            }
             PointItem::Merged { first, count, start, end } => {
-                json!([t.ns(start), t.ns(end), -(count as i64), first])
+                api::PointEntry::Merged(t.ns(start), t.ns(end), -(count as i64), first)
             }
         })
         .collect();
-    Ok(Json(json!({ "points": items, "names": names.0 })))
+    Ok(Json(api::PointsAnswer { points, names: names.0 }).into_response())
 }
 
 /// `GET /api/samples`: a counter's values in a window, a pixel at a time:
 /// `[start, end, count, min, max, last]`.
-async fn samples(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Json<Value>, Failure> {
+async fn samples(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Response, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(slot, live) => return q.live(slot, live, "samples"),
+        Source::Live(slot, live) => return q.live(slot, live, "samples").map(IntoResponse::into_response),
     };
     let w = q.window(t)?;
     let c = q.counter.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "counter is required".into()))?;
     if c >= t.index.counters.len() {
         return Err(not_found(format!("no counter {c}")));
     }
-    let items: Vec<Value> = t
+    let samples: Vec<api::SamplePixel> = t
         .index
         .samples_in(c, w)
         .into_iter()
-        .map(|s| json!([t.ns(s.start), t.ns(s.end), s.count, finite(s.min), finite(s.max), finite(s.last)]))
+        .map(|s| (t.ns(s.start), t.ns(s.end), s.count, Finite(s.min), Finite(s.max), Finite(s.last)))
         .collect();
-    Ok(Json(json!({ "samples": items })))
-}
-
-/// A value as JSON: non-finite floats as strings (JSON has no NaN).
-fn finite(v: f64) -> Value {
-    if v.is_finite() {
-        json!(v)
-    } else {
-        json!(v.to_string())
-    }
+    Ok(Json(api::Samples { samples }).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -506,10 +512,13 @@ struct SliceQuery {
 async fn slice_details(
     State(traces): State<Shared>,
     Query(q): Query<SliceQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Response, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(..) => return crate::live::api::details(traces.clone(), q.trace, q.index, false).await,
+        Source::Live(..) => {
+            let answer = crate::live::api::details(traces.clone(), q.trace, q.index, false).await;
+            return answer.map(IntoResponse::into_response);
+        }
     };
     let s = t.index.get_slice(q.index).ok_or_else(|| not_found(format!("no slice {}", q.index)))?;
     let on = |tracks| track_of(tracks, q.index);
@@ -522,7 +531,7 @@ async fn slice_details(
     let event = event_details(&traces, q.trace, s.event).await;
     let system = match async_track {
         None => crate::system_api::slice_figures(&traces, q.trace, thread.tid, q.index).await,
-        Some(_) => Value::Null,
+        Some(_) => None,
     };
     // An async slice's lanes do not nest: its path is its name.
     // Durations as `phosphor stats` measures them (`phosphor_model::timeline`): a slice's end less
@@ -532,38 +541,39 @@ async fn slice_details(
         None => crate::stats::context(&t.index, thread, level, q.index, dur),
         Some(_) => (vec![t.index.name(s.name).to_owned()], dur(&s), 0),
     };
-    Ok(Json(json!({
-        "index": q.index,
-        "name": t.index.name(s.name),
-        "start_ns": t.ns(s.start),
-        "end_ns": t.ns(s.end),
-        "duration_ns": dur(&s),
-        "self_ns": self_ns,
-        "children": children,
-        "path": path,
-        "tid": async_track.is_none().then_some(thread.tid),
-        "async": async_track,
-        "level": level,
-        "callsite": s.callsite,
-        "flags": s.flags,
-        "event_offset": s.event,
-        "event": event,
-        "system": system,
-    })))
+    Ok(Json(api::SliceAnswer {
+        index: q.index,
+        name: t.index.name(s.name).to_owned(),
+        start_ns: t.ns(s.start),
+        end_ns: t.ns(s.end),
+        duration_ns: dur(&s),
+        self_ns,
+        children,
+        path,
+        tid: async_track.is_none().then_some(thread.tid),
+        async_track,
+        level,
+        callsite: s.callsite,
+        flags: s.flags,
+        event_offset: s.event,
+        event,
+        system,
+    })
+    .into_response())
 }
 
 /// The details of the event at byte `offset` of trace `n` (`events.rs`), read on a blocking
 /// thread; `{"error": ...}` when there are none.
-async fn event_details(traces: &Shared, n: usize, offset: u64) -> Value {
+async fn event_details(traces: &Shared, n: usize, offset: u64) -> EventAnswer {
     let shared = traces.clone();
     let read = tokio::task::spawn_blocking(move || match shared.get(n) {
         Some(t) => t.events.details(&t.path, &t.index, offset),
         None => Err(format!("no trace {n}")),
     });
     match read.await {
-        Ok(Ok(details)) => details,
-        Ok(Err(why)) => json!({ "error": why }),
-        Err(e) => json!({ "error": e.to_string() }),
+        Ok(Ok(details)) => EventAnswer::Details(details),
+        Ok(Err(why)) => EventAnswer::Failed(api::ErrorAnswer { error: why }),
+        Err(e) => EventAnswer::Failed(api::ErrorAnswer { error: e.to_string() }),
     }
 }
 
@@ -571,10 +581,13 @@ async fn event_details(traces: &Shared, n: usize, offset: u64) -> Value {
 async fn point_details(
     State(traces): State<Shared>,
     Query(q): Query<SliceQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Response, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(..) => return crate::live::api::details(traces.clone(), q.trace, q.index, true).await,
+        Source::Live(..) => {
+            let answer = crate::live::api::details(traces.clone(), q.trace, q.index, true).await;
+            return answer.map(IntoResponse::into_response);
+        }
     };
     let thread = t
         .index
@@ -584,18 +597,19 @@ async fn point_details(
         .ok_or_else(|| not_found(format!("no point {}", q.index)))?;
     let p = t.index.point(q.index);
     let event = if p.kind == crate::records::point_kinds::LOST_CHUNKS {
-        Value::Null
+        None
     } else {
-        event_details(&traces, q.trace, p.event).await
+        Some(event_details(&traces, q.trace, p.event).await)
     };
-    Ok(Json(json!({
-        "index": q.index,
-        "name": t.index.name(p.name),
-        "kind": p.kind,
-        "ts_ns": t.ns(p.ts),
-        "tid": thread.tid,
-        "event": event,
-    })))
+    Ok(Json(api::PointAnswer {
+        index: q.index,
+        name: t.index.name(p.name).to_owned(),
+        kind: p.kind,
+        ts_ns: t.ns(p.ts),
+        tid: thread.tid,
+        event,
+    })
+    .into_response())
 }
 
 /// The track of `tracks` that slice `index` is on, its place, and the slice's level there.

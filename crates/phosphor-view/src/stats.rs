@@ -13,8 +13,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use phosphor_export::Durations;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use phosphor_format::Phase;
 use phosphor_model::names;
@@ -27,9 +26,9 @@ use crate::records::{slice_flags, Slice};
 use crate::server::{Failure, Shared, Trace};
 
 /// Runs `f` on a blocking thread: a request that may read a whole trace.
-pub(crate) async fn blocking(
-    f: impl FnOnce() -> Result<Json<Value>, Failure> + Send + 'static,
-) -> Result<Json<Value>, Failure> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<Json<T>, Failure> + Send + 'static,
+) -> Result<Json<T>, Failure> {
     tokio::task::spawn_blocking(f)
         .await
         .unwrap_or_else(|e| Err(Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())))
@@ -139,7 +138,7 @@ fn each_slice(index: &IndexFile, thread: &ThreadTrack, a: u64, b: u64, mut f: im
 pub(crate) async fn stats(
     State(traces): State<Shared>,
     Query(q): Query<StatsQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<StatsAnswer>, Failure> {
     // Reads a whole trace at worst: on a blocking thread, not an async worker.
     blocking(move || stats_of(&traces, q)).await
 }
@@ -148,7 +147,7 @@ pub(crate) async fn stats(
 /// number, row)`), how many paths it has, and the slices it counted.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
-    pub(crate) rows: Vec<(u64, u32, Value)>,
+    pub(crate) rows: Vec<(u64, u32, StatsRow)>,
     pub(crate) kinds: usize,
     pub(crate) slices: u64,
 }
@@ -172,16 +171,25 @@ fn table(n: usize, t: &Trace, a: u64, b: u64, tid: Option<u32>) -> Table {
         row.0 = row.0.min(path);
         row.1.merge(&d);
     }
-    let mut rows: Vec<(u64, u32, Value)> = shown
+    let mut rows: Vec<(u64, u32, StatsRow)> = shown
         .into_iter()
         .filter_map(|((names, ty), (path, d))| {
             let s = d.stats(timeline.clock())?;
             let name = row_name(names.last().map_or("", String::as_str), ty);
-            let row = json!({
-                "trace": n, "path": names, "type": ty, "name": name, "count": s.samples,
-                "total_ns": s.total_ns, "min_ns": s.min_ns, "mean_ns": s.mean_ns, "p50_ns": s.p50_ns,
-                "p99_ns": s.p99_ns, "max_ns": s.max_ns, "exact": s.exact_percentiles,
-            });
+            let row = StatsRow {
+                trace: n,
+                path: names,
+                ty,
+                name,
+                count: s.samples,
+                total_ns: s.total_ns,
+                min_ns: s.min_ns,
+                mean_ns: s.mean_ns,
+                p50_ns: s.p50_ns,
+                p99_ns: s.p99_ns,
+                max_ns: s.max_ns,
+                exact: s.exact_percentiles,
+            };
             Some((s.total_ns, path, row))
         })
         .collect();
@@ -212,7 +220,37 @@ pub(crate) fn whole_table(n: usize, t: &Trace) -> &Table {
     t.whole_stats.get_or_init(|| table(n, t, 0, u64::MAX, None))
 }
 
-fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
+/// `/api/stats`' answer.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StatsAnswer {
+    slices: u64,
+    kinds: usize,
+    rows: Vec<StatsRow>,
+    /// What the live traces' rows cover (`live::scan::coverage`).
+    live: serde_json::Value,
+}
+
+/// A row of the statistics: one scope path (of one trace), its durations' figures.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StatsRow {
+    pub(crate) trace: usize,
+    pub(crate) path: Vec<String>,
+    /// `scope`, `lock_wait` or `lock_held`.
+    #[serde(rename = "type")]
+    pub(crate) ty: &'static str,
+    pub(crate) name: String,
+    pub(crate) count: u64,
+    pub(crate) total_ns: u64,
+    pub(crate) min_ns: u64,
+    pub(crate) mean_ns: u64,
+    pub(crate) p50_ns: u64,
+    pub(crate) p99_ns: u64,
+    pub(crate) max_ns: u64,
+    /// False when p50 and p99 come from a histogram.
+    pub(crate) exact: bool,
+}
+
+fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<StatsAnswer>, Failure> {
     if let (Some(s), Some(e)) = (q.start, q.end) {
         if e < s {
             return Err(Failure(StatusCode::BAD_REQUEST, "end must be at least start".into()));
@@ -228,7 +266,7 @@ fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
         _ => return Err(Failure(StatusCode::BAD_REQUEST, "trace and tid go together".into())),
     };
     let (mut kinds, mut slices) = (0, 0);
-    let mut rows: Vec<(u64, usize, u32, &Value)> = Vec::new();
+    let mut rows: Vec<(u64, usize, u32, &StatsRow)> = Vec::new();
     let mut ranged = Vec::new();
     for (n, t) in traces.ready_traces() {
         if let Some((trace, tid)) = one {
@@ -261,9 +299,9 @@ fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<Value>, Failure> {
     // Ties by trace and path: the same answer every time.
     rows.sort_by_key(|r| (std::cmp::Reverse(r.0), r.1, r.2));
     rows.truncate(limit);
-    let rows: Vec<&Value> = rows.into_iter().map(|(_, _, _, r)| r).collect();
+    let rows: Vec<StatsRow> = rows.into_iter().map(|(_, _, _, r)| r.clone()).collect();
     let live = crate::live::scan::coverage(traces);
-    Ok(Json(json!({ "slices": slices, "kinds": kinds, "rows": rows, "live": live })))
+    Ok(Json(StatsAnswer { slices, kinds, rows, live }))
 }
 
 /// The range in `t`'s ticks: from `start` to `end` on the shared timeline, or all of it.
@@ -295,12 +333,42 @@ const SLOWEST: usize = 20;
 pub(crate) async fn kind(
     State(traces): State<Shared>,
     Query(q): Query<KindQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<KindAnswer>, Failure> {
     // Reads a whole trace at worst: on a blocking thread, not an async worker.
     blocking(move || kind_of(&traces, q)).await
 }
 
-fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
+/// `/api/kind`'s answer.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct KindAnswer {
+    count: usize,
+    min_ns: u64,
+    max_ns: u64,
+    p50_ns: u64,
+    p90_ns: u64,
+    p99_ns: u64,
+    /// `[from_ns, to_ns, count]`.
+    histogram: Vec<(u64, u64, u64)>,
+    slowest: Vec<Occurrence>,
+    /// For a live trace: what the answer covers (`live::scan::coverage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    live: Option<serde_json::Value>,
+}
+
+/// One of the slowest occurrences: on a thread (`tid`) or an async track (`async`).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Occurrence {
+    index: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    #[serde(rename = "async", skip_serializing_if = "Option::is_none")]
+    async_track: Option<u32>,
+    start_ns: i64,
+    end_ns: i64,
+    duration_ns: u64,
+}
+
+fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<KindAnswer>, Failure> {
     let bad = |why: String| Failure(StatusCode::BAD_REQUEST, why);
     let want: Vec<String> =
         serde_json::from_str(&q.path).map_err(|e| bad(format!("path: a JSON array of names: {e}")))?;
@@ -321,10 +389,10 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
                 found.iter().map(|&(d, i, tid, s, e)| (d, i, tid, p.ns(s), p.ns(e))).collect();
             slowest.sort_by_key(|&(d, i, ..)| (Reverse(d), i));
             slowest.truncate(SLOWEST);
-            let mut v = kind_answer(durations, &slowest, "tid", crate::live::stats::clock(&m));
+            let mut v = kind_answer(durations, &slowest, false, crate::live::stats::clock(&m));
             // The model's lock is taken again for what it covers.
             drop(m);
-            v["live"] = crate::live::scan::coverage(traces);
+            v.live = Some(crate::live::scan::coverage(traces));
             return Ok(Json(v));
         }
     };
@@ -386,19 +454,18 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<Value>, Failure> {
             (d, i, on, t.ns(s.start), t.ns(s.end))
         })
         .collect();
-    let on = if asyncs { "async" } else { "tid" };
-    Ok(Json(kind_answer(durations, &slowest, on, timeline.clock())))
+    Ok(Json(kind_answer(durations, &slowest, asyncs, timeline.clock())))
 }
 
 /// `/api/kind`'s answer: of `durations` (ticks of `clock`), the histogram and the percentiles;
-/// `slowest` as (duration, number, track, start, end), slowest first, each track named by key
-/// `on` (`tid`, or `async`: its place among the trace's async tracks).
+/// `slowest` as (duration, number, track, start, end), slowest first, each track a thread, or
+/// (`asyncs`) a place among the trace's async tracks.
 fn kind_answer(
     mut durations: Vec<u64>,
     slowest: &[(u64, u64, u32, i64, i64)],
-    on: &str,
+    asyncs: bool,
     clock: &phosphor_format::ClockInfo,
-) -> Value {
+) -> KindAnswer {
     let (lo, hi) =
         (durations.iter().copied().min().unwrap_or(0), durations.iter().copied().max().unwrap_or(0));
     // Bucket k holds durations up to lo × ratio^(k+1); a duration of 0 counts as 1 tick.
@@ -409,12 +476,12 @@ fn kind_answer(
         let k = ((d.max(1) as f64 / lo_f).ln() / ratio.ln()).floor() as usize;
         counts[k.min(BUCKETS - 1)] += 1;
     }
-    let histogram: Vec<Value> = counts
+    let histogram = counts
         .iter()
         .enumerate()
         .map(|(k, &n)| {
             let edge = |k: usize| clock.ticks_to_ns((lo_f * ratio.powi(k as i32)).round() as u64);
-            json!([edge(k), edge(k + 1), n])
+            (edge(k), edge(k + 1), n)
         })
         .collect();
     // Exact percentiles, the nearest rank: the duration that `p` of them do not exceed.
@@ -424,23 +491,26 @@ fn kind_answer(
         let k = ((p * n as f64).ceil() as usize).clamp(1, n.max(1)) - 1;
         clock.ticks_to_ns(durations.get(k).copied().unwrap_or(0))
     };
-    let slowest: Vec<Value> = slowest
+    let slowest = slowest
         .iter()
-        .map(|&(d, i, on_track, start, end)| {
-            let mut v =
-                json!({ "index": i, "start_ns": start, "end_ns": end, "duration_ns": clock.ticks_to_ns(d) });
-            v[on] = json!(on_track);
-            v
+        .map(|&(d, i, on_track, start_ns, end_ns)| Occurrence {
+            index: i,
+            tid: (!asyncs).then_some(on_track),
+            async_track: asyncs.then_some(on_track),
+            start_ns,
+            end_ns,
+            duration_ns: clock.ticks_to_ns(d),
         })
         .collect();
-    json!({
-        "count": durations.len(),
-        "min_ns": clock.ticks_to_ns(lo),
-        "max_ns": clock.ticks_to_ns(hi),
-        "p50_ns": rank(0.5),
-        "p90_ns": rank(0.9),
-        "p99_ns": rank(0.99),
-        "histogram": histogram,
-        "slowest": slowest,
-    })
+    KindAnswer {
+        count: durations.len(),
+        min_ns: clock.ticks_to_ns(lo),
+        max_ns: clock.ticks_to_ns(hi),
+        p50_ns: rank(0.5),
+        p90_ns: rank(0.9),
+        p99_ns: rank(0.99),
+        histogram,
+        slowest,
+        live: None,
+    }
 }

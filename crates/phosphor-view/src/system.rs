@@ -30,7 +30,9 @@ use std::sync::Mutex;
 use phosphor_export::symbolize::Symbolizer;
 use phosphor_format::file::{Block, ClockKind, Reader};
 use phosphor_format::system::{HeapCounter, Mapping, SampleKind, SwitchKind, SystemBatch};
-use serde_json::{json, Value};
+use serde::Serialize;
+
+use crate::api::Samples;
 
 use crate::traces::Place;
 
@@ -247,29 +249,29 @@ impl SystemView {
 
     /// `/api/system`'s answer: what was read, and what was dropped; `threads`: those of `listed`
     /// (the threads the page shows) that have switches or samples.
-    pub(crate) fn summary(&self, place: &Place, listed: &[u32]) -> Value {
+    pub(crate) fn summary(&self, place: &Place, listed: &[u32]) -> SystemSummary {
         let tids: Vec<u32> = listed.iter().copied().filter(|t| self.threads.contains_key(t)).collect();
-        json!({
-            "present": !self.is_empty(),
-            "blocks": self.blocks,
-            "switches": self.switches,
-            "samples": self.samples,
-            "intervals": self.threads.values().map(|t| t.off.len()).sum::<usize>(),
-            "heap": self.heap.len(),
-            "dropped": self.not_kept + self.dropped,
-            "stacks_dropped": self.stacks_dropped,
-            "max_kept": self.cap(),
-            "read_error": self.read_error,
-            "threads": tids,
-            "heap_range": self.heap_range(place),
-        })
+        SystemSummary {
+            present: !self.is_empty(),
+            blocks: self.blocks,
+            switches: self.switches,
+            samples: self.samples,
+            intervals: self.threads.values().map(|t| t.off.len()).sum::<usize>(),
+            heap: self.heap.len(),
+            dropped: self.not_kept + self.dropped,
+            stacks_dropped: self.stacks_dropped,
+            max_kept: self.cap(),
+            read_error: self.read_error.clone(),
+            threads: tids,
+            heap_range: self.heap_range(place),
+        }
     }
 
     /// The first and last heap total's time and the largest live bytes, for the counter track.
-    fn heap_range(&self, place: &Place) -> Value {
-        let (Some(first), Some(last)) = (self.heap.first(), self.heap.last()) else { return Value::Null };
+    fn heap_range(&self, place: &Place) -> Option<(i64, i64, u64)> {
+        let (first, last) = (self.heap.first()?, self.heap.last()?);
         let max = self.heap.iter().map(live_bytes).max().unwrap_or(0);
-        json!([view_ns(place, first.time_ns), view_ns(place, last.time_ns), max])
+        Some((view_ns(place, first.time_ns), view_ns(place, last.time_ns), max))
     }
 
     /// Thread `tid`'s off-CPU time between `start` and `end` (`CLOCK_MONOTONIC`), and the
@@ -306,9 +308,9 @@ impl SystemView {
     /// Intervals: `[start, end, kind]` (kind 0 blocked, 1 preempted) or `[start, end, -count,
     /// off_ns, preempted_ns]` for a pixel of narrower ones; samples: `[time, place]` or `[start,
     /// end, -count, first place]`.
-    pub(crate) fn window(&self, place: &Place, tid: u32, start: i64, end: i64, px: u32) -> Value {
+    pub(crate) fn window(&self, place: &Place, tid: u32, start: i64, end: i64, px: u32) -> ContextAnswer {
         let Some(t) = self.threads.get(&tid) else {
-            return json!({ "intervals": [], "samples": [] });
+            return ContextAnswer { intervals: vec![], samples: vec![] };
         };
         let (w0, w1) = (mono_ns(place, start), mono_ns(place, end).max(mono_ns(place, start)));
         // A pixel, rounded up so that `px` of them cover the window.
@@ -326,7 +328,7 @@ impl SystemView {
             let o = t.off[i];
             let s = o.start.max(from);
             if o.end.min(w1).saturating_sub(s) >= pixel {
-                intervals.push(json!([v(s), v(o.end), u8::from(o.preempted)]));
+                intervals.push(Interval::Whole(v(s), v(o.end), u8::from(o.preempted)));
                 from = o.end;
                 i += 1;
                 continue;
@@ -336,7 +338,7 @@ impl SystemView {
             // The intervals that end in the pixel, and one that runs on past it.
             let j = t.off.partition_point(|o| o.end <= c1);
             let count = j - i + usize::from(j < t.off.len() && t.off[j].start < c1);
-            intervals.push(json!([v(c0), v(c1), -(count as i64), off, pre]));
+            intervals.push(Interval::Merged(v(c0), v(c1), -(count as i64), off, pre));
             from = c1;
             i = j;
         }
@@ -347,18 +349,18 @@ impl SystemView {
             let (c0, c1) = column(t.samples[i].0);
             let j = i + t.samples[i..].partition_point(|s| s.0 < c1);
             if j - i == 1 {
-                samples.push(json!([v(t.samples[i].0), i]));
+                samples.push(SampleItem::One(v(t.samples[i].0), i));
             } else {
-                samples.push(json!([v(c0), v(c1), -((j - i) as i64), i]));
+                samples.push(SampleItem::Merged(v(c0), v(c1), -((j - i) as i64), i));
             }
             i = j;
         }
-        json!({ "intervals": intervals, "samples": samples })
+        ContextAnswer { intervals, samples }
     }
 
     /// `/api/heap`'s answer: the live heap bytes in a window, a pixel at a time, as the counters'
     /// samples are: `[start, end, count, min, max, last]`.
-    pub(crate) fn heap_window(&self, place: &Place, start: i64, end: i64, px: u32) -> Value {
+    pub(crate) fn heap_window(&self, place: &Place, start: i64, end: i64, px: u32) -> Samples<HeapPixel> {
         let (w0, w1) = (mono_ns(place, start), mono_ns(place, end).max(mono_ns(place, start)));
         let pixel = (w1 - w0).div_ceil(u64::from(px.max(1))).max(1);
         let h = &self.heap;
@@ -372,22 +374,15 @@ impl SystemView {
             let values = h[i..j].iter().map(live_bytes);
             let (min, max) = values.clone().fold((u64::MAX, 0), |(lo, hi), b| (lo.min(b), hi.max(b)));
             let last = live_bytes(&h[j - 1]);
-            out.push(json!([
-                view_ns(place, c0.max(h[i].time_ns)),
-                view_ns(place, c1),
-                j - i,
-                min,
-                max,
-                last
-            ]));
+            out.push((view_ns(place, c0.max(h[i].time_ns)), view_ns(place, c1), j - i, min, max, last));
             i = j;
         }
-        json!({ "samples": out })
+        Samples { samples: out }
     }
 
     /// `/api/stack`'s answer: sample `place` of thread `tid`, its stack symbolized (innermost
     /// first, inlined frames included), or `None` if there is no such sample.
-    pub(crate) fn stack(&self, place: &Place, tid: u32, at: usize) -> Option<Value> {
+    pub(crate) fn stack(&self, place: &Place, tid: u32, at: usize) -> Option<StackAnswer> {
         let &(time, stack) = self.threads.get(&tid)?.samples.get(at)?;
         let mut guard = self.symbolizer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let symbolizer = guard.get_or_insert_with(|| {
@@ -399,17 +394,79 @@ impl SystemView {
         let addresses = self.stacks.get(stack as usize).map_or(&[][..], |s| &s[..]);
         for (k, &address) in addresses.iter().enumerate() {
             for f in symbolizer.frames(address, k > 0).iter() {
-                frames.push(json!({
-                    "function": f.function,
-                    "file": f.file,
-                    "line": f.line,
-                    "inlined": f.inlined,
-                }));
+                frames.push(Frame {
+                    function: f.function.clone(),
+                    file: f.file.clone(),
+                    line: f.line,
+                    inlined: f.inlined,
+                });
             }
         }
         let warnings = symbolizer.warnings().to_vec();
-        Some(json!({ "time_ns": view_ns(place, time), "frames": frames, "warnings": warnings }))
+        Some(StackAnswer { time_ns: view_ns(place, time), frames, warnings })
     }
+}
+
+/// `/api/system`'s answer.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct SystemSummary {
+    present: bool,
+    blocks: u64,
+    switches: u64,
+    samples: u64,
+    intervals: usize,
+    heap: usize,
+    dropped: u64,
+    stacks_dropped: u64,
+    max_kept: u64,
+    read_error: Option<String>,
+    threads: Vec<u32>,
+    /// The first and last heap total's time, and the largest live bytes.
+    heap_range: Option<(i64, i64, u64)>,
+}
+
+/// `/api/context`'s answer.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct ContextAnswer {
+    intervals: Vec<Interval>,
+    samples: Vec<SampleItem>,
+}
+
+/// An off-CPU interval: `[start, end, preempted]`, or a pixel of narrower ones: `[start, end,
+/// -count, off_ns, preempted_ns]`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Interval {
+    Whole(i64, i64, u8),
+    Merged(i64, i64, i64, u64, u64),
+}
+
+/// A CPU sample: `[time, place]`, or a pixel of several: `[start, end, -count, first place]`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum SampleItem {
+    One(i64, usize),
+    Merged(i64, i64, i64, usize),
+}
+
+/// The live heap bytes in a pixel: `[start, end, count, min, max, last]`.
+pub(crate) type HeapPixel = (i64, i64, usize, u64, u64, u64);
+
+/// `/api/stack`'s answer.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StackAnswer {
+    time_ns: i64,
+    frames: Vec<Frame>,
+    warnings: Vec<String>,
+}
+
+/// A symbolized frame, innermost first.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Frame {
+    function: String,
+    file: Option<String>,
+    line: Option<u32>,
+    inlined: bool,
 }
 
 /// A heap total's live bytes.

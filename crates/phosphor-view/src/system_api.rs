@@ -7,18 +7,19 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use phosphor_format::system::{SCOPE_ALLOC_ARGS, SCOPE_ALLOC_NAME};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+
+use crate::events::ArgValue;
 
 use crate::server::{trace, Failure, Shared, MAX_PIXELS};
 use crate::traces::Trace;
 
 /// Runs `f` on trace `n` on a blocking thread.
-async fn blocking(
+async fn blocking<T: Send + 'static>(
     traces: Shared,
     n: usize,
-    f: impl FnOnce(&Trace) -> Result<Value, Failure> + Send + 'static,
-) -> Result<Json<Value>, Failure> {
+    f: impl FnOnce(&Trace) -> Result<T, Failure> + Send + 'static,
+) -> Result<Json<T>, Failure> {
     trace(&traces, n)?;
     let shared = traces.clone();
     let answer = tokio::task::spawn_blocking(move || match shared.get(n) {
@@ -40,7 +41,7 @@ pub(crate) struct TraceQuery {
 pub(crate) async fn system(
     State(traces): State<Shared>,
     Query(q): Query<TraceQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<crate::system::SystemSummary>, Failure> {
     blocking(traces, q.trace, |t| {
         let listed: Vec<u32> =
             crate::server::listed_threads(&t.index).into_iter().map(|k| t.index.threads[k].tid).collect();
@@ -73,7 +74,7 @@ impl ContextQuery {
 pub(crate) async fn context(
     State(traces): State<Shared>,
     Query(q): Query<ContextQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<crate::system::ContextAnswer>, Failure> {
     q.check()?;
     let tid = q.tid.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "tid is required".into()))?;
     blocking(traces, q.trace, move |t| Ok(t.system().window(t.place(), tid, q.start, q.end, q.px))).await
@@ -83,7 +84,7 @@ pub(crate) async fn context(
 pub(crate) async fn heap(
     State(traces): State<Shared>,
     Query(q): Query<ContextQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<crate::api::Samples<crate::system::HeapPixel>>, Failure> {
     q.check()?;
     blocking(traces, q.trace, move |t| Ok(t.system().heap_window(t.place(), q.start, q.end, q.px))).await
 }
@@ -100,7 +101,7 @@ pub(crate) struct StackQuery {
 pub(crate) async fn stack(
     State(traces): State<Shared>,
     Query(q): Query<StackQuery>,
-) -> Result<Json<Value>, Failure> {
+) -> Result<Json<crate::system::StackAnswer>, Failure> {
     blocking(traces, q.trace, move |t| {
         t.system().stack(t.place(), q.tid, q.index).ok_or_else(|| {
             Failure(StatusCode::NOT_FOUND, format!("no sample {} of thread {}", q.index, q.tid))
@@ -112,7 +113,7 @@ pub(crate) async fn stack(
 /// A slice's system figures for `/api/slice`: on- and off-CPU time, preempted time, switches,
 /// samples, and the allocations of the `phosphor/scope_alloc` event that follows it on its
 /// thread; `null` when the trace has no system context.
-pub(crate) async fn slice_figures(traces: &Shared, n: usize, tid: u32, index: u64) -> Value {
+pub(crate) async fn slice_figures(traces: &Shared, n: usize, tid: u32, index: u64) -> Option<SliceSystem> {
     let shared = traces.clone();
     let read = tokio::task::spawn_blocking(move || {
         let t = shared.get(n)?;
@@ -125,17 +126,36 @@ pub(crate) async fn slice_figures(traces: &Shared, n: usize, tid: u32, index: u6
         let (start, end) = (clock.to_ns(s.start), clock.to_ns(s.end));
         let f = system.figures(tid, start, end);
         let duration = end.saturating_sub(start);
-        Some(json!({
-            "on_cpu_ns": duration.saturating_sub(f.off_ns),
-            "off_cpu_ns": f.off_ns,
-            "preempted_ns": f.preempted_ns,
-            "blocked_ns": f.off_ns - f.preempted_ns,
-            "switches": f.switches,
-            "samples": f.samples,
-            "allocations": scope_alloc(t, tid, s.end),
-        }))
+        Some(SliceSystem {
+            on_cpu_ns: duration.saturating_sub(f.off_ns),
+            off_cpu_ns: f.off_ns,
+            preempted_ns: f.preempted_ns,
+            blocked_ns: f.off_ns - f.preempted_ns,
+            switches: f.switches,
+            samples: f.samples,
+            allocations: scope_alloc(t, tid, s.end),
+        })
     });
-    read.await.ok().flatten().unwrap_or(Value::Null)
+    read.await.ok().flatten()
+}
+
+/// A slice's system figures (`system` in `/api/slice`).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct SliceSystem {
+    on_cpu_ns: u64,
+    off_cpu_ns: u64,
+    preempted_ns: u64,
+    blocked_ns: u64,
+    switches: u64,
+    samples: u64,
+    allocations: Option<Allocations>,
+}
+
+/// The allocations of a `phosphor/scope_alloc` event: its two arguments' values.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Allocations {
+    allocs: Option<ArgValue>,
+    bytes: Option<ArgValue>,
 }
 
 /// The most points at a slice's end looked at for its `scope_alloc` event.
@@ -143,9 +163,9 @@ const MAX_AT_END: u64 = 64;
 
 /// The allocations and bytes of the `phosphor/scope_alloc` event at `end_ticks` on thread `tid`
 /// (the one recorded when a scope closes), `null` if there is none.
-fn scope_alloc(t: &Trace, tid: u32, end_ticks: u64) -> Value {
+fn scope_alloc(t: &Trace, tid: u32, end_ticks: u64) -> Option<Allocations> {
     let i = &t.index;
-    let Ok(k) = i.threads.binary_search_by_key(&tid, |th| th.tid) else { return Value::Null };
+    let Ok(k) = i.threads.binary_search_by_key(&tid, |th| th.tid) else { return None };
     let (first, count) = i.threads[k].points;
     // The thread's first point at or after the slice's end, by binary search.
     let (mut lo, mut hi) = (first, first + count);
@@ -165,14 +185,12 @@ fn scope_alloc(t: &Trace, tid: u32, end_ticks: u64) -> Value {
             continue;
         }
         let Ok(details) = t.events.details(&t.path, i, p.event) else { continue };
-        if details["category"] != phosphor_format::system::PHOSPHOR_CATEGORY {
+        if details.category != phosphor_format::system::PHOSPHOR_CATEGORY {
             continue;
         }
-        let arg = |name: &str| {
-            details["args"].as_array().and_then(|a| a.iter().find(|x| x[0] == name)).map(|x| x[1].clone())
-        };
+        let arg = |name: &str| details.args.iter().find(|x| x.0 == name).map(|x| x.1.clone());
         let [allocs, bytes] = SCOPE_ALLOC_ARGS;
-        return json!({ "allocs": arg(allocs), "bytes": arg(bytes) });
+        return Some(Allocations { allocs: arg(allocs), bytes: arg(bytes) });
     }
-    Value::Null
+    None
 }

@@ -133,7 +133,7 @@ fn a_window_over_many_narrow_intervals_is_bounded_by_its_pixels() {
         .collect();
     v.add(&SystemBatch { switches, ..SystemBatch::default() });
     v.finish(1_000_000);
-    let w = v.window(&place, 1, 0, 1_000_000, 100);
+    let w = serde_json::to_value(v.window(&place, 1, 0, 1_000_000, 100)).unwrap();
     let items = w["intervals"].as_array().unwrap();
     assert!(items.len() <= 202, "{}", items.len());
     let count: i64 =
@@ -161,7 +161,7 @@ fn past_the_cap_switches_and_samples_are_counted_not_kept() {
         (0..30u64).map(|k| Switch { tid: 1, time_ns: k * 10, cpu: 0, kind: kinds[k as usize % 2] });
     v.add(&SystemBatch { switches: switches.collect(), ..SystemBatch::default() });
     v.finish(1_000);
-    let s = v.summary(&place, &[1]);
+    let s = serde_json::to_value(v.summary(&place, &[1])).unwrap();
     // The first 10 switches kept: 5 intervals; 20 counted as dropped.
     assert_eq!((s["switches"].as_u64(), s["intervals"].as_u64()), (Some(30), Some(5)));
     assert_eq!((s["dropped"].as_u64(), s["max_kept"].as_u64()), (Some(20), Some(10)));
@@ -190,7 +190,7 @@ fn preempted_and_blocked_intervals_keep_their_kind_and_a_tsc_trace_is_placed_by_
     ];
     v.add(&SystemBatch { switches, ..SystemBatch::default() });
     v.finish(10_000);
-    let got = v.window(&place, 1, 1_500, 2_700, 1_200);
+    let got = serde_json::to_value(v.window(&place, 1, 1_500, 2_700, 1_200)).unwrap();
     assert_eq!(got["intervals"], json!([[1_500, 1_900, 1], [2_500, 2_600, 0]]));
     let f = v.figures(1, 2_100, 3_050);
     assert_eq!((f.off_ns, f.preempted_ns, f.switches), (300 + 50, 300, 1));

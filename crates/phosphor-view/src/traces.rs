@@ -545,6 +545,18 @@ impl Traces {
     pub fn all_done(&self) -> bool {
         self.live.is_none() && self.slots().all(|s| s.done.get().is_some())
     }
+
+    /// Scans every trace for its overview and stops there, as if its index were being built:
+    /// what `/api/traces` and `/api/overview` give while indexing (`api_doc_tests.rs`).
+    #[cfg(test)]
+    pub(crate) fn scan_only(&self) {
+        for slot in self.slots() {
+            if let Ok(o) = Overview::scan(&slot.path, &slot.progress) {
+                let _ = slot.overview.set(o);
+            }
+            slot.set_stage(stages::INDEXING);
+        }
+    }
 }
 
 /// The header an index's `meta` stands for: what placing it needs.

@@ -96,11 +96,13 @@ fn forward(f: &mut Forward, path: &Path, chunk: u64, offset: u64, record: u64) -
     if c.offset != offset {
         return Err(format!("{}: chunk {chunk} is at byte {}, not {offset}", path.display(), c.offset));
     }
-    crate::events::describe(&c, c.record_offset(record as usize), path)
+    let details = crate::events::describe(&c, c.record_offset(record as usize), path)?;
+    serde_json::to_value(details).map_err(|e| e.to_string())
 }
 
 /// Reads chunk `offset` again, with the tables read so far, and describes its event.
 fn again(f: &mut Forward, path: &Path, offset: u64, record: u64) -> Result<Value, String> {
     let c = f.reader.chunk_at(offset).map_err(|e| format!("{}: {e}", path.display()))?;
-    crate::events::describe(&c, c.record_offset(record as usize), path)
+    let details = crate::events::describe(&c, c.record_offset(record as usize), path)?;
+    serde_json::to_value(details).map_err(|e| e.to_string())
 }

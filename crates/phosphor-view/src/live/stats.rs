@@ -13,11 +13,10 @@ use std::collections::HashMap;
 use phosphor_export::Durations;
 use phosphor_model::names;
 use phosphor_model::nesting::DEFAULT_MAX_DEPTH;
-use serde_json::json;
 
 use super::LiveModel;
 use crate::records::slice_flags;
-use crate::stats::{row_name, type_of, Table, MAX_ROWS};
+use crate::stats::{row_name, type_of, StatsRow, Table, MAX_ROWS};
 
 /// No parent: a path's outermost name.
 const ROOT: u32 = u32::MAX;
@@ -125,16 +124,25 @@ pub(crate) fn table(n: usize, m: &LiveModel, a: u64, b: u64, tid: Option<u32>) -
         row.1.merge(&d);
     }
     let clock = m.timeline.clock();
-    let mut rows: Vec<(u64, u32, serde_json::Value)> = shown
+    let mut rows: Vec<(u64, u32, StatsRow)> = shown
         .into_iter()
         .filter_map(|((names, ty), (path, d))| {
             let s = d.stats(clock)?;
             let name = row_name(names.last().map_or("", String::as_str), ty);
-            let row = json!({
-                "trace": n, "path": names, "type": ty, "name": name, "count": s.samples,
-                "total_ns": s.total_ns, "min_ns": s.min_ns, "mean_ns": s.mean_ns, "p50_ns": s.p50_ns,
-                "p99_ns": s.p99_ns, "max_ns": s.max_ns, "exact": s.exact_percentiles,
-            });
+            let row = StatsRow {
+                trace: n,
+                path: names,
+                ty,
+                name,
+                count: s.samples,
+                total_ns: s.total_ns,
+                min_ns: s.min_ns,
+                mean_ns: s.mean_ns,
+                p50_ns: s.p50_ns,
+                p99_ns: s.p99_ns,
+                max_ns: s.max_ns,
+                exact: s.exact_percentiles,
+            };
             Some((s.total_ns, path, row))
         })
         .collect();

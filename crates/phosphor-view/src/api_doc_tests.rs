@@ -1,0 +1,424 @@
+//! The examples of `docs/VIEW-API.md` against the server's answers (issue 39: the JSON API is
+//! typed, and its documentation is checked). Each ```json example under a `GET /api/...` heading
+//! is matched against the answer of a real trace with the conventions the document states under
+//! "Examples": the same keys, of the same JSON types, recursively. A field added to, renamed in
+//! or removed from either the answer or the document fails this test, and so does a new example
+//! that no case here covers.
+
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use phosphor::{
+    trace_async_begin, trace_async_end, trace_counter, trace_future, trace_log, trace_scope, BufferMode,
+    TraceConfig, TraceLog, TraceLogConfig,
+};
+use serde_json::{json, Map, Value};
+
+use crate::server::tests::{get, start};
+use crate::server::{serve, Traces};
+use crate::BuildOptions;
+
+const DOC: &str = include_str!("../../../docs/VIEW-API.md");
+
+/// One ```json example of the document: under which heading, its place among that section's
+/// examples, and the keys the lines after it say may be absent or null.
+#[derive(Debug)]
+struct Example {
+    heading: String,
+    nth: usize,
+    value: Value,
+    absent: Vec<String>,
+    nullable: Vec<String>,
+}
+
+/// The names in backquotes on `line` after `label`.
+fn listed(line: &str, label: &str) -> Vec<String> {
+    let Some(at) = line.find(label) else { return Vec::new() };
+    line[at + label.len()..].split('`').skip(1).step_by(2).map(str::to_owned).collect()
+}
+
+/// Every ```json example of the document, parsed (an example that is not JSON fails here).
+fn examples() -> Vec<Example> {
+    let mut out: Vec<Example> = Vec::new();
+    let (mut heading, mut nth, mut block): (String, usize, Option<String>) = (String::new(), 0, None);
+    for (k, line) in DOC.lines().enumerate() {
+        if let Some(text) = block.as_mut() {
+            if line.trim_start().starts_with("```") {
+                let value = serde_json::from_str(text)
+                    .unwrap_or_else(|e| panic!("VIEW-API.md line {}: {heading}: not JSON: {e}", k + 1));
+                out.push(Example { heading: heading.clone(), nth, value, absent: vec![], nullable: vec![] });
+                nth += 1;
+                block = None;
+            } else {
+                text.push_str(line);
+                text.push('\n');
+            }
+        } else if line.starts_with('#') {
+            heading = line.trim_start_matches('#').trim().to_owned();
+            nth = 0;
+        } else if line.trim_start().starts_with("```json") {
+            block = Some(String::new());
+        } else if let Some(last) = out.last_mut().filter(|e| e.heading == heading) {
+            last.absent.extend(listed(line, "May be absent:"));
+            last.nullable.extend(listed(line, "May be null:"));
+        }
+    }
+    out
+}
+
+/// Where `got` differs in shape from the example `doc` (at `at`, a key named `key`), into `errors`.
+fn compare(doc: &Value, got: &Value, at: &str, key: &str, ex: &Example, errors: &mut Vec<String>) {
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    if doc.is_null() || (got.is_null() && ex.nullable.iter().any(|n| n == key)) {
+        return;
+    }
+    if kind(doc) != kind(got) {
+        errors.push(format!("{at}: the document has a {}, the answer a {}: {got}", kind(doc), kind(got)));
+        return;
+    }
+    match (doc, got) {
+        (Value::Object(d), Value::Object(g)) => object(d, g, at, ex, errors),
+        (Value::Array(d), Value::Array(g)) if !d.is_empty() => {
+            for (i, item) in g.iter().enumerate() {
+                let at = format!("{at}[{i}]");
+                let mut first = None;
+                let matched = d.iter().any(|candidate| {
+                    let mut e = Vec::new();
+                    if is_tuple(candidate)
+                        && candidate.as_array().map(Vec::len) != item.as_array().map(Vec::len)
+                    {
+                        e.push(format!("{at}: {item} has not the length of the document's {candidate}"));
+                    } else if is_tuple(candidate) {
+                        let (c, g) = (candidate.as_array().unwrap(), item.as_array().unwrap());
+                        for (j, (c, g)) in c.iter().zip(g).enumerate() {
+                            compare(c, g, &format!("{at}[{j}]"), key, ex, &mut e);
+                        }
+                    } else {
+                        compare(candidate, item, &at, key, ex, &mut e);
+                    }
+                    let ok = e.is_empty();
+                    first.get_or_insert(e);
+                    ok
+                });
+                if !matched {
+                    errors.extend(first.unwrap_or_default());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An array of plain values (no array or object) as an item of an array: a tuple, matched place
+/// by place.
+fn is_tuple(v: &Value) -> bool {
+    v.as_array().is_some_and(|a| a.iter().all(|x| !x.is_array() && !x.is_object()))
+}
+
+fn object(d: &Map<String, Value>, g: &Map<String, Value>, at: &str, ex: &Example, errors: &mut Vec<String>) {
+    // A map from numbers (`names`): any numbers, each value of the example's shape.
+    if !d.is_empty() && d.keys().all(|k| k.parse::<u64>().is_ok()) {
+        let shape = d.values().next().unwrap();
+        for (k, v) in g {
+            if k.parse::<u64>().is_err() {
+                errors.push(format!("{at}: key {k:?} is not a number"));
+            }
+            compare(shape, v, &format!("{at}.{k}"), k, ex, errors);
+        }
+        return;
+    }
+    let open = d.contains_key("...");
+    for (k, v) in d.iter().filter(|(k, _)| *k != "...") {
+        match g.get(k) {
+            Some(got) => compare(v, got, &format!("{at}.{k}"), k, ex, errors),
+            None if ex.absent.contains(k) => {}
+            None => errors.push(format!("{at}: the answer has no {k:?}, which the document gives")),
+        }
+    }
+    if !open {
+        for k in g.keys().filter(|k| !d.contains_key(*k)) {
+            errors.push(format!("{at}: the answer has {k:?}, which the document does not give"));
+        }
+    }
+}
+
+/// The example's shape errors against `got`.
+fn check(ex: &Example, got: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    compare(&ex.value, got, "", "", ex, &mut errors);
+    errors
+}
+
+/// Pending `n` times, then ready.
+struct Yields(u32);
+
+impl Future for Yields {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.0 == 0 {
+            return Poll::Ready(());
+        }
+        self.0 -= 1;
+        Poll::Pending
+    }
+}
+
+/// A trace recorded by the runtime: nested scopes with arguments, logs, a counter, async slices
+/// and a future's flow.
+fn record(path: &Path) {
+    let log = TraceLog::new(TraceLogConfig::default()).unwrap();
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
+    for k in 0..20u64 {
+        trace_async_begin!(log: &log, "demo", "item", k);
+        {
+            trace_scope!(log: &log, "demo", "batch", "batch" => k);
+            {
+                trace_scope!(log: &log, "demo", "iteration", "checksum" => 10482063840709898622u64);
+                trace_log!(log: &log, info, "demo", "load {} of {}", 300 + k, 7u32);
+            }
+            trace_counter!(log: &log, "demo", "queue_depth", k);
+        }
+        trace_async_end!(log: &log, "demo", "item", k);
+    }
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut f = Box::pin(trace_future!(log: &log, "demo", "fetch", Yields(2)));
+    for _ in 0..3 {
+        let _ = f.as_mut().poll(&mut cx);
+    }
+    drop(f);
+    log.stop();
+    log.take_trace().unwrap().save(path).unwrap();
+}
+
+/// `GET path`, which must answer 200.
+fn ok(addr: SocketAddr, path: &str) -> Value {
+    let (status, v) = get(addr, path);
+    assert_eq!(status, 200, "{path}: {v}");
+    v
+}
+
+/// Serves `paths` as `phosphor view` does: scanned, then indexed (so that the overview is kept).
+fn serve_scanned(paths: Vec<std::path::PathBuf>, compare: bool) -> SocketAddr {
+    let traces = Arc::new(Traces::open(paths).unwrap());
+    traces.index_all(None, &BuildOptions::default(), |_, why| panic!("{why}"));
+    if compare {
+        traces.compare(0, 1).unwrap();
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || serve(traces, listener));
+    addr
+}
+
+/// The answers the examples are checked against, by (heading, place among its examples).
+fn answers() -> Vec<(&'static str, usize, Value)> {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, other) = (dir.path().join("app.phos"), dir.path().join("new.phos"));
+    record(&path);
+    record(&other);
+    let addr = serve_scanned(vec![path, other], true);
+    let list = ok(addr, "/api/traces");
+    let t = &list["traces"][0];
+    let (s, e) = (t["start_ns"].as_i64().unwrap(), t["end_ns"].as_i64().unwrap());
+    let tid = t["threads"][0]["tid"].as_u64().unwrap();
+    let window = format!("trace=0&start={s}&end={e}");
+    let slices = ok(addr, &format!("/api/slices?{window}&tid={tid}&px=4000"));
+    let names = &slices["names"];
+    let named = |level: usize, name: &str| {
+        slices["levels"][level].as_array().unwrap().iter().find(|i| names[i[2].to_string()] == name).unwrap()
+            [3]
+        .clone()
+    };
+    let iteration = named(1, "iteration");
+    let fetch = named(0, "fetch");
+    let points = ok(addr, &format!("/api/points?{window}&tid={tid}&px=4000"));
+    let log_point = points["points"].as_array().unwrap().iter().find(|p| p[3] == 1).unwrap()[2].clone();
+    let slice = ok(addr, &format!("/api/slice?trace=0&index={iteration}"));
+    // Asked again while the two files are read (at most 2 minutes).
+    let mut compared = ok(addr, "/api/compare");
+    for _ in 0..12_000 {
+        if compared["state"] != "computing" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        compared = ok(addr, "/api/compare");
+    }
+    assert_eq!(compared["state"], "ready");
+    let path = "%5B%22batch%22%2C%22iteration%22%5D";
+    let mut out = vec![
+        ("`GET /api/traces`", 0, list.clone()),
+        (
+            "While indexing: `state`, and `GET /api/overview`",
+            1,
+            ok(addr, &format!("/api/overview?{window}&px=50")),
+        ),
+        ("`GET /api/slices?trace=T&tid=N&start=S&end=E&px=P[&from=L]`", 0, slices.clone()),
+        (
+            "`GET /api/slices?trace=T&tid=N&start=S&end=E&px=P[&from=L]`",
+            0,
+            ok(addr, &format!("/api/slices?{window}&tid={tid}&px=3")),
+        ),
+        ("`GET /api/points?trace=T&tid=N&start=S&end=E&px=P`", 0, points),
+        (
+            "`GET /api/points?trace=T&tid=N&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/points?{window}&tid={tid}&px=2")),
+        ),
+        ("`GET /api/point?trace=T&index=I`", 0, ok(addr, &format!("/api/point?trace=0&index={log_point}"))),
+        (
+            "`GET /api/samples?trace=T&counter=C&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/samples?{window}&counter=0&px=5")),
+        ),
+        ("`GET /api/slice?trace=T&index=I`", 0, slice.clone()),
+        ("`GET /api/slice?trace=T&index=I`", 1, slice["event"].clone()),
+        ("`GET /api/flow?trace=T&index=I`", 0, ok(addr, &format!("/api/flow?trace=0&index={fetch}"))),
+        ("`GET /api/search?q=Q[&after=NS][&limit=N]`", 0, ok(addr, "/api/search?q=iter&limit=5")),
+        (
+            "`GET /api/search?q=Q&start=S&end=E&px=N`: every hit in a window",
+            0,
+            ok(addr, &format!("/api/search?q=*a*&start={s}&end={e}&px=100")),
+        ),
+        ("`GET /api/stats[?start=S&end=E][&limit=N][&trace=T&tid=N]`", 0, ok(addr, "/api/stats")),
+        (
+            "`GET /api/kind?trace=T&path=P&type=Y[&start=S&end=E]`",
+            0,
+            ok(addr, &format!("/api/kind?trace=0&type=scope&path={path}")),
+        ),
+        ("`GET /api/compare`: two traces compared (`phosphor view BASE NEW --compare`)", 0, compared),
+    ];
+    // A trace being indexed: its scan's threads, and its overview.
+    let scanned = dir.path().join("scanned.phos");
+    record(&scanned);
+    let traces = Arc::new(Traces::open(vec![scanned]).unwrap());
+    traces.scan_only();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let indexing = listener.local_addr().unwrap();
+    std::thread::spawn(move || serve(traces, listener));
+    let listed = ok(indexing, "/api/traces");
+    assert_eq!(listed["traces"][0]["state"], "indexing", "{listed}");
+    let (ss, se) = (&listed["traces"][0]["start_ns"], &listed["traces"][0]["end_ns"]);
+    let heading = "While indexing: `state`, and `GET /api/overview`";
+    out.push((heading, 1, ok(indexing, &format!("/api/overview?trace=0&start={ss}&end={se}&px=50"))));
+    out.push((heading, 0, listed));
+    // A slice in no flow.
+    out.push((
+        "`GET /api/flow?trace=T&index=I`",
+        0,
+        ok(addr, &format!("/api/flow?trace=0&index={iteration}")),
+    ));
+    // An async slice, and an async row's occurrences.
+    let async_slices = ok(addr, &format!("/api/slices?{window}&async=0&px=4000"));
+    let first_async = async_slices["levels"][0][0][3].clone();
+    out.push((
+        "`GET /api/slice?trace=T&index=I`",
+        0,
+        ok(addr, &format!("/api/slice?trace=0&index={first_async}")),
+    ));
+    out.push((
+        "`GET /api/kind?trace=T&path=P&type=Y[&start=S&end=E]`",
+        0,
+        ok(addr, "/api/kind?trace=0&type=async&path=%5B%22item%22%5D"),
+    ));
+
+    // The system context, on the crafted trace whose figures are known.
+    let sys = dir.path().join("system.phos");
+    std::fs::write(&sys, phosphor_craft::system::system_trace().unwrap()).unwrap();
+    let addr = start(&[sys]);
+    let o = ok(addr, "/api/traces")["traces"][0]["start_ns"].as_i64().unwrap();
+    let stid = phosphor_craft::system::TID;
+    let ms = 1_000_000;
+    let sw = format!("trace=0&start={o}&end={}", o + 101 * ms);
+    let work = ok(addr, &format!("/api/slices?{sw}&tid={stid}&px=1000"))["levels"][0][0][3].clone();
+    let work = ok(addr, &format!("/api/slice?trace=0&index={work}"));
+    out.extend([
+        ("`GET /api/slice?trace=T&index=I`", 2, json!({ "system": work["system"] })),
+        ("`GET /api/system?trace=T`", 0, ok(addr, "/api/system?trace=0")),
+        (
+            "`GET /api/context?trace=T&tid=N&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/context?{sw}&tid={stid}&px=1000")),
+        ),
+        (
+            "`GET /api/context?trace=T&tid=N&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/context?{sw}&tid={stid}&px=1")),
+        ),
+        (
+            "`GET /api/stack?trace=T&tid=N&index=I`",
+            0,
+            ok(addr, &format!("/api/stack?trace=0&tid={stid}&index=1")),
+        ),
+        ("`GET /api/heap?trace=T&start=S&end=E&px=P`", 0, ok(addr, &format!("/api/heap?{sw}&px=1000"))),
+    ]);
+    out
+}
+
+/// The examples no file trace gives: checked elsewhere or by hand.
+const NOT_CHECKED: [(&str, usize, &str); 0] = [];
+
+#[test]
+fn every_example_of_the_api_document_has_the_shape_of_the_servers_answer() {
+    let examples = examples();
+    let answers = answers();
+    let mut errors = Vec::new();
+    for ex in &examples {
+        if !ex.heading.contains("GET /api/") {
+            // The live API's examples (`## Live traces`) are not checked here: a live trace is
+            // recorded over a connection (`live_tests.rs`).
+            continue;
+        }
+        let skipped = NOT_CHECKED.iter().any(|&(h, n, _)| h == ex.heading && n == ex.nth);
+        let got: Vec<&Value> =
+            answers.iter().filter(|(h, n, _)| *h == ex.heading && *n == ex.nth).map(|a| &a.2).collect();
+        if got.is_empty() && !skipped {
+            errors.push(format!("{} (example {}): no answer checks it", ex.heading, ex.nth + 1));
+        }
+        for answer in got {
+            for e in check(ex, answer) {
+                errors.push(format!("{} (example {}): {e}", ex.heading, ex.nth + 1));
+            }
+        }
+    }
+    for (h, n, _) in &answers {
+        if !examples.iter().any(|ex| ex.heading == *h && ex.nth == *n) {
+            errors.push(format!("{h} (example {}): the document has no such example", n + 1));
+        }
+    }
+    assert!(errors.is_empty(), "docs/VIEW-API.md and the API differ:\n{}", errors.join("\n"));
+}
+
+#[test]
+fn the_shape_check_finds_a_key_added_renamed_removed_or_of_another_type() {
+    let ex = Example {
+        heading: String::new(),
+        nth: 0,
+        value: json!({"a": 1, "b": [[1, "x"]], "c": {"d": null}, "e": 2, "names": {"3": "x"}}),
+        absent: vec!["e".into()],
+        nullable: vec!["a".into()],
+    };
+    let good = json!({"a": null, "b": [[2, "y"]], "c": {"d": "z"}, "names": {"7": "q"}});
+    assert_eq!(check(&ex, &good), Vec::<String>::new());
+    for bad in [
+        json!({"a": 1, "b": [], "c": {"d": 1}, "names": {}, "f": 0}),
+        json!({"b": [], "c": {"d": 1}, "names": {}}),
+        json!({"a": 1, "b": [], "c": {"dd": 1}, "names": {}}),
+        json!({"a": "1", "b": [], "c": {"d": 1}, "names": {}}),
+        json!({"a": 1, "b": [[1, 2]], "c": {"d": 1}, "names": {}}),
+        json!({"a": 1, "b": [[1, "x", 3]], "c": {"d": 1}, "names": {}}),
+        json!({"a": 1, "b": [], "c": {"d": 1}, "names": {"x": "q"}}),
+    ] {
+        assert!(!check(&ex, &bad).is_empty(), "{bad}");
+    }
+}

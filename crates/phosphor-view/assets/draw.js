@@ -210,23 +210,22 @@ function runFill(g, name) {
 const COUNT = new Intl.NumberFormat('en')
 export const runText = (count, name) => `${COUNT.format(count)} slices, mostly ${name || '?'}`
 
-// Labels fitted to a whole number of pixels, by text and room (`fitText` measures a cut name
-// again for each try; a pan draws the same labels in the same room frame after frame).
-const fittedLabels = new Map()
+// `fitText`'s cut of a name to `room`, with each cut's width measured once a name (a pan draws
+// the same labels frame after frame; `fitText` measures its cuts again each time).
+const cutWidths = new Map()
 function fitted(g, text, room) {
-  const px = Math.floor(room)
-  let byPx = fittedLabels.get(text)
-  if (!byPx) {
-    if (fittedLabels.size >= 5000) fittedLabels.clear()
-    fittedLabels.set(text, byPx = new Map())
+  const full = labelWidths.get(text)
+  if (full === undefined) return fitText(g, text, room, labelWidths)
+  if (full <= room) return text
+  let cuts = cutWidths.get(text)
+  if (!cuts) {
+    if (cutWidths.size >= 5000) cutWidths.clear()
+    cutWidths.set(text, cuts = [])
   }
-  let f = byPx.get(px)
-  if (f === undefined) {
-    f = fitText(g, text, px, labelWidths)
-    if (byPx.size >= 200) byPx.clear()
-    byPx.set(px, f)
-  }
-  return f
+  const w = n => cuts[n] ?? (cuts[n] = g.measureText(text.slice(0, n) + '…').width)
+  let n = Math.min(text.length - 1, Math.floor(text.length * room / full))
+  while (n > 0 && w(n) > room) n--
+  return n === 0 ? '' : text.slice(0, n) + '…'
 }
 
 // A label (`text`, or `text()`: made only when there is room) fitted into the part of [x0, x1] on
@@ -235,9 +234,7 @@ function label(g, text, x0, x1, width, y, fill) {
   const left = Math.max(x0, 0), right = Math.min(x1, width)
   if (right - left <= 8) return ''
   const t = typeof text === 'function' ? text() : text
-  // A name wider than the room is cut: the room's whole pixels.
-  const full = labelWidths.get(t)
-  const f = full !== undefined && full <= right - left - 6 ? t : fitted(g, t, right - left - 6)
+  const f = fitted(g, t, right - left - 6)
   if (f) {
     g.fillStyle = fill
     g.fillText(f, left + 3, y + LEVEL_HEIGHT / 2)

@@ -256,15 +256,15 @@ let drawTimer = null
 function drawSoon(track) {
   toDraw.add(track)
   if (drawTimer) return
-  // A frame, or 50 ms where frames are not drawn (a hidden page).
-  const frame = requestAnimationFrame(() => drawSome(timeout))
-  const timeout = setTimeout(() => drawSome(null, frame), 50)
+  // The next frame, or 50 ms where frames are not drawn (a hidden page): whichever comes first.
+  const frame = requestAnimationFrame(() => drawSome())
+  const timeout = setTimeout(() => drawSome(), 50)
   drawTimer = { frame, timeout }
 }
 
-function drawSome(timeout, frame) {
-  clearTimeout(timeout)
-  cancelAnimationFrame(frame)
+function drawSome() {
+  clearTimeout(drawTimer.timeout)
+  cancelAnimationFrame(drawTimer.frame)
   drawTimer = null
   const t0 = performance.now()
   for (const t of toDraw) {
@@ -272,10 +272,11 @@ function drawSome(timeout, frame) {
     draw(t)
     if (performance.now() - t0 > 8) break
   }
-  if (toDraw.size) {
-    const next = [...toDraw]
-    toDraw.clear()
-    next.forEach(drawSoon)
+  // The rest in the next frame.
+  const [next] = toDraw
+  if (next) {
+    toDraw.delete(next)
+    drawSoon(next)
   } else drawFlow()
 }
 

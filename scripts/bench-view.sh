@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark of the trace viewer, `phosphor view` (issue 21's targets).
 #
-#   scripts/bench-view.sh [--trace FILE] [--big] [--keep] [--query-runs N]
+#   scripts/bench-view.sh [--trace FILE] [--big] [--keep] [--query-runs N] [--frames]
 #
 # Builds the release CLI, makes the demo trace unless --trace is given (11.5 M events, ~354 MiB:
 # `phosphor demo --events 2500000 --buffer-mib 1024`, in target/bench-view/demo, reused when there;
@@ -23,6 +23,10 @@
 #   peak RSS against the trace decoded (`phosphor info`'s compression ratio); the index on disk
 #   against the trace file.
 #
+# With --frames, only the panning and zooming figures (frame intervals, redraws, new detail), on
+# one launch that keeps the trace's index (made first if there is none): no cold launch, no
+# window queries, no warm launch.
+#
 # Prints Markdown tables; writes every figure as JSON to target/bench-view/results.json
 # (results-big.json with --big). The trace is read from the page cache: "cold" means no index, not
 # a cold disk cache.
@@ -33,12 +37,14 @@ trace=""
 big=0
 keep=0
 runs=""
+only=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --trace) trace="$2"; shift 2 ;;
         --big) big=1; shift ;;
         --keep) keep=1; shift ;;
         --query-runs) runs="$2"; shift 2 ;;
+        --frames) only=frames; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -80,7 +86,7 @@ if [ -z "$trace" ]; then
     fi
 fi
 [ -s "$trace" ] || { echo "no trace at $trace" >&2; exit 1; }
-rm -f "$trace.phview"
+[ "$only" = frames ] || rm -f "$trace.phview"
 
 if [ "$big" = 1 ]; then
     results="$out/results-big.json"
@@ -89,6 +95,7 @@ else
     results="$out/results.json"
     runs="${runs:-3}"
 fi
+[ "$only" = frames ] && results="${results%.json}-frames.json"
 events=$("$bin" info "$trace" | awk '$1 == "events" { gsub(",", "", $2); print $2; exit }')
 # The trace decoded (its blocks uncompressed): the file's size times `info`'s compression ratio
 # (the file's size when it is not compressed), for the server's RSS as a share of it.
@@ -99,7 +106,7 @@ label="$(awk -v e="${events:-0}" 'BEGIN { printf "%.1f M events", e / 1e6 }')"
 
 status=0
 node "$env_dir/view-bench.mjs" --bin "$bin" --trace "$trace" --out "$results" \
-    --query-runs "$runs" --label "$label" --decoded-bytes "$decoded" || status=$?
+    --query-runs "$runs" --label "$label" --decoded-bytes "$decoded" ${only:+--only "$only"} || status=$?
 echo
 echo "Figures: $results"
 

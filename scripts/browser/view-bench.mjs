@@ -19,6 +19,8 @@
 // Usage: node view-bench.mjs --bin PHOSPHOR --trace FILE --out RESULTS.json
 //          [--query-runs N] [--places N] [--px N] [--timeout SECONDS] [--label TEXT]
 //          [--decoded-bytes N]   (the trace's size decoded, for the server's RSS as a share of it)
+//          [--only frames]       (only the frames: one launch with the index kept, then panning
+//                                 and zooming; no cold launch, queries or warm launch)
 // Prints Markdown tables on stdout; writes every figure as JSON to RESULTS.json. Chromium:
 // $CHROMIUM, else /usr/bin/chromium.
 import { spawn } from 'node:child_process'
@@ -28,7 +30,7 @@ import http from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { launch as launchChromium, open } from './page.mjs'
 
-const opts = { queryRuns: 3, places: 5, px: 1600, timeout: 1800, label: '', decodedBytes: 0 }
+const opts = { queryRuns: 3, places: 5, px: 1600, timeout: 1800, label: '', decodedBytes: 0, only: '' }
 {
   const argv = process.argv.slice(2)
   for (let i = 0; i < argv.length; i += 2) {
@@ -164,8 +166,12 @@ async function newPage(errors) {
   return page
 }
 
+// More answers than `after`, none pending, and (where the page says) nothing left to fetch or draw.
 const settled = (page, after) =>
-  page.waitForFunction(n => window.phosphorView.pending === 0 && window.phosphorView.answered > n, { timeout, polling: 10 }, after)
+  page.waitForFunction(n => {
+    const v = window.phosphorView
+    return v.pending === 0 && v.answered > n && (!v.idle || v.idle())
+  }, { timeout, polling: 10 }, after)
 
 // One launch: the page is open before the server starts; the server is left running.
 async function launch(name) {
@@ -277,8 +283,8 @@ async function zoomSettled(page, steps, factor) {
   return times
 }
 
-// Pans of `fraction` each waited for until every track is drawn again from fresh answers (the page
-// asks 40 ms after the last move, so that is included).
+// Pans of `fraction` each waited for until every track is drawn again from fresh answers (any wait
+// of the page's before it asks is included).
 async function panSettled(page, steps, fraction) {
   const times = []
   for (let i = 0; i < steps; i++) {
@@ -482,6 +488,17 @@ async function queries(base) {
 const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number)
 const results = { label: opts.label, trace: opts.trace, file_bytes: fileBytes, decoded_bytes: opts.decodedBytes || null, px: opts.px, started: new Date().toISOString(), loadavg_start: loadavg() }
 try {
+  if (opts.only === 'frames') {
+    // The frames alone: the index kept (made first if there is none), one launch, the moves.
+    log('launch for the frames (index kept)')
+    const l = await launch('frames')
+    results.frames_only = l.result
+    results.pan = await pan(l.page)
+    results.pan.errors = l.result.errors
+    await l.page.close()
+    await stopServer(l.server)
+    throw null
+  }
   rmSync(indexPath, { force: true })
 
   // Cold: no index. The page's launch, panning, then the queries on the same server.
@@ -510,8 +527,10 @@ try {
   results.warm.rss_sampled_peak_mib = warm.server.peakSampled / MiB
   results.warm.rss_samples = warm.server.samples
 } catch (e) {
-  results.error = String(e && e.stack ? e.stack : e)
-  log(results.error)
+  if (e !== null) {
+    results.error = String(e && e.stack ? e.stack : e)
+    log(results.error)
+  }
 } finally {
   await browser.close()
 }
@@ -545,7 +564,7 @@ function issue39(r) {
     const p = r.pan && r.pan[name]
     if (!p || !p.move_intervals) continue
     lines.push(`| pan/zoom frame interval p99 (${what}; 200 pans, 100 zooms, uncapped frame rate) | ≤ 16 ms | ${f(p.move_intervals.p99, 1)} ms (median ${f(p.move_intervals.median, 1)}, max ${f(p.move_intervals.max, 1)}) | ${ok(p.move_intervals.p99, 16)} |`)
-    lines.push(`| new detail drawn after a move (${what}; 10 pans, 10 zooms; incl. the page's 40 ms wait) | ≤ 100 ms | median ${f(p.fresh_all_ms.median, 0)}, p99 ${f(p.fresh_all_ms.p99, 0)}, max ${f(p.fresh_all_ms.max, 0)} ms | ${ok(p.fresh_all_ms.p99, 100)} |`)
+    lines.push(`| new detail drawn after a move (${what}; 10 pans, 10 zooms; incl. any wait of the page's before it asks) | ≤ 100 ms | median ${f(p.fresh_all_ms.median, 0)}, p99 ${f(p.fresh_all_ms.p99, 0)}, max ${f(p.fresh_all_ms.max, 0)} ms | ${ok(p.fresh_all_ms.p99, 100)} |`)
   }
   const q = r.queries && r.queries.reported
   for (const x of (q && q.range) || []) {
@@ -562,7 +581,7 @@ function table(r) {
   const ok = (v, limit) => (v === null || v === undefined ? '' : v <= limit ? 'yes' : '**no**')
   const mb = b => `${(b / 1e6).toFixed(3)} MB`
   const lines = []
-  lines.push(`Trace: ${r.trace}, ${f(fileMiB, 1)} MiB${r.label ? ` (${r.label})` : ''}; canvases ${r.cold ? r.cold.canvas_px : '—'} px wide at launch${r.pan && r.pan.canvas_px ? `, ${r.pan.canvas_px} px when panning` : ''}.`)
+  lines.push(`Trace: ${r.trace}, ${f(fileMiB, 1)} MiB${r.label ? ` (${r.label})` : ''}; canvases ${(r.cold || r.frames_only) ? (r.cold || r.frames_only).canvas_px : "—"} px wide at launch${r.pan && r.pan.canvas_px ? `, ${r.pan.canvas_px} px when panning` : ''}.`)
   lines.push(`Load average (1, 5, 15 min) at the start ${r.loadavg_start.join(', ')}, at the end ${(r.loadavg_end || []).join(', ')}.`)
   lines.push('')
   lines.push('| measure | target | measured | within |')

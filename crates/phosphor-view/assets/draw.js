@@ -54,6 +54,73 @@ export function draw(track) {
     else drawCounter(track, g)
   }
   drawMarks(c, g)
+  keepBitmap(track)
+}
+
+// What a full redraw depends on besides the view and the data: a change of any redraws in full.
+const drawnWith = () => {
+  const s = state.search || {}
+  return [state.selected, s.asked, s.window, s.byTrack, s.at, state.marks.map(m => m.join()).join()]
+}
+
+const same = (x, y) => x.length === y.length && x.every((e, i) => e === y[i])
+
+// Whether the track shows a full redraw of its data at the current view (nothing to draw again).
+export function drawnAtView(track) {
+  const b = track.bitmap
+  return !!b && b.data === track.data && b.view.start === state.view.start && b.view.end === state.view.end &&
+    b.canvas.width === track.canvas.width && b.canvas.height === track.canvas.height && same(b.with, drawnWith())
+}
+
+// A thread's or async track's last full redraw, kept as a bitmap with the view it was drawn at, so
+// that a frame of a pan or zoom copies it moved and scaled (`drawMoved`) instead of drawing every
+// item again (as Perfetto and Tracy do).
+function keepBitmap(track) {
+  if (track.kind !== 'thread' && track.kind !== 'async') return
+  const c = track.canvas
+  let b = track.bitmap
+  if (!b) b = track.bitmap = { canvas: document.createElement('canvas') }
+  if (b.canvas.width !== c.width) b.canvas.width = c.width
+  if (b.canvas.height !== c.height) b.canvas.height = c.height
+  const g = b.canvas.getContext('2d')
+  g.clearRect(0, 0, c.width, c.height)
+  g.drawImage(c, 0, 0)
+  b.view = { ...state.view }
+  b.data = track.data
+  b.with = drawnWith()
+}
+
+// A frame while the view moves: the track's last full redraw moved and scaled to the view, and
+// the strips it does not cover (a pan's newly exposed edge) drawn from the data known (at the same
+// view, the bitmap as it is). Anything else (no bitmap yet, new data, another size, a selection,
+// search or marks changed) is a full redraw.
+//
+// A track whose new data waits to be drawn (`drawSoon` in view.js) is moved from its bitmap, its
+// edges drawn from the data the bitmap was drawn from.
+export function drawMoved(track) {
+  const b = track.bitmap
+  const c = track.canvas
+  const v = state.view
+  if (!b || !track.data || b.canvas.width !== c.width || b.canvas.height !== c.height || !same(b.with, drawnWith())) {
+    draw(track)
+    return
+  }
+  const g = context(c)
+  const width = cssWidth(c), h = c.cssHeight || c.height
+  const k = width / (v.end - v.start)
+  const x0 = (b.view.start - v.start) * k, x1 = (b.view.end - v.start) * k
+  g.drawImage(b.canvas, x0, 0, x1 - x0, h)
+  // The edges the bitmap leaves uncovered, from the data (clipped to them).
+  for (const [a, z] of [[0, Math.min(width, Math.ceil(x0))], [Math.max(0, Math.floor(x1)), width]]) {
+    if (z - a < 0.5) continue
+    g.save()
+    g.beginPath()
+    g.rect(a, 0, z - a, h)
+    g.clip()
+    drawThread(track, g, [a, z], b.data)
+    drawMarks(c, g)
+    g.restore()
+  }
 }
 
 // The marked ranges (`m`) over a canvas: a tint between two lines.
@@ -143,79 +210,139 @@ function runFill(g, name) {
 const COUNT = new Intl.NumberFormat('en')
 export const runText = (count, name) => `${COUNT.format(count)} slices, mostly ${name || '?'}`
 
+// `fitText`'s cut of a name to `room`, with each cut's width measured once a name (a pan draws
+// the same labels frame after frame; `fitText` measures its cuts again each time).
+const cutWidths = new Map()
+function fitted(g, text, room) {
+  const full = labelWidths.get(text)
+  if (full === undefined) return fitText(g, text, room, labelWidths)
+  if (full <= room) return text
+  let cuts = cutWidths.get(text)
+  if (!cuts) {
+    if (cutWidths.size >= 5000) cutWidths.clear()
+    cutWidths.set(text, cuts = [])
+  }
+  const w = n => cuts[n] ?? (cuts[n] = g.measureText(text.slice(0, n) + '…').width)
+  let n = Math.min(text.length - 1, Math.floor(text.length * room / full))
+  while (n > 0 && w(n) > room) n--
+  return n === 0 ? '' : text.slice(0, n) + '…'
+}
+
 // A label (`text`, or `text()`: made only when there is room) fitted into the part of [x0, x1] on
 // screen (3 px margins), drawn; the text drawn.
 function label(g, text, x0, x1, width, y, fill) {
   const left = Math.max(x0, 0), right = Math.min(x1, width)
   if (right - left <= 8) return ''
-  const fitted = fitText(g, typeof text === 'function' ? text() : text, right - left - 6, labelWidths)
-  if (fitted) {
+  const t = typeof text === 'function' ? text() : text
+  const f = fitted(g, t, right - left - 6)
+  if (f) {
     g.fillStyle = fill
-    g.fillText(fitted, left + 3, y + LEVEL_HEIGHT / 2)
+    g.fillText(f, left + 3, y + LEVEL_HEIGHT / 2)
   }
-  return fitted
+  return f
 }
 
 // A thread's (or async track's) levels, then its points. Runs of narrow slices first, each in its
 // dominant name's colour, paler and hatched, then the slices; the items to click are found again
 // from the data (`hitAt`), so a redraw makes no object per item. Names are cut with an ellipsis
 // to fit their slice.
-function drawThread(track, g) {
+//
+// Only what is on screen is drawn (the data's window is wider than the view), or within `clip`
+// ([x0, x1) in CSS pixels: a strip of a moving frame, not logged), and at most one item narrower
+// than a pixel per pixel column of a level (the next ones would cover the same column); an item a
+// pixel wide or more is always drawn by itself with its label.
+function drawThread(track, g, clip, data = track.data) {
   const c = track.canvas
-  const { slices, points } = track.data
+  const { slices, points } = data
   const width = cssWidth(c)
+  const lo = clip ? clip[0] : 0, hi = clip ? clip[1] : width
   // `extent`, with the canvas's width and the view read once (tens of thousands of items).
   const v0 = state.view.start, k = width / (state.view.end - state.view.start)
   const x0Of = it => Math.max(-1, (it[0] - v0) * k)
   const x1Of = (it, x0) => Math.min(width + 1, Math.max((it[1] - v0) * k, x0 + 1))
   g.font = LABEL_FONT
   g.textBaseline = 'middle'
-  const log = drawLog ? [] : null
+  const log = drawLog && !clip ? [] : null
+  const sel = state.selected && state.selected.trace === track.trace ? state.selected.index : null
   let drawn = 0
+  // The fill last set: a colour is set again only when it changes.
+  let fill = null
+  const setFill = f => {
+    if (f !== fill) g.fillStyle = fill = f
+  }
+  const labelFill = (text, x0, x1, y, ink) => {
+    const t = label(g, text, x0, x1, width, y, ink)
+    if (t) fill = ink
+    return t
+  }
   slices.levels.forEach((items, i) => {
     const level = slices.from + i
     const y = levelTop(track, level)
+    // The pixel column of the last narrow item drawn on this level.
+    let column = -Infinity
     for (const it of items) {
       if (it[2] >= 0) continue
+      const r0 = (it[0] - v0) * k, r1 = (it[1] - v0) * k
+      if (r1 < lo || r0 > hi) continue
+      if (r1 - r0 < 1) {
+        if (Math.floor(r0) === column) continue
+        column = Math.floor(r0)
+      }
       const x0 = x0Of(it), x1 = x1Of(it, x0)
       const name = it.length > 4 ? slices.names[it[4]] ?? '' : ''
-      g.fillStyle = runFill(g, name)
+      setFill(runFill(g, name))
       g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
-      const text = label(g, () => runText(-it[2], name), x0, x1, width, y, '#333')
+      const text = x1 - x0 > 8 ? labelFill(() => runText(-it[2], name), x0, x1, y, '#333') : ''
       if (log) log.push(['run', level, it[0], it[1], name, it[3], x0, x1, text, -it[2]])
+      drawn++
     }
+    column = -Infinity
     for (const it of items) {
       if (it[2] < 0) continue
+      const r0 = (it[0] - v0) * k, r1 = (it[1] - v0) * k
+      if (r1 < lo || r0 > hi) continue
+      if (r1 - r0 < 1 && sel !== it[3]) {
+        if (Math.floor(r0) === column) continue
+        column = Math.floor(r0)
+      }
       const x0 = x0Of(it), x1 = x1Of(it, x0)
       const name = slices.names[it[2]] ?? ''
       const flags = it[4]
-      g.fillStyle = color(name)
+      setFill(color(name))
       g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
       if (flags & (FLAG_WRONG_END | FLAG_INTERLACED | FLAG_UNCLOSED)) {
         g.strokeStyle = '#c00'
         g.lineWidth = 2
         g.strokeRect(x0 + 1, y + 2, Math.max(1, x1 - x0 - 2), LEVEL_HEIGHT - 4)
       }
-      if (state.selected && state.selected.trace === track.trace && state.selected.index === it[3]) {
+      if (sel === it[3]) {
         g.strokeStyle = '#000'
         g.lineWidth = 2
         g.strokeRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
       }
       // The label where the slice is on screen, cut to it.
-      const text = label(g, name, x0, x1, width, y, '#111')
+      const text = x1 - x0 > 8 ? labelFill(name, x0, x1, y, '#111') : ''
       if (log) log.push(['slice', level, it[0], it[1], name, it[3], x0, x1, text, 1])
+      drawn++
     }
-    drawn += items.length
   })
   if (log) track.drawLog = log
   drawHits(track, g, x0Of, x1Of)
+  fill = null
   if (points) {
     const y = track.height - POINT_ROW - (track.sys ? SYS_ROW : 0)
+    // One mark a pixel column and colour.
+    let column = -Infinity, last = null
     for (const p of points.points) {
+      const x = (p[0] - v0) * k
+      if (x < lo - 4 || x > hi + 4) continue
       if (p[2] >= 0 && hiddenPoint(track.trace, points.names[p[1]])) continue
+      const ink = POINT_COLORS[p[2] < 0 ? 0 : p[3]] || POINT_COLORS[0]
+      if (Math.floor(x) === column && ink === last) continue
+      column = Math.floor(x)
+      last = ink
       drawn++
-      const x = xOf(c, p[0])
-      g.fillStyle = POINT_COLORS[p[2] < 0 ? 0 : p[3]] || POINT_COLORS[0]
+      setFill(ink)
       g.beginPath()
       g.moveTo(x, y + 1)
       g.lineTo(x - 4, y + POINT_ROW - 1)
@@ -224,7 +351,7 @@ function drawThread(track, g) {
     }
   }
   if (track.sys) drawn += drawBand(track, g, xOf)
-  track.drawn = drawn
+  if (!clip) track.drawn = drawn
 }
 
 // The search's hits on a track, each in view marked: a tick over its start and a bar along its top.

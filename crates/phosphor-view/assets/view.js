@@ -9,7 +9,7 @@
 import { listenPanels } from './panels.js'
 import { loadSystems, systemOf, hasBand, systemText, listenBand, sliceRows } from './system.js'
 import { formatExact, formatNs, formatTime } from './format.js'
-import { LEVEL_HEIGHT, FLAG_UNCLOSED, FLAG_WRONG_END, FLAG_INTERLACED, context, cssWidth, draw, drawRuler, levelTop, sizeCanvas, trackHeight, xOf } from './draw.js'
+import { LEVEL_HEIGHT, FLAG_UNCLOSED, FLAG_WRONG_END, FLAG_INTERLACED, context, cssWidth, draw, drawMoved, drawnAtView, drawRuler, levelTop, sizeCanvas, trackHeight, xOf } from './draw.js'
 import { runText } from './draw.js'
 import { listen } from './input.js'
 import { readUrl, writeUrl } from './url.js'
@@ -87,10 +87,10 @@ state.setFollowing = setFollowing
 
 export const $ = id => document.getElementById(id)
 
-export async function api(path) {
+export async function api(path, signal) {
   state.pending++
   try {
-    const r = await fetch(path)
+    const r = await fetch(path, signal ? { signal } : undefined)
     const body = await r.json()
     if (!r.ok) throw new Error(`${path}: ${body.error || r.status}`)
     return body
@@ -194,11 +194,17 @@ export function sizeCanvases() {
 // is drawn at once from what is known while its new detail comes. An answer is taken unless the
 // track has one from a newer request.
 let generation = 0
+// The round of requests under way: its window and what cancels it (`schedule`).
+let round = null
 async function refresh() {
   const gen = ++generation
   const { start, end } = state.view
   const half = (end - start) / 2
   const s = Math.floor(start - half), e = Math.ceil(end + half)
+  const abort = new AbortController()
+  const signal = abort.signal
+  round = { start: s, end: e, abort }
+  const ask = path => api(path, signal)
   drawRuler()
   showWindow()
   // One overview request a trace serves all its coarse tracks.
@@ -208,33 +214,71 @@ async function refresh() {
     try {
       let data
       if (track.kind === 'coarse') {
-        if (!overviews.has(track.trace)) overviews.set(track.trace, api(`/api/overview?trace=${track.trace}&start=${s}&end=${e}&px=${px}`))
+        if (!overviews.has(track.trace)) overviews.set(track.trace, ask(`/api/overview?trace=${track.trace}&start=${s}&end=${e}&px=${px}`))
         const o = await overviews.get(track.trace)
         data = { events: (o.threads.find(th => th.tid === track.tid) || { events: [] }).events }
       } else if (track.kind === 'heap') {
-        data = { samples: await api(`/api/heap?trace=${track.trace}&start=${s}&end=${e}&px=${px}`) }
+        data = { samples: await ask(`/api/heap?trace=${track.trace}&start=${s}&end=${e}&px=${px}`) }
       } else if (track.kind !== 'counter') {
         const who = track.kind === 'thread' ? `tid=${track.tid}` : `async=${track.async}`
         const q = `trace=${track.trace}&${who}&start=${s}&end=${e}&px=${px}`
-        const [slices, points, system] = await Promise.all([api(`/api/slices?${q}`), track.points ? api(`/api/points?${q}`) : null,
-          track.sys ? api(`/api/context?${q}`) : null])
+        const [slices, points, system] = await Promise.all([ask(`/api/slices?${q}`), track.points ? ask(`/api/points?${q}`) : null,
+          track.sys ? ask(`/api/context?${q}`) : null])
         data = { slices, points, system }
       } else {
-        data = { samples: await api(`/api/samples?trace=${track.trace}&counter=${track.counter}&start=${s}&end=${e}&px=${px}`) }
+        data = { samples: await ask(`/api/samples?trace=${track.trace}&counter=${track.counter}&start=${s}&end=${e}&px=${px}`) }
       }
       if ((track.generation || 0) > gen) return
       track.generation = gen
+      // The window drawn already, of an indexed trace: the same answer, nothing to draw again.
+      const w = track.window
+      const indexed = (state.traces.find(x => x.trace === track.trace) || {}).state === 'ready'
+      if (indexed && w && w.start === s && w.end === e && w.px === px && drawnAtView(track)) return
       track.data = data
-      track.window = { start: s, end: e }
+      track.window = { start: s, end: e, px }
       if (data.slices) fitLevels(track, data.slices)
-      draw(track)
+      drawSoon(track)
     } catch (err) {
+      // A request cancelled because the view left its window is no error.
+      if (signal.aborted) return
       status(String(err.message || err))
       console.error(err)
     }
   }))
+  if (round && round.abort === abort) round = null
   drawFlow()
   if (state.onRefresh) state.onRefresh()
+}
+
+// Tracks with new data to draw: drawn in the next frame, as many as about 8 ms allow, the rest in
+// the frames after (a frame of a pan or zoom meanwhile moves their last drawing: `drawMoved`).
+const toDraw = new Set()
+let drawTimer = null
+function drawSoon(track) {
+  toDraw.add(track)
+  if (drawTimer) return
+  // The next frame, or 50 ms where frames are not drawn (a hidden page): whichever comes first.
+  const frame = requestAnimationFrame(() => drawSome())
+  const timeout = setTimeout(() => drawSome(), 50)
+  drawTimer = { frame, timeout }
+}
+
+function drawSome() {
+  clearTimeout(drawTimer.timeout)
+  cancelAnimationFrame(drawTimer.frame)
+  drawTimer = null
+  const t0 = performance.now()
+  for (const t of toDraw) {
+    toDraw.delete(t)
+    draw(t)
+    if (performance.now() - t0 > 8) break
+  }
+  // The rest in the next frame.
+  const [next] = toDraw
+  if (next) {
+    toDraw.delete(next)
+    drawSoon(next)
+  } else drawFlow()
 }
 
 // A live thread gains levels as it is recorded: its canvas grows to show them.
@@ -246,9 +290,12 @@ function fitLevels(track, slices) {
   sizeCanvas(track.canvas, cssWidth(track.canvas), track.height)
 }
 
-// Redraws at once what is known in the new view; fetches its detail 40 ms later, and then no more
-// than one request round at a time (while the mouse moves, rounds follow each other: the detail
-// keeps up with a drag instead of waiting for the mouse to stop).
+// Redraws at once what is known in the new view (each track's last full redraw moved and scaled,
+// its newly exposed edges drawn from the data known: `drawMoved`); fetches its detail in the next
+// task, and then no more than one request round at a time (while the mouse moves, rounds follow
+// each other: the detail keeps up with a drag instead of waiting for the mouse to stop). A round
+// whose answers the view has left (its window no longer overlaps the view, or at a resolution 4×
+// off) is cancelled: the newest view's round starts at once.
 let timer = null
 let fetching = false
 let again = false
@@ -256,12 +303,18 @@ export function schedule() {
   const t0 = performance.now()
   drawRuler()
   showWindow()
-  for (const t of state.tracks) draw(t)
+  for (const t of state.tracks) drawMoved(t)
   drawFlow()
   state.frames.push(performance.now() - t0)
   if (state.frames.length > 200) state.frames.shift()
   state.scheduled = true
-  if (!timer) timer = setTimeout(fetchView, 40)
+  const { start, end } = state.view
+  const r = round
+  if (r && (end <= r.start || start >= r.end || (r.end - r.start) / (end - start) > 8 || (r.end - r.start) / (end - start) < 0.5)) {
+    round = null
+    r.abort.abort()
+  }
+  if (!timer) timer = setTimeout(fetchView, 0)
 }
 
 async function fetchView() {
@@ -286,7 +339,7 @@ async function fetchView() {
 
 // Whether the page has drawn the detail of the current view: nothing scheduled or fetching
 // (tests wait on it).
-state.idle = () => !timer && !fetching && !state.scheduled && state.pending === 0
+state.idle = () => !timer && !fetching && !state.scheduled && state.pending === 0 && toDraw.size === 0
 
 export function showWindow() {
   const { start, end } = state.view

@@ -174,23 +174,8 @@ fn table(n: usize, t: &Trace, a: u64, b: u64, tid: Option<u32>) -> Table {
     let mut rows: Vec<(u64, u32, StatsRow)> = shown
         .into_iter()
         .filter_map(|((names, ty), (path, d))| {
-            let s = d.stats(timeline.clock())?;
-            let name = row_name(names.last().map_or("", String::as_str), ty);
-            let row = StatsRow {
-                trace: n,
-                path: names,
-                ty,
-                name,
-                count: s.samples,
-                total_ns: s.total_ns,
-                min_ns: s.min_ns,
-                mean_ns: s.mean_ns,
-                p50_ns: s.p50_ns,
-                p99_ns: s.p99_ns,
-                max_ns: s.max_ns,
-                exact: s.exact_percentiles,
-            };
-            Some((s.total_ns, path, row))
+            let row = StatsRow::new(n, names, ty, &d.stats(timeline.clock())?);
+            Some((row.total_ns, path, row))
         })
         .collect();
     let kinds = rows.len();
@@ -248,6 +233,32 @@ pub(crate) struct StatsRow {
     pub(crate) max_ns: u64,
     /// False when p50 and p99 come from a histogram.
     pub(crate) exact: bool,
+}
+
+impl StatsRow {
+    /// The row of path `names` (of kind `ty`) of trace `n`, whose durations' figures are `s`.
+    pub(crate) fn new(
+        n: usize,
+        names: Vec<String>,
+        ty: &'static str,
+        s: &phosphor_export::DurationStats,
+    ) -> StatsRow {
+        let name = row_name(names.last().map_or("", String::as_str), ty);
+        StatsRow {
+            trace: n,
+            path: names,
+            ty,
+            name,
+            count: s.samples,
+            total_ns: s.total_ns,
+            min_ns: s.min_ns,
+            mean_ns: s.mean_ns,
+            p50_ns: s.p50_ns,
+            p99_ns: s.p99_ns,
+            max_ns: s.max_ns,
+            exact: s.exact_percentiles,
+        }
+    }
 }
 
 fn stats_of(traces: &Shared, q: StatsQuery) -> Result<Json<StatsAnswer>, Failure> {

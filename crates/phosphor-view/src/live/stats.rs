@@ -16,7 +16,7 @@ use phosphor_model::nesting::DEFAULT_MAX_DEPTH;
 
 use super::LiveModel;
 use crate::records::slice_flags;
-use crate::stats::{row_name, type_of, StatsRow, Table, MAX_ROWS};
+use crate::stats::{type_of, StatsRow, Table, MAX_ROWS};
 
 /// No parent: a path's outermost name.
 const ROOT: u32 = u32::MAX;
@@ -127,23 +127,8 @@ pub(crate) fn table(n: usize, m: &LiveModel, a: u64, b: u64, tid: Option<u32>) -
     let mut rows: Vec<(u64, u32, StatsRow)> = shown
         .into_iter()
         .filter_map(|((names, ty), (path, d))| {
-            let s = d.stats(clock)?;
-            let name = row_name(names.last().map_or("", String::as_str), ty);
-            let row = StatsRow {
-                trace: n,
-                path: names,
-                ty,
-                name,
-                count: s.samples,
-                total_ns: s.total_ns,
-                min_ns: s.min_ns,
-                mean_ns: s.mean_ns,
-                p50_ns: s.p50_ns,
-                p99_ns: s.p99_ns,
-                max_ns: s.max_ns,
-                exact: s.exact_percentiles,
-            };
-            Some((s.total_ns, path, row))
+            let row = StatsRow::new(n, names, ty, &d.stats(clock)?);
+            Some((row.total_ns, path, row))
         })
         .collect();
     let kinds = rows.len();

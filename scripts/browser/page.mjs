@@ -75,7 +75,7 @@ export function settle(page, after, timeout) {
   }, { timeout, polling: 20 }, after)
 }
 
-// Records each canvas's texts since it was last cleared whole: {text, x, y, width}. Run in the
+// Records each canvas's texts since it was last cleared whole: {text, x, y, width, color}. Run in the
 // page before it loads (`page.evaluateOnNewDocument(recordTexts)`), so that labels can be read back.
 export function recordTexts() {
   const proto = CanvasRenderingContext2D.prototype
@@ -84,7 +84,7 @@ export function recordTexts() {
   proto.fillText = function (text, x, y, ...rest) {
     const c = this.canvas
     c.texts = c.texts || []
-    c.texts.push({ text: String(text), x, y, width: this.measureText(String(text)).width })
+    c.texts.push({ text: String(text), x, y, width: this.measureText(String(text)).width, color: String(this.fillStyle) })
     return fill.call(this, text, x, y, ...rest)
   }
   proto.clearRect = function (x, y, w, h) {

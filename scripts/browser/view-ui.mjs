@@ -356,6 +356,39 @@ const CHECKS = {
       }
     })
   },
+  // Dark and light themes: the theme button, kept over a reload, and the system's preference
+  // until one is chosen.
+  async theme(page) {
+    const read = () => page.evaluate(() => {
+      const ruler = document.querySelector('#ruler')
+      return {
+        theme: document.documentElement.dataset.theme,
+        background: getComputedStyle(document.documentElement).backgroundColor,
+        label: getComputedStyle(document.querySelector('.track .label')).color,
+        ruler: [...new Set((ruler.texts || []).map(t => t.color))],
+      }
+    })
+    const reopen = async () => {
+      await page.reload({ timeout, waitUntil: 'domcontentloaded' })
+      await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
+      await waitIdle(page, timeout)
+    }
+    const out = { first: await read() }
+    await page.click('#theme-button')
+    await waitIdle(page, timeout)
+    out.dark = await read()
+    await reopen()
+    out.reloaded = await read()
+    await page.click('#theme-button')
+    await waitIdle(page, timeout)
+    out.light = await read()
+    // Nothing chosen, a system that prefers dark.
+    await page.evaluate(() => localStorage.removeItem('phosphor-theme'))
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }])
+    await reopen()
+    out.system = await read()
+    return out
+  },
   // Defect 7 (heap): the heap track's labels.
   async heap(page) {
     return page.evaluate(() => {

@@ -4,7 +4,7 @@
 // in CSS pixels (crisp on HiDPI screens); `xOf` gives CSS pixels.
 
 import { state, $ } from './view.js'
-import { color, fitText, formatBytes, rulerTicks } from './format.js'
+import { color, fitText, formatBytes, ink, rulerTicks } from './format.js'
 import { SYS_ROW, drawBand, hiddenPoint } from './system.js'
 
 export const LEVEL_HEIGHT = 18
@@ -60,7 +60,7 @@ export function draw(track) {
 // What a full redraw depends on besides the view and the data: a change of any redraws in full.
 const drawnWith = () => {
   const s = state.search || {}
-  return [state.selected, s.asked, s.window, s.byTrack, s.at, state.marks.map(m => m.join()).join()]
+  return [state.selected, s.asked, s.window, s.byTrack, s.at, state.marks.map(m => m.join()).join(), ink.text]
 }
 
 const same = (x, y) => x.length === y.length && x.every((e, i) => e === y[i])
@@ -146,7 +146,7 @@ function drawCoarse(track, g) {
   if (!(top > 0)) return
   const per = (track.window.end - track.window.start) / events.length
   const h0 = c.cssHeight
-  g.fillStyle = '#8a94a6'
+  g.fillStyle = ink.muted
   events.forEach((n, i) => {
     if (!(n > 0)) return
     const x0 = xOf(c, track.window.start + i * per)
@@ -165,7 +165,6 @@ export function extent(canvas, it) {
 // The top of level `level` of `track` (a collapsed track draws every level on its first row).
 export const levelTop = (track, level) => (track.collapsed ? 0 : level * LEVEL_HEIGHT)
 
-const POINT_COLORS = ['#357', '#283', '#d00', '#d00', '#d00']
 const LABEL_FONT = '11px system-ui, sans-serif'
 // Names' widths in LABEL_FONT (`fitText`).
 const labelWidths = new Map()
@@ -337,12 +336,12 @@ function drawThread(track, g, clip, data = track.data) {
       const x = (p[0] - v0) * k
       if (x < lo - 4 || x > hi + 4) continue
       if (p[2] >= 0 && hiddenPoint(track.trace, points.names[p[1]])) continue
-      const ink = POINT_COLORS[p[2] < 0 ? 0 : p[3]] || POINT_COLORS[0]
-      if (Math.floor(x) === column && ink === last) continue
+      const mark = ink.points[p[2] < 0 ? 0 : p[3]] || ink.points[0]
+      if (Math.floor(x) === column && mark === last) continue
       column = Math.floor(x)
-      last = ink
+      last = mark
       drawn++
-      setFill(ink)
+      setFill(mark)
       g.beginPath()
       g.moveTo(x, y + 1)
       g.lineTo(x - 4, y + POINT_ROW - 1)
@@ -425,7 +424,7 @@ function drawCounter(track, g) {
   g.lineTo(cssWidth(c), prev)
   g.stroke()
   const text = v => (track.kind === 'heap' ? formatBytes(v) : String(v))
-  g.fillStyle = '#333'
+  g.fillStyle = ink.text
   g.font = '11px system-ui, sans-serif'
   g.textBaseline = 'alphabetic'
   g.fillText(text(hi), 4, 10)
@@ -448,7 +447,7 @@ export function drawRuler() {
     g.fillStyle = '#fff'
     g.fillText(r.offset.label, 4, 11)
   }
-  g.fillStyle = '#444'
+  g.fillStyle = ink.text
   const right = cssWidth(c)
   for (const tick of r.ticks) {
     const x = xOf(c, tick.t)

@@ -112,3 +112,31 @@ export function fitText(g, text, width, widths) {
   while (n > 0 && g.measureText(text.slice(0, n) + '…').width > width) n--
   return n === 0 ? '' : text.slice(0, n) + '…'
 }
+
+// The colours canvases draw outside slices (rulers, axes, counters, points) in the page's theme,
+// read from view.css's variables (`readInk`) when the theme changes. A slice keeps its name's
+// colour, and its label its dark text, in both themes (as in Perfetto).
+export const ink = { text: '#333', muted: '#8a94a6', points: ['#357', '#283', '#d00', '#d00', '#d00'] }
+export function readInk() {
+  const css = getComputedStyle(document.documentElement)
+  const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback
+  ink.text = v('--canvas-text', '#333')
+  ink.muted = v('--canvas-muted', '#8a94a6')
+  const problem = v('--point-problem', '#d00')
+  ink.points = [v('--point-instant', '#357'), v('--point-log', '#283'), problem, problem, problem]
+}
+
+// The theme: the one chosen last (kept in the browser), else the system's (`prefers-color-scheme`).
+const THEME_KEY = 'phosphor-theme'
+export function theme() {
+  const kept = localStorage.getItem(THEME_KEY)
+  if (kept === 'dark' || kept === 'light') return kept
+  return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'
+}
+
+// Shows the page in `name` ('dark' or 'light'), kept for the next visit when `keep`.
+export function setTheme(name, keep) {
+  document.documentElement.dataset.theme = name
+  if (keep) localStorage.setItem(THEME_KEY, name)
+  readInk()
+}

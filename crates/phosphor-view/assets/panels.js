@@ -9,8 +9,8 @@
 // range cleared (Esc, or its "clear"), computes it again.
 
 import { $, api, formatNs, schedule, select, state, status } from './view.js'
-import { formatExact } from './format.js'
-import { cssWidth, draw } from './draw.js'
+import { formatExact, setTheme } from './format.js'
+import { cssWidth, draw, drawRuler } from './draw.js'
 import { showStats } from './table.js'
 import { redrawFlame, searchChanged, showFlame } from './flame.js'
 import { listenCompare } from './compare.js'
@@ -261,6 +261,13 @@ export function listenPanels() {
   state.onRefresh = windowTicks
   $('stats-button').onclick = () => showStats().catch(problem)
   $('flame-button').onclick = () => showFlame().catch(problem)
+  // Dark or light: kept for the next visit; every canvas drawn again in the theme's colours.
+  $('theme-button').onclick = () => {
+    setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark', true)
+    for (const t of state.tracks) draw(t)
+    drawRuler()
+    redrawFlame()
+  }
   listenCompare()
   listenSplitter()
   $('range-zoom').onclick = () => {

@@ -5,6 +5,7 @@
 
 import { $, api, formatNs, state, status } from './view.js'
 import { context, sizeCanvas } from './draw.js'
+import { ink } from './format.js'
 import { liveNote, rangeQuery, run, showSlice, threadName } from './panels.js'
 
 const table = { rows: [], sort: 'total_ns', down: true }
@@ -146,7 +147,7 @@ function drawHistogram(c, k, width) {
     g.fillRect(x0 + 0.5, yOf(n), Math.max(1, x1 - x0 - 1), top + h - yOf(n))
   }
   // Axes.
-  g.fillStyle = '#333'
+  g.fillStyle = ink.text
   g.fillRect(left, top + h, w, 1)
   g.fillRect(left, top, 1, h)
   g.font = AXIS

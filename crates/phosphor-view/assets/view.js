@@ -8,7 +8,7 @@
 
 import { listenPanels } from './panels.js'
 import { loadSystems, systemOf, hasBand, systemText, listenBand, sliceRows } from './system.js'
-import { formatExact, formatNs, formatTime } from './format.js'
+import { formatExact, formatNs, formatTime, setTheme, theme } from './format.js'
 import { LEVEL_HEIGHT, FLAG_UNCLOSED, FLAG_WRONG_END, FLAG_INTERLACED, context, cssWidth, draw, drawMoved, drawnAtView, drawRuler, levelTop, sizeCanvas, trackHeight, xOf } from './draw.js'
 import { runText } from './draw.js'
 import { listen } from './input.js'
@@ -634,6 +634,7 @@ async function takeIn(traces) {
 }
 
 async function main() {
+  setTheme(theme(), false)
   listen()
   listenPanels()
   // The band's hit test works in canvas pixels.

@@ -443,3 +443,44 @@ fn traces_of_different_moments_are_placed_from_their_own_starts() {
     assert_eq!(groups.len(), 3, "{r}");
     assert!(groups[1..].iter().all(|g| g.contains("placed from its own start")), "{groups:?}");
 }
+
+/// The brightness (0 to 255, the mean of the channels) of a CSS colour `rgb(r, g, b)` or `#rrggbb`.
+fn brightness(css: &str) -> f64 {
+    let channels: Vec<f64> = if let Some(hex) = css.strip_prefix('#') {
+        (0..3).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap() as f64).collect()
+    } else {
+        let inner = css.trim_start_matches("rgba(").trim_start_matches("rgb(").trim_end_matches(')');
+        inner.split(',').take(3).map(|c| c.trim().parse().unwrap()).collect()
+    };
+    channels.iter().sum::<f64>() / 3.0
+}
+
+/// Dark and light themes (issue 39's want): the button turns the page and its canvases' own
+/// texts (the ruler's) dark or light, the choice is kept over a reload, and until one is chosen
+/// the system's preference decides.
+#[test]
+fn the_theme_button_turns_the_page_and_its_canvases_dark_and_back_and_the_choice_is_kept() {
+    let s = setup("view-ui-theme-cache");
+    let r = s.run("view-ui-theme", &["theme"], 1);
+    let t = &r["theme"];
+    let looks = |k: &str| {
+        let v = &t[k];
+        let bg = brightness(v["background"].as_str().unwrap());
+        let label = brightness(v["label"].as_str().unwrap());
+        let ruler: Vec<f64> =
+            v["ruler"].as_array().unwrap().iter().map(|c| brightness(c.as_str().unwrap())).collect();
+        assert!(!ruler.is_empty(), "{k}: no ruler text: {t}");
+        (v["theme"].as_str().unwrap().to_owned(), bg, label, ruler)
+    };
+    for (k, want) in
+        [("first", "light"), ("dark", "dark"), ("reloaded", "dark"), ("light", "light"), ("system", "dark")]
+    {
+        let (theme, bg, label, ruler) = looks(k);
+        assert_eq!(theme, want, "{k}: {t}");
+        if want == "dark" {
+            assert!(bg < 60.0 && label > 150.0 && ruler.iter().all(|&c| c > 150.0), "{k}: {t}");
+        } else {
+            assert!(bg > 200.0 && label < 100.0 && ruler.iter().all(|&c| c < 100.0), "{k}: {t}");
+        }
+    }
+}

@@ -241,6 +241,30 @@ function label(g, text, x0, x1, width, y, fill) {
   return f
 }
 
+// A run's label, whole, in the part of [x0, x1] on screen: what it holds ("N slices, mostly
+// NAME"), else "N slices", else "N", else nothing (never a cut: a fragment such as "2…" on every
+// narrow run says nothing). The text drawn.
+const runWidths = new Map()
+function runLabel(g, count, name, x0, x1, width, y) {
+  const room = Math.min(x1, width) - Math.max(x0, 0) - 6
+  if (room <= 2) return ''
+  const n = COUNT.format(count)
+  for (const t of [runText(count, name), `${n} slices`, n]) {
+    let w = runWidths.get(t)
+    if (w === undefined) {
+      w = g.measureText(t).width
+      if (runWidths.size >= 10000) runWidths.clear()
+      runWidths.set(t, w)
+    }
+    if (w <= room) {
+      g.fillStyle = '#333'
+      g.fillText(t, Math.max(x0, 0) + 3, y + LEVEL_HEIGHT / 2)
+      return t
+    }
+  }
+  return ''
+}
+
 // A thread's (or async track's) levels, then its points. Runs of narrow slices first, each in its
 // dominant name's colour, paler and hatched, then the slices; the items to click are found again
 // from the data (`hitAt`), so a redraw makes no object per item. Names are cut with an ellipsis
@@ -291,7 +315,8 @@ function drawThread(track, g, clip, data = track.data) {
       const name = it.length > 4 ? slices.names[it[4]] ?? '' : ''
       setFill(runFill(g, name))
       g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
-      const text = x1 - x0 > 8 ? labelFill(() => runText(-it[2], name), x0, x1, y, '#333') : ''
+      const text = x1 - x0 > 8 ? runLabel(g, -it[2], name, x0, x1, width, y) : ''
+      if (text) fill = '#333'
       if (log) log.push(['run', level, it[0], it[1], name, it[3], x0, x1, text, -it[2]])
       drawn++
     }

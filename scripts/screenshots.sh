@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 env_dir="$(bash scripts/browser-env.sh)"
-cargo build --release -p phosphor-cli --example live_workload
+cargo build --release -p phosphor-cli --bin phosphor --example live_workload
 bin=target/release/phosphor
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT

@@ -81,9 +81,17 @@ await check(result, timeout, async page => {
       const it = await at('iteration')
       if (it) {
         await page.mouse.click(it.x, it.y)
-        await page.waitForFunction(() => (document.querySelector('#flame').texts || []).some(t => t.text.startsWith('transform')), { timeout, polling: 50 })
-        const tf = await at('transform')
-        if (tf) await page.mouse.move(tf.x, tf.y)
+        await waitIdle(page, timeout)
+        // Hover the first labelled frame of the deepest row (its tooltip: total, self, count).
+        const deep = await page.evaluate(() => {
+          const c = document.querySelector('#flame')
+          const r = c.getBoundingClientRect()
+          const texts = c.texts || []
+          const y = Math.max(...texts.map(t => t.y))
+          const t = texts.find(x => x.y === y)
+          return t && { x: r.left + t.x + 2, y: r.top + t.y }
+        })
+        if (deep) await page.mouse.move(deep.x, deep.y)
       }
       await save(page, 'view-flame')
     } else {

@@ -10,6 +10,16 @@
 //! # log.stop();
 //! ```
 //!
+//! # One line
+//!
+//! [`init`] is `phosphor::init()` (tracing switched on by `PHOSPHOR` and `PHOSPHOR_*`, off when
+//! they are unset) with this layer installed as the global `tracing` subscriber when it is on:
+//!
+//! ```no_run
+//! let _phosphor = phosphor_tracing::init(); // first thing in `main`
+//! tracing::info!("traced when PHOSPHOR is set");
+//! ```
+//!
 //! # What is recorded
 //!
 //! * An **event** is a Phosphor log (`trace_log!`'s kind) of the event's level, with the event's
@@ -73,6 +83,25 @@ enum Site {
     },
     /// Points could not be made (too many dynamic points).
     None,
+}
+
+/// Switches Phosphor on as `phosphor::init()` does (from `PHOSPHOR` and `PHOSPHOR_*`; nothing
+/// when unset) and, when it is on, installs a `tracing` registry with a [`PhosphorLayer`] of the
+/// global log as the global default subscriber. A program that already set a subscriber is told
+/// on standard error to add the layer to its own (the trace still records Phosphor's macros).
+/// Keep the guard alive in `main`: the trace is finished when it drops, or at exit.
+pub fn init() -> phosphor::Guard {
+    use tracing_subscriber::layer::SubscriberExt;
+    let guard = phosphor::init();
+    if guard.is_active() {
+        let subscriber = tracing_subscriber::registry().with(PhosphorLayer::new(TraceLog::global()));
+        if tracing_core::dispatcher::set_global_default(tracing_core::Dispatch::new(subscriber)).is_err() {
+            eprintln!(
+                "phosphor: a global tracing subscriber was already set; add phosphor_tracing::PhosphorLayer to it to record tracing's spans and events"
+            );
+        }
+    }
+    guard
 }
 
 /// Records `tracing` spans and events into a Phosphor [`TraceLog`]; see the crate docs.

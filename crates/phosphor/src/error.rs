@@ -165,4 +165,22 @@ pub enum ErrorKind {
     /// Triggers could not be armed (wrong buffer mode, no room, no dump directory, ...).
     #[error("triggers: {0}")]
     Trigger(String),
+    /// An environment variable of `phosphor::init` (`PHOSPHOR`, `PHOSPHOR_*`) could not be read.
+    #[error("{var}={value:?}: {reason}")]
+    Env {
+        /// The variable.
+        var: String,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A recording server's address could not be resolved.
+    #[error("the address {addr:?} could not be resolved: {reason}")]
+    Address {
+        /// The address given.
+        addr: String,
+        /// Why it could not be.
+        reason: String,
+    },
 }

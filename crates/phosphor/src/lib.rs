@@ -35,7 +35,7 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 // The modules are layers, lowest first: sync, error, stats, registry, record, output, trace_log,
-// instrument, control, macros. Each uses only the ones before it in that order (ARCHITECTURE.md's
+// instrument, control, setup, macros. Each uses only the ones before it in that order (ARCHITECTURE.md's
 // code map says why; tests/it/layers.rs checks it).
 #[cfg(not(loom))]
 pub mod alloc;
@@ -50,6 +50,8 @@ mod macros;
 mod output;
 mod record;
 mod registry;
+#[cfg(not(loom))]
+pub mod setup;
 #[cfg(not(loom))]
 mod stats;
 mod sync;
@@ -129,6 +131,8 @@ pub use registry::category::CategoryFilter;
 pub use registry::intern::intern_stats;
 pub use registry::intern::{InternStats, MAX_INTERNED_BYTES};
 pub use registry::MAX_LOGS;
+#[cfg(not(loom))]
+pub use setup::{init, Guard, Setup};
 #[cfg(not(loom))]
 pub use stats::{Drops, Stats};
 #[cfg(not(loom))]

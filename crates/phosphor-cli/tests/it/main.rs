@@ -11,6 +11,7 @@ mod demo;
 mod diff;
 mod flamegraph;
 mod info;
+mod init_env;
 mod live_view;
 mod logs;
 mod otlp_agree;

@@ -15,14 +15,14 @@ use phosphor::{trace_instant, BufferMode, TraceConfig, TraceLog, TraceLogConfig}
 use crate::cli::scratch;
 
 /// A running `phosphor record`, and the address it printed.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: std::net::SocketAddr,
+    pub(crate) addr: std::net::SocketAddr,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Server {
-    fn start(listen: &str, out: &Path) -> Server {
+    pub(crate) fn start(listen: &str, out: &Path) -> Server {
         Server::start_with(listen, out, &[])
     }
 
@@ -40,7 +40,7 @@ impl Server {
     }
 
     /// The next line about an ended connection.
-    fn ended(&self) -> String {
+    pub(crate) fn ended(&self) -> String {
         self.lines.recv_timeout(Duration::from_secs(20)).expect("a connection ended")
     }
 }

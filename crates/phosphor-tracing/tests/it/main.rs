@@ -1,6 +1,8 @@
 //! The `tracing` layer: what events and spans become, filters, truncation, allocation, and async
 //! spans on a multi-threaded tokio runtime. One binary, with a per-thread counting allocator.
 
+mod init;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::BTreeMap;

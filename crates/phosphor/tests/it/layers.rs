@@ -22,6 +22,7 @@ const LAYERS: &[&str] = &[
     "trace_log",
     "instrument",
     "control",
+    "setup",
     "macros",
 ];
 

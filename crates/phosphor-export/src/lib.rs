@@ -57,6 +57,7 @@ mod diff_text;
 mod durations;
 mod error;
 pub mod folded;
+pub mod frames;
 mod kinds;
 mod labels;
 #[cfg(test)]

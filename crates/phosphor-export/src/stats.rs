@@ -44,6 +44,7 @@ use phosphor_format::{Level, Phase};
 use crate::asyncs::Asyncs;
 use crate::durations::DurationStats;
 use crate::error::{read_chunks, Item};
+use crate::frames::{FrameStats, Frames, FRAME_CATEGORY};
 use crate::kinds::{self, Collector};
 use crate::labels::Labels;
 use crate::losses::ChunkLosses;
@@ -118,6 +119,8 @@ pub struct TraceStats {
     /// Saturation markers of a streaming trace (`phosphor`/`saturation` instants): how many, and
     /// the events their writers dropped for want of a free chunk just before each.
     pub saturation: Saturation,
+    /// Frame sets (`trace_frame!`): the frames between consecutive marks, by set name.
+    pub frames: Vec<FrameStats>,
     /// The trace's system context (format 1.6), when it has one and the statistics were given it
     /// ([`StatsBuilder::system`]).
     pub system: Option<SystemSummary>,
@@ -401,6 +404,7 @@ pub struct StatsBuilder {
     logs: HashMap<(u32, u32), LogStats>,
     aggregates: Vec<AggregateStats>,
     saturation: Saturation,
+    frames: Frames,
     /// The number of the file being read, when several are (`stats_files.rs`): callsite and
     /// async ids are per file.
     pub(crate) file: u32,
@@ -424,6 +428,7 @@ impl StatsBuilder {
             logs: HashMap::default(),
             aggregates: Vec::new(),
             saturation: Saturation::default(),
+            frames: Frames::default(),
             file: 0,
         }
     }
@@ -532,6 +537,10 @@ impl StatsBuilder {
             if let Some(Value::U64(n)) = event.arg("dropped") {
                 self.saturation.dropped += n;
             }
+        }
+        if cs.phase == Phase::Instant && cs.category == FRAME_CATEGORY {
+            // A frame mark: also an instant of its own, counted below as any other.
+            self.frames.mark(self.file, cs.name.as_ref(), ts);
         }
         if let Some(level) = cs.level {
             let e = self.logs.entry((self.file, cs.id)).or_insert_with(|| LogStats {
@@ -714,6 +723,7 @@ impl StatsBuilder {
             .collect();
 
         let (asyncs, async_given_up) = self.asyncs.finish(clock);
+        let frames = std::mem::take(&mut self.frames).finish(clock);
         TraceStats {
             events: self.events,
             chunks: self.chunks,
@@ -738,6 +748,7 @@ impl StatsBuilder {
             logs,
             aggregates,
             saturation: self.saturation,
+            frames,
             system,
         }
     }

@@ -51,7 +51,10 @@
 //!   "aggregates": [{"category": s, "name": s, "kind": "sum", "count": n, "sum": n}
 //!                | {"category": s, "name": s, "kind": "histogram", "count": n, "sum": n, "min": n,
 //!                   "max": n, "p50": n | null, "p90": n | null, "p99": n | null,
-//!                   "buckets": [[index, count]]}]
+//!                   "buckets": [[index, count]]}],
+//!   "frames": [{"name": s, "marks": n, "marks_ignored": n,   frame sets (trace_frame!): a frame
+//!               "durations": DURATIONS | null,               is the time between consecutive marks
+//!               "slowest": [{"number": n, "start_ns": n, "dur_ns": n}]}]   the 10 slowest
 //! }
 //! KIND      = {"path": [s], "type": "scope" | "lock_wait" | "lock_held" | "instant" | "counter" | "log",
 //!              "count": n, "durations": DURATIONS | null,
@@ -145,6 +148,21 @@ impl TraceStats {
                 }),
             ),
             ("aggregates", Seq::new(self.aggregates.len(), |i| aggregate(&self.aggregates[i]))),
+            (
+                "frames",
+                Seq::new(self.frames.len(), |i| {
+                    let s = &self.frames[i];
+                    json!({
+                        "name": s.name,
+                        "marks": s.marks,
+                        "marks_ignored": s.marks_ignored,
+                        "durations": s.durations.as_ref().map(durations),
+                        "slowest": s.slowest.iter().map(|f| json!({
+                            "number": f.number, "start_ns": f.start_ns, "dur_ns": f.dur_ns,
+                        })).collect::<Vec<_>>(),
+                    })
+                }),
+            ),
         ];
         let doc = Doc { fields: self.fields(options, &thread_name), arrays };
         doc.serialize(&mut serde_json::Serializer::pretty(&mut out))?;

@@ -414,6 +414,47 @@ impl TraceStats {
         })
     }
 
+    /// A table of the frame sets (frames, their total, min, mean, p50, p99, max), then each set's
+    /// slowest frames: number, start and duration.
+    pub fn frames_table(&self) -> impl Display + '_ {
+        Render(move |f: &mut Formatter<'_>| {
+            use Align::*;
+            let mut t = Table::new(&[
+                ("set", Left),
+                ("frames", Right),
+                ("total", Right),
+                ("min", Right),
+                ("mean", Right),
+                ("p50", Right),
+                ("p99", Right),
+                ("max", Right),
+            ]);
+            for s in &self.frames {
+                let mut row = vec![s.name.clone(), format_count(s.durations.map_or(0, |d| d.samples))];
+                row.extend(duration_cells(s.durations.as_ref()));
+                t.row(row);
+            }
+            write!(f, "{t}")?;
+            for s in self.frames.iter().filter(|s| !s.slowest.is_empty()) {
+                let slowest: Vec<String> = s
+                    .slowest
+                    .iter()
+                    .map(|x| format!("#{} at {} ({})", x.number, format_at(x.start_ns), format_ns(x.dur_ns)))
+                    .collect();
+                writeln!(f, "  slowest {}: {}", s.name, slowest.join(", "))?;
+                if s.marks_ignored > 0 {
+                    writeln!(
+                        f,
+                        "  {}: {} marks past the limit not measured",
+                        s.name,
+                        format_count(s.marks_ignored)
+                    )?;
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// A table of the log callsites: level, category, count and format string.
     pub fn logs_table(&self) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
@@ -536,6 +577,15 @@ impl TraceStats {
             if !self.asyncs.is_empty() {
                 writeln!(f, "\nasync slices ({})", self.asyncs.len())?;
                 write!(f, "{}", self.asyncs_table())?;
+            }
+            if !self.frames.is_empty() {
+                writeln!(
+                    f,
+                    "\nframes ({} set{}; trace_frame!)",
+                    self.frames.len(),
+                    if self.frames.len() == 1 { "" } else { "s" }
+                )?;
+                write!(f, "{}", self.frames_table())?;
             }
             if !self.logs.is_empty() {
                 let n: u64 = self.logs.iter().map(|l| l.count).sum();

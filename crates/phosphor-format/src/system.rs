@@ -21,6 +21,10 @@
 /// The category of the runtime's own events.
 pub const PHOSPHOR_CATEGORY: &str = "phosphor";
 
+/// The category of frame marks (`trace_frame!`): an instant of this category, named by its frame
+/// set (`"frame"` for the main one), ends a frame of that set and starts the next.
+pub const FRAME_CATEGORY: &str = "phosphor.frame";
+
 /// The name of the event that carries a scope's allocations. It is an instant of category
 /// [`PHOSPHOR_CATEGORY`] with two `u64` arguments, [`SCOPE_ALLOC_ARGS`]: the allocations the
 /// recording thread made while the scope was open, and their bytes (inclusive of nested scopes).

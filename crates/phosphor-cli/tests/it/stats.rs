@@ -283,3 +283,62 @@ fn stats_of_two_files_name_the_damaged_one_with_its_offset() {
     );
     assert!(stdout(&out).contains("INCOMPLETE"), "{}", stdout(&out));
 }
+
+/// `trace_frame!` marks read back by `phosphor stats`: the frames are the intervals between the
+/// file's marks (checked against the marks read here), per set, with the slowest listed.
+#[test]
+fn frames_are_the_intervals_between_frame_marks() {
+    let dir = scratch("stats-frames");
+    let file = dir.join("frames.phos");
+    // `cargo test` builds the package's examples next to the test binary's directory.
+    let exe = std::env::current_exe().unwrap();
+    let example = exe.parent().unwrap().parent().unwrap().join("examples/frames");
+    let run = std::process::Command::new(example).arg(&file).output().unwrap();
+    assert!(run.status.success(), "{run:?}");
+
+    // The marks, straight from the file.
+    let bytes = std::fs::read(&file).unwrap();
+    let mut reader = phosphor::format::file::Reader::new(&bytes[..]).unwrap();
+    let clock = reader.header().clock.clone();
+    let mut marks: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    reader
+        .for_each_event(|e| {
+            if e.callsite.category == phosphor::format::system::FRAME_CATEGORY {
+                marks.entry(e.callsite.name.to_string()).or_default().push(e.ts);
+            }
+        })
+        .unwrap();
+    assert_eq!(marks.keys().collect::<Vec<_>>(), ["frame", "physics"]);
+    assert_eq!((marks["frame"].len(), marks["physics"].len()), (61, 120));
+
+    let out = stats("stats-frames", &file, &["--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let sets = doc["frames"].as_array().unwrap();
+    assert_eq!(sets.len(), 2);
+    for set in sets {
+        let name = set["name"].as_str().unwrap();
+        let ts = &marks[name];
+        let ns = |ticks: u64| clock.ticks_to_ns(ticks);
+        let mut frames: Vec<(u64, u64)> =
+            ts.windows(2).enumerate().map(|(i, w)| (ns(w[1] - w[0]), i as u64)).collect();
+        assert_eq!(set["marks"], ts.len() as u64);
+        assert_eq!(set["durations"]["samples"], frames.len() as u64);
+        let (min, max) =
+            (frames.iter().map(|f| f.0).min().unwrap(), frames.iter().map(|f| f.0).max().unwrap());
+        // Within a nanosecond: the tools round each end to the timeline once.
+        for (key, want) in [("min_ns", min), ("max_ns", max)] {
+            let got = set["durations"][key].as_u64().unwrap();
+            assert!(got.abs_diff(want) <= 1, "{name} {key}: {got} vs {want}");
+        }
+        frames.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let slowest: Vec<u64> =
+            set["slowest"].as_array().unwrap().iter().map(|f| f["number"].as_u64().unwrap()).collect();
+        assert_eq!(slowest.len(), 10);
+        assert_eq!(slowest[0], frames[0].1, "{name}: the slowest frame");
+    }
+    let text = stdout(&stats("stats-frames-text", &file, &[]));
+    let table = section(&text, "frames (2 sets");
+    assert!(table.iter().any(|l| l.trim_start().starts_with("frame ")), "{table:?}");
+    assert!(text.contains("  slowest frame: #"), "{text}");
+}

@@ -51,6 +51,34 @@ macro_rules! trace_instant {
     };
 }
 
+/// Marks the end of a frame and the start of the next (Tracy's `FrameMark`, puffin's
+/// `new_frame`): `phosphor stats` gives the frames' times (p50, p99, max and the slowest) and
+/// the viewer draws them. `trace_frame!("physics")` marks a frame set of its own. A mark is an
+/// instant of category `phosphor.frame` (`phosphor::format::system::FRAME_CATEGORY`) named by its
+/// set, so the category filter applies to it as to any event.
+///
+/// ```
+/// for _ in 0..3 {
+///     // ... update, render ...
+///     phosphor::trace_frame!();
+/// }
+/// ```
+#[macro_export]
+macro_rules! trace_frame {
+    () => {
+        $crate::trace_instant!("phosphor.frame", "frame")
+    };
+    ($set:literal) => {
+        $crate::trace_instant!("phosphor.frame", $set)
+    };
+    (log: $log:expr $(,)?) => {
+        $crate::trace_instant!(log: $log, "phosphor.frame", "frame")
+    };
+    (log: $log:expr, $set:literal $(,)?) => {
+        $crate::trace_instant!(log: $log, "phosphor.frame", $set)
+    };
+}
+
 /// Opens a slice on this thread; [`trace_end!`](crate::trace_end!) with the same name closes it.
 #[macro_export]
 macro_rules! trace_begin {

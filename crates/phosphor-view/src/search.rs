@@ -80,7 +80,7 @@ pub(crate) enum SearchAnswer {
         hits: Vec<HitEntry>,
         next_after: Option<i64>,
         /// What the live traces' answers cover (`live::scan::coverage`).
-        live: serde_json::Value,
+        live: Vec<crate::api::LiveCoverage>,
     },
     Ticks {
         ticks: Vec<Ticks>,

@@ -211,8 +211,8 @@ pub(crate) struct StatsAnswer {
     slices: u64,
     kinds: usize,
     rows: Vec<StatsRow>,
-    /// What the live traces' rows cover (`live::scan::coverage`).
-    live: serde_json::Value,
+    /// What the live traces' rows cover (`live::scan::coverage`); empty without live traces.
+    live: Vec<crate::api::LiveCoverage>,
 }
 
 /// A row of the statistics: one scope path (of one trace), its durations' figures.
@@ -363,7 +363,7 @@ pub(crate) struct KindAnswer {
     slowest: Vec<Occurrence>,
     /// For a live trace: what the answer covers (`live::scan::coverage`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    live: Option<serde_json::Value>,
+    live: Option<Vec<crate::api::LiveCoverage>>,
 }
 
 /// One of the slowest occurrences: on a thread (`tid`) or an async track (`async`).

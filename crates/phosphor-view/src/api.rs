@@ -449,3 +449,27 @@ pub(crate) fn answers() -> Vec<(&'static str, &'static str)> {
         ("/api/stack", typed::<crate::system::StackAnswer>()),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::Slice;
+
+    #[test]
+    fn a_slices_answer_is_compact_json_of_its_levels_then_the_names_its_items_use() {
+        let slice = |start, end, name| Slice { start, end, name, callsite: 0, event: 0, flags: 1 };
+        let levels = vec![
+            vec![
+                SliceItem::Slice(7, slice(10, 20, 3)),
+                SliceItem::Merged { first: 8, count: 4, start: 21, end: 29, name: 5 },
+            ],
+            vec![],
+            vec![SliceItem::Slice(30, slice(30, 31, 3))],
+        ];
+        let out = slices_json(2, levels.into_iter(), true, |t| t as i64 * 2, |n| format!("n{n}")).unwrap();
+        // The text the page has always read (`[start, end, name, index, flags]`, `[start, end,
+        // -count, first, name]`), names only those used, each once.
+        let want = r#"{"from":2,"levels":[[[20,40,3,7,1],[42,58,-4,8,5]],[],[[60,62,3,30,1]]],"more_levels":true,"names":{"3":"n3","5":"n5"}}"#;
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+}

@@ -384,8 +384,15 @@ impl WindowQuery {
                 if self.tid.is_none() && self.async_track.is_none() {
                     return Err(Failure(StatusCode::BAD_REQUEST, "tid or async is required".into()));
                 }
-                let answer =
-                    crate::live::api::slices(slot, live, self.tid, self.async_track, w, self.from, MAX_LEVELS);
+                let answer = crate::live::api::slices(
+                    slot,
+                    live,
+                    self.tid,
+                    self.async_track,
+                    w,
+                    self.from,
+                    MAX_LEVELS,
+                );
                 return answer.map(json_bytes).unwrap_or_else(|| Err(no_track()));
             }
             "points" => {

@@ -33,7 +33,11 @@ pub(crate) fn describe(slot: &Slot, live: &Live) -> TraceBody {
     let counters = m
         .counters()
         .enumerate()
-        .map(|(c, (name, samples))| api::CounterEntry { counter: c, name: name.to_owned(), samples: samples as u64 })
+        .map(|(c, (name, samples))| api::CounterEntry {
+            counter: c,
+            name: name.to_owned(),
+            samples: samples as u64,
+        })
         .collect();
     let asyncs = m
         .asyncs()
@@ -112,7 +116,12 @@ pub(crate) fn points(slot: &Slot, live: &Live, tid: u32, w: Window) -> Option<ap
 }
 
 /// `/api/samples` of a counter of a live trace.
-pub(crate) fn samples(slot: &Slot, live: &Live, c: usize, w: Window) -> Option<api::Samples<api::SamplePixel>> {
+pub(crate) fn samples(
+    slot: &Slot,
+    live: &Live,
+    c: usize,
+    w: Window,
+) -> Option<api::Samples<api::SamplePixel>> {
     let m = live.model();
     let p = slot.place();
     let samples = m

@@ -15,8 +15,8 @@ use std::io::BufReader;
 use std::path::Path;
 use std::sync::Mutex;
 
-use phosphor_format::file::Reader;
 use crate::events::EventDetails;
+use phosphor_format::file::Reader;
 
 /// Bits of a live record's number that hold its main record's place in its chunk (a chunk holds
 /// at most `MAX_BLOCK_BYTES / 32` = 2^21 records); the bits above hold its chunk's number, so
@@ -54,7 +54,13 @@ impl Details {
 
     /// The details of the event whose main record is record `record` of chunk number `chunk`
     /// (its block at `offset`) of the file at `path`, a chunk the live reader has taken in.
-    pub(crate) fn event(&self, path: &Path, chunk: u64, offset: u64, record: u64) -> Result<EventDetails, String> {
+    pub(crate) fn event(
+        &self,
+        path: &Path,
+        chunk: u64,
+        offset: u64,
+        record: u64,
+    ) -> Result<EventDetails, String> {
         if record == NO_RECORD {
             return Err("no event: chunks were lost here".into());
         }
@@ -78,7 +84,13 @@ impl Details {
 }
 
 /// Reads on to chunk number `chunk` and describes its event.
-fn forward(f: &mut Forward, path: &Path, chunk: u64, offset: u64, record: u64) -> Result<EventDetails, String> {
+fn forward(
+    f: &mut Forward,
+    path: &Path,
+    chunk: u64,
+    offset: u64,
+    record: u64,
+) -> Result<EventDetails, String> {
     let at = |e: phosphor_format::file::Error| format!("{}: {e}", path.display());
     while f.read < chunk {
         f.reader

@@ -1,7 +1,7 @@
 //! Response types shared by the API's endpoints (`docs/VIEW-API.md`): each endpoint's answer is a
 //! `Serialize` type, checked against the document's examples by `api_doc_tests.rs`. A live trace
 //! answers with the same types as an indexed one (`live/api.rs`), so the page reads one shape.
-//! [`ANSWERS`] names each endpoint's type.
+//! `answers` (built for tests) names each endpoint's type.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -188,6 +188,7 @@ pub(crate) fn slice(slot: &Slot, live: &Live, id: u64) -> Option<api::SliceAnswe
         callsite: None,
         flags: s.flags,
         event_offset: None,
+        // Set by `details`, which reads the file once the model's lock is let go.
         event: EventAnswer::Failed(api::ErrorAnswer { error: "not read yet".into() }),
         system: None,
         live: true,
@@ -204,6 +205,7 @@ pub(crate) fn point(slot: &Slot, live: &Live, id: u64) -> Option<api::PointAnswe
         kind: pt.kind,
         ts_ns: slot.place().ns(pt.ts),
         tid,
+        // Set by `details`.
         event: None,
         live: true,
     })

@@ -35,6 +35,9 @@ struct Example {
     nullable: Vec<String>,
 }
 
+/// The labels of the lists of keys under an example.
+const LABELS: [&str; 2] = ["May be absent:", "May be null:"];
+
 /// The names in backquotes on `line` after `label`.
 fn listed(line: &str, label: &str) -> Vec<String> {
     let Some(at) = line.find(label) else { return Vec::new() };
@@ -45,6 +48,7 @@ fn listed(line: &str, label: &str) -> Vec<String> {
 fn examples() -> Vec<Example> {
     let mut out: Vec<Example> = Vec::new();
     let (mut heading, mut nth, mut block): (String, usize, Option<String>) = (String::new(), 0, None);
+    let mut label = None;
     for (k, line) in DOC.lines().enumerate() {
         if let Some(text) = block.as_mut() {
             if line.trim_start().starts_with("```") {
@@ -59,12 +63,27 @@ fn examples() -> Vec<Example> {
             }
         } else if line.starts_with('#') {
             heading = line.trim_start_matches('#').trim().to_owned();
-            nth = 0;
+            (nth, label) = (0, None);
         } else if line.trim_start().starts_with("```json") {
-            block = Some(String::new());
+            (block, label) = (Some(String::new()), None);
         } else if let Some(last) = out.last_mut().filter(|e| e.heading == heading) {
-            last.absent.extend(listed(line, "May be absent:"));
-            last.nullable.extend(listed(line, "May be null:"));
+            // A "May be ..." paragraph may run on over lines, to a blank one.
+            if line.trim().is_empty() {
+                label = None;
+            } else if let Some(l) = LABELS.into_iter().find(|l| line.contains(l)) {
+                label = Some(l);
+            }
+            match label {
+                Some(l) if line.contains(l) => {
+                    last.absent.extend(listed(line, "May be absent:"));
+                    last.nullable.extend(listed(line, "May be null:"));
+                }
+                Some(l) => {
+                    let list = if l == LABELS[0] { &mut last.absent } else { &mut last.nullable };
+                    list.extend(listed(&format!("{l} {line}"), l));
+                }
+                None => {}
+            }
         }
     }
     out
@@ -365,20 +384,160 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     out
 }
 
-/// The examples no file trace gives: checked elsewhere or by hand.
+const LIVE: &str = "Live traces (`phosphor record --view`)";
+
+/// The endpoints that need an index: a live trace answers them 503 (`## Errors`).
+const NEED_AN_INDEX: [&str; 6] =
+    ["/api/overview", "/api/flow", "/api/system", "/api/context", "/api/stack", "/api/heap"];
+
+/// The answers of a live trace (`phosphor record --view`): a recorded file served as the recorder
+/// serves the file it writes, kept live (its handle held) while it is asked. Each endpoint that
+/// answers for a live trace is checked against the same example as an index's answer.
+fn live_answers(dir: &Path) -> Vec<(&'static str, usize, Value)> {
+    let path = dir.join("live.phos");
+    record(&path);
+    // Its events, counted by an index of a copy (the live file's own is made once it ends).
+    let copy = dir.join("live-copy.phos");
+    std::fs::copy(&path, &copy).unwrap();
+    let events = crate::open(&copy, None, &BuildOptions::default()).unwrap().meta.events;
+    let file = std::fs::File::open(&path).unwrap();
+    let header = phosphor_format::file::Reader::new(file).unwrap().header().clone();
+    let traces = Arc::new(Traces::live(crate::LiveOptions::default()));
+    let handle = traces.add_live(path, &header).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || serve(traces, listener));
+    // Until the live view has taken in every event (at most 2 minutes).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let list = loop {
+        let list = ok(addr, "/api/traces");
+        if list["traces"][0]["events"] == events {
+            break list;
+        }
+        assert!(std::time::Instant::now() < deadline, "the live view read too little: {list}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let t = &list["traces"][0];
+    assert_eq!(t["state"], "live", "{list}");
+    let (s, e) = (t["start_ns"].as_i64().unwrap(), t["end_ns"].as_i64().unwrap());
+    let tid = t["threads"][0]["tid"].as_u64().unwrap();
+    let window = format!("trace=0&start={s}&end={e}");
+    let slices = ok(addr, &format!("/api/slices?{window}&tid={tid}&px=4000"));
+    // A slice alone in its item (not a run): its number is the live view's.
+    let slice =
+        slices["levels"][1].as_array().unwrap().iter().find(|i| i[2].as_i64() >= Some(0)).unwrap()[3].clone();
+    let async_slices = ok(addr, &format!("/api/slices?{window}&async=0&px=4000"));
+    let async_slice = async_slices["levels"][0][0][3].clone();
+    let points = ok(addr, &format!("/api/points?{window}&tid={tid}&px=4000"));
+    let log_point = points["points"].as_array().unwrap().iter().find(|p| p[3] == 1).unwrap()[2].clone();
+    let slice = ok(addr, &format!("/api/slice?trace=0&index={slice}"));
+    assert_eq!(slice["live"], true, "{slice}");
+    let path = "%5B%22batch%22%2C%22iteration%22%5D";
+    let top =
+        json!({ "done": list["done"], "live": list["live"], "listening": list["listening"], "traces": [] });
+    let mut out = vec![
+        ("`GET /api/traces`", 0, top),
+        (LIVE, 0, t.clone()),
+        ("`GET /api/slices?trace=T&tid=N&start=S&end=E&px=P[&from=L]`", 0, slices.clone()),
+        (
+            "`GET /api/slices?trace=T&tid=N&start=S&end=E&px=P[&from=L]`",
+            0,
+            ok(addr, &format!("/api/slices?{window}&tid={tid}&px=3")),
+        ),
+        ("`GET /api/slices?trace=T&tid=N&start=S&end=E&px=P[&from=L]`", 0, async_slices.clone()),
+        ("`GET /api/points?trace=T&tid=N&start=S&end=E&px=P`", 0, points),
+        (
+            "`GET /api/points?trace=T&tid=N&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/points?{window}&tid={tid}&px=2")),
+        ),
+        ("`GET /api/point?trace=T&index=I`", 0, ok(addr, &format!("/api/point?trace=0&index={log_point}"))),
+        (
+            "`GET /api/samples?trace=T&counter=C&start=S&end=E&px=P`",
+            0,
+            ok(addr, &format!("/api/samples?{window}&counter=0&px=5")),
+        ),
+        ("`GET /api/slice?trace=T&index=I`", 0, slice.clone()),
+        ("`GET /api/slice?trace=T&index=I`", 1, slice["event"].clone()),
+        ("`GET /api/slice?trace=T&index=I`", 0, ok(addr, &format!("/api/slice?trace=0&index={async_slice}"))),
+        (
+            "`GET /api/search?q=Q&start=S&end=E&px=N`: every hit in a window",
+            0,
+            ok(addr, &format!("/api/search?q=*a*&start={s}&end={e}&px=100")),
+        ),
+        (
+            "`GET /api/compare`: two traces compared (`phosphor view BASE NEW --compare`)",
+            0,
+            ok(addr, "/api/compare"),
+        ),
+    ];
+    // The answers that say what they cover of each live trace.
+    for (heading, query) in [
+        ("`GET /api/search?q=Q[&after=NS][&limit=N]`", "/api/search?q=iter&limit=5".to_owned()),
+        ("`GET /api/stats[?start=S&end=E][&limit=N][&trace=T&tid=N]`", "/api/stats".to_owned()),
+        (
+            "`GET /api/kind?trace=T&path=P&type=Y[&start=S&end=E]`",
+            format!("/api/kind?trace=0&type=scope&path={path}"),
+        ),
+    ] {
+        let answer = ok(addr, &query);
+        assert_eq!(answer["live"].as_array().map(Vec::len), Some(1), "{query}: {answer}");
+        out.push((LIVE, 1, json!({ "live": answer["live"] })));
+        out.push((heading, 0, answer));
+    }
+    for route in NEED_AN_INDEX {
+        let (status, v) = get(addr, &format!("{route}?{window}&tid={tid}&px=10&index=0"));
+        assert_eq!(status, 503, "{route}: {v}");
+        assert!(v.as_object().is_some_and(|o| o.len() == 1 && o["error"].is_string()), "{route}: {v}");
+    }
+    drop(handle);
+    out
+}
+
+/// The routes of the server's API, as its route table (`server.rs`) lists them.
+fn routes() -> Vec<&'static str> {
+    let table = include_str!("server.rs");
+    let routes: Vec<&str> = table
+        .split(".route(\"")
+        .skip(1)
+        .filter_map(|r| r.split('"').next())
+        .filter(|r| r.starts_with("/api/"))
+        .collect();
+    assert!(routes.len() >= 16, "the route table was not found in server.rs: {routes:?}");
+    routes
+}
+
+/// The route a heading of the document is about (`GET /api/...`), if any.
+fn route_of(heading: &str) -> Option<&str> {
+    let at = heading.find("GET /api/")? + 4;
+    let rest = &heading[at..];
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '/' || c == '_')).unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// The examples no trace gives: checked elsewhere or by hand.
 const NOT_CHECKED: [(&str, usize, &str); 0] = [];
 
 #[test]
 fn every_example_of_the_api_document_has_the_shape_of_the_servers_answer() {
     let examples = examples();
-    let answers = answers();
+    let file_answers = answers();
+    let dir = tempfile::tempdir().unwrap();
+    let live = live_answers(dir.path());
     let mut errors = Vec::new();
-    for ex in &examples {
-        if !ex.heading.contains("GET /api/") {
-            // The live API's examples (`## Live traces`) are not checked here: a live trace is
-            // recorded over a connection (`live_tests.rs`).
-            continue;
+    // Every route is answered, and checked, in both modes (a live trace answers 503 where an
+    // index is needed, checked in `live_answers`).
+    for route in routes() {
+        let covered = |answers: &[(&str, usize, Value)]| answers.iter().any(|a| route_of(a.0) == Some(route));
+        if !covered(&file_answers) {
+            errors.push(format!("{route}: no answer of an indexed trace is checked"));
         }
+        if !covered(&live) && !NEED_AN_INDEX.contains(&route) {
+            errors.push(format!("{route}: no answer of a live trace is checked"));
+        }
+    }
+    let answers: Vec<_> = file_answers.into_iter().chain(live).collect();
+    for ex in &examples {
         let skipped = NOT_CHECKED.iter().any(|&(h, n, _)| h == ex.heading && n == ex.nth);
         let got: Vec<&Value> =
             answers.iter().filter(|(h, n, _)| *h == ex.heading && *n == ex.nth).map(|a| &a.2).collect();
@@ -420,5 +579,41 @@ fn the_shape_check_finds_a_key_added_renamed_removed_or_of_another_type() {
         json!({"a": 1, "b": [], "c": {"d": 1}, "names": {"x": "q"}}),
     ] {
         assert!(!check(&ex, &bad).is_empty(), "{bad}");
+    }
+}
+
+#[test]
+fn every_route_of_the_server_has_a_typed_answer_and_a_documented_one() {
+    let typed = crate::api::answers();
+    let headings: Vec<&str> =
+        DOC.lines().filter(|l| l.starts_with('#')).map(|l| l.trim_start_matches('#').trim()).collect();
+    let mut errors = Vec::new();
+    let routes = routes();
+    for route in &routes {
+        match typed.iter().find(|(r, _)| r == route) {
+            None => errors.push(format!("{route}: no type in api::answers")),
+            Some((_, ty)) if ty.contains("serde_json") => {
+                errors.push(format!("{route}: answered with {ty}, not a type of its own"))
+            }
+            Some(_) => {}
+        }
+        if !headings.iter().any(|h| route_of(h) == Some(route)) {
+            errors.push(format!("{route}: no heading of docs/VIEW-API.md documents it"));
+        }
+    }
+    for (route, _) in &typed {
+        if !routes.contains(route) {
+            errors.push(format!("{route}: in api::answers but not in the route table"));
+        }
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn a_list_of_keys_that_may_be_null_is_read_over_all_its_lines() {
+    let examples = examples();
+    let compared = examples.iter().find(|e| e.heading.starts_with("`GET /api/compare`")).unwrap();
+    for key in ["kinds", "test", "base", "new"] {
+        assert!(compared.nullable.iter().any(|k| k == key), "{key}: {:?}", compared.nullable);
     }
 }

@@ -57,13 +57,19 @@ pub(crate) enum ArgValue {
 /// An event's details (`event` in `/api/slice` and `/api/point`).
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct EventDetails {
+    /// Its category.
     pub(crate) category: String,
+    /// The source file of its callsite.
     pub(crate) file: String,
+    /// The source line of its callsite.
     pub(crate) line: u32,
+    /// Its arguments, each `[name, value, type]`.
     pub(crate) args: Vec<Arg>,
     /// A log's formatted message.
     pub(crate) message: Option<String>,
+    /// A log's level (`info`, ...); null otherwise.
     pub(crate) level: Option<&'static str>,
+    /// Whether a string argument was cut when it was recorded.
     pub(crate) truncated: bool,
 }
 

@@ -142,11 +142,15 @@ pub(crate) async fn flow(
 /// `/api/flow`'s answer; only `members`, empty, for a slice in no flow.
 #[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct FlowAnswer {
+    /// The flow's name (the future's); absent for a slice in no flow.
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<String>,
+    /// The task's id; absent for a slice in no flow.
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<u64>,
+    /// The members in time order: the begin, the polls, the end; at most 2,000.
     members: Vec<FlowEntry>,
+    /// Whether there were more members than given; absent for a slice in no flow.
     #[serde(skip_serializing_if = "Option::is_none")]
     more: Option<bool>,
 }
@@ -156,13 +160,20 @@ pub(crate) struct FlowAnswer {
 pub(crate) struct FlowEntry {
     /// `begin`, `poll` or `end`.
     kind: &'static str,
+    /// Its time (a poll's start), on the shared timeline.
     ts_ns: i64,
+    /// The thread of its slice; null for the async slice.
     tid: Option<u32>,
+    /// The async track of its slice; null for a poll.
     #[serde(rename = "async")]
     async_track: Option<usize>,
+    /// Its slice's level.
     level: usize,
+    /// Its slice's number.
     index: u64,
+    /// Its slice's start.
     start_ns: i64,
+    /// Its slice's end.
     end_ns: i64,
 }
 

@@ -463,7 +463,10 @@ fn statistics_of_a_live_model_give_each_slice_its_path_through_open_begins_and_c
 /// The argument of the event that record `id` of `live` comes from.
 fn argument(live: &Live, path: &std::path::Path, id: u64) -> String {
     let v = live.event(path, id).unwrap();
-    v["args"][0][1].as_str().unwrap_or_else(|| panic!("{v}")).to_owned()
+    match &v.args[0].1 {
+        crate::events::ArgValue::Text(s) => s.clone(),
+        other => panic!("{other:?} in {v:?}"),
+    }
 }
 
 /// A trace of 3,000 frames in many chunks, each begin and a tick inside it with its number as

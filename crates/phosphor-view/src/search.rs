@@ -74,15 +74,22 @@ pub(crate) async fn search(
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum SearchAnswer {
+    /// A list of hits (no window asked for).
     Hits {
+        /// How many records match.
         total: u64,
+        /// How many hits each name of each trace has.
         names: Vec<NameCount>,
+        /// The earliest hits that start at or after `after`, at most `limit`.
         hits: Vec<HitEntry>,
+        /// Where the next page starts (pass it as `after`); null when nothing is left.
         next_after: Option<i64>,
         /// What the live traces' answers cover (`live::scan::coverage`).
-        live: serde_json::Value,
+        live: Vec<crate::api::LiveCoverage>,
     },
+    /// Where the hits in a window are (`start`, `end`, `px` asked for).
     Ticks {
+        /// For each track and level (or a track's points) holding a hit, the pixel columns they cover.
         ticks: Vec<Ticks>,
     },
 }
@@ -90,37 +97,53 @@ pub(crate) enum SearchAnswer {
 /// How many hits a name of a trace has.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct NameCount {
+    /// The trace.
     trace: usize,
+    /// The name.
     name: String,
+    /// How many hits have it.
     count: u64,
 }
 
 /// A hit: a slice or a point.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct HitEntry {
+    /// Its trace.
     trace: usize,
     /// `slice` or `point`.
     kind: &'static str,
+    /// Its number, for `/api/slice` or `/api/point`.
     index: u64,
+    /// Its thread's id; for a hit on an async track, `async` says which.
     tid: u32,
+    /// Its async track; null on a thread.
     #[serde(rename = "async")]
     async_track: Option<u32>,
+    /// Its level on its track.
     level: u32,
+    /// Its start, on the shared timeline.
     start_ns: i64,
+    /// Its end (a point's is its start).
     end_ns: i64,
+    /// Its name.
     name: String,
 }
 
 /// The pixel columns a track's level (or its points) has hits in.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Ticks {
+    /// The trace.
     trace: usize,
+    /// The thread.
     tid: u32,
+    /// The async track; null on a thread.
     #[serde(rename = "async")]
     async_track: Option<usize>,
+    /// The level (0 for points).
     level: usize,
     /// `slice` or `point`.
     kind: &'static str,
+    /// The runs `[from, to]` of pixel columns (0 to `px` - 1) its hits cover.
     runs: Vec<[u32; 2]>,
 }
 

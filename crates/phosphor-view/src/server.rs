@@ -6,7 +6,6 @@
 //! and level, at most [`MAX_PIXELS`] pixels and [`MAX_LEVELS`] levels.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -17,13 +16,12 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::api::{self, Finite};
 use crate::events::EventAnswer;
 use crate::file::IndexFile;
 use crate::live::Live;
-use crate::query::{PointItem, SliceItem, Window};
+use crate::query::{PointItem, Window};
 use crate::traces::Place;
 pub use crate::traces::{Slot, Trace, Traces};
 
@@ -45,6 +43,10 @@ impl IntoResponse for Failure {
 
 fn not_found(what: String) -> Failure {
     Failure(StatusCode::NOT_FOUND, what)
+}
+
+fn no_track() -> Failure {
+    not_found("no such thread, async track or counter".into())
 }
 
 /// The routes of the API.
@@ -129,7 +131,7 @@ pub(crate) fn source(traces: &Shared, n: usize) -> Result<Source<'_>, Failure> {
 /// `GET /api/traces`: every trace, and how far its indexing has come; once indexed, its threads,
 /// counters and async tracks; before, the threads of its overview.
 async fn traces_list(State(traces): State<Shared>) -> Json<api::TracesAnswer> {
-    let list: Vec<Value> = traces.slots().enumerate().map(|(n, slot)| slot_json(n, slot)).collect();
+    let list = traces.slots().enumerate().map(|(n, slot)| trace_entry(n, slot)).collect();
     let (done, live, listening) =
         (traces.all_done(), traces.is_live(), traces.listening().map(str::to_owned));
     Json(api::TracesAnswer { traces: list, done, live, listening })
@@ -158,7 +160,7 @@ pub(crate) fn listed_threads(index: &IndexFile) -> Vec<usize> {
     busiest(index.threads.iter().map(|th| slices(th) + th.points.1))
 }
 
-fn slot_json(n: usize, slot: &Slot) -> Value {
+fn trace_entry(n: usize, slot: &Slot) -> api::TraceEntry {
     let (stage, read) = slot.stage();
     let mut entry = api::TraceEntry {
         trace: n,
@@ -180,12 +182,16 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
         error: slot.failure().map(str::to_owned),
         body: None,
     };
-    if let Some(live) = slot.live() {
-        let mut v = serde_json::to_value(entry).unwrap_or_default();
-        crate::live::api::describe(slot, live, &mut v);
-        return v;
-    }
-    entry.body = match slot.trace() {
+    entry.body = match slot.live() {
+        Some(live) => Some(crate::live::api::describe(slot, live)),
+        None => body(slot, slot.trace()),
+    };
+    entry
+}
+
+/// What `/api/traces` says of the tracks of a trace not live: its index's, else its scan's.
+fn body(slot: &Slot, t: Option<&Trace>) -> Option<api::TraceBody> {
+    match t {
         Some(t) => Some(ready_body(t)),
         None => slot.overview().map(|o| {
             let listed = busiest(o.threads.iter().map(|th| th.events));
@@ -201,8 +207,7 @@ fn slot_json(n: usize, slot: &Slot) -> Value {
                     .collect(),
             }
         }),
-    };
-    serde_json::to_value(entry).unwrap_or_default()
+    }
 }
 
 /// An indexed trace's tracks for `/api/traces`: the busiest [`MAX_TRACKS`] of each kind.
@@ -372,28 +377,37 @@ impl WindowQuery {
     }
 
     /// The answer for a live trace, from its model.
-    fn live(&self, slot: &Slot, live: &Live, what: &str) -> Result<Json<Value>, Failure> {
+    fn live(&self, slot: &Slot, live: &Live, what: &str) -> Result<Response, Failure> {
         let w = self.window_at(slot.place())?;
         let answer = match what {
             "slices" => {
                 if self.tid.is_none() && self.async_track.is_none() {
                     return Err(Failure(StatusCode::BAD_REQUEST, "tid or async is required".into()));
                 }
-                crate::live::api::slices(slot, live, self.tid, self.async_track, w, self.from, MAX_LEVELS)
+                let answer = crate::live::api::slices(
+                    slot,
+                    live,
+                    self.tid,
+                    self.async_track,
+                    w,
+                    self.from,
+                    MAX_LEVELS,
+                );
+                return answer.map(json_bytes).unwrap_or_else(|| Err(no_track()));
             }
             "points" => {
                 let tid =
                     self.tid.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "tid is required".into()))?;
-                crate::live::api::points(slot, live, tid, w)
+                crate::live::api::points(slot, live, tid, w).map(|a| Json(a).into_response())
             }
             _ => {
                 let c = self
                     .counter
                     .ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "counter is required".into()))?;
-                crate::live::api::samples(slot, live, c, w)
+                crate::live::api::samples(slot, live, c, w).map(|a| Json(a).into_response())
             }
         };
-        answer.map(Json).ok_or_else(|| not_found("no such thread, async track or counter".into()))
+        answer.ok_or_else(no_track)
     }
 
     fn thread<'t>(&self, t: &'t Trace) -> Result<&'t crate::file::ThreadTrack, Failure> {
@@ -423,36 +437,23 @@ impl Names {
 
 /// `GET /api/slices`: a thread's slices in a window, by level: `[start, end, name, index, flags]`
 /// for a slice, `[start, end, -count, first, name]` for a run of narrower ones (`name` the run's
-/// dominant one, `SliceItem::Merged`). The answer may hold
-/// tens of thousands of items: its JSON is written as text, not made of values first.
+/// dominant one, `SliceItem::Merged`). The answer may hold tens of thousands of items: its JSON
+/// is written an item at a time (`api::slices_json`), not made of values first.
 async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Response, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(slot, live) => return q.live(slot, live, "slices").map(IntoResponse::into_response),
+        Source::Live(slot, live) => return q.live(slot, live, "slices"),
     };
     let (w, thread) = (q.window(t)?, q.thread(t)?);
-    let mut names = Names::default();
-    let mut out = String::with_capacity(1 << 14);
-    let _ = write!(out, "{{\"from\":{},\"levels\":[", q.from);
-    for (k, items) in t.index.slices_in(thread, w).into_iter().skip(q.from).take(MAX_LEVELS).enumerate() {
-        out.push_str(if k == 0 { "[" } else { ",[" });
-        for (j, item) in items.into_iter().enumerate() {
-            let comma = if j == 0 { "" } else { "," };
-            let _ = match item {
-                SliceItem::Slice(i, s) => {
-                    let name = names.add(&t.index, s.name);
-                    write!(out, "{comma}[{},{},{name},{i},{}]", t.ns(s.start), t.ns(s.end), s.flags)
-                }
-                SliceItem::Merged { first, count, start, end, name } => {
-                    let name = names.add(&t.index, name);
-                    write!(out, "{comma}[{},{},-{count},{first},{name}]", t.ns(start), t.ns(end))
-                }
-            };
-        }
-        out.push(']');
-    }
+    let levels = t.index.slices_in(thread, w).into_iter().skip(q.from).take(MAX_LEVELS);
     let more = thread.levels.len() > q.from.saturating_add(MAX_LEVELS);
-    let _ = write!(out, "],\"more_levels\":{more},\"names\":{}}}", json!(names.0));
+    let out = api::slices_json(q.from, levels, more, |ticks| t.ns(ticks), |n| t.index.name(n).to_owned());
+    json_bytes(out)
+}
+
+/// An answer of JSON already written, or 500 if writing it failed.
+pub(crate) fn json_bytes(out: Result<Vec<u8>, serde_json::Error>) -> Result<Response, Failure> {
+    let out = out.map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
 }
 
@@ -461,7 +462,7 @@ async fn slices(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
 async fn points(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Response, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(slot, live) => return q.live(slot, live, "points").map(IntoResponse::into_response),
+        Source::Live(slot, live) => return q.live(slot, live, "points"),
     };
     let (w, thread) = (q.window(t)?, q.thread(t)?);
     let mut names = Names::default();
@@ -486,7 +487,7 @@ async fn points(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> R
 async fn samples(State(traces): State<Shared>, Query(q): Query<WindowQuery>) -> Result<Response, Failure> {
     let t = match source(&traces, q.trace)? {
         Source::Index(t) => t,
-        Source::Live(slot, live) => return q.live(slot, live, "samples").map(IntoResponse::into_response),
+        Source::Live(slot, live) => return q.live(slot, live, "samples"),
     };
     let w = q.window(t)?;
     let c = q.counter.ok_or_else(|| Failure(StatusCode::BAD_REQUEST, "counter is required".into()))?;
@@ -553,11 +554,12 @@ async fn slice_details(
         tid: async_track.is_none().then_some(thread.tid),
         async_track,
         level,
-        callsite: s.callsite,
+        callsite: Some(s.callsite),
         flags: s.flags,
-        event_offset: s.event,
+        event_offset: Some(s.event),
         event,
         system,
+        live: false,
     })
     .into_response())
 }
@@ -608,6 +610,7 @@ async fn point_details(
         ts_ns: t.ns(p.ts),
         tid: thread.tid,
         event,
+        live: false,
     })
     .into_response())
 }

@@ -208,28 +208,41 @@ pub(crate) fn whole_table(n: usize, t: &Trace) -> &Table {
 /// `/api/stats`' answer.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct StatsAnswer {
+    /// The slices counted.
     slices: u64,
+    /// How many rows there are, of which at most `limit` are given.
     kinds: usize,
+    /// The rows, by `total_ns`, largest first.
     rows: Vec<StatsRow>,
-    /// What the live traces' rows cover (`live::scan::coverage`).
-    live: serde_json::Value,
+    /// What the live traces' rows cover (`live::scan::coverage`); empty without live traces.
+    live: Vec<crate::api::LiveCoverage>,
 }
 
 /// A row of the statistics: one scope path (of one trace), its durations' figures.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct StatsRow {
+    /// The trace the row counts.
     pub(crate) trace: usize,
+    /// Its scope path: the names of the slices that hold it, outermost first, then its own.
     pub(crate) path: Vec<String>,
     /// `scope`, `lock_wait` or `lock_held`.
     #[serde(rename = "type")]
     pub(crate) ty: &'static str,
+    /// Its own name as every output shows it (`queue (wait)` for a lock's).
     pub(crate) name: String,
+    /// How many slices it has.
     pub(crate) count: u64,
+    /// Their total duration.
     pub(crate) total_ns: u64,
+    /// The shortest.
     pub(crate) min_ns: u64,
+    /// The mean.
     pub(crate) mean_ns: u64,
+    /// The median (within 0.1% above when not `exact`).
     pub(crate) p50_ns: u64,
+    /// The 99th percentile (within 0.1% above when not `exact`).
     pub(crate) p99_ns: u64,
+    /// The longest.
     pub(crate) max_ns: u64,
     /// False when p50 and p99 come from a histogram.
     pub(crate) exact: bool,
@@ -352,30 +365,43 @@ pub(crate) async fn kind(
 /// `/api/kind`'s answer.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct KindAnswer {
+    /// How many occurrences were counted.
     count: usize,
+    /// The shortest duration.
     min_ns: u64,
+    /// The longest.
     max_ns: u64,
+    /// The median: the nearest rank, exact.
     p50_ns: u64,
+    /// The 90th percentile, exact.
     p90_ns: u64,
+    /// The 99th percentile, exact.
     p99_ns: u64,
     /// `[from_ns, to_ns, count]`.
     histogram: Vec<(u64, u64, u64)>,
+    /// The 20 slowest occurrences, slowest first.
     slowest: Vec<Occurrence>,
     /// For a live trace: what the answer covers (`live::scan::coverage`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    live: Option<serde_json::Value>,
+    live: Option<Vec<crate::api::LiveCoverage>>,
 }
 
 /// One of the slowest occurrences: on a thread (`tid`) or an async track (`async`).
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Occurrence {
+    /// The slice's number, for `/api/slice`.
     index: u64,
+    /// Its thread; absent for an async slice.
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
+    /// Its async track; absent for a slice on a thread.
     #[serde(rename = "async", skip_serializing_if = "Option::is_none")]
     async_track: Option<u32>,
+    /// Its start, on the shared timeline.
     start_ns: i64,
+    /// Its end, on the shared timeline.
     end_ns: i64,
+    /// Its duration.
     duration_ns: u64,
 }
 

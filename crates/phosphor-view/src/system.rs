@@ -410,16 +410,27 @@ impl SystemView {
 /// `/api/system`'s answer.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct SystemSummary {
+    /// Whether the trace has system context (format 1.6).
     present: bool,
+    /// Its system blocks.
     blocks: u64,
+    /// The context switches kept.
     switches: u64,
+    /// The CPU samples kept.
     samples: u64,
+    /// The off-CPU intervals worked out from the switches.
     intervals: usize,
+    /// The heap totals kept.
     heap: usize,
+    /// What was past the caps and not kept (switches, samples, heap totals, mappings).
     dropped: u64,
+    /// The stack addresses past the cap, not kept.
     stacks_dropped: u64,
+    /// The cap on each kind kept.
     max_kept: u64,
+    /// Where reading the system blocks stopped, if it did.
     read_error: Option<String>,
+    /// The listed threads that have switches or samples.
     threads: Vec<u32>,
     /// The first and last heap total's time, and the largest live bytes.
     heap_range: Option<(i64, i64, u64)>,
@@ -428,7 +439,9 @@ pub(crate) struct SystemSummary {
 /// `/api/context`'s answer.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct ContextAnswer {
+    /// The thread's off-CPU intervals in the window.
     intervals: Vec<Interval>,
+    /// The thread's CPU samples in the window.
     samples: Vec<SampleItem>,
 }
 
@@ -437,7 +450,9 @@ pub(crate) struct ContextAnswer {
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum Interval {
+    /// `[start, end, preempted]`: an interval a pixel wide or more (`preempted` 1: runnable, taken off the CPU; 0: blocked).
     Whole(i64, i64, u8),
+    /// `[start, end, -count, off_ns, preempted_ns]`: a pixel of narrower ones.
     Merged(i64, i64, i64, u64, u64),
 }
 
@@ -445,7 +460,9 @@ pub(crate) enum Interval {
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum SampleItem {
+    /// `[time, index]`: a sample alone in its pixel; `index` its place among its thread's, for `/api/stack`.
     One(i64, usize),
+    /// `[start, end, -count, first]`: several in a pixel.
     Merged(i64, i64, i64, usize),
 }
 
@@ -455,17 +472,24 @@ pub(crate) type HeapPixel = (i64, i64, usize, u64, u64, u64);
 /// `/api/stack`'s answer.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct StackAnswer {
+    /// The sample's time, on the shared timeline.
     time_ns: i64,
+    /// Its call stack, innermost frame first.
     frames: Vec<Frame>,
+    /// The symbolizer's warnings (a missing file, a build id that differs).
     warnings: Vec<String>,
 }
 
 /// A symbolized frame, innermost first.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Frame {
+    /// The function's name.
     function: String,
+    /// Its source file; null without debug information.
     file: Option<String>,
+    /// Its line; null without debug information.
     line: Option<u32>,
+    /// Whether the frame was inlined into the next one out.
     inlined: bool,
 }
 

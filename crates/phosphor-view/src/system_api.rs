@@ -142,19 +142,28 @@ pub(crate) async fn slice_figures(traces: &Shared, n: usize, tid: u32, index: u6
 /// A slice's system figures (`system` in `/api/slice`).
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct SliceSystem {
+    /// The time its thread ran on a CPU within the slice.
     on_cpu_ns: u64,
+    /// The time its thread was off the CPU within the slice.
     off_cpu_ns: u64,
+    /// Of that, the time it was runnable (taken off the CPU).
     preempted_ns: u64,
+    /// Of that, the time it was blocked.
     blocked_ns: u64,
+    /// The off-CPU intervals that start in the slice.
     switches: u64,
+    /// The CPU samples of its thread in the slice.
     samples: u64,
+    /// From the `phosphor/scope_alloc` event stamped with its end on its thread; null without one.
     allocations: Option<Allocations>,
 }
 
 /// The allocations of a `phosphor/scope_alloc` event: its two arguments' values.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Allocations {
+    /// How many allocations.
     allocs: Option<ArgValue>,
+    /// How many bytes.
     bytes: Option<ArgValue>,
 }
 

@@ -15,8 +15,8 @@ use std::io::BufReader;
 use std::path::Path;
 use std::sync::Mutex;
 
+use crate::events::EventDetails;
 use phosphor_format::file::Reader;
-use serde_json::Value;
 
 /// Bits of a live record's number that hold its main record's place in its chunk (a chunk holds
 /// at most `MAX_BLOCK_BYTES / 32` = 2^21 records); the bits above hold its chunk's number, so
@@ -54,7 +54,13 @@ impl Details {
 
     /// The details of the event whose main record is record `record` of chunk number `chunk`
     /// (its block at `offset`) of the file at `path`, a chunk the live reader has taken in.
-    pub(crate) fn event(&self, path: &Path, chunk: u64, offset: u64, record: u64) -> Result<Value, String> {
+    pub(crate) fn event(
+        &self,
+        path: &Path,
+        chunk: u64,
+        offset: u64,
+        record: u64,
+    ) -> Result<EventDetails, String> {
         if record == NO_RECORD {
             return Err("no event: chunks were lost here".into());
         }
@@ -78,7 +84,13 @@ impl Details {
 }
 
 /// Reads on to chunk number `chunk` and describes its event.
-fn forward(f: &mut Forward, path: &Path, chunk: u64, offset: u64, record: u64) -> Result<Value, String> {
+fn forward(
+    f: &mut Forward,
+    path: &Path,
+    chunk: u64,
+    offset: u64,
+    record: u64,
+) -> Result<EventDetails, String> {
     let at = |e: phosphor_format::file::Error| format!("{}: {e}", path.display());
     while f.read < chunk {
         f.reader
@@ -96,13 +108,11 @@ fn forward(f: &mut Forward, path: &Path, chunk: u64, offset: u64, record: u64) -
     if c.offset != offset {
         return Err(format!("{}: chunk {chunk} is at byte {}, not {offset}", path.display(), c.offset));
     }
-    let details = crate::events::describe(&c, c.record_offset(record as usize), path)?;
-    serde_json::to_value(details).map_err(|e| e.to_string())
+    crate::events::describe(&c, c.record_offset(record as usize), path)
 }
 
 /// Reads chunk `offset` again, with the tables read so far, and describes its event.
-fn again(f: &mut Forward, path: &Path, offset: u64, record: u64) -> Result<Value, String> {
+fn again(f: &mut Forward, path: &Path, offset: u64, record: u64) -> Result<EventDetails, String> {
     let c = f.reader.chunk_at(offset).map_err(|e| format!("{}: {e}", path.display()))?;
-    let details = crate::events::describe(&c, c.record_offset(record as usize), path)?;
-    serde_json::to_value(details).map_err(|e| e.to_string())
+    crate::events::describe(&c, c.record_offset(record as usize), path)
 }

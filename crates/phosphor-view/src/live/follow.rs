@@ -95,7 +95,7 @@ impl Live {
 
     /// The details of the event of record `id` (its number) of the file at `path`; an error
     /// says why there are none. Reads the file: not on an async worker.
-    pub(crate) fn event(&self, path: &Path, id: u64) -> Result<serde_json::Value, String> {
+    pub(crate) fn event(&self, path: &Path, id: u64) -> Result<crate::events::EventDetails, String> {
         let (chunk, record) = super::details::unpack(id);
         let offset = self.model().chunk_offset(chunk).ok_or_else(|| {
             "its chunk is older than the live view keeps: its details come once the trace is indexed"

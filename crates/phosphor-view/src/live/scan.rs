@@ -2,8 +2,6 @@
 //! `/api/stats` / `/api/kind` (`live/stats.rs`) while a trace is recorded: the same answers as an
 //! index gives, over the records the live view keeps (the newest, past its limit).
 
-use serde_json::{json, Value};
-
 use super::{Live, LiveModel};
 use crate::server::Shared;
 use crate::traces::Slot;
@@ -97,20 +95,23 @@ pub(crate) fn live_traces(traces: &Shared) -> impl Iterator<Item = (usize, &Slot
     traces.slots().enumerate().filter_map(|(n, s)| Some((n, s, s.live()?)))
 }
 
-/// What part of its recording each live trace's answers cover: `[{"trace", "start_ns", "end_ns",
-/// "from_ns", "dropped"}]`: from `from_ns` (the first time the live view still holds all of, its
+/// What part of its recording each live trace's answers cover: from `from_ns` (the first time the live view still holds all of, its
 /// `horizon_ns`, once it has dropped records; else the trace's start) to `end_ns`, its newest.
-pub(crate) fn coverage(traces: &Shared) -> Value {
+pub(crate) fn coverage(traces: &Shared) -> Vec<crate::api::LiveCoverage> {
     live_traces(traces)
         .filter_map(|(n, slot, live)| {
             let m = live.model();
             let (start, end) = m.span()?;
             let p = slot.place();
             let from = m.horizon.map_or(start, |h| h.max(start));
-            Some(json!({
-                "trace": n, "start_ns": p.ns(start), "end_ns": p.ns(end), "from_ns": p.ns(from),
-                "dropped": m.dropped, "skipped": m.skipped,
-            }))
+            Some(crate::api::LiveCoverage {
+                trace: n,
+                start_ns: p.ns(start),
+                end_ns: p.ns(end),
+                from_ns: p.ns(from),
+                dropped: m.dropped,
+                skipped: m.skipped,
+            })
         })
         .collect()
 }

@@ -32,6 +32,9 @@ use crate::{BuildOptions, Error};
 /// but not shown.
 pub const MAX_LIVE_TRACES: usize = 1 << 14;
 
+/// The most ticks [`Place::ticks`] steps over to reach the edge of a nanosecond.
+const MAX_TICK_STEPS: u32 = 1024;
+
 /// Where a trace's times fall on the shared timeline.
 #[derive(Clone, Debug)]
 pub(crate) struct Place {
@@ -76,7 +79,19 @@ impl Place {
         }
         let t = origin as f64 + since as f64 / rate;
         // `as` saturates (and maps a NaN to 0).
-        (if up { t.ceil() } else { t.floor() }) as u64
+        let mut t = (if up { t.ceil() } else { t.floor() }) as u64;
+        // `ns` rounds a tick to the nearest nanosecond, so with ticks shorter than a nanosecond
+        // the ticks just before (after) this one may read as `ns` too: step to the first (last)
+        // of them, so that a window takes every item whose times, as answered, fall in it. A
+        // nanosecond holds at most `1 / rate` ticks; the steps are bounded all the same.
+        for _ in 0..MAX_TICK_STEPS {
+            match up {
+                false if t > 0 && self.ns(t - 1) >= ns => t -= 1,
+                true if t < u64::MAX && self.ns(t + 1) <= ns => t += 1,
+                _ => break,
+            }
+        }
+        t
     }
 }
 

@@ -111,3 +111,37 @@ fn once_scanned_traces_of_one_moment_share_the_clock_and_traces_of_other_moments
     let ready: Vec<i64> = Traces::ready(indexes).slots().map(|s| s.place().offset_ns).collect();
     assert_eq!(ready, [0, auto[1].0, 0]);
 }
+
+/// A window's edges in ticks take every tick whose time, as answered (rounded to the nanosecond),
+/// falls in it: with ticks shorter than a nanosecond, a slice ending on a tick that reads as the
+/// window's start was left out (seen in `view_windows`' random windows).
+#[test]
+fn window_edges_in_ticks_take_every_tick_that_reads_as_inside() {
+    for (rate, origin, offset) in
+        [(0.385188, 23_232_521_047_698u64, 0i64), (0.1, 7, -5), (2.5, 100, 3), (1.0, 9, 0)]
+    {
+        let place = Place::new(
+            ClockInfo {
+                kind: ClockKind::Tsc,
+                ns_per_tick: rate,
+                origin_ticks: origin,
+                origin_monotonic_ns: 0,
+                origin_wall_ns: 0,
+                fallback_reason: None,
+            },
+            offset,
+        );
+        for tick in (origin..origin + 20_000).chain([origin + 1_342_177_280_000, origin + 17]) {
+            let ns = place.ns(tick);
+            // A window starting at the tick's time takes it; so does one ending there.
+            let start = place.ticks(ns, false);
+            assert!(start <= tick, "rate {rate}: tick {tick} reads as {ns}, the window starts at {start}");
+            // No further than a tick (and the rounding) away.
+            let slack = 1 + rate.ceil() as i64;
+            assert!(place.ns(start) >= ns - slack, "rate {rate}: a start no further back than needed");
+            let end = place.ticks(ns, true);
+            assert!(end >= tick, "rate {rate}: tick {tick} reads as {ns}, the window ends at {end}");
+            assert!(place.ns(end) <= ns + slack, "rate {rate}: an end no further on than needed");
+        }
+    }
+}

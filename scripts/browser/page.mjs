@@ -75,8 +75,9 @@ export function settle(page, after, timeout) {
   }, { timeout, polling: 20 }, after)
 }
 
-// Records each canvas's texts since it was last cleared whole: {text, x, y, width, color}. Run in the
-// page before it loads (`page.evaluateOnNewDocument(recordTexts)`), so that labels can be read back.
+// Records each canvas's texts still on it: {text, x, y, width, color}, those whose point (in the
+// units the context draws in) a clear took in dropped. Run in the page before it loads
+// (`page.evaluateOnNewDocument(recordTexts)`), so that labels can be read back.
 export function recordTexts() {
   const proto = CanvasRenderingContext2D.prototype
   const fill = proto.fillText
@@ -88,7 +89,9 @@ export function recordTexts() {
     return fill.call(this, text, x, y, ...rest)
   }
   proto.clearRect = function (x, y, w, h) {
-    if (x <= 0 && y <= 0) this.canvas.texts = []
+    const c = this.canvas
+    if (x <= 0 && y <= 0 && x + w >= (c.cssWidth || c.width) && y + h >= (c.cssHeight || c.height)) c.texts = []
+    else if (c.texts) c.texts = c.texts.filter(t => !(t.x >= x && t.x < x + w && t.y >= y && t.y < y + h))
     return clear.call(this, x, y, w, h)
   }
 }
@@ -112,4 +115,22 @@ export async function runChecks(result, timeout, url, params, checks) {
       }
     }
   }, 1600, 900, { scrollbars: true })
+}
+
+// Scrolls the viewer's tracks from the top to the bottom a box's height at a time, waiting at each
+// place until what is in sight is drawn (tracks out of sight are drawn only when they scroll in),
+// then back to the top: every track's rows have been drawn at the view.
+export async function seeAll(page, timeout) {
+  for (let at = 0; ; ) {
+    await page.evaluate(y => { document.getElementById('tracks').scrollTop = y }, at)
+    await waitIdle(page, timeout)
+    const { height, bottom } = await page.evaluate(() => {
+      const root = document.getElementById('tracks')
+      return { height: root.clientHeight, bottom: root.scrollHeight }
+    })
+    at += Math.max(1, height)
+    if (at >= bottom) break
+  }
+  await page.evaluate(() => { document.getElementById('tracks').scrollTop = 0 })
+  await waitIdle(page, timeout)
 }

@@ -1,6 +1,7 @@
 // What the browser checks share: headless Chromium ($CHROMIUM, else Debian's /usr/bin/chromium)
 // launched as the tests need it, and a page that records its console errors and uncaught
 // exceptions in `errors`.
+import { existsSync, readFileSync } from 'node:fs'
 import puppeteer from 'puppeteer-core'
 
 // Chromium, headless; a CDP call may take `timeoutMs` (a long import, a slow page). Scrollbars
@@ -15,10 +16,21 @@ export function launch(timeoutMs, extraArgs = [], { scrollbars = false } = {}) {
   })
 }
 
-// A new page of `width` × `height` whose console errors and exceptions go into `errors`.
+// A new page of `width` × `height` whose console errors and exceptions go into `errors`. With
+// $PHOSPHOR_VIEW_ASSETS set to a folder, the viewer's scripts and style are served from it instead
+// of the binary's (a change to them tried without a build; the benchmark's `--assets`).
 export async function open(browser, errors, width = 1600, height = 900) {
   const page = await browser.newPage()
   await page.setViewport({ width, height })
+  const assets = process.env.PHOSPHOR_VIEW_ASSETS
+  if (assets) {
+    await page.setRequestInterception(true)
+    page.on('request', req => {
+      const m = /^\/([\w-]+\.(js|css))$/.exec(new URL(req.url()).pathname)
+      if (!m || !existsSync(`${assets}/${m[1]}`)) return req.continue()
+      req.respond({ status: 200, contentType: m[2] === 'js' ? 'text/javascript' : 'text/css', body: readFileSync(`${assets}/${m[1]}`, 'utf8') })
+    })
+  }
   page.on('console', msg => {
     if (msg.type() === 'error') errors.push(msg.text())
   })

@@ -43,6 +43,8 @@ const opts = { queryRuns: 3, places: 5, px: 1600, timeout: 1800, label: '', deco
     }
     opts[key] = typeof opts[key] === 'number' ? Number(argv[i + 1]) : argv[i + 1]
   }
+  // (page.mjs serves the page's files from there.)
+  if (opts.assets) process.env.PHOSPHOR_VIEW_ASSETS = opts.assets
   if (!opts.bin || !opts.trace || !opts.out) {
     console.error('usage: node view-bench.mjs --bin PHOSPHOR --trace FILE --out RESULTS.json [--query-runs N] [--places N] [--px N] [--timeout S] [--label TEXT]')
     process.exit(2)
@@ -151,14 +153,6 @@ const viewport = { width: opts.px + 640, height: 1000, deviceScaleFactor: 1 }
 
 async function newPage(errors) {
   const page = await open(browser, errors, viewport.width, viewport.height)
-  if (opts.assets) {
-    await page.setRequestInterception(true)
-    page.on('request', req => {
-      const m = /^\/([\w-]+\.(js|css))$/.exec(new URL(req.url()).pathname)
-      if (!m || !existsSync(`${opts.assets}/${m[1]}`)) return req.continue()
-      req.respond({ status: 200, contentType: m[2] === 'js' ? 'text/javascript' : 'text/css', body: readFileSync(`${opts.assets}/${m[1]}`, 'utf8') })
-    })
-  }
   // Stamps each change of the page's stage (and the frame after it) in wall-clock milliseconds.
   await page.evaluateOnNewDocument(() => {
     window.__stages = []

@@ -73,8 +73,12 @@ fn frames_draw_a_band_each_tracks_out_of_sight_wait_and_the_picture_at_rest_is_t
     for kind in ["thread", "async", "counter"] {
         assert!(kinds.contains(&kind), "no {kind} track compared: {}", short());
     }
+    for kind in ["thread", "async"] {
+        let painted: u64 =
+            compared.iter().filter(|c| c["kind"] == kind).map(|c| c["painted"].as_u64().unwrap()).sum();
+        assert!(painted > 1000, "the {kind} tracks drew nearly nothing: {}", short());
+    }
     for c in compared {
-        assert!(c["painted"].as_u64().unwrap() > 0 || c["kind"] == "counter", "nothing drawn: {c}");
         assert_eq!(c["differ"], 0, "drawn in parts, it differs from drawn whole: {c}");
         assert_eq!(c["logs_differ"], false, "drawn in parts, it drew other items than drawn whole: {c}");
     }

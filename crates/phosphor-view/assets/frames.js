@@ -14,17 +14,24 @@ import { drawFlow, state } from './view.js'
 import { draw, paint } from './draw.js'
 import { compose, drawBands, inSight, isSlices, layoutChanged, measure, shows, sight, stale, upToDate } from './bands.js'
 
-// The drawing a frame does for new data, in milliseconds (`state.budgetMs` overrides it: tests set
-// 0 to draw one band a frame).
+// The drawing a frame does, in milliseconds: new data is drawn for what a move left of it
+// (`state.budgetMs` overrides it: tests set 0 to draw one band a frame).
 export const BUDGET_MS = 8
 
 // Tracks with new data (or a redraw) to draw, in the order it came.
 const queue = new Set()
 let armed = null
+// The drawing of moves and of tracks come into sight since new data was last drawn, and when the
+// last of it ended: taken from the frame's budget (if within a frame's time).
+let spent = 0, spentAt = -Infinity
 
 // Logs drawing work of `kind` begun at `t0` (performance.now()).
 export function note(kind, t0, pieces) {
   const t = performance.now()
+  if (kind !== 'new') {
+    spent = (t0 - spentAt < 16 ? spent : 0) + t - t0
+    spentAt = t
+  }
   state.work.push([t0, t - t0, kind, pieces])
   if (state.work.length > 4000) state.work.splice(0, 2000)
 }
@@ -47,7 +54,9 @@ function run() {
   clearTimeout(armed.timeout)
   armed = null
   const t0 = performance.now()
-  const budget = { deadline: t0 + (state.budgetMs ?? BUDGET_MS), done: 0 }
+  const moved = t0 - spentAt < 16 ? spent : 0
+  const budget = { deadline: t0 + Math.max(0, (state.budgetMs ?? BUDGET_MS) - moved), done: 0 }
+  spent = 0
   const s = sight()
   for (const t of queue) {
     if (budget.done && performance.now() > budget.deadline) break

@@ -462,6 +462,8 @@ export async function select(track, hit) {
   }
   state.selected = { trace: track.trace, index: hit.slice[3], start: hit.slice[0], end: hit.slice[1] }
   draw(track)
+  // (The others in sight drop the outline of the slice selected before, in the next frames.)
+  seeTracks()
   writeUrl()
   const s = await sliceDetails(track.trace, hit.slice[3])
   // Kept to show it again from the index once a live trace is indexed (live.js).

@@ -135,15 +135,11 @@ export function shown(track, r) {
   for (const band of b.bands) {
     band.stamp = st
     band.redo = false
-    band.drawn = 0
-    band.log = []
-    if (!r) continue
-    const last = Math.min(band.to, r.counts.length)
-    for (let l = band.from; l < last; l++) {
-      band.drawn += r.counts[l] || 0
-      if (r.logs && r.logs[l]) band.log.push(...r.logs[l])
+    if (r) keepCounts(band, r)
+    else {
+      band.drawn = 0
+      band.log = []
     }
-    if (band.rest) band.drawn += r.rest
   }
 }
 
@@ -206,7 +202,8 @@ export function stale(track, s, redo) {
 
 // Draws the bands of `track` in sight that need it, from the top, while `budget.deadline`
 // (performance.now()) is not past, or until one band was drawn this frame (`budget.done`, counted
-// across tracks). Gives whether none is left to draw.
+// across tracks); adjacent bands are drawn in one pass while their last drawings' times fit. Gives
+// whether none is left to draw.
 export function drawBands(track, budget, s) {
   const rows = rowsInSight(track, s)
   if (!track.data) return true
@@ -214,42 +211,64 @@ export function drawBands(track, budget, s) {
   if (!shows(track, s)) compose(track, s)
   const b = bitmapOf(track)
   const st = stampOf(track)
-  for (const band of b.bands) {
-    if (band.bottom <= rows[0] || band.top >= rows[1] || !needs(band, st)) continue
-    // (A band is not begun that would likely end past the deadline: its last drawing's time.)
-    if (budget.done && performance.now() + (band.ms || 0) > budget.deadline) return false
-    const t0 = performance.now()
-    drawOne(track, b, band, st)
-    band.ms = performance.now() - t0
-    budget.done++
+  const bands = b.bands
+  const due = band => band.bottom > rows[0] && band.top < rows[1] && needs(band, st)
+  // (A band not drawn yet is reckoned at half a millisecond.)
+  const cost = band => band.ms || 0.5
+  for (let i = 0; i < bands.length; i++) {
+    if (!due(bands[i])) continue
+    const now = performance.now()
+    let est = cost(bands[i])
+    if (budget.done && now + est > budget.deadline) return false
+    let j = i + 1
+    for (; j < bands.length && due(bands[j]) && now + est + cost(bands[j]) <= budget.deadline; j++) est += cost(bands[j])
+    drawRun(track, b, bands.slice(i, j), st)
+    const each = (performance.now() - now) / (j - i)
+    for (let k = i; k < j; k++) bands[k].ms = each
+    budget.done += j - i
+    i = j - 1
   }
   return true
 }
 
-// Band `band` of `track` drawn at the view from its data, on the canvas (cleared and clipped to
-// the band) and copied to the bitmap.
-function drawOne(track, b, band, st) {
+// Adjacent bands `run` of `track` drawn at the view from its data in one pass, on the canvas
+// (cleared and clipped to them) and copied to the bitmap.
+function drawRun(track, b, run, st) {
   const c = track.canvas
   const width = cssWidth(c)
-  const h = band.bottom - band.top
+  const top = run[0].top, last = run[run.length - 1], h = last.bottom - top
   const dpr = c.width / width
   const g = c.getContext('2d')
   g.setTransform(dpr, 0, 0, dpr, 0, 0)
   g.save()
   g.beginPath()
-  g.rect(0, band.top, width, h)
+  g.rect(0, top, width, h)
   g.clip()
-  g.clearRect(0, band.top, width, h)
-  const r = drawThread(track, g, { from: band.from, to: band.to, rest: band.rest, rows: [band.top, band.bottom] })
+  g.clearRect(0, top, width, h)
+  const r = drawThread(track, g, { from: run[0].from, to: last.to, rest: last.rest, rows: [top, last.bottom] })
   drawMarks(c, g)
   g.restore()
   const bg = b.canvas.getContext('2d')
-  bg.clearRect(0, band.top * dpr, b.canvas.width, h * dpr)
-  bg.drawImage(c, 0, band.top * dpr, c.width, h * dpr, 0, band.top * dpr, c.width, h * dpr)
-  band.stamp = st
-  band.redo = false
-  band.drawn = r.drawn
-  band.log = r.log
+  bg.clearRect(0, top * dpr, b.canvas.width, h * dpr)
+  bg.drawImage(c, 0, top * dpr, c.width, h * dpr, 0, top * dpr, c.width, h * dpr)
+  for (const band of run) {
+    band.stamp = st
+    band.redo = false
+    keepCounts(band, r)
+  }
   track.drawn = b.bands.reduce((n, x) => n + x.drawn, 0)
   if (drawLog) track.drawLog = b.bands.flatMap(x => x.log || [])
+}
+
+// What `band` drew, from what `drawThread` gave for it and others: the items of its levels (and
+// of the points and system band if it has them), and their log.
+function keepCounts(band, r) {
+  band.drawn = 0
+  band.log = []
+  const last = Math.min(band.to, r.counts.length)
+  for (let l = band.from; l < last; l++) {
+    band.drawn += r.counts[l] || 0
+    if (r.logs && r.logs[l]) band.log.push(...r.logs[l])
+  }
+  if (band.rest) band.drawn += r.rest
 }

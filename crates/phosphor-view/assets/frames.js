@@ -1,8 +1,8 @@
 // What each frame draws. A pan or zoom moves every track in sight from its kept picture
 // (`moveTracks`; bands.js's `compose`), which is cheap whatever the track holds. New answers are
 // drawn in the frames after they come (`drawSoon`), a band of levels at a time, until about
-// BUDGET_MS of drawing in a frame (at least one band), so that a tall track is spread over frames
-// rather than holding one. Tracks out of sight are not drawn: when they scroll in (a scroll, or
+// BUDGET_MS of drawing in a frame while the view moves (at least one band), so that a tall track
+// is spread over frames rather than holding one. Tracks out of sight are not drawn: when they scroll in (a scroll, or
 // the layout moving them), they are moved to the view and their stale bands drawn.
 //
 // Every piece of drawing is logged in `state.work` ([start, milliseconds, kind, bands or tracks
@@ -14,20 +14,24 @@ import { drawFlow, state } from './view.js'
 import { draw, paint } from './draw.js'
 import { compose, drawBands, inSight, isSlices, layoutChanged, measure, shows, sight, stale, upToDate } from './bands.js'
 
-// The drawing a frame does, in milliseconds: new data is drawn for what a move left of it
-// (`state.budgetMs` overrides it: tests set 0 to draw one band a frame).
+// The drawing a frame does while the view moves (a move in the last MOVING_MS), in milliseconds:
+// new data is drawn for what a move left of it; and while it rests, when no frame is waited for
+// but the next band's (`state.budgetMs` overrides both: tests set 0 to draw one band a frame).
 export const BUDGET_MS = 8
+export const REST_BUDGET_MS = 20
+const MOVING_MS = 100
 
 // Tracks with new data (or a redraw) to draw, in the order it came.
 const queue = new Set()
 let armed = null
 // The drawing of moves and of tracks come into sight since new data was last drawn, and when the
 // last of it ended: taken from the frame's budget (if within a frame's time).
-let spent = 0, spentAt = -Infinity
+let spent = 0, spentAt = -Infinity, movedAt = -Infinity
 
 // Logs drawing work of `kind` begun at `t0` (performance.now()).
 export function note(kind, t0, pieces) {
   const t = performance.now()
+  if (kind === 'move') movedAt = t
   if (kind !== 'new') {
     spent = (t0 - spentAt < 16 ? spent : 0) + t - t0
     spentAt = t
@@ -55,7 +59,8 @@ function run() {
   armed = null
   const t0 = performance.now()
   const moved = t0 - spentAt < 16 ? spent : 0
-  const budget = { deadline: t0 + Math.max(0, (state.budgetMs ?? BUDGET_MS) - moved), done: 0 }
+  const ms = state.budgetMs ?? (t0 - movedAt < MOVING_MS ? BUDGET_MS : REST_BUDGET_MS)
+  const budget = { deadline: t0 + Math.max(0, ms - moved), done: 0 }
   spent = 0
   const s = sight()
   for (const t of queue) {

@@ -82,6 +82,10 @@ fn frames_draw_a_band_each_tracks_out_of_sight_wait_and_the_picture_at_rest_is_t
         assert_eq!(c["differ"], 0, "drawn in parts, it differs from drawn whole: {c}");
         assert_eq!(c["logs_differ"], false, "drawn in parts, it drew other items than drawn whole: {c}");
     }
+    // Both with one band a frame and with the page's own budget.
+    for how in ["one band a frame", "the page's budget"] {
+        assert!(compared.iter().any(|c| c["how"] == how), "nothing compared with {how}: {}", short());
+    }
     // The tall async track was compared at more than one place of the box.
     assert!(compared.iter().filter(|c| c["kind"] == "async").count() > 1, "{}", short());
 }

@@ -2,8 +2,9 @@
 // (`moveTracks`; bands.js's `compose`), which is cheap whatever the track holds. New answers are
 // drawn in the frames after they come (`drawSoon`), a band of levels at a time, until about
 // BUDGET_MS of drawing in a frame while the view moves (at least one band), so that a tall track
-// is spread over frames rather than holding one. Tracks out of sight are not drawn: when they scroll in (a scroll, or
-// the layout moving them), they are moved to the view and their stale bands drawn.
+// is spread over frames rather than holding one. Tracks out of sight are not drawn: when they
+// come into sight (a scroll, or the layout moving them), they are moved to the view and their
+// stale bands drawn.
 //
 // Every piece of drawing is logged in `state.work` ([start, milliseconds, kind, bands or tracks
 // drawn]; kinds: 'move', a pan or zoom's frame; 'new', answers drawn; 'sight', tracks come into
@@ -14,9 +15,10 @@ import { drawFlow, state } from './view.js'
 import { draw, paint } from './draw.js'
 import { compose, drawBands, inSight, isSlices, layoutChanged, measure, shows, sight, stale, upToDate } from './bands.js'
 
-// The drawing a frame does while the view moves (a move in the last MOVING_MS), in milliseconds:
-// new data is drawn for what a move left of it; and while it rests, when no frame is waited for
-// but the next band's (`state.budgetMs` overrides both: tests set 0 to draw one band a frame).
+// The drawing a frame does, in milliseconds: BUDGET_MS while the view moves (a move in the last
+// MOVING_MS; new data is drawn for what the move's own drawing left of it), REST_BUDGET_MS while it
+// rests (a longer frame then holds up only the next bands). `state.budgetMs` overrides both (tests
+// set 0 to draw one band a frame).
 export const BUDGET_MS = 8
 export const REST_BUDGET_MS = 20
 const MOVING_MS = 100

@@ -258,7 +258,7 @@ async function refresh() {
   mine.near = false
   await Promise.all(state.tracks.filter(t => !inSight(t, at)).map(fetchTrack))
   if (round === mine) round = null
-  // Whatever came into sight meanwhile is drawn at the view (unless a round for a newer view follows).
+  // Whatever came into sight meanwhile is drawn at the view (unless a newer view's round follows).
   if (!signal.aborted && view.start === state.view.start && view.end === state.view.end) seeTracks(true)
   drawFlow()
   if (state.onRefresh) state.onRefresh()
@@ -274,8 +274,8 @@ function fitLevels(track, slices) {
 }
 
 // Redraws at once what is known in the new view (each track in sight moved and scaled from its
-// kept picture, its newly exposed edges drawn from the data known: `moveTracks`); fetches its detail in the next
-// task, and then no more than one request round at a time (while the mouse moves, rounds follow
+// kept picture, its newly exposed edges drawn from the data known: `moveTracks`); fetches its
+// detail in the next task, and then no more than one request round at a time (while the mouse moves, rounds follow
 // each other: the detail keeps up with a drag instead of waiting for the mouse to stop). A round
 // whose answers the view has left (its window no longer overlaps the view, or at a resolution 4×
 // off) is cancelled: the newest view's round starts at once.

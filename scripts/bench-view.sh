@@ -17,8 +17,10 @@
 # - panning in the browser: phosphorView.pan(±0.02) with a frame between, on the whole trace and
 #   zoomed in 100x; median, p95 and max of the page's synchronous redraws (phosphorView.frames);
 # - issue 39's figures: frame intervals (requestAnimationFrame, Chromium's frame rate uncapped)
-#   while 200 pans and 100 zooms run, p99; new detail drawn after a move (10 pans and 10 zooms
-#   each waited for until every track is drawn from fresh answers); the statistics of the middle
+#   while 200 pans and 100 zooms run, p99, and split by what each frame drew (new answers, only
+#   the move, nothing: the page's `phosphorView.work` log); new detail drawn after a move (10 pans
+#   and 10 zooms each waited for until every track is drawn from fresh answers, and until those in
+#   sight are: the page's `phosphorView.fresh` stamp); the statistics of the middle
 #   tenth of the trace and the histogram (/api/kind) of its busiest row over it; the server's
 #   peak RSS against the trace decoded (`phosphor info`'s compression ratio); the index on disk
 #   against the trace file.

@@ -1,6 +1,7 @@
 // What the browser checks share: headless Chromium ($CHROMIUM, else Debian's /usr/bin/chromium)
 // launched as the tests need it, and a page that records its console errors and uncaught
 // exceptions in `errors`.
+import { existsSync, readFileSync } from 'node:fs'
 import puppeteer from 'puppeteer-core'
 
 // Chromium, headless; a CDP call may take `timeoutMs` (a long import, a slow page). Scrollbars
@@ -15,10 +16,21 @@ export function launch(timeoutMs, extraArgs = [], { scrollbars = false } = {}) {
   })
 }
 
-// A new page of `width` × `height` whose console errors and exceptions go into `errors`.
+// A new page of `width` × `height` whose console errors and exceptions go into `errors`. With
+// $PHOSPHOR_VIEW_ASSETS set to a folder, the viewer's scripts and style are served from it instead
+// of the binary's (a change to them tried without a build; the benchmark's `--assets`).
 export async function open(browser, errors, width = 1600, height = 900) {
   const page = await browser.newPage()
   await page.setViewport({ width, height })
+  const assets = process.env.PHOSPHOR_VIEW_ASSETS
+  if (assets) {
+    await page.setRequestInterception(true)
+    page.on('request', req => {
+      const m = /^\/([\w-]+\.(js|css))$/.exec(new URL(req.url()).pathname)
+      if (!m || !existsSync(`${assets}/${m[1]}`)) return req.continue()
+      req.respond({ status: 200, contentType: m[2] === 'js' ? 'text/javascript' : 'text/css', body: readFileSync(`${assets}/${m[1]}`, 'utf8') })
+    })
+  }
   page.on('console', msg => {
     if (msg.type() === 'error') errors.push(msg.text())
   })
@@ -75,8 +87,9 @@ export function settle(page, after, timeout) {
   }, { timeout, polling: 20 }, after)
 }
 
-// Records each canvas's texts since it was last cleared whole: {text, x, y, width, color}. Run in the
-// page before it loads (`page.evaluateOnNewDocument(recordTexts)`), so that labels can be read back.
+// Records each canvas's texts still on it: {text, x, y, width, color}, those whose point (in the
+// units the context draws in) a clear took in dropped. Run in the page before it loads
+// (`page.evaluateOnNewDocument(recordTexts)`), so that labels can be read back.
 export function recordTexts() {
   const proto = CanvasRenderingContext2D.prototype
   const fill = proto.fillText
@@ -88,7 +101,9 @@ export function recordTexts() {
     return fill.call(this, text, x, y, ...rest)
   }
   proto.clearRect = function (x, y, w, h) {
-    if (x <= 0 && y <= 0) this.canvas.texts = []
+    const c = this.canvas
+    if (x <= 0 && y <= 0 && x + w >= (c.cssWidth || c.width) && y + h >= (c.cssHeight || c.height)) c.texts = []
+    else if (c.texts) c.texts = c.texts.filter(t => !(t.x >= x && t.x < x + w && t.y >= y && t.y < y + h))
     return clear.call(this, x, y, w, h)
   }
 }
@@ -112,4 +127,22 @@ export async function runChecks(result, timeout, url, params, checks) {
       }
     }
   }, 1600, 900, { scrollbars: true })
+}
+
+// Scrolls the viewer's tracks from the top to the bottom a box's height at a time, waiting at each
+// place until what is in sight is drawn (tracks out of sight are drawn only when they scroll in),
+// then back to the top: every track's rows have been drawn at the view.
+export async function seeAll(page, timeout) {
+  for (let at = 0; ; ) {
+    await page.evaluate(y => { document.getElementById('tracks').scrollTop = y }, at)
+    await waitIdle(page, timeout)
+    const { height, bottom } = await page.evaluate(() => {
+      const root = document.getElementById('tracks')
+      return { height: root.clientHeight, bottom: root.scrollHeight }
+    })
+    at += Math.max(1, height)
+    if (at >= bottom) break
+  }
+  await page.evaluate(() => { document.getElementById('tracks').scrollTop = 0 })
+  await waitIdle(page, timeout)
 }

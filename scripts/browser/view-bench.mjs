@@ -21,6 +21,8 @@
 //          [--decoded-bytes N]   (the trace's size decoded, for the server's RSS as a share of it)
 //          [--only frames]       (only the frames: one launch with the index kept, then panning
 //                                 and zooming; no cold launch, queries or warm launch)
+//          [--assets DIR]        (the page's scripts and style served from DIR instead of the
+//                                 binary's: an instrumented copy of another version's, say)
 // Prints Markdown tables on stdout; writes every figure as JSON to RESULTS.json. Chromium:
 // $CHROMIUM, else /usr/bin/chromium.
 import { spawn } from 'node:child_process'
@@ -30,7 +32,7 @@ import http from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { launch as launchChromium, open } from './page.mjs'
 
-const opts = { queryRuns: 3, places: 5, px: 1600, timeout: 1800, label: '', decodedBytes: 0, only: '' }
+const opts = { queryRuns: 3, places: 5, px: 1600, timeout: 1800, label: '', decodedBytes: 0, only: '', assets: '' }
 {
   const argv = process.argv.slice(2)
   for (let i = 0; i < argv.length; i += 2) {
@@ -41,6 +43,8 @@ const opts = { queryRuns: 3, places: 5, px: 1600, timeout: 1800, label: '', deco
     }
     opts[key] = typeof opts[key] === 'number' ? Number(argv[i + 1]) : argv[i + 1]
   }
+  // (page.mjs serves the page's files from there.)
+  if (opts.assets) process.env.PHOSPHOR_VIEW_ASSETS = opts.assets
   if (!opts.bin || !opts.trace || !opts.out) {
     console.error('usage: node view-bench.mjs --bin PHOSPHOR --trace FILE --out RESULTS.json [--query-runs N] [--places N] [--px N] [--timeout S] [--label TEXT]')
     process.exit(2)
@@ -232,70 +236,87 @@ async function launch(name) {
   return { page, server, result }
 }
 
-// Panning: `steps` pans of `fraction`, a frame between; the page's synchronous redraw times.
-async function panLoop(page, steps, fraction) {
-  return page.evaluate(async (steps, fraction) => {
+// `steps` moves (`move` names the page's call: 'pan' or 'zoom', by `by`), a frame
+// (requestAnimationFrame) between; the page's synchronous redraw times, the intervals between
+// frames, and, where the page logs its drawing (`phosphorView.work`: [start, ms, kind]), the
+// drawing each interval held by kind.
+async function moveLoop(page, move, steps, by) {
+  return page.evaluate(async (move, steps, by) => {
     const pv = window.phosphorView
     pv.frames.length = 0
     const intervals = []
+    const ends = []
     let last = performance.now()
+    const first = last
     for (let i = 0; i < steps; i++) {
-      pv.pan(fraction)
+      pv[move](by)
       await new Promise(r => requestAnimationFrame(r))
       const t = performance.now()
       intervals.push(t - last)
+      ends.push(t)
       last = t
     }
-    return { frames: [...pv.frames], intervals, view: [pv.view.start, pv.view.end] }
-  }, steps, fraction)
+    // The drawing of each interval (begun in it), by kind.
+    const work = (pv.work || []).filter(w => w[0] >= first && w[0] < last)
+    const drawing = ends.map(() => ({}))
+    let k = 0
+    for (const [at, ms, kind] of work) {
+      while (k < ends.length && ends[k] <= at) k++
+      if (k === ends.length) break
+      drawing[k][kind] = (drawing[k][kind] || 0) + ms
+    }
+    return { frames: [...pv.frames], intervals, drawing: pv.work ? drawing : null, view: [pv.view.start, pv.view.end] }
+  }, move, steps, by)
+}
+const panLoop = (page, steps, fraction) => moveLoop(page, 'pan', steps, fraction)
+const zoomLoop = (page, steps, factor) => moveLoop(page, 'zoom', steps, factor)
+
+// The frame intervals by what their frame drew: 'new' (new answers drawn in it), 'move' (only
+// a pan or zoom's redraw), 'none' (nothing of the page's); with the drawing's own milliseconds.
+function byCause(loops) {
+  if (loops.some(l => !l.drawing)) return null
+  const groups = { new: [], move: [], none: [] }
+  const drawn = { new: [], move: [], none: [] }
+  for (const l of loops) {
+    l.intervals.forEach((ms, i) => {
+      const d = l.drawing[i]
+      const cause = d.new !== undefined ? 'new' : d.move !== undefined ? 'move' : 'none'
+      groups[cause].push(ms)
+      drawn[cause].push(Object.values(d).reduce((a, b) => a + b, 0))
+    })
+  }
+  return Object.fromEntries(Object.keys(groups).map(k => [k, { intervals: summary(groups[k]), drawing: summary(drawn[k]) }]))
 }
 
-// Zooming: `steps` zooms by `factor` about the middle, a frame between (as panLoop).
-async function zoomLoop(page, steps, factor) {
-  return page.evaluate(async (steps, factor) => {
-    const pv = window.phosphorView
-    pv.frames.length = 0
-    const intervals = []
-    let last = performance.now()
-    for (let i = 0; i < steps; i++) {
-      pv.zoom(factor)
-      await new Promise(r => requestAnimationFrame(r))
+// `steps` moves (`move`: 'pan' by `by`, or 'zoom' by `by` and 1/`by` alternately), each waited
+// for until every track is drawn again from fresh answers (any wait of the page's before it asks
+// included; `all`, in milliseconds), and, where the page stamps it (`phosphorView.fresh`), until
+// the tracks in sight are (`sight`, the page's own clock: no polling in it; `answered`, until
+// their answers were all in).
+async function moveSettled(page, move, steps, by) {
+  const all = [], sight = [], answered = []
+  for (let i = 0; i < steps; i++) {
+    const f = move === 'zoom' && i % 2 === 1 ? 1 / by : by
+    const n = await page.evaluate(() => window.phosphorView.answered)
+    const [t0, fresh] = await page.evaluate((move, f) => {
+      const pv = window.phosphorView
       const t = performance.now()
-      intervals.push(t - last)
-      last = t
+      pv[move](f)
+      return [t, pv.fresh ? pv.fresh.n : null]
+    }, move, f)
+    if (fresh !== null) {
+      await page.waitForFunction(n => {
+        const pv = window.phosphorView
+        return pv.fresh.n > n && pv.fresh.view.start === pv.view.start && pv.fresh.view.end === pv.view.end
+      }, { timeout, polling: 10 }, fresh)
+      const f = await page.evaluate(() => window.phosphorView.fresh)
+      sight.push(f.at - t0)
+      answered.push(f.answered - t0)
     }
-    return { frames: [...pv.frames], intervals, view: [pv.view.start, pv.view.end] }
-  }, steps, factor)
-}
-
-// Zooms by `factor` (alternately in and out) each waited for until every track is drawn again
-// from fresh answers (as panSettled).
-async function zoomSettled(page, steps, factor) {
-  const times = []
-  for (let i = 0; i < steps; i++) {
-    const f = i % 2 === 0 ? factor : 1 / factor
-    const n = await page.evaluate(() => window.phosphorView.answered)
-    const t0 = await page.evaluate(f => { const t = performance.now(); window.phosphorView.zoom(f); return t }, f)
     await settled(page, n)
-    const t1 = await page.evaluate(() => performance.now())
-    times.push(t1 - t0)
+    all.push(await page.evaluate(() => performance.now()) - t0)
   }
-  return times
-}
-
-// Pans of `fraction` each waited for until every track is drawn again from fresh answers (any wait
-// of the page's before it asks is included).
-async function panSettled(page, steps, fraction) {
-  const times = []
-  for (let i = 0; i < steps; i++) {
-    const n = await page.evaluate(() => window.phosphorView.answered)
-    const t0 = await page.evaluate(f => { const t = performance.now(); window.phosphorView.pan(f); return t }, fraction)
-    await settled(page, n)
-    // The answers are drawn as they arrive, in the same task: done when the last one was.
-    const t1 = await page.evaluate(() => performance.now())
-    times.push(t1 - t0)
-  }
-  return times
+  return { all, sight, answered }
 }
 
 async function pan(page) {
@@ -338,25 +359,35 @@ async function pan(page) {
     await show(s, e)
     const back = await panLoop(page, 100, -0.02)
     await show(s, e)
-    const fresh = await panSettled(page, 10, 0.1)
+    const fresh = await moveSettled(page, 'pan', 10, 0.1)
     await show(s, e)
     const zin = await zoomLoop(page, 50, 0.9)
     const zout = await zoomLoop(page, 50, 1 / 0.9)
     await show(s, e)
-    const zfresh = await zoomSettled(page, 10, 0.5)
+    const zfresh = await moveSettled(page, 'zoom', 10, 0.5)
     await show(s, e)
     const moves = [...loop.intervals, ...back.intervals, ...zin.intervals, ...zout.intervals]
+    const sight = [...fresh.sight, ...zfresh.sight]
+    // The tracks in sight, at the view (rows of the tracks' box), and how tall each is.
+    const tracks = await page.evaluate(() => {
+      const root = document.getElementById('tracks')
+      return { box: [root.scrollTop, root.clientHeight], rows: window.phosphorView.tracks.map(t => [t.name, t.canvas.offsetTop, t.height]) }
+    })
     out[name] = {
       window_ns: [s, e],
       items_drawn: items,
+      tracks,
       frames: summary([...loop.frames, ...back.frames]),
       frame_intervals: summary([...loop.intervals, ...back.intervals]),
-      fresh_drawn_ms: summary(fresh),
+      fresh_drawn_ms: summary(fresh.all),
       zoom_frames: summary([...zin.frames, ...zout.frames]),
       move_intervals: summary(moves),
-      zoom_fresh_drawn_ms: summary(zfresh),
-      fresh_all_ms: summary([...fresh, ...zfresh]),
-      raw: { frames: [...loop.frames, ...back.frames], intervals: [...loop.intervals, ...back.intervals], fresh, zoom_intervals: [...zin.intervals, ...zout.intervals], zfresh },
+      move_causes: byCause([loop, back, zin, zout]),
+      zoom_fresh_drawn_ms: summary(zfresh.all),
+      fresh_all_ms: summary([...fresh.all, ...zfresh.all]),
+      fresh_sight_ms: sight.length ? summary(sight) : null,
+      fresh_sight_answered_ms: sight.length ? summary([...fresh.answered, ...zfresh.answered]) : null,
+      raw: { frames: [...loop.frames, ...back.frames], intervals: [...loop.intervals, ...back.intervals], fresh: fresh.all, zoom_intervals: [...zin.intervals, ...zout.intervals], zfresh: zfresh.all, sight, drawing: [loop, back, zin, zout].map(l => l.drawing) },
     }
     log(`pan ${name}: redraw median ${out[name].frames.median.toFixed(2)} p95 ${out[name].frames.p95.toFixed(2)} max ${out[name].frames.max.toFixed(2)} ms; fresh median ${out[name].fresh_drawn_ms.median.toFixed(0)} ms`)
   }
@@ -565,6 +596,19 @@ function issue39(r) {
     if (!p || !p.move_intervals) continue
     lines.push(`| pan/zoom frame interval p99 (${what}; 200 pans, 100 zooms, uncapped frame rate) | ≤ 16 ms | ${f(p.move_intervals.p99, 1)} ms (median ${f(p.move_intervals.median, 1)}, max ${f(p.move_intervals.max, 1)}) | ${ok(p.move_intervals.p99, 16)} |`)
     lines.push(`| new detail drawn after a move (${what}; 10 pans, 10 zooms; incl. any wait of the page's before it asks) | ≤ 100 ms | median ${f(p.fresh_all_ms.median, 0)}, p99 ${f(p.fresh_all_ms.p99, 0)}, max ${f(p.fresh_all_ms.max, 0)} ms | ${ok(p.fresh_all_ms.p99, 100)} |`)
+    const c = p.move_causes
+    if (c) {
+      for (const [k, what2] of [['new', 'drawing new answers'], ['move', 'only moving'], ['none', 'drawing nothing']]) {
+        const g = c[k]
+        if (!g.intervals.n) continue
+        lines.push(`| … frames ${what2} (${g.intervals.n} of ${p.move_intervals.n}): interval p99 (median, max); the page's drawing in them p99 (max) | | ${f(g.intervals.p99, 1)} ms (${f(g.intervals.median, 1)}, ${f(g.intervals.max, 1)}); ${f(g.drawing.p99, 1)} ms (${f(g.drawing.max, 1)}) | |`)
+      }
+    }
+    if (p.fresh_sight_ms) {
+      lines.push(`| new detail of the tracks in sight (${what}; the page's stamp) | ≤ 100 ms | median ${f(p.fresh_sight_ms.median, 0)}, p99 ${f(p.fresh_sight_ms.p99, 0)}, max ${f(p.fresh_sight_ms.max, 0)} ms | ${ok(p.fresh_sight_ms.p99, 100)} |`)
+      const a = p.fresh_sight_answered_ms
+      lines.push(`| … of which their answers all in: median / p99 | | ${f(a.median, 0)} / ${f(a.p99, 0)} ms | |`)
+    }
   }
   const q = r.queries && r.queries.reported
   for (const x of (q && q.range) || []) {

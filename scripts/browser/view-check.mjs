@@ -7,7 +7,7 @@
 // Usage: node view-check.mjs URL SLICE_JSON SEARCH SCREENSHOT [TIMEOUT_SECONDS]
 // SLICE_JSON names the slice to click: {"tid": N, "level": L, "start": S, "end": E}, times on the
 // page's timeline. Chromium: $CHROMIUM, else /usr/bin/chromium.
-import { check, clickSlice } from './page.mjs'
+import { check, clickSlice, seeAll } from './page.mjs'
 
 const [url, sliceArg, term, screenshot, timeoutArg] = process.argv.slice(2)
 if (!url || !sliceArg || !term || !screenshot) {
@@ -28,7 +28,8 @@ await check(result, timeout, async page => {
   await page.goto(url, { timeout, waitUntil: 'domcontentloaded' })
   await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
   result.labels = await page.$$eval('.track .label', ls => ls.map(l => l.textContent))
-  // Every track drew what it was sent (async lanes included).
+  // Every track drew what it was sent (async lanes included), as it came into sight.
+  await seeAll(page, timeout)
   result.drawn = await page.evaluate(() => window.phosphorView.tracks.map(t => ({ name: t.name, kind: t.kind, drawn: t.drawn })))
 
   // Zoom in with the keyboard (W), then pan (D): the visible window changes as asked.

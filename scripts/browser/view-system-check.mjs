@@ -5,7 +5,7 @@
 //    "tip": "...", "details": {"on CPU": "...", ...}, "labels": [...], "group": "...", "errors": [...]}
 //
 // Usage: node view-system-check.mjs URL SCREENSHOT [TIMEOUT_SECONDS]
-import { check, clickSlice } from './page.mjs'
+import { check, clickSlice, waitIdle } from './page.mjs'
 
 const [url, screenshot, timeoutArg] = process.argv.slice(2)
 if (!url || !screenshot) {
@@ -20,7 +20,7 @@ const result = { band: null, tip: null, details: null, labels: [], errors: [] }
 await check(result, timeout, async page => {
   await page.goto(url, { timeout, waitUntil: 'domcontentloaded' })
   await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
-  await page.waitForFunction(() => window.phosphorView.pending === 0, { timeout, polling: 50 })
+  await waitIdle(page, timeout)
   result.labels = await page.$$eval('.track .label', ls => ls.map(l => l.textContent))
   result.group = await page.$eval('#tracks .group', g => g.textContent)
   result.drawn = await page.evaluate(() => window.phosphorView.tracks.map(t => ({ name: t.name, kind: t.kind, drawn: t.drawn })))

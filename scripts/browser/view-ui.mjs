@@ -17,13 +17,20 @@ const P = JSON.parse(paramsArg)
 const timeout = 1000 * Number(timeoutArg || 120)
 const result = { errors: [] }
 
-const trackBox = (page, pick) => page.evaluate(pick => {
-  const v = window.phosphorView
-  const t = v.tracks.find(k => k.kind === pick.kind && (pick.tid === undefined || k.tid === pick.tid))
-  t.canvas.scrollIntoView({ block: 'nearest' })
-  const r = t.canvas.getBoundingClientRect()
-  return { left: r.left, top: r.top, width: r.width, height: r.height, index: v.tracks.indexOf(t) }
-}, pick)
+// A track scrolled into sight, once drawn there: where it is.
+async function trackBox(page, pick) {
+  await page.evaluate(pick => {
+    const t = window.phosphorView.tracks.find(k => k.kind === pick.kind && (pick.tid === undefined || k.tid === pick.tid))
+    t.canvas.scrollIntoView({ block: 'nearest' })
+  }, pick)
+  await waitIdle(page, timeout)
+  return page.evaluate(pick => {
+    const v = window.phosphorView
+    const t = v.tracks.find(k => k.kind === pick.kind && (pick.tid === undefined || k.tid === pick.tid))
+    const r = t.canvas.getBoundingClientRect()
+    return { left: r.left, top: r.top, width: r.width, height: r.height, index: v.tracks.indexOf(t) }
+  }, pick)
+}
 
 // The client x of time `t` on a canvas at `box`.
 const clientX = async (page, box, t) => {

@@ -10,7 +10,7 @@
 //   PARAMS: {"width": CANVAS_CSS_PX, "windows": [[S, E], ...]} (ns from the traces' start)
 // Prints {"errors": [...], "windows": [{view, origin, width, tracks: [...]}]}.
 import { readFileSync } from 'node:fs'
-import { check, waitIdle } from './page.mjs'
+import { check, seeAll, waitIdle } from './page.mjs'
 
 const [url, paramsPath, timeoutS] = process.argv.slice(2)
 const params = JSON.parse(readFileSync(paramsPath, 'utf8'))
@@ -27,6 +27,8 @@ await check(result, timeout, async page => {
     await page.goto(`${url}?drawlog=1&n=${k}#view=${s},${e}`, { timeout, waitUntil: 'domcontentloaded' })
     await page.waitForFunction(() => window.phosphorView && window.phosphorView.ready, { timeout, polling: 50 })
     await waitIdle(page, timeout)
+    // Tracks out of sight are drawn as they scroll in.
+    await seeAll(page, timeout)
     // Every slice track drawn from an answer for this view.
     await page.waitForFunction(() => window.phosphorView.tracks
       .filter(t => t.kind === 'thread' || t.kind === 'async')

@@ -6,6 +6,7 @@
 import { state, $ } from './view.js'
 import { color, fitText, formatBytes, ink, rulerTicks } from './format.js'
 import { SYS_ROW, drawBand, hiddenPoint } from './system.js'
+import { inSight, isSlices, layoutChanged, shown } from './bands.js'
 
 export const LEVEL_HEIGHT = 18
 export const POINT_ROW = 12
@@ -24,6 +25,9 @@ export function sizeCanvas(c, width, height) {
   c.cssWidth = Math.max(1, Math.floor(width))
   c.cssHeight = height
   const w = Math.round(c.cssWidth * dpr), h = Math.round(height * dpr)
+  // (A canvas sized anew is blank: it shows no view; one of another height moves those below.)
+  if (c.width !== w || c.height !== h) c.shownView = null
+  if (c.height !== h) layoutChanged()
   if (c.width !== w) c.width = w
   if (c.height !== h) c.height = h
   c.style.height = `${height}px`
@@ -44,87 +48,32 @@ export function trackHeight(track) {
   return levels * LEVEL_HEIGHT + (track.points ? POINT_ROW : 0) + (track.sys ? SYS_ROW : 0)
 }
 
+// A track drawn again whole, at once (a click, a collapse, a theme or a search changed), if it is
+// in sight; out of sight it is left as it is, and drawn when it scrolls in (frames.js).
 export function draw(track) {
+  if (inSight(track)) paint(track)
+}
+
+// A track drawn whole, in sight or not.
+export function paint(track) {
   const c = track.canvas
   const g = context(c)
   track.drawn = 0
+  let r = null
   if (track.data) {
     if (track.kind === 'coarse') drawCoarse(track, g)
-    else if (track.kind !== 'counter' && track.kind !== 'heap') drawThread(track, g)
-    else drawCounter(track, g)
+    else if (isSlices(track)) {
+      r = drawThread(track, g)
+      track.drawn = r.drawn
+      if (r.log) track.drawLog = r.log
+    } else drawCounter(track, g)
   }
   drawMarks(c, g)
-  keepBitmap(track)
-}
-
-// What a full redraw depends on besides the view and the data: a change of any redraws in full.
-const drawnWith = () => {
-  const s = state.search || {}
-  return [state.selected, s.asked, s.window, s.byTrack, s.at, state.marks.map(m => m.join()).join(), ink.text]
-}
-
-const same = (x, y) => x.length === y.length && x.every((e, i) => e === y[i])
-
-// Whether the track shows a full redraw of its data at the current view (nothing to draw again).
-export function drawnAtView(track) {
-  const b = track.bitmap
-  return !!b && b.data === track.data && b.view.start === state.view.start && b.view.end === state.view.end &&
-    b.canvas.width === track.canvas.width && b.canvas.height === track.canvas.height && same(b.with, drawnWith())
-}
-
-// A thread's or async track's last full redraw, kept as a bitmap with the view it was drawn at, so
-// that a frame of a pan or zoom copies it moved and scaled (`drawMoved`) instead of drawing every
-// item again (as Perfetto and Tracy do).
-function keepBitmap(track) {
-  if (track.kind !== 'thread' && track.kind !== 'async') return
-  const c = track.canvas
-  let b = track.bitmap
-  if (!b) b = track.bitmap = { canvas: document.createElement('canvas') }
-  if (b.canvas.width !== c.width) b.canvas.width = c.width
-  if (b.canvas.height !== c.height) b.canvas.height = c.height
-  const g = b.canvas.getContext('2d')
-  g.clearRect(0, 0, c.width, c.height)
-  g.drawImage(c, 0, 0)
-  b.view = { ...state.view }
-  b.data = track.data
-  b.with = drawnWith()
-}
-
-// A frame while the view moves: the track's last full redraw moved and scaled to the view, and
-// the strips it does not cover (a pan's newly exposed edge) drawn from the data known (at the same
-// view, the bitmap as it is). Anything else (no bitmap yet, new data, another size, a selection,
-// search or marks changed) is a full redraw.
-//
-// A track whose new data waits to be drawn (`drawSoon` in view.js) is moved from its bitmap, its
-// edges drawn from the data the bitmap was drawn from.
-export function drawMoved(track) {
-  const b = track.bitmap
-  const c = track.canvas
-  const v = state.view
-  if (!b || !track.data || b.canvas.width !== c.width || b.canvas.height !== c.height || !same(b.with, drawnWith())) {
-    draw(track)
-    return
-  }
-  const g = context(c)
-  const width = cssWidth(c), h = c.cssHeight || c.height
-  const k = width / (v.end - v.start)
-  const x0 = (b.view.start - v.start) * k, x1 = (b.view.end - v.start) * k
-  g.drawImage(b.canvas, x0, 0, x1 - x0, h)
-  // The edges the bitmap leaves uncovered, from the data (clipped to them).
-  for (const [a, z] of [[0, Math.min(width, Math.ceil(x0))], [Math.max(0, Math.floor(x1)), width]]) {
-    if (z - a < 0.5) continue
-    g.save()
-    g.beginPath()
-    g.rect(a, 0, z - a, h)
-    g.clip()
-    drawThread(track, g, [a, z], b.data)
-    drawMarks(c, g)
-    g.restore()
-  }
+  shown(track, r)
 }
 
 // The marked ranges (`m`) over a canvas: a tint between two lines.
-function drawMarks(c, g) {
+export function drawMarks(c, g) {
   const h = c.cssHeight || c.height
   for (const [a, b] of state.marks) {
     const x0 = xOf(c, a), x1 = Math.max(xOf(c, b), x0 + 1)
@@ -172,7 +121,7 @@ const labelWidths = new Map()
 // With `?drawlog` in the page's address, each thread or async track keeps what its last redraw
 // drew in `track.drawLog` (tests read it): per item, [kind ('slice' or 'run'), level, start, end,
 // name, index (of a slice; the first of a run), x0, x1, label drawn ('' for none), count].
-const drawLog = new URLSearchParams(location.search).has('drawlog')
+export const drawLog = new URLSearchParams(location.search).has('drawlog')
 
 // A run's fill: its dominant name's colour, paler, hatched with grey lines, so that a run is told
 // from a slice of that name (one pattern a colour, made once).
@@ -274,7 +223,12 @@ function runLabel(g, count, name, x0, x1, width, y) {
 // ([x0, x1) in CSS pixels: a strip of a moving frame, not logged), and at most one item narrower
 // than a pixel per pixel column of a level (the next ones would cover the same column); an item a
 // pixel wide or more is always drawn by itself with its label.
-function drawThread(track, g, clip, data = track.data) {
+//
+// `from` and `to` are the levels drawn (all unless given), `rest` whether the points and the
+// system band are (one band of the track's bitmap: bands.js); the search's ticks are drawn in
+// `rows` ([top, bottom) in CSS pixels). Gives the items drawn, by level (`counts`; the points and
+// band's as `rest`), and with `?drawlog` what each level drew (`logs`, by level; `log`, all of them).
+export function drawThread(track, g, { clip = null, data = track.data, from = 0, to = Infinity, rest = true, rows = null } = {}) {
   const c = track.canvas
   const { slices, points } = data
   const width = cssWidth(c)
@@ -285,9 +239,9 @@ function drawThread(track, g, clip, data = track.data) {
   const x1Of = (it, x0) => Math.min(width + 1, Math.max((it[1] - v0) * k, x0 + 1))
   g.font = LABEL_FONT
   g.textBaseline = 'middle'
-  const log = drawLog && !clip ? [] : null
+  const logs = drawLog && !clip ? [] : null
+  const counts = []
   const sel = state.selected && state.selected.trace === track.trace ? state.selected.index : null
-  let drawn = 0
   // The fill last set: a colour is set again only when it changes.
   let fill = null
   const setFill = f => {
@@ -298,12 +252,20 @@ function drawThread(track, g, clip, data = track.data) {
     if (t) fill = ink
     return t
   }
-  slices.levels.forEach((items, i) => {
+  const first = Math.max(0, from - slices.from), last = Math.min(slices.levels.length, to - slices.from)
+  // The times a pixel beyond [lo, hi]: items outside are not looked at.
+  const t0 = v0 + (lo - 1) / k, t1 = v0 + (hi + 1) / k
+  for (let i = first; i < last; i++) {
+    const items = slices.levels[i]
+    const [a, z] = meeting(items, t0, t1)
     const level = slices.from + i
     const y = levelTop(track, level)
+    const log = logs ? [] : null
+    let drawn = 0
     // The pixel column of the last narrow item drawn on this level.
     let column = -Infinity
-    for (const it of items) {
+    for (let n = a; n < z; n++) {
+      const it = items[n]
       if (it[2] >= 0) continue
       const r0 = (it[0] - v0) * k, r1 = (it[1] - v0) * k
       if (r1 < lo || r0 > hi) continue
@@ -321,7 +283,8 @@ function drawThread(track, g, clip, data = track.data) {
       drawn++
     }
     column = -Infinity
-    for (const it of items) {
+    for (let n = a; n < z; n++) {
+      const it = items[n]
       if (it[2] < 0) continue
       const r0 = (it[0] - v0) * k, r1 = (it[1] - v0) * k
       if (r1 < lo || r0 > hi) continue
@@ -349,39 +312,91 @@ function drawThread(track, g, clip, data = track.data) {
       if (log) log.push(['slice', level, it[0], it[1], name, it[3], x0, x1, text, 1])
       drawn++
     }
-  })
-  if (log) track.drawLog = log
-  drawHits(track, g, x0Of, x1Of)
+    counts[level] = drawn
+    if (logs) logs[level] = log
+  }
+  drawHits(track, g, x0Of, x1Of, rows)
   fill = null
-  if (points) {
+  let more = 0
+  if (points && rest) {
     const y = track.height - POINT_ROW - (track.sys ? SYS_ROW : 0)
-    // One mark a pixel column and colour.
+    // One mark a pixel column and colour; the marks of one colour in a row filled as one path (a
+    // fill each costs some 20 µs: thousands of points).
     let column = -Infinity, last = null
+    const flush = () => {
+      if (last === null) return
+      setFill(last)
+      g.fill()
+    }
     for (const p of points.points) {
       const x = (p[0] - v0) * k
       if (x < lo - 4 || x > hi + 4) continue
       if (p[2] >= 0 && hiddenPoint(track.trace, points.names[p[1]])) continue
       const mark = ink.points[p[2] < 0 ? 0 : p[3]] || ink.points[0]
       if (Math.floor(x) === column && mark === last) continue
+      if (mark !== last) {
+        flush()
+        g.beginPath()
+      }
       column = Math.floor(x)
       last = mark
-      drawn++
-      setFill(mark)
-      g.beginPath()
+      more++
       g.moveTo(x, y + 1)
       g.lineTo(x - 4, y + POINT_ROW - 1)
       g.lineTo(x + 4, y + POINT_ROW - 1)
-      g.fill()
+      g.closePath()
     }
+    flush()
   }
-  if (track.sys) drawn += drawBand(track, g, xOf)
-  if (!clip) track.drawn = drawn
+  if (track.sys && rest) more += drawBand(track, g, xOf)
+  let drawn = more
+  for (const n of counts) drawn += n || 0
+  return { drawn, counts, rest: more, logs, log: logs ? logs.flat() : null }
+}
+
+// The greatest end of a level's items up to each one (their starts in order), made once a level;
+// null where the starts are out of order.
+const greatestEnds = new WeakMap()
+
+// The items of a level that may meet [t0, t1]: [first, last) of its indices, found by a binary
+// search (a pan's strip looks at a few of thousands), or all of them if their starts are out of
+// order.
+function meeting(items, t0, t1) {
+  let ends = greatestEnds.get(items)
+  if (ends === undefined) {
+    ends = new Float64Array(items.length)
+    let top = -Infinity
+    for (let n = 0; n < items.length; n++) {
+      if (n && items[n][0] < items[n - 1][0]) {
+        ends = null
+        break
+      }
+      ends[n] = top = Math.max(top, items[n][1])
+    }
+    greatestEnds.set(items, ends)
+  }
+  if (!ends) return [0, items.length]
+  // The first whose greatest end so far reaches t0; the first that starts after t1.
+  let a = 0, b = items.length
+  while (a < b) {
+    const m = (a + b) >> 1
+    if (ends[m] < t0) a = m + 1
+    else b = m
+  }
+  let z = items.length
+  for (let lo = a; lo < z;) {
+    const m = (lo + z) >> 1
+    if (items[m][0] > t1) z = m
+    else lo = m + 1
+  }
+  return [a, z]
 }
 
 // The search's hits on a track, each in view marked: a tick over its start and a bar along its top.
 // Every hit in the window when the server gave its columns (`state.search.window`), else the
-// listed hits (`state.search.byTrack`; from panels.js).
-function drawHits(track, g, x0Of, x1Of) {
+// listed hits (`state.search.byTrack`; from panels.js). Those of `rows` ([top, bottom)) drawn,
+// all counted.
+function drawHits(track, g, x0Of, x1Of, rows) {
   const s = state.search
   const key = track.kind === 'async' ? `${track.trace}/a${track.async}` : `${track.trace}/${track.tid}`
   const width = cssWidth(track.canvas)
@@ -391,14 +406,15 @@ function drawHits(track, g, x0Of, x1Of) {
   const tick = (t0, t1, y) => {
     const x0 = x0Of([t0]), x1 = x1Of([t0, t1], x0)
     if (x1 < 0 || x0 > width) return
+    n++
+    last = Math.max(last, x1)
+    if (rows && (y < rows[0] || y >= rows[1])) return
     g.fillRect(x0, y, Math.max(2, x1 - x0), 3)
     g.beginPath()
     g.moveTo(x0 - 4, y)
     g.lineTo(x0 + 4, y)
     g.lineTo(x0, y + 6)
     g.fill()
-    n++
-    last = Math.max(last, x1)
   }
   const w = s && s.window
   if (w) {

@@ -9,7 +9,9 @@
 import { listenPanels } from './panels.js'
 import { loadSystems, systemOf, hasBand, systemText, listenBand, sliceRows } from './system.js'
 import { formatExact, formatNs, formatTime, setTheme, theme } from './format.js'
-import { LEVEL_HEIGHT, FLAG_UNCLOSED, FLAG_WRONG_END, FLAG_INTERLACED, context, cssWidth, draw, drawMoved, drawnAtView, drawRuler, levelTop, sizeCanvas, trackHeight, xOf } from './draw.js'
+import { LEVEL_HEIGHT, FLAG_UNCLOSED, FLAG_WRONG_END, FLAG_INTERLACED, context, cssWidth, draw, drawRuler, levelTop, sizeCanvas, trackHeight, xOf } from './draw.js'
+import { answeredInSight, drawSoon, drawnInSight, listenFrames, moveTracks, note, seeTracks } from './frames.js'
+import { inSight, layoutChanged, sight, upToDate } from './bands.js'
 import { runText } from './draw.js'
 import { listen } from './input.js'
 import { readUrl, writeUrl } from './url.js'
@@ -175,8 +177,10 @@ export function setCollapsed(track, on) {
   track.label.classList.toggle('collapsed', on)
   track.height = trackHeight(track)
   sizeCanvases()
+  layoutChanged()
   draw(track)
   drawFlow()
+  seeTracks()
 }
 
 // Every canvas at its CSS width and the screen's pixel ratio; the ruler's row leaves room for the
@@ -192,24 +196,26 @@ export function sizeCanvases() {
 // Fetches every track's window; draws each as it arrives. The window asked for is the visible one
 // and half of it on either side, at the same pixels per nanosecond: a pan of up to half a screen
 // is drawn at once from what is known while its new detail comes. An answer is taken unless the
-// track has one from a newer request.
+// track has one from a newer request. The tracks in sight are asked first, the others once those
+// are answered (and drawn when they scroll in; `schedule` cancels them for a newer view).
 let generation = 0
 // The round of requests under way: its window and what cancels it (`schedule`).
 let round = null
 async function refresh() {
   const gen = ++generation
-  const { start, end } = state.view
+  const view = { ...state.view }
+  const { start, end } = view
   const half = (end - start) / 2
   const s = Math.floor(start - half), e = Math.ceil(end + half)
   const abort = new AbortController()
   const signal = abort.signal
-  round = { start: s, end: e, abort }
+  const mine = round = { start: s, end: e, abort, view, near: true }
   const ask = path => api(path, signal)
   drawRuler()
   showWindow()
   // One overview request a trace serves all its coarse tracks.
   const overviews = new Map()
-  await Promise.all(state.tracks.map(async track => {
+  const fetchTrack = async track => {
     const px = Math.min(MAX_PIXELS, 2 * track.canvas.width)
     try {
       let data
@@ -230,10 +236,11 @@ async function refresh() {
       }
       if ((track.generation || 0) > gen) return
       track.generation = gen
-      // The window drawn already, of an indexed trace: the same answer, nothing to draw again.
+      // The window drawn already (or out of sight), of an indexed trace: the same answer, nothing
+      // to draw again.
       const w = track.window
       const indexed = (state.traces.find(x => x.trace === track.trace) || {}).state === 'ready'
-      if (indexed && w && w.start === s && w.end === e && w.px === px && drawnAtView(track)) return
+      if (indexed && w && w.start === s && w.end === e && w.px === px && upToDate(track, sight(), true)) return
       track.data = data
       track.window = { start: s, end: e, px }
       if (data.slices) fitLevels(track, data.slices)
@@ -244,41 +251,17 @@ async function refresh() {
       status(String(err.message || err))
       console.error(err)
     }
-  }))
-  if (round && round.abort === abort) round = null
+  }
+  const at = sight()
+  await Promise.all(state.tracks.filter(t => inSight(t, at)).map(fetchTrack))
+  answeredInSight(view)
+  mine.near = false
+  await Promise.all(state.tracks.filter(t => !inSight(t, at)).map(fetchTrack))
+  if (round === mine) round = null
+  // Whatever came into sight meanwhile is drawn at the view (unless a newer view's round follows).
+  if (!signal.aborted && view.start === state.view.start && view.end === state.view.end) seeTracks(true)
   drawFlow()
   if (state.onRefresh) state.onRefresh()
-}
-
-// Tracks with new data to draw: drawn in the next frame, as many as about 8 ms allow, the rest in
-// the frames after (a frame of a pan or zoom meanwhile moves their last drawing: `drawMoved`).
-const toDraw = new Set()
-let drawTimer = null
-function drawSoon(track) {
-  toDraw.add(track)
-  if (drawTimer) return
-  // The next frame, or 50 ms where frames are not drawn (a hidden page): whichever comes first.
-  const frame = requestAnimationFrame(() => drawSome())
-  const timeout = setTimeout(() => drawSome(), 50)
-  drawTimer = { frame, timeout }
-}
-
-function drawSome() {
-  clearTimeout(drawTimer.timeout)
-  cancelAnimationFrame(drawTimer.frame)
-  drawTimer = null
-  const t0 = performance.now()
-  for (const t of toDraw) {
-    toDraw.delete(t)
-    draw(t)
-    if (performance.now() - t0 > 8) break
-  }
-  // The rest in the next frame.
-  const [next] = toDraw
-  if (next) {
-    toDraw.delete(next)
-    drawSoon(next)
-  } else drawFlow()
 }
 
 // A live thread gains levels as it is recorded: its canvas grows to show them.
@@ -290,9 +273,9 @@ function fitLevels(track, slices) {
   sizeCanvas(track.canvas, cssWidth(track.canvas), track.height)
 }
 
-// Redraws at once what is known in the new view (each track's last full redraw moved and scaled,
-// its newly exposed edges drawn from the data known: `drawMoved`); fetches its detail in the next
-// task, and then no more than one request round at a time (while the mouse moves, rounds follow
+// Redraws at once what is known in the new view (each track in sight moved and scaled from its
+// kept picture, its newly exposed edges drawn from the data known: `moveTracks`); fetches its
+// detail in the next task, and then no more than one request round at a time (while the mouse moves, rounds follow
 // each other: the detail keeps up with a drag instead of waiting for the mouse to stop). A round
 // whose answers the view has left (its window no longer overlaps the view, or at a resolution 4×
 // off) is cancelled: the newest view's round starts at once.
@@ -303,14 +286,17 @@ export function schedule() {
   const t0 = performance.now()
   drawRuler()
   showWindow()
-  for (const t of state.tracks) drawMoved(t)
+  moveTracks()
   drawFlow()
+  note('move', t0)
   state.frames.push(performance.now() - t0)
   if (state.frames.length > 200) state.frames.shift()
   state.scheduled = true
   const { start, end } = state.view
   const r = round
-  if (r && (end <= r.start || start >= r.end || (r.end - r.start) / (end - start) > 8 || (r.end - r.start) / (end - start) < 0.5)) {
+  // (The tracks out of sight of a round for another view are asked again after those in sight.)
+  const moved = r && (r.view.start !== start || r.view.end !== end)
+  if (r && ((moved && !r.near) || end <= r.start || start >= r.end || (r.end - r.start) / (end - start) > 8 || (r.end - r.start) / (end - start) < 0.5)) {
     round = null
     r.abort.abort()
   }
@@ -337,9 +323,9 @@ async function fetchView() {
   }
 }
 
-// Whether the page has drawn the detail of the current view: nothing scheduled or fetching
-// (tests wait on it).
-state.idle = () => !timer && !fetching && !state.scheduled && state.pending === 0 && toDraw.size === 0
+// Whether the page has drawn the detail of the current view: nothing scheduled or fetching, and
+// every track in sight drawn at the view (tests wait on it).
+state.idle = () => !timer && !fetching && !state.scheduled && state.pending === 0 && drawnInSight(true)
 
 export function showWindow() {
   const { start, end } = state.view
@@ -379,7 +365,7 @@ export function timeAt(canvas, clientX) {
 // The selected slice's flow (an instrumented future: its async slice and its polls) as arrows
 // over the tracks, from each member to the next: from where one leaves off to where the next
 // starts, as Perfetto draws a flow.
-function drawFlow() {
+export function drawFlow() {
   const root = $('tracks')
   let c = $('flow-overlay')
   const f = state.flow
@@ -476,6 +462,8 @@ export async function select(track, hit) {
   }
   state.selected = { trace: track.trace, index: hit.slice[3], start: hit.slice[0], end: hit.slice[1] }
   draw(track)
+  // (The others in sight drop the outline of the slice selected before, in the next frames.)
+  seeTracks()
   writeUrl()
   const s = await sliceDetails(track.trace, hit.slice[3])
   // Kept to show it again from the index once a live trace is indexed (live.js).
@@ -634,6 +622,7 @@ async function takeIn(traces) {
 }
 
 async function main() {
+  listenFrames()
   setTheme(theme(), false)
   listen()
   listenPanels()

@@ -64,6 +64,8 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/flame.js", get(|| module(FLAME_JS)))
         .route("/compare.js", get(|| module(crate::compare::COMPARE_JS)))
         .route("/live.js", get(|| module(LIVE_JS)))
+        .route("/bands.js", get(|| module(BANDS_JS)))
+        .route("/frames.js", get(|| module(FRAMES_JS)))
         .route("/view.css", get(style))
         .route("/api/traces", get(traces_list))
         .route("/api/overview", get(overview))
@@ -308,6 +310,8 @@ const URL_JS: &str = include_str!("../assets/url.js");
 const TABLE_JS: &str = include_str!("../assets/table.js");
 const FLAME_JS: &str = include_str!("../assets/flame.js");
 const LIVE_JS: &str = include_str!("../assets/live.js");
+const BANDS_JS: &str = include_str!("../assets/bands.js");
+const FRAMES_JS: &str = include_str!("../assets/frames.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {

@@ -29,6 +29,7 @@ mod system_stacks;
 mod view;
 mod view_compare;
 mod view_flow;
+mod view_frames;
 mod view_live;
 mod view_panels;
 mod view_ui;

@@ -122,27 +122,36 @@ fn mask(width: usize) -> u64 {
     }
 }
 
-/// Field `f` of `rec` (8 bytes read at once where the record has them).
+/// Field `f` of `rec`, read as one 8-byte word: the 8 bytes from the field, or (near the
+/// record's end) the 8 ending with it. (Every record is at least 8 bytes.)
 #[inline]
 fn get(rec: &[u8], f: &Field) -> u64 {
-    match rec.get(f.at..).and_then(|r| r.first_chunk::<8>()) {
-        Some(w) => u64::from_le_bytes(*w) & mask(f.width),
-        None => {
-            let mut w = [0u8; 8];
-            w[..f.width].copy_from_slice(&rec[f.at..f.at + f.width]);
-            u64::from_le_bytes(w)
-        }
+    if let Some(w) = rec.get(f.at..).and_then(|r| r.first_chunk::<8>()) {
+        return u64::from_le_bytes(*w) & mask(f.width);
+    }
+    let end = f.at + f.width;
+    match rec.get(end.saturating_sub(8)..end).and_then(|r| r.first_chunk::<8>()) {
+        Some(w) => u64::from_le_bytes(*w) >> (64 - 8 * f.width),
+        None => 0,
     }
 }
 
-/// Sets field `f` of `rec` to `v` (below 2^(8 × width)). Where the record has 8 bytes from the
-/// field on, all 8 are written, the bytes past the field as zeros: the fields are set in order
-/// of place, so the next ones overwrite them.
+/// Sets field `f` of `rec` to `v` (below 2^(8 × width)), as one 8-byte word: where the record
+/// has 8 bytes from the field on, the bytes past the field are written as zeros (the fields are
+/// set in order of place, so the next ones overwrite them); near its end, the 8 bytes ending with
+/// the field, those before it kept.
 #[inline]
 fn put(rec: &mut [u8], f: &Field, v: u64) {
-    match rec.get_mut(f.at..).and_then(|r| r.first_chunk_mut::<8>()) {
-        Some(w) => *w = v.to_le_bytes(),
-        None => rec[f.at..f.at + f.width].copy_from_slice(&v.to_le_bytes()[..f.width]),
+    if let Some(w) = rec.get_mut(f.at..).and_then(|r| r.first_chunk_mut::<8>()) {
+        *w = v.to_le_bytes();
+        return;
+    }
+    let end = f.at + f.width;
+    if let Some(w) = rec.get_mut(end.saturating_sub(8)..end).and_then(|r| r.first_chunk_mut::<8>()) {
+        let shift = 64 - 8 * f.width as u32;
+        // (The field is narrower than 8 bytes here: `shift` is 8 to 56.)
+        let kept = u64::from_le_bytes(*w) & ((1u64 << shift) - 1);
+        *w = (kept | v << shift).to_le_bytes();
     }
 }
 
@@ -158,6 +167,38 @@ fn unzigzag(z: u64, width: usize) -> u64 {
     s as u64 & mask(width)
 }
 
+/// Splits `column`'s values into `width` byte planes, plane after plane (`planes`: `width` ×
+/// the values).
+fn scatter(width: usize, column: &[u64], planes: &mut [u8]) {
+    fn planes_of<const W: usize>(column: &[u64], planes: &mut [u8]) {
+        let n = column.len();
+        for (byte, plane) in planes.chunks_exact_mut(n.max(1)).take(W).enumerate() {
+            for (b, v) in plane.iter_mut().zip(column) {
+                *b = v.to_le_bytes()[byte];
+            }
+        }
+    }
+    match width {
+        1 => planes_of::<1>(column, planes),
+        4 => planes_of::<4>(column, planes),
+        7 => planes_of::<7>(column, planes),
+        _ => planes_of::<8>(column, planes),
+    }
+}
+
+/// Puts the `width` byte planes of `n` values (`planes`, plane after plane) together into
+/// `column`, one value a record: a pass over the column a plane, which the compiler vectorizes.
+fn gather(width: usize, planes: &[u8], n: usize, column: &mut Vec<u64>) {
+    column.clear();
+    column.resize(n, 0);
+    for (byte, plane) in planes.chunks_exact(n.max(1)).take(width).enumerate() {
+        let shift = 8 * byte as u32;
+        for (v, &b) in column.iter_mut().zip(plane) {
+            *v |= u64::from(b) << shift;
+        }
+    }
+}
+
 /// Why a block could not be decoded.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct BlockError(pub(crate) String);
@@ -165,6 +206,7 @@ pub(crate) struct BlockError(pub(crate) String);
 /// Codes and compresses blocks: holds a zstd context and scratch buffers, reused block after block.
 pub(crate) struct Encoder {
     zstd: zstd::bulk::Compressor<'static>,
+    column: Vec<u64>,
     planes: Vec<u8>,
     frame: Vec<u8>,
 }
@@ -180,7 +222,7 @@ impl Encoder {
         let mut zstd = zstd::bulk::Compressor::new(LEVEL)?;
         zstd.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
         zstd.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(true))?;
-        Ok(Encoder { zstd, planes: Vec::new(), frame: Vec::new() })
+        Ok(Encoder { zstd, column: Vec::new(), planes: Vec::new(), frame: Vec::new() })
     }
 
     /// The frame of the records `records` (whole records of `layout`).
@@ -190,22 +232,21 @@ impl Encoder {
         self.planes.resize(n * layout.bytes, 0);
         let mut base = 0;
         for f in layout.fields {
-            let planes = &mut self.planes[base..base + f.width * n];
+            self.column.clear();
             let mut prev = 0u64;
-            for (i, rec) in records.chunks_exact(layout.bytes).enumerate() {
+            let m = mask(f.width);
+            self.column.extend(records.chunks_exact(layout.bytes).map(|rec| {
                 let v = get(rec, f);
                 let coded = match f.coding {
                     Coding::Plain => v,
-                    Coding::Delta => zigzag(v.wrapping_sub(prev) & mask(f.width), f.width),
-                    Coding::From(g) => v.wrapping_sub(get(rec, &layout.fields[g])) & mask(f.width),
+                    Coding::Delta => zigzag(v.wrapping_sub(prev) & m, f.width),
+                    Coding::From(g) => v.wrapping_sub(get(rec, &layout.fields[g])) & m,
                     Coding::Xor => v ^ prev,
                 };
                 prev = v;
-                let bytes = coded.to_le_bytes();
-                for (byte, &b) in bytes[..f.width].iter().enumerate() {
-                    planes[byte * n + i] = b;
-                }
-            }
+                coded
+            }));
+            scatter(f.width, &self.column, &mut self.planes[base..base + f.width * n]);
             base += f.width * n;
         }
         self.frame.clear();
@@ -219,6 +260,7 @@ impl Encoder {
 pub(crate) struct Decoder {
     zstd: zstd::bulk::Decompressor<'static>,
     planes: Vec<u8>,
+    column: Vec<u64>,
 }
 
 impl std::fmt::Debug for Decoder {
@@ -229,7 +271,7 @@ impl std::fmt::Debug for Decoder {
 
 impl Decoder {
     pub(crate) fn new() -> io::Result<Decoder> {
-        Ok(Decoder { zstd: zstd::bulk::Decompressor::new()?, planes: Vec::new() })
+        Ok(Decoder { zstd: zstd::bulk::Decompressor::new()?, planes: Vec::new(), column: Vec::new() })
     }
 
     /// Decodes `frame`, a block of `n` records of `layout`, into `out` (replacing what it held).
@@ -257,25 +299,39 @@ impl Decoder {
         out.resize(size, 0);
         let mut plane = 0;
         for (k, f) in layout.fields.iter().enumerate() {
-            let planes = &self.planes[plane..plane + f.width * n];
-            let mut prev = 0u64;
-            for (i, rec) in out.chunks_exact_mut(layout.bytes).enumerate() {
-                let mut bytes = [0u8; 8];
-                for (byte, b) in bytes[..f.width].iter_mut().enumerate() {
-                    *b = planes[byte * n + i];
-                }
-                let z = u64::from_le_bytes(bytes);
-                let v = match f.coding {
-                    Coding::Plain => z,
-                    Coding::Delta => prev.wrapping_add(unzigzag(z, f.width)) & mask(f.width),
-                    Coding::From(g) if g < k => z.wrapping_add(get(rec, &layout.fields[g])) & mask(f.width),
-                    Coding::From(_) => z,
-                    Coding::Xor => z ^ prev,
-                };
-                put(rec, f, v);
-                prev = v;
-            }
+            gather(f.width, &self.planes[plane..plane + f.width * n], n, &mut self.column);
             plane += f.width * n;
+            let (m, w) = (mask(f.width), f.width);
+            let records = out.chunks_exact_mut(layout.bytes).zip(&self.column);
+            // One loop a coding, the coding chosen once a field.
+            match f.coding {
+                Coding::Delta => {
+                    let mut v = 0u64;
+                    for (rec, &z) in records {
+                        v = v.wrapping_add(unzigzag(z, w)) & m;
+                        put(rec, f, v);
+                    }
+                }
+                Coding::From(g) if g < k => {
+                    let from = &layout.fields[g];
+                    for (rec, &z) in records {
+                        let v = z.wrapping_add(get(rec, from)) & m;
+                        put(rec, f, v);
+                    }
+                }
+                Coding::Xor => {
+                    let mut v = 0u64;
+                    for (rec, &z) in records {
+                        v ^= z;
+                        put(rec, f, v);
+                    }
+                }
+                Coding::Plain | Coding::From(_) => {
+                    for (rec, &z) in records {
+                        put(rec, f, z);
+                    }
+                }
+            }
         }
         Ok(())
     }

@@ -435,8 +435,11 @@ pub(crate) struct BlockWriter<W: Write + Send + 'static> {
     /// Whole blocks, to the encoding thread (`None` once finished).
     blocks: Option<SyncSender<Vec<u8>>>,
     /// The encoding thread: it gives back the output and each block's end.
-    worker: Option<JoinHandle<io::Result<(W, Vec<u64>)>>>,
+    worker: Option<JoinHandle<io::Result<Written<W>>>>,
 }
+
+/// What the encoding thread gives back: the output, and each block's end in it.
+type Written<W> = (W, Vec<u64>);
 
 /// Blocks waiting for the encoding thread at most (each of `per_block` records).
 const QUEUED: usize = 4;
@@ -490,7 +493,7 @@ impl<W: Write + Send + 'static> BlockWriter<W> {
     }
 
     /// Waits for the encoding thread: its output and blocks' ends, or its error.
-    fn join(&mut self) -> io::Result<(W, Vec<u64>)> {
+    fn join(&mut self) -> io::Result<Written<W>> {
         self.blocks = None;
         match self.worker.take().map(|w| w.join()) {
             Some(Ok(done)) => done,

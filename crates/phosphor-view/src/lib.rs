@@ -75,6 +75,7 @@ mod system_tests;
 #[cfg(test)]
 mod tests;
 mod traces;
+mod writer;
 
 pub use build::BuildOptions;
 pub use compare::{CompareAnswer, CompareSide, KindPath};

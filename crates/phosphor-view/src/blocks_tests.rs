@@ -246,6 +246,10 @@ fn an_index_in_small_blocks_answers_as_one_in_large_ones() {
         let w = Window::new(0, 1_000_000, pixels);
         assert_eq!(small.slices_in(&small.threads[0], w), large.slices_in(&large.threads[0], w));
     }
+    // Past the section: zeros, never a block out of the table.
+    assert_eq!(small.slice(small.slice_count()), Slice::default());
+    assert_eq!(small.slice(u64::MAX), Slice::default());
+    assert_eq!(small.get_slice(small.slice_count()), None);
     assert!(small.damage().is_none());
 }
 

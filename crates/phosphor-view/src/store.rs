@@ -170,6 +170,10 @@ impl Store {
     /// gives zeros, as a failed read does, and is kept as the store's damage ([`Store::damage`]),
     /// said once on the standard error.
     pub(crate) fn record<const N: usize>(&self, s: &Blocks, i: u64, from: usize) -> [u8; N] {
+        if i >= s.records() {
+            // Past the section (callers check; never a block out of the table).
+            return [0u8; N];
+        }
         let k = i / s.per_block();
         let key = s.key(k);
         let block = match self.last(key) {

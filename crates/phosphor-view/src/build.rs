@@ -42,11 +42,13 @@ pub struct BuildOptions {
     pub segment_items: usize,
     /// Set to the bytes of the trace read so far, as the build goes (for a progress figure).
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Records in each compressed block of the index's record sections (0: the default, 512).
+    pub block_records: u32,
 }
 
 impl Default for BuildOptions {
     fn default() -> BuildOptions {
-        BuildOptions { sort_dir: None, segment_items: 1 << 17, progress: None }
+        BuildOptions { sort_dir: None, segment_items: 1 << 17, progress: None, block_records: 0 }
     }
 }
 

@@ -5,9 +5,11 @@
 //! header (64 bytes):  magic "PHOSVIEW", version u32, reserved u32, source length u64,
 //!                     source modification time u64 (ns since the epoch), footer offset u64
 //!                     (0 until the index is complete), reserved
-//! slices:             32-byte records, by thread, level, start
-//! points:             24-byte records, by thread, time
-//! samples:            16-byte records, by counter, time
+//! slices:             compressed blocks (`blocks.rs`) of 36-byte records, by thread, level,
+//!                     start: the 32-byte slice (`records::Slice`), its scope path u32
+//!                     (u32::MAX: none, an async slice)
+//! points:             compressed blocks of 24-byte records, by thread, time
+//! samples:            compressed blocks of 16-byte records, by counter, time
 //! names:              count u64, ends u64 × count (each name's end in the text), text (UTF-8)
 //! threads:            32 bytes each: tid u32, name u32 (u32::MAX: none), first level u32,
 //!                     levels u32, first point u64, points u64
@@ -22,46 +24,55 @@
 //!                     weight u64, dominant name u32, reserved u32 (version 8)
 //! sample summaries:   32 bytes each, one every 64 samples: last time u64, smallest f64,
 //!                     largest f64, last f64
-//! flows:              32 bytes each (`flows.rs`), by flow name, id and time: id u64, time u64,
-//!                     event offset (56 bits) and kind (8 bits) u64, name u32, tid u32
-//! flows by event:     16 bytes each, by event offset: event offset u64, flow member u64
-//! footer:             (offset u64, length u64) of each of the 14 sections above, "PHVIEWFT"
+//! flows:              compressed blocks of 32-byte records (`flows.rs`), by flow name, id and
+//!                     time: id u64, time u64, event offset (56 bits) and kind (8 bits) u64,
+//!                     name u32, tid u32
+//! flows by event:     compressed blocks of 16-byte records, by event offset: event offset u64,
+//!                     flow member u64
+//! paths:              12 bytes each: parent u32, name u32, type u8, reserved (3 bytes)
+//! block tables:       one for each compressed section above (slices, points, samples, flows,
+//!                     flows by event; version 9): records u64, records a block u32, record
+//!                     bytes u32, each block's end u64 (from its section's start)
+//! footer:             (offset u64, length u64) of each of the 20 sections above, "PHVIEWFT"
 //! ```
 //!
+//! Sections need not lie in this order in the file; the footer says where each is.
 //! All integers are little-endian. An index is written beside its trace, or in a cache folder,
 //! to a temporary name first and renamed when complete.
 
 use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 use phosphor_format::file::Header;
 use serde::{Deserialize, Serialize};
 
+use crate::blocks::{self, BlockTable, Layout};
 use crate::flows::{FlowMember, FLOW_BYTES};
-use crate::records::{u32_at, u64_at, Point, Sample, Slice, POINT_BYTES, SAMPLE_BYTES, SLICE_BYTES};
-use crate::summary::{
-    SampleSummary, SliceBlock, SliceSummary, Summer, SAMPLE_SUMMARY_BYTES, SLICE_SUMMARY_BYTES, SPAN,
-};
+use crate::records::{u32_at, u64_at, Point, Sample, Slice, POINT_BYTES, SLICE_BYTES};
+use crate::store::Blocks;
+use crate::summary::{SampleSummary, SliceSummary, SAMPLE_SUMMARY_BYTES, SLICE_SUMMARY_BYTES, SPAN};
+pub(crate) use crate::writer::{IndexWriter, ThreadEntry};
 use crate::Error;
 
 /// The index file's first bytes.
 pub const MAGIC: &[u8; 8] = b"PHOSVIEW";
 /// The footer's last bytes.
-const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
+pub(crate) const FOOTER_MAGIC: &[u8; 8] = b"PHVIEWFT";
 /// The version this crate writes and reads.
-pub const VERSION: u32 = 8;
-const HEADER_BYTES: u64 = 64;
-const SECTIONS: usize = 16;
+pub const VERSION: u32 = 9;
+pub(crate) const HEADER_BYTES: u64 = 64;
+const SECTIONS: usize = 20;
+/// Bytes of a slice's record in its section: the slice, then its scope path (u32).
+pub(crate) const SLICE_RECORD: usize = SLICE_BYTES + 4;
 const FOOTER_BYTES: usize = SECTIONS * 16 + 8;
-const THREAD_BYTES: usize = 32;
+pub(crate) const THREAD_BYTES: usize = 32;
 const LEVEL_BYTES: usize = 16;
-const COUNTER_BYTES: usize = 24;
+pub(crate) const COUNTER_BYTES: usize = 24;
 /// Bytes of a scope path in the paths section: its parent's number, its name's, its type.
-const PATH_BYTES: usize = 12;
+pub(crate) const PATH_BYTES: usize = 12;
 /// No name.
-const NO_NAME: u32 = u32::MAX;
+pub(crate) const NO_NAME: u32 = u32::MAX;
 
 /// What the index says about its trace file.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -142,310 +153,6 @@ impl Meta {
     }
 }
 
-/// A thread's entry while the index is built.
-#[derive(Debug)]
-pub(crate) struct ThreadEntry {
-    pub(crate) tid: u32,
-    pub(crate) name: Option<u32>,
-    /// Its levels: where they start in the list of every thread's (by level: first slice,
-    /// slices), and how many.
-    first_level: usize,
-    n_levels: u32,
-    /// First point, points.
-    points: (u64, u64),
-}
-
-impl ThreadEntry {
-    pub(crate) fn new(tid: u32) -> ThreadEntry {
-        ThreadEntry { tid, name: None, first_level: 0, n_levels: 0, points: (0, 0) }
-    }
-
-    /// Slice number `at` is the next of level `depth` (levels come in order), and this thread's
-    /// levels are the last of `levels`.
-    pub(crate) fn add_slice(&mut self, levels: &mut Vec<(u64, u64)>, depth: u32, at: u64) {
-        if self.n_levels == 0 {
-            self.first_level = levels.len();
-        }
-        while self.n_levels <= depth {
-            levels.push((at, 0));
-            self.n_levels += 1;
-        }
-        levels[self.first_level + depth as usize].1 += 1;
-    }
-
-    /// Its levels in `levels`.
-    fn levels<'a>(&self, levels: &'a [(u64, u64)]) -> &'a [(u64, u64)] {
-        levels.get(self.first_level..self.first_level + self.n_levels as usize).unwrap_or(&[])
-    }
-
-    /// Point number `at` is the thread's next.
-    pub(crate) fn add_point(&mut self, at: u64) {
-        if self.points.1 == 0 {
-            self.points.0 = at;
-        }
-        self.points.1 += 1;
-    }
-}
-
-/// Writes an index file: the records in their sections' order, then the tables.
-#[derive(Debug)]
-pub(crate) struct IndexWriter {
-    out: BufWriter<File>,
-    path: PathBuf,
-    /// Bytes written.
-    at: u64,
-    /// (offset, length) of each section, as they are finished.
-    sections: Vec<(u64, u64)>,
-    /// Where the section being written starts, and its record size.
-    current: (u64, usize),
-    /// The summaries, in files of their own until the end (`summary.rs`).
-    /// (Taken at the end.)
-    slice_sums: Option<Summer<BufWriter<File>, SliceBlock>>,
-    sample_sums: Option<Summer<BufWriter<File>, SampleSummary>>,
-    /// The flow members, and (event, member) pairs, as they come (in their sections' order).
-    flows: Option<(BufWriter<File>, u64)>,
-    flow_events: Option<BufWriter<File>>,
-    /// Each slice's scope path, by slice (`build::NO_PATH` for an async slice); then the paths.
-    slice_paths: Option<BufWriter<File>>,
-    paths: Option<BufWriter<File>>,
-}
-
-impl IndexWriter {
-    /// Starts an index of a source of `source_len` bytes modified at `mtime_ns`, written to
-    /// `file` (at `path`, for errors).
-    pub(crate) fn new(file: File, path: &Path, source_len: u64, mtime_ns: u64) -> Result<IndexWriter, Error> {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let spool = || -> Result<BufWriter<File>, Error> {
-            let f = tempfile::tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
-            Ok(BufWriter::with_capacity(1 << 16, f))
-        };
-        let mut w = IndexWriter {
-            out: BufWriter::with_capacity(1 << 16, file),
-            path: path.to_owned(),
-            at: 0,
-            sections: Vec::new(),
-            current: (HEADER_BYTES, SLICE_BYTES),
-            slice_sums: Some(Summer::new(spool()?)),
-            sample_sums: Some(Summer::new(spool()?)),
-            flows: Some((spool()?, 0)),
-            flow_events: Some(spool()?),
-            slice_paths: Some(spool()?),
-            paths: Some(spool()?),
-        };
-        let mut header = [0u8; HEADER_BYTES as usize];
-        header[0..8].copy_from_slice(MAGIC);
-        header[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        header[16..24].copy_from_slice(&source_len.to_le_bytes());
-        header[24..32].copy_from_slice(&mtime_ns.to_le_bytes());
-        w.write(&header)?;
-        Ok(w)
-    }
-
-    fn write(&mut self, b: &[u8]) -> Result<(), Error> {
-        self.out.write_all(b).map_err(|e| Error::io(&self.path, e))?;
-        self.at += b.len() as u64;
-        Ok(())
-    }
-
-    /// Ends the section being written and starts one of `size`-byte records.
-    fn next_section(&mut self, size: usize) {
-        self.sections.push((self.current.0, self.at - self.current.0));
-        self.current = (self.at, size);
-    }
-
-    /// Appends a record of `size` bytes to its section (sections come in order), and returns its
-    /// number there.
-    fn record(&mut self, size: usize, b: &[u8]) -> Result<u64, Error> {
-        let order = [SLICE_BYTES, POINT_BYTES, SAMPLE_BYTES];
-        while self.sections.len() < order.len() && order[self.sections.len()] != size {
-            self.next_section(order[self.sections.len() + 1]);
-        }
-        let n = (self.at - self.current.0) / size as u64;
-        self.write(b)?;
-        Ok(n)
-    }
-
-    /// Appends slice `s`, on scope path `path`, and returns its number.
-    pub(crate) fn slice(&mut self, s: &Slice, path: u32) -> Result<u64, Error> {
-        if let Some(sums) = &mut self.slice_sums {
-            sums.add(s).map_err(|e| Error::io(&self.path, e))?;
-        }
-        if let Some(out) = &mut self.slice_paths {
-            out.write_all(&path.to_le_bytes()).map_err(|e| Error::io(&self.path, e))?;
-        }
-        self.record(SLICE_BYTES, &s.encode())
-    }
-
-    pub(crate) fn point(&mut self, b: &[u8; POINT_BYTES]) -> Result<u64, Error> {
-        self.record(POINT_BYTES, b)
-    }
-
-    pub(crate) fn sample(&mut self, b: &[u8; SAMPLE_BYTES]) -> Result<u64, Error> {
-        if let Some(sums) = &mut self.sample_sums {
-            sums.add(&Sample::decode(b)).map_err(|e| Error::io(&self.path, e))?;
-        }
-        self.record(SAMPLE_BYTES, b)
-    }
-
-    /// Appends a flow member (they come by name, id and time), and returns its number.
-    pub(crate) fn flow(&mut self, m: &FlowMember) -> Result<u64, Error> {
-        let Some((out, n)) = &mut self.flows else { return Ok(0) };
-        out.write_all(&m.encode()).map_err(|e| Error::io(&self.path, e))?;
-        *n += 1;
-        Ok(*n - 1)
-    }
-
-    /// Appends that flow member `member` was recorded at `event` (they come by event).
-    pub(crate) fn flow_event(&mut self, event: u64, member: u64) -> Result<(), Error> {
-        let Some(out) = &mut self.flow_events else { return Ok(()) };
-        out.write_all(&event.to_le_bytes()).map_err(|e| Error::io(&self.path, e))?;
-        out.write_all(&member.to_le_bytes()).map_err(|e| Error::io(&self.path, e))
-    }
-
-    /// Writes the scope paths, by number: each one's parent and last label (name and type).
-    pub(crate) fn paths(
-        &mut self,
-        paths: impl Iterator<Item = (u32, crate::slices::PathLabel)>,
-    ) -> Result<(), Error> {
-        let Some(out) = &mut self.paths else { return Ok(()) };
-        for (parent, (name, ty)) in paths {
-            let mut b = [0u8; PATH_BYTES];
-            b[0..4].copy_from_slice(&parent.to_le_bytes());
-            b[4..8].copy_from_slice(&name.to_le_bytes());
-            b[8] = ty;
-            out.write_all(&b).map_err(|e| Error::io(&self.path, e))?;
-        }
-        Ok(())
-    }
-
-    /// Appends a spooled file's bytes as a section.
-    fn copy_section(&mut self, spooled: BufWriter<File>) -> Result<(), Error> {
-        let mut f = spooled.into_inner().map_err(|e| Error::io(&self.path, e.into_error()))?;
-        f.seek(SeekFrom::Start(0)).map_err(|e| Error::io(&self.path, e))?;
-        let start = self.at;
-        let n = std::io::copy(&mut f, &mut self.out).map_err(|e| Error::io(&self.path, e))?;
-        self.at += n;
-        self.sections.push((start, n));
-        Ok(())
-    }
-
-    /// Writes the tables and the footer, and marks the index complete.
-    pub(crate) fn finish(
-        mut self,
-        names: &crate::build::Names,
-        (threads, thread_levels): (&[ThreadEntry], &[(u64, u64)]),
-        (asyncs, async_levels): (&[ThreadEntry], &[(u64, u64)]),
-        counters: Vec<(u32, (u64, u64))>,
-        chunks: &[u64],
-        meta: &Meta,
-    ) -> Result<(), Error> {
-        // The section being written, then whichever record sections had no record.
-        self.sections.push((self.current.0, self.at - self.current.0));
-        while self.sections.len() < 3 {
-            self.sections.push((self.at, 0));
-        }
-
-        let start = self.at;
-        self.write(&u64::from(names.len()).to_le_bytes())?;
-        let mut end = 0u64;
-        for n in 0..names.len() {
-            end += names.get(n).len() as u64;
-            self.write(&end.to_le_bytes())?;
-        }
-        for n in 0..names.len() {
-            self.write(names.get(n).as_bytes())?;
-        }
-        self.sections.push((start, self.at - start));
-
-        // A track's entry: its levels are numbered from `first` in the levels section.
-        let entry = |t: &ThreadEntry, first: u32| {
-            let mut b = [0u8; THREAD_BYTES];
-            b[0..4].copy_from_slice(&t.tid.to_le_bytes());
-            b[4..8].copy_from_slice(&t.name.unwrap_or(NO_NAME).to_le_bytes());
-            b[8..12].copy_from_slice(&first.to_le_bytes());
-            b[12..16].copy_from_slice(&t.n_levels.to_le_bytes());
-            b[16..24].copy_from_slice(&t.points.0.to_le_bytes());
-            b[24..32].copy_from_slice(&t.points.1.to_le_bytes());
-            b
-        };
-        let start = self.at;
-        let mut first = 0u32;
-        for t in threads {
-            self.write(&entry(t, first))?;
-            first += t.n_levels;
-        }
-        self.sections.push((start, self.at - start));
-        // The threads' levels, then the async tracks' (lanes), each track's in a row.
-        let start = self.at;
-        let all = threads
-            .iter()
-            .map(|t| t.levels(thread_levels))
-            .chain(asyncs.iter().map(|t| t.levels(async_levels)));
-        for &(first, count) in all.flatten() {
-            self.write(&first.to_le_bytes())?;
-            self.write(&count.to_le_bytes())?;
-        }
-        self.sections.push((start, self.at - start));
-        let start = self.at;
-        for (name, (first, count)) in counters {
-            let mut b = [0u8; COUNTER_BYTES];
-            b[0..4].copy_from_slice(&name.to_le_bytes());
-            b[8..16].copy_from_slice(&first.to_le_bytes());
-            b[16..24].copy_from_slice(&count.to_le_bytes());
-            self.write(&b)?;
-        }
-        self.sections.push((start, self.at - start));
-        let start = self.at;
-        let json = serde_json::to_vec(meta).map_err(|e| Error::io(&self.path, e.into()))?;
-        self.write(&json)?;
-        self.sections.push((start, self.at - start));
-        let start = self.at;
-        let mut first = threads.iter().map(|t| t.n_levels).sum::<u32>();
-        for t in asyncs {
-            self.write(&entry(t, first))?;
-            first += t.n_levels;
-        }
-        self.sections.push((start, self.at - start));
-        let start = self.at;
-        for c in chunks {
-            self.write(&c.to_le_bytes())?;
-        }
-        self.sections.push((start, self.at - start));
-        if let Some(sums) = self.slice_sums.take() {
-            self.copy_section(sums.finish::<Slice>().map_err(|e| Error::io(&self.path, e))?)?;
-        }
-        if let Some(sums) = self.sample_sums.take() {
-            self.copy_section(sums.finish::<Sample>().map_err(|e| Error::io(&self.path, e))?)?;
-        }
-        if let Some((flows, _)) = self.flows.take() {
-            self.copy_section(flows)?;
-        }
-        if let Some(pairs) = self.flow_events.take() {
-            self.copy_section(pairs)?;
-        }
-        if let Some(slice_paths) = self.slice_paths.take() {
-            self.copy_section(slice_paths)?;
-        }
-        if let Some(paths) = self.paths.take() {
-            self.copy_section(paths)?;
-        }
-
-        let footer = self.at;
-        let sections = std::mem::take(&mut self.sections);
-        for (offset, len) in sections {
-            self.write(&offset.to_le_bytes())?;
-            self.write(&len.to_le_bytes())?;
-        }
-        self.write(FOOTER_MAGIC)?;
-        let path = self.path.clone();
-        let mut file = self.out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
-        file.seek(SeekFrom::Start(32)).map_err(|e| Error::io(&path, e))?;
-        file.write_all(&footer.to_le_bytes()).map_err(|e| Error::io(&path, e))?;
-        file.sync_all().map_err(|e| Error::io(&path, e))?;
-        Ok(())
-    }
-}
-
 /// A thread of the index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadTrack {
@@ -476,16 +183,16 @@ pub struct IndexFile {
     /// Its records, read by position (`store.rs`).
     store: crate::store::Store,
     pub(crate) path: PathBuf,
-    pub(crate) slices: (usize, usize),
-    pub(crate) points: (usize, usize),
-    pub(crate) samples: (usize, usize),
+    /// The record sections, in compressed blocks.
+    slices: Blocks,
+    points: Blocks,
+    samples: Blocks,
+    flows: Blocks,
+    flow_events: Blocks,
     names: (usize, usize),
     chunks: (usize, usize),
     slice_sums: (usize, usize),
     sample_sums: (usize, usize),
-    flows: (usize, usize),
-    flow_events: (usize, usize),
-    slice_paths: (usize, usize),
     paths: (usize, usize),
     /// The threads, by id.
     pub threads: Vec<ThreadTrack>,
@@ -506,8 +213,11 @@ impl IndexFile {
         // complete, never written again in place; a process that truncated it under us would make
         // reads fault, as with any mapped file, which is the one risk taken for reading in place.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-        let store =
-            crate::store::Store::new(file.try_clone().map_err(|e| Error::io(path, e))?, map.len() as u64);
+        let store = crate::store::Store::new(
+            file.try_clone().map_err(|e| Error::io(path, e))?,
+            path.to_owned(),
+            map.len() as u64,
+        );
         let bad = |what: &str, at: usize| Error::Index {
             path: path.to_owned(),
             offset: at as u64,
@@ -535,22 +245,31 @@ impl IndexFile {
             }
             *s = (offset as usize, len as usize);
         }
-        let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks, slice_sums, sample_sums, flows, flow_events, slice_paths, paths] =
+        let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks, slice_sums, sample_sums, flows, flow_events, paths, slice_table, point_table, sample_table, flow_table, flow_event_table] =
             sections;
+        // The record sections' blocks: each table checked against its section, then each block's
+        // frame against its table (`Store::check`).
+        let open_blocks =
+            |tag: u8, (at, len): (usize, usize), (t, t_len): (usize, usize), layout: &'static Layout| {
+                let table = BlockTable::decode(&map[t..t + t_len], layout, len as u64)
+                    .map_err(|(what, k)| bad(&what, t + k))?;
+                let b = Blocks::new(tag, at as u64, layout, table);
+                store.check(&b)?;
+                Ok::<Blocks, Error>(b)
+            };
+        let slices = open_blocks(1, slices, slice_table, &blocks::SLICES)?;
+        let points = open_blocks(2, points, point_table, &blocks::POINTS)?;
+        let samples = open_blocks(3, samples, sample_table, &blocks::SAMPLES)?;
+        let flows = open_blocks(4, flows, flow_table, &blocks::FLOWS)?;
+        let flow_events = open_blocks(5, flow_events, flow_event_table, &blocks::FLOW_EVENTS)?;
         for (s, size, what) in [
-            (slices, SLICE_BYTES, "slices"),
-            (points, POINT_BYTES, "points"),
-            (samples, SAMPLE_BYTES, "samples"),
             (threads, THREAD_BYTES, "threads"),
             (asyncs, THREAD_BYTES, "asyncs"),
             (chunks, 8, "chunks"),
             (slice_sums, SLICE_SUMMARY_BYTES, "slice summaries"),
             (sample_sums, SAMPLE_SUMMARY_BYTES, "sample summaries"),
-            (flows, FLOW_BYTES, "flows"),
-            (flow_events, 16, "flows by event"),
             (levels, LEVEL_BYTES, "levels"),
             (counters, COUNTER_BYTES, "counters"),
-            (slice_paths, 4, "slice paths"),
             (paths, PATH_BYTES, "paths"),
         ] {
             if s.1 % size != 0 {
@@ -563,14 +282,9 @@ impl IndexFile {
             (u64_at(&map, at), u64_at(&map, at + 8))
         };
         let n_levels = count(levels, LEVEL_BYTES) as usize;
-        let n_slices = count(slices, SLICE_BYTES);
-        let n_points = count(points, POINT_BYTES);
-        let n_samples = count(samples, SAMPLE_BYTES);
-        if count(flow_events, 16) != count(flows, FLOW_BYTES) {
-            return Err(bad("flows by event do not match the flows", flow_events.0));
-        }
-        if count(slice_paths, 4) != n_slices {
-            return Err(bad("slice paths do not match the slices", slice_paths.0));
+        let (n_slices, n_points, n_samples) = (slices.records(), points.records(), samples.records());
+        if flow_events.records() != flows.records() {
+            return Err(bad("flows by event do not match the flows", flow_event_table.0));
         }
         if count(slice_sums, SLICE_SUMMARY_BYTES) != n_slices.div_ceil(SPAN) {
             return Err(bad("slice summaries do not match the slices", slice_sums.0));
@@ -626,7 +340,6 @@ impl IndexFile {
             sample_sums,
             flows,
             flow_events,
-            slice_paths,
             paths,
             counters: counter_list,
             meta,
@@ -699,7 +412,7 @@ impl IndexFile {
 
     /// Slices in the index.
     pub fn slice_count(&self) -> u64 {
-        (self.slices.1 / SLICE_BYTES) as u64
+        self.slices.records()
     }
 
     /// Slice number `i`, if there is one.
@@ -709,13 +422,13 @@ impl IndexFile {
 
     /// Slice number `i` (below [`IndexFile::slice_count`]).
     pub(crate) fn slice(&self, i: u64) -> Slice {
-        Slice::decode(&self.store.read(self.slices.0 as u64 + i * SLICE_BYTES as u64))
+        Slice::decode(&self.store.record(&self.slices, i, 0))
     }
 
     /// The scope path of slice number `i` (below [`IndexFile::slice_count`]): `None` for an
     /// async slice.
     pub(crate) fn slice_path(&self, i: u64) -> Option<u32> {
-        let p = u32::from_le_bytes(self.store.read(self.slice_paths.0 as u64 + 4 * i));
+        let p = u32::from_le_bytes(self.store.record(&self.slices, i, SLICE_BYTES));
         (p != crate::build::NO_PATH).then_some(p)
     }
 
@@ -736,12 +449,12 @@ impl IndexFile {
 
     /// Point number `i`.
     pub(crate) fn point(&self, i: u64) -> Point {
-        Point::decode(&self.store.read(self.points.0 as u64 + i * POINT_BYTES as u64))
+        Point::decode(&self.store.record(&self.points, i, 0))
     }
 
     /// Sample number `i`.
     pub(crate) fn sample(&self, i: u64) -> Sample {
-        Sample::decode(&self.store.read(self.samples.0 as u64 + i * SAMPLE_BYTES as u64))
+        Sample::decode(&self.store.record(&self.samples, i, 0))
     }
 
     /// The summary of slices `SPAN × block` on (`summary.rs`).
@@ -758,17 +471,17 @@ impl IndexFile {
 
     /// Flow members in the index.
     pub(crate) fn flow_count(&self) -> u64 {
-        (self.flows.1 / FLOW_BYTES) as u64
+        self.flows.records()
     }
 
     /// Flow member `i` (below [`IndexFile::flow_count`]).
     pub(crate) fn flow(&self, i: u64) -> FlowMember {
-        FlowMember::decode(&self.store.read(self.flows.0 as u64 + i * FLOW_BYTES as u64))
+        FlowMember::decode(&self.store.record::<FLOW_BYTES>(&self.flows, i, 0))
     }
 
     /// The flow member recorded at `event`, if one was.
     pub(crate) fn flow_by_event(&self, event: u64) -> Option<FlowMember> {
-        let at = |i: u64| self.store.read::<16>(self.flow_events.0 as u64 + 16 * i);
+        let at = |i: u64| self.store.record::<16>(&self.flow_events, i, 0);
         let n = self.flow_count();
         let i = crate::query::partition(0, n, |i| u64_at(&at(i), 0) < event);
         let pair = (i < n).then(|| at(i)).filter(|p| u64_at(p, 0) == event)?;
@@ -776,16 +489,21 @@ impl IndexFile {
         (member < n).then(|| self.flow(member))
     }
 
-    /// Calls `f` with slices `first..end` and their numbers, in order (a sequential read that
-    /// leaves the cache of blocks alone).
+    /// Calls `f` with slices `first..end` and their numbers, in order (their blocks decoded one
+    /// after the other, leaving the cache alone).
     pub(crate) fn scan_slices(&self, first: u64, end: u64, mut f: impl FnMut(u64, Slice)) {
-        let end = end.min(self.slice_count());
-        self.store.scan::<SLICE_BYTES>(self.slices.0 as u64, first, end, |i, b| f(i, Slice::decode(&b)));
+        self.store.scan::<SLICE_BYTES>(&self.slices, first, end, 0, |i, b| f(i, Slice::decode(&b)));
     }
 
     /// Calls `f` with points `first..end` and their numbers, in order.
     pub(crate) fn scan_points(&self, first: u64, end: u64, mut f: impl FnMut(u64, Point)) {
-        let end = end.min((self.points.1 / POINT_BYTES) as u64);
-        self.store.scan::<POINT_BYTES>(self.points.0 as u64, first, end, |i, b| f(i, Point::decode(&b)));
+        self.store.scan::<POINT_BYTES>(&self.points, first, end, 0, |i, b| f(i, Point::decode(&b)));
+    }
+
+    /// The first damage found in the index's compressed blocks since it was opened, if any
+    /// (their records then read as zeros). Opening checks every block's frame; its checksum
+    /// only when it is decoded.
+    pub fn damage(&self) -> Option<&Error> {
+        self.store.damage()
     }
 }

@@ -43,6 +43,9 @@ use phosphor_format::file::Reader;
 mod api;
 #[cfg(test)]
 mod api_doc_tests;
+mod blocks;
+#[cfg(test)]
+mod blocks_tests;
 mod build;
 mod compare;
 mod events;
@@ -72,6 +75,7 @@ mod system_tests;
 #[cfg(test)]
 mod tests;
 mod traces;
+mod writer;
 
 pub use build::BuildOptions;
 pub use compare::{CompareAnswer, CompareSide, KindPath};
@@ -196,7 +200,7 @@ fn build_at(
         .map_err(|source| Error::Trace { path: trace.to_owned(), source })?
         .read_ahead();
     let file = tmp.as_file().try_clone().map_err(|e| Error::io(tmp.path(), e))?;
-    let out = file::IndexWriter::new(file, tmp.path(), len, mtime)?;
+    let out = file::IndexWriter::new(file, tmp.path(), len, mtime, options.block_records)?;
     build::build(reader, out, options)?;
     tmp.persist(place).map_err(|e| Error::io(place, e.error))?;
     match IndexFile::open(place, len, mtime)? {

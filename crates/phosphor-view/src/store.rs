@@ -4,30 +4,81 @@
 //! A window query touches a few records in each of thousands of places (a binary search a
 //! pixel). Through a mapping, each touch maps the pages around it too (the kernel's fault-around,
 //! 64 KiB), and all of them count in the process's resident memory until it ends: one query over
-//! a thread of 2 million slices made 72 MiB resident. Here a query reads 16 KiB blocks into a
-//! cache of at most [`CACHE_BYTES`]; the kernel's page cache, which is not the server's memory,
-//! keeps the file's bytes between reads. Scans of whole sections (search, statistics) read
-//! sequentially into a buffer of their own ([`Store::scan`]) and leave the cache alone.
+//! a thread of 2 million slices made 72 MiB resident. Here a query reads blocks into a cache of at
+//! most [`CACHE_BYTES`]: the records' compressed blocks (`blocks.rs`) decoded, by record number
+//! ([`Store::record`]), and 16 KiB blocks of the uncompressed sections (the summaries), by
+//! position ([`Store::read`]); the kernel's page cache, which is not the server's memory, keeps
+//! the file's bytes between reads. Scans of whole sections (search, statistics) read and decode
+//! block after block into buffers of their own ([`Store::scan`]) and leave the cache alone.
 
 use std::cell::RefCell;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// Bytes of a cached block.
+use crate::blocks::{BlockTable, Decoder, Layout};
+use crate::Error;
+
+/// Bytes of a cached block of an uncompressed section.
 pub const BLOCK_BYTES: u64 = 16 << 10;
-/// The most the cache holds.
+/// The most the cache holds (blocks read, and compressed blocks decoded).
 pub const CACHE_BYTES: u64 = 16 << 20;
 /// Bytes a scan reads at once.
 const SCAN_BYTES: usize = 256 << 10;
+/// The cache's keys: a raw block's number, or a compressed section's tag in the top byte and its
+/// block's number below it.
+const TAG_SHIFT: u32 = 56;
 
-/// A block read: its store's id, its number, its bytes.
+/// A block read: its store's id, its key, its bytes.
 type Held = (u64, u64, Arc<[u8]>);
 
 thread_local! {
     /// The block this thread read last.
     static LAST: RefCell<Option<Held>> = const { RefCell::new(None) };
+    /// This thread's zstd context and the compressed bytes of the block it decodes.
+    static DECODER: RefCell<Option<(Decoder, Vec<u8>)>> = const { RefCell::new(None) };
+}
+
+/// Weighs a cached block by its bytes.
+#[derive(Clone, Debug)]
+struct Bytes;
+
+impl quick_cache::Weighter<u64, Arc<[u8]>> for Bytes {
+    fn weight(&self, _: &u64, block: &Arc<[u8]>) -> u64 {
+        block.len().max(1) as u64
+    }
+}
+
+/// A section stored as compressed blocks (`blocks.rs`), as the store reads it.
+#[derive(Debug)]
+pub(crate) struct Blocks {
+    /// Its tag in the cache's keys (1 and up, one a section).
+    tag: u64,
+    /// Where it starts in the file.
+    start: u64,
+    layout: &'static Layout,
+    table: BlockTable,
+}
+
+impl Blocks {
+    pub(crate) fn new(tag: u8, start: u64, layout: &'static Layout, table: BlockTable) -> Blocks {
+        Blocks { tag: u64::from(tag), start, layout, table }
+    }
+
+    /// Records in the section.
+    pub(crate) fn records(&self) -> u64 {
+        self.table.records
+    }
+
+    fn per_block(&self) -> u64 {
+        u64::from(self.table.per_block)
+    }
+
+    fn key(&self, k: u64) -> u64 {
+        self.tag << TAG_SHIFT | k
+    }
 }
 
 /// An index file's bytes, read by position.
@@ -36,19 +87,28 @@ pub(crate) struct Store {
     /// Distinguishes stores in each thread's last block ([`LAST`]).
     id: u64,
     file: File,
+    path: PathBuf,
     len: u64,
-    cache: quick_cache::sync::Cache<u64, Arc<[u8]>>,
+    cache: quick_cache::sync::Cache<u64, Arc<[u8]>, Bytes>,
+    /// The first compressed block found damaged while reading (see [`Store::record`]).
+    damage: OnceLock<Error>,
 }
 
 impl Store {
-    pub(crate) fn new(file: File, len: u64) -> Store {
+    pub(crate) fn new(file: File, path: PathBuf, len: u64) -> Store {
         // Relaxed: only uniqueness is needed.
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Store {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             file,
+            path,
             len,
-            cache: quick_cache::sync::Cache::new((CACHE_BYTES / BLOCK_BYTES) as usize),
+            cache: quick_cache::sync::Cache::with_weighter(
+                (CACHE_BYTES / BLOCK_BYTES) as usize,
+                CACHE_BYTES,
+                Bytes,
+            ),
+            damage: OnceLock::new(),
         }
     }
 
@@ -63,6 +123,14 @@ impl Store {
             self.file.read_exact_at(&mut b, at).map(|()| Arc::<[u8]>::from(b))
         });
         read.unwrap_or_else(|_| Arc::from(vec![0u8; BLOCK_BYTES as usize]))
+    }
+
+    /// The block keyed `key`, if it is this thread's last one.
+    fn last(&self, key: u64) -> Option<Arc<[u8]>> {
+        LAST.with_borrow(|last| match last {
+            Some((id, k, block)) if *id == self.id && *k == key => Some(block.clone()),
+            _ => None,
+        })
     }
 
     /// The `N` bytes at `at` (zeros past the end of the file).
@@ -96,30 +164,182 @@ impl Store {
         out
     }
 
-    /// Calls `f` with each `N`-byte record of `first..end` records from `base`, in order, read
-    /// sequentially into a buffer of its own.
+    /// Record `i` of the compressed section `s` (below its count): its `N` bytes from byte `from`
+    /// of the record. The record's block is decoded once into the cache. A block that does not
+    /// decode (damaged after the index was opened and checked: its checksum, or a disk failing)
+    /// gives zeros, as a failed read does, and is kept as the store's damage ([`Store::damage`]),
+    /// said once on the standard error.
+    pub(crate) fn record<const N: usize>(&self, s: &Blocks, i: u64, from: usize) -> [u8; N] {
+        if i >= s.records() {
+            // Past the section (callers check; never a block out of the table).
+            return [0u8; N];
+        }
+        let k = i / s.per_block();
+        let key = s.key(k);
+        let block = match self.last(key) {
+            Some(b) => b,
+            None => {
+                let got = self.cache.get_or_insert_with(&key, || self.decode(s, k).map(Arc::<[u8]>::from));
+                let Ok(block) = got else { return [0u8; N] };
+                LAST.set(Some((self.id, key, block.clone())));
+                block
+            }
+        };
+        let at = (i % s.per_block()) as usize * s.layout.bytes + from;
+        block.get(at..at + N).and_then(|b| <[u8; N]>::try_from(b).ok()).unwrap_or([0u8; N])
+    }
+
+    /// Block `k` of `s`, decoded.
+    fn decode(&self, s: &Blocks, k: u64) -> Result<Vec<u8>, ()> {
+        let (at, len, n) = s.table.block(k);
+        DECODER.with_borrow_mut(|d| {
+            if d.is_none() {
+                *d = Some((
+                    Decoder::new().map_err(|e| self.damaged(s.start + at, e.to_string()))?,
+                    Vec::new(),
+                ));
+            }
+            let Some((decoder, frame)) = d else { return Err(()) };
+            frame.resize(len as usize, 0);
+            let at = s.start + at;
+            self.file.read_exact_at(frame, at).map_err(|e| self.damaged(at, e.to_string()))?;
+            let mut out = Vec::new();
+            decoder.decode(s.layout, n, frame, &mut out).map_err(|e| self.damaged(at, e.0))?;
+            Ok(out)
+        })
+    }
+
+    /// Keeps the first damage found (and says it once).
+    #[cold]
+    #[inline(never)]
+    fn damaged(&self, at: u64, what: String) {
+        let e = Error::Index { path: self.path.clone(), offset: at, what };
+        if self.damage.get().is_none() {
+            eprintln!("phosphor view: {e} (its records read as zeros; delete the index to build it again)");
+        }
+        let _ = self.damage.set(e);
+    }
+
+    /// The first damage found in a compressed block while reading, if any.
+    pub(crate) fn damage(&self) -> Option<&Error> {
+        self.damage.get()
+    }
+
+    /// Calls `f` with each block of `s` from block `first` to `last` (included) and its bytes, in
+    /// order, read sequentially in runs of blocks; stops at the first error `f` returns.
+    fn frames<E>(
+        &self,
+        s: &Blocks,
+        first: u64,
+        last: u64,
+        mut f: impl FnMut(u64, &[u8]) -> Result<(), E>,
+        io: impl Fn(u64, std::io::Error) -> E,
+    ) -> Result<(), E> {
+        let mut buf: Vec<u8> = Vec::new();
+        // The run in `buf`: its start in the section, and the block after it.
+        let (mut from, mut next) = (0u64, first);
+        let mut k = first;
+        while k <= last {
+            if k >= next {
+                let (start, _, _) = s.table.block(k);
+                // Blocks from `k` as long as they fit in a run (at least one).
+                let mut end_block = k;
+                while end_block < last {
+                    let (a, l, _) = s.table.block(end_block + 1);
+                    if a + l - start > SCAN_BYTES as u64 {
+                        break;
+                    }
+                    end_block += 1;
+                }
+                let (a, l, _) = s.table.block(end_block);
+                buf.resize((a + l - start) as usize, 0);
+                self.file.read_exact_at(&mut buf, s.start + start).map_err(|e| io(s.start + start, e))?;
+                (from, next) = (start, end_block + 1);
+            }
+            let (a, l, _) = s.table.block(k);
+            f(k, &buf[(a - from) as usize..(a - from + l) as usize])?;
+            k += 1;
+        }
+        Ok(())
+    }
+
+    /// Checks every block of `s` without decoding it (`blocks::check_frame`): what the index's
+    /// opening checks of its compressed sections.
+    pub(crate) fn check(&self, s: &Blocks) -> Result<(), Error> {
+        let blocks = s.table.ends.len() as u64;
+        if blocks == 0 {
+            return Ok(());
+        }
+        let bad = |at: u64, what: String| Error::Index { path: self.path.clone(), offset: at, what };
+        self.frames(
+            s,
+            0,
+            blocks - 1,
+            |k, frame| {
+                let (at, _, n) = s.table.block(k);
+                crate::blocks::check_frame(frame, n * s.layout.bytes).map_err(|e| bad(s.start + at, e.0))
+            },
+            |at, e| bad(at, e.to_string()),
+        )
+    }
+
+    /// Calls `f` with the records `first..end` of `s` (each its `N` bytes from byte `from`) and
+    /// their numbers, in order, decoding their blocks one after the other, outside the cache.
+    /// The block being scanned is the thread's last block, so that reading one of its records by
+    /// number meanwhile (a slice's path) decodes nothing again. A damaged block's records are
+    /// zeros, as [`Store::record`] gives them.
     pub(crate) fn scan<const N: usize>(
         &self,
-        base: u64,
+        s: &Blocks,
         first: u64,
         end: u64,
+        from: usize,
         mut f: impl FnMut(u64, [u8; N]),
     ) {
-        let per = (SCAN_BYTES / N) as u64;
-        let mut buf = vec![0u8; SCAN_BYTES];
-        let mut i = first;
-        while i < end {
-            let n = per.min(end - i);
-            let bytes = &mut buf[..n as usize * N];
-            if self.file.read_exact_at(bytes, base + i * N as u64).is_err() {
-                bytes.fill(0);
+        let end = end.min(s.records());
+        if first >= end {
+            return;
+        }
+        let per = s.per_block();
+        let mut decoder =
+            DECODER.with_borrow_mut(|d| d.take().map(|(d, _)| d)).or_else(|| Decoder::new().ok());
+        let mut each = |k: u64, frame: &[u8]| -> Result<(), ()> {
+            let (at, _, n) = s.table.block(k);
+            let key = s.key(k);
+            let block = match self.cache.get(&key) {
+                Some(b) => b,
+                None => {
+                    let mut out = Vec::new();
+                    let decoded = match &mut decoder {
+                        Some(d) => d.decode(s.layout, n, frame, &mut out).map_err(|e| e.0),
+                        None => Err("no zstd context".into()),
+                    };
+                    if let Err(e) = decoded {
+                        self.damaged(s.start + at, e);
+                        out = vec![0u8; n * s.layout.bytes];
+                    }
+                    Arc::from(out)
+                }
+            };
+            LAST.set(Some((self.id, key, block.clone())));
+            let lo = if k == first / per { first % per } else { 0 };
+            let hi = if k == (end - 1) / per { (end - 1) % per + 1 } else { n as u64 };
+            for r in lo..hi {
+                let at = r as usize * s.layout.bytes + from;
+                let bytes =
+                    block.get(at..at + N).and_then(|b| <[u8; N]>::try_from(b).ok()).unwrap_or([0u8; N]);
+                f(k * per + r, bytes);
             }
-            for (k, rec) in bytes.chunks_exact(N).enumerate() {
-                let mut r = [0u8; N];
-                r.copy_from_slice(rec);
-                f(i + k as u64, r);
-            }
-            i += n;
+            Ok(())
+        };
+        let io = |at: u64, e: std::io::Error| self.damaged(at, e.to_string());
+        let _ = self.frames(s, first / per, (end - 1) / per, &mut each, io);
+        if let Some(d) = decoder {
+            DECODER.with_borrow_mut(|slot| {
+                if slot.is_none() {
+                    *slot = Some((d, Vec::new()));
+                }
+            });
         }
     }
 }

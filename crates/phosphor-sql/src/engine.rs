@@ -11,7 +11,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -45,7 +45,13 @@ pub enum Output {
 pub struct Session {
     runtime: tokio::runtime::Runtime,
     ctx: SessionContext,
+    /// The first read error of a scan: a query that fails for it returns it whole (the file and
+    /// the byte offset), not DataFusion's text of it.
+    failure: Failure,
 }
+
+/// Where a scan leaves its read error for the session.
+type Failure = Arc<Mutex<Option<Error>>>;
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,6 +70,7 @@ impl Session {
             .map_err(|source| Error::Open { path: PathBuf::from("(tokio runtime)"), source })?;
         let config = SessionConfig::new().with_information_schema(true);
         let ctx = SessionContext::new_with_config(config);
+        let failure = Failure::default();
         for source in traces {
             // The header now, so that a file that is no trace is named before any query.
             source.open()?;
@@ -74,8 +81,10 @@ impl Session {
                 let partitions: Vec<Arc<dyn PartitionStream>> = traces
                     .iter()
                     .map(|source| {
-                        Arc::new(TracePartition { source: source.clone(), table, schema: schema.clone() })
-                            as Arc<dyn PartitionStream>
+                        let failure = failure.clone();
+                        let partition =
+                            TracePartition { source: source.clone(), table, schema: schema.clone(), failure };
+                        Arc::new(partition) as Arc<dyn PartitionStream>
                     })
                     .collect();
                 let provider = StreamingTable::try_new(schema, partitions).map_err(sql_error)?;
@@ -84,12 +93,24 @@ impl Session {
         } else if let Some(dir) = parquet {
             runtime.block_on(register_parquet(&ctx, dir))?;
         }
-        Ok(Session { runtime, ctx })
+        Ok(Session { runtime, ctx, failure })
     }
 
     /// Runs `query` and collects its result.
     pub fn query(&self, query: &str) -> Result<Vec<RecordBatch>, Error> {
-        self.runtime.block_on(async { self.ctx.sql(query).await?.collect().await }).map_err(sql_error)
+        self.error_left();
+        let result = self.runtime.block_on(async { self.ctx.sql(query).await?.collect().await });
+        result.map_err(|e| self.error(e))
+    }
+
+    /// The error of a query that failed with `e`: the read error a scan left, if any.
+    fn error(&self, e: impl Into<DataFusionError>) -> Error {
+        self.error_left().unwrap_or_else(|| sql_error(e))
+    }
+
+    /// Takes the read error a scan left.
+    fn error_left(&self) -> Option<Error> {
+        self.failure.lock().map(|mut f| f.take()).unwrap_or_else(|p| p.into_inner().take())
     }
 
     /// Runs `query` and writes its result to `out` as `output` says.
@@ -100,19 +121,20 @@ impl Session {
             let table = arrow::util::pretty::pretty_format_batches(&batches).map_err(sql_error)?;
             return writeln!(out, "{table}").map_err(io);
         }
+        self.error_left();
         self.runtime.block_on(async {
-            let mut stream =
-                self.ctx.sql(query).await.map_err(sql_error)?.execute_stream().await.map_err(sql_error)?;
+            let frame = self.ctx.sql(query).await.map_err(|e| self.error(e))?;
+            let mut stream = frame.execute_stream().await.map_err(|e| self.error(e))?;
             if output == Output::Csv {
                 let mut csv = arrow::csv::WriterBuilder::new().with_header(true).build(&mut *out);
                 while let Some(batch) = stream.next().await {
-                    csv.write(&batch.map_err(sql_error)?).map_err(sql_error)?;
+                    csv.write(&batch.map_err(|e| self.error(e))?).map_err(sql_error)?;
                 }
                 return Ok(());
             }
             let mut json = arrow::json::LineDelimitedWriter::new(&mut *out);
             while let Some(batch) = stream.next().await {
-                json.write(&batch.map_err(sql_error)?).map_err(sql_error)?;
+                json.write(&batch.map_err(|e| self.error(e))?).map_err(sql_error)?;
             }
             json.finish().map_err(sql_error)
         })
@@ -136,15 +158,9 @@ async fn register_parquet(ctx: &SessionContext, dir: &Path) -> Result<(), Error>
     Ok(())
 }
 
-/// An error of the engine: the query's (parse, plan) or a read's, passed through.
+/// An error of the engine (parsing, planning, running the query).
 fn sql_error(e: impl Into<DataFusionError>) -> Error {
-    match e.into() {
-        DataFusionError::External(e) => match e.downcast::<Error>() {
-            Ok(e) => *e,
-            Err(e) => Error::Sql(e.to_string()),
-        },
-        e => Error::Sql(e.to_string()),
-    }
+    Error::Sql(e.into().to_string())
 }
 
 /// One table of one trace file, read when a query scans it.
@@ -153,6 +169,7 @@ struct TracePartition {
     source: TraceSource,
     table: Table,
     schema: SchemaRef,
+    failure: Failure,
 }
 
 impl PartitionStream for TracePartition {
@@ -163,7 +180,7 @@ impl PartitionStream for TracePartition {
     fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let mut builder = RecordBatchReceiverStream::builder(self.schema.clone(), 2);
         let tx = builder.tx();
-        let (source, table) = (self.source.clone(), self.table);
+        let (source, table, failure) = (self.source.clone(), self.table, self.failure.clone());
         let batch_rows = ctx.session_config().batch_size();
         builder.spawn_blocking(move || {
             let sent = read_tables(&source, &[table], batch_rows, |_, batch| {
@@ -172,7 +189,13 @@ impl PartitionStream for TracePartition {
             });
             match sent {
                 Ok(()) | Err(Error::Stopped) => Ok(()),
-                Err(e) => Err(DataFusionError::External(Box::new(e))),
+                Err(e) => {
+                    let text = e.to_string();
+                    if let Ok(mut slot) = failure.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    Err(DataFusionError::Execution(text))
+                }
             }
         });
         builder.build()

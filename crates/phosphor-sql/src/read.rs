@@ -226,7 +226,9 @@ impl State {
             return;
         };
         let is_mark = matches!(kind, Kind::Instant | Kind::Counter | Kind::Log);
-        if (is_mark && !self.marks) || (!is_mark && !self.slices && !self.marks) {
+        // Marks need the slices too: their parents and paths.
+        let wanted = if is_mark { self.marks } else { self.slices || self.marks };
+        if !wanted {
             return;
         }
         let tid = event.tid;

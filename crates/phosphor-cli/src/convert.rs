@@ -95,6 +95,9 @@ pub enum Format {
     Otlp,
     /// OpenTelemetry spans as OTLP JSON Lines: one `ExportTraceServiceRequest` per line.
     OtlpJson,
+    /// The SQL tables (docs/SQL.md) as Parquet, a file per table in the folder `-o OUTDIR`
+    /// (needs a build with `--features sql`).
+    Parquet,
 }
 
 /// What one conversion wrote.
@@ -112,6 +115,9 @@ pub struct Converted {
 /// `stderr`.
 pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
     let files = inputs(&args.files, stderr)?;
+    if args.to == Format::Parquet {
+        return crate::sql::convert(&files, args.output.as_deref(), stderr);
+    }
     if matches!(args.to, Format::Otlp | Format::OtlpJson) {
         return otlp::run(args, &files, stdout, stderr);
     }
@@ -441,6 +447,7 @@ fn export(
         Format::Otlp | Format::OtlpJson => {
             bail!("OTLP output is written by `convert --to otlp` (convert/otlp.rs)")
         }
+        Format::Parquet => bail!("Parquet output is written by `convert --to parquet` (sql.rs)"),
     };
     // Finished whatever the export's result: after a read error the output is still a whole trace.
     let out = out.finish().context(format!("writing {out_name}"))?;

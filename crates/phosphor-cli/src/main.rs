@@ -16,6 +16,7 @@ mod probes;
 mod progress;
 mod record;
 mod recover;
+mod sql;
 mod stats;
 mod view;
 mod workload;
@@ -99,6 +100,11 @@ enum Command {
     /// folder), then any window of any size is answered in about one item per pixel. The URL is the
     /// first line on stdout. Loopback only unless --any-address.
     View(view::ViewArgs),
+    /// SQL over the trace model's tables (`slices`, `instants`, `counters`, `logs`, `threads`;
+    /// docs/SQL.md) of trace files, folders of them, or a folder of Parquet tables: `phosphor sql
+    /// FILE 'SELECT path, count(*) FROM slices GROUP BY path'`. A table, `--csv` or `--json`.
+    /// Needs a build with `--features sql`.
+    Sql(sql::SqlArgs),
 }
 
 /// Blocks of at least this many bytes are mapped on their own, so that they go back to the
@@ -139,6 +145,7 @@ fn main() -> ExitCode {
         Command::Ls => call::ls(&mut io::BufWriter::new(stdout())),
         Command::Probes(args) => probes::run(&args, &mut io::BufWriter::new(stdout())),
         Command::View(args) => view::run(&args, &mut io::BufWriter::new(stdout())),
+        Command::Sql(args) => sql::run(&args, &mut io::BufWriter::new(stdout()), &mut io::stderr()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

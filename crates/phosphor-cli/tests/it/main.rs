@@ -22,6 +22,7 @@ mod probes;
 mod python;
 mod record;
 mod recover;
+mod sql;
 mod stats;
 mod system;
 mod system_e2e;

@@ -1,0 +1,35 @@
+//! Phosphor traces as SQL tables.
+//!
+//! # Brief overview
+//!
+//! * [`read_tables`] reads a trace file in one streaming pass into Arrow [`RecordBatch`]es of
+//!   the [`Table`]s asked for: `slices` (each scope with its id, parent, depth, path, self time
+//!   and arguments), `instants`, `counters`, `logs`, `threads`. The rows come from the trace
+//!   model (`phosphor_model`: its nesting, its timeline, the statistics' names), so per path the
+//!   slices count and add up as `phosphor stats` does.
+//! * [`write_parquet`] writes those tables as Parquet files, one per table, for any engine.
+//! * [`Session`] (feature `engine`, on by default) registers the tables of trace files, or of a
+//!   Parquet folder, in an embedded DataFusion session and runs SQL over them, printing results
+//!   as a table, CSV or JSON Lines ([`Output`]).
+//!
+//! Without the `engine` feature the crate needs Arrow and Parquet only: DataFusion is most of
+//! its build (see ARCHITECTURE.md for the figures).
+//!
+//! [`RecordBatch`]: arrow::record_batch::RecordBatch
+
+#[cfg(feature = "engine")]
+mod engine;
+mod error;
+mod json;
+mod parquet_out;
+mod read;
+mod rows;
+mod sites;
+mod tables;
+
+#[cfg(feature = "engine")]
+pub use engine::{Output, Session};
+pub use error::Error;
+pub use parquet_out::{write_parquet, ParquetSummary};
+pub use read::{read_from, read_tables, TraceSource, DEFAULT_BATCH_ROWS};
+pub use tables::Table;

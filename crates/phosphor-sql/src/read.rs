@@ -1,0 +1,274 @@
+//! [`read_tables`]: one trace file read in one streaming pass into the batches of the tables
+//! asked for.
+//!
+//! Events go through the trace model as every tool's do (`phosphor_model::nesting`, on
+//! `Timeline` times, labels named as the statistics name them), with the row's payload; the
+//! engine hands back resolved subtrees, whose rows are made into a batch once `batch_rows` have
+//! gathered, between chunks. So memory is the engine's (at most its pending limit of slices per
+//! thread), a batch per table, and the sites and paths seen: not the file's events.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use arrow::record_batch::RecordBatch;
+use phosphor_format::file::{Event, Reader, Value};
+use phosphor_format::logfmt::format_log;
+use phosphor_format::system::{PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
+use phosphor_format::Phase;
+use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
+use phosphor_model::timeline::Timeline;
+
+use crate::json;
+use crate::rows::{Payload, Row, Rows};
+use crate::sites::{Kind, Sites};
+use crate::tables::{table_of, Context, PathNames, Table};
+use crate::Error;
+
+/// Rows per batch by default: DataFusion's own batch size.
+pub const DEFAULT_BATCH_ROWS: usize = 8192;
+
+/// A trace file, and the name its rows carry in the `trace` column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceSource {
+    /// The file.
+    pub path: PathBuf,
+    /// The `trace` column's value: the path as given, by default.
+    pub trace: String,
+}
+
+impl TraceSource {
+    /// The file at `path`, named by its path as given.
+    pub fn new(path: impl Into<PathBuf>) -> TraceSource {
+        let path = path.into();
+        TraceSource { trace: path.display().to_string(), path }
+    }
+
+    /// Opens the file and reads its header.
+    pub fn open(&self) -> Result<Reader<BufReader<File>>, Error> {
+        let f = File::open(&self.path).map_err(|source| Error::Open { path: self.path.clone(), source })?;
+        Ok(Reader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| e.with_path(&self.path))?)
+    }
+}
+
+/// Reads `source` whole, calling `emit` with each batch of the tables in `wanted` (in batches of
+/// about `batch_rows` rows; `threads` once, at the end). Stops at `emit`'s first error, and at
+/// the file's first damage with its error (naming the file and the byte offset).
+pub fn read_tables(
+    source: &TraceSource,
+    wanted: &[Table],
+    batch_rows: usize,
+    emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let reader = source.open()?;
+    read_from(reader, &source.path, &source.trace, wanted, batch_rows, emit)
+}
+
+/// [`read_tables`] on a reader already open (on a file, or bytes in memory), `path` naming it in
+/// errors and `trace` in the `trace` column.
+pub fn read_from<R: Read>(
+    mut reader: Reader<R>,
+    path: &Path,
+    trace: &str,
+    wanted: &[Table],
+    batch_rows: usize,
+    mut emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let batch_rows = batch_rows.max(1);
+    let mut state = State::new(&reader.header().clock, wanted);
+    let header = reader.header().clone();
+    let mut threads: Vec<(u32, u64)> = Vec::new();
+    loop {
+        let chunk = match reader.next_chunk() {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(e) => return Err(e.with_path(path).into()),
+        };
+        for event in chunk.events() {
+            match &event {
+                Ok(e) => {
+                    match threads.last_mut() {
+                        Some((tid, n)) if *tid == e.tid => *n += 1,
+                        _ => count_thread(&mut threads, e.tid),
+                    }
+                    state.add(e);
+                }
+                Err(_) => return Err(event.err().map_or(Error::Stopped, |e| e.with_path(path).into())),
+            }
+        }
+        let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
+        let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
+        state.flush(&file, wanted, batch_rows, false, &mut emit)?;
+    }
+    state.nesting.finish(&mut state.rows);
+    let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
+    let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
+    state.flush(&file, wanted, batch_rows, true, &mut emit)?;
+    if wanted.contains(&Table::Threads) {
+        threads.sort_unstable();
+        emit(Table::Threads, state.context(&file).threads(&threads))?;
+    }
+    Ok(())
+}
+
+/// What every row of a file says of where it was recorded.
+struct FileInfo<'a> {
+    trace: &'a str,
+    process: &'a str,
+    pid: u32,
+    names: &'a dyn Fn(u32) -> Option<String>,
+}
+
+/// Counts an event of `tid` in `threads` (sorted by tid once reading is done).
+fn count_thread(threads: &mut Vec<(u32, u64)>, tid: u32) {
+    match threads.iter_mut().find(|(t, _)| *t == tid) {
+        Some((_, n)) => *n += 1,
+        None => threads.push((tid, 1)),
+    }
+    // The thread just counted goes last, where the next event looks first.
+    if let Some(at) = threads.iter().position(|(t, _)| *t == tid) {
+        let last = threads.len() - 1;
+        threads.swap(at, last);
+    }
+}
+
+/// What reading a file keeps.
+struct State {
+    timeline: Timeline,
+    nesting: Nesting<Payload>,
+    rows: Rows,
+    sites: Sites,
+    path_names: PathNames,
+    /// Whether marks are wanted (instants, counters, logs): else they are not nested at all
+    /// (a mark encloses nothing, so the slices' tree is the same without them).
+    marks: bool,
+    slices: bool,
+    message: String,
+}
+
+impl State {
+    fn new(clock: &phosphor_format::ClockInfo, wanted: &[Table]) -> State {
+        State {
+            timeline: Timeline::new(clock),
+            nesting: Nesting::new(DEFAULT_PENDING_LIMIT),
+            rows: Rows::new(),
+            sites: Sites::default(),
+            path_names: PathNames::default(),
+            marks: wanted.iter().any(|t| matches!(t, Table::Instants | Table::Counters | Table::Logs)),
+            slices: wanted.contains(&Table::Slices),
+            message: String::new(),
+        }
+    }
+
+    fn context<'a>(&'a mut self, file: &'a FileInfo<'a>) -> Context<'a> {
+        Context {
+            trace: file.trace,
+            process: file.process,
+            pid: file.pid,
+            thread_name: file.names,
+            sites: &self.sites,
+            paths: self.nesting.paths(),
+            path_names: &mut self.path_names,
+            timeline: &self.timeline,
+        }
+    }
+
+    /// Makes batches of the rows gathered: of each table with at least `batch_rows` of them, or
+    /// of all that are left when `all`.
+    fn flush(
+        &mut self,
+        file: &FileInfo<'_>,
+        wanted: &[Table],
+        batch_rows: usize,
+        all: bool,
+        emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let slices = self.rows.slices.len() >= batch_rows || (all && !self.rows.slices.is_empty());
+        let slices = if slices { std::mem::take(&mut self.rows.slices) } else { Vec::new() };
+        let marks = self.rows.marks.len() >= batch_rows || (all && !self.rows.marks.is_empty());
+        let marks = if marks { std::mem::take(&mut self.rows.marks) } else { Vec::new() };
+        let mut ctx = self.context(file);
+        if wanted.contains(&Table::Slices) {
+            for part in slices.chunks(batch_rows) {
+                emit(Table::Slices, ctx.slices(part))?;
+            }
+        }
+        if marks.is_empty() {
+            return Ok(());
+        }
+        let mut by_table: [Vec<Row>; 3] = Default::default();
+        for row in marks {
+            let at = match table_of(row.payload.kind) {
+                Table::Instants => 0,
+                Table::Counters => 1,
+                _ => 2,
+            };
+            by_table[at].push(row);
+        }
+        for (table, rows) in [Table::Instants, Table::Counters, Table::Logs].into_iter().zip(by_table) {
+            if wanted.contains(&table) {
+                for part in rows.chunks(batch_rows) {
+                    emit(table, ctx.marks(table, part))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds one event to the engine, as the statistics do (`phosphor_export::StatsBuilder::add`).
+    fn add(&mut self, event: &Event<'_>) {
+        let cs = &event.callsite;
+        if cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME {
+            // Bookkeeping of allocation counts, not an instant of the program.
+            return;
+        }
+        let Some(kind) = Kind::of(cs.phase) else {
+            return;
+        };
+        let is_mark = matches!(kind, Kind::Instant | Kind::Counter | Kind::Log);
+        // Marks need the slices too: their parents and paths.
+        let wanted = if is_mark { self.marks } else { self.slices || self.marks };
+        if !wanted {
+            return;
+        }
+        let tid = event.tid;
+        let ts = self.timeline.time(event.ts);
+        let site = self.sites.site(cs, kind, &event.args);
+        let label = self.sites.get(site).label;
+        // A dynamic name is argument 0: the name, not an argument.
+        let skip = usize::from(cs.dynamic_name);
+        let args = event.args.iter().skip(skip).flatten().copied();
+        let mut payload = Payload { site, kind, ..Payload::default() };
+        match kind {
+            Kind::Counter => {
+                payload.value = event.args.iter().flatten().find_map(|(_, v)| number(*v)).unwrap_or(f64::NAN);
+            }
+            Kind::Log => {
+                let params: Vec<Value<'_>> = event.params.iter().collect();
+                format_log(&mut self.message, cs.name.as_str(), &params);
+                payload.text = Some(self.message.as_str().into());
+            }
+            _ => payload.text = json::object(args),
+        }
+        let (nesting, rows) = (&mut self.nesting, &mut self.rows);
+        match cs.phase {
+            Phase::Begin => nesting.begin_with(tid, label, ts, payload),
+            Phase::End => nesting.end(tid, label, ts, rows),
+            _ if is_mark => nesting.mark_with(tid, label, ts, payload, rows),
+            _ => {
+                let end = event.duration.map_or(ts, |d| self.timeline.end(event.ts, d));
+                nesting.complete_with(tid, label, ts, end - ts, payload, rows);
+            }
+        }
+    }
+}
+
+/// A numeric argument's value.
+fn number(v: Value<'_>) -> Option<f64> {
+    match v {
+        Value::F64(x) => Some(x),
+        Value::I64(x) => Some(x as f64),
+        Value::U64(x) => Some(x as f64),
+        Value::Bool(_) | Value::Str(_) | Value::Pointer(_) => None,
+    }
+}

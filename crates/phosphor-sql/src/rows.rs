@@ -1,0 +1,85 @@
+//! [`Rows`]: the nesting engine's sink, which numbers the resolved slices and marks and keeps
+//! them as rows until the reader turns them into Arrow batches.
+//!
+//! The engine hands a resolved subtree over as a walk (`enter` before the slices nested in it,
+//! `leave` after), so a slice's id is given when it is entered and its parent is the slice
+//! entered last and not left, on a stack. A subtree resolved early (a thread past the engine's
+//! pending limit) is walked without the slices that will enclose it: its top has no parent id,
+//! though its path and depth name them.
+
+use phosphor_model::nesting::{PathId, Sink, Slice, SliceKind};
+
+use crate::sites::Kind;
+
+/// What a slice or mark carries through the nesting engine from its event.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Payload {
+    /// Its site ([`crate::sites::Sites`]).
+    pub(crate) site: u32,
+    /// Its arguments as a JSON object (`None`: it had none); a log's message.
+    pub(crate) text: Option<Box<str>>,
+    /// A counter's value.
+    pub(crate) value: f64,
+    pub(crate) kind: Kind,
+}
+
+/// A resolved slice or mark.
+#[derive(Debug)]
+pub(crate) struct Row {
+    pub(crate) tid: u32,
+    pub(crate) id: u64,
+    pub(crate) parent: Option<u64>,
+    pub(crate) depth: u32,
+    pub(crate) path: PathId,
+    /// Start on the timeline.
+    pub(crate) start: u64,
+    /// `None` for a begin never ended.
+    pub(crate) dur: Option<u64>,
+    pub(crate) self_dur: u64,
+    pub(crate) payload: Payload,
+}
+
+/// The rows resolved and not yet made into batches: slices (scopes, locks, begins never ended)
+/// and marks (instants, counters, logs) apart.
+#[derive(Debug, Default)]
+pub(crate) struct Rows {
+    pub(crate) slices: Vec<Row>,
+    pub(crate) marks: Vec<Row>,
+    /// The slices entered and not yet left: (thread, id).
+    stack: Vec<(u32, u64)>,
+    next_id: u64,
+}
+
+impl Rows {
+    pub(crate) fn new() -> Rows {
+        Rows { next_id: 1, ..Rows::default() }
+    }
+}
+
+impl Sink<Payload> for Rows {
+    fn enter(&mut self, s: &Slice, payload: Payload) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let parent = self.stack.last().filter(|(tid, _)| *tid == s.tid).map(|&(_, id)| id);
+        self.stack.push((s.tid, id));
+        let row = Row {
+            tid: s.tid,
+            id,
+            parent,
+            depth: s.depth,
+            path: s.path,
+            start: s.start,
+            dur: (s.kind != SliceKind::Unclosed).then_some(s.dur),
+            self_dur: s.self_ticks,
+            payload,
+        };
+        match s.kind {
+            SliceKind::Mark => self.marks.push(row),
+            SliceKind::Scope | SliceKind::Unclosed => self.slices.push(row),
+        }
+    }
+
+    fn leave(&mut self, _slice: &Slice) {
+        self.stack.pop();
+    }
+}

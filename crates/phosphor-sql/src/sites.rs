@@ -1,0 +1,146 @@
+//! [`Sites`]: what the rows of the tables name (category, name as shown, source file and line,
+//! kind), numbered once per distinct value, and the nesting engine's labels.
+//!
+//! A row of `slices` names its site by number, so a file of a million events of ten callsites
+//! keeps ten sites. Labels follow the statistics' rule (`phosphor stats`): a label is a name *as
+//! shown* ([`names::shown`], a lock's callsite as `NAME (wait)`) and a kind, so that the paths of
+//! `slices` are the statistics' paths; a name chosen at run time (argument 0 of a
+//! `dynamic_name` callsite) is the event's name, as there.
+
+use std::collections::HashMap;
+
+use phosphor_format::file::{Callsite, Value};
+use phosphor_format::{IdMap, Level, Phase};
+use phosphor_model::names;
+use phosphor_model::nesting::Label;
+
+/// What an event is, as the tables sort events out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Kind {
+    /// A complete event or a begin/end pair.
+    #[default]
+    Scope,
+    /// Waiting for a lock.
+    LockWait,
+    /// Holding a lock.
+    LockHeld,
+    /// An instant.
+    Instant,
+    /// A counter sample (or a data point).
+    Counter,
+    /// A log message.
+    Log,
+}
+
+impl Kind {
+    /// The kind of events of `phase`; `None` for async halves (paired apart).
+    pub(crate) fn of(phase: Phase) -> Option<Kind> {
+        Some(match phase {
+            Phase::Begin | Phase::End | Phase::Complete => Kind::Scope,
+            Phase::LockWait => Kind::LockWait,
+            Phase::LockHeld => Kind::LockHeld,
+            Phase::Instant => Kind::Instant,
+            Phase::Counter | Phase::Data => Kind::Counter,
+            Phase::Log => Kind::Log,
+            Phase::AsyncBegin | Phase::AsyncEnd => return None,
+        })
+    }
+
+    /// The `kind` column's text.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Scope => "scope",
+            Kind::LockWait => "lock_wait",
+            Kind::LockHeld => "lock_held",
+            Kind::Instant => "instant",
+            Kind::Counter => "counter",
+            Kind::Log => "log",
+        }
+    }
+}
+
+/// One distinct site.
+#[derive(Debug)]
+pub(crate) struct Site {
+    pub(crate) category: String,
+    pub(crate) label: Label,
+    pub(crate) file: String,
+    pub(crate) line: u32,
+    pub(crate) kind: Kind,
+    /// A log's level.
+    pub(crate) level: Option<Level>,
+}
+
+/// The sites and labels of one file.
+#[derive(Debug, Default)]
+pub(crate) struct Sites {
+    sites: Vec<Site>,
+    by_value: HashMap<(String, Label, String, u32), u32>,
+    /// By callsite id, its site (callsites whose name is chosen at run time excepted).
+    by_callsite: IdMap,
+    /// By callsite id, the string index of the name it had: a file may define an id again.
+    name_of: IdMap,
+    /// Names as shown, by label.
+    names: Vec<(String, Kind)>,
+    labels: HashMap<(String, Kind), Label>,
+}
+
+impl Sites {
+    /// The site of an event of callsite `cs` of kind `kind`, with its arguments `args`.
+    pub(crate) fn site(&mut self, cs: &Callsite<'_>, kind: Kind, args: &[Option<(&str, Value<'_>)>]) -> u32 {
+        if cs.dynamic_name {
+            if let Some((_, Value::Str(name))) = args.first().copied().flatten() {
+                let label = self.label(&names::lock_name(name, cs.phase), kind);
+                return self.intern(cs, label, kind);
+            }
+        }
+        if let (Some(site), Some(n)) = (self.by_callsite.get(cs.id), self.name_of.get(cs.id)) {
+            if n == cs.name.index() && self.sites[site as usize].kind == kind {
+                return site;
+            }
+        }
+        let label = self.label(&names::lock_name(cs.name.as_str(), cs.phase), kind);
+        let site = self.intern(cs, label, kind);
+        self.by_callsite.insert(cs.id, site);
+        self.name_of.insert(cs.id, cs.name.index());
+        site
+    }
+
+    fn intern(&mut self, cs: &Callsite<'_>, label: Label, kind: Kind) -> u32 {
+        let key = (cs.category.as_str().to_owned(), label, cs.file.as_str().to_owned(), cs.line);
+        let next = self.sites.len() as u32;
+        *self.by_value.entry(key).or_insert_with_key(|(category, label, file, line)| {
+            self.sites.push(Site {
+                category: category.clone(),
+                label: *label,
+                file: file.clone(),
+                line: *line,
+                kind,
+                level: cs.level,
+            });
+            next
+        })
+    }
+
+    /// The label of events named `name` (before it is cut to be shown) of kind `kind`.
+    pub(crate) fn label(&mut self, name: &str, kind: Kind) -> Label {
+        let shown = names::shown(name);
+        if let Some(&l) = self.labels.get(&(shown.as_ref().to_owned(), kind)) {
+            return l;
+        }
+        let l = self.names.len() as Label;
+        self.names.push((shown.clone().into_owned(), kind));
+        self.labels.insert((shown.into_owned(), kind), l);
+        l
+    }
+
+    /// Site number `site`.
+    pub(crate) fn get(&self, site: u32) -> &Site {
+        &self.sites[site as usize]
+    }
+
+    /// The name of label `l` (empty for a label not given here).
+    pub(crate) fn name(&self, l: Label) -> &str {
+        self.names.get(l as usize).map_or("", |(n, _)| n)
+    }
+}

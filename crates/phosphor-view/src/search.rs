@@ -2,8 +2,8 @@
 //! of them from a time on, for the page's results list and its next/previous.
 //!
 //! A search reads every record of every served trace once: their names, block by block
-//! (`blocks::Columns`), and the times only of the blocks where a name matches. What it keeps is bounded: a count per matching name and the
-//! `limit` earliest hits.
+//! (`blocks::Columns`), and the times only of the blocks where a name matches. What it keeps is
+//! bounded: a count per matching name and the `limit` earliest hits.
 
 use std::collections::{BinaryHeap, HashMap};
 

@@ -69,6 +69,21 @@ pub(crate) const SLICES: Layout = Layout {
     ],
 };
 
+/// The places of [`SLICES`]' fields, for [`Columns`].
+pub(crate) mod slice_fields {
+    pub(crate) const START: usize = 0;
+    pub(crate) const END: usize = 1;
+    pub(crate) const NAME: usize = 2;
+    pub(crate) const FLAGS: usize = 5;
+    pub(crate) const PATH: usize = 6;
+}
+
+/// The places of [`POINTS`]' fields, for [`Columns`].
+pub(crate) mod point_fields {
+    pub(crate) const TS: usize = 0;
+    pub(crate) const NAME: usize = 1;
+}
+
 /// A point (`records::Point`): time, name, callsite, event offset, kind.
 pub(crate) const POINTS: Layout = Layout {
     bytes: 24,
@@ -256,11 +271,10 @@ impl Encoder {
     }
 }
 
-/// Decodes blocks: a zstd context and a scratch buffer, reused.
+/// Decodes blocks: a zstd context and the columns of the block decoded last, reused.
 pub(crate) struct Decoder {
     zstd: zstd::bulk::Decompressor<'static>,
-    planes: Vec<u8>,
-    column: Vec<u64>,
+    columns: Columns,
 }
 
 impl std::fmt::Debug for Decoder {
@@ -269,71 +283,159 @@ impl std::fmt::Debug for Decoder {
     }
 }
 
-impl Decoder {
-    pub(crate) fn new() -> io::Result<Decoder> {
-        Ok(Decoder { zstd: zstd::bulk::Decompressor::new()?, planes: Vec::new(), column: Vec::new() })
+/// A block decompressed, its fields decoded column by column as they are asked for
+/// ([`Columns::want`]): a scan that tests one field decodes that one and not the others
+/// (un-shuffling a field's byte planes and undoing its coding is most of a block's decoding
+/// after zstd).
+#[derive(Debug)]
+pub(crate) struct Columns {
+    layout: &'static Layout,
+    n: usize,
+    /// The block's byte planes, as zstd gave them.
+    planes: Vec<u8>,
+    /// Each field's values, one a record: filled for the fields in `done`.
+    values: Vec<Vec<u64>>,
+    /// The fields decoded, a bit each.
+    done: u64,
+}
+
+impl Columns {
+    fn new() -> Columns {
+        Columns { layout: &SLICES, n: 0, planes: Vec::new(), values: Vec::new(), done: 0 }
     }
 
-    /// Decodes `frame`, a block of `n` records of `layout`, into `out` (replacing what it held).
-    /// A frame that says another size than the block's, or that does not decode to it, is an
-    /// error: nothing is allocated beyond the block's own size.
-    pub(crate) fn decode(
+    /// A block of `n` records of `layout` whose every field is zero (a damaged block's).
+    pub(crate) fn zeros(&mut self, layout: &'static Layout, n: usize) {
+        self.reset(layout, n);
+        self.planes.resize(n * layout.bytes, 0);
+    }
+
+    fn reset(&mut self, layout: &'static Layout, n: usize) {
+        (self.layout, self.n, self.done) = (layout, n, 0);
+        self.planes.clear();
+        self.values.resize_with(layout.fields.len(), Vec::new);
+    }
+
+    /// Decodes the fields numbered `fields` (places in the layout's fields), those already
+    /// decoded left as they are.
+    pub(crate) fn want(&mut self, fields: &[usize]) {
+        for &k in fields {
+            self.field(k);
+        }
+    }
+
+    /// Field `k`'s values, one a record: empty unless [`Columns::want`] decoded it.
+    pub(crate) fn get(&self, k: usize) -> &[u64] {
+        let done = (self.done >> k) & 1 == 1;
+        debug_assert!(done, "field {k} read before it was decoded");
+        if !done {
+            return &[];
+        }
+        &self.values[k]
+    }
+
+    fn field(&mut self, k: usize) {
+        let Some(f) = self.layout.fields.get(k).copied() else { return };
+        if (self.done >> k) & 1 == 1 {
+            return;
+        }
+        if let Coding::From(g) = f.coding {
+            if g < k {
+                self.field(g);
+            }
+        }
+        let n = self.n;
+        let plane: usize = self.layout.fields[..k].iter().map(|f| f.width * n).sum();
+        let mut column = std::mem::take(&mut self.values[k]);
+        gather(f.width, &self.planes[plane..plane + f.width * n], n, &mut column);
+        let (m, w) = (mask(f.width), f.width);
+        // One loop a coding, the coding chosen once a field.
+        match f.coding {
+            Coding::Delta => {
+                let mut v = 0u64;
+                for z in &mut column {
+                    v = v.wrapping_add(unzigzag(*z, w)) & m;
+                    *z = v;
+                }
+            }
+            Coding::From(g) if g < k => {
+                for (z, &from) in column.iter_mut().zip(&self.values[g]) {
+                    *z = z.wrapping_add(from) & m;
+                }
+            }
+            Coding::Xor => {
+                let mut v = 0u64;
+                for z in &mut column {
+                    v ^= *z;
+                    *z = v;
+                }
+            }
+            Coding::Plain | Coding::From(_) => {}
+        }
+        self.values[k] = column;
+        self.done |= 1 << k;
+    }
+}
+
+impl Decoder {
+    pub(crate) fn new() -> io::Result<Decoder> {
+        Ok(Decoder { zstd: zstd::bulk::Decompressor::new()?, columns: Columns::new() })
+    }
+
+    /// Decompresses `frame`, a block of `n` records of `layout`, into `columns` (replacing what
+    /// they held), none of its fields decoded yet. A frame that says another size than the
+    /// block's, or that does not decode to it, is an error: nothing is allocated beyond the
+    /// block's own size.
+    pub(crate) fn columns(
         &mut self,
-        layout: &Layout,
+        layout: &'static Layout,
         n: usize,
         frame: &[u8],
-        out: &mut Vec<u8>,
+        columns: &mut Columns,
     ) -> Result<(), BlockError> {
         let size = n * layout.bytes;
         check_frame(frame, size)?;
-        self.planes.clear();
-        self.planes.reserve(size);
+        columns.reset(layout, n);
+        columns.planes.reserve(size);
         let got = self
             .zstd
-            .decompress_to_buffer(frame, &mut self.planes)
+            .decompress_to_buffer(frame, &mut columns.planes)
             .map_err(|e| BlockError(format!("the compressed block does not decode: {e}")))?;
         if got != size {
             return Err(BlockError(format!("the block decodes to {got} bytes, not {size}")));
         }
-        out.clear();
-        out.resize(size, 0);
-        let mut plane = 0;
-        for (k, f) in layout.fields.iter().enumerate() {
-            gather(f.width, &self.planes[plane..plane + f.width * n], n, &mut self.column);
-            plane += f.width * n;
-            let (m, w) = (mask(f.width), f.width);
-            let records = out.chunks_exact_mut(layout.bytes).zip(&self.column);
-            // One loop a coding, the coding chosen once a field.
-            match f.coding {
-                Coding::Delta => {
-                    let mut v = 0u64;
-                    for (rec, &z) in records {
-                        v = v.wrapping_add(unzigzag(z, w)) & m;
-                        put(rec, f, v);
-                    }
-                }
-                Coding::From(g) if g < k => {
-                    let from = &layout.fields[g];
-                    for (rec, &z) in records {
-                        let v = z.wrapping_add(get(rec, from)) & m;
-                        put(rec, f, v);
-                    }
-                }
-                Coding::Xor => {
-                    let mut v = 0u64;
-                    for (rec, &z) in records {
-                        v ^= z;
-                        put(rec, f, v);
-                    }
-                }
-                Coding::Plain | Coding::From(_) => {
-                    for (rec, &z) in records {
-                        put(rec, f, z);
-                    }
+        Ok(())
+    }
+
+    /// An empty set of columns, to decompress blocks into ([`Decoder::columns`]).
+    pub(crate) fn scratch() -> Columns {
+        Columns::new()
+    }
+
+    /// Decodes `frame`, a block of `n` records of `layout`, into `out` (replacing what it held):
+    /// the records' own bytes. Errors as [`Decoder::columns`].
+    pub(crate) fn decode(
+        &mut self,
+        layout: &'static Layout,
+        n: usize,
+        frame: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), BlockError> {
+        let mut columns = std::mem::replace(&mut self.columns, Columns::new());
+        let decoded = self.columns(layout, n, frame, &mut columns);
+        if decoded.is_ok() {
+            let all: Vec<usize> = (0..layout.fields.len()).collect();
+            columns.want(&all);
+            out.clear();
+            out.resize(n * layout.bytes, 0);
+            for (k, f) in layout.fields.iter().enumerate() {
+                for (rec, &v) in out.chunks_exact_mut(layout.bytes).zip(columns.get(k)) {
+                    put(rec, f, v);
                 }
             }
         }
-        Ok(())
+        self.columns = columns;
+        decoded
     }
 }
 

@@ -124,6 +124,56 @@ fn slices_points_and_samples_with_extreme_values_come_back_whole() {
     }
 }
 
+/// Random records of `layout`: each field often extreme, often a small step from the record before.
+fn random_records(rng: &mut Rng, layout: &Layout, n: usize) -> Vec<u8> {
+    let mut records = vec![0u8; n * layout.bytes];
+    let mut prev = vec![0u64; layout.fields.len()];
+    for rec in records.chunks_exact_mut(layout.bytes) {
+        for (k, f) in layout.fields.iter().enumerate() {
+            let v = if rng.below(3) == 0 { prev[k].wrapping_add(rng.below(5)) } else { extreme(rng) };
+            prev[k] = v;
+            rec[f.at..f.at + f.width].copy_from_slice(&v.to_le_bytes()[..f.width]);
+        }
+    }
+    records
+}
+
+#[test]
+fn a_block_decoded_column_by_column_equals_the_block_decoded_whole() {
+    let mut rng = Rng(0x5eed_c01d);
+    let mut encoder = Encoder::new().unwrap();
+    let mut d = Decoder::new().unwrap();
+    let mut columns = Decoder::scratch();
+    for layout in LAYOUTS {
+        for n in [1usize, 2, 7, 63, 64, 65, 511, 512] {
+            let records = random_records(&mut rng, layout, n);
+            let frame = encoder.encode(layout, &records).unwrap().to_vec();
+            let mut whole = Vec::new();
+            d.decode(layout, n, &frame, &mut whole).unwrap();
+            assert_eq!(whole, records, "{layout:?} {n}");
+            // Some of the fields, in any order (a field coded from another decodes that one too).
+            for _ in 0..4 {
+                let fields: Vec<usize> =
+                    (0..layout.fields.len()).filter(|_| rng.below(2) == 0).rev().collect();
+                d.columns(layout, n, &frame, &mut columns).unwrap();
+                columns.want(&fields);
+                for &k in &fields {
+                    let f = &layout.fields[k];
+                    let want: Vec<u64> = records
+                        .chunks_exact(layout.bytes)
+                        .map(|r| {
+                            let mut v = [0u8; 8];
+                            v[..f.width].copy_from_slice(&r[f.at..f.at + f.width]);
+                            u64::from_le_bytes(v)
+                        })
+                        .collect();
+                    assert_eq!(columns.get(k), &want[..], "{layout:?} {n} field {k} of {fields:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn a_frame_that_claims_another_size_or_is_cut_short_is_refused_before_it_is_decoded() {
     let mut e = Encoder::new().unwrap();
@@ -238,9 +288,23 @@ fn an_index_in_small_blocks_answers_as_one_in_large_ones() {
         assert_eq!(small.slice(i), large.slice(i), "slice {i}");
         assert_eq!(small.slice_path(i), large.slice_path(i), "slice {i}");
     }
+    // A scan's columns across blocks of 8, from and to the middle of one: the slices read by number.
     let mut scanned = Vec::new();
-    small.scan_slices(3, small.slice_count() - 5, |i, s| scanned.push((i, s)));
-    let direct: Vec<_> = (3..small.slice_count() - 5).map(|i| (i, large.slice(i))).collect();
+    small.scan_slices(3, small.slice_count() - 5, |base, rows, c| {
+        use crate::blocks::slice_fields as F;
+        c.want(&[F::PATH, F::START, F::NAME, F::END, F::FLAGS]);
+        for r in rows {
+            let (s, e, n) = (c.get(F::START)[r], c.get(F::END)[r], c.get(F::NAME)[r] as u32);
+            let (flags, path) = (c.get(F::FLAGS)[r] as u8, c.get(F::PATH)[r] as u32);
+            scanned.push((base + r as u64, s, e, n, flags, path));
+        }
+    });
+    let direct: Vec<_> = (3..small.slice_count() - 5)
+        .map(|i| {
+            let s = large.slice(i);
+            (i, s.start, s.end, s.name, s.flags, large.slice_path(i).unwrap_or(u32::MAX))
+        })
+        .collect();
     assert_eq!(scanned, direct);
     for pixels in [1, 10, 800] {
         let w = Window::new(0, 1_000_000, pixels);
@@ -303,8 +367,16 @@ fn a_damaged_block_names_the_index_file_and_its_offset_and_the_index_is_built_ag
         Some(Error::Index { path: p, offset, .. }) => assert_eq!((p, *offset), (&at, block as u64)),
         other => panic!("{other:?}"),
     }
-    let mut seen = 0;
-    index.scan_slices(0, index.slice_count(), |_, _| seen += 1);
+    let (mut seen, mut zeros) = (0, Vec::new());
+    index.scan_slices(0, index.slice_count(), |base, rows, c| {
+        c.want(&[crate::blocks::slice_fields::START]);
+        seen += rows.len() as u64;
+        let starts = c.get(crate::blocks::slice_fields::START);
+        if starts.iter().all(|&v| v == 0) {
+            zeros.push(base);
+        }
+    });
+    assert_eq!(zeros, [8 * 3], "the damaged block's fields are zeros, the others not");
     assert_eq!(seen, index.slice_count(), "a scan goes past it");
 
     // The index cut short: refused (no footer where it says).

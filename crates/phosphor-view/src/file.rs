@@ -41,15 +41,16 @@
 //! to a temporary name first and renamed when complete.
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 use phosphor_format::file::Header;
 use serde::{Deserialize, Serialize};
 
-use crate::blocks::{self, BlockTable, Layout};
+use crate::blocks::{self, BlockTable, Columns, Layout};
 use crate::flows::{FlowMember, FLOW_BYTES};
-use crate::records::{u32_at, u64_at, Point, Sample, Slice, POINT_BYTES, SLICE_BYTES};
+use crate::records::{u32_at, u64_at, Point, Sample, Slice, SLICE_BYTES};
 use crate::store::Blocks;
 use crate::summary::{SampleSummary, SliceSummary, SAMPLE_SUMMARY_BYTES, SLICE_SUMMARY_BYTES, SPAN};
 pub(crate) use crate::writer::{IndexWriter, ThreadEntry};
@@ -489,15 +490,17 @@ impl IndexFile {
         (member < n).then(|| self.flow(member))
     }
 
-    /// Calls `f` with slices `first..end` and their numbers, in order (their blocks decoded one
-    /// after the other, leaving the cache alone).
-    pub(crate) fn scan_slices(&self, first: u64, end: u64, mut f: impl FnMut(u64, Slice)) {
-        self.store.scan::<SLICE_BYTES>(&self.slices, first, end, 0, |i, b| f(i, Slice::decode(&b)));
+    /// Calls `f` with each block of slices holding slices `first..end`, in order: the number of
+    /// its first slice, its rows in `first..end`, and its columns (`blocks::slice_fields`), which
+    /// `f` decodes as it needs them. Leaves the cache alone.
+    pub(crate) fn scan_slices(&self, first: u64, end: u64, f: impl FnMut(u64, Range<usize>, &mut Columns)) {
+        self.store.scan(&self.slices, first, end, f);
     }
 
-    /// Calls `f` with points `first..end` and their numbers, in order.
-    pub(crate) fn scan_points(&self, first: u64, end: u64, mut f: impl FnMut(u64, Point)) {
-        self.store.scan::<POINT_BYTES>(&self.points, first, end, 0, |i, b| f(i, Point::decode(&b)));
+    /// Calls `f` with each block of points holding points `first..end`, as
+    /// [`IndexFile::scan_slices`] (`blocks::point_fields`).
+    pub(crate) fn scan_points(&self, first: u64, end: u64, f: impl FnMut(u64, Range<usize>, &mut Columns)) {
+        self.store.scan(&self.points, first, end, f);
     }
 
     /// The first damage found in the index's compressed blocks since it was opened, if any

@@ -1,9 +1,9 @@
 //! `GET /api/search`: the slices and points whose name matches a pattern, counted, and the first
 //! of them from a time on, for the page's results list and its next/previous.
 //!
-//! A search reads every record of every served trace once (32 or 24 bytes each, mapped): about
-//! 4 million a second on one core. What it keeps is bounded: a count per matching name and the
-//! `limit` earliest hits.
+//! A search reads every record of every served trace once: their names, block by block
+//! (`blocks::Columns`), and the times only of the blocks where a name matches. What it keeps is
+//! bounded: a count per matching name and the `limit` earliest hits.
 
 use std::collections::{BinaryHeap, HashMap};
 
@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
+use crate::blocks::{point_fields, slice_fields};
 use crate::server::{Failure, Shared, Trace};
 
 /// The most hits one answer lists.
@@ -189,44 +190,55 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<SearchAnswer>, Fail
         for (k, th) in index.threads.iter().chain(&index.asyncs).enumerate() {
             let async_track = k.checked_sub(threads).map(|a| a as u32);
             for (level, &(from, count)) in th.levels.iter().enumerate() {
-                index.scan_slices(from, from + count, |i, s| {
-                    if !wanted.get(s.name as usize).copied().unwrap_or(false) {
-                        return;
+                // The names first: a block's times are decoded only when one of them matches.
+                index.scan_slices(from, from + count, |base, rows, c| {
+                    c.want(&[slice_fields::NAME]);
+                    for r in rows {
+                        let name = c.get(slice_fields::NAME)[r] as u32;
+                        if !wanted.get(name as usize).copied().unwrap_or(false) {
+                            continue;
+                        }
+                        counts[name as usize] += 1;
+                        c.want(&[slice_fields::START, slice_fields::END]);
+                        let hit = Hit {
+                            start: t.ns(c.get(slice_fields::START)[r]),
+                            trace: n,
+                            point: 0,
+                            index: base + r as u64,
+                            end: t.ns(c.get(slice_fields::END)[r]),
+                            tid: th.tid,
+                            async_track,
+                            level: level as u32,
+                            name,
+                        };
+                        keep(hit, &mut first);
                     }
-                    counts[s.name as usize] += 1;
-                    let hit = Hit {
-                        start: t.ns(s.start),
-                        trace: n,
-                        point: 0,
-                        index: i,
-                        end: t.ns(s.end),
-                        tid: th.tid,
-                        async_track,
-                        level: level as u32,
-                        name: s.name,
-                    };
-                    keep(hit, &mut first);
                 });
             }
             let (from, count) = th.points;
-            index.scan_points(from, from + count, |i, p| {
-                if !wanted.get(p.name as usize).copied().unwrap_or(false) {
-                    return;
+            index.scan_points(from, from + count, |base, rows, c| {
+                c.want(&[point_fields::NAME]);
+                for r in rows {
+                    let name = c.get(point_fields::NAME)[r] as u32;
+                    if !wanted.get(name as usize).copied().unwrap_or(false) {
+                        continue;
+                    }
+                    counts[name as usize] += 1;
+                    c.want(&[point_fields::TS]);
+                    let at = t.ns(c.get(point_fields::TS)[r]);
+                    let hit = Hit {
+                        start: at,
+                        trace: n,
+                        point: 1,
+                        index: base + r as u64,
+                        end: at,
+                        tid: th.tid,
+                        async_track,
+                        level: 0,
+                        name,
+                    };
+                    keep(hit, &mut first);
                 }
-                counts[p.name as usize] += 1;
-                let at = t.ns(p.ts);
-                let hit = Hit {
-                    start: at,
-                    trace: n,
-                    point: 1,
-                    index: i,
-                    end: at,
-                    tid: th.tid,
-                    async_track,
-                    level: 0,
-                    name: p.name,
-                };
-                keep(hit, &mut first);
             });
         }
         for (name, &c) in counts.iter().enumerate() {
@@ -340,9 +352,17 @@ fn ticks_of(traces: &Shared, q: &str, start: i64, end: i64, px: u32) -> SearchAn
                     .max(first);
                 let to = crate::query::partition(from, last, |i| index.slice(i).start <= b);
                 let mut runs = Vec::new();
-                index.scan_slices(from, to, |_, s| {
-                    if is(s.name) && s.end >= a {
-                        add(&mut runs, col(t.ns(s.start)), col(t.ns(s.end)));
+                index.scan_slices(from, to, |_, rows, c| {
+                    c.want(&[slice_fields::NAME]);
+                    for r in rows {
+                        if !is(c.get(slice_fields::NAME)[r] as u32) {
+                            continue;
+                        }
+                        c.want(&[slice_fields::START, slice_fields::END]);
+                        let (start, end) = (c.get(slice_fields::START)[r], c.get(slice_fields::END)[r]);
+                        if end >= a {
+                            add(&mut runs, col(t.ns(start)), col(t.ns(end)));
+                        }
                     }
                 });
                 if !runs.is_empty() {
@@ -353,10 +373,13 @@ fn ticks_of(traces: &Shared, q: &str, start: i64, end: i64, px: u32) -> SearchAn
             let from = crate::query::partition(first, first + count, |i| index.point(i).ts < a);
             let to = crate::query::partition(from, first + count, |i| index.point(i).ts <= b);
             let mut runs = Vec::new();
-            index.scan_points(from, to, |_, p| {
-                if is(p.name) {
-                    let c = col(t.ns(p.ts));
-                    add(&mut runs, c, c);
+            index.scan_points(from, to, |_, rows, c| {
+                c.want(&[point_fields::NAME, point_fields::TS]);
+                for r in rows {
+                    if is(c.get(point_fields::NAME)[r] as u32) {
+                        let x = col(t.ns(c.get(point_fields::TS)[r]));
+                        add(&mut runs, x, x);
+                    }
                 }
             });
             if !runs.is_empty() {

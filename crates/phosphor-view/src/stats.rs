@@ -20,6 +20,7 @@ use phosphor_model::names;
 use phosphor_model::nesting::DEFAULT_MAX_DEPTH;
 use phosphor_model::timeline::Timeline;
 
+use crate::blocks::slice_fields as F;
 use crate::file::{IndexFile, ThreadTrack};
 use crate::query::partition;
 use crate::records::{slice_flags, Slice};
@@ -117,18 +118,28 @@ pub(crate) fn context(
     (names, dur(&s).saturating_sub(nested), children)
 }
 
-/// Calls `f` with the number, the slice and the path of every slice of `thread` that starts from
-/// `a` to `b` (ticks) and has a duration: begins never ended are left out, as the statistics
-/// leave them out.
-fn each_slice(index: &IndexFile, thread: &ThreadTrack, a: u64, b: u64, mut f: impl FnMut(u64, Slice, u32)) {
+/// Calls `f` with the number, the start, the end and the path of every slice of `thread` that
+/// starts from `a` to `b` (ticks) and has a duration: begins never ended are left out, as the
+/// statistics leave them out. Decodes only those fields of the slices' blocks.
+fn each_slice(
+    index: &IndexFile,
+    thread: &ThreadTrack,
+    a: u64,
+    b: u64,
+    mut f: impl FnMut(u64, u64, u64, u32),
+) {
     for &(first, count) in &thread.levels {
         let end = first + count;
         let from = partition(first, end, |k| index.slice(k).start < a);
         let to = partition(from, end, |k| index.slice(k).start <= b);
-        index.scan_slices(from, to, |i, s| {
-            if s.flags & slice_flags::UNCLOSED == 0 {
-                if let Some(path) = index.slice_path(i) {
-                    f(i, s, path);
+        index.scan_slices(from, to, |base, rows, c| {
+            c.want(&[F::FLAGS, F::PATH, F::START, F::END]);
+            let (flags, path) = (c.get(F::FLAGS), c.get(F::PATH));
+            let (start, end) = (c.get(F::START), c.get(F::END));
+            for r in rows {
+                let path = path[r] as u32;
+                if flags[r] as u8 & slice_flags::UNCLOSED == 0 && path != crate::build::NO_PATH {
+                    f(base + r as u64, start[r], end[r], path);
                 }
             }
         });
@@ -159,8 +170,8 @@ fn table(n: usize, t: &Trace, a: u64, b: u64, tid: Option<u32>) -> Table {
     let mut acc: HashMap<u32, Durations> = HashMap::new();
     let mut slices = 0u64;
     for thread in t.index.threads.iter().filter(|th| tid.is_none_or(|tid| th.tid == tid)) {
-        each_slice(&t.index, thread, a, b, |_, s, path| {
-            acc.entry(path).or_default().add(timeline.time(s.end) - timeline.time(s.start));
+        each_slice(&t.index, thread, a, b, |_, start, end, path| {
+            acc.entry(path).or_default().add(timeline.time(end) - timeline.time(start));
             slices += 1;
         });
     }
@@ -452,22 +463,26 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<KindAnswer>, Failure> {
                 let end = first + count;
                 let from = partition(first, end, |i| t.index.slice(i).start < a);
                 let to = partition(from, end, |i| t.index.slice(i).start <= b);
-                t.index.scan_slices(from, to, |i, s| {
-                    if s.flags & slice_flags::UNCLOSED != 0 {
-                        return;
-                    }
-                    let d = timeline.time(s.end) - timeline.time(s.start);
-                    durations.push(d);
-                    slowest.push(Reverse((d, i, k as u32)));
-                    if slowest.len() > SLOWEST {
-                        slowest.pop();
+                t.index.scan_slices(from, to, |base, rows, c| {
+                    c.want(&[F::FLAGS, F::START, F::END]);
+                    let (flags, start, end) = (c.get(F::FLAGS), c.get(F::START), c.get(F::END));
+                    for r in rows {
+                        if flags[r] as u8 & slice_flags::UNCLOSED != 0 {
+                            continue;
+                        }
+                        let d = timeline.time(end[r]) - timeline.time(start[r]);
+                        durations.push(d);
+                        slowest.push(Reverse((d, base + r as u64, k as u32)));
+                        if slowest.len() > SLOWEST {
+                            slowest.pop();
+                        }
                     }
                 });
             }
         }
     }
     for thread in t.index.threads.iter().filter(|_| !asyncs) {
-        each_slice(&t.index, thread, a, b, |i, s, path| {
+        each_slice(&t.index, thread, a, b, |i, start, end, path| {
             let hit = *wanted.entry(path).or_insert_with(|| {
                 let (names, ty) = shown_path(&t.index, path);
                 names == want && ty == q.ty
@@ -475,7 +490,7 @@ fn kind_of(traces: &Shared, q: KindQuery) -> Result<Json<KindAnswer>, Failure> {
             if !hit {
                 return;
             }
-            let d = timeline.time(s.end) - timeline.time(s.start);
+            let d = timeline.time(end) - timeline.time(start);
             durations.push(d);
             slowest.push(Reverse((d, i, thread.tid)));
             if slowest.len() > SLOWEST {

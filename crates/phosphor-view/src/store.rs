@@ -8,17 +8,19 @@
 //! most [`CACHE_BYTES`]: the records' compressed blocks (`blocks.rs`) decoded, by record number
 //! ([`Store::record`]), and 16 KiB blocks of the uncompressed sections (the summaries), by
 //! position ([`Store::read`]); the kernel's page cache, which is not the server's memory, keeps
-//! the file's bytes between reads. Scans of whole sections (search, statistics) read and decode
-//! block after block into buffers of their own ([`Store::scan`]) and leave the cache alone.
+//! the file's bytes between reads. Scans of whole sections (search, statistics) read and decompress
+//! block after block into columns of their own ([`Store::scan`]), decode only the fields they
+//! test, and leave the cache alone.
 
 use std::cell::RefCell;
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crate::blocks::{BlockTable, Decoder, Layout};
+use crate::blocks::{BlockTable, Columns, Decoder, Layout};
 use crate::Error;
 
 /// Bytes of a cached block of an uncompressed section.
@@ -39,6 +41,8 @@ thread_local! {
     static LAST: RefCell<Option<Held>> = const { RefCell::new(None) };
     /// This thread's zstd context and the compressed bytes of the block it decodes.
     static DECODER: RefCell<Option<(Decoder, Vec<u8>)>> = const { RefCell::new(None) };
+    /// The columns this thread's scans decompress blocks into, reused scan after scan.
+    static SCRATCH: RefCell<Option<Columns>> = const { RefCell::new(None) };
 }
 
 /// Weighs a cached block by its bytes.
@@ -283,18 +287,16 @@ impl Store {
         )
     }
 
-    /// Calls `f` with the records `first..end` of `s` (each its `N` bytes from byte `from`) and
-    /// their numbers, in order, decoding their blocks one after the other, outside the cache.
-    /// The block being scanned is the thread's last block, so that reading one of its records by
-    /// number meanwhile (a slice's path) decodes nothing again. A damaged block's records are
-    /// zeros, as [`Store::record`] gives them.
-    pub(crate) fn scan<const N: usize>(
+    /// Calls `f` with each block holding records `first..end` of `s`, in order, decompressed
+    /// outside the cache: the number of the block's first record, the rows of the block in
+    /// `first..end`, and its columns, which `f` decodes as it needs them ([`Columns::want`]). A
+    /// damaged block's fields are zeros, as [`Store::record`] gives them.
+    pub(crate) fn scan(
         &self,
         s: &Blocks,
         first: u64,
         end: u64,
-        from: usize,
-        mut f: impl FnMut(u64, [u8; N]),
+        mut f: impl FnMut(u64, Range<usize>, &mut Columns),
     ) {
         let end = end.min(s.records());
         if first >= end {
@@ -303,33 +305,20 @@ impl Store {
         let per = s.per_block();
         let mut decoder =
             DECODER.with_borrow_mut(|d| d.take().map(|(d, _)| d)).or_else(|| Decoder::new().ok());
+        let mut columns = SCRATCH.with_borrow_mut(std::mem::take).unwrap_or_else(Decoder::scratch);
         let mut each = |k: u64, frame: &[u8]| -> Result<(), ()> {
             let (at, _, n) = s.table.block(k);
-            let key = s.key(k);
-            let block = match self.cache.get(&key) {
-                Some(b) => b,
-                None => {
-                    let mut out = Vec::new();
-                    let decoded = match &mut decoder {
-                        Some(d) => d.decode(s.layout, n, frame, &mut out).map_err(|e| e.0),
-                        None => Err("no zstd context".into()),
-                    };
-                    if let Err(e) = decoded {
-                        self.damaged(s.start + at, e);
-                        out = vec![0u8; n * s.layout.bytes];
-                    }
-                    Arc::from(out)
-                }
+            let decoded = match &mut decoder {
+                Some(d) => d.columns(s.layout, n, frame, &mut columns).map_err(|e| e.0),
+                None => Err("no zstd context".into()),
             };
-            LAST.set(Some((self.id, key, block.clone())));
-            let lo = if k == first / per { first % per } else { 0 };
-            let hi = if k == (end - 1) / per { (end - 1) % per + 1 } else { n as u64 };
-            for r in lo..hi {
-                let at = r as usize * s.layout.bytes + from;
-                let bytes =
-                    block.get(at..at + N).and_then(|b| <[u8; N]>::try_from(b).ok()).unwrap_or([0u8; N]);
-                f(k * per + r, bytes);
+            if let Err(e) = decoded {
+                self.damaged(s.start + at, e);
+                columns.zeros(s.layout, n);
             }
+            let lo = if k == first / per { (first % per) as usize } else { 0 };
+            let hi = if k == (end - 1) / per { ((end - 1) % per + 1) as usize } else { n };
+            f(k * per, lo..hi, &mut columns);
             Ok(())
         };
         let io = |at: u64, e: std::io::Error| self.damaged(at, e.to_string());
@@ -341,5 +330,6 @@ impl Store {
                 }
             });
         }
+        SCRATCH.set(Some(columns));
     }
 }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use divan::Bencher;
 use phosphor::{BufferMode, TraceConfig, TraceLog, TraceLogConfig};
 use phosphor_limit::limit_step;
-use phosphor_tracing::PhosphorLayer;
+use phosphor_tracing::{PhosphorLayer, PhosphorSubscriber};
 use tracing_subscriber::layer::SubscriberExt;
 
 /// Events per divan sample.
@@ -69,6 +69,11 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Sink {
 
 fn event(i: u64) {
     tracing::info!(a = i as i64, b = 7u64);
+}
+
+/// An event with a message, as most code writes them (`info!(a, b, "ev")`).
+fn event_msg(i: u64) {
+    tracing::info!(a = i as i64, b = 7u64, "ev");
 }
 
 fn span() {
@@ -143,6 +148,36 @@ fn event_phosphor_layer(bencher: Bencher) {
 }
 
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_phosphor_subscriber(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(PhosphorSubscriber::new(TraceLog::global()));
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_msg_phosphor_layer(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(phosphor_subscriber(TraceLog::global()));
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event_msg(i);
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_msg_phosphor_subscriber(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(PhosphorSubscriber::new(TraceLog::global()));
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event_msg(i);
+    });
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn event_tracing_chrome(bencher: Bencher) {
     let (sub, guard) = chrome_subscriber(Sink::default());
     let _d = tracing::subscriber::set_default(sub);
@@ -174,6 +209,19 @@ fn span_phosphor_layer(bencher: Bencher) {
 fn span_phosphor_layer_no_lifetimes(bencher: Bencher) {
     let layer = PhosphorLayer::new(TraceLog::global()).with_span_lifetimes(false);
     let _d = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+    bencher.bench_local(span);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn span_phosphor_subscriber(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(PhosphorSubscriber::new(TraceLog::global()));
+    bencher.bench_local(span);
+}
+
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn span_phosphor_subscriber_lifetimes(bencher: Bencher) {
+    let subscriber = PhosphorSubscriber::new(TraceLog::global()).with_span_lifetimes(true);
+    let _d = tracing::subscriber::set_default(subscriber);
     bencher.bench_local(span);
 }
 
@@ -210,6 +258,21 @@ fn check_recorded_counts() {
     let stats = log.stats();
     assert_eq!((stats.recorded, stats.dropped.total()), (N + 4 * N, 0), "Phosphor layer");
     println!("check: Phosphor layer recorded {N} events and {N} spans (4 events each), 0 dropped");
+
+    // Phosphor's own subscriber: spans as enter/exit (2 events), then with lifetimes (4).
+    log.start(TraceConfig::new(BufferMode::Fixed, 64 << 20)).unwrap();
+    tracing::subscriber::with_default(PhosphorSubscriber::new(log), || {
+        run(&|| event(1));
+        run(&|| event_msg(1));
+        run(&span);
+    });
+    tracing::subscriber::with_default(PhosphorSubscriber::new(log).with_span_lifetimes(true), || run(&span));
+    log.stop();
+    let stats = log.stats();
+    assert_eq!((stats.recorded, stats.dropped.total()), (2 * N + 2 * N + 4 * N, 0), "Phosphor subscriber");
+    println!(
+        "check: Phosphor subscriber recorded {N} + {N} events and {N} + {N} spans (2, 4 events), 0 dropped"
+    );
 
     let sink = Sink::default();
     let (sub, guard) = chrome_subscriber(sink.clone());

@@ -44,6 +44,12 @@
 //! applies to events. `tracing_subscriber`'s filters (`with_filter`, `EnvFilter`, `Targets`,
 //! `LevelFilter`) apply as to any layer.
 
+mod directives;
+mod subscriber;
+
+pub use directives::{Directives, DirectivesError};
+pub use subscriber::PhosphorSubscriber;
+
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,6 +82,8 @@ enum Site {
         params: usize,
     },
     Span {
+        /// The span's metadata (for `Subscriber::current_span`).
+        meta: &'static Metadata<'static>,
         begin: Point,
         end: Point,
         enter: Point,
@@ -85,16 +93,26 @@ enum Site {
     None,
 }
 
+/// The variable [`init`] reads `tracing` directives from (`EnvFilter`'s static syntax, e.g.
+/// `warn,my_crate=debug`); unset, every callsite is recorded.
+pub const DIRECTIVES_VAR: &str = "PHOSPHOR_TRACING";
+
 /// Switches Phosphor on as `phosphor::init()` does (from `PHOSPHOR` and `PHOSPHOR_*`; nothing
-/// when unset) and, when it is on, installs a `tracing` registry with a [`PhosphorLayer`] of the
-/// global log as the global default subscriber. A program that already set a subscriber is told
+/// when unset) and, when it is on, installs a [`PhosphorSubscriber`] of the global log (with the
+/// directives of [`DIRECTIVES_VAR`]) as the global default subscriber. A program that already set a subscriber is told
 /// on standard error to add the layer to its own (the trace still records Phosphor's macros).
 /// Keep the guard alive in `main`: the trace is finished when it drops, or at exit.
 pub fn init() -> phosphor::Guard {
-    use tracing_subscriber::layer::SubscriberExt;
     let guard = phosphor::init();
     if guard.is_active() {
-        let subscriber = tracing_subscriber::registry().with(PhosphorLayer::new(TraceLog::global()));
+        let directives = match std::env::var(DIRECTIVES_VAR) {
+            Ok(spec) => Directives::parse(&spec).unwrap_or_else(|e| {
+                eprintln!("phosphor: {DIRECTIVES_VAR}: {e}; recording every callsite");
+                Directives::default()
+            }),
+            Err(_) => Directives::default(),
+        };
+        let subscriber = PhosphorSubscriber::new(TraceLog::global()).with_directives(directives);
         if tracing_core::dispatcher::set_global_default(tracing_core::Dispatch::new(subscriber)).is_err() {
             eprintln!(
                 "phosphor: a global tracing subscriber was already set; add phosphor_tracing::PhosphorLayer to it to record tracing's spans and events"
@@ -178,6 +196,7 @@ fn make_site(meta: &'static Metadata<'static>) -> Site {
         let arg_names = [names.first().copied().unwrap_or(""), names.get(1).copied().unwrap_or("")];
         (|| {
             Ok::<_, phosphor::Error>(Site::Span {
+                meta,
                 begin: Point::custom(&PointSpec { arg_names, ..spec(meta, meta.name(), Phase::AsyncBegin) })?,
                 end: Point::custom(&spec(meta, meta.name(), Phase::AsyncEnd))?,
                 enter: Point::custom(&spec(meta, meta.name(), Phase::Begin))?,
@@ -317,19 +336,18 @@ const SPAN_MAP: [u8; MAX_FIELDS] = {
     m
 };
 
-impl<S> tracing_subscriber::Layer<S> for PhosphorLayer
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn register_callsite(&self, meta: &'static Metadata<'static>) -> tracing_core::subscriber::Interest {
-        // Make the points now, off the recording path.
-        if matches!(self.site(meta), Site::None) {
+impl PhosphorLayer {
+    /// Makes a callsite's points off the recording path; false when it got none (counted lost).
+    fn register(&self, meta: &'static Metadata<'static>) -> bool {
+        let made = !matches!(self.site(meta), Site::None);
+        if !made {
             self.count_lost();
         }
-        tracing_core::subscriber::Interest::always()
+        made
     }
 
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+    /// Records an event as a Phosphor log.
+    fn record_event(&self, event: &Event<'_>) {
         let Site::Event { log, slot, params } = self.site(event.metadata()) else {
             return self.count_lost();
         };
@@ -349,7 +367,8 @@ where
         });
     }
 
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
+    /// Records a new span's life beginning (when lifetimes are recorded), as async slice `id`.
+    fn record_new_span(&self, attrs: &Attributes<'_>, id: u64) {
         let Site::Span { begin, .. } = self.site(attrs.metadata()) else {
             return self.count_lost();
         };
@@ -362,28 +381,58 @@ where
             let Collect { slots, extra, .. } = c;
             let fields = attrs.metadata().fields().len();
             let arg = |i: usize| (i < fields).then(|| value(slots[i], text));
-            begin.record_in(self.log, id.into_u64(), 0, [arg(0), arg(1)], extra);
+            begin.record_in(self.log, id, 0, [arg(0), arg(1)], extra);
         });
     }
 
+    /// Records a span's enter (`true`) or exit as the slice's begin or end on this thread.
+    fn record_enter(&self, site: &Site, enter: bool) {
+        if let Site::Span { enter: begin, exit: end, .. } = site {
+            let point = if enter { begin } else { end };
+            point.record_in(self.log, 0, 0, [None, None], false);
+        }
+    }
+
+    /// Records the end of a span's life, async slice `id` (when lifetimes are recorded).
+    fn record_close(&self, site: &Site, id: u64) {
+        if let (true, Site::Span { end, .. }) = (self.lifetimes, site) {
+            end.record_in(self.log, id, 0, [None, None], false);
+        }
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for PhosphorLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> tracing_core::subscriber::Interest {
+        self.register(meta);
+        tracing_core::subscriber::Interest::always()
+    }
+
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        self.record_event(event);
+    }
+
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
+        self.record_new_span(attrs, id.into_u64());
+    }
+
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        if let Some(Site::Span { enter, .. }) = ctx.metadata(id).map(|m| self.site(m)) {
-            enter.record_in(self.log, 0, 0, [None, None], false);
+        if let Some(m) = ctx.metadata(id) {
+            self.record_enter(self.site(m), true);
         }
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        if let Some(Site::Span { exit, .. }) = ctx.metadata(id).map(|m| self.site(m)) {
-            exit.record_in(self.log, 0, 0, [None, None], false);
+        if let Some(m) = ctx.metadata(id) {
+            self.record_enter(self.site(m), false);
         }
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if !self.lifetimes {
-            return;
-        }
-        if let Some(Site::Span { end, .. }) = ctx.metadata(&id).map(|m| self.site(m)) {
-            end.record_in(self.log, id.into_u64(), 0, [None, None], false);
+        if let Some(m) = ctx.metadata(&id) {
+            self.record_close(self.site(m), id.into_u64());
         }
     }
 }

@@ -66,6 +66,9 @@ use tracing_subscriber::registry::LookupSpan;
 /// The most parameters a Phosphor log keeps.
 const MAX_PARAMS: usize = phosphor::format::MAX_PARAMS;
 
+/// The parameters most events have at most (their slots are set up for every event).
+const FEW_PARAMS: usize = 4;
+
 /// `tracing` allows at most 32 fields per callsite.
 const MAX_FIELDS: usize = 32;
 
@@ -241,9 +244,10 @@ enum Slot {
     Text(u32, u32),
 }
 
-/// Collects field values into slots, formatting into `text`.
-struct Collect<'a> {
-    slots: [Slot; MAX_PARAMS],
+/// Collects field values into `N` slots, formatting into `text`. `N` is 4 for most callsites:
+/// the slots (and the values made of them) are set up for every event, so their size is time.
+struct Collect<'a, const N: usize> {
+    slots: [Slot; N],
     /// Field index → slot (events); for spans, the first two fields.
     map: &'a [u8; MAX_FIELDS],
     text: &'a mut String,
@@ -251,10 +255,10 @@ struct Collect<'a> {
     extra: bool,
 }
 
-impl Collect<'_> {
+impl<const N: usize> Collect<'_, N> {
     fn slot(&mut self, field: &Field) -> Option<&mut Slot> {
         match self.map.get(field.index()).copied() {
-            Some(i) if (i as usize) < MAX_PARAMS => Some(&mut self.slots[i as usize]),
+            Some(i) if (i as usize) < N => Some(&mut self.slots[i as usize]),
             _ => {
                 self.extra = true;
                 None
@@ -280,7 +284,7 @@ fn value(s: Slot, text: &str) -> Value<'_> {
     }
 }
 
-impl Visit for Collect<'_> {
+impl<const N: usize> Visit for Collect<'_, N> {
     fn record_i64(&mut self, field: &Field, v: i64) {
         self.put(field, Slot::I64(v));
     }
@@ -354,16 +358,25 @@ impl PhosphorLayer {
         if !log.enabled_in(self.log) {
             return;
         }
+        if *params <= FEW_PARAMS {
+            self.emit::<FEW_PARAMS>(event, log, slot, *params);
+        } else {
+            self.emit::<MAX_PARAMS>(event, log, slot, *params);
+        }
+    }
+
+    /// Collects an event's `params` values (at most `N`) and records them.
+    fn emit<const N: usize>(&self, event: &Event<'_>, log: &Point, slot: &[u8; MAX_FIELDS], params: usize) {
         with_text(|text| {
-            let mut c = Collect { slots: [Slot::Empty; MAX_PARAMS], map: slot, text, extra: false };
+            let mut c = Collect::<N> { slots: [Slot::Empty; N], map: slot, text, extra: false };
             event.record(&mut c);
             // Read in place: the slots are a few hundred bytes, not worth a move.
             let text: &str = c.text;
-            let mut values = [Value::U64(0); MAX_PARAMS];
-            for (v, s) in values.iter_mut().zip(&c.slots[..*params]) {
+            let mut values = [Value::U64(0); N];
+            for (v, s) in values.iter_mut().zip(&c.slots[..params]) {
                 *v = value(*s, text);
             }
-            log.log_in(self.log, &values[..*params], c.extra);
+            log.log_in(self.log, &values[..params], c.extra);
         });
     }
 
@@ -376,7 +389,7 @@ impl PhosphorLayer {
             return;
         }
         with_text(|text| {
-            let mut c = Collect { slots: [Slot::Empty; MAX_PARAMS], map: &SPAN_MAP, text, extra: false };
+            let mut c = Collect::<2> { slots: [Slot::Empty; 2], map: &SPAN_MAP, text, extra: false };
             attrs.record(&mut c);
             let Collect { slots, extra, .. } = c;
             let fields = attrs.metadata().fields().len();

@@ -204,55 +204,7 @@ pub struct ThreadStats {
     pub problems: u64,
 }
 
-/// What the last segment of a kind's path is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
-pub enum EventType {
-    /// A complete event or a begin/end pair: has durations.
-    Scope,
-    /// Waiting for a lock: has durations.
-    LockWait,
-    /// Holding a lock: has durations.
-    LockHeld,
-    /// An instant: counted.
-    Instant,
-    /// A counter sample: counted.
-    Counter,
-    /// A log message: counted.
-    Log,
-}
-
-impl EventType {
-    /// `scope`, `lock_wait`, `lock_held`, `instant`, `counter` or `log`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Scope => "scope",
-            EventType::LockWait => "lock_wait",
-            EventType::LockHeld => "lock_held",
-            EventType::Instant => "instant",
-            EventType::Counter => "counter",
-            EventType::Log => "log",
-        }
-    }
-
-    /// Whether kinds of this type have durations.
-    pub fn has_duration(self) -> bool {
-        matches!(self, EventType::Scope | EventType::LockWait | EventType::LockHeld)
-    }
-
-    /// The type of events of `phase`; `None` for async events (counted apart).
-    fn of(phase: Phase) -> Option<EventType> {
-        Some(match phase {
-            Phase::Begin | Phase::End | Phase::Complete => EventType::Scope,
-            Phase::LockWait => EventType::LockWait,
-            Phase::LockHeld => EventType::LockHeld,
-            Phase::Instant => EventType::Instant,
-            Phase::Counter | Phase::Data => EventType::Counter,
-            Phase::Log => EventType::Log,
-            Phase::AsyncBegin | Phase::AsyncEnd => return None,
-        })
-    }
-}
+pub use phosphor_model::event_type::EventType;
 
 /// Statistics of one event kind: a path, on one thread or on all.
 #[derive(Clone, Debug, PartialEq)]

@@ -20,6 +20,7 @@
 
 pub mod asyncs;
 pub mod background;
+pub mod event_type;
 pub mod names;
 pub mod nesting;
 pub mod ordered;

@@ -10,54 +10,12 @@
 use std::collections::HashMap;
 
 use phosphor_format::file::{Callsite, Value};
-use phosphor_format::{IdMap, Level, Phase};
+use phosphor_format::{IdMap, Level};
 use phosphor_model::names;
 use phosphor_model::nesting::Label;
 
-/// What an event is, as the tables sort events out.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Kind {
-    /// A complete event or a begin/end pair.
-    #[default]
-    Scope,
-    /// Waiting for a lock.
-    LockWait,
-    /// Holding a lock.
-    LockHeld,
-    /// An instant.
-    Instant,
-    /// A counter sample (or a data point).
-    Counter,
-    /// A log message.
-    Log,
-}
-
-impl Kind {
-    /// The kind of events of `phase`; `None` for async halves (paired apart).
-    pub(crate) fn of(phase: Phase) -> Option<Kind> {
-        Some(match phase {
-            Phase::Begin | Phase::End | Phase::Complete => Kind::Scope,
-            Phase::LockWait => Kind::LockWait,
-            Phase::LockHeld => Kind::LockHeld,
-            Phase::Instant => Kind::Instant,
-            Phase::Counter | Phase::Data => Kind::Counter,
-            Phase::Log => Kind::Log,
-            Phase::AsyncBegin | Phase::AsyncEnd => return None,
-        })
-    }
-
-    /// The `kind` column's text.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Kind::Scope => "scope",
-            Kind::LockWait => "lock_wait",
-            Kind::LockHeld => "lock_held",
-            Kind::Instant => "instant",
-            Kind::Counter => "counter",
-            Kind::Log => "log",
-        }
-    }
-}
+/// What an event is, as the tables sort events out: the statistics' own event types.
+pub(crate) use phosphor_model::event_type::EventType as Kind;
 
 /// One distinct site.
 #[derive(Debug)]

@@ -336,11 +336,7 @@ type AllocCounts = [Option<(&'static str, u64)>; 2];
 /// The flow that links async slice `id` of `cs`'s category and name to the slices that work for
 /// it (its polls): a hash of the three, the same in every chunk and generation of the export.
 pub(crate) fn flow_id(cs: &Callsite<'_>, id: u64) -> u64 {
-    let h = phosphor_format::fnv1a64(cs.category.as_bytes())
-        ^ phosphor_format::fnv1a64(cs.name.as_bytes()).rotate_left(21);
-    // A final multiply-xorshift mixes the id into every bit; 0 is not a valid flow id.
-    let x = (h ^ id).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (x ^ x >> 29).max(1)
+    phosphor_model::flows::flow_id(cs.category.as_str(), cs.name.as_str(), id)
 }
 
 impl<W: Write> Exporter<W> {

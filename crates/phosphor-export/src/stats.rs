@@ -54,7 +54,7 @@ use crate::scopes::{ScopeProblem, ScopeProblemKind};
 use crate::system::{SystemContext, SystemCounts};
 use phosphor_format::system::{SystemStatus, PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
 use phosphor_model::background::Feed;
-use phosphor_model::nesting::{self, Label, Nesting, PathId, ProblemKind};
+use phosphor_model::nesting::{self, Label, Nesting, PathId};
 use phosphor_model::timeline::Timeline;
 use std::sync::Arc;
 
@@ -616,19 +616,7 @@ impl StatsBuilder {
             .map(|p| ScopeProblem {
                 tid: p.tid,
                 at_ns: clock.since_origin_ns(p.ts),
-                kind: match p.kind {
-                    ProblemKind::WrongName { open, end } => {
-                        ScopeProblemKind::WrongName { open: name(open), end: name(end) }
-                    }
-                    ProblemKind::EndWithoutBegin { end } => {
-                        ScopeProblemKind::EndWithoutBegin { end: name(end) }
-                    }
-                    ProblemKind::LeftOpen { open } => ScopeProblemKind::LeftOpen { open: name(open) },
-                    ProblemKind::Interlaced { scope, other } => {
-                        ScopeProblemKind::Interlaced { scope: name(scope), other: name(other) }
-                    }
-                    ProblemKind::LateParent { scope } => ScopeProblemKind::LateParent { scope: name(scope) },
-                },
+                kind: ScopeProblemKind::new(p.kind, name),
             })
             .collect();
         problems.sort_by_key(|p| (p.tid, p.at_ns));

@@ -89,7 +89,6 @@ use serde_json::{json, Map, Value};
 use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
 use crate::scope_path::ScopePath;
 use crate::scope_system::ScopeSystem;
-use crate::scopes::ScopeProblemKind;
 use crate::stats::{AggregateStats, KindStats, SystemSummary, TraceStats};
 use crate::system_text::describe_status;
 use crate::text::{SortBy, TableOptions};
@@ -189,13 +188,7 @@ impl TraceStats {
                     "kind": p.kind.as_str(),
                     "message": p.kind.to_string(),
                 });
-                let names: Vec<(&str, &String)> = match &p.kind {
-                    ScopeProblemKind::WrongName { open, end } => vec![("open", open), ("end", end)],
-                    ScopeProblemKind::EndWithoutBegin { end } => vec![("end", end)],
-                    ScopeProblemKind::LeftOpen { open } => vec![("open", open)],
-                    ScopeProblemKind::Interlaced { scope, other } => vec![("scope", scope), ("other", other)],
-                    ScopeProblemKind::LateParent { scope } => vec![("scope", scope)],
-                };
+                let names = p.kind.names();
                 for (key, name) in names {
                     v[key] = json!(name);
                 }

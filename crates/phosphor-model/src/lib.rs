@@ -14,17 +14,23 @@
 //! * [`ordered`]: each thread's slices handed to a writer of begins and ends in the order its
 //!   client rebuilds that tree (Perfetto's trace processor, Chrome JSON viewers);
 //! * [`names`]: names as the outputs show them: cut at [`names::MAX_NAME_BYTES`], a lock's
-//!   callsite shown as `NAME (wait)` / `NAME (held)` everywhere.
+//!   callsite shown as `NAME (wait)` / `NAME (held)` everywhere;
+//! * [`problems`] (scopes that do not nest, named), [`flows`] (a future's async slice linked to
+//!   its polls) and [`losses`] (chunks lost from their stream's sequence), for the statistics,
+//!   the writers and the SQL tables alike.
 //!
 //! It depends on the format only: reading a trace never needs the recording runtime.
 
 pub mod asyncs;
 pub mod background;
 pub mod event_type;
+pub mod flows;
+pub mod losses;
 pub mod names;
 pub mod nesting;
 pub mod ordered;
 mod paths;
+pub mod problems;
 mod siblings;
 pub mod timeline;
 

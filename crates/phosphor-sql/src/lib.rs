@@ -17,11 +17,17 @@
 //!
 //! [`RecordBatch`]: arrow::record_batch::RecordBatch
 
+mod args_table;
+mod asyncs_table;
+mod columns;
 #[cfg(feature = "engine")]
 mod engine;
 mod error;
+mod file_tables;
+mod flows_table;
 mod json;
 mod parquet_out;
+mod problems_table;
 mod read;
 mod rows;
 mod sites;

@@ -16,10 +16,17 @@ use phosphor_format::file::{Event, Reader, Value};
 use phosphor_format::logfmt::format_log;
 use phosphor_format::system::{PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
 use phosphor_format::Phase;
-use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
+use phosphor_model::flows::{self, Member};
+use phosphor_model::nesting::{Nesting, ProblemKind, DEFAULT_PENDING_LIMIT};
+use phosphor_model::problems::ScopeProblemKind;
 use phosphor_model::timeline::Timeline;
 
+use crate::args_table::{self, ArgRows, Owner};
+use crate::asyncs_table::Asyncs;
+use crate::file_tables::FileCounts;
+use crate::flows_table::Flows;
 use crate::json;
+use crate::problems_table::ProblemRows;
 use crate::rows::{Payload, Row, Rows};
 use crate::sites::{Kind, Sites};
 use crate::tables::{table_of, Context, PathNames, Table};
@@ -80,7 +87,10 @@ pub fn read_from<R: Read>(
     let mut threads: Vec<(u32, u64)> = Vec::new();
     loop {
         let chunk = match reader.next_chunk() {
-            Ok(Some(chunk)) => chunk,
+            Ok(Some(chunk)) => {
+                state.counts.chunk(&chunk.extents);
+                chunk
+            }
             Ok(None) => break,
             Err(e) => return Err(e.with_path(path).into()),
         };
@@ -101,9 +111,11 @@ pub fn read_from<R: Read>(
         state.flush(&file, wanted, batch_rows, false, &mut emit)?;
     }
     state.nesting.finish(&mut state.rows);
+    state.asyncs.finish();
     let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
     let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
     state.flush(&file, wanted, batch_rows, true, &mut emit)?;
+    state.finish_file(&file, &header, reader.trailer(), threads.len(), wanted, batch_rows, &mut emit)?;
     if wanted.contains(&Table::Threads) {
         threads.sort_unstable();
         emit(Table::Threads, state.context(&file).threads(&threads))?;
@@ -144,6 +156,19 @@ struct State {
     marks: bool,
     slices: bool,
     message: String,
+    /// Whether events go through the nesting at all: for any table whose rows or ids come from
+    /// it. Slices and marks are always nested together, so that ids and paths are the same
+    /// whatever tables a query reads.
+    nest: bool,
+    /// Typed arguments kept (`args`), flows followed (`flows`), async halves paired.
+    args: bool,
+    flows: bool,
+    pair_asyncs: bool,
+    asyncs: Asyncs,
+    flow_rows: Flows,
+    arg_rows: ArgRows,
+    problem_rows: ProblemRows,
+    counts: FileCounts,
 }
 
 impl State {
@@ -157,6 +182,28 @@ impl State {
             marks: wanted.iter().any(|t| matches!(t, Table::Instants | Table::Counters | Table::Logs)),
             slices: wanted.contains(&Table::Slices),
             message: String::new(),
+            nest: wanted.iter().any(|t| {
+                matches!(
+                    t,
+                    Table::Slices
+                        | Table::Instants
+                        | Table::Counters
+                        | Table::Logs
+                        | Table::Args
+                        | Table::Flows
+                        | Table::Problems
+                )
+            }),
+            args: wanted.contains(&Table::Args),
+            flows: wanted.contains(&Table::Flows),
+            pair_asyncs: wanted
+                .iter()
+                .any(|t| matches!(t, Table::AsyncSlices | Table::Args | Table::Flows | Table::Problems)),
+            asyncs: Asyncs::new(wanted.contains(&Table::Args)),
+            flow_rows: Flows::default(),
+            arg_rows: ArgRows::default(),
+            problem_rows: ProblemRows::default(),
+            counts: FileCounts::default(),
         }
     }
 
@@ -187,6 +234,7 @@ impl State {
         let slices = if slices { std::mem::take(&mut self.rows.slices) } else { Vec::new() };
         let marks = self.rows.marks.len() >= batch_rows || (all && !self.rows.marks.is_empty());
         let marks = if marks { std::mem::take(&mut self.rows.marks) } else { Vec::new() };
+        self.flush_more(file, wanted, batch_rows, all, &slices, &marks, emit)?;
         let mut ctx = self.context(file);
         if wanted.contains(&Table::Slices) {
             for part in slices.chunks(batch_rows) {
@@ -215,9 +263,168 @@ impl State {
         Ok(())
     }
 
+    /// The rows of the tables made beside the slices, from the slices and marks resolved
+    /// (`slices`, `marks`), the scopes that did not nest and the async slices paired since the
+    /// last flush: their batches once `batch_rows` have gathered, or all when `all`.
+    #[allow(clippy::too_many_arguments)]
+    fn flush_more(
+        &mut self,
+        file: &FileInfo<'_>,
+        wanted: &[Table],
+        batch_rows: usize,
+        all: bool,
+        slices: &[Row],
+        marks: &[Row],
+        emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let at = (file.trace, file.process, file.pid);
+        if self.args {
+            for r in slices {
+                self.arg_rows.add(r.tid, r.id, Owner::Slice, r.payload.args.as_deref());
+            }
+            for r in marks.iter().filter(|r| r.payload.kind == Kind::Instant) {
+                self.arg_rows.add(r.tid, r.id, Owner::Instant, r.payload.args.as_deref());
+            }
+        }
+        if self.flows {
+            for r in slices {
+                if let Some(flow) = r.payload.flow {
+                    self.flow_rows.member(flow, r.start, Member::Step, Some(r.id), None, r.tid);
+                }
+            }
+        }
+        let timeline = &self.timeline;
+        let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
+        let problems = wanted.contains(&Table::Problems);
+        for p in self.rows.problems.drain(..).filter(|_| problems) {
+            let sites = &self.sites;
+            let kind = ScopeProblemKind::new(p.kind, |l| sites.name(l).to_owned());
+            let name = match p.kind {
+                ProblemKind::WrongName { end: l, .. } | ProblemKind::EndWithoutBegin { end: l } => l,
+                ProblemKind::LeftOpen { open: l } => l,
+                ProblemKind::Interlaced { scope: l, .. } | ProblemKind::LateParent { scope: l } => l,
+            };
+            let detail = kind.to_string();
+            self.problem_rows.add(
+                Some(p.tid),
+                Some(ns(p.ts)),
+                kind.as_str(),
+                Some(sites.name(name)),
+                detail,
+                1,
+            );
+        }
+        if self.asyncs.len() >= batch_rows || (all && self.asyncs.len() > 0) {
+            let table = wanted.contains(&Table::AsyncSlices);
+            let args = self.args.then_some(&mut self.arg_rows);
+            let flows = self.flows.then_some(&mut self.flow_rows);
+            let problem_rows = problems.then_some(&mut self.problem_rows);
+            if let Some(b) = self.asyncs.take(at, file.names, &ns, table, args, flows, problem_rows) {
+                emit(Table::AsyncSlices, b)?;
+            }
+        }
+        if self.arg_rows.len() >= batch_rows || (all && self.arg_rows.len() > 0) {
+            emit(Table::Args, self.arg_rows.take(file.trace, file.process, file.pid, file.names))?;
+        }
+        if self.problem_rows.len() >= batch_rows {
+            emit(Table::Problems, self.problem_rows.take(at, file.names))?;
+        }
+        Ok(())
+    }
+
+    /// The end of the file: the flows, its `processes` and `drops` rows, and the problems that
+    /// are the file's (its counts against the model's bounds, its losses).
+    #[allow(clippy::too_many_arguments)]
+    fn finish_file(
+        &mut self,
+        file: &FileInfo<'_>,
+        header: &phosphor_format::file::Header,
+        trailer: Option<&phosphor_format::file::Trailer>,
+        threads: usize,
+        wanted: &[Table],
+        batch_rows: usize,
+        emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let at = (file.trace, file.process, file.pid);
+        let timeline = &self.timeline;
+        let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
+        if wanted.contains(&Table::Flows) {
+            for b in self.flow_rows.finish(at, &ns, batch_rows) {
+                emit(Table::Flows, b)?;
+            }
+        }
+        if wanted.contains(&Table::Processes) {
+            emit(Table::Processes, self.counts.process(at, header, trailer, threads, &ns))?;
+        }
+        if wanted.contains(&Table::Drops) {
+            emit(Table::Drops, self.counts.drops(at, trailer))?;
+        }
+        if !wanted.contains(&Table::Problems) {
+            return Ok(());
+        }
+        let rows = &mut self.problem_rows;
+        let early = self.nesting.resolved_early();
+        if early > 0 {
+            let detail = format!(
+                "{early} slices were resolved before their file ended, their thread having more than {} \
+                 waiting for a parent: a slice that encloses them and arrives later is a late_parent",
+                self.nesting.limit()
+            );
+            rows.add(None, None, "resolved_early", None, detail, early);
+        }
+        let deeper = self.nesting.truncated();
+        if deeper > 0 {
+            let depth = self.nesting.paths().max_depth();
+            let detail = format!(
+                "{deeper} slices nested deeper than {depth} levels are under \"[deeper than {depth}]\""
+            );
+            rows.add(None, None, "deeper_than_cap", None, detail, deeper);
+        }
+        let given_up = self.asyncs.given_up();
+        if given_up > 0 {
+            let detail = format!(
+                "{given_up} async begins and ends were given up unmatched: {} were already waiting",
+                phosphor_model::asyncs::DEFAULT_MAX_OPEN
+            );
+            rows.add(None, None, "async_given_up", None, detail, given_up);
+        }
+        match trailer {
+            None => rows.add(
+                None,
+                None,
+                "no_trailer",
+                None,
+                "the file has no trailer: the recording did not end cleanly, and what it dropped is unknown"
+                    .into(),
+                1,
+            ),
+            Some(t) if t.recorded != self.counts.events => rows.add(
+                None,
+                None,
+                "events_missing",
+                None,
+                format!(
+                    "the trailer says {} events were recorded, the file holds {}",
+                    t.recorded, self.counts.events
+                ),
+                t.recorded.abs_diff(self.counts.events),
+            ),
+            Some(_) => {}
+        }
+        if rows.len() > 0 {
+            emit(Table::Problems, rows.take(at, file.names))?;
+        }
+        Ok(())
+    }
+
     /// Feeds one event to the engine, as the statistics do (`phosphor_export::StatsBuilder::add`).
     fn add(&mut self, event: &Event<'_>) {
         let cs = &event.callsite;
+        let start = self.timeline.time(event.ts);
+        self.counts.event(start, event.duration.map_or(start, |d| self.timeline.end(event.ts, d)));
+        if matches!(cs.phase, Phase::AsyncBegin | Phase::AsyncEnd) && self.pair_asyncs {
+            self.asyncs.add(event, start);
+        }
         if cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME {
             // Bookkeeping of allocation counts, not an instant of the program.
             return;
@@ -226,11 +433,11 @@ impl State {
             return;
         };
         let is_mark = matches!(kind, Kind::Instant | Kind::Counter | Kind::Log);
-        // Marks need the slices too: their parents and paths.
-        let wanted = if is_mark { self.marks } else { self.slices || self.marks };
-        if !wanted {
+        if !self.nest {
             return;
         }
+        // The text of the row (arguments, a log's message) only for a table that shows it.
+        let shown = if is_mark { self.marks } else { self.slices };
         let tid = event.tid;
         let ts = self.timeline.time(event.ts);
         let site = self.sites.site(cs, kind, &event.args);
@@ -239,7 +446,16 @@ impl State {
         let skip = usize::from(cs.dynamic_name);
         let args = event.args.iter().skip(skip).flatten().copied();
         let mut payload = Payload { site, kind, ..Payload::default() };
+        if self.args && !matches!(kind, Kind::Counter | Kind::Log) {
+            payload.args = args_table::collect(args.clone());
+        }
+        if let (true, Some((Member::Step, id))) = (self.flows, flows::member(event)) {
+            let flow = flows::flow_id(cs.category.as_str(), cs.name.as_str(), id);
+            self.flow_rows.name(flow, cs.category.as_str(), cs.name.as_str(), id);
+            payload.flow = Some(flow);
+        }
         match kind {
+            _ if !shown => {}
             Kind::Counter => {
                 payload.value = event.args.iter().flatten().find_map(|(_, v)| number(*v)).unwrap_or(f64::NAN);
             }

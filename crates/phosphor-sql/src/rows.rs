@@ -7,7 +7,7 @@
 //! pending limit) is walked without the slices that will enclose it: its top has no parent id,
 //! though its path and depth name them.
 
-use phosphor_model::nesting::{PathId, Sink, Slice, SliceKind};
+use phosphor_model::nesting::{PathId, Problem, Sink, Slice, SliceKind};
 
 use crate::sites::Kind;
 
@@ -21,6 +21,10 @@ pub(crate) struct Payload {
     /// A counter's value.
     pub(crate) value: f64,
     pub(crate) kind: Kind,
+    /// Its arguments, typed, when the `args` table is wanted (`None`: none, or not wanted).
+    pub(crate) args: Option<Box<[crate::args_table::Arg]>>,
+    /// The flow it continues (a poll of an instrumented future), when `flows` is wanted.
+    pub(crate) flow: Option<u64>,
 }
 
 /// A resolved slice or mark.
@@ -45,6 +49,8 @@ pub(crate) struct Row {
 pub(crate) struct Rows {
     pub(crate) slices: Vec<Row>,
     pub(crate) marks: Vec<Row>,
+    /// The scopes that do not nest, as the engine reported them.
+    pub(crate) problems: Vec<Problem>,
     /// The slices entered and not yet left: (thread, id).
     stack: Vec<(u32, u64)>,
     next_id: u64,
@@ -81,5 +87,9 @@ impl Sink<Payload> for Rows {
 
     fn leave(&mut self, _slice: &Slice) {
         self.stack.pop();
+    }
+
+    fn problem(&mut self, problem: Problem) {
+        self.problems.push(problem);
     }
 }

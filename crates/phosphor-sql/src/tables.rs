@@ -33,12 +33,35 @@ pub enum Table {
     Logs,
     /// One row per thread that recorded events.
     Threads,
+    /// One row per argument of a slice, an instant or an async slice's begin or end.
+    Args,
+    /// Async begins and ends, paired by the model's rule.
+    AsyncSlices,
+    /// An instrumented future's async slice and its polls, linked one to the next.
+    Flows,
+    /// One row per file: its process, clock, extent and counts.
+    Processes,
+    /// Events dropped while recording, by reason, and chunks lost, per file.
+    Drops,
+    /// What does not add up in a trace: scopes that do not nest, unpaired async halves, ...
+    Problems,
 }
 
 impl Table {
     /// Every table, in the order `docs/SQL.md` lists them.
-    pub const ALL: [Table; 5] =
-        [Table::Slices, Table::Instants, Table::Counters, Table::Logs, Table::Threads];
+    pub const ALL: [Table; 11] = [
+        Table::Slices,
+        Table::Instants,
+        Table::Counters,
+        Table::Logs,
+        Table::Threads,
+        Table::Args,
+        Table::AsyncSlices,
+        Table::Flows,
+        Table::Processes,
+        Table::Drops,
+        Table::Problems,
+    ];
 
     /// The table's SQL name.
     pub fn name(self) -> &'static str {
@@ -48,12 +71,21 @@ impl Table {
             Table::Counters => "counters",
             Table::Logs => "logs",
             Table::Threads => "threads",
+            Table::Args => "args",
+            Table::AsyncSlices => "async_slices",
+            Table::Flows => "flows",
+            Table::Processes => "processes",
+            Table::Drops => "drops",
+            Table::Problems => "problems",
         }
     }
 
     /// The table's columns.
     pub fn schema(self) -> SchemaRef {
         use DataType::{Float64, Int64, UInt32, UInt64, Utf8};
+        if let Some(schema) = crate::columns::schema(self) {
+            return schema;
+        }
         let f = |name: &str, ty: DataType, nullable: bool| Field::new(name, ty, nullable);
         let mut fields = vec![f("trace", Utf8, false), f("process", Utf8, false), f("pid", UInt32, false)];
         if self != Table::Threads {
@@ -83,7 +115,11 @@ impl Table {
                 ]);
                 site(&mut fields);
                 match self {
-                    Table::Instants => fields.push(f("arguments", Utf8, true)),
+                    Table::Instants => {
+                        fields.push(f("arguments", Utf8, true));
+                        // Added after the first release of the table: its id, for `args`.
+                        fields.push(f("id", UInt64, false));
+                    }
                     Table::Counters => fields.push(f("value", Float64, false)),
                     _ => fields.extend([f("level", Utf8, false), f("message", Utf8, false)]),
                 }
@@ -91,6 +127,7 @@ impl Table {
             Table::Threads => {
                 fields.extend([f("thread", Utf8, true), f("tid", UInt32, false), f("events", UInt64, false)]);
             }
+            _ => {}
         }
         Arc::new(Schema::new(fields))
     }
@@ -110,7 +147,7 @@ pub(crate) struct Context<'a> {
 
 impl Context<'_> {
     /// `trace`, `process`, `pid`, and with `tids`, `thread` and `tid`, for `n` rows.
-    fn where_columns(&self, n: usize, tids: Option<&[u32]>) -> Vec<ArrayRef> {
+    pub(crate) fn where_columns(&self, n: usize, tids: Option<&[u32]>) -> Vec<ArrayRef> {
         let mut cols: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.trace, n))),
             Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.process, n))),
@@ -134,7 +171,7 @@ impl Context<'_> {
     }
 
     /// Nanoseconds of timeline time `t`.
-    fn ns(&self, t: u64) -> i64 {
+    pub(crate) fn ns(&self, t: u64) -> i64 {
         i64::try_from(self.timeline.clock().to_ns(t)).unwrap_or(i64::MAX)
     }
 
@@ -189,7 +226,10 @@ impl Context<'_> {
                 let messages = rows.iter().map(|r| r.payload.text.as_deref().unwrap_or(""));
                 cols.push(Arc::new(StringArray::from_iter_values(messages)));
             }
-            _ => cols.push(Arc::new(rows.iter().map(|r| r.payload.text.as_deref()).collect::<StringArray>())),
+            _ => {
+                cols.push(Arc::new(rows.iter().map(|r| r.payload.text.as_deref()).collect::<StringArray>()));
+                cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.id))));
+            }
         }
         batch(table, cols)
     }
@@ -205,7 +245,7 @@ impl Context<'_> {
 }
 
 /// The batch of `table` with `columns`, made as its schema says.
-fn batch(table: Table, columns: Vec<ArrayRef>) -> RecordBatch {
+pub(crate) fn batch(table: Table, columns: Vec<ArrayRef>) -> RecordBatch {
     // The columns are made above in the schema's order and types, of one length: a mismatch is
     // a bug here, which the tests catch, not a property of the file.
     RecordBatch::try_new(table.schema(), columns).expect("the columns follow the table's schema")

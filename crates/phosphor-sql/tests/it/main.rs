@@ -2,7 +2,9 @@
 //! query session, Parquet, and damaged files.
 
 mod files;
+mod losses;
 mod parquet;
 #[cfg(feature = "engine")]
 mod session;
 mod slices;
+mod tables;

@@ -1,0 +1,228 @@
+//! The `async_slices` table: async begins and ends paired by the trace model's one rule
+//! (`phosphor_model::asyncs::Pairing`: by the name as shown and the async id, across threads, in
+//! file order), as the statistics, the Perfetto plan and the viewer pair them. A pair is a row,
+//! and so is a half that never gets its other half (a begin never ended, an end never begun),
+//! with no duration. Rows are numbered in the order the pairing hands them over, from 1: ids of
+//! their own, not `slices.id`'s.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array, UInt64Array};
+use arrow::record_batch::RecordBatch;
+use phosphor_format::file::Event;
+use phosphor_format::Phase;
+use phosphor_model::asyncs::{async_name, AsyncKey, Half, Matched, Pairing};
+use phosphor_model::flows::{self, Member};
+use phosphor_model::names::{self, NameSet};
+
+use crate::args_table::{self, Arg, ArgRows, Owner};
+use crate::columns::{file_columns, thread_columns};
+use crate::flows_table::Flows;
+use crate::json;
+use crate::problems_table::ProblemRows;
+use crate::tables::{batch, Table};
+
+/// What a begin or an end keeps of its event while it waits for its other half.
+#[derive(Debug)]
+pub(crate) struct HalfInfo {
+    tid: u32,
+    category: Box<str>,
+    /// The callsite's own name (the flow's id is made of it).
+    callsite_name: Box<str>,
+    file: Box<str>,
+    line: u32,
+    /// Flagged as an instrumented future's.
+    future: bool,
+    json: Option<Box<str>>,
+    args: Option<Box<[Arg]>>,
+}
+
+/// An async slice handed over by the pairing.
+#[derive(Debug)]
+struct AsyncRow {
+    id: u64,
+    key: AsyncKey,
+    begin: Option<Half<HalfInfo>>,
+    end: Option<Half<HalfInfo>>,
+    /// A pair's length (0 if its end is earlier than its begin).
+    dur: Option<u64>,
+}
+
+/// The pairing of one file, and its rows not yet made into batches.
+#[derive(Debug)]
+pub(crate) struct Asyncs {
+    names: NameSet,
+    pairing: Pairing<HalfInfo>,
+    rows: Vec<AsyncRow>,
+    next_id: u64,
+    /// Keep the arguments typed (`args` is wanted).
+    typed_args: bool,
+}
+
+impl Asyncs {
+    pub(crate) fn new(typed_args: bool) -> Asyncs {
+        Asyncs {
+            names: NameSet::default(),
+            pairing: Pairing::default(),
+            rows: Vec::new(),
+            next_id: 1,
+            typed_args,
+        }
+    }
+
+    /// An async begin or end, `e`, at `ts` on the timeline.
+    pub(crate) fn add(&mut self, e: &Event<'_>, ts: u64) {
+        let cs = &e.callsite;
+        let key = AsyncKey { name: self.names.number(async_name(e)), id: e.async_id.unwrap_or(0) };
+        let begin = cs.phase == Phase::AsyncBegin;
+        let skip = usize::from(cs.dynamic_name);
+        let args = || e.args.iter().skip(skip).flatten().copied();
+        let info = HalfInfo {
+            tid: e.tid,
+            category: cs.category.as_str().into(),
+            callsite_name: cs.name.as_str().into(),
+            file: cs.file.as_str().into(),
+            line: cs.line,
+            future: cs.flow,
+            json: json::object(args()),
+            args: if self.typed_args { args_table::collect(args()) } else { None },
+        };
+        let (rows, next_id) = (&mut self.rows, &mut self.next_id);
+        self.pairing.add(key, begin, ts, info, &mut |k, m| take(rows, next_id, k, m));
+    }
+
+    /// The end of the file: the halves still waiting become rows.
+    pub(crate) fn finish(&mut self) {
+        let (rows, next_id) = (&mut self.rows, &mut self.next_id);
+        self.pairing.finish(&mut |k, m| take(rows, next_id, k, m));
+    }
+
+    /// Halves handed over unmatched because too many were waiting.
+    pub(crate) fn given_up(&self) -> u64 {
+        self.pairing.overflowed()
+    }
+
+    /// Rows waiting to be made into a batch.
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Hands the rows gathered over: their arguments to `args`, their flagged halves to
+    /// `flows`, their unmatched halves to `problems`; and returns their batch of `async_slices`
+    /// if `table` (else `None`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn take(
+        &mut self,
+        file: (&str, &str, u32),
+        name_of: &dyn Fn(u32) -> Option<String>,
+        ns: &dyn Fn(u64) -> i64,
+        table: bool,
+        mut args: Option<&mut ArgRows>,
+        mut flows: Option<&mut Flows>,
+        mut problems: Option<&mut ProblemRows>,
+    ) -> Option<RecordBatch> {
+        let rows = std::mem::take(&mut self.rows);
+        let shown = |k: &AsyncKey| names::shown(self.names.get(k.name)).into_owned();
+        for r in &rows {
+            let halves =
+                [(&r.begin, Owner::AsyncBegin, Member::Begin), (&r.end, Owner::AsyncEnd, Member::End)];
+            for (half, owner, member) in halves {
+                let Some(h) = half else { continue };
+                if let Some(args) = args.as_deref_mut() {
+                    args.add(h.payload.tid, r.id, owner, h.payload.args.as_deref());
+                }
+                if let Some(flows) = flows.as_deref_mut().filter(|_| h.payload.future) {
+                    let p = &h.payload;
+                    let flow = flows::flow_id(&p.category, &p.callsite_name, r.key.id);
+                    flows.name(flow, &p.category, &p.callsite_name, r.key.id);
+                    flows.member(flow, h.ts, member, None, Some(r.id), p.tid);
+                }
+            }
+            if let Some(problems) = problems.as_deref_mut() {
+                let name = shown(&r.key);
+                match (&r.begin, &r.end) {
+                    (Some(b), None) => problems.add(
+                        Some(b.payload.tid),
+                        Some(ns(b.ts)),
+                        "async_unended",
+                        Some(&name),
+                        format!("async slice {name:?} (id {}) begins and never ends", r.key.id),
+                        1,
+                    ),
+                    (None, Some(e)) => problems.add(
+                        Some(e.payload.tid),
+                        Some(ns(e.ts)),
+                        "async_unbegun",
+                        Some(&name),
+                        format!("async slice {name:?} (id {}) ends but never begins", r.key.id),
+                        1,
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        if !table {
+            return None;
+        }
+        let (trace, process, pid) = file;
+        let mut cols = file_columns(trace, process, pid, rows.len());
+        cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.id))));
+        cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.key.id))));
+        let state = |r: &AsyncRow| match (&r.begin, &r.end) {
+            (Some(_), Some(_)) => "complete",
+            (Some(_), None) => "unended",
+            _ => "unbegun",
+        };
+        cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(state))));
+        let ts = |r: &AsyncRow| r.begin.as_ref().or(r.end.as_ref()).map_or(0, |h| ns(h.ts));
+        cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(ts))));
+        // The duration on the rounded times, as `slices.dur`: the end's less the begin's.
+        let dur = |r: &AsyncRow| match (&r.begin, &r.end, r.dur) {
+            (Some(b), Some(e), Some(_)) => Some((ns(e.ts) - ns(b.ts)).max(0)),
+            _ => None,
+        };
+        cols.push(Arc::new(rows.iter().map(dur).collect::<Int64Array>()));
+        cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &*info(r).category))));
+        cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(|r| shown(&r.key)))));
+        cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &*info(r).file))));
+        cols.push(Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| info(r).line))));
+        let begin_tids: Vec<Option<u32>> =
+            rows.iter().map(|r| r.begin.as_ref().map(|h| h.payload.tid)).collect();
+        let end_tids: Vec<Option<u32>> = rows.iter().map(|r| r.end.as_ref().map(|h| h.payload.tid)).collect();
+        cols.extend(thread_columns(&begin_tids, name_of));
+        cols.extend(thread_columns(&end_tids, name_of));
+        let future = rows.iter().map(|r| Some(r.begin.iter().chain(&r.end).any(|h| h.payload.future)));
+        cols.push(Arc::new(future.collect::<BooleanArray>()));
+        let arguments: [ArrayRef; 2] = [
+            Arc::new(rows.iter().map(|r| json(&r.begin)).collect::<StringArray>()),
+            Arc::new(rows.iter().map(|r| json(&r.end)).collect::<StringArray>()),
+        ];
+        cols.extend(arguments);
+        Some(batch(Table::AsyncSlices, cols))
+    }
+}
+
+/// The first half of a row: its begin, else its end (a row has one or both).
+fn info(r: &AsyncRow) -> &HalfInfo {
+    match (&r.begin, &r.end) {
+        (Some(h), _) | (None, Some(h)) => &h.payload,
+        (None, None) => unreachable!("the pairing hands over a half at least"),
+    }
+}
+
+/// A half's arguments as JSON.
+fn json(h: &Option<Half<HalfInfo>>) -> Option<&str> {
+    h.as_ref().and_then(|h| h.payload.json.as_deref())
+}
+
+/// Keeps what the pairing handed over as a row, numbered.
+fn take(rows: &mut Vec<AsyncRow>, next_id: &mut u64, key: AsyncKey, m: Matched<HalfInfo>) {
+    let dur = m.length();
+    let (begin, end) = match m {
+        Matched::Pair { begin, end, .. } => (Some(begin), Some(end)),
+        Matched::Unended(h) => (Some(h), None),
+        Matched::Unbegun(h) => (None, Some(h)),
+    };
+    rows.push(AsyncRow { id: *next_id, key, begin, end, dur });
+    *next_id += 1;
+}

@@ -1,0 +1,120 @@
+//! The schemas of the tables made beside the slices (`args`, `async_slices`, `flows`,
+//! `processes`, `drops`, `problems`), and what their batches are made with. Each table's rows are
+//! made in a module of its own (`args_table.rs`, `asyncs_table.rs`, `flows_table.rs`,
+//! `file_tables.rs`, `problems_table.rs`); `docs/SQL.md` documents every column.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, StringArray, UInt32Array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+use crate::tables::Table;
+
+/// The schema of `table`, if it is one of those made here.
+pub(crate) fn schema(table: Table) -> Option<SchemaRef> {
+    use DataType::{Boolean, Float64, Int64, UInt32, UInt64, Utf8};
+    let f = |name: &str, ty: DataType, nullable: bool| Field::new(name, ty, nullable);
+    let mut fields = vec![f("trace", Utf8, false), f("process", Utf8, false), f("pid", UInt32, false)];
+    match table {
+        Table::Args => fields.extend([
+            f("thread", Utf8, true),
+            f("tid", UInt32, false),
+            f("slice_id", UInt64, false),
+            f("kind", Utf8, false),
+            f("key", Utf8, false),
+            f("value_type", Utf8, false),
+            f("int_value", Int64, true),
+            f("uint_value", UInt64, true),
+            f("real_value", Float64, true),
+            f("string_value", Utf8, true),
+            f("bool_value", Boolean, true),
+        ]),
+        Table::AsyncSlices => fields.extend([
+            f("id", UInt64, false),
+            f("async_id", UInt64, false),
+            f("state", Utf8, false),
+            f("ts", Int64, false),
+            f("dur", Int64, true),
+            f("category", Utf8, false),
+            f("name", Utf8, false),
+            f("file", Utf8, false),
+            f("line", UInt32, false),
+            f("begin_thread", Utf8, true),
+            f("begin_tid", UInt32, true),
+            f("end_thread", Utf8, true),
+            f("end_tid", UInt32, true),
+            f("future", Boolean, false),
+            f("arguments", Utf8, true),
+            f("end_arguments", Utf8, true),
+        ]),
+        Table::Flows => fields.extend([
+            f("flow_id", UInt64, false),
+            f("category", Utf8, false),
+            f("name", Utf8, false),
+            f("async_id", UInt64, false),
+            f("async_slice_id", UInt64, true),
+            f("from_slice_id", UInt64, true),
+            f("from_tid", UInt32, false),
+            f("from_ts", Int64, false),
+            f("to_slice_id", UInt64, true),
+            f("to_tid", UInt32, false),
+            f("to_ts", Int64, false),
+        ]),
+        Table::Processes => fields.extend([
+            f("host", Utf8, true),
+            f("boot_id", Utf8, true),
+            f("clock", Utf8, false),
+            f("start_ts", Int64, true),
+            f("end_ts", Int64, true),
+            f("events", UInt64, false),
+            f("threads", UInt64, false),
+            f("chunks", UInt64, false),
+            f("complete", Boolean, false),
+            f("recorded", UInt64, true),
+            f("dropped", UInt64, true),
+            f("lost_chunks", UInt64, false),
+        ]),
+        Table::Drops => fields.extend([
+            f("reason", Utf8, false),
+            f("unit", Utf8, false),
+            f("count", UInt64, false),
+            f("tid", UInt32, true),
+            f("pool", UInt32, true),
+        ]),
+        Table::Problems => fields.extend([
+            f("thread", Utf8, true),
+            f("tid", UInt32, true),
+            f("ts", Int64, true),
+            f("kind", Utf8, false),
+            f("name", Utf8, true),
+            f("detail", Utf8, false),
+            f("count", UInt64, false),
+        ]),
+        _ => return None,
+    }
+    Some(Arc::new(Schema::new(fields)))
+}
+
+/// `trace`, `process` and `pid` for `n` rows.
+pub(crate) fn file_columns(trace: &str, process: &str, pid: u32, n: usize) -> Vec<ArrayRef> {
+    vec![
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(trace, n))),
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(process, n))),
+        Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(pid, n))),
+    ]
+}
+
+/// `thread` and `tid` for rows of threads `tids` (`None`: of no thread), named by `name`.
+pub(crate) fn thread_columns(tids: &[Option<u32>], name: &dyn Fn(u32) -> Option<String>) -> Vec<ArrayRef> {
+    let mut names: Vec<(u32, Option<String>)> = Vec::new();
+    let mut named = |tid: u32| match names.iter().find(|n| n.0 == tid) {
+        Some((_, n)) => n.clone(),
+        None => {
+            let n = name(tid);
+            names.push((tid, n.clone()));
+            n
+        }
+    };
+    let thread: StringArray = tids.iter().map(|t| t.and_then(&mut named)).collect();
+    vec![Arc::new(thread), Arc::new(tids.iter().copied().collect::<UInt32Array>())]
+}

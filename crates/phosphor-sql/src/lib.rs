@@ -7,6 +7,9 @@
 //!   and arguments), `instants`, `counters`, `logs`, `threads`. The rows come from the trace
 //!   model (`phosphor_model`: its nesting, its timeline, the statistics' names), so per path the
 //!   slices count and add up as `phosphor stats` does.
+//!   Beside them, from the same model: `args` (each argument, typed), `async_slices` (paired as
+//!   every tool pairs them), `flows` (a future's async slice linked to its polls), `processes`,
+//!   `drops` (by reason, and lost chunks) and `problems` (what `phosphor stats` reports as wrong).
 //! * [`write_parquet`] writes those tables as Parquet files, one per table, for any engine.
 //! * [`Session`] (feature `engine`, on by default) registers the tables of trace files, or of a
 //!   Parquet folder, in an embedded DataFusion session and runs SQL over them, printing results

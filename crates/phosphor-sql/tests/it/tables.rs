@@ -335,3 +335,24 @@ fn flows_link_each_futures_begin_polls_and_end_in_time_order_with_the_writers_fl
     flow_ids.sort_unstable();
     assert_eq!(written, flow_ids);
 }
+
+#[test]
+fn an_instants_slice_id_is_the_enclosing_slices_id_though_each_table_is_read_apart() {
+    // A query reads each table in a pass of its own: the ids must not depend on the tables read.
+    let bytes = crate::files::recorded(2, 30);
+    let mut slices: HashMap<u64, (String, i64, i64)> = HashMap::new();
+    for (b, i) in rows(&bytes, Table::Slices) {
+        let (ts, dur) = (i64_at(&b, "ts", i).unwrap(), i64_at(&b, "dur", i).unwrap());
+        slices.insert(u64_at(&b, "id", i).unwrap(), (str_at(&b, "path", i).unwrap(), ts, ts + dur));
+    }
+    let mut contacts = 0;
+    for (b, i) in rows(&bytes, Table::Instants) {
+        let parent = &slices[&u64_at(&b, "slice_id", i).expect("inside a slice")];
+        let (path, ts) = (str_at(&b, "path", i).unwrap(), i64_at(&b, "ts", i).unwrap());
+        assert_eq!(format!("{}/contact", parent.0), path);
+        assert!(parent.1 <= ts && ts <= parent.2);
+        contacts += 1;
+    }
+    // Per thread, `frame % 4` contacts a frame (`recorded`).
+    assert_eq!(contacts, 2 * (0..30).map(|f| f % 4).sum::<usize>());
+}

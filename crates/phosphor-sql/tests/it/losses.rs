@@ -167,3 +167,34 @@ fn a_damaged_file_fails_every_table_naming_the_file_and_the_byte() {
         let _ = read_from(reader, Path::new("flipped"), "t", &Table::ALL, 64, |_, _| Ok(()));
     }
 }
+
+#[test]
+fn the_models_bounds_are_rows_of_the_file_with_the_statistics_counts() {
+    // A flat thread of more slices than the nesting keeps waiting for a parent: the oldest are
+    // resolved early.
+    let log = TraceLog::new(TraceLogConfig::default()).expect("a log");
+    log.start(TraceConfig::new(BufferMode::Fixed, 16 << 20)).expect("started");
+    for i in 0..70_000u64 {
+        trace_scope!(log: &log, "app", "flat", "i" => i);
+    }
+    log.stop();
+    let flat = log.take_trace().expect("a trace").write_to(Vec::new()).expect("written");
+    // More async halves waiting for their other half than the pairing keeps (ends all read
+    // before their begins).
+    let slices = phosphor_model::asyncs::DEFAULT_MAX_OPEN as u32 + 500;
+    let waiting = phosphor_craft::Shape::AsyncsWaiting { slices }.write(Vec::new()).unwrap();
+
+    for (bytes, kind) in [(&flat, "resolved_early"), (&waiting, "async_given_up")] {
+        let stats = TraceStats::from_bytes(bytes).unwrap();
+        let want = if kind == "resolved_early" { stats.resolved_early } else { stats.async_given_up };
+        assert!(want > 0, "{kind}");
+        let mut found = Vec::new();
+        for (b, i) in rows(bytes, Table::Problems) {
+            if str_at(&b, "kind", i).as_deref() == Some(kind) {
+                assert_eq!((u64_at(&b, "tid", i), i64_at(&b, "ts", i)), (None, None), "a row of the file");
+                found.push(u64_at(&b, "count", i).unwrap());
+            }
+        }
+        assert_eq!(found, [want], "{kind}");
+    }
+}

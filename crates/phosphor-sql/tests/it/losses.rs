@@ -17,7 +17,7 @@ use crate::files::{recorded, scratch};
 use crate::tables::{i64_at, rows, str_at, u64_at};
 
 /// A trace recorded in a ring buffer of `ring` bytes, overflowing it on two threads.
-fn ring_trace(ring: usize) -> Vec<u8> {
+pub fn ring_trace(ring: usize) -> Vec<u8> {
     let log = TraceLog::new(TraceLogConfig::default()).expect("a log");
     log.start(TraceConfig::new(BufferMode::Ring, ring)).expect("started");
     std::thread::scope(|s| {

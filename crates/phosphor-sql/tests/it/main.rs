@@ -5,6 +5,8 @@ mod files;
 mod losses;
 mod parquet;
 #[cfg(feature = "engine")]
+mod queries;
+#[cfg(feature = "engine")]
 mod session;
 mod slices;
 mod tables;

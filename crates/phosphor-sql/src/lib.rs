@@ -6,7 +6,10 @@
 //!   the [`Table`]s asked for: `slices` (each scope with its id, parent, depth, path, self time
 //!   and arguments), `instants`, `counters`, `logs`, `threads`. The rows come from the trace
 //!   model (`phosphor_model`: its nesting, its timeline, the statistics' names), so per path the
-//!   slices count and add up as `phosphor stats` does.
+//!   slices count and add up as `phosphor stats` does. A trace's system context (format 1.6)
+//!   makes `switches`, `off_cpu`, `samples`, `frames`, `heap` and `mappings`, and its per-scope
+//!   allocation counts `allocations`, as the statistics see them (`phosphor_export`'s
+//!   `SystemContext` and `Symbolizer`).
 //! * [`write_parquet`] writes those tables as Parquet files, one per table, for any engine.
 //! * [`Session`] (feature `engine`, on by default) registers the tables of trace files, or of a
 //!   Parquet folder, in an embedded DataFusion session and runs SQL over them, printing results
@@ -17,6 +20,7 @@
 //!
 //! [`RecordBatch`]: arrow::record_batch::RecordBatch
 
+mod allocations;
 #[cfg(feature = "engine")]
 mod engine;
 mod error;
@@ -25,6 +29,7 @@ mod parquet_out;
 mod read;
 mod rows;
 mod sites;
+mod system_tables;
 mod tables;
 
 #[cfg(feature = "engine")]

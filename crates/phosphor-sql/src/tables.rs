@@ -33,12 +33,38 @@ pub enum Table {
     Logs,
     /// One row per thread that recorded events.
     Threads,
+    /// Context switches of the traced threads (system context).
+    Switches,
+    /// Off-CPU intervals, blocked or preempted, as `phosphor stats` measures scopes against them.
+    OffCpu,
+    /// CPU and allocation samples, each with its stack's number and leaf function.
+    Samples,
+    /// The symbolized frames of each sampled stack.
+    Frames,
+    /// Allocation counts per slice (`phosphor/scope_alloc`).
+    Allocations,
+    /// The process's heap totals over time.
+    Heap,
+    /// The executable mappings samples are symbolized through.
+    Mappings,
 }
 
 impl Table {
     /// Every table, in the order `docs/SQL.md` lists them.
-    pub const ALL: [Table; 5] =
-        [Table::Slices, Table::Instants, Table::Counters, Table::Logs, Table::Threads];
+    pub const ALL: [Table; 12] = [
+        Table::Slices,
+        Table::Instants,
+        Table::Counters,
+        Table::Logs,
+        Table::Threads,
+        Table::Switches,
+        Table::OffCpu,
+        Table::Samples,
+        Table::Frames,
+        Table::Allocations,
+        Table::Heap,
+        Table::Mappings,
+    ];
 
     /// The table's SQL name.
     pub fn name(self) -> &'static str {
@@ -48,11 +74,21 @@ impl Table {
             Table::Counters => "counters",
             Table::Logs => "logs",
             Table::Threads => "threads",
+            Table::Switches => "switches",
+            Table::OffCpu => "off_cpu",
+            Table::Samples => "samples",
+            Table::Frames => "frames",
+            Table::Allocations => "allocations",
+            Table::Heap => "heap",
+            Table::Mappings => "mappings",
         }
     }
 
     /// The table's columns.
     pub fn schema(self) -> SchemaRef {
+        if let Some(schema) = crate::system_tables::schema(self) {
+            return schema;
+        }
         use DataType::{Float64, Int64, UInt32, UInt64, Utf8};
         let f = |name: &str, ty: DataType, nullable: bool| Field::new(name, ty, nullable);
         let mut fields = vec![f("trace", Utf8, false), f("process", Utf8, false), f("pid", UInt32, false)];
@@ -91,6 +127,14 @@ impl Table {
             Table::Threads => {
                 fields.extend([f("thread", Utf8, true), f("tid", UInt32, false), f("events", UInt64, false)]);
             }
+            // Their schemas are `system_tables::schema`'s, above.
+            Table::Switches
+            | Table::OffCpu
+            | Table::Samples
+            | Table::Frames
+            | Table::Allocations
+            | Table::Heap
+            | Table::Mappings => {}
         }
         Arc::new(Schema::new(fields))
     }
@@ -110,7 +154,7 @@ pub(crate) struct Context<'a> {
 
 impl Context<'_> {
     /// `trace`, `process`, `pid`, and with `tids`, `thread` and `tid`, for `n` rows.
-    fn where_columns(&self, n: usize, tids: Option<&[u32]>) -> Vec<ArrayRef> {
+    pub(crate) fn where_columns(&self, n: usize, tids: Option<&[u32]>) -> Vec<ArrayRef> {
         let mut cols: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.trace, n))),
             Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.process, n))),

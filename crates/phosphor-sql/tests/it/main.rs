@@ -6,3 +6,5 @@ mod parquet;
 #[cfg(feature = "engine")]
 mod session;
 mod slices;
+mod system;
+mod system_files;

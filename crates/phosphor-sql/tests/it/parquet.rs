@@ -11,11 +11,15 @@ fn parquet_files_hold_each_tables_rows() {
     let dir = scratch("parquet");
     let a = recorded_file(&dir, "a.phos", 2, 30);
     let b = recorded_file(&dir, "b.phos", 1, 20);
+    // And one with system context, for its tables.
+    let c = dir.join("c.phos");
+    std::fs::write(&c, phosphor_craft::system::system_trace().unwrap()).unwrap();
     let out = dir.join("tables");
-    let summary = write_parquet(&[TraceSource::new(&a), TraceSource::new(&b)], &out).expect("written");
+    let sources = [TraceSource::new(&a), TraceSource::new(&b), TraceSource::new(&c)];
+    let summary = write_parquet(&sources, &out).expect("written");
     assert_eq!(summary.tables.len(), Table::ALL.len());
     for (table, path, rows) in &summary.tables {
-        let expected: usize = [&a, &b]
+        let expected: usize = [&a, &b, &c]
             .iter()
             .map(|f| {
                 batches(&std::fs::read(f).unwrap(), *table, 1000).iter().map(|b| b.num_rows()).sum::<usize>()

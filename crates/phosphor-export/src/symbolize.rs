@@ -207,7 +207,9 @@ impl Symbolizer {
     /// inlined `Instant::now` inside `spin` names `spin`); `[no frames]` for an empty stack.
     pub fn leaf_function(&mut self, stack: &[u64]) -> String {
         match stack.first() {
-            Some(&a) => self.frames(a, false).last().map_or_else(|| format!("{a:#x}"), |f| f.function.clone()),
+            Some(&a) => {
+                self.frames(a, false).last().map_or_else(|| format!("{a:#x}"), |f| f.function.clone())
+            }
             None => "[no frames]".to_string(),
         }
     }
@@ -215,7 +217,10 @@ impl Symbolizer {
     /// A sampled stack's frames (addresses innermost first), each address with its frames
     /// innermost (inlined) first: `(place of the address in the stack, its frames)`. Every
     /// address but the first is a return address.
-    pub fn stack_frames<'a>(&'a mut self, stack: &'a [u64]) -> impl Iterator<Item = (usize, Arc<[Frame]>)> + 'a {
+    pub fn stack_frames<'a>(
+        &'a mut self,
+        stack: &'a [u64],
+    ) -> impl Iterator<Item = (usize, Arc<[Frame]>)> + 'a {
         stack.iter().enumerate().map(move |(i, &address)| (i, self.frames(address, i > 0)))
     }
 

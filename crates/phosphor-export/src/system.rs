@@ -23,7 +23,9 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use phosphor_format::file::{Block, Error, Reader};
-use phosphor_format::system::{HeapCounter, Mapping, SampleKind, Switch, SwitchKind, SystemBatch, SystemStatus};
+use phosphor_format::system::{
+    HeapCounter, Mapping, SampleKind, Switch, SwitchKind, SystemBatch, SystemStatus,
+};
 
 use crate::symbolize::Symbolizer;
 
@@ -397,7 +399,13 @@ mod tests {
     #[test]
     fn off_cpu_lists_the_intervals_interval_measures() {
         use SwitchKind::*;
-        let c = context(vec![switch(80, Preempted), switch(90, In), switch(10, Out), switch(60, In), switch(95, Out)]);
+        let c = context(vec![
+            switch(80, Preempted),
+            switch(90, In),
+            switch(10, Out),
+            switch(60, In),
+            switch(95, Out),
+        ]);
         let got: Vec<OffCpu> = c.off_cpu(1).collect();
         let off = |start_ns, end_ns, preempted| OffCpu { start_ns, end_ns, preempted };
         assert_eq!(got, [off(10, Some(60), false), off(80, Some(90), true), off(95, None, false)]);

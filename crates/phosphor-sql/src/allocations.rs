@@ -49,7 +49,7 @@ pub(crate) struct AllocMatch {
 impl AllocMatch {
     /// A `phosphor/scope_alloc` event of `event`'s thread, after `nesting` took in the events
     /// before it.
-    pub(crate) fn event<P>(&mut self, nesting: &Nesting<P>, timeline: &Timeline, event: &Event<'_>) {
+    pub(crate) fn event<P: Default>(&mut self, nesting: &Nesting<P>, timeline: &Timeline, event: &Event<'_>) {
         if !self.on {
             return;
         }
@@ -78,7 +78,14 @@ impl AllocMatch {
             return;
         }
         if let Some((allocs, bytes)) = self.waiting.remove(&(s.tid, s.start)) {
-            self.rows.push(AllocRow { tid: s.tid, slice_id: id, start: s.start, path: s.path, allocs, bytes });
+            self.rows.push(AllocRow {
+                tid: s.tid,
+                slice_id: id,
+                start: s.start,
+                path: s.path,
+                allocs,
+                bytes,
+            });
         }
         self.last.insert(s.tid, (s.start, id, s.path));
     }

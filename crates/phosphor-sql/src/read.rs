@@ -134,7 +134,11 @@ fn flush_system(
     emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let n = state.rows.allocs.rows.len();
-    let allocs = if n >= batch_rows || (all && n > 0) { std::mem::take(&mut state.rows.allocs.rows) } else { Vec::new() };
+    let allocs = if n >= batch_rows || (all && n > 0) {
+        std::mem::take(&mut state.rows.allocs.rows)
+    } else {
+        Vec::new()
+    };
     let mut ctx = state.context(file);
     for part in allocs.chunks(batch_rows) {
         emit(Table::Allocations, crate::allocations::allocations(&mut ctx, part))?;

@@ -25,7 +25,9 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use phosphor_export::symbolize::Symbolizer;
 use phosphor_export::system::SystemContext;
-use phosphor_format::system::{HeapCounter, Mapping, SampleKind, Switch, SwitchKind, SystemBatch, UNKNOWN_CPU};
+use phosphor_format::system::{
+    HeapCounter, Mapping, SampleKind, Switch, SwitchKind, SystemBatch, UNKNOWN_CPU,
+};
 
 use crate::tables::{Context, Table};
 use crate::Error;
@@ -213,7 +215,8 @@ impl SystemTables {
         let leaf: Arc<str> = symbolizer.leaf_function(frames).into();
         if self.wanted.contains(&Table::Frames) {
             let mut depth = 0;
-            for (at, found) in symbolizer.stack_frames(frames) {
+            let symbolized: Vec<_> = symbolizer.stack_frames(frames).collect();
+            for (at, found) in symbolized {
                 let address = frames[at];
                 let module = symbolizer.module(address).map(|path| match self.modules.get(path) {
                     Some(m) => m.clone(),
@@ -373,7 +376,9 @@ fn frames(ctx: &Context<'_>, rows: &[FrameRow]) -> RecordBatch {
 fn heap(ctx: &Context<'_>, rows: &[HeapCounter]) -> RecordBatch {
     let mut cols = ctx.where_columns(rows.len(), None);
     cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(r.time_ns)))));
-    for field in [|r: &HeapCounter| r.allocs, |r| r.frees, |r| r.alloc_bytes, |r| r.freed_bytes] {
+    let fields: [fn(&HeapCounter) -> u64; 4] =
+        [|r| r.allocs, |r| r.frees, |r| r.alloc_bytes, |r| r.freed_bytes];
+    for field in fields {
         cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(field))));
     }
     cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(HeapCounter::live_bytes))));

@@ -8,3 +8,5 @@ mod session;
 mod slices;
 mod system;
 mod system_files;
+#[cfg(feature = "engine")]
+mod system_recorded;

@@ -33,7 +33,13 @@ fn text(batches: &[RecordBatch], name: &str) -> Vec<String> {
         let col = b.column_by_name(name).unwrap_or_else(|| panic!("column {name}"));
         let col: ArrayRef = cast(col, &DataType::Utf8).unwrap();
         let col = col.as_string::<i32>();
-        out.extend((0..col.len()).map(|i| if col.is_null(i) { "∅".to_owned() } else { col.value(i).to_owned() }));
+        out.extend((0..col.len()).map(|i| {
+            if col.is_null(i) {
+                "∅".to_owned()
+            } else {
+                col.value(i).to_owned()
+            }
+        }));
     }
     out
 }
@@ -66,7 +72,10 @@ fn the_crafted_system_trace_makes_rows_of_its_known_figures() {
     assert_eq!(numbers(&switches, "cpu"), [Some(0), Some(0)]);
 
     let off = batches(&bytes, Table::OffCpu, 100);
-    assert_eq!((all(&off, "ts"), all(&off, "end_ts"), all(&off, "dur")), (vec![10 * MS], vec![60 * MS], vec![50 * MS]));
+    assert_eq!(
+        (all(&off, "ts"), all(&off, "end_ts"), all(&off, "dur")),
+        (vec![10 * MS], vec![60 * MS], vec![50 * MS])
+    );
     assert_eq!(text(&off, "reason"), ["blocked"]);
 
     let samples = batches(&bytes, Table::Samples, 3);
@@ -122,13 +131,17 @@ fn the_crafted_system_trace_makes_rows_of_its_known_figures() {
     // Each scope's allocations, with its slice.
     let allocs = batches(&bytes, Table::Allocations, 100);
     let slices = batches(&bytes, Table::Slices, 100);
-    let slice_of: HashMap<u64, String> =
-        all(&slices, "id").into_iter().zip(text(&slices, "path")).collect();
+    let slice_of: HashMap<u64, String> = all(&slices, "id").into_iter().zip(text(&slices, "path")).collect();
     let mut got: Vec<(String, u64, u64, u64)> = (0..allocs.iter().map(RecordBatch::num_rows).sum())
         .map(|i| {
             let id = all(&allocs, "slice_id")[i];
             assert_eq!(slice_of[&id], text(&allocs, "path")[i], "the slice's path");
-            (text(&allocs, "path")[i].clone(), all(&allocs, "ts")[i], all(&allocs, "allocs")[i], all(&allocs, "bytes")[i])
+            (
+                text(&allocs, "path")[i].clone(),
+                all(&allocs, "ts")[i],
+                all(&allocs, "allocs")[i],
+                all(&allocs, "bytes")[i],
+            )
         })
         .collect();
     got.sort();
@@ -142,12 +155,10 @@ fn the_system_rows_are_the_switches_samples_and_intervals_written() {
         let c = crafted(seed);
         // Small batches: rows cross batch boundaries.
         let switches = batches(&c.bytes, Table::Switches, 7);
-        let mut got: Vec<(u64, u64, String, Option<u64>)> = (0..c.switches.len())
-            .map(|i| {
-                let (tid, ts) = (all(&switches, "tid")[i], all(&switches, "ts")[i]);
-                (tid, ts, text(&switches, "kind")[i].clone(), numbers(&switches, "cpu")[i])
-            })
-            .collect();
+        let (tid, ts) = (all(&switches, "tid"), all(&switches, "ts"));
+        let (kinds, cpu) = (text(&switches, "kind"), numbers(&switches, "cpu"));
+        let mut got: Vec<(u64, u64, String, Option<u64>)> =
+            (0..tid.len()).map(|i| (tid[i], ts[i], kinds[i].clone(), cpu[i])).collect();
         assert_eq!(got.len(), switches.iter().map(RecordBatch::num_rows).sum::<usize>());
         let kind = |k| match k {
             SwitchKind::Out => "blocked",
@@ -157,7 +168,14 @@ fn the_system_rows_are_the_switches_samples_and_intervals_written() {
         let mut expected: Vec<(u64, u64, String, Option<u64>)> = c
             .switches
             .iter()
-            .map(|s| (u64::from(s.tid), s.time_ns, kind(s.kind).to_owned(), (s.cpu != u32::MAX).then_some(u64::from(s.cpu))))
+            .map(|s| {
+                (
+                    u64::from(s.tid),
+                    s.time_ns,
+                    kind(s.kind).to_owned(),
+                    (s.cpu != u32::MAX).then_some(u64::from(s.cpu)),
+                )
+            })
             .collect();
         got.sort();
         expected.sort();
@@ -165,13 +183,12 @@ fn the_system_rows_are_the_switches_samples_and_intervals_written() {
 
         let off = batches(&c.bytes, Table::OffCpu, 5);
         let n = off.iter().map(RecordBatch::num_rows).sum::<usize>();
+        let (ends, durs, starts) = (numbers(&off, "end_ts"), numbers(&off, "dur"), all(&off, "ts"));
+        let (tids, reasons) = (all(&off, "tid"), text(&off, "reason"));
         let mut got: Vec<(u32, u64, Option<u64>, bool)> = (0..n)
             .map(|i| {
-                let end = numbers(&off, "end_ts")[i];
-                let dur = numbers(&off, "dur")[i];
-                let start = all(&off, "ts")[i];
-                assert_eq!(dur, end.map(|e| e - start));
-                (all(&off, "tid")[i] as u32, start, end, text(&off, "reason")[i] == "preempted")
+                assert_eq!(durs[i], ends[i].map(|e| e - starts[i]));
+                (tids[i] as u32, starts[i], ends[i], reasons[i] == "preempted")
             })
             .collect();
         got.sort();
@@ -189,39 +206,43 @@ fn the_system_rows_are_the_switches_samples_and_intervals_written() {
     }
 }
 
+/// A sample row's kind, bytes, stack id, leaf and stack depth.
+type SampleCells = (String, Option<u64>, u64, String, u64);
+
 fn check_samples_and_frames(c: &Crafted, seed: u64) {
     let samples = batches(&c.bytes, Table::Samples, 9);
     let n = samples.iter().map(RecordBatch::num_rows).sum::<usize>();
     assert_eq!(n, c.samples.len());
     let ids = all(&samples, "id");
     assert_eq!(ids, (1..=n as u64).collect::<Vec<_>>(), "numbered in file order");
-    // By (tid, time): the row.
-    let mut rows: HashMap<(u64, u64), (String, Option<u64>, u64, String, u64)> = HashMap::new();
+    // By (tid, time): kind, bytes, stack, leaf, depth.
+    let mut rows: HashMap<(u64, u64), SampleCells> = HashMap::new();
+    let (tids, ts, kinds) = (all(&samples, "tid"), all(&samples, "ts"), text(&samples, "kind"));
+    let (bytes, stacks) = (numbers(&samples, "bytes"), all(&samples, "stack_id"));
+    let (leaves, depths) = (text(&samples, "leaf"), all(&samples, "stack_depth"));
     for i in 0..n {
-        let key = (all(&samples, "tid")[i], all(&samples, "ts")[i]);
-        let row = (
-            text(&samples, "kind")[i].clone(),
-            numbers(&samples, "bytes")[i],
-            all(&samples, "stack_id")[i],
-            text(&samples, "leaf")[i].clone(),
-            all(&samples, "stack_depth")[i],
-        );
+        let key = (tids[i], ts[i]);
+        let row = (kinds[i].clone(), bytes[i], stacks[i], leaves[i].clone(), depths[i]);
         assert!(rows.insert(key, row).is_none());
     }
     let frames = batches(&c.bytes, Table::Frames, 4);
     let mut by_stack: BTreeMap<u64, Vec<(u64, u64, String, u64)>> = BTreeMap::new();
-    for i in 0..frames.iter().map(RecordBatch::num_rows).sum::<usize>() {
-        let stack = all(&frames, "stack_id")[i];
-        let row = (all(&frames, "depth")[i], all(&frames, "address")[i], text(&frames, "function")[i].clone(), all(&frames, "address_index")[i]);
-        by_stack.entry(stack).or_default().push(row);
-        assert_eq!(text(&frames, "module")[i], MAPPED_PATH);
+    let (stacks, depths, addresses) =
+        (all(&frames, "stack_id"), all(&frames, "depth"), all(&frames, "address"));
+    let (functions, places) = (text(&frames, "function"), all(&frames, "address_index"));
+    assert!(text(&frames, "module").iter().all(|m| m == MAPPED_PATH));
+    for i in 0..stacks.len() {
+        let row = (depths[i], addresses[i], functions[i].clone(), places[i]);
+        by_stack.entry(stacks[i]).or_default().push(row);
     }
     let mut stack_of: HashMap<Vec<u64>, u64> = HashMap::new();
     for s in &c.samples {
         let (kind, bytes, stack, leaf, depth) = &rows[&(u64::from(s.tid), s.time_ns)];
         match s.kind {
             SampleKind::Cpu => assert_eq!((kind.as_str(), *bytes), ("cpu", None)),
-            SampleKind::Allocation { bytes: b } => assert_eq!((kind.as_str(), *bytes), ("allocation", Some(b))),
+            SampleKind::Allocation { bytes: b } => {
+                assert_eq!((kind.as_str(), *bytes), ("allocation", Some(b)))
+            }
         }
         assert_eq!(*leaf, app(s.frames[0]), "seed {seed}");
         assert_eq!(*depth, s.frames.len() as u64);
@@ -235,7 +256,7 @@ fn check_samples_and_frames(c: &Crafted, seed: u64) {
 }
 
 /// The statistics of `bytes` with its system context, as `phosphor stats` reads a file.
-fn stats(bytes: &[u8]) -> TraceStats {
+pub fn stats(bytes: &[u8]) -> TraceStats {
     let mut ctx = SystemContext::read(Reader::new(bytes).unwrap()).unwrap();
     ctx.name_leaves(&mut Symbolizer::new());
     let reader = Reader::new(bytes).unwrap();
@@ -244,7 +265,7 @@ fn stats(bytes: &[u8]) -> TraceStats {
 
 /// The tables of `bytes` in a session, from a file in the scratch folder.
 #[cfg(feature = "engine")]
-fn session(bytes: &[u8], test: &str) -> phosphor_sql::Session {
+pub fn session(bytes: &[u8], test: &str) -> phosphor_sql::Session {
     let dir = crate::files::scratch(test);
     let file = dir.join("t.phos");
     std::fs::write(&file, bytes).unwrap();
@@ -253,11 +274,12 @@ fn session(bytes: &[u8], test: &str) -> phosphor_sql::Session {
 
 /// Rows of a query as text, each row's cells joined by `|`, sorted.
 #[cfg(feature = "engine")]
-fn query(session: &phosphor_sql::Session, sql: &str) -> Vec<String> {
+pub fn query(session: &phosphor_sql::Session, sql: &str) -> Vec<String> {
     let batches = session.query(sql).unwrap_or_else(|e| panic!("{e}\n{sql}"));
     let mut rows = Vec::new();
     for b in &batches {
-        let cols: Vec<Vec<String>> = b.schema().fields().iter().map(|f| text(std::slice::from_ref(b), f.name())).collect();
+        let cols: Vec<Vec<String>> =
+            b.schema().fields().iter().map(|f| text(std::slice::from_ref(b), f.name())).collect();
         for i in 0..b.num_rows() {
             rows.push(cols.iter().map(|c| c[i].as_str()).collect::<Vec<_>>().join("|"));
         }
@@ -270,7 +292,8 @@ fn query(session: &phosphor_sql::Session, sql: &str) -> Vec<String> {
 pub const OFF_CPU_PER_PATH: &str = "
 SELECT s.path,
        count(DISTINCT s.id) AS slices,
-       coalesce(sum(least(s.ts + s.dur, coalesce(o.end_ts, s.ts + s.dur)) - greatest(s.ts, o.ts)), 0) AS off_cpu,
+       coalesce(sum(CASE WHEN o.reason IS NOT NULL
+                         THEN least(s.ts + s.dur, coalesce(o.end_ts, s.ts + s.dur)) - greatest(s.ts, o.ts) END), 0) AS off_cpu,
        coalesce(sum(CASE WHEN o.reason = 'blocked'
                          THEN least(s.ts + s.dur, coalesce(o.end_ts, s.ts + s.dur)) - greatest(s.ts, o.ts) END), 0) AS blocked,
        coalesce(sum(CASE WHEN o.reason = 'preempted'
@@ -296,7 +319,13 @@ fn off_cpu_time_per_scope_by_sql_equals_the_statistics_and_the_switches_written(
                 .map(|k| {
                     let sys = k.system.as_deref().cloned().unwrap_or_default();
                     let blocked = sys.off_cpu_ns - sys.preempted_ns;
-                    format!("{}|{}|{}|{blocked}|{}", k.path_string(), k.count, sys.off_cpu_ns, sys.preempted_ns)
+                    format!(
+                        "{}|{}|{}|{blocked}|{}",
+                        k.path_string(),
+                        k.count,
+                        sys.off_cpu_ns,
+                        sys.preempted_ns
+                    )
                 })
                 .collect();
             rows.sort();
@@ -316,8 +345,9 @@ fn off_cpu_time_per_scope_by_sql_equals_the_statistics_and_the_switches_written(
                 }
             }
         }
-        let truth: Vec<String> =
+        let mut truth: Vec<String> =
             truth.iter().map(|(p, (n, off, pre))| format!("{p}|{n}|{off}|{}|{pre}", off - pre)).collect();
+        truth.sort();
         assert_eq!(got, truth, "seed {seed}");
         assert!(truth.iter().all(|r| !r.contains("|0|0|0")), "every path was off the CPU: {truth:?}");
 
@@ -407,8 +437,9 @@ fn allocations_per_path_by_sql_equal_the_statistics_and_the_counts_written() {
         .iter()
         .filter_map(|k| {
             let sys = k.system.as_deref()?;
-            (sys.alloc_scopes > 0)
-                .then(|| format!("{}|{}|{}|{}", k.path_string(), sys.alloc_scopes, sys.allocs, sys.alloc_bytes))
+            (sys.alloc_scopes > 0).then(|| {
+                format!("{}|{}|{}|{}", k.path_string(), sys.alloc_scopes, sys.allocs, sys.alloc_bytes)
+            })
         })
         .collect();
     expected.sort();
@@ -420,7 +451,8 @@ fn allocations_per_path_by_sql_equal_the_statistics_and_the_counts_written() {
             *e = (e.0 + 1, e.1 + a, e.2 + b);
         }
     }
-    let truth: Vec<String> = truth.iter().map(|(p, (n, a, b))| format!("{p}|{n}|{a}|{b}")).collect();
+    let mut truth: Vec<String> = truth.iter().map(|(p, (n, a, b))| format!("{p}|{n}|{a}|{b}")).collect();
+    truth.sort();
     assert_eq!(got, truth);
     // Each row's slice is the scope it counts.
     let orphans = query(
@@ -434,7 +466,15 @@ fn allocations_per_path_by_sql_equal_the_statistics_and_the_counts_written() {
 #[test]
 fn a_damaged_system_block_is_an_error_naming_the_file_and_the_byte_never_a_panic() {
     let c = crafted(7);
-    let tables = [Table::Switches, Table::OffCpu, Table::Samples, Table::Frames, Table::Allocations, Table::Heap, Table::Mappings];
+    let tables = [
+        Table::Switches,
+        Table::OffCpu,
+        Table::Samples,
+        Table::Frames,
+        Table::Allocations,
+        Table::Heap,
+        Table::Mappings,
+    ];
     let mut errors = 0;
     // Cuts and flipped bytes all over the file, the system blocks' among them.
     for at in (64..c.bytes.len()).step_by(97) {

@@ -61,7 +61,13 @@ impl Rng {
     }
 }
 
-fn callsite(id: u32, category: &str, name: &str, phase: Phase, args: [&str; 2]) -> phosphor_format::file::CallsiteInfo {
+fn callsite(
+    id: u32,
+    category: &str,
+    name: &str,
+    phase: Phase,
+    args: [&str; 2],
+) -> phosphor_format::file::CallsiteInfo {
     phosphor_craft::system::callsite(id, category, name, phase, args)
 }
 
@@ -76,7 +82,8 @@ pub fn crafted(seed: u64) -> Crafted {
     let complete = |id, start: u64, end: u64| {
         Record::new(start, id, Meta::new(1, ArgType::None, ArgType::None), [end - start, 0])
     };
-    let alloc = |ts: u64, a: u64, b: u64| Record::new(ts, 18, Meta::new(0, ArgType::U64, ArgType::U64), [a, b]);
+    let alloc =
+        |ts: u64, a: u64, b: u64| Record::new(ts, 18, Meta::new(0, ArgType::U64, ArgType::U64), [a, b]);
     let mut span_end = 0;
     for &tid in &TIDS {
         let mut recs = Vec::new();

@@ -14,17 +14,16 @@ use phosphor::{trace_instant, trace_scope, BufferMode, TraceConfig, TraceLog, Tr
 
 use crate::system::{OFF_CPU_PER_PATH, SAMPLES_PER_LEAF};
 
-/// Spins for `d` of wall time in its own instructions.
+/// Spins through `rounds` rounds of its own instructions: CPU time however loaded the machine.
 #[inline(never)]
-fn spin_for(d: Duration) -> u64 {
-    let start = Instant::now();
+fn spin_for(rounds: u64) -> u64 {
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    while start.elapsed() < d {
+    for _ in 0..rounds {
         for _ in 0..100_000 {
-            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            x = black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
         }
     }
-    black_box(x)
+    x
 }
 
 #[test]
@@ -57,7 +56,7 @@ fn a_recorded_trace_answers_per_scope_as_the_statistics_with_frames_down_to_line
                 }
                 {
                     trace_scope!(log: &log, "app", "busy");
-                    spin_for(Duration::from_millis(60));
+                    spin_for(200);
                 }
             }
         });

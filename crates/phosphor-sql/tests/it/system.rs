@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+#[cfg(feature = "engine")]
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray};
@@ -12,8 +13,11 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, UInt64Type};
 use arrow::record_batch::RecordBatch;
 use phosphor_craft::system as craft;
+#[cfg(feature = "engine")]
 use phosphor_export::symbolize::Symbolizer;
+#[cfg(feature = "engine")]
 use phosphor_export::system::SystemContext;
+#[cfg(feature = "engine")]
 use phosphor_export::{StatsBuilder, TraceStats};
 use phosphor_format::file::Reader;
 use phosphor_format::system::{SampleKind, SwitchKind};
@@ -256,6 +260,7 @@ fn check_samples_and_frames(c: &Crafted, seed: u64) {
 }
 
 /// The statistics of `bytes` with its system context, as `phosphor stats` reads a file.
+#[cfg(feature = "engine")]
 pub fn stats(bytes: &[u8]) -> TraceStats {
     let mut ctx = SystemContext::read(Reader::new(bytes).unwrap()).unwrap();
     ctx.name_leaves(&mut Symbolizer::new());
@@ -289,6 +294,7 @@ pub fn query(session: &phosphor_sql::Session, sql: &str) -> Vec<String> {
 }
 
 /// docs/SQL.md's query: time blocked and preempted per path.
+#[cfg(feature = "engine")]
 pub const OFF_CPU_PER_PATH: &str = "
 SELECT s.path,
        count(DISTINCT s.id) AS slices,
@@ -369,6 +375,7 @@ fn off_cpu_time_per_scope_by_sql_equals_the_statistics_and_the_switches_written(
 }
 
 /// docs/SQL.md's query: CPU samples per leaf function inside the scopes of one path.
+#[cfg(feature = "engine")]
 pub const SAMPLES_PER_LEAF: &str = "
 SELECT s.path, sm.leaf, count(*) AS samples
 FROM slices s
@@ -422,6 +429,7 @@ fn cpu_samples_per_function_inside_a_scope_by_sql_equal_the_statistics() {
 }
 
 /// docs/SQL.md's query: allocations per path.
+#[cfg(feature = "engine")]
 pub const ALLOCATIONS_PER_PATH: &str =
     "SELECT path, count(*), sum(allocs), sum(bytes) FROM allocations GROUP BY path";
 

@@ -203,6 +203,25 @@ fn the_system_rows_are_the_switches_samples_and_intervals_written() {
 
         check_samples_and_frames(&c, seed);
 
+        // Each scope's allocation counts, on its own row with its thread, start and path.
+        let allocs = batches(&c.bytes, Table::Allocations, 3);
+        let (tids, ts, paths) = (all(&allocs, "tid"), all(&allocs, "ts"), text(&allocs, "path"));
+        let (counts, bytes) = (all(&allocs, "allocs"), all(&allocs, "bytes"));
+        let mut got: Vec<(u64, u64, String, u64, u64)> =
+            (0..tids.len()).map(|i| (tids[i], ts[i], paths[i].clone(), counts[i], bytes[i])).collect();
+        got.sort();
+        let mut expected: Vec<(u64, u64, String, u64, u64)> = c
+            .scopes
+            .iter()
+            .filter_map(|s| {
+                let (a, b) = s.allocs?;
+                Some((u64::from(s.tid), s.start, s.path.to_owned(), a, b))
+            })
+            .collect();
+        expected.sort();
+        assert_eq!(got, expected, "seed {seed}");
+        assert!(c.scopes.iter().any(|s| s.allocs.is_none()), "some scopes have no counts");
+
         let heap = batches(&c.bytes, Table::Heap, 2);
         assert_eq!(all(&heap, "ts"), c.heap.iter().map(|h| h.time_ns).collect::<Vec<_>>());
         let live: Vec<String> = c.heap.iter().map(|h| h.live_bytes().to_string()).collect();

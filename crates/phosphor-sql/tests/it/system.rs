@@ -221,6 +221,20 @@ fn the_system_rows_are_the_switches_samples_and_intervals_written() {
         expected.sort();
         assert_eq!(got, expected, "seed {seed}");
         assert!(c.scopes.iter().any(|s| s.allocs.is_none()), "some scopes have no counts");
+        // And the slices are the scopes written (the `scope_alloc` events none of them).
+        let slices = batches(&c.bytes, Table::Slices, 50);
+        let (tids, ts, durs, paths) =
+            (all(&slices, "tid"), all(&slices, "ts"), all(&slices, "dur"), text(&slices, "path"));
+        let mut got: Vec<(u64, u64, u64, String)> =
+            (0..tids.len()).map(|i| (tids[i], ts[i], durs[i], paths[i].clone())).collect();
+        got.sort();
+        let mut expected: Vec<(u64, u64, u64, String)> = c
+            .scopes
+            .iter()
+            .map(|s| (u64::from(s.tid), s.start, s.end - s.start, s.path.to_owned()))
+            .collect();
+        expected.sort();
+        assert_eq!(got, expected, "seed {seed}");
 
         let heap = batches(&c.bytes, Table::Heap, 2);
         assert_eq!(all(&heap, "ts"), c.heap.iter().map(|h| h.time_ns).collect::<Vec<_>>());

@@ -149,11 +149,9 @@ pub fn fold_samples(
     for ((tid, prefix, stack), n) in counts {
         let text = stack_text.entry(stack).or_insert_with(|| {
             let mut names = Vec::new();
-            for (i, &address) in context.stack(stack).iter().enumerate() {
-                // Innermost first, each address's inlined frames innermost first too.
-                for f in symbolizer.frames(address, i > 0).iter() {
-                    names.push(segment(&f.function));
-                }
+            // Innermost first, each address's inlined frames innermost first too.
+            for (_, frames) in symbolizer.stack_frames(context.stack(stack)) {
+                names.extend(frames.iter().map(|f| segment(&f.function)));
             }
             names.reverse();
             names.join(";")

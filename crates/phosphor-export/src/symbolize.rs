@@ -202,6 +202,33 @@ impl Symbolizer {
         self.frames(address, return_address)[0].function.clone()
     }
 
+    /// The function a stack's leaf (its first address) is in, the one the compiler made: the
+    /// outermost of the address's inlined frames, as `perf report` names a sample (a sample in an
+    /// inlined `Instant::now` inside `spin` names `spin`); `[no frames]` for an empty stack.
+    pub fn leaf_function(&mut self, stack: &[u64]) -> String {
+        match stack.first() {
+            Some(&a) => {
+                self.frames(a, false).last().map_or_else(|| format!("{a:#x}"), |f| f.function.clone())
+            }
+            None => "[no frames]".to_string(),
+        }
+    }
+
+    /// A sampled stack's frames (addresses innermost first), each address with its frames
+    /// innermost (inlined) first: `(place of the address in the stack, its frames)`. Every
+    /// address but the first is a return address.
+    pub fn stack_frames<'a>(
+        &'a mut self,
+        stack: &'a [u64],
+    ) -> impl Iterator<Item = (usize, Arc<[Frame]>)> + 'a {
+        stack.iter().enumerate().map(move |(i, &address)| (i, self.frames(address, i > 0)))
+    }
+
+    /// The path of the object file mapped at `address`, if a mapping holds it.
+    pub fn module(&self, address: u64) -> Option<&str> {
+        self.mapping(address).map(|m| m.path.as_str())
+    }
+
     fn mapping(&self, address: u64) -> Option<&Mapping> {
         let at = self.mappings.partition_point(|m| m.start <= address);
         let m = self.mappings.get(at.checked_sub(1)?)?;

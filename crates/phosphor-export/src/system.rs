@@ -23,7 +23,9 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use phosphor_format::file::{Block, Error, Reader};
-use phosphor_format::system::{HeapCounter, Mapping, SampleKind, SwitchKind, SystemBatch, SystemStatus};
+use phosphor_format::system::{
+    HeapCounter, Mapping, SampleKind, Switch, SwitchKind, SystemBatch, SystemStatus,
+};
 
 use crate::symbolize::Symbolizer;
 
@@ -82,6 +84,19 @@ pub struct IntervalContext {
     pub switches: u64,
 }
 
+/// An off-CPU interval of one thread: from a switch out (blocked) or a preemption to its next
+/// switch in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffCpu {
+    /// When it left the CPU, `CLOCK_MONOTONIC` nanoseconds.
+    pub start_ns: u64,
+    /// When it resumed; `None` if it had not by the end of the trace (the interval then runs to
+    /// the end of time, as [`SystemContext::interval`] measures it).
+    pub end_ns: Option<u64>,
+    /// Whether it left runnable (preempted), not blocked.
+    pub preempted: bool,
+}
+
 /// A trace's system context, per thread (see the module's documentation).
 #[derive(Debug, Default)]
 pub struct SystemContext {
@@ -129,15 +144,7 @@ impl SystemContext {
         self.mappings.extend_from_slice(&batch.mappings);
         self.counts.heap += batch.heap.len() as u64;
         self.heap.extend_from_slice(&batch.heap);
-        for w in &batch.switches {
-            let full = self.held() >= MAX_HELD;
-            self.counts.switches += 1;
-            if full {
-                self.counts.not_held += 1;
-                continue;
-            }
-            self.threads.entry(w.tid).or_default().switches.push((w.time_ns, w.kind));
-        }
+        self.add_switches(&batch.switches);
         for s in &batch.samples {
             if s.kind != SampleKind::Cpu {
                 self.counts.alloc_samples += 1;
@@ -160,6 +167,20 @@ impl SystemContext {
                 }
             };
             self.threads.entry(s.tid).or_default().samples.push(HeldSample { time_ns: s.time_ns, stack });
+        }
+    }
+
+    /// Takes in context switches only (a system block's [`SystemBatch::switches`]): what
+    /// [`SystemContext::off_cpu`] needs, without the samples' stacks.
+    pub fn add_switches(&mut self, switches: &[Switch]) {
+        for w in switches {
+            let full = self.held() >= MAX_HELD;
+            self.counts.switches += 1;
+            if full {
+                self.counts.not_held += 1;
+                continue;
+            }
+            self.threads.entry(w.tid).or_default().switches.push((w.time_ns, w.kind));
         }
     }
 
@@ -236,6 +257,18 @@ impl SystemContext {
         }
     }
 
+    /// Thread `tid`'s off-CPU intervals, in time order, once [`SystemContext::finish`] ran: the
+    /// intervals [`SystemContext::interval`] measures a scope against (`phosphor sql`'s
+    /// `off_cpu` table).
+    pub fn off_cpu(&self, tid: u32) -> impl Iterator<Item = OffCpu> + '_ {
+        let off = self.threads.get(&tid).map_or(&[][..], |t| &t.off[..]);
+        off.iter().map(|&(start_ns, end, preempted)| OffCpu {
+            start_ns,
+            end_ns: (end != u64::MAX).then_some(end),
+            preempted,
+        })
+    }
+
     /// The stack numbers of thread `tid`'s samples between `start_ns` and `end_ns`.
     pub fn samples(&self, tid: u32, start_ns: u64, end_ns: u64) -> impl Iterator<Item = u32> + '_ {
         let s = self.threads.get(&tid).map_or(&[][..], |t| {
@@ -293,13 +326,7 @@ impl SystemContext {
             .stacks
             .iter()
             .map(|stack| {
-                let name = match stack.first() {
-                    Some(&a) => symbolizer
-                        .frames(a, false)
-                        .last()
-                        .map_or_else(|| format!("{a:#x}"), |f| f.function.clone()),
-                    None => "[no frames]".to_string(),
-                };
+                let name = symbolizer.leaf_function(stack);
                 *numbers.entry(name).or_insert_with_key(|name| {
                     self.functions.push(name.clone());
                     self.functions.len() as u32 - 1
@@ -367,6 +394,24 @@ mod tests {
         let c = context(vec![switch(5, In), switch(50, Out)]);
         assert_eq!(c.interval(1, 0, 100).off_cpu_ns, 50);
         assert_eq!(c.interval(1, 0, 50).off_cpu_ns, 0);
+    }
+
+    #[test]
+    fn off_cpu_lists_the_intervals_interval_measures() {
+        use SwitchKind::*;
+        let c = context(vec![
+            switch(80, Preempted),
+            switch(90, In),
+            switch(10, Out),
+            switch(60, In),
+            switch(95, Out),
+        ]);
+        let got: Vec<OffCpu> = c.off_cpu(1).collect();
+        let off = |start_ns, end_ns, preempted| OffCpu { start_ns, end_ns, preempted };
+        assert_eq!(got, [off(10, Some(60), false), off(80, Some(90), true), off(95, None, false)]);
+        let total: u64 = got.iter().map(|o| o.end_ns.unwrap_or(200).min(200) - o.start_ns.min(200)).sum();
+        assert_eq!(c.interval(1, 0, 200).off_cpu_ns, total);
+        assert_eq!(c.off_cpu(2).count(), 0, "another thread");
     }
 
     #[test]

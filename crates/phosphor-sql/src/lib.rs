@@ -10,6 +10,10 @@
 //!   Beside them, from the same model: `args` (each argument, typed), `async_slices` (paired as
 //!   every tool pairs them), `flows` (a future's async slice linked to its polls), `processes`,
 //!   `drops` (by reason, and lost chunks) and `problems` (what `phosphor stats` reports as wrong).
+//!   A trace's system context (format 1.6)
+//!   makes `switches`, `off_cpu`, `samples`, `frames`, `heap` and `mappings`, and its per-scope
+//!   allocation counts `allocations`, as the statistics see them (`phosphor_export`'s
+//!   `SystemContext` and `Symbolizer`).
 //! * [`write_parquet`] writes those tables as Parquet files, one per table, for any engine.
 //! * [`Session`] (feature `engine`, on by default) registers the tables of trace files, or of a
 //!   Parquet folder, in an embedded DataFusion session and runs SQL over them, printing results
@@ -20,6 +24,7 @@
 //!
 //! [`RecordBatch`]: arrow::record_batch::RecordBatch
 
+mod allocations;
 mod args_table;
 mod asyncs_table;
 mod columns;
@@ -34,6 +39,7 @@ mod problems_table;
 mod read;
 mod rows;
 mod sites;
+mod system_tables;
 mod tables;
 
 #[cfg(feature = "engine")]

@@ -12,7 +12,7 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use arrow::record_batch::RecordBatch;
-use phosphor_format::file::{Event, Reader, Value};
+use phosphor_format::file::{Block, Event, Reader, Value};
 use phosphor_format::logfmt::format_log;
 use phosphor_format::system::{PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
 use phosphor_format::Phase;
@@ -29,6 +29,7 @@ use crate::json;
 use crate::problems_table::ProblemRows;
 use crate::rows::{Payload, Row, Rows};
 use crate::sites::{Kind, Sites};
+use crate::system_tables::SystemTables;
 use crate::tables::{table_of, Context, PathNames, Table};
 use crate::Error;
 
@@ -83,14 +84,24 @@ pub fn read_from<R: Read>(
 ) -> Result<(), Error> {
     let batch_rows = batch_rows.max(1);
     let mut state = State::new(&reader.header().clock, wanted);
+    state.rows.allocs.on = wanted.contains(&Table::Allocations);
+    let mut system = SystemTables::new(wanted);
     let header = reader.header().clone();
     let mut threads: Vec<(u32, u64)> = Vec::new();
     loop {
-        let chunk = match reader.next_chunk() {
-            Ok(Some(chunk)) => {
+        let chunk = match reader.next_block() {
+            Ok(Some(Block::Chunk(chunk))) => {
                 state.counts.chunk(&chunk.extents);
                 chunk
             }
+            Ok(Some(Block::System(batch))) => {
+                system.add(batch);
+                let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
+                let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
+                flush_system(&mut state, &mut system, &file, batch_rows, false, &mut emit)?;
+                continue;
+            }
+            Ok(Some(_)) => continue,
             Ok(None) => break,
             Err(e) => return Err(e.with_path(path).into()),
         };
@@ -109,6 +120,7 @@ pub fn read_from<R: Read>(
         let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
         let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
         state.flush(&file, wanted, batch_rows, false, &mut emit)?;
+        flush_system(&mut state, &mut system, &file, batch_rows, false, &mut emit)?;
     }
     state.nesting.finish(&mut state.rows);
     state.asyncs.finish();
@@ -116,11 +128,34 @@ pub fn read_from<R: Read>(
     let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
     state.flush(&file, wanted, batch_rows, true, &mut emit)?;
     state.finish_file(&file, &header, reader.trailer(), threads.len(), wanted, batch_rows, &mut emit)?;
+    flush_system(&mut state, &mut system, &file, batch_rows, true, &mut emit)?;
     if wanted.contains(&Table::Threads) {
         threads.sort_unstable();
         emit(Table::Threads, state.context(&file).threads(&threads))?;
     }
     Ok(())
+}
+
+/// Makes batches of the system tables' rows and of `allocations` (see [`State::flush`]).
+fn flush_system(
+    state: &mut State,
+    system: &mut SystemTables,
+    file: &FileInfo<'_>,
+    batch_rows: usize,
+    all: bool,
+    emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let n = state.rows.allocs.rows.len();
+    let allocs = if n >= batch_rows || (all && n > 0) {
+        std::mem::take(&mut state.rows.allocs.rows)
+    } else {
+        Vec::new()
+    };
+    let mut ctx = state.context(file);
+    for part in allocs.chunks(batch_rows) {
+        emit(Table::Allocations, crate::allocations::allocations(&mut ctx, part))?;
+    }
+    system.flush(&mut ctx, batch_rows, all, emit)
 }
 
 /// What every row of a file says of where it was recorded.
@@ -192,6 +227,7 @@ impl State {
                         | Table::Args
                         | Table::Flows
                         | Table::Problems
+                        | Table::Allocations
                 )
             }),
             args: wanted.contains(&Table::Args),
@@ -427,6 +463,7 @@ impl State {
         }
         if cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME {
             // Bookkeeping of allocation counts, not an instant of the program.
+            self.rows.allocs.event(&self.nesting, &self.timeline, event);
             return;
         }
         let Some(kind) = Kind::of(cs.phase) else {

@@ -54,6 +54,8 @@ pub(crate) struct Rows {
     /// The slices entered and not yet left: (thread, id).
     stack: Vec<(u32, u64)>,
     next_id: u64,
+    /// Allocation counts waiting for their slices (`allocations`).
+    pub(crate) allocs: crate::allocations::AllocMatch,
 }
 
 impl Rows {
@@ -68,6 +70,7 @@ impl Sink<Payload> for Rows {
         self.next_id += 1;
         let parent = self.stack.last().filter(|(tid, _)| *tid == s.tid).map(|&(_, id)| id);
         self.stack.push((s.tid, id));
+        self.allocs.entered(s, id);
         let row = Row {
             tid: s.tid,
             id,

@@ -45,11 +45,25 @@ pub enum Table {
     Drops,
     /// What does not add up in a trace: scopes that do not nest, unpaired async halves, ...
     Problems,
+    /// Context switches of the traced threads (system context).
+    Switches,
+    /// Off-CPU intervals, blocked or preempted, as `phosphor stats` measures scopes against them.
+    OffCpu,
+    /// CPU and allocation samples, each with its stack's number and leaf function.
+    Samples,
+    /// The symbolized frames of each sampled stack.
+    Frames,
+    /// Allocation counts per slice (`phosphor/scope_alloc`).
+    Allocations,
+    /// The process's heap totals over time.
+    Heap,
+    /// The executable mappings samples are symbolized through.
+    Mappings,
 }
 
 impl Table {
     /// Every table, in the order `docs/SQL.md` lists them.
-    pub const ALL: [Table; 11] = [
+    pub const ALL: [Table; 18] = [
         Table::Slices,
         Table::Instants,
         Table::Counters,
@@ -61,6 +75,13 @@ impl Table {
         Table::Processes,
         Table::Drops,
         Table::Problems,
+        Table::Switches,
+        Table::OffCpu,
+        Table::Samples,
+        Table::Frames,
+        Table::Allocations,
+        Table::Heap,
+        Table::Mappings,
     ];
 
     /// The table's SQL name.
@@ -77,11 +98,21 @@ impl Table {
             Table::Processes => "processes",
             Table::Drops => "drops",
             Table::Problems => "problems",
+            Table::Switches => "switches",
+            Table::OffCpu => "off_cpu",
+            Table::Samples => "samples",
+            Table::Frames => "frames",
+            Table::Allocations => "allocations",
+            Table::Heap => "heap",
+            Table::Mappings => "mappings",
         }
     }
 
     /// The table's columns.
     pub fn schema(self) -> SchemaRef {
+        if let Some(schema) = crate::system_tables::schema(self) {
+            return schema;
+        }
         use DataType::{Float64, Int64, UInt32, UInt64, Utf8};
         if let Some(schema) = crate::columns::schema(self) {
             return schema;
@@ -127,6 +158,7 @@ impl Table {
             Table::Threads => {
                 fields.extend([f("thread", Utf8, true), f("tid", UInt32, false), f("events", UInt64, false)]);
             }
+            // Their schemas are `columns::schema`'s and `system_tables::schema`'s, above.
             _ => {}
         }
         Arc::new(Schema::new(fields))

@@ -9,4 +9,8 @@ mod queries;
 #[cfg(feature = "engine")]
 mod session;
 mod slices;
+mod system;
+mod system_files;
+#[cfg(feature = "engine")]
+mod system_recorded;
 mod tables;

@@ -15,12 +15,15 @@ fn parquet_files_hold_each_tables_rows() {
     // and `problems`.
     let c = dir.join("c.phos");
     std::fs::write(&c, crate::tables::asyncs_trace().0).unwrap();
+    // And one with system context, for its tables.
+    let d = dir.join("d.phos");
+    std::fs::write(&d, phosphor_craft::system::system_trace().unwrap()).unwrap();
     let out = dir.join("tables");
-    let files = [TraceSource::new(&a), TraceSource::new(&b), TraceSource::new(&c)];
+    let files = [TraceSource::new(&a), TraceSource::new(&b), TraceSource::new(&c), TraceSource::new(&d)];
     let summary = write_parquet(&files, &out).expect("written");
     assert_eq!(summary.tables.len(), Table::ALL.len());
     for (table, path, rows) in &summary.tables {
-        let expected: usize = [&a, &b, &c]
+        let expected: usize = [&a, &b, &c, &d]
             .iter()
             .map(|f| {
                 batches(&std::fs::read(f).unwrap(), *table, 1000).iter().map(|b| b.num_rows()).sum::<usize>()

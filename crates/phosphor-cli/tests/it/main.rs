@@ -23,6 +23,7 @@ mod python;
 mod record;
 mod recover;
 mod sql;
+mod sql_queries;
 mod stats;
 mod system;
 mod system_e2e;

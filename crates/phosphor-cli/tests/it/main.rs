@@ -23,6 +23,8 @@ mod python;
 mod record;
 mod recover;
 mod sql;
+mod sql_output;
+mod sql_prompt;
 mod stats;
 mod system;
 mod system_e2e;

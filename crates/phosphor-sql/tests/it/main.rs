@@ -4,5 +4,7 @@
 mod files;
 mod parquet;
 #[cfg(feature = "engine")]
+mod partitions;
+#[cfg(feature = "engine")]
 mod session;
 mod slices;

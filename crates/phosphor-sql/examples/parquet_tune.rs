@@ -23,7 +23,9 @@ fn base(level: i32) -> WriterPropertiesBuilder {
 fn delta(mut b: WriterPropertiesBuilder) -> WriterPropertiesBuilder {
     for c in ["id", "parent_id", "ts", "dur", "self_dur", "slice_id"] {
         let c = ColumnPath::from(c);
-        b = b.set_column_dictionary_enabled(c.clone(), false).set_column_encoding(c, Encoding::DELTA_BINARY_PACKED);
+        b = b
+            .set_column_dictionary_enabled(c.clone(), false)
+            .set_column_encoding(c, Encoding::DELTA_BINARY_PACKED);
     }
     b
 }
@@ -67,8 +69,12 @@ fn main() {
         let mut sizes = Vec::new();
         for table in Table::ALL {
             let file = dir.join(format!("{}.parquet", table.name()));
-            let mut w = ArrowWriter::try_new(std::fs::File::create(&file).unwrap(), table.schema(), Some(props.clone()))
-                .unwrap();
+            let mut w = ArrowWriter::try_new(
+                std::fs::File::create(&file).unwrap(),
+                table.schema(),
+                Some(props.clone()),
+            )
+            .unwrap();
             for (_, b) in batches.iter().filter(|(t, _)| *t == table) {
                 w.write(b).unwrap();
             }

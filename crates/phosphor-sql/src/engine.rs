@@ -168,7 +168,8 @@ impl Session {
             let batches = self.query(query)?;
             let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
             let table = arrow::util::pretty::pretty_format_batches(&batches).map_err(sql_error)?;
-            writeln!(out, "{table}").map_err(|source| Error::Open { path: PathBuf::from("(output)"), source })?;
+            writeln!(out, "{table}")
+                .map_err(|source| Error::Open { path: PathBuf::from("(output)"), source })?;
             return Ok(rows);
         }
         self.error_left();
@@ -257,7 +258,8 @@ async fn register_parquet(ctx: &SessionContext, dir: &Path) -> Result<(), Error>
         let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else { continue };
         if let Some(name) = file_name.strip_suffix(".parquet").filter(|_| path.is_file()) {
             if path.with_extension("").is_dir() {
-                let both = std::io::Error::other(format!("both {name}.parquet and the partitions {name}/: which?"));
+                let both =
+                    std::io::Error::other(format!("both {name}.parquet and the partitions {name}/: which?"));
                 return Err(Error::Open { path: dir.to_path_buf(), source: both });
             }
             let location = path.to_string_lossy();
@@ -283,7 +285,8 @@ fn partitions(table_dir: &Path) -> Result<Vec<(PathBuf, String)>, Error> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(table_dir).map_err(open)? {
         let path = entry.map_err(open)?.path();
-        let Some(value) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix(&prefix)) else {
+        let Some(value) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix(&prefix))
+        else {
             continue;
         };
         if path.is_dir() {
@@ -348,8 +351,18 @@ impl PartitionStream for TracePartition {
         let tx = builder.tx();
         let (source, table, failure) = (self.source.clone(), self.table, self.failure.clone());
         let batch_rows = ctx.session_config().batch_size();
+        // A slice's id counts the marks nested before it: the file is read with the marks nested
+        // (instants' batches made and dropped), so that the ids of every table agree with each
+        // other's and with those of the Parquet files, which are written with every table.
+        let wanted = match table {
+            Table::Threads | Table::Instants => vec![table],
+            _ => vec![table, Table::Instants],
+        };
         builder.spawn_blocking(move || {
-            let sent = read_tables(&source, &[table], batch_rows, |_, batch| {
+            let sent = read_tables(&source, &wanted, batch_rows, |t, batch| {
+                if t != table {
+                    return Ok(());
+                }
                 // The query needs no more rows (a LIMIT) or failed: stop reading.
                 tx.blocking_send(Ok(batch)).map_err(|_| Error::Stopped)
             });

@@ -64,7 +64,7 @@ pub fn writer_properties() -> WriterProperties {
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
         .set_dictionary_enabled(true)
         .set_dictionary_page_size_limit(4 << 20)
-        .set_max_row_group_size(1 << 20)
+        .set_max_row_group_row_count(Some(1 << 20))
         .set_statistics_enabled(EnabledStatistics::Page)
         .build()
 }
@@ -77,7 +77,11 @@ pub fn write_parquet(sources: &[TraceSource], dir: &Path) -> Result<ParquetSumma
 }
 
 /// [`write_parquet`], laid out as `layout` says.
-pub fn write_parquet_as(sources: &[TraceSource], dir: &Path, layout: Layout) -> Result<ParquetSummary, Error> {
+pub fn write_parquet_as(
+    sources: &[TraceSource],
+    dir: &Path,
+    layout: Layout,
+) -> Result<ParquetSummary, Error> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Open { path: dir.to_path_buf(), source })?;
     match layout {
         Layout::OneFilePerTable => {
@@ -101,7 +105,8 @@ pub fn write_parquet_as(sources: &[TraceSource], dir: &Path, layout: Layout) -> 
                 let mut writers = Writers::new(
                     |table| {
                         let part = dir.join(table.name()).join(&folder);
-                        std::fs::create_dir_all(&part).map_err(|source| Error::Open { path: part.clone(), source })?;
+                        std::fs::create_dir_all(&part)
+                            .map_err(|source| Error::Open { path: part.clone(), source })?;
                         Ok(part.join(PART_FILE))
                     },
                     true,
@@ -152,7 +157,8 @@ impl Writers {
                     schema.fields().iter().filter(|f| f.name() != PARTITION_COLUMN).cloned().collect();
                 schema = Arc::new(Schema::new(fields));
             }
-            let file = File::create(&partial).map_err(|source| Error::Open { path: partial.clone(), source })?;
+            let file =
+                File::create(&partial).map_err(|source| Error::Open { path: partial.clone(), source })?;
             let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.clone()))
                 .map_err(|source| Error::Parquet { path: path.clone(), source })?;
             writers.insert(table, TableWriter { writer, path, partial, schema, rows: 0 });
@@ -208,7 +214,8 @@ impl Writers {
             let Some(w) = self.writers.remove(&table) else { continue };
             let parquet = |source| Error::Parquet { path: w.path.clone(), source };
             w.writer.close().map_err(parquet)?;
-            std::fs::rename(&w.partial, &w.path).map_err(|source| Error::Open { path: w.path.clone(), source })?;
+            std::fs::rename(&w.partial, &w.path)
+                .map_err(|source| Error::Open { path: w.path.clone(), source })?;
             summary.bytes += std::fs::metadata(&w.path).map(|m| m.len()).unwrap_or(0);
             summary.tables.push((table, w.path, w.rows));
         }
@@ -273,7 +280,8 @@ mod tests {
 
     #[test]
     fn partition_values_round_trip_and_escape_what_hive_escapes() {
-        for name in ["demo-out/trace.phos", "a=b%c", "plain.phos", "é/ü:*?", "100%", "%zz", "C:\\x\\y.phos"] {
+        for name in ["demo-out/trace.phos", "a=b%c", "plain.phos", "é/ü:*?", "100%", "%zz", "C:\\x\\y.phos"]
+        {
             let folder = partition_value(name);
             assert!(!folder.contains('/') && !folder.contains('=') && !folder.contains('\\'), "{folder}");
             assert_eq!(partition_value_decoded(&folder).as_deref(), Some(name), "{folder}");

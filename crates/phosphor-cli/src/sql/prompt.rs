@@ -42,8 +42,17 @@ fn history_file() -> Option<PathBuf> {
 }
 
 /// Runs the prompt until `.quit` or Ctrl-D.
-pub fn run(session: &Session, output: Output, out: &mut dyn Write, stderr: &mut dyn Write) -> anyhow::Result<()> {
-    let config = Config::builder().max_history_size(10_000)?.history_ignore_dups(true)?.auto_add_history(false).build();
+pub fn run(
+    session: &Session,
+    output: Output,
+    out: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let config = Config::builder()
+        .max_history_size(10_000)?
+        .history_ignore_dups(true)?
+        .auto_add_history(false)
+        .build();
     let mut editor = DefaultEditor::with_config(config)?;
     let history = history_file();
     if let Some(path) = &history {
@@ -104,7 +113,12 @@ struct Prompt<'a> {
 impl Prompt<'_> {
     /// Takes a line: runs a dot command, or the statements it ends. Returns what to add to the
     /// history (a command, or the lines of the statements ended), and whether to quit.
-    fn line(&mut self, line: &str, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<(Option<String>, bool)> {
+    fn line(
+        &mut self,
+        line: &str,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> anyhow::Result<(Option<String>, bool)> {
         if self.statements.is_empty() && line.trim_start().starts_with('.') {
             let quit = self.command(line.trim(), out, err)?;
             return Ok((Some(line.trim().to_owned()), quit));
@@ -140,7 +154,8 @@ impl Prompt<'_> {
         };
         match result {
             Ok(Some(rows)) => {
-                let shown = if rows > MAX_ROWS as u64 { format!(" ({MAX_ROWS} shown)") } else { String::new() };
+                let shown =
+                    if rows > MAX_ROWS as u64 { format!(" ({MAX_ROWS} shown)") } else { String::new() };
                 let plural = if rows == 1 { "" } else { "s" };
                 writeln!(out, "{rows} row{plural}{shown} in {:.3} s", start.elapsed().as_secs_f64())?;
             }
@@ -163,7 +178,9 @@ impl Prompt<'_> {
             (".help", _) => writeln!(out, "{HELP}")?,
             (".tables", _) => self.statement(tables, out, err)?,
             (".schema", table) => {
-                let only = table.map(|t| format!(" AND table_name = '{}'", t.replace('\'', "''"))).unwrap_or_default();
+                let only = table
+                    .map(|t| format!(" AND table_name = '{}'", t.replace('\'', "''")))
+                    .unwrap_or_default();
                 let columns = format!(
                     "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns \
                      WHERE table_schema = 'public'{only} ORDER BY table_name, ordinal_position"

@@ -41,11 +41,18 @@ fn sql_convert_partitioned_by_trace_reads_back_to_the_same_rows() {
     let t = traces.to_str().unwrap();
     let out = traces.with_file_name("partitioned");
     let o = out.to_str().unwrap();
-    let run = phosphor("sql-partition-convert", &["convert", t, "--to", "parquet", "--partition", "trace", "-o", o]);
+    let run = phosphor(
+        "sql-partition-convert",
+        &["convert", t, "--to", "parquet", "--partition", "trace", "-o", o],
+    );
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
     // Hive partitions: the trace's name (`…/traces/a.phos`) escaped into its folder's name.
     let a = traces.join("a.phos").display().to_string().replace('/', "%2F");
-    assert!(out.join("slices").join(format!("trace={a}")).join("part-0.parquet").is_file(), "{}", stderr(&run));
+    assert!(
+        out.join("slices").join(format!("trace={a}")).join("part-0.parquet").is_file(),
+        "{}",
+        stderr(&run)
+    );
 
     for table in ["slices", "instants", "counters", "logs", "threads"] {
         let query = format!("SELECT * FROM {table}");

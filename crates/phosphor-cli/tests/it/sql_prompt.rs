@@ -48,6 +48,7 @@ fn sql_prompt_runs_statements_over_lines_forgets_on_ctrl_c_and_keeps_history_acr
     p.exp_string("sql> ").unwrap();
     // Ctrl-C forgets the statement being typed: the next one runs alone.
     p.send("SELECT 'forgotten' AS f").unwrap();
+    p.flush().unwrap();
     p.send_control('c').unwrap();
     p.exp_string("sql> ").unwrap();
     p.send_line("SELECT 6 * 7 AS answer;").unwrap();
@@ -68,13 +69,17 @@ fn sql_prompt_runs_statements_over_lines_forgets_on_ctrl_c_and_keeps_history_acr
     assert!(saved.contains("SELECT 6 * 7 AS answer;"), "{saved}");
     assert!(!saved.contains("forgotten"), "{saved}");
 
-    // A second run recalls the statements: Up four times (past the failed query, `.tables` and
-    // the answer) brings back the first, its two lines, which Enter runs.
+    // A second run recalls the statements, newest first: Up four times (a key at a time, each
+    // shown before the next, as typed) brings back the first, its two lines, which Enter runs.
     let mut p = start();
     p.exp_string("sql> ").unwrap();
-    p.send("\x1b[A\x1b[A\x1b[A\x1b[A").unwrap();
-    p.exp_string("1000000 AS n").unwrap();
+    for shown in ["SELECT nope FROM slices;", ".tables", "SELECT 6 * 7 AS answer;", "1000000 AS n"] {
+        p.send("\x1b[A").unwrap();
+        p.flush().unwrap();
+        p.exp_string(shown).unwrap();
+    }
     p.send("\r").unwrap();
+    p.flush().unwrap();
     p.exp_string(&format!("| {sum}")).unwrap();
     p.exp_string("sql> ").unwrap();
     p.send_line(".quit").unwrap();

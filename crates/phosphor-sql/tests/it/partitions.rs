@@ -5,7 +5,9 @@ use std::fs::File;
 use std::path::Path;
 
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use phosphor_sql::{partition_value, write_parquet_as, Layout, Output, Session, Table, TraceSource, PART_FILE};
+use phosphor_sql::{
+    partition_value, write_parquet_as, Layout, Output, Session, Table, TraceSource, PART_FILE,
+};
 
 use crate::files::{recorded_file, scratch};
 
@@ -30,7 +32,8 @@ fn sql_partitioned_parquet_reads_back_as_the_traces_tables_with_their_trace_colu
     let summary = write_parquet_as(&sources, &out, Layout::ByTrace).expect("written");
     assert_eq!(summary.tables.len(), Table::ALL.len());
     for source in &sources {
-        let part = out.join("slices").join(format!("trace={}", partition_value(&source.trace))).join(PART_FILE);
+        let part =
+            out.join("slices").join(format!("trace={}", partition_value(&source.trace))).join(PART_FILE);
         assert!(part.is_file(), "{}", part.display());
         // The files leave `trace` out: it is the folder's.
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&part).unwrap()).unwrap();
@@ -89,7 +92,8 @@ fn sql_a_querys_result_writes_to_parquet_csv_and_json_files() {
         let mut printed = Vec::new();
         session.run(query, output, &mut printed).unwrap();
         let lines = |text: &[u8]| {
-            let mut l: Vec<String> = String::from_utf8(text.to_vec()).unwrap().lines().map(str::to_owned).collect();
+            let mut l: Vec<String> =
+                String::from_utf8(text.to_vec()).unwrap().lines().map(str::to_owned).collect();
             l.sort();
             l
         };

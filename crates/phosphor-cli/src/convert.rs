@@ -77,6 +77,11 @@ pub struct ConvertArgs {
     /// OTLP only: the resource's `service.name` (default: the recorded process name).
     #[arg(long, value_name = "NAME")]
     service_name: Option<String>,
+    /// Parquet only: `--partition trace` writes a folder per table, a Hive partition per trace
+    /// (`OUTDIR/slices/trace=NAME/part-0.parquet`), which DuckDB, Polars, Spark and `phosphor sql`
+    /// read as a `trace` column; converting more traces into the folder adds their partitions.
+    #[arg(long, value_enum, value_name = "COLUMN")]
+    partition: Option<crate::sql::Partition>,
     /// OTLP only: at most this many spans per request (default 8192).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_spans: Option<u64>,
@@ -116,7 +121,10 @@ pub struct Converted {
 pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
     let files = inputs(&args.files, stderr)?;
     if args.to == Format::Parquet {
-        return crate::sql::convert(&files, args.output.as_deref(), stderr);
+        return crate::sql::convert(&files, args.output.as_deref(), args.partition, stderr);
+    }
+    if args.partition.is_some() {
+        bail!("--partition applies to --to parquet only");
     }
     if matches!(args.to, Format::Otlp | Format::OtlpJson) {
         return otlp::run(args, &files, stdout, stderr);

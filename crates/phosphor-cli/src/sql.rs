@@ -2,13 +2,21 @@
 //! trace model's tables (`phosphor-sql`, `docs/SQL.md`) queried in an embedded DataFusion, or
 //! written as Parquet.
 //!
+//! Without a query, statements come from an interactive prompt when stdin is a terminal
+//! ([`prompt`]), else from stdin, each ended by `;` ([`statements`]).
+//!
 //! DataFusion is most of what building `phosphor` would cost, so both need the `sql` feature
 //! (`cargo install --path crates/phosphor-cli --features sql`); without it they say so.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+
+#[cfg(feature = "sql")]
+mod prompt;
+#[cfg(feature = "sql")]
+mod statements;
 
 /// What `cargo install` builds a `phosphor` with SQL.
 #[cfg(not(feature = "sql"))]
@@ -18,9 +26,10 @@ const INSTALL: &str = "cargo install --path crates/phosphor-cli --features sql";
 #[derive(Debug, Args)]
 pub struct SqlArgs {
     /// Trace files, folders of them (their `.phos` files, one set of tables with a `trace`
-    /// column), or a folder of Parquet tables (`convert --to parquet`); then the query, if the
-    /// last argument is not a file or folder. Without a query, statements ending with `;` are
-    /// read from stdin.
+    /// column), or a folder of Parquet tables (`convert --to parquet`, partitioned by trace or
+    /// not); then the query, if the last argument is not a file or folder. Without a query: an
+    /// interactive prompt on a terminal (`.help` lists its commands), else statements ending
+    /// with `;` read from stdin.
     #[arg(required = true, value_name = "FILE|DIR… [QUERY]")]
     args: Vec<String>,
     /// Print CSV (a header line, then a line per row).
@@ -29,6 +38,11 @@ pub struct SqlArgs {
     /// Print JSON Lines (an object per row).
     #[arg(long)]
     json: bool,
+    /// Write the query's result to this file (created or truncated) instead of printing it, in
+    /// the format its extension names: `.parquet`, `.csv`, `.json`/`.jsonl`/`.ndjson` (JSON
+    /// Lines), `.txt` (a table); `--csv` or `--json` choose for any other name.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 impl SqlArgs {
@@ -43,17 +57,24 @@ impl SqlArgs {
     }
 }
 
+/// How `convert --to parquet` lays the tables out (`--partition`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Partition {
+    /// A folder per table, a Hive partition per trace: `OUTDIR/slices/trace=NAME/part-0.parquet`
+    /// (the name percent-encoded, `/` as `%2F`), which DuckDB, Polars, Spark and DataFusion read
+    /// as a `trace` column.
+    Trace,
+}
+
 /// Runs `phosphor sql`.
 #[cfg(feature = "sql")]
 pub fn run(args: &SqlArgs, out: &mut impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+
     use anyhow::Context;
     use phosphor_sql::{Output, Session};
 
     let (paths, query) = args.split();
-    let session = match paths.as_slice() {
-        [dir] if dir.join("slices.parquet").is_file() => Session::new(&[], Some(dir))?,
-        _ => Session::new(&sources(&paths, stderr)?, None)?,
-    };
     let output = if args.csv {
         Output::Csv
     } else if args.json {
@@ -61,25 +82,50 @@ pub fn run(args: &SqlArgs, out: &mut impl Write, stderr: &mut impl Write) -> any
     } else {
         Output::Table
     };
+    let file_output = match &args.output {
+        Some(_) if query.is_none() => {
+            anyhow::bail!("-o writes one query's result: give the query after the files")
+        }
+        Some(path) => match Output::of_file(path) {
+            _ if args.csv || args.json => Some((path, output)),
+            Some(format) => Some((path, format)),
+            None => anyhow::bail!(
+                "{}: -o names the format by the extension (.parquet, .csv, .json, .jsonl, .ndjson, .txt), or pass --csv or --json",
+                path.display()
+            ),
+        },
+        None => None,
+    };
+    let session = match paths.as_slice() {
+        [dir] if phosphor_sql::is_parquet_folder(dir) => Session::new(&[], Some(dir))?,
+        _ => Session::new(&sources(&paths, stderr)?, None)?,
+    };
     if let Some(query) = query {
+        if let Some((path, format)) = file_output {
+            let rows = session.write_file(query, format, path).with_context(|| format!("query: {query}"))?;
+            writeln!(stderr, "{}: {rows} rows", path.display())?;
+            return Ok(());
+        }
         return session.run(query, output, out).with_context(|| format!("query: {query}"));
     }
-    // Statements from stdin, each ended by `;`.
-    let mut text = String::new();
+    if std::io::stdin().is_terminal() {
+        out.flush()?;
+        return prompt::run(&session, output, &mut std::io::stdout(), stderr);
+    }
+    // Statements from stdin, each ended by `;` (outside quotes and comments).
+    let mut split = statements::Statements::default();
     for line in std::io::stdin().lines() {
-        text.push_str(&line?);
-        text.push('\n');
-        while let Some(end) = text.find(';') {
-            let statement: String = text.drain(..=end).collect();
-            let statement = statement.trim_end_matches(';').trim();
-            if !statement.is_empty() {
-                // A bad statement is reported and the next one read.
-                if let Err(e) = session.run(statement, output, out) {
-                    writeln!(stderr, "phosphor: query: {statement}: {e}")?;
-                }
-                out.flush()?;
+        split.push_line(&line?);
+        while let Some(statement) = split.next_statement() {
+            // A bad statement is reported and the next one read.
+            if let Err(e) = session.run(&statement, output, out) {
+                writeln!(stderr, "phosphor: query: {statement}: {e}")?;
             }
+            out.flush()?;
         }
+    }
+    if let Some(rest) = split.rest() {
+        writeln!(stderr, "phosphor: the statement left at the end has no `;`, not run: {rest}")?;
     }
     Ok(())
 }
@@ -87,27 +133,54 @@ pub fn run(args: &SqlArgs, out: &mut impl Write, stderr: &mut impl Write) -> any
 /// Runs `phosphor sql` in a build without SQL: says how to get it.
 #[cfg(not(feature = "sql"))]
 pub fn run(args: &SqlArgs, _out: &mut impl Write, _stderr: &mut impl Write) -> anyhow::Result<()> {
-    let _ = args.split();
+    let _ = (args.split(), &args.output);
     anyhow::bail!("this phosphor was built without SQL (DataFusion); build it with: {INSTALL}")
 }
 
-/// `phosphor convert FILE|DIR… --to parquet -o OUTDIR`: a Parquet file per table in `OUTDIR`.
+/// `phosphor convert FILE|DIR… --to parquet -o OUTDIR [--partition trace]`: a Parquet file per
+/// table in `OUTDIR`, or a folder per table partitioned by trace.
 #[cfg(feature = "sql")]
-pub fn convert(files: &[PathBuf], out: Option<&Path>, stderr: &mut impl Write) -> anyhow::Result<()> {
+pub fn convert(
+    files: &[PathBuf],
+    out: Option<&Path>,
+    partition: Option<Partition>,
+    stderr: &mut impl Write,
+) -> anyhow::Result<()> {
     let Some(dir) = out else {
         anyhow::bail!("--to parquet writes a folder of tables: name it with -o OUTDIR");
     };
+    let layout = match partition {
+        Some(Partition::Trace) => phosphor_sql::Layout::ByTrace,
+        None => phosphor_sql::Layout::OneFilePerTable,
+    };
     let sources: Vec<phosphor_sql::TraceSource> = files.iter().map(phosphor_sql::TraceSource::new).collect();
-    let summary = phosphor_sql::write_parquet(&sources, dir)?;
+    let start = std::time::Instant::now();
+    let summary = phosphor_sql::write_parquet_as(&sources, dir, layout)?;
+    let time = start.elapsed();
     for (table, path, rows) in &summary.tables {
         writeln!(stderr, "{}: {} rows of {}", path.display(), rows, table.name())?;
     }
+    let input: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+    writeln!(
+        stderr,
+        "{}: {} of Parquet from {} of traces ({:.2}x) in {:.2} s",
+        dir.display(),
+        crate::info::format_bytes(summary.bytes),
+        crate::info::format_bytes(input),
+        summary.bytes as f64 / input.max(1) as f64,
+        time.as_secs_f64()
+    )?;
     Ok(())
 }
 
 /// `convert --to parquet` in a build without SQL: says how to get it.
 #[cfg(not(feature = "sql"))]
-pub fn convert(_files: &[PathBuf], _out: Option<&Path>, _stderr: &mut impl Write) -> anyhow::Result<()> {
+pub fn convert(
+    _files: &[PathBuf],
+    _out: Option<&Path>,
+    _partition: Option<Partition>,
+    _stderr: &mut impl Write,
+) -> anyhow::Result<()> {
     anyhow::bail!("this phosphor was built without Parquet output; build it with: {INSTALL}")
 }
 

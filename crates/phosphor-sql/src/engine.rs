@@ -7,9 +7,12 @@
 //! but each file's header (a file that is no trace fails there, named).
 //!
 //! A folder of Parquet tables (`phosphor convert --to parquet`) is registered as it is: each
-//! `TABLE.parquet` file as table `TABLE`.
+//! `TABLE.parquet` file as table `TABLE`, and each folder `TABLE/` of Hive partitions
+//! `trace=VALUE/*.parquet` ([`Layout::ByTrace`](crate::Layout::ByTrace)) as table `TABLE`, its
+//! `trace` column the partition's value, first as in a trace's tables.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -22,9 +25,11 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_plan::stream::RecordBatchReceiverStream;
 use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::physical_plan::SendableRecordBatchStream;
-use datafusion::prelude::ParquetReadOptions;
+use datafusion::prelude::{ident, lit, DataFrame, ParquetReadOptions};
 use futures::StreamExt;
+use parquet::arrow::ArrowWriter;
 
+use crate::parquet_out::{partition_value_decoded, writer_properties, PARTITION_COLUMN};
 use crate::read::{read_tables, TraceSource};
 use crate::tables::Table;
 use crate::Error;
@@ -39,6 +44,23 @@ pub enum Output {
     Csv,
     /// JSON Lines, an object per row, streamed.
     Json,
+    /// A Parquet file ([`writer_properties`]), streamed: to a file only ([`Session::write_file`]).
+    Parquet,
+}
+
+impl Output {
+    /// The format a file's name asks for by its extension: `.parquet`, `.csv`, `.json`,
+    /// `.jsonl` or `.ndjson` (JSON Lines), `.txt` (a table); `None` for any other.
+    pub fn of_file(path: &Path) -> Option<Output> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "parquet" => Some(Output::Parquet),
+            "csv" => Some(Output::Csv),
+            "json" | "jsonl" | "ndjson" => Some(Output::Json),
+            "txt" => Some(Output::Table),
+            _ => None,
+        }
+    }
 }
 
 /// A SQL session over trace files and Parquet folders.
@@ -113,47 +135,194 @@ impl Session {
         self.failure.lock().map(|mut f| f.take()).unwrap_or_else(|p| p.into_inner().take())
     }
 
-    /// Runs `query` and writes its result to `out` as `output` says.
+    /// Runs `query` and writes its result to `out` as `output` says (not [`Output::Parquet`],
+    /// which [`Session::write_file`] writes).
     pub fn run(&self, query: &str, output: Output, out: &mut dyn Write) -> Result<(), Error> {
-        let io = |source| Error::Open { path: PathBuf::from("(output)"), source };
+        self.run_counted(query, output, out).map(|_| ())
+    }
+
+    /// Runs `query` and writes its result to the file `path` (created or truncated) as `output`
+    /// says: Parquet, CSV and JSON Lines streamed batch by batch. Returns the rows written. On
+    /// an error the file is removed.
+    pub fn write_file(&self, query: &str, output: Output, path: &Path) -> Result<u64, Error> {
+        let file = File::create(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+        let written = if output == Output::Parquet {
+            self.write_parquet_file(query, file, path)
+        } else {
+            let mut out = BufWriter::new(file);
+            let io = |source| Error::Open { path: path.to_path_buf(), source };
+            self.run_counted(query, output, &mut out).and_then(|rows| out.flush().map(|()| rows).map_err(io))
+        };
+        if written.is_err() {
+            let _ = std::fs::remove_file(path);
+        }
+        written
+    }
+
+    /// [`Session::run`], counting the rows written.
+    fn run_counted(&self, query: &str, output: Output, out: &mut dyn Write) -> Result<u64, Error> {
+        if output == Output::Parquet {
+            return Err(Error::Sql("Parquet is written to a file (Session::write_file)".into()));
+        }
         if output == Output::Table {
             let batches = self.query(query)?;
+            let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
             let table = arrow::util::pretty::pretty_format_batches(&batches).map_err(sql_error)?;
-            return writeln!(out, "{table}").map_err(io);
+            writeln!(out, "{table}")
+                .map_err(|source| Error::Open { path: PathBuf::from("(output)"), source })?;
+            return Ok(rows);
         }
         self.error_left();
         self.runtime.block_on(async {
             let frame = self.ctx.sql(query).await.map_err(|e| self.error(e))?;
             let mut stream = frame.execute_stream().await.map_err(|e| self.error(e))?;
+            let mut rows = 0u64;
             if output == Output::Csv {
                 let mut csv = arrow::csv::WriterBuilder::new().with_header(true).build(&mut *out);
                 while let Some(batch) = stream.next().await {
-                    csv.write(&batch.map_err(|e| self.error(e))?).map_err(sql_error)?;
+                    let batch = batch.map_err(|e| self.error(e))?;
+                    rows += batch.num_rows() as u64;
+                    csv.write(&batch).map_err(sql_error)?;
                 }
-                return Ok(());
+                return Ok(rows);
             }
             let mut json = arrow::json::LineDelimitedWriter::new(&mut *out);
             while let Some(batch) = stream.next().await {
-                json.write(&batch.map_err(|e| self.error(e))?).map_err(sql_error)?;
+                let batch = batch.map_err(|e| self.error(e))?;
+                rows += batch.num_rows() as u64;
+                json.write(&batch).map_err(sql_error)?;
             }
-            json.finish().map_err(sql_error)
+            json.finish().map_err(sql_error)?;
+            Ok(rows)
         })
+    }
+
+    /// The result of `query` as a Parquet file written to `file` (at `path`).
+    fn write_parquet_file(&self, query: &str, file: File, path: &Path) -> Result<u64, Error> {
+        let parquet = |source| Error::Parquet { path: path.to_path_buf(), source };
+        self.error_left();
+        self.runtime.block_on(async {
+            let frame = self.ctx.sql(query).await.map_err(|e| self.error(e))?;
+            let mut stream = frame.execute_stream().await.map_err(|e| self.error(e))?;
+            let mut writer =
+                ArrowWriter::try_new(file, stream.schema(), Some(writer_properties())).map_err(parquet)?;
+            let mut rows = 0u64;
+            while let Some(batch) = stream.next().await {
+                let batch = batch.map_err(|e| self.error(e))?;
+                rows += batch.num_rows() as u64;
+                writer.write(&batch).map_err(parquet)?;
+            }
+            writer.close().map_err(parquet)?;
+            Ok(rows)
+        })
+    }
+
+    /// Runs `query` and prints its first `max_rows` rows as a table to `out`; returns how many
+    /// rows the result has (all counted, only `max_rows` kept).
+    pub fn run_table(&self, query: &str, max_rows: usize, out: &mut dyn Write) -> Result<u64, Error> {
+        self.error_left();
+        let (kept, rows) = self.runtime.block_on(async {
+            let frame = self.ctx.sql(query).await.map_err(|e| self.error(e))?;
+            let mut stream = frame.execute_stream().await.map_err(|e| self.error(e))?;
+            let (mut kept, mut held, mut rows) = (Vec::new(), 0usize, 0u64);
+            while let Some(batch) = stream.next().await {
+                let batch = batch.map_err(|e| self.error(e))?;
+                rows += batch.num_rows() as u64;
+                if held < max_rows {
+                    let take = batch.num_rows().min(max_rows - held);
+                    held += take;
+                    kept.push(batch.slice(0, take));
+                }
+            }
+            if kept.is_empty() {
+                kept.push(RecordBatch::new_empty(stream.schema()));
+            }
+            Ok::<_, Error>((kept, rows))
+        })?;
+        let table = arrow::util::pretty::pretty_format_batches(&kept).map_err(sql_error)?;
+        writeln!(out, "{table}").map_err(|source| Error::Open { path: PathBuf::from("(output)"), source })?;
+        Ok(rows)
     }
 }
 
-/// Registers each `TABLE.parquet` of `dir` as table `TABLE`.
+/// Registers each `TABLE.parquet` of `dir` as table `TABLE`, and each folder `TABLE/` of
+/// partitions `trace=VALUE/` as table `TABLE` ([`register_partitions`]).
 async fn register_parquet(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
-    let entries = std::fs::read_dir(dir).map_err(|source| Error::Open { path: dir.to_path_buf(), source })?;
-    for entry in entries {
-        let path = entry.map_err(|source| Error::Open { path: dir.to_path_buf(), source })?.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".parquet"))
+    let open = |source| Error::Open { path: dir.to_path_buf(), source };
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(open)? {
+        paths.push(entry.map_err(open)?.path());
+    }
+    paths.sort();
+    for path in paths {
+        let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+        if let Some(name) = file_name.strip_suffix(".parquet").filter(|_| path.is_file()) {
+            if path.with_extension("").is_dir() {
+                let both =
+                    std::io::Error::other(format!("both {name}.parquet and the partitions {name}/: which?"));
+                return Err(Error::Open { path: dir.to_path_buf(), source: both });
+            }
+            let location = path.to_string_lossy();
+            ctx.register_parquet(name, location.as_ref(), ParquetReadOptions::default())
+                .await
+                .map_err(sql_error)?;
+        } else if path.is_dir() {
+            register_partitions(ctx, file_name, &path).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `dir` is a folder of Parquet tables: `slices.parquet`, or partitions `slices/trace=…/`.
+pub fn is_parquet_folder(dir: &Path) -> bool {
+    dir.join("slices.parquet").is_file() || !partitions(&dir.join("slices")).unwrap_or_default().is_empty()
+}
+
+/// The partitions `trace=VALUE/` of a table's folder: each folder, and its value decoded.
+fn partitions(table_dir: &Path) -> Result<Vec<(PathBuf, String)>, Error> {
+    let open = |source| Error::Open { path: table_dir.to_path_buf(), source };
+    let prefix = format!("{PARTITION_COLUMN}=");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(table_dir).map_err(open)? {
+        let path = entry.map_err(open)?.path();
+        let Some(value) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix(&prefix))
         else {
             continue;
         };
-        let location = path.to_string_lossy();
-        ctx.register_parquet(name, location.as_ref(), ParquetReadOptions::default())
-            .await
-            .map_err(sql_error)?;
+        if path.is_dir() {
+            let Some(value) = partition_value_decoded(value) else {
+                let bad = std::io::Error::other("the partition's value is not UTF-8 once %-decoded");
+                return Err(Error::Open { path, source: bad });
+            };
+            found.push((path, value));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Registers the partitions `trace=VALUE/` of folder `dir` as table `name`: each partition's
+/// Parquet files with a first column `trace`, `VALUE` (percent-decoded), all partitions' rows
+/// together. A folder without partitions is no table.
+async fn register_partitions(ctx: &SessionContext, name: &str, dir: &Path) -> Result<(), Error> {
+    let mut union: Option<DataFrame> = None;
+    for (path, value) in partitions(dir)? {
+        let location = format!("{}/", path.to_string_lossy());
+        let frame = ctx.read_parquet(location, ParquetReadOptions::default()).await.map_err(sql_error)?;
+        if frame.schema().has_column_with_unqualified_name(PARTITION_COLUMN) {
+            let twice = std::io::Error::other("its files have a `trace` column too: which?");
+            return Err(Error::Open { path, source: twice });
+        }
+        let mut columns = vec![lit(value).alias(PARTITION_COLUMN)];
+        columns.extend(frame.schema().fields().iter().map(|f| ident(f.name())));
+        let frame = frame.select(columns).map_err(sql_error)?;
+        union = Some(match union {
+            Some(all) => all.union(frame).map_err(sql_error)?,
+            None => frame,
+        });
+    }
+    if let Some(all) = union {
+        ctx.register_table(name, all.into_view()).map_err(sql_error)?;
     }
     Ok(())
 }
@@ -182,6 +351,8 @@ impl PartitionStream for TracePartition {
         let tx = builder.tx();
         let (source, table, failure) = (self.source.clone(), self.table, self.failure.clone());
         let batch_rows = ctx.session_config().batch_size();
+        // The reader nests slices and marks together whatever the tables asked for, so the ids
+        // of every table agree with each other's and with those of the Parquet files.
         builder.spawn_blocking(move || {
             let sent = read_tables(&source, &[table], batch_rows, |_, batch| {
                 // The query needs no more rows (a LIMIT) or failed: stop reading.

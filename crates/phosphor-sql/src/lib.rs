@@ -14,7 +14,8 @@
 //!   makes `switches`, `off_cpu`, `samples`, `frames`, `heap` and `mappings`, and its per-scope
 //!   allocation counts `allocations`, as the statistics see them (`phosphor_export`'s
 //!   `SystemContext` and `Symbolizer`).
-//! * [`write_parquet`] writes those tables as Parquet files, one per table, for any engine.
+//! * [`write_parquet`] writes those tables as Parquet files, one per table, for any engine;
+//!   [`write_parquet_as`] also partitioned by trace in the Hive style ([`Layout::ByTrace`]).
 //! * [`Session`] (feature `engine`, on by default) registers the tables of trace files, or of a
 //!   Parquet folder, in an embedded DataFusion session and runs SQL over them, printing results
 //!   as a table, CSV or JSON Lines ([`Output`]).
@@ -43,8 +44,11 @@ mod system_tables;
 mod tables;
 
 #[cfg(feature = "engine")]
-pub use engine::{Output, Session};
+pub use engine::{is_parquet_folder, Output, Session};
 pub use error::Error;
-pub use parquet_out::{write_parquet, ParquetSummary};
+pub use parquet_out::{
+    partition_value, partition_value_decoded, write_parquet, write_parquet_as, writer_properties, Layout,
+    ParquetSummary, PARTITION_COLUMN, PART_FILE,
+};
 pub use read::{read_from, read_tables, TraceSource, DEFAULT_BATCH_ROWS};
 pub use tables::Table;

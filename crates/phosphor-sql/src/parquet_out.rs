@@ -1,58 +1,292 @@
-//! [`write_parquet`]: the tables of trace files as Parquet, one file per table in a folder
-//! (`slices.parquet`, `threads.parquet`, ...), for DuckDB, Polars, pandas, Spark or Trino.
+//! [`write_parquet`] and [`write_parquet_as`]: the tables of trace files as Parquet, one file per table in a folder
+//! (`slices.parquet`, `threads.parquet`, ...), for DuckDB, Polars, pandas, Spark or Trino; or,
+//! with [`Layout::ByTrace`], a folder per table partitioned by trace in the Hive style
+//! (`slices/trace=demo%2Ftrace.phos/part-0.parquet`), which those engines read as partitions.
 //!
 //! Every file is read once, all tables together, and each batch is written as it comes, so
 //! memory is a row group per table (zstd-compressed columns) plus what reading keeps.
+//!
+//! The writer's settings ([`writer_properties`]) are those measured in BENCHMARKS.md ("SQL:
+//! Parquet output").
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use arrow::datatypes::{Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use crate::read::{read_tables, TraceSource, DEFAULT_BATCH_ROWS};
 use crate::tables::Table;
 use crate::Error;
 
+/// The partition column of [`Layout::ByTrace`]: the `trace` column, which the files then leave
+/// out (its value is the folder's name).
+pub const PARTITION_COLUMN: &str = "trace";
+
+/// The name of the one file of a table's partition.
+pub const PART_FILE: &str = "part-0.parquet";
+
+/// How [`write_parquet`] lays the tables out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Layout {
+    /// One file per table: `DIR/slices.parquet`, every trace's rows in it.
+    #[default]
+    OneFilePerTable,
+    /// A folder per table, a sub-folder per trace named `trace=VALUE` (the value
+    /// percent-encoded as Hive and Spark do: [`partition_value`]), holding [`PART_FILE`], whose
+    /// columns are the table's but `trace`. Writing adds (or replaces) the partitions of the
+    /// traces written and leaves the others, so a folder can grow trace by trace.
+    ByTrace,
+}
+
 /// What [`write_parquet`] wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ParquetSummary {
-    /// Per table, its file and its rows, in [`Table::ALL`]'s order.
+    /// Per table, its file (its folder, partitioned) and its rows, in [`Table::ALL`]'s order.
     pub tables: Vec<(Table, PathBuf, u64)>,
+    /// Bytes written, all files together.
+    pub bytes: u64,
+}
+
+/// The settings of every Parquet file written: zstd level 3 on every column, dictionary encoding
+/// (for the repeated strings: trace, process, thread, kind, category, name, path, file) with a
+/// dictionary of up to 4 MiB per column chunk, row groups of up to 1 Mi rows, and per-page
+/// statistics (min and max, for pruning).
+pub fn writer_properties() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
+        .set_dictionary_enabled(true)
+        .set_dictionary_page_size_limit(4 << 20)
+        .set_max_row_group_row_count(Some(1 << 20))
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .build()
 }
 
 /// Writes the tables of `sources` (their rows one after the other, each with its `trace`) into
 /// `dir`, created if missing: one Parquet file per table, every table written even when empty.
 /// Stops at the first file that does not read, with its error (the file and byte offset).
 pub fn write_parquet(sources: &[TraceSource], dir: &Path) -> Result<ParquetSummary, Error> {
+    write_parquet_as(sources, dir, Layout::OneFilePerTable)
+}
+
+/// [`write_parquet`], laid out as `layout` says.
+pub fn write_parquet_as(
+    sources: &[TraceSource],
+    dir: &Path,
+    layout: Layout,
+) -> Result<ParquetSummary, Error> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Open { path: dir.to_path_buf(), source })?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap_or_default()))
-        .build();
-    let mut writers = HashMap::new();
-    for table in Table::ALL {
-        let path = dir.join(format!("{}.parquet", table.name()));
-        let file = File::create(&path).map_err(|source| Error::Open { path: path.clone(), source })?;
-        let writer = ArrowWriter::try_new(file, table.schema(), Some(props.clone()))
-            .map_err(|source| Error::Parquet { path: path.clone(), source })?;
-        writers.insert(table, (writer, path, 0u64));
-    }
-    for source in sources {
-        read_tables(source, &Table::ALL, DEFAULT_BATCH_ROWS, |table, batch| {
-            let (writer, path, rows) = writers.get_mut(&table).ok_or(Error::Stopped)?;
-            *rows += batch.num_rows() as u64;
-            writer.write(&batch).map_err(|source| Error::Parquet { path: path.clone(), source })
-        })?;
-    }
-    let mut summary = ParquetSummary::default();
-    for table in Table::ALL {
-        if let Some((writer, path, rows)) = writers.remove(&table) {
-            writer.close().map_err(|source| Error::Parquet { path: path.clone(), source })?;
-            summary.tables.push((table, path, rows));
+    match layout {
+        Layout::OneFilePerTable => {
+            let mut writers = Writers::new(|table| Ok(dir.join(format!("{}.parquet", table.name()))), false)?;
+            for source in sources {
+                writers.read(source)?;
+            }
+            writers.close()
+        }
+        Layout::ByTrace => {
+            let mut seen = std::collections::HashSet::new();
+            if let Some(twice) = sources.iter().find(|s| !seen.insert(&s.trace)) {
+                return Err(Error::Open {
+                    path: twice.path.clone(),
+                    source: std::io::Error::other("given twice: a trace is one partition"),
+                });
+            }
+            let mut summary = ParquetSummary::default();
+            for source in sources {
+                let folder = format!("{PARTITION_COLUMN}={}", partition_value(&source.trace));
+                let mut writers = Writers::new(
+                    |table| {
+                        let part = dir.join(table.name()).join(&folder);
+                        std::fs::create_dir_all(&part)
+                            .map_err(|source| Error::Open { path: part.clone(), source })?;
+                        Ok(part.join(PART_FILE))
+                    },
+                    true,
+                )?;
+                writers.read(source)?;
+                let written = writers.close()?;
+                summary.bytes += written.bytes;
+                for (table, _, rows) in written.tables {
+                    match summary.tables.iter_mut().find(|(t, ..)| *t == table) {
+                        Some((_, _, total)) => *total += rows,
+                        None => summary.tables.push((table, dir.join(table.name()), rows)),
+                    }
+                }
+            }
+            if sources.is_empty() {
+                summary.tables = Table::ALL.iter().map(|&t| (t, dir.join(t.name()), 0)).collect();
+            }
+            Ok(summary)
         }
     }
-    Ok(summary)
+}
+
+/// A writer per table, each writing to a `.partial` file renamed to its name once closed.
+struct Writers {
+    writers: HashMap<Table, TableWriter>,
+    /// Whether the `trace` column is left out of the files (it names their folder).
+    drop_trace: bool,
+}
+
+struct TableWriter {
+    writer: ArrowWriter<File>,
+    path: PathBuf,
+    partial: PathBuf,
+    schema: SchemaRef,
+    rows: u64,
+}
+
+impl Writers {
+    fn new(path_of: impl Fn(Table) -> Result<PathBuf, Error>, drop_trace: bool) -> Result<Writers, Error> {
+        let props = writer_properties();
+        let mut writers = HashMap::new();
+        for table in Table::ALL {
+            let path = path_of(table)?;
+            let partial = path.with_extension("parquet.partial");
+            let mut schema = table.schema();
+            if drop_trace {
+                let fields: Vec<_> =
+                    schema.fields().iter().filter(|f| f.name() != PARTITION_COLUMN).cloned().collect();
+                schema = Arc::new(Schema::new(fields));
+            }
+            let file =
+                File::create(&partial).map_err(|source| Error::Open { path: partial.clone(), source })?;
+            let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.clone()))
+                .map_err(|source| Error::Parquet { path: path.clone(), source })?;
+            writers.insert(table, TableWriter { writer, path, partial, schema, rows: 0 });
+        }
+        Ok(Writers { writers, drop_trace })
+    }
+
+    /// Reads `source`, writing its batches on a second thread as they come (reading and
+    /// encoding overlap); on an error, removes the partial files.
+    fn read(&mut self, source: &TraceSource) -> Result<(), Error> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Table, RecordBatch)>(8);
+        let result = std::thread::scope(|scope| {
+            let writer = scope.spawn(|| {
+                for (table, batch) in rx {
+                    self.write(table, batch)?;
+                }
+                Ok::<(), Error>(())
+            });
+            let read = read_tables(source, &Table::ALL, DEFAULT_BATCH_ROWS, |table, batch| {
+                // A send fails only once the writer has stopped, on an error it returns.
+                tx.send((table, batch)).map_err(|_| Error::Stopped)
+            });
+            drop(tx);
+            let written = writer.join().unwrap_or(Err(Error::Stopped));
+            match (read, written) {
+                (_, Err(e)) => Err(e),
+                (Err(e), Ok(())) => Err(e),
+                (Ok(()), Ok(())) => Ok(()),
+            }
+        });
+        if result.is_err() {
+            for w in self.writers.values() {
+                let _ = std::fs::remove_file(&w.partial);
+            }
+        }
+        result
+    }
+
+    /// Writes a batch of `table`.
+    fn write(&mut self, table: Table, batch: RecordBatch) -> Result<(), Error> {
+        let drop_trace = self.drop_trace;
+        let w = self.writers.get_mut(&table).ok_or(Error::Stopped)?;
+        w.rows += batch.num_rows() as u64;
+        let batch = if drop_trace { without_trace(&batch, &w.schema) } else { Ok(batch) };
+        let parquet = |source| Error::Parquet { path: w.path.clone(), source };
+        w.writer.write(&batch.map_err(|e| parquet(e.into()))?).map_err(parquet)
+    }
+
+    /// Closes every file and gives it its name.
+    fn close(mut self) -> Result<ParquetSummary, Error> {
+        let mut summary = ParquetSummary::default();
+        for table in Table::ALL {
+            let Some(w) = self.writers.remove(&table) else { continue };
+            let parquet = |source| Error::Parquet { path: w.path.clone(), source };
+            w.writer.close().map_err(parquet)?;
+            std::fs::rename(&w.partial, &w.path)
+                .map_err(|source| Error::Open { path: w.path.clone(), source })?;
+            summary.bytes += std::fs::metadata(&w.path).map(|m| m.len()).unwrap_or(0);
+            summary.tables.push((table, w.path, w.rows));
+        }
+        Ok(summary)
+    }
+}
+
+/// `batch` less its `trace` column, as `schema` (the table's less `trace`).
+fn without_trace(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, arrow::error::ArrowError> {
+    let columns = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .filter(|(f, _)| f.name() != PARTITION_COLUMN)
+        .map(|(_, c)| c.clone())
+        .collect();
+    RecordBatch::try_new(schema.clone(), columns)
+}
+
+/// A trace's name as a Hive partition's folder name (after `trace=`): percent-encoded as Hive
+/// and Spark escape a partition value (`/` as `%2F`, `=` as `%3D`, `%` as `%25`, control
+/// characters, and `"#'*:?[\]^{` and DEL); every other byte as it is.
+pub fn partition_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        let escaped = c.is_ascii_control() || "\"#%'*/:=?[\\]^{".contains(c);
+        if escaped {
+            out.push_str(&format!("%{:02X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The value a Hive partition folder's name (after `trace=`) stands for: `%XX` decoded (`None`
+/// if that is not UTF-8).
+pub fn partition_value_decoded(name: &str) -> Option<String> {
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_values_round_trip_and_escape_what_hive_escapes() {
+        for name in ["demo-out/trace.phos", "a=b%c", "plain.phos", "é/ü:*?", "100%", "%zz", "C:\\x\\y.phos"]
+        {
+            let folder = partition_value(name);
+            assert!(!folder.contains('/') && !folder.contains('=') && !folder.contains('\\'), "{folder}");
+            assert_eq!(partition_value_decoded(&folder).as_deref(), Some(name), "{folder}");
+        }
+        assert_eq!(partition_value("out/a b.phos"), "out%2Fa b.phos");
+        assert_eq!(partition_value("x=1"), "x%3D1");
+    }
 }

@@ -24,6 +24,8 @@ mod record;
 mod recover;
 mod sql;
 mod sql_queries;
+mod sql_output;
+mod sql_prompt;
 mod stats;
 mod system;
 mod system_e2e;

@@ -7,6 +7,8 @@ mod parquet;
 #[cfg(feature = "engine")]
 mod queries;
 #[cfg(feature = "engine")]
+mod partitions;
+#[cfg(feature = "engine")]
 mod session;
 mod slices;
 mod system;

@@ -100,9 +100,11 @@ enum Command {
     /// folder), then any window of any size is answered in about one item per pixel. The URL is the
     /// first line on stdout. Loopback only unless --any-address.
     View(view::ViewArgs),
-    /// SQL over the trace model's tables (`slices`, `instants`, `counters`, `logs`, `threads`;
-    /// docs/SQL.md) of trace files, folders of them, or a folder of Parquet tables: `phosphor sql
-    /// FILE 'SELECT path, count(*) FROM slices GROUP BY path'`. A table, `--csv` or `--json`.
+    /// SQL over the trace model's tables (`slices`, `instants`, `counters`, `logs`, `threads`,
+    /// `args`, `async_slices`, `flows`, `processes`, `drops`, `problems`, `switches`, `off_cpu`,
+    /// `samples`, `frames`, `allocations`, `heap`, `mappings`; docs/SQL.md) of trace files, folders
+    /// of them, or a folder of Parquet tables: `phosphor sql FILE 'SELECT path, count(*) FROM
+    /// slices GROUP BY path'`. A table, `--csv`, `--json` or `-o FILE`; without a query, a prompt.
     /// Needs a build with `--features sql`.
     Sql(sql::SqlArgs),
 }

@@ -5,9 +5,9 @@ mod files;
 mod losses;
 mod parquet;
 #[cfg(feature = "engine")]
-mod queries;
-#[cfg(feature = "engine")]
 mod partitions;
+#[cfg(feature = "engine")]
+mod queries;
 #[cfg(feature = "engine")]
 mod session;
 mod slices;

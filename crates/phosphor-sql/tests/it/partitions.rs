@@ -27,7 +27,13 @@ fn sql_partitioned_parquet_reads_back_as_the_traces_tables_with_their_trace_colu
     std::fs::create_dir_all(dir.join("run=1")).unwrap();
     let a = recorded_file(&dir.join("run=1"), "a 100%.phos", 2, 30);
     let b = recorded_file(&dir, "b.phos", 1, 20);
-    let sources = [TraceSource::new(&a), TraceSource::new(&b)];
+    // Async slices and polls, and a system context: rows for every table.
+    let asyncs = dir.join("asyncs.phos");
+    std::fs::write(&asyncs, crate::tables::asyncs_trace().0).unwrap();
+    let system = dir.join("system.phos");
+    std::fs::write(&system, phosphor_craft::system::system_trace().unwrap()).unwrap();
+    let sources =
+        [TraceSource::new(&a), TraceSource::new(&b), TraceSource::new(&asyncs), TraceSource::new(&system)];
     let out = dir.join("tables");
     let summary = write_parquet_as(&sources, &out, Layout::ByTrace).expect("written");
     assert_eq!(summary.tables.len(), Table::ALL.len());
@@ -57,13 +63,13 @@ fn sql_partitioned_parquet_reads_back_as_the_traces_tables_with_their_trace_colu
     }
     let per_trace = "SELECT trace, count(*) FROM slices GROUP BY trace";
     assert_eq!(sorted_rows(&parquet, per_trace), sorted_rows(&traces, per_trace));
-    assert_eq!(sorted_rows(&parquet, per_trace).len(), 2);
+    assert_eq!(sorted_rows(&parquet, per_trace).len(), 4);
 
     // A trace converted later adds its partition; the others stay.
     let c = recorded_file(&dir, "c.phos", 1, 5);
     write_parquet_as(&[TraceSource::new(&c)], &out, Layout::ByTrace).expect("written");
     let parquet = Session::new(&[], Some(&out)).unwrap();
-    assert_eq!(sorted_rows(&parquet, per_trace).len(), 3);
+    assert_eq!(sorted_rows(&parquet, per_trace).len(), 5);
 }
 
 #[test]

@@ -172,7 +172,10 @@ fn sql_worked_queries_give_the_same_rows_in_datafusion_and_in_duckdb() {
 
     let (mut ran, mut skipped, mut failures) = (Vec::new(), Vec::new(), Vec::new());
     for q in &queries {
-        let missing: Vec<&String> = q.needs.iter().filter(|t| !schema.contains(*t)).collect();
+        // A need is a table, or a table and what its rows must be for the query to have input
+        // (`samples x JOIN slices s ON … WHERE …`): counted as written, its table checked here.
+        let table_of = |t: &String| t.split_whitespace().next().unwrap_or("").to_owned();
+        let missing: Vec<&String> = q.needs.iter().filter(|t| !schema.contains(&table_of(t))).collect();
         if !missing.is_empty() {
             skipped.push(format!("{} (no table {missing:?} yet)", q.title));
             continue;

@@ -1,7 +1,8 @@
 //! [`Session`]: SQL over trace files, on an embedded DataFusion.
 //!
-//! Each table is a DataFusion `StreamingTable` with one partition per trace file: a query that
-//! scans it reads the file then, on a blocking thread of the session's runtime, and hands its
+//! Each table is a DataFusion table provider with one partition per trace file: a query that
+//! scans it reads the file then, making only the columns the query uses (its projection, which
+//! DataFusion pushes down to the scan), on a blocking thread of the session's runtime, and hands its
 //! batches over a channel of two batches, so a scan holds a few batches whatever the file's
 //! size, and the files of a folder are read in parallel. Nothing is read when a session is made
 //! but each file's header (a file that is no trace fails there, named).
@@ -18,19 +19,21 @@ use std::sync::{Arc, Mutex};
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::catalog::streaming::StreamingTable;
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::TableType;
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::{SessionConfig, SessionContext};
 use datafusion::execution::TaskContext;
+use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::stream::RecordBatchReceiverStream;
-use datafusion::physical_plan::streaming::PartitionStream;
-use datafusion::physical_plan::SendableRecordBatchStream;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use datafusion::prelude::{ident, lit, DataFrame, ParquetReadOptions};
 use futures::StreamExt;
 use parquet::arrow::ArrowWriter;
 
 use crate::parquet_out::{partition_value_decoded, writer_properties, PARTITION_COLUMN};
-use crate::read::{read_tables, TraceSource};
+use crate::read::{read_columns, TraceSource};
 use crate::tables::Table;
 use crate::Error;
 
@@ -100,16 +103,8 @@ impl Session {
         if !traces.is_empty() {
             for table in Table::ALL {
                 let schema = table.schema();
-                let partitions: Vec<Arc<dyn PartitionStream>> = traces
-                    .iter()
-                    .map(|source| {
-                        let failure = failure.clone();
-                        let partition =
-                            TracePartition { source: source.clone(), table, schema: schema.clone(), failure };
-                        Arc::new(partition) as Arc<dyn PartitionStream>
-                    })
-                    .collect();
-                let provider = StreamingTable::try_new(schema, partitions).map_err(sql_error)?;
+                let provider =
+                    TraceTable { table, schema, sources: traces.to_vec(), failure: failure.clone() };
                 ctx.register_table(table.name(), Arc::new(provider)).map_err(sql_error)?;
             }
         } else if let Some(dir) = parquet {
@@ -332,11 +327,65 @@ fn sql_error(e: impl Into<DataFusionError>) -> Error {
     Error::Sql(e.into().to_string())
 }
 
+/// One table of trace files: a scan reads only the columns the query uses (its projection),
+/// each file in a partition of its own.
+#[derive(Debug)]
+struct TraceTable {
+    table: Table,
+    schema: SchemaRef,
+    sources: Vec<TraceSource>,
+    failure: Failure,
+}
+
+#[async_trait::async_trait]
+impl TableProvider for TraceTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn datafusion::catalog::Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        let columns: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        let schema = Arc::new(self.schema.project(&columns)?);
+        let partitions: Vec<Arc<dyn PartitionStream>> = self
+            .sources
+            .iter()
+            .map(|source| {
+                let partition = TracePartition {
+                    source: source.clone(),
+                    table: self.table,
+                    columns: columns.clone(),
+                    schema: schema.clone(),
+                    failure: self.failure.clone(),
+                };
+                Arc::new(partition) as Arc<dyn PartitionStream>
+            })
+            .collect();
+        let exec = StreamingTableExec::try_new(schema, partitions, None, Vec::new(), false, limit)?;
+        Ok(Arc::new(exec))
+    }
+}
+
 /// One table of one trace file, read when a query scans it.
 #[derive(Debug)]
 struct TracePartition {
     source: TraceSource,
     table: Table,
+    /// The columns made, indices into the table's schema.
+    columns: Vec<usize>,
+    /// Their schema.
     schema: SchemaRef,
     failure: Failure,
 }
@@ -350,11 +399,12 @@ impl PartitionStream for TracePartition {
         let mut builder = RecordBatchReceiverStream::builder(self.schema.clone(), 2);
         let tx = builder.tx();
         let (source, table, failure) = (self.source.clone(), self.table, self.failure.clone());
+        let columns = self.columns.clone();
         let batch_rows = ctx.session_config().batch_size();
         // The reader nests slices and marks together whatever the tables asked for, so the ids
         // of every table agree with each other's and with those of the Parquet files.
         builder.spawn_blocking(move || {
-            let sent = read_tables(&source, &[table], batch_rows, |_, batch| {
+            let sent = read_columns(&source, table, &columns, batch_rows, |_, batch| {
                 // The query needs no more rows (a LIMIT) or failed: stop reading.
                 tx.blocking_send(Ok(batch)).map_err(|_| Error::Stopped)
             });

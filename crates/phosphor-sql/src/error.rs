@@ -30,6 +30,14 @@ pub enum Error {
         #[source]
         source: parquet::errors::ParquetError,
     },
+    /// A column asked for by its index is not one of the table's.
+    #[error("table {table} has no column {index}")]
+    NoColumn {
+        /// The table.
+        table: &'static str,
+        /// The index asked for.
+        index: usize,
+    },
     /// The batches' consumer went away (a query that needed no more rows).
     #[error("the table's reader was stopped")]
     Stopped,

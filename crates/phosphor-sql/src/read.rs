@@ -27,7 +27,7 @@ use crate::file_tables::FileCounts;
 use crate::flows_table::Flows;
 use crate::json;
 use crate::problems_table::ProblemRows;
-use crate::rows::{Payload, Row, Rows};
+use crate::rows::{Extra, Payload, Row, Rows};
 use crate::sites::{Kind, Sites};
 use crate::system_tables::SystemTables;
 use crate::tables::{table_of, Context, PathNames, Table};
@@ -68,24 +68,103 @@ pub fn read_tables(
     batch_rows: usize,
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let reader = source.open()?;
-    read_from(reader, &source.path, &source.trace, wanted, batch_rows, emit)
+    let reader = source.open()?.read_ahead();
+    let wanted: Vec<Wanted> = wanted.iter().map(|&table| Wanted::all(table)).collect();
+    read_wanted(reader, &source.path, &source.trace, &wanted, batch_rows, emit)
+}
+
+/// [`read_tables`] of one table, making only its columns at `columns` (indices into
+/// [`Table::schema`], in the order given; none at all for a `count(*)`, whose batches then
+/// carry only their row counts): what a query that reads a few columns needs, and what it
+/// costs. The batches' schema is the table's projected to those columns.
+pub fn read_columns(
+    source: &TraceSource,
+    table: Table,
+    columns: &[usize],
+    batch_rows: usize,
+    emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let fields = table.schema().fields().len();
+    if let Some(&index) = columns.iter().find(|&&i| i >= fields) {
+        return Err(Error::NoColumn { table: table.name(), index });
+    }
+    let reader = source.open()?.read_ahead();
+    let wanted = [Wanted { table, columns: columns.to_vec() }];
+    read_wanted(reader, &source.path, &source.trace, &wanted, batch_rows, emit)
 }
 
 /// [`read_tables`] on a reader already open (on a file, or bytes in memory), `path` naming it in
 /// errors and `trace` in the `trace` column.
 pub fn read_from<R: Read>(
-    mut reader: Reader<R>,
+    reader: Reader<R>,
     path: &Path,
     trace: &str,
     wanted: &[Table],
     batch_rows: usize,
-    mut emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+    emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
+    let wanted: Vec<Wanted> = wanted.iter().map(|&table| Wanted::all(table)).collect();
+    read_wanted(reader, path, trace, &wanted, batch_rows, emit)
+}
+
+/// A table asked for, and which of its columns.
+#[derive(Clone, Debug)]
+pub(crate) struct Wanted {
+    pub(crate) table: Table,
+    /// Indices into the table's schema.
+    pub(crate) columns: Vec<usize>,
+}
+
+impl Wanted {
+    fn all(table: Table) -> Wanted {
+        Wanted { table, columns: (0..table.schema().fields().len()).collect() }
+    }
+
+    /// Whether column `name` is made.
+    fn has(&self, name: &str) -> bool {
+        let schema = self.table.schema();
+        self.columns.iter().any(|&i| schema.fields().get(i).is_some_and(|f| f.name() == name))
+    }
+}
+
+/// Where the batches go: to `emit`, each of only the columns asked for of its table.
+struct Out<'w, F> {
+    emit: F,
+    wanted: &'w [Wanted],
+}
+
+impl<F: FnMut(Table, RecordBatch) -> Result<(), Error>> Out<'_, F> {
+    /// The columns of `table` asked for.
+    fn columns(&self, table: Table) -> &[usize] {
+        self.wanted.iter().find(|w| w.table == table).map_or(&[], |w| &w.columns)
+    }
+
+    /// Passes on a batch of `table` made with every column of its schema, projected.
+    fn full(&mut self, table: Table, batch: RecordBatch) -> Result<(), Error> {
+        let batch = crate::tables::project(batch, self.columns(table));
+        (self.emit)(table, batch)
+    }
+
+    /// Passes on a batch made of the columns asked for already.
+    fn made(&mut self, table: Table, batch: RecordBatch) -> Result<(), Error> {
+        (self.emit)(table, batch)
+    }
+}
+
+fn read_wanted<R: Read>(
+    mut reader: Reader<R>,
+    path: &Path,
+    trace: &str,
+    wanted: &[Wanted],
+    batch_rows: usize,
+    emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut out = Out { emit, wanted };
     let batch_rows = batch_rows.max(1);
     let mut state = State::new(&reader.header().clock, wanted);
-    state.rows.allocs.on = wanted.contains(&Table::Allocations);
-    let mut system = SystemTables::new(wanted);
+    let tables = state.tables.clone();
+    state.rows.allocs.on = tables.contains(&Table::Allocations);
+    let mut system = SystemTables::new(&tables);
     let header = reader.header().clone();
     let mut threads: Vec<(u32, u64)> = Vec::new();
     loop {
@@ -98,7 +177,7 @@ pub fn read_from<R: Read>(
                 system.add(batch);
                 let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
                 let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
-                flush_system(&mut state, &mut system, &file, batch_rows, false, &mut emit)?;
+                flush_system(&mut state, &mut system, &file, batch_rows, false, &mut out)?;
                 continue;
             }
             Ok(Some(_)) => continue,
@@ -119,19 +198,20 @@ pub fn read_from<R: Read>(
         }
         let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
         let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
-        state.flush(&file, wanted, batch_rows, false, &mut emit)?;
-        flush_system(&mut state, &mut system, &file, batch_rows, false, &mut emit)?;
+        state.flush(&file, batch_rows, false, &mut out)?;
+        flush_system(&mut state, &mut system, &file, batch_rows, false, &mut out)?;
     }
     state.nesting.finish(&mut state.rows);
     state.asyncs.finish();
     let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
     let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
-    state.flush(&file, wanted, batch_rows, true, &mut emit)?;
-    state.finish_file(&file, &header, reader.trailer(), threads.len(), wanted, batch_rows, &mut emit)?;
-    flush_system(&mut state, &mut system, &file, batch_rows, true, &mut emit)?;
-    if wanted.contains(&Table::Threads) {
+    state.flush(&file, batch_rows, true, &mut out)?;
+    state.finish_file(&file, &header, reader.trailer(), threads.len(), batch_rows, &mut out)?;
+    flush_system(&mut state, &mut system, &file, batch_rows, true, &mut out)?;
+    if tables.contains(&Table::Threads) {
         threads.sort_unstable();
-        emit(Table::Threads, state.context(&file).threads(&threads))?;
+        let batch = state.context(&file).threads(&threads, out.columns(Table::Threads));
+        out.made(Table::Threads, batch)?;
     }
     Ok(())
 }
@@ -143,7 +223,7 @@ fn flush_system(
     file: &FileInfo<'_>,
     batch_rows: usize,
     all: bool,
-    emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+    out: &mut Out<'_, impl FnMut(Table, RecordBatch) -> Result<(), Error>>,
 ) -> Result<(), Error> {
     let n = state.rows.allocs.rows.len();
     let allocs = if n >= batch_rows || (all && n > 0) {
@@ -153,9 +233,9 @@ fn flush_system(
     };
     let mut ctx = state.context(file);
     for part in allocs.chunks(batch_rows) {
-        emit(Table::Allocations, crate::allocations::allocations(&mut ctx, part))?;
+        out.full(Table::Allocations, crate::allocations::allocations(&mut ctx, part))?;
     }
-    system.flush(&mut ctx, batch_rows, all, emit)
+    system.flush(&mut ctx, batch_rows, all, &mut |table, batch| out.full(table, batch))
 }
 
 /// What every row of a file says of where it was recorded.
@@ -190,6 +270,12 @@ struct State {
     /// (a mark encloses nothing, so the slices' tree is the same without them).
     marks: bool,
     slices: bool,
+    /// The tables asked for.
+    tables: Vec<Table>,
+    /// Whether arguments are made into JSON (a table with `arguments` is asked for), and logs'
+    /// messages formatted (`logs.message` is).
+    arguments: bool,
+    messages: bool,
     message: String,
     /// Whether events go through the nesting at all: for any table whose rows or ids come from
     /// it. Slices and marks are always nested together, so that ids and paths are the same
@@ -207,8 +293,11 @@ struct State {
 }
 
 impl State {
-    fn new(clock: &phosphor_format::ClockInfo, wanted: &[Table]) -> State {
+    fn new(clock: &phosphor_format::ClockInfo, asked: &[Wanted]) -> State {
+        let wanted: Vec<Table> = asked.iter().map(|w| w.table).collect();
         State {
+            arguments: asked.iter().any(|w| w.has("arguments")),
+            messages: asked.iter().any(|w| w.table == Table::Logs && w.has("message")),
             timeline: Timeline::new(clock),
             nesting: Nesting::new(DEFAULT_PENDING_LIMIT),
             rows: Rows::new(),
@@ -240,6 +329,7 @@ impl State {
             arg_rows: ArgRows::default(),
             problem_rows: ProblemRows::default(),
             counts: FileCounts::default(),
+            tables: wanted,
         }
     }
 
@@ -249,7 +339,7 @@ impl State {
             process: file.process,
             pid: file.pid,
             thread_name: file.names,
-            sites: &self.sites,
+            sites: self.sites.table(),
             paths: self.nesting.paths(),
             path_names: &mut self.path_names,
             timeline: &self.timeline,
@@ -261,20 +351,21 @@ impl State {
     fn flush(
         &mut self,
         file: &FileInfo<'_>,
-        wanted: &[Table],
         batch_rows: usize,
         all: bool,
-        emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+        out: &mut Out<'_, impl FnMut(Table, RecordBatch) -> Result<(), Error>>,
     ) -> Result<(), Error> {
         let slices = self.rows.slices.len() >= batch_rows || (all && !self.rows.slices.is_empty());
         let slices = if slices { std::mem::take(&mut self.rows.slices) } else { Vec::new() };
         let marks = self.rows.marks.len() >= batch_rows || (all && !self.rows.marks.is_empty());
         let marks = if marks { std::mem::take(&mut self.rows.marks) } else { Vec::new() };
-        self.flush_more(file, wanted, batch_rows, all, &slices, &marks, emit)?;
-        let mut ctx = self.context(file);
+        self.flush_more(file, batch_rows, all, &slices, &marks, out)?;
+        let wanted = &self.tables;
         if wanted.contains(&Table::Slices) {
+            let mut ctx = self.context(file);
             for part in slices.chunks(batch_rows) {
-                emit(Table::Slices, ctx.slices(part))?;
+                let batch = ctx.rows(Table::Slices, part, out.columns(Table::Slices));
+                out.made(Table::Slices, batch)?;
             }
         }
         if marks.is_empty() {
@@ -289,10 +380,13 @@ impl State {
             };
             by_table[at].push(row);
         }
+        let wanted = self.tables.clone();
+        let mut ctx = self.context(file);
         for (table, rows) in [Table::Instants, Table::Counters, Table::Logs].into_iter().zip(by_table) {
             if wanted.contains(&table) {
                 for part in rows.chunks(batch_rows) {
-                    emit(table, ctx.marks(table, part))?;
+                    let batch = ctx.rows(table, part, out.columns(table));
+                    out.made(table, batch)?;
                 }
             }
         }
@@ -306,25 +400,25 @@ impl State {
     fn flush_more(
         &mut self,
         file: &FileInfo<'_>,
-        wanted: &[Table],
         batch_rows: usize,
         all: bool,
         slices: &[Row],
         marks: &[Row],
-        emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+        out: &mut Out<'_, impl FnMut(Table, RecordBatch) -> Result<(), Error>>,
     ) -> Result<(), Error> {
         let at = (file.trace, file.process, file.pid);
+        let wanted = &self.tables;
         if self.args {
             for r in slices {
-                self.arg_rows.add(r.tid, r.id, Owner::Slice, r.payload.args.as_deref());
+                self.arg_rows.add(r.tid, r.id, Owner::Slice, r.payload.args());
             }
             for r in marks.iter().filter(|r| r.payload.kind == Kind::Instant) {
-                self.arg_rows.add(r.tid, r.id, Owner::Instant, r.payload.args.as_deref());
+                self.arg_rows.add(r.tid, r.id, Owner::Instant, r.payload.args());
             }
         }
         if self.flows {
             for r in slices {
-                if let Some(flow) = r.payload.flow {
+                if let Some(flow) = r.payload.flow() {
                     self.flow_rows.member(flow, r.start, Member::Step, Some(r.id), None, r.tid);
                 }
             }
@@ -333,7 +427,7 @@ impl State {
         let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
         let problems = wanted.contains(&Table::Problems);
         for p in self.rows.problems.drain(..).filter(|_| problems) {
-            let sites = &self.sites;
+            let sites = self.sites.table();
             let kind = ScopeProblemKind::new(p.kind, |l| sites.name(l).to_owned());
             let name = match p.kind {
                 ProblemKind::WrongName { end: l, .. } | ProblemKind::EndWithoutBegin { end: l } => l,
@@ -356,14 +450,14 @@ impl State {
             let flows = self.flows.then_some(&mut self.flow_rows);
             let problem_rows = problems.then_some(&mut self.problem_rows);
             if let Some(b) = self.asyncs.take(at, file.names, &ns, table, args, flows, problem_rows) {
-                emit(Table::AsyncSlices, b)?;
+                out.full(Table::AsyncSlices, b)?;
             }
         }
         if self.arg_rows.len() >= batch_rows || (all && self.arg_rows.len() > 0) {
-            emit(Table::Args, self.arg_rows.take(file.trace, file.process, file.pid, file.names))?;
+            out.full(Table::Args, self.arg_rows.take(file.trace, file.process, file.pid, file.names))?;
         }
         if self.problem_rows.len() >= batch_rows {
-            emit(Table::Problems, self.problem_rows.take(at, file.names))?;
+            out.full(Table::Problems, self.problem_rows.take(at, file.names))?;
         }
         Ok(())
     }
@@ -377,23 +471,23 @@ impl State {
         header: &phosphor_format::file::Header,
         trailer: Option<&phosphor_format::file::Trailer>,
         threads: usize,
-        wanted: &[Table],
         batch_rows: usize,
-        emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+        out: &mut Out<'_, impl FnMut(Table, RecordBatch) -> Result<(), Error>>,
     ) -> Result<(), Error> {
         let at = (file.trace, file.process, file.pid);
+        let wanted = &self.tables;
         let timeline = &self.timeline;
         let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
         if wanted.contains(&Table::Flows) {
             for b in self.flow_rows.finish(at, &ns, batch_rows) {
-                emit(Table::Flows, b)?;
+                out.full(Table::Flows, b)?;
             }
         }
         if wanted.contains(&Table::Processes) {
-            emit(Table::Processes, self.counts.process(at, header, trailer, threads, &ns))?;
+            out.full(Table::Processes, self.counts.process(at, header, trailer, threads, &ns))?;
         }
         if wanted.contains(&Table::Drops) {
-            emit(Table::Drops, self.counts.drops(at, trailer))?;
+            out.full(Table::Drops, self.counts.drops(at, trailer))?;
         }
         if !wanted.contains(&Table::Problems) {
             return Ok(());
@@ -448,7 +542,7 @@ impl State {
             Some(_) => {}
         }
         if rows.len() > 0 {
-            emit(Table::Problems, rows.take(at, file.names))?;
+            out.full(Table::Problems, rows.take(at, file.names))?;
         }
         Ok(())
     }
@@ -478,31 +572,35 @@ impl State {
         let tid = event.tid;
         let ts = self.timeline.time(event.ts);
         let site = self.sites.site(cs, kind, &event.args);
-        let label = self.sites.get(site).label;
+        let label = self.sites.table().get(site).label;
         // A dynamic name is argument 0: the name, not an argument.
         let skip = usize::from(cs.dynamic_name);
         let args = event.args.iter().skip(skip).flatten().copied();
         let mut payload = Payload { site, kind, ..Payload::default() };
+        let mut extra = Extra::default();
         if self.args && !matches!(kind, Kind::Counter | Kind::Log) {
-            payload.args = args_table::collect(args.clone());
+            extra.args = args_table::collect(args.clone());
         }
         if let (true, Some((Member::Step, id))) = (self.flows, flows::member(event)) {
             let flow = flows::flow_id(cs.category.as_str(), cs.name.as_str(), id);
             self.flow_rows.name(flow, cs.category.as_str(), cs.name.as_str(), id);
-            payload.flow = Some(flow);
+            extra.flow = Some(flow);
         }
         match kind {
             _ if !shown => {}
             Kind::Counter => {
                 payload.value = event.args.iter().flatten().find_map(|(_, v)| number(*v)).unwrap_or(f64::NAN);
             }
-            Kind::Log => {
+            Kind::Log if self.messages => {
                 let params: Vec<Value<'_>> = event.params.iter().collect();
                 format_log(&mut self.message, cs.name.as_str(), &params);
-                payload.text = Some(self.message.as_str().into());
+                extra.text = Some(self.message.as_str().into());
             }
-            _ => payload.text = json::object(args),
+            Kind::Log => {}
+            _ if self.arguments => extra.text = json::object(args),
+            _ => {}
         }
+        payload.set_extra(extra);
         let (nesting, rows) = (&mut self.nesting, &mut self.rows);
         match cs.phase {
             Phase::Begin => nesting.begin_with(tid, label, ts, payload),

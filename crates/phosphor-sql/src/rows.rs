@@ -11,20 +11,52 @@ use phosphor_model::nesting::{PathId, Problem, Sink, Slice, SliceKind};
 
 use crate::sites::Kind;
 
-/// What a slice or mark carries through the nesting engine from its event.
+/// What a slice or mark carries through the nesting engine from its event: small, as the engine
+/// moves it with its slice; what most rows lack is boxed apart ([`Extra`]).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Payload {
     /// Its site ([`crate::sites::Sites`]).
     pub(crate) site: u32,
-    /// Its arguments as a JSON object (`None`: it had none); a log's message.
-    pub(crate) text: Option<Box<str>>,
+    pub(crate) kind: Kind,
     /// A counter's value.
     pub(crate) value: f64,
-    pub(crate) kind: Kind,
+    /// Its text, typed arguments and flow, when it has any of them that a table shows.
+    pub(crate) extra: Option<Box<Extra>>,
+}
+
+/// The parts of a [`Payload`] that only some rows have, and only some tables show.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Extra {
+    /// Its arguments as a JSON object (`None`: it had none); a log's message.
+    pub(crate) text: Option<Box<str>>,
     /// Its arguments, typed, when the `args` table is wanted (`None`: none, or not wanted).
     pub(crate) args: Option<Box<[crate::args_table::Arg]>>,
     /// The flow it continues (a poll of an instrumented future), when `flows` is wanted.
     pub(crate) flow: Option<u64>,
+}
+
+impl Payload {
+    /// Its arguments as JSON, or a log's message.
+    pub(crate) fn text(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|e| e.text.as_deref())
+    }
+
+    /// Its typed arguments.
+    pub(crate) fn args(&self) -> Option<&[crate::args_table::Arg]> {
+        self.extra.as_ref().and_then(|e| e.args.as_deref())
+    }
+
+    /// The flow it continues.
+    pub(crate) fn flow(&self) -> Option<u64> {
+        self.extra.as_ref().and_then(|e| e.flow)
+    }
+
+    /// Sets what the extra holds when `extra` has anything.
+    pub(crate) fn set_extra(&mut self, extra: Extra) {
+        if extra.text.is_some() || extra.args.is_some() || extra.flow.is_some() {
+            self.extra = Some(Box::new(extra));
+        }
+    }
 }
 
 /// A resolved slice or mark.

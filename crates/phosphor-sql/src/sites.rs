@@ -18,7 +18,7 @@ use phosphor_model::nesting::Label;
 pub(crate) use phosphor_model::event_type::EventType as Kind;
 
 /// One distinct site.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Site {
     pub(crate) category: String,
     pub(crate) label: Label,
@@ -29,17 +29,60 @@ pub(crate) struct Site {
     pub(crate) level: Option<Level>,
 }
 
-/// The sites and labels of one file.
+/// The sites and labels of a file by number: what the rows' batches are made with. The
+/// reader's [`Sites`] adds to its own; the thread that makes the batches keeps a copy that the
+/// reader's additions are sent to ([`SiteTable::extend`]), in order with the rows naming them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SiteTable {
+    sites: Vec<Site>,
+    /// Names as shown, by label.
+    names: Vec<String>,
+}
+
+/// What a [`SiteTable`] gained since some earlier length.
+#[derive(Debug, Default)]
+pub(crate) struct SiteAdditions {
+    sites: Vec<Site>,
+    names: Vec<String>,
+}
+
+impl SiteTable {
+    /// Site number `site`.
+    pub(crate) fn get(&self, site: u32) -> &Site {
+        &self.sites[site as usize]
+    }
+
+    /// The name of label `l` (empty for a label not given here).
+    pub(crate) fn name(&self, l: Label) -> &str {
+        self.names.get(l as usize).map_or("", |n| n)
+    }
+
+    /// Its length: sites and names.
+    pub(crate) fn len(&self) -> (usize, usize) {
+        (self.sites.len(), self.names.len())
+    }
+
+    /// The sites and names added after it had length `since`.
+    pub(crate) fn since(&self, since: (usize, usize)) -> SiteAdditions {
+        SiteAdditions { sites: self.sites[since.0..].to_vec(), names: self.names[since.1..].to_vec() }
+    }
+
+    /// Adds what another table gained (in the same order).
+    pub(crate) fn extend(&mut self, additions: SiteAdditions) {
+        self.sites.extend(additions.sites);
+        self.names.extend(additions.names);
+    }
+}
+
+/// The sites and labels of one file, and how to find an event's.
 #[derive(Debug, Default)]
 pub(crate) struct Sites {
-    sites: Vec<Site>,
+    table: SiteTable,
     by_value: HashMap<(String, Label, String, u32), u32>,
     /// By callsite id, its site (callsites whose name is chosen at run time excepted).
     by_callsite: IdMap,
     /// By callsite id, the string index of the name it had: a file may define an id again.
     name_of: IdMap,
-    /// Names as shown, by label.
-    names: Vec<(String, Kind)>,
     labels: HashMap<(String, Kind), Label>,
 }
 
@@ -53,7 +96,7 @@ impl Sites {
             }
         }
         if let (Some(site), Some(n)) = (self.by_callsite.get(cs.id), self.name_of.get(cs.id)) {
-            if n == cs.name.index() && self.sites[site as usize].kind == kind {
+            if n == cs.name.index() && self.table.sites[site as usize].kind == kind {
                 return site;
             }
         }
@@ -66,9 +109,9 @@ impl Sites {
 
     fn intern(&mut self, cs: &Callsite<'_>, label: Label, kind: Kind) -> u32 {
         let key = (cs.category.as_str().to_owned(), label, cs.file.as_str().to_owned(), cs.line);
-        let next = self.sites.len() as u32;
+        let next = self.table.sites.len() as u32;
         *self.by_value.entry(key).or_insert_with_key(|(category, label, file, line)| {
-            self.sites.push(Site {
+            self.table.sites.push(Site {
                 category: category.clone(),
                 label: *label,
                 file: file.clone(),
@@ -86,19 +129,14 @@ impl Sites {
         if let Some(&l) = self.labels.get(&(shown.as_ref().to_owned(), kind)) {
             return l;
         }
-        let l = self.names.len() as Label;
-        self.names.push((shown.clone().into_owned(), kind));
+        let l = self.table.names.len() as Label;
+        self.table.names.push(shown.clone().into_owned());
         self.labels.insert((shown.into_owned(), kind), l);
         l
     }
 
-    /// Site number `site`.
-    pub(crate) fn get(&self, site: u32) -> &Site {
-        &self.sites[site as usize]
-    }
-
-    /// The name of label `l` (empty for a label not given here).
-    pub(crate) fn name(&self, l: Label) -> &str {
-        self.names.get(l as usize).map_or("", |(n, _)| n)
+    /// The sites and names by number.
+    pub(crate) fn table(&self) -> &SiteTable {
+        &self.table
     }
 }

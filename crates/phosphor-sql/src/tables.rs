@@ -9,14 +9,16 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt32Array, UInt64Array};
+use arrow::array::{
+    ArrayRef, Float64Array, Int64Array, StringArray, StringBuilder, UInt32Array, UInt64Array,
+};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use arrow::record_batch::RecordBatch;
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use phosphor_model::nesting::{PathId, Paths, DEEPER};
 use phosphor_model::timeline::Timeline;
 
 use crate::rows::Row;
-use crate::sites::{Kind, Sites};
+use crate::sites::{Kind, SiteTable};
 
 /// A table made from a trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -171,7 +173,7 @@ pub(crate) struct Context<'a> {
     pub(crate) process: &'a str,
     pub(crate) pid: u32,
     pub(crate) thread_name: &'a dyn Fn(u32) -> Option<String>,
-    pub(crate) sites: &'a Sites,
+    pub(crate) sites: &'a SiteTable,
     pub(crate) paths: &'a Paths,
     pub(crate) path_names: &'a mut PathNames,
     pub(crate) timeline: &'a Timeline,
@@ -207,80 +209,118 @@ impl Context<'_> {
         i64::try_from(self.timeline.clock().to_ns(t)).unwrap_or(i64::MAX)
     }
 
-    /// The columns `category`, `name`, `path`, `file`, `line` of `rows`.
-    fn site_columns(&mut self, rows: &[Row]) -> Vec<ArrayRef> {
+    /// The thread names of `rows`' threads, looked up once per thread.
+    fn thread_names(&self, rows: &[Row]) -> StringArray {
+        let mut names: Vec<(u32, Option<String>)> = Vec::new();
+        let mut name = |tid: u32| match names.iter().find(|n| n.0 == tid) {
+            Some((_, n)) => n.clone(),
+            None => {
+                let n = (self.thread_name)(tid);
+                names.push((tid, n.clone()));
+                n
+            }
+        };
+        rows.iter().map(|r| name(r.tid)).collect()
+    }
+
+    /// Column `name` of a batch of `table` (slices, instants, counters or logs) made of `rows`.
+    fn column(&mut self, table: Table, name: &str, rows: &[Row]) -> ArrayRef {
+        let n = rows.len();
         let sites = self.sites;
         let site = |r: &Row| sites.get(r.payload.site);
-        let (paths, names) = (self.paths, &mut *self.path_names);
-        let path: StringArray =
-            rows.iter().map(|r| Some(names.get(paths, sites, r.path).to_owned())).collect();
-        vec![
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| site(r).category.as_str()))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| sites.name(site(r).label)))),
-            Arc::new(path),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| site(r).file.as_str()))),
-            Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| site(r).line))),
-        ]
-    }
-
-    /// A batch of `slices`.
-    pub(crate) fn slices(&mut self, rows: &[Row]) -> RecordBatch {
-        let tids: Vec<u32> = rows.iter().map(|r| r.tid).collect();
-        let mut cols = self.where_columns(rows.len(), Some(&tids));
         let dur = |d: u64| i64::try_from(d).unwrap_or(i64::MAX);
-        cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.id))));
-        cols.push(Arc::new(rows.iter().map(|r| r.parent).collect::<UInt64Array>()));
-        cols.push(Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.depth))));
-        cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| self.ns(r.start)))));
-        cols.push(Arc::new(rows.iter().map(|r| r.dur.map(dur)).collect::<Int64Array>()));
-        cols.push(Arc::new(rows.iter().map(|r| r.dur.map(|_| dur(r.self_dur))).collect::<Int64Array>()));
-        cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.payload.kind.as_str()))));
-        cols.extend(self.site_columns(rows));
-        cols.push(Arc::new(rows.iter().map(|r| r.payload.text.as_deref()).collect::<StringArray>()));
-        batch(Table::Slices, cols)
-    }
-
-    /// A batch of `instants`, `counters` or `logs` (the rows all of its kind).
-    pub(crate) fn marks(&mut self, table: Table, rows: &[Row]) -> RecordBatch {
-        let tids: Vec<u32> = rows.iter().map(|r| r.tid).collect();
-        let mut cols = self.where_columns(rows.len(), Some(&tids));
-        cols.push(Arc::new(rows.iter().map(|r| r.parent).collect::<UInt64Array>()));
-        cols.push(Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.depth))));
-        cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| self.ns(r.start)))));
-        cols.extend(self.site_columns(rows));
-        match table {
-            Table::Counters => {
-                cols.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.payload.value))));
+        match name {
+            "trace" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.trace, n))),
+            "process" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.process, n))),
+            "pid" => Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(self.pid, n))),
+            "thread" => Arc::new(self.thread_names(rows)),
+            "tid" => Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.tid))),
+            "id" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.id))),
+            "parent_id" | "slice_id" => Arc::new(rows.iter().map(|r| r.parent).collect::<UInt64Array>()),
+            "depth" => Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.depth))),
+            "ts" => Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| self.ns(r.start)))),
+            "dur" => Arc::new(rows.iter().map(|r| r.dur.map(dur)).collect::<Int64Array>()),
+            "self_dur" => {
+                Arc::new(rows.iter().map(|r| r.dur.map(|_| dur(r.self_dur))).collect::<Int64Array>())
             }
-            Table::Logs => {
-                let level = |r: &Row| self.sites.get(r.payload.site).level.map_or("", |l| l.as_str());
-                cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(level))));
-                let messages = rows.iter().map(|r| r.payload.text.as_deref().unwrap_or(""));
-                cols.push(Arc::new(StringArray::from_iter_values(messages)));
+            "kind" => strings(rows, &|r| r.payload.kind.as_str()),
+            "category" => strings(rows, &|r| site(r).category.as_str()),
+            "name" => strings(rows, &|r| sites.name(site(r).label)),
+            "path" => {
+                let (paths, names) = (self.paths, &mut *self.path_names);
+                let mut b = StringBuilder::with_capacity(n, n * 16);
+                for r in rows {
+                    b.append_value(names.get(paths, sites, r.path));
+                }
+                Arc::new(b.finish())
             }
-            _ => {
-                cols.push(Arc::new(rows.iter().map(|r| r.payload.text.as_deref()).collect::<StringArray>()));
-                cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.id))));
-            }
+            "file" => strings(rows, &|r| site(r).file.as_str()),
+            "line" => Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| site(r).line))),
+            "value" => Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.payload.value))),
+            "level" => strings(rows, &|r| site(r).level.map_or("", |l| l.as_str())),
+            "message" => strings(rows, &|r| r.payload.text().unwrap_or("")),
+            "arguments" => Arc::new(rows.iter().map(|r| r.payload.text()).collect::<StringArray>()),
+            // The schemas name no other column of these tables: a bug here, which the tests
+            // (every column of every table) catch.
+            other => unreachable!("{other} is no column of {}", table.name()),
         }
-        batch(table, cols)
     }
 
-    /// The `threads` table: `(tid, events)` by thread.
-    pub(crate) fn threads(&self, threads: &[(u32, u64)]) -> RecordBatch {
+    /// A batch of `slices`, `instants`, `counters` or `logs` (the rows all of the table's kind):
+    /// its columns at `columns` (indices into the table's schema) only.
+    pub(crate) fn rows(&mut self, table: Table, rows: &[Row], columns: &[usize]) -> RecordBatch {
+        let schema = table.schema();
+        let arrays = columns.iter().map(|&i| self.column(table, schema.field(i).name(), rows)).collect();
+        projected_batch(&schema, columns, arrays, rows.len())
+    }
+
+    /// The `threads` table, its columns at `columns`: `(tid, events)` by thread.
+    pub(crate) fn threads(&self, threads: &[(u32, u64)], columns: &[usize]) -> RecordBatch {
         let mut cols = self.where_columns(threads.len(), None);
         cols.push(Arc::new(threads.iter().map(|&(t, _)| (self.thread_name)(t)).collect::<StringArray>()));
         cols.push(Arc::new(UInt32Array::from_iter_values(threads.iter().map(|t| t.0))));
         cols.push(Arc::new(UInt64Array::from_iter_values(threads.iter().map(|t| t.1))));
-        batch(Table::Threads, cols)
+        let arrays = columns.iter().map(|&i| cols[i].clone()).collect();
+        projected_batch(&Table::Threads.schema(), columns, arrays, threads.len())
     }
+}
+
+/// A string column of `rows`, each row's value given by `f`.
+fn strings<'s>(rows: &'s [Row], f: &dyn Fn(&'s Row) -> &'s str) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values(rows.iter().map(f)))
 }
 
 /// The batch of `table` with `columns`, made as its schema says.
 pub(crate) fn batch(table: Table, columns: Vec<ArrayRef>) -> RecordBatch {
-    // The columns are made above in the schema's order and types, of one length: a mismatch is
-    // a bug here, which the tests catch, not a property of the file.
+    // The columns are made in the schema's order and types, of one length: a mismatch is a bug
+    // here, which the tests catch, not a property of the file.
     RecordBatch::try_new(table.schema(), columns).expect("the columns follow the table's schema")
+}
+
+/// The batch of the columns at `columns` of `schema`, made of `arrays` (in that order) of
+/// `rows` rows each: with no column at all (a `count(*)`), the batch still counts its rows.
+pub(crate) fn projected_batch(
+    schema: &Schema,
+    columns: &[usize],
+    arrays: Vec<ArrayRef>,
+    rows: usize,
+) -> RecordBatch {
+    // As in `batch`: the indices are the schema's (checked by `read_columns`), the arrays made
+    // in its types, of one length.
+    let schema = schema.project(columns).expect("projected columns are the schema's");
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(Arc::new(schema), arrays, &options)
+        .expect("the columns follow the table's schema")
+}
+
+/// `batch` (of its table's full schema) with only the columns at `columns`.
+pub(crate) fn project(batch: RecordBatch, columns: &[usize]) -> RecordBatch {
+    if columns.len() == batch.num_columns() && columns.iter().enumerate().all(|(i, &c)| i == c) {
+        return batch;
+    }
+    let rows = batch.num_rows();
+    let arrays = columns.iter().map(|&i| batch.column(i).clone()).collect();
+    projected_batch(&batch.schema(), columns, arrays, rows)
 }
 
 /// Which table rows of `kind` go to.
@@ -301,7 +341,7 @@ pub(crate) struct PathNames {
 
 impl PathNames {
     /// Path `path`'s names joined by `/` (the depth cap's marker as `[deeper than N]`).
-    pub(crate) fn get(&mut self, paths: &Paths, sites: &Sites, path: PathId) -> &str {
+    pub(crate) fn get(&mut self, paths: &Paths, sites: &SiteTable, path: PathId) -> &str {
         let at = path as usize;
         if at >= self.names.len() {
             self.names.resize(at + 1, None);

@@ -1,6 +1,7 @@
 //! phosphor-sql's integration tests, in one binary: the tables against the statistics, the
 //! query session, Parquet, and damaged files.
 
+mod columns;
 mod files;
 mod losses;
 mod parquet;

@@ -16,7 +16,6 @@ use arrow::array::{Int64Array, StringArray, UInt64Array};
 use arrow::record_batch::RecordBatch;
 use phosphor_format::file::{Event, Value};
 use phosphor_model::nesting::{Nesting, PathId, Slice, SliceKind};
-use phosphor_model::timeline::Timeline;
 
 use crate::system_tables::batch;
 use crate::tables::{Context, Table};
@@ -47,25 +46,36 @@ pub(crate) struct AllocMatch {
 }
 
 impl AllocMatch {
-    /// A `phosphor/scope_alloc` event of `event`'s thread, after `nesting` took in the events
-    /// before it.
-    pub(crate) fn event<P: Default>(&mut self, nesting: &Nesting<P>, timeline: &Timeline, event: &Event<'_>) {
+    /// The counts of a `phosphor/scope_alloc` event (`None`: not one that carries them).
+    pub(crate) fn counts(event: &Event<'_>) -> Option<(u64, u64)> {
+        match (event.arg("allocs"), event.arg("bytes")) {
+            (Some(Value::U64(allocs)), Some(Value::U64(bytes))) => Some((allocs, bytes)),
+            _ => None,
+        }
+    }
+
+    /// The counts of a `phosphor/scope_alloc` event of thread `tid` stamped at `at` (timeline),
+    /// after `nesting` took in the events before it.
+    pub(crate) fn count<P: Default>(
+        &mut self,
+        nesting: &Nesting<P>,
+        tid: u32,
+        at: u64,
+        allocs: u64,
+        bytes: u64,
+    ) {
         if !self.on {
             return;
         }
-        let (Some(Value::U64(allocs)), Some(Value::U64(bytes))) = (event.arg("allocs"), event.arg("bytes"))
-        else {
-            return;
-        };
         // Its scope ended when it is stamped (one whose scope was lost matches none).
-        let Some(start) = nesting.complete_ending_at(event.tid, timeline.time(event.ts)) else { return };
+        let Some(start) = nesting.complete_ending_at(tid, at) else { return };
         self.seen = true;
-        match self.last.get(&event.tid) {
+        match self.last.get(&tid) {
             Some(&(s, slice_id, path)) if s == start => {
-                self.rows.push(AllocRow { tid: event.tid, slice_id, start, path, allocs, bytes });
+                self.rows.push(AllocRow { tid, slice_id, start, path, allocs, bytes });
             }
             _ => {
-                let w = self.waiting.entry((event.tid, start)).or_default();
+                let w = self.waiting.entry((tid, start)).or_default();
                 w.0 += allocs;
                 w.1 += bytes;
             }

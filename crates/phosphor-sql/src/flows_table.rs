@@ -60,6 +60,14 @@ impl Flows {
         self.members.push(Rec { flow, ts, member, slice, async_slice, tid });
     }
 
+    /// Takes in the members `other` gathered (the polls, found where the slices are numbered).
+    pub(crate) fn absorb(&mut self, other: Flows) {
+        self.members.extend(other.members);
+        for (flow, name) in other.names {
+            self.names.entry(flow).or_insert(name);
+        }
+    }
+
     /// The links, in batches of at most `batch_rows`, once every member is in.
     pub(crate) fn finish(
         &mut self,

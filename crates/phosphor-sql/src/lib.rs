@@ -28,6 +28,7 @@
 mod allocations;
 mod args_table;
 mod asyncs_table;
+mod batches;
 mod columns;
 #[cfg(feature = "engine")]
 mod engine;

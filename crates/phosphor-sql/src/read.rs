@@ -1,36 +1,47 @@
 //! [`read_tables`]: one trace file read in one streaming pass into the batches of the tables
-//! asked for.
+//! asked for, of the columns asked for ([`read_columns`]).
 //!
 //! Events go through the trace model as every tool's do (`phosphor_model::nesting`, on
 //! `Timeline` times, labels named as the statistics name them), with the row's payload; the
 //! engine hands back resolved subtrees, whose rows are made into a batch once `batch_rows` have
 //! gathered, between chunks. So memory is the engine's (at most its pending limit of slices per
 //! thread), a batch per table, and the sites and paths seen: not the file's events.
+//!
+//! A file is read by a pipeline of three threads, as `phosphor stats` reads one: the reader's
+//! read-ahead decompresses the blocks, this thread decodes the events, finds their sites and
+//! keeps what is not nested (async halves, the system context, the file's counts), and the
+//! nesting engine's thread (`phosphor_model::background`) nests the rest and makes the batches
+//! of what it resolves ([`crate::batches`]). Only the columns asked for are made, and
+//! arguments are written as JSON only when a table's `arguments` column is asked for.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver};
 
 use arrow::record_batch::RecordBatch;
 use phosphor_format::file::{Block, Event, Reader, Value};
 use phosphor_format::logfmt::format_log;
 use phosphor_format::system::{PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
 use phosphor_format::Phase;
+use phosphor_model::background::Feed;
 use phosphor_model::flows::{self, Member};
-use phosphor_model::nesting::{Nesting, ProblemKind, DEFAULT_PENDING_LIMIT};
-use phosphor_model::problems::ScopeProblemKind;
+use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
 use phosphor_model::timeline::Timeline;
 
-use crate::args_table::{self, ArgRows, Owner};
+use crate::allocations::AllocMatch;
+use crate::args_table::{self, ArgRows};
 use crate::asyncs_table::Asyncs;
+use crate::batches::{Builder, FileInfo, Message};
 use crate::file_tables::FileCounts;
 use crate::flows_table::Flows;
 use crate::json;
 use crate::problems_table::ProblemRows;
-use crate::rows::{Extra, Payload, Row, Rows};
+use crate::rows::{Extra, Payload};
 use crate::sites::{Kind, Sites};
 use crate::system_tables::SystemTables;
-use crate::tables::{table_of, Context, PathNames, Table};
+use crate::tables::{Place, Table};
 use crate::Error;
 
 /// Rows per batch by default: DataFusion's own batch size.
@@ -161,12 +172,17 @@ fn read_wanted<R: Read>(
 ) -> Result<(), Error> {
     let mut out = Out { emit, wanted };
     let batch_rows = batch_rows.max(1);
-    let mut state = State::new(&reader.header().clock, wanted);
-    let tables = state.tables.clone();
-    state.rows.allocs.on = tables.contains(&Table::Allocations);
-    let mut system = SystemTables::new(&tables);
     let header = reader.header().clone();
+    let file = FileInfo { trace: trace.to_owned(), process: header.process_name.clone(), pid: header.pid };
+    let (outbox, batches) = mpsc::channel();
+    let timeline = Timeline::new(&header.clock);
+    let builder = Builder::new(file, timeline.clone(), wanted, batch_rows, outbox);
+    let mut state = State::new(timeline, wanted, builder);
+    let tables = state.tables.clone();
+    let mut system = SystemTables::new(&tables);
     let mut threads: Vec<(u32, u64)> = Vec::new();
+    // The name of each thread as last sent to the engine (by string index).
+    let mut names_sent: HashMap<u32, u32> = HashMap::new();
     loop {
         let chunk = match reader.next_block() {
             Ok(Some(Block::Chunk(chunk))) => {
@@ -176,8 +192,9 @@ fn read_wanted<R: Read>(
             Ok(Some(Block::System(batch))) => {
                 system.add(batch);
                 let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
-                let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
-                flush_system(&mut state, &mut system, &file, batch_rows, false, &mut out)?;
+                let place =
+                    Place { trace, process: &header.process_name, pid: header.pid, thread_name: &names };
+                system.flush(&place, batch_rows, false, &mut |table, batch| out.full(table, batch))?;
                 continue;
             }
             Ok(Some(_)) => continue,
@@ -196,54 +213,48 @@ fn read_wanted<R: Read>(
                 Err(_) => return Err(event.err().map_or(Error::Stopped, |e| e.with_path(path).into())),
             }
         }
+        // The threads' names as the file gives them now: the rows made from here on are named
+        // with them (the file may name a thread late, or rename it).
+        for &(tid, _) in &threads {
+            if let Some(name) = reader.thread_name(tid) {
+                if names_sent.insert(tid, name.index()) != Some(name.index()) {
+                    state.feed.message(Message::ThreadName(tid, name.as_str().to_owned()));
+                }
+            }
+        }
+        state.feed.message(Message::Flush);
+        pass(&batches, &mut out)?;
         let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
-        let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
-        state.flush(&file, batch_rows, false, &mut out)?;
-        flush_system(&mut state, &mut system, &file, batch_rows, false, &mut out)?;
+        let place = Place { trace, process: &header.process_name, pid: header.pid, thread_name: &names };
+        state.flush(&place, batch_rows, false, &mut out)?;
+        system.flush(&place, batch_rows, false, &mut |table, batch| out.full(table, batch))?;
     }
-    state.nesting.finish(&mut state.rows);
+    let (nesting, builder) = state.feed.finish();
+    nesting.finish(builder);
+    builder.flush(nesting.paths(), true);
+    pass(&batches, &mut out)?;
+    if let Some(flows) = builder.flows.take() {
+        state.flow_rows.absorb(flows);
+    }
     state.asyncs.finish();
     let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
-    let file = FileInfo { trace, process: &header.process_name, pid: header.pid, names: &names };
-    state.flush(&file, batch_rows, true, &mut out)?;
-    state.finish_file(&file, &header, reader.trailer(), threads.len(), batch_rows, &mut out)?;
-    flush_system(&mut state, &mut system, &file, batch_rows, true, &mut out)?;
+    let place = Place { trace, process: &header.process_name, pid: header.pid, thread_name: &names };
+    state.flush(&place, batch_rows, true, &mut out)?;
+    state.finish_file(&place, &header, reader.trailer(), threads.len(), batch_rows, &mut out)?;
+    system.flush(&place, batch_rows, true, &mut |table, batch| out.full(table, batch))?;
     if tables.contains(&Table::Threads) {
         threads.sort_unstable();
-        let batch = state.context(&file).threads(&threads, out.columns(Table::Threads));
-        out.made(Table::Threads, batch)?;
+        out.made(Table::Threads, place.threads(&threads, out.columns(Table::Threads)))?;
     }
     Ok(())
 }
 
-/// Makes batches of the system tables' rows and of `allocations` (see [`State::flush`]).
-fn flush_system(
-    state: &mut State,
-    system: &mut SystemTables,
-    file: &FileInfo<'_>,
-    batch_rows: usize,
-    all: bool,
+/// Passes on the batches the engine's thread made.
+fn pass(
+    batches: &Receiver<(Table, RecordBatch)>,
     out: &mut Out<'_, impl FnMut(Table, RecordBatch) -> Result<(), Error>>,
 ) -> Result<(), Error> {
-    let n = state.rows.allocs.rows.len();
-    let allocs = if n >= batch_rows || (all && n > 0) {
-        std::mem::take(&mut state.rows.allocs.rows)
-    } else {
-        Vec::new()
-    };
-    let mut ctx = state.context(file);
-    for part in allocs.chunks(batch_rows) {
-        out.full(Table::Allocations, crate::allocations::allocations(&mut ctx, part))?;
-    }
-    system.flush(&mut ctx, batch_rows, all, &mut |table, batch| out.full(table, batch))
-}
-
-/// What every row of a file says of where it was recorded.
-struct FileInfo<'a> {
-    trace: &'a str,
-    process: &'a str,
-    pid: u32,
-    names: &'a dyn Fn(u32) -> Option<String>,
+    batches.try_iter().try_for_each(|(table, batch)| out.made(table, batch))
 }
 
 /// Counts an event of `tid` in `threads` (sorted by tid once reading is done).
@@ -259,15 +270,16 @@ fn count_thread(threads: &mut Vec<(u32, u64)>, tid: u32) {
     }
 }
 
-/// What reading a file keeps.
+/// What the reader's thread keeps: the sites it numbers, the engine it feeds, and the rows of
+/// what is not nested.
 struct State {
     timeline: Timeline,
-    nesting: Nesting<Payload>,
-    rows: Rows,
+    feed: Feed<Payload, Builder>,
     sites: Sites,
-    path_names: PathNames,
-    /// Whether marks are wanted (instants, counters, logs): else they are not nested at all
-    /// (a mark encloses nothing, so the slices' tree is the same without them).
+    /// The length of the site table when it was last sent to the engine.
+    sites_sent: (usize, usize),
+    /// Whether marks are shown (instants, counters, logs), and slices: their text is made only
+    /// then.
     marks: bool,
     slices: bool,
     /// The tables asked for.
@@ -281,11 +293,15 @@ struct State {
     /// it. Slices and marks are always nested together, so that ids and paths are the same
     /// whatever tables a query reads.
     nest: bool,
-    /// Typed arguments kept (`args`), flows followed (`flows`), async halves paired.
+    /// Typed arguments kept (`args`), flows followed (`flows`), async halves paired,
+    /// allocation counts matched.
     args: bool,
     flows: bool,
     pair_asyncs: bool,
+    allocs: bool,
     asyncs: Asyncs,
+    /// The flows' names and the async slices' members (the polls' come from the engine's
+    /// thread at the end); the async slices' arguments; the async and the file's problems.
     flow_rows: Flows,
     arg_rows: ArgRows,
     problem_rows: ProblemRows,
@@ -293,18 +309,17 @@ struct State {
 }
 
 impl State {
-    fn new(clock: &phosphor_format::ClockInfo, asked: &[Wanted]) -> State {
+    fn new(timeline: Timeline, asked: &[Wanted], builder: Builder) -> State {
         let wanted: Vec<Table> = asked.iter().map(|w| w.table).collect();
         State {
-            arguments: asked.iter().any(|w| w.has("arguments")),
-            messages: asked.iter().any(|w| w.table == Table::Logs && w.has("message")),
-            timeline: Timeline::new(clock),
-            nesting: Nesting::new(DEFAULT_PENDING_LIMIT),
-            rows: Rows::new(),
+            timeline,
+            feed: Feed::new(Nesting::new(DEFAULT_PENDING_LIMIT), builder),
             sites: Sites::default(),
-            path_names: PathNames::default(),
+            sites_sent: (0, 0),
             marks: wanted.iter().any(|t| matches!(t, Table::Instants | Table::Counters | Table::Logs)),
             slices: wanted.contains(&Table::Slices),
+            arguments: asked.iter().any(|w| w.has("arguments")),
+            messages: asked.iter().any(|w| w.table == Table::Logs && w.has("message")),
             message: String::new(),
             nest: wanted.iter().any(|t| {
                 matches!(
@@ -324,6 +339,7 @@ impl State {
             pair_asyncs: wanted
                 .iter()
                 .any(|t| matches!(t, Table::AsyncSlices | Table::Args | Table::Flows | Table::Problems)),
+            allocs: wanted.contains(&Table::Allocations),
             asyncs: Asyncs::new(wanted.contains(&Table::Args)),
             flow_rows: Flows::default(),
             arg_rows: ArgRows::default(),
@@ -333,131 +349,34 @@ impl State {
         }
     }
 
-    fn context<'a>(&'a mut self, file: &'a FileInfo<'a>) -> Context<'a> {
-        Context {
-            trace: file.trace,
-            process: file.process,
-            pid: file.pid,
-            thread_name: file.names,
-            sites: self.sites.table(),
-            paths: self.nesting.paths(),
-            path_names: &mut self.path_names,
-            timeline: &self.timeline,
-        }
-    }
-
-    /// Makes batches of the rows gathered: of each table with at least `batch_rows` of them, or
-    /// of all that are left when `all`.
+    /// The rows of the tables this thread makes (the async slices, and the arguments and
+    /// problems they give): their batches once `batch_rows` have gathered, or all when `all`.
     fn flush(
         &mut self,
-        file: &FileInfo<'_>,
+        place: &Place<'_>,
         batch_rows: usize,
         all: bool,
         out: &mut Out<'_, impl FnMut(Table, RecordBatch) -> Result<(), Error>>,
     ) -> Result<(), Error> {
-        let slices = self.rows.slices.len() >= batch_rows || (all && !self.rows.slices.is_empty());
-        let slices = if slices { std::mem::take(&mut self.rows.slices) } else { Vec::new() };
-        let marks = self.rows.marks.len() >= batch_rows || (all && !self.rows.marks.is_empty());
-        let marks = if marks { std::mem::take(&mut self.rows.marks) } else { Vec::new() };
-        self.flush_more(file, batch_rows, all, &slices, &marks, out)?;
-        let wanted = &self.tables;
-        if wanted.contains(&Table::Slices) {
-            let mut ctx = self.context(file);
-            for part in slices.chunks(batch_rows) {
-                let batch = ctx.rows(Table::Slices, part, out.columns(Table::Slices));
-                out.made(Table::Slices, batch)?;
-            }
-        }
-        if marks.is_empty() {
-            return Ok(());
-        }
-        let mut by_table: [Vec<Row>; 3] = Default::default();
-        for row in marks {
-            let at = match table_of(row.payload.kind) {
-                Table::Instants => 0,
-                Table::Counters => 1,
-                _ => 2,
-            };
-            by_table[at].push(row);
-        }
-        let wanted = self.tables.clone();
-        let mut ctx = self.context(file);
-        for (table, rows) in [Table::Instants, Table::Counters, Table::Logs].into_iter().zip(by_table) {
-            if wanted.contains(&table) {
-                for part in rows.chunks(batch_rows) {
-                    let batch = ctx.rows(table, part, out.columns(table));
-                    out.made(table, batch)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The rows of the tables made beside the slices, from the slices and marks resolved
-    /// (`slices`, `marks`), the scopes that did not nest and the async slices paired since the
-    /// last flush: their batches once `batch_rows` have gathered, or all when `all`.
-    #[allow(clippy::too_many_arguments)]
-    fn flush_more(
-        &mut self,
-        file: &FileInfo<'_>,
-        batch_rows: usize,
-        all: bool,
-        slices: &[Row],
-        marks: &[Row],
-        out: &mut Out<'_, impl FnMut(Table, RecordBatch) -> Result<(), Error>>,
-    ) -> Result<(), Error> {
-        let at = (file.trace, file.process, file.pid);
-        let wanted = &self.tables;
-        if self.args {
-            for r in slices {
-                self.arg_rows.add(r.tid, r.id, Owner::Slice, r.payload.args());
-            }
-            for r in marks.iter().filter(|r| r.payload.kind == Kind::Instant) {
-                self.arg_rows.add(r.tid, r.id, Owner::Instant, r.payload.args());
-            }
-        }
-        if self.flows {
-            for r in slices {
-                if let Some(flow) = r.payload.flow() {
-                    self.flow_rows.member(flow, r.start, Member::Step, Some(r.id), None, r.tid);
-                }
-            }
-        }
+        let at = (place.trace, place.process, place.pid);
         let timeline = &self.timeline;
         let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
-        let problems = wanted.contains(&Table::Problems);
-        for p in self.rows.problems.drain(..).filter(|_| problems) {
-            let sites = self.sites.table();
-            let kind = ScopeProblemKind::new(p.kind, |l| sites.name(l).to_owned());
-            let name = match p.kind {
-                ProblemKind::WrongName { end: l, .. } | ProblemKind::EndWithoutBegin { end: l } => l,
-                ProblemKind::LeftOpen { open: l } => l,
-                ProblemKind::Interlaced { scope: l, .. } | ProblemKind::LateParent { scope: l } => l,
-            };
-            let detail = kind.to_string();
-            self.problem_rows.add(
-                Some(p.tid),
-                Some(ns(p.ts)),
-                kind.as_str(),
-                Some(sites.name(name)),
-                detail,
-                1,
-            );
-        }
+        let problems = self.tables.contains(&Table::Problems);
         if self.asyncs.len() >= batch_rows || (all && self.asyncs.len() > 0) {
-            let table = wanted.contains(&Table::AsyncSlices);
+            let table = self.tables.contains(&Table::AsyncSlices);
             let args = self.args.then_some(&mut self.arg_rows);
             let flows = self.flows.then_some(&mut self.flow_rows);
             let problem_rows = problems.then_some(&mut self.problem_rows);
-            if let Some(b) = self.asyncs.take(at, file.names, &ns, table, args, flows, problem_rows) {
+            if let Some(b) = self.asyncs.take(at, place.thread_name, &ns, table, args, flows, problem_rows) {
                 out.full(Table::AsyncSlices, b)?;
             }
         }
         if self.arg_rows.len() >= batch_rows || (all && self.arg_rows.len() > 0) {
-            out.full(Table::Args, self.arg_rows.take(file.trace, file.process, file.pid, file.names))?;
+            let batch = self.arg_rows.take(place.trace, place.process, place.pid, place.thread_name);
+            out.full(Table::Args, batch)?;
         }
         if self.problem_rows.len() >= batch_rows {
-            out.full(Table::Problems, self.problem_rows.take(at, file.names))?;
+            out.full(Table::Problems, self.problem_rows.take(at, place.thread_name))?;
         }
         Ok(())
     }
@@ -467,14 +386,14 @@ impl State {
     #[allow(clippy::too_many_arguments)]
     fn finish_file(
         &mut self,
-        file: &FileInfo<'_>,
+        place: &Place<'_>,
         header: &phosphor_format::file::Header,
         trailer: Option<&phosphor_format::file::Trailer>,
         threads: usize,
         batch_rows: usize,
         out: &mut Out<'_, impl FnMut(Table, RecordBatch) -> Result<(), Error>>,
     ) -> Result<(), Error> {
-        let at = (file.trace, file.process, file.pid);
+        let at = (place.trace, place.process, place.pid);
         let wanted = &self.tables;
         let timeline = &self.timeline;
         let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
@@ -493,18 +412,19 @@ impl State {
             return Ok(());
         }
         let rows = &mut self.problem_rows;
-        let early = self.nesting.resolved_early();
+        let (nesting, _) = self.feed.finish();
+        let early = nesting.resolved_early();
         if early > 0 {
             let detail = format!(
                 "{early} slices were resolved before their file ended, their thread having more than {} \
                  waiting for a parent: a slice that encloses them and arrives later is a late_parent",
-                self.nesting.limit()
+                nesting.limit()
             );
             rows.add(None, None, "resolved_early", None, detail, early);
         }
-        let deeper = self.nesting.truncated();
+        let deeper = nesting.truncated();
         if deeper > 0 {
-            let depth = self.nesting.paths().max_depth();
+            let depth = nesting.paths().max_depth();
             let detail = format!(
                 "{deeper} slices nested deeper than {depth} levels are under \"[deeper than {depth}]\""
             );
@@ -542,7 +462,7 @@ impl State {
             Some(_) => {}
         }
         if rows.len() > 0 {
-            out.full(Table::Problems, rows.take(at, file.names))?;
+            out.full(Table::Problems, rows.take(at, place.thread_name))?;
         }
         Ok(())
     }
@@ -557,7 +477,10 @@ impl State {
         }
         if cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME {
             // Bookkeeping of allocation counts, not an instant of the program.
-            self.rows.allocs.event(&self.nesting, &self.timeline, event);
+            if let (true, Some((allocs, bytes))) = (self.allocs, AllocMatch::counts(event)) {
+                let (tid, at) = (event.tid, self.timeline.time(event.ts));
+                self.feed.message(Message::Alloc { tid, at, allocs, bytes });
+            }
             return;
         }
         let Some(kind) = Kind::of(cs.phase) else {
@@ -572,7 +495,14 @@ impl State {
         let tid = event.tid;
         let ts = self.timeline.time(event.ts);
         let site = self.sites.site(cs, kind, &event.args);
-        let label = self.sites.table().get(site).label;
+        let table = self.sites.table();
+        let label = table.get(site).label;
+        if table.len() != self.sites_sent {
+            // New sites go to the engine before the first operation naming them.
+            let additions = table.since(self.sites_sent);
+            self.sites_sent = table.len();
+            self.feed.message(Message::Sites(additions));
+        }
         // A dynamic name is argument 0: the name, not an argument.
         let skip = usize::from(cs.dynamic_name);
         let args = event.args.iter().skip(skip).flatten().copied();
@@ -601,14 +531,14 @@ impl State {
             _ => {}
         }
         payload.set_extra(extra);
-        let (nesting, rows) = (&mut self.nesting, &mut self.rows);
+        let feed = &mut self.feed;
         match cs.phase {
-            Phase::Begin => nesting.begin_with(tid, label, ts, payload),
-            Phase::End => nesting.end(tid, label, ts, rows),
-            _ if is_mark => nesting.mark_with(tid, label, ts, payload, rows),
+            Phase::Begin => feed.begin_with(tid, label, ts, payload),
+            Phase::End => feed.end(tid, label, ts),
+            _ if is_mark => feed.mark_with(tid, label, ts, payload),
             _ => {
                 let end = event.duration.map_or(ts, |d| self.timeline.end(event.ts, d));
-                nesting.complete_with(tid, label, ts, end - ts, payload, rows);
+                feed.complete_with(tid, label, ts, end - ts, payload);
             }
         }
     }

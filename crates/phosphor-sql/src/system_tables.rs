@@ -29,7 +29,7 @@ use phosphor_format::system::{
     HeapCounter, Mapping, SampleKind, Switch, SwitchKind, SystemBatch, UNKNOWN_CPU,
 };
 
-use crate::tables::{Context, Table};
+use crate::tables::{Place, Table};
 use crate::Error;
 
 /// The most addresses of numbered stacks remembered (8 MiB of them).
@@ -258,7 +258,7 @@ impl SystemTables {
     /// of all that are left when `all` (and then of `off_cpu`, whole).
     pub(crate) fn flush(
         &mut self,
-        ctx: &mut Context<'_>,
+        ctx: &Place<'_>,
         batch_rows: usize,
         all: bool,
         emit: &mut impl FnMut(Table, RecordBatch) -> Result<(), Error>,
@@ -319,7 +319,7 @@ fn cpu(c: u32) -> Option<u32> {
     (c != UNKNOWN_CPU).then_some(c)
 }
 
-fn switches(ctx: &Context<'_>, rows: &[Switch]) -> RecordBatch {
+fn switches(ctx: &Place<'_>, rows: &[Switch]) -> RecordBatch {
     let tids: Vec<u32> = rows.iter().map(|r| r.tid).collect();
     let mut cols = ctx.where_columns(rows.len(), Some(&tids));
     cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(r.time_ns)))));
@@ -333,7 +333,7 @@ fn switches(ctx: &Context<'_>, rows: &[Switch]) -> RecordBatch {
     batch(Table::Switches, cols)
 }
 
-fn off_cpu(ctx: &Context<'_>, rows: &[(u32, u64, Option<u64>, bool)]) -> RecordBatch {
+fn off_cpu(ctx: &Place<'_>, rows: &[(u32, u64, Option<u64>, bool)]) -> RecordBatch {
     let tids: Vec<u32> = rows.iter().map(|r| r.0).collect();
     let mut cols = ctx.where_columns(rows.len(), Some(&tids));
     cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(r.1)))));
@@ -344,7 +344,7 @@ fn off_cpu(ctx: &Context<'_>, rows: &[(u32, u64, Option<u64>, bool)]) -> RecordB
     batch(Table::OffCpu, cols)
 }
 
-fn samples(ctx: &Context<'_>, rows: &[SampleRow]) -> RecordBatch {
+fn samples(ctx: &Place<'_>, rows: &[SampleRow]) -> RecordBatch {
     let tids: Vec<u32> = rows.iter().map(|r| r.tid).collect();
     let mut cols = ctx.where_columns(rows.len(), Some(&tids));
     cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.id))));
@@ -359,7 +359,7 @@ fn samples(ctx: &Context<'_>, rows: &[SampleRow]) -> RecordBatch {
     batch(Table::Samples, cols)
 }
 
-fn frames(ctx: &Context<'_>, rows: &[FrameRow]) -> RecordBatch {
+fn frames(ctx: &Place<'_>, rows: &[FrameRow]) -> RecordBatch {
     let mut cols = ctx.where_columns(rows.len(), None);
     cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.stack))));
     cols.push(Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.depth))));
@@ -373,7 +373,7 @@ fn frames(ctx: &Context<'_>, rows: &[FrameRow]) -> RecordBatch {
     batch(Table::Frames, cols)
 }
 
-fn heap(ctx: &Context<'_>, rows: &[HeapCounter]) -> RecordBatch {
+fn heap(ctx: &Place<'_>, rows: &[HeapCounter]) -> RecordBatch {
     let mut cols = ctx.where_columns(rows.len(), None);
     cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(r.time_ns)))));
     let fields: [fn(&HeapCounter) -> u64; 4] =
@@ -385,7 +385,7 @@ fn heap(ctx: &Context<'_>, rows: &[HeapCounter]) -> RecordBatch {
     batch(Table::Heap, cols)
 }
 
-fn mappings(ctx: &Context<'_>, rows: &[Mapping]) -> RecordBatch {
+fn mappings(ctx: &Place<'_>, rows: &[Mapping]) -> RecordBatch {
     let mut cols = ctx.where_columns(rows.len(), None);
     cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.start))));
     cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.end))));

@@ -167,19 +167,26 @@ impl Table {
     }
 }
 
-/// What the batches of one file are made with.
-pub(crate) struct Context<'a> {
+/// What every row of a file says of where it was recorded.
+#[derive(Clone, Copy)]
+pub(crate) struct Place<'a> {
     pub(crate) trace: &'a str,
     pub(crate) process: &'a str,
     pub(crate) pid: u32,
+    /// A thread's name as the file gives it by now.
     pub(crate) thread_name: &'a dyn Fn(u32) -> Option<String>,
+}
+
+/// What the batches of the rows resolved by the nesting engine are made with.
+pub(crate) struct Context<'a> {
+    pub(crate) place: Place<'a>,
     pub(crate) sites: &'a SiteTable,
     pub(crate) paths: &'a Paths,
     pub(crate) path_names: &'a mut PathNames,
     pub(crate) timeline: &'a Timeline,
 }
 
-impl Context<'_> {
+impl Place<'_> {
     /// `trace`, `process`, `pid`, and with `tids`, `thread` and `tid`, for `n` rows.
     pub(crate) fn where_columns(&self, n: usize, tids: Option<&[u32]>) -> Vec<ArrayRef> {
         let mut cols: Vec<ArrayRef> = vec![
@@ -204,6 +211,23 @@ impl Context<'_> {
         cols
     }
 
+    /// The `threads` table, its columns at `columns`: `(tid, events)` by thread.
+    pub(crate) fn threads(&self, threads: &[(u32, u64)], columns: &[usize]) -> RecordBatch {
+        let mut cols = self.where_columns(threads.len(), None);
+        cols.push(Arc::new(threads.iter().map(|&(t, _)| (self.thread_name)(t)).collect::<StringArray>()));
+        cols.push(Arc::new(UInt32Array::from_iter_values(threads.iter().map(|t| t.0))));
+        cols.push(Arc::new(UInt64Array::from_iter_values(threads.iter().map(|t| t.1))));
+        let arrays = columns.iter().map(|&i| cols[i].clone()).collect();
+        projected_batch(&Table::Threads.schema(), columns, arrays, threads.len())
+    }
+}
+
+impl Context<'_> {
+    /// [`Place::where_columns`].
+    pub(crate) fn where_columns(&self, n: usize, tids: Option<&[u32]>) -> Vec<ArrayRef> {
+        self.place.where_columns(n, tids)
+    }
+
     /// Nanoseconds of timeline time `t`.
     pub(crate) fn ns(&self, t: u64) -> i64 {
         i64::try_from(self.timeline.clock().to_ns(t)).unwrap_or(i64::MAX)
@@ -215,7 +239,7 @@ impl Context<'_> {
         let mut name = |tid: u32| match names.iter().find(|n| n.0 == tid) {
             Some((_, n)) => n.clone(),
             None => {
-                let n = (self.thread_name)(tid);
+                let n = (self.place.thread_name)(tid);
                 names.push((tid, n.clone()));
                 n
             }
@@ -230,9 +254,9 @@ impl Context<'_> {
         let site = |r: &Row| sites.get(r.payload.site);
         let dur = |d: u64| i64::try_from(d).unwrap_or(i64::MAX);
         match name {
-            "trace" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.trace, n))),
-            "process" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.process, n))),
-            "pid" => Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(self.pid, n))),
+            "trace" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.place.trace, n))),
+            "process" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.place.process, n))),
+            "pid" => Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(self.place.pid, n))),
             "thread" => Arc::new(self.thread_names(rows)),
             "tid" => Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.tid))),
             "id" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.id))),
@@ -272,16 +296,6 @@ impl Context<'_> {
         let schema = table.schema();
         let arrays = columns.iter().map(|&i| self.column(table, schema.field(i).name(), rows)).collect();
         projected_batch(&schema, columns, arrays, rows.len())
-    }
-
-    /// The `threads` table, its columns at `columns`: `(tid, events)` by thread.
-    pub(crate) fn threads(&self, threads: &[(u32, u64)], columns: &[usize]) -> RecordBatch {
-        let mut cols = self.where_columns(threads.len(), None);
-        cols.push(Arc::new(threads.iter().map(|&(t, _)| (self.thread_name)(t)).collect::<StringArray>()));
-        cols.push(Arc::new(UInt32Array::from_iter_values(threads.iter().map(|t| t.0))));
-        cols.push(Arc::new(UInt64Array::from_iter_values(threads.iter().map(|t| t.1))));
-        let arrays = columns.iter().map(|&i| cols[i].clone()).collect();
-        projected_batch(&Table::Threads.schema(), columns, arrays, threads.len())
     }
 }
 

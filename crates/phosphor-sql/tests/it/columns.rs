@@ -34,7 +34,8 @@ fn read(source: &TraceSource, table: Table, columns: &[usize]) -> RecordBatch {
 fn a_projection_is_the_whole_tables_columns() {
     let dir = scratch("columns");
     let sources = [
-        TraceSource::new(recorded_file(&dir, "t.phos", 3, 60)),
+        // Enough events (thousands) that the nesting engine moves to a thread of its own.
+        TraceSource::new(recorded_file(&dir, "t.phos", 3, 400)),
         {
             let asyncs = dir.join("asyncs.phos");
             std::fs::write(&asyncs, crate::tables::asyncs_trace().0).unwrap();

@@ -1,0 +1,236 @@
+//! [`Builder`]: the nesting engine's consumer, which numbers the rows the engine resolves and
+//! makes them into Arrow batches, on the engine's thread.
+//!
+//! Reading a file is a pipeline (`phosphor_model::background`): the reader's read-ahead
+//! decompresses the blocks, the reader's thread decodes the events and finds each one's site,
+//! and the engine's thread nests them, numbers the resolved slices and marks ([`Rows`]) and makes
+//! the batches of every table made from them (slices, instants, counters, logs, their typed
+//! arguments, the scopes that do not nest, the allocation counts per slice). It leaves the
+//! batches in an outbox that the reader's thread empties after each chunk. What the batches need
+//! from the reader's side comes as messages, in stream order with the slices: the sites and
+//! names the reader numbered ([`SiteAdditions`]), the threads' names as the file gives them, the
+//! allocation counts to match, and when to make batches (after each chunk, as a reader on one
+//! thread would). With the engine kept on the reader's thread (a short file, one core) the same
+//! operations are applied in the same order: the rows are the same.
+
+use std::collections::HashMap;
+use std::sync::mpsc::Sender;
+
+use arrow::record_batch::RecordBatch;
+use phosphor_model::background::Consumer;
+use phosphor_model::flows::Member;
+use phosphor_model::nesting::{Nesting, Paths, Problem, ProblemKind, Sink, Slice};
+use phosphor_model::problems::ScopeProblemKind;
+use phosphor_model::timeline::Timeline;
+
+use crate::args_table::{ArgRows, Owner};
+use crate::flows_table::Flows;
+use crate::problems_table::ProblemRows;
+use crate::read::Wanted;
+use crate::rows::{Payload, Row, Rows};
+use crate::sites::{Kind, SiteAdditions, SiteTable};
+use crate::tables::{project, table_of, Context, PathNames, Place, Table};
+
+/// The file every row of a reading is from.
+#[derive(Clone, Debug)]
+pub(crate) struct FileInfo {
+    pub(crate) trace: String,
+    pub(crate) process: String,
+    pub(crate) pid: u32,
+}
+
+/// What the reader's thread tells the engine's besides slices.
+#[derive(Debug)]
+pub(crate) enum Message {
+    /// Sites and names the reader numbered since its last such message, before any operation
+    /// naming them.
+    Sites(SiteAdditions),
+    /// A thread's name, as the file gives it from this point on.
+    ThreadName(u32, String),
+    /// A `phosphor/scope_alloc` count of thread `tid` stamped at `at` (timeline), for the
+    /// scope that ended then (`crate::allocations`).
+    Alloc { tid: u32, at: u64, allocs: u64, bytes: u64 },
+    /// A chunk was read: make batches of the tables with enough rows.
+    Flush,
+}
+
+/// The rows of one file and the batches made of them; see the [module docs](self).
+#[derive(Debug)]
+pub(crate) struct Builder {
+    pub(crate) rows: Rows,
+    sites: SiteTable,
+    path_names: PathNames,
+    /// The threads' names as the file gave them so far.
+    names: HashMap<u32, String>,
+    file: FileInfo,
+    timeline: Timeline,
+    wanted: Vec<Wanted>,
+    batch_rows: usize,
+    /// The typed arguments of slices and instants (`args`), when wanted.
+    args: Option<ArgRows>,
+    /// The polls of instrumented futures (`flows`), when wanted: handed to the reader's flows,
+    /// which hold the async slices' members, at the end.
+    pub(crate) flows: Option<Flows>,
+    /// The scopes that do not nest (`problems`), when wanted.
+    problems: Option<ProblemRows>,
+    /// Where batches go; a reader that stopped early no longer takes them (they are dropped).
+    outbox: Sender<(Table, RecordBatch)>,
+}
+
+impl Builder {
+    pub(crate) fn new(
+        file: FileInfo,
+        timeline: Timeline,
+        wanted: &[Wanted],
+        batch_rows: usize,
+        outbox: Sender<(Table, RecordBatch)>,
+    ) -> Builder {
+        let has = |table: Table| wanted.iter().any(|w| w.table == table);
+        let mut rows = Rows::new();
+        rows.allocs.on = has(Table::Allocations);
+        Builder {
+            rows,
+            sites: SiteTable::default(),
+            path_names: PathNames::default(),
+            names: HashMap::new(),
+            file,
+            timeline,
+            wanted: wanted.to_vec(),
+            batch_rows: batch_rows.max(1),
+            args: has(Table::Args).then(ArgRows::default),
+            flows: has(Table::Flows).then(Flows::default),
+            problems: has(Table::Problems).then(ProblemRows::default),
+            outbox,
+        }
+    }
+
+    /// Makes batches of the rows gathered: of each table with at least `batch_rows` of them, or
+    /// of all that are left when `all`.
+    pub(crate) fn flush(&mut self, paths: &Paths, all: bool) {
+        let batch_rows = self.batch_rows;
+        let ready = |n: usize| n >= batch_rows || (all && n > 0);
+        let take = |rows: &mut Vec<Row>| if ready(rows.len()) { std::mem::take(rows) } else { Vec::new() };
+        let slices = take(&mut self.rows.slices);
+        let marks = take(&mut self.rows.marks);
+        if let Some(args) = &mut self.args {
+            for r in &slices {
+                args.add(r.tid, r.id, Owner::Slice, r.payload.args());
+            }
+            for r in marks.iter().filter(|r| r.payload.kind == Kind::Instant) {
+                args.add(r.tid, r.id, Owner::Instant, r.payload.args());
+            }
+        }
+        if let Some(flows) = &mut self.flows {
+            for r in &slices {
+                if let Some(flow) = r.payload.flow() {
+                    flows.member(flow, r.start, Member::Step, Some(r.id), None, r.tid);
+                }
+            }
+        }
+        self.problems_found();
+        let allocs = if ready(self.rows.allocs.rows.len()) {
+            std::mem::take(&mut self.rows.allocs.rows)
+        } else {
+            Vec::new()
+        };
+
+        let Builder { names, file, wanted, outbox, sites, path_names, timeline, .. } = self;
+        let name = |tid: u32| names.get(&tid).cloned();
+        let place = Place { trace: &file.trace, process: &file.process, pid: file.pid, thread_name: &name };
+        let mut ctx = Context { place, sites, paths, path_names, timeline };
+        let columns = |table: Table| wanted.iter().find(|w| w.table == table).map(|w| w.columns.as_slice());
+        // A send fails only when the reader stopped: the batch is not wanted any more.
+        let send = |table: Table, batch: RecordBatch| {
+            let _ = outbox.send((table, batch));
+        };
+        if let Some(columns) = columns(Table::Slices) {
+            for part in slices.chunks(batch_rows) {
+                send(Table::Slices, ctx.rows(Table::Slices, part, columns));
+            }
+        }
+        if !marks.is_empty() {
+            let mut by_table: [Vec<Row>; 3] = Default::default();
+            for row in marks {
+                let at = match table_of(row.payload.kind) {
+                    Table::Instants => 0,
+                    Table::Counters => 1,
+                    _ => 2,
+                };
+                by_table[at].push(row);
+            }
+            for (table, rows) in [Table::Instants, Table::Counters, Table::Logs].into_iter().zip(by_table) {
+                if let Some(columns) = columns(table) {
+                    for part in rows.chunks(batch_rows) {
+                        send(table, ctx.rows(table, part, columns));
+                    }
+                }
+            }
+        }
+        if let Some(columns) = columns(Table::Allocations) {
+            for part in allocs.chunks(batch_rows) {
+                send(Table::Allocations, project(crate::allocations::allocations(&mut ctx, part), columns));
+            }
+        }
+        if let (Some(args), Some(columns)) = (&mut self.args, columns(Table::Args)) {
+            if ready(args.len()) {
+                send(Table::Args, project(args.take(&file.trace, &file.process, file.pid, &name), columns));
+            }
+        }
+        if let (Some(problems), Some(columns)) = (&mut self.problems, columns(Table::Problems)) {
+            if ready(problems.len()) {
+                let at = (file.trace.as_str(), file.process.as_str(), file.pid);
+                send(Table::Problems, project(problems.take(at, &name), columns));
+            }
+        }
+    }
+
+    /// The scopes the engine found not to nest since the last call, as `problems` rows (in
+    /// `phosphor stats`' words) when that table is wanted.
+    fn problems_found(&mut self) {
+        let found = std::mem::take(&mut self.rows.problems);
+        let Some(rows) = &mut self.problems else { return };
+        let sites = &self.sites;
+        let timeline = &self.timeline;
+        let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
+        for p in found {
+            let kind = ScopeProblemKind::new(p.kind, |l| sites.name(l).to_owned());
+            let name = match p.kind {
+                ProblemKind::WrongName { end: l, .. } | ProblemKind::EndWithoutBegin { end: l } => l,
+                ProblemKind::LeftOpen { open: l } => l,
+                ProblemKind::Interlaced { scope: l, .. } | ProblemKind::LateParent { scope: l } => l,
+            };
+            rows.add(Some(p.tid), Some(ns(p.ts)), kind.as_str(), Some(sites.name(name)), kind.to_string(), 1);
+        }
+    }
+}
+
+impl Sink<Payload> for Builder {
+    fn enter(&mut self, slice: &Slice, payload: Payload) {
+        self.rows.enter(slice, payload);
+    }
+
+    fn leave(&mut self, slice: &Slice) {
+        self.rows.leave(slice);
+    }
+
+    fn problem(&mut self, problem: Problem) {
+        self.rows.problem(problem);
+    }
+}
+
+impl Consumer<Payload> for Builder {
+    type Message = Message;
+
+    fn message(&mut self, nesting: &Nesting<Payload>, message: Message) {
+        match message {
+            Message::Sites(additions) => self.sites.extend(additions),
+            Message::ThreadName(tid, name) => {
+                self.names.insert(tid, name);
+            }
+            Message::Alloc { tid, at, allocs, bytes } => {
+                self.rows.allocs.count(nesting, tid, at, allocs, bytes)
+            }
+            Message::Flush => self.flush(nesting.paths(), false),
+        }
+    }
+}

@@ -28,8 +28,8 @@ use crate::flows_table::Flows;
 use crate::problems_table::ProblemRows;
 use crate::read::Wanted;
 use crate::rows::{Payload, Row, Rows};
-use crate::sites::{Kind, SiteAdditions, SiteTable};
-use crate::tables::{project, table_of, Context, PathNames, Place, Table};
+use crate::sites::{SiteAdditions, SiteTable};
+use crate::tables::{project, Context, PathNames, Place, Table};
 
 /// The file every row of a reading is from.
 #[derive(Clone, Debug)]
@@ -109,19 +109,23 @@ impl Builder {
     pub(crate) fn flush(&mut self, paths: &Paths, all: bool) {
         let batch_rows = self.batch_rows;
         let ready = |n: usize| n >= batch_rows || (all && n > 0);
-        let take = |rows: &mut Vec<Row>| if ready(rows.len()) { std::mem::take(rows) } else { Vec::new() };
-        let slices = take(&mut self.rows.slices);
-        let marks = take(&mut self.rows.marks);
+        // The rows made into batches now: each kind's once enough have gathered. Their buffers
+        // are kept for the next rows (cleared below), not freed and grown again.
+        let slices_due = ready(self.rows.slices.len());
+        let marks_due = self.rows.marks.each_ref().map(|m| ready(m.len()));
+        let slices: &[Row] = if slices_due { &self.rows.slices } else { &[] };
         if let Some(args) = &mut self.args {
-            for r in &slices {
+            for r in slices {
                 args.add(r.tid, r.id, Owner::Slice, r.payload.args());
             }
-            for r in marks.iter().filter(|r| r.payload.kind == Kind::Instant) {
-                args.add(r.tid, r.id, Owner::Instant, r.payload.args());
+            if marks_due[0] {
+                for r in &self.rows.marks[0] {
+                    args.add(r.tid, r.id, Owner::Instant, r.payload.args());
+                }
             }
         }
         if let Some(flows) = &mut self.flows {
-            for r in &slices {
+            for r in slices {
                 if let Some(flow) = r.payload.flow() {
                     flows.member(flow, r.start, Member::Step, Some(r.id), None, r.tid);
                 }
@@ -134,7 +138,7 @@ impl Builder {
             Vec::new()
         };
 
-        let Builder { names, file, wanted, outbox, sites, path_names, timeline, .. } = self;
+        let Builder { names, file, wanted, outbox, sites, path_names, timeline, rows, .. } = self;
         let name = |tid: u32| names.get(&tid).cloned();
         let place = Place { trace: &file.trace, process: &file.process, pid: file.pid, thread_name: &name };
         let mut ctx = Context { place, sites, paths, path_names, timeline };
@@ -143,28 +147,24 @@ impl Builder {
         let send = |table: Table, batch: RecordBatch| {
             let _ = outbox.send((table, batch));
         };
-        if let Some(columns) = columns(Table::Slices) {
-            for part in slices.chunks(batch_rows) {
-                send(Table::Slices, ctx.rows(Table::Slices, part, columns));
-            }
-        }
-        if !marks.is_empty() {
-            let mut by_table: [Vec<Row>; 3] = Default::default();
-            for row in marks {
-                let at = match table_of(row.payload.kind) {
-                    Table::Instants => 0,
-                    Table::Counters => 1,
-                    _ => 2,
-                };
-                by_table[at].push(row);
-            }
-            for (table, rows) in [Table::Instants, Table::Counters, Table::Logs].into_iter().zip(by_table) {
-                if let Some(columns) = columns(table) {
-                    for part in rows.chunks(batch_rows) {
-                        send(table, ctx.rows(table, part, columns));
-                    }
+        if slices_due {
+            if let Some(columns) = columns(Table::Slices) {
+                for part in rows.slices.chunks(batch_rows) {
+                    send(Table::Slices, ctx.rows(Table::Slices, part, columns));
                 }
             }
+            rows.slices.clear();
+        }
+        for ((table, marks), due) in Rows::MARKS.into_iter().zip(&mut rows.marks).zip(marks_due) {
+            if !due {
+                continue;
+            }
+            if let Some(columns) = columns(table) {
+                for part in marks.chunks(batch_rows) {
+                    send(table, ctx.rows(table, part, columns));
+                }
+            }
+            marks.clear();
         }
         if let Some(columns) = columns(Table::Allocations) {
             for part in allocs.chunks(batch_rows) {

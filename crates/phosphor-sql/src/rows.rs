@@ -80,7 +80,8 @@ pub(crate) struct Row {
 #[derive(Debug, Default)]
 pub(crate) struct Rows {
     pub(crate) slices: Vec<Row>,
-    pub(crate) marks: Vec<Row>,
+    /// Instants, counters and logs, in [`Rows::MARKS`]' order.
+    pub(crate) marks: [Vec<Row>; 3],
     /// The scopes that do not nest, as the engine reported them.
     pub(crate) problems: Vec<Problem>,
     /// The slices entered and not yet left: (thread, id).
@@ -91,6 +92,10 @@ pub(crate) struct Rows {
 }
 
 impl Rows {
+    /// The tables of marks, in the order [`Rows::marks`] keeps them.
+    pub(crate) const MARKS: [crate::tables::Table; 3] =
+        [crate::tables::Table::Instants, crate::tables::Table::Counters, crate::tables::Table::Logs];
+
     pub(crate) fn new() -> Rows {
         Rows { next_id: 1, ..Rows::default() }
     }
@@ -115,7 +120,11 @@ impl Sink<Payload> for Rows {
             payload,
         };
         match s.kind {
-            SliceKind::Mark => self.marks.push(row),
+            SliceKind::Mark => {
+                let table = crate::tables::table_of(row.payload.kind);
+                let at = Rows::MARKS.iter().position(|&t| t == table).unwrap_or(2);
+                self.marks[at].push(row);
+            }
             SliceKind::Scope | SliceKind::Unclosed => self.slices.push(row),
         }
     }

@@ -90,6 +90,16 @@ impl ArgRows {
         }
     }
 
+    /// [`ArgRows::add`] of arguments given up by their row: moved, not copied.
+    pub(crate) fn add_owned(&mut self, tid: u32, id: u64, owner: Owner, args: Option<Box<[Arg]>>) {
+        for a in args.map(Vec::from).unwrap_or_default() {
+            self.tids.push(Some(tid));
+            self.ids.push(id);
+            self.owners.push(owner);
+            self.args.push(a);
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.args.len()
     }

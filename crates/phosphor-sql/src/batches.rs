@@ -113,17 +113,20 @@ impl Builder {
         // are kept for the next rows (cleared below), not freed and grown again.
         let slices_due = ready(self.rows.slices.len());
         let marks_due = self.rows.marks.each_ref().map(|m| ready(m.len()));
-        let slices: &[Row] = if slices_due { &self.rows.slices } else { &[] };
         if let Some(args) = &mut self.args {
-            for r in slices {
-                args.add(r.tid, r.id, Owner::Slice, r.payload.args());
+            // The `arguments` column, made after, is the JSON text: the typed ones move here.
+            if slices_due {
+                for r in &mut self.rows.slices {
+                    args.add_owned(r.tid, r.id, Owner::Slice, r.payload.take_args());
+                }
             }
             if marks_due[0] {
-                for r in &self.rows.marks[0] {
-                    args.add(r.tid, r.id, Owner::Instant, r.payload.args());
+                for r in &mut self.rows.marks[0] {
+                    args.add_owned(r.tid, r.id, Owner::Instant, r.payload.take_args());
                 }
             }
         }
+        let slices: &[Row] = if slices_due { &self.rows.slices } else { &[] };
         if let Some(flows) = &mut self.flows {
             for r in slices {
                 if let Some(flow) = r.payload.flow() {

@@ -41,9 +41,9 @@ impl Payload {
         self.extra.as_ref().and_then(|e| e.text.as_deref())
     }
 
-    /// Its typed arguments.
-    pub(crate) fn args(&self) -> Option<&[crate::args_table::Arg]> {
-        self.extra.as_ref().and_then(|e| e.args.as_deref())
+    /// Its typed arguments, given up (for the `args` table, once its batch is made).
+    pub(crate) fn take_args(&mut self) -> Option<Box<[crate::args_table::Arg]>> {
+        self.extra.as_mut().and_then(|e| e.args.take())
     }
 
     /// The flow it continues.

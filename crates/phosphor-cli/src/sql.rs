@@ -153,7 +153,7 @@ pub fn convert(
         Some(Partition::Trace) => phosphor_sql::Layout::ByTrace,
         None => phosphor_sql::Layout::OneFilePerTable,
     };
-    let sources: Vec<phosphor_sql::TraceSource> = files.iter().map(phosphor_sql::TraceSource::new).collect();
+    let sources = aligned(files.iter().map(phosphor_sql::TraceSource::new).collect(), stderr)?;
     let start = std::time::Instant::now();
     let summary = phosphor_sql::write_parquet_as(&sources, dir, layout)?;
     let time = start.elapsed();
@@ -187,5 +187,21 @@ pub fn convert(
 /// The trace files `paths` name (a folder's `.phos` files, listed on `stderr`).
 #[cfg(feature = "sql")]
 fn sources(paths: &[PathBuf], stderr: &mut impl Write) -> anyhow::Result<Vec<phosphor_sql::TraceSource>> {
-    Ok(crate::convert::inputs(paths, stderr)?.into_iter().map(phosphor_sql::TraceSource::new).collect())
+    let files = crate::convert::inputs(paths, stderr)?;
+    aligned(files.iter().map(phosphor_sql::TraceSource::new).collect(), stderr)
+}
+
+/// `sources` on one timeline as `convert` puts several files on one (`phosphor_sql::align`),
+/// saying so when some are aligned by their wall clocks.
+#[cfg(feature = "sql")]
+fn aligned(
+    mut sources: Vec<phosphor_sql::TraceSource>,
+    stderr: &mut impl Write,
+) -> anyhow::Result<Vec<phosphor_sql::TraceSource>> {
+    if sources.len() > 1 {
+        if let Some(warning) = phosphor_sql::align(&mut sources)? {
+            writeln!(stderr, "warning: {warning}")?;
+        }
+    }
+    Ok(sources)
 }

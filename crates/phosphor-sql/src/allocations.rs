@@ -106,7 +106,7 @@ pub(crate) fn allocations(ctx: &mut Context<'_>, rows: &[AllocRow]) -> RecordBat
     let tids: Vec<u32> = rows.iter().map(|r| r.tid).collect();
     let mut cols = ctx.where_columns(rows.len(), Some(&tids));
     cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.slice_id))));
-    let ts = |r: &AllocRow| i64::try_from(ctx.timeline.clock().to_ns(r.start)).unwrap_or(i64::MAX);
+    let ts = |r: &AllocRow| ctx.ns(r.start);
     cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(ts))));
     let (paths, sites, names) = (ctx.paths, ctx.sites, &mut *ctx.path_names);
     let path: StringArray = rows.iter().map(|r| Some(names.get(paths, sites, r.path).to_owned())).collect();

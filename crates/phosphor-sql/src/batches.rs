@@ -37,6 +37,8 @@ pub(crate) struct FileInfo {
     pub(crate) trace: String,
     pub(crate) process: String,
     pub(crate) pid: u32,
+    /// [`crate::TraceSource::shift_ns`].
+    pub(crate) shift_ns: i64,
 }
 
 /// What the reader's thread tells the engine's besides slices.
@@ -143,7 +145,13 @@ impl Builder {
 
         let Builder { names, file, wanted, outbox, sites, path_names, timeline, rows, .. } = self;
         let name = |tid: u32| names.get(&tid).cloned();
-        let place = Place { trace: &file.trace, process: &file.process, pid: file.pid, thread_name: &name };
+        let place = Place {
+            trace: &file.trace,
+            process: &file.process,
+            pid: file.pid,
+            thread_name: &name,
+            shift_ns: file.shift_ns,
+        };
         let mut ctx = Context { place, sites, paths, path_names, timeline };
         let columns = |table: Table| wanted.iter().find(|w| w.table == table).map(|w| w.columns.as_slice());
         // A send fails only when the reader stopped: the batch is not wanted any more.
@@ -194,7 +202,8 @@ impl Builder {
         let Some(rows) = &mut self.problems else { return };
         let sites = &self.sites;
         let timeline = &self.timeline;
-        let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
+        let shift = self.file.shift_ns;
+        let ns = |t: u64| crate::tables::shifted(timeline.clock().to_ns(t), shift);
         for p in found {
             let kind = ScopeProblemKind::new(p.kind, |l| sites.name(l).to_owned());
             let name = match p.kind {

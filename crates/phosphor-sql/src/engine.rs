@@ -86,8 +86,9 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// A session whose tables are those of `traces` (their rows together, told apart by
-    /// `trace`), checking that each opens as a trace file; or, if `traces` is empty, of the
-    /// Parquet folder `parquet` when given.
+    /// `trace`, each file's times moved by its [`TraceSource::shift_ns`]: [`crate::align`] puts
+    /// several files on one timeline), checking that each opens as a trace file; or, if `traces`
+    /// is empty, of the Parquet folder `parquet` when given.
     pub fn new(traces: &[TraceSource], parquet: Option<&Path>) -> Result<Session, Error> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -51,5 +51,5 @@ pub use parquet_out::{
     partition_value, partition_value_decoded, write_parquet, write_parquet_as, writer_properties, Layout,
     ParquetSummary, PARTITION_COLUMN, PART_FILE,
 };
-pub use read::{read_columns, read_from, read_tables, TraceSource, DEFAULT_BATCH_ROWS};
+pub use read::{align, read_columns, read_from, read_tables, TraceSource, DEFAULT_BATCH_ROWS};
 pub use tables::Table;

@@ -54,13 +54,16 @@ pub struct TraceSource {
     pub path: PathBuf,
     /// The `trace` column's value: the path as given, by default.
     pub trace: String,
+    /// Nanoseconds added to every time of the file: its place on the timeline of the files
+    /// read together ([`align`]); 0 for a file read alone.
+    pub shift_ns: i64,
 }
 
 impl TraceSource {
     /// The file at `path`, named by its path as given.
     pub fn new(path: impl Into<PathBuf>) -> TraceSource {
         let path = path.into();
-        TraceSource { trace: path.display().to_string(), path }
+        TraceSource { trace: path.display().to_string(), path, shift_ns: 0 }
     }
 
     /// Opens the file and reads its header.
@@ -68,6 +71,25 @@ impl TraceSource {
         let f = File::open(&self.path).map_err(|source| Error::Open { path: self.path.clone(), source })?;
         Ok(Reader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| e.with_path(&self.path))?)
     }
+}
+
+/// Puts `sources` on one timeline as `phosphor convert` puts several files on one
+/// (`phosphor_export::timeline::align`): the first file's `CLOCK_MONOTONIC` as it is, the files
+/// of its boot likewise, the others shifted by the difference of their wall clocks (one shift
+/// per boot). Sets each [`TraceSource::shift_ns`] and returns the warning to show when some
+/// files had to be aligned by their wall clocks (their error, naming the file, if one does not
+/// open).
+pub fn align(sources: &mut [TraceSource]) -> Result<Option<String>, Error> {
+    let headers =
+        sources.iter().map(|s| Ok(s.open()?.header().clone())).collect::<Result<Vec<_>, Error>>()?;
+    let timeline = phosphor_export::timeline::align(&headers);
+    for (source, place) in sources.iter_mut().zip(&timeline.files) {
+        source.shift_ns = place.shift_ns;
+    }
+    let machine = |i: usize| {
+        format!("{} ({})", sources[i].path.display(), phosphor_export::timeline::machine_of(&headers[i]))
+    };
+    Ok(timeline.warning.as_ref().map(|w| w.describe(machine)))
 }
 
 /// Reads `source` whole, calling `emit` with each batch of the tables in `wanted` (in batches of
@@ -81,7 +103,7 @@ pub fn read_tables(
 ) -> Result<(), Error> {
     let reader = source.open()?.read_ahead();
     let wanted: Vec<Wanted> = wanted.iter().map(|&table| Wanted::all(table)).collect();
-    read_wanted(reader, &source.path, &source.trace, &wanted, batch_rows, emit)
+    read_wanted(reader, &source.path, &source.trace, source.shift_ns, &wanted, batch_rows, emit)
 }
 
 /// [`read_tables`] of one table, making only its columns at `columns` (indices into
@@ -101,7 +123,7 @@ pub fn read_columns(
     }
     let reader = source.open()?.read_ahead();
     let wanted = [Wanted { table, columns: columns.to_vec() }];
-    read_wanted(reader, &source.path, &source.trace, &wanted, batch_rows, emit)
+    read_wanted(reader, &source.path, &source.trace, source.shift_ns, &wanted, batch_rows, emit)
 }
 
 /// [`read_tables`] on a reader already open (on a file, or bytes in memory), `path` naming it in
@@ -115,7 +137,7 @@ pub fn read_from<R: Read>(
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let wanted: Vec<Wanted> = wanted.iter().map(|&table| Wanted::all(table)).collect();
-    read_wanted(reader, path, trace, &wanted, batch_rows, emit)
+    read_wanted(reader, path, trace, 0, &wanted, batch_rows, emit)
 }
 
 /// A table asked for, and which of its columns.
@@ -166,6 +188,7 @@ fn read_wanted<R: Read>(
     mut reader: Reader<R>,
     path: &Path,
     trace: &str,
+    shift_ns: i64,
     wanted: &[Wanted],
     batch_rows: usize,
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
@@ -173,7 +196,8 @@ fn read_wanted<R: Read>(
     let mut out = Out { emit, wanted };
     let batch_rows = batch_rows.max(1);
     let header = reader.header().clone();
-    let file = FileInfo { trace: trace.to_owned(), process: header.process_name.clone(), pid: header.pid };
+    let file =
+        FileInfo { trace: trace.to_owned(), process: header.process_name.clone(), pid: header.pid, shift_ns };
     let (outbox, batches) = mpsc::channel();
     let timeline = Timeline::new(&header.clock);
     let builder = Builder::new(file, timeline.clone(), wanted, batch_rows, outbox);
@@ -192,8 +216,13 @@ fn read_wanted<R: Read>(
             Ok(Some(Block::System(batch))) => {
                 system.add(batch);
                 let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
-                let place =
-                    Place { trace, process: &header.process_name, pid: header.pid, thread_name: &names };
+                let place = Place {
+                    trace,
+                    process: &header.process_name,
+                    pid: header.pid,
+                    thread_name: &names,
+                    shift_ns,
+                };
                 system.flush(&place, batch_rows, false, &mut |table, batch| out.full(table, batch))?;
                 continue;
             }
@@ -225,7 +254,8 @@ fn read_wanted<R: Read>(
         state.feed.message(Message::Flush);
         pass(&batches, &mut out)?;
         let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
-        let place = Place { trace, process: &header.process_name, pid: header.pid, thread_name: &names };
+        let place =
+            Place { trace, process: &header.process_name, pid: header.pid, thread_name: &names, shift_ns };
         state.flush(&place, batch_rows, false, &mut out)?;
         system.flush(&place, batch_rows, false, &mut |table, batch| out.full(table, batch))?;
     }
@@ -238,7 +268,8 @@ fn read_wanted<R: Read>(
     }
     state.asyncs.finish();
     let names = |tid: u32| reader.thread_name(tid).map(|n| n.as_str().to_owned());
-    let place = Place { trace, process: &header.process_name, pid: header.pid, thread_name: &names };
+    let place =
+        Place { trace, process: &header.process_name, pid: header.pid, thread_name: &names, shift_ns };
     state.flush(&place, batch_rows, true, &mut out)?;
     state.finish_file(&place, &header, reader.trailer(), threads.len(), batch_rows, &mut out)?;
     system.flush(&place, batch_rows, true, &mut |table, batch| out.full(table, batch))?;
@@ -360,7 +391,7 @@ impl State {
     ) -> Result<(), Error> {
         let at = (place.trace, place.process, place.pid);
         let timeline = &self.timeline;
-        let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
+        let ns = |t: u64| crate::tables::shifted(timeline.clock().to_ns(t), place.shift_ns);
         let problems = self.tables.contains(&Table::Problems);
         if self.asyncs.len() >= batch_rows || (all && self.asyncs.len() > 0) {
             let table = self.tables.contains(&Table::AsyncSlices);
@@ -396,7 +427,7 @@ impl State {
         let at = (place.trace, place.process, place.pid);
         let wanted = &self.tables;
         let timeline = &self.timeline;
-        let ns = |t: u64| i64::try_from(timeline.clock().to_ns(t)).unwrap_or(i64::MAX);
+        let ns = |t: u64| crate::tables::shifted(timeline.clock().to_ns(t), place.shift_ns);
         if wanted.contains(&Table::Flows) {
             for b in self.flow_rows.finish(at, &ns, batch_rows) {
                 out.full(Table::Flows, b)?;

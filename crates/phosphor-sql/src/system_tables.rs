@@ -310,9 +310,10 @@ impl SystemTables {
     }
 }
 
-/// A `CLOCK_MONOTONIC` time as a column's nanoseconds (the slices' `ts` are on that clock).
-fn ns(t: u64) -> i64 {
-    i64::try_from(t).unwrap_or(i64::MAX)
+/// A `CLOCK_MONOTONIC` time as a column's nanoseconds (the slices' `ts` are on that clock),
+/// on the timeline of the files read together (`ctx`'s shift).
+fn ns(ctx: &Place<'_>, t: u64) -> i64 {
+    crate::tables::shifted(t, ctx.shift_ns)
 }
 
 fn cpu(c: u32) -> Option<u32> {
@@ -322,7 +323,7 @@ fn cpu(c: u32) -> Option<u32> {
 fn switches(ctx: &Place<'_>, rows: &[Switch]) -> RecordBatch {
     let tids: Vec<u32> = rows.iter().map(|r| r.tid).collect();
     let mut cols = ctx.where_columns(rows.len(), Some(&tids));
-    cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(r.time_ns)))));
+    cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(ctx, r.time_ns)))));
     let kind = |r: &Switch| match r.kind {
         SwitchKind::Out => "blocked",
         SwitchKind::Preempted => "preempted",
@@ -336,9 +337,11 @@ fn switches(ctx: &Place<'_>, rows: &[Switch]) -> RecordBatch {
 fn off_cpu(ctx: &Place<'_>, rows: &[(u32, u64, Option<u64>, bool)]) -> RecordBatch {
     let tids: Vec<u32> = rows.iter().map(|r| r.0).collect();
     let mut cols = ctx.where_columns(rows.len(), Some(&tids));
-    cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(r.1)))));
-    cols.push(Arc::new(rows.iter().map(|r| r.2.map(ns)).collect::<Int64Array>()));
-    cols.push(Arc::new(rows.iter().map(|r| r.2.map(|e| ns(e - r.1))).collect::<Int64Array>()));
+    cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(ctx, r.1)))));
+    cols.push(Arc::new(rows.iter().map(|r| r.2.map(|e| ns(ctx, e))).collect::<Int64Array>()));
+    cols.push(Arc::new(
+        rows.iter().map(|r| r.2.map(|e| crate::tables::shifted(e - r.1, 0))).collect::<Int64Array>(),
+    ));
     let reason = |r: &(u32, u64, Option<u64>, bool)| if r.3 { "preempted" } else { "blocked" };
     cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(reason))));
     batch(Table::OffCpu, cols)
@@ -348,7 +351,7 @@ fn samples(ctx: &Place<'_>, rows: &[SampleRow]) -> RecordBatch {
     let tids: Vec<u32> = rows.iter().map(|r| r.tid).collect();
     let mut cols = ctx.where_columns(rows.len(), Some(&tids));
     cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.id))));
-    cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(r.time_ns)))));
+    cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(ctx, r.time_ns)))));
     cols.push(Arc::new(rows.iter().map(|r| cpu(r.cpu)).collect::<UInt32Array>()));
     let kind = |r: &SampleRow| if r.bytes.is_some() { "allocation" } else { "cpu" };
     cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(kind))));
@@ -375,7 +378,7 @@ fn frames(ctx: &Place<'_>, rows: &[FrameRow]) -> RecordBatch {
 
 fn heap(ctx: &Place<'_>, rows: &[HeapCounter]) -> RecordBatch {
     let mut cols = ctx.where_columns(rows.len(), None);
-    cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(r.time_ns)))));
+    cols.push(Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| ns(ctx, r.time_ns)))));
     let fields: [fn(&HeapCounter) -> u64; 4] =
         [|r| r.allocs, |r| r.frees, |r| r.alloc_bytes, |r| r.freed_bytes];
     for field in fields {

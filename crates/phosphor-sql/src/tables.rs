@@ -175,6 +175,9 @@ pub(crate) struct Place<'a> {
     pub(crate) pid: u32,
     /// A thread's name as the file gives it by now.
     pub(crate) thread_name: &'a dyn Fn(u32) -> Option<String>,
+    /// Nanoseconds added to the file's times to put them on the timeline of the files read
+    /// together ([`crate::TraceSource::shift_ns`]).
+    pub(crate) shift_ns: i64,
 }
 
 /// What the batches of the rows resolved by the nesting engine are made with.
@@ -230,7 +233,7 @@ impl Context<'_> {
 
     /// Nanoseconds of timeline time `t`.
     pub(crate) fn ns(&self, t: u64) -> i64 {
-        i64::try_from(self.timeline.clock().to_ns(t)).unwrap_or(i64::MAX)
+        shifted(self.timeline.clock().to_ns(t), self.place.shift_ns)
     }
 
     /// The thread names of `rows`' threads, looked up once per thread.
@@ -297,6 +300,12 @@ impl Context<'_> {
         let arrays = columns.iter().map(|&i| self.column(table, schema.field(i).name(), rows)).collect();
         projected_batch(&schema, columns, arrays, rows.len())
     }
+}
+
+/// Nanoseconds `t` of a file's clock, moved by `shift` onto the timeline of the files read
+/// together, as a column's value (saturating).
+pub(crate) fn shifted(t: u64, shift: i64) -> i64 {
+    i64::try_from(i128::from(t) + i128::from(shift)).unwrap_or(if shift < 0 { i64::MIN } else { i64::MAX })
 }
 
 /// A string column of `rows`, each row's value given by `f`.

@@ -1,6 +1,8 @@
 //! phosphor-sql's integration tests, in one binary: the tables against the statistics, the
 //! query session, Parquet, and damaged files.
 
+#[cfg(feature = "engine")]
+mod align;
 mod columns;
 mod files;
 mod losses;

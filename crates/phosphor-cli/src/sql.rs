@@ -96,7 +96,7 @@ pub fn run(args: &SqlArgs, out: &mut impl Write, stderr: &mut impl Write) -> any
         },
         None => None,
     };
-    let session = match paths.as_slice() {
+    let mut session = match paths.as_slice() {
         [dir] if phosphor_sql::is_parquet_folder(dir) => Session::new(&[], Some(dir))?,
         _ => Session::new(&sources(&paths, stderr)?, None)?,
     };
@@ -110,6 +110,8 @@ pub fn run(args: &SqlArgs, out: &mut impl Write, stderr: &mut impl Write) -> any
     }
     if std::io::stdin().is_terminal() {
         out.flush()?;
+        // At the prompt Ctrl-C stops the running query, not phosphor.
+        let _ = session.interrupt_on_ctrl_c();
         return prompt::run(&session, output, &mut std::io::stdout(), stderr);
     }
     // Statements from stdin, each ended by `;` (outside quotes and comments).

@@ -68,15 +68,31 @@ impl Output {
 
 /// A SQL session over trace files and Parquet folders.
 pub struct Session {
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` but in `drop`, which shuts it down without waiting.
+    runtime: Option<tokio::runtime::Runtime>,
     ctx: SessionContext,
     /// The first read error of a scan: a query that fails for it returns it whole (the file and
     /// the byte offset), not DataFusion's text of it.
     failure: Failure,
+    /// SIGINT, once Ctrl-C stops a running query ([`Session::interrupt_on_ctrl_c`]).
+    #[cfg(unix)]
+    interrupts: Option<Mutex<tokio::signal::unix::Signal>>,
+    #[cfg(not(unix))]
+    interrupts: Option<Mutex<()>>,
 }
 
 /// Where a scan leaves its read error for the session.
 type Failure = Arc<Mutex<Option<Error>>>;
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // A query stopped by Ctrl-C may leave an operator computing until its next yield point,
+        // and a scan waiting to hand it a batch: the session's end does not wait for them.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -111,14 +127,16 @@ impl Session {
         } else if let Some(dir) = parquet {
             runtime.block_on(register_parquet(&ctx, dir))?;
         }
-        Ok(Session { runtime, ctx, failure })
+        Ok(Session { runtime: Some(runtime), ctx, failure, interrupts: None })
     }
 
     /// Runs `query` and collects its result.
     pub fn query(&self, query: &str) -> Result<Vec<RecordBatch>, Error> {
         self.error_left();
-        let result = self.runtime.block_on(async { self.ctx.sql(query).await?.collect().await });
-        result.map_err(|e| self.error(e))
+        self.block_on(async {
+            let frame = self.ctx.sql(query).await.map_err(|e| self.error(e))?;
+            frame.collect().await.map_err(|e| self.error(e))
+        })
     }
 
     /// The error of a query that failed with `e`: the read error a scan left, if any.
@@ -129,6 +147,47 @@ impl Session {
     /// Takes the read error a scan left.
     fn error_left(&self) -> Option<Error> {
         self.failure.lock().map(|mut f| f.take()).unwrap_or_else(|p| p.into_inner().take())
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("the runtime is taken only when the session is dropped")
+    }
+
+    /// Makes Ctrl-C (SIGINT) stop a running query, which then fails with
+    /// [`Error::Interrupted`], its scans stopped and their files closed, instead of ending the
+    /// process: for an interactive prompt. The process's SIGINT is this session's from now on
+    /// (a terminal in raw mode, as a line editor sets it, sends no signal: Ctrl-C there is a
+    /// key). A Ctrl-C between queries stops the next one as it starts; one during the stopping
+    /// or after the end of a query is forgotten. Returns whether SIGINT could be taken (not on
+    /// a platform without it).
+    pub fn interrupt_on_ctrl_c(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            let _in_runtime = self.runtime().enter();
+            if let Ok(signal) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+                self.interrupts = Some(Mutex::new(signal));
+            }
+        }
+        self.interrupts.is_some()
+    }
+
+    /// Runs `work` on the session's runtime; with [`Session::interrupt_on_ctrl_c`], until Ctrl-C.
+    /// Stopping drops `work`: its streams close, and the scans' readers stop at their next batch.
+    fn block_on<T>(&self, work: impl std::future::Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        #[cfg(unix)]
+        if let Some(interrupts) = &self.interrupts {
+            let mut signal = interrupts.lock().unwrap_or_else(|p| p.into_inner());
+            return self.runtime().block_on(async {
+                let done = tokio::select! {
+                    done = work => done,
+                    _ = signal.recv() => Err(Error::Interrupted),
+                };
+                // A Ctrl-C that came while stopping, or after the result: not for the next query.
+                while let Some(Some(())) = futures::FutureExt::now_or_never(signal.recv()) {}
+                done
+            });
+        }
+        self.runtime().block_on(work)
     }
 
     /// Runs `query` and writes its result to `out` as `output` says (not [`Output::Parquet`],
@@ -169,7 +228,7 @@ impl Session {
             return Ok(rows);
         }
         self.error_left();
-        self.runtime.block_on(async {
+        self.block_on(async {
             let frame = self.ctx.sql(query).await.map_err(|e| self.error(e))?;
             let mut stream = frame.execute_stream().await.map_err(|e| self.error(e))?;
             let mut rows = 0u64;
@@ -197,7 +256,7 @@ impl Session {
     fn write_parquet_file(&self, query: &str, file: File, path: &Path) -> Result<u64, Error> {
         let parquet = |source| Error::Parquet { path: path.to_path_buf(), source };
         self.error_left();
-        self.runtime.block_on(async {
+        self.block_on(async {
             let frame = self.ctx.sql(query).await.map_err(|e| self.error(e))?;
             let mut stream = frame.execute_stream().await.map_err(|e| self.error(e))?;
             let mut writer =
@@ -217,7 +276,7 @@ impl Session {
     /// rows the result has (all counted, only `max_rows` kept).
     pub fn run_table(&self, query: &str, max_rows: usize, out: &mut dyn Write) -> Result<u64, Error> {
         self.error_left();
-        let (kept, rows) = self.runtime.block_on(async {
+        let (kept, rows) = self.block_on(async {
             let frame = self.ctx.sql(query).await.map_err(|e| self.error(e))?;
             let mut stream = frame.execute_stream().await.map_err(|e| self.error(e))?;
             let (mut kept, mut held, mut rows) = (Vec::new(), 0usize, 0u64);

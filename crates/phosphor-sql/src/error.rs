@@ -41,6 +41,10 @@ pub enum Error {
     /// The batches' consumer went away (a query that needed no more rows).
     #[error("the table's reader was stopped")]
     Stopped,
+    /// The query was stopped by Ctrl-C ([`crate::Session::interrupt_on_ctrl_c`]).
+    #[cfg(feature = "engine")]
+    #[error("interrupted")]
+    Interrupted,
     /// The query failed: its text is in the message.
     #[cfg(feature = "engine")]
     #[error("{0}")]

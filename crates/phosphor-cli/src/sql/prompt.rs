@@ -3,7 +3,8 @@
 //!
 //! The history is kept in `$PHOSPHOR_SQL_HISTORY`, else `$XDG_DATA_HOME/phosphor/sql_history`,
 //! else `~/.local/share/phosphor/sql_history`, saved after each statement. Ctrl-C forgets the
-//! statement being typed; Ctrl-D (on an empty line) or `.quit` quits.
+//! statement being typed, or stops the one running (`Session::interrupt_on_ctrl_c`); Ctrl-D (on
+//! an empty line) or `.quit` quits.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,7 +22,7 @@ const MAX_ROWS: usize = 1000;
 /// What `.help` prints.
 const HELP: &str = "\
 Statements end with `;` and may span lines. Up and Down recall earlier ones; Ctrl-C forgets the
-statement being typed, Ctrl-D on an empty line quits.
+statement being typed or stops the one running, Ctrl-D on an empty line quits.
   .tables                  the tables
   .schema [TABLE]          their columns (or TABLE's) and types
   .mode table|csv|json     how results print (table: the first 1000 rows)
@@ -160,6 +161,9 @@ impl Prompt<'_> {
                 writeln!(out, "{rows} row{plural}{shown} in {:.3} s", start.elapsed().as_secs_f64())?;
             }
             Ok(None) => {}
+            Err(phosphor_sql::Error::Interrupted) => {
+                writeln!(err, "interrupted after {:.3} s", start.elapsed().as_secs_f64())?
+            }
             Err(e) => writeln!(err, "error: {e}")?,
         }
         out.flush()?;

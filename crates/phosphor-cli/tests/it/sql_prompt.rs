@@ -86,6 +86,35 @@ fn sql_prompt_runs_statements_over_lines_forgets_on_ctrl_c_and_keeps_history_acr
     p.exp_eof().unwrap();
 }
 
+#[cfg(all(feature = "sql", unix))]
+#[test]
+fn sql_prompt_ctrl_c_stops_a_running_query_and_the_prompt_goes_on() {
+    use rexpect::reader::Options;
+    use rexpect::session::spawn_with_options;
+
+    let (file, n) = demo_trace("sql-prompt-stop");
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_phosphor"));
+    let history = file.with_file_name("history");
+    c.arg("sql").arg(&file).env("PHOSPHOR_SQL_HISTORY", &history).env("TERM", "xterm");
+    let options = Options::new().timeout_ms(Some(60_000)).strip_ansi_escape_codes(true);
+    let mut p = spawn_with_options(c, options).expect("phosphor sql starts on a pseudo-terminal");
+    p.exp_string("sql> ").unwrap();
+    // Thousands of slices cubed: hours of counting, so it runs until stopped.
+    p.send_line("SELECT count(*) AS huge FROM slices a, slices b, slices c;").unwrap();
+    p.exp_string("slices c;").unwrap();
+    // Ctrl-C as the terminal sends it while a query runs (not in raw mode): SIGINT. One sent
+    // before the query starts stops it as it starts, so no wait is needed here.
+    p.process_mut().signal(rexpect::process::Signal::SIGINT).expect("SIGINT sent");
+    p.exp_string("interrupted after").unwrap();
+    p.exp_string("sql> ").unwrap();
+    // The session goes on: the next query runs, and phosphor is still there.
+    p.send_line("SELECT count(*) + 1000000 AS n FROM slices;").unwrap();
+    p.exp_string(&format!("| {}", n + 1_000_000)).unwrap();
+    p.exp_string("sql> ").unwrap();
+    p.send_line(".quit").unwrap();
+    p.exp_eof().unwrap();
+}
+
 #[cfg(feature = "sql")]
 #[test]
 fn sql_statements_from_a_pipe_run_in_turn_with_semicolons_inside_strings_and_errors_told() {

@@ -6,8 +6,8 @@
 //! Every file is read once, all tables together, and each batch is written as it comes, so
 //! memory is a row group per table (zstd-compressed columns) plus what reading keeps.
 //!
-//! The writer's settings ([`writer_properties`]) are those measured in BENCHMARKS.md ("SQL:
-//! Parquet output").
+//! The writer's settings ([`writer_properties_for`], per column of each table, on
+//! [`writer_properties`]) are those measured in BENCHMARKS.md ("SQL: Parquet settings").
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -86,8 +86,16 @@ fn delta_encoded(name: &str) -> bool {
 /// plain (`BYTE_STREAM_SPLIT` for floats), no dictionary, as one would fill up and be dropped
 /// after costing the time to build it, or worse, be kept and cost more bytes than plain values
 /// (`args.uint_value` takes 6.7 MB plain, 11.8 MB with a dictionary, on the 11.6 M-event trace).
-const DISTINCT_VALUES: &[&str] =
-    &["arguments", "end_arguments", "message", "string_value", "detail", "int_value", "uint_value", "real_value"];
+const DISTINCT_VALUES: &[&str] = &[
+    "arguments",
+    "end_arguments",
+    "message",
+    "string_value",
+    "detail",
+    "int_value",
+    "uint_value",
+    "real_value",
+];
 
 /// The settings of a file of `schema`'s columns, as measured in BENCHMARKS.md ("SQL: Parquet
 /// settings", with `examples/parquet_tune.rs`): [`writer_properties`], and per column

@@ -35,7 +35,11 @@ fn before() -> WriterProperties {
 
 /// Writes `batches` (all of `schema`) with `props` into memory: the bytes per column (compressed,
 /// from the footer), the file's bytes, and the seconds it took.
-fn write(schema: Arc<Schema>, batches: &[RecordBatch], props: WriterProperties) -> (Vec<(String, i64)>, usize, f64) {
+fn write(
+    schema: Arc<Schema>,
+    batches: &[RecordBatch],
+    props: WriterProperties,
+) -> (Vec<(String, i64)>, usize, f64) {
     let start = Instant::now();
     let mut out = Vec::new();
     let mut w = ArrowWriter::try_new(&mut out, schema.clone(), Some(props)).unwrap();
@@ -44,8 +48,7 @@ fn write(schema: Arc<Schema>, batches: &[RecordBatch], props: WriterProperties) 
     }
     let meta = w.close().unwrap();
     let secs = start.elapsed().as_secs_f64();
-    let mut columns: Vec<(String, i64)> =
-        schema.fields().iter().map(|f| (f.name().clone(), 0)).collect();
+    let mut columns: Vec<(String, i64)> = schema.fields().iter().map(|f| (f.name().clone(), 0)).collect();
     for rg in meta.row_groups() {
         for (i, c) in rg.columns().iter().enumerate() {
             columns[i].1 += c.compressed_size();
@@ -62,14 +65,18 @@ fn candidates(ty: &DataType) -> Vec<Option<Encoding>> {
             c.extend([Some(Encoding::DELTA_BINARY_PACKED), Some(Encoding::BYTE_STREAM_SPLIT)])
         }
         DataType::Float64 => c.push(Some(Encoding::BYTE_STREAM_SPLIT)),
-        DataType::Utf8 => c.extend([Some(Encoding::DELTA_LENGTH_BYTE_ARRAY), Some(Encoding::DELTA_BYTE_ARRAY)]),
+        DataType::Utf8 => {
+            c.extend([Some(Encoding::DELTA_LENGTH_BYTE_ARRAY), Some(Encoding::DELTA_BYTE_ARRAY)])
+        }
         _ => {}
     }
     c
 }
 
 fn one_column(encoding: Option<Encoding>, level: i32) -> WriterPropertiesBuilder {
-    let b = WriterProperties::builder().set_compression(zstd(level)).set_statistics_enabled(EnabledStatistics::Page);
+    let b = WriterProperties::builder()
+        .set_compression(zstd(level))
+        .set_statistics_enabled(EnabledStatistics::Page);
     match encoding {
         None => b.set_dictionary_enabled(true).set_dictionary_page_size_limit(4 << 20),
         Some(e) => b.set_dictionary_enabled(false).set_encoding(e),
@@ -102,15 +109,21 @@ fn main() {
             println!("{} ({rows} rows)", table.name());
             for (i, field) in table.schema().fields().iter().enumerate() {
                 let schema = Arc::new(Schema::new(vec![field.as_ref().clone()]));
-                let cols: Vec<RecordBatch> =
-                    tb.iter().map(|b| RecordBatch::try_new(schema.clone(), vec![b.column(i).clone()]).unwrap()).collect();
+                let cols: Vec<RecordBatch> = tb
+                    .iter()
+                    .map(|b| RecordBatch::try_new(schema.clone(), vec![b.column(i).clone()]).unwrap())
+                    .collect();
                 let mut line = format!("  {:<14}", field.name());
                 for enc in candidates(field.data_type()) {
                     for level in [1, 3] {
                         let (_, bytes, secs) = write(schema.clone(), &cols, one_column(enc, level).build());
                         let name = enc.map_or("DICT".to_owned(), |e| format!("{e:?}"));
                         let name = name.replace("DELTA_", "D_").replace("BYTE_STREAM_SPLIT", "BSS");
-                        line.push_str(&format!(" | {name} z{level} {:.2}MB {:.2}s", bytes as f64 / 1e6, secs));
+                        line.push_str(&format!(
+                            " | {name} z{level} {:.2}MB {:.2}s",
+                            bytes as f64 / 1e6,
+                            secs
+                        ));
                     }
                 }
                 println!("{line}");
@@ -124,7 +137,11 @@ fn main() {
         for table in Table::ALL {
             let tb = of(table);
             // The properties as `convert` sets them: per column, for the table's schema.
-            let props = if name == "before" { props.clone() } else { phosphor_sql::writer_properties_for(&table.schema()) };
+            let props = if name == "before" {
+                props.clone()
+            } else {
+                phosphor_sql::writer_properties_for(&table.schema())
+            };
             let (columns, bytes, s) = write(table.schema(), &tb, props);
             total += bytes;
             secs += s;
@@ -133,7 +150,13 @@ fn main() {
                 columns.sort_by_key(|c| -c.1);
                 let top: Vec<String> =
                     columns.iter().take(6).map(|(c, b)| format!("{c} {:.2}", *b as f64 / 1e6)).collect();
-                lines.push(format!("  {} {:.2} MB in {:.2} s: {}", table.name(), bytes as f64 / 1e6, s, top.join(", ")));
+                lines.push(format!(
+                    "  {} {:.2} MB in {:.2} s: {}",
+                    table.name(),
+                    bytes as f64 / 1e6,
+                    s,
+                    top.join(", ")
+                ));
             }
         }
         println!(

@@ -102,12 +102,12 @@ const DISTINCT_VALUES: &[&str] = &[
 /// - ids and timestamps (`id`, `parent_id`, `slice_id`, `async_id`, `ts`, `end_ts`, ... but
 ///   `stack_id`): `DELTA_BINARY_PACKED`, no dictionary (on the 11.6 M-event trace, `slices.id`
 ///   takes 0.3 MB so, 21 MB with a dictionary);
-/// - columns whose values rarely repeat ([`DISTINCT_VALUES`]: the JSON `arguments`, log
-///   messages, details, argument values): plain, no dictionary;
+/// - columns whose values rarely repeat (`DISTINCT_VALUES`: the JSON `arguments`, log
+///   messages, details, argument values): plain (floats `BYTE_STREAM_SPLIT`), no dictionary;
 /// - floats (counter values): a dictionary, falling back to `BYTE_STREAM_SPLIT`;
 /// - every other column (repeated strings: trace, process, thread, kind, category, name, path,
-///   file, key, level; 32-bit integers: pid, tid, depth, line; durations, counts and values,
-///   which repeat more than they differ): a dictionary, falling back to plain once it is full.
+///   file, key, level; 32-bit integers: pid, tid, depth, line; durations and counts, which
+///   repeat more than they differ): a dictionary, falling back to plain once it is full.
 ///
 /// Every encoding chosen has been in the Parquet format since 2019 (2.8); `BYTE_STREAM_SPLIT`
 /// for integers would save some 3 MB more on that trace but is allowed only since 2024, which

@@ -1,37 +1,91 @@
-//! Measures Parquet writer settings on one trace: `cargo run --release -p phosphor-sql --example
-//! parquet_tune -- TRACE.phos`. Reads the trace's tables once into memory, then writes them with
-//! each setting to a temporary folder, printing the bytes per table and the time.
+//! Measures Parquet writer settings on one trace: `cargo run --release -p phosphor-sql
+//! --no-default-features --example parquet_tune -- TRACE.phos [columns]`. Reads the trace's
+//! tables once into memory, then:
+//!
+//! - with `columns`, writes every column of every table with rows alone, once per encoding and
+//!   zstd level, printing its bytes and encoding time (what picks each column's encoding);
+//! - writes every table with [`writer_properties`] (the settings `convert` uses) and with the
+//!   settings before them (dictionary on every column), printing bytes per table and per
+//!   column, and the time.
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use arrow::datatypes::{DataType, Schema};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
-use parquet::schema::types::ColumnPath;
 use phosphor_sql::{read_tables, writer_properties, Table, TraceSource, DEFAULT_BATCH_ROWS};
 
 fn zstd(level: i32) -> Compression {
     Compression::ZSTD(ZstdLevel::try_new(level).unwrap())
 }
 
-fn base(level: i32) -> WriterPropertiesBuilder {
-    WriterProperties::builder().set_compression(zstd(level))
+/// The settings before issue 40's tuning: zstd 3, a dictionary on every column.
+fn before() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(zstd(3))
+        .set_dictionary_enabled(true)
+        .set_dictionary_page_size_limit(4 << 20)
+        .set_max_row_group_row_count(Some(1 << 20))
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .build()
 }
 
-/// Integer columns that rarely repeat: delta-encoded, no dictionary.
-fn delta(mut b: WriterPropertiesBuilder) -> WriterPropertiesBuilder {
-    for c in ["id", "parent_id", "ts", "dur", "self_dur", "slice_id"] {
-        let c = ColumnPath::from(c);
-        b = b
-            .set_column_dictionary_enabled(c.clone(), false)
-            .set_column_encoding(c, Encoding::DELTA_BINARY_PACKED);
+/// Writes `batches` (all of `schema`) with `props` into memory: the bytes per column (compressed,
+/// from the footer), the file's bytes, and the seconds it took.
+fn write(
+    schema: Arc<Schema>,
+    batches: &[RecordBatch],
+    props: WriterProperties,
+) -> (Vec<(String, i64)>, usize, f64) {
+    let start = Instant::now();
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, schema.clone(), Some(props)).unwrap();
+    for b in batches {
+        w.write(b).unwrap();
     }
-    b
+    let meta = w.close().unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    let mut columns: Vec<(String, i64)> = schema.fields().iter().map(|f| (f.name().clone(), 0)).collect();
+    for rg in meta.row_groups() {
+        for (i, c) in rg.columns().iter().enumerate() {
+            columns[i].1 += c.compressed_size();
+        }
+    }
+    (columns, out.len(), secs)
+}
+
+/// The encodings worth trying for a column of type `ty` (`None`: dictionary).
+fn candidates(ty: &DataType) -> Vec<Option<Encoding>> {
+    let mut c = vec![None, Some(Encoding::PLAIN)];
+    match ty {
+        DataType::Int32 | DataType::Int64 | DataType::UInt32 | DataType::UInt64 => {
+            c.extend([Some(Encoding::DELTA_BINARY_PACKED), Some(Encoding::BYTE_STREAM_SPLIT)])
+        }
+        DataType::Float64 => c.push(Some(Encoding::BYTE_STREAM_SPLIT)),
+        DataType::Utf8 => {
+            c.extend([Some(Encoding::DELTA_LENGTH_BYTE_ARRAY), Some(Encoding::DELTA_BYTE_ARRAY)])
+        }
+        _ => {}
+    }
+    c
+}
+
+fn one_column(encoding: Option<Encoding>, level: i32) -> WriterPropertiesBuilder {
+    let b = WriterProperties::builder()
+        .set_compression(zstd(level))
+        .set_statistics_enabled(EnabledStatistics::Page);
+    match encoding {
+        None => b.set_dictionary_enabled(true).set_dictionary_page_size_limit(4 << 20),
+        Some(e) => b.set_dictionary_enabled(false).set_encoding(e),
+    }
 }
 
 fn main() {
     let path = std::env::args().nth(1).expect("a trace file");
+    let per_column = std::env::args().nth(2).is_some_and(|a| a == "columns");
     let input = std::fs::metadata(&path).unwrap().len();
     let source = TraceSource::new(&path);
     let start = Instant::now();
@@ -41,55 +95,78 @@ fn main() {
         Ok(())
     })
     .unwrap();
-    println!("read in {:.2} s", start.elapsed().as_secs_f64());
-    for table in Table::ALL {
-        let rows: usize = batches.iter().filter(|(t, _)| *t == table).map(|(_, b)| b.num_rows()).sum();
-        println!("  {}: {rows} rows", table.name());
-    }
-    let settings: Vec<(&str, WriterProperties)> = vec![
-        ("zstd1 (before)", base(1).build()),
-        ("zstd3", base(3).build()),
-        ("zstd3 dict4M", base(3).set_dictionary_page_size_limit(4 << 20).build()),
-        ("zstd3 dict4M delta", delta(base(3).set_dictionary_page_size_limit(4 << 20)).build()),
-        ("zstd1 dict4M delta", delta(base(1).set_dictionary_page_size_limit(4 << 20)).build()),
-        (
-            "zstd3 dict4M delta nostats",
-            delta(base(3).set_dictionary_page_size_limit(4 << 20))
-                .set_statistics_enabled(EnabledStatistics::Chunk)
-                .build(),
-        ),
-        ("zstd6 dict4M delta", delta(base(6).set_dictionary_page_size_limit(4 << 20)).build()),
-        ("chosen (writer_properties)", writer_properties()),
-    ];
-    let dir = std::env::temp_dir().join(format!("parquet-tune-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, props) in settings {
-        let start = Instant::now();
-        let mut total = 0;
-        let mut sizes = Vec::new();
+    println!("read in {:.2} s ({} bytes)", start.elapsed().as_secs_f64(), input);
+    let of = |table: Table| -> Vec<RecordBatch> {
+        batches.iter().filter(|(t, _)| *t == table).map(|(_, b)| b.clone()).collect()
+    };
+    if per_column {
         for table in Table::ALL {
-            let file = dir.join(format!("{}.parquet", table.name()));
-            let mut w = ArrowWriter::try_new(
-                std::fs::File::create(&file).unwrap(),
-                table.schema(),
-                Some(props.clone()),
-            )
-            .unwrap();
-            for (_, b) in batches.iter().filter(|(t, _)| *t == table) {
-                w.write(b).unwrap();
+            let tb = of(table);
+            let rows: usize = tb.iter().map(|b| b.num_rows()).sum();
+            if rows < 10_000 {
+                continue;
             }
-            w.close().unwrap();
-            let n = std::fs::metadata(&file).unwrap().len();
-            total += n;
-            sizes.push(format!("{} {:.1} MB", table.name(), n as f64 / 1e6));
+            println!("{} ({rows} rows)", table.name());
+            for (i, field) in table.schema().fields().iter().enumerate() {
+                let schema = Arc::new(Schema::new(vec![field.as_ref().clone()]));
+                let cols: Vec<RecordBatch> = tb
+                    .iter()
+                    .map(|b| RecordBatch::try_new(schema.clone(), vec![b.column(i).clone()]).unwrap())
+                    .collect();
+                let mut line = format!("  {:<14}", field.name());
+                for enc in candidates(field.data_type()) {
+                    for level in [1, 3] {
+                        let (_, bytes, secs) = write(schema.clone(), &cols, one_column(enc, level).build());
+                        let name = enc.map_or("DICT".to_owned(), |e| format!("{e:?}"));
+                        let name = name.replace("DELTA_", "D_").replace("BYTE_STREAM_SPLIT", "BSS");
+                        line.push_str(&format!(
+                            " | {name} z{level} {:.2}MB {:.2}s",
+                            bytes as f64 / 1e6,
+                            secs
+                        ));
+                    }
+                }
+                println!("{line}");
+            }
+        }
+    }
+    for (name, props) in [("before", before()), ("writer_properties()", writer_properties())] {
+        let mut total = 0;
+        let mut secs = 0.0;
+        let mut lines = Vec::new();
+        for table in Table::ALL {
+            let tb = of(table);
+            // The properties as `convert` sets them: per column, for the table's schema.
+            let props = if name == "before" {
+                props.clone()
+            } else {
+                phosphor_sql::writer_properties_for(&table.schema())
+            };
+            let (columns, bytes, s) = write(table.schema(), &tb, props);
+            total += bytes;
+            secs += s;
+            if tb.iter().map(|b| b.num_rows()).sum::<usize>() > 0 {
+                let mut columns = columns;
+                columns.sort_by_key(|c| -c.1);
+                let top: Vec<String> =
+                    columns.iter().take(6).map(|(c, b)| format!("{c} {:.2}", *b as f64 / 1e6)).collect();
+                lines.push(format!(
+                    "  {} {:.2} MB in {:.2} s: {}",
+                    table.name(),
+                    bytes as f64 / 1e6,
+                    s,
+                    top.join(", ")
+                ));
+            }
         }
         println!(
-            "{name}: {:.1} MB ({:.2}x the trace) in {:.2} s: {}",
+            "{name}: {:.1} MB ({:.2}x the trace), written in {:.2} s",
             total as f64 / 1e6,
             total as f64 / input as f64,
-            start.elapsed().as_secs_f64(),
-            sizes.join(", ")
+            secs
         );
+        for l in lines {
+            println!("{l}");
+        }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -32,7 +32,7 @@ use datafusion::prelude::{ident, lit, DataFrame, ParquetReadOptions};
 use futures::StreamExt;
 use parquet::arrow::ArrowWriter;
 
-use crate::parquet_out::{partition_value_decoded, writer_properties, PARTITION_COLUMN};
+use crate::parquet_out::{partition_value_decoded, writer_properties_for, PARTITION_COLUMN};
 use crate::read::{read_columns, TraceSource};
 use crate::tables::Table;
 use crate::Error;
@@ -47,7 +47,7 @@ pub enum Output {
     Csv,
     /// JSON Lines, an object per row, streamed.
     Json,
-    /// A Parquet file ([`writer_properties`]), streamed: to a file only ([`Session::write_file`]).
+    /// A Parquet file ([`writer_properties_for`] its columns), streamed: to a file only ([`Session::write_file`]).
     Parquet,
 }
 
@@ -259,8 +259,9 @@ impl Session {
         self.block_on(async {
             let frame = self.ctx.sql(query).await.map_err(|e| self.error(e))?;
             let mut stream = frame.execute_stream().await.map_err(|e| self.error(e))?;
+            let properties = writer_properties_for(&stream.schema());
             let mut writer =
-                ArrowWriter::try_new(file, stream.schema(), Some(writer_properties())).map_err(parquet)?;
+                ArrowWriter::try_new(file, stream.schema(), Some(properties)).map_err(parquet)?;
             let mut rows = 0u64;
             while let Some(batch) = stream.next().await {
                 let batch = batch.map_err(|e| self.error(e))?;

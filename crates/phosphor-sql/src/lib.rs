@@ -48,8 +48,8 @@ mod tables;
 pub use engine::{is_parquet_folder, Output, Session};
 pub use error::Error;
 pub use parquet_out::{
-    partition_value, partition_value_decoded, write_parquet, write_parquet_as, writer_properties, Layout,
-    ParquetSummary, PARTITION_COLUMN, PART_FILE,
+    partition_value, partition_value_decoded, write_parquet, write_parquet_as, writer_properties,
+    writer_properties_for, Layout, ParquetSummary, PARTITION_COLUMN, PART_FILE,
 };
 pub use read::{align, read_columns, read_from, read_tables, TraceSource, DEFAULT_BATCH_ROWS};
 pub use tables::Table;

@@ -6,19 +6,20 @@
 //! Every file is read once, all tables together, and each batch is written as it comes, so
 //! memory is a row group per table (zstd-compressed columns) plus what reading keeps.
 //!
-//! The writer's settings ([`writer_properties`]) are those measured in BENCHMARKS.md ("SQL:
-//! Parquet output").
+//! The writer's settings ([`writer_properties_for`], per column of each table, on
+//! [`writer_properties`]) are those measured in BENCHMARKS.md ("SQL: Parquet settings").
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::datatypes::{DataType, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
+use parquet::schema::types::ColumnPath;
 
 use crate::read::{read_tables, TraceSource, DEFAULT_BATCH_ROWS};
 use crate::tables::Table;
@@ -55,18 +56,82 @@ pub struct ParquetSummary {
     pub bytes: u64,
 }
 
-/// The settings of every Parquet file written: zstd level 3 on every column, dictionary encoding
-/// (for the repeated strings: trace, process, thread, kind, category, name, path, file) with a
-/// dictionary of up to 4 MiB per column chunk, row groups of up to 1 Mi rows, and per-page
-/// statistics (min and max, for pruning).
+/// The settings every Parquet file written starts from (and those of query results written as
+/// Parquet, whose columns are not known in advance): zstd level 3, dictionary encoding with a
+/// dictionary of up to 4 MiB per column chunk (a column whose values do not repeat falls back to
+/// plain encoding once it is full), row groups of up to 1 Mi rows, and per-page statistics (min
+/// and max, for pruning). [`writer_properties_for`] sets each column of a table's file.
 pub fn writer_properties() -> WriterProperties {
+    base_properties().build()
+}
+
+fn base_properties() -> WriterPropertiesBuilder {
     WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
         .set_dictionary_enabled(true)
         .set_dictionary_page_size_limit(4 << 20)
         .set_max_row_group_row_count(Some(1 << 20))
         .set_statistics_enabled(EnabledStatistics::Page)
-        .build()
+}
+
+/// Whether 64-bit integer column `name` holds ids or timestamps: mostly distinct values, each
+/// near the one before (ids count up, a thread's times move forward), which
+/// `DELTA_BINARY_PACKED` stores in a few bits each where a dictionary would store them twice.
+/// `stack_id` is not one: a sample's stack repeats earlier ones, which a dictionary serves.
+fn delta_encoded(name: &str) -> bool {
+    (name == "id" || name.ends_with("_id") || name == "ts" || name.ends_with("_ts")) && name != "stack_id"
+}
+
+/// Columns whose values rarely repeat (JSON arguments, messages, details, argument values):
+/// plain (`BYTE_STREAM_SPLIT` for floats), no dictionary, as one would fill up and be dropped
+/// after costing the time to build it, or worse, be kept and cost more bytes than plain values
+/// (`args.uint_value` takes 6.7 MB plain, 11.8 MB with a dictionary, on the 11.6 M-event trace).
+const DISTINCT_VALUES: &[&str] = &[
+    "arguments",
+    "end_arguments",
+    "message",
+    "string_value",
+    "detail",
+    "int_value",
+    "uint_value",
+    "real_value",
+];
+
+/// The settings of a file of `schema`'s columns, as measured in BENCHMARKS.md ("SQL: Parquet
+/// settings", with `examples/parquet_tune.rs`): [`writer_properties`], and per column
+/// - ids and timestamps (`id`, `parent_id`, `slice_id`, `async_id`, `ts`, `end_ts`, ... but
+///   `stack_id`): `DELTA_BINARY_PACKED`, no dictionary (on the 11.6 M-event trace, `slices.id`
+///   takes 0.3 MB so, 21 MB with a dictionary);
+/// - columns whose values rarely repeat (`DISTINCT_VALUES`: the JSON `arguments`, log
+///   messages, details, argument values): plain (floats `BYTE_STREAM_SPLIT`), no dictionary;
+/// - floats (counter values): a dictionary, falling back to `BYTE_STREAM_SPLIT`;
+/// - every other column (repeated strings: trace, process, thread, kind, category, name, path,
+///   file, key, level; 32-bit integers: pid, tid, depth, line; durations and counts, which
+///   repeat more than they differ): a dictionary, falling back to plain once it is full.
+///
+/// Every encoding chosen has been in the Parquet format since 2019 (2.8); `BYTE_STREAM_SPLIT`
+/// for integers would save some 3 MB more on that trace but is allowed only since 2024, which
+/// older readers refuse.
+pub fn writer_properties_for(schema: &Schema) -> WriterProperties {
+    let mut b = base_properties();
+    for field in schema.fields() {
+        let name = field.name().as_str();
+        let column = ColumnPath::from(name);
+        b = match field.data_type() {
+            DataType::Int64 | DataType::UInt64 if delta_encoded(name) => b
+                .set_column_dictionary_enabled(column.clone(), false)
+                .set_column_encoding(column, Encoding::DELTA_BINARY_PACKED),
+            DataType::Float64 if DISTINCT_VALUES.contains(&name) => b
+                .set_column_dictionary_enabled(column.clone(), false)
+                .set_column_encoding(column, Encoding::BYTE_STREAM_SPLIT),
+            _ if DISTINCT_VALUES.contains(&name) => b
+                .set_column_dictionary_enabled(column.clone(), false)
+                .set_column_encoding(column, Encoding::PLAIN),
+            DataType::Float64 => b.set_column_encoding(column, Encoding::BYTE_STREAM_SPLIT),
+            _ => b,
+        };
+    }
+    b.build()
 }
 
 /// Writes the tables of `sources` (their rows one after the other, each with its `trace`) into
@@ -146,7 +211,6 @@ struct TableWriter {
 
 impl Writers {
     fn new(path_of: impl Fn(Table) -> Result<PathBuf, Error>, drop_trace: bool) -> Result<Writers, Error> {
-        let props = writer_properties();
         let mut writers = HashMap::new();
         for table in Table::ALL {
             let path = path_of(table)?;
@@ -159,7 +223,7 @@ impl Writers {
             }
             let file =
                 File::create(&partial).map_err(|source| Error::Open { path: partial.clone(), source })?;
-            let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.clone()))
+            let writer = ArrowWriter::try_new(file, schema.clone(), Some(writer_properties_for(&schema)))
                 .map_err(|source| Error::Parquet { path: path.clone(), source })?;
             writers.insert(table, TableWriter { writer, path, partial, schema, rows: 0 });
         }
@@ -277,6 +341,34 @@ pub fn partition_value_decoded(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_and_times_are_delta_encoded_repeated_strings_dictionary_encoded() {
+        let setting = |table: Table, column: &str| {
+            assert!(table.schema().field_with_name(column).is_ok(), "{} has {column}", table.name());
+            let props = writer_properties_for(&table.schema());
+            let path = ColumnPath::from(column);
+            (props.dictionary_enabled(&path), props.encoding(&path))
+        };
+        let delta = (false, Some(Encoding::DELTA_BINARY_PACKED));
+        for (table, column) in [
+            (Table::Slices, "id"),
+            (Table::Slices, "parent_id"),
+            (Table::Slices, "ts"),
+            (Table::Args, "slice_id"),
+            (Table::AsyncSlices, "async_id"),
+            (Table::Flows, "to_ts"),
+        ] {
+            assert_eq!(setting(table, column), delta, "{}.{column}", table.name());
+        }
+        for (table, column) in [(Table::Slices, "name"), (Table::Slices, "dur"), (Table::Args, "key")] {
+            assert_eq!(setting(table, column), (true, None), "{}.{column}", table.name());
+        }
+        assert_eq!(setting(Table::Samples, "stack_id"), (true, None));
+        assert_eq!(setting(Table::Slices, "arguments"), (false, Some(Encoding::PLAIN)));
+        assert_eq!(setting(Table::Args, "uint_value"), (false, Some(Encoding::PLAIN)));
+        assert_eq!(setting(Table::Counters, "value"), (true, Some(Encoding::BYTE_STREAM_SPLIT)));
+    }
 
     #[test]
     fn partition_values_round_trip_and_escape_what_hive_escapes() {

@@ -10,7 +10,9 @@
 //!     counter slower than [`MIN_COUNTER_HZ`]; a slower but usable one is kept, and its period,
 //!     the trace's resolution, is the header's `ns_per_tick` ([`ClockInfo::resolution_ns`]).
 //! * [`ClockKind::Monotonic`] and [`ClockKind::Realtime`] read `clock_gettime`, served by the vDSO
-//!   without a system call on Linux; their ticks are nanoseconds.
+//!   without a system call on Linux; their ticks are nanoseconds. On Windows they are
+//!   `QueryPerformanceCounter` (the time since boot) and `GetSystemTimePreciseAsFileTime`, in
+//!   nanoseconds too; the counter (the TSC, where invariant) is calibrated against the former.
 //!
 //! A trace stores a [`ClockInfo`]: the kind, how raw ticks convert to nanoseconds, and the
 //! wall-clock time of a known tick, so tools can place events on the calendar.
@@ -117,17 +119,77 @@ fn cntfrq() -> u64 {
     hz & 0xffff_ffff
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds.
+/// `CLOCK_MONOTONIC` in nanoseconds: on Windows, `QueryPerformanceCounter` in nanoseconds (the
+/// clock Windows' own timing, `Instant` included, uses; its epoch is the boot).
 #[inline(always)]
 pub(crate) fn monotonic_ns() -> u64 {
-    clock_gettime_ns(libc::CLOCK_MONOTONIC)
+    #[cfg(unix)]
+    {
+        clock_gettime_ns(libc::CLOCK_MONOTONIC)
+    }
+    #[cfg(windows)]
+    {
+        windows::monotonic_ns()
+    }
 }
 
 /// `CLOCK_REALTIME` in nanoseconds since the Unix epoch.
 fn realtime_ns() -> u64 {
-    clock_gettime_ns(libc::CLOCK_REALTIME)
+    #[cfg(unix)]
+    {
+        clock_gettime_ns(libc::CLOCK_REALTIME)
+    }
+    #[cfg(windows)]
+    {
+        windows::realtime_ns()
+    }
 }
 
+#[cfg(windows)]
+mod windows {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use windows_sys::Win32::Foundation::FILETIME;
+    use windows_sys::Win32::System::Performance::{QueryPerformanceCounter, QueryPerformanceFrequency};
+    use windows_sys::Win32::System::SystemInformation::GetSystemTimePreciseAsFileTime;
+
+    /// `QueryPerformanceCounter`'s ticks per second, read once (it is fixed at boot).
+    fn frequency() -> u64 {
+        static HZ: AtomicU64 = AtomicU64::new(0);
+        // Relaxed: every thread computes the same value; the store only saves the next call.
+        let hz = HZ.load(Ordering::Relaxed);
+        if hz != 0 {
+            return hz;
+        }
+        let mut f = 0i64;
+        // SAFETY: `f` is a valid, writable i64; the call cannot fail on Windows XP and later.
+        unsafe { QueryPerformanceFrequency(&mut f) };
+        let hz = (f as u64).max(1);
+        HZ.store(hz, Ordering::Relaxed);
+        hz
+    }
+
+    pub(super) fn monotonic_ns() -> u64 {
+        let mut t = 0i64;
+        // SAFETY: `t` is a valid, writable i64; the call cannot fail on Windows XP and later.
+        unsafe { QueryPerformanceCounter(&mut t) };
+        let (t, hz) = (t as u64, frequency());
+        // Whole seconds and the rest apart, so that nothing overflows u64 (t * 10^9 would after
+        // 58 years at 10 MHz, but its remainder part never does).
+        (t / hz) * 1_000_000_000 + (t % hz) * 1_000_000_000 / hz
+    }
+
+    pub(super) fn realtime_ns() -> u64 {
+        let mut ft = FILETIME { dwLowDateTime: 0, dwHighDateTime: 0 };
+        // SAFETY: `ft` is a valid, writable FILETIME; the call cannot fail (Windows 8 and later).
+        unsafe { GetSystemTimePreciseAsFileTime(&mut ft) };
+        // 100 ns units since 1601-01-01; the Unix epoch is 11,644,473,600 s later.
+        let ticks = (u64::from(ft.dwHighDateTime) << 32) | u64::from(ft.dwLowDateTime);
+        ticks.saturating_sub(116_444_736_000_000_000).saturating_mul(100)
+    }
+}
+
+#[cfg(unix)]
 #[inline(always)]
 fn clock_gettime_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -218,8 +280,7 @@ pub(crate) fn counter_guard(nominal_hz: Option<u64>, measured_hz: f64) -> Result
             ));
         }
     }
-    // `!(>=)` also refuses a NaN.
-    if !(measured_hz >= MIN_COUNTER_HZ) {
+    if measured_hz.is_nan() || measured_hz < MIN_COUNTER_HZ {
         return Err(format!(
             "the counter ran at {measured_hz:.0} Hz during calibration, below the {} MHz needed",
             MIN_COUNTER_HZ / 1e6
@@ -282,9 +343,9 @@ mod tests {
     fn every_clock_converts_ticks_to_monotonic_nanoseconds() {
         for kind in [ClockKind::Tsc, ClockKind::Monotonic] {
             let info = calibrate(kind);
-            let before = clock_gettime_ns(libc::CLOCK_MONOTONIC);
+            let before = monotonic_ns();
             let t = now(info.kind);
-            let after = clock_gettime_ns(libc::CLOCK_MONOTONIC);
+            let after = monotonic_ns();
             let ns = info.to_ns(t);
             // The TSC conversion is a fit over 20 ms; allow 1 ms of slack on each side.
             assert!(
@@ -336,7 +397,7 @@ mod tests {
     #[test]
     fn wall_clock_origin_matches_realtime() {
         let info = calibrate(ClockKind::Tsc);
-        let wall = clock_gettime_ns(libc::CLOCK_REALTIME);
+        let wall = realtime_ns();
         let got = info.to_wall_ns(now(info.kind));
         assert!(got.abs_diff(wall) < 5_000_000, "{got} vs {wall}");
     }

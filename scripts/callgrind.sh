@@ -71,7 +71,7 @@ for mode in "${MODES[@]}"; do
     printf '  %-10s %12s %22s\n' "$mode" "${PER_OP[$mode]}" \
         "$(awk -v a="${PER_OP[$mode]}" -v e="${PER_OP[empty]}" 'BEGIN { printf "%.1f", a - e }')"
 done
-if grep -q 'not using the TSC' "$OUT"/*.log; then
+if grep -q 'not using the CPU counter' "$OUT"/*.log; then
     echo "  note: phosphor fell back from the TSC under valgrind; figures include clock_gettime" >&2
 fi
 

@@ -170,17 +170,19 @@ fn print<R: Read>(
 
     writeln!(out, "header")?;
     let clock_name = match clock.kind {
-        ClockKind::Tsc => "TSC",
+        ClockKind::Tsc => "CPU counter (TSC or cntvct_el0)",
         ClockKind::Monotonic => "CLOCK_MONOTONIC",
         ClockKind::Realtime => "CLOCK_REALTIME",
     };
     let rate = match clock.kind {
+        // A slow counter (aarch64's at 24 MHz) in MHz: its tick, the resolution, shows beside it.
+        ClockKind::Tsc if clock.ns_per_tick > 1.0 => format!(" ({:.3} MHz)", 1e3 / clock.ns_per_tick),
         ClockKind::Tsc if clock.ns_per_tick > 0.0 => format!(" ({:.3} GHz)", 1.0 / clock.ns_per_tick),
         _ => String::new(),
     };
     writeln!(out, "  clock       {clock_name}, {:.6} ns per tick{rate}", clock.ns_per_tick)?;
     if let Some(reason) = &clock.fallback_reason {
-        writeln!(out, "              (the TSC was refused: {reason})")?;
+        writeln!(out, "              (the CPU counter was refused: {reason})")?;
     }
     writeln!(
         out,

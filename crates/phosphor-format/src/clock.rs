@@ -9,8 +9,10 @@
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum ClockKind {
-    /// The invariant time-stamp counter; ticks convert with [`ClockInfo::ns_per_tick`]. The runtime
-    /// falls back to [`ClockKind::Monotonic`] where the TSC is not invariant.
+    /// The CPU's counter: the invariant time-stamp counter on x86-64, `cntvct_el0` on aarch64;
+    /// ticks convert with [`ClockInfo::ns_per_tick`], which is also the resolution. The runtime
+    /// falls back to [`ClockKind::Monotonic`] where the counter is unusable (a TSC that is not
+    /// invariant, an aarch64 counter below 1 MHz).
     #[default]
     Tsc = 0,
     /// `CLOCK_MONOTONIC`, in nanoseconds.
@@ -53,7 +55,7 @@ pub struct ClockInfo {
     pub origin_monotonic_ns: u64,
     /// `CLOCK_REALTIME` at `origin_ticks`, in nanoseconds since the Unix epoch.
     pub origin_wall_ns: u64,
-    /// Why the TSC was not used, when it was asked for and refused.
+    /// Why the CPU counter was not used, when it was asked for and refused.
     pub fallback_reason: Option<String>,
 }
 
@@ -114,6 +116,16 @@ impl ClockInfo {
         }
     }
 
+    /// The clock's resolution in nanoseconds, the least difference two stamps can show: one tick
+    /// of the CPU counter (0.3 ns for a 3 GHz TSC, 41.7 ns for aarch64's counter at 24 MHz), 1 for
+    /// the nanosecond clocks (whose real resolution the OS does not state).
+    pub fn resolution_ns(&self) -> f64 {
+        match self.kind {
+            ClockKind::Tsc => self.ns_per_tick,
+            ClockKind::Monotonic | ClockKind::Realtime => 1.0,
+        }
+    }
+
     /// Converts a tick count (a duration) to nanoseconds.
     pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
         if self.ns_per_tick == 1.0 {
@@ -167,6 +179,7 @@ mod tests {
         assert_eq!(c.to_wall_ns(3_000), 1_700_000_000_000_001_000);
         assert_eq!(c.ticks_to_ns(10), 5);
         assert_eq!(c.ns_to_ticks(5), 10);
+        assert_eq!(c.resolution_ns(), 0.5);
     }
 
     #[test]
@@ -177,6 +190,7 @@ mod tests {
         assert_eq!(c.ticks_to_ns(far), far, "no float rounding");
         assert_eq!(c.since_origin_ns(far), i64::MAX, "saturates");
         assert_eq!(c.to_wall_ns(1_001), 1_700_000_000_000_000_001);
+        assert_eq!(c.resolution_ns(), 1.0);
         let r = clock(ClockKind::Realtime, 1.0);
         assert_eq!(r.to_wall_ns(42), 42);
         assert_eq!(r.to_ns(42), 42);

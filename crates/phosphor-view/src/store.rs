@@ -15,7 +15,6 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -124,7 +123,7 @@ impl Store {
         let read = self.cache.get_or_insert_with(&n, || {
             let at = n * BLOCK_BYTES;
             let mut b = vec![0u8; BLOCK_BYTES.min(self.len.saturating_sub(at)) as usize];
-            self.file.read_exact_at(&mut b, at).map(|()| Arc::<[u8]>::from(b))
+            read_exact_at(&self.file, &mut b, at).map(|()| Arc::<[u8]>::from(b))
         });
         read.unwrap_or_else(|_| Arc::from(vec![0u8; BLOCK_BYTES as usize]))
     }
@@ -206,7 +205,7 @@ impl Store {
             let Some((decoder, frame)) = d else { return Err(()) };
             frame.resize(len as usize, 0);
             let at = s.start + at;
-            self.file.read_exact_at(frame, at).map_err(|e| self.damaged(at, e.to_string()))?;
+            read_exact_at(&self.file, frame, at).map_err(|e| self.damaged(at, e.to_string()))?;
             let mut out = Vec::new();
             decoder.decode(s.layout, n, frame, &mut out).map_err(|e| self.damaged(at, e.0))?;
             Ok(out)
@@ -257,7 +256,7 @@ impl Store {
                 }
                 let (a, l, _) = s.table.block(end_block);
                 buf.resize((a + l - start) as usize, 0);
-                self.file.read_exact_at(&mut buf, s.start + start).map_err(|e| io(s.start + start, e))?;
+                read_exact_at(&self.file, &mut buf, s.start + start).map_err(|e| io(s.start + start, e))?;
                 (from, next) = (start, end_block + 1);
             }
             let (a, l, _) = s.table.block(k);
@@ -332,4 +331,28 @@ impl Store {
         }
         SCRATCH.set(Some(columns));
     }
+}
+
+/// Reads exactly `buf.len()` bytes at `offset` without moving a shared cursor: `pread` on Unix;
+/// on Windows `seek_read`, whose offset goes with each call (it may read less: looped).
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -175,6 +175,15 @@ pub enum ErrorKind {
         /// What is wrong with it.
         reason: String,
     },
+    /// A feature this platform cannot offer (the crash handler, dump signals and the system
+    /// context's switches and samples are Linux's).
+    #[error("{feature} is not available on {platform} (only on Linux)")]
+    Unsupported {
+        /// What was asked for.
+        feature: &'static str,
+        /// The platform, `std::env::consts::OS`.
+        platform: &'static str,
+    },
     /// A recording server's address could not be resolved.
     #[error("the address {addr:?} could not be resolved: {reason}")]
     Address {

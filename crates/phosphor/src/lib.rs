@@ -137,7 +137,7 @@ pub use setup::{init, Guard, Setup};
 pub use stats::{Drops, Stats};
 #[cfg(not(loom))]
 pub use trace_log::config::{StopCallback, ThreadPolicy, TraceConfig, TraceLogConfig, MAX_POOL_TENANTS};
-#[cfg(all(not(loom), target_os = "linux"))]
+#[cfg(not(loom))]
 pub use trace_log::recorder;
 #[cfg(not(loom))]
 pub use trace_log::stream;

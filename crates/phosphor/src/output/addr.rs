@@ -340,7 +340,7 @@ pub(crate) fn resolve(addr: usize, len: usize) -> Option<&'static [u8]> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

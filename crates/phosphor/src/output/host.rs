@@ -51,7 +51,7 @@ fn read_host_name() -> Option<String> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

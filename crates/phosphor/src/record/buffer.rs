@@ -349,7 +349,7 @@ impl TraceBuffer {
     }
 
     /// Stream mode: the free stack's chunks, top first (tests: nothing else may run).
-    #[cfg(test)]
+    #[cfg(all(test, unix))] // record/pool_tests.rs's
     pub(crate) fn free_indices(&self) -> Vec<u32> {
         self.pool.as_ref().map(|p| p.free_indices()).unwrap_or_default()
     }

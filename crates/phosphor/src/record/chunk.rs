@@ -147,6 +147,7 @@ impl TraceChunk {
     }
 
     /// Whether the chunk was ever loaned in this trace (FREE chunks hold nothing).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the crash dump's (Linux only)
     pub(crate) fn is_used(&self) -> bool {
         // Relaxed: a hint; `pin` decides what is read.
         self.header.state.load(Ordering::Relaxed) & KIND != FREE

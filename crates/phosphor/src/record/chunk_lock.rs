@@ -155,6 +155,7 @@ impl ChunkLock {
     /// Clears both flags, whoever set them. Only for a child process just forked, where the
     /// thread that held either side no longer exists and never will release it.
     #[cfg(not(loom))]
+    #[cfg_attr(not(unix), allow(dead_code))] // for a fork child (Unix only)
     pub(crate) fn force_unlock_after_fork(&self) {
         // Relaxed: the child has one thread; the next master or slave synchronises afresh.
         self.slave.store(false, Ordering::Relaxed);

@@ -305,7 +305,7 @@ pub(crate) mod pool_test_hook {
     }
 
     /// Sets this thread's hook (`None` removes it).
-    #[cfg(all(test, not(loom)))]
+    #[cfg(all(test, not(loom), unix))] // record/pool_tests.rs's
     pub(crate) fn set(f: Option<Hook>) {
         HOOK.with(|h| *h.borrow_mut() = f);
     }

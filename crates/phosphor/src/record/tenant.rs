@@ -619,6 +619,7 @@ impl Tenant {
     /// Only in the child of a `fork`, from the forking thread (the only one), before any other
     /// thread is started, with the log's control lock held.
     #[cfg(not(loom))]
+    #[cfg_attr(not(unix), allow(dead_code))] // for a fork child (Unix only)
     pub(crate) unsafe fn reset_after_fork(&self, keep: bool) -> bool {
         if keep && self.lock.state() == crate::record::chunk_lock::LockState::SlaveLocked {
             self.lock.raise_master();

@@ -201,14 +201,29 @@ pub(crate) fn busy<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The kernel's id for the calling thread.
+/// The kernel's id for the calling thread (`gettid` on Linux, `GetCurrentThreadId` on Windows,
+/// `pthread_threadid_np` on Apple's systems, a counter elsewhere).
 pub(crate) fn os_tid() -> u32 {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: gettid takes no arguments and cannot fail.
         (unsafe { libc::gettid() }) as u32
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(windows)]
+    {
+        // SAFETY: GetCurrentThreadId takes no arguments and cannot fail.
+        unsafe { windows_sys::Win32::System::Threading::GetCurrentThreadId() }
+    }
+    #[cfg(target_vendor = "apple")]
+    {
+        let mut id = 0u64;
+        // SAFETY: a null thread means the calling one; `id` is a valid, writable u64. The id is
+        // system-wide and 64-bit (it counts up from boot); its low 32 bits tell this process's
+        // threads apart.
+        unsafe { libc::pthread_threadid_np(0, &mut id) };
+        id as u32
+    }
+    #[cfg(not(any(target_os = "linux", windows, target_vendor = "apple")))]
     {
         use std::sync::atomic::{AtomicU32, Ordering};
         static NEXT: AtomicU32 = AtomicU32::new(1);
@@ -317,6 +332,17 @@ pub(crate) fn thread_names() -> HashMap<u32, String> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// Windows: the recorded id is the system's (`GetCurrentThreadId`), not a counter.
+    #[cfg(windows)]
+    #[test]
+    fn a_thread_is_recorded_under_its_windows_id() {
+        let (me, other) = (os_tid(), std::thread::spawn(os_tid).join().unwrap());
+        // SAFETY: GetCurrentThreadId takes no arguments and cannot fail.
+        assert_eq!(me, unsafe { windows_sys::Win32::System::Threading::GetCurrentThreadId() });
+        assert_ne!(me, other);
+        assert_eq!(current_thread_id(), me);
+    }
 
     static RAN: AtomicU32 = AtomicU32::new(0);
 

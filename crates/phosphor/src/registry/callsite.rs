@@ -45,9 +45,11 @@ pub use phosphor_format::fnv1a64;
 use phosphor_format::{Level, Phase};
 
 use crate::registry::aggregate::AggregateRef;
-pub(crate) use crate::registry::crash_list::{by_id, crash_list};
+pub(crate) use crate::registry::crash_list::by_id;
+#[cfg(target_os = "linux")]
+pub(crate) use crate::registry::crash_list::crash_list;
 use crate::registry::point::PointKind;
-#[cfg(feature = "test-hooks")]
+#[cfg(all(feature = "test-hooks", target_os = "linux"))]
 pub(crate) use crate::registry::table::HELD_HOOK;
 pub use crate::registry::table::MAX_DYNAMIC_POINTS;
 pub(crate) use crate::registry::table::{
@@ -147,12 +149,14 @@ impl CallsiteMeta {
 
     /// The five strings a trace file stores for this callsite, in the order of its entry: category,
     /// name, the argument names, the file.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the crash dump's (Linux only)
     pub(crate) fn file_strings(&self) -> [&'static [u8]; 5] {
         [self.category, self.name, self.arg_names[0], self.arg_names[1], self.file].map(str::as_bytes)
     }
 
     /// The callsite's file entry as id `id`, its strings ([`file_strings`](Self::file_strings))
     /// being string table entries `first..first + 5`. No allocation: the crash dump uses it.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the crash dump's (Linux only)
     pub(crate) fn raw_entry(&self, id: u32, first: u32) -> phosphor_format::file::RawCallsite {
         phosphor_format::file::RawCallsite {
             id,

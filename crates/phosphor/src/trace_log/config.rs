@@ -184,8 +184,9 @@ impl TraceConfig {
     /// Records the traced threads' context switches (off by default): when each left a CPU,
     /// blocked or preempted, and when it resumed, through `perf_event_open` on the process's own
     /// threads, read by a thread of the trace's own, never on the recording path. Where the
-    /// kernel refuses (a container's seccomp, `perf_event_paranoid` 3, not Linux), the trace
-    /// starts anyway and says why in its system status.
+    /// kernel refuses (a container's seccomp, `perf_event_paranoid` 3), the trace starts anyway
+    /// and says why in its system status. Off Linux, `start` refuses the trace
+    /// ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)).
     pub fn context_switches(mut self, on: bool) -> Self {
         self.system.switches = on;
         self

@@ -28,6 +28,16 @@ impl TraceLog {
         if config.dumps_per_minute == 0 {
             return Err(Error::new(ErrorKind::Trigger("dumps_per_minute must be at least 1".into())));
         }
+        // Context switches and CPU samples are perf events: Linux's. Elsewhere asking for them is
+        // an error here, not a trace that silently lacks them (heap totals are everyone's).
+        #[cfg(not(target_os = "linux"))]
+        if config.system.switches || config.system.sample_hz > 0 {
+            return Err(crate::recorder::unsupported(if config.system.switches {
+                "recording context switches (TraceConfig::context_switches)"
+            } else {
+                "sampling CPU stacks (TraceConfig::cpu_samples)"
+            }));
+        }
         #[cfg(unix)]
         crate::trace_log::fork::install();
         // A stop in progress ends first: its trace is still `running` until then.

@@ -42,7 +42,6 @@ mod figures;
 #[cfg(unix)]
 pub(crate) mod fork;
 mod lifecycle;
-#[cfg(target_os = "linux")]
 pub mod recorder;
 mod stop_gate;
 pub mod stream;
@@ -220,11 +219,13 @@ impl TraceLog {
     }
 
     /// What a crash dump reads without locks: the recording core (buffer pointer, drop counters).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the crash dump's (Linux only)
     pub(crate) fn core(&self) -> &LogCore {
         &self.core
     }
 
     /// The clock of the log's traces, once one has started.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the crash dump's (Linux only)
     pub(crate) fn clock_info(&self) -> Option<ClockInfo> {
         self.control().clock.clone()
     }

@@ -211,7 +211,13 @@ fn futex_wake(word: &AtomicU32) {
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1) };
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(windows)]
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: any address may be woken; `word` is a valid static u32.
+    unsafe { windows_sys::Win32::System::Threading::WakeByAddressSingle(word.as_ptr().cast()) };
+}
+
+#[cfg(not(any(target_os = "linux", windows)))]
 fn futex_wake(_: &AtomicU32) {}
 
 /// Sleeps until `word` is no longer `seen`, or `timeout` passes (spurious returns are fine: the
@@ -234,7 +240,22 @@ fn futex_wait(word: &AtomicU32, seen: u32, timeout: Duration) {
     };
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(windows)]
+fn futex_wait(word: &AtomicU32, seen: u32, timeout: Duration) {
+    let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX - 1);
+    // SAFETY: `word` is a valid static u32 and `seen` a u32 of the same size to compare with;
+    // a timeout or spurious return is fine (the caller loops).
+    unsafe {
+        windows_sys::Win32::System::Threading::WaitOnAddress(
+            word.as_ptr().cast(),
+            (&seen as *const u32).cast(),
+            std::mem::size_of::<u32>(),
+            ms,
+        )
+    };
+}
+
+#[cfg(not(any(target_os = "linux", windows)))]
 fn futex_wait(_: &AtomicU32, _: u32, timeout: Duration) {
     std::thread::sleep(timeout.min(Duration::from_millis(5)));
 }

@@ -27,14 +27,19 @@
 //!   nothing here: file-backed rings (`registry/ring_file.rs`) and `phosphor recover` cover it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(target_os = "linux")]
+use std::sync::atomic::{AtomicI32, AtomicU64};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind};
 use crate::TraceLog;
 
+#[cfg(target_os = "linux")]
 mod crash;
+#[cfg(target_os = "linux")]
 pub(crate) use crash::{after_fork_in_child, crash_dump_started};
+#[cfg(target_os = "linux")]
 pub use crash::{dump_on_crash, CRASH_SIGNALS};
 
 /// A log the recorder can keep for the life of the process.
@@ -100,10 +105,13 @@ pub fn dump_on_panic(log: impl Into<Recorded>, path: impl Into<PathBuf>) {
 }
 
 /// The write end of the signal pipe, for the handler (-1: none).
+#[cfg(target_os = "linux")]
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 /// The process that set up the dump signal (whose `phosphor-dump` thread reads the pipe).
+#[cfg(target_os = "linux")]
 static SIGNAL_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
+#[cfg(target_os = "linux")]
 extern "C" fn on_signal(_: libc::c_int) {
     // Relaxed: the fd and the pid were stored before the handler was installed (sigaction orders
     // them).
@@ -129,7 +137,9 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// Dumps `log`'s running trace each time the process receives `signal` (e.g. `libc::SIGUSR2`).
 /// `path` may hold `{n}`, replaced by the dump's number (1, 2, ...); without it each dump replaces
 /// the last. Dumps are made by a thread named `phosphor-dump`; a signal that arrives while no
-/// trace runs is ignored. Only one signal can be set up per process.
+/// trace runs is ignored. Only one signal can be set up per process. Linux only: elsewhere
+/// [`ErrorKind::Unsupported`].
+#[cfg(target_os = "linux")]
 pub fn dump_on_signal(
     log: impl Into<Recorded>,
     signal: libc::c_int,
@@ -197,4 +207,61 @@ pub fn dump_on_signal(
         }
     }
     Ok(())
+}
+
+/// Off Linux: no dump signal (see the Linux [`dump_on_signal`]); always
+/// [`ErrorKind::Unsupported`], so a program that asks for one builds everywhere and learns why.
+#[cfg(not(target_os = "linux"))]
+pub fn dump_on_signal(
+    _log: impl Into<Recorded>,
+    _signal: std::ffi::c_int,
+    _path: impl Into<PathBuf>,
+) -> Result<(), Error> {
+    Err(unsupported("a dump on a signal"))
+}
+
+/// The fatal signals [`dump_on_crash`] catches: none off Linux.
+#[cfg(not(target_os = "linux"))]
+pub const CRASH_SIGNALS: [std::ffi::c_int; 0] = [];
+
+/// Off Linux: no crash handler (see the Linux `dump_on_crash`); always
+/// [`ErrorKind::Unsupported`]. [`dump_on_panic`] works everywhere.
+#[cfg(not(target_os = "linux"))]
+pub fn dump_on_crash(_log: &'static TraceLog, _path: impl Into<PathBuf>) -> Result<(), Error> {
+    Err(unsupported("a dump on a crash"))
+}
+
+/// The error of a feature this platform lacks.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn unsupported(feature: &'static str) -> Error {
+    Error::new(ErrorKind::Unsupported { feature, platform: std::env::consts::OS })
+}
+
+#[cfg(all(test, not(target_os = "linux")))]
+mod tests {
+    use super::*;
+    use crate::{BufferMode, TraceConfig, TraceLogConfig};
+
+    fn is_unsupported(e: &Error) -> bool {
+        matches!(e.kind(), ErrorKind::Unsupported { platform, .. } if *platform == std::env::consts::OS)
+    }
+
+    #[test]
+    fn the_linux_only_features_are_refused_with_why_and_the_rest_records() {
+        let log = TraceLog::new(TraceLogConfig::new()).unwrap();
+        let config = || TraceConfig::new(BufferMode::Fixed, 1 << 20);
+        for asked in [config().context_switches(true), config().cpu_samples(999)] {
+            let e = log.start(asked).unwrap_err();
+            assert!(is_unsupported(&e), "{e}");
+            assert!(e.to_string().contains("only on Linux"), "{e}");
+        }
+        assert!(is_unsupported(&dump_on_crash(TraceLog::global(), "crash.phos").unwrap_err()));
+        assert!(is_unsupported(&dump_on_signal(TraceLog::global(), 12, "signal.phos").unwrap_err()));
+        // Refused before anything started: the same log then records.
+        log.start(config().allocations(true)).unwrap();
+        crate::trace_instant!(log: &log, "platform", "after_refusals");
+        log.stop();
+        let trace = log.take_trace().unwrap();
+        assert_eq!(trace.stats().recorded, 1);
+    }
 }

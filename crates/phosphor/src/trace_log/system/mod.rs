@@ -43,6 +43,7 @@ mod unwind;
 /// How often the collector drains the rings.
 pub(crate) const PERIOD: Duration = Duration::from_millis(10);
 /// Mappings are read again every this many periods (100 ms).
+#[cfg(target_os = "linux")]
 const MAPS_EVERY: u32 = 10;
 
 /// Setting this environment variable to `1` makes every trace behave as if `perf_event_open`

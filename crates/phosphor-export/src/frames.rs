@@ -2,10 +2,15 @@
 //! the next, so a set of `n` marks is `n - 1` frames, measured between consecutive marks in time
 //! order. A mark is an instant of category [`FRAME_CATEGORY`] named by its set.
 
-use phosphor_format::ClockInfo;
+use std::io::Read;
+
+use phosphor_format::file::{self, Reader};
+use phosphor_format::{ClockInfo, Phase};
+use phosphor_model::timeline::Timeline;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::durations::{DurationStats, Durations};
+use crate::error::{read_chunks, Item};
 
 pub use phosphor_format::system::FRAME_CATEGORY;
 
@@ -72,6 +77,11 @@ impl Frames {
 
     /// The sets' figures, by name (then file), on `clock` (whose ticks are the timeline's times).
     pub(crate) fn finish(self, clock: &ClockInfo) -> Vec<FrameStats> {
+        self.lists(clock, false).into_iter().map(|l| l.stats).collect()
+    }
+
+    /// The sets, by name (then file), each with its figures and (`all`) every frame in order.
+    fn lists(self, clock: &ClockInfo, all: bool) -> Vec<FrameList> {
         let mut sets: Vec<((u32, String), Set)> = self.sets.into_iter().collect();
         sets.sort_by(|a, b| (&a.0 .1, a.0 .0).cmp(&(&b.0 .1, b.0 .0)));
         sets.into_iter()
@@ -85,29 +95,60 @@ impl Frames {
                     durations.add(ticks);
                     frames.push((ticks, number as u64, pair[0]));
                 }
+                let frame = |&(ticks, number, start): &(u64, u64, u64)| SlowFrame {
+                    number,
+                    start_ns: clock.since_origin_ns(start),
+                    dur_ns: clock.ticks_to_ns(ticks),
+                };
+                let every = if all { frames.iter().map(frame).collect() } else { Vec::new() };
                 let k = SLOWEST_FRAMES.min(frames.len());
                 if k > 0 && k < frames.len() {
                     frames.select_nth_unstable_by(k - 1, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
                 }
                 frames.truncate(k);
                 frames.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-                FrameStats {
+                let stats = FrameStats {
                     name,
                     marks: set.times.len() as u64 + set.ignored,
                     marks_ignored: set.ignored,
                     durations: durations.stats(clock),
-                    slowest: frames
-                        .into_iter()
-                        .map(|(ticks, number, start)| SlowFrame {
-                            number,
-                            start_ns: clock.since_origin_ns(start),
-                            dur_ns: clock.ticks_to_ns(ticks),
-                        })
-                        .collect(),
-                }
+                    slowest: frames.iter().map(frame).collect(),
+                };
+                FrameList { stats, frames: every }
             })
             .collect()
     }
+}
+
+/// One frame set with every frame in it: what the viewer's frame track draws.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FrameList {
+    /// The set's figures, as `phosphor stats` gives them.
+    pub stats: FrameStats,
+    /// Every frame in order (`frames[k].number == k`), its start in nanoseconds since the clock's
+    /// origin: the frames the figures are made of.
+    pub frames: Vec<SlowFrame>,
+}
+
+/// Every frame set of the rest of the file `reader` reads, by name, each with every frame: the
+/// frames `phosphor stats` measures, measured by the same code. A read error stops it: the frames
+/// before it are kept, and the error is given beside them.
+pub fn read_frames<R: Read>(mut reader: Reader<R>) -> (Vec<FrameList>, Option<file::Error>) {
+    let timeline = Timeline::new(&reader.header().clock);
+    let mut marks = Frames::default();
+    let failure = read_chunks(&mut reader, |item| -> Result<(), std::convert::Infallible> {
+        if let Item::Event(e) = item {
+            let cs = &e.callsite;
+            if cs.phase == Phase::Instant && cs.category == FRAME_CATEGORY {
+                marks.mark(0, cs.name.as_ref(), timeline.time(e.ts));
+            }
+        }
+        Ok(())
+    });
+    // The callback cannot fail.
+    let Ok(failure) = failure;
+    (marks.lists(timeline.clock(), true), failure)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ import { runText } from './draw.js'
 import { listen } from './input.js'
 import { readUrl, writeUrl } from './url.js'
 import { tracesChanged } from './live.js'
+import { frameTrackMoved, startFrameTrack } from './frametrack.js'
 
 export { color, formatNs } from './format.js'
 
@@ -288,6 +289,7 @@ export function schedule() {
   showWindow()
   moveTracks()
   drawFlow()
+  frameTrackMoved()
   note('move', t0)
   state.frames.push(performance.now() - t0)
   if (state.frames.length > 200) state.frames.shift()
@@ -659,6 +661,7 @@ async function main() {
   // A link to a view reopens it.
   await readUrl()
   if (state.onSelection) state.onSelection()
+  startFrameTrack()
   state.ready = true
   state.stage = 'complete'
   document.body.dataset.stage = 'complete'

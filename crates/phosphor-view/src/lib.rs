@@ -53,6 +53,9 @@ mod file;
 mod flows;
 #[cfg(test)]
 mod flows_tests;
+mod frame_track;
+#[cfg(test)]
+mod frame_track_tests;
 pub mod live;
 mod overview;
 pub mod placement;

@@ -83,6 +83,8 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/api/context", get(crate::system_api::context))
         .route("/api/heap", get(crate::system_api::heap))
         .route("/api/stack", get(crate::system_api::stack))
+        .route("/api/frames", get(crate::frame_track::frames))
+        .route("/frametrack.js", get(|| module(FRAMETRACK_JS)))
         .with_state(traces)
 }
 
@@ -312,6 +314,7 @@ const FLAME_JS: &str = include_str!("../assets/flame.js");
 const LIVE_JS: &str = include_str!("../assets/live.js");
 const BANDS_JS: &str = include_str!("../assets/bands.js");
 const FRAMES_JS: &str = include_str!("../assets/frames.js");
+const FRAMETRACK_JS: &str = include_str!("../assets/frametrack.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {

@@ -110,6 +110,8 @@ pub struct Trace {
     pub(crate) whole_stats: OnceLock<crate::stats::Table>,
     /// Its system context, once read (`system.rs`).
     system: OnceLock<crate::system::SystemView>,
+    /// Its frame sets, once read (`frame_track.rs`).
+    frames: OnceLock<crate::frame_track::FrameSets>,
 }
 
 impl Trace {
@@ -124,6 +126,12 @@ impl Trace {
 
     pub(crate) fn place(&self) -> &Place {
         &self.place
+    }
+
+    /// Its frame sets: read on the first call (a pass over the file), so call it on a blocking
+    /// thread.
+    pub(crate) fn frame_sets(&self) -> &crate::frame_track::FrameSets {
+        self.frames.get_or_init(|| crate::frame_track::FrameSets::read(&self.path))
     }
 
     /// The trace's clock.
@@ -254,6 +262,7 @@ impl Slot {
             events: Default::default(),
             whole_stats: OnceLock::new(),
             system: OnceLock::new(),
+            frames: OnceLock::new(),
         }));
         self.set_stage(stages::DONE);
         ok

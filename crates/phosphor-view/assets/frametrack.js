@@ -1,8 +1,9 @@
 // The frame track (`trace_frame!`; `/api/frames`: src/frame_track.rs): above the tracks, a row per
-// frame set of each trace, one bar per frame as wide as its time, the slow ones (over the set's
-// p99, or over a 60 Hz budget) in red. Hovering a bar says its number and duration; clicking it
-// shows that frame's interval. Fetched per window at the row's width, as the tracks are: the
-// server merges frames narrower than a pixel into runs (drawn in the colour of their longest).
+// frame set of each trace, one bar per frame as wide as its time, the slow ones (the set's
+// slowest 1%, at or over its p99, or over a 60 Hz budget) in red. Hovering a bar says its number
+// and duration; clicking it shows that frame's interval. Fetched per window at the row's width,
+// as the tracks are: the server merges frames narrower than a pixel into runs (drawn in the
+// colour of their longest).
 
 import { state, api, formatNs } from './view.js'
 
@@ -14,16 +15,18 @@ const FAST = '#4a9a5a'
 
 // What the rows show (tests read it): `rows` ({ trace, name, count, p99_ns, frames }), the
 // window their frames were fetched for, and how many answers came.
+// (Set on `state` when started: view.js imports this module before its `state` exists.)
 const track = { rows: [], view: null, answered: 0 }
-state.frameTrack = track
 let timer = null
 let abort = null
 
 const root = () => document.getElementById('frame-tracks')
 
-// Whether frame (or run) `e` of `row` is slow: over the set's p99 or over the budget.
+// Whether a frame (or a run whose longest frame) lasting `dur` ns is slow: over the budget, or
+// among the set's slowest 1% (at least its p99, and longer than its median, so that a set of
+// equal frames has none).
 export function slow(row, dur) {
-  return dur > row.p99_ns || dur > BUDGET_NS
+  return dur > BUDGET_NS || (dur >= row.p99_ns && dur > row.p50_ns)
 }
 
 // An entry's [start, end, duration or longest, first number, count].
@@ -117,7 +120,7 @@ function build(sets) {
     const label = document.createElement('div')
     label.className = 'label'
     label.textContent = set.name
-    label.title = `${set.name}: ${set.count.toLocaleString('en')} frames · p50 ${formatNs(set.p50_ns)} · p99 ${formatNs(set.p99_ns)} · max ${formatNs(set.max_ns)}; red: over the p99 or over ${formatNs(BUDGET_NS)}; click a frame to zoom to it`
+    label.title = `${set.name}: ${set.count.toLocaleString('en')} frames · p50 ${formatNs(set.p50_ns)} · p99 ${formatNs(set.p99_ns)} · max ${formatNs(set.max_ns)}; red: the slowest 1% (at least the p99) or over ${formatNs(BUDGET_NS)}; click a frame to zoom to it`
     const canvas = document.createElement('canvas')
     canvas.dataset.trace = trace
     canvas.dataset.set = set.name
@@ -166,5 +169,6 @@ export function frameTrackMoved() {
 // Once every trace is indexed: the rows of their frame sets.
 export function startFrameTrack() {
   track.started = true
+  state.frameTrack = track
   frameTrackMoved()
 }

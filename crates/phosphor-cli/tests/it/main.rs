@@ -33,6 +33,7 @@ mod system_stacks;
 mod view;
 mod view_compare;
 mod view_flow;
+mod view_frame_track;
 mod view_frames;
 mod view_live;
 mod view_panels;

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use phosphor::{
-    trace_async_begin, trace_async_end, trace_counter, trace_future, trace_log, trace_scope, BufferMode,
-    TraceConfig, TraceLog, TraceLogConfig,
+    trace_async_begin, trace_async_end, trace_counter, trace_frame, trace_future, trace_log, trace_scope,
+    BufferMode, TraceConfig, TraceLog, TraceLogConfig,
 };
 use serde_json::{json, Map, Value};
 
@@ -209,6 +209,7 @@ fn record(path: &Path) {
             trace_counter!(log: &log, "demo", "queue_depth", k);
         }
         trace_async_end!(log: &log, "demo", "item", k);
+        trace_frame!(log: &log);
     }
     let mut cx = Context::from_waker(Waker::noop());
     let mut f = Box::pin(trace_future!(log: &log, "demo", "fetch", Yields(2)));
@@ -350,6 +351,10 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
         0,
         ok(addr, "/api/kind?trace=0&type=async&path=%5B%22item%22%5D"),
     ));
+    // The frame track: 20 marks, 19 frames; at 4 pixels, runs and perhaps a frame.
+    let frames = ok(addr, &format!("/api/frames?{window}&px=4"));
+    assert_eq!(frames["sets"][0]["count"], 19, "{frames}");
+    out.push(("`GET /api/frames?trace=T&start=S&end=E&px=P`: the frame track", 0, frames));
 
     // The system context, on the crafted trace whose figures are known.
     let sys = dir.path().join("system.phos");
@@ -387,8 +392,8 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
 const LIVE: &str = "Live traces (`phosphor record --view`)";
 
 /// The endpoints that need an index: a live trace answers them 503 (`## Errors`).
-const NEED_AN_INDEX: [&str; 6] =
-    ["/api/overview", "/api/flow", "/api/system", "/api/context", "/api/stack", "/api/heap"];
+const NEED_AN_INDEX: [&str; 7] =
+    ["/api/overview", "/api/flow", "/api/system", "/api/context", "/api/stack", "/api/heap", "/api/frames"];
 
 /// The answers of a live trace (`phosphor record --view`): a recorded file served as the recorder
 /// serves the file it writes, kept live (its handle held) while it is asked. Each endpoint that

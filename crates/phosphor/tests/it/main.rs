@@ -41,6 +41,8 @@ mod stop_race;
 mod stream;
 mod stream_close;
 mod support;
+#[cfg(feature = "tokio")]
+mod tokio_hooks;
 #[cfg(target_os = "linux")]
 mod system;
 mod trace_context;

@@ -1,0 +1,147 @@
+//! The hooks themselves (only with `--cfg tokio_unstable`, where tokio has them).
+
+use std::cell::Cell;
+use std::hash::{Hash, Hasher};
+use std::panic::Location;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use phosphor_format::Phase;
+use ::tokio::runtime::TaskMeta;
+
+use crate::instrument::emit::{check, emit, emit_watched, At, NoArg, Now};
+use crate::record::thread::busy;
+use crate::registry::callsite::{self, Callsite, CallsiteMeta};
+use crate::registry::site_cache::SiteCache;
+use crate::TraceLog;
+
+use super::CATEGORY;
+
+/// A task's callsites, made once per spawn location: async begin, async end, poll.
+#[derive(Debug)]
+struct TaskSites {
+    begin: &'static Callsite,
+    end: &'static Callsite,
+    poll: &'static Callsite,
+}
+
+crate::__phosphor_callsite!(
+    DEFAULT_BEGIN,
+    CallsiteMeta::new(CATEGORY, "task", Phase::AsyncBegin, ["", ""], file!(), line!()).with_flow()
+);
+crate::__phosphor_callsite!(
+    DEFAULT_END,
+    CallsiteMeta::new(CATEGORY, "task", Phase::AsyncEnd, ["", ""], file!(), line!()).with_flow()
+);
+crate::__phosphor_callsite!(
+    DEFAULT_POLL,
+    CallsiteMeta::new(CATEGORY, "task", Phase::Complete, ["task", ""], file!(), line!()).with_flow()
+);
+crate::__phosphor_callsite!(
+    LONG_POLL,
+    CallsiteMeta::new(CATEGORY, "long poll", Phase::Complete, ["task", "poll_ns"], file!(), line!())
+);
+
+/// The sites of tasks whose location has none (the cache or the registry is full).
+static DEFAULT_SITES: TaskSites = TaskSites { begin: &DEFAULT_BEGIN, end: &DEFAULT_END, poll: &DEFAULT_POLL };
+
+/// Spawn locations' sites, by the location's address (`Location`s of `#[track_caller]` are
+/// statics).
+static SITES: OnceLock<SiteCache<TaskSites>> = OnceLock::new();
+
+thread_local! {
+    /// When the poll running on this worker thread started (0: none).
+    static POLL_START: Cell<u64> = const { Cell::new(0) };
+}
+
+fn sites_for(location: &'static Location<'static>) -> &'static TaskSites {
+    let cache = SITES.get_or_init(|| SiteCache::new(1024));
+    let key = location as *const Location<'static> as usize;
+    if let Some(sites) = cache.get(key) {
+        return sites;
+    }
+    // The first task from this location: its callsites are made and registered once.
+    cache.insert(key, || make_sites(location)).unwrap_or(&DEFAULT_SITES)
+}
+
+#[cold]
+fn make_sites(location: &'static Location<'static>) -> TaskSites {
+    let name: &'static str = Box::leak(format!("{}:{}", location.file(), location.line()).into_boxed_str());
+    let one = |phase: Phase, args: [&'static str; 2], fallback: &'static Callsite| -> &'static Callsite {
+        let make = || -> &'static Callsite {
+            let meta = CallsiteMeta::new(CATEGORY, name, phase, args, location.file(), location.line()).with_flow();
+            Box::leak(Box::new(Callsite::new(meta)))
+        };
+        busy(|| callsite::dynamic(CATEGORY, name, phase, "tokio task", make)).unwrap_or(fallback)
+    };
+    TaskSites {
+        begin: one(Phase::AsyncBegin, ["", ""], &DEFAULT_BEGIN),
+        end: one(Phase::AsyncEnd, ["", ""], &DEFAULT_END),
+        poll: one(Phase::Complete, ["task", ""], &DEFAULT_POLL),
+    }
+}
+
+/// tokio's task id as a number: `Id` hashes its one `NonZeroU64` with `write_u64`, which this
+/// hasher keeps (tokio has no other way to read it, and `Display` would format).
+#[derive(Default)]
+struct IdWord(u64);
+
+impl Hasher for IdWord {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for `Id`; folds any other shape into the word all the same.
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+fn task_id(meta: &TaskMeta<'_>) -> u64 {
+    let mut h = IdWord::default();
+    meta.id().hash(&mut h);
+    h.finish()
+}
+
+pub(super) fn install(log: &'static TraceLog, long_poll: Duration, builder: &mut ::tokio::runtime::Builder) {
+    builder
+        .on_task_spawn(move |meta| {
+            let sites = sites_for(meta.spawned_at());
+            if let Some(state) = check(log, sites.begin) {
+                emit(log, sites.begin, state, Now, [task_id(meta)], NoArg, NoArg);
+            }
+        })
+        .on_task_terminate(move |meta| {
+            let sites = sites_for(meta.spawned_at());
+            if let Some(state) = check(log, sites.end) {
+                emit(log, sites.end, state, Now, [task_id(meta)], NoArg, NoArg);
+            }
+        })
+        .on_before_task_poll(move |_meta| {
+            POLL_START.with(|s| s.set(log.now()));
+        })
+        .on_after_task_poll(move |meta| {
+            let start = POLL_START.with(|s| s.replace(0));
+            if start == 0 {
+                return;
+            }
+            // One clock read ends the poll slice and measures it against the threshold.
+            let ticks = log.now().wrapping_sub(start);
+            let sites = sites_for(meta.spawned_at());
+            let id = task_id(meta);
+            if let Some(state) = check(log, sites.poll) {
+                emit(log, sites.poll, state, At(start), [ticks], id, NoArg);
+            }
+            if ticks > log.duration_to_ticks(long_poll) {
+                if let Some(state) = check(log, &LONG_POLL) {
+                    let per_second = log.duration_to_ticks(Duration::from_secs(1)).max(1);
+                    let ns = (ticks as f64 * 1e9 / per_second as f64) as u64;
+                    emit_watched(log, &LONG_POLL, state, At(start), [ticks], id, ns);
+                }
+            }
+        });
+}

@@ -3,11 +3,12 @@
 use std::cell::Cell;
 use std::hash::{Hash, Hasher};
 use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use phosphor_format::Phase;
 use ::tokio::runtime::TaskMeta;
+use phosphor_format::Phase;
 
 use crate::instrument::emit::{check, emit, emit_watched, At, NoArg, Now};
 use crate::record::thread::busy;
@@ -49,6 +50,19 @@ static DEFAULT_SITES: TaskSites = TaskSites { begin: &DEFAULT_BEGIN, end: &DEFAU
 /// statics).
 static SITES: OnceLock<SiteCache<TaskSites>> = OnceLock::new();
 
+/// Which tasks have an open async slice, one bit per task id modulo `OPEN_BITS`: a task is
+/// recorded from its spawn to its end or not at all (tokio also calls the terminate hook for
+/// `spawn_blocking` tasks, which it never announces to the spawn hook, and a task spawned before
+/// the trace started may end during it). Two live tasks whose ids are `OPEN_BITS` apart share a
+/// bit; that takes 262,144 tasks alive at once.
+const OPEN_BITS: usize = 1 << 18;
+static OPEN: [AtomicU64; OPEN_BITS / 64] = [const { AtomicU64::new(0) }; OPEN_BITS / 64];
+
+fn open_bit(id: u64) -> (&'static AtomicU64, u64) {
+    let i = id as usize % OPEN_BITS;
+    (&OPEN[i / 64], 1 << (i % 64))
+}
+
 thread_local! {
     /// When the poll running on this worker thread started (0: none).
     static POLL_START: Cell<u64> = const { Cell::new(0) };
@@ -69,7 +83,8 @@ fn make_sites(location: &'static Location<'static>) -> TaskSites {
     let name: &'static str = Box::leak(format!("{}:{}", location.file(), location.line()).into_boxed_str());
     let one = |phase: Phase, args: [&'static str; 2], fallback: &'static Callsite| -> &'static Callsite {
         let make = || -> &'static Callsite {
-            let meta = CallsiteMeta::new(CATEGORY, name, phase, args, location.file(), location.line()).with_flow();
+            let meta =
+                CallsiteMeta::new(CATEGORY, name, phase, args, location.file(), location.line()).with_flow();
             Box::leak(Box::new(Callsite::new(meta)))
         };
         busy(|| callsite::dynamic(CATEGORY, name, phase, "tokio task", make)).unwrap_or(fallback)
@@ -112,17 +127,33 @@ pub(super) fn install(log: &'static TraceLog, long_poll: Duration, builder: &mut
         .on_task_spawn(move |meta| {
             let sites = sites_for(meta.spawned_at());
             if let Some(state) = check(log, sites.begin) {
-                emit(log, sites.begin, state, Now, [task_id(meta)], NoArg, NoArg);
+                let id = task_id(meta);
+                // Relaxed: the bit only pairs this task's begin with its end and polls, which
+                // tokio orders after its spawn.
+                let (word, bit) = open_bit(id);
+                word.fetch_or(bit, Ordering::Relaxed);
+                emit(log, sites.begin, state, Now, [id], NoArg, NoArg);
             }
         })
         .on_task_terminate(move |meta| {
+            let id = task_id(meta);
+            let (word, bit) = open_bit(id);
+            // Relaxed: as at the spawn. A task whose begin was not recorded ends unrecorded.
+            if word.fetch_and(!bit, Ordering::Relaxed) & bit == 0 {
+                return;
+            }
             let sites = sites_for(meta.spawned_at());
             if let Some(state) = check(log, sites.end) {
-                emit(log, sites.end, state, Now, [task_id(meta)], NoArg, NoArg);
+                emit(log, sites.end, state, Now, [id], NoArg, NoArg);
             }
         })
-        .on_before_task_poll(move |_meta| {
-            POLL_START.with(|s| s.set(log.now()));
+        .on_before_task_poll(move |meta| {
+            // Only the polls of a task with an open slice are recorded. Tested here, not after the
+            // poll: tokio runs the terminate hook inside a task's last poll, before the after-poll
+            // hook. Relaxed: as at the spawn.
+            let (word, bit) = open_bit(task_id(meta));
+            let start = if word.load(Ordering::Relaxed) & bit != 0 { log.now() } else { 0 };
+            POLL_START.with(|s| s.set(start));
         })
         .on_after_task_poll(move |meta| {
             let start = POLL_START.with(|s| s.replace(0));
@@ -131,8 +162,8 @@ pub(super) fn install(log: &'static TraceLog, long_poll: Duration, builder: &mut
             }
             // One clock read ends the poll slice and measures it against the threshold.
             let ticks = log.now().wrapping_sub(start);
-            let sites = sites_for(meta.spawned_at());
             let id = task_id(meta);
+            let sites = sites_for(meta.spawned_at());
             if let Some(state) = check(log, sites.poll) {
                 emit(log, sites.poll, state, At(start), [ticks], id, NoArg);
             }

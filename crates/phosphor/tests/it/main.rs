@@ -41,10 +41,10 @@ mod stop_race;
 mod stream;
 mod stream_close;
 mod support;
-#[cfg(feature = "tokio")]
-mod tokio_hooks;
 #[cfg(target_os = "linux")]
 mod system;
+#[cfg(feature = "tokio")]
+mod tokio_hooks;
 mod trace_context;
 mod triggers;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

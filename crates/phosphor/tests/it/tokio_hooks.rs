@@ -164,3 +164,37 @@ fn each_task_is_one_async_slice_named_by_its_spawn_location_with_its_polls_linke
     assert_eq!(ends.len(), spawned.len() + 1, "{ends:?}");
     assert_eq!(polls.keys().collect::<Vec<_>>(), begins.keys().collect::<Vec<_>>());
 }
+
+#[cfg(tokio_unstable)]
+#[test]
+fn a_long_poll_fires_a_flight_recorders_trigger() {
+    use std::time::Instant;
+
+    use phosphor::trigger::Trigger;
+
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio-hooks-trigger");
+    let _ = std::fs::remove_dir_all(&dir);
+    let config = TraceConfig::new(BufferMode::Ring, 1 << 20)
+        .categories("tokio")
+        .unwrap()
+        .trigger_dir(&dir)
+        .trigger(Trigger::slower_than("tokio", "long poll", Duration::from_millis(1)));
+    let log = started(config);
+    let leaked: &'static Arc<TraceLog> = Box::leak(Box::new(log.clone()));
+    let log_ref: &'static TraceLog = leaked;
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    TaskHooks::new().log(log_ref).long_poll(LONG_POLL).install(&mut builder);
+    let rt = builder.build().unwrap();
+    rt.block_on(async { tokio::spawn(async { std::thread::sleep(LONG_POLL * 2) }).await.unwrap() });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = log.triggers();
+        if s.dumps.len() == 1 {
+            assert_eq!(s.fired, 1, "{s:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no dump after the long poll: {s:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    log.stop();
+}

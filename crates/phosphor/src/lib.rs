@@ -55,7 +55,6 @@ pub mod setup;
 #[cfg(not(loom))]
 mod stats;
 mod sync;
-/// tokio's task hooks as async slices and poll slices (feature `tokio`).
 #[cfg(all(feature = "tokio", not(loom)))]
 pub mod tokio;
 #[cfg(not(loom))]

@@ -1,5 +1,5 @@
 //! tokio tasks as Phosphor events (feature `tokio`): the runtime's task hooks installed on a
-//! [`tokio::runtime::Builder`](::tokio::runtime::Builder).
+//! [`tokio::runtime::Builder`].
 //!
 //! ```no_run
 //! # #[cfg(tokio_unstable)] {

@@ -26,22 +26,25 @@ struct TaskSites {
     poll: &'static Callsite,
 }
 
-crate::__phosphor_callsite!(
-    DEFAULT_BEGIN,
-    CallsiteMeta::new(CATEGORY, "task", Phase::AsyncBegin, ["", ""], file!(), line!()).with_flow()
+// The fallback task sites and the long-poll slice: registered at their first event, like the
+// recorder's own callsites (`trigger::MARKER`).
+static DEFAULT_BEGIN: Callsite = Callsite::new(
+    CallsiteMeta::new(CATEGORY, "task", Phase::AsyncBegin, ["", ""], file!(), line!()).with_flow(),
 );
-crate::__phosphor_callsite!(
-    DEFAULT_END,
-    CallsiteMeta::new(CATEGORY, "task", Phase::AsyncEnd, ["", ""], file!(), line!()).with_flow()
+static DEFAULT_END: Callsite = Callsite::new(
+    CallsiteMeta::new(CATEGORY, "task", Phase::AsyncEnd, ["", ""], file!(), line!()).with_flow(),
 );
-crate::__phosphor_callsite!(
-    DEFAULT_POLL,
-    CallsiteMeta::new(CATEGORY, "task", Phase::Complete, ["task", ""], file!(), line!()).with_flow()
+static DEFAULT_POLL: Callsite = Callsite::new(
+    CallsiteMeta::new(CATEGORY, "task", Phase::Complete, ["task", ""], file!(), line!()).with_flow(),
 );
-crate::__phosphor_callsite!(
-    LONG_POLL,
-    CallsiteMeta::new(CATEGORY, "long poll", Phase::Complete, ["task", "poll_ns"], file!(), line!())
-);
+static LONG_POLL: Callsite = Callsite::new(CallsiteMeta::new(
+    CATEGORY,
+    "long poll",
+    Phase::Complete,
+    ["task", "poll_ns"],
+    file!(),
+    line!(),
+));
 
 /// The sites of tasks whose location has none (the cache or the registry is full).
 static DEFAULT_SITES: TaskSites = TaskSites { begin: &DEFAULT_BEGIN, end: &DEFAULT_END, poll: &DEFAULT_POLL };

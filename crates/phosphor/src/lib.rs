@@ -55,6 +55,8 @@ pub mod setup;
 #[cfg(not(loom))]
 mod stats;
 mod sync;
+#[cfg(all(feature = "tokio", not(loom)))]
+pub mod tokio;
 #[cfg(not(loom))]
 mod trace_log;
 

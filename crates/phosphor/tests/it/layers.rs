@@ -21,6 +21,7 @@ const LAYERS: &[&str] = &[
     "output",
     "trace_log",
     "instrument",
+    "tokio",
     "control",
     "setup",
     "macros",

@@ -43,6 +43,8 @@ mod stream_close;
 mod support;
 #[cfg(target_os = "linux")]
 mod system;
+#[cfg(feature = "tokio")]
+mod tokio_hooks;
 mod trace_context;
 mod triggers;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -1,0 +1,181 @@
+//! The hooks themselves (only with `--cfg tokio_unstable`, where tokio has them).
+
+use std::cell::Cell;
+use std::hash::{Hash, Hasher};
+use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use ::tokio::runtime::TaskMeta;
+use phosphor_format::Phase;
+
+use crate::instrument::emit::{check, emit, emit_watched, At, NoArg, Now};
+use crate::record::thread::busy;
+use crate::registry::callsite::{self, Callsite, CallsiteMeta};
+use crate::registry::site_cache::SiteCache;
+use crate::TraceLog;
+
+use super::CATEGORY;
+
+/// A task's callsites, made once per spawn location: async begin, async end, poll.
+#[derive(Debug)]
+struct TaskSites {
+    begin: &'static Callsite,
+    end: &'static Callsite,
+    poll: &'static Callsite,
+}
+
+// The fallback task sites and the long-poll slice: registered at their first event, like the
+// recorder's own callsites (`trigger::MARKER`).
+static DEFAULT_BEGIN: Callsite = Callsite::new(
+    CallsiteMeta::new(CATEGORY, "task", Phase::AsyncBegin, ["", ""], file!(), line!()).with_flow(),
+);
+static DEFAULT_END: Callsite = Callsite::new(
+    CallsiteMeta::new(CATEGORY, "task", Phase::AsyncEnd, ["", ""], file!(), line!()).with_flow(),
+);
+static DEFAULT_POLL: Callsite = Callsite::new(
+    CallsiteMeta::new(CATEGORY, "task", Phase::Complete, ["task", ""], file!(), line!()).with_flow(),
+);
+static LONG_POLL: Callsite = Callsite::new(CallsiteMeta::new(
+    CATEGORY,
+    "long poll",
+    Phase::Complete,
+    ["task", "poll_ns"],
+    file!(),
+    line!(),
+));
+
+/// The sites of tasks whose location has none (the cache or the registry is full).
+static DEFAULT_SITES: TaskSites = TaskSites { begin: &DEFAULT_BEGIN, end: &DEFAULT_END, poll: &DEFAULT_POLL };
+
+/// Spawn locations' sites, by the location's address (`Location`s of `#[track_caller]` are
+/// statics).
+static SITES: OnceLock<SiteCache<TaskSites>> = OnceLock::new();
+
+/// Which tasks have an open async slice, one bit per task id modulo `OPEN_BITS`: a task is
+/// recorded from its spawn to its end or not at all (tokio also calls the terminate hook for
+/// `spawn_blocking` tasks, which it never announces to the spawn hook, and a task spawned before
+/// the trace started may end during it). Two live tasks whose ids are `OPEN_BITS` apart share a
+/// bit; that takes 262,144 tasks alive at once.
+const OPEN_BITS: usize = 1 << 18;
+static OPEN: [AtomicU64; OPEN_BITS / 64] = [const { AtomicU64::new(0) }; OPEN_BITS / 64];
+
+fn open_bit(id: u64) -> (&'static AtomicU64, u64) {
+    let i = id as usize % OPEN_BITS;
+    (&OPEN[i / 64], 1 << (i % 64))
+}
+
+thread_local! {
+    /// When the poll running on this worker thread started (0: none).
+    static POLL_START: Cell<u64> = const { Cell::new(0) };
+}
+
+fn sites_for(location: &'static Location<'static>) -> &'static TaskSites {
+    let cache = SITES.get_or_init(|| SiteCache::new(1024));
+    let key = location as *const Location<'static> as usize;
+    if let Some(sites) = cache.get(key) {
+        return sites;
+    }
+    // The first task from this location: its callsites are made and registered once.
+    cache.insert(key, || make_sites(location)).unwrap_or(&DEFAULT_SITES)
+}
+
+#[cold]
+fn make_sites(location: &'static Location<'static>) -> TaskSites {
+    let name: &'static str = Box::leak(format!("{}:{}", location.file(), location.line()).into_boxed_str());
+    let one = |phase: Phase, args: [&'static str; 2], fallback: &'static Callsite| -> &'static Callsite {
+        let make = || -> &'static Callsite {
+            let meta =
+                CallsiteMeta::new(CATEGORY, name, phase, args, location.file(), location.line()).with_flow();
+            Box::leak(Box::new(Callsite::new(meta)))
+        };
+        busy(|| callsite::dynamic(CATEGORY, name, phase, "tokio task", make)).unwrap_or(fallback)
+    };
+    TaskSites {
+        begin: one(Phase::AsyncBegin, ["", ""], &DEFAULT_BEGIN),
+        end: one(Phase::AsyncEnd, ["", ""], &DEFAULT_END),
+        poll: one(Phase::Complete, ["task", ""], &DEFAULT_POLL),
+    }
+}
+
+/// tokio's task id as a number: `Id` hashes its one `NonZeroU64` with `write_u64`, which this
+/// hasher keeps (tokio has no other way to read it, and `Display` would format).
+#[derive(Default)]
+struct IdWord(u64);
+
+impl Hasher for IdWord {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for `Id`; folds any other shape into the word all the same.
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+fn task_id(meta: &TaskMeta<'_>) -> u64 {
+    let mut h = IdWord::default();
+    meta.id().hash(&mut h);
+    h.finish()
+}
+
+pub(super) fn install(log: &'static TraceLog, long_poll: Duration, builder: &mut ::tokio::runtime::Builder) {
+    builder
+        .on_task_spawn(move |meta| {
+            let sites = sites_for(meta.spawned_at());
+            if let Some(state) = check(log, sites.begin) {
+                let id = task_id(meta);
+                // Relaxed: the bit only pairs this task's begin with its end and polls, which
+                // tokio orders after its spawn.
+                let (word, bit) = open_bit(id);
+                word.fetch_or(bit, Ordering::Relaxed);
+                emit(log, sites.begin, state, Now, [id], NoArg, NoArg);
+            }
+        })
+        .on_task_terminate(move |meta| {
+            let id = task_id(meta);
+            let (word, bit) = open_bit(id);
+            // Relaxed: as at the spawn. A task whose begin was not recorded ends unrecorded.
+            if word.fetch_and(!bit, Ordering::Relaxed) & bit == 0 {
+                return;
+            }
+            let sites = sites_for(meta.spawned_at());
+            if let Some(state) = check(log, sites.end) {
+                emit(log, sites.end, state, Now, [id], NoArg, NoArg);
+            }
+        })
+        .on_before_task_poll(move |meta| {
+            // Only the polls of a task with an open slice are recorded. Tested here, not after the
+            // poll: tokio runs the terminate hook inside a task's last poll, before the after-poll
+            // hook. Relaxed: as at the spawn.
+            let (word, bit) = open_bit(task_id(meta));
+            let start = if word.load(Ordering::Relaxed) & bit != 0 { log.now() } else { 0 };
+            POLL_START.with(|s| s.set(start));
+        })
+        .on_after_task_poll(move |meta| {
+            let start = POLL_START.with(|s| s.replace(0));
+            if start == 0 {
+                return;
+            }
+            // One clock read ends the poll slice and measures it against the threshold.
+            let ticks = log.now().wrapping_sub(start);
+            let id = task_id(meta);
+            let sites = sites_for(meta.spawned_at());
+            if let Some(state) = check(log, sites.poll) {
+                emit(log, sites.poll, state, At(start), [ticks], id, NoArg);
+            }
+            if ticks > log.duration_to_ticks(long_poll) {
+                if let Some(state) = check(log, &LONG_POLL) {
+                    let per_second = log.duration_to_ticks(Duration::from_secs(1)).max(1);
+                    let ns = (ticks as f64 * 1e9 / per_second as f64) as u64;
+                    emit_watched(log, &LONG_POLL, state, At(start), [ticks], id, ns);
+                }
+            }
+        });
+}

@@ -1,0 +1,117 @@
+//! tokio tasks as Phosphor events (feature `tokio`): the runtime's task hooks installed on a
+//! [`tokio::runtime::Builder`].
+//!
+//! ```no_run
+//! # #[cfg(tokio_unstable)] {
+//! let mut builder = tokio::runtime::Builder::new_multi_thread();
+//! builder.enable_all();
+//! phosphor::tokio::instrument(&mut builder);
+//! let runtime = builder.build().unwrap();
+//! # }
+//! ```
+//!
+//! With the hooks installed, a running trace of the log (the global one unless
+//! [`TaskHooks::log`] says otherwise) records, in category `tokio`:
+//!
+//! * one **async slice per task**, from its spawn to its end, whose id is tokio's task id and
+//!   whose name is the task's spawn location (`file:line`, from `TaskMeta::spawned_at`);
+//! * one **poll slice** (a complete slice on the worker thread) per poll, named like the task,
+//!   flagged as a flow whose argument `task` is the task id: exporters link each poll to the
+//!   task's async slice, as for [`trace_future!`](crate::trace_future!);
+//! * a **`long poll`** slice over every poll longer than [`TaskHooks::long_poll`] (default
+//!   [`DEFAULT_LONG_POLL`], 10 ms), with arguments `task` and `poll_ns`: a flight recorder keys on
+//!   it with `Trigger::slower_than("tokio", "long poll", limit)`.
+//!
+//! # tokio_unstable
+//!
+//! tokio's task hooks (`on_task_spawn`, `on_task_terminate`, `on_before_task_poll`,
+//! `on_after_task_poll`) and `TaskMeta` are unstable APIs: they exist only when the program is
+//! built with `RUSTFLAGS="--cfg tokio_unstable"`. Without that flag this module still builds, and
+//! [`instrument`] leaves the builder as it is ([`HOOKS_AVAILABLE`] is `false`).
+//!
+//! # Cost
+//!
+//! The hooks take no lock and allocate nothing: a lock-free lookup of the spawn location's
+//! callsites, the callsite's enabled test, one clock read per poll edge and the event's write.
+//! The exception is the first spawn from each location, which registers its three callsites (a
+//! copy of the name, the registry's lock) once for the life of the process, as a bridge's first
+//! event does; past `MAX_DYNAMIC_POINTS` locations, tasks share the static callsites named `task`.
+//! A task spawned while no trace records it and ending while one does leaves an unmatched end.
+
+use std::time::Duration;
+
+use crate::TraceLog;
+
+#[cfg(tokio_unstable)]
+mod hooks;
+
+/// Whether this build can install tokio's task hooks (it was compiled with `--cfg tokio_unstable`).
+pub const HOOKS_AVAILABLE: bool = cfg!(tokio_unstable);
+
+/// The category of every event the hooks record.
+pub const CATEGORY: &str = "tokio";
+
+/// The poll duration past which a poll is marked `long poll`, unless set otherwise.
+pub const DEFAULT_LONG_POLL: Duration = Duration::from_millis(10);
+
+/// The task hooks' settings: which log records, and the long-poll threshold. [`install`]
+/// puts them on a runtime builder.
+///
+/// [`install`]: TaskHooks::install
+#[derive(Clone, Copy, Debug)]
+pub struct TaskHooks {
+    log: &'static TraceLog,
+    long_poll: Duration,
+}
+
+impl Default for TaskHooks {
+    fn default() -> Self {
+        TaskHooks::new()
+    }
+}
+
+impl TaskHooks {
+    /// Hooks recording into the global log, marking polls longer than [`DEFAULT_LONG_POLL`].
+    pub fn new() -> TaskHooks {
+        TaskHooks { log: TraceLog::global(), long_poll: DEFAULT_LONG_POLL }
+    }
+
+    /// Records into `log` instead of the global log.
+    pub fn log(mut self, log: &'static TraceLog) -> TaskHooks {
+        self.log = log;
+        self
+    }
+
+    /// Marks polls longer than `threshold` with a `long poll` slice.
+    pub fn long_poll(mut self, threshold: Duration) -> TaskHooks {
+        self.long_poll = threshold;
+        self
+    }
+
+    /// Installs the hooks on `builder` (replacing any task hooks set before), and returns it.
+    /// Without `--cfg tokio_unstable` this does nothing (see [`HOOKS_AVAILABLE`]).
+    pub fn install(self, builder: &mut ::tokio::runtime::Builder) -> &mut ::tokio::runtime::Builder {
+        #[cfg(tokio_unstable)]
+        hooks::install(self.log, self.long_poll, builder);
+        #[cfg(not(tokio_unstable))]
+        let _ = (self.log, self.long_poll);
+        builder
+    }
+}
+
+/// Installs the task hooks with the default settings ([`TaskHooks::new`]) on `builder`.
+pub fn instrument(builder: &mut ::tokio::runtime::Builder) -> &mut ::tokio::runtime::Builder {
+    TaskHooks::new().install(builder)
+}
+
+/// `builder.phosphor()`: [`instrument`] as a method of tokio's runtime builder.
+pub trait BuilderExt {
+    /// Installs Phosphor's task hooks with the default settings.
+    fn phosphor(&mut self) -> &mut Self;
+}
+
+impl BuilderExt for ::tokio::runtime::Builder {
+    fn phosphor(&mut self) -> &mut Self {
+        instrument(self)
+    }
+}

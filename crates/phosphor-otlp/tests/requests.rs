@@ -87,11 +87,17 @@ fn no_child_starts_before_or_ends_after_its_parent_in_nanoseconds() {
             let Some(p) = by_id.get(s.parent_span_id.as_slice()) else { continue };
             children += 1;
             shared_ends += usize::from(s.end_time_unix_nano == p.end_time_unix_nano);
-            assert!(s.start_time_unix_nano >= p.start_time_unix_nano, "seed {seed}: {s:?} starts before {p:?}");
+            assert!(
+                s.start_time_unix_nano >= p.start_time_unix_nano,
+                "seed {seed}: {s:?} starts before {p:?}"
+            );
             assert!(s.end_time_unix_nano <= p.end_time_unix_nano, "seed {seed}: {s:?} ends after {p:?}");
         }
     }
-    assert!(children > 1000 && shared_ends > 100, "{children} children, {shared_ends} ending with their parent");
+    assert!(
+        children > 1000 && shared_ends > 100,
+        "{children} children, {shared_ends} ending with their parent"
+    );
 }
 
 /// Each request on its own.
@@ -177,8 +183,10 @@ fn live_the_slowest_per_minute_rule_releases_each_minute_a_hold_after_it_ends() 
     }
     stream.flush(&mut w).unwrap();
     let file = w.finish(Trailer::default()).unwrap();
-    let selection =
-        Selection { tail: TailRules { slowest_per_minute: Some(2), ..TailRules::default() }, ..Selection::default() };
+    let selection = Selection {
+        tail: TailRules { slowest_per_minute: Some(2), ..TailRules::default() },
+        ..Selection::default()
+    };
     let hold = 1_000_000;
     let options = AssembleOptions { selection, hold_ns: Some(hold), ..AssembleOptions::default() };
     let mut r = Reader::new(&file[..]).unwrap();

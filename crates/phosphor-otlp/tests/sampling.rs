@@ -7,7 +7,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
-use phosphor::{trace_context, trace_log, trace_scope, BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig};
+use phosphor::{
+    trace_context, trace_log, trace_scope, BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig,
+};
 use phosphor_format::file::Reader;
 use phosphor_otlp::assemble::{AssembleOptions, AssembleStats, Assembler, HAS_IS_REMOTE, IS_REMOTE};
 use phosphor_otlp::convert::{convert, ConvertOptions};
@@ -121,7 +123,9 @@ fn a_u64_argument_is_an_int_whatever_its_value() {
     let (spans, _) = spans_of(&saved(&log), AssembleOptions::default());
     let values: Vec<Any> = spans
         .iter()
-        .map(|s| s.attributes.iter().find(|kv| kv.key == "count").unwrap().value.clone().unwrap().value.unwrap())
+        .map(|s| {
+            s.attributes.iter().find(|kv| kv.key == "count").unwrap().value.clone().unwrap().value.unwrap()
+        })
         .collect();
     assert_eq!(values, [Any::IntValue(5), Any::IntValue(-1), Any::IntValue(i64::MIN)]);
     // The bits are kept: read back as u64.
@@ -247,7 +251,8 @@ fn tail_rules_keep_slow_or_failing_trees_and_the_slowest_per_name_and_minute() {
     assert_eq!(stats.spans_tail_dropped, stats.spans - 3);
     let (slow, _) = tail(TailRules { slower_than_ns: Some(20_000_000), ..TailRules::default() });
     assert_eq!(frame_of(&slow), [11]);
-    let (both, _) = tail(TailRules { slower_than_ns: Some(20_000_000), errors: true, ..TailRules::default() });
+    let (both, _) =
+        tail(TailRules { slower_than_ns: Some(20_000_000), errors: true, ..TailRules::default() });
     assert_eq!(frame_of(&both), [7, 11]);
     // The slowest N per root name and minute (a run of 40 ms rarely spans two minutes of the
     // wall clock, but may): frame 11 (slow) is always among them.

@@ -15,9 +15,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
+use clap::Args;
 use phosphor_export::format_count;
 use phosphor_otlp::assemble::AssembleOptions;
-use clap::Args;
 use phosphor_otlp::convert::{
     convert, convert_to, ConvertOptions, Converted, Encoding, Requests, DEFAULT_MAX_BYTES, DEFAULT_MAX_SPANS,
 };
@@ -206,14 +206,21 @@ pub fn run(
                 paths: args.paths.clone(),
                 slowest_roots: args.slowest,
                 sampling: sampling(args.otlp.sample, args.otlp.export_unsampled_callers),
-                tail: tail_rules(args.otlp.keep_slower_than, args.otlp.keep_errors, args.otlp.keep_slowest_per_minute),
+                tail: tail_rules(
+                    args.otlp.keep_slower_than,
+                    args.otlp.keep_errors,
+                    args.otlp.keep_slowest_per_minute,
+                ),
             },
             hold_ns: None,
             group_roots: args.otlp.group_roots.unwrap_or_default(),
         },
         service_name: args.service_name.clone(),
         max_spans: args.max_spans.map_or(DEFAULT_MAX_SPANS, |n| usize::try_from(n).unwrap_or(usize::MAX)),
-        max_bytes: args.otlp.max_request_bytes.map_or(DEFAULT_MAX_BYTES, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+        max_bytes: args
+            .otlp
+            .max_request_bytes
+            .map_or(DEFAULT_MAX_BYTES, |n| usize::try_from(n).unwrap_or(usize::MAX)),
         encoding: if args.to == Format::OtlpJson { Encoding::Json } else { Encoding::Protobuf },
     };
     if let Some(url) = &args.otlp.post {
@@ -306,7 +313,12 @@ fn each(
 }
 
 /// `-o DIR/`: a file per request.
-fn folder(dir: &Path, files: &[PathBuf], options: &ConvertOptions, stderr: &mut impl Write) -> anyhow::Result<()> {
+fn folder(
+    dir: &Path,
+    files: &[PathBuf],
+    options: &ConvertOptions,
+    stderr: &mut impl Write,
+) -> anyhow::Result<()> {
     drop(progress::open_header(&files[0], "converting")?);
     let mut out = out::Folder::create(dir, options.encoding == Encoding::Json)?;
     let damage = each(files, options, &mut out, &dir.display().to_string(), stderr)?;
@@ -315,7 +327,12 @@ fn folder(dir: &Path, files: &[PathBuf], options: &ConvertOptions, stderr: &mut 
 }
 
 /// `--post URL`: every request posted; exit 2 unless every span was exported.
-fn post(url: &str, files: &[PathBuf], options: &ConvertOptions, stderr: &mut impl Write) -> anyhow::Result<()> {
+fn post(
+    url: &str,
+    files: &[PathBuf],
+    options: &ConvertOptions,
+    stderr: &mut impl Write,
+) -> anyhow::Result<()> {
     if options.encoding == Encoding::Json {
         bail!("--post sends protobuf: use --to otlp");
     }

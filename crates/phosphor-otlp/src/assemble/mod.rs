@@ -268,7 +268,9 @@ impl Assembler {
                     Some((context, Some(id))) => return self.async_context(id, context),
                     Some((context, None)) => Item::Context(context),
                     None => match self.span_event(event, t) {
-                        Some(e) => Item::Event(e, event.callsite.level == Some(phosphor_format::Level::Error)),
+                        Some(e) => {
+                            Item::Event(e, event.callsite.level == Some(phosphor_format::Level::Error))
+                        }
                         None => return,
                     },
                 };
@@ -391,7 +393,12 @@ impl Assembler {
     /// `template`'s, of at most `max` spans and `max_bytes` bytes each (a span larger on its own
     /// is a request alone), handed to the flush of [`Assembler::push_and_flush`] and
     /// [`Assembler::finish_and_flush`] (not made `Span`s).
-    pub fn encode_protobuf(&mut self, template: &crate::ExportTraceServiceRequest, max: usize, max_bytes: usize) {
+    pub fn encode_protobuf(
+        &mut self,
+        template: &crate::ExportTraceServiceRequest,
+        max: usize,
+        max_bytes: usize,
+    ) {
         self.build.out.wire = Some(wire::Wire::new(template, max, max_bytes));
     }
 

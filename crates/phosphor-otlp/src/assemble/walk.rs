@@ -103,7 +103,18 @@ impl Builder {
         self.next += 1;
         self.out.stats.spans += 1;
         let end = end.max(start);
-        Rec { start, end, n, parent: NO_PARENT, name, attrs, events: Vec::new(), context: None, tid, error: false }
+        Rec {
+            start,
+            end,
+            n,
+            parent: NO_PARENT,
+            name,
+            attrs,
+            events: Vec::new(),
+            context: None,
+            tid,
+            error: false,
+        }
     }
 
     /// Whether no tree is being built (between walks).

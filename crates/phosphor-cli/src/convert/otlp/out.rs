@@ -24,7 +24,8 @@ impl Folder {
     /// earlier conversion would be sent with these).
     pub fn create(dir: &Path, json: bool) -> anyhow::Result<Folder> {
         std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-        let mut entries = std::fs::read_dir(dir).with_context(|| format!("{}: cannot list", dir.display()))?;
+        let mut entries =
+            std::fs::read_dir(dir).with_context(|| format!("{}: cannot list", dir.display()))?;
         if entries.next().is_some() {
             bail!("{}: the folder is not empty (its files would be sent with the new ones)", dir.display());
         }
@@ -40,7 +41,8 @@ impl Folder {
 impl Requests for Folder {
     fn request(&mut self, bytes: &[u8], _spans: u64) -> io::Result<()> {
         let path = self.dir.join(format!("{:06}.{}", self.next, self.ext));
-        std::fs::write(&path, bytes).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        std::fs::write(&path, bytes)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         self.next += 1;
         Ok(())
     }

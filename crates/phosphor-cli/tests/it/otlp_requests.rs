@@ -117,3 +117,48 @@ fn post_to_an_endpoint_that_refuses_everything_exits_2_with_the_figures() {
     let err = stderr(&out);
     assert!(err.contains("0 spans exported") && err.contains("not every span was exported"), "{err}");
 }
+
+#[test]
+fn record_samples_and_groups_live_as_convert_does_for_the_same_file_and_counts_it() {
+    let rx = Receiver::start(Vec::new());
+    let flags = ["--otlp-sample", "0.5", "--otlp-group-roots", "process", "--otlp-hold", "60s"];
+    let (line, _, file) = crate::otlp_record::record_forwarding("otlp-record-sample", &rx, &flags);
+    let sampled: u64 = line
+        .split(", ")
+        .find_map(|part| part.strip_suffix(" left out by head sampling"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .parse()
+        .unwrap();
+    assert!(sampled > 0 && sampled < 2000 && sampled % 2 == 0, "whole trees: {line}");
+    let got = rx.got();
+    assert_eq!(got.spans.len() as u64, 2000 - sampled);
+    let traces: HashSet<&[u8]> = got.spans.iter().map(|s| s.trace_id.as_slice()).collect();
+    assert_eq!(traces.len(), 1, "one trace per connection");
+    // The file converted with the same rules gives the same spans: one implementation.
+    let pb = file.with_extension("pb");
+    let out = phosphor(
+        "otlp-record-sample-convert",
+        &[
+            "convert",
+            file.to_str().unwrap(),
+            "--to",
+            "otlp",
+            "-o",
+            pb.to_str().unwrap(),
+            "--sample",
+            "0.5",
+            "--group-roots",
+            "process",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let figure =
+        format!("sampling: {} spans left out by head sampling", phosphor_export::format_count(sampled));
+    assert!(stderr(&out).contains(&figure), "{}", stderr(&out));
+    let mut converted =
+        spans_of(phosphor_otlp::request::from_protobuf(&std::fs::read(&pb).unwrap()).unwrap());
+    let mut live = got.spans.clone();
+    converted.sort_by(|a, b| a.span_id.cmp(&b.span_id));
+    live.sort_by(|a, b| a.span_id.cmp(&b.span_id));
+    assert_eq!(live, converted);
+}

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use phosphor::{
-    trace_context, trace_log, trace_scope, BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig,
+    trace_async_begin, trace_async_end, trace_context, trace_log, trace_scope, BufferMode, ClockKind,
+    TraceConfig, TraceLog, TraceLogConfig,
 };
 use phosphor_format::file::Reader;
 use phosphor_otlp::assemble::{AssembleOptions, AssembleStats, Assembler, HAS_IS_REMOTE, IS_REMOTE};
@@ -277,4 +278,41 @@ fn tail_rules_keep_slow_or_failing_trees_and_the_slowest_per_name_and_minute() {
     let frames = frame_of(&mixed);
     assert!(frames.contains(&7) && frames.contains(&11), "{frames:?}");
     assert_eq!(frames.len(), 1 + places("frame", 1, Some(7)));
+}
+
+#[test]
+fn the_callers_tracestate_is_carried_by_the_spans_of_its_trace() {
+    let log = new_log();
+    let state = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
+    {
+        trace_scope!(log: &log, "http", "request");
+        trace_context!(log: &log, SAMPLED, tracestate: state).unwrap();
+        trace_scope!(log: &log, "db", "query");
+    }
+    {
+        trace_scope!(log: &log, "app", "own");
+    }
+    {
+        // Past the W3C limit: not recorded, the context still is.
+        trace_scope!(log: &log, "http", "long");
+        trace_context!(log: &log, SAMPLED, tracestate: &"k=v,".repeat(200)).unwrap();
+    }
+    {
+        // A bad header records neither.
+        trace_scope!(log: &log, "http", "bad");
+        assert!(trace_context!(log: &log, "00-zz", tracestate: state).is_err());
+    }
+    trace_async_begin!(log: &log, "rpc", "call", 9);
+    trace_context!(log: &log, SAMPLED, tracestate: "a=1", async_id: 9).unwrap();
+    trace_async_end!(log: &log, "rpc", "call", 9);
+    let (spans, _) = spans_of(&saved(&log), AssembleOptions::default());
+    assert_eq!(by_name(&spans, "request").trace_state, state);
+    assert_eq!(by_name(&spans, "query").trace_state, state, "its subtree is in the caller's trace");
+    assert_eq!(by_name(&spans, "own").trace_state, "");
+    let long = by_name(&spans, "long");
+    assert_eq!(long.trace_state, "");
+    assert_eq!(long.flags, HAS_IS_REMOTE | IS_REMOTE | 0x01, "the context applied");
+    assert_eq!(by_name(&spans, "bad").trace_state, "");
+    assert_eq!(by_name(&spans, "bad").flags & IS_REMOTE, 0);
+    assert_eq!(by_name(&spans, "call").trace_state, "a=1");
 }

@@ -76,6 +76,8 @@ struct Ancestor {
     trace_flags: u8,
     /// Left out by head sampling (its subtree too, unless a caller's context takes part of it).
     sampled_out: bool,
+    /// Its trace's `tracestate`: an index in [`Emitter::states`].
+    state: Option<u32>,
 }
 
 /// Emits final trees as spans.
@@ -109,6 +111,8 @@ pub(super) struct Emitter {
     windows: HashMap<(Box<str>, u64), BinaryHeap<Ranked>>,
     /// The latest root start of a tree ranked so far.
     latest_start: u64,
+    /// The `tracestate`s of the tree being emitted.
+    states: Vec<Box<str>>,
 }
 
 impl Emitter {
@@ -133,6 +137,7 @@ impl Emitter {
             hold_ns: None,
             windows: HashMap::new(),
             latest_start: 0,
+            states: Vec::new(),
         }
     }
 
@@ -290,13 +295,14 @@ impl Emitter {
         let paths = !self.selection.paths.is_empty();
         self.walked.clear();
         self.path.clear();
+        self.states.clear();
         for mut rec in tree.drain(..) {
             self.event_bytes -= rec.events.iter().map(event_size).sum::<usize>();
             let parent = self.walked.get(rec.parent as usize).copied();
             let is_root = parent.is_none();
-            let (mut trace_id, mut parent_id, mut trace_flags, mut sampled_out) = match parent {
-                Some(a) => (a.trace_id, a.parent_for_children, a.trace_flags, a.sampled_out),
-                None => (root_trace, None, SAMPLED, head_out),
+            let (mut trace_id, mut parent_id, mut trace_flags, mut sampled_out, mut state) = match parent {
+                Some(a) => (a.trace_id, a.parent_for_children, a.trace_flags, a.sampled_out, a.state),
+                None => (root_trace, None, SAMPLED, head_out, None),
             };
             let mut flags = HAS_IS_REMOTE;
             if let Some(c) = rec.context.take() {
@@ -307,7 +313,13 @@ impl Emitter {
                 trace_flags = c.flags;
                 sampled_out = !self.selection.sampling.keeps_caller(c.flags);
                 flags |= IS_REMOTE;
+                state = None;
             }
+            if let Some(s) = rec.trace_state.take() {
+                state = Some(self.states.len() as u32);
+                self.states.push(s);
+            }
+            let trace_state = state.map_or("", |i| &self.states[i as usize]);
             let flags = flags | u32::from(trace_flags);
             let name = self.strings.text(&rec.name);
             // A path past MAX_PATH_BYTES (a hostile file: thousands of nested scopes of long
@@ -328,7 +340,7 @@ impl Emitter {
             let kept = !sampled_out && !too_long && self.selection.keeps(&self.path, duration, is_root);
             let parent_for_children = if kept {
                 let id = self.ids.span(rec.n);
-                let ids = Ids3 { trace: &trace_id, span: &id, parent: parent_id, flags };
+                let ids = Ids3 { trace: &trace_id, span: &id, parent: parent_id, flags, state: trace_state };
                 match &mut self.wire {
                     Some(wire) => wire.span(&rec, &self.strings, self.thread_key, &ids),
                     None => {
@@ -347,7 +359,14 @@ impl Emitter {
                 parent_id
             };
             let path_len = if too_long { TOO_LONG } else { self.path.len() };
-            self.walked.push(Ancestor { path_len, trace_id, parent_for_children, trace_flags, sampled_out });
+            self.walked.push(Ancestor {
+                path_len,
+                trace_id,
+                parent_for_children,
+                trace_flags,
+                sampled_out,
+                state,
+            });
         }
         self.tree = tree;
     }
@@ -369,6 +388,8 @@ pub(super) struct Ids3<'a> {
     pub parent: Option<[u8; 8]>,
     /// `Span.flags`: the W3C trace flags, [`HAS_IS_REMOTE`] and [`IS_REMOTE`].
     pub flags: u32,
+    /// `Span.trace_state`: the caller's `tracestate` (empty: none).
+    pub state: &'a str,
 }
 
 /// Writes `rec` into `span`, reusing its strings and vectors.
@@ -378,6 +399,7 @@ fn fill(span: &mut Span, rec: &mut Rec, strings: &Strings, thread_key: u32, ids:
     span.span_id.clear();
     span.span_id.extend_from_slice(ids.span);
     span.trace_state.clear();
+    span.trace_state.push_str(ids.state);
     span.parent_span_id.clear();
     if let Some(p) = ids.parent {
         span.parent_span_id.extend_from_slice(&p);

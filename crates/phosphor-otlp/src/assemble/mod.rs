@@ -57,7 +57,7 @@ use self::walk::{Builder, Flushing, Item, Slot};
 
 pub use self::walk::{Flush, FLUSH_BYTES, FLUSH_SPANS};
 pub use self::wire::Encoded;
-use crate::context::{trace_context_of, TraceContext};
+use crate::context::{trace_context_of, trace_state_of, TraceContext};
 use crate::ids::Ids;
 use crate::select::Selection;
 use crate::Span;
@@ -153,6 +153,8 @@ pub struct Assembler {
     async_names: NameSet,
     /// Trace contexts for async slices, by async id, until the slice is made.
     async_contexts: HashMap<u64, TraceContext>,
+    /// Callers' `tracestate`s for async slices, by async id, until the slice is made.
+    async_states: HashMap<u64, Box<str>>,
     now: u64,
     /// Live use: trace time (ns) gone by since the last event, by the caller's clock
     /// ([`Assembler::idle`]); the present is `now + idle_ns`.
@@ -196,6 +198,7 @@ impl Assembler {
             asyncs: Pairing::new(MAX_OPEN_ASYNC),
             async_names: NameSet::default(),
             async_contexts: HashMap::new(),
+            async_states: HashMap::new(),
             now: 0,
             idle_ns: 0,
         }
@@ -267,11 +270,15 @@ impl Assembler {
                 let item = match trace_context_of(event) {
                     Some((context, Some(id))) => return self.async_context(id, context),
                     Some((context, None)) => Item::Context(context),
-                    None => match self.span_event(event, t) {
-                        Some(e) => {
-                            Item::Event(e, event.callsite.level == Some(phosphor_format::Level::Error))
-                        }
-                        None => return,
+                    None => match trace_state_of(event) {
+                        Some((state, Some(id))) => return self.async_state(id, state),
+                        Some((state, None)) => Item::State(state.into()),
+                        None => match self.span_event(event, t) {
+                            Some(e) => {
+                                Item::Event(e, event.callsite.level == Some(phosphor_format::Level::Error))
+                            }
+                            None => return,
+                        },
                     },
                 };
                 let slot = Slot::new(item);
@@ -323,6 +330,13 @@ impl Assembler {
         }
     }
 
+    /// A caller's `tracestate` for the async slice `id` (at most [`MAX_OPEN_ASYNC`] wait).
+    fn async_state(&mut self, id: u64, state: &str) {
+        if self.async_states.len() < MAX_OPEN_ASYNC || self.async_states.contains_key(&id) {
+            self.async_states.insert(id, state.into());
+        }
+    }
+
     /// An async begin or end at `t` (wall ns), paired by the model.
     fn async_half(&mut self, event: &Event<'_>, t: u64) {
         let begin = event.callsite.phase == Phase::AsyncBegin;
@@ -334,8 +348,10 @@ impl Assembler {
             attrs.push(Attr { key, value: Val::Int(id as i64) });
         }
         let key = AsyncKey { name: self.async_names.number(async_name(event)), id };
-        let Assembler { asyncs, build, async_contexts, .. } = self;
-        asyncs.add(key, begin, t, (name, attrs), &mut |k, m| async_matched(build, async_contexts, k, m));
+        let Assembler { asyncs, build, async_contexts, async_states, .. } = self;
+        asyncs.add(key, begin, t, (name, attrs), &mut |k, m| {
+            async_matched(build, async_contexts, async_states, k, m)
+        });
     }
 
     /// Moves the spans that are final into `out`. Live use ([`AssembleOptions::hold_ns`]): first
@@ -423,8 +439,9 @@ impl Assembler {
                 }
             }
         }
-        let Assembler { asyncs, build, async_contexts, .. } = self;
-        asyncs.finish(&mut |k, m| async_matched(build, async_contexts, k, m));
+        let Assembler { asyncs, build, async_contexts, async_states, .. } = self;
+        asyncs.finish(&mut |k, m| async_matched(build, async_contexts, async_states, k, m));
+        self.async_states.clear();
         let stats = &mut self.build.out.stats;
         stats.contexts_unapplied += self.async_contexts.len() as u64;
         self.async_contexts.clear();
@@ -449,6 +466,7 @@ impl Assembler {
 fn async_matched(
     build: &mut Builder,
     contexts: &mut HashMap<u64, TraceContext>,
+    states: &mut HashMap<u64, Box<str>>,
     key: AsyncKey,
     m: Matched<(Text, Vec<Attr>)>,
 ) {
@@ -463,6 +481,7 @@ fn async_matched(
     // An end earlier than its begin: a pair of no length (the model's rule).
     let mut rec = build.rec(begin.ts, end.ts.max(begin.ts), name, attrs, None);
     rec.context = contexts.remove(&key.id).map(Box::new);
+    rec.trace_state = states.remove(&key.id);
     let out = &mut build.out;
     out.stats.contexts += u64::from(rec.context.is_some());
     out.tree.clear();

@@ -119,6 +119,8 @@ pub(super) struct Rec {
     pub events: Vec<SpanEvent>,
     /// The distributed trace its subtree joins, if a trace context was recorded in it.
     pub context: Option<Box<TraceContext>>,
+    /// The caller's `tracestate`, recorded with the context.
+    pub trace_state: Option<Box<str>>,
     /// The recording thread of a scope (`thread.id`); `None` for an async slice.
     pub tid: Option<u32>,
     /// Whether it holds an error-level log (the tail rule `errors`).

@@ -53,6 +53,8 @@ pub(super) enum Item {
     Event(SpanEvent, bool),
     /// A trace context recorded at this time.
     Context(TraceContext),
+    /// A caller's `tracestate` recorded at this time.
+    State(Box<str>),
 }
 
 /// The walk's state: the scopes entered and not left, the tree being built.
@@ -112,6 +114,7 @@ impl Builder {
             attrs,
             events: Vec::new(),
             context: None,
+            trace_state: None,
             tid,
             error: false,
         }
@@ -178,6 +181,12 @@ impl Sink<Slot> for Builder {
                 }
                 None => self.out.stats.contexts_unapplied += 1,
             },
+            (SliceKind::Mark, Some(Item::State(state))) => {
+                // The scope's, as its context is; the latest recorded wins.
+                if let Some(&(_, at)) = self.stack.last() {
+                    self.out.tree[at as usize].trace_state = Some(state);
+                }
+            }
             _ => {}
         }
     }

@@ -148,6 +148,7 @@ impl Wire {
         b.clear();
         bytes(b, 1, ids.trace);
         bytes(b, 2, ids.span);
+        bytes_if_any(b, 3, ids.state.as_bytes());
         if let Some(p) = ids.parent {
             bytes(b, 4, &p);
         }

@@ -85,6 +85,8 @@ pub struct ConvertArgs {
     /// OTLP only: at most this many spans per request (default 8192).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_spans: Option<u64>,
+    #[command(flatten)]
+    otlp: otlp::OtlpArgs,
 }
 
 /// The formats `convert` writes. Only those that work are listed: clap refuses the others.
@@ -130,7 +132,7 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
         return otlp::run(args, &files, stdout, stderr);
     }
     if otlp::flags_set(args) {
-        bail!("--min-duration, --roots-only, --path, --slowest, --service-name and --max-spans apply to --to otlp and otlp-json only");
+        bail!("--min-duration, --roots-only, --path, --slowest, --service-name, --max-spans and the sampling, grouping and request flags apply to --to otlp and otlp-json only");
     }
     let [file] = files.as_slice() else {
         return run_many(args, &files, stdout, stderr);

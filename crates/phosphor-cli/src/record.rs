@@ -130,6 +130,8 @@ pub struct RecordArgs {
     /// With --otlp: only spans whose scope path (`frame/update`) matches this glob; repeatable.
     #[arg(long = "otlp-path", value_name = "GLOB", requires = "otlp")]
     otlp_paths: Vec<String>,
+    #[command(flatten)]
+    otlp_sampling: crate::convert::otlp::RecordOtlpArgs,
     /// With --otlp: `service.name` (default: the traced process's name).
     #[arg(long, value_name = "NAME", requires = "otlp")]
     otlp_service_name: Option<String>,
@@ -156,7 +158,10 @@ impl RecordArgs {
                 roots_only: self.otlp_roots_only,
                 paths: self.otlp_paths.clone(),
                 slowest_roots: None,
+                sampling: self.otlp_sampling.sampling(),
+                tail: self.otlp_sampling.tail_rules(),
             },
+            group_roots: self.otlp_sampling.group_roots(),
             hold: std::time::Duration::from_nanos(self.otlp_hold),
             service_name: self.otlp_service_name.clone(),
             ..ForwardOptions::default()
@@ -448,6 +453,12 @@ impl Received {
                 "; OTLP: {} spans made, {} left out by the selection, {} sent",
                 o.spans_made, o.spans_unselected, o.spans_sent
             ));
+            if o.spans_sampled_out + o.spans_tail_dropped > 0 {
+                line.push_str(&format!(
+                    ", {} left out by head sampling, {} by the tail rules",
+                    o.spans_sampled_out, o.spans_tail_dropped
+                ));
+            }
             if let Some(e) = &o.error {
                 line.push_str(&format!(", not forwarded past an error: {e}"));
             }

@@ -28,6 +28,19 @@ pub const ARG_TRACEPARENT: &str = "traceparent";
 /// Argument 1 of the trace-context event of an async slice: the slice's id (`u64`).
 pub const ARG_ASYNC_ID: &str = "async_id";
 
+/// The name of the trace-state event, which `trace_context!(header, tracestate: ts)` records right
+/// after the trace-context event: argument 0 [`ARG_TRACESTATE`] (the caller's `tracestate` header,
+/// a dynamic string), argument 1 as the trace-context event's ([`ARG_ASYNC_ID`] or absent). It
+/// belongs to the same scope or async slice as the context.
+pub const STATE_NAME: &str = "trace_state";
+
+/// Argument 0 of the trace-state event: the `tracestate` header text.
+pub const ARG_TRACESTATE: &str = "tracestate";
+
+/// The longest `tracestate` recorded: the W3C limit a vendor must propagate (512 bytes); a longer
+/// one is not recorded (the context still is).
+pub const MAX_TRACESTATE_LEN: usize = 512;
+
 /// The length of a version-00 `traceparent` header.
 pub const HEADER_LEN: usize = 55;
 

@@ -110,7 +110,10 @@ fn json_once(b: Bencher) {
 }
 
 fn selected(selection: Selection) -> ConvertOptions {
-    ConvertOptions { assemble: AssembleOptions { selection, hold_ns: None }, ..ConvertOptions::default() }
+    ConvertOptions {
+        assemble: AssembleOptions { selection, ..AssembleOptions::default() },
+        ..ConvertOptions::default()
+    }
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]

@@ -9,7 +9,9 @@
 //! context: it stays an ordinary instant.
 
 use phosphor_format::file::{Event, Value};
-use phosphor_format::trace_context::{ARG_ASYNC_ID, ARG_TRACEPARENT, CATEGORY, NAME};
+use phosphor_format::trace_context::{
+    ARG_ASYNC_ID, ARG_TRACEPARENT, ARG_TRACESTATE, CATEGORY, MAX_TRACESTATE_LEN, NAME, STATE_NAME,
+};
 use phosphor_format::Phase;
 
 pub use phosphor_format::trace_context::{ParseTraceContextError, TraceContext};
@@ -33,4 +35,26 @@ pub fn trace_context_of(event: &Event<'_>) -> Option<(TraceContext, Option<u64>)
         Some(_) => return None,
     };
     Some((context, async_id))
+}
+
+/// The caller's `tracestate` an event carries (the reserved `phosphor`/`trace_state` instant that
+/// `trace_context!(header, tracestate: ts)` records after the context), with the async slice's id
+/// when it names one; `None` for every other event, a malformed one included (one past
+/// [`MAX_TRACESTATE_LEN`] bytes too).
+pub fn trace_state_of<'e>(event: &Event<'e>) -> Option<(&'e str, Option<u64>)> {
+    let cs = &event.callsite;
+    if cs.phase != Phase::Instant || cs.dynamic_name || cs.category != CATEGORY || cs.name != STATE_NAME {
+        return None;
+    }
+    let [a0, a1] = event.args;
+    let (ARG_TRACESTATE, Value::Str(state)) = a0? else { return None };
+    if event.truncated || state.is_empty() || state.len() > MAX_TRACESTATE_LEN {
+        return None;
+    }
+    let async_id = match a1 {
+        None => None,
+        Some((ARG_ASYNC_ID, Value::U64(id))) => Some(id),
+        Some(_) => return None,
+    };
+    Some((state, async_id))
 }

@@ -14,6 +14,14 @@
 //! offset) is kept in [`ForwardStats::error`], the spans made so far are still sent, and later
 //! bytes are counted and thrown away. Memory is bounded by the pipe, the reader's own limits and
 //! the assembler's open spans.
+//!
+//! Tail sampling ([`Selection::tail`](crate::select::TailRules)) needs whole trees, which the
+//! assembler has anyway: a thread's tree is final once the thread is quiet for [`ForwardOptions::hold`].
+//! The "slow or failing" rules then decide at once. "The slowest N per root name and minute"
+//! holds at most N trees per root name (at most [`MAX_RANKED_NAMES`](crate::assemble::MAX_RANKED_NAMES)
+//! names) per window, and a window's trees go on once trees starting a hold after its end have
+//! come: memory is N × names × about two windows of trees, and the spans leave at most a minute
+//! and a hold after they end.
 
 use std::io::{BufReader, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,6 +33,7 @@ use phosphor_format::file::Reader;
 
 use crate::assemble::{AssembleOptions, Assembler};
 use crate::export::ExportHandle;
+use crate::ids::GroupRoots;
 use crate::pipe::{pipe, PipeWriter};
 use crate::select::Selection;
 use crate::Span;
@@ -32,8 +41,10 @@ use crate::Span;
 /// How a [`Forwarder`] makes and batches spans.
 #[derive(Clone, Debug)]
 pub struct ForwardOptions {
-    /// Which spans are sent.
+    /// Which spans are sent (selection, head and tail sampling: the rules a conversion applies).
     pub selection: Selection,
+    /// Which roots share a trace.
+    pub group_roots: GroupRoots,
     /// How long (trace time) a finished span waits for its parent before it is sent as a root.
     pub hold: Duration,
     /// `service.name` of the resource (default: the traced process's name).
@@ -54,6 +65,7 @@ impl Default for ForwardOptions {
     fn default() -> ForwardOptions {
         ForwardOptions {
             selection: Selection::default(),
+            group_roots: GroupRoots::None,
             hold: Duration::from_secs(2),
             service_name: None,
             max_batch_spans: 512,
@@ -77,6 +89,10 @@ pub struct ForwardStats {
     pub spans_made: u64,
     /// Spans the selection left out.
     pub spans_unselected: u64,
+    /// Spans left out by head sampling.
+    pub spans_sampled_out: u64,
+    /// Spans left out by the tail rules.
+    pub spans_tail_dropped: u64,
     /// Spans handed to the exporter (which counts what becomes of them).
     pub spans_sent: u64,
     /// Why the parsing stopped early, naming the stream and the byte offset.
@@ -161,6 +177,8 @@ impl Batcher {
         let mut f = lock(&self.figures);
         f.stats.spans_made = a.spans;
         f.stats.spans_unselected = a.spans_unselected;
+        f.stats.spans_sampled_out = a.spans_sampled_out;
+        f.stats.spans_tail_dropped = a.spans_tail_dropped;
     }
 }
 
@@ -236,6 +254,7 @@ impl Forwarder {
             let assemble = AssembleOptions {
                 selection: options.selection.clone(),
                 hold_ns: Some(u64::try_from(options.hold.as_nanos()).unwrap_or(u64::MAX)),
+                group_roots: options.group_roots,
             };
             *lock(&batcher) = Some(Batcher {
                 assembler: Assembler::new(&header, assemble),

@@ -17,7 +17,7 @@ use crate::cli::scratch;
 /// Runs `phosphor record --otlp` to `rx` with `extra` flags for one connection from a program
 /// whose 2 threads each make 500 `outer` scopes holding an `inner` one; returns the connection's
 /// line, the server's standard error, once it has exited, and the trace file it wrote.
-fn record_forwarding(test: &str, rx: &Receiver, extra: &[&str]) -> (String, String, PathBuf) {
+pub(crate) fn record_forwarding(test: &str, rx: &Receiver, extra: &[&str]) -> (String, String, PathBuf) {
     let dir = scratch(test);
     let (mut child, lines) = crate::cli::spawn_lines(
         Command::new(env!("CARGO_BIN_EXE_phosphor"))

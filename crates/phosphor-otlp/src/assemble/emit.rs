@@ -4,7 +4,7 @@
 //!
 //! [`Assembler::recycle`]: super::Assembler::recycle
 
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::span::{Event as SpanEvent, SpanKind};
@@ -12,7 +12,7 @@ use opentelemetry_proto::tonic::trace::v1::span::{Event as SpanEvent, SpanKind};
 use super::tree::{Rec, Strings, Val};
 use super::wire::Wire;
 use super::AssembleStats;
-use crate::ids::Ids;
+use crate::ids::{GroupRoots, Ids};
 use crate::select::Selection;
 use crate::Span;
 
@@ -24,6 +24,19 @@ const TOO_LONG: usize = usize::MAX;
 
 /// The most spans kept for reuse.
 const MAX_SPARE: usize = 1 << 14;
+
+/// OTLP's `SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK`: whether the parent is remote is known.
+pub const HAS_IS_REMOTE: u32 = 0x100;
+/// OTLP's `SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK`: the parent is remote (a caller's, from a
+/// `traceparent`).
+pub const IS_REMOTE: u32 = 0x200;
+/// W3C trace flags' "sampled" bit: the program's own traces are sampled (they are exported).
+const SAMPLED: u8 = 0x01;
+
+/// The tail rule "slowest N per root name and minute" ranks trees in windows of this length.
+pub const TAIL_WINDOW_NS: u64 = 60_000_000_000;
+/// The most root names ranked apart in one window; later names share one ranking.
+pub const MAX_RANKED_NAMES: usize = 1024;
 
 /// A final tree waiting in the slowest-roots ranking: a min-heap on duration.
 #[derive(Debug)]
@@ -59,6 +72,12 @@ struct Ancestor {
     trace_id: [u8; 16],
     /// Its span id if it was kept, else its own nearest kept ancestor's (`None`: none).
     parent_for_children: Option<[u8; 8]>,
+    /// The W3C trace flags of its trace.
+    trace_flags: u8,
+    /// Left out by head sampling (its subtree too, unless a caller's context takes part of it).
+    sampled_out: bool,
+    /// Its trace's `tracestate`: an index in [`Emitter::states`].
+    state: Option<u32>,
 }
 
 /// Emits final trees as spans.
@@ -84,6 +103,16 @@ pub(super) struct Emitter {
     /// The spans of the tree being emitted, by index.
     walked: Vec<Ancestor>,
     thread_key: u32,
+    /// Which roots share a trace.
+    pub group: GroupRoots,
+    /// Live use: how long a tree may come after later ones (the assembler's hold).
+    pub hold_ns: Option<u64>,
+    /// The tail rule's rankings, by root name and window.
+    windows: HashMap<(Box<str>, u64), BinaryHeap<Ranked>>,
+    /// The latest root start of a tree ranked so far.
+    latest_start: u64,
+    /// The `tracestate`s of the tree being emitted.
+    states: Vec<Box<str>>,
 }
 
 impl Emitter {
@@ -104,6 +133,11 @@ impl Emitter {
             path: String::new(),
             walked: Vec::new(),
             thread_key,
+            group: GroupRoots::None,
+            hold_ns: None,
+            windows: HashMap::new(),
+            latest_start: 0,
+            states: Vec::new(),
         }
     }
 
@@ -136,8 +170,88 @@ impl Emitter {
         }
     }
 
-    /// The tree in [`Emitter::tree`] (root first) is final: ranked (slowest roots) or emitted.
+    /// The tree in [`Emitter::tree`] (root first) is final: sampled, ranked or emitted.
     pub fn finalize(&mut self) {
+        let Some(root) = self.tree.first() else { return };
+        let head = &self.selection.sampling;
+        if head.ratio.is_some()
+            && self.tree.iter().all(|r| r.context.is_none())
+            && !head.keeps_trace(&self.ids.trace(root.n))
+        {
+            // Left out whole: no caller's context in it says otherwise.
+            self.stats.spans_sampled_out += self.tree.len() as u64;
+            let tree = std::mem::take(&mut self.tree);
+            return self.forget(tree);
+        }
+        if self.selection.tail.any() {
+            self.tail();
+        } else {
+            self.rank();
+        }
+    }
+
+    /// The tail rules: the tree is kept, ranked in its window, or dropped.
+    fn tail(&mut self) {
+        let Some(root) = self.tree.first() else { return };
+        let (start, n) = (root.start, root.n);
+        let longest = self.tree.iter().map(|r| r.end - r.start).max().unwrap_or(0);
+        let error = self.tree.iter().any(|r| r.error);
+        if self.selection.tail.keeps(longest, error) {
+            return self.rank();
+        }
+        let tree = std::mem::take(&mut self.tree);
+        let Some(keep) = self.selection.tail.slowest_per_minute else {
+            self.stats.spans_tail_dropped += tree.len() as u64;
+            return self.forget(tree);
+        };
+        let window = start / TAIL_WINDOW_NS;
+        let mut name: Box<str> = self.strings.text(&tree[0].name).into();
+        if self.windows.len() >= MAX_RANKED_NAMES && !self.windows.contains_key(&(name.clone(), window)) {
+            name = "".into();
+        }
+        let heap = self.windows.entry((name, window)).or_default();
+        heap.push(Ranked { duration: longest, n, tree });
+        if heap.len() > keep {
+            if let Some(out) = heap.pop() {
+                self.stats.spans_tail_dropped += out.tree.len() as u64;
+                self.forget(out.tree);
+            }
+        }
+        self.latest_start = self.latest_start.max(start);
+        if let Some(hold) = self.hold_ns {
+            // Live: a window is over once trees starting a hold past its end have come (a
+            // thread's trees are final within a hold of each other); its trees go on.
+            let now = self.latest_start;
+            let over: Vec<(Box<str>, u64)> = self
+                .windows
+                .keys()
+                .filter(|(_, w)| (w + 1).saturating_mul(TAIL_WINDOW_NS).saturating_add(hold) < now)
+                .cloned()
+                .collect();
+            self.close_windows(over);
+        }
+    }
+
+    /// Hands the trees ranked in `windows` on, in time order.
+    fn close_windows(&mut self, windows: Vec<(Box<str>, u64)>) {
+        let mut trees: Vec<Ranked> =
+            windows.iter().filter_map(|k| self.windows.remove(k)).flat_map(BinaryHeap::into_vec).collect();
+        trees.sort_by_key(|r| (r.tree.first().map_or(0, |root| root.start), r.n));
+        for r in trees {
+            self.tree = r.tree;
+            self.rank();
+        }
+    }
+
+    /// Forgets a tree's span events (their bytes are no longer held).
+    fn forget(&mut self, tree: Vec<Rec>) {
+        for rec in &tree {
+            self.event_bytes -= rec.events.iter().map(event_size).sum::<usize>();
+        }
+    }
+
+    /// The tree in [`Emitter::tree`] is kept by sampling: ranked (slowest roots) or emitted.
+    fn rank(&mut self) {
         let Some(keep) = self.selection.slowest_roots else {
             return self.emit();
         };
@@ -155,8 +269,10 @@ impl Emitter {
         }
     }
 
-    /// The end: the slowest trees ranked so far are emitted, in time order.
+    /// The end: the trees ranked so far are emitted, in time order.
     pub fn finish(&mut self) {
+        let windows: Vec<(Box<str>, u64)> = self.windows.keys().cloned().collect();
+        self.close_windows(windows);
         let mut slowest = std::mem::take(&mut self.slowest).into_vec();
         slowest.sort_by_key(|r| (r.tree.first().map_or(0, |root| root.start), r.n));
         for Ranked { tree, .. } in slowest {
@@ -174,23 +290,37 @@ impl Emitter {
             self.tree = tree;
             return;
         };
-        let root_trace = self.ids.trace(root.n);
+        let root_trace = self.ids.root_trace(self.group, root.n, root.start);
+        let head_out = !self.selection.sampling.keeps_trace(&self.ids.trace(root.n));
         let paths = !self.selection.paths.is_empty();
         self.walked.clear();
         self.path.clear();
+        self.states.clear();
         for mut rec in tree.drain(..) {
             self.event_bytes -= rec.events.iter().map(event_size).sum::<usize>();
             let parent = self.walked.get(rec.parent as usize).copied();
             let is_root = parent.is_none();
-            let (mut trace_id, mut parent_id) = match parent {
-                Some(a) => (a.trace_id, a.parent_for_children),
-                None => (root_trace, None),
+            let (mut trace_id, mut parent_id, mut trace_flags, mut sampled_out, mut state) = match parent {
+                Some(a) => (a.trace_id, a.parent_for_children, a.trace_flags, a.sampled_out, a.state),
+                None => (root_trace, None, SAMPLED, head_out, None),
             };
+            let mut flags = HAS_IS_REMOTE;
             if let Some(c) = rec.context.take() {
-                // This subtree joins the caller's trace, under the caller's span.
+                // This subtree joins the caller's trace, under the caller's span, and follows the
+                // caller's sampling decision.
                 trace_id = c.trace_id;
                 parent_id = Some(c.parent_span_id);
+                trace_flags = c.flags;
+                sampled_out = !self.selection.sampling.keeps_caller(c.flags);
+                flags |= IS_REMOTE;
+                state = None;
             }
+            if let Some(s) = rec.trace_state.take() {
+                state = Some(self.states.len() as u32);
+                self.states.push(s);
+            }
+            let trace_state = state.map_or("", |i| &self.states[i as usize]);
+            let flags = flags | u32::from(trace_flags);
             let name = self.strings.text(&rec.name);
             // A path past MAX_PATH_BYTES (a hostile file: thousands of nested scopes of long
             // names) is not built further and matches no glob; `TOO_LONG` marks it for the subtree.
@@ -207,24 +337,36 @@ impl Emitter {
                 }
             }
             let duration = rec.end - rec.start;
-            let kept = !too_long && self.selection.keeps(&self.path, duration, is_root);
+            let kept = !sampled_out && !too_long && self.selection.keeps(&self.path, duration, is_root);
             let parent_for_children = if kept {
                 let id = self.ids.span(rec.n);
+                let ids = Ids3 { trace: &trace_id, span: &id, parent: parent_id, flags, state: trace_state };
                 match &mut self.wire {
-                    Some(wire) => wire.span(&rec, &self.strings, self.thread_key, &trace_id, &id, parent_id),
+                    Some(wire) => wire.span(&rec, &self.strings, self.thread_key, &ids),
                     None => {
                         let mut span = self.spare.pop().unwrap_or_default();
-                        fill(&mut span, &mut rec, &self.strings, self.thread_key, &trace_id, &id, parent_id);
+                        fill(&mut span, &mut rec, &self.strings, self.thread_key, &ids);
                         self.ready.push(span);
                     }
                 }
                 Some(id)
             } else {
-                self.stats.spans_unselected += 1;
+                if sampled_out {
+                    self.stats.spans_sampled_out += 1;
+                } else {
+                    self.stats.spans_unselected += 1;
+                }
                 parent_id
             };
             let path_len = if too_long { TOO_LONG } else { self.path.len() };
-            self.walked.push(Ancestor { path_len, trace_id, parent_for_children });
+            self.walked.push(Ancestor {
+                path_len,
+                trace_id,
+                parent_for_children,
+                trace_flags,
+                sampled_out,
+                state,
+            });
         }
         self.tree = tree;
     }
@@ -239,26 +381,30 @@ pub(super) fn event_size(e: &SpanEvent) -> usize {
     64 + e.name.len() + e.attributes.iter().map(|kv| 48 + kv.key.len() + value(kv)).sum::<usize>()
 }
 
+/// A span's ids and flags.
+pub(super) struct Ids3<'a> {
+    pub trace: &'a [u8; 16],
+    pub span: &'a [u8; 8],
+    pub parent: Option<[u8; 8]>,
+    /// `Span.flags`: the W3C trace flags, [`HAS_IS_REMOTE`] and [`IS_REMOTE`].
+    pub flags: u32,
+    /// `Span.trace_state`: the caller's `tracestate` (empty: none).
+    pub state: &'a str,
+}
+
 /// Writes `rec` into `span`, reusing its strings and vectors.
-fn fill(
-    span: &mut Span,
-    rec: &mut Rec,
-    strings: &Strings,
-    thread_key: u32,
-    trace_id: &[u8; 16],
-    span_id: &[u8; 8],
-    parent: Option<[u8; 8]>,
-) {
+fn fill(span: &mut Span, rec: &mut Rec, strings: &Strings, thread_key: u32, ids: &Ids3<'_>) {
     span.trace_id.clear();
-    span.trace_id.extend_from_slice(trace_id);
+    span.trace_id.extend_from_slice(ids.trace);
     span.span_id.clear();
-    span.span_id.extend_from_slice(span_id);
+    span.span_id.extend_from_slice(ids.span);
     span.trace_state.clear();
+    span.trace_state.push_str(ids.state);
     span.parent_span_id.clear();
-    if let Some(p) = parent {
+    if let Some(p) = ids.parent {
         span.parent_span_id.extend_from_slice(&p);
     }
-    span.flags = 0;
+    span.flags = ids.flags;
     span.name.clear();
     span.name.push_str(strings.text(&rec.name));
     span.kind = SpanKind::Internal as i32;

@@ -27,7 +27,8 @@
 //! attributes, its `phosphor.async_id`, then the end's; a begin never ended is counted in
 //! [`AssembleStats::unclosed`], an end never begun in [`AssembleStats::unmatched_ends`]. A trace
 //! context naming an async id goes to that async slice. Arguments are typed attributes (`int`, `double`, `string`, `bool`;
-//! pointers as `0x…` strings; a `u64` past `i64::MAX` as a string). A lock's span is named `NAME
+//! pointers as `0x…` strings; a `u64` always an `int`, its bits kept: past `i64::MAX` it reads
+//! as negative, one type per key whatever the values). A lock's span is named `NAME
 //! (wait)` or `NAME (held)`, as every output names it. Times are wall-clock Unix nanoseconds
 //! through the header's clock, each rounded once (`phosphor_model::timeline`): a span's length is
 //! its rounded end less its rounded start, as `phosphor stats` counts it.
@@ -37,7 +38,7 @@ mod tree;
 mod walk;
 mod wire;
 
-pub use self::emit::MAX_PATH_BYTES;
+pub use self::emit::{HAS_IS_REMOTE, IS_REMOTE, MAX_PATH_BYTES, MAX_RANKED_NAMES, TAIL_WINDOW_NS};
 
 use std::collections::HashMap;
 
@@ -55,7 +56,8 @@ use self::tree::{log_message, name_and_attrs, Attr, Text, Val};
 use self::walk::{Builder, Flushing, Item, Slot};
 
 pub use self::walk::{Flush, FLUSH_BYTES, FLUSH_SPANS};
-use crate::context::{trace_context_of, TraceContext};
+pub use self::wire::Encoded;
+use crate::context::{trace_context_of, trace_state_of, TraceContext};
 use crate::ids::Ids;
 use crate::select::Selection;
 use crate::Span;
@@ -78,6 +80,8 @@ pub struct AssembleOptions {
     /// Live use: a thread's spans are final once no begin is open on it and its latest event is
     /// this old (trace time, ns). `None` (files): at the end, or past the pending limit.
     pub hold_ns: Option<u64>,
+    /// Which roots share a trace.
+    pub group_roots: crate::ids::GroupRoots,
 }
 
 /// What an [`Assembler`] has done so far.
@@ -87,6 +91,11 @@ pub struct AssembleStats {
     pub spans: u64,
     /// Spans the selection left out.
     pub spans_unselected: u64,
+    /// Spans left out by head sampling (the ratio, or an unsampled caller).
+    pub spans_sampled_out: u64,
+    /// Spans left out by the tail rules (their tree neither slow nor failing, nor among the
+    /// slowest of its minute).
+    pub spans_tail_dropped: u64,
     /// Log events attached to spans as span events.
     pub span_events: u64,
     /// Logs and instants that no span took (dropped).
@@ -144,6 +153,8 @@ pub struct Assembler {
     async_names: NameSet,
     /// Trace contexts for async slices, by async id, until the slice is made.
     async_contexts: HashMap<u64, TraceContext>,
+    /// Callers' `tracestate`s for async slices, by async id, until the slice is made.
+    async_states: HashMap<u64, Box<str>>,
     now: u64,
     /// Live use: trace time (ns) gone by since the last event, by the caller's clock
     /// ([`Assembler::idle`]); the present is `now + idle_ns`.
@@ -171,7 +182,9 @@ fn model(models: &mut Models, tid: u32, t: u64, opens: u32) -> (&mut Nesting<Slo
 impl Assembler {
     /// An assembler for the file whose header is `header`.
     pub fn new(header: &Header, options: AssembleOptions) -> Assembler {
-        let out = Emitter::new(Ids::new(header), options.selection.clone());
+        let mut out = Emitter::new(Ids::new(header), options.selection.clone());
+        out.group = options.group_roots;
+        out.hold_ns = options.hold_ns;
         let models = match options.hold_ns {
             None => Models::File(Box::new(Nesting::new(DEFAULT_PENDING_LIMIT))),
             Some(_) => Models::Live(HashMap::new()),
@@ -185,6 +198,7 @@ impl Assembler {
             asyncs: Pairing::new(MAX_OPEN_ASYNC),
             async_names: NameSet::default(),
             async_contexts: HashMap::new(),
+            async_states: HashMap::new(),
             now: 0,
             idle_ns: 0,
         }
@@ -256,9 +270,15 @@ impl Assembler {
                 let item = match trace_context_of(event) {
                     Some((context, Some(id))) => return self.async_context(id, context),
                     Some((context, None)) => Item::Context(context),
-                    None => match self.span_event(event, t) {
-                        Some(e) => Item::Event(e),
-                        None => return,
+                    None => match trace_state_of(event) {
+                        Some((state, Some(id))) => return self.async_state(id, state),
+                        Some((state, None)) => Item::State(state.into()),
+                        None => match self.span_event(event, t) {
+                            Some(e) => {
+                                Item::Event(e, event.callsite.level == Some(phosphor_format::Level::Error))
+                            }
+                            None => return,
+                        },
                     },
                 };
                 let slot = Slot::new(item);
@@ -310,6 +330,13 @@ impl Assembler {
         }
     }
 
+    /// A caller's `tracestate` for the async slice `id` (at most [`MAX_OPEN_ASYNC`] wait).
+    fn async_state(&mut self, id: u64, state: &str) {
+        if self.async_states.len() < MAX_OPEN_ASYNC || self.async_states.contains_key(&id) {
+            self.async_states.insert(id, state.into());
+        }
+    }
+
     /// An async begin or end at `t` (wall ns), paired by the model.
     fn async_half(&mut self, event: &Event<'_>, t: u64) {
         let begin = event.callsite.phase == Phase::AsyncBegin;
@@ -321,8 +348,10 @@ impl Assembler {
             attrs.push(Attr { key, value: Val::Int(id as i64) });
         }
         let key = AsyncKey { name: self.async_names.number(async_name(event)), id };
-        let Assembler { asyncs, build, async_contexts, .. } = self;
-        asyncs.add(key, begin, t, (name, attrs), &mut |k, m| async_matched(build, async_contexts, k, m));
+        let Assembler { asyncs, build, async_contexts, async_states, .. } = self;
+        asyncs.add(key, begin, t, (name, attrs), &mut |k, m| {
+            async_matched(build, async_contexts, async_states, k, m)
+        });
     }
 
     /// Moves the spans that are final into `out`. Live use ([`AssembleOptions::hold_ns`]): first
@@ -370,17 +399,23 @@ impl Assembler {
             wire.close();
         }
         if let Some(f) = flush {
-            let mut none = Vec::new();
+            let mut none = Encoded::default();
             f(&mut out.ready, out.wire.as_mut().map_or(&mut none, |w| &mut w.out));
         }
         out.recycle_ready();
     }
 
     /// A file's protobuf conversion: spans are encoded straight into requests framed as
-    /// `template`'s, of at most `max` spans each, handed to the flush of
-    /// [`Assembler::push_and_flush`] and [`Assembler::finish_and_flush`] (not made `Span`s).
-    pub fn encode_protobuf(&mut self, template: &crate::ExportTraceServiceRequest, max: usize) {
-        self.build.out.wire = Some(wire::Wire::new(template, max));
+    /// `template`'s, of at most `max` spans and `max_bytes` bytes each (a span larger on its own
+    /// is a request alone), handed to the flush of [`Assembler::push_and_flush`] and
+    /// [`Assembler::finish_and_flush`] (not made `Span`s).
+    pub fn encode_protobuf(
+        &mut self,
+        template: &crate::ExportTraceServiceRequest,
+        max: usize,
+        max_bytes: usize,
+    ) {
+        self.build.out.wire = Some(wire::Wire::new(template, max, max_bytes));
     }
 
     /// With [`Assembler::encode_protobuf`]: the spans and requests encoded so far.
@@ -404,8 +439,9 @@ impl Assembler {
                 }
             }
         }
-        let Assembler { asyncs, build, async_contexts, .. } = self;
-        asyncs.finish(&mut |k, m| async_matched(build, async_contexts, k, m));
+        let Assembler { asyncs, build, async_contexts, async_states, .. } = self;
+        asyncs.finish(&mut |k, m| async_matched(build, async_contexts, async_states, k, m));
+        self.async_states.clear();
         let stats = &mut self.build.out.stats;
         stats.contexts_unapplied += self.async_contexts.len() as u64;
         self.async_contexts.clear();
@@ -430,6 +466,7 @@ impl Assembler {
 fn async_matched(
     build: &mut Builder,
     contexts: &mut HashMap<u64, TraceContext>,
+    states: &mut HashMap<u64, Box<str>>,
     key: AsyncKey,
     m: Matched<(Text, Vec<Attr>)>,
 ) {
@@ -444,6 +481,7 @@ fn async_matched(
     // An end earlier than its begin: a pair of no length (the model's rule).
     let mut rec = build.rec(begin.ts, end.ts.max(begin.ts), name, attrs, None);
     rec.context = contexts.remove(&key.id).map(Box::new);
+    rec.trace_state = states.remove(&key.id);
     let out = &mut build.out;
     out.stats.contexts += u64::from(rec.context.is_some());
     out.tree.clear();

@@ -119,18 +119,22 @@ pub(super) struct Rec {
     pub events: Vec<SpanEvent>,
     /// The distributed trace its subtree joins, if a trace context was recorded in it.
     pub context: Option<Box<TraceContext>>,
+    /// The caller's `tracestate`, recorded with the context.
+    pub trace_state: Option<Box<str>>,
     /// The recording thread of a scope (`thread.id`); `None` for an async slice.
     pub tid: Option<u32>,
+    /// Whether it holds an error-level log (the tail rule `errors`).
+    pub error: bool,
 }
 
 /// A typed attribute value.
 pub(super) fn val(value: Value<'_>) -> Val {
     match value {
         Value::I64(v) => Val::Int(v),
-        Value::U64(v) => match i64::try_from(v) {
-            Ok(v) => Val::Int(v),
-            Err(_) => Val::Str(v.to_string().into()),
-        },
+        // One type per key whatever the value: OTLP has no unsigned integer, and a key that is an
+        // int for small values and a string for large ones cannot be queried. The bits are kept
+        // (two's complement): a value past i64::MAX reads as negative, `as u64` gives it back.
+        Value::U64(v) => Val::Int(v as i64),
         Value::F64(v) => Val::Double(v),
         Value::Bool(v) => Val::Bool(v),
         Value::Str(s) => Val::Str(s.into()),

@@ -16,6 +16,7 @@ use phosphor_model::nesting::{Problem, ProblemKind, Sink, Slice, SliceKind};
 
 use super::emit::{event_size, Emitter};
 use super::tree::{Attr, Rec, Text, Val, NO_PARENT};
+use super::wire::Encoded;
 use crate::context::TraceContext;
 use crate::Span;
 
@@ -27,7 +28,7 @@ pub const FLUSH_BYTES: usize = 1 << 20;
 
 /// Where a flushing walk hands the spans made ([`super::Assembler::push_and_flush`]): the spans,
 /// or, when the assembler encodes ([`super::Assembler::encode_protobuf`]), whole requests.
-pub type Flush<'f> = dyn FnMut(&mut Vec<Span>, &mut Vec<u8>) + 'f;
+pub type Flush<'f> = dyn FnMut(&mut Vec<Span>, &mut Encoded) + 'f;
 
 /// What a slice carries while the model holds it: what it is made of, decoded once (kept in
 /// the model's node, which the walk reads anyway), and a begin/end pair's end attributes.
@@ -48,10 +49,12 @@ impl Slot {
 pub(super) enum Item {
     /// A scope's (or a begin's) name and attributes.
     Span(Text, Vec<Attr>),
-    /// A log or an instant, already a span event.
-    Event(SpanEvent),
+    /// A log or an instant, already a span event; whether it is an error-level log.
+    Event(SpanEvent, bool),
     /// A trace context recorded at this time.
     Context(TraceContext),
+    /// A caller's `tracestate` recorded at this time.
+    State(Box<str>),
 }
 
 /// The walk's state: the scopes entered and not left, the tree being built.
@@ -102,7 +105,19 @@ impl Builder {
         self.next += 1;
         self.out.stats.spans += 1;
         let end = end.max(start);
-        Rec { start, end, n, parent: NO_PARENT, name, attrs, events: Vec::new(), context: None, tid }
+        Rec {
+            start,
+            end,
+            n,
+            parent: NO_PARENT,
+            name,
+            attrs,
+            events: Vec::new(),
+            context: None,
+            trace_state: None,
+            tid,
+            error: false,
+        }
     }
 
     /// Whether no tree is being built (between walks).
@@ -145,9 +160,11 @@ impl Sink<Slot> for Builder {
                 self.out.tree.push(rec);
             }
             (SliceKind::Unclosed, _) => self.out.stats.unclosed += 1,
-            (SliceKind::Mark, Some(Item::Event(e))) => match self.stack.last() {
+            (SliceKind::Mark, Some(Item::Event(e, error))) => match self.stack.last() {
                 Some(&(_, at)) => {
-                    self.out.tree[at as usize].events.push(e);
+                    let rec = &mut self.out.tree[at as usize];
+                    rec.error |= error;
+                    rec.events.push(e);
                     self.out.stats.span_events += 1;
                 }
                 None => self.outside(&e),
@@ -164,6 +181,12 @@ impl Sink<Slot> for Builder {
                 }
                 None => self.out.stats.contexts_unapplied += 1,
             },
+            (SliceKind::Mark, Some(Item::State(state))) => {
+                // The scope's, as its context is; the latest recorded wins.
+                if let Some(&(_, at)) = self.stack.last() {
+                    self.out.tree[at as usize].trace_state = Some(state);
+                }
+            }
             _ => {}
         }
     }
@@ -212,10 +235,10 @@ impl Sink<Slot> for Flushing<'_, '_, '_> {
     fn leave(&mut self, slice: &Slice) {
         self.build.leave(slice);
         let out = &mut self.build.out;
-        let bytes = out.wire.as_ref().map_or(0, |w| w.out.len());
+        let bytes = out.wire.as_ref().map_or(0, |w| w.out.bytes.len());
         if out.ready.len() >= FLUSH_SPANS || bytes >= FLUSH_BYTES {
             if let Some(flush) = self.flush {
-                let mut none = Vec::new();
+                let mut none = Encoded::default();
                 flush(&mut out.ready, out.wire.as_mut().map_or(&mut none, |w| &mut w.out));
                 out.recycle_ready();
             }

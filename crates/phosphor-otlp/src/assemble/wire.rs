@@ -7,6 +7,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::encoding::{encode_varint, encoded_len_varint};
 use prost::Message as _;
 
+use super::emit::Ids3;
 use super::tree::{Rec, Strings, Val};
 
 /// A request's framing and the batch being filled.
@@ -20,9 +21,11 @@ pub(super) struct Wire {
     spans: Vec<u8>,
     n: usize,
     max: usize,
+    /// The most bytes in one request (one span larger on its own is a request alone).
+    max_bytes: usize,
     body: Vec<u8>,
     /// Whole requests, ready to be written.
-    pub out: Vec<u8>,
+    pub out: Encoded,
     /// Spans and requests put in `out` so far.
     pub spans_out: u64,
     pub batches_out: u64,
@@ -80,10 +83,42 @@ fn key_value(out: &mut Vec<u8>, field: u32, k: &str, v: &Val) {
     }
 }
 
+/// Whole encoded requests, one after the other, and where each ends.
+#[derive(Debug, Default)]
+pub struct Encoded {
+    /// The requests' bytes, concatenated.
+    pub bytes: Vec<u8>,
+    /// Each request's end in `bytes` and its number of spans, in order.
+    pub requests: Vec<(usize, u64)>,
+}
+
+impl Encoded {
+    /// Whether no request is held.
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// Each request's bytes and number of spans.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        let mut from = 0;
+        self.requests.iter().map(move |&(end, spans)| {
+            let r = (&self.bytes[from..end], spans);
+            from = end;
+            r
+        })
+    }
+
+    /// Forgets every request.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.requests.clear();
+    }
+}
+
 impl Wire {
     /// Requests framed as `template`'s (its resource and scope; its spans are ignored), of at
-    /// most `max` spans each.
-    pub fn new(template: &ExportTraceServiceRequest, max: usize) -> Wire {
+    /// most `max` spans and `max_bytes` bytes each.
+    pub fn new(template: &ExportTraceServiceRequest, max: usize, max_bytes: usize) -> Wire {
         let (mut resource, mut scope) = (Vec::new(), Vec::new());
         if let Some(rs) = template.resource_spans.first() {
             if let Some(r) = &rs.resource {
@@ -99,29 +134,22 @@ impl Wire {
             spans: Vec::new(),
             n: 0,
             max: max.max(1),
+            max_bytes,
             body: Vec::new(),
-            out: Vec::new(),
+            out: Encoded::default(),
             spans_out: 0,
             batches_out: 0,
         }
     }
 
     /// Adds a span: `rec` with its ids; `tid_key` names the thread id attribute.
-    #[allow(clippy::too_many_arguments)]
-    pub fn span(
-        &mut self,
-        rec: &Rec,
-        strings: &Strings,
-        tid_key: u32,
-        trace_id: &[u8; 16],
-        span_id: &[u8; 8],
-        parent: Option<[u8; 8]>,
-    ) {
+    pub fn span(&mut self, rec: &Rec, strings: &Strings, tid_key: u32, ids: &Ids3<'_>) {
         let b = &mut self.body;
         b.clear();
-        bytes(b, 1, trace_id);
-        bytes(b, 2, span_id);
-        if let Some(p) = parent {
+        bytes(b, 1, ids.trace);
+        bytes(b, 2, ids.span);
+        bytes_if_any(b, 3, ids.state.as_bytes());
+        if let Some(p) = ids.parent {
             bytes(b, 4, &p);
         }
         bytes_if_any(b, 5, strings.text(&rec.name).as_bytes());
@@ -146,11 +174,27 @@ impl Wire {
             // Encoding into a Vec cannot fail.
             let _ = e.encode(b);
         }
+        if ids.flags != 0 {
+            // Span.flags: fixed32.
+            key(b, 16, 5);
+            b.extend_from_slice(&ids.flags.to_le_bytes());
+        }
+        let field = 1 + encoded_len_varint(self.body.len() as u64) + self.body.len();
+        if self.n > 0 && self.request_len(self.spans.len() + field) > self.max_bytes {
+            self.close();
+        }
         bytes(&mut self.spans, 2, &self.body);
         self.n += 1;
         if self.n >= self.max {
             self.close();
         }
+    }
+
+    /// The length of a request whose spans' fields take `spans` bytes.
+    fn request_len(&self, spans: usize) -> usize {
+        let scope_spans = self.scope.len() + spans;
+        let resource_spans = self.resource.len() + 1 + encoded_len_varint(scope_spans as u64) + scope_spans;
+        1 + encoded_len_varint(resource_spans as u64) + resource_spans
     }
 
     /// Puts the batch being filled, if it holds a span, into [`Wire::out`] as a request.
@@ -160,7 +204,7 @@ impl Wire {
         }
         let scope_spans = self.scope.len() + self.spans.len();
         let resource_spans = self.resource.len() + 1 + encoded_len_varint(scope_spans as u64) + scope_spans;
-        let out = &mut self.out;
+        let out = &mut self.out.bytes;
         key(out, 1, 2);
         encode_varint(resource_spans as u64, out);
         out.extend_from_slice(&self.resource);
@@ -169,6 +213,7 @@ impl Wire {
         out.extend_from_slice(&self.scope);
         out.extend_from_slice(&self.spans);
         self.spans.clear();
+        self.out.requests.push((out.len(), self.n as u64));
         self.spans_out += self.n as u64;
         self.batches_out += 1;
         self.n = 0;

@@ -13,6 +13,10 @@
 /// still parsed and nothing is recorded; so it is in a compile-time group (`group: g,` first)
 /// that is compiled out.
 ///
+/// `tracestate: ts` (a `&str`, before `async_id:`) also records the caller's `tracestate` header
+/// (a `trace_state` instant after the context's, when the header parsed and `ts` is 1 to 512
+/// bytes), which the OTLP export puts in `span.trace_state` of the spans in the caller's trace.
+///
 /// ```
 /// fn handle(traceparent: &str) {
 ///     phosphor::trace_scope!("http", "request");
@@ -24,6 +28,27 @@
 /// ```
 #[macro_export]
 macro_rules! trace_context {
+    (@on log: $log:expr, $tp:expr, tracestate: $ts:expr, async_id: $id:expr $(,)?) => {{
+        let __phosphor_l: &$crate::TraceLog = $log;
+        let __phosphor_ts: &str = $ts;
+        let __phosphor_id: u64 = $id;
+        let __phosphor_r = $crate::trace_context!(@on log: __phosphor_l, $tp, async_id: __phosphor_id);
+        if __phosphor_r.is_ok() && !__phosphor_ts.is_empty() && __phosphor_ts.len() <= $crate::format::trace_context::MAX_TRACESTATE_LEN {
+            $crate::__phosphor_event!(__phosphor_l, Instant, "phosphor", "trace_state", $crate::__macro_support::Now, [],
+                "tracestate" => __phosphor_ts, "async_id" => __phosphor_id);
+        }
+        __phosphor_r
+    }};
+    (@on log: $log:expr, $tp:expr, tracestate: $ts:expr $(,)?) => {{
+        let __phosphor_l: &$crate::TraceLog = $log;
+        let __phosphor_ts: &str = $ts;
+        let __phosphor_r = $crate::trace_context!(@on log: __phosphor_l, $tp);
+        if __phosphor_r.is_ok() && !__phosphor_ts.is_empty() && __phosphor_ts.len() <= $crate::format::trace_context::MAX_TRACESTATE_LEN {
+            $crate::__phosphor_event!(__phosphor_l, Instant, "phosphor", "trace_state", $crate::__macro_support::Now, [],
+                "tracestate" => __phosphor_ts);
+        }
+        __phosphor_r
+    }};
     (@on log: $log:expr, $tp:expr $(, async_id: $id:expr)? $(,)?) => {{
         let __phosphor_r: ::core::result::Result<$crate::TraceContext, $crate::ParseTraceContextError> =
             $crate::IntoTraceContext::into_trace_context($tp);
@@ -34,9 +59,10 @@ macro_rules! trace_context {
         }
         __phosphor_r
     }};
-    (@off log: $log:expr, $tp:expr $(, async_id: $id:expr)? $(,)?) => {{
+    (@off log: $log:expr, $tp:expr $(, tracestate: $ts:expr)? $(, async_id: $id:expr)? $(,)?) => {{
         if false {
             let _ = $log;
+            $(let _: &str = $ts;)?
             $(let _: u64 = $id;)?
         }
         let __phosphor_r: ::core::result::Result<$crate::TraceContext, $crate::ParseTraceContextError> =
@@ -52,7 +78,7 @@ macro_rules! trace_context {
     (log: $($rest:tt)*) => {
         $crate::__phosphor_gate!(trace_context, log: $($rest)*)
     };
-    ($tp:expr $(, async_id: $id:expr)? $(,)?) => {
-        $crate::__phosphor_gate!(trace_context, log: $crate::TraceLog::global(), $tp $(, async_id: $id)?)
+    ($tp:expr $(, tracestate: $ts:expr)? $(, async_id: $id:expr)? $(,)?) => {
+        $crate::__phosphor_gate!(trace_context, log: $crate::TraceLog::global(), $tp $(, tracestate: $ts)? $(, async_id: $id)?)
     };
 }

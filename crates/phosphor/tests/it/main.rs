@@ -30,6 +30,8 @@ mod limits;
 mod logs;
 #[cfg(feature = "otlp")]
 mod otlp;
+#[cfg(feature = "otlp")]
+mod otlp_sampling;
 mod points;
 mod recorder;
 mod reentrancy;

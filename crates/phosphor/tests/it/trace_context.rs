@@ -121,3 +121,26 @@ fn a_group_compiled_out_still_parses_but_records_nothing() {
     assert_eq!(ev.len(), 1, "only the enabled group records");
     assert_eq!(ev[0].arg(ARG_ASYNC_ID), Some(ArgValue::U64(5)));
 }
+
+#[test]
+fn a_tracestate_follows_its_context_when_the_header_parses_and_is_short_enough() {
+    use phosphor::format::trace_context::{ARG_TRACESTATE, STATE_NAME};
+    let log = started(fixed());
+    {
+        trace_scope!(log: &log, "http", "request");
+        trace_context!(log: &log, HEADER, tracestate: "congo=t61rcWkgMzE").unwrap();
+        assert!(trace_context!(log: &log, "00-bad", tracestate: "a=1").is_err());
+        trace_context!(log: &log, HEADER, tracestate: &"k=v,".repeat(200)).unwrap();
+        trace_context!(log: &log, HEADER, tracestate: "b=2", async_id: 7).unwrap();
+    }
+    assert!(trace_context!(group: ctx_off, log: &log, HEADER, tracestate: "c=3").is_ok());
+    let trace = stop_and_take(&log);
+    let ev = events(&trace);
+    let names: Vec<&str> = ev.iter().map(|e| e.callsite.name).collect();
+    // The bad header records neither; the long tracestate is left out, its context kept.
+    assert_eq!(names, [NAME, STATE_NAME, NAME, NAME, STATE_NAME, "request"]);
+    assert_eq!(ev[1].arg(ARG_TRACESTATE), Some(ArgValue::Str("congo=t61rcWkgMzE")));
+    assert_eq!(ev[1].arg(ARG_ASYNC_ID), None);
+    assert_eq!(ev[4].arg(ARG_TRACESTATE), Some(ArgValue::Str("b=2")));
+    assert_eq!(ev[4].arg(ARG_ASYNC_ID), Some(ArgValue::U64(7)));
+}

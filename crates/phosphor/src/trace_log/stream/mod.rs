@@ -255,6 +255,10 @@ pub struct OtlpStats {
     pub spans_made: u64,
     /// Spans the selection rules left out.
     pub spans_unselected: u64,
+    /// Spans left out by head sampling (the ratio, or an unsampled caller).
+    pub spans_sampled_out: u64,
+    /// Spans left out by the tail rules.
+    pub spans_tail_dropped: u64,
     /// Spans handed to the exporter.
     pub spans_sent: u64,
     /// Spans the collector accepted.

@@ -68,6 +68,8 @@ impl OtlpProbe {
         OtlpStats {
             spans_made: f.spans_made,
             spans_unselected: f.spans_unselected,
+            spans_sampled_out: f.spans_sampled_out,
+            spans_tail_dropped: f.spans_tail_dropped,
             spans_sent: f.spans_sent,
             spans_exported: e.spans_exported,
             spans_dropped: e.spans_dropped,

@@ -18,6 +18,7 @@ mod otlp_agree;
 mod otlp_convert;
 mod otlp_hostile;
 mod otlp_record;
+mod otlp_record_drain;
 mod probes;
 mod python;
 mod record;

@@ -57,6 +57,8 @@ fn quick(url: String) -> ExportOptions {
     o.backoff_max = Duration::from_millis(50);
     o.max_retries = 1000;
     o.shutdown_deadline = Duration::from_secs(60);
+    // One request at a time: the receiver's scripted answers go to the requests in order.
+    o.senders = 1;
     o
 }
 

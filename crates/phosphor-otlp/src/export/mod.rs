@@ -83,6 +83,9 @@ pub struct ExportOptions {
     pub resource_attributes: Vec<(String, String)>,
     /// The most requests waiting to be sent.
     pub queue_batches: usize,
+    /// Requests posted at once, each by a thread of its own (a collector takes concurrent
+    /// requests; one sender alone waits while the collector decodes).
+    pub senders: usize,
     /// How long one request may take in all (connection included).
     pub timeout: Duration,
     /// How long the connection may take.
@@ -105,7 +108,7 @@ pub struct ExportOptions {
 }
 
 impl ExportOptions {
-    /// The defaults for `endpoint`: 64 queued requests, 10 s per request (5 s to connect), 8
+    /// The defaults for `endpoint`: 64 queued requests, 2 senders, 10 s per request (5 s to connect), 8
     /// retries from 100 ms to 10 s, 5 s to flush at shutdown, requests of at most 1 MiB
     /// (before compression), protobuf, gzip.
     pub fn new(endpoint: impl Into<String>) -> ExportOptions {
@@ -115,6 +118,7 @@ impl ExportOptions {
             headers: Vec::new(),
             resource_attributes: Vec::new(),
             queue_batches: 64,
+            senders: 2,
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             max_retries: 8,
@@ -213,10 +217,10 @@ struct State {
     /// Set by shutdown: send what is queued until then, then stop.
     deadline: Option<Instant>,
     stats: ExportStats,
-    /// The spans of the batch being sent, and whose they are.
-    in_flight: Option<(u64, Option<TallyCell>)>,
-    /// The thread has returned.
-    finished: bool,
+    /// The spans of the batch each sender thread is sending, and whose they are.
+    in_flight: Vec<Option<(u64, Option<TallyCell>)>>,
+    /// Sender threads not yet returned.
+    running: usize,
     /// Shutdown stopped waiting for the thread: it counts nothing more.
     abandoned: bool,
 }
@@ -365,7 +369,7 @@ fn add_attributes(request: &ExportTraceServiceRequest, attributes: &[KeyValue]) 
 /// The sender thread and its queue; [`Exporter::shutdown`] (or drop) flushes with a deadline.
 pub struct Exporter {
     handle: ExportHandle,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
     shutdown_deadline: Duration,
 }
 
@@ -388,6 +392,9 @@ impl Exporter {
         if options.queue_batches == 0 {
             return Err(bad("the queue must hold at least one request"));
         }
+        if options.senders == 0 {
+            return Err(bad("at least one sender"));
+        }
         if options.max_request_bytes < 1024 {
             return Err(bad("a request must be allowed at least 1024 bytes"));
         }
@@ -396,8 +403,13 @@ impl Exporter {
             value: Some(AnyValue { value: Some(any_value::Value::StringValue(v.clone())) }),
             ..KeyValue::default()
         };
+        let state = State {
+            in_flight: vec![None; options.senders],
+            running: options.senders,
+            ..State::default()
+        };
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(state),
             wake: Condvar::new(),
             capacity: options.queue_batches,
             encoding: options.encoding,
@@ -407,11 +419,25 @@ impl Exporter {
         });
         let handle = ExportHandle { shared: shared.clone(), tally: None };
         let shutdown_deadline = options.shutdown_deadline;
-        let thread = std::thread::Builder::new()
-            .name("phosphor-otlp-export".into())
-            .spawn(move || sender::Sender::new(options, shared).run())
-            .map_err(|_| ExportError { endpoint: String::new(), why: "could not start its thread" })?;
-        Ok(Exporter { handle, thread: Some(thread), shutdown_deadline })
+        let mut threads = Vec::new();
+        let senders = options.senders;
+        for id in 0..senders {
+            let (options, shared) = (options.clone(), shared.clone());
+            let thread = std::thread::Builder::new()
+                .name("phosphor-otlp-export".into())
+                .spawn(move || sender::Sender::new(id, options, shared).run());
+            match thread {
+                Ok(t) => threads.push(t),
+                Err(_) => {
+                    // The threads started see the shutdown and return.
+                    let mut e = Exporter { handle, threads, shutdown_deadline };
+                    e.handle.shared.lock().running -= senders - id;
+                    e.stop();
+                    return Err(ExportError { endpoint: String::new(), why: "could not start its threads" });
+                }
+            }
+        }
+        Ok(Exporter { handle, threads, shutdown_deadline })
     }
 
     /// A handle to queue requests with.
@@ -432,28 +458,34 @@ impl Exporter {
     }
 
     fn stop(&mut self) {
-        let Some(thread) = self.thread.take() else { return };
+        if self.threads.is_empty() {
+            return;
+        }
+        let threads = std::mem::take(&mut self.threads);
         let sh = &self.handle.shared;
         let give_up = Instant::now() + self.shutdown_deadline + SHUTDOWN_MARGIN;
         let mut s = sh.lock();
         s.deadline = Some(Instant::now() + self.shutdown_deadline);
         sh.wake.notify_all();
-        while !s.finished {
+        while s.running > 0 {
             let left = give_up.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
             s = sh.wake.wait_timeout(s, left).unwrap_or_else(|p| p.into_inner()).0;
         }
-        if s.finished {
+        if s.running == 0 {
             drop(s);
-            let _ = thread.join();
+            for t in threads {
+                let _ = t.join();
+            }
             return;
         }
         // A request the collector never answers (or a resolver that hangs): leave the thread,
         // which counts nothing more, and count what it holds as failed.
         let queued: Vec<(u64, Option<TallyCell>)> = s.queue.drain(..).map(|b| (b.spans, b.tally)).collect();
-        for (spans, tally) in queued.into_iter().chain(s.in_flight.take()) {
+        let in_flight: Vec<_> = s.in_flight.iter_mut().filter_map(Option::take).collect();
+        for (spans, tally) in queued.into_iter().chain(in_flight) {
             s.settle(tally.as_ref(), 0, 0, spans);
         }
         s.abandoned = true;

@@ -21,6 +21,8 @@ const MIN_TRIM_BYTES: usize = 4096;
 const LAST_CALL_MAX: Duration = Duration::from_secs(1);
 
 pub(super) struct Sender {
+    /// Its place in `State::in_flight`.
+    id: usize,
     options: ExportOptions,
     url: String,
     agent: ureq::Agent,
@@ -33,19 +35,20 @@ struct Finished<'a>(&'a Shared);
 
 impl Drop for Finished<'_> {
     fn drop(&mut self) {
-        self.0.lock().finished = true;
+        self.0.lock().running -= 1;
         self.0.wake.notify_all();
     }
 }
 
 impl Sender {
-    pub(super) fn new(options: ExportOptions, shared: Arc<Shared>) -> Sender {
+    pub(super) fn new(id: usize, options: ExportOptions, shared: Arc<Shared>) -> Sender {
         // Jitter only: any seed that differs between processes will do.
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
-            ^ u64::from(std::process::id()).rotate_left(32);
-        Sender { url: options.traces_url(), agent: http::agent(&options), options, shared, rng: seed | 1 }
+            ^ u64::from(std::process::id()).rotate_left(32)
+            ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        Sender { id, url: options.traces_url(), agent: http::agent(&options), options, shared, rng: seed | 1 }
     }
 
     pub(super) fn run(mut self) {
@@ -59,7 +62,7 @@ impl Sender {
                         return;
                     }
                     if let Some(b) = s.queue.pop_front() {
-                        s.in_flight = Some((b.spans, b.tally.clone()));
+                        s.in_flight[self.id] = Some((b.spans, b.tally.clone()));
                         break b;
                     }
                     if s.deadline.is_some() {
@@ -82,7 +85,7 @@ impl Sender {
     /// Counts the batch's spans and clears the batch in flight.
     fn settle(&self, batch: &Batch, exported: u64, rejected: u64, failed: u64, error: Option<String>) {
         let mut s = self.shared.lock();
-        s.in_flight = None;
+        s.in_flight[self.id] = None;
         s.settle(batch.tally.as_ref(), exported, rejected, failed);
         if let Some(e) = error {
             s.stats.last_error = Some(format!("{}: {e}", self.url));
@@ -166,7 +169,7 @@ impl Sender {
             if let Some([(a, na), (b, nb)]) = bound::halve(request) {
                 s.stats.requests_split += 1;
                 s.stats.last_error = Some(format!("{}: {why}: split in two", self.url));
-                s.in_flight = None;
+                s.in_flight[self.id] = None;
                 let tally = batch.tally;
                 s.queue.push_front(Batch { body: bound::encode(&b, encoding), spans: nb, tally: tally.clone() });
                 s.queue.push_front(Batch { body: bound::encode(&a, encoding), spans: na, tally });
@@ -184,7 +187,7 @@ impl Sender {
                 s.stats.spans_trimmed += 1;
                 s.stats.bytes_trimmed += cut;
                 s.stats.last_error = Some(format!("{}: {why}: its one span trimmed", self.url));
-                s.in_flight = None;
+                s.in_flight[self.id] = None;
                 s.queue.push_front(Batch { body, spans: batch.spans, tally: batch.tally });
             }
             _ => {

@@ -77,7 +77,11 @@ fn header_size(r: &ResourceSpans, s: &ScopeSpans, encoding: Encoding) -> usize {
 fn shell_of(r: &ResourceSpans, s: &ScopeSpans) -> ResourceSpans {
     ResourceSpans {
         resource: r.resource.clone(),
-        scope_spans: vec![ScopeSpans { scope: s.scope.clone(), spans: Vec::new(), schema_url: s.schema_url.clone() }],
+        scope_spans: vec![ScopeSpans {
+            scope: s.scope.clone(),
+            spans: Vec::new(),
+            schema_url: s.schema_url.clone(),
+        }],
         schema_url: r.schema_url.clone(),
     }
 }
@@ -110,7 +114,13 @@ fn assemble(shells: &[ResourceSpans], spans: Vec<(usize, usize, Span)>) -> Expor
 }
 
 /// `request` (already encoded as `body`, of `spans` spans) as pieces of at most `max` bytes each.
-pub fn split(request: &ExportTraceServiceRequest, body: Vec<u8>, spans: u64, max: usize, encoding: Encoding) -> Bounded {
+pub fn split(
+    request: &ExportTraceServiceRequest,
+    body: Vec<u8>,
+    spans: u64,
+    max: usize,
+    encoding: Encoding,
+) -> Bounded {
     let mut b = Bounded::default();
     if body.len() <= max {
         b.pieces.push((body, spans));
@@ -159,7 +169,13 @@ pub fn split(request: &ExportTraceServiceRequest, body: Vec<u8>, spans: u64, max
 }
 
 /// Encodes `req`; halves it again should the estimate have been short (JSON's escapes).
-fn pieces_within(req: ExportTraceServiceRequest, spans: u64, max: usize, encoding: Encoding, out: &mut Vec<(Vec<u8>, u64)>) {
+fn pieces_within(
+    req: ExportTraceServiceRequest,
+    spans: u64,
+    max: usize,
+    encoding: Encoding,
+    out: &mut Vec<(Vec<u8>, u64)>,
+) {
     let body = encode(&req, encoding);
     if body.len() <= max || spans < 2 {
         out.push((body, spans));

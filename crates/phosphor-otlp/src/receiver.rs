@@ -210,7 +210,8 @@ impl Drop for Receiver {
 fn serve(mut req: tiny_http::Request, answer: Option<Answer>, got: &(Mutex<Got>, Condvar), serving: Serving) {
     let headers: Vec<(String, String)> =
         req.headers().iter().map(|h| (h.field.as_str().to_string(), h.value.as_str().to_owned())).collect();
-    let header = |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+    let header =
+        |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
     let content_type = header("content-type").unwrap_or_default().to_owned();
     let json = content_type == "application/json";
     let gzipped = header("content-encoding") == Some("gzip");

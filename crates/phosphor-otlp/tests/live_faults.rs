@@ -98,7 +98,13 @@ fn requests_are_gzipped_by_default_and_plain_when_asked() {
         assert_eq!(got.gzipped, if gzipped { got.requests } else { 0 });
         assert_eq!(got.bytes, stats.bytes_sent);
         assert_eq!(got.bytes_decoded, stats.bytes_encoded);
-        assert_eq!(got.bytes < got.bytes_decoded, gzipped, "{} on the wire, {} decoded", got.bytes, got.bytes_decoded);
+        assert_eq!(
+            got.bytes < got.bytes_decoded,
+            gzipped,
+            "{} on the wire, {} decoded",
+            got.bytes,
+            got.bytes_decoded
+        );
         let agent = got.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("user-agent")).unwrap();
         assert!(agent.1.starts_with("phosphor/"), "{agent:?}");
     }
@@ -116,8 +122,12 @@ fn a_span_too_large_alone_is_trimmed_marked_and_counted() {
     let got = rx.got();
     let span = &got.spans[0];
     let marker = span.attributes.iter().find(|kv| kv.key == TRIMMED_ATTRIBUTE).expect("the marker");
-    assert_eq!(marker.value.as_ref().unwrap().value, Some(any_value::Value::IntValue(stats.bytes_trimmed as i64)));
-    let Some(any_value::Value::StringValue(message)) = &span.events[0].attributes[0].value.as_ref().unwrap().value
+    assert_eq!(
+        marker.value.as_ref().unwrap().value,
+        Some(any_value::Value::IntValue(stats.bytes_trimmed as i64))
+    );
+    let Some(any_value::Value::StringValue(message)) =
+        &span.events[0].attributes[0].value.as_ref().unwrap().value
     else {
         panic!("a string")
     };
@@ -200,7 +210,8 @@ fn resetting_collector(limit: usize) -> (String, Arc<AtomicU64>) {
                     let mut body = vec![0; len];
                     r.read_exact(&mut body).unwrap();
                     let req = ExportTraceServiceRequest::decode(&body[..]).unwrap();
-                    let n: usize = req.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum();
+                    let n: usize =
+                        req.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum();
                     counted.fetch_add(n as u64, Ordering::SeqCst);
                     w.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").unwrap();
                 }
@@ -295,7 +306,11 @@ fn json_requests_follow_the_otlp_json_mapping_and_the_official_messages_decode_t
     let ex = Exporter::start(o).unwrap();
     ex.handle().send(&r, 2);
     let stats = ex.shutdown();
-    assert_eq!((stats.spans_exported, stats.spans_rejected), (1, 1), "the JSON partial success read: {stats:?}");
+    assert_eq!(
+        (stats.spans_exported, stats.spans_rejected),
+        (1, 1),
+        "the JSON partial success read: {stats:?}"
+    );
     let got = rx.got();
     assert!(got.bad.is_empty(), "{:?}", got.bad);
     assert_eq!(got.json, 1);

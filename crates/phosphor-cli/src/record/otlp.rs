@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use phosphor_otlp::export::{
-    parse_header_lines, Compression, Encoding, ExportHandle, ExportOptions, ExportStats, Exporter,
-    OtelEnv, Tally,
+    parse_header_lines, Compression, Encoding, ExportHandle, ExportOptions, ExportStats, Exporter, OtelEnv,
+    Tally,
 };
 
 /// How long a connection's line waits for the collector to settle its spans (delivered,
@@ -154,7 +154,8 @@ impl Open {
 /// On SIGINT or SIGTERM: ends the connections, drains the exporter, prints its figures, exits 0.
 pub fn drain_on_signals(open: Open, export: ExportSlot) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).context("cannot catch signals")?;
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).context("cannot catch signals")?;
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };

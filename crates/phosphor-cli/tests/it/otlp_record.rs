@@ -78,7 +78,10 @@ fn a_recorded_connection_is_also_forwarded_as_otlp_spans() {
             && line.contains("OTLP: 2000 spans made, 0 left out by the selection, 2000 handed to the exporter: 2000 delivered"),
         "{line}"
     );
-    assert!(err.contains("OTLP: 2000 spans delivered, 0 dropped (queue full), 0 rejected, 0 failed"), "{err}");
+    assert!(
+        err.contains("OTLP: 2000 spans delivered, 0 dropped (queue full), 0 rejected, 0 failed"),
+        "{err}"
+    );
     let got = rx.got();
     assert!(got.bad.is_empty(), "{:?}", got.bad);
     assert_eq!(got.spans.len(), 2000);

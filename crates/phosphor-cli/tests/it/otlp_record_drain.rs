@@ -90,7 +90,10 @@ fn sigterm_ends_the_connections_drains_the_exporter_and_prints_what_was_delivere
         let (status, err, _) = signal_and_wait(&mut child, signal);
         assert!(status.success(), "{err}");
         assert!(err.contains(name), "{err}");
-        assert!(err.contains("OTLP: 1000 spans delivered, 0 dropped (queue full), 0 rejected, 0 failed"), "{err}");
+        assert!(
+            err.contains("OTLP: 1000 spans delivered, 0 dropped (queue full), 0 rejected, 0 failed"),
+            "{err}"
+        );
         let line = lines.recv_timeout(Duration::from_secs(20)).expect("the connection's line");
         assert!(line.contains("1000 spans made") && line.contains("1000 handed to the exporter"), "{line}");
         assert_eq!(rx.got().span_count, 1000);
@@ -108,14 +111,18 @@ fn a_collector_that_never_answers_holds_the_recorder_no_longer_than_its_deadline
             held.push(c);
         }
     });
-    let args = ["--otlp", &url, "--otlp-hold", "10ms", "--otlp-shutdown-deadline", "1s", "--otlp-timeout", "300s"];
+    let args =
+        ["--otlp", &url, "--otlp-hold", "10ms", "--otlp-shutdown-deadline", "1s", "--otlp-timeout", "300s"];
     let (mut child, _lines, addr) = start(&dir.join("out"), &args, &[]);
     let (_log, _id) = stream_spans(addr, &dir.join("out"));
     let (status, err, took) = signal_and_wait(&mut child, libc::SIGTERM);
     assert!(status.success(), "{err}");
     // The deadline, the connections' 2 s to hand on their spans, the 1 s margin, and 5 s.
     assert!(took < Duration::from_secs(9), "exited {took:?} after SIGTERM: {err}");
-    assert!(err.contains("OTLP: 0 spans delivered, 0 dropped (queue full), 0 rejected, 1000 failed"), "{err}");
+    assert!(
+        err.contains("OTLP: 0 spans delivered, 0 dropped (queue full), 0 rejected, 1000 failed"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -141,7 +148,8 @@ fn otlp_without_a_url_reads_the_otel_variables_and_headers_come_from_a_file() {
     assert!(status.success());
     let got = rx.got();
     assert_eq!(got.span_count, 1000);
-    let header = |name: &str| got.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+    let header =
+        |name: &str| got.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
     assert_eq!(header("authorization").as_deref(), Some("Bearer s3cret"));
     assert_eq!(header("x-tenant").as_deref(), Some("acme corp"));
     assert_eq!(header("content-encoding").as_deref(), Some("gzip"));

@@ -201,13 +201,15 @@ mod tests {
             ("OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attrs,deployment.environment=prod"),
         ])
         .unwrap();
-        let headers = [("authorization".to_owned(), "Bearer abc".to_owned()), ("x-tenant".into(), "t1".into())];
+        let headers =
+            [("authorization".to_owned(), "Bearer abc".to_owned()), ("x-tenant".into(), "t1".into())];
         assert_eq!(e.export.headers, headers);
         assert_eq!(e.export.timeout, Duration::from_millis(2500));
         assert_eq!((e.export.compression, e.export.encoding), (Compression::None, Encoding::Json));
         assert_eq!(e.service_name.as_deref(), Some("from-attrs"));
         assert_eq!(e.export.resource_attributes, [("deployment.environment".to_owned(), "prod".to_owned())]);
-        let e = read(&[("OTEL_SERVICE_NAME", "svc"), ("OTEL_RESOURCE_ATTRIBUTES", "service.name=x")]).unwrap();
+        let e =
+            read(&[("OTEL_SERVICE_NAME", "svc"), ("OTEL_RESOURCE_ATTRIBUTES", "service.name=x")]).unwrap();
         assert_eq!(e.service_name.as_deref(), Some("svc"));
     }
 
@@ -224,7 +226,10 @@ mod tests {
     #[test]
     fn a_headers_file_takes_either_separator_and_skips_comments() {
         let h = parse_header_lines("# secret\nauthorization: Bearer a=b\n\nx-tenant=t1\n").unwrap();
-        assert_eq!(h, [("authorization".to_owned(), "Bearer a=b".to_owned()), ("x-tenant".into(), "t1".into())]);
+        assert_eq!(
+            h,
+            [("authorization".to_owned(), "Bearer a=b".to_owned()), ("x-tenant".into(), "t1".into())]
+        );
         assert!(parse_header_lines("no separator here").unwrap_err().contains("line 1"));
     }
 }

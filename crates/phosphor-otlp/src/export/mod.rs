@@ -403,11 +403,8 @@ impl Exporter {
             value: Some(AnyValue { value: Some(any_value::Value::StringValue(v.clone())) }),
             ..KeyValue::default()
         };
-        let state = State {
-            in_flight: vec![None; options.senders],
-            running: options.senders,
-            ..State::default()
-        };
+        let state =
+            State { in_flight: vec![None; options.senders], running: options.senders, ..State::default() };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             wake: Condvar::new(),
@@ -491,8 +488,7 @@ impl Exporter {
         s.abandoned = true;
         s.stats.last_error = Some(format!(
             "{}: no answer within the shutdown deadline ({:?}): what was unsent counted as failed",
-            sh.url,
-            self.shutdown_deadline
+            sh.url, self.shutdown_deadline
         ));
     }
 }

@@ -164,14 +164,19 @@ impl Sender {
         if s.abandoned {
             return;
         }
-        let n: usize = request.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum();
+        let n: usize =
+            request.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum();
         if n >= 2 {
             if let Some([(a, na), (b, nb)]) = bound::halve(request) {
                 s.stats.requests_split += 1;
                 s.stats.last_error = Some(format!("{}: {why}: split in two", self.url));
                 s.in_flight[self.id] = None;
                 let tally = batch.tally;
-                s.queue.push_front(Batch { body: bound::encode(&b, encoding), spans: nb, tally: tally.clone() });
+                s.queue.push_front(Batch {
+                    body: bound::encode(&b, encoding),
+                    spans: nb,
+                    tally: tally.clone(),
+                });
                 s.queue.push_front(Batch { body: bound::encode(&a, encoding), spans: na, tally });
             }
             return;

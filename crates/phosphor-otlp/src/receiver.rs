@@ -1,7 +1,9 @@
 //! A local OTLP/HTTP receiver for tests and benchmarks (feature `receiver`): a small blocking
 //! HTTP server (tiny_http) that decodes every `POST /v1/traces` with the official messages, as a
-//! Collector would, keeps what it got, and answers as it is told: a status (429 and 503 with
-//! `Retry-After: 0`), a partial success, or a request held until the test lets it go.
+//! Collector would (protobuf or OTLP JSON, gzipped or not, counting the bytes on the wire), keeps
+//! what it got, and answers as it is told: a status (429 and 503 with `Retry-After: 0`, or a 503
+//! with a longer one), a partial success, a request held until the test lets it go, or, for a
+//! [`Receiver::limited`] one, a 413 to a body over its limit.
 //!
 //! ```no_run
 //! use phosphor_otlp::receiver::{Answer, Receiver};

@@ -40,11 +40,13 @@ use phosphor::format::file::ack::{encode_ack, encode_end};
 use phosphor::format::file::{
     kind, Reader, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_BYTES, MAX_GROUP_BYTES, PREAMBLE_BYTES,
 };
-use phosphor_otlp::export::{ExportHandle, ExportOptions, ExportStats, Exporter};
+use phosphor_otlp::export::{ExportHandle, Exporter, Tally};
 use phosphor_otlp::forward::{ForwardOptions, ForwardStats, Forwarder};
 use phosphor_otlp::select::Selection;
 use phosphor_view::server::{serve, Traces};
 use phosphor_view::LiveOptions;
+
+mod otlp;
 
 /// The most bytes written to a file before it is flushed and acknowledged.
 const ACK_EVERY: u64 = 256 << 10;
@@ -113,9 +115,11 @@ pub struct RecordArgs {
     #[arg(long, requires = "view", default_value_t = 2_000_000)]
     view_records: usize,
     /// Also forward what each connection records, as OpenTelemetry spans, to the collector at
-    /// this OTLP/HTTP URL (e.g. http://127.0.0.1:4318; plain http). The figures of each
-    /// connection follow its line; the exporter's are printed on standard error at exit.
-    #[arg(long, value_name = "URL")]
+    /// this OTLP/HTTP URL (e.g. http://127.0.0.1:4318; plain http); without a URL, to
+    /// OTEL_EXPORTER_OTLP_ENDPOINT (else http://localhost:4318). The other OTEL_* variables
+    /// apply. The figures of each connection follow its line; the exporter's are printed on
+    /// standard error at exit, and on SIGINT/SIGTERM after a drain.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
     otlp: Option<String>,
     /// With --otlp: a header added to every request (`NAME=VALUE`: authentication, tenant);
     /// repeatable.
@@ -139,6 +143,8 @@ pub struct RecordArgs {
     /// is sent as a root.
     #[arg(long, value_name = "DURATION", requires = "otlp", default_value = "2s", value_parser = crate::convert::otlp::parse_duration)]
     otlp_hold: u64,
+    #[command(flatten)]
+    otlp_export: otlp::OtlpExportArgs,
 }
 
 /// Parses `NAME=VALUE`.
@@ -196,15 +202,21 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let mut exporter = match &args.otlp {
+    let mut forward_options = args.forward_options();
+    let exporter = match &args.otlp {
         Some(url) => {
-            let options =
-                ExportOptions { headers: args.otlp_header.clone(), ..ExportOptions::new(url.clone()) };
+            let (options, service) = otlp::export_options(url, &args.otlp_header, &args.otlp_export)?;
+            forward_options.service_name = forward_options.service_name.or(service);
             Some(Exporter::start(options).context("--otlp")?)
         }
         None => None,
     };
-    let export = exporter.as_ref().map(|e| (e.handle(), args.forward_options()));
+    let export = exporter.as_ref().map(|e| (e.handle(), forward_options));
+    let exporter = otlp::ExportSlot::new(exporter);
+    let open_conns = otlp::Open::default();
+    if args.otlp.is_some() {
+        otlp::drain_on_signals(open_conns.clone(), exporter.clone())?;
+    }
     println!("listening on {}", listener.local_addr()?);
     let traces = match viewer {
         Some(viewer) => Some(start_viewer(viewer, args, listener.local_addr()?)?),
@@ -214,7 +226,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     if let Some(n) = args.connections {
         // Exit once `n` connections have ended.
-        let exporter = exporter.take();
+        let exporter = exporter.clone();
         std::thread::spawn(move || {
             for _ in 0..n {
                 if done_rx.recv().is_err() {
@@ -222,9 +234,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
                 }
             }
             // The spans handed to the exporter are sent (within its deadline) before the exit.
-            if let Some(e) = exporter {
-                eprintln!("phosphor record: {}", describe_export(&e.shutdown()));
-            }
+            exporter.finish();
             std::process::exit(0);
         });
     }
@@ -248,11 +258,17 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<()> {
         open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (dir, done, open) = (args.out.clone(), done_tx.clone(), open.clone());
         let view = traces.clone();
-        let export = export.clone();
+        // The connection's own share of the exporter's figures, for its line.
+        let export = export.as_ref().map(|(h, o)| (h.tallied(), o.clone()));
+        let open_conns = open_conns.clone();
         std::thread::spawn(move || {
             let ender = conn.try_clone().ok();
-            match receive(conn, &dir, limits, view.as_ref(), export.as_ref().map(|(h, o)| (h, o))) {
-                Ok(r) => {
+            let key = open_conns.add(&conn);
+            let received = receive(conn, &dir, limits, view.as_ref(), export.as_ref().map(|(h, o)| (h, o)));
+            open_conns.remove(key);
+            match received {
+                Ok(mut r) => {
+                    r.delivered = export.as_ref().map(|(h, _)| otlp::settled(h));
                     if let (Some(why), Some(c)) = (&r.ended, ender) {
                         end_connection(c, why);
                     }
@@ -429,6 +445,8 @@ pub struct Received {
     pub ended: Option<String>,
     /// With `--otlp`: what the connection's forwarder did.
     pub otlp: Option<ForwardStats>,
+    /// With `--otlp`: what became of the spans it handed to the exporter.
+    pub delivered: Option<Tally>,
 }
 
 impl Received {
@@ -450,9 +468,12 @@ impl Received {
         );
         if let Some(o) = &self.otlp {
             line.push_str(&format!(
-                "; OTLP: {} spans made, {} left out by the selection, {} sent",
+                "; OTLP: {} spans made, {} left out by the selection, {} handed to the exporter",
                 o.spans_made, o.spans_unselected, o.spans_sent
             ));
+            if let Some(t) = &self.delivered {
+                line.push_str(&format!(": {}", otlp::describe_tally(t)));
+            }
             if o.spans_sampled_out + o.spans_tail_dropped > 0 {
                 line.push_str(&format!(
                     ", {} left out by head sampling, {} by the tail rules",
@@ -587,6 +608,7 @@ pub fn receive(
         cut: 0,
         ended: None,
         otlp: None,
+        delivered: None,
     };
     let idle = || format!("nothing came for {} s (--idle-timeout)", limits.idle.as_secs());
     let mut body = Vec::new();
@@ -701,25 +723,6 @@ impl Tee<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush()
     }
-}
-
-/// The exporter's figures, for the line printed at exit.
-fn describe_export(s: &ExportStats) -> String {
-    let mut line = format!(
-        "OTLP: {} spans exported, {} dropped (queue full), {} rejected, {} failed; {} requests, {} \
-         failed, {} retries",
-        s.spans_exported,
-        s.spans_dropped,
-        s.spans_rejected,
-        s.spans_failed,
-        s.requests,
-        s.requests_failed,
-        s.retries
-    );
-    if let Some(e) = &s.last_error {
-        line.push_str(&format!("; last error: {e}"));
-    }
-    line
 }
 
 #[cfg(test)]

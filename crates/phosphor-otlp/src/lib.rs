@@ -9,6 +9,7 @@
 //! an OTLP/HTTP endpoint out, through [`export`]: the HTTP sender with its queue and retries).
 
 pub mod assemble;
+pub mod bound;
 pub mod context;
 pub mod convert;
 pub mod export;

@@ -1,7 +1,9 @@
 //! A local OTLP/HTTP receiver for tests and benchmarks (feature `receiver`): a small blocking
 //! HTTP server (tiny_http) that decodes every `POST /v1/traces` with the official messages, as a
-//! Collector would, keeps what it got, and answers as it is told: a status (429 and 503 with
-//! `Retry-After: 0`), a partial success, or a request held until the test lets it go.
+//! Collector would (protobuf or OTLP JSON, gzipped or not, counting the bytes on the wire), keeps
+//! what it got, and answers as it is told: a status (429 and 503 with `Retry-After: 0`, or a 503
+//! with a longer one), a partial success, a request held until the test lets it go, or, for a
+//! [`Receiver::limited`] one, a 413 to a body over its limit.
 //!
 //! ```no_run
 //! use phosphor_otlp::receiver::{Answer, Receiver};
@@ -11,6 +13,7 @@
 //! ```
 
 use std::collections::VecDeque;
+use std::io::Read as _;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -33,6 +36,8 @@ pub enum Answer {
     Partial(i64),
     /// Waits until the gate opens, then 200.
     Hold(Gate),
+    /// 503 with `Retry-After` of this many seconds.
+    Busy(u64),
 }
 
 /// A gate a held request waits at.
@@ -76,6 +81,18 @@ pub struct Got {
     pub headers: Vec<(String, String)>,
     /// The resource of the last request's first `ResourceSpans`.
     pub resource: Option<Resource>,
+    /// Bytes of request bodies received, as on the wire (compressed or not).
+    pub bytes: u64,
+    /// The same bodies decompressed.
+    pub bytes_decoded: u64,
+    /// Requests that came gzipped (`Content-Encoding: gzip`).
+    pub gzipped: u64,
+    /// Requests that came as OTLP JSON (`Content-Type: application/json`).
+    pub json: u64,
+    /// Requests answered 413 for a body over the receiver's limit.
+    pub too_large: u64,
+    /// The largest body decompressed.
+    pub largest_decoded: u64,
 }
 
 /// The receiver; it stops when dropped.
@@ -84,6 +101,14 @@ pub struct Receiver {
     keep: bool,
     got: Arc<(Mutex<Got>, Condvar)>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// How a receiver serves: whether it keeps spans, and the largest body it takes.
+#[derive(Clone, Copy)]
+struct Serving {
+    keep: bool,
+    /// A larger body (its `Content-Length`, as on the wire) is answered 413 unread.
+    max_body: Option<u64>,
 }
 
 impl Receiver {
@@ -107,7 +132,19 @@ impl Receiver {
         Receiver::listen("127.0.0.1:0", Vec::new(), false)
     }
 
+    /// A receiver on a free port of 127.0.0.1 that answers 413, without reading it, a request
+    /// whose body (as on the wire) is larger than `max_body` bytes, as a collector's
+    /// `max_request_body_size` does.
+    pub fn limited(max_body: u64) -> Receiver {
+        Receiver::serve_with("127.0.0.1:0", Vec::new(), Serving { keep: true, max_body: Some(max_body) })
+    }
+
     fn listen(addr: &str, answers: Vec<Answer>, keep: bool) -> Receiver {
+        Receiver::serve_with(addr, answers, Serving { keep, max_body: None })
+    }
+
+    fn serve_with(addr: &str, answers: Vec<Answer>, serving: Serving) -> Receiver {
+        let keep = serving.keep;
         let server = Arc::new(tiny_http::Server::http(addr).expect("the receiver listens"));
         let got = Arc::new((Mutex::new(Got::default()), Condvar::new()));
         let answers = Mutex::new(VecDeque::from(answers));
@@ -117,7 +154,7 @@ impl Receiver {
             .spawn(move || {
                 for req in s.incoming_requests() {
                     let answer = lock(&answers).pop_front();
-                    serve(req, answer, &g, keep);
+                    serve(req, answer, &g, serving);
                 }
             })
             .expect("the receiver's thread starts");
@@ -172,24 +209,62 @@ impl Drop for Receiver {
     }
 }
 
-fn serve(mut req: tiny_http::Request, answer: Option<Answer>, got: &(Mutex<Got>, Condvar), keep: bool) {
-    let mut body = Vec::new();
-    let _ = req.as_reader().read_to_end(&mut body);
+fn serve(mut req: tiny_http::Request, answer: Option<Answer>, got: &(Mutex<Got>, Condvar), serving: Serving) {
     let headers: Vec<(String, String)> =
         req.headers().iter().map(|h| (h.field.as_str().to_string(), h.value.as_str().to_owned())).collect();
-    let protobuf =
-        headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("content-type") && v == "application/x-protobuf");
+    let header =
+        |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+    let content_type = header("content-type").unwrap_or_default().to_owned();
+    let json = content_type == "application/json";
+    let gzipped = header("content-encoding") == Some("gzip");
+    if let (Some(max), Some(len)) = (serving.max_body, req.body_length()) {
+        if len as u64 > max {
+            {
+                let mut g = lock(&got.0);
+                g.requests += 1;
+                g.too_large += 1;
+            }
+            got.1.notify_all();
+            // Unread, as a collector refusing a body by its length does.
+            let _ = req.respond(tiny_http::Response::empty(413));
+            return;
+        }
+    }
+    let mut wire = Vec::new();
+    let _ = req.as_reader().read_to_end(&mut wire);
+    let body = if gzipped {
+        let mut out = Vec::new();
+        match flate2::read::GzDecoder::new(&wire[..]).read_to_end(&mut out) {
+            Ok(_) => out,
+            Err(e) => {
+                lock(&got.0).bad.push(format!("not gzip: {e}"));
+                Vec::new()
+            }
+        }
+    } else {
+        wire.clone()
+    };
     {
         let mut g = lock(&got.0);
         g.requests += 1;
-        if req.url() != "/v1/traces" || !protobuf {
+        g.bytes += wire.len() as u64;
+        g.bytes_decoded += body.len() as u64;
+        g.largest_decoded = g.largest_decoded.max(body.len() as u64);
+        g.gzipped += u64::from(gzipped);
+        g.json += u64::from(json);
+        if req.url() != "/v1/traces" || !(json || content_type == "application/x-protobuf") {
             g.bad.push(format!("{} {headers:?}", req.url()));
         }
-        g.headers = headers;
+        g.headers = headers.clone();
     }
     got.1.notify_all();
     let (mut status, mut reply) = (200, Vec::new());
+    let mut retry_after = 0;
     match answer {
+        Some(Answer::Busy(secs)) => {
+            status = 503;
+            retry_after = secs;
+        }
         Some(Answer::Status(s)) => status = s,
         Some(Answer::Partial(n)) => {
             let partial = ExportTracePartialSuccess { rejected_spans: n, error_message: "rejected".into() };
@@ -198,7 +273,12 @@ fn serve(mut req: tiny_http::Request, answer: Option<Answer>, got: &(Mutex<Got>,
         Some(Answer::Hold(gate)) => gate.wait(),
         None => {}
     }
-    match ExportTraceServiceRequest::decode(&body[..]) {
+    let decoded = if json {
+        serde_json::from_slice::<ExportTraceServiceRequest>(&body).map_err(|e| e.to_string())
+    } else {
+        ExportTraceServiceRequest::decode(&body[..]).map_err(|e| e.to_string())
+    };
+    match decoded {
         Ok(r) if status == 200 => {
             let resource = r.resource_spans.first().and_then(|r| r.resource.clone());
             let spans = r.resource_spans.into_iter().flat_map(|r| r.scope_spans).flat_map(|s| s.spans);
@@ -206,7 +286,7 @@ fn serve(mut req: tiny_http::Request, answer: Option<Answer>, got: &(Mutex<Got>,
             g.resource = resource.or(g.resource.take());
             for span in spans {
                 g.span_count += 1;
-                if keep {
+                if serving.keep {
                     g.spans.push(span);
                 }
             }
@@ -218,9 +298,14 @@ fn serve(mut req: tiny_http::Request, answer: Option<Answer>, got: &(Mutex<Got>,
         }
     }
     got.1.notify_all();
+    if json && !reply.is_empty() {
+        let partial = ExportTraceServiceResponse::decode(&reply[..]).unwrap_or_default();
+        reply = serde_json::to_vec(&partial).unwrap_or_default();
+    }
     let mut resp = tiny_http::Response::from_data(reply).with_status_code(status);
     if status == 429 || status == 503 {
-        resp.add_header(tiny_http::Header::from_bytes("Retry-After", "0").expect("a valid header"));
+        let after = retry_after.to_string();
+        resp.add_header(tiny_http::Header::from_bytes("Retry-After", after).expect("a valid header"));
     }
     let _ = req.respond(resp);
 }

@@ -36,6 +36,8 @@ fn quick(url: String) -> ExportOptions {
     o.backoff_max = Duration::from_millis(50);
     o.max_retries = 1000;
     o.shutdown_deadline = Duration::from_secs(60);
+    // One request at a time: the receiver's scripted answers go to the requests in order.
+    o.senders = 1;
     o
 }
 
@@ -66,6 +68,21 @@ fn every_span_sent_reaches_the_receiver_once_as_protobuf() {
     assert!(got.bad.is_empty(), "{:?}", got.bad);
     assert_eq!(got.spans.len(), 70);
     assert_eq!(got.spans.iter().map(|s| &s.span_id).collect::<HashSet<_>>().len(), 70, "span ids are unique");
+}
+
+#[test]
+fn several_senders_deliver_every_span_once() {
+    let rx = Receiver::start(vec![Answer::Status(503), Answer::Status(503)]);
+    let mut o = quick(rx.url());
+    o.senders = 3;
+    let ex = Exporter::start(o).unwrap();
+    for b in 0..50 {
+        assert!(ex.handle().send(&request(b * 4, 4), 4));
+    }
+    let stats = ex.shutdown();
+    assert_eq!((stats.spans_exported, accounted(&stats), stats.retries), (200, 200, 2), "{stats:?}");
+    let got = rx.got();
+    assert_eq!(got.spans.iter().map(|s| &s.span_id).collect::<HashSet<_>>().len(), 200, "each span once");
 }
 
 #[test]

@@ -15,7 +15,8 @@
 //!    `io::sink()`: the streaming cost alone) and once with `Sink::Otlp` to the receiver. The
 //!    figure is the producers' thread CPU time per event (CPU clock around each batch, so
 //!    preemption and the pacing's sleeps are not counted), against the limit loop; then what the
-//!    stream and its OTLP side did: events dropped, spans made, exported, dropped, failed.
+//!    stream and its OTLP side did: events dropped, spans made, exported, dropped, failed, and
+//!    bytes on the wire per span; then `Sink::Otlp` again with compression off.
 
 use std::time::{Duration, Instant};
 
@@ -153,8 +154,14 @@ fn producers(sink: Sink, load: Load, label: &str, limit: f64) -> f64 {
     );
     match s.otlp {
         Some(o) => println!(
-            "; OTLP spans made {}, exported {}, dropped {}, failed {}",
-            o.spans_made, o.spans_exported, o.spans_dropped, o.spans_failed
+            "; OTLP spans made {}, exported {}, dropped {}, failed {}; {} requests, {:.1} bytes a span \
+             on the wire",
+            o.spans_made,
+            o.spans_exported,
+            o.spans_dropped,
+            o.spans_failed,
+            o.requests,
+            o.bytes_sent as f64 / o.spans_exported.max(1) as f64
         ),
         None => println!(),
     }
@@ -179,6 +186,10 @@ fn main() {
     let rx = Receiver::counting();
     exporter_throughput(&rx);
     let discard = producers(Sink::Writer(Box::new(std::io::sink())), load, "stream, bytes discarded", limit);
-    let otlp = producers(Sink::Otlp(OtlpSink::new(rx.url())), load, "stream, Sink::Otlp", limit);
+    let otlp = producers(Sink::Otlp(OtlpSink::new(rx.url())), load, "stream, Sink::Otlp (gzip)", limit);
     println!("Sink::Otlp against the discarding stream: {:.2}x the producers' CPU per event", otlp / discard);
+    let mut plain = OtlpSink::new(rx.url());
+    plain.export.compression = phosphor::stream::OtlpCompression::None;
+    let plain = producers(Sink::Otlp(plain), load, "stream, Sink::Otlp (not compressed)", limit);
+    println!("Sink::Otlp not compressed against the discarding stream: {:.2}x", plain / discard);
 }

@@ -19,6 +19,7 @@ mod otlp_convert;
 mod otlp_hostile;
 mod otlp_record;
 mod otlp_requests;
+mod otlp_record_drain;
 mod probes;
 mod python;
 mod record;

@@ -75,10 +75,13 @@ fn a_recorded_connection_is_also_forwarded_as_otlp_spans() {
     let (line, err, file) = record_forwarding("otlp-record", &rx, &["--otlp-hold", "60s"]);
     assert!(
         line.contains("complete")
-            && line.contains("OTLP: 2000 spans made, 0 left out by the selection, 2000 sent"),
+            && line.contains("OTLP: 2000 spans made, 0 left out by the selection, 2000 handed to the exporter: 2000 delivered"),
         "{line}"
     );
-    assert!(err.contains("OTLP: 2000 spans exported, 0 dropped (queue full), 0 rejected, 0 failed"), "{err}");
+    assert!(
+        err.contains("OTLP: 2000 spans delivered, 0 dropped (queue full), 0 rejected, 0 failed"),
+        "{err}"
+    );
     let got = rx.got();
     assert!(got.bad.is_empty(), "{:?}", got.bad);
     assert_eq!(got.spans.len(), 2000);
@@ -121,8 +124,8 @@ fn the_otlp_flags_select_spans_name_the_service_and_add_headers() {
         "100ms",
     ];
     let (line, err, _) = record_forwarding("otlp-record-flags", &rx, &flags);
-    assert!(line.contains("OTLP: 2000 spans made, 1000 left out by the selection, 1000 sent"), "{line}");
-    assert!(err.contains("OTLP: 1000 spans exported"), "{err}");
+    assert!(line.contains("OTLP: 2000 spans made, 1000 left out by the selection, 1000 handed to the exporter: 1000 delivered"), "{line}");
+    assert!(err.contains("OTLP: 1000 spans delivered"), "{err}");
     let got = rx.got();
     assert_eq!(got.spans.len(), 1000);
     assert!(got.spans.iter().all(|s| s.name == "outer" && s.parent_span_id.is_empty()));

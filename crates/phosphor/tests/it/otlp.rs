@@ -124,3 +124,42 @@ fn an_otlp_sink_that_cannot_start_counts_the_stream_s_events_as_dropped() {
     assert!(stats.first_error.as_deref().unwrap().contains("https://collector:4318"), "{stats:?}");
     assert_eq!(stats.otlp, None);
 }
+
+#[test]
+fn an_otlp_stream_s_shutdown_deadline_bounds_the_stop_when_the_collector_never_answers() {
+    // Accepts and keeps every connection, reads nothing, answers nothing.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let log = streaming();
+    let mut s = sink(url).shutdown_deadline(Duration::from_secs(1));
+    s.export.timeout = Duration::from_secs(300);
+    let id = log.open_stream(StreamConfig::new(Sink::Otlp(s))).unwrap();
+    emit(&log, 1, 100);
+    let started = Instant::now();
+    log.stop();
+    // The deadline, the exporter's 1 s margin, and 5 s.
+    assert!(started.elapsed() < Duration::from_secs(7), "the stop took {:?}", started.elapsed());
+    let o = log.stream_stats(id).unwrap().otlp.unwrap();
+    assert_eq!((o.spans_failed, accounted(&o)), (300, 300), "{o:?}");
+    assert!(o.last_error.as_deref().unwrap().contains("shutdown deadline"), "{o:?}");
+}
+
+#[test]
+fn an_otlp_stream_gzips_its_requests_and_counts_the_bytes_on_the_wire() {
+    let rx = Receiver::start(vec![]);
+    let log = streaming();
+    let id = log.open_stream(StreamConfig::new(Sink::Otlp(sink(rx.url())))).unwrap();
+    emit(&log, 2, 200);
+    log.stop();
+    let o = log.stream_stats(id).unwrap().otlp.unwrap();
+    assert_eq!(o.spans_exported, 1200, "{o:?}");
+    let got = rx.got();
+    assert_eq!((got.gzipped, got.bytes), (got.requests, o.bytes_sent), "{o:?}");
+    assert!(got.bytes < got.bytes_decoded, "{} bytes for {} decoded", got.bytes, got.bytes_decoded);
+}

@@ -67,7 +67,11 @@ mod otlp;
 pub use otlp::OtlpSink;
 /// The OTLP sink's options and selection rules (feature `otlp`).
 #[cfg(feature = "otlp")]
-pub use phosphor_otlp::{export::ExportOptions, forward::ForwardOptions, select::Selection};
+pub use phosphor_otlp::{
+    export::{Compression as OtlpCompression, Encoding as OtlpEncoding, ExportOptions, OtelEnv},
+    forward::ForwardOptions,
+    select::Selection,
+};
 
 pub(crate) use collector::Collector;
 
@@ -275,6 +279,14 @@ pub struct OtlpStats {
     pub requests_failed: u64,
     /// Requests posted again after a retryable failure.
     pub retries: u64,
+    /// Of `spans_rejected`: spans too large for a request even trimmed.
+    pub spans_too_large: u64,
+    /// Spans whose long strings were cut to fit a request (`phosphor.trimmed_bytes`).
+    pub spans_trimmed: u64,
+    /// Requests split in two after a 413 (or a reset while sending a large body).
+    pub requests_split: u64,
+    /// Request bodies' bytes as on the wire (gzipped by default).
+    pub bytes_sent: u64,
     /// Stream bytes not parsed: the stream was malformed (see `stream_error`).
     pub bytes_discarded: u64,
     /// The exporter's last error, naming the URL.

@@ -34,6 +34,25 @@ impl OtlpSink {
         OtlpSink { export: Box::new(ExportOptions::new(endpoint)), forward: Box::default() }
     }
 
+    /// The collector and options the standard `OTEL_*` variables give
+    /// ([`OtelEnv`](phosphor_otlp::export::OtelEnv): `OTEL_EXPORTER_OTLP_ENDPOINT`, `_HEADERS`,
+    /// `_TIMEOUT`, `_COMPRESSION`, `_PROTOCOL`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`),
+    /// else the defaults for `http://localhost:4318`.
+    pub fn from_env() -> Result<OtlpSink, phosphor_otlp::export::EnvError> {
+        let env = phosphor_otlp::export::OtelEnv::read()?;
+        let forward = ForwardOptions { service_name: env.service_name, ..ForwardOptions::default() };
+        Ok(OtlpSink { export: Box::new(env.export), forward: Box::new(forward) })
+    }
+
+    /// How long closing the stream (or stopping the trace) goes on sending the spans left
+    /// ([`ExportOptions::shutdown_deadline`], 5 s by default); what is unsent then is counted as
+    /// failed, and a collector that never answers holds the close at most this and
+    /// [`SHUTDOWN_MARGIN`](phosphor_otlp::export::SHUTDOWN_MARGIN).
+    pub fn shutdown_deadline(mut self, deadline: std::time::Duration) -> OtlpSink {
+        self.export.shutdown_deadline = deadline;
+        self
+    }
+
     /// Starts the exporter and the forwarder: the writer to give the stream, and its figures.
     pub(super) fn start(&self, name: String) -> std::io::Result<(Box<dyn Write + Send>, OtlpProbe)> {
         let exporter = Exporter::start((*self.export).clone()).map_err(std::io::Error::other)?;
@@ -78,6 +97,10 @@ impl OtlpProbe {
             requests: e.requests,
             requests_failed: e.requests_failed,
             retries: e.retries,
+            spans_too_large: e.spans_too_large,
+            spans_trimmed: e.spans_trimmed,
+            requests_split: e.requests_split,
+            bytes_sent: e.bytes_sent,
             bytes_discarded: f.bytes_discarded,
             last_error: e.last_error,
             stream_error: f.error,

@@ -77,6 +77,10 @@ mod stats;
 mod stats_files;
 mod stats_json;
 pub mod symbolize;
+pub mod tasks;
+mod tasks_text;
+#[cfg(test)]
+mod tasks_tests;
 pub mod system;
 mod system_text;
 #[cfg(test)]

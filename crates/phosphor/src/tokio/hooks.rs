@@ -35,7 +35,7 @@ static DEFAULT_END: Callsite = Callsite::new(
     CallsiteMeta::new(CATEGORY, "task", Phase::AsyncEnd, ["", ""], file!(), line!()).with_flow(),
 );
 static DEFAULT_POLL: Callsite = Callsite::new(
-    CallsiteMeta::new(CATEGORY, "task", Phase::Complete, ["task", ""], file!(), line!()).with_flow(),
+    CallsiteMeta::new(CATEGORY, "task", Phase::Complete, POLL_ARGS, file!(), line!()).with_flow(),
 );
 static LONG_POLL: Callsite = Callsite::new(CallsiteMeta::new(
     CATEGORY,
@@ -66,6 +66,10 @@ fn open_bit(id: u64) -> (&'static AtomicU64, u64) {
     (&OPEN[i / 64], 1 << (i % 64))
 }
 
+/// A poll slice's arguments: its task's id, and how long the task waited between being woken
+/// (scheduled) and this poll's start, in nanoseconds (tokio's `TaskMeta::schedule_latency`).
+const POLL_ARGS: [&str; 2] = ["task", "wait_ns"];
+
 thread_local! {
     /// When the poll running on this worker thread started (0: none).
     static POLL_START: Cell<u64> = const { Cell::new(0) };
@@ -95,7 +99,7 @@ fn make_sites(location: &'static Location<'static>) -> TaskSites {
     TaskSites {
         begin: one(Phase::AsyncBegin, ["", ""], &DEFAULT_BEGIN),
         end: one(Phase::AsyncEnd, ["", ""], &DEFAULT_END),
-        poll: one(Phase::Complete, ["task", ""], &DEFAULT_POLL),
+        poll: one(Phase::Complete, POLL_ARGS, &DEFAULT_POLL),
     }
 }
 
@@ -125,7 +129,23 @@ fn task_id(meta: &TaskMeta<'_>) -> u64 {
     h.finish()
 }
 
+/// The wait before this poll, in nanoseconds: 0 where tokio cannot measure it (32-bit targets,
+/// where its `schedule-latency` feature does not build).
+fn wait_ns(meta: &TaskMeta<'_>) -> u64 {
+    #[cfg(target_pointer_width = "64")]
+    let wait = meta.schedule_latency().map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    #[cfg(not(target_pointer_width = "64"))]
+    let wait = {
+        let _ = meta;
+        0
+    };
+    wait
+}
+
 pub(super) fn install(log: &'static TraceLog, long_poll: Duration, builder: &mut ::tokio::runtime::Builder) {
+    // Costs tokio a clock read when it schedules a task; gives each poll its wait.
+    #[cfg(target_pointer_width = "64")]
+    builder.track_task_schedule_latency();
     builder
         .on_task_spawn(move |meta| {
             let sites = sites_for(meta.spawned_at());
@@ -168,7 +188,7 @@ pub(super) fn install(log: &'static TraceLog, long_poll: Duration, builder: &mut
             let id = task_id(meta);
             let sites = sites_for(meta.spawned_at());
             if let Some(state) = check(log, sites.poll) {
-                emit(log, sites.poll, state, At(start), [ticks], id, NoArg);
+                emit(log, sites.poll, state, At(start), [ticks], id, wait_ns(meta));
             }
             if ticks > log.duration_to_ticks(long_poll) {
                 if let Some(state) = check(log, &LONG_POLL) {

@@ -17,7 +17,11 @@
 //!   whose name is the task's spawn location (`file:line`, from `TaskMeta::spawned_at`);
 //! * one **poll slice** (a complete slice on the worker thread) per poll, named like the task,
 //!   flagged as a flow whose argument `task` is the task id: exporters link each poll to the
-//!   task's async slice, as for [`trace_future!`](crate::trace_future!);
+//!   task's async slice, as for [`trace_future!`](crate::trace_future!). Its argument `wait_ns`
+//!   is the poll's wake-to-poll delay: how long the task waited, once woken (scheduled), for a
+//!   worker to poll it (tokio's `TaskMeta::schedule_latency`, which the hooks turn on with
+//!   `Builder::track_task_schedule_latency`; 0 on 32-bit targets, where tokio has no such
+//!   measure). `phosphor stats` sums these by task name (busy, scheduled, idle);
 //! * a **`long poll`** slice over every poll longer than [`TaskHooks::long_poll`] (default
 //!   [`DEFAULT_LONG_POLL`], 10 ms), with arguments `task` and `poll_ns`: a flight recorder keys on
 //!   it with `Trigger::slower_than("tokio", "long poll", limit)`.
@@ -28,6 +32,12 @@
 //! `on_after_task_poll`) and `TaskMeta` are unstable APIs: they exist only when the program is
 //! built with `RUSTFLAGS="--cfg tokio_unstable"`. Without that flag this module still builds, and
 //! [`instrument`] leaves the builder as it is ([`HOOKS_AVAILABLE`] is `false`).
+//!
+//! # Task names
+//!
+//! A task is named by its spawn location. tokio's `TaskMeta` (1.54) gives the hooks the task's id
+//! and spawn location but not the name given to `tokio::task::Builder::name` (tokio keeps that for
+//! its own `tracing` spans), so the hooks cannot see it.
 //!
 //! # Cost
 //!

@@ -198,3 +198,44 @@ fn a_long_poll_fires_a_flight_recorders_trigger() {
     }
     log.stop();
 }
+
+#[cfg(tokio_unstable)]
+#[test]
+fn a_poll_records_how_long_its_task_waited_after_being_woken() {
+    // One thread: a task spawned while the main future blocks it for BLOCK cannot be polled
+    // before the main future yields, so its first poll waited at least BLOCK.
+    const BLOCK: Duration = Duration::from_millis(30);
+    let log = started(TraceConfig::new(BufferMode::Fixed, 1 << 20).categories("tokio").unwrap());
+    let leaked: &'static Arc<TraceLog> = Box::leak(Box::new(log.clone()));
+    let log_ref: &'static TraceLog = leaked;
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    TaskHooks::new().log(log_ref).install(&mut builder);
+    let rt = builder.build().unwrap();
+    let task = rt.block_on(async {
+        let h = tokio::spawn(async {});
+        let task = h.id().to_string().parse::<u64>().unwrap();
+        std::thread::sleep(BLOCK);
+        h.await.unwrap();
+        task
+    });
+    drop(rt);
+    let trace = stop_and_take(&log);
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio-hooks-wait.phos");
+    trace.save(&path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let mut waits = Vec::new();
+    Reader::new(&bytes[..])
+        .unwrap()
+        .for_each_event(|e| {
+            let arg = |k: &str| match e.arg(k) {
+                Some(phosphor::format::file::Value::U64(n)) => Some(n),
+                _ => None,
+            };
+            if e.callsite.phase == phosphor::Phase::Complete && e.callsite.name != "long poll" && arg("task") == Some(task) {
+                waits.push(arg("wait_ns").expect("a poll has wait_ns"));
+            }
+        })
+        .unwrap();
+    assert_eq!(waits.len(), 1, "one poll: {waits:?}");
+    assert!(waits[0] >= BLOCK.as_nanos() as u64, "waited {} ns, blocked {BLOCK:?}", waits[0]);
+}

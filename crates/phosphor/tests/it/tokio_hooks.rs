@@ -239,3 +239,42 @@ fn a_poll_records_how_long_its_task_waited_after_being_woken() {
     assert_eq!(waits.len(), 1, "one poll: {waits:?}");
     assert!(waits[0] >= BLOCK.as_nanos() as u64, "waited {} ns, blocked {BLOCK:?}", waits[0]);
 }
+
+/// `examples/tokio_flight_recorder.rs`, run here (its `main` aside).
+#[allow(dead_code)]
+#[path = "../../examples/tokio_flight_recorder.rs"]
+mod flight_recorder;
+
+#[cfg(tokio_unstable)]
+#[test]
+fn the_flight_recorder_example_dumps_the_ring_with_the_long_poll_and_what_led_to_it() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio-flight-recorder");
+    let _ = std::fs::remove_dir_all(&dir);
+    let log: &'static Arc<TraceLog> = Box::leak(Box::new(TraceLog::new(Default::default()).unwrap()));
+    let dump = flight_recorder::run(log, &dir).unwrap().expect("a dump with the hooks");
+    let bytes = std::fs::read(&dump).unwrap();
+    let (mut long, mut polls, mut tasks) = (Vec::new(), 0u64, std::collections::BTreeSet::new());
+    Reader::new(&bytes[..])
+        .unwrap()
+        .for_each_event(|e| {
+            if e.callsite.category != "tokio" {
+                return;
+            }
+            match (e.callsite.name.as_ref(), e.callsite.phase) {
+                ("long poll", _) => long.push(match e.arg("poll_ns") {
+                    Some(phosphor::format::file::Value::U64(ns)) => ns,
+                    other => panic!("poll_ns {other:?}"),
+                }),
+                (_, phosphor::Phase::Complete) => polls += 1,
+                (_, phosphor::Phase::AsyncBegin) => {
+                    tasks.insert(e.async_id);
+                }
+                _ => {}
+            }
+        })
+        .unwrap();
+    assert_eq!(long.len(), 1, "{}: {long:?}", dump.display());
+    assert!(long[0] >= flight_recorder::LIMIT.as_nanos() as u64, "{long:?}");
+    // The ring's history: the requests handled before the long one (it was the 301st).
+    assert!(tasks.len() >= 300 && polls >= 600, "{} tasks, {polls} polls", tasks.len());
+}

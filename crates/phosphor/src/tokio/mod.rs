@@ -35,9 +35,17 @@
 //!
 //! # Task names
 //!
-//! A task is named by its spawn location. tokio's `TaskMeta` (1.54) gives the hooks the task's id
-//! and spawn location but not the name given to `tokio::task::Builder::name` (tokio keeps that for
-//! its own `tracing` spans), so the hooks cannot see it.
+//! A task is named by its spawn location, unless it is spawned inside [`named`]. tokio's
+//! `TaskMeta` (1.54) gives the hooks the task's id and spawn location but not the name given to
+//! `tokio::task::Builder::name` (tokio keeps that for its own `tracing` spans), so the hooks
+//! cannot see that name; [`named`] hands one to them, since tokio runs the spawn hook on the
+//! spawning thread, inside `spawn`:
+//!
+//! ```no_run
+//! # async fn serve_connection() {}
+//! let handle = phosphor::tokio::named("connection", || tokio::spawn(serve_connection()));
+//! # drop(handle);
+//! ```
 //!
 //! # Cost
 //!
@@ -106,6 +114,30 @@ impl TaskHooks {
         #[cfg(not(tokio_unstable))]
         let _ = (self.log, self.long_poll);
         builder
+    }
+}
+
+/// Runs `spawn` (a call of `tokio::spawn`, `tokio::task::Builder::spawn`, `JoinSet::spawn`...)
+/// with `name` as the name of the tasks it spawns on this thread: their async slices and polls
+/// are named `name` instead of by their spawn location. Each distinct name's points are made once
+/// (keyed by the string's address: pass literals or other `'static` strings that live on).
+pub fn named<R>(name: &'static str, spawn: impl FnOnce() -> R) -> R {
+    #[cfg(tokio_unstable)]
+    {
+        /// Puts the name before back, also if `spawn` panics.
+        struct Restore(Option<&'static str>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                hooks::NAME.with(|n| n.set(self.0));
+            }
+        }
+        let _restore = Restore(hooks::NAME.with(|n| n.replace(Some(name))));
+        spawn()
+    }
+    #[cfg(not(tokio_unstable))]
+    {
+        let _ = name;
+        spawn()
     }
 }
 

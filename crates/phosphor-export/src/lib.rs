@@ -77,12 +77,12 @@ mod stats;
 mod stats_files;
 mod stats_json;
 pub mod symbolize;
-pub mod tasks;
-mod tasks_text;
-#[cfg(test)]
-mod tasks_tests;
 pub mod system;
 mod system_text;
+pub mod tasks;
+#[cfg(test)]
+mod tasks_tests;
+mod tasks_text;
 #[cfg(test)]
 mod test_files;
 mod text;

@@ -33,7 +33,9 @@ fn poll(log: &TraceLog, name: &'static str, id: u64, wait_ns: u64) {
         std::hint::spin_loop();
     }
     match name {
-        "srv.rs:10" => trace_complete!(log: log, "tokio", "srv.rs:10", start, POLL, "task" => id, "wait_ns" => wait_ns),
+        "srv.rs:10" => {
+            trace_complete!(log: log, "tokio", "srv.rs:10", start, POLL, "task" => id, "wait_ns" => wait_ns)
+        }
         "bg" => trace_complete!(log: log, "tokio", "bg", start, POLL, "task" => id, "wait_ns" => wait_ns),
         _ => trace_complete!(log: log, "tokio", "late", start, POLL, "task" => id, "wait_ns" => wait_ns),
     }
@@ -89,7 +91,10 @@ fn tasks_are_counted_by_name_and_their_lives_split_into_busy_scheduled_and_idle(
     assert_eq!(bg.idle_ns, bg.lived_ns - poll_ns - 500, "{bg:?}");
 
     let late = named(&tasks, "late");
-    assert_eq!((late.spawned, late.ended, late.polls, late.busy_ns, late.scheduled_ns), (0, 0, 1, poll_ns, 300));
+    assert_eq!(
+        (late.spawned, late.ended, late.polls, late.busy_ns, late.scheduled_ns),
+        (0, 0, 1, poll_ns, 300)
+    );
     assert_eq!((late.lived_ns, late.idle_ns), (0, 0));
 }
 
@@ -111,7 +116,10 @@ fn stats_text_and_json_list_the_tasks() {
     stats.write_json(&mut json, Default::default()).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
     let t = &v["tasks"][0];
-    assert_eq!((t["name"].as_str(), t["polls"].as_u64(), t["scheduled_ns"].as_u64()), (Some("srv.rs:10"), Some(1), Some(7)));
+    assert_eq!(
+        (t["name"].as_str(), t["polls"].as_u64(), t["scheduled_ns"].as_u64()),
+        (Some("srv.rs:10"), Some(1), Some(7))
+    );
 }
 
 /// A real runtime: `N` tasks spawned on one line, each polled `K` times (it yields `K - 1`
@@ -123,9 +131,8 @@ fn a_runtimes_tasks_are_counted_with_every_poll() {
 
     const N: u64 = 12;
     const K: u64 = 5;
-    let log: &'static Arc<TraceLog> = Box::leak(Box::new(Arc::new(
-        TraceLog::new(phosphor::TraceLogConfig::new()).unwrap(),
-    )));
+    let log: &'static Arc<TraceLog> =
+        Box::leak(Box::new(Arc::new(TraceLog::new(phosphor::TraceLogConfig::new()).unwrap())));
     log.start(TraceConfig::new(BufferMode::Fixed, 8 << 20).categories("tokio").unwrap()).unwrap();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.worker_threads(2);

@@ -44,7 +44,11 @@ impl TraceStats {
             write!(f, "{t}")?;
             let untracked: u64 = self.tasks.iter().map(|s| s.untracked).sum();
             if untracked > 0 {
-                writeln!(f, "  {} tasks past the limit: their idle time is not measured", format_count(untracked))?;
+                writeln!(
+                    f,
+                    "  {} tasks past the limit: their idle time is not measured",
+                    format_count(untracked)
+                )?;
             }
             Ok(())
         })

@@ -34,9 +34,11 @@ async fn handle(i: u64) -> u64 {
 /// Serves 600 requests (a few at a time) on a two-worker runtime recording into `log`'s ring,
 /// and returns the dump the long poll caused, once written (`None` without the hooks).
 pub fn run(log: &'static TraceLog, dir: &Path) -> Result<Option<PathBuf>, Box<dyn std::error::Error>> {
-    let config = TraceConfig::new(BufferMode::Ring, 16 << 20)
-        .trigger_dir(dir)
-        .trigger(Trigger::slower_than(phosphor::tokio::CATEGORY, "long poll", LIMIT));
+    let config = TraceConfig::new(BufferMode::Ring, 16 << 20).trigger_dir(dir).trigger(Trigger::slower_than(
+        phosphor::tokio::CATEGORY,
+        "long poll",
+        LIMIT,
+    ));
     log.start(config)?;
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.worker_threads(2).enable_time();

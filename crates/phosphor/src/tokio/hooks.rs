@@ -61,7 +61,8 @@ static SITES: OnceLock<SiteCache<TaskSites>> = OnceLock::new();
 /// [`named`](super::named)). Two live tasks whose ids are `OPEN_SLOTS` apart share a slot; that
 /// takes 262,144 tasks alive at once. 2 MiB of zeroed memory, touched as task ids grow.
 const OPEN_SLOTS: usize = 1 << 18;
-static OPEN: [AtomicPtr<TaskSites>; OPEN_SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; OPEN_SLOTS];
+static OPEN: [AtomicPtr<TaskSites>; OPEN_SLOTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; OPEN_SLOTS];
 
 fn open_slot(id: u64) -> &'static AtomicPtr<TaskSites> {
     &OPEN[id as usize % OPEN_SLOTS]
@@ -108,7 +109,8 @@ fn sites_for(location: &'static Location<'static>) -> &'static TaskSites {
         return sites;
     }
     // The first task from this location: its callsites are made and registered once.
-    let name = || -> &'static str { Box::leak(format!("{}:{}", location.file(), location.line()).into_boxed_str()) };
+    let name =
+        || -> &'static str { Box::leak(format!("{}:{}", location.file(), location.line()).into_boxed_str()) };
     cache.insert(key, || make_sites(name(), location)).unwrap_or(&DEFAULT_SITES)
 }
 

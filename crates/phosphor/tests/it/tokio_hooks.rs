@@ -231,7 +231,10 @@ fn a_poll_records_how_long_its_task_waited_after_being_woken() {
                 Some(phosphor::format::file::Value::U64(n)) => Some(n),
                 _ => None,
             };
-            if e.callsite.phase == phosphor::Phase::Complete && e.callsite.name != "long poll" && arg("task") == Some(task) {
+            if e.callsite.phase == phosphor::Phase::Complete
+                && e.callsite.name != "long poll"
+                && arg("task") == Some(task)
+            {
                 waits.push(arg("wait_ns").expect("a poll has wait_ns"));
             }
         })
@@ -323,7 +326,11 @@ fn tasks_spawned_inside_named_take_its_name_for_their_slices_and_polls() {
     use phosphor::Phase::{AsyncBegin, AsyncEnd, Complete};
     for id in named {
         let c = || "connection".to_string();
-        assert_eq!(by_task[&id], [(c(), AsyncBegin), (c(), Complete), (c(), AsyncEnd), (c(), Complete)], "task {id}");
+        assert_eq!(
+            by_task[&id],
+            [(c(), AsyncBegin), (c(), Complete), (c(), AsyncEnd), (c(), Complete)],
+            "task {id}"
+        );
     }
     let here = format!("{}:{}", file!(), plain.1);
     assert_eq!(by_task[&plain.0], [(here.clone(), AsyncBegin), (here.clone(), AsyncEnd), (here, Complete)]);

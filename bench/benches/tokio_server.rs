@@ -108,7 +108,9 @@ fn measure(mode: Mode, o: Options) -> f64 {
     match mode {
         Mode::Untraced => {}
         Mode::Phosphor => {
-            assert!(phosphor::tokio::HOOKS_AVAILABLE, "build with RUSTFLAGS=\"--cfg tokio_unstable\"");
+            if !phosphor::tokio::HOOKS_AVAILABLE {
+                panic!("tokio has no task hooks: build with RUSTFLAGS=\"--cfg tokio_unstable\"");
+            }
             // The flight recorder: a ring of the last events, dumped on a poll over 10 ms.
             let config = phosphor::TraceConfig::new(phosphor::BufferMode::Ring, 64 << 20)
                 .trigger_dir(&trigger_dir)
@@ -159,7 +161,9 @@ fn measure(mode: Mode, o: Options) -> f64 {
 
 #[cfg(feature = "console")]
 fn console() {
-    assert!(cfg!(tokio_unstable), "tokio-console needs RUSTFLAGS=\"--cfg tokio_unstable\"");
+    if !cfg!(tokio_unstable) {
+        panic!("tokio-console needs RUSTFLAGS=\"--cfg tokio_unstable\"");
+    }
     console_subscriber::init();
 }
 

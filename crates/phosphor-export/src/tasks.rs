@@ -29,7 +29,7 @@ pub const TASK_CATEGORY: &str = "tokio";
 /// The name of the slice over a poll longer than the hooks' threshold.
 pub const LONG_POLL_NAME: &str = "long poll";
 
-/// The tasks whose lives are followed (about 48 bytes each): past them, a task's polls are still
+/// The tasks whose lives are followed (about 80 bytes each): past them, a task's polls are still
 /// counted by name, but its lifetime is not measured ([`TaskStats::untracked`]).
 pub const MAX_TASKS: usize = 1 << 22;
 

@@ -79,6 +79,10 @@ mod stats_json;
 pub mod symbolize;
 pub mod system;
 mod system_text;
+pub mod tasks;
+#[cfg(test)]
+mod tasks_tests;
+mod tasks_text;
 #[cfg(test)]
 mod test_files;
 mod text;

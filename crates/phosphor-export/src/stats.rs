@@ -52,6 +52,7 @@ use crate::scope_path::ScopePath;
 use crate::scope_system::{ScopeHook, ScopeSystem};
 use crate::scopes::{ScopeProblem, ScopeProblemKind};
 use crate::system::{SystemContext, SystemCounts};
+use crate::tasks::{TaskStats, Tasks, TASK_CATEGORY};
 use phosphor_format::system::{SystemStatus, PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
 use phosphor_model::background::Feed;
 use phosphor_model::nesting::{self, Label, Nesting, PathId};
@@ -121,6 +122,8 @@ pub struct TraceStats {
     pub saturation: Saturation,
     /// Frame sets (`trace_frame!`): the frames between consecutive marks, by set name.
     pub frames: Vec<FrameStats>,
+    /// tokio tasks (`phosphor::tokio`), by task name: spawned, polls, busy, scheduled and idle time.
+    pub tasks: Vec<TaskStats>,
     /// The trace's system context (format 1.6), when it has one and the statistics were given it
     /// ([`StatsBuilder::system`]).
     pub system: Option<SystemSummary>,
@@ -357,6 +360,7 @@ pub struct StatsBuilder {
     aggregates: Vec<AggregateStats>,
     saturation: Saturation,
     frames: Frames,
+    tasks: Tasks,
     /// The number of the file being read, when several are (`stats_files.rs`): callsite and
     /// async ids are per file.
     pub(crate) file: u32,
@@ -381,6 +385,7 @@ impl StatsBuilder {
             aggregates: Vec::new(),
             saturation: Saturation::default(),
             frames: Frames::default(),
+            tasks: Tasks::default(),
             file: 0,
         }
     }
@@ -493,6 +498,10 @@ impl StatsBuilder {
         if cs.phase == Phase::Instant && cs.category == FRAME_CATEGORY {
             // A frame mark: also an instant of its own, counted below as any other.
             self.frames.mark(self.file, cs.name.as_ref(), ts);
+        }
+        if cs.category == TASK_CATEGORY {
+            // A task's edge or poll: also a slice of its own, counted below as any other.
+            self.tasks.event(self.file, event, ts, end - ts);
         }
         if let Some(level) = cs.level {
             let e = self.logs.entry((self.file, cs.id)).or_insert_with(|| LogStats {
@@ -664,6 +673,7 @@ impl StatsBuilder {
 
         let (asyncs, async_given_up) = self.asyncs.finish(clock);
         let frames = std::mem::take(&mut self.frames).finish(clock);
+        let tasks = std::mem::take(&mut self.tasks).finish(clock);
         TraceStats {
             events: self.events,
             chunks: self.chunks,
@@ -689,6 +699,7 @@ impl StatsBuilder {
             aggregates,
             saturation: self.saturation,
             frames,
+            tasks,
             system,
         }
     }

@@ -54,7 +54,13 @@
 //!                   "buckets": [[index, count]]}],
 //!   "frames": [{"name": s, "marks": n, "marks_ignored": n,   frame sets (trace_frame!): a frame
 //!               "durations": DURATIONS | null,               is the time between consecutive marks
-//!               "slowest": [{"number": n, "start_ns": n, "dur_ns": n}]}]   the 10 slowest
+//!               "slowest": [{"number": n, "start_ns": n, "dur_ns": n}]}],  the 10 slowest
+//!   "tasks": [{"name": s, "spawned": n, "ended": n,  tokio tasks by name (phosphor::tokio): the
+//!              "polls": n, "polls_durations": DURATIONS | null,   polls, busy = their total,
+//!              "busy_ns": n, "scheduled_ns": n,       woken but not yet polled, summed over polls,
+//!              "max_scheduled_ns": n, "lived_ns": n,  tasks seen from spawn to end: their lives,
+//!              "idle_ns": n, "long_polls": n,         of which parked (neither polled nor scheduled)
+//!              "untracked": n}]                       tasks past the limit, lives not measured
 //! }
 //! KIND      = {"path": [s], "type": "scope" | "lock_wait" | "lock_held" | "instant" | "counter" | "log",
 //!              "count": n, "durations": DURATIONS | null,
@@ -159,6 +165,26 @@ impl TraceStats {
                         "slowest": s.slowest.iter().map(|f| json!({
                             "number": f.number, "start_ns": f.start_ns, "dur_ns": f.dur_ns,
                         })).collect::<Vec<_>>(),
+                    })
+                }),
+            ),
+            (
+                "tasks",
+                Seq::new(self.tasks.len(), |i| {
+                    let t = &self.tasks[i];
+                    json!({
+                        "name": t.name,
+                        "spawned": t.spawned,
+                        "ended": t.ended,
+                        "polls": t.polls,
+                        "polls_durations": t.poll_durations.as_ref().map(durations),
+                        "busy_ns": t.busy_ns,
+                        "scheduled_ns": t.scheduled_ns,
+                        "max_scheduled_ns": t.max_scheduled_ns,
+                        "lived_ns": t.lived_ns,
+                        "idle_ns": t.idle_ns,
+                        "long_polls": t.long_polls,
+                        "untracked": t.untracked,
                     })
                 }),
             ),

@@ -587,6 +587,11 @@ impl TraceStats {
                 )?;
                 write!(f, "{}", self.frames_table())?;
             }
+            if !self.tasks.is_empty() {
+                let n: u64 = self.tasks.iter().map(|t| t.spawned).sum();
+                writeln!(f, "\ntokio tasks ({} spawned, {} names)", format_count(n), self.tasks.len())?;
+                write!(f, "{}", self.tasks_table())?;
+            }
             if !self.logs.is_empty() {
                 let n: u64 = self.logs.iter().map(|l| l.count).sum();
                 let (m, c) = (if n == 1 { "" } else { "s" }, if self.logs.len() == 1 { "" } else { "s" });

@@ -14,6 +14,7 @@ import { cssWidth, draw, drawRuler } from './draw.js'
 import { showStats } from './table.js'
 import { redrawFlame, searchChanged, showFlame } from './flame.js'
 import { listenCompare } from './compare.js'
+import { showTasks } from './tasks.js'
 import { clearStale, coverNote, liveSnapshot } from './live.js'
 
 // The panel in #results: its kind ('search', 'stats', 'flame'), how to compute it again, the
@@ -261,6 +262,7 @@ export function listenPanels() {
   state.onRefresh = windowTicks
   $('stats-button').onclick = () => showStats().catch(problem)
   $('flame-button').onclick = () => showFlame().catch(problem)
+  $('tasks-button').onclick = () => showTasks().catch(problem)
   // Dark or light: kept for the next visit; every canvas drawn again in the theme's colours.
   $('theme-button').onclick = () => {
     setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark', true)

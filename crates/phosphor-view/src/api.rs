@@ -448,6 +448,7 @@ pub(crate) fn answers() -> Vec<(&'static str, &'static str)> {
         ("/api/heap", typed::<Samples<crate::system::HeapPixel>>()),
         ("/api/stack", typed::<crate::system::StackAnswer>()),
         ("/api/frames", typed::<crate::frame_track::FramesAnswer>()),
+        ("/api/tasks", typed::<crate::task_table::TasksAnswer>()),
     ]
 }
 

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use phosphor::{
-    trace_async_begin, trace_async_end, trace_counter, trace_frame, trace_future, trace_log, trace_scope,
-    BufferMode, TraceConfig, TraceLog, TraceLogConfig,
+    trace_async_begin, trace_async_end, trace_complete, trace_counter, trace_frame, trace_future, trace_log,
+    trace_scope, BufferMode, TraceConfig, TraceLog, TraceLogConfig,
 };
 use serde_json::{json, Map, Value};
 
@@ -221,6 +221,24 @@ fn record(path: &Path) {
     log.take_trace().unwrap().save(path).unwrap();
 }
 
+/// Two tokio tasks as `phosphor::tokio`'s hooks record them: an async slice each (id: the task's),
+/// two polls each (`task`, `wait_ns`).
+fn record_tasks(path: &Path) {
+    let log = TraceLog::new(TraceLogConfig::default()).unwrap();
+    log.start(TraceConfig::new(BufferMode::Fixed, 1 << 20)).unwrap();
+    for id in 1..=2u64 {
+        trace_async_begin!(log: &log, "tokio", "src/server.rs:42", id);
+        for _ in 0..2 {
+            let start = log.now();
+            trace_complete!(log: &log, "tokio", "src/server.rs:42", start, std::time::Duration::from_micros(2),
+                "task" => id, "wait_ns" => 1000u64);
+        }
+        trace_async_end!(log: &log, "tokio", "src/server.rs:42", id);
+    }
+    log.stop();
+    log.take_trace().unwrap().save(path).unwrap();
+}
+
 /// `GET path`, which must answer 200.
 fn ok(addr: SocketAddr, path: &str) -> Value {
     let (status, v) = get(addr, path);
@@ -356,6 +374,18 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     assert_eq!(frames["sets"][0]["count"], 19, "{frames}");
     out.push(("`GET /api/frames?trace=T&start=S&end=E&px=P`: the frame track", 0, frames));
 
+    // tokio tasks: a trace of task events as `phosphor::tokio` writes them.
+    let tasks = dir.path().join("tasks.phos");
+    record_tasks(&tasks);
+    let task_addr = start(&[tasks]);
+    let answer = ok(task_addr, "/api/tasks?trace=0");
+    assert_eq!(
+        (&answer["tasks"][0]["spawned"], &answer["tasks"][0]["polls"]),
+        (&json!(2), &json!(4)),
+        "{answer}"
+    );
+    out.push(("`GET /api/tasks?trace=T`: tokio tasks by name", 0, answer));
+
     // The system context, on the crafted trace whose figures are known.
     let sys = dir.path().join("system.phos");
     std::fs::write(&sys, phosphor_craft::system::system_trace().unwrap()).unwrap();
@@ -392,8 +422,16 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
 const LIVE: &str = "Live traces (`phosphor record --view`)";
 
 /// The endpoints that need an index: a live trace answers them 503 (`## Errors`).
-const NEED_AN_INDEX: [&str; 7] =
-    ["/api/overview", "/api/flow", "/api/system", "/api/context", "/api/stack", "/api/heap", "/api/frames"];
+const NEED_AN_INDEX: [&str; 8] = [
+    "/api/overview",
+    "/api/flow",
+    "/api/system",
+    "/api/context",
+    "/api/stack",
+    "/api/heap",
+    "/api/frames",
+    "/api/tasks",
+];
 
 /// The answers of a live trace (`phosphor record --view`): a recorded file served as the recorder
 /// serves the file it writes, kept live (its handle held) while it is asked. Each endpoint that

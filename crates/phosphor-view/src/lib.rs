@@ -75,6 +75,7 @@ mod system_api;
 mod system_browser_tests;
 #[cfg(test)]
 mod system_tests;
+mod task_table;
 #[cfg(test)]
 mod tests;
 mod traces;

@@ -85,6 +85,8 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/api/stack", get(crate::system_api::stack))
         .route("/api/frames", get(crate::frame_track::frames))
         .route("/frametrack.js", get(|| module(FRAMETRACK_JS)))
+        .route("/api/tasks", get(crate::task_table::tasks))
+        .route("/tasks.js", get(|| module(TASKS_JS)))
         .with_state(traces)
 }
 
@@ -315,6 +317,7 @@ const LIVE_JS: &str = include_str!("../assets/live.js");
 const BANDS_JS: &str = include_str!("../assets/bands.js");
 const FRAMES_JS: &str = include_str!("../assets/frames.js");
 const FRAMETRACK_JS: &str = include_str!("../assets/frametrack.js");
+const TASKS_JS: &str = include_str!("../assets/tasks.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {

@@ -112,6 +112,8 @@ pub struct Trace {
     system: OnceLock<crate::system::SystemView>,
     /// Its frame sets, once read (`frame_track.rs`).
     frames: OnceLock<crate::frame_track::FrameSets>,
+    /// Its tokio tasks by name, once read (`task_table.rs`).
+    tasks: OnceLock<crate::task_table::TaskTable>,
 }
 
 impl Trace {
@@ -132,6 +134,12 @@ impl Trace {
     /// thread.
     pub(crate) fn frame_sets(&self) -> &crate::frame_track::FrameSets {
         self.frames.get_or_init(|| crate::frame_track::FrameSets::read(&self.path))
+    }
+
+    /// Its tokio tasks by name: read on the first call (a pass over the file), so call it on a
+    /// blocking thread.
+    pub(crate) fn task_table(&self) -> &crate::task_table::TaskTable {
+        self.tasks.get_or_init(|| crate::task_table::TaskTable::read(&self.path))
     }
 
     /// The trace's clock.
@@ -263,6 +271,7 @@ impl Slot {
             whole_stats: OnceLock::new(),
             system: OnceLock::new(),
             frames: OnceLock::new(),
+            tasks: OnceLock::new(),
         }));
         self.set_stage(stages::DONE);
         ok

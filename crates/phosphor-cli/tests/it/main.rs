@@ -39,5 +39,6 @@ mod view_frame_track;
 mod view_frames;
 mod view_live;
 mod view_panels;
+mod view_tasks;
 mod view_ui;
 mod view_windows;

@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::hash::{Hash, Hasher};
 use std::panic::Location;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -35,7 +35,7 @@ static DEFAULT_END: Callsite = Callsite::new(
     CallsiteMeta::new(CATEGORY, "task", Phase::AsyncEnd, ["", ""], file!(), line!()).with_flow(),
 );
 static DEFAULT_POLL: Callsite = Callsite::new(
-    CallsiteMeta::new(CATEGORY, "task", Phase::Complete, ["task", ""], file!(), line!()).with_flow(),
+    CallsiteMeta::new(CATEGORY, "task", Phase::Complete, POLL_ARGS, file!(), line!()).with_flow(),
 );
 static LONG_POLL: Callsite = Callsite::new(CallsiteMeta::new(
     CATEGORY,
@@ -53,22 +53,53 @@ static DEFAULT_SITES: TaskSites = TaskSites { begin: &DEFAULT_BEGIN, end: &DEFAU
 /// statics).
 static SITES: OnceLock<SiteCache<TaskSites>> = OnceLock::new();
 
-/// Which tasks have an open async slice, one bit per task id modulo `OPEN_BITS`: a task is
-/// recorded from its spawn to its end or not at all (tokio also calls the terminate hook for
-/// `spawn_blocking` tasks, which it never announces to the spawn hook, and a task spawned before
-/// the trace started may end during it). Two live tasks whose ids are `OPEN_BITS` apart share a
-/// bit; that takes 262,144 tasks alive at once.
-const OPEN_BITS: usize = 1 << 18;
-static OPEN: [AtomicU64; OPEN_BITS / 64] = [const { AtomicU64::new(0) }; OPEN_BITS / 64];
+/// The tasks with an open async slice, by task id modulo `OPEN_SLOTS`: the slot holds the
+/// task's sites (null: none open). A task is recorded from its spawn to its end or not at all
+/// (tokio also calls the terminate hook for `spawn_blocking` tasks, which it never announces to
+/// the spawn hook, and a task spawned before the trace started may end during it), and its polls
+/// and end take the sites its spawn chose (its location's, or a name given with
+/// [`named`](super::named)). Two live tasks whose ids are `OPEN_SLOTS` apart share a slot; that
+/// takes 262,144 tasks alive at once. 2 MiB of zeroed memory, touched as task ids grow.
+const OPEN_SLOTS: usize = 1 << 18;
+static OPEN: [AtomicPtr<TaskSites>; OPEN_SLOTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; OPEN_SLOTS];
 
-fn open_bit(id: u64) -> (&'static AtomicU64, u64) {
-    let i = id as usize % OPEN_BITS;
-    (&OPEN[i / 64], 1 << (i % 64))
+fn open_slot(id: u64) -> &'static AtomicPtr<TaskSites> {
+    &OPEN[id as usize % OPEN_SLOTS]
 }
 
+/// A slot's sites, if one is open.
+fn sites_in(p: *mut TaskSites) -> Option<&'static TaskSites> {
+    // SAFETY: [1] the slots hold only null or pointers made from `&'static TaskSites` (the
+    // statics, or the caches' leaked values, never freed); [2] nothing writes through them.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// Sites names given with [`named`](super::named), by the name's address and length.
+static NAMED: OnceLock<SiteCache<TaskSites>> = OnceLock::new();
+
 thread_local! {
-    /// When the poll running on this worker thread started (0: none).
-    static POLL_START: Cell<u64> = const { Cell::new(0) };
+    /// The name [`named`](super::named) gives the tasks spawned on this thread now, if any.
+    pub(super) static NAME: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+fn named_sites(name: &'static str, location: &'static Location<'static>) -> &'static TaskSites {
+    let cache = NAMED.get_or_init(|| SiteCache::new(1024));
+    // Addresses are below 2^48: the length goes above them (`"ab"` and `"abc"` may share one).
+    let key = (name.as_ptr() as usize) ^ (name.len() << 48);
+    if let Some(sites) = cache.get(key) {
+        return sites;
+    }
+    cache.insert(key, || make_sites(name, location)).unwrap_or(&DEFAULT_SITES)
+}
+
+/// A poll slice's arguments: its task's id, and how long the task waited between being woken
+/// (scheduled) and this poll's start, in nanoseconds (tokio's `TaskMeta::schedule_latency`).
+const POLL_ARGS: [&str; 2] = ["task", "wait_ns"];
+
+thread_local! {
+    /// When the poll running on this worker thread started (0: none), and its task's sites.
+    static POLL_START: Cell<(u64, *const TaskSites)> = const { Cell::new((0, std::ptr::null())) };
 }
 
 fn sites_for(location: &'static Location<'static>) -> &'static TaskSites {
@@ -78,12 +109,13 @@ fn sites_for(location: &'static Location<'static>) -> &'static TaskSites {
         return sites;
     }
     // The first task from this location: its callsites are made and registered once.
-    cache.insert(key, || make_sites(location)).unwrap_or(&DEFAULT_SITES)
+    let name =
+        || -> &'static str { Box::leak(format!("{}:{}", location.file(), location.line()).into_boxed_str()) };
+    cache.insert(key, || make_sites(name(), location)).unwrap_or(&DEFAULT_SITES)
 }
 
 #[cold]
-fn make_sites(location: &'static Location<'static>) -> TaskSites {
-    let name: &'static str = Box::leak(format!("{}:{}", location.file(), location.line()).into_boxed_str());
+fn make_sites(name: &'static str, location: &'static Location<'static>) -> TaskSites {
     let one = |phase: Phase, args: [&'static str; 2], fallback: &'static Callsite| -> &'static Callsite {
         let make = || -> &'static Callsite {
             let meta =
@@ -95,7 +127,7 @@ fn make_sites(location: &'static Location<'static>) -> TaskSites {
     TaskSites {
         begin: one(Phase::AsyncBegin, ["", ""], &DEFAULT_BEGIN),
         end: one(Phase::AsyncEnd, ["", ""], &DEFAULT_END),
-        poll: one(Phase::Complete, ["task", ""], &DEFAULT_POLL),
+        poll: one(Phase::Complete, POLL_ARGS, &DEFAULT_POLL),
     }
 }
 
@@ -125,50 +157,68 @@ fn task_id(meta: &TaskMeta<'_>) -> u64 {
     h.finish()
 }
 
+/// The wait before this poll, in nanoseconds: 0 where tokio cannot measure it (32-bit targets,
+/// where its `schedule-latency` feature does not build).
+fn wait_ns(meta: &TaskMeta<'_>) -> u64 {
+    #[cfg(target_pointer_width = "64")]
+    let wait = meta.schedule_latency().map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    #[cfg(not(target_pointer_width = "64"))]
+    let wait = {
+        let _ = meta;
+        0
+    };
+    wait
+}
+
 pub(super) fn install(log: &'static TraceLog, long_poll: Duration, builder: &mut ::tokio::runtime::Builder) {
+    // Costs tokio a clock read when it schedules a task; gives each poll its wait.
+    #[cfg(target_pointer_width = "64")]
+    builder.track_task_schedule_latency();
     builder
         .on_task_spawn(move |meta| {
-            let sites = sites_for(meta.spawned_at());
+            // The spawn hook runs on the spawning thread, inside `spawn`: `named` is around it.
+            let sites = match NAME.with(Cell::get) {
+                Some(name) => named_sites(name, meta.spawned_at()),
+                None => sites_for(meta.spawned_at()),
+            };
             if let Some(state) = check(log, sites.begin) {
                 let id = task_id(meta);
-                // Relaxed: the bit only pairs this task's begin with its end and polls, which
-                // tokio orders after its spawn.
-                let (word, bit) = open_bit(id);
-                word.fetch_or(bit, Ordering::Relaxed);
+                // Relaxed: the slot only hands this task's sites to its end and polls, which
+                // tokio orders after its spawn (the sites themselves are 'static and were
+                // published to this thread by the cache's Acquire, or are statics).
+                open_slot(id).store(sites as *const TaskSites as *mut TaskSites, Ordering::Relaxed);
                 emit(log, sites.begin, state, Now, [id], NoArg, NoArg);
             }
         })
         .on_task_terminate(move |meta| {
             let id = task_id(meta);
-            let (word, bit) = open_bit(id);
             // Relaxed: as at the spawn. A task whose begin was not recorded ends unrecorded.
-            if word.fetch_and(!bit, Ordering::Relaxed) & bit == 0 {
+            let Some(sites) = sites_in(open_slot(id).swap(std::ptr::null_mut(), Ordering::Relaxed)) else {
                 return;
-            }
-            let sites = sites_for(meta.spawned_at());
+            };
             if let Some(state) = check(log, sites.end) {
                 emit(log, sites.end, state, Now, [id], NoArg, NoArg);
             }
         })
         .on_before_task_poll(move |meta| {
-            // Only the polls of a task with an open slice are recorded. Tested here, not after the
+            // Only the polls of a task with an open slice are recorded. Read here, not after the
             // poll: tokio runs the terminate hook inside a task's last poll, before the after-poll
             // hook. Relaxed: as at the spawn.
-            let (word, bit) = open_bit(task_id(meta));
-            let start = if word.load(Ordering::Relaxed) & bit != 0 { log.now() } else { 0 };
-            POLL_START.with(|s| s.set(start));
+            let sites = open_slot(task_id(meta)).load(Ordering::Relaxed);
+            let start = if sites.is_null() { 0 } else { log.now() };
+            POLL_START.with(|s| s.set((start, sites)));
         })
         .on_after_task_poll(move |meta| {
-            let start = POLL_START.with(|s| s.replace(0));
+            let (start, sites) = POLL_START.with(|s| s.replace((0, std::ptr::null())));
             if start == 0 {
                 return;
             }
+            let Some(sites) = sites_in(sites.cast_mut()) else { return };
             // One clock read ends the poll slice and measures it against the threshold.
             let ticks = log.now().wrapping_sub(start);
             let id = task_id(meta);
-            let sites = sites_for(meta.spawned_at());
             if let Some(state) = check(log, sites.poll) {
-                emit(log, sites.poll, state, At(start), [ticks], id, NoArg);
+                emit(log, sites.poll, state, At(start), [ticks], id, wait_ns(meta));
             }
             if ticks > log.duration_to_ticks(long_poll) {
                 if let Some(state) = check(log, &LONG_POLL) {

@@ -17,7 +17,11 @@
 //!   whose name is the task's spawn location (`file:line`, from `TaskMeta::spawned_at`);
 //! * one **poll slice** (a complete slice on the worker thread) per poll, named like the task,
 //!   flagged as a flow whose argument `task` is the task id: exporters link each poll to the
-//!   task's async slice, as for [`trace_future!`](crate::trace_future!);
+//!   task's async slice, as for [`trace_future!`](crate::trace_future!). Its argument `wait_ns`
+//!   is the poll's wake-to-poll delay: how long the task waited, once woken (scheduled), for a
+//!   worker to poll it (tokio's `TaskMeta::schedule_latency`, which the hooks turn on with
+//!   `Builder::track_task_schedule_latency`; 0 on 32-bit targets, where tokio has no such
+//!   measure). `phosphor stats` sums these by task name (busy, scheduled, idle);
 //! * a **`long poll`** slice over every poll longer than [`TaskHooks::long_poll`] (default
 //!   [`DEFAULT_LONG_POLL`], 10 ms), with arguments `task` and `poll_ns`: a flight recorder keys on
 //!   it with `Trigger::slower_than("tokio", "long poll", limit)`.
@@ -28,6 +32,20 @@
 //! `on_after_task_poll`) and `TaskMeta` are unstable APIs: they exist only when the program is
 //! built with `RUSTFLAGS="--cfg tokio_unstable"`. Without that flag this module still builds, and
 //! [`instrument`] leaves the builder as it is ([`HOOKS_AVAILABLE`] is `false`).
+//!
+//! # Task names
+//!
+//! A task is named by its spawn location, unless it is spawned inside [`named`]. tokio's
+//! `TaskMeta` (1.54) gives the hooks the task's id and spawn location but not the name given to
+//! `tokio::task::Builder::name` (tokio keeps that for its own `tracing` spans), so the hooks
+//! cannot see that name; [`named`] hands one to them, since tokio runs the spawn hook on the
+//! spawning thread, inside `spawn`:
+//!
+//! ```no_run
+//! # async fn serve_connection() {}
+//! let handle = phosphor::tokio::named("connection", || tokio::spawn(serve_connection()));
+//! # drop(handle);
+//! ```
 //!
 //! # Cost
 //!
@@ -96,6 +114,30 @@ impl TaskHooks {
         #[cfg(not(tokio_unstable))]
         let _ = (self.log, self.long_poll);
         builder
+    }
+}
+
+/// Runs `spawn` (a call of `tokio::spawn`, `tokio::task::Builder::spawn`, `JoinSet::spawn`...)
+/// with `name` as the name of the tasks it spawns on this thread: their async slices and polls
+/// are named `name` instead of by their spawn location. Each distinct name's points are made once
+/// (keyed by the string's address: pass literals or other `'static` strings that live on).
+pub fn named<R>(name: &'static str, spawn: impl FnOnce() -> R) -> R {
+    #[cfg(tokio_unstable)]
+    {
+        /// Puts the name before back, also if `spawn` panics.
+        struct Restore(Option<&'static str>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                hooks::NAME.with(|n| n.set(self.0));
+            }
+        }
+        let _restore = Restore(hooks::NAME.with(|n| n.replace(Some(name))));
+        spawn()
+    }
+    #[cfg(not(tokio_unstable))]
+    {
+        let _ = name;
+        spawn()
     }
 }
 

@@ -198,3 +198,140 @@ fn a_long_poll_fires_a_flight_recorders_trigger() {
     }
     log.stop();
 }
+
+#[cfg(tokio_unstable)]
+#[test]
+fn a_poll_records_how_long_its_task_waited_after_being_woken() {
+    // One thread: a task spawned while the main future blocks it for BLOCK cannot be polled
+    // before the main future yields, so its first poll waited at least BLOCK.
+    const BLOCK: Duration = Duration::from_millis(30);
+    let log = started(TraceConfig::new(BufferMode::Fixed, 1 << 20).categories("tokio").unwrap());
+    let leaked: &'static Arc<TraceLog> = Box::leak(Box::new(log.clone()));
+    let log_ref: &'static TraceLog = leaked;
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    TaskHooks::new().log(log_ref).install(&mut builder);
+    let rt = builder.build().unwrap();
+    let task = rt.block_on(async {
+        let h = tokio::spawn(async {});
+        let task = h.id().to_string().parse::<u64>().unwrap();
+        std::thread::sleep(BLOCK);
+        h.await.unwrap();
+        task
+    });
+    drop(rt);
+    let trace = stop_and_take(&log);
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio-hooks-wait.phos");
+    trace.save(&path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let mut waits = Vec::new();
+    Reader::new(&bytes[..])
+        .unwrap()
+        .for_each_event(|e| {
+            let arg = |k: &str| match e.arg(k) {
+                Some(phosphor::format::file::Value::U64(n)) => Some(n),
+                _ => None,
+            };
+            if e.callsite.phase == phosphor::Phase::Complete
+                && e.callsite.name != "long poll"
+                && arg("task") == Some(task)
+            {
+                waits.push(arg("wait_ns").expect("a poll has wait_ns"));
+            }
+        })
+        .unwrap();
+    assert_eq!(waits.len(), 1, "one poll: {waits:?}");
+    assert!(waits[0] >= BLOCK.as_nanos() as u64, "waited {} ns, blocked {BLOCK:?}", waits[0]);
+}
+
+/// `examples/tokio_flight_recorder.rs`, run here (its `main` aside).
+#[allow(dead_code)]
+#[path = "../../examples/tokio_flight_recorder.rs"]
+mod flight_recorder;
+
+#[cfg(tokio_unstable)]
+#[test]
+fn the_flight_recorder_example_dumps_the_ring_with_the_long_poll_and_what_led_to_it() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio-flight-recorder");
+    let _ = std::fs::remove_dir_all(&dir);
+    let log: &'static Arc<TraceLog> = Box::leak(Box::new(TraceLog::new(Default::default()).unwrap()));
+    let dump = flight_recorder::run(log, &dir).unwrap().expect("a dump with the hooks");
+    let bytes = std::fs::read(&dump).unwrap();
+    let (mut long, mut polls, mut tasks) = (Vec::new(), 0u64, std::collections::BTreeSet::new());
+    Reader::new(&bytes[..])
+        .unwrap()
+        .for_each_event(|e| {
+            if e.callsite.category != "tokio" {
+                return;
+            }
+            match (e.callsite.name.as_ref(), e.callsite.phase) {
+                ("long poll", _) => long.push(match e.arg("poll_ns") {
+                    Some(phosphor::format::file::Value::U64(ns)) => ns,
+                    other => panic!("poll_ns {other:?}"),
+                }),
+                (_, phosphor::Phase::Complete) => polls += 1,
+                (_, phosphor::Phase::AsyncBegin) => {
+                    tasks.insert(e.async_id);
+                }
+                _ => {}
+            }
+        })
+        .unwrap();
+    // The blocking handler's poll (15 ms); on a loaded machine, a preempted poll may be another.
+    assert!(long.iter().any(|&ns| ns >= 15_000_000), "{}: {long:?}", dump.display());
+    assert!(long.iter().all(|&ns| ns >= flight_recorder::LIMIT.as_nanos() as u64), "{long:?}");
+    // The ring's history: the requests handled before the long one (it was the 301st).
+    assert!(tasks.len() >= 300 && polls >= 600, "{} tasks, {polls} polls", tasks.len());
+}
+
+#[cfg(tokio_unstable)]
+#[test]
+fn tasks_spawned_inside_named_take_its_name_for_their_slices_and_polls() {
+    let log = started(TraceConfig::new(BufferMode::Fixed, 1 << 20).categories("tokio").unwrap());
+    let leaked: &'static Arc<TraceLog> = Box::leak(Box::new(log.clone()));
+    let log_ref: &'static TraceLog = leaked;
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    TaskHooks::new().log(log_ref).install(&mut builder);
+    let rt = builder.build().unwrap();
+    let (named, plain) = rt.block_on(async {
+        let id = |h: &tokio::task::JoinHandle<()>| h.id().to_string().parse::<u64>().unwrap();
+        let mut named = Vec::new();
+        for _ in 0..3 {
+            let h = phosphor::tokio::named("connection", || tokio::spawn(tokio::task::yield_now()));
+            named.push(id(&h));
+            h.await.unwrap();
+        }
+        // After it, a task is named by its spawn location again.
+        let (h, line) = (tokio::spawn(async {}), line!());
+        let plain = (id(&h), line);
+        h.await.unwrap();
+        (named, plain)
+    });
+    drop(rt);
+    let trace = stop_and_take(&log);
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio-hooks-named.phos");
+    trace.save(&path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let mut by_task: std::collections::BTreeMap<u64, Vec<(String, phosphor::Phase)>> = Default::default();
+    Reader::new(&bytes[..])
+        .unwrap()
+        .for_each_event(|e| {
+            let id = match (e.async_id, e.arg("task")) {
+                (Some(id), _) => id,
+                (None, Some(phosphor::format::file::Value::U64(id))) => id,
+                _ => return,
+            };
+            by_task.entry(id).or_default().push((e.callsite.name.to_string(), e.callsite.phase));
+        })
+        .unwrap();
+    use phosphor::Phase::{AsyncBegin, AsyncEnd, Complete};
+    for id in named {
+        let c = || "connection".to_string();
+        assert_eq!(
+            by_task[&id],
+            [(c(), AsyncBegin), (c(), Complete), (c(), AsyncEnd), (c(), Complete)],
+            "task {id}"
+        );
+    }
+    let here = format!("{}:{}", file!(), plain.1);
+    assert_eq!(by_task[&plain.0], [(here.clone(), AsyncBegin), (here.clone(), AsyncEnd), (here, Complete)]);
+}

@@ -257,6 +257,13 @@ pub(crate) fn emit_values(log: &TraceLog, id: u32, values: &[crate::bridge::Valu
     emit_params(log, id, desc, dynamic, &params[..n], cut);
 }
 
+/// Records a log event of callsite `id` with at most five scalar parameters given as their
+/// descriptor and words (see [`ScalarParams`](crate::bridge::ScalarParams)).
+#[inline]
+pub(crate) fn emit_scalars(log: &TraceLog, id: u32, desc: u64, words: &[u64], cut: bool) {
+    emit_scalar_words(log, id, desc, cut, words);
+}
+
 /// Records a log event; `state` is what `check` returned for `cs`. Called by `trace_log!`.
 #[inline(always)]
 pub fn emit_log<P: LogParams>(log: &TraceLog, cs: &'static Callsite, state: u64, params: P) {

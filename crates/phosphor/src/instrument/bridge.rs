@@ -97,12 +97,13 @@ impl ScalarParams {
     #[inline]
     pub fn new(len: usize) -> ScalarParams {
         let len = len.min(Self::MAX_SCALARS);
-        let empty = Value::Static("");
-        let mut desc = 0;
-        for i in 0..len {
+        let empty = Value::Static("").word();
+        let (mut desc, mut words) = (0, [0; Self::MAX_SCALARS]);
+        for (i, w) in words.iter_mut().enumerate().take(len) {
             desc |= (ArgType::StaticStr as u64) << (4 * i);
+            *w = empty;
         }
-        ScalarParams { desc, words: [empty.word(); Self::MAX_SCALARS], len }
+        ScalarParams { desc, words, len }
     }
 
     /// How many parameters.
@@ -149,10 +150,10 @@ impl ScalarParams {
         self.set(i, ArgType::Bool, v as u64);
     }
 
-    /// The descriptor and the words, for the recorder.
+    /// The descriptor, the words and how many are used, for the recorder.
     #[inline]
-    pub(crate) fn parts(&self) -> (u64, &[u64]) {
-        (self.desc, &self.words[..self.len])
+    pub(crate) fn parts(&self) -> (u64, &[u64; ScalarParams::MAX_SCALARS], usize) {
+        (self.desc, &self.words, self.len)
     }
 }
 

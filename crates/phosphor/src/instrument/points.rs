@@ -219,8 +219,9 @@ impl Point {
             return;
         }
         if let Some(state) = check(log, self.cs) {
-            let (desc, words) = params.parts();
-            crate::instrument::logs::emit_scalars(log, crate::registry::callsite::id_of(state), desc, words, cut);
+            let (desc, words, len) = params.parts();
+            let id = crate::registry::callsite::id_of(state);
+            crate::instrument::logs::emit_scalars(log, id, desc, words, len, cut);
         }
     }
 

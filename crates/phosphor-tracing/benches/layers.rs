@@ -368,7 +368,13 @@ fn measure_cpu() {
         cpu_per_op("PhosphorLayer", what, Dispatch::new(phosphor_subscriber(log)), work, || {});
         let (sub, guard) = chrome_subscriber(Sink::default());
         cpu_per_op("tracing-chrome", what, Dispatch::new(sub), work, || drop(guard));
-        cpu_per_op("tracing-perfetto", what, Dispatch::new(perfetto_subscriber(Sink::default())), work, || {});
+        cpu_per_op(
+            "tracing-perfetto",
+            what,
+            Dispatch::new(perfetto_subscriber(Sink::default())),
+            work,
+            || {},
+        );
         #[cfg(feature = "peers")]
         cpu_per_op("tracing-tracy", what, Dispatch::new(tracy_subscriber()), work, || {});
     }

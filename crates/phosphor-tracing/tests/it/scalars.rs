@@ -23,7 +23,10 @@ fn scalar_fields_keep_their_types_and_their_order_in_either_subscriber() {
             tracing::info!(target: "num", one = 1u64, two = 2i64, three = 3u64, four = 4i64, five = false);
         };
         if layer {
-            tracing::subscriber::with_default(tracing_subscriber::registry().with(PhosphorLayer::new(log)), run);
+            tracing::subscriber::with_default(
+                tracing_subscriber::registry().with(PhosphorLayer::new(log)),
+                run,
+            );
         } else {
             tracing::subscriber::with_default(PhosphorSubscriber::new(log), run);
         }

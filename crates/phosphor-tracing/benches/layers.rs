@@ -22,7 +22,14 @@
 //! (its life as an async slice, and the enter/exit slice), tracing-chrome two, tracing-perfetto one
 //! message holding the begin and end.
 //!
-//! Run with `cargo bench -p phosphor-tracing --bench layers`; BENCHMARKS.md has the figures.
+//! With the `peers` feature, `tracing-tracy` runs too (Tracy's C++ client, built with its `enable`
+//! feature only: no system tracing, sampling or broadcast). With no viewer connected, Tracy's client
+//! keeps every event in memory until one connects: its figure is the cost of queueing, and its
+//! memory grows with every event (2 M events and 2 M spans in this run). It offers no count of what
+//! it queued, so its recorded count is not checked.
+//!
+//! Run with `cargo bench -p phosphor-tracing --bench layers` (add `--features peers` for Tracy);
+//! BENCHMARKS.md has the figures.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -199,6 +206,29 @@ fn event_tracing_perfetto(bencher: Bencher) {
     });
 }
 
+#[cfg(feature = "peers")]
+fn tracy_subscriber() -> impl tracing::Subscriber + Send + Sync {
+    tracing_subscriber::registry().with(tracing_tracy::TracyLayer::default())
+}
+
+#[cfg(feature = "peers")]
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_tracing_tracy(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(tracy_subscriber());
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+#[cfg(feature = "peers")]
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn span_tracing_tracy(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(tracy_subscriber());
+    bencher.bench_local(span);
+}
+
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn span_phosphor_layer(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(phosphor_subscriber(TraceLog::global()));
@@ -296,10 +326,65 @@ fn check_recorded_counts() {
     println!("check: tracing-perfetto wrote {writes} messages for {N} events and {N} spans (1 each)");
 }
 
+/// CPU time of `clock` (`CLOCK_THREAD_CPUTIME_ID`, `CLOCK_PROCESS_CPUTIME_ID`), in ns.
+fn cpu_ns(clock: libc::clockid_t) -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid, writable timespec; the clocks are ones Linux always has.
+    unsafe { libc::clock_gettime(clock, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// The calling thread's and the whole process's CPU time per operation of `work` (100,000 events
+/// or spans, after as many to warm up) under `dispatch`, `finish` included in the process's (a
+/// peer's flush, which waits for its writer thread).
+fn cpu_per_op(name: &str, what: &str, dispatch: tracing::Dispatch, work: fn(), finish: impl FnOnce()) {
+    const N: u64 = 100_000;
+    let (t0, t1, p0) = tracing::dispatcher::with_default(&dispatch, || {
+        for _ in 0..N {
+            work();
+        }
+        let (t0, p0) = (cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID), cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID));
+        for _ in 0..N {
+            work();
+        }
+        (t0, cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID), p0)
+    });
+    drop(dispatch);
+    finish();
+    let p1 = cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+    println!(
+        "cpu: {name:<18} {what:<5} calling thread {:>7.1} ns, process {:>7.1} ns",
+        (t1 - t0) as f64 / N as f64,
+        (p1 - p0) as f64 / N as f64
+    );
+}
+
+/// Calling-thread and process CPU of each subscriber (see [`cpu_per_op`]).
+fn measure_cpu() {
+    use tracing::Dispatch;
+    let log = TraceLog::global();
+    for (what, work) in [("event", (|| event(1)) as fn()), ("span", span)] {
+        cpu_per_op("PhosphorSubscriber", what, Dispatch::new(PhosphorSubscriber::new(log)), work, || {});
+        cpu_per_op("PhosphorLayer", what, Dispatch::new(phosphor_subscriber(log)), work, || {});
+        let (sub, guard) = chrome_subscriber(Sink::default());
+        cpu_per_op("tracing-chrome", what, Dispatch::new(sub), work, || drop(guard));
+        cpu_per_op(
+            "tracing-perfetto",
+            what,
+            Dispatch::new(perfetto_subscriber(Sink::default())),
+            work,
+            || {},
+        );
+        #[cfg(feature = "peers")]
+        cpu_per_op("tracing-tracy", what, Dispatch::new(tracy_subscriber()), work, || {});
+    }
+}
+
 fn main() {
     check_recorded_counts();
     let config = TraceConfig::new(BufferMode::Ring, RING_BYTES).categories("-off").unwrap();
     TraceLog::global().start(config).unwrap();
+    measure_cpu();
     divan::main();
     let log = TraceLog::global();
     log.stop();

@@ -27,7 +27,10 @@
 //!   ` name={}` per other field. Field values are its parameters: integers, floats and booleans
 //!   stay typed; `&str` values are copied; anything else (the message included, which `tracing`
 //!   hands over as `fmt::Arguments`) is formatted with `Debug` into a per-thread buffer and copied.
-//!   At most 16 parameters are kept; the event is flagged truncated if it had more.
+//!   At most 16 parameters are kept; the event is flagged truncated if it had more. An event
+//!   with no message and at most five fields, all scalars, is the cheap case: its values are
+//!   written straight into the record's parameters as the visitor hands them over
+//!   ([`phosphor::bridge::ScalarParams`]), with no buffer and no array of values.
 //! * A **span** is an async slice from its creation to its close (its whole life, named by the
 //!   span, on a track of its own, with its id) carrying its first two fields as typed arguments
 //!   (flagged truncated if it has more), and a slice on the thread from each enter to the matching
@@ -54,7 +57,7 @@ use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use phosphor::bridge::{PointSpec, SiteCache, Value};
+use phosphor::bridge::{PointSpec, ScalarParams, SiteCache, Value};
 use phosphor::points::Point;
 use phosphor::{Level, Phase, TraceLog};
 use tracing_core::field::{Field, Visit};
@@ -83,6 +86,9 @@ enum Site {
         /// Each field's parameter position (by field index), `u8::MAX` when it is not kept.
         slot: [u8; MAX_FIELDS],
         params: usize,
+        /// Whether its values may all be scalars (no message, at most five parameters): they
+        /// are then written straight into the record's parameters, with no slots.
+        scalars: bool,
     },
     Span {
         /// The span's metadata (for `Subscriber::current_span`).
@@ -228,7 +234,8 @@ fn make_site(meta: &'static Metadata<'static>) -> Site {
                 let _ = write!(format, "{}={{}}", f.name());
             }
         }
-        Point::custom(&spec(meta, &format, Phase::Log)).map(|log| Site::Event { log, slot, params })
+        let scalars = params <= ScalarParams::MAX_SCALARS && fields.field("message").is_none();
+        Point::custom(&spec(meta, &format, Phase::Log)).map(|log| Site::Event { log, slot, params, scalars })
     };
     made.unwrap_or(Site::None)
 }
@@ -315,6 +322,54 @@ impl<const N: usize> Visit for Collect<'_, N> {
     }
 }
 
+/// Writes an event's scalar fields into its parameters, by the callsite's field map; notes a
+/// field that is not a scalar (`spill`), for the general path to record it.
+struct Scalars<'a> {
+    params: ScalarParams,
+    map: &'a [u8; MAX_FIELDS],
+    spill: bool,
+    /// Fields that had a value but no parameter.
+    extra: bool,
+}
+
+impl Scalars<'_> {
+    #[inline(always)]
+    fn at(&mut self, field: &Field) -> usize {
+        match self.map.get(field.index()).copied() {
+            Some(i) if i != u8::MAX => i as usize,
+            _ => {
+                self.extra = true;
+                usize::MAX
+            }
+        }
+    }
+}
+
+impl Visit for Scalars<'_> {
+    fn record_i64(&mut self, field: &Field, v: i64) {
+        let i = self.at(field);
+        self.params.set_i64(i, v);
+    }
+    fn record_u64(&mut self, field: &Field, v: u64) {
+        let i = self.at(field);
+        self.params.set_u64(i, v);
+    }
+    fn record_f64(&mut self, field: &Field, v: f64) {
+        let i = self.at(field);
+        self.params.set_f64(i, v);
+    }
+    fn record_bool(&mut self, field: &Field, v: bool) {
+        let i = self.at(field);
+        self.params.set_bool(i, v);
+    }
+    fn record_str(&mut self, _field: &Field, _v: &str) {
+        self.spill = true;
+    }
+    fn record_debug(&mut self, _field: &Field, _v: &dyn std::fmt::Debug) {
+        self.spill = true;
+    }
+}
+
 thread_local! {
     /// The text of formatted values; cleared per event, its capacity kept.
     static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
@@ -352,11 +407,20 @@ impl PhosphorLayer {
 
     /// Records an event as a Phosphor log.
     fn record_event(&self, event: &Event<'_>) {
-        let Site::Event { log, slot, params } = self.site(event.metadata()) else {
+        let Site::Event { log, slot, params, scalars } = self.site(event.metadata()) else {
             return self.count_lost();
         };
         if !log.enabled_in(self.log) {
             return;
+        }
+        if *scalars {
+            // Integers, floats and booleans straight into the record's parameters; a string or a
+            // `Debug` value sends the event down the general path (visited again).
+            let mut v = Scalars { params: ScalarParams::new(*params), map: slot, spill: false, extra: false };
+            event.record(&mut v);
+            if !v.spill {
+                return log.log_scalars_in(self.log, &v.params, v.extra);
+            }
         }
         if *params <= FEW_PARAMS {
             self.emit::<FEW_PARAMS>(event, log, slot, *params);
@@ -380,11 +444,10 @@ impl PhosphorLayer {
         });
     }
 
-    /// Records a new span's life beginning (when lifetimes are recorded), as async slice `id`.
-    fn record_new_span(&self, attrs: &Attributes<'_>, id: u64) {
-        let Site::Span { begin, .. } = self.site(attrs.metadata()) else {
-            return self.count_lost();
-        };
+    /// Records a new span's life beginning (when lifetimes are recorded), as async slice `id`,
+    /// of callsite points `site` (nothing for a callsite that got none: counted by the caller).
+    fn record_new_span(&self, site: &Site, attrs: &Attributes<'_>, id: u64) {
+        let Site::Span { begin, .. } = site else { return };
         if !self.lifetimes || !begin.enabled_in(self.log) {
             return;
         }
@@ -428,7 +491,11 @@ where
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
-        self.record_new_span(attrs, id.into_u64());
+        let site = self.site(attrs.metadata());
+        if matches!(site, Site::None) {
+            self.count_lost();
+        }
+        self.record_new_span(site, attrs, id.into_u64());
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {

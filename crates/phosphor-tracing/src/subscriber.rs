@@ -1,7 +1,8 @@
 //! [`PhosphorSubscriber`]: a `tracing` `Subscriber` of Phosphor's own, for programs that record
-//! `tracing` into Phosphor and nothing else. No `Registry`: a span's id names its callsite (its
-//! metadata's address), so creating, entering and exiting a span is a lookup in the lock-free
-//! callsite cache and a recorded event, with no allocation and no table of live spans. Spans'
+//! `tracing` into Phosphor and nothing else. No `Registry`: a span's id is the address of its
+//! callsite's points, found once in the lock-free callsite cache when the span is made, so
+//! entering and exiting a span is a recorded event each, with no lookup, no allocation and no
+//! table of live spans. Spans'
 //! lifetimes (an async slice from creation to close) are recorded only when asked
 //! ([`PhosphorSubscriber::with_span_lifetimes`]): each span then gets an id of its own, a small
 //! allocation that its last handle's close frees.
@@ -28,12 +29,15 @@ pub struct PhosphorSubscriber {
     directives: Directives,
 }
 
-/// A span of its own when lifetimes are recorded: its callsite's key and its handles.
+/// A span of its own when lifetimes are recorded: its callsite's points and its handles.
 #[derive(Debug)]
 struct Owned {
-    key: usize,
+    site: &'static Site,
     handles: AtomicUsize,
 }
+
+/// The points of a callsite that got none: a span id must still be a non-zero address.
+static NO_SITE: Site = Site::None;
 
 thread_local! {
     /// The spans this thread is in, innermost last, with their metadata.
@@ -69,23 +73,21 @@ impl PhosphorSubscriber {
         self.layer.lost()
     }
 
-    /// The callsite key of a span id (its metadata's address), and whether the id is an
-    /// [`Owned`] span.
-    fn key_of(&self, id: &Id) -> usize {
+    /// The callsite points of a span id.
+    fn site_of(&self, id: &Id) -> &'static Site {
         let raw = id.into_u64() as usize;
         if self.layer.lifetimes {
             // SAFETY: with lifetimes, every id this subscriber hands out is the address of a
             // leaked `Box<Owned>` (`new_span`, `clone_span` returns the same id), freed only by the
             // `try_close` that drops its last handle; `tracing` passes only ids this subscriber
             // made and never uses an id after its last close returned true.
-            unsafe { (*(raw as *const Owned)).key }
+            unsafe { (*(raw as *const Owned)).site }
         } else {
-            raw
+            // SAFETY: without lifetimes, every id this subscriber hands out is the address of a
+            // `Site` that lives for 'static (leaked by the cache, or `NO_SITE`), and `tracing`
+            // passes only ids this subscriber made.
+            unsafe { &*(raw as *const Site) }
         }
-    }
-
-    fn site_of(&self, id: &Id) -> Option<&'static Site> {
-        self.layer.sites.get(self.key_of(id))
     }
 }
 
@@ -107,15 +109,20 @@ impl Subscriber for PhosphorSubscriber {
     }
 
     fn new_span(&self, attrs: &Attributes<'_>) -> Id {
-        let meta = attrs.metadata();
-        let key = meta as *const Metadata<'static> as usize;
+        let site = self.layer.site(attrs.metadata());
+        let site = if matches!(site, Site::Span { .. }) {
+            site
+        } else {
+            self.layer.count_lost();
+            &NO_SITE
+        };
         if !self.layer.lifetimes {
-            // A span is its callsite: the metadata's address, never 0.
-            return Id::from_u64(key as u64);
+            // A span is its callsite's points: their address, never 0.
+            return Id::from_u64(site as *const Site as u64);
         }
-        let owned = Box::into_raw(Box::new(Owned { key, handles: AtomicUsize::new(1) }));
+        let owned = Box::into_raw(Box::new(Owned { site, handles: AtomicUsize::new(1) }));
         let id = owned as u64;
-        self.layer.record_new_span(attrs, id);
+        self.layer.record_new_span(site, attrs, id);
         Id::from_u64(id)
     }
 
@@ -130,7 +137,7 @@ impl Subscriber for PhosphorSubscriber {
     }
 
     fn enter(&self, span: &Id) {
-        let Some(site) = self.site_of(span) else { return };
+        let site = self.site_of(span);
         self.layer.record_enter(site, true);
         if let Site::Span { meta, .. } = site {
             // `try_with`: a span entered while this thread's locals are torn down is still
@@ -140,7 +147,7 @@ impl Subscriber for PhosphorSubscriber {
     }
 
     fn exit(&self, span: &Id) {
-        let Some(site) = self.site_of(span) else { return };
+        let site = self.site_of(span);
         self.layer.record_enter(site, false);
         let raw = span.into_u64();
         let _ = STACK.try_with(|s| {
@@ -174,9 +181,7 @@ impl Subscriber for PhosphorSubscriber {
         if owned.handles.fetch_sub(1, Ordering::AcqRel) != 1 {
             return false;
         }
-        if let Some(site) = self.layer.sites.get(owned.key) {
-            self.layer.record_close(site, raw as u64);
-        }
+        self.layer.record_close(owned.site, raw as u64);
         // SAFETY: this was the last handle: nothing else refers to the box made in `new_span`.
         drop(unsafe { Box::from_raw(raw) });
         true

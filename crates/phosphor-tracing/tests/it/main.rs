@@ -2,6 +2,7 @@
 //! spans on a multi-threaded tokio runtime. One binary, with a per-thread counting allocator.
 
 mod init;
+mod scalars;
 mod subscriber;
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -122,3 +122,33 @@ fn events_and_spans_of_seen_callsites_do_not_allocate() {
     let trace = stop(log);
     assert_eq!(events(&trace).iter().filter(|e| e.phase() == Phase::Log).count(), 1001);
 }
+
+#[test]
+fn spans_exited_out_of_order_are_each_ended_and_the_current_span_follows() {
+    for lifetimes in [false, true] {
+        let log = started("*", Level::Trace);
+        let subscriber = PhosphorSubscriber::new(log).with_span_lifetimes(lifetimes);
+        tracing::subscriber::with_default(subscriber, || {
+            let a = tracing::info_span!(target: "ooo", "a");
+            let b = tracing::info_span!(target: "ooo", "b");
+            let ea = a.enter();
+            let eb = b.enter();
+            // `a` leaves first: `b` stays the current span, then none is.
+            drop(ea);
+            assert_eq!(tracing::Span::current().metadata().map(|m| m.name()), Some("b"));
+            drop(eb);
+            assert!(tracing::Span::current().is_none());
+        });
+        let trace = stop(log);
+        let got: Vec<(Phase, &str)> = events(&trace)
+            .iter()
+            .filter(|e| matches!(e.phase(), Phase::Begin | Phase::End))
+            .map(|e| (e.phase(), e.callsite.name))
+            .collect();
+        assert_eq!(
+            got,
+            [(Phase::Begin, "a"), (Phase::Begin, "b"), (Phase::End, "a"), (Phase::End, "b")],
+            "lifetimes: {lifetimes}"
+        );
+    }
+}

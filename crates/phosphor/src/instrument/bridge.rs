@@ -76,6 +76,87 @@ impl Arg for Value<'_> {
     crate::instrument::arg::usdt!(u64, |s| s.word());
 }
 
+/// The scalar parameters of a log, set one at a time in any order (a visitor's fields, as they
+/// come) and recorded by [`Point::log_scalars_in`](crate::points::Point::log_scalars_in) with no
+/// array of [`Value`]s in between: each setter writes the parameter's word and its type's nibble
+/// of the descriptor. At most [`MAX_SCALARS`](Self::MAX_SCALARS) parameters (a log's one- or
+/// two-record form); a parameter never set records as an empty static string.
+#[derive(Clone, Copy, Debug)]
+pub struct ScalarParams {
+    desc: u64,
+    words: [u64; ScalarParams::MAX_SCALARS],
+    len: usize,
+}
+
+impl ScalarParams {
+    /// The most parameters it holds.
+    pub const MAX_SCALARS: usize = 5;
+
+    /// `len` parameters (at most [`MAX_SCALARS`](Self::MAX_SCALARS); more are cut to it), each an
+    /// empty static string until set.
+    #[inline]
+    pub fn new(len: usize) -> ScalarParams {
+        let len = len.min(Self::MAX_SCALARS);
+        let empty = Value::Static("").word();
+        let (mut desc, mut words) = (0, [0; Self::MAX_SCALARS]);
+        for (i, w) in words.iter_mut().enumerate().take(len) {
+            desc |= (ArgType::StaticStr as u64) << (4 * i);
+            *w = empty;
+        }
+        ScalarParams { desc, words, len }
+    }
+
+    /// How many parameters.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no parameter.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline(always)]
+    fn set(&mut self, i: usize, ty: ArgType, word: u64) {
+        if i < self.len {
+            self.desc = (self.desc & !(0xf << (4 * i))) | (ty as u64) << (4 * i);
+            self.words[i] = word;
+        }
+    }
+
+    /// Sets parameter `i` (ignored past [`len`](Self::len)).
+    #[inline]
+    pub fn set_i64(&mut self, i: usize, v: i64) {
+        self.set(i, ArgType::I64, v as u64);
+    }
+
+    /// Sets parameter `i` (ignored past [`len`](Self::len)).
+    #[inline]
+    pub fn set_u64(&mut self, i: usize, v: u64) {
+        self.set(i, ArgType::U64, v);
+    }
+
+    /// Sets parameter `i` (ignored past [`len`](Self::len)).
+    #[inline]
+    pub fn set_f64(&mut self, i: usize, v: f64) {
+        self.set(i, ArgType::F64, v.to_bits());
+    }
+
+    /// Sets parameter `i` (ignored past [`len`](Self::len)).
+    #[inline]
+    pub fn set_bool(&mut self, i: usize, v: bool) {
+        self.set(i, ArgType::Bool, v as u64);
+    }
+
+    /// The descriptor, the words and how many are used, for the recorder.
+    #[inline]
+    pub(crate) fn parts(&self) -> (u64, &[u64; ScalarParams::MAX_SCALARS], usize) {
+        (self.desc, &self.words, self.len)
+    }
+}
+
 /// An optional [`Value`]: absent arguments record nothing.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct MaybeValue<'a> {

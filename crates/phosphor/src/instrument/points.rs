@@ -209,6 +209,22 @@ impl Point {
         }
     }
 
+    /// Records a log event of this `Log` point in `log` whose parameters are all scalars, set
+    /// in place ([`ScalarParams`](crate::bridge::ScalarParams)): what [`log_in`](Self::log_in)
+    /// records for the same values, without building [`Value`]s. `cut` sets the event's truncated
+    /// flag. Does nothing for other points.
+    #[inline]
+    pub fn log_scalars_in(&self, log: &TraceLog, params: &crate::bridge::ScalarParams, cut: bool) {
+        if self.cs.meta().phase != Phase::Log {
+            return;
+        }
+        if let Some(state) = check(log, self.cs) {
+            let (desc, words, len) = params.parts();
+            let id = crate::registry::callsite::id_of(state);
+            crate::instrument::logs::emit_scalars(log, id, desc, words, len, cut);
+        }
+    }
+
     /// The callsite id its events carry.
     pub fn id(&self) -> u32 {
         self.cs.id()

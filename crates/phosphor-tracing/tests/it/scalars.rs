@@ -1,0 +1,87 @@
+//! Events whose fields are all scalars are written straight into the record's parameters (no
+//! slots, no values array): the same parameters, types and order as the general path, which a
+//! string, a `Debug` value or a message still takes.
+
+use phosphor::{ArgValue, Level, Phase};
+use phosphor_tracing::{PhosphorLayer, PhosphorSubscriber};
+use tracing_subscriber::prelude::*;
+
+use super::{events, message, started, stop};
+
+fn params<'a>(e: &phosphor::Event<'a>) -> Vec<ArgValue<'a>> {
+    e.params.iter().collect()
+}
+
+#[test]
+fn scalar_fields_keep_their_types_and_their_order_in_either_subscriber() {
+    for layer in [true, false] {
+        let log = started("*", Level::Trace);
+        let run = || {
+            for i in 0..3u64 {
+                tracing::info!(target: "num", b = i, a = -(i as i64), ok = i % 2 == 0, r = i as f64 / 2.0);
+            }
+            tracing::info!(target: "num", one = 1u64, two = 2i64, three = 3u64, four = 4i64, five = false);
+        };
+        if layer {
+            tracing::subscriber::with_default(
+                tracing_subscriber::registry().with(PhosphorLayer::new(log)),
+                run,
+            );
+        } else {
+            tracing::subscriber::with_default(PhosphorSubscriber::new(log), run);
+        }
+        let trace = stop(log);
+        let evs = events(&trace);
+        assert_eq!(evs.len(), 4, "layer: {layer}");
+        for (i, e) in evs[..3].iter().enumerate() {
+            assert_eq!((e.phase(), e.callsite.name), (Phase::Log, "b={} a={} ok={} r={}"));
+            assert_eq!(
+                params(e),
+                [
+                    ArgValue::U64(i as u64),
+                    ArgValue::I64(-(i as i64)),
+                    ArgValue::Bool(i % 2 == 0),
+                    ArgValue::F64(i as f64 / 2.0)
+                ]
+            );
+            assert!(!e.truncated);
+        }
+        assert_eq!(
+            params(&evs[3]),
+            [ArgValue::U64(1), ArgValue::I64(2), ArgValue::U64(3), ArgValue::I64(4), ArgValue::Bool(false)]
+        );
+        assert_eq!(message(&evs[1]), "b=1 a=-1 ok=false r=0.5");
+    }
+}
+
+#[test]
+fn a_string_or_debug_field_among_scalars_is_recorded_by_the_general_path() {
+    let log = started("*", Level::Trace);
+    tracing::subscriber::with_default(PhosphorSubscriber::new(log), || {
+        tracing::info!(target: "mix", n = 1u64, s = "text", big = 1u128 << 100);
+        tracing::info!(target: "mix", n = 2u64, d = ?Some(3));
+        // Six scalars: more than the in-place form holds, still typed.
+        tracing::info!(target: "mix", f0 = 0u64, f1 = 1u64, f2 = 2u64, f3 = 3u64, f4 = 4u64, f5 = 5u64);
+    });
+    let trace = stop(log);
+    let evs = events(&trace);
+    assert_eq!(
+        params(&evs[0]),
+        [ArgValue::U64(1), ArgValue::Str("text"), ArgValue::Str("1267650600228229401496703205376")]
+    );
+    assert_eq!(params(&evs[1]), [ArgValue::U64(2), ArgValue::Str("Some(3)")]);
+    assert_eq!(params(&evs[2]), (0..6).map(ArgValue::U64).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_field_without_a_value_is_an_empty_parameter() {
+    let log = started("*", Level::Trace);
+    tracing::subscriber::with_default(PhosphorSubscriber::new(log), || {
+        tracing::info!(target: "gap", a = 1u64, b = tracing::field::Empty, c = 3u64);
+    });
+    let trace = stop(log);
+    let evs = events(&trace);
+    assert_eq!(message(&evs[0]), "a=1 b= c=3");
+    assert_eq!(params(&evs[0])[0], ArgValue::U64(1));
+    assert_eq!(params(&evs[0])[2], ArgValue::U64(3));
+}

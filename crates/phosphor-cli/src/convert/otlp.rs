@@ -59,6 +59,11 @@ pub struct OtlpArgs {
     /// on 429/5xx), print what was exported, rejected and failed, and exit 2 unless all was.
     #[arg(long, value_name = "URL", conflicts_with = "output")]
     pub post: Option<String>,
+    /// With --post: a file of headers to send (`NAME=VALUE` or `NAME: VALUE` a line, `#`
+    /// comments: authentication, tenant), so secrets stay out of `ps`;
+    /// OTEL_EXPORTER_OTLP_HEADERS is read too.
+    #[arg(long, value_name = "FILE", requires = "post")]
+    pub headers_file: Option<PathBuf>,
     /// OTLP only: which roots share a trace: `none` (a trace per root), `process` (one per file),
     /// `window:1s` (one per second of start times).
     #[arg(long, visible_alias = "otlp-group-roots", value_name = "GROUPING")]
@@ -85,6 +90,7 @@ impl OtlpArgs {
     fn any(&self) -> bool {
         self.max_request_bytes.is_some()
             || self.post.is_some()
+            || self.headers_file.is_some()
             || self.group_roots.is_some()
             || self.sample.is_some()
             || self.export_unsampled_callers
@@ -224,7 +230,7 @@ pub fn run(
         encoding: if args.to == Format::OtlpJson { Encoding::Json } else { Encoding::Protobuf },
     };
     if let Some(url) = &args.otlp.post {
-        return post(url, files, &options, stderr);
+        return post(url, post_headers(&args.otlp)?, files, &options, stderr);
     }
     if let Some(dir) = args.output.as_deref().filter(|p| is_folder(p)) {
         return folder(dir, files, &options, stderr);
@@ -326,9 +332,24 @@ fn folder(
     damage.map_or(Ok(()), Err)
 }
 
-/// `--post URL`: every request posted; exit 2 unless every span was exported.
+/// The headers `--post` sends: OTEL_EXPORTER_OTLP_HEADERS's (or its `_TRACES_` form's), then
+/// the `--headers-file`'s.
+fn post_headers(args: &OtlpArgs) -> anyhow::Result<Vec<(String, String)>> {
+    let mut headers = phosphor_otlp::export::OtelEnv::read().context("--post")?.export.headers;
+    if let Some(path) = &args.headers_file {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        let more = phosphor_otlp::export::parse_header_lines(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        headers.extend(more);
+    }
+    Ok(headers)
+}
+
+/// `--post URL`: every request posted with `headers`; exit 2 unless every span was exported.
 fn post(
     url: &str,
+    headers: Vec<(String, String)>,
     files: &[PathBuf],
     options: &ConvertOptions,
     stderr: &mut impl Write,
@@ -337,7 +358,7 @@ fn post(
         bail!("--post sends protobuf: use --to otlp");
     }
     drop(progress::open_header(&files[0], "converting")?);
-    let mut out = out::Post::start(url, Vec::new())?;
+    let mut out = out::Post::start(url, headers)?;
     let damage = each(files, options, &mut out, url, stderr)?;
     let s = out.finish();
     writeln!(

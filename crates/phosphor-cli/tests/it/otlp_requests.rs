@@ -162,3 +162,53 @@ fn record_samples_and_groups_live_as_convert_does_for_the_same_file_and_counts_i
     live.sort_by(|a, b| a.span_id.cmp(&b.span_id));
     assert_eq!(live, converted);
 }
+
+#[test]
+fn post_sends_the_headers_of_its_file_and_of_the_otel_variable() {
+    let input = demo("otlp-post-headers");
+    let dir = scratch("otlp-post-headers");
+    let headers = dir.join("headers");
+    std::fs::write(&headers, "# kept out of ps\nauthorization: Bearer s3cret\n").unwrap();
+    let rx = Receiver::start(Vec::new());
+    let out = crate::cli::command("otlp-post-headers-run")
+        .args(["convert", input.to_str().unwrap(), "--to", "otlp", "--post", &rx.url()])
+        .args(["--headers-file", headers.to_str().unwrap()])
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=acme%20corp")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let got = rx.got();
+    assert!(got.span_count > 0 && got.bad.is_empty(), "{:?}", got.bad);
+    let header =
+        |name: &str| got.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+    assert_eq!(header("authorization").as_deref(), Some("Bearer s3cret"));
+    assert_eq!(header("x-tenant").as_deref(), Some("acme corp"));
+}
+
+#[test]
+fn post_names_a_headers_file_it_cannot_read() {
+    let input = demo("otlp-post-no-headers");
+    let missing = scratch("otlp-post-no-headers").join("no-such-headers");
+    let rx = Receiver::start(Vec::new());
+    let out = phosphor(
+        "otlp-post-no-headers",
+        &["convert", input.to_str().unwrap(), "--to", "otlp", "--post", &rx.url(), "--headers-file"],
+    );
+    assert!(!out.status.success());
+    let out = phosphor(
+        "otlp-post-no-headers",
+        &[
+            "convert",
+            input.to_str().unwrap(),
+            "--to",
+            "otlp",
+            "--post",
+            &rx.url(),
+            "--headers-file",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no-such-headers: cannot read"), "{}", stderr(&out));
+    assert_eq!(rx.got().requests, 0);
+}

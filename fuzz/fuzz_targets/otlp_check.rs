@@ -18,7 +18,8 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use phosphor_format::file::Reader;
 use phosphor_otlp::assemble::{AssembleOptions, Assembler};
 use phosphor_otlp::convert::{convert, ConvertOptions, Converted, Encoding};
-use phosphor_otlp::select::Selection;
+use phosphor_otlp::ids::GroupRoots;
+use phosphor_otlp::select::{Sampling, Selection, TailRules};
 use phosphor_otlp::{ExportTraceServiceRequest, Span};
 use prost::Message as _;
 
@@ -31,11 +32,27 @@ pub fn options(u: &mut Unstructured<'_>) -> Result<ConvertOptions> {
         roots_only: u.arbitrary()?,
         paths: if u.arbitrary()? { vec![(*u.choose(&GLOBS)?).to_owned()] } else { Vec::new() },
         slowest_roots: if u.arbitrary()? { Some(u.int_in_range(0..=5)?) } else { None },
+        sampling: Sampling {
+            ratio: if u.arbitrary()? { Some(f64::from(u.int_in_range(0u8..=4)?) / 4.0) } else { None },
+            export_unsampled_callers: u.arbitrary()?,
+        },
+        tail: TailRules {
+            slower_than_ns: if u.arbitrary()? { Some(u.int_in_range(0..=10_000)?) } else { None },
+            errors: u.arbitrary()?,
+            slowest_per_minute: if u.arbitrary()? { Some(u.int_in_range(1..=3)?) } else { None },
+        },
+    };
+    let group_roots = match u.int_in_range(0u8..=2)? {
+        0 => GroupRoots::None,
+        1 => GroupRoots::Process,
+        _ => GroupRoots::Window(u.int_in_range(1..=1_000_000)?),
     };
     Ok(ConvertOptions {
-        assemble: AssembleOptions { selection, hold_ns: None },
+        assemble: AssembleOptions { selection, hold_ns: None, group_roots },
         service_name: None,
         max_spans: u.int_in_range(1..=300)?,
+        // Small bounds too, so that a span larger than a request is reached.
+        max_bytes: u.int_in_range(64..=1 << 20)?,
         encoding: if u.arbitrary()? { Encoding::Json } else { Encoding::Protobuf },
     })
 }
@@ -79,7 +96,10 @@ fn decoded(out: &[u8], c: &Converted, encoding: Encoding, len: usize) -> Vec<Dig
         .flat_map(|s| s.spans)
         .collect();
     assert_eq!(spans.len() as u64, c.spans);
-    assert_eq!(c.stats.spans, c.spans + c.stats.spans_unselected);
+    // Every span made is written or counted once: left out by the selection, by head sampling
+    // or by the tail rules.
+    let left_out = c.stats.spans_unselected + c.stats.spans_sampled_out + c.stats.spans_tail_dropped;
+    assert_eq!(c.stats.spans, c.spans + left_out);
     let ids: HashSet<Vec<u8>> = spans.iter().map(|s| s.span_id.clone()).collect();
     assert_eq!(ids.len(), spans.len(), "span ids are unique");
     for s in &spans {
@@ -106,7 +126,11 @@ fn decoded(out: &[u8], c: &Converted, encoding: Encoding, len: usize) -> Vec<Dig
 /// The live path: a hold time, drains every `drain_every` events, idle time between some.
 fn live(file: &[u8], selection: &Selection, hold_ns: u64, drain_every: u32) {
     let Ok(mut reader) = Reader::new(file) else { return };
-    let options = AssembleOptions { selection: selection.clone(), hold_ns: Some(hold_ns) };
+    let options = AssembleOptions {
+        selection: selection.clone(),
+        hold_ns: Some(hold_ns),
+        ..AssembleOptions::default()
+    };
     let mut asm = Assembler::new(reader.header(), options);
     let (mut spans, mut out, mut n) = (0u64, Vec::new(), 0u32);
     let _ = reader.for_each_event(|e| {
@@ -124,5 +148,8 @@ fn live(file: &[u8], selection: &Selection, hold_ns: u64, drain_every: u32) {
     asm.finish(&mut out);
     spans += out.len() as u64;
     let stats = asm.stats();
-    assert_eq!(stats.spans, spans + stats.spans_unselected);
+    assert_eq!(
+        stats.spans,
+        spans + stats.spans_unselected + stats.spans_sampled_out + stats.spans_tail_dropped
+    );
 }

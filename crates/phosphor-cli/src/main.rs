@@ -5,7 +5,6 @@
 //! context chain (`{:#}`) and exit with status 2; a closed stdout (`phosphor demo | head`) is a
 //! normal end, status 0.
 
-mod alloc;
 mod call;
 mod convert;
 mod demo;
@@ -27,11 +26,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// [`alloc::Split`] (mimalloc for small blocks, glibc's mapped blocks for large ones), counting
-/// allocations per thread, so that `phosphor demo --system` can show each scope's
+/// Counts allocations per thread, so that `phosphor demo --system` can show each scope's
 /// (`docs/ALLOC.md`); about 3 ns an allocation, which the tools' own work does not notice.
 #[global_allocator]
-static ALLOCATOR: phosphor::alloc::Traced<alloc::Split> = phosphor::alloc::Traced::new(alloc::Split);
+static ALLOCATOR: phosphor::alloc::Traced<std::alloc::System> =
+    phosphor::alloc::Traced::new(std::alloc::System);
 
 /// Phosphor: a low-overhead in-process event tracer, and the tools for its traces.
 #[derive(Debug, Parser)]
@@ -110,8 +109,24 @@ enum Command {
     Sql(sql::SqlArgs),
 }
 
+/// Blocks of at least this many bytes are mapped on their own, so that they go back to the
+/// system once freed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MMAP_THRESHOLD: i32 = 1 << 20;
+
 fn main() -> ExitCode {
-    alloc::init();
+    // The reading commands build large tables in phases (a million callsites' statistics: the
+    // reader's tables, then the kinds, then the tables of kinds), freeing each before the next.
+    // By default glibc raises its threshold for mapping a block on its own to 32 MiB after the
+    // first such block is freed, and then keeps the blocks below it in its heap once freed: a
+    // phase's freed tables stayed resident through the next (15 MiB more at the peak of `stats` on
+    // a file of a million callsites). A fixed threshold also turns that raising off.
+    // SAFETY: `mallopt` only sets a parameter of glibc's allocator; it is called before any other
+    // thread exists, and the value is one glibc documents for M_MMAP_THRESHOLD (at most 32 MiB).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args, &mut io::BufWriter::new(stdout())),

@@ -8,10 +8,9 @@
 //!
 //! Time is not asserted, since this machine is shared and the binary is a debug build
 //! (`scripts/bench-hostile.sh` holds the 10 s target, in release); a watchdog (120 s, or
-//! `PHOSPHOR_LIMITS_WATCHDOG_SECS`) still fails a run gone far past linear. Each child runs under
-//! an address-space cap of four times its RSS limit (at least 1 GiB) plus [`ALLOCATOR_RESERVE`],
-//! so that a blow-up aborts instead of taking the memory of the builds beside it. A failure prints
-//! the table of every command on the file.
+//! `PHOSPHOR_LIMITS_WATCHDOG_SECS`) still fails a run gone far past linear. Each child runs under an address-space cap of four times its RSS limit (at least 1 GiB), so that a
+//! blow-up aborts instead of taking the memory of the builds beside it. A failure prints the table
+//! of every command on the file.
 //!
 //! A test binary of its own: Linux starts a child's peak RSS at the spawning process's, so the
 //! other integration tests (a demo in process, whole traces parsed) must not share its process.
@@ -178,21 +177,13 @@ fn mib(bytes: u64) -> f64 {
 
 /// Writes the catalog's case `name`, runs every reading command on it, and fails with the table of
 /// all of them if any ended badly, took more memory than its limit, or printed bad JSON.
-/// The address space the tools' allocator (mimalloc, `main.rs`) reserves at its first
-/// allocation (its `arena_reserve`: reserved, not resident), which the child holds before the cap
-/// is set just after the spawn (`phosphor_craft::measure::run`): without room for it, the first
-/// growth of the main thread's stack past the cap ended the child with SIGSEGV. A cap set before
-/// the exec (`ulimit -v`) makes mimalloc reserve less instead.
-const ALLOCATOR_RESERVE: u64 = 1 << 30;
-
 fn check(name: &str) {
     let case = catalog(Scale::Test).into_iter().find(|c| c.name == name).expect("a case of the catalog");
     let dir = scratch(&format!("limits-{name}"));
     let file = case.write_to(&dir).expect("the hostile file is written");
     let size = std::fs::metadata(&file).unwrap().len();
     let limit = (128 * MIB).max(3 * size);
-    let limits =
-        Limits { watchdog: watchdog(), address_space: Some((4 * limit).max(1 << 30) + ALLOCATOR_RESERVE) };
+    let limits = Limits { watchdog: watchdog(), address_space: Some((4 * limit).max(1 << 30)) };
     let mut table = format!(
         "{name}: {:.1} MiB, RSS limit {:.0} MiB\n  {:<28} {:>16} {:>9} {:>10} {:>10}\n",
         mib(size),

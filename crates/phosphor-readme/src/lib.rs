@@ -4,3 +4,7 @@
 //! This crate holds no code; its documentation is the README, and rustdoc tests every `rust` block
 //! of it (`no_run` marks the ones that need a server or leave files behind: those still compile).
 #![doc = include_str!("../../../README.md")]
+
+/// The user's guide, `docs/GUIDE.md`, whose Rust examples are compiled and run as the README's are.
+#[doc = include_str!("../../../docs/GUIDE.md")]
+pub mod guide {}

@@ -150,7 +150,9 @@ fn the_code_map_check_fails_on_a_missing_or_gone_module() {
         fs::write(src.join(file), "").unwrap();
     }
     let crates = vec!["crates/demo".to_string(), "crates/other".to_string()];
-    let map = |demo: &str| format!("# A\n\n## Code map\n\n### `crates/demo`\n{demo}\n\n### `crates/other`\nNothing.\n\n## Invariants\n`gone.rs`\n");
+    let map = |demo: &str| {
+        format!("# A\n\n## Code map\n\n### `crates/demo`\n{demo}\n\n### `crates/other`\nNothing.\n\n## Invariants\n`gone.rs`\n")
+    };
 
     let good = map("`alpha.rs` and `sub/`, whose `sub/mod.rs` is the root.");
     assert_eq!(map_problems(&good, &root, &crates), Vec::<String>::new());

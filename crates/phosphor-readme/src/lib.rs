@@ -1,8 +1,10 @@
 //! The README's Rust examples, compiled and run by `cargo test` as they are written there: each is
 //! a whole program a reader can paste into a `main.rs` of a crate with the dependencies above.
 //!
-//! This crate holds no code; its documentation is the README, and rustdoc tests every `rust` block
-//! of it (`no_run` marks the ones that need a server or leave files behind: those still compile).
+//! This crate holds no code; its documentation is the README (and its `guide` module's is
+//! docs/GUIDE.md), and rustdoc tests every `rust` block of them (`no_run` marks the ones that need
+//! a server or leave files behind: those still compile). `tests/docs.rs` checks ARCHITECTURE.md's
+//! code map against the sources and every relative Markdown link of the repository.
 #![doc = include_str!("../../../README.md")]
 
 /// The user's guide, `docs/GUIDE.md`, whose Rust examples are compiled and run as the README's are.

@@ -21,7 +21,7 @@
 //!   as a table, CSV or JSON Lines ([`Output`]).
 //!
 //! Without the `engine` feature the crate needs Arrow and Parquet only: DataFusion is most of
-//! its build (see ARCHITECTURE.md for the figures).
+//! its build (see docs/internals/phosphor-sql.md for the figures).
 //!
 //! [`RecordBatch`]: arrow::record_batch::RecordBatch
 

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::stop_gate::{stop_action, StopAction};
-use super::{set_clock_hint, system, trigger, OwnedBuffer, Running, TraceLog, GENERATIONS};
+use super::{set_clock_hint, system, trigger, Control, OwnedBuffer, Running, TraceLog, GENERATIONS};
 use crate::error::{Error, ErrorKind};
 use crate::output::trace::Trace;
 use crate::record::buffer::TraceBuffer;
@@ -17,27 +17,12 @@ use crate::trace_log::config::{TraceConfig, TraceLogConfig};
 impl TraceLog {
     /// Starts a trace. Events from before this call are not recorded. If another thread is
     /// stopping the log's trace, waits until that stop has ended.
+    ///
+    /// Its steps: check the configuration; wait out a stop; make the buffer; start what runs
+    /// with the trace (a streaming trace's collector, the triggers' dump thread); publish the
+    /// buffer; start the system context; enable the log's slot.
     pub fn start(&self, config: TraceConfig) -> Result<(), Error> {
-        let chunks = config.chunks()?;
-        if !config.triggers.is_empty() && config.mode != crate::BufferMode::Ring {
-            return Err(Error::new(ErrorKind::Trigger(format!(
-                "triggers need a Ring buffer (the flight recorder), not {:?}",
-                config.mode
-            ))));
-        }
-        if config.dumps_per_minute == 0 {
-            return Err(Error::new(ErrorKind::Trigger("dumps_per_minute must be at least 1".into())));
-        }
-        // Context switches and CPU samples are perf events: Linux's. Elsewhere asking for them is
-        // an error here, not a trace that silently lacks them (heap totals are everyone's).
-        #[cfg(not(target_os = "linux"))]
-        if config.system.switches || config.system.sample_hz > 0 {
-            return Err(crate::recorder::unsupported(if config.system.switches {
-                "recording context switches (TraceConfig::context_switches)"
-            } else {
-                "sampling CPU stacks (TraceConfig::cpu_samples)"
-            }));
-        }
+        let chunks = check_start(&config)?;
         #[cfg(unix)]
         crate::trace_log::fork::install();
         // A stop in progress ends first: its trace is still `running` until then.
@@ -45,65 +30,26 @@ impl TraceLog {
         if c.running.is_some() {
             return Err(Error::new(ErrorKind::AlreadyRunning));
         }
-        let log_config = c.config.get_or_insert_with(TraceLogConfig::default).clone();
-        if c.clock.is_none() {
-            let clock = crate::record::clock::calibrate(log_config.clock);
-            set_clock_hint(self.slot, clock.kind, clock.ns_per_tick);
-            c.clock = Some(clock);
-        }
+        let clock = self.calibrated(&mut c);
         c.started_once = true;
         c.tenants.retain(|t| !t.is_retired());
-        let mut buffer = match &config.ring_file {
-            None => TraceBuffer::new(config.mode, chunks)
-                .map_err(|e| Error::new(ErrorKind::BufferAlloc { bytes: e.bytes }))?,
-            Some(path) => {
-                self.ring_buffer(path, config.mode, chunks, c.clock.clone().expect("calibrated above"))?
+        let buffer = self.new_buffer(&config, chunks, clock.clone())?;
+        let collector = match self.start_collector(&config, buffer, clock) {
+            Ok(collector) => collector,
+            Err(e) => {
+                // SAFETY: never published; ours to free.
+                drop(unsafe { Box::from_raw(buffer) });
+                return Err(e);
             }
         };
-        // Relaxed: only uniqueness matters.
-        buffer.generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
-        let buffer = Box::into_raw(Box::new(buffer));
-        // Markers and blocking are the streaming mode's; another mode clears what a streaming
-        // trace of this log left. Relaxed: read by tenants only after they acquire the buffer
-        // published below.
-        self.core.saturation_id.store(0, Ordering::Relaxed);
-        self.core.block_ns.store(0, Ordering::Relaxed);
-        let collector = if config.mode == crate::BufferMode::Stream {
-            let state = callsite::register(&crate::stream::SATURATION);
-            // Relaxed: as above.
-            self.core.saturation_id.store(callsite::id_of(state), Ordering::Relaxed);
-            let header =
-                crate::output::trace_file::process_header(c.clock.clone().expect("calibrated above"));
-            match crate::stream::Collector::start(self, buffer, header) {
-                Ok(col) => Some(col),
-                Err(e) => {
-                    // SAFETY: never published; ours to free.
-                    drop(unsafe { Box::from_raw(buffer) });
-                    return Err(Error::new(ErrorKind::Collector(e.to_string())));
-                }
-            }
-        } else {
-            None
-        };
-        // Armed before the buffer is published and the slot enabled, so a failure leaves nothing
-        // to undo but the buffer and the dump thread (idle: no event can fire yet).
-        let settings = trigger::DumpSettings {
-            dir: config.trigger_dir.clone(),
-            window: config.post_window,
-            per_minute: config.dumps_per_minute,
-        };
-        let mut triggers = trigger::Armed::new(self, settings, buffer);
-        for t in &config.triggers {
-            if let Err(e) = triggers.arm(self, t.clone(), None) {
-                triggers.disarm(None);
-                if let Some(thread) = triggers.take_thread() {
-                    trigger::finish_thread(self, thread);
-                }
+        let triggers = match self.arm_at_start(&config, buffer) {
+            Ok(triggers) => triggers,
+            Err(e) => {
                 // SAFETY: never published; ours to free (no collector: triggers need Ring mode).
                 drop(unsafe { Box::from_raw(buffer) });
                 return Err(e);
             }
-        }
+        };
         // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
         // initialised chunk headers.
         self.core.buffer.store(buffer, Ordering::Release);
@@ -136,6 +82,78 @@ impl TraceLog {
         self.enabled.store(true, Ordering::Relaxed);
         callsite::enable_slot(self.slot, filter);
         Ok(())
+    }
+
+    /// The log's clock, calibrated at its first start (under the control lock `c`).
+    fn calibrated(&self, c: &mut Control) -> ClockInfo {
+        let log_config = c.config.get_or_insert_with(TraceLogConfig::default).clone();
+        c.clock
+            .get_or_insert_with(|| {
+                let clock = crate::record::clock::calibrate(log_config.clock);
+                set_clock_hint(self.slot, clock.kind, clock.ns_per_tick);
+                clock
+            })
+            .clone()
+    }
+
+    /// A new trace's buffer, with its generation, not yet published: the caller frees it if the
+    /// start fails.
+    fn new_buffer(&self, config: &TraceConfig, chunks: usize, clock: ClockInfo) -> Result<*mut TraceBuffer, Error> {
+        let mut buffer = match &config.ring_file {
+            None => TraceBuffer::new(config.mode, chunks)
+                .map_err(|e| Error::new(ErrorKind::BufferAlloc { bytes: e.bytes }))?,
+            Some(path) => self.ring_buffer(path, config.mode, chunks, clock)?,
+        };
+        // Relaxed: only uniqueness matters.
+        buffer.generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
+        Ok(Box::into_raw(Box::new(buffer)))
+    }
+
+    /// A streaming trace's collector (`None` in the other modes), started on the unpublished
+    /// `buffer`; sets the write path's Stream-mode words (the saturation marker's id, no blocking).
+    fn start_collector(
+        &self,
+        config: &TraceConfig,
+        buffer: *mut TraceBuffer,
+        clock: ClockInfo,
+    ) -> Result<Option<crate::stream::Collector>, Error> {
+        // Markers and blocking are the streaming mode's; another mode clears what a streaming
+        // trace of this log left. Relaxed: read by tenants only after they acquire the buffer
+        // published by `start`.
+        self.core.saturation_id.store(0, Ordering::Relaxed);
+        self.core.block_ns.store(0, Ordering::Relaxed);
+        if config.mode != crate::BufferMode::Stream {
+            return Ok(None);
+        }
+        let state = callsite::register(&crate::stream::SATURATION);
+        // Relaxed: as above.
+        self.core.saturation_id.store(callsite::id_of(state), Ordering::Relaxed);
+        let header = crate::output::trace_file::process_header(clock);
+        crate::stream::Collector::start(self, buffer, header)
+            .map(Some)
+            .map_err(|e| Error::new(ErrorKind::Collector(e.to_string())))
+    }
+
+    /// The trace's triggers, armed before the buffer is published and the slot enabled, so a
+    /// failure leaves nothing to undo but the buffer and the dump thread (idle: no event can fire
+    /// yet), which this undoes.
+    fn arm_at_start(&self, config: &TraceConfig, buffer: *mut TraceBuffer) -> Result<trigger::Armed, Error> {
+        let settings = trigger::DumpSettings {
+            dir: config.trigger_dir.clone(),
+            window: config.post_window,
+            per_minute: config.dumps_per_minute,
+        };
+        let mut triggers = trigger::Armed::new(self, settings, buffer);
+        for t in &config.triggers {
+            if let Err(e) = triggers.arm(self, t.clone(), None) {
+                triggers.disarm(None);
+                if let Some(thread) = triggers.take_thread() {
+                    trigger::finish_thread(self, thread);
+                }
+                return Err(e);
+            }
+        }
+        Ok(triggers)
     }
 
     /// Stops the trace, takes every thread's chunk back, and keeps the result for
@@ -247,6 +265,31 @@ impl TraceLog {
     ) -> Result<TraceBuffer, Error> {
         Err(Error::new(ErrorKind::RingFile(format!("{}: file-backed buffers need Unix", path.display()))))
     }
+}
+
+/// Checks what `start` can check before it takes the control lock; the buffer's chunks.
+fn check_start(config: &TraceConfig) -> Result<usize, Error> {
+    let chunks = config.chunks()?;
+    if !config.triggers.is_empty() && config.mode != crate::BufferMode::Ring {
+        return Err(Error::new(ErrorKind::Trigger(format!(
+            "triggers need a Ring buffer (the flight recorder), not {:?}",
+            config.mode
+        ))));
+    }
+    if config.dumps_per_minute == 0 {
+        return Err(Error::new(ErrorKind::Trigger("dumps_per_minute must be at least 1".into())));
+    }
+    // Context switches and CPU samples are perf events: Linux's. Elsewhere asking for them is
+    // an error here, not a trace that silently lacks them (heap totals are everyone's).
+    #[cfg(not(target_os = "linux"))]
+    if config.system.switches || config.system.sample_hz > 0 {
+        return Err(crate::recorder::unsupported(if config.system.switches {
+            "recording context switches (TraceConfig::context_switches)"
+        } else {
+            "sampling CPU stacks (TraceConfig::cpu_samples)"
+        }));
+    }
+    Ok(chunks)
 }
 
 /// Ends a stop in progress (see `TraceLog::stop`).

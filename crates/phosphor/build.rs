@@ -5,7 +5,8 @@
 //! of static callsites, `__macro_support`'s re-export), so adding a platform is one line here.
 
 /// The target OSes `linkme` supports.
-const LINKER_SECTIONS: &[&str] = &["linux", "android", "macos", "ios", "windows", "freebsd", "openbsd", "illumos"];
+const LINKER_SECTIONS: &[&str] =
+    &["linux", "android", "macos", "ios", "windows", "freebsd", "openbsd", "illumos"];
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(linker_sections)");

@@ -49,8 +49,11 @@ pub(crate) struct Attacher {
     pub(crate) check: fn(&TraceConfig) -> Result<(), Error>,
     /// Starts the subsystem for the starting trace, under the control lock; `None` when the
     /// trace does not use it.
-    pub(crate) start: fn(&TraceLog, &Starting<'_>) -> Result<Option<Box<dyn Attachment>>, Error>,
+    pub(crate) start: StartFn,
 }
+
+/// An attacher's start: the attachment, `None` when the trace does not use the subsystem.
+pub(crate) type StartFn = fn(&TraceLog, &Starting<'_>) -> Result<Option<Box<dyn Attachment>>, Error>;
 
 /// A subsystem attached to one running trace, held by it. Every hook is called under the log's
 /// control lock unless it says otherwise; none is on the recording path.

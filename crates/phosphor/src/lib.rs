@@ -174,16 +174,7 @@ pub mod __macro_support {
     };
     pub use crate::instrument::logs::emit_log;
     pub use crate::registry::aggregate::{AggregateRef, Histogram, Sum};
-    #[cfg(any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "macos",
-        target_os = "ios",
-        target_os = "windows",
-        target_os = "freebsd",
-        target_os = "openbsd",
-        target_os = "illumos"
-    ))]
+    #[cfg(linker_sections)]
     pub use crate::registry::callsite::CALLSITES;
     pub use crate::registry::callsite::{Callsite, CallsiteMeta};
 

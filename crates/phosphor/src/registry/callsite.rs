@@ -295,33 +295,16 @@ pub(crate) fn enabled_in(state: u64, slot: u32) -> bool {
 /// pointer to its `static` [`Callsite`] to this slice, so [`points`](crate::points) can list them
 /// all before any has run.
 ///
-/// `linkme` supports the platforms named in the `cfg` below. Elsewhere the slice does not exist and
+/// `linkme` supports the platforms `build.rs` lists (`cfg(linker_sections)`, the one platform list).
+/// Elsewhere the slice does not exist and
 /// callsites are registered on their first event only, so a listing shows just those that ran
 /// (the documented fallback).
-#[cfg(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "macos",
-    target_os = "ios",
-    target_os = "windows",
-    target_os = "freebsd",
-    target_os = "openbsd",
-    target_os = "illumos"
-))]
+#[cfg(linker_sections)]
 #[linkme::distributed_slice]
 pub static CALLSITES: [&'static Callsite];
 
 /// Internal: adds a callsite to [`CALLSITES`].
-#[cfg(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "macos",
-    target_os = "ios",
-    target_os = "windows",
-    target_os = "freebsd",
-    target_os = "openbsd",
-    target_os = "illumos"
-))]
+#[cfg(linker_sections)]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __phosphor_register {
@@ -336,16 +319,7 @@ macro_rules! __phosphor_register {
 }
 
 /// Internal: no linker section on this platform; callsites register on their first event.
-#[cfg(not(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "macos",
-    target_os = "ios",
-    target_os = "windows",
-    target_os = "freebsd",
-    target_os = "openbsd",
-    target_os = "illumos"
-)))]
+#[cfg(not(linker_sections))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __phosphor_register {

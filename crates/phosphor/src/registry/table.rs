@@ -219,16 +219,7 @@ impl Registry {
         if self.all_static {
             return;
         }
-        #[cfg(any(
-            target_os = "linux",
-            target_os = "android",
-            target_os = "macos",
-            target_os = "ios",
-            target_os = "windows",
-            target_os = "freebsd",
-            target_os = "openbsd",
-            target_os = "illumos"
-        ))]
+        #[cfg(linker_sections)]
         for cs in crate::registry::callsite::CALLSITES {
             self.register(cs);
         }

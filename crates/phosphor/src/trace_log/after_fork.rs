@@ -71,19 +71,9 @@ impl TraceLog {
             self.enabled.store(false, Ordering::Relaxed);
             // Relaxed: single-threaded here.
             self.core.buffer.store(std::ptr::null_mut(), Ordering::Relaxed);
-            if let Some(col) = running.collector.take() {
-                std::mem::forget(col);
-            }
-            // Its thread is the parent's; its perf descriptors close when the child execs or exits.
-            if let Some(sys) = running.system.take() {
-                sys.forget();
-            }
-            // The parent's triggers are not the child's: their slots are freed (their callsites'
-            // armed bits cleared, under the registry lock released above), and the handle of the
-            // dump thread, which the child does not have, is forgotten rather than joined.
-            running.triggers.disarm(None);
-            if let Some(thread) = running.triggers.close() {
-                std::mem::forget(thread);
+            // Their threads are the parent's: forgotten, never joined.
+            for a in std::mem::take(&mut running.attached.0) {
+                a.forget_in_child();
             }
             if interrupted {
                 // The interrupted write holds a chunk of it: kept, and counted.
@@ -96,8 +86,7 @@ impl TraceLog {
         }
         c.last_trace = None;
         c.last_stats = Stats::ZERO;
-        c.last_streams.clear();
-        c.last_system = None;
+        c.kept.0.clear();
         c.drops_baseline = self.load_drops();
         // Relaxed: single-threaded here.
         self.pending_exhausted.store(0, Ordering::Relaxed);

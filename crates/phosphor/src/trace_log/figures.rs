@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{system, Control, TraceLog};
+use super::{Control, TraceLog};
 use crate::error::{Error, ErrorKind};
 use crate::output::trace::Trace;
 use crate::record::buffer::TraceBuffer;
@@ -108,10 +108,8 @@ impl TraceLog {
         let Some(running) = c.running.as_ref() else {
             return Err(Error::new(ErrorKind::NotRunning));
         };
-        if running.collector.is_some() {
-            return Err(Error::new(ErrorKind::WrongMode(
-                "a streaming trace has no snapshot: its datastreams already hold its events",
-            )));
+        for a in &running.attached.0 {
+            a.check_snapshot()?;
         }
         // SAFETY: the buffer stays alive while `running` holds it and we hold the control lock
         // (only `stop`, under the same lock, frees it).
@@ -126,9 +124,8 @@ impl TraceLog {
         stats.buffer_exhausted = live.buffer_exhausted;
         let aggregates = running.aggregates_so_far();
         let clock = c.clock.clone().expect("calibrated in start");
-        let system = running.system.as_ref().map(system::SystemCollector::snapshot);
-        Ok(Trace::new(copy, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates)
-            .with_system(system)
-            .with_compression(running.config.compression))
+        let trace = Trace::new(copy, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates);
+        let trace = running.attached.0.iter().fold(trace, |t, a| a.add_to_snapshot(t));
+        Ok(trace.with_compression(running.config.compression))
     }
 }

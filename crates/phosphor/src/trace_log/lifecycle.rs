@@ -3,8 +3,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::attach::{Attacher, Attachments, Joined, Joining, Kept, Starting, When};
 use super::stop_gate::{stop_action, StopAction};
-use super::{set_clock_hint, system, trigger, OwnedBuffer, Running, TraceLog, GENERATIONS};
+use super::{set_clock_hint, Control, OwnedBuffer, Running, TraceLog, GENERATIONS};
 use crate::error::{Error, ErrorKind};
 use crate::output::trace::Trace;
 use crate::record::buffer::TraceBuffer;
@@ -15,28 +16,17 @@ use crate::registry::callsite;
 use crate::trace_log::config::{TraceConfig, TraceLogConfig};
 
 impl TraceLog {
-    /// Starts a trace. Events from before this call are not recorded. If another thread is
-    /// stopping the log's trace, waits until that stop has ended.
-    pub fn start(&self, config: TraceConfig) -> Result<(), Error> {
+    /// Starts a trace with the subsystems `attachers` lists (`subsystems.rs`'s list, which the
+    /// public `start` passes). Events from before this call are not recorded. If another thread
+    /// is stopping the log's trace, waits until that stop has ended.
+    ///
+    /// Its steps: check the configuration (the core's and each attacher's); wait out a stop; make
+    /// the buffer; start the attachments that may fail (a streaming trace's collector, the
+    /// triggers); publish the buffer; start the others (the system context); enable the slot.
+    pub(super) fn start_with(&self, config: TraceConfig, attachers: &[Attacher]) -> Result<(), Error> {
         let chunks = config.chunks()?;
-        if !config.triggers.is_empty() && config.mode != crate::BufferMode::Ring {
-            return Err(Error::new(ErrorKind::Trigger(format!(
-                "triggers need a Ring buffer (the flight recorder), not {:?}",
-                config.mode
-            ))));
-        }
-        if config.dumps_per_minute == 0 {
-            return Err(Error::new(ErrorKind::Trigger("dumps_per_minute must be at least 1".into())));
-        }
-        // Context switches and CPU samples are perf events: Linux's. Elsewhere asking for them is
-        // an error here, not a trace that silently lacks them (heap totals are everyone's).
-        #[cfg(not(target_os = "linux"))]
-        if config.system.switches || config.system.sample_hz > 0 {
-            return Err(crate::recorder::unsupported(if config.system.switches {
-                "recording context switches (TraceConfig::context_switches)"
-            } else {
-                "sampling CPU stacks (TraceConfig::cpu_samples)"
-            }));
+        for a in attachers {
+            (a.check)(&config)?;
         }
         #[cfg(unix)]
         crate::trace_log::fork::install();
@@ -45,65 +35,26 @@ impl TraceLog {
         if c.running.is_some() {
             return Err(Error::new(ErrorKind::AlreadyRunning));
         }
-        let log_config = c.config.get_or_insert_with(TraceLogConfig::default).clone();
-        if c.clock.is_none() {
-            let clock = crate::record::clock::calibrate(log_config.clock);
-            set_clock_hint(self.slot, clock.kind, clock.ns_per_tick);
-            c.clock = Some(clock);
-        }
+        let clock = self.calibrated(&mut c);
         c.started_once = true;
         c.tenants.retain(|t| !t.is_retired());
-        let mut buffer = match &config.ring_file {
-            None => TraceBuffer::new(config.mode, chunks)
-                .map_err(|e| Error::new(ErrorKind::BufferAlloc { bytes: e.bytes }))?,
-            Some(path) => {
-                self.ring_buffer(path, config.mode, chunks, c.clock.clone().expect("calibrated above"))?
-            }
-        };
-        // Relaxed: only uniqueness matters.
-        buffer.generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
-        let buffer = Box::into_raw(Box::new(buffer));
-        // Markers and blocking are the streaming mode's; another mode clears what a streaming
-        // trace of this log left. Relaxed: read by tenants only after they acquire the buffer
-        // published below.
-        self.core.saturation_id.store(0, Ordering::Relaxed);
-        self.core.block_ns.store(0, Ordering::Relaxed);
-        let collector = if config.mode == crate::BufferMode::Stream {
-            let state = callsite::register(&crate::stream::SATURATION);
-            // Relaxed: as above.
-            self.core.saturation_id.store(callsite::id_of(state), Ordering::Relaxed);
-            let header =
-                crate::output::trace_file::process_header(c.clock.clone().expect("calibrated above"));
-            match crate::stream::Collector::start(self, buffer, header) {
-                Ok(col) => Some(col),
-                Err(e) => {
-                    // SAFETY: never published; ours to free.
-                    drop(unsafe { Box::from_raw(buffer) });
-                    return Err(Error::new(ErrorKind::Collector(e.to_string())));
-                }
-            }
-        } else {
-            None
-        };
-        // Armed before the buffer is published and the slot enabled, so a failure leaves nothing
-        // to undo but the buffer and the dump thread (idle: no event can fire yet).
-        let settings = trigger::DumpSettings {
-            dir: config.trigger_dir.clone(),
-            window: config.post_window,
-            per_minute: config.dumps_per_minute,
-        };
-        let mut triggers = trigger::Armed::new(self, settings, buffer);
-        for t in &config.triggers {
-            if let Err(e) = triggers.arm(self, t.clone(), None) {
-                triggers.disarm(None);
-                if let Some(thread) = triggers.take_thread() {
-                    trigger::finish_thread(self, thread);
-                }
-                // SAFETY: never published; ours to free (no collector: triggers need Ring mode).
+        let buffer = self.new_buffer(&config, chunks, clock.clone())?;
+        let attached = match self.start_attachments(
+            &config,
+            buffer,
+            &clock,
+            attachers,
+            When::BeforePublish,
+            Attachments::default(),
+        ) {
+            Ok(attached) => attached,
+            Err(e) => {
+                // SAFETY: never published, and the attachments that were given it are undone;
+                // ours to free.
                 drop(unsafe { Box::from_raw(buffer) });
                 return Err(e);
             }
-        }
+        };
         // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
         // initialised chunk headers.
         self.core.buffer.store(buffer, Ordering::Release);
@@ -115,60 +66,106 @@ impl TraceLog {
         };
         let aggregates_at_start =
             callsite::aggregate_snapshots().into_iter().map(|(a, _)| (a.callsite, a)).collect();
-        // Never fails the start: what is unavailable says why in its status.
-        let forward = collector.as_ref().map(crate::stream::Collector::system_forwarder);
-        let system = system::SystemCollector::start(
-            self,
-            config.system,
-            config.mode == crate::BufferMode::Ring,
-            forward,
-        );
-        c.running = Some(Running {
-            config,
-            buffer: OwnedBuffer(buffer),
-            collector,
-            aggregates_at_start,
-            triggers,
-            system,
-            stopper: 0,
-        });
+        let attached = self
+            .start_attachments(&config, buffer, &clock, attachers, When::AfterPublish, attached)
+            .expect("attachments started after the buffer is published never fail");
+        c.running =
+            Some(Running { config, buffer: OwnedBuffer(buffer), aggregates_at_start, attached, stopper: 0 });
         // Relaxed: a status flag for `is_enabled`.
         self.enabled.store(true, Ordering::Relaxed);
         callsite::enable_slot(self.slot, filter);
         Ok(())
     }
 
+    /// Starts the attachers of `when` after those in `attached`; on a failure, aborts every
+    /// attachment started (the newest first) and returns the error.
+    fn start_attachments(
+        &self,
+        config: &TraceConfig,
+        buffer: *mut TraceBuffer,
+        clock: &ClockInfo,
+        attachers: &[Attacher],
+        when: When,
+        mut attached: Attachments,
+    ) -> Result<Attachments, Error> {
+        for a in attachers.iter().filter(|a| a.when == when) {
+            let starting = Starting { config, buffer, clock, attached: &attached };
+            match (a.start)(self, &starting) {
+                Ok(Some(one)) => attached.0.push(one),
+                Ok(None) => {}
+                Err(e) => {
+                    while let Some(one) = attached.0.pop() {
+                        one.abort(self);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(attached)
+    }
+
+    /// The log's clock, calibrated at its first start (under the control lock `c`).
+    fn calibrated(&self, c: &mut Control) -> ClockInfo {
+        let log_config = c.config.get_or_insert_with(TraceLogConfig::default).clone();
+        c.clock
+            .get_or_insert_with(|| {
+                let clock = crate::record::clock::calibrate(log_config.clock);
+                set_clock_hint(self.slot, clock.kind, clock.ns_per_tick);
+                clock
+            })
+            .clone()
+    }
+
+    /// A new trace's buffer, with its generation, not yet published: the caller frees it if the
+    /// start fails.
+    fn new_buffer(
+        &self,
+        config: &TraceConfig,
+        chunks: usize,
+        clock: ClockInfo,
+    ) -> Result<*mut TraceBuffer, Error> {
+        let mut buffer = match &config.ring_file {
+            None => TraceBuffer::new(config.mode, chunks)
+                .map_err(|e| Error::new(ErrorKind::BufferAlloc { bytes: e.bytes }))?,
+            Some(path) => self.ring_buffer(path, config.mode, chunks, clock)?,
+        };
+        // Relaxed: only uniqueness matters.
+        buffer.generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
+        Ok(Box::into_raw(Box::new(buffer)))
+    }
+
     /// Stops the trace, takes every thread's chunk back, and keeps the result for
     /// [`TraceLog::take_trace`]. Events from after this call are not recorded. Does nothing when no
     /// trace is running. A call made while another thread is stopping the trace waits until that
     /// stop has ended, and then returns: it never stops again (see `stop_gate.rs`).
+    ///
+    /// Its steps: name the stopper and take what the attachments join without the control lock
+    /// (the trigger dump thread, whose last dump takes that lock; the system collector, which only
+    /// tries it); join them; disable the slot and unpublish the buffer; evict every tenant; let
+    /// the attachments finish with the final figures (the collector writes every chunk given
+    /// back); make the trace.
     pub fn stop(&self) {
         let me = thread::current_thread_id();
-        // The trigger dump thread first, without the control lock, which its last dump takes;
-        // the system collector too (it only tries the lock, but is joined without it). The trace
-        // names its stopper meanwhile, so that no other call stops it or starts another.
-        let (thread, system) = {
+        let joining: Vec<Box<dyn Joining>> = {
             let (mut c, waited) = self.wait_for_stop(self.control(), me);
             let stopper = c.running.as_ref().map(|r| r.stopper);
             let (StopAction::Stop, Some(r)) = (stop_action(stopper, waited), c.running.as_mut()) else {
                 return;
             };
             r.stopper = me;
-            (r.triggers.close(), r.system.take())
+            r.attached.0.iter_mut().filter_map(|a| a.stopping()).collect()
         };
         // Clears the stopper (if the trace is still there: an unwinding stop) and wakes the
         // waiters when this call returns or unwinds.
         let _ended = StopEnded(self);
         #[cfg(all(feature = "test-hooks", target_os = "linux"))]
         super::test_hooks::paused(self, super::test_hooks::Pause::StopJoining);
-        if let Some(thread) = thread {
-            trigger::finish_thread(self, thread);
-        }
-        let system = system.map(system::SystemCollector::finish);
+        let joined: Vec<Joined> = joining.into_iter().map(|j| j.join(self)).collect();
         let mut c = self.control();
         let Some(mut running) = c.running.take() else { return };
-        c.last_system = system.as_ref().and_then(|b| b.status.clone());
-        running.triggers.disarm(None);
+        for a in &mut running.attached.0 {
+            a.unpublishing();
+        }
         callsite::disable_slot(self.slot);
         #[cfg(unix)]
         if running.config.ring_file.is_some() {
@@ -192,10 +189,15 @@ impl TraceLog {
         c.drops_baseline = now;
         // Streaming: the collector writes every chunk given back (all of them, now), finishes the
         // datastreams with the final figures, and exits; its threads read the buffer until then.
-        c.last_streams = match running.collector.take() {
-            Some(col) => col.finish(stats.clone()),
-            None => Vec::new(),
-        };
+        let mut kept = Kept::default();
+        let mut adds = Vec::new();
+        for j in joined {
+            kept.0.extend(j.keep);
+            adds.extend(j.add);
+        }
+        let attached = std::mem::take(&mut running.attached.0);
+        kept.0.extend(attached.into_iter().filter_map(|a| a.stopped(&stats)));
+        c.kept = kept;
         // A crash dump that loaded the pointer before we unpublished it may be reading the buffer:
         // the process is dying, so leave the buffer to it rather than free it.
         #[cfg(target_os = "linux")]
@@ -204,9 +206,9 @@ impl TraceLog {
             return;
         }
         // SAFETY: the buffer pointer is unpublished, every tenant has been evicted under its
-        // master lock (so no slave holds or can reach the buffer), the collector's threads are
-        // joined, and no crash dump started (one that starts now finds the pointer null): nothing
-        // else refers to the buffer, and we own it again.
+        // master lock (so no slave holds or can reach the buffer), the attachments' threads are
+        // joined (the collector's by its `stopped`), and no crash dump started (one that starts
+        // now finds the pointer null): nothing else refers to the buffer, and we own it again.
         let buffer = unsafe { Box::from_raw(running.buffer.0) };
         let clock = c.clock.clone().expect("calibrated in start");
         c.last_stats = stats.clone();
@@ -214,7 +216,8 @@ impl TraceLog {
         let aggregates = running.aggregates_so_far();
         let trace =
             Trace::new(*buffer, callsite::snapshot(), thread::thread_names(), clock, stats, aggregates);
-        c.last_trace = Some(trace.with_system(system).with_compression(running.config.compression));
+        let trace = adds.into_iter().fold(trace, |t, add| add(t));
+        c.last_trace = Some(trace.with_compression(running.config.compression));
     }
 
     /// A buffer in a new ring file at `path` (`TraceConfig::file_backed`), whose metadata then

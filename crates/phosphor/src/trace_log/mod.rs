@@ -20,7 +20,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use phosphor_format::file::{Aggregate, AggregateKind};
-use phosphor_format::system::SystemStatus;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, ErrorKind};
@@ -36,6 +35,7 @@ use crate::trace_log::config::{TraceConfig, TraceLogConfig};
 
 #[cfg(unix)]
 mod after_fork;
+pub(crate) mod attach;
 pub(crate) mod config;
 mod control_lock;
 mod figures;
@@ -46,11 +46,13 @@ pub mod recorder;
 mod stop_gate;
 pub mod stream;
 mod streams;
+mod subsystems;
 pub(crate) mod system;
 #[cfg(all(feature = "test-hooks", target_os = "linux"))]
 pub mod test_hooks;
 pub mod trigger;
 mod trigger_spec;
+mod triggers;
 mod write;
 
 #[cfg(unix)]
@@ -66,15 +68,11 @@ unsafe impl Send for OwnedBuffer {}
 struct Running {
     config: TraceConfig,
     buffer: OwnedBuffer,
-    /// The collector thread of a streaming trace.
-    collector: Option<crate::stream::Collector>,
     /// The aggregate points' snapshots at the start, by callsite id.
     aggregates_at_start: HashMap<u32, Aggregate>,
-    /// The armed triggers and their dump thread.
-    triggers: trigger::Armed,
-    /// The system context's collector (`None` when the trace asked for none, or once `stop`
-    /// has taken it).
-    system: Option<system::SystemCollector>,
+    /// What runs with the trace (`attach.rs`): a streaming trace's collector, the triggers and
+    /// their dump thread, the system context's collector.
+    attached: attach::Attachments,
     /// The thread stopping this trace while `stop` joins its threads without the control lock
     /// (0: none); see `stop_gate.rs`.
     stopper: u32,
@@ -107,10 +105,9 @@ struct Control {
     /// `stop` (counted after its snapshot) lands in the next trace's figures instead of vanishing.
     drops_baseline: Drops,
     started_once: bool,
-    /// The figures of the datastreams that were open when the last streaming trace stopped.
-    last_streams: Vec<(crate::stream::StreamId, crate::stream::StreamStats)>,
-    /// The last trace's system status, if it collected any.
-    last_system: Option<SystemStatus>,
+    /// What the last stopped trace's attachments kept (its datastreams' figures, its system
+    /// status).
+    kept: attach::Kept,
 }
 
 /// A trace log: the recorder's front door.
@@ -160,8 +157,7 @@ impl TraceLog {
                 last_stats: Stats::ZERO,
                 drops_baseline: Stats::ZERO.dropped,
                 started_once: false,
-                last_streams: Vec::new(),
-                last_system: None,
+                kept: attach::Kept(Vec::new()),
             }),
         }
     }
@@ -271,49 +267,6 @@ impl TraceLog {
     fn clock_hint(&self) -> u8 {
         // Relaxed: set once at the first start, before any callsite of this log is enabled.
         CLOCK_HINTS[self.slot() as usize].load(Ordering::Relaxed)
-    }
-
-    /// Arms `trigger` on the running trace (a Ring trace with a dump directory, see
-    /// [`TraceConfig::trigger`]); returns its number, for [`disarm_trigger`](Self::disarm_trigger).
-    pub fn arm_trigger(&self, trigger: trigger::Trigger) -> Result<u32, Error> {
-        self.arm_trigger_into(trigger, None)
-    }
-
-    /// [`arm_trigger`](Self::arm_trigger), with `dir` as the dump directory if the trace has none.
-    pub fn arm_trigger_into(
-        &self,
-        trigger: trigger::Trigger,
-        dir: Option<&std::path::Path>,
-    ) -> Result<u32, Error> {
-        let mut c = self.control();
-        let Some(r) = c.running.as_mut() else {
-            return Err(Error::new(ErrorKind::NotRunning));
-        };
-        if r.config.mode != crate::BufferMode::Ring {
-            return Err(Error::new(ErrorKind::Trigger(format!(
-                "triggers need a Ring buffer (the flight recorder), not {:?}",
-                r.config.mode
-            ))));
-        }
-        r.triggers.arm(self, trigger, dir)
-    }
-
-    /// Disarms trigger `number` of the running trace; whether it was armed.
-    pub fn disarm_trigger(&self, number: u32) -> bool {
-        self.control().running.as_mut().is_some_and(|r| r.triggers.disarm(Some(number)) == 1)
-    }
-
-    /// Disarms every trigger of the running trace; how many were armed.
-    pub fn disarm_all_triggers(&self) -> usize {
-        self.control().running.as_mut().map_or(0, |r| r.triggers.disarm(None))
-    }
-
-    /// The armed triggers and what they did in the running trace (or, stopped, in the last one).
-    pub fn triggers(&self) -> trigger::TriggerStatus {
-        match self.control().running.as_ref() {
-            Some(r) => r.triggers.status(self),
-            None => trigger::status_of(self),
-        }
     }
 
     /// Converts this log's clock ticks to nanoseconds.

@@ -1,11 +1,15 @@
 //! A log's datastreams (Stream mode): opening, closing and their figures, and the chunks its
 //! tenants hold, for the collector's flush of quiet threads.
 
+use std::any::Any;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::attach::{Attacher, Attachment, Starting, When};
+use super::config::TraceConfig;
 use super::{Control, TraceLog};
 use crate::error::{Error, ErrorKind};
+use crate::stats::Stats;
 
 impl TraceLog {
     /// Opens a datastream on the running streaming trace ([`BufferMode::Stream`](crate::BufferMode::Stream)):
@@ -36,10 +40,12 @@ impl TraceLog {
     /// were open then.
     pub fn stream_stats(&self, id: crate::stream::StreamId) -> Result<crate::stream::StreamStats, Error> {
         let c = self.control();
-        match c.running.as_ref().and_then(|r| r.collector.as_ref()) {
+        match c.running.as_ref().and_then(|r| r.attached.find::<crate::stream::Collector>()) {
             Some(col) => col.stats(id),
             None => c
-                .last_streams
+                .kept
+                .find::<LastStreams>()
+                .map_or(&[][..], |l| &l.0)
                 .iter()
                 .find(|(i, _)| *i == id)
                 .map(|(_, s)| s.clone())
@@ -48,7 +54,7 @@ impl TraceLog {
     }
 
     fn collector(c: &Control) -> Result<&crate::stream::Collector, Error> {
-        c.running.as_ref().and_then(|r| r.collector.as_ref()).ok_or_else(|| {
+        c.running.as_ref().and_then(|r| r.attached.find::<crate::stream::Collector>()).ok_or_else(|| {
             Error::new(ErrorKind::WrongMode("datastreams need a running trace in BufferMode::Stream"))
         })
     }
@@ -79,5 +85,69 @@ impl TraceLog {
             let chunk = t.current_chunk();
             (!chunk.is_null()).then_some((Arc::as_ptr(t) as usize, chunk))
         })
+    }
+}
+
+/// Starts a streaming trace's collector before its buffer is published.
+pub(super) const ATTACHER: Attacher =
+    Attacher { when: When::BeforePublish, check: no_check, start: start_collector };
+
+fn no_check(_: &TraceConfig) -> Result<(), Error> {
+    Ok(())
+}
+
+/// A streaming trace's collector (`None` in the other modes), started on the unpublished buffer;
+/// sets the write path's Stream-mode words (the saturation marker's id, no blocking).
+fn start_collector(log: &TraceLog, s: &Starting<'_>) -> Result<Option<Box<dyn Attachment>>, Error> {
+    // Markers and blocking are the streaming mode's; another mode clears what a streaming trace
+    // of this log left. Relaxed: read by tenants only after they acquire the buffer `start`
+    // publishes.
+    log.core.saturation_id.store(0, Ordering::Relaxed);
+    log.core.block_ns.store(0, Ordering::Relaxed);
+    if s.config.mode != crate::BufferMode::Stream {
+        return Ok(None);
+    }
+    let state = crate::registry::callsite::register(&crate::stream::SATURATION);
+    // Relaxed: as above.
+    log.core.saturation_id.store(crate::registry::callsite::id_of(state), Ordering::Relaxed);
+    let header = crate::output::trace_file::process_header(s.clock.clone());
+    match crate::stream::Collector::start(log, s.buffer, header) {
+        Ok(c) => Ok(Some(Box::new(c))),
+        Err(e) => Err(Error::new(ErrorKind::Collector(e.to_string()))),
+    }
+}
+
+/// The figures of the datastreams that were open when the last streaming trace stopped.
+struct LastStreams(Vec<(crate::stream::StreamId, crate::stream::StreamStats)>);
+
+impl Attachment for crate::stream::Collector {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    /// No stream is open yet: this only joins the dispatcher.
+    fn abort(self: Box<Self>, _log: &TraceLog) {
+        self.finish(Stats::ZERO);
+    }
+
+    fn check_snapshot(&self) -> Result<(), Error> {
+        Err(Error::new(ErrorKind::WrongMode(
+            "a streaming trace has no snapshot: its datastreams already hold its events",
+        )))
+    }
+
+    /// The collector writes every chunk given back (all of them, now), finishes the datastreams
+    /// with the final figures, and exits; its threads read the buffer until then.
+    fn stopped(self: Box<Self>, stats: &Stats) -> Option<Box<dyn Any + Send>> {
+        Some(Box::new(LastStreams(self.finish(stats.clone()))))
+    }
+
+    #[cfg(unix)]
+    fn forget_in_child(self: Box<Self>) {
+        std::mem::forget(*self);
     }
 }

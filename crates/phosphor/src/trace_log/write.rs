@@ -94,8 +94,8 @@ impl TraceLog {
                 let exclusive_ok = crate::record::barrier::asymmetric_available();
                 let tenant = Arc::new(Tenant::new(&self.core, clock, None, exclusive_ok, tid));
                 c.tenants.push(tenant.clone());
-                if let Some(sys) = c.running.as_ref().and_then(|r| r.system.as_ref()) {
-                    sys.thread_attached();
+                for a in c.running.iter().flat_map(|r| &r.attached.0) {
+                    a.thread_attached();
                 }
                 tenant
             }

@@ -245,3 +245,239 @@ fn the_scan_sees_grouped_imports_and_skips_macro_paths_comments_and_tests() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(crate_paths(&code), ["a", "f"]);
 }
+
+/// The recording core: the macros, callsites and registry, tenants, chunks and buffers, and the
+/// `TraceLog`'s start, stop and snapshot. Module paths below `src`; a file is in the core when its
+/// module is one of these or inside one, and not inside a subsystem.
+const CORE: &[&str] =
+    &["sync", "error", "stats", "registry", "record", "output", "trace_log", "instrument", "macros"];
+
+/// The subsystems that attach to the core, each with the module paths it consists of (and the
+/// names lib.rs re-exports them under). A subsystem may use the core; the core uses none of them.
+const SUBSYSTEMS: &[(&str, &[&str])] = &[
+    ("stream", &["trace_log::stream", "trace_log::streams", "stream"]),
+    ("recorder", &["trace_log::recorder", "recorder"]),
+    (
+        "trigger",
+        &[
+            "trace_log::trigger",
+            "trace_log::trigger_spec",
+            "trace_log::triggers",
+            "registry::trigger_gate",
+            "trigger",
+        ],
+    ),
+    ("system", &["trace_log::system"]),
+    ("alloc_count", &["alloc"]),
+    ("control", &["control"]),
+];
+
+/// The plug board: the one module that names both, listing the subsystems `TraceLog::start`
+/// attaches (`trace_log/subsystems.rs`). Neither core nor subsystem.
+const PLUG_BOARD: &[&str] = &["trace_log::subsystems"];
+
+/// The core's imports of subsystems that are still there (file, subsystem), to be removed one by
+/// one as the subsystems move behind the attachment interface. The test fails on any import not
+/// listed here, and on a listed one that is gone (so the list only shrinks).
+const NOT_YET_DETACHED: &[(&str, &str)] = &[
+    // The hot path's out-of-line branches: an armed callsite's trigger check, a counting scope's
+    // allocation marks (both behind the armed bit the hot path already tests).
+    ("instrument/emit.rs", "alloc_count"),
+    ("instrument/emit.rs", "trigger"),
+    ("instrument/logs.rs", "trigger"),
+    // Marking a thread busy tells the allocation counter that what it allocates is the recorder's.
+    ("record/thread.rs", "alloc_count"),
+    // A slot that counts allocations (`SlotFilter::allocations`) starts a counting period.
+    ("registry/table.rs", "alloc_count"),
+    // `TraceConfig` holds the triggers' public types (`Trigger`, `PostWindow`).
+    ("trace_log/config.rs", "trigger"),
+    // The fork handlers: the triggers' dump lists, the crash owner of the parent.
+    ("trace_log/fork.rs", "recorder"),
+    ("trace_log/fork.rs", "trigger"),
+    // `stop` leaves the buffer to a crash dump that started (the Dekker pair with `on_crash`).
+    ("trace_log/lifecycle.rs", "recorder"),
+];
+
+/// The module path of a source file: `trace_log/mod.rs` is `trace_log`, `record/tenant.rs`
+/// `record::tenant`, `lib.rs` the root (empty).
+fn module_of(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src()).unwrap();
+    let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let last = parts.pop().unwrap();
+    let stem = last.strip_suffix(".rs").unwrap().to_owned();
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem);
+    }
+    parts
+}
+
+/// The child modules a file declares (`mod x;`, `pub(crate) mod x;`, ...).
+fn children(code: &str) -> BTreeSet<String> {
+    code.lines()
+        .map(str::trim)
+        .filter_map(|l| {
+            let l = l.strip_prefix("pub").map_or(l, |rest| match rest.strip_prefix('(') {
+                Some(r) => r.split_once(')').map_or(rest, |(_, after)| after),
+                None => rest,
+            });
+            l.trim_start().strip_prefix("mod ")?.strip_suffix(';').map(str::to_owned)
+        })
+        .collect()
+}
+
+/// The paths starting at `rest` (just after a path's first segment and its `::`): `a::b` gives
+/// `["a::b"]`, `{a::{B, C}, d}` gives `["a::B", "a::C", "d"]`.
+fn path_tails(rest: &str) -> Vec<String> {
+    if let Some(group) = rest.strip_prefix('{') {
+        let (mut depth, mut item_start, mut out) = (0usize, 0usize, Vec::new());
+        for (k, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' | ',' if depth == 0 => {
+                    let item = group[item_start..k].trim();
+                    if let Some((head, tail)) = item.split_once("::") {
+                        out.extend(path_tails(tail).into_iter().map(|t| format!("{}::{t}", head.trim())));
+                    } else if !item.is_empty() {
+                        out.push(ident(item).to_owned());
+                    }
+                    if c == '}' {
+                        break;
+                    }
+                    item_start = k + 1;
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        return out;
+    }
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(rest.len());
+    let (text, after) = rest.split_at(end);
+    match text.strip_suffix("::") {
+        Some(prefix) if after.starts_with('{') => {
+            path_tails(after).into_iter().map(|t| format!("{prefix}::{t}")).collect()
+        }
+        _ => vec![text.trim_end_matches(':').to_owned()],
+    }
+}
+
+/// Every path of `code` resolved to a module path from the crate root: `crate::`, `super::`,
+/// `self::` and the file's child modules (`system::X` in the file that declares `mod system;`).
+fn resolved_paths(code: &str, module: &[String]) -> Vec<String> {
+    let kids = children(code);
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < code.len() {
+        let c = bytes[i] as char;
+        let starts_word = i == 0 || {
+            let b = bytes[i - 1] as char;
+            !(b.is_alphanumeric() || b == '_' || b == '$' || b == ':')
+        };
+        if !(starts_word && (c.is_alphabetic() || c == '_')) {
+            i += 1;
+            continue;
+        }
+        let word = ident(&code[i..]);
+        let after = i + word.len();
+        if !code[after..].starts_with("::") {
+            i = after;
+            continue;
+        }
+        let mut base: Vec<String> = match word {
+            "crate" => Vec::new(),
+            "self" => module.to_vec(),
+            "super" => module[..module.len().saturating_sub(1)].to_vec(),
+            w if kids.contains(w) => [module, &[w.to_owned()]].concat(),
+            _ => {
+                i = after;
+                continue;
+            }
+        };
+        let mut rest = &code[after + 2..];
+        // `super::super::`
+        while let Some(r) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = r;
+        }
+        for tail in path_tails(rest) {
+            let full: Vec<String> = base.iter().cloned().chain(tail.split("::").map(str::to_owned)).collect();
+            out.push(full.join("::"));
+        }
+        i = after;
+    }
+    out
+}
+
+fn within(path: &str, module: &str) -> bool {
+    path == module || path.starts_with(&format!("{module}::"))
+}
+
+fn subsystem_of(path: &str) -> Option<&'static str> {
+    SUBSYSTEMS.iter().find(|(_, mods)| mods.iter().any(|m| within(path, m))).map(|(name, _)| *name)
+}
+
+/// The core's imports of subsystems: (file, subsystem).
+fn core_to_subsystem_edges() -> BTreeSet<(String, String)> {
+    let root = src();
+    let mut files = Vec::new();
+    files_under(&root, &mut files);
+    let mut edges = BTreeSet::new();
+    for file in files {
+        let module = module_of(&file).join("::");
+        let in_core = CORE.iter().any(|c| within(&module, c))
+            && subsystem_of(&module).is_none()
+            && !PLUG_BOARD.iter().any(|p| within(&module, p));
+        if !in_core {
+            continue;
+        }
+        for path in resolved_paths(&code_of(&file), &module_of(&file)) {
+            if let Some(sub) = subsystem_of(&path) {
+                let shown = file.strip_prefix(&root).unwrap().display().to_string();
+                edges.insert((shown, sub.to_owned()));
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn the_core_imports_none_of_the_subsystems() {
+    let found = core_to_subsystem_edges();
+    let known: BTreeSet<(String, String)> =
+        NOT_YET_DETACHED.iter().map(|(f, s)| ((*f).to_owned(), (*s).to_owned())).collect();
+    let new: Vec<String> = found.difference(&known).map(|(f, s)| format!("{f} uses {s}")).collect();
+    let gone: Vec<String> =
+        known.difference(&found).map(|(f, s)| format!("{f} no longer uses {s}")).collect();
+    assert!(
+        new.is_empty(),
+        "the recording core imports a subsystem (a subsystem attaches to the core through \
+         `trace_log::attach`, never the reverse):\n  {}",
+        new.join("\n  ")
+    );
+    assert!(gone.is_empty(), "remove from NOT_YET_DETACHED:\n  {}", gone.join("\n  "));
+}
+
+#[test]
+fn the_core_scan_resolves_crate_super_self_and_child_paths() {
+    let module = ["trace_log".to_owned(), "lifecycle".to_owned()];
+    let code = "mod kid;\nuse super::{set_clock_hint, system, trigger::Armed};\nuse crate::{a::{B, C}, d};\n\
+                let x = self::y::z(); kid::run(); other::thing(); $crate::e::f;\nuse super::super::top::T;\n";
+    assert_eq!(
+        resolved_paths(code, &module),
+        [
+            "trace_log::set_clock_hint",
+            "trace_log::system",
+            "trace_log::trigger::Armed",
+            "a::B",
+            "a::C",
+            "d",
+            "trace_log::lifecycle::y::z",
+            "trace_log::lifecycle::kid::run",
+            "top::T",
+        ]
+    );
+    assert_eq!(subsystem_of("trace_log::system"), Some("system"));
+    assert_eq!(subsystem_of("trace_log::streams_of"), None);
+    assert_eq!(subsystem_of("stream::SATURATION"), Some("stream"));
+}

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use crate::error::{Error, ErrorKind};
 use crate::TraceLog;
+use phosphor_format::Record;
+
 /// The signals [`dump_on_crash`] handles.
 pub const CRASH_SIGNALS: [libc::c_int; 5] =
     [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
@@ -373,10 +375,9 @@ fn walk_hook() {
     }
 }
 
-/// The async-signal-safe dump: see [`dump_on_crash`].
+/// The async-signal-safe dump: see [`dump_on_crash`]. Its steps: open the file, write the
+/// callsites, walk the buffer's chunks, write the trailer.
 fn write_crash_dump(setup: &CrashSetup) {
-    use phosphor_format::file::raw;
-
     // SAFETY: `open` is async-signal-safe; the path is NUL-terminated.
     let fd = unsafe {
         libc::open(
@@ -388,36 +389,71 @@ fn write_crash_dump(setup: &CrashSetup) {
     if fd < 0 {
         return;
     }
-    let f = RawFile(fd);
     // SAFETY: only the handler invocation that won `CRASH_OWNER` gets here, so the scratch space is
     // ours alone.
     let (block, records) = unsafe { (&mut *SCRATCH.block.get(), &mut *SCRATCH.records.get()) };
-    let mut strings = 0u32;
-    let mut ok = f.put(&setup.head);
-    // The callsites: each one's strings, then its entry.
-    for (id, cs) in crate::registry::callsite::crash_list() {
-        let m = cs.meta();
-        let Some(n) = raw::strings_block(block, &m.file_strings()) else { continue };
-        ok &= f.put(&block[..n]);
-        let entry = m.raw_entry(id, strings);
-        strings += 5;
-        if let Some(n) = raw::callsite_block(block, &entry) {
-            ok &= f.put(&block[..n]);
+    let mut dump = CrashFile { f: RawFile(fd), block, strings: 0, ok: true };
+    dump.ok = dump.f.put(&setup.head);
+    dump.callsites();
+    let core = setup.log.core();
+    let walk = dump.chunks(core, records);
+    dump.trailer(core, walk);
+    // SAFETY: `fsync` and `close` are async-signal-safe; `fd` is ours.
+    unsafe {
+        libc::fsync(fd);
+        libc::close(fd);
+    }
+}
+
+/// The crash dump being written: its file, the scratch block its blocks are encoded in, how many
+/// strings it has written (the next string's index) and whether every write succeeded so far.
+struct CrashFile<'a> {
+    f: RawFile,
+    block: &'a mut [u8; 2 * phosphor_format::chunk::CHUNK_BYTES],
+    strings: u32,
+    ok: bool,
+}
+
+/// What the walk over the chunks found: the events written, and the buffer's counters read while
+/// the chunks it copied were still pinned.
+#[derive(Default)]
+struct Walk {
+    recorded: u64,
+    loaned: u64,
+    overwritten: u64,
+    overwritten_chunks: u64,
+    total: u64,
+}
+
+impl CrashFile<'_> {
+    /// The callsites: each one's strings, then its entry.
+    fn callsites(&mut self) {
+        use phosphor_format::file::raw;
+        for (id, cs) in crate::registry::callsite::crash_list() {
+            let m = cs.meta();
+            let Some(n) = raw::strings_block(self.block, &m.file_strings()) else { continue };
+            self.ok &= self.f.put(&self.block[..n]);
+            let entry = m.raw_entry(id, self.strings);
+            self.strings += 5;
+            if let Some(n) = raw::callsite_block(self.block, &entry) {
+                self.ok &= self.f.put(&self.block[..n]);
+            }
         }
     }
-    // The chunks, from the oldest loan on (Ring mode loans round-robin).
-    let mut recorded = 0u64;
-    let (mut loaned, mut overwritten, mut overwritten_chunks, mut total) = (0, 0, 0, 0);
-    let core = setup.log.core();
-    // SeqCst (Acquire included: pairs with `start`'s Release, so the chunks' headers are
-    // initialised): see `on_crash`'s compare-and-swap.
-    let buf = core.buffer.load(Ordering::SeqCst);
-    // SAFETY: a running trace's buffer is freed only by `stop`, which unpublishes it first and then
-    // leaves it unfreed if a crash dump has started (`crash_dump_started`): a pointer read here is
-    // never freed under us.
-    if let Some(buf) = unsafe { buf.as_ref() } {
+
+    /// The chunks, from the oldest loan on (Ring mode loans round-robin), each copied into
+    /// `records` under a pin kept until the overwrite counters are read.
+    fn chunks(&mut self, core: &crate::record::tenant::LogCore, records: &mut [Record]) -> Walk {
+        let mut walk = Walk::default();
+        // SeqCst (Acquire included: pairs with `start`'s Release, so the chunks' headers are
+        // initialised): see `on_crash`'s compare-and-swap.
+        let buf = core.buffer.load(Ordering::SeqCst);
+        // SAFETY: a running trace's buffer is freed only by `stop`, which unpublishes it first and then
+        // leaves it unfreed if a crash dump has started (`crash_dump_started`): a pointer read here is
+        // never freed under us.
+        let Some(buf) = (unsafe { buf.as_ref() }) else { return walk };
         let n = buf.chunk_count();
-        total = n as u64;
+        walk.total = n as u64;
         // SAFETY: as `SCRATCH`: only the invocation that won `CRASH_OWNER` gets here.
         let pins = unsafe { &mut *DUMP_PINS.0.get() };
         let oldest = (0..n)
@@ -427,7 +463,7 @@ fn write_crash_dump(setup: &CrashSetup) {
         for k in 0..n {
             let i = (oldest + k) % n;
             let chunk = buf.chunk(i);
-            if !ok || !chunk.is_used() {
+            if !self.ok || !chunk.is_used() {
                 continue;
             }
             // Pinned while copied: the records below the committed count stay as they are, and the
@@ -454,24 +490,8 @@ fn write_crash_dump(setup: &CrashSetup) {
             }
             #[cfg(test)]
             walk_hook();
-            if count == 0 {
-                continue;
-            }
-            // Static string words become string table indices, each string written just before.
-            let mut intern = |addr: u64, len: usize| -> u32 {
-                let mut copy = [0u8; CRASH_STR_MAX];
-                let s = crash_string(addr, len, &mut copy);
-                // Room for the block's framing and the string's length.
-                let mut small = [0u8; CRASH_STR_MAX + 16];
-                if let Some(w) = raw::strings_block(&mut small, &[s]) {
-                    ok &= f.put(&small[..w]);
-                }
-                strings += 1;
-                strings - 1
-            };
-            if let Ok(w) = raw::chunk_block(block, copied.tid, copied.seq, &records[..count], &mut intern) {
-                recorded += phosphor_format::count_events(&records[..count]);
-                ok &= f.put(&block[..w]);
+            if count > 0 {
+                walk.recorded += self.chunk(copied.tid, copied.seq, &records[..count]);
             }
         }
         // Relaxed: statistics. Read after the walk, while the chunks it copied are still pinned:
@@ -479,9 +499,9 @@ fn write_crash_dump(setup: &CrashSetup) {
         // (the loan adds its events before it stamps the chunk, and the pin that showed us the
         // new stamp acquired that), and no chunk the walk copied can have been taken since.
         let k = &buf.counters;
-        overwritten = k.events_overwritten.load(Ordering::Relaxed);
-        loaned = k.chunks_loaned.load(Ordering::Relaxed);
-        overwritten_chunks = k.chunks_overwritten.load(Ordering::Relaxed);
+        walk.overwritten = k.events_overwritten.load(Ordering::Relaxed);
+        walk.loaned = k.chunks_loaned.load(Ordering::Relaxed);
+        walk.overwritten_chunks = k.chunks_overwritten.load(Ordering::Relaxed);
         // Only the words of this buffer's chunks can have bits set.
         for (w, word) in pins.iter_mut().take(n.div_ceil(64)).enumerate() {
             while *word != 0 {
@@ -490,28 +510,53 @@ fn write_crash_dump(setup: &CrashSetup) {
                 buf.chunk(w * 64 + bit).unpin();
             }
         }
+        walk
     }
-    // The other reasons after the walk too, which counts the events other threads dropped while
-    // it ran (a Ring whose every chunk the walk pinned, say) with those it found written.
-    let mut dropped = core.drops.load();
-    dropped.overwritten = overwritten;
-    let trailer = phosphor_format::file::Trailer {
-        recorded,
-        dropped,
-        chunks_loaned: loaned,
-        chunks_overwritten: overwritten_chunks,
-        chunks_total: total,
-        buffer_exhausted: false,
-        // Markers are written in Stream mode, which has its datastreams rather than dumps.
-        saturation_markers: 0,
-    };
-    if let (true, Some(n)) = (ok, raw::trailer_block(block, &trailer)) {
-        f.put(&block[..n]);
+
+    /// One chunk's copied records as a chunk block, each static string word turned into a string
+    /// table index, its string written just before; the events it holds (0 if not written).
+    fn chunk(&mut self, tid: u32, seq: u64, records: &[Record]) -> u64 {
+        use phosphor_format::file::raw;
+        let (f, ok, strings) = (&self.f, &mut self.ok, &mut self.strings);
+        let mut intern = |addr: u64, len: usize| -> u32 {
+            let mut copy = [0u8; CRASH_STR_MAX];
+            let s = crash_string(addr, len, &mut copy);
+            // Room for the block's framing and the string's length.
+            let mut small = [0u8; CRASH_STR_MAX + 16];
+            if let Some(w) = raw::strings_block(&mut small, &[s]) {
+                *ok &= f.put(&small[..w]);
+            }
+            *strings += 1;
+            *strings - 1
+        };
+        match raw::chunk_block(self.block, tid, seq, records, &mut intern) {
+            Ok(w) => {
+                self.ok &= self.f.put(&self.block[..w]);
+                phosphor_format::count_events(records)
+            }
+            Err(_) => 0,
+        }
     }
-    // SAFETY: `fsync` and `close` are async-signal-safe; `fd` is ours.
-    unsafe {
-        libc::fsync(fd);
-        libc::close(fd);
+
+    /// The trailer. The drop reasons other than overwriting are read after the walk too, which
+    /// counts the events other threads dropped while it ran (a Ring whose every chunk the walk
+    /// pinned, say) with those it found written.
+    fn trailer(&mut self, core: &crate::record::tenant::LogCore, walk: Walk) {
+        let mut dropped = core.drops.load();
+        dropped.overwritten = walk.overwritten;
+        let trailer = phosphor_format::file::Trailer {
+            recorded: walk.recorded,
+            dropped,
+            chunks_loaned: walk.loaned,
+            chunks_overwritten: walk.overwritten_chunks,
+            chunks_total: walk.total,
+            buffer_exhausted: false,
+            // Markers are written in Stream mode, which has its datastreams rather than dumps.
+            saturation_markers: 0,
+        };
+        if let (true, Some(n)) = (self.ok, phosphor_format::file::raw::trailer_block(self.block, &trailer)) {
+            self.f.put(&self.block[..n]);
+        }
     }
 }
 

@@ -32,11 +32,13 @@ use phosphor_format::system::{Availability, SystemBatch, SystemStatus};
 use crate::trace_log::config::SystemConfig;
 use crate::trace_log::TraceLog;
 
+mod attached;
 #[cfg(target_os = "linux")]
 mod maps;
 #[cfg(target_os = "linux")]
 mod perf;
 pub(crate) mod store;
+pub(crate) use attached::ATTACHER;
 #[cfg(target_os = "linux")]
 mod unwind;
 
@@ -195,8 +197,12 @@ impl TraceLog {
     pub fn system_status(&self) -> Option<SystemStatus> {
         let c = self.control();
         match &c.running {
-            Some(r) => r.system.as_ref().map(SystemCollector::status),
-            None => c.last_system.clone(),
+            Some(r) => r
+                .attached
+                .find::<attached::Attached>()
+                .and_then(|a| a.0.as_ref())
+                .map(SystemCollector::status),
+            None => attached::last_status(&c.kept),
         }
     }
 }

@@ -678,6 +678,9 @@ impl<L: Cmp<Pending>, P: Cmp<Keyed<POINT_BYTES>>, S: Cmp<Keyed<SAMPLE_BYTES>>, F
     }
 }
 
+/// Tracks' entries, and the levels of all of them (a track's in a row).
+type Entries = (Vec<ThreadEntry>, Vec<(u64, u64)>);
+
 /// The place of `tid`'s entry in `table` (sorted by thread), added if it has none.
 fn entry(table: &mut Vec<ThreadEntry>, tid: u32) -> usize {
     match table.binary_search_by_key(&tid, |t| t.tid) {
@@ -695,7 +698,7 @@ fn write_slices(
     slices: Sorter<Pending, impl Cmp<Pending>>,
     out: &mut IndexWriter,
     threads: usize,
-) -> Result<(Vec<ThreadEntry>, Vec<(u64, u64)>), Error> {
+) -> Result<Entries, Error> {
     // Every thread gets an entry: room for all at once, not grown by doubling.
     let mut table: Vec<ThreadEntry> = Vec::with_capacity(threads);
     // The levels of every thread, a thread's in a row (the thread being written is the last).
@@ -721,10 +724,7 @@ fn write_slices(
 }
 
 /// Writes the async slices on their lanes, and returns each name's entry and the lanes of all.
-fn write_asyncs(
-    laned: Sorter<Pending, impl Cmp<Pending>>,
-    out: &mut IndexWriter,
-) -> Result<(Vec<ThreadEntry>, Vec<(u64, u64)>), Error> {
+fn write_asyncs(laned: Sorter<Pending, impl Cmp<Pending>>, out: &mut IndexWriter) -> Result<Entries, Error> {
     let mut async_table: Vec<ThreadEntry> = Vec::new();
     let mut async_levels: Vec<(u64, u64)> = Vec::new();
     for p in laned.done()? {

@@ -93,6 +93,9 @@ struct Records {
     flow_events: Spool,
 }
 
+/// The record sections' block tables, and the flows' two sections (offset, length).
+type RecordSections = (Vec<blocks::BlockTable>, Vec<(u64, u64)>);
+
 impl IndexWriter {
     /// Starts an index of a source of `source_len` bytes modified at `mtime_ns`, written to
     /// `file` (at `path`, for errors), its record sections in blocks of `block_records` records
@@ -281,7 +284,7 @@ impl IndexWriter {
 
     /// Appends the record sections (all but the flows' listed as sections now), and returns their
     /// block tables and the flows' two sections (which come later in the footer's list).
-    fn record_sections(&mut self) -> Result<(Vec<blocks::BlockTable>, Vec<(u64, u64)>), Error> {
+    fn record_sections(&mut self) -> Result<RecordSections, Error> {
         let mut tables = Vec::new();
         let mut flow_sections = Vec::new();
         if let Some(r) = self.records.take() {

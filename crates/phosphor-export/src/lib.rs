@@ -72,6 +72,8 @@ pub mod sample_stacks;
 mod scope_path;
 mod scope_system;
 mod scopes;
+#[cfg(test)]
+mod sizes_tests;
 mod stacks;
 mod stats;
 mod stats_files;

@@ -259,10 +259,33 @@ fn serve_scanned(paths: Vec<std::path::PathBuf>, compare: bool) -> SocketAddr {
     addr
 }
 
+/// An answer an example is checked against: its heading, its place among the heading's
+/// examples, and the answer.
+type Answer = (&'static str, usize, Value);
+
 /// The answers the examples are checked against, by (heading, place among its examples).
-fn answers() -> Vec<(&'static str, usize, Value)> {
+fn answers() -> Vec<Answer> {
     let dir = tempfile::tempdir().unwrap();
-    let (path, other) = (dir.path().join("app.phos"), dir.path().join("new.phos"));
+    let (mut out, served) = served_answers(dir.path());
+    out.extend(indexing_answers(dir.path()));
+    out.extend(more_answers(&served));
+    out.push(tasks_answer(dir.path()));
+    out.extend(system_answers(dir.path()));
+    out
+}
+
+/// Where [`served_answers`] served two traces, and what further answers ask of them.
+struct Served {
+    addr: SocketAddr,
+    /// The first trace's whole time, as a query's `trace`, `start` and `end`.
+    window: String,
+    /// A slice named `iteration`.
+    iteration: Value,
+}
+
+/// The answers of two recorded traces, served indexed and compared.
+fn served_answers(dir: &std::path::Path) -> (Vec<Answer>, Served) {
+    let (path, other) = (dir.join("app.phos"), dir.join("new.phos"));
     record(&path);
     record(&other);
     let addr = serve_scanned(vec![path, other], true);
@@ -294,7 +317,7 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     }
     assert_eq!(compared["state"], "ready");
     let path = "%5B%22batch%22%2C%22iteration%22%5D";
-    let mut out = vec![
+    let out = vec![
         ("`GET /api/traces`", 0, list.clone()),
         (
             "While indexing: `state`, and `GET /api/overview`",
@@ -336,8 +359,12 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
         ),
         ("`GET /api/compare`: two traces compared (`phosphor view BASE NEW --compare`)", 0, compared),
     ];
-    // A trace being indexed: its scan's threads, and its overview.
-    let scanned = dir.path().join("scanned.phos");
+    (out, Served { addr, window, iteration })
+}
+
+/// The answers of a trace being indexed: its scan's threads, and its overview.
+fn indexing_answers(dir: &std::path::Path) -> [Answer; 2] {
+    let scanned = dir.join("scanned.phos");
     record(&scanned);
     let traces = Arc::new(Traces::open(vec![scanned]).unwrap());
     traces.scan_only();
@@ -348,8 +375,15 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     assert_eq!(listed["traces"][0]["state"], "indexing", "{listed}");
     let (ss, se) = (&listed["traces"][0]["start_ns"], &listed["traces"][0]["end_ns"]);
     let heading = "While indexing: `state`, and `GET /api/overview`";
-    out.push((heading, 1, ok(indexing, &format!("/api/overview?trace=0&start={ss}&end={se}&px=50"))));
-    out.push((heading, 0, listed));
+    let overview = ok(indexing, &format!("/api/overview?trace=0&start={ss}&end={se}&px=50"));
+    [(heading, 1, overview), (heading, 0, listed)]
+}
+
+/// More answers of the traces [`served_answers`] served: a slice in no flow, async slices, frames.
+fn more_answers(served: &Served) -> Vec<Answer> {
+    let Served { addr, window, iteration } = served;
+    let addr = *addr;
+    let mut out = Vec::new();
     // A slice in no flow.
     out.push((
         "`GET /api/flow?trace=T&index=I`",
@@ -373,9 +407,12 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     let frames = ok(addr, &format!("/api/frames?{window}&px=4"));
     assert_eq!(frames["sets"][0]["count"], 19, "{frames}");
     out.push(("`GET /api/frames?trace=T&start=S&end=E&px=P`: the frame track", 0, frames));
+    out
+}
 
-    // tokio tasks: a trace of task events as `phosphor::tokio` writes them.
-    let tasks = dir.path().join("tasks.phos");
+/// The answer of tokio tasks: a trace of task events as `phosphor::tokio` writes them.
+fn tasks_answer(dir: &std::path::Path) -> Answer {
+    let tasks = dir.join("tasks.phos");
     record_tasks(&tasks);
     let task_addr = start(&[tasks]);
     let answer = ok(task_addr, "/api/tasks?trace=0");
@@ -384,10 +421,12 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
         (&json!(2), &json!(4)),
         "{answer}"
     );
-    out.push(("`GET /api/tasks?trace=T`: tokio tasks by name", 0, answer));
+    ("`GET /api/tasks?trace=T`: tokio tasks by name", 0, answer)
+}
 
-    // The system context, on the crafted trace whose figures are known.
-    let sys = dir.path().join("system.phos");
+/// The answers of the system context, on the crafted trace whose figures are known.
+fn system_answers(dir: &std::path::Path) -> Vec<Answer> {
+    let sys = dir.join("system.phos");
     std::fs::write(&sys, phosphor_craft::system::system_trace().unwrap()).unwrap();
     let addr = start(&[sys]);
     let o = ok(addr, "/api/traces")["traces"][0]["start_ns"].as_i64().unwrap();
@@ -396,7 +435,7 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
     let sw = format!("trace=0&start={o}&end={}", o + 101 * ms);
     let work = ok(addr, &format!("/api/slices?{sw}&tid={stid}&px=1000"))["levels"][0][0][3].clone();
     let work = ok(addr, &format!("/api/slice?trace=0&index={work}"));
-    out.extend([
+    vec![
         ("`GET /api/slice?trace=T&index=I`", 2, json!({ "system": work["system"] })),
         ("`GET /api/system?trace=T`", 0, ok(addr, "/api/system?trace=0")),
         (
@@ -415,8 +454,7 @@ fn answers() -> Vec<(&'static str, usize, Value)> {
             ok(addr, &format!("/api/stack?trace=0&tid={stid}&index=1")),
         ),
         ("`GET /api/heap?trace=T&start=S&end=E&px=P`", 0, ok(addr, &format!("/api/heap?{sw}&px=1000"))),
-    ]);
-    out
+    ]
 }
 
 const LIVE: &str = "Live traces (`phosphor record --view`)";

@@ -219,33 +219,14 @@ impl IndexFile {
             path.to_owned(),
             map.len() as u64,
         );
-        let bad = |what: &str, at: usize| Error::Index {
-            path: path.to_owned(),
-            offset: at as u64,
-            what: what.into(),
-        };
+        let bad = |what: &str, at: usize| bad_at(path, what, at);
         if map.len() < HEADER_BYTES as usize + FOOTER_BYTES || &map[0..8] != MAGIC {
             return Err(bad("not a Phosphor view index (no magic bytes)", 0));
         }
         if u32_at(&map, 8) != VERSION || u64_at(&map, 16) != source_len || u64_at(&map, 24) != mtime_ns {
             return Ok(None);
         }
-        let footer = u64_at(&map, 32) as usize;
-        if footer == 0 || footer.checked_add(FOOTER_BYTES) != Some(map.len()) {
-            return Err(bad("incomplete index (no footer)", 32));
-        }
-        if &map[map.len() - 8..] != FOOTER_MAGIC {
-            return Err(bad("bad footer magic", map.len() - 8));
-        }
-        let mut sections = [(0usize, 0usize); SECTIONS];
-        for (i, s) in sections.iter_mut().enumerate() {
-            let (offset, len) = (u64_at(&map, footer + 16 * i), u64_at(&map, footer + 16 * i + 8));
-            let end = offset.checked_add(len).filter(|&e| e <= footer as u64);
-            if end.is_none() || offset < HEADER_BYTES {
-                return Err(bad("section out of the file", footer + 16 * i));
-            }
-            *s = (offset as usize, len as usize);
-        }
+        let sections = footer_sections(&map, path)?;
         let [slices, points, samples, names, threads, levels, counters, meta, asyncs, chunks, slice_sums, sample_sums, flows, flow_events, paths, slice_table, point_table, sample_table, flow_table, flow_event_table] =
             sections;
         // The record sections' blocks: each table checked against its section, then each block's
@@ -263,26 +244,20 @@ impl IndexFile {
         let samples = open_blocks(3, samples, sample_table, &blocks::SAMPLES)?;
         let flows = open_blocks(4, flows, flow_table, &blocks::FLOWS)?;
         let flow_events = open_blocks(5, flow_events, flow_event_table, &blocks::FLOW_EVENTS)?;
-        for (s, size, what) in [
-            (threads, THREAD_BYTES, "threads"),
-            (asyncs, THREAD_BYTES, "asyncs"),
-            (chunks, 8, "chunks"),
-            (slice_sums, SLICE_SUMMARY_BYTES, "slice summaries"),
-            (sample_sums, SAMPLE_SUMMARY_BYTES, "sample summaries"),
-            (levels, LEVEL_BYTES, "levels"),
-            (counters, COUNTER_BYTES, "counters"),
-            (paths, PATH_BYTES, "paths"),
-        ] {
-            if s.1 % size != 0 {
-                return Err(bad(&format!("{what} section is not whole records"), s.0));
-            }
-        }
+        whole_records(
+            [
+                (threads, THREAD_BYTES, "threads"),
+                (asyncs, THREAD_BYTES, "asyncs"),
+                (chunks, 8, "chunks"),
+                (slice_sums, SLICE_SUMMARY_BYTES, "slice summaries"),
+                (sample_sums, SAMPLE_SUMMARY_BYTES, "sample summaries"),
+                (levels, LEVEL_BYTES, "levels"),
+                (counters, COUNTER_BYTES, "counters"),
+                (paths, PATH_BYTES, "paths"),
+            ],
+            path,
+        )?;
         let count = |s: (usize, usize), size: usize| (s.1 / size) as u64;
-        let level_at = |i: usize| {
-            let at = levels.0 + i * LEVEL_BYTES;
-            (u64_at(&map, at), u64_at(&map, at + 8))
-        };
-        let n_levels = count(levels, LEVEL_BYTES) as usize;
         let (n_slices, n_points, n_samples) = (slices.records(), points.records(), samples.records());
         if flow_events.records() != flows.records() {
             return Err(bad("flows by event do not match the flows", flow_event_table.0));
@@ -293,39 +268,9 @@ impl IndexFile {
         if count(sample_sums, SAMPLE_SUMMARY_BYTES) != n_samples.div_ceil(SPAN) {
             return Err(bad("sample summaries do not match the samples", sample_sums.0));
         }
-        let within = |(first, n): (u64, u64), total: u64| first.checked_add(n).is_some_and(|e| e <= total);
-        let mut track_lists = [Vec::new(), Vec::new()];
-        for (section, list) in [threads, asyncs].into_iter().zip(&mut track_lists) {
-            for i in 0..count(section, THREAD_BYTES) as usize {
-                let at = section.0 + i * THREAD_BYTES;
-                let (first, n) = (u32_at(&map, at + 8) as usize, u32_at(&map, at + 12) as usize);
-                if first.checked_add(n).is_none_or(|e| e > n_levels) {
-                    return Err(bad("thread's levels out of the table", at + 8));
-                }
-                let levels: Vec<(u64, u64)> = (first..first + n).map(level_at).collect();
-                let points = (u64_at(&map, at + 16), u64_at(&map, at + 24));
-                if !levels.iter().all(|&l| within(l, n_slices)) || !within(points, n_points) {
-                    return Err(bad("thread's records out of their section", at));
-                }
-                let name = u32_at(&map, at + 4);
-                list.push(ThreadTrack {
-                    tid: u32_at(&map, at),
-                    name: (name != NO_NAME).then_some(name),
-                    levels,
-                    points,
-                });
-            }
-        }
-        let [thread_list, async_list] = track_lists;
-        let mut counter_list = Vec::new();
-        for i in 0..count(counters, COUNTER_BYTES) as usize {
-            let at = counters.0 + i * COUNTER_BYTES;
-            let samples = (u64_at(&map, at + 8), u64_at(&map, at + 16));
-            if !within(samples, n_samples) {
-                return Err(bad("counter's samples out of their section", at));
-            }
-            counter_list.push(CounterTrack { name: u32_at(&map, at), samples });
-        }
+        let thread_list = read_tracks(&map, path, threads, levels, (n_slices, n_points))?;
+        let async_list = read_tracks(&map, path, asyncs, levels, (n_slices, n_points))?;
+        let counter_list = read_counters(&map, path, counters, n_samples)?;
         let meta: Meta = serde_json::from_slice(&map[meta.0..meta.0 + meta.1])
             .map_err(|e| bad(&format!("bad meta: {e}"), meta.0))?;
         let index = IndexFile {
@@ -509,4 +454,105 @@ impl IndexFile {
     pub fn damage(&self) -> Option<&Error> {
         self.store.damage()
     }
+}
+
+/// An error in the index `path` at byte `at`.
+fn bad_at(path: &Path, what: &str, at: usize) -> Error {
+    Error::Index { path: path.to_owned(), offset: at as u64, what: what.into() }
+}
+
+/// The sections the footer of `map` (the index `path`) lists, each checked to lie between the
+/// header and the footer.
+fn footer_sections(map: &[u8], path: &Path) -> Result<[(usize, usize); SECTIONS], Error> {
+    let footer = u64_at(map, 32) as usize;
+    if footer == 0 || footer.checked_add(FOOTER_BYTES) != Some(map.len()) {
+        return Err(bad_at(path, "incomplete index (no footer)", 32));
+    }
+    if &map[map.len() - 8..] != FOOTER_MAGIC {
+        return Err(bad_at(path, "bad footer magic", map.len() - 8));
+    }
+    let mut sections = [(0usize, 0usize); SECTIONS];
+    for (i, s) in sections.iter_mut().enumerate() {
+        let (offset, len) = (u64_at(map, footer + 16 * i), u64_at(map, footer + 16 * i + 8));
+        let end = offset.checked_add(len).filter(|&e| e <= footer as u64);
+        if end.is_none() || offset < HEADER_BYTES {
+            return Err(bad_at(path, "section out of the file", footer + 16 * i));
+        }
+        *s = (offset as usize, len as usize);
+    }
+    Ok(sections)
+}
+
+/// Checks that each section of fixed-size records (section, record size, what) holds whole ones.
+fn whole_records<const N: usize>(
+    sections: [((usize, usize), usize, &str); N],
+    path: &Path,
+) -> Result<(), Error> {
+    for (s, size, what) in sections {
+        if s.1 % size != 0 {
+            return Err(bad_at(path, &format!("{what} section is not whole records"), s.0));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the records `first`..`first + n` are among `total`.
+fn within((first, n): (u64, u64), total: u64) -> bool {
+    first.checked_add(n).is_some_and(|e| e <= total)
+}
+
+/// The tracks of a threads' (or asyncs') `section`, their levels from the `levels` section, each
+/// checked against the levels and the `n_slices` and `n_points` records.
+fn read_tracks(
+    map: &[u8],
+    path: &Path,
+    section: (usize, usize),
+    levels: (usize, usize),
+    (n_slices, n_points): (u64, u64),
+) -> Result<Vec<ThreadTrack>, Error> {
+    let n_levels = levels.1 / LEVEL_BYTES;
+    let level_at = |i: usize| {
+        let at = levels.0 + i * LEVEL_BYTES;
+        (u64_at(map, at), u64_at(map, at + 8))
+    };
+    let mut list = Vec::new();
+    for i in 0..section.1 / THREAD_BYTES {
+        let at = section.0 + i * THREAD_BYTES;
+        let (first, n) = (u32_at(map, at + 8) as usize, u32_at(map, at + 12) as usize);
+        if first.checked_add(n).is_none_or(|e| e > n_levels) {
+            return Err(bad_at(path, "thread's levels out of the table", at + 8));
+        }
+        let levels: Vec<(u64, u64)> = (first..first + n).map(level_at).collect();
+        let points = (u64_at(map, at + 16), u64_at(map, at + 24));
+        if !levels.iter().all(|&l| within(l, n_slices)) || !within(points, n_points) {
+            return Err(bad_at(path, "thread's records out of their section", at));
+        }
+        let name = u32_at(map, at + 4);
+        list.push(ThreadTrack {
+            tid: u32_at(map, at),
+            name: (name != NO_NAME).then_some(name),
+            levels,
+            points,
+        });
+    }
+    Ok(list)
+}
+
+/// The counters of the `counters` section, each checked against the `n_samples` records.
+fn read_counters(
+    map: &[u8],
+    path: &Path,
+    counters: (usize, usize),
+    n_samples: u64,
+) -> Result<Vec<CounterTrack>, Error> {
+    let mut list = Vec::new();
+    for i in 0..counters.1 / COUNTER_BYTES {
+        let at = counters.0 + i * COUNTER_BYTES;
+        let samples = (u64_at(map, at + 8), u64_at(map, at + 16));
+        if !within(samples, n_samples) {
+            return Err(bad_at(path, "counter's samples out of their section", at));
+        }
+        list.push(CounterTrack { name: u32_at(map, at), samples });
+    }
+    Ok(list)
 }

@@ -161,154 +161,208 @@ fn search_of(traces: &Shared, q: SearchQuery) -> Result<Json<SearchAnswer>, Fail
     let limit = q.limit.unwrap_or(100).clamp(1, MAX_HITS);
     let after = q.after.unwrap_or(i64::MIN);
     let matches = matcher(&q.q);
-    // The `limit` earliest hits at or after `after`: the latest of them on top.
-    let mut first: BinaryHeap<Hit> = BinaryHeap::new();
-    let mut total = 0u64;
-    let mut next_after: Option<i64> = None;
-    let mut names: Vec<NameCount> = Vec::new();
-    let mut keep = |hit: Hit, first: &mut BinaryHeap<Hit>| {
-        if hit.start < after {
+    let mut found = Found::new(limit, after);
+    for (n, t) in traces.ready_traces() {
+        found.in_index(n, t, &matches);
+    }
+    // The live traces: what their live views hold.
+    let live_names = found.in_live(traces, &matches);
+    let Found { first, total, next_after, names, .. } = found;
+    let hits: Vec<HitEntry> =
+        first.into_sorted_vec().into_iter().map(|h| hit_entry(traces, &live_names, h)).collect();
+    let live = crate::live::scan::coverage(traces);
+    Ok(Json(SearchAnswer::Hits { total, names, hits, next_after, live }))
+}
+
+/// What a search has found so far: the `limit` earliest hits at or after `after`, and how many
+/// hits each name has.
+struct Found {
+    limit: usize,
+    after: i64,
+    /// The earliest hits: the latest of them on top.
+    first: BinaryHeap<Hit>,
+    total: u64,
+    /// The earliest start of a hit left out by the limit.
+    next_after: Option<i64>,
+    names: Vec<NameCount>,
+}
+
+impl Found {
+    fn new(limit: usize, after: i64) -> Found {
+        Found { limit, after, first: BinaryHeap::new(), total: 0, next_after: None, names: Vec::new() }
+    }
+
+    /// Keeps `hit` if it is among the `limit` earliest at or after `after` so far.
+    fn keep(&mut self, hit: Hit) {
+        if hit.start < self.after {
             return;
         }
-        first.push(hit);
-        if first.len() > limit {
-            let dropped = first.pop().map(|h| h.start);
-            next_after = match (next_after, dropped) {
+        self.first.push(hit);
+        if self.first.len() > self.limit {
+            let dropped = self.first.pop().map(|h| h.start);
+            self.next_after = match (self.next_after, dropped) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
         }
-    };
-    for (n, t) in traces.ready_traces() {
+    }
+
+    /// Adds trace `n`'s counts by name (`name` names them), and returns the names counted.
+    fn count<'a>(&mut self, n: usize, counts: &[u64], name: impl Fn(u32) -> &'a str) -> Vec<u32> {
+        let mut counted = Vec::new();
+        for (i, &c) in counts.iter().enumerate() {
+            if c > 0 {
+                self.total += c;
+                self.names.push(NameCount { trace: n, name: name(i as u32).to_owned(), count: c });
+                counted.push(i as u32);
+            }
+        }
+        counted
+    }
+
+    /// The hits of trace `n`, read from its index.
+    fn in_index(&mut self, n: usize, t: &Trace, matches: &impl Fn(&str) -> bool) {
         let index = &t.index;
         let wanted: Vec<bool> = (0..index.name_count()).map(|i| matches(index.name(i))).collect();
         if !wanted.contains(&true) {
-            continue;
+            return;
         }
         let mut counts = vec![0u64; wanted.len()];
         let threads = index.threads.len();
         for (k, th) in index.threads.iter().chain(&index.asyncs).enumerate() {
             let async_track = k.checked_sub(threads).map(|a| a as u32);
+            let track = Track { n, t, tid: th.tid, async_track, wanted: &wanted };
             for (level, &(from, count)) in th.levels.iter().enumerate() {
-                // The names first: a block's times are decoded only when one of them matches.
-                index.scan_slices(from, from + count, |base, rows, c| {
-                    c.want(&[slice_fields::NAME]);
-                    for r in rows {
-                        let name = c.get(slice_fields::NAME)[r] as u32;
-                        if !wanted.get(name as usize).copied().unwrap_or(false) {
-                            continue;
-                        }
-                        counts[name as usize] += 1;
-                        c.want(&[slice_fields::START, slice_fields::END]);
-                        let hit = Hit {
-                            start: t.ns(c.get(slice_fields::START)[r]),
-                            trace: n,
-                            point: 0,
-                            index: base + r as u64,
-                            end: t.ns(c.get(slice_fields::END)[r]),
-                            tid: th.tid,
-                            async_track,
-                            level: level as u32,
-                            name,
-                        };
-                        keep(hit, &mut first);
-                    }
+                self.slices_of(&track, level as u32, (from, count), &mut counts);
+            }
+            self.points_of(&track, th.points, &mut counts);
+        }
+        self.count(n, &counts, |name| index.name(name));
+    }
+
+    /// The hits among a level's slices (`from`, `count`) of a track.
+    fn slices_of(&mut self, track: &Track<'_>, level: u32, (from, count): (u64, u64), counts: &mut [u64]) {
+        let Track { n, t, tid, async_track, wanted } = *track;
+        // The names first: a block's times are decoded only when one of them matches.
+        t.index.scan_slices(from, from + count, |base, rows, c| {
+            c.want(&[slice_fields::NAME]);
+            for r in rows {
+                let name = c.get(slice_fields::NAME)[r] as u32;
+                if !wanted.get(name as usize).copied().unwrap_or(false) {
+                    continue;
+                }
+                counts[name as usize] += 1;
+                c.want(&[slice_fields::START, slice_fields::END]);
+                self.keep(Hit {
+                    start: t.ns(c.get(slice_fields::START)[r]),
+                    trace: n,
+                    point: 0,
+                    index: base + r as u64,
+                    end: t.ns(c.get(slice_fields::END)[r]),
+                    tid,
+                    async_track,
+                    level,
+                    name,
                 });
             }
-            let (from, count) = th.points;
-            index.scan_points(from, from + count, |base, rows, c| {
-                c.want(&[point_fields::NAME]);
-                for r in rows {
-                    let name = c.get(point_fields::NAME)[r] as u32;
-                    if !wanted.get(name as usize).copied().unwrap_or(false) {
-                        continue;
-                    }
-                    counts[name as usize] += 1;
-                    c.want(&[point_fields::TS]);
-                    let at = t.ns(c.get(point_fields::TS)[r]);
-                    let hit = Hit {
-                        start: at,
-                        trace: n,
-                        point: 1,
-                        index: base + r as u64,
-                        end: at,
-                        tid: th.tid,
-                        async_track,
-                        level: 0,
-                        name,
-                    };
-                    keep(hit, &mut first);
-                }
-            });
-        }
-        for (name, &c) in counts.iter().enumerate() {
-            if c > 0 {
-                total += c;
-                names.push(NameCount { trace: n, name: index.name(name as u32).to_owned(), count: c });
-            }
-        }
-    }
-    // The live traces: what their live views hold (the names they match kept, as a live trace
-    // may be indexed before the answer is made).
-    let mut live_names: HashMap<(usize, u32), String> = HashMap::new();
-    for (n, slot, live) in crate::live::scan::live_traces(traces) {
-        let m = live.model();
-        let wanted: Vec<bool> = (0..m.name_count()).map(|i| matches(m.name(i))).collect();
-        if !wanted.contains(&true) {
-            continue;
-        }
-        let mut counts = vec![0u64; wanted.len()];
-        let p = slot.place();
-        m.each_record(|r| {
-            if !wanted.get(r.name as usize).copied().unwrap_or(false) {
-                return;
-            }
-            counts[r.name as usize] += 1;
-            let hit = Hit {
-                start: p.ns(r.start),
-                trace: n,
-                point: u8::from(r.point),
-                index: r.id,
-                end: p.ns(r.end),
-                tid: r.tid,
-                async_track: r.async_track,
-                level: r.level,
-                name: r.name,
-            };
-            keep(hit, &mut first);
         });
-        for (name, &c) in counts.iter().enumerate() {
-            if c > 0 {
-                total += c;
-                names.push(NameCount { trace: n, name: m.name(name as u32).to_owned(), count: c });
-                live_names.insert((n, name as u32), m.name(name as u32).to_owned());
+    }
+
+    /// The hits among a track's points (`from`, `count`).
+    fn points_of(&mut self, track: &Track<'_>, (from, count): (u64, u64), counts: &mut [u64]) {
+        let Track { n, t, tid, async_track, wanted } = *track;
+        t.index.scan_points(from, from + count, |base, rows, c| {
+            c.want(&[point_fields::NAME]);
+            for r in rows {
+                let name = c.get(point_fields::NAME)[r] as u32;
+                if !wanted.get(name as usize).copied().unwrap_or(false) {
+                    continue;
+                }
+                counts[name as usize] += 1;
+                c.want(&[point_fields::TS]);
+                let at = t.ns(c.get(point_fields::TS)[r]);
+                let index = base + r as u64;
+                self.keep(Hit {
+                    start: at,
+                    trace: n,
+                    point: 1,
+                    index,
+                    end: at,
+                    tid,
+                    async_track,
+                    level: 0,
+                    name,
+                });
+            }
+        });
+    }
+
+    /// The hits of the live traces, from what their live views hold; returns the names they
+    /// matched (kept, as a live trace may be indexed before the answer is made).
+    fn in_live(&mut self, traces: &Shared, matches: &impl Fn(&str) -> bool) -> HashMap<(usize, u32), String> {
+        let mut live_names: HashMap<(usize, u32), String> = HashMap::new();
+        for (n, slot, live) in crate::live::scan::live_traces(traces) {
+            let m = live.model();
+            let wanted: Vec<bool> = (0..m.name_count()).map(|i| matches(m.name(i))).collect();
+            if !wanted.contains(&true) {
+                continue;
+            }
+            let mut counts = vec![0u64; wanted.len()];
+            let p = slot.place();
+            m.each_record(|r| {
+                if !wanted.get(r.name as usize).copied().unwrap_or(false) {
+                    return;
+                }
+                counts[r.name as usize] += 1;
+                self.keep(Hit {
+                    start: p.ns(r.start),
+                    trace: n,
+                    point: u8::from(r.point),
+                    index: r.id,
+                    end: p.ns(r.end),
+                    tid: r.tid,
+                    async_track: r.async_track,
+                    level: r.level,
+                    name: r.name,
+                });
+            });
+            for name in self.count(n, &counts, |name| m.name(name)) {
+                live_names.insert((n, name), m.name(name).to_owned());
             }
         }
+        live_names
     }
-    let hits: Vec<HitEntry> = first
-        .into_sorted_vec()
-        .into_iter()
-        .map(|h| {
-            let name = match live_names.get(&(h.trace, h.name)) {
-                Some(name) => name,
-                None => traces.get(h.trace).map_or("", |t: &Trace| t.index.name(h.name)),
-            };
-            let kind = if h.point == 1 { "point" } else { "slice" };
-            HitEntry {
-                trace: h.trace,
-                kind,
-                index: h.index,
-                tid: h.tid,
-                async_track: h.async_track,
-                level: h.level,
-                start_ns: h.start,
-                end_ns: h.end,
-                name: name.to_owned(),
-            }
-        })
-        .collect();
-    let live = crate::live::scan::coverage(traces);
-    Ok(Json(SearchAnswer::Hits { total, names, hits, next_after, live }))
+}
+
+/// A track of an indexed trace being searched: trace `n`'s thread `tid` (or async track), and the
+/// names wanted.
+#[derive(Clone, Copy)]
+struct Track<'a> {
+    n: usize,
+    t: &'a Trace,
+    tid: u32,
+    async_track: Option<u32>,
+    wanted: &'a [bool],
+}
+
+/// A hit as the answer lists it, named (`live_names`: the names of live hits).
+fn hit_entry(traces: &Shared, live_names: &HashMap<(usize, u32), String>, h: Hit) -> HitEntry {
+    let name = match live_names.get(&(h.trace, h.name)) {
+        Some(name) => name.clone(),
+        None => traces.get(h.trace).map_or(String::new(), |t: &Trace| t.index.name(h.name).to_owned()),
+    };
+    let kind = if h.point == 1 { "point" } else { "slice" };
+    HitEntry {
+        trace: h.trace,
+        kind,
+        index: h.index,
+        tid: h.tid,
+        async_track: h.async_track,
+        level: h.level,
+        start_ns: h.start,
+        end_ns: h.end,
+        name,
+    }
 }
 
 /// Where a live hit's ticks go: its async track, thread, whether a point, and level.

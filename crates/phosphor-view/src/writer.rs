@@ -93,6 +93,9 @@ struct Records {
     flow_events: Spool,
 }
 
+/// The record sections' block tables, and the flows' two sections (offset, length).
+type RecordSections = (Vec<blocks::BlockTable>, Vec<(u64, u64)>);
+
 impl IndexWriter {
     /// Starts an index of a source of `source_len` bytes modified at `mtime_ns`, written to
     /// `file` (at `path`, for errors), its record sections in blocks of `block_records` records
@@ -224,90 +227,37 @@ impl IndexWriter {
         meta: &Meta,
     ) -> Result<(), Error> {
         // The record sections first, their tables kept for the end.
-        let mut tables = Vec::new();
-        let mut flow_sections = Vec::new();
-        if let Some(r) = self.records.take() {
-            let path = self.path.clone();
-            let io = |e| Error::io(&path, e);
-            let [slices, points, samples, flows, flow_events] =
-                [r.slices, r.points, r.samples, r.flows, r.flow_events].map(|w| w.finish());
-            for (k, done) in [slices, points, samples, flows, flow_events].into_iter().enumerate() {
-                let (spool, table) = done.map_err(io)?;
-                self.copy_section(spool)?;
-                if k >= 3 {
-                    // The flows' sections come later in the footer's list.
-                    flow_sections.push(self.sections.pop().unwrap_or_default());
-                }
-                tables.push(table);
-            }
-        }
-
-        let start = self.at;
-        self.write(&u64::from(names.len()).to_le_bytes())?;
-        let mut end = 0u64;
-        for n in 0..names.len() {
-            end += names.get(n).len() as u64;
-            self.write(&end.to_le_bytes())?;
-        }
-        for n in 0..names.len() {
-            self.write(names.get(n).as_bytes())?;
-        }
-        self.sections.push((start, self.at - start));
-
-        // A track's entry: its levels are numbered from `first` in the levels section.
-        let entry = |t: &ThreadEntry, first: u32| {
-            let mut b = [0u8; THREAD_BYTES];
-            b[0..4].copy_from_slice(&t.tid.to_le_bytes());
-            b[4..8].copy_from_slice(&t.name.unwrap_or(NO_NAME).to_le_bytes());
-            b[8..12].copy_from_slice(&first.to_le_bytes());
-            b[12..16].copy_from_slice(&t.n_levels.to_le_bytes());
-            b[16..24].copy_from_slice(&t.points.0.to_le_bytes());
-            b[24..32].copy_from_slice(&t.points.1.to_le_bytes());
-            b
-        };
-        let start = self.at;
-        let mut first = 0u32;
-        for t in threads {
-            self.write(&entry(t, first))?;
-            first += t.n_levels;
-        }
-        self.sections.push((start, self.at - start));
+        let (tables, flow_sections) = self.record_sections()?;
+        self.section(|w| w.names(names))?;
+        self.section(|w| w.entries(threads, 0))?;
         // The threads' levels, then the async tracks' (lanes), each track's in a row.
-        let start = self.at;
-        let all = threads
-            .iter()
-            .map(|t| t.levels(thread_levels))
-            .chain(asyncs.iter().map(|t| t.levels(async_levels)));
-        for &(first, count) in all.flatten() {
-            self.write(&first.to_le_bytes())?;
-            self.write(&count.to_le_bytes())?;
-        }
-        self.sections.push((start, self.at - start));
-        let start = self.at;
-        for (name, (first, count)) in counters {
-            let mut b = [0u8; COUNTER_BYTES];
-            b[0..4].copy_from_slice(&name.to_le_bytes());
-            b[8..16].copy_from_slice(&first.to_le_bytes());
-            b[16..24].copy_from_slice(&count.to_le_bytes());
-            self.write(&b)?;
-        }
-        self.sections.push((start, self.at - start));
-        let start = self.at;
-        let json = serde_json::to_vec(meta).map_err(|e| Error::io(&self.path, e.into()))?;
-        self.write(&json)?;
-        self.sections.push((start, self.at - start));
-        let start = self.at;
-        let mut first = threads.iter().map(|t| t.n_levels).sum::<u32>();
-        for t in asyncs {
-            self.write(&entry(t, first))?;
-            first += t.n_levels;
-        }
-        self.sections.push((start, self.at - start));
-        let start = self.at;
-        for c in chunks {
-            self.write(&c.to_le_bytes())?;
-        }
-        self.sections.push((start, self.at - start));
+        self.section(|w| {
+            let all = threads
+                .iter()
+                .map(|t| t.levels(thread_levels))
+                .chain(asyncs.iter().map(|t| t.levels(async_levels)));
+            for &(first, count) in all.flatten() {
+                w.write(&first.to_le_bytes())?;
+                w.write(&count.to_le_bytes())?;
+            }
+            Ok(())
+        })?;
+        self.section(|w| {
+            for (name, (first, count)) in counters {
+                let mut b = [0u8; COUNTER_BYTES];
+                b[0..4].copy_from_slice(&name.to_le_bytes());
+                b[8..16].copy_from_slice(&first.to_le_bytes());
+                b[16..24].copy_from_slice(&count.to_le_bytes());
+                w.write(&b)?;
+            }
+            Ok(())
+        })?;
+        self.section(|w| {
+            let json = serde_json::to_vec(meta).map_err(|e| Error::io(&w.path, e.into()))?;
+            w.write(&json)
+        })?;
+        self.section(|w| w.entries(asyncs, threads.iter().map(|t| t.n_levels).sum::<u32>()))?;
+        self.section(|w| chunks.iter().try_for_each(|c| w.write(&c.to_le_bytes())))?;
         if let Some(sums) = self.slice_sums.take() {
             self.copy_section(sums.finish::<Slice>().map_err(|e| Error::io(&self.path, e))?)?;
         }
@@ -319,11 +269,75 @@ impl IndexWriter {
             self.copy_section(paths)?;
         }
         for table in tables {
-            let start = self.at;
-            self.write(&table.encode())?;
-            self.sections.push((start, self.at - start));
+            self.section(|w| w.write(&table.encode()))?;
         }
+        self.footer()
+    }
 
+    /// Writes what `f` writes as a section.
+    fn section(&mut self, f: impl FnOnce(&mut IndexWriter) -> Result<(), Error>) -> Result<(), Error> {
+        let start = self.at;
+        f(self)?;
+        self.sections.push((start, self.at - start));
+        Ok(())
+    }
+
+    /// Appends the record sections (all but the flows' listed as sections now), and returns their
+    /// block tables and the flows' two sections (which come later in the footer's list).
+    fn record_sections(&mut self) -> Result<RecordSections, Error> {
+        let mut tables = Vec::new();
+        let mut flow_sections = Vec::new();
+        if let Some(r) = self.records.take() {
+            let path = self.path.clone();
+            let io = |e| Error::io(&path, e);
+            let [slices, points, samples, flows, flow_events] =
+                [r.slices, r.points, r.samples, r.flows, r.flow_events].map(|w| w.finish());
+            for (k, done) in [slices, points, samples, flows, flow_events].into_iter().enumerate() {
+                let (spool, table) = done.map_err(io)?;
+                self.copy_section(spool)?;
+                if k >= 3 {
+                    flow_sections.push(self.sections.pop().unwrap_or_default());
+                }
+                tables.push(table);
+            }
+        }
+        Ok((tables, flow_sections))
+    }
+
+    /// The names: their count, the end of each in the text, then the text.
+    fn names(&mut self, names: &crate::build::Names) -> Result<(), Error> {
+        self.write(&u64::from(names.len()).to_le_bytes())?;
+        let mut end = 0u64;
+        for n in 0..names.len() {
+            end += names.get(n).len() as u64;
+            self.write(&end.to_le_bytes())?;
+        }
+        for n in 0..names.len() {
+            self.write(names.get(n).as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The tracks' entries, their levels numbered from `first` in the levels section, a track's
+    /// in a row.
+    fn entries(&mut self, tracks: &[ThreadEntry], mut first: u32) -> Result<(), Error> {
+        for t in tracks {
+            let mut b = [0u8; THREAD_BYTES];
+            b[0..4].copy_from_slice(&t.tid.to_le_bytes());
+            b[4..8].copy_from_slice(&t.name.unwrap_or(NO_NAME).to_le_bytes());
+            b[8..12].copy_from_slice(&first.to_le_bytes());
+            b[12..16].copy_from_slice(&t.n_levels.to_le_bytes());
+            b[16..24].copy_from_slice(&t.points.0.to_le_bytes());
+            b[24..32].copy_from_slice(&t.points.1.to_le_bytes());
+            self.write(&b)?;
+            first += t.n_levels;
+        }
+        Ok(())
+    }
+
+    /// Writes the footer (the sections' list), then its offset in the header: the index is
+    /// complete.
+    fn footer(mut self) -> Result<(), Error> {
         let footer = self.at;
         let sections = std::mem::take(&mut self.sections);
         for (offset, len) in sections {

@@ -200,25 +200,7 @@ fn a_child_program_is_driven_by_phosphor_call() {
     assert_eq!(stdout(&call("child-get", "config:get")), "10 100\n");
 
     // Concurrent clients, each with its own range.
-    let clients: Vec<_> = (0..4)
-        .map(|c| {
-            let (rt, pid) = (rt.clone(), pid.clone());
-            std::thread::spawn(move || {
-                for k in 0..5 {
-                    let cmd = format!("config:setRange min={} max=1000", c * 10 + k);
-                    let out = command(&format!("child-many-{c}"))
-                        .env("XDG_RUNTIME_DIR", &rt)
-                        .args(["call", &pid, &cmd])
-                        .output()
-                        .unwrap();
-                    assert_eq!(stdout(&out), "ok\n", "{}", stderr(&out));
-                }
-            })
-        })
-        .collect();
-    for c in clients {
-        c.join().unwrap();
-    }
+    concurrent_clients(&rt, &pid);
     let range = stdout(&call("child-get", "config:get"));
     assert!(range.ends_with(" 1000\n") && ["4 ", "14 ", "24 ", "34 "].iter().any(|p| range.starts_with(p)));
 
@@ -235,8 +217,43 @@ fn a_child_program_is_driven_by_phosphor_call() {
     assert!(stdout(&out).contains("tick"), "{}", stdout(&out));
     assert!(stdout(&call("child-stop", "trace.stop")).starts_with("stopped"));
 
-    // A trigger armed over the channel: each 2 ms round of the child's workload is slower than
-    // 1 ms, so the first one dumps; list, then disarm.
+    // A trigger armed over the channel.
+    trigger_over_the_channel(&call, &dir);
+
+    // Quit: the child exits cleanly and takes its socket with it.
+    assert_eq!(stdout(&call("child-quit", "app:quit")), "bye\n");
+    let status = child.child.wait().unwrap();
+    assert!(status.success());
+    assert!(!std::path::Path::new(&child.socket).exists(), "the socket is removed on exit");
+}
+
+/// Four clients of the child (`phosphor call` with `rt` as the runtime folder), each setting its
+/// own range five times at once.
+fn concurrent_clients(rt: &std::path::Path, pid: &str) {
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            let (rt, pid) = (rt.to_owned(), pid.to_owned());
+            std::thread::spawn(move || {
+                for k in 0..5 {
+                    let cmd = format!("config:setRange min={} max=1000", c * 10 + k);
+                    let out = command(&format!("child-many-{c}"))
+                        .env("XDG_RUNTIME_DIR", &rt)
+                        .args(["call", &pid, &cmd])
+                        .output()
+                        .unwrap();
+                    assert_eq!(stdout(&out), "ok\n", "{}", stderr(&out));
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+}
+
+/// A trigger armed over the channel (`call`: `phosphor call` of the child): each 2 ms round of the
+/// child's workload is slower than 1 ms, so the first one dumps (into `dir`); list, then disarm.
+fn trigger_over_the_channel(call: &impl Fn(&str, &str) -> std::process::Output, dir: &std::path::Path) {
     let out = call("child-trace-app", "trace.start categories=app size=4194304");
     assert_eq!(stdout(&out), "started\n", "{}", stderr(&out));
     let dumps = dir.join("dumps");
@@ -264,10 +281,4 @@ fn a_child_program_is_driven_by_phosphor_call() {
     let out = call("child-bad-trigger", "trace.trigger action=arm what=[[app/round>fast]]");
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(stdout(&call("child-stop-app", "trace.stop")).starts_with("stopped"));
-
-    // Quit: the child exits cleanly and takes its socket with it.
-    assert_eq!(stdout(&call("child-quit", "app:quit")), "bye\n");
-    let status = child.child.wait().unwrap();
-    assert!(status.success());
-    assert!(!std::path::Path::new(&child.socket).exists(), "the socket is removed on exit");
 }

@@ -97,32 +97,7 @@ fn record_with_view_shows_a_program_live_then_indexed_with_what_stats_counts() {
     let stream = log.open_stream(StreamConfig::new(Sink::Tcp(rec.addr))).unwrap();
     let go = Arc::new(AtomicBool::new(true));
     let frames = Arc::new(AtomicU64::new(0));
-    let workers: Vec<_> = (0..2)
-        .map(|w| {
-            let (log, go, frames) = (log.clone(), go.clone(), frames.clone());
-            std::thread::Builder::new()
-                .name(format!("live-{w}"))
-                .spawn(move || {
-                    let mut n = 0u64;
-                    while go.load(Ordering::Relaxed) {
-                        trace_begin!(log: &log, "live", "frame");
-                        {
-                            trace_scope!(log: &log, "live", "update");
-                            trace_scope!(log: &log, "live", "step");
-                            std::hint::black_box(n);
-                        }
-                        trace_counter!(log: &log, "live", "frames", n);
-                        trace_instant!(log: &log, "live", "tick");
-                        trace_end!(log: &log, "live", "frame");
-                        n += 1;
-                        // Relaxed: a count read after the threads are joined.
-                        frames.fetch_add(1, Ordering::Relaxed);
-                        std::thread::sleep(Duration::from_micros(200));
-                    }
-                })
-                .unwrap()
-        })
-        .collect();
+    let workers: Vec<_> = (0..2).map(|w| frame_worker(w, &log, &go, &frames)).collect();
 
     // The connection shows up live, with both threads, and its slices keep coming while the
     // program runs.
@@ -137,8 +112,90 @@ fn record_with_view_shows_a_program_live_then_indexed_with_what_stats_counts() {
     let first = slices(&t);
     let t = rec.wait_for("more slices while the program runs", |t| t["state"] == "live" && slices(t) > first);
     assert_eq!(t["counters"][0]["name"], "frames");
+    check_newest_window(&rec, &t);
 
-    // A window of the newest data: frames hold updates hold steps, three levels, within bounds.
+    // The program stops emitting: the live model catches up with every slice it emitted
+    // (quiet threads' events are sent on within a few milliseconds), while still connected.
+    go.store(false, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(log.stats().dropped.total(), 0, "nothing dropped at this pace");
+    let emitted = 3 * frames.load(Ordering::Relaxed);
+    let t = rec.wait_for("every slice, live", |t| t["state"] == "live" && slices(t) == emitted);
+    assert_eq!(t["live"]["dropped"], 0);
+    assert_eq!(t["live"]["skipped"], 0);
+    let names: Vec<&str> =
+        t["threads"].as_array().unwrap().iter().filter_map(|th| th["name"].as_str()).collect();
+    assert!(names.contains(&"live-0") && names.contains(&"live-1"), "{names:?}");
+
+    // The connection ends: the file is complete, and `phosphor stats` counts as many slices.
+    log.stop();
+    assert_eq!(log.stream_stats(stream).unwrap().events_dropped, 0);
+    let line = rec.lines.recv_timeout(DEADLINE).expect("the connection's line");
+    assert!(line.contains("complete"), "{line}");
+    let file = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "phos"))
+        .unwrap();
+    assert_eq!(stats_slices(&file), emitted);
+
+    // Then it is indexed beside the file and served from the index, with the same slices.
+    let t = rec.wait_for("the trace indexed", |t| t["state"] == "ready");
+    assert_eq!(slices(&t), emitted);
+    assert!(file.with_extension("phos.phview").is_file());
+}
+
+/// Worker `w` of the traced program: frames (a begin and an end) holding steps (complete events,
+/// which arrive after the steps inside them), a counter and an instant, until `go` is false,
+/// counted in `frames`.
+fn frame_worker(
+    w: usize,
+    log: &Arc<TraceLog>,
+    go: &Arc<AtomicBool>,
+    frames: &Arc<AtomicU64>,
+) -> std::thread::JoinHandle<()> {
+    let (log, go, frames) = (log.clone(), go.clone(), frames.clone());
+    std::thread::Builder::new()
+        .name(format!("live-{w}"))
+        .spawn(move || {
+            let mut n = 0u64;
+            while go.load(Ordering::Relaxed) {
+                trace_begin!(log: &log, "live", "frame");
+                {
+                    trace_scope!(log: &log, "live", "update");
+                    trace_scope!(log: &log, "live", "step");
+                    std::hint::black_box(n);
+                }
+                trace_counter!(log: &log, "live", "frames", n);
+                trace_instant!(log: &log, "live", "tick");
+                trace_end!(log: &log, "live", "frame");
+                n += 1;
+                // Relaxed: a count read after the threads are joined.
+                frames.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        })
+        .unwrap()
+}
+
+/// The slices `phosphor stats` counts in `file` (scopes, lock waits and holds).
+fn stats_slices(file: &Path) -> u64 {
+    let stats = phosphor("live-view-stats", &["stats", "--json", file.to_str().unwrap()]);
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    stats["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| ["scope", "lock_wait", "lock_held"].contains(&k["type"].as_str().unwrap()))
+        .map(|k| k["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// A window of the newest data of live trace `t`: frames hold updates hold steps, three levels,
+/// within bounds; samples, points, and a slice's details from what the live view holds.
+fn check_newest_window(rec: &Recorder, t: &Value) {
     let (start, end) = (t["start_ns"].as_i64().unwrap(), t["end_ns"].as_i64().unwrap());
     assert!(end > start, "{t}");
     let tid = t["threads"].as_array().unwrap().iter().find(|th| th["slices"].as_u64() > Some(0)).unwrap()
@@ -172,47 +229,6 @@ fn record_with_view_shows_a_program_live_then_indexed_with_what_stats_counts() {
     assert_eq!(status, 200, "{details}");
     assert_eq!(details["live"], true);
     assert_eq!(details["path"], serde_json::json!(["frame", "update", "step"]), "{details}");
-
-    // The program stops emitting: the live model catches up with every slice it emitted
-    // (quiet threads' events are sent on within a few milliseconds), while still connected.
-    go.store(false, Ordering::Relaxed);
-    for w in workers {
-        w.join().unwrap();
-    }
-    assert_eq!(log.stats().dropped.total(), 0, "nothing dropped at this pace");
-    let emitted = 3 * frames.load(Ordering::Relaxed);
-    let t = rec.wait_for("every slice, live", |t| t["state"] == "live" && slices(t) == emitted);
-    assert_eq!(t["live"]["dropped"], 0);
-    assert_eq!(t["live"]["skipped"], 0);
-    let names: Vec<&str> =
-        t["threads"].as_array().unwrap().iter().filter_map(|th| th["name"].as_str()).collect();
-    assert!(names.contains(&"live-0") && names.contains(&"live-1"), "{names:?}");
-
-    // The connection ends: the file is complete, and `phosphor stats` counts as many slices.
-    log.stop();
-    assert_eq!(log.stream_stats(stream).unwrap().events_dropped, 0);
-    let line = rec.lines.recv_timeout(DEADLINE).expect("the connection's line");
-    assert!(line.contains("complete"), "{line}");
-    let file = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "phos"))
-        .unwrap();
-    let stats = phosphor("live-view-stats", &["stats", "--json", file.to_str().unwrap()]);
-    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
-    let counted: u64 = stats["kinds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|k| ["scope", "lock_wait", "lock_held"].contains(&k["type"].as_str().unwrap()))
-        .map(|k| k["count"].as_u64().unwrap())
-        .sum();
-    assert_eq!(counted, emitted);
-
-    // Then it is indexed beside the file and served from the index, with the same slices.
-    let t = rec.wait_for("the trace indexed", |t| t["state"] == "ready");
-    assert_eq!(slices(&t), emitted);
-    assert!(file.with_extension("phos.phview").is_file());
 }
 
 #[test]

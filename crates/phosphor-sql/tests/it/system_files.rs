@@ -79,84 +79,13 @@ pub fn crafted(seed: u64) -> Crafted {
     let mut switches: Vec<Vec<Switch>> = Vec::new();
     let mut off = Vec::new();
     let mut samples: Vec<Vec<Sample>> = Vec::new();
-    let complete = |id, start: u64, end: u64| {
-        Record::new(start, id, Meta::new(1, ArgType::None, ArgType::None), [end - start, 0])
-    };
-    let alloc =
-        |ts: u64, a: u64, b: u64| Record::new(ts, 18, Meta::new(0, ArgType::U64, ArgType::U64), [a, b]);
     let mut span_end = 0;
     for &tid in &TIDS {
-        let mut recs = Vec::new();
-        let mut t = 1_000 + rng.below(5_000);
-        for _ in 0..40 {
-            let frame_start = t;
-            let mut cursor = t + rng.below(3_000);
-            let mut frame_allocs = (0u64, 0u64);
-            for _ in 0..rng.below(4) {
-                let (s, e) = (cursor, cursor + 1 + rng.below(20_000));
-                recs.push(complete(17, s, e));
-                let counts = (rng.below(50), rng.below(5_000));
-                let allocs = (rng.below(5) != 0).then_some(counts);
-                if let Some((a, b)) = allocs {
-                    recs.push(alloc(e, a, b));
-                }
-                frame_allocs.0 += counts.0;
-                frame_allocs.1 += counts.1;
-                scopes.push(Scope { tid, path: "frame/step", start: s, end: e, allocs });
-                cursor = e + rng.below(3_000);
-            }
-            let frame_end = cursor + 1 + rng.below(2_000);
-            recs.push(complete(16, frame_start, frame_end));
-            let allocs = (rng.below(5) != 0).then_some((frame_allocs.0 + 3, frame_allocs.1 + 300));
-            if let Some((a, b)) = allocs {
-                recs.push(alloc(frame_end, a, b));
-            }
-            scopes.push(Scope { tid, path: "frame", start: frame_start, end: frame_end, allocs });
-            t = frame_end + rng.below(4_000);
-        }
+        let (recs, t) = thread_records(&mut rng, tid, &mut scopes);
         span_end = span_end.max(t);
         records.push((tid, recs));
-
-        // Switches over the thread's span: a lone switch in first, some doubled switches out,
-        // and (for the last thread) an interval left open.
-        let mut w = vec![Switch { tid, time_ns: 500, cpu: 1, kind: SwitchKind::In }];
-        let mut u = 2_000 + rng.below(2_000);
-        while u < t {
-            let preempted = rng.below(3) == 0;
-            let kind = if preempted { SwitchKind::Preempted } else { SwitchKind::Out };
-            w.push(Switch { tid, time_ns: u, cpu: rng.below(4) as u32, kind });
-            if rng.below(6) == 0 {
-                w.push(Switch { tid, time_ns: u + 7, cpu: 2, kind: SwitchKind::Preempted });
-            }
-            if tid == TIDS[2] && u + 30_000 >= t {
-                // Off until the end, from inside its last frames.
-                off.push((tid, u, None, preempted));
-                break;
-            }
-            let back = u + 10 + rng.below(9_000);
-            w.push(Switch { tid, time_ns: back, cpu: UNKNOWN_CPU, kind: SwitchKind::In });
-            off.push((tid, u, Some(back), preempted));
-            u = back + 1 + rng.below(12_000);
-        }
-        switches.push(w);
-
-        let mut s = Vec::new();
-        let mut v = rng.below(1_000);
-        while v < t {
-            let leaf = MAPPING_START + LEAVES[rng.below(3) as usize];
-            let mut frames = vec![leaf];
-            if rng.below(3) != 0 {
-                frames.push(MAPPING_START + CALLERS[rng.below(2) as usize]);
-            }
-            let kind = if rng.below(5) == 0 {
-                SampleKind::Allocation { bytes: ALLOC_SAMPLE_BYTES }
-            } else {
-                SampleKind::Cpu
-            };
-            s.push(Sample { tid, time_ns: v, cpu: 0, kind, frames });
-            v += 1 + rng.below(2_500);
-        }
-        samples.push(s);
+        switches.push(thread_switches(&mut rng, tid, t, &mut off));
+        samples.push(thread_samples(&mut rng, tid, t));
     }
     let heap: Vec<HeapCounter> = (0..5u64)
         .map(|i| HeapCounter {
@@ -167,16 +96,117 @@ pub fn crafted(seed: u64) -> Crafted {
             freed_bytes: i * 1_500,
         })
         .collect();
+    let batches = system_batches(&switches, &samples, &heap);
+    let bytes = write_trace(&records, batches);
+    Crafted {
+        bytes,
+        scopes,
+        switches: switches.into_iter().flatten().collect(),
+        off,
+        samples: samples.into_iter().flatten().collect(),
+        heap,
+    }
+}
 
-    // Three system blocks: a thread's switches and samples dealt round-robin between them, so
-    // each block holds a part of each thread's in time order and later blocks earlier times.
+/// Thread `tid`'s records: 40 frames of up to three steps, most scopes followed by their
+/// `scope_alloc` event, each scope kept in `scopes`; and the time after its last frame.
+fn thread_records(rng: &mut Rng, tid: u32, scopes: &mut Vec<Scope>) -> (Vec<Record>, u64) {
+    let complete = |id, start: u64, end: u64| {
+        Record::new(start, id, Meta::new(1, ArgType::None, ArgType::None), [end - start, 0])
+    };
+    let alloc =
+        |ts: u64, a: u64, b: u64| Record::new(ts, 18, Meta::new(0, ArgType::U64, ArgType::U64), [a, b]);
+    let mut recs = Vec::new();
+    let mut t = 1_000 + rng.below(5_000);
+    for _ in 0..40 {
+        let frame_start = t;
+        let mut cursor = t + rng.below(3_000);
+        let mut frame_allocs = (0u64, 0u64);
+        for _ in 0..rng.below(4) {
+            let (s, e) = (cursor, cursor + 1 + rng.below(20_000));
+            recs.push(complete(17, s, e));
+            let counts = (rng.below(50), rng.below(5_000));
+            let allocs = (rng.below(5) != 0).then_some(counts);
+            if let Some((a, b)) = allocs {
+                recs.push(alloc(e, a, b));
+            }
+            frame_allocs.0 += counts.0;
+            frame_allocs.1 += counts.1;
+            scopes.push(Scope { tid, path: "frame/step", start: s, end: e, allocs });
+            cursor = e + rng.below(3_000);
+        }
+        let frame_end = cursor + 1 + rng.below(2_000);
+        recs.push(complete(16, frame_start, frame_end));
+        let allocs = (rng.below(5) != 0).then_some((frame_allocs.0 + 3, frame_allocs.1 + 300));
+        if let Some((a, b)) = allocs {
+            recs.push(alloc(frame_end, a, b));
+        }
+        scopes.push(Scope { tid, path: "frame", start: frame_start, end: frame_end, allocs });
+        t = frame_end + rng.below(4_000);
+    }
+    (recs, t)
+}
+
+/// Thread `tid`'s switches over its span (to `t`): a lone switch in first, some doubled switches
+/// out, and (for the last thread) an interval left open; each off interval kept in `off`.
+fn thread_switches(rng: &mut Rng, tid: u32, t: u64, off: &mut Vec<Off>) -> Vec<Switch> {
+    let mut w = vec![Switch { tid, time_ns: 500, cpu: 1, kind: SwitchKind::In }];
+    let mut u = 2_000 + rng.below(2_000);
+    while u < t {
+        let preempted = rng.below(3) == 0;
+        let kind = if preempted { SwitchKind::Preempted } else { SwitchKind::Out };
+        w.push(Switch { tid, time_ns: u, cpu: rng.below(4) as u32, kind });
+        if rng.below(6) == 0 {
+            w.push(Switch { tid, time_ns: u + 7, cpu: 2, kind: SwitchKind::Preempted });
+        }
+        if tid == TIDS[2] && u + 30_000 >= t {
+            // Off until the end, from inside its last frames.
+            off.push((tid, u, None, preempted));
+            break;
+        }
+        let back = u + 10 + rng.below(9_000);
+        w.push(Switch { tid, time_ns: back, cpu: UNKNOWN_CPU, kind: SwitchKind::In });
+        off.push((tid, u, Some(back), preempted));
+        u = back + 1 + rng.below(12_000);
+    }
+    w
+}
+
+/// Thread `tid`'s CPU and allocation samples over its span (to `t`).
+fn thread_samples(rng: &mut Rng, tid: u32, t: u64) -> Vec<Sample> {
+    let mut s = Vec::new();
+    let mut v = rng.below(1_000);
+    while v < t {
+        let leaf = MAPPING_START + LEAVES[rng.below(3) as usize];
+        let mut frames = vec![leaf];
+        if rng.below(3) != 0 {
+            frames.push(MAPPING_START + CALLERS[rng.below(2) as usize]);
+        }
+        let kind = if rng.below(5) == 0 {
+            SampleKind::Allocation { bytes: ALLOC_SAMPLE_BYTES }
+        } else {
+            SampleKind::Cpu
+        };
+        s.push(Sample { tid, time_ns: v, cpu: 0, kind, frames });
+        v += 1 + rng.below(2_500);
+    }
+    s
+}
+
+/// Three system blocks: a thread's switches and samples dealt round-robin between them, so each
+/// block holds a part of each thread's in time order and later blocks earlier times.
+fn system_batches(
+    switches: &[Vec<Switch>],
+    samples: &[Vec<Sample>],
+    heap: &[HeapCounter],
+) -> Vec<SystemBatch> {
     let mut batches: Vec<SystemBatch> = (0..3).map(|_| SystemBatch::default()).collect();
-    for w in &switches {
+    for w in switches {
         for (i, s) in w.iter().enumerate() {
             batches[2 - i % 3].switches.push(*s);
         }
     }
-    for s in &samples {
+    for s in samples {
         for (i, x) in s.iter().enumerate() {
             batches[i % 3].samples.push(x.clone());
         }
@@ -197,7 +227,12 @@ pub fn crafted(seed: u64) -> Crafted {
     });
     batches[1].heap = heap[..2].to_vec();
     batches[2].heap = heap[2..].to_vec();
+    batches
+}
 
+/// The file: the threads' records in chunks of 25, the threads' in turn, the system blocks among
+/// them.
+fn write_trace(records: &[(u32, Vec<Record>)], batches: Vec<SystemBatch>) -> Vec<u8> {
     let header = Header {
         clock: ClockInfo {
             kind: ClockKind::Monotonic,
@@ -221,7 +256,6 @@ pub fn crafted(seed: u64) -> Crafted {
     ])
     .unwrap();
     w.write_thread_names(TIDS.iter().map(|&t| (t, if t == TIDS[0] { "main" } else { "worker" }))).unwrap();
-    // Chunks of 25 records, the threads' in turn, the system blocks among them.
     let mut recorded = 0;
     let mut seq = [0u64; 3];
     let mut round = 0;
@@ -250,15 +284,7 @@ pub fn crafted(seed: u64) -> Crafted {
     for batch in batches {
         w.write_system(&batch).unwrap();
     }
-    let bytes = w.finish(&Trailer { recorded, ..Trailer::default() }).unwrap();
-    Crafted {
-        bytes,
-        scopes,
-        switches: switches.into_iter().flatten().collect(),
-        off,
-        samples: samples.into_iter().flatten().collect(),
-        heap,
-    }
+    w.finish(&Trailer { recorded, ..Trailer::default() }).unwrap()
 }
 
 /// The name the symbolizer gives an address of the (missing) mapped file.

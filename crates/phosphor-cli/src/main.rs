@@ -6,6 +6,7 @@
 //! normal end, status 0.
 
 mod call;
+mod common;
 mod convert;
 mod demo;
 mod diff;

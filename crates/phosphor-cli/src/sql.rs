@@ -167,8 +167,8 @@ pub fn convert(
         stderr,
         "{}: {} of Parquet from {} of traces ({:.2}x) in {:.2} s",
         dir.display(),
-        crate::info::format_bytes(summary.bytes),
-        crate::info::format_bytes(input),
+        crate::common::format_bytes(summary.bytes),
+        crate::common::format_bytes(input),
         summary.bytes as f64 / input.max(1) as f64,
         time.as_secs_f64()
     )?;
@@ -189,7 +189,7 @@ pub fn convert(
 /// The trace files `paths` name (a folder's `.phos` files, listed on `stderr`).
 #[cfg(feature = "sql")]
 fn sources(paths: &[PathBuf], stderr: &mut impl Write) -> anyhow::Result<Vec<phosphor_sql::TraceSource>> {
-    let files = crate::convert::inputs(paths, stderr)?;
+    let files = crate::common::inputs(paths, stderr)?;
     aligned(files.iter().map(phosphor_sql::TraceSource::new).collect(), stderr)
 }
 

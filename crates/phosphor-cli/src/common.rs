@@ -193,3 +193,22 @@ pub fn tail_rules(slower_than: Option<u64>, errors: bool, slowest_per_minute: Op
         slowest_per_minute: slowest_per_minute.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
     }
 }
+
+/// What `cargo install` builds a `phosphor` with SQL (`phosphor sql`, `convert --to parquet`).
+#[cfg(not(feature = "sql"))]
+pub const SQL_INSTALL: &str = "cargo install --path crates/phosphor-cli --features sql";
+
+/// `sources` on one timeline as `convert` puts several files on one (`phosphor_sql::align`),
+/// saying so when some are aligned by their wall clocks.
+#[cfg(feature = "sql")]
+pub fn aligned(
+    mut sources: Vec<phosphor_sql::TraceSource>,
+    stderr: &mut impl Write,
+) -> anyhow::Result<Vec<phosphor_sql::TraceSource>> {
+    if sources.len() > 1 {
+        if let Some(warning) = phosphor_sql::align(&mut sources)? {
+            writeln!(stderr, "warning: {warning}")?;
+        }
+    }
+    Ok(sources)
+}

@@ -42,6 +42,7 @@ use crate::common::{align_files, format_bytes, inputs, note_cuts};
 use crate::progress;
 
 pub mod otlp;
+mod parquet;
 
 /// Options of `phosphor convert`.
 #[derive(Debug, Args)]
@@ -81,7 +82,7 @@ pub struct ConvertArgs {
     /// (`OUTDIR/slices/trace=NAME/part-0.parquet`), which DuckDB, Polars, Spark and `phosphor sql`
     /// read as a `trace` column; converting more traces into the folder adds their partitions.
     #[arg(long, value_enum, value_name = "COLUMN")]
-    partition: Option<crate::sql::Partition>,
+    partition: Option<parquet::Partition>,
     /// OTLP only: at most this many spans per request (default 8192).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_spans: Option<u64>,
@@ -123,7 +124,7 @@ pub struct Converted {
 pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
     let files = inputs(&args.files, stderr)?;
     if args.to == Format::Parquet {
-        return crate::sql::convert(&files, args.output.as_deref(), args.partition, stderr);
+        return parquet::convert(&files, args.output.as_deref(), args.partition, stderr);
     }
     if args.partition.is_some() {
         bail!("--partition applies to --to parquet only");
@@ -387,7 +388,7 @@ fn export(
         Format::Otlp | Format::OtlpJson => {
             bail!("OTLP output is written by `convert --to otlp` (convert/otlp.rs)")
         }
-        Format::Parquet => bail!("Parquet output is written by `convert --to parquet` (sql.rs)"),
+        Format::Parquet => bail!("Parquet output is written by `convert --to parquet` (convert/parquet.rs)"),
     };
     // Finished whatever the export's result: after a read error the output is still a whole trace.
     let out = out.finish().context(format!("writing {out_name}"))?;

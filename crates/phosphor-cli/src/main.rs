@@ -13,6 +13,8 @@ mod diff;
 mod flamegraph;
 mod info;
 mod logs;
+#[cfg(test)]
+mod modules_tests;
 mod probes;
 mod progress;
 mod record;

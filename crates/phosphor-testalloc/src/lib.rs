@@ -15,12 +15,17 @@
 //! # drop(v);
 //! ```
 //!
-//! Where the allocator is not installed, the counters stay at zero. (The runtime's
+//! Reading a counter in a binary that did not install the allocator panics, rather than read a
+//! zero that would make every "allocates nothing" assertion pass. (The runtime's
 //! `phosphor::alloc::Traced` counts too, but into a trace, for a program's users; the tests
 //! count outside the recorder they test, so that they can catch it allocating.)
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// Set by the first allocation through [`Counting`]: it is this binary's global allocator.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// Allocations and reallocations by this thread.
@@ -35,6 +40,10 @@ thread_local! {
 
 /// Counts one allocation (or reallocation) that changes the bytes held by `delta`.
 fn allocated(delta: isize) {
+    // Relaxed: a flag that only goes from false to true; the counters are this thread's own.
+    if !INSTALLED.load(Relaxed) {
+        INSTALLED.store(true, Relaxed);
+    }
     // `try_with`: the allocator can run while this thread's locals are being torn down.
     let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
     held(delta);
@@ -83,27 +92,52 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
+/// Panics unless [`Counting`] is this binary's global allocator (it has allocated: the test
+/// harness allocates before any test runs). Allocates nothing itself.
+fn check_installed() {
+    // Relaxed: as in `allocated`; the harness's allocations happened before the test's thread
+    // began.
+    assert!(
+        INSTALLED.load(Relaxed),
+        "phosphor_testalloc::Counting is not this binary's #[global_allocator]: its counters would read 0"
+    );
+}
+
 /// Allocations and reallocations made by this thread so far.
 pub fn allocations() -> u64 {
+    check_installed();
     ALLOCATIONS.with(Cell::get)
 }
 
 /// Deallocations made by this thread so far.
 pub fn deallocations() -> u64 {
+    check_installed();
     DEALLOCATIONS.with(Cell::get)
 }
 
 /// Bytes allocated and not yet freed by this thread (negative if it freed more than it allocated:
 /// another thread's bytes).
 pub fn live_bytes() -> isize {
+    check_installed();
     LIVE.with(Cell::get)
 }
 
 /// `f`'s result, and the peak of the bytes this thread held while `f` ran, above what it held
 /// before.
 pub fn peak_bytes_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    check_installed();
     let base = LIVE.with(Cell::get);
     PEAK.with(|p| p.set(base));
     let out = f();
     (out, (PEAK.with(Cell::get) - base).max(0) as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    // This unit-test binary does not install `Counting`: the counters refuse to be read.
+    #[test]
+    #[should_panic(expected = "not this binary's #[global_allocator]")]
+    fn counters_are_not_read_where_the_allocator_is_not_installed() {
+        super::allocations();
+    }
 }

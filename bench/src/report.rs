@@ -366,35 +366,48 @@ impl Results {
         );
     }
 
+    /// The targets' table: the recording cost against the limit loop, against the peers, then
+    /// scaling and memory; each row's verdict; and whether every scenario's count was checked.
     fn targets(&self, o: &mut String) {
         let _ = writeln!(o, "## Targets (issue 4)\n");
         let _ = writeln!(o, "| target | measured | verdict |");
         let _ = writeln!(o, "|---|---:|---|");
+        let rows = self.limit_rows().into_iter().chain(self.peer_rows()).chain(self.scaling_memory_rows());
+        for row in rows {
+            target_row(o, row);
+        }
+        let all_checked = self.checks.values().all(Check::ok)
+            && self.session.ok()
+            && self.small_ring.as_ref().is_none_or(|(ok, _)| *ok);
+        let _ = writeln!(
+            o,
+            "| every scenario's recorded count checked | {} | {} |",
+            if all_checked { "all ✓" } else { "some ✗" },
+            if all_checked { "met" } else { "**missed**" }
+        );
+    }
+
+    /// The targets on the cost of a call against the limit loop.
+    fn limit_rows(&self) -> [Row; 3] {
         let limit = self.get("limit");
         let vs_limit = |id: &str| Some(self.get(id)?.wall_ratio(limit?));
+        let x = |name, value, bound| Row { name, value, bound, unit: "×", void: None };
+        [
+            x("instant ≤ 1.2× limit loop", vs_limit("phos-instant"), Bound::AtMost(1.2)),
+            x("scope ≤ 2.05× limit loop", vs_limit("phos-scope"), Bound::AtMost(2.05)),
+            x("disabled ≤ 0.1× limit loop", vs_limit("phos-disabled"), Bound::AtMost(0.1)),
+        ]
+    }
+
+    /// The targets against the peers (fastrace, puffin, tracing-chrome), on the calling thread and
+    /// in process CPU.
+    fn peer_rows(&self) -> Vec<Row> {
         let vs = |peer: &str, phos: &str, cpu: bool| {
             let (a, b) = (self.get(peer)?, self.get(phos)?);
             Some(if cpu { a.cpu_ratio(b) } else { a.wall_ratio(b) })
         };
-        let speedup = |work: Work| {
-            let at = |t: usize| self.scaling.iter().find(|p| p.work == work && p.threads == t);
-            Some(at(2)?.speedup(at(1)?))
-        };
-        let idle = self.memory.idle.as_ref().ok().map(|i| i.two_threads.max(i.main_thread) / 1000.0);
-        let tracing = self.memory.tracing.as_ref().ok().map(|t| 100.0 * t.running.max(t.peak) / t.buffer);
         let x = |name, value, bound| Row { name, value, bound, unit: "×", void: None };
-        // The scaling target means something only if the machine gave the limit loop two CPUs.
-        let limit_two = speedup(Work::Limit);
-        let scaling_void = limit_two.filter(|&l| l < 1.8).map(|l| {
-            format!(
-                "inconclusive: the limit loop itself reached only {}× (two whole CPUs were not free)",
-                times(l)
-            )
-        });
-        let rows = [
-            x("instant ≤ 1.2× limit loop", vs_limit("phos-instant"), Bound::AtMost(1.2)),
-            x("scope ≤ 2.05× limit loop", vs_limit("phos-scope"), Bound::AtMost(2.05)),
-            x("disabled ≤ 0.1× limit loop", vs_limit("phos-disabled"), Bound::AtMost(0.1)),
+        vec![
             x(
                 "≥ 3× cheaper than fastrace LocalSpan (3 M-span batches), calling thread",
                 vs("fastrace", "phos-scope", false),
@@ -455,6 +468,27 @@ impl Results {
                 vs("chrome-event-noargs", "phos-instant", true),
                 Bound::AtLeast(50.0),
             ),
+        ]
+    }
+
+    /// The targets on two threads' throughput and on memory (idle, and tracing into 64 MiB).
+    fn scaling_memory_rows(&self) -> Vec<Row> {
+        let speedup = |work: Work| {
+            let at = |t: usize| self.scaling.iter().find(|p| p.work == work && p.threads == t);
+            Some(at(2)?.speedup(at(1)?))
+        };
+        let idle = self.memory.idle.as_ref().ok().map(|i| i.two_threads.max(i.main_thread) / 1000.0);
+        let tracing = self.memory.tracing.as_ref().ok().map(|t| 100.0 * t.running.max(t.peak) / t.buffer);
+        let x = |name, value, bound| Row { name, value, bound, unit: "×", void: None };
+        // The scaling target means something only if the machine gave the limit loop two CPUs.
+        let limit_two = speedup(Work::Limit);
+        let scaling_void = limit_two.filter(|&l| l < 1.8).map(|l| {
+            format!(
+                "inconclusive: the limit loop itself reached only {}× (two whole CPUs were not free)",
+                times(l)
+            )
+        });
+        vec![
             Row {
                 void: scaling_void,
                 ..x(
@@ -474,35 +508,29 @@ impl Results {
                     Bound::AtMost(110.0),
                 )
             },
-        ];
-        for Row { name, value, bound, unit, void } in rows {
-            let (measured, verdict) = match value.filter(|x| x.is_finite()) {
-                None => ("—".into(), "not measured".to_string()),
-                Some(x) => {
-                    let verdict = void.unwrap_or_else(|| {
-                        match bound {
-                            Bound::AtMost(b) if x <= b => "met",
-                            Bound::AtLeast(b) if x >= b => "met",
-                            Bound::Info => "",
-                            _ => "**missed**",
-                        }
-                        .into()
-                    });
-                    (format!("{}{unit}", times(x)), verdict)
-                }
-            };
-            let _ = writeln!(o, "| {name} | {measured} | {verdict} |");
-        }
-        let all_checked = self.checks.values().all(Check::ok)
-            && self.session.ok()
-            && self.small_ring.as_ref().is_none_or(|(ok, _)| *ok);
-        let _ = writeln!(
-            o,
-            "| every scenario's recorded count checked | {} | {} |",
-            if all_checked { "all ✓" } else { "some ✗" },
-            if all_checked { "met" } else { "**missed**" }
-        );
+        ]
     }
+}
+
+/// One row of the targets' table: what was measured, and whether it met its bound.
+fn target_row(o: &mut String, row: Row) {
+    let Row { name, value, bound, unit, void } = row;
+    let (measured, verdict) = match value.filter(|x| x.is_finite()) {
+        None => ("—".into(), "not measured".to_string()),
+        Some(x) => {
+            let verdict = void.unwrap_or_else(|| {
+                match bound {
+                    Bound::AtMost(b) if x <= b => "met",
+                    Bound::AtLeast(b) if x >= b => "met",
+                    Bound::Info => "",
+                    _ => "**missed**",
+                }
+                .into()
+            });
+            (format!("{}{unit}", times(x)), verdict)
+        }
+    };
+    let _ = writeln!(o, "| {name} | {measured} | {verdict} |");
 }
 
 /// A target of the issue: what it bounds, and how.

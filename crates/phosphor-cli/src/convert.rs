@@ -32,16 +32,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
-use phosphor::format::file::{Header, Reader};
+use phosphor::format::file::Reader;
 use phosphor_export::chrome::{self, ChromeDocument, ExportSummary};
-use phosphor_export::timeline::{self, Timeline};
+use phosphor_export::timeline::Timeline;
 use phosphor_export::{folded, perfetto};
 use phosphor_export::{format_count, format_ns};
 
-use crate::info::format_bytes;
+use crate::common::{align_files, format_bytes, inputs, note_cuts};
 use crate::progress;
 
 pub mod otlp;
+mod parquet;
 
 /// Options of `phosphor convert`.
 #[derive(Debug, Args)]
@@ -62,7 +63,7 @@ pub struct ConvertArgs {
     #[arg(long)]
     compress: bool,
     /// OTLP only: keep spans at least this long (`250us`, `1ms`, `2s`, or bare ns).
-    #[arg(long, value_name = "DURATION", value_parser = otlp::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::common::parse_duration)]
     min_duration: Option<u64>,
     /// OTLP only: keep root spans only.
     #[arg(long)]
@@ -81,7 +82,7 @@ pub struct ConvertArgs {
     /// (`OUTDIR/slices/trace=NAME/part-0.parquet`), which DuckDB, Polars, Spark and `phosphor sql`
     /// read as a `trace` column; converting more traces into the folder adds their partitions.
     #[arg(long, value_enum, value_name = "COLUMN")]
-    partition: Option<crate::sql::Partition>,
+    partition: Option<parquet::Partition>,
     /// OTLP only: at most this many spans per request (default 8192).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_spans: Option<u64>,
@@ -123,7 +124,7 @@ pub struct Converted {
 pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> anyhow::Result<()> {
     let files = inputs(&args.files, stderr)?;
     if args.to == Format::Parquet {
-        return crate::sql::convert(&files, args.output.as_deref(), args.partition, stderr);
+        return parquet::convert(&files, args.output.as_deref(), args.partition, stderr);
     }
     if args.partition.is_some() {
         bail!("--partition applies to --to parquet only");
@@ -167,48 +168,6 @@ pub fn run(args: &ConvertArgs, stdout: impl Write, stderr: &mut impl Write) -> a
         }
     }
     Ok(())
-}
-
-/// The trace files that `paths` name: each file itself, each folder's `.phos` files sorted by
-/// name (listed on `stderr`).
-pub(crate) fn inputs(paths: &[PathBuf], stderr: &mut impl Write) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for path in paths {
-        let found = crate::view::traces_of(path)?;
-        if path.is_dir() {
-            let names: Vec<String> = found
-                .iter()
-                .map(|f| f.file_name().unwrap_or_default().to_string_lossy().into_owned())
-                .collect();
-            writeln!(
-                stderr,
-                "{}: taking {} trace file(s): {}",
-                path.display(),
-                found.len(),
-                names.join(", ")
-            )?;
-        }
-        files.extend(found);
-    }
-    Ok(files)
-}
-
-/// The headers of `files` (each read alone, then closed) and their places on one timeline; the
-/// skew warning, if any, goes to `stderr`.
-pub(crate) fn align_files(
-    files: &[PathBuf],
-    stderr: &mut impl Write,
-) -> anyhow::Result<(Vec<Header>, Timeline)> {
-    let headers = files
-        .iter()
-        .map(|f| Ok(progress::open_header(f, "reading")?.header().clone()))
-        .collect::<anyhow::Result<Vec<Header>>>()?;
-    let timeline = timeline::align(&headers);
-    if let Some(w) = &timeline.warning {
-        let machine = |i: usize| format!("{} ({})", files[i].display(), timeline::machine_of(&headers[i]));
-        writeln!(stderr, "warning: {}", w.describe(machine))?;
-    }
-    Ok((headers, timeline))
 }
 
 /// `phosphor convert` of several files: one document, a process per file.
@@ -377,34 +336,6 @@ fn note_truncated(stderr: &mut impl Write, s: &ExportSummary) -> io::Result<()> 
     note_cuts(stderr, s.truncated, s.names_cut, "folded")
 }
 
-/// Says what stacks lost to the depth cap (`truncated` slices) and the name limit (`names_cut`
-/// names), each if any; `done` is what happened to them ("folded", "drawn").
-pub(crate) fn note_cuts(
-    stderr: &mut impl Write,
-    truncated: u32,
-    names_cut: u32,
-    done: &str,
-) -> io::Result<()> {
-    if truncated > 0 {
-        let depth = phosphor_export::DEFAULT_MAX_DEPTH;
-        writeln!(
-            stderr,
-            "note: {} slices nested deeper than {depth} levels are {done} by name under \"[deeper than {depth}]\"",
-            format_count(truncated.into())
-        )?;
-    }
-    if names_cut > 0 {
-        writeln!(
-            stderr,
-            "note: {} names longer than {} bytes are {done} cut, ending in \"{}\"",
-            format_count(names_cut.into()),
-            phosphor_export::MAX_NAME_BYTES,
-            phosphor_export::NAME_CUT_MARK
-        )?;
-    }
-    Ok(())
-}
-
 /// Converts the trace file `input` into `format` in the file `output` (created or truncated).
 pub fn to_file(input: &Path, format: Format, output: &Path) -> anyhow::Result<Converted> {
     to_file_with(input, format, false, output)
@@ -457,7 +388,7 @@ fn export(
         Format::Otlp | Format::OtlpJson => {
             bail!("OTLP output is written by `convert --to otlp` (convert/otlp.rs)")
         }
-        Format::Parquet => bail!("Parquet output is written by `convert --to parquet` (sql.rs)"),
+        Format::Parquet => bail!("Parquet output is written by `convert --to parquet` (convert/parquet.rs)"),
     };
     // Finished whatever the export's result: after a read error the output is still a whole trace.
     let out = out.finish().context(format!("writing {out_name}"))?;

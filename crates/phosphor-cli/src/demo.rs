@@ -25,8 +25,8 @@ use phosphor::format::system::{Availability, SystemBatch};
 use phosphor::{BufferMode, ClockKind, TraceConfig, TraceLog, TraceLogConfig};
 use phosphor_export::{format_count, format_drops, format_ns, StatsBuilder, TableOptions};
 
+use crate::common::format_bytes;
 use crate::convert;
-use crate::info::format_bytes;
 use crate::progress;
 use crate::workload;
 
@@ -88,8 +88,41 @@ enum Clock {
     Realtime,
 }
 
-/// Runs the demo and writes its report to `out`.
+/// Runs the demo and writes its report to `out`. Its steps: the trace's configuration, the
+/// recording (the workload traced, the trace saved), the statistics read back from the file, then
+/// the report (the accounting, the tables, the files written from the trace).
 pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let (config, mode_name) = configure(args)?;
+    let run = record(args, config, mode_name)?;
+    // The statistics come from the saved file, as `phosphor stats` computes them.
+    let computing = Instant::now();
+    let mut builder = StatsBuilder::new(&run.clock);
+    if let Some(context) = crate::common::system_context(&run.path)? {
+        builder = builder.system(std::sync::Arc::new(context));
+    }
+    let stats = builder
+        .read(progress::open(&run.path, "reading back")?)
+        .map_err(|e| e.source.with_path(&run.path))
+        .context("reading back the saved trace")?;
+    let stats_time = computing.elapsed();
+
+    let problems = write_accounting(out, args, &run, &stats, stats_time)?;
+    write_tables(out, &stats)?;
+    write_files(out, args, &run, &stats)?;
+    if !args.triggers.is_empty() {
+        write_triggers(out, &run.triggered)?;
+    }
+    out.flush()?;
+
+    if !problems.is_empty() {
+        bail!("the trace does not account for every event: {}", problems.join("; "));
+    }
+    Ok(())
+}
+
+/// Step 1: the trace's configuration (buffer, triggers, system context, compression), and the
+/// buffer mode's name.
+fn configure(args: &DemoArgs) -> anyhow::Result<(TraceConfig, &'static str)> {
     let (mode, mode_name) = match args.mode {
         // Triggers dump from a Ring buffer: the flight recorder.
         _ if !args.triggers.is_empty() => (BufferMode::Ring, "ring"),
@@ -116,6 +149,25 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         remove_old_dumps(&args.out)?;
         config = config.trigger_dir(&args.out);
     }
+    Ok((config, mode_name))
+}
+
+/// What the recording left: the workload's threads, the triggers, and the saved file.
+struct Recorded {
+    mode_name: &'static str,
+    threads: Vec<workload::ThreadReport>,
+    wall: Duration,
+    triggered: phosphor::trigger::TriggerStatus,
+    path: PathBuf,
+    save_time: Duration,
+    size: u64,
+    clock: phosphor::format::ClockInfo,
+    system: Option<Vec<String>>,
+}
+
+/// Step 2: the workload traced with the global `TraceLog`, and the trace saved (before anything
+/// is checked: the file is what one would look at next).
+fn record(args: &DemoArgs, config: TraceConfig, mode_name: &'static str) -> anyhow::Result<Recorded> {
     let clock = match args.clock {
         Clock::Tsc => ClockKind::Tsc,
         Clock::Monotonic => ClockKind::Monotonic,
@@ -134,7 +186,6 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     triggered.armed = armed;
     let trace = log.take_trace().context("the stopped TraceLog kept no trace")?;
 
-    // Saved before anything is checked: the file is what one would look at next.
     let path = args.out.join("trace.phos");
     let saving = Instant::now();
     std::fs::create_dir_all(&args.out)
@@ -145,20 +196,19 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         std::fs::metadata(&path).with_context(|| format!("{}: cannot read its size", path.display()))?.len();
     let clock = trace.clock().clone();
     let system = trace.system().map(system_summary);
-    drop(trace);
+    Ok(Recorded { mode_name, threads, wall, triggered, path, save_time, size, clock, system })
+}
 
-    // The statistics come from the saved file, as `phosphor stats` computes them.
-    let computing = Instant::now();
-    let mut builder = StatsBuilder::new(&clock);
-    if let Some(context) = crate::stats::system_context(&path)? {
-        builder = builder.system(std::sync::Arc::new(context));
-    }
-    let stats = builder
-        .read(progress::open(&path, "reading back")?)
-        .map_err(|e| e.source.with_path(&path))
-        .context("reading back the saved trace")?;
-    let stats_time = computing.elapsed();
-
+/// Step 3: the report's head and its accounting (emitted = recorded + dropped, overall and per
+/// thread); the problems found.
+fn write_accounting(
+    out: &mut impl Write,
+    args: &DemoArgs,
+    run: &Recorded,
+    stats: &phosphor_export::TraceStats,
+    stats_time: Duration,
+) -> anyhow::Result<Vec<String>> {
+    let (threads, triggered, clock) = (&run.threads, &run.triggered, &run.clock);
     // The trigger markers are events the recorder wrote.
     let emitted: u64 = threads.iter().map(|t| t.emitted).sum::<u64>() + triggered.marked();
     let recorded = stats.recorded.unwrap_or(0);
@@ -176,24 +226,25 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
 
     writeln!(
         out,
-        "phosphor demo: {} worker{} + 1 sink, {} events per worker, {mode_name} buffer of {} MiB, {clock_name} clock{clock_note}",
+        "phosphor demo: {} worker{} + 1 sink, {} events per worker, {} buffer of {} MiB, {clock_name} clock{clock_note}",
         args.threads,
         if args.threads == 1 { "" } else { "s" },
         format_count(args.events),
+        run.mode_name,
         args.buffer_mib,
     )?;
     writeln!(out)?;
     writeln!(
         out,
         "  wall time   {} (workload), {} (saving), {} (statistics, read from the file)",
-        format_duration(wall),
-        format_duration(save_time),
+        format_duration(run.wall),
+        format_duration(run.save_time),
         format_duration(stats_time)
     )?;
     writeln!(
         out,
         "  rate        {:.1} M events/s across {} threads",
-        per_second(emitted, wall) / 1e6,
+        per_second(emitted, run.wall) / 1e6,
         threads.len()
     )?;
     writeln!(out, "  emitted     {}", format_count(emitted))?;
@@ -210,7 +261,7 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     }
     writeln!(out, "  recorded    {}", format_count(recorded))?;
     writeln!(out, "  dropped     {}", format_drops(&drops))?;
-    for (i, line) in system.iter().flatten().enumerate() {
+    for (i, line) in run.system.iter().flatten().enumerate() {
         writeln!(out, "  {:<11} {line}", if i == 0 { "system" } else { "" })?;
     }
     let mut problems = Vec::new();
@@ -233,26 +284,43 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         problems.push("the file holds a different number of events than the trace recorded".into());
     }
     if dropped == 0 {
-        // Without drops every thread's events must all be there, and the trigger markers on the
-        // threads that fired them.
-        let recorded_by = |tid: u32| stats.thread(tid).map_or(0, |s| s.events);
-        let markers: u64 = threads.iter().map(|t| recorded_by(t.tid).saturating_sub(t.emitted)).sum();
-        let short: Vec<String> = threads
-            .iter()
-            .filter(|t| {
-                let r = recorded_by(t.tid);
-                r < t.emitted || (r > t.emitted && markers != triggered.marked())
-            })
-            .map(|t| format!("tid {}", t.tid))
-            .collect();
-        if short.is_empty() {
-            let plus = if args.triggers.is_empty() { "" } else { " (and the trigger markers it wrote)" };
-            writeln!(out, "  per thread  every thread's recorded events equal what it emitted{plus}")?;
-        } else {
-            writeln!(out, "  per thread  MISMATCH: recorded differs from emitted on {}", short.join(", "))?;
-            problems.push(format!("recorded differs from emitted on {}", short.join(", ")));
-        }
+        write_per_thread(out, args, run, stats, &mut problems)?;
     }
+    Ok(problems)
+}
+
+/// Without drops every thread's events must all be there, and the trigger markers on the threads
+/// that fired them: the `per thread` line.
+fn write_per_thread(
+    out: &mut impl Write,
+    args: &DemoArgs,
+    run: &Recorded,
+    stats: &phosphor_export::TraceStats,
+    problems: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let recorded_by = |tid: u32| stats.thread(tid).map_or(0, |s| s.events);
+    let markers: u64 = run.threads.iter().map(|t| recorded_by(t.tid).saturating_sub(t.emitted)).sum();
+    let short: Vec<String> = run
+        .threads
+        .iter()
+        .filter(|t| {
+            let r = recorded_by(t.tid);
+            r < t.emitted || (r > t.emitted && markers != run.triggered.marked())
+        })
+        .map(|t| format!("tid {}", t.tid))
+        .collect();
+    if short.is_empty() {
+        let plus = if args.triggers.is_empty() { "" } else { " (and the trigger markers it wrote)" };
+        writeln!(out, "  per thread  every thread's recorded events equal what it emitted{plus}")?;
+    } else {
+        writeln!(out, "  per thread  MISMATCH: recorded differs from emitted on {}", short.join(", "))?;
+        problems.push(format!("recorded differs from emitted on {}", short.join(", ")));
+    }
+    Ok(())
+}
+
+/// Step 4: the statistics' tables (threads, kinds, the system's, async slices, scope checks).
+fn write_tables(out: &mut impl Write, stats: &phosphor_export::TraceStats) -> anyhow::Result<()> {
     writeln!(out)?;
     writeln!(out, "threads ({})", stats.threads.len())?;
     write!(out, "{}", stats.threads_table())?;
@@ -275,6 +343,19 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     writeln!(out)?;
     writeln!(out, "scope checks")?;
     write!(out, "{}", stats.problem_report())?;
+    Ok(())
+}
+
+/// Step 5: the files: the trace file, then the viewers' files converted from it as `phosphor
+/// convert` would (Perfetto, Chrome JSON, the flame graphs).
+fn write_files(
+    out: &mut impl Write,
+    args: &DemoArgs,
+    run: &Recorded,
+    stats: &phosphor_export::TraceStats,
+) -> anyhow::Result<()> {
+    let (path, size) = (&run.path, run.size);
+    let recorded = stats.recorded.unwrap_or(0);
     writeln!(out)?;
     let per_event = if recorded == 0 {
         String::new()
@@ -287,12 +368,11 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         path.display(),
         format_bytes(size),
         args.compression,
-        format_duration(save_time)
+        format_duration(run.save_time)
     )?;
     writeln!(out, "            (per thread and path: phosphor stats {})", path.display())?;
-    // The viewers' files, converted from the saved one as `phosphor convert` would.
     let pftrace = args.out.join("trace.pftrace");
-    let converted = convert::to_file(&path, convert::Format::Perfetto, &pftrace)
+    let converted = convert::to_file(path, convert::Format::Perfetto, &pftrace)
         .with_context(|| format!("converting {} to a Perfetto trace", path.display()))?;
     writeln!(
         out,
@@ -302,7 +382,7 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         format_duration(converted.time)
     )?;
     let json = args.out.join("trace.json");
-    let converted = convert::to_file(&path, convert::Format::Chrome, &json)
+    let converted = convert::to_file(path, convert::Format::Chrome, &json)
         .with_context(|| format!("converting {} to Chrome JSON", path.display()))?;
     writeln!(
         out,
@@ -312,7 +392,7 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
         format_duration(converted.time)
     )?;
     let svg = args.out.join("flame.svg");
-    let drawn = crate::flamegraph::to_file(&path, &svg)
+    let drawn = crate::flamegraph::to_file(path, &svg)
         .with_context(|| format!("drawing {} as a flame graph", path.display()))?;
     writeln!(
         out,
@@ -338,14 +418,6 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> anyhow::Result<()> {
             format_bytes(bytes),
             format_duration(drawing.elapsed())
         )?;
-    }
-    if !args.triggers.is_empty() {
-        write_triggers(out, &triggered)?;
-    }
-    out.flush()?;
-
-    if !problems.is_empty() {
-        bail!("the trace does not account for every event: {}", problems.join("; "));
     }
     Ok(())
 }

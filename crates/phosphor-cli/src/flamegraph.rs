@@ -27,7 +27,7 @@ use phosphor_export::system::SystemContext;
 use phosphor_export::{folded, sample_stacks};
 use phosphor_export::{format_count, format_ns};
 
-use crate::info::format_bytes;
+use crate::common::format_bytes;
 use crate::progress;
 
 /// Options of `phosphor flamegraph`.
@@ -87,7 +87,7 @@ pub fn run(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()>
         format_bytes(d.bytes),
         format_ns(u64::try_from(d.time.as_nanos()).unwrap_or(u64::MAX))
     )?;
-    crate::convert::note_cuts(stderr, d.truncated, d.names_cut, "drawn")?;
+    crate::common::note_cuts(stderr, d.truncated, d.names_cut, "drawn")?;
     Ok(())
 }
 
@@ -140,7 +140,7 @@ fn samples(args: &FlamegraphArgs, stderr: &mut impl Write) -> anyhow::Result<()>
     let mut symbolizer = Symbolizer::new();
     let lines =
         sample_stacks::fold_samples(&context, &mut symbolizer, scopes.as_ref(), |t| names.get(&t).cloned());
-    crate::stats::warn_symbols(&symbolizer);
+    crate::common::warn_symbols(&symbolizer);
     let f = File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
     let title = format!("{} (CPU samples)", input.file_name().unwrap_or(input.as_os_str()).to_string_lossy());
     let written = if args.folded {

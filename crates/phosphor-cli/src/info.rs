@@ -23,6 +23,8 @@ use phosphor::format::file::{self, Block, Callsite, ClockKind, Reader};
 use phosphor::format::system::SampleKind;
 use phosphor_export::{format_count, format_ns, shown_name, ChunkLosses};
 
+use crate::common::format_bytes;
+
 /// Options of `phosphor info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
@@ -147,7 +149,26 @@ pub fn run(args: &InfoArgs, out: &mut impl Write) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Writes the report: its steps are the file's header, its threads, its totals (callsites,
+/// chunks, events, time span), its trailer, its system blocks, and its size and compression.
 fn print<R: Read>(
+    reader: &Reader<R>,
+    s: &Summary,
+    size: u64,
+    args: &InfoArgs,
+    complete: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    print_header(reader, s, size, args, complete, out)?;
+    print_threads(reader, s, out)?;
+    print_totals(reader, s, args, out)?;
+    print_trailer(reader, s, out)?;
+    print_system(reader, s, out)?;
+    print_size(reader, s, size, complete, out)
+}
+
+/// The file's line, and its header: the clock, the process, the host.
+fn print_header<R: Read>(
     reader: &Reader<R>,
     s: &Summary,
     size: u64,
@@ -203,6 +224,11 @@ fn print<R: Read>(
     }
     writeln!(out)?;
 
+    Ok(())
+}
+
+/// The threads' table (chunks, events and lost chunks of each), and the pool tenants'.
+fn print_threads<R: Read>(reader: &Reader<R>, s: &Summary, out: &mut impl Write) -> anyhow::Result<()> {
     writeln!(out, "threads ({})", s.threads.len())?;
     // Names are borrowed from the reader, which holds each once, however many threads share it.
     let name = |tid: u32| display_name(reader.thread_name(tid).map_or("", |n| n.as_str()));
@@ -238,6 +264,17 @@ fn print<R: Read>(
     }
     writeln!(out)?;
 
+    Ok(())
+}
+
+/// The callsites (listed with `--callsites`), chunks, events and the time span of the events.
+fn print_totals<R: Read>(
+    reader: &Reader<R>,
+    s: &Summary,
+    args: &InfoArgs,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let clock = &reader.header().clock;
     writeln!(out, "callsites   {}", format_count(reader.callsites().len() as u64))?;
     if args.callsites {
         // By id: the ids alone are sorted, and each callsite is looked up as it is printed, so
@@ -270,6 +307,11 @@ fn print<R: Read>(
         }
         None => writeln!(out, "time span   none (no events)")?,
     }
+    Ok(())
+}
+
+/// The trailer's figures: drops by reason, events recorded, markers, the buffer's chunks.
+fn print_trailer<R: Read>(reader: &Reader<R>, s: &Summary, out: &mut impl Write) -> anyhow::Result<()> {
     match reader.trailer() {
         Some(t) => {
             let d = &t.dropped;
@@ -314,6 +356,11 @@ fn print<R: Read>(
         }
         None => writeln!(out, "dropped     unknown: no trailer was read")?,
     }
+    Ok(())
+}
+
+/// Format 1.6: the system blocks' status and what they held.
+fn print_system<R: Read>(reader: &Reader<R>, s: &Summary, out: &mut impl Write) -> anyhow::Result<()> {
     let c = &s.system;
     match reader.system_status() {
         Some(status) => writeln!(out, "system      {}", phosphor_export::describe_status(status))?,
@@ -335,6 +382,18 @@ fn print<R: Read>(
             format_count(c.blocks)
         )?;
     }
+    Ok(())
+}
+
+/// The file's size (of the part read, if incomplete), its compression, and the first chunk whose
+/// extents miscount its events.
+fn print_size<R: Read>(
+    reader: &Reader<R>,
+    s: &Summary,
+    size: u64,
+    complete: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     // Of an incomplete file, only the part before the damage holds the events counted.
     let read = if complete { size } else { s.whole };
     let per_event = if s.events == 0 {
@@ -459,21 +518,6 @@ pub(crate) fn format_utc(ns: u64) -> String {
         secs % 60,
         in_day % 1_000_000_000
     )
-}
-
-/// A byte count with a binary unit, `26.3 MiB`.
-pub(crate) fn format_bytes(n: u64) -> String {
-    if n < 1024 {
-        return format!("{n} bytes");
-    }
-    let mut v = n as f64 / 1024.0;
-    for unit in ["KiB", "MiB", "GiB"] {
-        if v < 1024.0 {
-            return format!("{v:.1} {unit}");
-        }
-        v /= 1024.0;
-    }
-    format!("{v:.1} TiB")
 }
 
 #[cfg(test)]

@@ -6,12 +6,15 @@
 //! normal end, status 0.
 
 mod call;
+mod common;
 mod convert;
 mod demo;
 mod diff;
 mod flamegraph;
 mod info;
 mod logs;
+#[cfg(test)]
+mod modules_tests;
 mod probes;
 mod progress;
 mod record;

@@ -1,6 +1,6 @@
-//! `phosphor sql FILE|DIR… ['QUERY']` and `phosphor convert … --to parquet -o OUTDIR`: the
-//! trace model's tables (`phosphor-sql`, `docs/SQL.md`) queried in an embedded DataFusion, or
-//! written as Parquet.
+//! `phosphor sql FILE|DIR… ['QUERY']`: the trace model's tables (`phosphor-sql`, `docs/SQL.md`)
+//! queried in an embedded DataFusion (`convert --to parquet` writes them as Parquet:
+//! `convert/parquet.rs`).
 //!
 //! Without a query, statements come from an interactive prompt when stdin is a terminal
 //! ([`prompt`]), else from stdin, each ended by `;` ([`statements`]).
@@ -11,16 +11,17 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 #[cfg(feature = "sql")]
 mod prompt;
 #[cfg(feature = "sql")]
 mod statements;
 
-/// What `cargo install` builds a `phosphor` with SQL.
+#[cfg(feature = "sql")]
+use crate::common::aligned;
 #[cfg(not(feature = "sql"))]
-const INSTALL: &str = "cargo install --path crates/phosphor-cli --features sql";
+use crate::common::SQL_INSTALL as INSTALL;
 
 /// `phosphor sql`'s arguments.
 #[derive(Debug, Args)]
@@ -55,15 +56,6 @@ impl SqlArgs {
             _ => (self.args.iter().map(PathBuf::from).collect(), None),
         }
     }
-}
-
-/// How `convert --to parquet` lays the tables out (`--partition`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Partition {
-    /// A folder per table, a Hive partition per trace: `OUTDIR/slices/trace=NAME/part-0.parquet`
-    /// (the name percent-encoded, `/` as `%2F`), which DuckDB, Polars, Spark and DataFusion read
-    /// as a `trace` column.
-    Trace,
 }
 
 /// Runs `phosphor sql`.
@@ -139,71 +131,9 @@ pub fn run(args: &SqlArgs, _out: &mut impl Write, _stderr: &mut impl Write) -> a
     anyhow::bail!("this phosphor was built without SQL (DataFusion); build it with: {INSTALL}")
 }
 
-/// `phosphor convert FILE|DIR… --to parquet -o OUTDIR [--partition trace]`: a Parquet file per
-/// table in `OUTDIR`, or a folder per table partitioned by trace.
-#[cfg(feature = "sql")]
-pub fn convert(
-    files: &[PathBuf],
-    out: Option<&Path>,
-    partition: Option<Partition>,
-    stderr: &mut impl Write,
-) -> anyhow::Result<()> {
-    let Some(dir) = out else {
-        anyhow::bail!("--to parquet writes a folder of tables: name it with -o OUTDIR");
-    };
-    let layout = match partition {
-        Some(Partition::Trace) => phosphor_sql::Layout::ByTrace,
-        None => phosphor_sql::Layout::OneFilePerTable,
-    };
-    let sources = aligned(files.iter().map(phosphor_sql::TraceSource::new).collect(), stderr)?;
-    let start = std::time::Instant::now();
-    let summary = phosphor_sql::write_parquet_as(&sources, dir, layout)?;
-    let time = start.elapsed();
-    for (table, path, rows) in &summary.tables {
-        writeln!(stderr, "{}: {} rows of {}", path.display(), rows, table.name())?;
-    }
-    let input: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
-    writeln!(
-        stderr,
-        "{}: {} of Parquet from {} of traces ({:.2}x) in {:.2} s",
-        dir.display(),
-        crate::info::format_bytes(summary.bytes),
-        crate::info::format_bytes(input),
-        summary.bytes as f64 / input.max(1) as f64,
-        time.as_secs_f64()
-    )?;
-    Ok(())
-}
-
-/// `convert --to parquet` in a build without SQL: says how to get it.
-#[cfg(not(feature = "sql"))]
-pub fn convert(
-    _files: &[PathBuf],
-    _out: Option<&Path>,
-    _partition: Option<Partition>,
-    _stderr: &mut impl Write,
-) -> anyhow::Result<()> {
-    anyhow::bail!("this phosphor was built without Parquet output; build it with: {INSTALL}")
-}
-
 /// The trace files `paths` name (a folder's `.phos` files, listed on `stderr`).
 #[cfg(feature = "sql")]
 fn sources(paths: &[PathBuf], stderr: &mut impl Write) -> anyhow::Result<Vec<phosphor_sql::TraceSource>> {
-    let files = crate::convert::inputs(paths, stderr)?;
+    let files = crate::common::inputs(paths, stderr)?;
     aligned(files.iter().map(phosphor_sql::TraceSource::new).collect(), stderr)
-}
-
-/// `sources` on one timeline as `convert` puts several files on one (`phosphor_sql::align`),
-/// saying so when some are aligned by their wall clocks.
-#[cfg(feature = "sql")]
-fn aligned(
-    mut sources: Vec<phosphor_sql::TraceSource>,
-    stderr: &mut impl Write,
-) -> anyhow::Result<Vec<phosphor_sql::TraceSource>> {
-    if sources.len() > 1 {
-        if let Some(warning) = phosphor_sql::align(&mut sources)? {
-            writeln!(stderr, "warning: {warning}")?;
-        }
-    }
-    Ok(sources)
 }

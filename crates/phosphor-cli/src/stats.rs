@@ -23,10 +23,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use std::sync::Arc;
 
-use phosphor_export::symbolize::Symbolizer;
-use phosphor_export::system::SystemContext;
 use phosphor_export::{format_count, FilesStats, SortBy, StatsBuilder, TableOptions};
 
+use crate::common::system_context;
 use crate::progress;
 
 /// Options of `phosphor stats`.
@@ -59,7 +58,7 @@ const DEFAULT_TOP: usize = 20;
 
 /// Runs `phosphor stats` and writes the statistics to `out`.
 pub fn run(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let files = crate::convert::inputs(&args.files, &mut std::io::stderr())?;
+    let files = crate::common::inputs(&args.files, &mut std::io::stderr())?;
     let [path] = files.as_slice() else {
         return run_many(args, &files, out);
     };
@@ -98,30 +97,6 @@ pub fn run(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<()> {
     }
 }
 
-/// The system context of a regular file (format 1.6), read in a first pass over its system
-/// blocks, its samples' leaves symbolized (what cannot be is said on stderr, once per object).
-/// `None` for a pipe (read once, so scopes get no system figures) or a file without system blocks.
-pub(crate) fn system_context(path: &std::path::Path) -> anyhow::Result<Option<SystemContext>> {
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return Ok(None);
-    }
-    let mut context = SystemContext::read(progress::open(path, "reading the system context")?)?;
-    if context.counts.blocks == 0 {
-        return Ok(None);
-    }
-    let mut symbolizer = Symbolizer::new();
-    context.name_leaves(&mut symbolizer);
-    warn_symbols(&symbolizer);
-    Ok(Some(context))
-}
-
-/// Says on stderr which objects could not be symbolized.
-pub(crate) fn warn_symbols(symbolizer: &Symbolizer) {
-    for w in symbolizer.warnings() {
-        eprintln!("warning: symbols: {w}");
-    }
-}
-
 fn sort_by(sort: Sort) -> SortBy {
     match sort {
         Sort::Total => SortBy::Total,
@@ -132,7 +107,7 @@ fn sort_by(sort: Sort) -> SortBy {
 
 /// `phosphor stats` of several files, as one trace.
 fn run_many(args: &StatsArgs, files: &[PathBuf], out: &mut impl Write) -> anyhow::Result<()> {
-    let (headers, timeline) = crate::convert::align_files(files, &mut std::io::stderr())?;
+    let (headers, timeline) = crate::common::align_files(files, &mut std::io::stderr())?;
     let mut merged = FilesStats::new();
     let mut failure = None;
     for (file, place) in files.iter().zip(&timeline.files) {

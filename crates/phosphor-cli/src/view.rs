@@ -7,13 +7,15 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use phosphor_view::server::{serve, Traces};
 use phosphor_view::BuildOptions;
+
+use crate::common::traces_of;
 
 /// Options of `phosphor view`.
 #[derive(Debug, Args)]
@@ -47,25 +49,6 @@ pub struct ViewArgs {
     /// panel lists the diff's rows, each opening the slowest occurrences of its path on either side.
     #[arg(long, conflicts_with = "index_only")]
     compare: bool,
-}
-
-/// The `.phos` files of `path`: itself, or those in it (sorted).
-pub(crate) fn traces_of(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    if !path.is_dir() {
-        return Ok(vec![path.to_owned()]);
-    }
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(path).with_context(|| format!("{}", path.display()))? {
-        let p = entry.with_context(|| format!("{}", path.display()))?.path();
-        if p.extension().is_some_and(|e| e == "phos") && p.is_file() {
-            files.push(p);
-        }
-    }
-    files.sort();
-    if files.is_empty() {
-        bail!("{}: no .phos trace files in this folder", path.display());
-    }
-    Ok(files)
 }
 
 /// The user's cache folder for indexes.

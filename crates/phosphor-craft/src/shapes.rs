@@ -126,211 +126,260 @@ fn numbered_names<W: Write>(w: &mut TraceWriter<W>, prefix: &str, count: u32) ->
 impl Shape {
     /// Writes the file to `out`; returns `out`.
     pub fn write<W: Write>(&self, out: W) -> io::Result<W> {
-        let id = FIRST_CALLSITE_ID;
         match *self {
             Shape::HugeCallsiteName { bytes, callsites, events } => {
-                let mut w = start(out, monotonic())?;
-                let name = w.repeated_string("x", bytes)?;
-                w.callsites((0..callsites).map(|k| callsite(id + k, Phase::Complete, name)))?;
-                let mut s = ChunkStream::new(1);
-                for k in 0..events.min(callsites) {
-                    s.push(&mut w, &records::complete(u64::from(k) * 10, id + k, 5))?;
-                }
-                s.flush(&mut w)?;
-                w.finish(Trailer::default())
+                huge_callsite_name(out, bytes, callsites, events)
             }
-            Shape::HugeThreadName { bytes, threads, events } => {
-                let mut w = start(out, monotonic())?;
-                let name = w.repeated_string("t", bytes)?;
-                let work = w.string("work")?;
-                w.callsites([callsite(id, Phase::Complete, work)])?;
-                w.threads((1..=threads).map(|tid| (tid, name)))?;
-                for tid in 1..=events.min(threads) {
-                    let mut s = ChunkStream::new(tid);
-                    s.push(&mut w, &records::complete(u64::from(tid) * 10, id, 5))?;
-                    s.flush(&mut w)?;
-                }
-                w.finish(Trailer::default())
-            }
-            Shape::UnclosedBegins { depth } => {
-                let mut w = start(out, monotonic())?;
-                let names = numbered_names(&mut w, "open", 16)?;
-                w.callsites((0..16).map(|k| callsite(id + k, Phase::Begin, names + k)))?;
-                let mut s = ChunkStream::new(1);
-                for d in 0..depth {
-                    s.push(&mut w, &records::begin(u64::from(d), id + d % 16))?;
-                }
-                s.flush(&mut w)?;
-                w.finish(Trailer::default())
-            }
-            Shape::AsyncsWaiting { slices } => {
-                let mut w = start(out, monotonic())?;
-                let names = w.strings(&["waiting", "unended"])?;
-                w.callsites([
-                    callsite(id, Phase::AsyncBegin, names),
-                    callsite(id + 1, Phase::AsyncEnd, names),
-                    callsite(id + 2, Phase::AsyncBegin, names + 1),
-                ])?;
-                let n = u64::from(slices);
-                let mut ends = ChunkStream::new(2);
-                for k in 0..n {
-                    ends.push(&mut w, &records::async_edge(10 * k + 5, id + 1, k))?;
-                }
-                ends.flush(&mut w)?;
-                let mut begins = ChunkStream::new(1);
-                for k in 0..n {
-                    begins.push(&mut w, &records::async_edge(10 * k, id, k))?;
-                    begins.push(&mut w, &records::async_edge(10 * k, id + 2, k))?;
-                }
-                begins.flush(&mut w)?;
-                w.finish(Trailer::default())
-            }
-            Shape::NestedScopes { depth } => {
-                let mut w = start(out, monotonic())?;
-                let names = numbered_names(&mut w, "scope", 16)?;
-                w.callsites((0..16).map(|k| callsite(id + k, Phase::Begin, names + k)))?;
-                w.callsites((0..16).map(|k| callsite(id + 16 + k, Phase::End, names + k)))?;
-                let leaf = w.strings(&["leaf", "at the bottom: {}"])?;
-                w.callsites([
-                    callsite(id + 32, Phase::Instant, leaf),
-                    callsite(id + 33, Phase::Log, leaf + 1),
-                ])?;
-                let mut s = ChunkStream::new(1);
-                let d = u64::from(depth);
-                for k in 0..depth {
-                    s.push(&mut w, &records::begin(u64::from(k), id + k % 16))?;
-                }
-                s.push(&mut w, &records::instant(d, id + 32))?;
-                s.push(&mut w, &records::log(d, id + 33, &[d]))?;
-                for k in (0..depth).rev() {
-                    s.push(&mut w, &records::end(2 * d - u64::from(k), id + 16 + k % 16))?;
-                }
-                s.flush(&mut w)?;
-                w.finish(Trailer::default())
-            }
-            Shape::BackwardTimestamps { events, order } => {
-                let mut w = start(out, monotonic())?;
-                let names = numbered_names(&mut w, "back", 4)?;
-                w.callsites((0..4).map(|k| callsite(id + k, Phase::Complete, names + k)))?;
-                let mut s = ChunkStream::new(1);
-                let n = u64::from(events);
-                for k in 0..events {
-                    let i = u64::from(k);
-                    let ts = match order {
-                        Backwards::Decreasing => 10 * (n - i),
-                        Backwards::Alternating if k % 2 == 0 => 10 * (n + i),
-                        Backwards::Alternating => 10 * (n - i),
-                    };
-                    s.push(&mut w, &records::complete(ts, id + k % 4, 3))?;
-                }
-                s.flush(&mut w)?;
-                w.finish(Trailer::default())
-            }
+            Shape::HugeThreadName { bytes, threads, events } => huge_thread_name(out, bytes, threads, events),
+            Shape::UnclosedBegins { depth } => unclosed_begins(out, depth),
+            Shape::AsyncsWaiting { slices } => asyncs_waiting(out, slices),
+            Shape::NestedScopes { depth } => nested_scopes(out, depth),
+            Shape::BackwardTimestamps { events, order } => backward_timestamps(out, events, order),
             Shape::ClockRate { ns_per_tick } => every_phase(out, tsc(ns_per_tick)),
-            Shape::ManyCallsites { callsites } => {
-                let mut w = start(out, monotonic())?;
-                let names = numbered_names(&mut w, "site", callsites)?;
-                w.callsites((0..callsites).map(|k| callsite(id + k, Phase::Complete, names + k)))?;
-                let mut s = ChunkStream::new(1);
-                for k in 0..callsites {
-                    s.push(&mut w, &records::complete(u64::from(k) * 10, id + k, 5))?;
-                }
-                s.flush(&mut w)?;
-                w.finish(Trailer::default())
-            }
-            Shape::ManyThreads { threads } => {
-                let mut w = start(out, monotonic())?;
-                let work = w.string("work")?;
-                w.callsites([callsite(id, Phase::Complete, work)])?;
-                let names = numbered_names(&mut w, "worker ", threads)?;
-                w.threads((0..threads).map(|k| (k + 1, names + k)))?;
-                for k in 0..threads {
-                    let mut s = ChunkStream::new(k + 1);
-                    s.push(&mut w, &records::complete(u64::from(k) * 10, id, 5))?;
-                    s.flush(&mut w)?;
-                }
-                w.finish(Trailer::default())
-            }
-            Shape::TinyChunks { chunks } => {
-                let mut w = start(out, monotonic())?;
-                let name = w.string("tiny")?;
-                w.callsites([callsite(id, Phase::Complete, name)])?;
-                let mut s = ChunkStream::with_capacity(1, 1);
-                for k in 0..chunks {
-                    s.push(&mut w, &records::complete(u64::from(k) * 10, id, 5))?;
-                    s.flush(&mut w)?;
-                    s.skip(1);
-                }
-                w.finish(Trailer::default())
-            }
-            Shape::HugeArgs { events } => {
-                let mut w = start(out, monotonic())?;
-                let strs = w.strings(&["named by its argument", "name", "static"])?;
-                let mut site = callsite(id, Phase::Instant, strs);
-                site.dynamic_name = true;
-                site.strings[2] = strs + 1;
-                site.strings[3] = strs + 1;
-                w.callsites([site])?;
-                let mut s = ChunkStream::new(1);
-                let filler = "a".repeat(8_000);
-                for k in 0..events {
-                    let name = format!("{k:08}{filler}");
-                    s.push(&mut w, &records::with_string(u64::from(k), id, &name, Some(strs + 2)))?;
-                }
-                s.flush(&mut w)?;
-                w.finish(Trailer::default())
-            }
-            Shape::LogWidthBomb { repeats, events } => {
-                let mut w = start(out, monotonic())?;
-                let format = w.repeated_string("{0:65536}", 9 * repeats as usize)?;
-                w.callsites([callsite(id, Phase::Log, format)])?;
-                let mut s = ChunkStream::new(1);
-                for k in 0..events {
-                    s.push(&mut w, &records::log(u64::from(k), id, &[7]))?;
-                }
-                s.flush(&mut w)?;
-                w.finish(Trailer::default())
-            }
-            Shape::LogsOutOfOrder { threads, logs, params } => {
-                let mut w = start(out, monotonic())?;
-                let params: Vec<u64> =
-                    (0..u64::from(params).min(phosphor_format::MAX_PARAMS as u64)).collect();
-                let format = w.string(&format!("log{}", " {}".repeat(params.len())))?;
-                w.callsites([callsite(id, Phase::Log, format)])?;
-                for t in (0..threads).rev() {
-                    let mut s = ChunkStream::new(t + 1);
-                    for k in 0..logs {
-                        let ts = (u64::from(t) * u64::from(logs) + u64::from(k)) * 10;
-                        s.push(&mut w, &records::log(ts, id, &params))?;
-                    }
-                    s.flush(&mut w)?;
-                }
-                w.finish(Trailer::default())
-            }
-            Shape::DeepLongNames { depth, name_bytes } => {
-                let mut w = start(out, monotonic())?;
-                let filler = "n".repeat(name_bytes.saturating_sub(8));
-                let mut first = None;
-                for k in 0..depth {
-                    let i = w.string(&format!("{k:08}{filler}"))?;
-                    first.get_or_insert(i);
-                }
-                let names = first.unwrap_or(0);
-                w.callsites((0..depth).map(|k| callsite(id + 2 * k, Phase::Begin, names + k)))?;
-                w.callsites((0..depth).map(|k| callsite(id + 2 * k + 1, Phase::End, names + k)))?;
-                let mut s = ChunkStream::new(1);
-                let d = u64::from(depth);
-                for k in 0..depth {
-                    s.push(&mut w, &records::begin(u64::from(k), id + 2 * k))?;
-                }
-                for k in (0..depth).rev() {
-                    s.push(&mut w, &records::end(2 * d - u64::from(k), id + 2 * k + 1))?;
-                }
-                s.flush(&mut w)?;
-                w.finish(Trailer::default())
-            }
+            Shape::ManyCallsites { callsites } => many_callsites(out, callsites),
+            Shape::ManyThreads { threads } => many_threads(out, threads),
+            Shape::TinyChunks { chunks } => tiny_chunks(out, chunks),
+            Shape::HugeArgs { events } => huge_args(out, events),
+            Shape::LogWidthBomb { repeats, events } => log_width_bomb(out, repeats, events),
+            Shape::LogsOutOfOrder { threads, logs, params } => logs_out_of_order(out, threads, logs, params),
+            Shape::DeepLongNames { depth, name_bytes } => deep_long_names(out, depth, name_bytes),
         }
     }
+}
+
+/// [`Shape::HugeCallsiteName`].
+fn huge_callsite_name<W: Write>(out: W, bytes: usize, callsites: u32, events: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let name = w.repeated_string("x", bytes)?;
+    w.callsites((0..callsites).map(|k| callsite(id + k, Phase::Complete, name)))?;
+    let mut s = ChunkStream::new(1);
+    for k in 0..events.min(callsites) {
+        s.push(&mut w, &records::complete(u64::from(k) * 10, id + k, 5))?;
+    }
+    s.flush(&mut w)?;
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::HugeThreadName`].
+fn huge_thread_name<W: Write>(out: W, bytes: usize, threads: u32, events: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let name = w.repeated_string("t", bytes)?;
+    let work = w.string("work")?;
+    w.callsites([callsite(id, Phase::Complete, work)])?;
+    w.threads((1..=threads).map(|tid| (tid, name)))?;
+    for tid in 1..=events.min(threads) {
+        let mut s = ChunkStream::new(tid);
+        s.push(&mut w, &records::complete(u64::from(tid) * 10, id, 5))?;
+        s.flush(&mut w)?;
+    }
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::UnclosedBegins`].
+fn unclosed_begins<W: Write>(out: W, depth: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let names = numbered_names(&mut w, "open", 16)?;
+    w.callsites((0..16).map(|k| callsite(id + k, Phase::Begin, names + k)))?;
+    let mut s = ChunkStream::new(1);
+    for d in 0..depth {
+        s.push(&mut w, &records::begin(u64::from(d), id + d % 16))?;
+    }
+    s.flush(&mut w)?;
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::AsyncsWaiting`].
+fn asyncs_waiting<W: Write>(out: W, slices: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let names = w.strings(&["waiting", "unended"])?;
+    w.callsites([
+        callsite(id, Phase::AsyncBegin, names),
+        callsite(id + 1, Phase::AsyncEnd, names),
+        callsite(id + 2, Phase::AsyncBegin, names + 1),
+    ])?;
+    let n = u64::from(slices);
+    let mut ends = ChunkStream::new(2);
+    for k in 0..n {
+        ends.push(&mut w, &records::async_edge(10 * k + 5, id + 1, k))?;
+    }
+    ends.flush(&mut w)?;
+    let mut begins = ChunkStream::new(1);
+    for k in 0..n {
+        begins.push(&mut w, &records::async_edge(10 * k, id, k))?;
+        begins.push(&mut w, &records::async_edge(10 * k, id + 2, k))?;
+    }
+    begins.flush(&mut w)?;
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::NestedScopes`].
+fn nested_scopes<W: Write>(out: W, depth: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let names = numbered_names(&mut w, "scope", 16)?;
+    w.callsites((0..16).map(|k| callsite(id + k, Phase::Begin, names + k)))?;
+    w.callsites((0..16).map(|k| callsite(id + 16 + k, Phase::End, names + k)))?;
+    let leaf = w.strings(&["leaf", "at the bottom: {}"])?;
+    w.callsites([callsite(id + 32, Phase::Instant, leaf), callsite(id + 33, Phase::Log, leaf + 1)])?;
+    let mut s = ChunkStream::new(1);
+    let d = u64::from(depth);
+    for k in 0..depth {
+        s.push(&mut w, &records::begin(u64::from(k), id + k % 16))?;
+    }
+    s.push(&mut w, &records::instant(d, id + 32))?;
+    s.push(&mut w, &records::log(d, id + 33, &[d]))?;
+    for k in (0..depth).rev() {
+        s.push(&mut w, &records::end(2 * d - u64::from(k), id + 16 + k % 16))?;
+    }
+    s.flush(&mut w)?;
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::BackwardTimestamps`].
+fn backward_timestamps<W: Write>(out: W, events: u32, order: Backwards) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let names = numbered_names(&mut w, "back", 4)?;
+    w.callsites((0..4).map(|k| callsite(id + k, Phase::Complete, names + k)))?;
+    let mut s = ChunkStream::new(1);
+    let n = u64::from(events);
+    for k in 0..events {
+        let i = u64::from(k);
+        let ts = match order {
+            Backwards::Decreasing => 10 * (n - i),
+            Backwards::Alternating if k % 2 == 0 => 10 * (n + i),
+            Backwards::Alternating => 10 * (n - i),
+        };
+        s.push(&mut w, &records::complete(ts, id + k % 4, 3))?;
+    }
+    s.flush(&mut w)?;
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::ManyCallsites`].
+fn many_callsites<W: Write>(out: W, callsites: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let names = numbered_names(&mut w, "site", callsites)?;
+    w.callsites((0..callsites).map(|k| callsite(id + k, Phase::Complete, names + k)))?;
+    let mut s = ChunkStream::new(1);
+    for k in 0..callsites {
+        s.push(&mut w, &records::complete(u64::from(k) * 10, id + k, 5))?;
+    }
+    s.flush(&mut w)?;
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::ManyThreads`].
+fn many_threads<W: Write>(out: W, threads: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let work = w.string("work")?;
+    w.callsites([callsite(id, Phase::Complete, work)])?;
+    let names = numbered_names(&mut w, "worker ", threads)?;
+    w.threads((0..threads).map(|k| (k + 1, names + k)))?;
+    for k in 0..threads {
+        let mut s = ChunkStream::new(k + 1);
+        s.push(&mut w, &records::complete(u64::from(k) * 10, id, 5))?;
+        s.flush(&mut w)?;
+    }
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::TinyChunks`].
+fn tiny_chunks<W: Write>(out: W, chunks: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let name = w.string("tiny")?;
+    w.callsites([callsite(id, Phase::Complete, name)])?;
+    let mut s = ChunkStream::with_capacity(1, 1);
+    for k in 0..chunks {
+        s.push(&mut w, &records::complete(u64::from(k) * 10, id, 5))?;
+        s.flush(&mut w)?;
+        s.skip(1);
+    }
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::HugeArgs`].
+fn huge_args<W: Write>(out: W, events: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let strs = w.strings(&["named by its argument", "name", "static"])?;
+    let mut site = callsite(id, Phase::Instant, strs);
+    site.dynamic_name = true;
+    site.strings[2] = strs + 1;
+    site.strings[3] = strs + 1;
+    w.callsites([site])?;
+    let mut s = ChunkStream::new(1);
+    let filler = "a".repeat(8_000);
+    for k in 0..events {
+        let name = format!("{k:08}{filler}");
+        s.push(&mut w, &records::with_string(u64::from(k), id, &name, Some(strs + 2)))?;
+    }
+    s.flush(&mut w)?;
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::LogWidthBomb`].
+fn log_width_bomb<W: Write>(out: W, repeats: u32, events: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let format = w.repeated_string("{0:65536}", 9 * repeats as usize)?;
+    w.callsites([callsite(id, Phase::Log, format)])?;
+    let mut s = ChunkStream::new(1);
+    for k in 0..events {
+        s.push(&mut w, &records::log(u64::from(k), id, &[7]))?;
+    }
+    s.flush(&mut w)?;
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::LogsOutOfOrder`].
+fn logs_out_of_order<W: Write>(out: W, threads: u32, logs: u32, params: u32) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let params: Vec<u64> = (0..u64::from(params).min(phosphor_format::MAX_PARAMS as u64)).collect();
+    let format = w.string(&format!("log{}", " {}".repeat(params.len())))?;
+    w.callsites([callsite(id, Phase::Log, format)])?;
+    for t in (0..threads).rev() {
+        let mut s = ChunkStream::new(t + 1);
+        for k in 0..logs {
+            let ts = (u64::from(t) * u64::from(logs) + u64::from(k)) * 10;
+            s.push(&mut w, &records::log(ts, id, &params))?;
+        }
+        s.flush(&mut w)?;
+    }
+    w.finish(Trailer::default())
+}
+
+/// [`Shape::DeepLongNames`].
+fn deep_long_names<W: Write>(out: W, depth: u32, name_bytes: usize) -> io::Result<W> {
+    let id = FIRST_CALLSITE_ID;
+    let mut w = start(out, monotonic())?;
+    let filler = "n".repeat(name_bytes.saturating_sub(8));
+    let mut first = None;
+    for k in 0..depth {
+        let i = w.string(&format!("{k:08}{filler}"))?;
+        first.get_or_insert(i);
+    }
+    let names = first.unwrap_or(0);
+    w.callsites((0..depth).map(|k| callsite(id + 2 * k, Phase::Begin, names + k)))?;
+    w.callsites((0..depth).map(|k| callsite(id + 2 * k + 1, Phase::End, names + k)))?;
+    let mut s = ChunkStream::new(1);
+    let d = u64::from(depth);
+    for k in 0..depth {
+        s.push(&mut w, &records::begin(u64::from(k), id + 2 * k))?;
+    }
+    for k in (0..depth).rev() {
+        s.push(&mut w, &records::end(2 * d - u64::from(k), id + 2 * k + 1))?;
+    }
+    s.flush(&mut w)?;
+    w.finish(Trailer::default())
 }
 
 /// A small trace with an event of every phase, on `clock`; one complete slice spans the whole

@@ -12,6 +12,9 @@ const READERS: &[&str] = &[
     "phosphor-model",
     "phosphor-otlp",
     "phosphor-view",
+    // The recording server copies trace streams block by block: it reads the format, never the
+    // runtime (the CLI's `record` command is this crate with flags).
+    "phosphor-record",
 ];
 
 /// The names in a manifest's `[dependencies]` and `[target.'…'.dependencies]` tables (not

@@ -5,64 +5,18 @@
 //! outputs (statistics, folded stacks) cost a few hundred bytes per thread or callsite of one
 //! event, measured on 20,000 of them (issue 18's files have a million).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use phosphor_format::file::{CallsiteInfo, Reader, Trailer, Writer};
 use phosphor_format::{ArgType, Meta, Phase, Record};
 
 use crate::test_files::{clock, header, mark, slice};
 
-thread_local! {
-    /// Bytes allocated and not freed by this thread, and their peak since the last reset.
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn count(delta: isize) {
-    let _ = LIVE.try_with(|live| {
-        live.set(live.get() + delta);
-        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(live.get())));
-    });
-}
-
 /// The system allocator, counting live bytes per thread.
-struct Counting;
-
-// SAFETY: every method forwards to `System` unchanged; the counters are const-initialised thread
-// locals without a destructor, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as isize);
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as isize);
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size as isize - layout.size() as isize);
-        // SAFETY: forwarded unchanged; `ptr` came from `System` with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count(-(layout.size() as isize));
-        // SAFETY: forwarded unchanged; `ptr` came from `System` with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: phosphor_testalloc::Counting = phosphor_testalloc::Counting;
 
 /// The peak of the bytes this thread holds while `f` runs, above what it held before.
 fn peak_bytes_during(f: impl FnOnce()) -> usize {
-    let base = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(base));
-    f();
-    (PEAK.with(Cell::get) - base).max(0) as usize
+    phosphor_testalloc::peak_bytes_during(f).1
 }
 
 /// The name every thread or callsite has.

@@ -2,40 +2,13 @@
 //! allocation per record once a call has been seen. `log` has one logger per process, so the
 //! tests share it and take turns.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::{Mutex, OnceLock};
 
 use phosphor::{ArgValue, BufferMode, Event, Level, Phase, Trace, TraceConfig, TraceLog, TraceLogConfig};
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
 /// The system allocator, counting allocations per thread.
-struct Counting;
-
-// SAFETY: every method forwards to `System` unchanged; the counter is a const-initialised thread
-// local without a destructor, which never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; `ptr` came from `System`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: phosphor_testalloc::Counting = phosphor_testalloc::Counting;
 
 /// The log the process's logger records into, and the lock the tests take turns with.
 fn shared() -> (&'static TraceLog, std::sync::MutexGuard<'static, ()>) {
@@ -137,11 +110,11 @@ fn a_seen_call_does_not_allocate() {
             log::info!(target: "alloc", "formatted {i} {}", i * 2);
         };
         emit(0);
-        let before = ALLOCATIONS.with(Cell::get);
+        let before = phosphor_testalloc::allocations();
         for i in 1..=1000 {
             emit(i);
         }
-        assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "allocations in 2000 records");
+        assert_eq!(phosphor_testalloc::allocations() - before, 0, "allocations in 2000 records");
     });
     assert_eq!(trace.events().count(), 2002);
 }

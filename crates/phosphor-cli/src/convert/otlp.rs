@@ -22,31 +22,11 @@ use phosphor_otlp::convert::{
     convert, convert_to, ConvertOptions, Converted, Encoding, Requests, DEFAULT_MAX_BYTES, DEFAULT_MAX_SPANS,
 };
 use phosphor_otlp::ids::GroupRoots;
-use phosphor_otlp::select::{Sampling, Selection, TailRules};
+use phosphor_otlp::select::Selection;
 
 use super::{refuse_overwrite, ConvertArgs, Format};
-use crate::info::format_bytes;
+use crate::common::{format_bytes, parse_bytes, parse_duration, parse_ratio, sampling, tail_rules};
 use crate::progress;
-
-/// Parses a duration: a number with a unit (`ns`, `us`, `ms`, `s`), or bare nanoseconds.
-pub fn parse_duration(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let scale = match unit.trim() {
-        "" | "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        u => return Err(format!("unknown unit {u:?} (use ns, us, ms or s)")),
-    };
-    let v: f64 = number.parse().map_err(|_| format!("{text:?} is not a duration such as 1ms"))?;
-    let ns = v * scale;
-    if !ns.is_finite() || ns >= u64::MAX as f64 {
-        return Err(format!("{text:?} is too long"));
-    }
-    Ok(ns.round() as u64)
-}
 
 /// `convert`'s OTLP options beyond the selection (flattened into `ConvertArgs`).
 #[derive(Debug, Default, Args)]
@@ -97,89 +77,6 @@ impl OtlpArgs {
             || self.keep_slower_than.is_some()
             || self.keep_errors
             || self.keep_slowest_per_minute.is_some()
-    }
-}
-
-/// `record --otlp`'s grouping and sampling (flattened into `RecordArgs`): what `convert` offers,
-/// for live forwarding, through the same `Selection`.
-#[derive(Debug, Default, Args)]
-pub struct RecordOtlpArgs {
-    /// With --otlp: which roots share a trace: `none` (a trace per root), `process` (one per
-    /// connection), `window:1s` (one per second of start times).
-    #[arg(long, value_name = "GROUPING", requires = "otlp")]
-    otlp_group_roots: Option<GroupRoots>,
-    /// With --otlp: head sampling: keep this share (0 to 1) of the traces, decided on their trace
-    /// ids (a caller's trace follows its `traceparent`'s sampled flag).
-    #[arg(long, value_name = "RATIO", requires = "otlp", value_parser = parse_ratio)]
-    otlp_sample: Option<f64>,
-    /// With --otlp: also export the spans of callers whose `traceparent` says "not sampled".
-    #[arg(long, requires = "otlp")]
-    otlp_export_unsampled_callers: bool,
-    /// With --otlp: tail rule: keep a trace any of whose spans lasts at least this long.
-    #[arg(long, value_name = "DURATION", requires = "otlp", value_parser = parse_duration)]
-    otlp_keep_slower_than: Option<u64>,
-    /// With --otlp: tail rule: keep a trace holding an error-level log.
-    #[arg(long, requires = "otlp")]
-    otlp_keep_errors: bool,
-    /// With --otlp: tail rule: of the other traces, keep the N slowest per root name and minute
-    /// (held a minute and `--otlp-hold`).
-    #[arg(long, value_name = "N", requires = "otlp", value_parser = clap::value_parser!(u64).range(1..))]
-    otlp_keep_slowest_per_minute: Option<u64>,
-}
-
-impl RecordOtlpArgs {
-    /// Head sampling.
-    pub fn sampling(&self) -> Sampling {
-        sampling(self.otlp_sample, self.otlp_export_unsampled_callers)
-    }
-
-    /// Tail rules.
-    pub fn tail_rules(&self) -> TailRules {
-        tail_rules(self.otlp_keep_slower_than, self.otlp_keep_errors, self.otlp_keep_slowest_per_minute)
-    }
-
-    /// Which roots share a trace.
-    pub fn group_roots(&self) -> GroupRoots {
-        self.otlp_group_roots.unwrap_or_default()
-    }
-}
-
-/// Head sampling from the flags (convert's and record's).
-pub fn sampling(ratio: Option<f64>, export_unsampled_callers: bool) -> Sampling {
-    Sampling { ratio, export_unsampled_callers }
-}
-
-/// Tail rules from the flags (convert's and record's).
-pub fn tail_rules(slower_than: Option<u64>, errors: bool, slowest_per_minute: Option<u64>) -> TailRules {
-    TailRules {
-        slower_than_ns: slower_than,
-        errors,
-        slowest_per_minute: slowest_per_minute.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-    }
-}
-
-/// Parses a share from 0 to 1.
-pub fn parse_ratio(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
-        _ => Err(format!("{text:?} is not a ratio from 0 to 1")),
-    }
-}
-
-/// Parses a size: bytes, or a number with `KiB`, `MiB` (or `K`, `M`).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let scale: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "K" | "KiB" => 1 << 10,
-        "M" | "MiB" => 1 << 20,
-        u => return Err(format!("unknown unit {u:?} (use KiB or MiB)")),
-    };
-    match number.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)) {
-        Some(n) if n >= 1 => Ok(n),
-        _ => Err(format!("{text:?} is not a size such as 1MiB")),
     }
 }
 

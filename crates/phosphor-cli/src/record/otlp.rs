@@ -12,29 +12,18 @@
 //! to the exporter; then the exporter drains within `--otlp-shutdown-deadline`, the figures are
 //! printed as at a clean exit, and the process exits 0.
 
-use std::collections::HashMap;
-use std::net::TcpStream;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use phosphor_otlp::export::{
-    parse_header_lines, Compression, Encoding, ExportHandle, ExportOptions, ExportStats, Exporter, OtelEnv,
-    Tally,
-};
+use phosphor_otlp::export::{parse_header_lines, Compression, Encoding, ExportOptions, Exporter, OtelEnv};
+use phosphor_otlp::ids::GroupRoots;
+use phosphor_otlp::select::{Sampling, TailRules};
+use phosphor_record::{describe_export, Drain};
 
-/// How long a connection's line waits for the collector to settle its spans (delivered,
-/// rejected or failed) before it says how many are still being sent.
-const SETTLE_WAIT: Duration = Duration::from_secs(10);
-
-/// How long a signal's drain waits for the open connections to hand on their last spans.
-const CONNECTIONS_WAIT: Duration = Duration::from_secs(2);
-
-/// Set once a signal has begun the drain: connection lines wait no more for the collector.
-static DRAINING: AtomicBool = AtomicBool::new(false);
+use crate::common::{parse_duration, parse_ratio, sampling, tail_rules};
 
 /// The exporter flags of `phosphor record` (beside `--otlp` and the selection's).
 #[derive(Debug, Args)]
@@ -45,11 +34,11 @@ pub struct OtlpExportArgs {
     otlp_headers_file: Option<PathBuf>,
     /// With --otlp: how long, at exit or on SIGINT/SIGTERM, the exporter goes on sending what is
     /// queued before counting the rest as failed.
-    #[arg(long, value_name = "DURATION", requires = "otlp", default_value = "5s", value_parser = crate::convert::otlp::parse_duration)]
+    #[arg(long, value_name = "DURATION", requires = "otlp", default_value = "5s", value_parser = parse_duration)]
     otlp_shutdown_deadline: u64,
     /// With --otlp: how long one request may take in all (default: OTEL_EXPORTER_OTLP_TIMEOUT,
     /// else 10s).
-    #[arg(long, value_name = "DURATION", requires = "otlp", value_parser = crate::convert::otlp::parse_duration)]
+    #[arg(long, value_name = "DURATION", requires = "otlp", value_parser = parse_duration)]
     otlp_timeout: Option<u64>,
     /// With --otlp: `gzip` or `none` (default: OTEL_EXPORTER_OTLP_COMPRESSION, else gzip).
     #[arg(long, value_name = "CODEC", requires = "otlp", value_parser = ["gzip", "none"])]
@@ -118,41 +107,8 @@ impl ExportSlot {
     }
 }
 
-/// The open connections, so a signal can end them.
-#[derive(Clone, Default)]
-pub struct Open(Arc<(Mutex<HashMap<u64, TcpStream>>, AtomicU64)>);
-
-impl Open {
-    /// Registers a connection; its key.
-    pub fn add(&self, conn: &TcpStream) -> Option<u64> {
-        let clone = conn.try_clone().ok()?;
-        // Relaxed: a unique key only.
-        let key = self.0 .1.fetch_add(1, Ordering::Relaxed);
-        self.0 .0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, clone);
-        Some(key)
-    }
-
-    pub fn remove(&self, key: Option<u64>) {
-        if let Some(k) = key {
-            self.0 .0.lock().unwrap_or_else(|p| p.into_inner()).remove(&k);
-        }
-    }
-
-    /// Shuts every open connection for reading (its thread sees the stream end), then waits a
-    /// little for them to finish.
-    fn end_all(&self) {
-        for c in self.0 .0.lock().unwrap_or_else(|p| p.into_inner()).values() {
-            let _ = c.shutdown(std::net::Shutdown::Read);
-        }
-        let until = Instant::now() + CONNECTIONS_WAIT;
-        while Instant::now() < until && !self.0 .0.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
 /// On SIGINT or SIGTERM: ends the connections, drains the exporter, prints its figures, exits 0.
-pub fn drain_on_signals(open: Open, export: ExportSlot) -> anyhow::Result<()> {
+pub fn drain_on_signals(drain: Drain, export: ExportSlot) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals =
         signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).context("cannot catch signals")?;
@@ -160,8 +116,7 @@ pub fn drain_on_signals(open: Open, export: ExportSlot) -> anyhow::Result<()> {
         if let Some(sig) = signals.forever().next() {
             let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
             eprintln!("phosphor record: {name}: ending the connections and draining the OTLP exporter");
-            DRAINING.store(true, Ordering::SeqCst);
-            open.end_all();
+            drain.begin();
             export.finish();
             std::process::exit(0);
         }
@@ -169,52 +124,46 @@ pub fn drain_on_signals(open: Open, export: ExportSlot) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What became of a connection's spans, once the collector has settled them (or
-/// [`SETTLE_WAIT`] has passed, or a drain has begun).
-pub fn settled(handle: &ExportHandle) -> Tally {
-    let until = Instant::now() + SETTLE_WAIT;
-    loop {
-        let t = handle.tally();
-        let done = t.exported + t.dropped + t.rejected + t.failed >= t.sent;
-        if done || DRAINING.load(Ordering::SeqCst) || Instant::now() >= until {
-            return t;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// `record --otlp`'s grouping and sampling (flattened into `RecordArgs`): what `convert` offers,
+/// for live forwarding, through the same `Selection`.
+#[derive(Debug, Default, Args)]
+pub struct RecordOtlpArgs {
+    /// With --otlp: which roots share a trace: `none` (a trace per root), `process` (one per
+    /// connection), `window:1s` (one per second of start times).
+    #[arg(long, value_name = "GROUPING", requires = "otlp")]
+    otlp_group_roots: Option<GroupRoots>,
+    /// With --otlp: head sampling: keep this share (0 to 1) of the traces, decided on their trace
+    /// ids (a caller's trace follows its `traceparent`'s sampled flag).
+    #[arg(long, value_name = "RATIO", requires = "otlp", value_parser = parse_ratio)]
+    otlp_sample: Option<f64>,
+    /// With --otlp: also export the spans of callers whose `traceparent` says "not sampled".
+    #[arg(long, requires = "otlp")]
+    otlp_export_unsampled_callers: bool,
+    /// With --otlp: tail rule: keep a trace any of whose spans lasts at least this long.
+    #[arg(long, value_name = "DURATION", requires = "otlp", value_parser = parse_duration)]
+    otlp_keep_slower_than: Option<u64>,
+    /// With --otlp: tail rule: keep a trace holding an error-level log.
+    #[arg(long, requires = "otlp")]
+    otlp_keep_errors: bool,
+    /// With --otlp: tail rule: of the other traces, keep the N slowest per root name and minute
+    /// (held a minute and `--otlp-hold`).
+    #[arg(long, value_name = "N", requires = "otlp", value_parser = clap::value_parser!(u64).range(1..))]
+    otlp_keep_slowest_per_minute: Option<u64>,
 }
 
-/// A connection's share of the exporter's figures, for its line.
-pub fn describe_tally(t: &Tally) -> String {
-    let pending = t.sent.saturating_sub(t.exported + t.dropped + t.rejected + t.failed);
-    let mut s = format!(
-        "{} delivered, {} dropped, {} rejected, {} failed",
-        t.exported, t.dropped, t.rejected, t.failed
-    );
-    if pending > 0 {
-        s.push_str(&format!(", {pending} still being sent"));
+impl RecordOtlpArgs {
+    /// Head sampling.
+    pub fn sampling(&self) -> Sampling {
+        sampling(self.otlp_sample, self.otlp_export_unsampled_callers)
     }
-    s
-}
 
-/// The exporter's figures, for the line printed at exit.
-pub fn describe_export(s: &ExportStats) -> String {
-    let mut line = format!(
-        "OTLP: {} spans delivered, {} dropped (queue full), {} rejected, {} failed; {} requests, {} \
-         failed, {} retries, {} split; {} spans trimmed; {} bytes sent ({} before compression)",
-        s.spans_exported,
-        s.spans_dropped,
-        s.spans_rejected,
-        s.spans_failed,
-        s.requests,
-        s.requests_failed,
-        s.retries,
-        s.requests_split,
-        s.spans_trimmed,
-        s.bytes_sent,
-        s.bytes_encoded,
-    );
-    if let Some(e) = &s.last_error {
-        line.push_str(&format!("; last error: {e}"));
+    /// Tail rules.
+    pub fn tail_rules(&self) -> TailRules {
+        tail_rules(self.otlp_keep_slower_than, self.otlp_keep_errors, self.otlp_keep_slowest_per_minute)
     }
-    line
+
+    /// Which roots share a trace.
+    pub fn group_roots(&self) -> GroupRoots {
+        self.otlp_group_roots.unwrap_or_default()
+    }
 }

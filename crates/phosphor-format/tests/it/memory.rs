@@ -5,63 +5,15 @@
 //! The binary's allocator counts the bytes live on each thread and their peak, so a test measures
 //! its own reading while the others run.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use phosphor_format::file::{Block, CallsiteInfo, ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
 use phosphor_format::{Meta, Phase, Record};
 
-thread_local! {
-    /// Bytes allocated and not freed by this thread, and their peak since the last reset.
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn count(delta: isize) {
-    let _ = LIVE.try_with(|live| {
-        live.set(live.get() + delta);
-        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(live.get())));
-    });
-}
-
 /// The system allocator, counting live bytes per thread.
-struct Counting;
-
-// SAFETY: every method forwards to `System` unchanged; the counters are const-initialised thread
-// locals without a destructor, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as isize);
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as isize);
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size as isize - layout.size() as isize);
-        // SAFETY: forwarded unchanged; `ptr` came from `System` with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count(-(layout.size() as isize));
-        // SAFETY: forwarded unchanged; `ptr` came from `System` with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: phosphor_testalloc::Counting = phosphor_testalloc::Counting;
 
 /// The peak of the bytes this thread holds while `f` runs, above what it held before.
-pub(crate) fn peak_bytes_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(base));
-    let out = f();
-    (out, (PEAK.with(Cell::get) - base).max(0) as usize)
-}
+pub(crate) use phosphor_testalloc::peak_bytes_during;
 
 fn header() -> Header {
     let clock = ClockInfo {
@@ -183,11 +135,11 @@ fn a_long_block_is_read_into_a_buffer_of_its_length_not_double() {
 fn a_long_block_is_freed_once_read() {
     let long = "w".repeat(4 << 20);
     let bytes = file(1, 1, |_| [long.as_str(); 5], 0, |_| "");
-    let base = LIVE.with(Cell::get);
+    let base = phosphor_testalloc::live_bytes();
     let mut r = Reader::new(bytes.as_slice()).unwrap();
     assert_eq!(read_all(&mut r), 1);
     // The string table's copy stays, the 4 MiB block's buffer does not.
-    let held = (LIVE.with(Cell::get) - base) as usize;
+    let held = (phosphor_testalloc::live_bytes() - base) as usize;
     assert!(held < long.len() + (1 << 20), "the reader holds {held} bytes for a string of {}", long.len());
     drop(r);
 }

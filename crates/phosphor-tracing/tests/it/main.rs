@@ -5,8 +5,6 @@ mod init;
 mod scalars;
 mod subscriber;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -15,38 +13,11 @@ use phosphor_tracing::PhosphorLayer;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::prelude::*;
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
 /// The system allocator, counting allocations per thread.
-struct Counting;
-
-// SAFETY: every method forwards to `System` unchanged; the counter is a const-initialised thread
-// local without a destructor, which never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; `ptr` came from `System`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: phosphor_testalloc::Counting = phosphor_testalloc::Counting;
 
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
+use phosphor_testalloc::allocations;
 
 /// A running trace of `categories` in a log of its own, leaked so that the layer can hold it.
 fn started(categories: &str, level: Level) -> &'static TraceLog {

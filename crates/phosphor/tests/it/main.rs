@@ -3,8 +3,6 @@
 //! The binary installs a counting global allocator whose counters are per thread, so the
 //! allocation test measures only its own thread while the other tests run in parallel.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-
 mod accounting;
 mod aggregates;
 mod alloc;
@@ -52,37 +50,6 @@ mod triggers;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod usdt_bridge;
 
-/// The system allocator, counting calls per thread.
-struct CountingAllocator;
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so `System`'s
-// guarantees are ours; the counting touches only a const-initialised thread local without a
-// destructor, which never allocates.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        support::count_allocation();
-        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        support::count_allocation();
-        // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        support::count_allocation();
-        // SAFETY: forwarded unchanged; the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        support::count_deallocation();
-        // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
+/// The system allocator, counting calls per thread (`support::allocation_counts`).
 #[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
+static GLOBAL: phosphor_testalloc::Counting = phosphor_testalloc::Counting;

@@ -2,7 +2,6 @@
 //! workload whose every event says which thread recorded it and in what order, and the counting
 //! allocator's per-thread counters.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -133,23 +132,7 @@ pub fn check_threads_and_order(events: &[Event<'_>], tids: &HashMap<u64, u32>) -
 }
 
 // The counting allocator's per-thread tallies (the allocator itself is in main.rs).
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-    static DEALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Called by the global allocator for every allocation or reallocation on this thread.
-pub fn count_allocation() {
-    // `try_with`: the allocator can run while this thread's locals are being torn down.
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-/// Called by the global allocator for every deallocation on this thread.
-pub fn count_deallocation() {
-    let _ = DEALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
 /// `(allocations, deallocations)` made by this thread so far.
 pub fn allocation_counts() -> (u64, u64) {
-    (ALLOCATIONS.with(Cell::get), DEALLOCATIONS.with(Cell::get))
+    (phosphor_testalloc::allocations(), phosphor_testalloc::deallocations())
 }

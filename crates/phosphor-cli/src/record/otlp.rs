@@ -31,6 +31,7 @@ use phosphor_otlp::export::{
 const SETTLE_WAIT: Duration = Duration::from_secs(10);
 
 /// How long a signal's drain waits for the open connections to hand on their last spans.
+#[cfg(unix)]
 const CONNECTIONS_WAIT: Duration = Duration::from_secs(2);
 
 /// Set once a signal has begun the drain: connection lines wait no more for the collector.
@@ -140,6 +141,7 @@ impl Open {
 
     /// Shuts every open connection for reading (its thread sees the stream end), then waits a
     /// little for them to finish.
+    #[cfg(unix)]
     fn end_all(&self) {
         for c in self.0 .0.lock().unwrap_or_else(|p| p.into_inner()).values() {
             let _ = c.shutdown(std::net::Shutdown::Read);
@@ -151,7 +153,16 @@ impl Open {
     }
 }
 
+/// Without Unix signals (Windows: signal-hook has no signal iterator there), Ctrl-C ends the
+/// recording without the drain, which is said once at the start.
+#[cfg(not(unix))]
+pub fn drain_on_signals(_open: Open, _export: ExportSlot) -> anyhow::Result<()> {
+    eprintln!("phosphor record: on this system Ctrl-C ends the recording without draining the OTLP exporter");
+    Ok(())
+}
+
 /// On SIGINT or SIGTERM: ends the connections, drains the exporter, prints its figures, exits 0.
+#[cfg(unix)]
 pub fn drain_on_signals(open: Open, export: ExportSlot) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals =

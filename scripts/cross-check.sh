@@ -4,6 +4,8 @@
 #   aarch64-unknown-linux-gnu   clippy -D warnings (library, and with its unit tests), the unit
 #                               tests under qemu-aarch64, and a trace recorded under qemu
 #                               (examples/platform_trace.rs) read back here with `phosphor stats`;
+#                               phosphor-usdt's in-process tests under qemu, and the USDT notes of
+#                               their binary checked (scripts/cross/usdt-notes.sh);
 #   x86_64-pc-windows-gnu       the same under wine.
 #
 # No other target's standard library can be downloaded here, so this uses Debian's rustc-web
@@ -103,6 +105,14 @@ read_back() {
     fi
 }
 
+# usdt_notes LOG: the test binary that LOG says cargo ran, checked by scripts/cross/usdt-notes.sh.
+usdt_notes() {
+    local bin
+    bin=$(sed -n 's/.*Running tests\/it\/main.rs (\(.*\))$/\1/p' "$1" | head -n 1)
+    [ -n "$bin" ] || { echo "no test binary named in $1"; return 1; }
+    scripts/cross/usdt-notes.sh "$bin" 9
+}
+
 check_target() { # check_target SHORT TRIPLE RUN...
     local short=$1 triple=$2
     shift 2
@@ -121,6 +131,13 @@ check_target() { # check_target SHORT TRIPLE RUN...
         cp "$dll" "$dir/$triple/debug/deps/" && cp "$dll" "$dir/$triple/debug/examples/"
     fi
     step "$short-unit-tests" "${xc[@]}" test "${BUILD_STD[@]}" --target "$triple" -p phosphor --lib
+    if [ "$short" = aarch64 ]; then
+        # USDT probes on aarch64: the macros' own tests run under qemu (semaphores, every argument
+        # type), and the notes of that test binary are checked as the tools read them.
+        step aarch64-usdt-in-process "${xc[@]}" test "${BUILD_STD[@]}" --target "$triple" -p phosphor-usdt \
+            --test it in_process
+        step aarch64-usdt-notes usdt_notes "$LOGS/aarch64-usdt-in-process.log"
+    fi
     step "$short-build-example" "${xc[@]}" build "${BUILD_STD[@]}" --target "$triple" -p phosphor --example platform_trace
     local exe=$dir/$triple/debug/examples/platform_trace
     [ "$short" = windows ] && exe=$exe.exe

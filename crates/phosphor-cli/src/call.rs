@@ -1,6 +1,8 @@
 //! `phosphor call TARGET 'cmd p=v'` and `phosphor ls`: remote commands into running programs
 //! (`phosphor::control`). TARGET is a process id (its socket in the default directory), a socket
-//! path, or `host:port` of a TCP control port (with `--token`).
+//! path, or `host:port` of a TCP control port (with `--token`). Control sockets are Unix domain
+//! sockets: on other systems (Windows) only a TCP port can be called, and `phosphor ls` says why it
+//! has nothing to list.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,7 +10,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use phosphor::control::{client, default_socket_dir};
+#[cfg(unix)]
+use phosphor::control::default_socket_dir;
+use phosphor::control::{client, Reply};
 
 /// Options of `phosphor call`.
 #[derive(Debug, Args)]
@@ -45,6 +49,7 @@ fn token(args: &CallArgs) -> anyhow::Result<Option<String>> {
 }
 
 /// The socket of `target`.
+#[cfg(unix)]
 fn socket(target: &str) -> PathBuf {
     match target.parse::<u32>() {
         Ok(pid) => default_socket_dir().join(format!("{pid}.sock")),
@@ -62,11 +67,7 @@ pub fn run(args: &CallArgs, out: &mut impl Write) -> anyhow::Result<()> {
             client::call_tcp(addr, &token, &args.command, timeout)
                 .with_context(|| format!("{addr}: no answer from the control port"))?
         }
-        Err(_) => {
-            let path = socket(&args.target);
-            client::call(&path, &args.command, timeout)
-                .with_context(|| format!("{}: no answer from the control socket", path.display()))?
-        }
+        Err(_) => call_socket(args, timeout)?,
     };
     if reply.error {
         anyhow::bail!("{}", reply.text.trim_end());
@@ -78,8 +79,28 @@ pub fn run(args: &CallArgs, out: &mut impl Write) -> anyhow::Result<()> {
     Ok(out.flush()?)
 }
 
+/// Calls the control socket that `args.target` names (a process id or a path).
+#[cfg(unix)]
+fn call_socket(args: &CallArgs, timeout: Duration) -> anyhow::Result<Reply> {
+    let path = socket(&args.target);
+    client::call(&path, &args.command, timeout)
+        .with_context(|| format!("{}: no answer from the control socket", path.display()))
+}
+
+/// Control sockets are Unix domain sockets: elsewhere only a TCP port can be called.
+#[cfg(not(unix))]
+fn call_socket(args: &CallArgs, _timeout: Duration) -> anyhow::Result<Reply> {
+    anyhow::bail!(
+        "{}: not host:port; control sockets (a process id or a socket path) are Unix domain sockets, \
+         which programs do not serve on this system: call the program's TCP control port \
+         (host:port, with --token-file or PHOSPHOR_TOKEN)",
+        args.target
+    )
+}
+
 /// Runs `phosphor ls`: the live processes with a control socket in the default directory. A
 /// socket whose process is gone (it refuses connections) is removed.
+#[cfg(unix)]
 pub fn ls(out: &mut impl Write) -> anyhow::Result<()> {
     let dir = default_socket_dir();
     let entries = match std::fs::read_dir(&dir) {
@@ -110,4 +131,13 @@ pub fn ls(out: &mut impl Write) -> anyhow::Result<()> {
         writeln!(out, "{pid}\t{}", path.display())?;
     }
     Ok(out.flush()?)
+}
+
+/// `phosphor ls` lists control sockets, which are Unix domain sockets.
+#[cfg(not(unix))]
+pub fn ls(_out: &mut impl Write) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "phosphor ls lists control sockets, which are Unix domain sockets and do not exist on this \
+         system: call a program's TCP control port with `phosphor call HOST:PORT`"
+    )
 }

@@ -41,11 +41,12 @@
 //!
 //! # Targets
 //!
-//! Probes exist on x86-64 Linux ([`SUPPORTED`]). On any other target every macro compiles to
-//! nothing: the arguments are type-checked but **not evaluated**, [`sdt_enabled!`] is `false`, and
-//! no semaphore is defined. On x86-64 Linux, [`sdt!`]'s arguments **are** evaluated on every pass
-//! (the tool reads them from registers), so keep them cheap or use [`sdt_with_semaphore!`], whose
-//! arguments are evaluated only while a tool is attached. Do not rely on side effects of either.
+//! Probes exist on x86-64 and AArch64 Linux ([`SUPPORTED`]). On any other target every macro
+//! compiles to nothing: the arguments are type-checked but **not evaluated**, [`sdt_enabled!`] is
+//! `false`, and no semaphore is defined. Where probes exist, [`sdt!`]'s arguments **are** evaluated
+//! on every pass (the tool reads them from registers), so keep them cheap or use
+//! [`sdt_with_semaphore!`], whose arguments are evaluated only while a tool is attached. Do not
+//! rely on side effects of either.
 //!
 //! The expansions contain `unsafe` blocks (the `asm!`, and reading an `extern` semaphore), so a
 //! crate with `#![forbid(unsafe_code)]` cannot use the macros.

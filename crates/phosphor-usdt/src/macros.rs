@@ -12,9 +12,10 @@
 /// (integers, `bool`, `char`, pointers, references); each is recorded with its size and
 /// signedness.
 ///
-/// On x86-64 Linux the arguments are evaluated every time (into registers, for the tool to read):
-/// keep them cheap, or use [`sdt_with_semaphore!`](crate::sdt_with_semaphore). On other targets
-/// the macro compiles to nothing and the arguments are type-checked but not evaluated.
+/// On x86-64 and AArch64 Linux the arguments are evaluated every time (into registers, for the
+/// tool to read): keep them cheap, or use [`sdt_with_semaphore!`](crate::sdt_with_semaphore). On
+/// other targets the macro compiles to nothing and the arguments are type-checked but not
+/// evaluated.
 ///
 /// ```
 /// let (fd, len) = (3i32, 4096usize);
@@ -142,7 +143,7 @@ macro_rules! sdt_enabled {
 /// Internal, for other crates' macros (the Phosphor bridge): a probe whose name is made of two
 /// `&'static str` constants, `category__name`, sanitised to `[A-Za-z0-9_]` and cut at
 /// [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) bytes. `provider` is an identifier; the arguments are as
-/// in [`sdt!`](crate::sdt), up to 12, evaluated every time on x86-64 Linux.
+/// in [`sdt!`](crate::sdt), up to 12, evaluated every time on x86-64 and AArch64 Linux.
 ///
 /// `category` and `name` are evaluated in const context (they may be literals or `const` items,
 /// not local variables).

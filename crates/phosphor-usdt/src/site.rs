@@ -1,8 +1,8 @@
 //! The probe site and the semaphore access, per target.
 //!
-//! # The note (x86-64 Linux)
+//! # The note (x86-64 and AArch64 Linux)
 //!
-//! A probe site is one `nop` (label `990`), and an entry appended to the section `.note.stapsdt`
+//! A probe site is one `nop` (label `990`; the mnemonic is the same on both architectures), and an entry appended to the section `.note.stapsdt`
 //! in SystemTap's version 3 layout, which `readelf -n` decodes as `NT_STAPSDT`:
 //!
 //! ```text
@@ -11,7 +11,8 @@
 //! pc        8 bytes                  address of the nop (990b)
 //! base      8 bytes                  link-time address of _.stapsdt.base
 //! semaphore 8 bytes                  address of the semaphore, or 0
-//! provider\0 name\0 args\0           args: "-4@%rax 8@%rcx ...", one spec per argument
+//! provider\0 name\0 args\0           args: "-4@%rax 8@%rcx ..." (x86-64), "-4@x0 8@x1 ..."
+//!                                    (AArch64), one spec per argument
 //! padding to 4 bytes
 //! ```
 //!
@@ -30,25 +31,52 @@
 //!
 //! Each argument is an `in(reg)` operand, its value extended to 64 bits
 //! ([`SdtArg::into_word`](crate::SdtArg::into_word)); its spec is `SIZE@%reg`, the size coming from
-//! a `const` operand, [`SdtArg::SPEC`](crate::SdtArg::SPEC) of the argument's type. Because a
-//! `const` operand may not name local variables, the asm sits in a small generic function,
-//! `#[inline(always)]`, defined by each expansion: the type parameters carry the argument types
-//! to the `const` operands, and inlining puts the `nop` in the caller (in debug builds too).
+//! a `const` operand, [`SdtArg::SPEC`](crate::SdtArg::SPEC) of the argument's type. The register
+//! is printed as each architecture's `sys/sdt.h` prints it, which is what the tools parse: `%rax`
+//! (AT&T syntax) on x86-64, `x0` on AArch64. Because a `const` operand may not name local
+//! variables, the asm sits in a small generic function, `#[inline(always)]`, defined by each
+//! expansion: the type parameters carry the argument types to the `const` operands, and inlining
+//! puts the `nop` in the caller (in debug builds too).
 //!
 //! # Other targets
 //!
 //! The macros type-check their arguments inside `if false { .. }` and evaluate nothing; the
 //! semaphores do not exist and `sdt_enabled!` is `false`.
 
-/// Whether this target gets probes: x86-64 Linux. Elsewhere the macros compile to nothing.
-pub const SUPPORTED: bool = cfg!(all(target_arch = "x86_64", target_os = "linux"));
+/// Whether this target gets probes: x86-64 and AArch64 Linux. Elsewhere the macros compile to
+/// nothing.
+pub const SUPPORTED: bool =
+    cfg!(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux"));
 
-/// Internal: one probe site, from the pairs made by `__sdt_zip!`.
+/// Internal: one probe site, from the pairs made by `__sdt_zip!`. On x86-64 the operands are
+/// printed in AT&T syntax (`%rax`), as SystemTap's x86 argument parser reads them.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_site {
-    ({
+    ($($site:tt)*) => {
+        $crate::__sdt_site_asm!([att_syntax,] $($site)*)
+    };
+}
+
+/// Internal: one probe site, from the pairs made by `__sdt_zip!`. AArch64 has one assembler
+/// syntax: registers print as `x0`, as `sys/sdt.h` writes them there.
+#[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sdt_site {
+    ($($site:tt)*) => {
+        $crate::__sdt_site_asm!([] $($site)*)
+    };
+}
+
+/// Internal: the probe site of `__sdt_site!`, with the assembler options that differ per
+/// architecture (`[att_syntax,]` on x86-64) first.
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sdt_site_asm {
+    ([$($syntax:tt)*] {
         provider: [$($prov:tt)*],
         name: [$($name_tpl:tt)*] [$($name_ops:tt)*],
         semaphore: [$($sem_tpl:tt)*] [$($sem_ops:tt)*] $(,)?
@@ -96,7 +124,7 @@ macro_rules! __sdt_site {
                         $v = in(reg) $crate::SdtArg::into_word($v),
                         $s = const <$T as $crate::SdtArg>::SPEC,
                     )*
-                    options(att_syntax, readonly, nostack, preserves_flags),
+                    options($($syntax)* readonly, nostack, preserves_flags),
                 );
             }
         }
@@ -105,7 +133,7 @@ macro_rules! __sdt_site {
 }
 
 /// Internal: on targets without probes, the arguments are type-checked and not evaluated.
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux")))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_site {
@@ -117,7 +145,7 @@ macro_rules! __sdt_site {
 }
 
 /// Internal: declares the semaphore of `provider:name` as `__SDT_SEMAPHORE` in the current block.
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux"))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_semaphore_extern {
@@ -131,7 +159,7 @@ macro_rules! __sdt_semaphore_extern {
     };
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux")))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_semaphore_extern {
@@ -139,7 +167,7 @@ macro_rules! __sdt_semaphore_extern {
 }
 
 /// Internal: whether the semaphore declared by `__sdt_semaphore_extern!` is non-zero.
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux"))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_semaphore_is_enabled {
@@ -152,7 +180,7 @@ macro_rules! __sdt_semaphore_is_enabled {
     };
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux")))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_semaphore_is_enabled {
@@ -162,7 +190,7 @@ macro_rules! __sdt_semaphore_is_enabled {
 }
 
 /// Internal: defines the semaphore of `provider:name`.
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux"))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_semaphore_define {
@@ -180,7 +208,7 @@ macro_rules! __sdt_semaphore_define {
     };
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux")))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_semaphore_define {
@@ -188,7 +216,7 @@ macro_rules! __sdt_semaphore_define {
 }
 
 /// Internal: a semaphore without a symbol, for `__sdt_local_semaphore!`.
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux"))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_local_semaphore_static {
@@ -200,7 +228,7 @@ macro_rules! __sdt_local_semaphore_static {
     };
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux")))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_local_semaphore_static {
@@ -210,7 +238,7 @@ macro_rules! __sdt_local_semaphore_static {
 }
 
 /// Internal: declares the semaphore of `provider:name`, with a reference the linker must resolve.
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux"))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_semaphore_declare {
@@ -225,7 +253,7 @@ macro_rules! __sdt_semaphore_declare {
     };
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux")))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sdt_semaphore_declare {

@@ -107,7 +107,16 @@ impl ExportSlot {
     }
 }
 
+/// Without Unix signals (Windows: signal-hook has no signal iterator there), Ctrl-C ends the
+/// recording without the drain, which is said once at the start.
+#[cfg(not(unix))]
+pub fn drain_on_signals(_drain: Drain, _export: ExportSlot) -> anyhow::Result<()> {
+    eprintln!("phosphor record: on this system Ctrl-C ends the recording without draining the OTLP exporter");
+    Ok(())
+}
+
 /// On SIGINT or SIGTERM: ends the connections, drains the exporter, prints its figures, exits 0.
+#[cfg(unix)]
 pub fn drain_on_signals(drain: Drain, export: ExportSlot) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals =

@@ -18,7 +18,7 @@ mod other {
 sdt_declare_semaphore!(in_process, gated);
 
 /// The semaphore as a tool sees it: the `u16` at the symbol `sys/sdt.h` would name.
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux"))]
 fn attach(delta: i16) {
     extern "C" {
         #[link_name = "in_process_gated_semaphore"]
@@ -47,7 +47,7 @@ fn sdt_enabled_follows_the_semaphore_and_gates_the_arguments() {
     if !phosphor_usdt::SUPPORTED {
         return;
     }
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux"))]
     {
         attach(1);
         assert!(sdt_enabled!(in_process, gated));

@@ -1,13 +1,17 @@
-//! The client side of the control socket: what `phosphor call` uses.
+//! The client side of the control socket: what `phosphor call` uses. The Unix socket's [`call`]
+//! exists on Unix only; [`call_tcp`] everywhere.
 
 use std::io::{BufRead, BufReader, Read, Write};
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
+#[cfg(unix)]
 use std::path::Path;
 use std::time::Duration;
 
 use super::Reply;
 
 /// Sends `line` to the control socket at `path` and returns its reply.
+#[cfg(unix)]
 pub fn call(path: &Path, line: &str, timeout: Duration) -> std::io::Result<Reply> {
     one_line(line)?;
     let stream = UnixStream::connect(path)?;

@@ -13,7 +13,6 @@
 //!   lines to [`call`]; [`client::call`] is the other end (`phosphor call PID 'cmd p=v'`).
 
 mod builtins;
-#[cfg(unix)]
 pub mod client;
 mod command;
 mod confine;

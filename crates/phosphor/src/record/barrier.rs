@@ -10,10 +10,17 @@
 //! then either before its light barrier (and will see the stopper's flag) or past it (and its flag
 //! is visible to the stopper).
 //!
-//! Where the kernel refuses membarrier, [`asymmetric_available`] is false and `TraceLog` gives
-//! every thread a tenant whose slave side takes the lock with a `SeqCst` compare-and-swap instead,
-//! which needs no help from [`heavy`]. Under loom both barriers are `fence(SeqCst)`, which is what
-//! the membarrier pair guarantees and what loom can model.
+//! On Windows the heavy half is `FlushProcessWriteBuffers`, the same guarantee under another name
+//! (the .NET runtime uses it as its heavy barrier too): before it returns, every processor running
+//! a thread of the process has flushed its write queue and run a full barrier (the kernel sends
+//! them an inter-processor interrupt). It exists on every Windows since Vista and reports no
+//! failure, so there [`asymmetric_available`] is always true. macOS documents no such call, so it
+//! takes the symmetric path below.
+//!
+//! Where the kernel refuses membarrier, and on systems with neither call, [`asymmetric_available`]
+//! is false and `TraceLog` gives every thread a tenant whose slave side takes the lock with a
+//! `SeqCst` compare-and-swap instead, which needs no help from [`heavy`]. Under loom both barriers
+//! are `fence(SeqCst)`, which is what the membarrier pair guarantees and what loom can model.
 //!
 //! Miri cannot run the membarrier system call (it emulates only a handful of syscalls), and it
 //! could not model what membarrier does to other threads' barriers anyway. Under Miri, therefore,
@@ -51,8 +58,13 @@ pub(crate) fn asymmetric_available() -> bool {
                 && mask & libc::c_long::from(sys::CMD_PRIVATE_EXPEDITED) != 0
                 && sys::membarrier(sys::CMD_REGISTER_PRIVATE_EXPEDITED) == 0
         }
-        // No membarrier off Linux, nor under Miri (see the module comment).
-        #[cfg(any(not(target_os = "linux"), miri))]
+        // FlushProcessWriteBuffers has no failure to report (see the module comment).
+        #[cfg(all(windows, not(miri)))]
+        {
+            true
+        }
+        // Neither call elsewhere, nor under Miri (see the module comment).
+        #[cfg(any(not(any(target_os = "linux", windows)), miri))]
         {
             false
         }
@@ -90,5 +102,12 @@ pub(crate) fn heavy() {
             // failure would void the protocol, so it must not pass silently.
             assert_eq!(r, 0, "membarrier(PRIVATE_EXPEDITED) failed after registration");
         }
+        #[cfg(all(windows, not(miri)))]
+        // SAFETY: FlushProcessWriteBuffers takes no arguments, touches no memory of ours and
+        // cannot fail; it returns once every processor running a thread of this process has run a
+        // barrier, which is the guarantee `light`'s callers rely on.
+        unsafe {
+            windows_sys::Win32::System::Threading::FlushProcessWriteBuffers()
+        };
     }
 }

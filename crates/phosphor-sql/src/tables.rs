@@ -198,17 +198,8 @@ impl Place<'_> {
             Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(self.pid, n))),
         ];
         if let Some(tids) = tids {
-            let mut names: Vec<(u32, Option<String>)> = Vec::new();
-            let name =
-                |tid: u32, names: &mut Vec<(u32, Option<String>)>| match names.iter().find(|n| n.0 == tid) {
-                    Some((_, n)) => n.clone(),
-                    None => {
-                        let n = (self.thread_name)(tid);
-                        names.push((tid, n.clone()));
-                        n
-                    }
-                };
-            cols.push(Arc::new(tids.iter().map(|&t| name(t, &mut names)).collect::<StringArray>()));
+            let names = crate::columns::thread_names(tids.iter().map(|&t| Some(t)), n, self.thread_name);
+            cols.push(Arc::new(names));
             cols.push(Arc::new(UInt32Array::from_iter_values(tids.iter().copied())));
         }
         cols
@@ -238,16 +229,7 @@ impl Context<'_> {
 
     /// The thread names of `rows`' threads, looked up once per thread.
     fn thread_names(&self, rows: &[Row]) -> StringArray {
-        let mut names: Vec<(u32, Option<String>)> = Vec::new();
-        let mut name = |tid: u32| match names.iter().find(|n| n.0 == tid) {
-            Some((_, n)) => n.clone(),
-            None => {
-                let n = (self.place.thread_name)(tid);
-                names.push((tid, n.clone()));
-                n
-            }
-        };
-        rows.iter().map(|r| name(r.tid)).collect()
+        crate::columns::thread_names(rows.iter().map(|r| Some(r.tid)), rows.len(), self.place.thread_name)
     }
 
     /// Column `name` of a batch of `table` (slices, instants, counters or logs) made of `rows`.
@@ -286,7 +268,7 @@ impl Context<'_> {
             "value" => Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.payload.value))),
             "level" => strings(rows, &|r| site(r).level.map_or("", |l| l.as_str())),
             "message" => strings(rows, &|r| r.payload.text().unwrap_or("")),
-            "arguments" => Arc::new(rows.iter().map(|r| r.payload.text()).collect::<StringArray>()),
+            "arguments" => Arc::new(crate::json::column(rows.iter().map(|r| r.payload.args()), n)),
             // The schemas name no other column of these tables: a bug here, which the tests
             // (every column of every table) catch.
             other => unreachable!("{other} is no column of {}", table.name()),

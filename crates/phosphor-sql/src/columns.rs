@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, StringArray, StringBuilder, UInt32Array};
+use arrow::buffer::{Buffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use crate::tables::Table;
@@ -98,10 +99,16 @@ pub(crate) fn schema(table: Table) -> Option<SchemaRef> {
 /// `trace`, `process` and `pid` for `n` rows.
 pub(crate) fn file_columns(trace: &str, process: &str, pid: u32, n: usize) -> Vec<ArrayRef> {
     vec![
-        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(trace, n))),
-        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(process, n))),
+        Arc::new(repeated(trace, n)),
+        Arc::new(repeated(process, n)),
         Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(pid, n))),
     ]
+}
+
+/// A string column of `n` rows, each `value`: its bytes repeated in one buffer, made at once.
+pub(crate) fn repeated(value: &str, n: usize) -> StringArray {
+    let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(value.len(), n));
+    StringArray::new(offsets, Buffer::from(value.repeat(n).into_bytes()), None)
 }
 
 /// `thread` and `tid` for rows of threads `tids` (`None`: of no thread), named by `name`.

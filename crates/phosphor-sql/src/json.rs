@@ -103,4 +103,22 @@ mod tests {
         );
         assert_eq!(object([]), None);
     }
+
+    #[test]
+    fn the_column_writes_each_rows_packed_arguments_as_their_object() {
+        use arrow::array::Array;
+        let rows: [&[(&str, Value<'_>)]; 3] =
+            [&[("a", Value::U64(7)), ("s", Value::Str("x\ty"))], &[], &[("é", Value::F64(-1.5))]];
+        let packed: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|args| crate::args_table::Packed::of(args.iter().copied()).map_or(Vec::new(), |p| p.bytes().to_vec()))
+            .collect();
+        let column = column(packed.iter().map(Vec::as_slice), rows.len());
+        assert_eq!(column.len(), 3);
+        for (i, args) in rows.iter().enumerate() {
+            let expected = object(args.iter().copied());
+            assert_eq!(column.is_valid(i).then(|| column.value(i)), expected.as_deref(), "row {i}");
+        }
+        assert_eq!(column.value(0), r#"{"a":7,"s":"x\ty"}"#);
+    }
 }

@@ -193,8 +193,8 @@ impl Place<'_> {
     /// `trace`, `process`, `pid`, and with `tids`, `thread` and `tid`, for `n` rows.
     pub(crate) fn where_columns(&self, n: usize, tids: Option<&[u32]>) -> Vec<ArrayRef> {
         let mut cols: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.trace, n))),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.process, n))),
+            Arc::new(crate::columns::repeated(self.trace, n)),
+            Arc::new(crate::columns::repeated(self.process, n)),
             Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(self.pid, n))),
         ];
         if let Some(tids) = tids {
@@ -239,8 +239,8 @@ impl Context<'_> {
         let site = |r: &Row| sites.get(r.payload.site);
         let dur = |d: u64| i64::try_from(d).unwrap_or(i64::MAX);
         match name {
-            "trace" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.place.trace, n))),
-            "process" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.place.process, n))),
+            "trace" => Arc::new(crate::columns::repeated(self.place.trace, n)),
+            "process" => Arc::new(crate::columns::repeated(self.place.process, n)),
             "pid" => Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(self.place.pid, n))),
             "thread" => Arc::new(self.thread_names(rows)),
             "tid" => Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.tid))),
@@ -292,7 +292,11 @@ pub(crate) fn shifted(t: u64, shift: i64) -> i64 {
 
 /// A string column of `rows`, each row's value given by `f`.
 fn strings<'s>(rows: &'s [Row], f: &dyn Fn(&'s Row) -> &'s str) -> ArrayRef {
-    Arc::new(StringArray::from_iter_values(rows.iter().map(f)))
+    let mut b = StringBuilder::with_capacity(rows.len(), rows.len() * 16);
+    for r in rows {
+        b.append_value(f(r));
+    }
+    Arc::new(b.finish())
 }
 
 /// The batch of `table` with `columns`, made as its schema says.

@@ -31,7 +31,10 @@ const STR: u8 = 5;
 const POINTER: u8 = 6;
 
 /// Appends `args` to `out` as [`Packed`] lays them out; returns how many there were.
-pub(crate) fn pack_into<'a>(out: &mut Vec<u8>, args: impl IntoIterator<Item = (&'a str, Value<'a>)>) -> usize {
+pub(crate) fn pack_into<'a>(
+    out: &mut Vec<u8>,
+    args: impl IntoIterator<Item = (&'a str, Value<'a>)>,
+) -> usize {
     let mut n = 0;
     for (key, value) in args {
         n += 1;

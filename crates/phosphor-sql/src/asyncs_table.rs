@@ -58,12 +58,7 @@ pub(crate) struct Asyncs {
 
 impl Asyncs {
     pub(crate) fn new() -> Asyncs {
-        Asyncs {
-            names: NameSet::default(),
-            pairing: Pairing::default(),
-            rows: Vec::new(),
-            next_id: 1,
-        }
+        Asyncs { names: NameSet::default(), pairing: Pairing::default(), rows: Vec::new(), next_id: 1 }
     }
 
     /// An async begin or end, `e`, at `ts` on the timeline.

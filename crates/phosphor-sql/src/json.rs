@@ -33,7 +33,10 @@ pub(crate) fn column<'a>(packed: impl Iterator<Item = &'a [u8]>, rows: usize) ->
 /// Writes `{"name": value, ...}` of `args` to `out`, and returns whether there were any (if
 /// not, writes nothing). A pointer is its address as a `"0x…"` string, a float that JSON cannot
 /// hold (NaN, infinities) `null`.
-pub(crate) fn write_object<'a>(out: &mut impl Write, args: impl IntoIterator<Item = (&'a str, Value<'a>)>) -> bool {
+pub(crate) fn write_object<'a>(
+    out: &mut impl Write,
+    args: impl IntoIterator<Item = (&'a str, Value<'a>)>,
+) -> bool {
     let mut any = false;
     for (name, value) in args {
         let _ = out.write_char(if any { ',' } else { '{' });
@@ -111,7 +114,9 @@ mod tests {
             [&[("a", Value::U64(7)), ("s", Value::Str("x\ty"))], &[], &[("é", Value::F64(-1.5))]];
         let packed: Vec<Vec<u8>> = rows
             .iter()
-            .map(|args| crate::args_table::Packed::of(args.iter().copied()).map_or(Vec::new(), |p| p.bytes().to_vec()))
+            .map(|args| {
+                crate::args_table::Packed::of(args.iter().copied()).map_or(Vec::new(), |p| p.bytes().to_vec())
+            })
             .collect();
         let column = column(packed.iter().map(Vec::as_slice), rows.len());
         assert_eq!(column.len(), 3);

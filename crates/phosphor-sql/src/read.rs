@@ -542,7 +542,8 @@ impl State {
         let mut payload = Payload { site, kind, ..Payload::default() };
         // What the row carries besides: its arguments (for `args`, or for an `arguments` column
         // shown), the flow it continues, a log's message; packed in one allocation.
-        let keep_args = (self.args || (shown && self.arguments)) && !matches!(kind, Kind::Counter | Kind::Log);
+        let keep_args =
+            (self.args || (shown && self.arguments)) && !matches!(kind, Kind::Counter | Kind::Log);
         let mut flow = None;
         if let (true, Some((Member::Step, id))) = (self.flows, flows::member(event)) {
             let id_of_flow = flows::flow_id(cs.category.as_str(), cs.name.as_str(), id);

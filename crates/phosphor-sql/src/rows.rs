@@ -46,7 +46,7 @@ impl Extra {
         args: impl IntoIterator<Item = (&'a str, phosphor_format::file::Value<'a>)>,
     ) -> Option<Extra> {
         scratch.clear();
-        scratch.push(u8::from(flow.is_some()) * FLOW | u8::from(text.is_some()) * TEXT);
+        scratch.push((u8::from(flow.is_some()) * FLOW) | (u8::from(text.is_some()) * TEXT));
         if let Some(flow) = flow {
             scratch.extend_from_slice(&flow.to_le_bytes());
         }

@@ -1,52 +1,143 @@
 //! The `args` table: one row per argument of a slice, an instant, or an async slice's begin or
 //! end, with its value in the column of its type. The arguments are those of the `arguments`
-//! columns (a `dyn` callsite's argument 0 is the name, not an argument), kept typed in the row's
-//! payload while the engine nests it ([`Arg`]).
+//! columns (a `dyn` callsite's argument 0 is the name, not an argument), kept while the engine
+//! nests their row packed in one allocation ([`Packed`]), from which both the `arguments` JSON
+//! and this table's rows are written when their batches are made.
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, UInt64Array};
+use arrow::array::{
+    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt64Array, UInt64Builder,
+};
 use arrow::record_batch::RecordBatch;
 use phosphor_format::file::Value;
 
 use crate::columns::{file_columns, thread_columns};
 use crate::tables::{batch, Table};
 
-/// An argument: its name and its value, owned.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Arg {
-    pub(crate) key: Box<str>,
-    pub(crate) value: ArgValue,
+/// A row's arguments (and, for a row of the nesting, what else it carries: [`crate::rows`])
+/// packed into one allocation: per argument its key's length (`u32`, little-endian) and bytes, a
+/// tag byte, and its value (8 bytes; a bool 1; a string its length as `u32` and its bytes).
+/// One allocation per event, where owned keys and values and a JSON string cost one each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Packed(Box<[u8]>);
+
+const INT: u8 = 0;
+const UINT: u8 = 1;
+const REAL: u8 = 2;
+const BOOL_FALSE: u8 = 3;
+const BOOL_TRUE: u8 = 4;
+const STR: u8 = 5;
+const POINTER: u8 = 6;
+
+/// Appends `args` to `out` as [`Packed`] lays them out; returns how many there were.
+pub(crate) fn pack_into<'a>(
+    out: &mut Vec<u8>,
+    args: impl IntoIterator<Item = (&'a str, Value<'a>)>,
+) -> usize {
+    let mut n = 0;
+    for (key, value) in args {
+        n += 1;
+        put_str(out, key);
+        match value {
+            Value::I64(x) => put_word(out, INT, x as u64),
+            Value::U64(x) => put_word(out, UINT, x),
+            Value::F64(x) => put_word(out, REAL, x.to_bits()),
+            Value::Pointer(p) => put_word(out, POINTER, p),
+            Value::Bool(b) => out.push(if b { BOOL_TRUE } else { BOOL_FALSE }),
+            Value::Str(s) => {
+                out.push(STR);
+                put_str(out, s);
+            }
+        }
+    }
+    n
 }
 
-/// An argument's value, owned.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum ArgValue {
-    Int(i64),
-    Uint(u64),
-    Real(f64),
-    Bool(bool),
-    Str(Box<str>),
-    Pointer(u64),
+fn put_word(out: &mut Vec<u8>, tag: u8, word: u64) {
+    out.push(tag);
+    out.extend_from_slice(&word.to_le_bytes());
 }
 
-/// `args`, owned; `None` if there are none.
-pub(crate) fn collect<'a>(args: impl IntoIterator<Item = (&'a str, Value<'a>)>) -> Option<Box<[Arg]>> {
-    let args: Vec<Arg> = args
-        .into_iter()
-        .map(|(key, v)| Arg {
-            key: key.into(),
-            value: match v {
-                Value::I64(x) => ArgValue::Int(x),
-                Value::U64(x) => ArgValue::Uint(x),
-                Value::F64(x) => ArgValue::Real(x),
-                Value::Bool(x) => ArgValue::Bool(x),
-                Value::Str(s) => ArgValue::Str(s.into()),
-                Value::Pointer(p) => ArgValue::Pointer(p),
-            },
-        })
-        .collect();
-    (!args.is_empty()).then(|| args.into_boxed_slice())
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    // A string longer than 4 GiB cannot come from a trace file (its strings are counted in
+    // 32 bits); saturating keeps the layout readable whatever.
+    let len = u32::try_from(s.len()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&s.as_bytes()[..len as usize]);
+}
+
+impl Packed {
+    /// `args` packed; `None` if there are none.
+    pub(crate) fn of<'a>(args: impl IntoIterator<Item = (&'a str, Value<'a>)>) -> Option<Packed> {
+        let mut out = Vec::new();
+        (pack_into(&mut out, args) > 0).then(|| Packed(out.into_boxed_slice()))
+    }
+
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// The arguments packed in `bytes` (a [`Packed`] layout, or a part of one holding only
+/// arguments), in their order.
+pub(crate) fn unpack(bytes: &[u8]) -> Unpack<'_> {
+    Unpack { bytes }
+}
+
+/// [`unpack`]'s iterator.
+#[derive(Clone)]
+pub(crate) struct Unpack<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Unpack<'a> {
+    fn take(&mut self, n: usize) -> &'a [u8] {
+        let n = n.min(self.bytes.len());
+        let (head, tail) = self.bytes.split_at(n);
+        self.bytes = tail;
+        head
+    }
+
+    fn word(&mut self) -> u64 {
+        let mut b = [0u8; 8];
+        let got = self.take(8);
+        b[..got.len()].copy_from_slice(got);
+        u64::from_le_bytes(b)
+    }
+
+    fn str(&mut self) -> &'a str {
+        let mut b = [0u8; 4];
+        let got = self.take(4);
+        b[..got.len()].copy_from_slice(got);
+        let len = u32::from_le_bytes(b) as usize;
+        // Written from a `&str` by `put_str`: valid UTF-8 (cut only past 4 GiB, which no trace
+        // string reaches); an empty string otherwise.
+        std::str::from_utf8(self.take(len)).unwrap_or("")
+    }
+}
+
+impl<'a> Iterator for Unpack<'a> {
+    type Item = (&'a str, Value<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.bytes.is_empty() {
+            return None;
+        }
+        let key = self.str();
+        let tag = self.take(1).first().copied()?;
+        let value = match tag {
+            INT => Value::I64(self.word() as i64),
+            UINT => Value::U64(self.word()),
+            REAL => Value::F64(f64::from_bits(self.word())),
+            POINTER => Value::Pointer(self.word()),
+            BOOL_FALSE => Value::Bool(false),
+            BOOL_TRUE => Value::Bool(true),
+            _ => Value::Str(self.str()),
+        };
+        Some((key, value))
+    }
 }
 
 /// What a row of `args` belongs to: `slices.id` or `instants.id` (one id space), or
@@ -70,41 +161,49 @@ impl Owner {
     }
 }
 
-/// Rows of `args` gathered for a batch.
+/// The arguments of one row: whose, and their bytes ([`Packed`], or a row's packed extra
+/// whose arguments start at `from`).
+#[derive(Debug)]
+struct Owned {
+    tid: u32,
+    id: u64,
+    owner: Owner,
+    bytes: Box<[u8]>,
+    from: usize,
+}
+
+/// Rows of `args` gathered for a batch: the packed arguments of each row they belong to, kept
+/// as they came (moved, not copied, from a row of the nesting) until the batch is made.
 #[derive(Debug, Default)]
 pub(crate) struct ArgRows {
-    tids: Vec<Option<u32>>,
-    ids: Vec<u64>,
-    owners: Vec<Owner>,
-    args: Vec<Arg>,
+    owners: Vec<Owned>,
+    /// Arguments in `owners`: the batch's rows.
+    rows: usize,
 }
 
 impl ArgRows {
     /// The arguments `args` of row `id` (of kind `owner`) on thread `tid`.
-    pub(crate) fn add(&mut self, tid: u32, id: u64, owner: Owner, args: Option<&[Arg]>) {
-        for a in args.unwrap_or_default() {
-            self.tids.push(Some(tid));
-            self.ids.push(id);
-            self.owners.push(owner);
-            self.args.push(a.clone());
+    pub(crate) fn add(&mut self, tid: u32, id: u64, owner: Owner, args: Option<&Packed>) {
+        if let Some(args) = args {
+            self.add_bytes(tid, id, owner, args.0.clone(), 0);
         }
     }
 
-    /// [`ArgRows::add`] of arguments given up by their row: moved, not copied.
-    pub(crate) fn add_owned(&mut self, tid: u32, id: u64, owner: Owner, args: Option<Box<[Arg]>>) {
-        for a in args.map(Vec::from).unwrap_or_default() {
-            self.tids.push(Some(tid));
-            self.ids.push(id);
-            self.owners.push(owner);
-            self.args.push(a);
+    /// The arguments of row `id` (of kind `owner`) on thread `tid`: those packed in `bytes` from
+    /// byte `from` on, given up by their row.
+    pub(crate) fn add_bytes(&mut self, tid: u32, id: u64, owner: Owner, bytes: Box<[u8]>, from: usize) {
+        let n = unpack(bytes.get(from..).unwrap_or_default()).count();
+        if n > 0 {
+            self.rows += n;
+            self.owners.push(Owned { tid, id, owner, bytes, from });
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.args.len()
+        self.rows
     }
 
-    /// The batch of the rows gathered, which are then forgotten.
+    /// The batch of the rows gathered, which are then forgotten (their buffers kept).
     pub(crate) fn take(
         &mut self,
         trace: &str,
@@ -112,40 +211,87 @@ impl ArgRows {
         pid: u32,
         name: &dyn Fn(u32) -> Option<String>,
     ) -> RecordBatch {
-        let rows = std::mem::take(self);
-        let mut cols = file_columns(trace, process, pid, rows.args.len());
-        let tid_cols = thread_columns(&rows.tids, name);
-        cols.extend(tid_cols);
-        cols.push(Arc::new(UInt64Array::from_iter_values(rows.ids.iter().copied())));
-        cols.push(Arc::new(StringArray::from_iter_values(rows.owners.iter().map(|o| o.as_str()))));
-        cols.push(Arc::new(StringArray::from_iter_values(rows.args.iter().map(|a| &*a.key))));
-        let ty = |v: &ArgValue| match v {
-            ArgValue::Int(_) => "int",
-            ArgValue::Uint(_) => "uint",
-            ArgValue::Real(_) => "real",
-            ArgValue::Bool(_) => "bool",
-            ArgValue::Str(_) => "string",
-            ArgValue::Pointer(_) => "pointer",
-        };
-        let values = || rows.args.iter().map(|a| &a.value);
-        cols.push(Arc::new(StringArray::from_iter_values(values().map(ty))));
-        let int: Int64Array =
-            values().map(|v| if let ArgValue::Int(x) = v { Some(*x) } else { None }).collect();
-        let uint: UInt64Array = values()
-            .map(|v| match v {
-                ArgValue::Uint(x) | ArgValue::Pointer(x) => Some(*x),
+        let n = self.rows;
+        let args = || self.owners.iter().flat_map(|o| unpack(&o.bytes[o.from..]).map(move |a| (o, a)));
+        let mut cols = file_columns(trace, process, pid, n);
+        let tids: Vec<Option<u32>> = args().map(|(o, _)| Some(o.tid)).collect();
+        cols.extend(thread_columns(&tids, name));
+        cols.push(Arc::new(UInt64Array::from_iter_values(args().map(|(o, _)| o.id))));
+        let mut kind = StringBuilder::with_capacity(n, n * 8);
+        let mut key = StringBuilder::with_capacity(n, n * 8);
+        let mut ty = StringBuilder::with_capacity(n, n * 6);
+        let mut int = Int64Builder::with_capacity(n);
+        let mut uint = UInt64Builder::with_capacity(n);
+        let mut real = Float64Builder::with_capacity(n);
+        let mut string = StringBuilder::new();
+        let mut boolean = BooleanBuilder::with_capacity(n);
+        for (o, (k, v)) in args() {
+            kind.append_value(o.owner.as_str());
+            key.append_value(k);
+            ty.append_value(match v {
+                Value::I64(_) => "int",
+                Value::U64(_) => "uint",
+                Value::F64(_) => "real",
+                Value::Bool(_) => "bool",
+                Value::Str(_) => "string",
+                Value::Pointer(_) => "pointer",
+            });
+            int.append_option(if let Value::I64(x) = v { Some(x) } else { None });
+            uint.append_option(match v {
+                Value::U64(x) | Value::Pointer(x) => Some(x),
                 _ => None,
-            })
-            .collect();
-        let real: Float64Array =
-            values().map(|v| if let ArgValue::Real(x) = v { Some(*x) } else { None }).collect();
-        let string: StringArray =
-            values().map(|v| if let ArgValue::Str(s) = v { Some(&**s) } else { None }).collect();
-        let boolean: BooleanArray =
-            values().map(|v| if let ArgValue::Bool(b) = v { Some(*b) } else { None }).collect();
-        let typed: [ArrayRef; 5] =
-            [Arc::new(int), Arc::new(uint), Arc::new(real), Arc::new(string), Arc::new(boolean)];
+            });
+            real.append_option(if let Value::F64(x) = v { Some(x) } else { None });
+            string.append_option(if let Value::Str(s) = v { Some(s) } else { None });
+            boolean.append_option(if let Value::Bool(b) = v { Some(b) } else { None });
+        }
+        cols.push(Arc::new(kind.finish()));
+        cols.push(Arc::new(key.finish()));
+        cols.push(Arc::new(ty.finish()));
+        let typed: [ArrayRef; 5] = [
+            Arc::new(int.finish()),
+            Arc::new(uint.finish()),
+            Arc::new(real.finish()),
+            Arc::new(string.finish()),
+            Arc::new(boolean.finish()),
+        ];
         cols.extend(typed);
+        self.owners.clear();
+        self.rows = 0;
         batch(Table::Args, cols)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_arguments_unpack_as_they_were() {
+        let args = [
+            ("n", Value::I64(-3)),
+            ("u", Value::U64(u64::MAX)),
+            ("x", Value::F64(0.25)),
+            ("nan", Value::F64(f64::NAN)),
+            ("yes", Value::Bool(true)),
+            ("no", Value::Bool(false)),
+            ("", Value::Str("é\"\u{0}")),
+            ("p", Value::Pointer(0xdead)),
+        ];
+        let packed = Packed::of(args).expect("some arguments");
+        let back: Vec<_> = unpack(packed.bytes()).collect();
+        assert_eq!(back.len(), args.len());
+        for ((k, v), (k2, v2)) in args.iter().zip(&back) {
+            assert_eq!(k, k2);
+            match (v, v2) {
+                (Value::F64(a), Value::F64(b)) => assert_eq!(a.to_bits(), b.to_bits()),
+                (Value::I64(a), Value::I64(b)) => assert_eq!(a, b),
+                (Value::U64(a), Value::U64(b)) | (Value::Pointer(a), Value::Pointer(b)) => assert_eq!(a, b),
+                (Value::Bool(a), Value::Bool(b)) => assert_eq!(a, b),
+                (Value::Str(a), Value::Str(b)) => assert_eq!(a, b),
+                _ => panic!("{k}: {v:?} came back as {v2:?}"),
+            }
+        }
+        assert_eq!(Packed::of([]), None);
     }
 }

@@ -15,10 +15,9 @@ use phosphor_model::asyncs::{async_name, AsyncKey, Half, Matched, Pairing};
 use phosphor_model::flows::{self, Member};
 use phosphor_model::names::{self, NameSet};
 
-use crate::args_table::{self, Arg, ArgRows, Owner};
+use crate::args_table::{ArgRows, Owner, Packed};
 use crate::columns::{file_columns, thread_columns};
 use crate::flows_table::Flows;
-use crate::json;
 use crate::problems_table::ProblemRows;
 use crate::tables::{batch, Table};
 
@@ -33,8 +32,8 @@ pub(crate) struct HalfInfo {
     line: u32,
     /// Flagged as an instrumented future's.
     future: bool,
-    json: Option<Box<str>>,
-    args: Option<Box<[Arg]>>,
+    /// Its arguments (the `arguments` JSON and the `args` rows are written from them).
+    args: Option<Packed>,
 }
 
 /// An async slice handed over by the pairing.
@@ -55,19 +54,11 @@ pub(crate) struct Asyncs {
     pairing: Pairing<HalfInfo>,
     rows: Vec<AsyncRow>,
     next_id: u64,
-    /// Keep the arguments typed (`args` is wanted).
-    typed_args: bool,
 }
 
 impl Asyncs {
-    pub(crate) fn new(typed_args: bool) -> Asyncs {
-        Asyncs {
-            names: NameSet::default(),
-            pairing: Pairing::default(),
-            rows: Vec::new(),
-            next_id: 1,
-            typed_args,
-        }
+    pub(crate) fn new() -> Asyncs {
+        Asyncs { names: NameSet::default(), pairing: Pairing::default(), rows: Vec::new(), next_id: 1 }
     }
 
     /// An async begin or end, `e`, at `ts` on the timeline.
@@ -84,8 +75,7 @@ impl Asyncs {
             file: cs.file.as_str().into(),
             line: cs.line,
             future: cs.flow,
-            json: json::object(args()),
-            args: if self.typed_args { args_table::collect(args()) } else { None },
+            args: Packed::of(args()),
         };
         let (rows, next_id) = (&mut self.rows, &mut self.next_id);
         self.pairing.add(key, begin, ts, info, &mut |k, m| take(rows, next_id, k, m));
@@ -129,7 +119,7 @@ impl Asyncs {
             for (half, owner, member) in halves {
                 let Some(h) = half else { continue };
                 if let Some(args) = args.as_deref_mut() {
-                    args.add(h.payload.tid, r.id, owner, h.payload.args.as_deref());
+                    args.add(h.payload.tid, r.id, owner, h.payload.args.as_ref());
                 }
                 if let Some(flows) = flows.as_deref_mut().filter(|_| h.payload.future) {
                     let p = &h.payload;
@@ -194,8 +184,8 @@ impl Asyncs {
         let future = rows.iter().map(|r| Some(r.begin.iter().chain(&r.end).any(|h| h.payload.future)));
         cols.push(Arc::new(future.collect::<BooleanArray>()));
         let arguments: [ArrayRef; 2] = [
-            Arc::new(rows.iter().map(|r| json(&r.begin)).collect::<StringArray>()),
-            Arc::new(rows.iter().map(|r| json(&r.end)).collect::<StringArray>()),
+            Arc::new(crate::json::column(rows.iter().map(|r| packed(&r.begin)), rows.len())),
+            Arc::new(crate::json::column(rows.iter().map(|r| packed(&r.end)), rows.len())),
         ];
         cols.extend(arguments);
         Some(batch(Table::AsyncSlices, cols))
@@ -210,9 +200,9 @@ fn info(r: &AsyncRow) -> &HalfInfo {
     }
 }
 
-/// A half's arguments as JSON.
-fn json(h: &Option<Half<HalfInfo>>) -> Option<&str> {
-    h.as_ref().and_then(|h| h.payload.json.as_deref())
+/// A half's arguments, packed (empty: none, or no half).
+fn packed(h: &Option<Half<HalfInfo>>) -> &[u8] {
+    h.as_ref().and_then(|h| h.payload.args.as_ref()).map_or(&[], Packed::bytes)
 }
 
 /// Keeps what the pairing handed over as a row, numbered.

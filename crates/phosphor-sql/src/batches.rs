@@ -111,23 +111,8 @@ impl Builder {
     pub(crate) fn flush(&mut self, paths: &Paths, all: bool) {
         let batch_rows = self.batch_rows;
         let ready = |n: usize| n >= batch_rows || (all && n > 0);
-        // The rows made into batches now: each kind's once enough have gathered. Their buffers
-        // are kept for the next rows (cleared below), not freed and grown again.
         let slices_due = ready(self.rows.slices.len());
         let marks_due = self.rows.marks.each_ref().map(|m| ready(m.len()));
-        if let Some(args) = &mut self.args {
-            // The `arguments` column, made after, is the JSON text: the typed ones move here.
-            if slices_due {
-                for r in &mut self.rows.slices {
-                    args.add_owned(r.tid, r.id, Owner::Slice, r.payload.take_args());
-                }
-            }
-            if marks_due[0] {
-                for r in &mut self.rows.marks[0] {
-                    args.add_owned(r.tid, r.id, Owner::Instant, r.payload.take_args());
-                }
-            }
-        }
         let slices: &[Row] = if slices_due { &self.rows.slices } else { &[] };
         if let Some(flows) = &mut self.flows {
             for r in slices {
@@ -158,10 +143,20 @@ impl Builder {
         let send = |table: Table, batch: RecordBatch| {
             let _ = outbox.send((table, batch));
         };
+        // The rows made into batches now: each kind's once enough have gathered. Their buffers
+        // are kept for the next rows (cleared below), not freed and grown again. Their
+        // arguments, once the `arguments` JSON is written, move to `args` (when wanted).
         if slices_due {
             if let Some(columns) = columns(Table::Slices) {
                 for part in rows.slices.chunks(batch_rows) {
                     send(Table::Slices, ctx.rows(Table::Slices, part, columns));
+                }
+            }
+            if let Some(args) = &mut self.args {
+                for r in &mut rows.slices {
+                    if let Some((bytes, from)) = r.payload.take_args() {
+                        args.add_bytes(r.tid, r.id, Owner::Slice, bytes, from);
+                    }
                 }
             }
             rows.slices.clear();
@@ -173,6 +168,13 @@ impl Builder {
             if let Some(columns) = columns(table) {
                 for part in marks.chunks(batch_rows) {
                     send(table, ctx.rows(table, part, columns));
+                }
+            }
+            if let (Table::Instants, Some(args)) = (table, &mut self.args) {
+                for r in marks.iter_mut() {
+                    if let Some((bytes, from)) = r.payload.take_args() {
+                        args.add_bytes(r.tid, r.id, Owner::Instant, bytes, from);
+                    }
                 }
             }
             marks.clear();

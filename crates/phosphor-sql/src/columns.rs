@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, StringArray, UInt32Array};
+use arrow::array::{ArrayRef, StringArray, StringBuilder, UInt32Array};
+use arrow::buffer::{Buffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use crate::tables::Table;
@@ -98,23 +99,46 @@ pub(crate) fn schema(table: Table) -> Option<SchemaRef> {
 /// `trace`, `process` and `pid` for `n` rows.
 pub(crate) fn file_columns(trace: &str, process: &str, pid: u32, n: usize) -> Vec<ArrayRef> {
     vec![
-        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(trace, n))),
-        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(process, n))),
+        Arc::new(repeated(trace, n)),
+        Arc::new(repeated(process, n)),
         Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(pid, n))),
     ]
 }
 
+/// A string column of `n` rows, each `value`: its bytes repeated in one buffer, made at once.
+pub(crate) fn repeated(value: &str, n: usize) -> StringArray {
+    let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(value.len(), n));
+    StringArray::new(offsets, Buffer::from(value.repeat(n).into_bytes()), None)
+}
+
 /// `thread` and `tid` for rows of threads `tids` (`None`: of no thread), named by `name`.
 pub(crate) fn thread_columns(tids: &[Option<u32>], name: &dyn Fn(u32) -> Option<String>) -> Vec<ArrayRef> {
-    let mut names: Vec<(u32, Option<String>)> = Vec::new();
-    let mut named = |tid: u32| match names.iter().find(|n| n.0 == tid) {
-        Some((_, n)) => n.clone(),
-        None => {
-            let n = name(tid);
-            names.push((tid, n.clone()));
-            n
-        }
-    };
-    let thread: StringArray = tids.iter().map(|t| t.and_then(&mut named)).collect();
+    let thread = thread_names(tids.iter().copied(), tids.len(), name);
     vec![Arc::new(thread), Arc::new(tids.iter().copied().collect::<UInt32Array>())]
+}
+
+/// The `thread` column of `n` rows of threads `tids` (`None`: of no thread), each thread's name
+/// asked of `name` once and copied into the column, not cloned per row.
+pub(crate) fn thread_names(
+    tids: impl Iterator<Item = Option<u32>>,
+    n: usize,
+    name: &dyn Fn(u32) -> Option<String>,
+) -> StringArray {
+    let mut names: Vec<(u32, Option<String>)> = Vec::new();
+    let mut b = StringBuilder::with_capacity(n, n * 8);
+    for tid in tids {
+        let Some(tid) = tid else {
+            b.append_null();
+            continue;
+        };
+        let at = match names.iter().position(|n| n.0 == tid) {
+            Some(at) => at,
+            None => {
+                names.push((tid, name(tid)));
+                names.len() - 1
+            }
+        };
+        b.append_option(names[at].1.as_deref());
+    }
+    b.finish()
 }

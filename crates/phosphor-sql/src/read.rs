@@ -31,12 +31,11 @@ use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
 use phosphor_model::timeline::Timeline;
 
 use crate::allocations::AllocMatch;
-use crate::args_table::{self, ArgRows};
+use crate::args_table::ArgRows;
 use crate::asyncs_table::Asyncs;
 use crate::batches::{Builder, FileInfo, Message};
 use crate::file_tables::FileCounts;
 use crate::flows_table::Flows;
-use crate::json;
 use crate::problems_table::ProblemRows;
 use crate::rows::{Extra, Payload};
 use crate::sites::{Kind, Sites};
@@ -320,6 +319,8 @@ struct State {
     arguments: bool,
     messages: bool,
     message: String,
+    /// The buffer each row's [`Extra`] is packed in before it is copied out.
+    scratch: Vec<u8>,
     /// Whether events go through the nesting at all: for any table whose rows or ids come from
     /// it. Slices and marks are always nested together, so that ids and paths are the same
     /// whatever tables a query reads.
@@ -352,6 +353,7 @@ impl State {
             arguments: asked.iter().any(|w| w.has("arguments")),
             messages: asked.iter().any(|w| w.table == Table::Logs && w.has("message")),
             message: String::new(),
+            scratch: Vec::new(),
             nest: wanted.iter().any(|t| {
                 matches!(
                     t,
@@ -371,7 +373,7 @@ impl State {
                 .iter()
                 .any(|t| matches!(t, Table::AsyncSlices | Table::Args | Table::Flows | Table::Problems)),
             allocs: wanted.contains(&Table::Allocations),
-            asyncs: Asyncs::new(wanted.contains(&Table::Args)),
+            asyncs: Asyncs::new(),
             flow_rows: Flows::default(),
             arg_rows: ArgRows::default(),
             problem_rows: ProblemRows::default(),
@@ -538,15 +540,17 @@ impl State {
         let skip = usize::from(cs.dynamic_name);
         let args = event.args.iter().skip(skip).flatten().copied();
         let mut payload = Payload { site, kind, ..Payload::default() };
-        let mut extra = Extra::default();
-        if self.args && !matches!(kind, Kind::Counter | Kind::Log) {
-            extra.args = args_table::collect(args.clone());
-        }
+        // What the row carries besides: its arguments (for `args`, or for an `arguments` column
+        // shown), the flow it continues, a log's message; packed in one allocation.
+        let keep_args =
+            (self.args || (shown && self.arguments)) && !matches!(kind, Kind::Counter | Kind::Log);
+        let mut flow = None;
         if let (true, Some((Member::Step, id))) = (self.flows, flows::member(event)) {
-            let flow = flows::flow_id(cs.category.as_str(), cs.name.as_str(), id);
-            self.flow_rows.name(flow, cs.category.as_str(), cs.name.as_str(), id);
-            extra.flow = Some(flow);
+            let id_of_flow = flows::flow_id(cs.category.as_str(), cs.name.as_str(), id);
+            self.flow_rows.name(id_of_flow, cs.category.as_str(), cs.name.as_str(), id);
+            flow = Some(id_of_flow);
         }
+        let mut text = None;
         match kind {
             _ if !shown => {}
             Kind::Counter => {
@@ -555,13 +559,12 @@ impl State {
             Kind::Log if self.messages => {
                 let params: Vec<Value<'_>> = event.params.iter().collect();
                 format_log(&mut self.message, cs.name.as_str(), &params);
-                extra.text = Some(self.message.as_str().into());
+                text = Some(self.message.as_str());
             }
-            Kind::Log => {}
-            _ if self.arguments => extra.text = json::object(args),
             _ => {}
         }
-        payload.set_extra(extra);
+        let args = args.filter(|_| keep_args);
+        payload.extra = Extra::pack(&mut self.scratch, flow, text, args);
         let feed = &mut self.feed;
         match cs.phase {
             Phase::Begin => feed.begin_with(tid, label, ts, payload),

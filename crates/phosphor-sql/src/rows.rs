@@ -12,7 +12,7 @@ use phosphor_model::nesting::{PathId, Problem, Sink, Slice, SliceKind};
 use crate::sites::Kind;
 
 /// What a slice or mark carries through the nesting engine from its event: small, as the engine
-/// moves it with its slice; what most rows lack is boxed apart ([`Extra`]).
+/// moves it with its slice; what most rows lack is packed apart ([`Extra`]).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Payload {
     /// Its site ([`crate::sites::Sites`]).
@@ -20,42 +20,99 @@ pub(crate) struct Payload {
     pub(crate) kind: Kind,
     /// A counter's value.
     pub(crate) value: f64,
-    /// Its text, typed arguments and flow, when it has any of them that a table shows.
-    pub(crate) extra: Option<Box<Extra>>,
+    /// Its text, arguments and flow, when it has any of them that a table shows.
+    pub(crate) extra: Option<Extra>,
 }
 
-/// The parts of a [`Payload`] that only some rows have, and only some tables show.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Extra {
-    /// Its arguments as a JSON object (`None`: it had none); a log's message.
-    pub(crate) text: Option<Box<str>>,
-    /// Its arguments, typed, when the `args` table is wanted (`None`: none, or not wanted).
-    pub(crate) args: Option<Box<[crate::args_table::Arg]>>,
-    /// The flow it continues (a poll of an instrumented future), when `flows` is wanted.
-    pub(crate) flow: Option<u64>,
+/// The parts of a [`Payload`] that only some rows have, and only some tables show, packed in
+/// one allocation: a flags byte; the flow it continues (8 bytes, little-endian) if [`FLOW`];
+/// a log's message (its length as `u32` and its bytes) if [`TEXT`]; then its arguments to the
+/// end, laid out as [`crate::args_table::Packed`] lays them out (the `arguments` JSON and the
+/// `args` rows are both written from them when the batches are made).
+#[derive(Clone, Debug)]
+pub(crate) struct Extra(Box<[u8]>);
+
+const FLOW: u8 = 1;
+const TEXT: u8 = 2;
+
+impl Extra {
+    /// The extra of a row continuing `flow`, of message `text`, with arguments `args`; `None`
+    /// if it has none of them. `scratch` is a buffer kept between calls, so that making one
+    /// costs the one allocation of its bytes.
+    pub(crate) fn pack<'a>(
+        scratch: &mut Vec<u8>,
+        flow: Option<u64>,
+        text: Option<&str>,
+        args: impl IntoIterator<Item = (&'a str, phosphor_format::file::Value<'a>)>,
+    ) -> Option<Extra> {
+        scratch.clear();
+        scratch.push((u8::from(flow.is_some()) * FLOW) | (u8::from(text.is_some()) * TEXT));
+        if let Some(flow) = flow {
+            scratch.extend_from_slice(&flow.to_le_bytes());
+        }
+        if let Some(text) = text {
+            let len = u32::try_from(text.len()).unwrap_or(u32::MAX);
+            scratch.extend_from_slice(&len.to_le_bytes());
+            scratch.extend_from_slice(&text.as_bytes()[..len as usize]);
+        }
+        let args = crate::args_table::pack_into(scratch, args);
+        (flow.is_some() || text.is_some() || args > 0).then(|| Extra(scratch.as_slice().into()))
+    }
+
+    fn flags(&self) -> u8 {
+        self.0.first().copied().unwrap_or(0)
+    }
+
+    fn flow(&self) -> Option<u64> {
+        let bytes = self.0.get(1..9).filter(|_| self.flags() & FLOW != 0)?;
+        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    }
+
+    /// Where the text's length is, and where the arguments start.
+    fn layout(&self) -> (usize, usize) {
+        let at = if self.flags() & FLOW != 0 { 9 } else { 1 };
+        if self.flags() & TEXT == 0 {
+            return (at, at);
+        }
+        let len = self.0.get(at..at + 4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
+        (at, at + 4 + len as usize)
+    }
+
+    fn text(&self) -> Option<&str> {
+        if self.flags() & TEXT == 0 {
+            return None;
+        }
+        let (at, args) = self.layout();
+        // Written from a `&str` by `pack` (cut only past 4 GiB, which no trace string reaches).
+        self.0.get(at + 4..args).map(|b| std::str::from_utf8(b).unwrap_or(""))
+    }
+
+    fn args(&self) -> &[u8] {
+        self.0.get(self.layout().1..).unwrap_or_default()
+    }
 }
 
 impl Payload {
-    /// Its arguments as JSON, or a log's message.
+    /// A log's message.
     pub(crate) fn text(&self) -> Option<&str> {
-        self.extra.as_ref().and_then(|e| e.text.as_deref())
+        self.extra.as_ref().and_then(Extra::text)
     }
 
-    /// Its typed arguments, given up (for the `args` table, once its batch is made).
-    pub(crate) fn take_args(&mut self) -> Option<Box<[crate::args_table::Arg]>> {
-        self.extra.as_mut().and_then(|e| e.args.take())
+    /// Its arguments, packed (empty: none).
+    pub(crate) fn args(&self) -> &[u8] {
+        self.extra.as_ref().map_or(&[], Extra::args)
+    }
+
+    /// Its packed extra, given up with where its arguments start (for the `args` table, once
+    /// the batches of its row are made), if it has arguments.
+    pub(crate) fn take_args(&mut self) -> Option<(Box<[u8]>, usize)> {
+        let from = self.extra.as_ref().filter(|e| !e.args().is_empty())?.layout().1;
+        self.extra.take().map(|e| (e.0, from))
     }
 
     /// The flow it continues.
     pub(crate) fn flow(&self) -> Option<u64> {
-        self.extra.as_ref().and_then(|e| e.flow)
-    }
-
-    /// Sets what the extra holds when `extra` has anything.
-    pub(crate) fn set_extra(&mut self, extra: Extra) {
-        if extra.text.is_some() || extra.args.is_some() || extra.flow.is_some() {
-            self.extra = Some(Box::new(extra));
-        }
+        self.extra.as_ref().and_then(Extra::flow)
     }
 }
 

@@ -193,22 +193,13 @@ impl Place<'_> {
     /// `trace`, `process`, `pid`, and with `tids`, `thread` and `tid`, for `n` rows.
     pub(crate) fn where_columns(&self, n: usize, tids: Option<&[u32]>) -> Vec<ArrayRef> {
         let mut cols: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.trace, n))),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.process, n))),
+            Arc::new(crate::columns::repeated(self.trace, n)),
+            Arc::new(crate::columns::repeated(self.process, n)),
             Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(self.pid, n))),
         ];
         if let Some(tids) = tids {
-            let mut names: Vec<(u32, Option<String>)> = Vec::new();
-            let name =
-                |tid: u32, names: &mut Vec<(u32, Option<String>)>| match names.iter().find(|n| n.0 == tid) {
-                    Some((_, n)) => n.clone(),
-                    None => {
-                        let n = (self.thread_name)(tid);
-                        names.push((tid, n.clone()));
-                        n
-                    }
-                };
-            cols.push(Arc::new(tids.iter().map(|&t| name(t, &mut names)).collect::<StringArray>()));
+            let names = crate::columns::thread_names(tids.iter().map(|&t| Some(t)), n, self.thread_name);
+            cols.push(Arc::new(names));
             cols.push(Arc::new(UInt32Array::from_iter_values(tids.iter().copied())));
         }
         cols
@@ -238,16 +229,7 @@ impl Context<'_> {
 
     /// The thread names of `rows`' threads, looked up once per thread.
     fn thread_names(&self, rows: &[Row]) -> StringArray {
-        let mut names: Vec<(u32, Option<String>)> = Vec::new();
-        let mut name = |tid: u32| match names.iter().find(|n| n.0 == tid) {
-            Some((_, n)) => n.clone(),
-            None => {
-                let n = (self.place.thread_name)(tid);
-                names.push((tid, n.clone()));
-                n
-            }
-        };
-        rows.iter().map(|r| name(r.tid)).collect()
+        crate::columns::thread_names(rows.iter().map(|r| Some(r.tid)), rows.len(), self.place.thread_name)
     }
 
     /// Column `name` of a batch of `table` (slices, instants, counters or logs) made of `rows`.
@@ -257,8 +239,8 @@ impl Context<'_> {
         let site = |r: &Row| sites.get(r.payload.site);
         let dur = |d: u64| i64::try_from(d).unwrap_or(i64::MAX);
         match name {
-            "trace" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.place.trace, n))),
-            "process" => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(self.place.process, n))),
+            "trace" => Arc::new(crate::columns::repeated(self.place.trace, n)),
+            "process" => Arc::new(crate::columns::repeated(self.place.process, n)),
             "pid" => Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(self.place.pid, n))),
             "thread" => Arc::new(self.thread_names(rows)),
             "tid" => Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.tid))),
@@ -286,7 +268,7 @@ impl Context<'_> {
             "value" => Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.payload.value))),
             "level" => strings(rows, &|r| site(r).level.map_or("", |l| l.as_str())),
             "message" => strings(rows, &|r| r.payload.text().unwrap_or("")),
-            "arguments" => Arc::new(rows.iter().map(|r| r.payload.text()).collect::<StringArray>()),
+            "arguments" => Arc::new(crate::json::column(rows.iter().map(|r| r.payload.args()), n)),
             // The schemas name no other column of these tables: a bug here, which the tests
             // (every column of every table) catch.
             other => unreachable!("{other} is no column of {}", table.name()),
@@ -310,7 +292,11 @@ pub(crate) fn shifted(t: u64, shift: i64) -> i64 {
 
 /// A string column of `rows`, each row's value given by `f`.
 fn strings<'s>(rows: &'s [Row], f: &dyn Fn(&'s Row) -> &'s str) -> ArrayRef {
-    Arc::new(StringArray::from_iter_values(rows.iter().map(f)))
+    let mut b = StringBuilder::with_capacity(rows.len(), rows.len() * 16);
+    for r in rows {
+        b.append_value(f(r));
+    }
+    Arc::new(b.finish())
 }
 
 /// The batch of `table` with `columns`, made as its schema says.

@@ -27,26 +27,7 @@ HOST_TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 WANT=("$@")
 [ ${#WANT[@]} -eq 0 ] && WANT=(aarch64 windows)
 
-SUMMARY=()
-FAILED=0
-START=$(date +%s)
-step() { # step NAME COMMAND...: runs it, logs to $LOGS/NAME.log, records the result and time
-    local name=$1 t0 rc
-    shift
-    t0=$(date +%s)
-    echo "== $name"
-    "$@" >"$LOGS/$name.log" 2>&1
-    rc=$?
-    local dt=$(($(date +%s) - t0))
-    if [ $rc -eq 0 ]; then
-        SUMMARY+=("$(printf '  PASS  %-34s %5ss' "$name" "$dt")")
-    else
-        FAILED=$((FAILED + 1))
-        SUMMARY+=("$(printf '  FAIL  %-34s %5ss  (see %s)' "$name" "$dt" "$LOGS/$name.log")")
-        tail -n 15 "$LOGS/$name.log" | sed 's/^/    /'
-    fi
-    return $rc
-}
+. "$ROOT/scripts/cross/step.sh"
 LOGS=$HOST_TARGET/cross-logs
 mkdir -p "$LOGS"
 

@@ -22,26 +22,7 @@ HOST_TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 DIR=$HOST_TARGET/cross-lean
 LOGS=$DIR/logs
 mkdir -p "$LOGS"
-SUMMARY=()
-FAILED=0
-START=$(date +%s)
-step() { # step NAME COMMAND...: runs it, logs to $LOGS/NAME.log, records the result and time
-    local name=$1 t0 rc
-    shift
-    t0=$(date +%s)
-    echo "== $name"
-    "$@" >"$LOGS/$name.log" 2>&1
-    rc=$?
-    local dt=$(($(date +%s) - t0))
-    if [ $rc -eq 0 ]; then
-        SUMMARY+=("$(printf '  PASS  %-28s %5ss' "$name" "$dt")")
-    else
-        FAILED=$((FAILED + 1))
-        SUMMARY+=("$(printf '  FAIL  %-28s %5ss  (see %s)' "$name" "$dt" "$LOGS/$name.log")")
-        tail -n 25 "$LOGS/$name.log" | sed 's/^/    /'
-    fi
-    return $rc
-}
+. "$ROOT/scripts/cross/step.sh"
 
 install() {
     local missing=() p

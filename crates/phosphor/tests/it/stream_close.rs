@@ -77,7 +77,7 @@ fn a_stream_closed_after_its_writers_are_joined_holds_all_their_events() {
     }
     stop.store(true, Ordering::Relaxed);
     let emitted: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
-    // The README's order: join the writers, then close.
+    // The guide's order (docs/GUIDE.md): join the writers, then close.
     let s = log.close_stream(id).unwrap();
     let f = read_closed(&path);
     assert_eq!(f.events + f.markers, s.events_written, "{s:?}");

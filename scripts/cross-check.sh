@@ -27,29 +27,14 @@ HOST_TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 WANT=("$@")
 [ ${#WANT[@]} -eq 0 ] && WANT=(aarch64 windows)
 
-. "$ROOT/scripts/cross/step.sh"
+. "$ROOT/scripts/cross/lib.sh"
 LOGS=$HOST_TARGET/cross-logs
 mkdir -p "$LOGS"
 
 # ---- What is needed (idempotent: apt-get runs only when a package is missing) ----
-install() {
-    local missing=() p
-    for p in rustc-web cargo-web rust-web-src rust-web-clippy gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
-        qemu-user-static gcc-mingw-w64-x86-64 wine64 wine; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-    done
-    [ ${#missing[@]} -eq 0 ] && { echo "all packages present"; return 0; }
-    echo "installing: ${missing[*]}"
-    apt-get update || return 1
-    # Debian's Rust 1.96 (with its standard library's source) is in the security archive.
-    local rust=() other=()
-    for p in "${missing[@]}"; do
-        case $p in rustc-web | cargo-web | rust-web-src | rust-web-clippy) rust+=("$p") ;; *) other+=("$p") ;; esac
-    done
-    if [ ${#rust[@]} -gt 0 ]; then apt-get install -y -t bookworm-security "${rust[@]}" || return 1; fi
-    if [ ${#other[@]} -gt 0 ]; then apt-get install -y --no-install-recommends "${other[@]}" || return 1; fi
-}
-step install install || { echo "cannot install the toolchains"; exit 1; }
+PACKAGES=(rustc-web cargo-web rust-web-src rust-web-clippy gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+    qemu-user-static gcc-mingw-w64-x86-64 wine64 wine)
+step install install_debs "${PACKAGES[@]}" || { echo "cannot install the toolchains"; exit 1; }
 
 # Debian's compiler and cargo live in /usr/bin; rustup's stay first on PATH, so they are named.
 # RUSTC_BOOTSTRAP allows -Zbuild-std on this stable compiler.

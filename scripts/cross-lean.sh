@@ -22,24 +22,11 @@ HOST_TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 DIR=$HOST_TARGET/cross-lean
 LOGS=$DIR/logs
 mkdir -p "$LOGS"
-. "$ROOT/scripts/cross/step.sh"
+. "$ROOT/scripts/cross/lib.sh"
 
-install() {
-    local missing=() p
-    for p in rustc-web cargo-web rust-web-src rust-web-clippy gcc-mingw-w64-x86-64 wine64 wine; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-    done
-    [ ${#missing[@]} -eq 0 ] && { echo "all packages present"; return 0; }
-    echo "installing: ${missing[*]}"
-    apt-get update || return 1
-    local rust=() other=()
-    for p in "${missing[@]}"; do
-        case $p in rustc-web | cargo-web | rust-web-src | rust-web-clippy) rust+=("$p") ;; *) other+=("$p") ;; esac
-    done
-    if [ ${#rust[@]} -gt 0 ]; then apt-get install -y -t bookworm-security "${rust[@]}" || return 1; fi
-    if [ ${#other[@]} -gt 0 ]; then apt-get install -y --no-install-recommends "${other[@]}" || return 1; fi
-}
-step install install || { echo "cannot install the toolchains"; exit 1; }
+PACKAGES=(rustc-web cargo-web rust-web-src rust-web-clippy gcc-mingw-w64-x86-64 wine64
+    wine)
+step install install_debs "${PACKAGES[@]}" || { echo "cannot install the toolchains"; exit 1; }
 
 export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1
 # aarch64 Linux and macOS are only type-checked: the C code of build scripts (zstd's) is never

@@ -9,7 +9,6 @@ use std::cell::RefCell;
 use std::path::{Component, Path, PathBuf};
 
 /// What the server a command came through allows it to write.
-#[cfg_attr(not(unix), allow(dead_code))] // the Unix control server's
 #[derive(Clone, Debug, Default)]
 pub(crate) enum WritePolicy {
     /// Anywhere: a command called in process, or through a Unix socket (its clients are this
@@ -28,7 +27,6 @@ thread_local! {
 }
 
 /// Runs `f` with `policy` as the calling thread's write policy.
-#[cfg_attr(not(unix), allow(dead_code))] // the Unix control server's
 pub(crate) fn with_policy<R>(policy: WritePolicy, f: impl FnOnce() -> R) -> R {
     let old = POLICY.with(|p| p.replace(policy));
     let r = f();

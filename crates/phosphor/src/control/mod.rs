@@ -10,14 +10,17 @@
 //!   error [`Reply`] that explains exactly what was wrong, and its handler is never called.
 //!
 //! * [`serve`] starts the reception thread: a Unix domain socket (mode 0600) that serves command
-//!   lines to [`call`]; [`client::call`] is the other end (`phosphor call PID 'cmd p=v'`).
+//!   lines to [`call`]; [`client::call`] is the other end (`phosphor call PID 'cmd p=v'`). On every
+//!   platform, [`serve_tcp`] serves them on a loopback port to clients that present a token
+//!   ([`client::call_tcp`], `phosphor call HOST:PORT`).
 
 mod builtins;
 pub mod client;
 mod command;
 mod confine;
-#[cfg(unix)]
 mod server;
+#[cfg(unix)]
+mod socket;
 mod spec;
 
 use std::collections::BTreeMap;
@@ -26,8 +29,9 @@ use std::sync::{Arc, Mutex};
 pub use builtins::register_builtins;
 pub use command::{parse_args, split_name, Args};
 pub use confine::writable_path;
+pub use server::{serve_tcp, Limits, TcpServer};
 #[cfg(unix)]
-pub use server::{default_socket_dir, serve, serve_tcp, Limits, Server, TcpServer};
+pub use socket::{default_socket_dir, serve, Server};
 pub use spec::{Param, ParamType, Spec, Value};
 
 /// What a command answers: success or failure, and a text.

@@ -1,4 +1,6 @@
-//! The reception thread (Palanteer's): a Unix domain socket that serves command lines.
+//! The reception thread (Palanteer's): serves command lines over TCP on loopback, on every
+//! platform ([`serve_tcp`]), and over a Unix domain socket (`socket.rs`, Unix only); both share
+//! the accept loop and the protocol here.
 //!
 //! Protocol, per connection, any number of times: the client sends one command line ending in
 //! `\n` (at most [`Limits::max_request`] bytes); the server answers `ok <n>\n` or `error <n>\n`
@@ -14,9 +16,7 @@
 //! [`Limits::dump_dir`] only; a TCP server without one writes no files.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,92 +57,6 @@ impl Default for Limits {
             dump_dir: None,
         }
     }
-}
-
-/// The default socket of this process: `$XDG_RUNTIME_DIR/phosphor/<pid>.sock`, or
-/// `<temp dir>/phosphor-<uid>/<pid>.sock`.
-pub fn default_socket_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("phosphor"),
-        // SAFETY: getuid has no preconditions and cannot fail.
-        _ => std::env::temp_dir().join(format!("phosphor-{}", unsafe { libc::getuid() })),
-    }
-}
-
-/// A running reception thread; the socket file is removed when it is dropped (by the process
-/// that created it: a forked child's copy leaves the parent's socket alone).
-#[derive(Debug)]
-pub struct Server {
-    path: PathBuf,
-    pid: u32,
-}
-
-impl Server {
-    /// The socket's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if self.pid == std::process::id() {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// Serves commands on a Unix socket at `path` (default: [`default_socket_dir`]`/<pid>.sock`),
-/// readable and writable by this user only (directory 0700, socket 0600).
-pub fn serve(path: Option<PathBuf>, limits: Limits) -> std::io::Result<Server> {
-    let policy = write_policy(&limits, WritePolicy::Anywhere)?;
-    let default = path.is_none();
-    let path = path.unwrap_or_else(|| default_socket_dir().join(format!("{}.sock", std::process::id())));
-    if let Some(dir) = path.parent() {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir)?;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-        }
-        check_socket_dir(dir, default)?;
-    }
-    let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path)?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    let timeout = limits.request_timeout;
-    let incoming = std::iter::from_fn(move || {
-        Some(listener.accept().and_then(|(s, _)| s.set_read_timeout(Some(timeout)).map(|()| s)))
-    });
-    let ops = StreamOps {
-        clone: UnixStream::try_clone,
-        shutdown: |s| {
-            let _ = s.shutdown(std::net::Shutdown::Both);
-        },
-    };
-    spawn_accept_loop("phosphor-control", incoming, ops, limits, policy, None)?;
-    Ok(Server { path, pid: std::process::id() })
-}
-
-/// Refuses a socket directory that another user owns (they could replace the socket, or read the
-/// commands sent to it) and, for the default directory, one that others may enter: the socket's own
-/// 0600 mode is set just after it is bound, so the directory is what guards that moment.
-fn check_socket_dir(dir: &Path, default: bool) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(dir)?;
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let me = unsafe { libc::getuid() };
-    let refuse = |why: String| {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            format!("refusing to serve commands in {}: {why}", dir.display()),
-        ))
-    };
-    if meta.uid() != me {
-        return refuse(format!("it belongs to uid {}, not to this user (uid {me})", meta.uid()));
-    }
-    if default && meta.mode() & 0o077 != 0 {
-        return refuse(format!("its mode is {:o}; it must be 0700", meta.mode() & 0o777));
-    }
-    Ok(())
 }
 
 /// A running TCP reception thread on loopback.
@@ -199,7 +113,7 @@ pub fn serve_tcp(addr: std::net::SocketAddr, token: &str, limits: Limits) -> std
 
 /// The write policy of a server with `limits`: inside its dump directory (resolved now, so links
 /// changed later cannot move it), else `otherwise`.
-fn write_policy(limits: &Limits, otherwise: WritePolicy) -> std::io::Result<WritePolicy> {
+pub(super) fn write_policy(limits: &Limits, otherwise: WritePolicy) -> std::io::Result<WritePolicy> {
     match &limits.dump_dir {
         Some(d) => d
             .canonicalize()
@@ -250,18 +164,18 @@ impl<S> Slots<S> {
 }
 
 /// How the accept loop handles one kind of stream.
-struct StreamOps<S> {
+pub(super) struct StreamOps<S> {
     /// Splits a stream into its reading and writing halves.
-    clone: fn(&S) -> std::io::Result<S>,
+    pub(super) clone: fn(&S) -> std::io::Result<S>,
     /// Shuts a stream down, so that its thread's read ends.
-    shutdown: fn(&S),
+    pub(super) shutdown: fn(&S),
 }
 
 /// Spawns the thread that accepts connections from `incoming` and serves each on a thread of its
 /// own, at most `limits.max_connections` at once; with a `token`, each client must present it
 /// first, and at most `limits.max_unauthenticated` wait to do so (the oldest makes way for a new
 /// one). Commands run under `policy`.
-fn spawn_accept_loop<S, I>(
+pub(super) fn spawn_accept_loop<S, I>(
     name: &str,
     incoming: I,
     ops: StreamOps<S>,

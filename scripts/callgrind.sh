@@ -14,6 +14,9 @@
 #   BREAKDOWN=scope scripts/callgrind.sh # per-function breakdown of another scenario
 #   FEATURES=F scripts/callgrind.sh      # with features F of the phosphor crate (the tag
 #                                        # experiment/fdr16-records has `compact-records`)
+#   UPDATE_BENCHMARKS=1 N=200000 scripts/callgrind.sh
+#                                        # also writes the table into BENCHMARKS.md (section
+#                                        # `bench:callgrind`, through `bench-record`)
 # It builds into $CARGO_TARGET_DIR if set (else target/).
 #
 # It prints one line per scenario, then a per-function breakdown (instructions per event, from the
@@ -71,8 +74,28 @@ for mode in "${MODES[@]}"; do
     printf '  %-10s %12s %22s\n' "$mode" "${PER_OP[$mode]}" \
         "$(awk -v a="${PER_OP[$mode]}" -v e="${PER_OP[empty]}" 'BEGIN { printf "%.1f", a - e }')"
 done
+FELL_BACK=0
 if grep -q 'not using the CPU counter' "$OUT"/*.log; then
     echo "  note: phosphor fell back from the TSC under valgrind; figures include clock_gettime" >&2
+    FELL_BACK=1
+fi
+
+# The same figures as a Markdown table, kept beside the profiles; with UPDATE_BENCHMARKS=1 it
+# replaces BENCHMARKS.md's `bench:callgrind` table (crates/phosphor-readme's `bench-record`).
+{
+    echo "| scenario | instructions/iteration | minus the empty loop |"
+    echo "|---|---:|---:|"
+    for mode in "${MODES[@]}"; do
+        echo "| \`$mode\` | ${PER_OP[$mode]} | $(awk -v a="${PER_OP[$mode]}" -v e="${PER_OP[empty]}" 'BEGIN { printf "%.1f", a - e }') |"
+    done
+} >"$OUT/table.md"
+if [[ ${UPDATE_BENCHMARKS:-0} == 1 ]]; then
+    if [[ -n $FEATURES || $FELL_BACK == 1 ]]; then
+        echo "not recording: BENCHMARKS.md's table is of the default features with the TSC" >&2
+        exit 1
+    fi
+    cargo run --quiet -p phosphor-readme --bin bench-record -- callgrind --input "$OUT/table.md" \
+        --command "UPDATE_BENCHMARKS=1 N=$N scripts/callgrind.sh"
 fi
 
 # Per-function breakdown of one scenario: the difference of the two runs' listings, per event.

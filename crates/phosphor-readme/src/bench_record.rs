@@ -117,6 +117,7 @@ pub fn replace_section(
             "{file}: `{close}` (byte {close_at}) comes before `{open}` (byte {open_at})"
         )));
     }
+    // The opening marker's line ends in a newline: the closing marker's line comes after it.
     let body_start = open_at + doc[open_at..].find('\n').map_or(doc.len() - open_at, |i| i + 1);
     if let Some(i) = doc[body_start..close_at]
         .find("<!-- bench:")
@@ -129,9 +130,6 @@ pub fn replace_section(
     }
     let mut out = String::with_capacity(doc.len() + table.len());
     out.push_str(&doc[..body_start]);
-    if body_start == doc.len() {
-        out.push('\n');
-    }
     let _ = write!(out, "{}\n\n{table}\n", stamp.line(name));
     out.push_str(&doc[close_at..]);
     Ok(out)

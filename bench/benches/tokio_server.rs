@@ -175,6 +175,9 @@ struct Sample {
     workers: f64,
     /// CPU ns per request of the process less the load generator's thread.
     server: f64,
+    /// Times the flight recorder's trigger fired in the run (Phosphor's mode; warm-up
+    /// included), each writing or joining a dump: that writing is in `server`, not `workers`.
+    fired: f64,
 }
 
 /// One measurement in this process, after a warm-up, at `rate` requests/s (0: saturating).
@@ -235,18 +238,25 @@ fn measure(mode: Mode, o: &Options, rate: f64) -> Sample {
             .sum();
         let server = (cpu1.process - cpu0.process) - (cpu1.load - cpu0.load);
         let n = n.max(1) as f64;
-        Sample { rate: n / elapsed.as_secs_f64(), workers: workers as f64 / n, server: server as f64 / n }
+        Sample {
+            rate: n / elapsed.as_secs_f64(),
+            workers: workers as f64 / n,
+            server: server as f64 / n,
+            fired: 0.0,
+        }
     });
     drop(load);
     drop(server);
+    let mut fired = 0;
     if mode == Mode::Phosphor {
         let log = phosphor::TraceLog::global();
+        fired = log.triggers().fired;
         log.stop();
         let recorded = log.take_trace().map_or(0, |t| t.stats().recorded);
         eprintln!("phosphor: {recorded} events in the ring at the end, triggers {:?}", log.triggers());
         let _ = std::fs::remove_dir_all(&trigger_dir);
     }
-    sample
+    Sample { fired: fired as f64, ..sample }
 }
 
 #[cfg(feature = "console")]
@@ -321,7 +331,7 @@ fn main() {
     if let Some(at) = args.iter().position(|a| a == "--child") {
         let rate: f64 = args[at + 2].parse().unwrap();
         let s = measure(Mode::parse(&args[at + 1]), &o, rate);
-        println!("{} {} {}", s.rate, s.workers, s.server);
+        println!("{} {} {} {}", s.rate, s.workers, s.server, s.fired);
         return;
     }
     let mut modes = vec![Mode::Untraced, Mode::Phosphor];
@@ -357,14 +367,15 @@ fn main() {
                 assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
                 let text = String::from_utf8_lossy(&out.stdout);
                 let f: Vec<f64> = text.split_whitespace().map(|x| x.parse().unwrap()).collect();
-                let s = Sample { rate: f[0], workers: f[1], server: f[2] };
+                let s = Sample { rate: f[0], workers: f[1], server: f[2], fired: f[3] };
                 println!(
-                    "round {round} {:>14} {:>9}: {:>8.0} requests/s, workers {:>6.0} ns/request, server {:>6.0} ns/request",
+                    "round {round} {:>14} {:>9}: {:>8.0} requests/s, workers {:>6.0} ns/request, server {:>6.0} ns/request, {} triggers fired",
                     loads[l],
                     modes[i].name(),
                     s.rate,
                     s.workers,
-                    s.server
+                    s.server,
+                    s.fired
                 );
                 samples[l][i].push(s);
             }

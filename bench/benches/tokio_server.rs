@@ -1,12 +1,22 @@
 //! An HTTP server (axum on a two-worker tokio runtime) under an in-process load generator
-//! (keep-alive HTTP/1.1 over raw TCP, on a runtime of its own): requests per second untraced, with
-//! everything of `phosphor::tokio` on (the task hooks, each poll's wait, a flight recorder's ring
-//! with a long-poll trigger), and, with feature `console`, with tokio-console's subscriber
+//! (keep-alive HTTP/1.1 over raw TCP, on a runtime of its own): untraced, with everything of
+//! `phosphor::tokio` on (the task hooks, each poll's wait, a flight recorder's ring with a
+//! long-poll trigger), and, with feature `console`, with tokio-console's subscriber
 //! (`console_subscriber::init`).
 //!
+//! Two figures per measurement: requests per second, and the **CPU time per request** of the
+//! server side, read from per-thread CPU clocks over the same window: the server runtime's
+//! threads (`pthread_getcpuclockid` of each, taken in `on_thread_start`), and the whole process
+//! less the load generator's thread (so the tracer's own threads count: Phosphor's trigger and
+//! dump writer, tokio-console's aggregator). On a shared machine the request rate follows the
+//! other tenants' load; the CPU a request costs moves far less.
+//!
 //! Each measurement is a child process of one mode, so that a subscriber set for the process does
-//! not outlive its round; the modes alternate round by round, and the table gives each mode's
-//! median and its ratio to the untraced median of the same run.
+//! not outlive its round; the modes alternate round by round (their order flips every round), and
+//! each mode's ratios to the untraced run of the same round are given ("paired"). Each load is
+//! measured in every round: saturating (each connection sends its next request when the last
+//! response is in) and, with `--rates`, at fixed rates below saturation (each connection paced by a
+//! timer), where the CPU per request is not a throughput figure.
 //!
 //! ```text
 //! RUSTFLAGS="--cfg tokio_unstable" cargo bench -p phosphor-bench --features tokio-server --bench tokio_server
@@ -14,11 +24,12 @@
 //! ```
 //!
 //! Options after `--`: `--rounds N` (default 5), `--seconds S` per measurement (default 3),
-//! `--connections C` (default 32).
+//! `--connections C` (default 32), `--rates R1,R2,...` requests per second of the loads
+//! (default `0,3000`; 0 is saturating).
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -50,15 +61,17 @@ impl Mode {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Options {
     rounds: usize,
     seconds: f64,
     connections: usize,
+    /// Requests per second of each load (0: saturating).
+    rates: Vec<f64>,
 }
 
 fn options(args: &[String]) -> Options {
-    let mut o = Options { rounds: 5, seconds: 3.0, connections: 32 };
+    let mut o = Options { rounds: 5, seconds: 3.0, connections: 32, rates: vec![0.0, 3000.0] };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{a} needs a value")).clone();
@@ -66,6 +79,7 @@ fn options(args: &[String]) -> Options {
             "--rounds" => o.rounds = value().parse().unwrap(),
             "--seconds" => o.seconds = value().parse().unwrap(),
             "--connections" => o.connections = value().parse().unwrap(),
+            "--rates" => o.rates = value().split(',').map(|r| r.trim().parse().unwrap()).collect(),
             _ => {}
         }
     }
@@ -76,13 +90,29 @@ async fn hello() -> &'static str {
     BODY
 }
 
-/// One connection's loop: a request, then its whole response, until `stop`.
-async fn client(addr: std::net::SocketAddr, done: Arc<AtomicU64>, stop: Arc<AtomicBool>) {
+/// One connection's loop until `stop`: a request, then its whole response; with `period`, the
+/// requests are paced by a timer whose first tick is at `first`.
+async fn client(
+    addr: std::net::SocketAddr,
+    done: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    pace: Option<(tokio::time::Instant, Duration)>,
+) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     s.set_nodelay(true).unwrap();
+    let mut timer = pace.map(|(first, period)| {
+        let mut t = tokio::time::interval_at(first, period);
+        // Ticks stay on their grid (the timer's millisecond lateness does not slow the rate); a
+        // server too slow for it gets fewer requests, not a burst.
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        t
+    });
     let request = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n";
     let mut buf = Vec::with_capacity(4096);
     while !stop.load(Ordering::Relaxed) {
+        if let Some(t) = &mut timer {
+            t.tick().await;
+        }
         s.write_all(request).await.unwrap();
         buf.clear();
         loop {
@@ -100,10 +130,61 @@ async fn client(addr: std::net::SocketAddr, done: Arc<AtomicU64>, stop: Arc<Atom
     }
 }
 
-/// One measurement in this process: requests per second over `seconds`, after a warm-up.
-fn measure(mode: Mode, o: Options) -> f64 {
+/// A CPU clock's time in nanoseconds (`None` if the clock is gone: its thread ended).
+fn cpu_ns(clock: libc::clockid_t) -> Option<u64> {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a timespec we own; an invalid clock id is an error return, not UB.
+    let r = unsafe { libc::clock_gettime(clock, &mut t) };
+    (r == 0).then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
+}
+
+/// The calling thread's CPU clock.
+fn this_thread_clock() -> libc::clockid_t {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: `pthread_self()` is the calling thread, alive; `clock` is ours to write.
+    let r = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+    assert_eq!(r, 0, "pthread_getcpuclockid");
+    clock
+}
+
+/// The CPU clocks of the server runtime's threads (its workers, and any blocking thread).
+static SERVER_CLOCKS: Mutex<Vec<libc::clockid_t>> = Mutex::new(Vec::new());
+
+/// CPU times at one instant: each server thread's, the process's, the load generator's thread.
+struct CpuReading {
+    server: Vec<(libc::clockid_t, u64)>,
+    process: u64,
+    load: u64,
+}
+
+fn read_cpu() -> CpuReading {
+    let clocks = SERVER_CLOCKS.lock().unwrap().clone();
+    CpuReading {
+        server: clocks.into_iter().filter_map(|c| Some((c, cpu_ns(c)?))).collect(),
+        process: cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID).unwrap(),
+        load: cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap(),
+    }
+}
+
+/// One measurement's result.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sample {
+    /// Requests per second.
+    rate: f64,
+    /// CPU ns per request of the server runtime's threads.
+    workers: f64,
+    /// CPU ns per request of the process less the load generator's thread.
+    server: f64,
+    /// Times the flight recorder's trigger fired in the run (Phosphor's mode; warm-up
+    /// included), each writing or joining a dump: that writing is in `server`, not `workers`.
+    fired: f64,
+}
+
+/// One measurement in this process, after a warm-up, at `rate` requests/s (0: saturating).
+fn measure(mode: Mode, o: &Options, rate: f64) -> Sample {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.worker_threads(2).enable_all();
+    builder.on_thread_start(|| SERVER_CLOCKS.lock().unwrap().push(this_thread_clock()));
     let trigger_dir = std::env::temp_dir().join(format!("phosphor-tokio-bench-{}", std::process::id()));
     match mode {
         Mode::Untraced => {}
@@ -131,32 +212,51 @@ fn measure(mode: Mode, o: Options) -> f64 {
         let app = axum::Router::new().route("/", axum::routing::get(hello));
         axum::serve(listener, app).await.unwrap();
     });
-    // The load generator: its own runtime and thread, untraced.
+    // The load generator: its own runtime, on this thread, untraced.
     let load = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let rate = load.block_on(async {
-        for _ in 0..o.connections {
-            tokio::spawn(client(addr, done.clone(), stop.clone()));
+    let sample = load.block_on(async {
+        let connections = o.connections as u32;
+        // Each connection's share of the rate, their first ticks spread over one period.
+        let period = (rate > 0.0).then(|| Duration::from_secs_f64(f64::from(connections) / rate));
+        let now = tokio::time::Instant::now();
+        for i in 0..connections {
+            let pace = period.map(|p| (now + p * i / connections, p));
+            tokio::spawn(client(addr, done.clone(), stop.clone(), pace));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let (start, before) = (Instant::now(), done.load(Ordering::Relaxed));
+        let (start, before, cpu0) = (Instant::now(), done.load(Ordering::Relaxed), read_cpu());
         tokio::time::sleep(Duration::from_secs_f64(o.seconds)).await;
-        let n = done.load(Ordering::Relaxed) - before;
-        let rate = n as f64 / start.elapsed().as_secs_f64();
+        let (n, cpu1, elapsed) = (done.load(Ordering::Relaxed) - before, read_cpu(), start.elapsed());
         stop.store(true, Ordering::Relaxed);
-        rate
+        // The server threads' CPU over the window (threads seen at both ends).
+        let workers: u64 = cpu1
+            .server
+            .iter()
+            .filter_map(|(c, t1)| cpu0.server.iter().find(|(c0, _)| c0 == c).map(|(_, t0)| t1 - t0))
+            .sum();
+        let server = (cpu1.process - cpu0.process) - (cpu1.load - cpu0.load);
+        let n = n.max(1) as f64;
+        Sample {
+            rate: n / elapsed.as_secs_f64(),
+            workers: workers as f64 / n,
+            server: server as f64 / n,
+            fired: 0.0,
+        }
     });
     drop(load);
     drop(server);
+    let mut fired = 0;
     if mode == Mode::Phosphor {
         let log = phosphor::TraceLog::global();
+        fired = log.triggers().fired;
         log.stop();
         let recorded = log.take_trace().map_or(0, |t| t.stats().recorded);
         eprintln!("phosphor: {recorded} events in the ring at the end, triggers {:?}", log.triggers());
         let _ = std::fs::remove_dir_all(&trigger_dir);
     }
-    rate
+    Sample { fired: fired as f64, ..sample }
 }
 
 #[cfg(feature = "console")]
@@ -172,60 +272,119 @@ fn console() {
     panic!("built without feature console");
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+fn median(v: Vec<f64>) -> f64 {
+    quantile(v, 0.5)
+}
+
+/// One load's table: each mode's medians, and its ratios to the untraced run of each round.
+fn table(modes: &[Mode], samples: &[Vec<Sample>]) {
+    println!(
+        "{:>9} {:>10} {:>8} {:>17} {:>13} {:>13} {:>9} {:>19} {:>9} {:>19}",
+        "mode",
+        "req/s",
+        "paired",
+        "min-max req/s",
+        "workers ns/req",
+        "server ns/req",
+        "paired",
+        "p25-p75",
+        "paired",
+        "p25-p75"
+    );
+    println!("{:>75}{:>30}", "(workers CPU/req ratio)", "(server CPU/req ratio)");
+    let base = &samples[0];
+    for (m, s) in modes.iter().zip(samples) {
+        let col = |f: fn(&Sample) -> f64| s.iter().map(f).collect::<Vec<f64>>();
+        let paired =
+            |f: fn(&Sample) -> f64| -> Vec<f64> { s.iter().zip(base).map(|(x, u)| f(x) / f(u)).collect() };
+        let rates = col(|x| x.rate);
+        let (lo, hi) = (quantile(rates.clone(), 0.0), quantile(rates.clone(), 1.0));
+        let pw = paired(|x| x.workers);
+        let ps = paired(|x| x.server);
+        println!(
+            "{:>9} {:>10.0} {:>8.3} {:>8.0}-{:<8.0} {:>13.0} {:>13.0} {:>9.3} {:>9.3}-{:<9.3} {:>9.3} {:>9.3}-{:<9.3}",
+            m.name(),
+            median(rates),
+            median(paired(|x| x.rate)),
+            lo,
+            hi,
+            median(col(|x| x.workers)),
+            median(col(|x| x.server)),
+            median(pw.clone()),
+            quantile(pw.clone(), 0.25),
+            quantile(pw, 0.75),
+            median(ps.clone()),
+            quantile(ps.clone(), 0.25),
+            quantile(ps, 0.75),
+        );
+    }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let o = options(&args);
     if let Some(at) = args.iter().position(|a| a == "--child") {
-        let rate = measure(Mode::parse(&args[at + 1]), o);
-        println!("{rate}");
+        let rate: f64 = args[at + 2].parse().unwrap();
+        let s = measure(Mode::parse(&args[at + 1]), &o, rate);
+        println!("{} {} {} {}", s.rate, s.workers, s.server, s.fired);
         return;
     }
     let mut modes = vec![Mode::Untraced, Mode::Phosphor];
     if cfg!(feature = "console") {
         modes.push(Mode::Console);
     }
+    let loads: Vec<String> = o
+        .rates
+        .iter()
+        .map(|&r| if r > 0.0 { format!("{r} requests/s") } else { "saturating".into() })
+        .collect();
     println!(
-        "tokio HTTP server (axum, 2 workers), {} keep-alive connections from a load runtime, {} s a measurement, {} rounds",
-        o.connections, o.seconds, o.rounds
+        "tokio HTTP server (axum, 2 workers), {} keep-alive connections from a load runtime, {} s a measurement, {} rounds; loads: {}",
+        o.connections,
+        o.seconds,
+        o.rounds,
+        loads.join(", ")
     );
     let exe = std::env::current_exe().unwrap();
-    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    // By load, by mode, by round.
+    let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); modes.len()]; o.rates.len()];
     for round in 0..o.rounds {
-        // Alternate the order too, so that no mode always runs after the same one.
-        let order: Vec<usize> =
-            if round % 2 == 0 { (0..modes.len()).collect() } else { (0..modes.len()).rev().collect() };
-        for i in order {
-            let out = Command::new(&exe)
-                .args(["--child", modes[i].name()])
-                .args(["--seconds", &o.seconds.to_string(), "--connections", &o.connections.to_string()])
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-            let rate: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-            println!("round {round} {:>9}: {rate:>10.0} requests/s", modes[i].name());
-            rates[i].push(rate);
+        for (l, &rate) in o.rates.iter().enumerate() {
+            // Alternate the order too, so that no mode always runs after the same one.
+            let order: Vec<usize> =
+                if round % 2 == 0 { (0..modes.len()).collect() } else { (0..modes.len()).rev().collect() };
+            for i in order {
+                let out = Command::new(&exe)
+                    .args(["--child", modes[i].name(), &rate.to_string()])
+                    .args(["--seconds", &o.seconds.to_string(), "--connections", &o.connections.to_string()])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                let text = String::from_utf8_lossy(&out.stdout);
+                let f: Vec<f64> = text.split_whitespace().map(|x| x.parse().unwrap()).collect();
+                let s = Sample { rate: f[0], workers: f[1], server: f[2], fired: f[3] };
+                println!(
+                    "round {round} {:>14} {:>9}: {:>8.0} requests/s, workers {:>6.0} ns/request, server {:>6.0} ns/request, {} triggers fired",
+                    loads[l],
+                    modes[i].name(),
+                    s.rate,
+                    s.workers,
+                    s.server,
+                    s.fired
+                );
+                samples[l][i].push(s);
+            }
         }
     }
-    // Two ratios to the untraced runs: of the medians, and the median of each round's own ratio
-    // (the runs of a round are seconds apart, so they share most of the machine's noise).
-    let base = median(rates[0].clone());
-    println!(
-        "{:>9} {:>14} {:>14} {:>14} {:>22}",
-        "mode", "median req/s", "median ratio", "paired ratio", "min-max req/s"
-    );
-    for (m, r) in modes.iter().zip(&rates) {
-        let (lo, hi) = (r.iter().copied().fold(f64::MAX, f64::min), r.iter().copied().fold(0.0, f64::max));
-        let paired = median(r.iter().zip(&rates[0]).map(|(x, u)| x / u).collect());
-        let m_rate = median(r.clone());
-        println!(
-            "{:>9} {m_rate:>14.0} {:>14.3} {paired:>14.3} {lo:>10.0}-{hi:<10.0}",
-            m.name(),
-            m_rate / base
-        );
+    // Ratios to the untraced run of the same round (seconds apart, so they share most of the
+    // machine's noise): their median and quartiles.
+    for (l, by_mode) in samples.iter().enumerate() {
+        println!("\nload: {}", loads[l]);
+        table(&modes, by_mode);
     }
 }

@@ -64,6 +64,7 @@ mod labels;
 mod layers_tests;
 pub mod logs;
 mod logs_window;
+pub mod long_polls;
 mod losses;
 #[cfg(test)]
 mod memory_tests;

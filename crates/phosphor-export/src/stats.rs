@@ -47,12 +47,13 @@ use crate::error::{read_chunks, Item};
 use crate::frames::{FrameStats, Frames, FRAME_CATEGORY};
 use crate::kinds::{self, Collector};
 use crate::labels::Labels;
+use crate::long_polls::{LongPoll, LongPolls};
 use crate::losses::ChunkLosses;
 use crate::scope_path::ScopePath;
 use crate::scope_system::{ScopeHook, ScopeSystem};
 use crate::scopes::{ScopeProblem, ScopeProblemKind};
 use crate::system::{SystemContext, SystemCounts};
-use crate::tasks::{TaskStats, Tasks, TASK_CATEGORY};
+use crate::tasks::{TaskStats, Tasks, LONG_POLL_NAME, TASK_CATEGORY};
 use phosphor_format::system::{SystemStatus, PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
 use phosphor_model::background::Feed;
 use phosphor_model::nesting::{self, Label, Nesting, PathId};
@@ -124,6 +125,8 @@ pub struct TraceStats {
     pub frames: Vec<FrameStats>,
     /// tokio tasks (`phosphor::tokio`), by task name: spawned, polls, busy, scheduled and idle time.
     pub tasks: Vec<TaskStats>,
+    /// The longest long polls of those tasks, longest first, each with the CPU samples inside it.
+    pub long_polls: Vec<LongPoll>,
     /// The trace's system context (format 1.6), when it has one and the statistics were given it
     /// ([`StatsBuilder::system`]).
     pub system: Option<SystemSummary>,
@@ -361,6 +364,7 @@ pub struct StatsBuilder {
     saturation: Saturation,
     frames: Frames,
     tasks: Tasks,
+    long_polls: LongPolls,
     /// The number of the file being read, when several are (`stats_files.rs`): callsite and
     /// async ids are per file.
     pub(crate) file: u32,
@@ -386,6 +390,7 @@ impl StatsBuilder {
             saturation: Saturation::default(),
             frames: Frames::default(),
             tasks: Tasks::default(),
+            long_polls: LongPolls::default(),
             file: 0,
         }
     }
@@ -394,6 +399,7 @@ impl StatsBuilder {
     /// scope: on- and off-CPU time, switches, samples and their leaf functions
     /// ([`KindStats::system`]). Call [`SystemContext::name_leaves`] first to have the functions.
     pub fn system(mut self, context: Arc<SystemContext>) -> StatsBuilder {
+        self.long_polls.system(context.clone(), self.clock.clone());
         let hook = Some(ScopeHook { context, clock: self.clock.clone() });
         self.parts().1.hook = hook;
         self
@@ -502,6 +508,11 @@ impl StatsBuilder {
         if cs.category == TASK_CATEGORY {
             // A task's edge or poll: also a slice of its own, counted below as any other.
             self.tasks.event(self.file, event, ts, end - ts);
+            if let (Phase::Complete, LONG_POLL_NAME, Some(Value::U64(id))) =
+                (cs.phase, cs.name.as_ref(), event.arg("task"))
+            {
+                self.long_polls.add(self.tasks.task_name(self.file, id), id, tid, ts, end - ts);
+            }
         }
         if let Some(level) = cs.level {
             let e = self.logs.entry((self.file, cs.id)).or_insert_with(|| LogStats {
@@ -674,6 +685,7 @@ impl StatsBuilder {
         let (asyncs, async_given_up) = self.asyncs.finish(clock);
         let frames = std::mem::take(&mut self.frames).finish(clock);
         let tasks = std::mem::take(&mut self.tasks).finish(clock);
+        let long_polls = std::mem::take(&mut self.long_polls).finish(clock);
         TraceStats {
             events: self.events,
             chunks: self.chunks,
@@ -700,6 +712,7 @@ impl StatsBuilder {
             saturation: self.saturation,
             frames,
             tasks,
+            long_polls,
             system,
         }
     }

@@ -61,6 +61,9 @@
 //!              "max_scheduled_ns": n, "lived_ns": n,  tasks seen from spawn to end: their lives,
 //!              "idle_ns": n, "long_polls": n,         of which parked (neither polled nor scheduled)
 //!              "untracked": n}]                       tasks past the limit, lives not measured
+//!   "long_polls": [{"task": s, "task_id": n,     the longest long polls (at most 10), longest
+//!                   "tid": n, "start_ns": n, "dur_ns": n,  first; what the system context saw
+//!                   "system": SCOPE_SYSTEM | null}]        in each, if the statistics had one
 //! }
 //! KIND      = {"path": [s], "type": "scope" | "lock_wait" | "lock_held" | "instant" | "counter" | "log",
 //!              "count": n, "durations": DURATIONS | null,
@@ -185,6 +188,20 @@ impl TraceStats {
                         "idle_ns": t.idle_ns,
                         "long_polls": t.long_polls,
                         "untracked": t.untracked,
+                    })
+                }),
+            ),
+            (
+                "long_polls",
+                Seq::new(self.long_polls.len(), |i| {
+                    let p = &self.long_polls[i];
+                    json!({
+                        "task": p.task,
+                        "task_id": p.task_id,
+                        "tid": p.tid,
+                        "start_ns": p.start_ns,
+                        "dur_ns": p.dur_ns,
+                        "system": p.system.as_ref().map(scope_system),
                     })
                 }),
             ),

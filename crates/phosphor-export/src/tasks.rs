@@ -125,6 +125,12 @@ impl Tasks {
         }
     }
 
+    /// The name of task `id` of file `file`, once an event of it named it.
+    pub(crate) fn task_name(&self, file: u32, id: u64) -> Option<&str> {
+        let t = self.tasks.get(&(file, id)).filter(|t| t.name != UNNAMED)?;
+        Some(&self.names[t.name as usize].0)
+    }
+
     /// An event of category [`TASK_CATEGORY`] of file `file`: `ts` and `end` are its start and end
     /// on the statistics' timeline, `dur` its duration in the same ticks.
     pub(crate) fn event(&mut self, file: u32, e: &Event<'_>, ts: u64, dur: u64) {

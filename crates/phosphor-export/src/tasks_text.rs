@@ -50,7 +50,7 @@ impl TraceStats {
                     format_count(untracked)
                 )?;
             }
-            Ok(())
+            write!(f, "{}", self.long_polls_table())
         })
     }
 }

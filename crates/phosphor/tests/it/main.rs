@@ -45,6 +45,8 @@ mod support;
 mod system;
 #[cfg(feature = "tokio")]
 mod tokio_hooks;
+#[cfg(all(feature = "tokio", tokio_unstable, target_os = "linux"))]
+mod tokio_hooks_samples;
 mod trace_context;
 mod triggers;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

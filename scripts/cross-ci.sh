@@ -78,8 +78,10 @@ step clippy-aarch64-apple-darwin "${XC[@]}" check "${BUILD_STD[@]}" --locked --t
 # The host's reader of the traces recorded on the other targets.
 PHOSPHOR=${PHOSPHOR_BIN:-$HOST_TARGET/debug/phosphor}
 host_reader() {
-    [ -x "$PHOSPHOR" ] || env -u RUSTC -u RUSTDOC -u RUSTC_BOOTSTRAP -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
-        cargo build --locked -p phosphor-cli
+    [ -x "$PHOSPHOR" ] && return
+    [ -z "${PHOSPHOR_BIN:-}" ] || { echo "PHOSPHOR_BIN=$PHOSPHOR_BIN is not a program"; return 1; }
+    env -u RUSTC -u RUSTDOC -u RUSTC_BOOTSTRAP -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
+        CARGO_TARGET_DIR="$HOST_TARGET" cargo build --locked -p phosphor-cli
 }
 
 # read_back FILE: the host's `phosphor stats` reads FILE and counts the 1,616 events the example

@@ -34,6 +34,8 @@ step() {
         SUMMARY+=("$(printf '  FAIL  %-34s %5ss  (CPU %ss; see %s)' "$name" "$dt" "$dc" "$LOGS/$name.log")")
         tail -n 20 "$LOGS/$name.log" | sed 's/^/    /'
     fi
+    # As it goes, so that a run stopped half-way still shows its times.
+    printf '%s\n' "${SUMMARY[${#SUMMARY[@]} - 1]}" >>"$LOGS/summary.txt"
     return $rc
 }
 

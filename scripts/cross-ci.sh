@@ -47,13 +47,17 @@ mkdir -p "$LOGS"
 #   macos          clippy of the library for aarch64-apple-darwin (type-checked)
 #   aarch64-check  clippy of the library for aarch64-unknown-linux-gnu (type-checked)
 #   windows        Windows: unit tests and the example built (linted) and run under wine
-#   aarch64        aarch64 Linux: the same under qemu (its build includes aarch64-check's)
-# CI's default is the first three: the fourth does not fit in CI's 30 minutes (a second standard
+#   aarch64-trace  aarch64 Linux: examples/platform_trace.rs built without the dev-dependencies
+#                  (a package of its own, made in the target folder) and run under qemu, its
+#                  trace read back here
+#   aarch64        aarch64 Linux: the unit tests and the example as on Windows, under qemu
+# CI's default is the first four: `aarch64` does not fit in CI's 30 minutes (a second standard
 # library and every dev-dependency built for a second target; bench/results/2026-12-06b-ci.md).
-TARGETS=" ${CROSS_TARGETS:-macos aarch64-check windows} "
+TARGETS=" ${CROSS_TARGETS:-macos aarch64-check windows aarch64-trace} "
 
 PACKAGES=(rustc-web cargo-web rust-web-src rust-web-clippy gcc-mingw-w64-x86-64 wine64 wine)
-[[ $TARGETS == *" aarch64 "* ]] && PACKAGES+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static)
+[[ $TARGETS == *" aarch64 "* || $TARGETS == *" aarch64-trace "* ]] &&
+    PACKAGES+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static)
 if [ "${1:-}" = install ]; then
     install_debs "${PACKAGES[@]}"
     exit
@@ -85,7 +89,7 @@ export CLIPPY_ARGS
 XC=(env CARGO_TARGET_DIR="$DIR" PATH="/usr/bin:$PATH" /usr/bin/cargo)
 BUILD_STD=(-Zbuild-std=std,panic_abort)
 
-if [[ $TARGETS != *" aarch64 "* ]]; then
+if [[ $TARGETS != *" aarch64 "* && $TARGETS != *" aarch64-trace "* ]]; then
     # Only type-checked: zstd's C code is never linked, so the stand-in compiler will do.
     export CC_aarch64_unknown_linux_gnu=$ROOT/scripts/cross/check-cc.sh AR_aarch64_unknown_linux_gnu=ar
 fi
@@ -135,7 +139,31 @@ run_target() {
     step "$short-trace-reads-on-host" read_back "$trace"
 }
 
-[[ $TARGETS == *" windows "* || $TARGETS == *" aarch64 "* ]] && step host-reader host_reader
+[[ $TARGETS == *" windows "* || $TARGETS == *" aarch64"* ]] && step host-reader host_reader
+# aarch64_trace_program: the example as the only program of a package of its own (in the target
+# folder, with the workspace's Cargo.lock, so the same versions), which has phosphor's
+# dependencies and none of its dev-dependencies (an example of phosphor's would build them all).
+aarch64_trace_program() {
+    local pkg=$DIR/platform-trace
+    mkdir -p "$pkg"
+    printf '%s\n' '[package]' 'name = "platform-trace"' 'version = "0.0.0"' 'edition = "2021"' \
+        'publish = false' '' '[workspace]' '' '[[bin]]' 'name = "platform_trace"' \
+        "path = \"$ROOT/crates/phosphor/examples/platform_trace.rs\"" '' '[dependencies]' \
+        "phosphor = { path = \"$ROOT/crates/phosphor\" }" >"$pkg/Cargo.toml"
+    cp Cargo.lock "$pkg/Cargo.lock"
+    # Not --locked: cargo drops the lock's entries this package does not use (nothing else).
+    "${XC[@]}" build "${BUILD_STD[@]}" --offline --manifest-path "$pkg/Cargo.toml" \
+        --target aarch64-unknown-linux-gnu
+}
+if [[ $TARGETS == *" aarch64-trace "* && $TARGETS != *" aarch64 "* ]]; then
+    step aarch64-build-trace-program aarch64_trace_program
+    trace=$DIR/platform-aarch64.phos
+    rm -f "$trace"
+    step aarch64-record-trace qemu-aarch64-static -L /usr/aarch64-linux-gnu \
+        "$DIR/aarch64-unknown-linux-gnu/debug/platform_trace" "$trace"
+    step aarch64-trace-reads-on-host read_back "$trace"
+fi
+
 [[ $TARGETS == *" windows "* ]] && run_target windows x86_64-pc-windows-gnu wine
 [[ $TARGETS == *" aarch64 "* ]] && run_target aarch64 aarch64-unknown-linux-gnu qemu-aarch64-static -L /usr/aarch64-linux-gnu
 

@@ -83,8 +83,10 @@ export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
 # Clippy as the workspace crates' compiler. Debian's clippy is 1.96, the workspace's 1.95: two
 # lints it adds are allowed here, not fixed (scripts/cross-check.sh says why).
 export RUSTC_WORKSPACE_WRAPPER=/usr/bin/clippy-driver
-CLIPPY_ARGS=(-D warnings -A clippy::unwrap_or_default -A clippy::missing_const_for_thread_local)
-CLIPPY_ARGS=$(printf '%s__CLIPPY_HACKERY__' "${CLIPPY_ARGS[@]}")
+# (CLIPPY_ARGS is one string, the arguments joined as `cargo clippy` joins them; bash cannot
+# export an array.)
+LINTS=(-D warnings -A clippy::unwrap_or_default -A clippy::missing_const_for_thread_local)
+CLIPPY_ARGS=$(printf '%s__CLIPPY_HACKERY__' "${LINTS[@]}")
 export CLIPPY_ARGS
 XC=(env CARGO_TARGET_DIR="$DIR" PATH="/usr/bin:$PATH" /usr/bin/cargo)
 BUILD_STD=(-Zbuild-std=std,panic_abort)

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The lean cross check (issue 41, part 5), cheap enough for CI as an opt-in step:
+# The lean cross check (issue 41, part 5), run by hand: what CI's cross step
+# (scripts/cross-ci.sh: the runtime alone, linted, tested and recording on the three targets)
+# has no time for, the `phosphor` tool and viewer for the three targets:
 #
 #   clippy -D warnings of `phosphor` (the runtime) and `phosphor-cli` (the `phosphor` tool, with
 #   the viewer) for aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu and aarch64-apple-darwin

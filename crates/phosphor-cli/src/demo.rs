@@ -329,7 +329,7 @@ fn write_tables(out: &mut impl Write, stats: &phosphor_export::TraceStats) -> an
     writeln!(
         out,
         "kinds across threads ({}) over {} of trace",
-        options.heading(stats.paths.len()),
+        options.heading(stats.paths().len()),
         format_ns(stats.span_ns)
     )?;
     write!(out, "{}", stats.kinds_table(options, true))?;

@@ -5,16 +5,19 @@
 //! # Memory
 //!
 //! A file of a million callsites or threads, one event each, has a million kinds, so the tables
-//! are built without a second copy: their order is found by sorting indices (4 bytes a kind), each
-//! table is allocated once at its final length, and the accumulators are freed before the table
-//! across threads is built (a path seen on one thread copies that thread's row, merged rows are
-//! made first).
+//! are built without a second copy: the accumulators are sorted in place, the table per thread is
+//! allocated once at its final length and made from the accumulators' last row back, freeing them
+//! as it is filled, and the table across threads ([`PathRows`]) holds rows only for the paths seen
+//! on several threads: a path seen on one thread is that thread's row, named by its place (4 bytes
+//! a path, where a copy took 112).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use phosphor_format::file::ClockInfo;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
+use std::hash::BuildHasher;
 
 use crate::durations::Durations;
 use crate::labels::Labels;
@@ -56,8 +59,10 @@ pub(crate) struct Collector {
     /// By path, the place in `kinds` of its kind on the first thread it was seen on ([`NONE`]
     /// before): most paths are on one thread (4 bytes a path, not a map's entry).
     first: Vec<u32>,
-    /// By thread and path, the kind's place in `kinds`, for the other threads.
-    others: HashMap<(u32, PathId), u32>,
+    /// The places in `kinds` of the kinds on the other threads, found by thread and path
+    /// ([`key`]): 4 bytes an entry, where a map keyed by both would take 12 (a million threads
+    /// of one path each, in hostile files, are a million entries).
+    others: HashTable<u32>,
     pub(crate) kinds: Vec<Kind>,
     pub(crate) problems: Vec<Problem>,
     pub(crate) problem_count: u64,
@@ -70,6 +75,11 @@ pub(crate) struct Collector {
 
 /// No kind.
 const NONE: u32 = u32::MAX;
+
+/// The hash of a kind's thread and path, in [`Collector::others`].
+fn key(tid: u32, path: PathId) -> u64 {
+    FxBuildHasher.hash_one((tid, path))
+}
 
 impl Collector {
     /// The allocation counts of thread `tid`'s scope that started at `start` (its
@@ -89,7 +99,7 @@ impl Collector {
     /// Frees what finding the kinds takes, once every slice is in.
     pub(crate) fn free_index(&mut self) {
         self.first = Vec::new();
-        self.others = HashMap::default();
+        self.others = HashTable::new();
     }
 }
 
@@ -133,7 +143,19 @@ impl Sink for Collector {
                 at
             }
             first if kinds[first as usize].tid == s.tid => first,
-            _ => *self.others.entry((s.tid, s.path)).or_insert_with(|| new(kinds)),
+            _ => {
+                let hash = key(s.tid, s.path);
+                let is = |&at: &u32| kinds[at as usize].tid == s.tid && kinds[at as usize].path == s.path;
+                match self.others.find(hash, is) {
+                    Some(&at) => at,
+                    None => {
+                        let at = new(kinds);
+                        let rehash = |&at: &u32| key(kinds[at as usize].tid, kinds[at as usize].path);
+                        self.others.insert_unique(hash, at, rehash);
+                        at
+                    }
+                }
+            }
         };
         let k = &mut kinds[at as usize].acc;
         k.count += 1;
@@ -231,24 +253,126 @@ pub(crate) fn shown_thread_names<'a>(
     names
 }
 
-/// In a source of a row across threads (`tables`): the row is merged from several threads', at
-/// the place the other bits give among the merged; without it, the row is its one thread's, at
-/// that place in the table per thread.
+/// In a row of [`PathRows`]: the row is merged from several threads', at the place the other bits
+/// give among the merged; without it, the row is its one thread's, at that place in the table per
+/// thread.
 const MERGED: u32 = 1 << 31;
+
+/// While the tables are made (`tables`): a path seen on one thread, its place not yet known.
+const ONE: u32 = u32::MAX - 1;
+
+/// The table across threads, made of the table per thread: by path, where its row is. A path seen
+/// on one thread (in files of a million callsites or threads, nearly all) is that thread's row, 4
+/// bytes and no copy of it; only the rows merged from several threads are rows of their own.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct PathRows {
+    /// By path, in order: a place in the table per thread, or [`MERGED`] and a place in `merged`.
+    /// (Fewer than 2^31 rows: each takes more than a byte of memory.)
+    rows: Vec<u32>,
+    /// The rows of the paths seen on several threads, `tid` `None`.
+    merged: Vec<KindStats>,
+}
+
+impl PathRows {
+    /// The row that `row` names, in `kinds` (the table per thread) or among the merged.
+    fn get<'a>(&'a self, kinds: &'a [KindStats], row: u32) -> Option<&'a KindStats> {
+        match row & MERGED {
+            0 => kinds.get(row as usize),
+            _ => self.merged.get((row & !MERGED) as usize),
+        }
+    }
+}
+
+/// The kinds per path, all threads together ([`TraceStats::paths`](crate::TraceStats::paths)), by
+/// path: its names, then its type. A path seen on one thread only is that thread's row of
+/// [`TraceStats::kinds`](crate::TraceStats::kinds) (its `tid` is the thread's), a path seen on
+/// several has a row of its own (`tid` `None`) adding theirs up.
+#[derive(Clone, Copy)]
+pub struct Paths<'a> {
+    pub(crate) rows: &'a PathRows,
+    pub(crate) kinds: &'a [KindStats],
+}
+
+impl<'a> Paths<'a> {
+    /// The number of paths.
+    pub fn len(&self) -> usize {
+        self.rows.rows.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.rows.rows.is_empty()
+    }
+
+    /// The `i`th path's row, in the order of paths.
+    pub fn get(&self, i: usize) -> Option<&'a KindStats> {
+        let (rows, kinds) = (self.rows, self.kinds);
+        rows.get(kinds, *rows.rows.get(i)?)
+    }
+
+    /// The rows, in the order of paths.
+    pub fn iter(&self) -> PathsIter<'a> {
+        PathsIter { rows: self.rows.rows.iter(), table: self.rows, kinds: self.kinds }
+    }
+}
+
+impl std::fmt::Debug for Paths<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> IntoIterator for Paths<'a> {
+    type Item = &'a KindStats;
+    type IntoIter = PathsIter<'a>;
+
+    fn into_iter(self) -> PathsIter<'a> {
+        self.iter()
+    }
+}
+
+/// The rows of [`Paths`], in the order of paths.
+#[derive(Clone, Debug)]
+pub struct PathsIter<'a> {
+    rows: std::slice::Iter<'a, u32>,
+    table: &'a PathRows,
+    kinds: &'a [KindStats],
+}
+
+impl<'a> Iterator for PathsIter<'a> {
+    type Item = &'a KindStats;
+
+    fn next(&mut self) -> Option<&'a KindStats> {
+        // Every row names one (`tables`): the iteration ends at the first that does not.
+        self.table.get(self.kinds, *self.rows.next()?)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.rows.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for PathsIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.table.get(self.kinds, *self.rows.next_back()?)
+    }
+}
+
+impl ExactSizeIterator for PathsIter<'_> {}
 
 /// The kinds per thread and path (by thread id, then path) and per path across threads (by
 /// path), from the collector's `per_thread` kinds: rows of one path on every thread add up to its
 /// row across threads. `event_type` is the type of a path's last label.
 ///
-/// The two tables are the result, so their rows (104 bytes each) are most of the memory: the
-/// rest is freed or cut to 4 bytes a row before the second is made.
+/// The table per thread is the result's memory (a row of 112 bytes a kind): the table across
+/// threads adds 4 bytes a path and a row for each path seen on several threads.
 pub(crate) fn tables(
     mut per_thread: Vec<Kind>,
     tree: NameTree,
     event_type: impl Fn(PathId) -> EventType,
     clock: &ClockInfo,
     context: Option<&SystemContext>,
-) -> (Vec<KindStats>, Vec<KindStats>) {
+) -> (Vec<KindStats>, PathRows) {
     let kind = |tid, path: PathId, acc: &KindAcc| KindStats {
         tid,
         path: tree.path(path),
@@ -257,37 +381,14 @@ pub(crate) fn tables(
         durations: acc.durations.stats(clock),
         system: acc.system.as_ref().map(|s| Box::new(s.stats(context))),
     };
-    // By path, so that a path's rows are a run; (path, thread) is unique.
+    // By path, so that a path's rows are a run ((path, thread) is unique): the rows across
+    // threads merged, and by path id, where each path's row is to be.
     per_thread.sort_unstable_by_key(|k| (k.path, k.tid));
-
-    // The table per thread: by thread, the path's names, the type; then the order above.
-    let mut order: Vec<u32> = (0..per_thread.len() as u32).collect();
-    order.sort_unstable_by(|&a, &b| {
-        let (x, y) = (&per_thread[a as usize], &per_thread[b as usize]);
-        x.tid
-            .cmp(&y.tid)
-            .then_with(|| tree.cmp(x.path, y.path))
-            .then_with(|| event_type(x.path).cmp(&event_type(y.path)))
-            .then(a.cmp(&b))
-    });
-    // By row of `per_thread`, its place in `kinds`.
-    let mut at = vec![0u32; per_thread.len()];
-    let mut kinds = Vec::with_capacity(per_thread.len());
-    for (place, &i) in order.iter().enumerate() {
-        let k = &per_thread[i as usize];
-        at[i as usize] = place as u32;
-        kinds.push(kind(Some(k.tid), k.path, &k.acc));
-    }
-    drop(order);
-
-    // Each path, in the order of its ids: where its row across threads comes from. (Fewer than
-    // 2^31 rows: each takes more than a byte of memory.)
-    let mut sources: Vec<u32> = Vec::new();
-    let mut merged: Vec<Option<KindStats>> = Vec::new();
-    let mut start = 0;
+    let mut sources = vec![NONE; tree.ids.len()];
+    let mut merged: Vec<KindStats> = Vec::new();
     for run in per_thread.chunk_by(|a, b| a.path == b.path) {
-        if let [_] = run {
-            sources.push(at[start]);
+        sources[run[0].path as usize] = if let [_] = run {
+            ONE
         } else {
             let mut all = KindAcc::default();
             for k in run {
@@ -297,34 +398,51 @@ pub(crate) fn tables(
                     all.system().merge(s);
                 }
             }
-            merged.push(Some(kind(None, run[0].path, &all)));
-            sources.push(MERGED | (merged.len() as u32 - 1));
-        }
-        start += run.len();
+            merged.push(kind(None, run[0].path, &all));
+            MERGED | (merged.len() as u32 - 1)
+        };
     }
-    drop((per_thread, at, tree));
+    merged.shrink_to_fit();
+
+    // The table per thread: by thread, the path's names, the type, the path's id. Sorted in
+    // place; a path of one thread is to be its row.
+    per_thread.sort_unstable_by(|x, y| {
+        x.tid
+            .cmp(&y.tid)
+            .then_with(|| tree.cmp(x.path, y.path))
+            .then_with(|| event_type(x.path).cmp(&event_type(y.path)))
+            .then(x.path.cmp(&y.path))
+    });
+    for (place, k) in per_thread.iter().enumerate() {
+        let source = &mut sources[k.path as usize];
+        if *source == ONE {
+            *source = place as u32;
+        }
+    }
+    // Made from the last row back, the accumulators' memory freed as the table's is filled (the
+    // table's pages are taken as written): in turn, never both whole.
+    let n = per_thread.len();
+    let step = (n / 16).max(1 << 12);
+    let mut kinds = Vec::with_capacity(n);
+    while let Some(k) = per_thread.pop() {
+        kinds.push(kind(Some(k.tid), k.path, &k.acc));
+        if per_thread.capacity() - per_thread.len() >= step {
+            per_thread.shrink_to_fit();
+        }
+    }
+    kinds.reverse();
+    drop((per_thread, tree));
+    // Each path with rows, in the order of its ids.
+    sources.retain(|&s| s != NONE);
 
     // The table across threads: by the path's names, the type; then the path's id (the sort is
     // stable).
-    let row = |source: u32| match source & MERGED {
-        0 => kinds.get(source as usize),
-        _ => merged.get((source & !MERGED) as usize).and_then(Option::as_ref),
-    };
-    sources.sort_by(|&a, &b| match (row(a), row(b)) {
+    let mut paths = PathRows { rows: Vec::new(), merged };
+    sources.sort_by(|&a, &b| match (paths.get(&kinds, a), paths.get(&kinds, b)) {
         (Some(x), Some(y)) => x.path.cmp_names(&y.path).then_with(|| x.event_type.cmp(&y.event_type)),
         // Not reached: every source names a row.
         (x, y) => x.is_some().cmp(&y.is_some()),
     });
-    let mut paths = Vec::with_capacity(sources.len());
-    for source in sources {
-        paths.push(match source & MERGED {
-            0 => KindStats { tid: None, ..kinds[source as usize].clone() },
-            _ => match merged.get_mut((source & !MERGED) as usize).and_then(Option::take) {
-                Some(row) => row,
-                // Not reached: each merged row has one source.
-                None => continue,
-            },
-        });
-    }
+    paths.rows = sources;
     (kinds, paths)
 }

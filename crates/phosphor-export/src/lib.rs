@@ -100,8 +100,8 @@ pub use scope_path::ScopePath;
 pub use scope_system::{ScopeSystem, TOP_FUNCTIONS};
 pub use scopes::{ScopeProblem, ScopeProblemKind};
 pub use stats::{
-    AggregateStats, AsyncStats, EventType, KindStats, LogStats, Saturation, StatsBuilder, StatsError,
-    SystemSummary, ThreadStats, TraceStats, MAX_PROBLEM_EXAMPLES,
+    AggregateStats, AsyncStats, EventType, KindStats, LogStats, Paths, PathsIter, Saturation, StatsBuilder,
+    StatsError, SystemSummary, ThreadStats, TraceStats, MAX_PROBLEM_EXAMPLES,
 };
 pub use stats_files::FilesStats;
 pub use system_text::describe_status;

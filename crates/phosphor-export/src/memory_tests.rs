@@ -237,7 +237,7 @@ fn stats_json_writes_its_kinds_one_at_a_time() {
     let n = 20_000u32;
     let bytes = distinct_slices(n, "kind");
     let stats = crate::TraceStats::from_reader(Reader::new(bytes.as_slice()).unwrap()).unwrap();
-    assert_eq!((stats.kinds.len(), stats.paths.len()), (n as usize, n as usize));
+    assert_eq!((stats.kinds.len(), stats.paths().len()), (n as usize, n as usize));
     let all = crate::TableOptions { top: None, ..Default::default() };
     let peak = peak_bytes_during(|| stats.write_json(std::io::sink(), all).unwrap());
     // The two orders (a pointer per kind each) and one kind's value at a time.
@@ -352,4 +352,53 @@ fn path_outputs_cost_a_few_hundred_bytes_per_callsite_of_one_slice() {
         let per = beyond_reading(&bytes, export) / n as usize;
         assert!(per <= most, "{what}: {per} bytes per callsite beyond reading");
     }
+}
+
+/// A file of `n` callsites of distinct names, one complete slice each on thread 1, the first
+/// `shared` of them on thread 2 too.
+fn slices_on_one_thread_but(n: u32, shared: u32) -> Vec<u8> {
+    let names: Vec<String> = (0..n).map(|i| format!("kind{i:06}")).collect();
+    let cs: Vec<_> =
+        names.iter().enumerate().map(|(i, s)| callsite(16 + i as u32, s, Phase::Complete)).collect();
+    let mut w = Writer::new(Vec::new(), &header(clock(1.0))).unwrap();
+    w.write_callsites(&cs).unwrap();
+    for (tid, of) in [(1, n), (2, shared)] {
+        let records: Vec<Record> = (0..of).map(|i| slice(16 + i, u64::from(i) * 10, 5)).collect();
+        for (k, part) in records.chunks(127).enumerate() {
+            w.write_chunk(tid, k as u64, part, |_, _| "").unwrap();
+        }
+    }
+    w.finish(&Trailer::default()).unwrap()
+}
+
+#[test]
+fn the_table_across_threads_holds_no_copy_of_a_path_seen_on_one_thread() {
+    let (n, shared) = (20_000u32, 100u32);
+    let bytes = slices_on_one_thread_but(n, shared);
+    // On this thread, so that what the result holds is counted here.
+    let read = || {
+        let r = Reader::new(bytes.as_slice()).unwrap();
+        crate::StatsBuilder::new(&r.header().clock).background(false).read(r).unwrap()
+    };
+    let before = phosphor_testalloc::live_bytes();
+    let stats = read();
+    let held = (phosphor_testalloc::live_bytes() - before) as usize;
+    let paths = stats.paths();
+    assert_eq!((stats.kinds.len(), paths.len()), ((n + shared) as usize, n as usize));
+    // A path of one thread is that thread's row itself; one of two, a row of its own.
+    let table = stats.kinds.as_ptr_range();
+    for k in paths {
+        let on_two = k.name() < format!("kind{shared:06}").as_str();
+        let own = !table.contains(&(k as *const crate::KindStats));
+        assert_eq!(
+            (k.tid, k.count, own),
+            if on_two { (None, 2, true) } else { (Some(1), 1, false) },
+            "{k:?}"
+        );
+    }
+    // The rows per thread, and a little for each path (its names, its place across threads):
+    // a copy of each row across threads would add a row's size per path.
+    let row = std::mem::size_of::<crate::KindStats>();
+    let per_path = held.saturating_sub(row * (n + shared) as usize) / n as usize;
+    assert!(per_path < row / 2, "{per_path} bytes per path besides its row per thread ({row})");
 }

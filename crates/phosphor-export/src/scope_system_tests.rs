@@ -38,7 +38,7 @@ fn a_scope_switched_out_for_50_of_its_100_ms_is_50_ms_on_and_50_ms_off_the_cpu_w
     assert_eq!(inner.functions, [("app+0x3000".to_string(), 2)]);
 
     // The allocation events are bookkeeping, not kinds of their own.
-    assert_eq!(s.paths.len(), 2, "{:?}", s.paths.iter().map(|k| k.path_string()).collect::<Vec<_>>());
+    assert_eq!(s.paths().len(), 2, "{:?}", s.paths().iter().map(|k| k.path_string()).collect::<Vec<_>>());
     let summary = s.system.as_ref().unwrap();
     assert!(summary.switches);
     assert_eq!((summary.counts.switches, summary.counts.samples, summary.counts.heap), (2, 4, 3));

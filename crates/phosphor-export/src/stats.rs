@@ -29,9 +29,9 @@
 //! kind costs a few hundred bytes whatever its depth, and paths are at most
 //! [`StatsBuilder::max_depth`] deep. A file of a million callsites or threads of one event each
 //! has a million kinds: names are stored once (`labels.rs`), the tables are made without a second
-//! copy (`kinds.rs`), and [`StatsBuilder::read`] frees the reader's tables first (about 350 MB for
-//! such files of 82 and 100 MB: the result alone, two rows of about 100 bytes per kind with the
-//! tree of names, is most of it).
+//! copy (`kinds.rs`: the table across threads holds a row only for a path seen on several threads,
+//! the others are their thread's row), and [`StatsBuilder::read`] frees the reader's tables first
+//! (the result, a row of 112 bytes per kind with the tree of names, is most of the peak).
 
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
@@ -45,7 +45,7 @@ use crate::asyncs::Asyncs;
 use crate::durations::DurationStats;
 use crate::error::{read_chunks, Item};
 use crate::frames::{FrameStats, Frames, FRAME_CATEGORY};
-use crate::kinds::{self, Collector};
+use crate::kinds::{self, Collector, PathRows};
 use crate::labels::Labels;
 use crate::long_polls::{LongPoll, LongPolls};
 use crate::losses::ChunkLosses;
@@ -86,8 +86,9 @@ pub struct TraceStats {
     pub threads: Vec<ThreadStats>,
     /// Per thread and path: by thread id, then path.
     pub kinds: Vec<KindStats>,
-    /// Per path, all threads together (`tid` is `None`): by path.
-    pub paths: Vec<KindStats>,
+    /// Per path, all threads together ([`TraceStats::paths`]): by path. A path seen on one thread
+    /// is that thread's row of `kinds`, not a copy.
+    pub(crate) by_path: PathRows,
     /// Async slices, by name.
     pub asyncs: Vec<AsyncStats>,
     /// Async begins and ends given up unmatched because
@@ -210,13 +211,15 @@ pub struct ThreadStats {
     pub problems: u64,
 }
 
+pub use crate::kinds::{Paths, PathsIter};
 pub use phosphor_model::event_type::EventType;
 
 /// Statistics of one event kind: a path, on one thread or on all.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct KindStats {
-    /// The thread; `None` in [`TraceStats::paths`], which adds up all threads.
+    /// The thread. In [`TraceStats::paths`], which adds up all threads: the one thread of a path
+    /// seen on one thread only (the row is that thread's), `None` for a path seen on several.
     pub tid: Option<u32>,
     /// The names of the enclosing scopes, outermost first, then the kind's own (interned: the
     /// kinds of one [`TraceStats`] share a tree of names).
@@ -308,7 +311,12 @@ impl TraceStats {
 
     /// The kind at `path`, all threads together (of the first type, if a path has several).
     pub fn path(&self, path: &[&str]) -> Option<&KindStats> {
-        self.paths.iter().find(|k| k.path.is(path))
+        self.paths().iter().find(|k| k.path.is(path))
+    }
+
+    /// The kinds per path, all threads together: by path (by its names, then its type).
+    pub fn paths(&self) -> Paths<'_> {
+        Paths { rows: &self.by_path, kinds: &self.kinds }
     }
 
     /// The async slices called `name`.
@@ -696,7 +704,7 @@ impl StatsBuilder {
             span_ns: self.span.map_or(0, |(lo, hi)| clock.ticks_to_ns(hi - lo)),
             threads,
             kinds,
-            paths: by_path,
+            by_path,
             asyncs,
             async_given_up,
             problems,

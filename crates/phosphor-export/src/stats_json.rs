@@ -98,7 +98,7 @@ use serde_json::{json, Map, Value};
 use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
 use crate::scope_path::ScopePath;
 use crate::scope_system::ScopeSystem;
-use crate::stats::{AggregateStats, KindStats, SystemSummary, TraceStats};
+use crate::stats::{AggregateStats, KindStats, Paths, SystemSummary, TraceStats};
 use crate::system_text::describe_status;
 use crate::text::{SortBy, TableOptions};
 use phosphor_format::system::Availability;
@@ -126,8 +126,8 @@ impl TraceStats {
                     })
                 }),
             ),
-            ("kinds", Seq::Kinds { kinds: &self.kinds, options, thread: Some(&thread_name) }),
-            ("paths", Seq::Kinds { kinds: &self.paths, options, thread: None }),
+            ("kinds", Seq::Kinds { kinds: Rows::Threads(&self.kinds), options, thread: Some(&thread_name) }),
+            ("paths", Seq::Kinds { kinds: Rows::Paths(self.paths()), options, thread: None }),
             (
                 "async",
                 Seq::new(self.asyncs.len(), |i| {
@@ -257,7 +257,7 @@ impl TraceStats {
             "system": self.system.as_ref().map(system_summary),
             "kinds_total": self.kinds.len(),
             "async_given_up": self.async_given_up,
-            "paths_total": self.paths.len(),
+            "paths_total": self.paths().len(),
             "problems": {
                 "count": self.problem_count,
                 "resolved_early": self.resolved_early,
@@ -292,11 +292,30 @@ enum Seq<'a> {
     Values { len: usize, item: Box<dyn Fn(usize) -> Value + 'a> },
     /// A table of kinds, in the order and cut `options` give (found when it is written, so that
     /// only one table's order is held at a time), with their threads if `thread` names them.
-    Kinds {
-        kinds: &'a [KindStats],
-        options: TableOptions,
-        thread: Option<&'a dyn Fn(u32) -> Option<&'a str>>,
-    },
+    Kinds { kinds: Rows<'a>, options: TableOptions, thread: Option<&'a dyn Fn(u32) -> Option<&'a str>> },
+}
+
+/// A table of kinds: per thread, or across threads.
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    Threads(&'a [KindStats]),
+    Paths(Paths<'a>),
+}
+
+impl<'a> Rows<'a> {
+    fn len(self) -> usize {
+        match self {
+            Rows::Threads(k) => k.len(),
+            Rows::Paths(p) => p.len(),
+        }
+    }
+
+    fn get(self, i: usize) -> Option<&'a KindStats> {
+        match self {
+            Rows::Threads(k) => k.get(i),
+            Rows::Paths(p) => p.get(i),
+        }
+    }
 }
 
 impl<'a> Seq<'a> {
@@ -316,10 +335,12 @@ impl Serialize for Seq<'_> {
                 seq.end()
             }
             Seq::Kinds { kinds, options, thread } => {
-                let order = options.order(kinds);
+                let kinds = *kinds;
+                let order = options.order(kinds.len(), |i| kinds.get(i));
                 let mut seq = s.serialize_seq(Some(order.len()))?;
-                for i in order {
-                    seq.serialize_element(&Kind { k: &kinds[i as usize], thread: *thread })?;
+                // (Every place names a row.)
+                for k in order.into_iter().filter_map(|i| kinds.get(i as usize)) {
+                    seq.serialize_element(&Kind { k, thread: *thread })?;
                 }
                 seq.end()
             }

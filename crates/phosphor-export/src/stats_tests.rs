@@ -186,7 +186,7 @@ fn threads_have_their_own_kinds_and_paths_add_them_up() {
     assert_eq!(kinds_of(&stats, 2), [row("physics", Scope, 1, Some(30)), row("update", Scope, 2, Some(12))]);
     let update = stats.path(&["update"]).unwrap();
     assert_eq!((update.tid, update.count, update.durations.unwrap().total_ns), (None, 3, 112));
-    assert_eq!(stats.paths.len(), 3);
+    assert_eq!(stats.paths().len(), 3);
     let threads: Vec<_> = stats.threads.iter().map(|t| (t.tid, t.name.as_deref(), t.events)).collect();
     assert_eq!(threads, [(1, Some("main"), 2), (2, Some("worker"), 3)]);
     assert_eq!(stats.kind(2, &["update"]).unwrap().count, 2);
@@ -425,10 +425,13 @@ fn the_top_rows_are_the_first_rows_of_the_whole_table_ties_included() {
     let stats = stats_of(&threads);
     assert!(stats.kinds.len() > 24, "{}", stats.kinds.len());
     for sort in [SortBy::Total, SortBy::Count, SortBy::Max] {
-        for table in [&stats.kinds, &stats.paths] {
-            let all = TableOptions { sort, top: None }.select(table);
-            for top in 0..=table.len() + 1 {
-                let first = TableOptions { sort, top: Some(top) }.select(table);
+        let kinds = |o: TableOptions| o.select(&stats.kinds);
+        let paths = |o: TableOptions| o.select_paths(stats.paths());
+        type Select<'a> = &'a dyn Fn(TableOptions) -> Vec<&'a KindStats>;
+        for (len, select) in [(stats.kinds.len(), &kinds as Select<'_>), (stats.paths().len(), &paths)] {
+            let all = select(TableOptions { sort, top: None });
+            for top in 0..=len + 1 {
+                let first = select(TableOptions { sort, top: Some(top) });
                 let want = &all[..top.min(all.len())];
                 assert!(
                     first.len() == want.len() && first.iter().zip(want).all(|(a, b)| std::ptr::eq(*a, *b)),
@@ -503,8 +506,8 @@ fn logs_aggregates_and_dyn_names_of_the_v1_2_golden_file() {
     assert!((128..=143).contains(&p50), "{p50}");
     // The event named at run time is a kind under that name, not the callsite's (inside the
     // scope thread 101 left open).
-    assert_eq!(stats.path(&["scope", "static-one"]).map(|k| k.count), Some(1), "{:?}", stats.paths);
-    assert!(stats.paths.iter().all(|k| !k.path.segments().any(|p| p == "op_name()")));
+    assert_eq!(stats.path(&["scope", "static-one"]).map(|k| k.count), Some(1), "{:?}", stats.paths());
+    assert!(stats.paths().iter().all(|k| !k.path.segments().any(|p| p == "op_name()")));
     let text = stats.to_string();
     insta::assert_snapshot!("golden_v1_2_stats_text", text);
     let mut json = Vec::new();
@@ -527,7 +530,7 @@ fn begins_nested_past_the_depth_cap_make_a_bounded_number_of_kinds_and_are_count
     assert_eq!((stats.max_depth, stats.truncated), (depth, 4000 - depth as u64));
     // A kind per level down to the cap, then one for the frames below it, by name.
     assert_eq!(stats.kinds.len(), depth + 1);
-    assert_eq!(stats.paths.len(), depth + 1);
+    assert_eq!(stats.paths().len(), depth + 1);
     let deepest = stats.kinds.iter().max_by_key(|k| k.path.len()).unwrap();
     assert_eq!(deepest.path.len(), depth + 2);
     assert_eq!(deepest.path.segments().skip(depth).collect::<Vec<_>>(), ["[deeper than 256]", "frame"]);
@@ -561,15 +564,15 @@ fn the_kinds_of_deeply_nested_scopes_share_one_tree_of_names() {
     let bytes = file(1.0, &[(1, 0, begins.chain(ends).collect())], &Trailer::default());
     let reader = Reader::new(bytes.as_slice()).unwrap();
     let stats = StatsBuilder::new(&reader.header().clock).max_depth(5000).read(reader).unwrap();
-    assert_eq!((stats.kinds.len(), stats.paths.len(), stats.truncated), (2000, 2000, 0));
+    assert_eq!((stats.kinds.len(), stats.paths().len(), stats.truncated), (2000, 2000, 0));
     let first = &stats.kinds[0].path;
-    assert!(stats.kinds.iter().chain(&stats.paths).all(|k| k.path.same_tree(first)));
+    assert!(stats.kinds.iter().chain(stats.paths()).all(|k| k.path.same_tree(first)));
     assert_eq!(first.tree_len(), 2001, "a node per depth, and the empty path");
     // In order of their names: the shorter prefix first.
     let lens: Vec<usize> = stats.kinds.iter().map(|k| k.path.len()).collect();
     assert_eq!(lens, (1..=2000).collect::<Vec<_>>());
     assert_eq!(stats.kind(1, &["frame"; 3]).map(|k| k.count), Some(1));
-    assert_eq!(stats.paths[1999].path_string().len(), 2000 * 6 - 1);
+    assert_eq!(stats.paths().get(1999).unwrap().path_string().len(), 2000 * 6 - 1);
 }
 
 #[test]

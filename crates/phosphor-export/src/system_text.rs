@@ -44,7 +44,7 @@ impl TraceStats {
     /// during them, as `options` orders and cuts them. Empty if the trace has none.
     pub fn system_report(&self, options: TableOptions) -> impl fmt::Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
-            let rows: Vec<KindStats> = self.paths.iter().filter(|k| k.system.is_some()).cloned().collect();
+            let rows: Vec<KindStats> = self.paths().iter().filter(|k| k.system.is_some()).cloned().collect();
             if self.system.is_none() && rows.is_empty() {
                 return Ok(());
             }

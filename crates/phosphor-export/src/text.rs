@@ -15,7 +15,7 @@ use phosphor_format::file::DropCounts as Drops;
 use crate::durations::{DurationStats, EXACT_SAMPLES, PERCENTILE_ERROR};
 use phosphor_format::file::AggregateKind;
 
-use crate::stats::{KindStats, TraceStats};
+use crate::stats::{KindStats, Paths, TraceStats};
 
 /// `n` with its thousands grouped by commas.
 pub fn format_count(n: u64) -> String {
@@ -199,13 +199,20 @@ impl Default for TableOptions {
 impl TableOptions {
     /// `kinds` in this order, cut to the top rows.
     pub fn select<'a>(&self, kinds: &'a [KindStats]) -> Vec<&'a KindStats> {
-        self.order(kinds).into_iter().map(|i| &kinds[i as usize]).collect()
+        self.order(kinds.len(), |i| kinds.get(i)).into_iter().map(|i| &kinds[i as usize]).collect()
     }
 
-    /// The places in `kinds` of the rows [`TableOptions::select`] gives: 4 bytes a row, and for
-    /// the top rows of a larger table, memory for them only.
-    pub(crate) fn order(&self, kinds: &[KindStats]) -> Vec<u32> {
-        let key = |k: &KindStats| {
+    /// The kinds across threads ([`TraceStats::paths`]) in this order, cut to the top rows.
+    pub fn select_paths<'a>(&self, paths: Paths<'a>) -> Vec<&'a KindStats> {
+        self.order(paths.len(), |i| paths.get(i)).into_iter().filter_map(|i| paths.get(i as usize)).collect()
+    }
+
+    /// The places among `len` rows (`row(i)` the `i`th) of the rows [`TableOptions::select`] gives:
+    /// 4 bytes a row, and for the top rows of a larger table, memory for them only.
+    pub(crate) fn order<'a>(&self, len: usize, row: impl Fn(usize) -> Option<&'a KindStats>) -> Vec<u32> {
+        let key = |k: Option<&KindStats>| {
+            // (Every place names a row.)
+            let Some(k) = k else { return (0, 0) };
             let d = k.durations.as_ref();
             match self.sort {
                 SortBy::Total => (d.map_or(0, |d| d.total_ns), k.count),
@@ -215,10 +222,10 @@ impl TableOptions {
         };
         // Smaller is first: the larger key, then the earlier row. (Fewer than 2^32 rows: each
         // takes more than a byte of memory.)
-        let rank = |i: u32| (Reverse(key(&kinds[i as usize])), i);
-        let rows = 0..kinds.len() as u32;
+        let rank = |i: u32| (Reverse(key(row(i as usize))), i);
+        let rows = 0..len as u32;
         match self.top {
-            Some(top) if top < kinds.len() => {
+            Some(top) if top < len => {
                 // The `top` first so far, the last of them on the heap's top.
                 let mut first = BinaryHeap::with_capacity(top.saturating_add(1));
                 for i in rows {
@@ -326,7 +333,7 @@ impl TraceStats {
     pub fn kinds_table(&self, options: TableOptions, paths: bool) -> impl Display + '_ {
         Render(move |f: &mut Formatter<'_>| {
             use Align::*;
-            let kinds = options.select(if paths { &self.paths } else { &self.kinds });
+            let kinds = if paths { options.select_paths(self.paths()) } else { options.select(&self.kinds) };
             let mut columns = vec![("path", Left), ("type", Left), ("count", Right)];
             if !paths {
                 columns.insert(0, ("thread", Left));
@@ -571,7 +578,7 @@ impl TraceStats {
             write!(f, "{}", self.threads_table())?;
             writeln!(f, "\nkinds by thread ({})", options.heading(self.kinds.len()))?;
             write!(f, "{}", self.kinds_table(options, false))?;
-            writeln!(f, "\nkinds across threads ({})", options.heading(self.paths.len()))?;
+            writeln!(f, "\nkinds across threads ({})", options.heading(self.paths().len()))?;
             write!(f, "{}", self.kinds_table(options, true))?;
             write!(f, "{}", self.system_report(options))?;
             if !self.asyncs.is_empty() {

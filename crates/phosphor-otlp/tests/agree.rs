@@ -142,7 +142,7 @@ fn shown(path: &str) -> String {
 fn stats_by_path(file: &[u8]) -> HashMap<String, (u64, u64)> {
     let stats = TraceStats::from_reader(Reader::new(file).unwrap()).unwrap();
     let mut out = HashMap::new();
-    for k in stats.paths.iter().filter(|k| k.event_type.has_duration()) {
+    for k in stats.paths().iter().filter(|k| k.event_type.has_duration()) {
         let total = k.durations.as_ref().map_or(0, |d| d.total_ns);
         let e: &mut (u64, u64) = out.entry(shown(&k.path_string())).or_default();
         e.0 += k.count;

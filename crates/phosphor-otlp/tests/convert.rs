@@ -118,12 +118,12 @@ fn spans_have_unique_ids_and_parents_that_contain_them_and_match_the_statistics(
     }
     let stats = TraceStats::from_reader(Reader::new(file.as_slice()).unwrap()).unwrap();
     let mut theirs: HashMap<String, (u64, u64)> = HashMap::new();
-    for k in stats.paths.iter().filter(|k| k.event_type == EventType::Scope) {
+    for k in stats.paths().iter().filter(|k| k.event_type == EventType::Scope) {
         let total = k.durations.as_ref().map_or(0, |d| d.total_ns);
         theirs.insert(k.path_string(), (k.count, total));
     }
     assert_eq!(ours, theirs);
-    let logs: u64 = stats.paths.iter().filter(|k| k.event_type == EventType::Log).map(|k| k.count).sum();
+    let logs: u64 = stats.paths().iter().filter(|k| k.event_type == EventType::Log).map(|k| k.count).sum();
     assert_eq!(events as u64, logs);
 }
 

@@ -163,7 +163,7 @@ fn the_statistics_of_the_whole_trace_are_those_of_phosphor_stats() {
     let (status, r) = get(addr, "/api/stats?limit=5000");
     assert_eq!(status, 200);
     let rows = r["rows"].as_array().unwrap();
-    let scopes: Vec<_> = want.paths.iter().filter(|k| k.event_type == EventType::Scope).collect();
+    let scopes: Vec<_> = want.paths().iter().filter(|k| k.event_type == EventType::Scope).collect();
     assert!(scopes.len() > 20, "{} paths", scopes.len());
     assert_eq!(rows.len(), scopes.len());
     for k in scopes {
@@ -183,7 +183,7 @@ fn the_statistics_of_the_whole_trace_are_those_of_phosphor_stats() {
     // A range: only the slices that start in it.
     let (_, r) = get(addr, "/api/stats?start=0&end=99999");
     let counted = r["slices"].as_u64().unwrap();
-    assert!(counted > 0 && counted < want.paths.iter().map(|k| k.count).sum::<u64>(), "{counted}");
+    assert!(counted > 0 && counted < want.paths().iter().map(|k| k.count).sum::<u64>(), "{counted}");
     let (status, _) = get(addr, "/api/stats?start=10&end=0");
     assert_eq!(status, 400);
 }

@@ -33,7 +33,7 @@ pub fn batches(bytes: &[u8], table: Table, batch_rows: usize) -> Vec<RecordBatch
 pub fn stats_by_path(bytes: &[u8]) -> BTreeMap<String, (u64, u64)> {
     let stats = TraceStats::from_bytes(bytes).expect("statistics");
     stats
-        .paths
+        .paths()
         .iter()
         .filter(|k| k.event_type.has_duration())
         .map(|k| (k.path_string(), (k.count, k.durations.as_ref().map_or(0, |d| d.total_ns))))

@@ -353,7 +353,7 @@ fn off_cpu_time_per_scope_by_sql_equals_the_statistics_and_the_switches_written(
         let got = query(&session, OFF_CPU_PER_PATH);
         let from_stats: Vec<String> = {
             let mut rows: Vec<String> = s
-                .paths
+                .paths()
                 .iter()
                 .map(|k| {
                     let sys = k.system.as_deref().cloned().unwrap_or_default();
@@ -398,7 +398,7 @@ fn off_cpu_time_per_scope_by_sql_equals_the_statistics_and_the_switches_written(
              GROUP BY s.path",
         );
         let mut expected: Vec<String> = s
-            .paths
+            .paths()
             .iter()
             .map(|k| format!("{}|{}", k.path_string(), k.system.as_ref().map_or(0, |x| x.switches)))
             .collect();
@@ -424,7 +424,7 @@ fn cpu_samples_per_function_inside_a_scope_by_sql_equal_the_statistics() {
     let session = session(&c.bytes, "samples-per-function");
     let got = query(&session, SAMPLES_PER_LEAF);
     let mut expected = Vec::new();
-    for k in &s.paths {
+    for k in s.paths() {
         let sys = k.system.as_deref().cloned().unwrap_or_default();
         // At most 3 leaves: the statistics' top functions are all of them.
         assert_eq!(sys.functions.iter().map(|f| f.1).sum::<u64>(), sys.samples);
@@ -474,7 +474,7 @@ fn allocations_per_path_by_sql_equal_the_statistics_and_the_counts_written() {
     let session = session(&c.bytes, "allocations");
     let got = query(&session, ALLOCATIONS_PER_PATH);
     let mut expected: Vec<String> = s
-        .paths
+        .paths()
         .iter()
         .filter_map(|k| {
             let sys = k.system.as_deref()?;

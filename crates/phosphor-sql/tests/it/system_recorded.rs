@@ -68,7 +68,7 @@ fn a_recorded_trace_answers_per_scope_as_the_statistics_with_frames_down_to_line
 
     let got = crate::system::query(&session, OFF_CPU_PER_PATH);
     let mut expected: Vec<String> = stats
-        .paths
+        .paths()
         .iter()
         .filter(|k| k.event_type.has_duration())
         .map(|k| {
@@ -86,7 +86,7 @@ fn a_recorded_trace_answers_per_scope_as_the_statistics_with_frames_down_to_line
     // Per path and leaf, the statistics' top functions are among SQL's rows, and SQL's rows add
     // up to the statistics' samples.
     let got = crate::system::query(&session, SAMPLES_PER_LEAF);
-    for k in &stats.paths {
+    for k in stats.paths() {
         let sys = k.system.as_deref().cloned().unwrap_or_default();
         let path = format!("{}|", k.path_string());
         let rows: Vec<&String> = got.iter().filter(|r| r.starts_with(&path)).collect();

@@ -410,6 +410,17 @@ const SPAN_MAP: [u8; MAX_FIELDS] = {
     m
 };
 
+/// Records an event with a message, a string or a `Debug` value, or more than five fields: out
+/// of the scalar path's way.
+#[inline(never)]
+fn record_general(event: &Event<'_>, checked: CheckedLog<'_>, slot: &[u8; MAX_FIELDS], params: usize) {
+    if params <= FEW_PARAMS {
+        emit::<FEW_PARAMS>(event, checked, slot, params);
+    } else {
+        emit::<MAX_PARAMS>(event, checked, slot, params);
+    }
+}
+
 /// Collects an event's `params` values (at most `N`) and records them.
 fn emit<const N: usize>(event: &Event<'_>, checked: CheckedLog<'_>, slot: &[u8; MAX_FIELDS], params: usize) {
     with_text(|text| {
@@ -452,11 +463,7 @@ impl PhosphorLayer {
                 return checked.scalars(&v.params, v.extra);
             }
         }
-        if *params <= FEW_PARAMS {
-            emit::<FEW_PARAMS>(event, checked, slot, *params);
-        } else {
-            emit::<MAX_PARAMS>(event, checked, slot, *params);
-        }
+        record_general(event, checked, slot, *params);
     }
 
 

@@ -455,12 +455,14 @@ impl PhosphorLayer {
         // The one check: the event is recorded with what the visit finds, unchecked.
         let Some(checked) = log.check_in(self.log) else { return };
         if *scalars {
+            // The clock first: its latency overlaps the visit.
+            let ts = self.log.now();
             // Integers, floats and booleans straight into the record's parameters; a string or a
             // `Debug` value sends the event down the general path (visited again).
             let mut v = Scalars { params: *unset, map: slot, spill: false, extra: false };
             event.record(&mut v);
             if !v.spill {
-                return checked.scalars(&v.params, v.extra);
+                return checked.scalars_at(ts, &v.params, v.extra);
             }
         }
         record_general(event, checked, slot, *params);

@@ -468,7 +468,6 @@ impl PhosphorLayer {
         record_general(event, checked, slot, *params);
     }
 
-
     /// Records a new span's life beginning (when lifetimes are recorded), as async slice `id`,
     /// of callsite points `site` (nothing for a callsite that got none: counted by the caller).
     fn record_new_span(&self, site: &Site, attrs: &Attributes<'_>, id: u64) {

@@ -58,7 +58,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use phosphor::bridge::{PointSpec, ScalarParams, SiteCache, Value};
-use phosphor::points::Point;
+use phosphor::points::{CheckedLog, LogPoint, Point};
 use phosphor::{Level, Phase, TraceLog};
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id};
@@ -82,13 +82,15 @@ const CACHE_SLOTS: usize = 16384;
 #[derive(Debug)]
 enum Site {
     Event {
-        log: Point,
+        log: LogPoint,
         /// Each field's parameter position (by field index), `u8::MAX` when it is not kept.
         slot: [u8; MAX_FIELDS],
         params: usize,
         /// Whether its values may all be scalars (no message, at most five parameters): they
         /// are then written straight into the record's parameters, with no slots.
         scalars: bool,
+        /// Its parameters before any is set (each an empty static string), copied per event.
+        unset: ScalarParams,
     },
     Span {
         /// The span's metadata (for `Subscriber::current_span`).
@@ -162,11 +164,20 @@ impl PhosphorLayer {
         self.lost.load(Ordering::Relaxed)
     }
 
+    #[inline]
     fn site(&self, meta: &'static Metadata<'static>) -> &'static Site {
         let key = meta as *const Metadata<'static> as usize;
-        if let Some(site) = self.sites.get(key) {
-            return site;
+        match self.sites.get(key) {
+            Some(site) => site,
+            None => self.new_site(meta),
         }
+    }
+
+    /// Makes and caches the points of a callsite seen for the first time.
+    #[cold]
+    #[inline(never)]
+    fn new_site(&self, meta: &'static Metadata<'static>) -> &'static Site {
+        let key = meta as *const Metadata<'static> as usize;
         self.sites.insert(key, || make_site(meta)).unwrap_or(&Site::None)
     }
 
@@ -235,7 +246,11 @@ fn make_site(meta: &'static Metadata<'static>) -> Site {
             }
         }
         let scalars = params <= ScalarParams::MAX_SCALARS && fields.field("message").is_none();
-        Point::custom(&spec(meta, &format, Phase::Log)).map(|log| Site::Event { log, slot, params, scalars })
+        let unset = ScalarParams::new(params);
+        Point::custom(&spec(meta, &format, Phase::Log)).map(|point| match point.as_log() {
+            Some(log) => Site::Event { log, slot, params, scalars, unset },
+            None => Site::None,
+        })
     };
     made.unwrap_or(Site::None)
 }
@@ -395,6 +410,32 @@ const SPAN_MAP: [u8; MAX_FIELDS] = {
     m
 };
 
+/// Records an event with a message, a string or a `Debug` value, or more than five fields: out
+/// of the scalar path's way.
+#[inline(never)]
+fn record_general(event: &Event<'_>, checked: CheckedLog<'_>, slot: &[u8; MAX_FIELDS], params: usize) {
+    if params <= FEW_PARAMS {
+        emit::<FEW_PARAMS>(event, checked, slot, params);
+    } else {
+        emit::<MAX_PARAMS>(event, checked, slot, params);
+    }
+}
+
+/// Collects an event's `params` values (at most `N`) and records them.
+fn emit<const N: usize>(event: &Event<'_>, checked: CheckedLog<'_>, slot: &[u8; MAX_FIELDS], params: usize) {
+    with_text(|text| {
+        let mut c = Collect::<N> { slots: [Slot::Empty; N], map: slot, text, extra: false };
+        event.record(&mut c);
+        // Read in place: the slots are a few hundred bytes, not worth a move.
+        let text: &str = c.text;
+        let mut values = [Value::U64(0); N];
+        for (v, s) in values.iter_mut().zip(&c.slots[..params]) {
+            *v = value(*s, text);
+        }
+        checked.values(&values[..params], c.extra);
+    });
+}
+
 impl PhosphorLayer {
     /// Makes a callsite's points off the recording path; false when it got none (counted lost).
     fn register(&self, meta: &'static Metadata<'static>) -> bool {
@@ -406,42 +447,25 @@ impl PhosphorLayer {
     }
 
     /// Records an event as a Phosphor log.
+    #[inline]
     fn record_event(&self, event: &Event<'_>) {
-        let Site::Event { log, slot, params, scalars } = self.site(event.metadata()) else {
+        let Site::Event { log, slot, params, scalars, unset } = self.site(event.metadata()) else {
             return self.count_lost();
         };
-        if !log.enabled_in(self.log) {
-            return;
-        }
+        // The one check: the event is recorded with what the visit finds, unchecked.
+        let Some(checked) = log.check_in(self.log) else { return };
         if *scalars {
+            // The clock first: its latency overlaps the visit.
+            let ts = self.log.now();
             // Integers, floats and booleans straight into the record's parameters; a string or a
             // `Debug` value sends the event down the general path (visited again).
-            let mut v = Scalars { params: ScalarParams::new(*params), map: slot, spill: false, extra: false };
+            let mut v = Scalars { params: *unset, map: slot, spill: false, extra: false };
             event.record(&mut v);
             if !v.spill {
-                return log.log_scalars_in(self.log, &v.params, v.extra);
+                return checked.scalars_at(ts, &v.params, v.extra);
             }
         }
-        if *params <= FEW_PARAMS {
-            self.emit::<FEW_PARAMS>(event, log, slot, *params);
-        } else {
-            self.emit::<MAX_PARAMS>(event, log, slot, *params);
-        }
-    }
-
-    /// Collects an event's `params` values (at most `N`) and records them.
-    fn emit<const N: usize>(&self, event: &Event<'_>, log: &Point, slot: &[u8; MAX_FIELDS], params: usize) {
-        with_text(|text| {
-            let mut c = Collect::<N> { slots: [Slot::Empty; N], map: slot, text, extra: false };
-            event.record(&mut c);
-            // Read in place: the slots are a few hundred bytes, not worth a move.
-            let text: &str = c.text;
-            let mut values = [Value::U64(0); N];
-            for (v, s) in values.iter_mut().zip(&c.slots[..params]) {
-                *v = value(*s, text);
-            }
-            log.log_in(self.log, &values[..params], c.extra);
-        });
+        record_general(event, checked, slot, *params);
     }
 
     /// Records a new span's life beginning (when lifetimes are recorded), as async slice `id`,
@@ -462,10 +486,11 @@ impl PhosphorLayer {
     }
 
     /// Records a span's enter (`true`) or exit as the slice's begin or end on this thread.
+    #[inline]
     fn record_enter(&self, site: &Site, enter: bool) {
         if let Site::Span { enter: begin, exit: end, .. } = site {
             let point = if enter { begin } else { end };
-            point.record_in(self.log, 0, 0, [None, None], false);
+            point.mark_in(self.log);
         }
     }
 

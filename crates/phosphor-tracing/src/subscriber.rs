@@ -152,8 +152,11 @@ impl Subscriber for PhosphorSubscriber {
         let raw = span.into_u64();
         let _ = STACK.try_with(|s| {
             let mut s = s.borrow_mut();
-            // Spans may be exited out of order: the innermost entry of this one goes.
-            if let Some(at) = s.iter().rposition(|(id, _)| *id == raw) {
+            // Spans may be exited out of order: the innermost entry of this one goes (most often
+            // the last).
+            if s.last().is_some_and(|(id, _)| *id == raw) {
+                s.pop();
+            } else if let Some(at) = s.iter().rposition(|(id, _)| *id == raw) {
                 s.remove(at);
             }
         });

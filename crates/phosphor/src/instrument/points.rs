@@ -33,6 +33,9 @@ use crate::registry::callsite::{self, Callsite, CallsiteMeta, Rule};
 pub use crate::registry::point::{PointKind, PointSelector};
 use crate::TraceLog;
 
+mod checked;
+pub use checked::{CheckedLog, LogPoint};
+
 /// One point, as [`list`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PointInfo {

@@ -44,7 +44,22 @@ impl<V: 'static> SiteCache<V> {
     /// The value of `key` (non-zero), if it was inserted.
     #[inline]
     pub fn get(&self, key: usize) -> Option<&'static V> {
-        let mut i = self.start(key);
+        let i = self.start(key);
+        // The key's own slot first, inline (where most keys sit); probing on is out of line.
+        if let Some(slot) = self.slots.get(i) {
+            // Relaxed and Acquire: see `probe`.
+            if slot.key.load(Ordering::Relaxed) == key {
+                let v = slot.value.load(Ordering::Acquire);
+                // SAFETY: as in `probe`.
+                return (!v.is_null()).then(|| unsafe { &*v });
+            }
+        }
+        self.probe(key, i)
+    }
+
+    /// [`get`](Self::get) from slot `i` on.
+    #[inline(never)]
+    fn probe(&self, key: usize, mut i: usize) -> Option<&'static V> {
         for _ in 0..self.slots.len() {
             let slot = &self.slots[i];
             // Acquire pairs with the Release publication of the value in `insert`: a value read

@@ -1,0 +1,116 @@
+//! A workload for `scripts/callgrind-tracing.sh`: runs one `tracing` scenario N times under
+//! `PhosphorSubscriber` (as the `layers` bench installs it: this thread's default subscriber), so
+//! that instruction counts of runs with N and 2N iterations can be subtracted to cancel the setup.
+//!
+//! ```text
+//! callgrind_tracing <event|span|span_life|event_layer|noop|macro|log2|limit> <N>
+//! ```
+//!
+//! `event` is `tracing::info!(a = i, b = 7)`, `span` is `info_span!("scope").entered()` dropped at
+//! once (new, enter, exit, close), `span_life` the same with lifetimes recorded, `event_layer` the
+//! event through `Registry` + `PhosphorLayer`, `noop` the event with a `Registry` and a layer that
+//! does nothing (what `tracing` costs before any layer works), `macro` Phosphor's
+//! `trace_instant!` with two integers, `log2` its `trace_log!` with two, `limit` the limit loop.
+//! Each runs in its own `#[inline(never)]` function, so `callgrind_annotate` shows it by name.
+//! Before the measured loop the Ring is filled once over, so the measured events reuse warm
+//! chunks (and every callsite is registered).
+
+use phosphor::{BufferMode, TraceConfig, TraceLog};
+use phosphor_limit::limit_step;
+use phosphor_tracing::{PhosphorLayer, PhosphorSubscriber};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// Ring size: the same as the bench's.
+const RING_BYTES: usize = 64 << 20;
+
+#[inline(never)]
+fn run_event(n: u64) {
+    for i in 0..n {
+        tracing::info!(a = i as i64, b = 7u64);
+    }
+}
+
+#[inline(never)]
+fn run_span(n: u64) {
+    for _ in 0..n {
+        let _s = tracing::info_span!("scope").entered();
+    }
+}
+
+#[inline(never)]
+fn run_macro(n: u64) {
+    for i in 0..n {
+        phosphor::trace_instant!("bench", "instant", "a" => i as i64, "b" => 7u64);
+    }
+}
+
+#[inline(never)]
+fn run_log2(n: u64) {
+    for i in 0..n {
+        phosphor::trace_log!(info, "bench", "a={} b={}", i as i64, 7u64);
+    }
+}
+
+#[inline(never)]
+fn run_limit(n: u64) {
+    for i in 0..n {
+        limit_step(i, 7);
+    }
+}
+
+/// A layer that does nothing.
+struct NoopLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(mode), Some(n)) = (args.next(), args.next().and_then(|s| s.parse::<u64>().ok())) else {
+        eprintln!("usage: callgrind_tracing <event|span|span_life|event_layer|noop|macro|log2|limit> <N>");
+        std::process::exit(2);
+    };
+    let log = TraceLog::global();
+    let config = TraceConfig::new(BufferMode::Ring, RING_BYTES).categories("-off").expect("valid filter");
+    log.start(config).expect("no trace is running yet");
+    let warm = (RING_BYTES / 32) as u64;
+    let twice = |f: fn(u64)| {
+        f(warm);
+        f(n);
+    };
+    let dispatch = match mode.as_str() {
+        "event" | "span" => tracing::Dispatch::new(PhosphorSubscriber::new(log)),
+        "span_life" => tracing::Dispatch::new(PhosphorSubscriber::new(log).with_span_lifetimes(true)),
+        "event_layer" => tracing::Dispatch::new(tracing_subscriber::registry().with(PhosphorLayer::new(log))),
+        "noop" => tracing::Dispatch::new(tracing_subscriber::registry().with(NoopLayer)),
+        _ => tracing::Dispatch::none(),
+    };
+    // Per event: records written (a log of two parameters is one event), and ours to check.
+    let events = tracing::dispatcher::with_default(&dispatch, || match mode.as_str() {
+        "event" | "event_layer" => (twice(run_event), 1).1,
+        "noop" => (twice(run_event), 0).1,
+        "span" => (twice(run_span), 2).1,
+        "span_life" => (twice(run_span), 4).1,
+        "macro" => (twice(run_macro), 1).1,
+        "log2" => (twice(run_log2), 1).1,
+        "limit" => (twice(run_limit), 0).1,
+        _ => {
+            eprintln!("unknown mode {mode}");
+            std::process::exit(2);
+        }
+    });
+    drop(dispatch);
+    log.stop();
+    let stats = log.stats();
+    let emitted = events * (warm + n);
+    eprintln!(
+        "mode {mode} n {n}: emitted {emitted}, recorded {}, dropped {} (overwritten {})",
+        stats.recorded,
+        stats.dropped.total(),
+        stats.dropped.overwritten
+    );
+    let accounted = stats.recorded + stats.dropped.total();
+    if accounted != emitted {
+        eprintln!("MISMATCH: recorded + dropped = {accounted} != emitted {emitted}");
+        std::process::exit(1);
+    }
+}

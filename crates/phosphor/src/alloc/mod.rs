@@ -29,7 +29,8 @@
 //!
 //! The recorder allocates on its slow paths (a thread's first event attaches a tenant, a
 //! callsite's first event registers it, `start` and `stop` under the control lock). It marks the
-//! thread busy meanwhile (`record/thread.rs`), and tells this module: what is allocated between
+//! thread busy meanwhile (`record/thread.rs`), whose hooks (plugged in by
+//! `trace_log/alloc_count.rs` when a trace first starts) tell this module: what is allocated between
 //! `recorder_enter` and `recorder_leave` still counts for the process, but is kept out of the
 //! thread's scope counts, which then hold only the program's own allocations. The allocator itself
 //! never calls into the recorder, so it can never wait on a lock the recorder holds.

@@ -96,7 +96,7 @@ impl std::ops::DerefMut for Commands {
 
 fn commands() -> Commands {
     #[cfg(unix)]
-    crate::trace_log::fork::hold_across_fork(take_for_fork);
+    crate::trace_log::fork::participate(&FORK_HOOKS);
     let busy = crate::record::thread::BusyGuard::enter();
     // Each step leaves the map consistent, so a poisoned lock is safe to keep using.
     Commands { table: COMMANDS.lock().unwrap_or_else(|p| p.into_inner()), _busy: busy }
@@ -108,6 +108,11 @@ fn commands() -> Commands {
 fn take_for_fork() -> Box<dyn std::any::Any> {
     Box::new(commands())
 }
+
+/// The control channel's part in the fork handlers: its command table held.
+#[cfg(unix)]
+static FORK_HOOKS: crate::trace_log::fork::ForkHooks =
+    crate::trace_log::fork::ForkHooks { settle: None, take: Some(take_for_fork), in_child_first: None };
 
 /// Registers the command `name` with its parameter specification (see [`Spec::parse`]), a
 /// description (for `help`), and its handler.

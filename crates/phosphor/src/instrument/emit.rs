@@ -7,7 +7,8 @@
 //!
 //! A scope whose trace counts allocations has its callsite armed (`callsite.rs`), so it opens and
 //! closes out of line: [`check_scope`] pushes its thread's allocation counts onto the thread's mark
-//! stack (`alloc/marks.rs`), and its close pops them and writes, right after its complete event,
+//! stack (`alloc/marks.rs`, through the allocation counter's hooks, `trace_log/attach.rs`'s
+//! `SCOPES`), and its close pops them and writes, right after its complete event,
 //! the instant `phosphor/scope_alloc` with the allocations and bytes since. Two events, each
 //! recorded or counted as dropped on its own; the instant's time is the slice's end to the tick
 //! (`ts + duration`), so a reader can tell the slice it belongs to. The guard carries nothing for
@@ -22,7 +23,7 @@ use crate::instrument::arg::Arg;
 use crate::record::clock::ClockKind;
 use crate::record::tenant::Fill;
 use crate::registry::callsite::{self, registered_id, Callsite};
-use crate::trace_log::trigger::{self, Seen};
+use crate::trace_log::attach::{check_armed, check_slice, Seen, SCOPES};
 use crate::TraceLog;
 
 /// The absent argument.
@@ -145,7 +146,9 @@ fn open_slow(log: &TraceLog, cs: &'static Callsite, state: u64) -> Option<u64> {
         None => register_slow(log, cs)?,
     };
     if callsite::armed(state) && callsite::counts_allocations(log.slot()) {
-        crate::alloc::push_mark(log.slot(), callsite::id_of(state));
+        if let Some(scopes) = SCOPES.get() {
+            (scopes.open)(log.slot(), callsite::id_of(state));
+        }
     }
     Some(state)
 }
@@ -233,7 +236,7 @@ fn emit_armed<const L: usize, S: Stamp, A: Arg, B: Arg>(
         }
     };
     emit(log, cs, state & !callsite::ARMED, stamp, lead, a, b);
-    trigger::on_armed(log, cs, seen);
+    check_armed(log, cs, seen);
 }
 
 /// Records the complete slice of `cs` that began at `start` and ends now. Unarmed, the end time
@@ -258,7 +261,7 @@ pub(crate) fn close_slice<const SCOPE: bool, A: Arg, B: Arg>(
         } else {
             let ticks = log.now().wrapping_sub(start);
             emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
-            trigger::on_slice(log, cs, ticks);
+            check_slice(log, cs, ticks);
         }
     } else {
         emit(log, cs, state, Since(start), [0], a, b);
@@ -273,15 +276,18 @@ pub(crate) fn close_slice<const SCOPE: bool, A: Arg, B: Arg>(
 fn close_counting<A: Arg, B: Arg>(log: &TraceLog, cs: &'static Callsite, state: u64, start: u64, a: A, b: B) {
     // Read before the slice is written, so nothing of the recorder's can be in them (it keeps its
     // own allocations out of them anyway).
-    let counted = crate::alloc::pop_mark(log.slot(), callsite::id_of(state));
+    let scopes = SCOPES.get();
+    let counted = scopes.and_then(|h| (h.close)(log.slot(), callsite::id_of(state)));
     let end = log.now();
     let ticks = end.wrapping_sub(start);
     emit(log, cs, state & !callsite::ARMED, At(start), [ticks], a, b);
-    if let (Some((allocs, bytes)), Some(id)) = (counted, registered_id(callsite::SCOPE_ALLOC.state())) {
-        crate::alloc::count_scope_alloc_event();
+    if let (Some((allocs, bytes)), Some(id), Some(h)) =
+        (counted, registered_id(callsite::SCOPE_ALLOC.state()), scopes)
+    {
+        (h.counted)();
         log.write_event(1, ScopeAlloc { ts: end, id, scope: callsite::id_of(state), allocs, bytes });
     }
-    trigger::on_slice(log, cs, ticks);
+    check_slice(log, cs, ticks);
 }
 
 /// The `phosphor/scope_alloc` instant of the scope of callsite `scope`, which ended at `ts`.
@@ -403,7 +409,9 @@ impl Drop for Opening<'_> {
     fn drop(&mut self) {
         let state = self.cs.state();
         if self.on && callsite::armed(state) && callsite::counts_allocations(self.log.slot()) {
-            crate::alloc::discard_mark(self.log.slot(), callsite::id_of(state));
+            if let Some(scopes) = SCOPES.get() {
+                (scopes.discard)(self.log.slot(), callsite::id_of(state));
+            }
         }
     }
 }

@@ -306,7 +306,7 @@ impl Fill for ScalarRecords<'_> {
 pub fn emit_log<P: LogParams>(log: &TraceLog, cs: &'static Callsite, state: u64, params: P) {
     params.emit(log, crate::registry::callsite::id_of(state));
     if crate::registry::callsite::armed(state) {
-        crate::trace_log::trigger::on_armed(log, cs, crate::trace_log::trigger::Seen::Log);
+        crate::trace_log::attach::check_armed(log, cs, crate::trace_log::attach::Seen::Log);
     }
 }
 

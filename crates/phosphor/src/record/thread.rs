@@ -12,6 +12,19 @@ use std::sync::{Arc, Mutex};
 
 use crate::record::tenant::Tenant;
 use crate::registry::MAX_LOGS;
+use crate::sync::HookSlot;
+
+/// What a subsystem hears of the busy marker (`ThreadState::enter_busy`, `leave_busy`).
+pub(crate) struct BusyHooks {
+    /// The thread entered a busy section (the recorder's slow path begins).
+    pub(crate) entered: fn(),
+    /// It left it.
+    pub(crate) left: fn(),
+}
+
+/// The allocation counter's (`trace_log/alloc_count.rs` fills it when a trace first starts):
+/// what the recorder allocates while busy is its own, not the thread's.
+pub(crate) static BUSY: HookSlot<BusyHooks> = HookSlot::empty();
 
 pub(crate) struct ThreadState {
     tid: Cell<u32>,
@@ -103,12 +116,14 @@ impl ThreadState {
         t
     }
 
-    /// Marks the thread busy (see `busy`); returns false if it already was. What the recorder
-    /// allocates meanwhile stays out of the thread's scope counts (`alloc::recorder_enter`).
+    /// Marks the thread busy (see `busy`); returns false if it already was. [`BUSY`]'s hooks
+    /// hear of it (what the recorder allocates meanwhile stays out of the thread's scope counts).
     pub(crate) fn enter_busy(&self) -> bool {
         let entered = !self.busy.replace(true);
         if entered {
-            crate::alloc::recorder_enter();
+            if let Some(hooks) = BUSY.get() {
+                (hooks.entered)();
+            }
         }
         entered
     }
@@ -118,7 +133,9 @@ impl ThreadState {
     /// at a point where the thread holds none of the recorder's locks, so that work may take them.
     pub(crate) fn leave_busy(&self) {
         if self.busy.replace(false) {
-            crate::alloc::recorder_leave();
+            if let Some(hooks) = BUSY.get() {
+                (hooks.left)();
+            }
             if let Some(f) = self.deferred.take() {
                 f();
             }

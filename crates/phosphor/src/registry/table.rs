@@ -263,15 +263,12 @@ pub(crate) fn register(cs: &'static Callsite) -> u64 {
 }
 
 /// Enables what `filter` takes for `slot` on every callsite, present and future. A filter that
-/// counts allocations does so only while `phosphor::alloc::Traced` is the global allocator
-/// (without it every count would be 0).
+/// counts allocations (the allocation counter's attachment takes the trace's scopes, which began
+/// its counting period) arms the scopes it takes, and registers `phosphor/scope_alloc`.
 pub(crate) fn enable_slot(slot: u32, filter: SlotFilter) {
-    let filter = SlotFilter { allocations: filter.allocations && crate::alloc::installed(), ..filter };
     let mut reg = registry();
     if filter.allocations {
         reg.register(&SCOPE_ALLOC);
-        // The marks of scopes opened before this trace counted are not its to close.
-        crate::alloc::new_counting_period(slot);
     }
     reg.filters[slot as usize] = Some(filter);
     reg.store_counting_slots();
@@ -474,8 +471,8 @@ mod tests {
             Callsite::new(CallsiteMeta::new("net", "send", Phase::Complete, ["", ""], file!(), line!()));
         static INSTANT: Callsite =
             Callsite::new(CallsiteMeta::new("db", "mark", Phase::Instant, ["", ""], file!(), line!()));
-        // A registry of its own (this binary's allocator is not `Traced`, so `enable_slot` would
-        // turn counting off): slot 3 counts and takes `db`, slot 4 takes everything and does not.
+        // A registry of its own (this binary's allocator is not `Traced`, so no trace of it
+        // counts): slot 3 counts and takes `db`, slot 4 takes everything and does not.
         let filter = |spec: &str, allocations| {
             Some(SlotFilter {
                 categories: Arc::new(CategoryFilter::parse(spec).unwrap()),

@@ -8,6 +8,14 @@
 //! each of its steps. A subsystem reaches its own attachment (its public API: `open_stream`,
 //! `arm_trigger`, `system_status`) with [`Attachments::find`], and what it keeps after the trace
 //! (a stream's figures, the system's status) with [`Kept::find`].
+//!
+//! What must reach a subsystem from the recording path, or from a process-wide handler, goes
+//! through a `static` [`HookSlot`] of the core that the subsystem fills with its hooks: the
+//! out-of-line branch of an armed callsite ([`ARMED`]: the triggers' checks, [`SCOPES`]: the
+//! allocation marks of a counting scope), the busy marker (`record::thread::BUSY`: the
+//! allocation counter), the crash dump's half of `stop`'s handshake ([`CRASH`]) and the fork
+//! handlers (`fork::participate`). An empty slot means the subsystem never started, and the core
+//! then does what it would do without it.
 
 use std::any::Any;
 
@@ -17,7 +25,9 @@ use crate::error::Error;
 use crate::output::trace::Trace;
 use crate::record::buffer::TraceBuffer;
 use crate::record::clock::ClockInfo;
+use crate::registry::callsite::Callsite;
 use crate::stats::Stats;
+pub(crate) use crate::sync::HookSlot;
 
 /// What a starting trace shows its attachers.
 pub(crate) struct Starting<'a> {
@@ -70,6 +80,11 @@ pub(crate) trait Attachment: Send {
     /// Whether a snapshot of the running trace may be taken (checked before the buffer is copied).
     fn check_snapshot(&self) -> Result<(), Error> {
         Ok(())
+    }
+    /// Whether the trace's scopes open and close out of line to this attachment ([`SCOPES`]: the
+    /// allocation counter's marks). Asked once, when the trace's slot is enabled.
+    fn takes_scopes(&self) -> bool {
+        false
     }
     /// What the attachment adds to a snapshot of the running trace.
     fn add_to_snapshot(&self, trace: Trace) -> Trace {
@@ -135,3 +150,75 @@ impl Kept {
         self.0.iter().find_map(|k| k.downcast_ref::<T>())
     }
 }
+
+/// What an armed event saw, for the triggers' check ([`ArmedHooks`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Seen {
+    /// A slice's duration, in the log's clock ticks.
+    Ticks(u64),
+    /// An argument's type and word.
+    Value(phosphor_format::ArgType, u64),
+    /// A log (its level is the callsite's).
+    Log,
+}
+
+/// What the out-of-line path of an armed callsite calls after writing its event
+/// (`instrument/emit.rs`, `instrument/logs.rs`): the triggers' checks (`trigger.rs`), filled by
+/// their attacher before any trigger can be armed.
+pub(crate) struct ArmedHooks {
+    /// An armed callsite's event other than a scope's slice.
+    pub(crate) on_armed: fn(&TraceLog, &'static Callsite, Seen),
+    /// An armed scope's slice, `ticks` long.
+    pub(crate) on_slice: fn(&TraceLog, &'static Callsite, u64),
+}
+
+/// The triggers' checks.
+pub(crate) static ARMED: HookSlot<ArmedHooks> = HookSlot::empty();
+
+/// The triggers' check of an armed callsite's event (already written), if the triggers' hooks
+/// are plugged in (an armed callsite's triggers were armed by a trace that plugged them). Out of
+/// line, so that the unarmed path stays one bit test.
+#[cold]
+#[inline(never)]
+pub(crate) fn check_armed(log: &TraceLog, cs: &'static Callsite, seen: Seen) {
+    if let Some(hooks) = ARMED.get() {
+        (hooks.on_armed)(log, cs, seen);
+    }
+}
+
+/// The triggers' check of an armed scope's slice (already written), `ticks` long, as
+/// [`check_armed`]. Out of line, and small, so that its call costs little.
+#[inline(never)]
+pub(crate) fn check_slice(log: &TraceLog, cs: &'static Callsite, ticks: u64) {
+    if let Some(hooks) = ARMED.get() {
+        (hooks.on_slice)(log, cs, ticks);
+    }
+}
+
+/// What a scope's out-of-line open and close call when its log's trace counts allocations
+/// (`instrument/emit.rs`; the allocation counter's mark stack, `alloc/marks.rs`), filled by the
+/// allocation counter's attacher before a trace that counts starts.
+pub(crate) struct ScopeHooks {
+    /// A counting scope of callsite `id` (second) in slot `slot` (first) opens on this thread.
+    pub(crate) open: fn(u32, u32),
+    /// It closes: its allocations and bytes since it opened, if its mark is found.
+    pub(crate) close: fn(u32, u32) -> Option<(u64, u64)>,
+    /// Its open will never close (an argument of its macro panicked).
+    pub(crate) discard: fn(u32, u32),
+    /// Its `phosphor/scope_alloc` event is about to be written on this thread.
+    pub(crate) counted: fn(),
+}
+
+/// The allocation counter's scope marks.
+pub(crate) static SCOPES: HookSlot<ScopeHooks> = HookSlot::empty();
+
+/// What `stop` asks of the crash recorder (`recorder/crash.rs`), which fills [`CRASH`] before it
+/// installs its signal handlers.
+pub(crate) struct CrashHooks {
+    /// Whether a crash dump of this process started, which may be reading the buffer whose
+    /// pointer it loaded (`stop` then leaves that buffer unfreed: the process is dying).
+    pub(crate) dump_started: fn() -> bool,
+}
+
+/// The crash recorder's half of `stop`'s handshake.
+pub(crate) static CRASH: HookSlot<CrashHooks> = HookSlot::empty();

@@ -95,12 +95,72 @@ pub struct TraceConfig {
     pub(crate) log_level: phosphor_format::Level,
     pub(crate) on_stop: Option<StopCallback>,
     pub(crate) ring_file: Option<std::path::PathBuf>,
-    pub(crate) triggers: Vec<crate::trace_log::trigger::Trigger>,
-    pub(crate) trigger_dir: Option<std::path::PathBuf>,
-    pub(crate) post_window: crate::trace_log::trigger::PostWindow,
-    pub(crate) dumps_per_minute: u32,
+    /// What the subsystems' own builder methods set (the triggers'), held without being known.
+    pub(crate) parts: Parts,
     pub(crate) system: SystemConfig,
     pub(crate) compression: phosphor_format::file::Compression,
+}
+
+/// The parts of a trace's configuration that a subsystem owns (the triggers' settings, set by
+/// the builder methods `trace_log/triggers.rs` adds to [`TraceConfig`]), at most one per type:
+/// the core keeps, clones and prints them without knowing them.
+#[cfg(not(loom))]
+#[derive(Default)]
+pub(crate) struct Parts(Vec<Box<dyn Part>>);
+
+/// A subsystem's part of a [`TraceConfig`].
+#[cfg(not(loom))]
+pub(crate) trait Part: std::any::Any + Send + Sync + std::fmt::Debug {
+    fn clone_part(&self) -> Box<dyn Part>;
+    fn as_any(&self) -> &dyn std::any::Any;
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+#[cfg(not(loom))]
+impl<T: std::any::Any + Clone + Send + Sync + std::fmt::Debug> Part for T {
+    fn clone_part(&self) -> Box<dyn Part> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+#[cfg(not(loom))]
+impl Parts {
+    /// The part of type `T`, if a builder method set one.
+    pub(crate) fn get<T: Part>(&self) -> Option<&T> {
+        self.0.iter().find_map(|p| (**p).as_any().downcast_ref::<T>())
+    }
+
+    /// The part of type `T`, made with its default first if there is none, to change.
+    pub(crate) fn get_mut<T: Part + Default>(&mut self) -> &mut T {
+        let at = match self.0.iter().position(|p| (**p).as_any().is::<T>()) {
+            Some(at) => at,
+            None => {
+                self.0.push(Box::new(T::default()));
+                self.0.len() - 1
+            }
+        };
+        (*self.0[at]).as_any_mut().downcast_mut::<T>().expect("the part at `at` is a `T`")
+    }
+}
+
+#[cfg(not(loom))]
+impl Clone for Parts {
+    fn clone(&self) -> Parts {
+        Parts(self.0.iter().map(|p| (**p).clone_part()).collect())
+    }
+}
+
+#[cfg(not(loom))]
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|p| &**p)).finish()
+    }
 }
 
 /// Which system context a trace collects (issue 23); see [`TraceConfig::context_switches`],
@@ -126,10 +186,7 @@ impl std::fmt::Debug for TraceConfig {
             .field("log_level", &self.log_level)
             .field("ring_file", &self.ring_file)
             .field("on_stop", &self.on_stop.is_some())
-            .field("triggers", &self.triggers)
-            .field("trigger_dir", &self.trigger_dir)
-            .field("post_window", &self.post_window)
-            .field("dumps_per_minute", &self.dumps_per_minute)
+            .field("parts", &self.parts)
             .field("system", &self.system)
             .field("compression", &self.compression)
             .finish()
@@ -157,10 +214,7 @@ impl TraceConfig {
             log_level: phosphor_format::Level::Trace,
             on_stop: None,
             ring_file: None,
-            triggers: Vec::new(),
-            trigger_dir: None,
-            post_window: crate::trace_log::trigger::PostWindow::default(),
-            dumps_per_minute: 6,
+            parts: Parts::default(),
             system: SystemConfig::default(),
             compression: crate::output::trace_file::DEFAULT_SAVE_COMPRESSION,
         }
@@ -207,39 +261,6 @@ impl TraceConfig {
     /// the trace says allocations are unavailable.
     pub fn allocations(mut self, on: bool) -> Self {
         self.system.allocations = on;
-        self
-    }
-
-    /// Arms `trigger` when the trace starts: when an event meets its condition (a scope slower
-    /// than a duration, a value above a threshold, a log at a level), the trace keeps recording
-    /// for the [`post_window`](Self::post_window), then the events before and after are dumped to
-    /// `DIR/trigger-{n}.phos` ([`trigger_dir`](Self::trigger_dir)), the firing marked by an
-    /// instant `phosphor/trigger`. Repeatable. Needs [`BufferMode::Ring`] (the flight recorder)
-    /// and a dump directory: `start` says so otherwise. Parse the string form with
-    /// `"db/query>2ms".parse()` (see [`Trigger`](crate::trigger::Trigger) and
-    /// docs/FLIGHT_RECORDER.md).
-    pub fn trigger(mut self, trigger: crate::trace_log::trigger::Trigger) -> Self {
-        self.triggers.push(trigger);
-        self
-    }
-
-    /// The directory triggered dumps go to (created at `start` if missing).
-    pub fn trigger_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.trigger_dir = Some(dir.into());
-        self
-    }
-
-    /// How long a trace keeps recording after a trigger fires before it dumps (default: 1,024
-    /// events). Firings meanwhile join that dump.
-    pub fn post_window(mut self, window: crate::trace_log::trigger::PostWindow) -> Self {
-        self.post_window = window;
-        self
-    }
-
-    /// At most `n` triggered dumps in any minute (default 6, at least 1); firings past it are
-    /// counted as rate-limited ([`TraceLog::triggers`]).
-    pub fn dumps_per_minute(mut self, n: u32) -> Self {
-        self.dumps_per_minute = n;
         self
     }
 

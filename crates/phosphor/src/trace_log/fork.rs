@@ -12,13 +12,14 @@
 //!   objects' ranges of a save, the triggers' rate-limit clock), waiting for a thread that is
 //!   setting one; then takes every lock a child could need, in the order the rest of the crate
 //!   takes them: the list of live logs, each log's control lock (by slot), the callsite registry,
-//!   the thread-name table, then the leaves (each log's list of trigger dumps, the static-string
-//!   copies, the control channel's command table), so no other thread is inside them at the fork
+//!   the thread-name table, then the leaves (the static-string copies, then the subsystems' that
+//!   [`participate`]: each log's list of trigger dumps, the control channel's command table), so
+//!   no other thread is inside them at the fork
 //!   (a leaf's holders are marked busy, so an allocator's event under one never takes the
 //!   control locks);
 //! * **parent**: releases them;
-//! * **child**: forgets the parent's crash-dump owner (`recorder/crash.rs`; its owner word also carries
-//!   the pid, for the children this handler does not run in), releases the locks, and stops every
+//! * **child**: forgets the parent's crash-dump owner (`recorder/crash.rs`, a participant; its
+//!   owner word also carries the pid, for the children this handler does not run in), releases the locks, and stops every
 //!   running trace *in the child* without waiting for anyone: every tenant is unlocked by force
 //!   and emptied, the tenants of the threads that did not follow are retired, the forking thread's
 //!   tenant is given its new thread id (the system collector watches it by that id), the buffer
@@ -41,7 +42,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use crate::record::thread::THREAD;
 
@@ -52,35 +53,56 @@ struct Held {
     logs: crate::trace_log::ForkLocks,
     registry: crate::registry::callsite::ForkLock,
     names: crate::record::thread::ForkLock,
-    triggers: crate::trace_log::trigger::ForkLocks,
     #[cfg(target_os = "linux")]
     copies: crate::output::addr::ForkLock,
-    /// The layer above's (see `hold_across_fork`); dropped first.
-    upper: Option<Box<dyn Any>>,
+    /// The subsystems' leaves (see [`participate`]), in their order; dropped first, the newest
+    /// first.
+    leaves: Vec<Box<dyn Any>>,
 }
 
-/// The taker of a lock of a layer above this one that a child could need (the control channel's
-/// command table), as a `fn() -> Box<dyn Any>` cast to an address: 0 until that layer is first
-/// used. Taken last by `prepare`, released first. An atomic rather than a once-cell, which a
-/// child forked while another thread set it would wait on for ever.
-static UPPER: AtomicUsize = AtomicUsize::new(0);
-
-/// Has `prepare` hold what `take` returns across every fork from now on (the caller is the only
-/// one, and passes the same `take` each time).
-pub(crate) fn hold_across_fork(take: fn() -> Box<dyn Any>) {
-    // Relaxed: a fork that misses the store holds nothing of that layer's; the address is all
-    // that is published, and the code it points to needs no publication.
-    UPPER.store(take as usize, Ordering::Relaxed);
+/// A subsystem's part in the fork handlers (the triggers' dump lists, the crash recorder's dump
+/// owner, the control channel's command table), given to [`participate`].
+pub(crate) struct ForkHooks {
+    /// In `prepare`, before any lock: settles the once-cells of the subsystem a child could need.
+    pub(crate) settle: Option<fn()>,
+    /// In `prepare`, after the core's locks: takes the subsystem's locks a child could need,
+    /// which must be leaves (nothing is taken under them). What it returns holds them until
+    /// `parent` or `child` drops it.
+    pub(crate) take: Option<fn() -> Box<dyn Any>>,
+    /// In the child, first, even when `prepare` took nothing (a fork from inside the recorder):
+    /// async-signal-safe.
+    pub(crate) in_child_first: Option<fn()>,
 }
 
-fn take_upper() -> Option<Box<dyn Any>> {
-    // Relaxed: see `hold_across_fork`.
-    let addr = UPPER.load(Ordering::Relaxed);
-    (addr != 0).then(|| {
-        // SAFETY: a non-zero value was stored by `hold_across_fork` from a
-        // `fn() -> Box<dyn Any>`, which has the size of a `usize` and is never null.
-        let take: fn() -> Box<dyn Any> = unsafe { std::mem::transmute::<usize, fn() -> Box<dyn Any>>(addr) };
-        take()
+/// The subsystems that take part in the fork handlers, in the order they first asked: null until
+/// filled, each filled once. Atomics rather than a locked list, which a child forked while
+/// another thread held it would find held for ever.
+static PARTICIPANTS: [AtomicPtr<ForkHooks>; 4] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 4];
+
+/// Has every fork from now on run `hooks` (see [`ForkHooks`]); a second call with the same
+/// `hooks` does nothing. A subsystem calls it before it has anything a fork must handle.
+pub(crate) fn participate(hooks: &'static ForkHooks) {
+    let p = std::ptr::from_ref(hooks).cast_mut();
+    for slot in &PARTICIPANTS {
+        // Acquire on both outcomes: pairs with the Release of the successful exchange, so the
+        // hooks read through a pointer found here are the ones stored.
+        match slot.compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(q) if q == p => return,
+            Err(_) => {}
+        }
+    }
+    panic!("more subsystems take part in the fork handlers than `PARTICIPANTS` has room for");
+}
+
+/// The participants so far, in their order.
+fn participants() -> impl Iterator<Item = &'static ForkHooks> {
+    PARTICIPANTS.iter().map_while(|slot| {
+        // Acquire: see `participate`.
+        let p = slot.load(Ordering::Acquire);
+        // SAFETY: a non-null entry was made by `participate` from a `&'static ForkHooks`, and is
+        // never changed again.
+        unsafe { p.as_ref() }
     })
 }
 
@@ -133,7 +155,9 @@ fn settle_once_cells() {
     crate::record::barrier::asymmetric_available();
     crate::output::host::this_host();
     crate::output::addr::collect();
-    crate::trace_log::trigger::settle_before_fork();
+    for settle in participants().filter_map(|p| p.settle) {
+        settle();
+    }
 }
 
 extern "C" fn prepare() {
@@ -149,18 +173,16 @@ extern "C" fn prepare() {
         let logs = crate::trace_log::ForkLocks::take();
         let registry = crate::registry::callsite::ForkLock::take();
         let names = crate::record::thread::ForkLock::take();
-        let triggers = crate::trace_log::trigger::ForkLocks::take();
         #[cfg(target_os = "linux")]
         let copies = crate::output::addr::ForkLock::take();
-        let upper = take_upper();
+        let leaves = participants().filter_map(|p| p.take).map(|take| take()).collect();
         let held = Held {
             logs,
             registry,
             names,
-            triggers,
             #[cfg(target_os = "linux")]
             copies,
-            upper,
+            leaves,
         };
         let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
     });
@@ -170,17 +192,23 @@ fn take_held() -> Option<Held> {
     HELD.try_with(|h| h.borrow_mut().take()).ok().flatten()
 }
 
+/// Releases the subsystems' leaves, the newest first.
+fn drop_leaves(leaves: &mut Vec<Box<dyn Any>>) {
+    while let Some(leaf) = leaves.pop() {
+        drop(leaf);
+    }
+}
+
 fn leave_busy() {
     let _ = THREAD.try_with(|t| t.leave_busy());
 }
 
 extern "C" fn parent() {
     let _ = std::panic::catch_unwind(|| {
-        let Some(h) = take_held() else { return };
-        drop(h.upper);
+        let Some(mut h) = take_held() else { return };
+        drop_leaves(&mut h.leaves);
         #[cfg(target_os = "linux")]
         drop(h.copies);
-        drop(h.triggers);
         drop(h.names);
         drop(h.registry);
         drop(h.logs);
@@ -190,19 +218,19 @@ extern "C" fn parent() {
 
 extern "C" fn child() {
     let _ = std::panic::catch_unwind(|| {
-        // Even when `prepare` took nothing: it is one store.
-        #[cfg(target_os = "linux")]
-        crate::trace_log::recorder::after_fork_in_child();
+        // Even when `prepare` took nothing (the crash recorder's: one store).
+        for first in participants().filter_map(|p| p.in_child_first) {
+            first();
+        }
         let Some(mut h) = take_held() else { return };
         // The names belong to the parent's threads, which the child does not have.
         h.names.clear();
         crate::record::thread::after_fork_in_child();
         // The logs' reset takes the registry's lock (to clear their callsite bits) under their
         // control locks, as `stop` does: release the registry and the names first.
-        drop(h.upper);
+        drop_leaves(&mut h.leaves);
         #[cfg(target_os = "linux")]
         drop(h.copies);
-        drop(h.triggers);
         drop(h.names);
         drop(h.registry);
         h.logs.reset_in_child();

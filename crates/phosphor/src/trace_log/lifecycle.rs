@@ -58,17 +58,18 @@ impl TraceLog {
         // Release: pairs with the Acquire load in `Tenant::make_room`, publishing the buffer's
         // initialised chunk headers.
         self.core.buffer.store(buffer, Ordering::Release);
-        let filter = callsite::SlotFilter {
-            categories: Arc::new(config.categories.clone()),
-            max_level: config.log_level,
-            // issue 23 (alloc helper): scopes record their allocations.
-            allocations: config.system.allocations,
-        };
         let aggregates_at_start =
             callsite::aggregate_snapshots().into_iter().map(|(a, _)| (a.callsite, a)).collect();
         let attached = self
             .start_attachments(&config, buffer, &clock, attachers, When::AfterPublish, attached)
             .expect("attachments started after the buffer is published never fail");
+        let filter = callsite::SlotFilter {
+            categories: Arc::new(config.categories.clone()),
+            max_level: config.log_level,
+            // Its scopes open and close out of line when an attachment takes them (the
+            // allocation counter, issue 23).
+            allocations: attached.0.iter().any(|a| a.takes_scopes()),
+        };
         c.running =
             Some(Running { config, buffer: OwnedBuffer(buffer), aggregates_at_start, attached, stopper: 0 });
         // Relaxed: a status flag for `is_enabled`.
@@ -176,7 +177,7 @@ impl TraceLog {
         // SeqCst: the swap must not be reordered after the evictions below (Release side) and sees
         // the pointer we stored (Acquire side); `evict_all`'s heavy barrier then makes it visible
         // to every slave that enters after it. Sequentially consistent for the crash dump's sake
-        // (see `recorder::crash_dump_started`, read below).
+        // (see `attach::CRASH`, read below).
         let ptr = self.core.buffer.swap(std::ptr::null_mut(), Ordering::SeqCst);
         debug_assert_eq!(ptr, running.buffer.0);
         // SAFETY: `ptr` came from `Box::into_raw` in `start` and is freed only below.
@@ -199,9 +200,11 @@ impl TraceLog {
         kept.0.extend(attached.into_iter().filter_map(|a| a.stopped(&stats)));
         c.kept = kept;
         // A crash dump that loaded the pointer before we unpublished it may be reading the buffer:
-        // the process is dying, so leave the buffer to it rather than free it.
-        #[cfg(target_os = "linux")]
-        if crate::recorder::crash_dump_started() {
+        // the process is dying, so leave the buffer to it rather than free it. The crash recorder
+        // fills its hooks before its handlers can run (both accesses of the slot are SeqCst, as
+        // the swap above: see `HookSlot::fill`), so an empty slot means no dump can have the
+        // pointer.
+        if super::attach::CRASH.get().is_some_and(|crash| (crash.dump_started)()) {
             c.last_stats = stats;
             return;
         }

@@ -35,6 +35,7 @@ use crate::trace_log::config::{TraceConfig, TraceLogConfig};
 
 #[cfg(unix)]
 mod after_fork;
+mod alloc_count;
 pub(crate) mod attach;
 pub(crate) mod config;
 mod control_lock;

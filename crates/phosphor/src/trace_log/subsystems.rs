@@ -10,9 +10,14 @@ use crate::error::Error;
 
 /// What attaches to a starting trace, in order: the streaming collector and the triggers (both
 /// before the buffer is published: they may fail the start), then the system context (after: it
-/// is given the collector's forwarder, and never fails the start).
-const ATTACHERS: &[Attacher] =
-    &[super::streams::ATTACHER, super::triggers::ATTACHER, super::system::ATTACHER];
+/// is given the collector's forwarder, and never fails the start) and allocation counting (after:
+/// never fails; before the slot is enabled, which arms the scopes it takes).
+const ATTACHERS: &[Attacher] = &[
+    super::streams::ATTACHER,
+    super::triggers::ATTACHER,
+    super::system::ATTACHER,
+    super::alloc_count::ATTACHER,
+];
 
 impl TraceLog {
     /// Starts a trace. Events from before this call are not recorded. If another thread is

@@ -48,6 +48,7 @@ pub use crate::registry::callsite::MAX_TRIGGERS;
 use crate::registry::callsite::{self, Callsite};
 use crate::registry::trigger_gate::{Firing, Gate};
 use crate::registry::MAX_LOGS;
+use crate::trace_log::attach::{ArmedHooks, Seen, ARMED};
 pub use crate::trace_log::trigger_spec::{Condition, PostWindow, Trigger};
 use crate::TraceLog;
 
@@ -60,17 +61,6 @@ pub(crate) static MARKER: Callsite = Callsite::new(crate::CallsiteMeta::new(
     file!(),
     line!(),
 ));
-
-/// What an armed event saw.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Seen {
-    /// A slice's duration, in the log's clock ticks.
-    Ticks(u64),
-    /// An argument's type and word.
-    Value(ArgType, u64),
-    /// A log (its level is the callsite's).
-    Log,
-}
 
 // ---- The slots ----
 
@@ -172,13 +162,40 @@ fn mono_ns() -> u64 {
 /// first `start` clears the list). A leaf: taken after the control lock (`Armed::new`), and
 /// nothing is taken under it (its holders are busy or hold the control lock).
 #[cfg(unix)]
-pub(crate) struct ForkLocks(#[allow(dead_code)] Vec<std::sync::MutexGuard<'static, Vec<TriggerDump>>>);
+struct ForkLocks(#[allow(dead_code)] Vec<std::sync::MutexGuard<'static, Vec<TriggerDump>>>);
 
 #[cfg(unix)]
 impl ForkLocks {
-    pub(crate) fn take() -> ForkLocks {
-        ForkLocks(LOG_STATES.iter().map(|st| lock_for_fork(&st.dumps)).collect())
+    fn take() -> Box<dyn std::any::Any> {
+        Box::new(ForkLocks(LOG_STATES.iter().map(|st| lock_for_fork(&st.dumps)).collect()))
     }
+}
+
+/// The triggers' part in the fork handlers: the rate limit's clock settled, the dump lists held.
+#[cfg(unix)]
+static FORK_HOOKS: crate::trace_log::fork::ForkHooks = crate::trace_log::fork::ForkHooks {
+    settle: Some(settle_before_fork),
+    take: Some(ForkLocks::take),
+    in_child_first: None,
+};
+
+/// The triggers' checks, for the out-of-line path of an armed callsite.
+static ARMED_HOOKS: ArmedHooks = ArmedHooks { on_armed, on_slice };
+
+/// Plugs the triggers' hooks into the core before a trace can arm one (`triggers.rs`'s
+/// attacher): the checks of armed callsites, and the fork handlers' part.
+pub(crate) fn plug_hooks() {
+    ARMED.fill(&ARMED_HOOKS);
+    #[cfg(unix)]
+    crate::trace_log::fork::participate(&FORK_HOOKS);
+}
+
+/// The list of `st`'s dumps, locked. A fork holds every list (`ForkLocks`), so the fork handlers
+/// know of them before the first is taken.
+fn lock_dumps(st: &'static LogState) -> std::sync::MutexGuard<'static, Vec<TriggerDump>> {
+    #[cfg(unix)]
+    crate::trace_log::fork::participate(&FORK_HOOKS);
+    st.dumps.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(unix)]
@@ -194,7 +211,7 @@ fn lock_for_fork(m: &'static Mutex<Vec<TriggerDump>>) -> std::sync::MutexGuard<'
 /// Before a `fork`: makes sure the rate limit's clock is set, so that a child forked while a
 /// firing thread was setting it does not wait for that thread for ever (see `fork.rs`).
 #[cfg(unix)]
-pub(crate) fn settle_before_fork() {
+fn settle_before_fork() {
     mono_ns();
 }
 
@@ -275,7 +292,7 @@ fn expected(log: &TraceLog, kind: u64) -> u64 {
 /// per watching slot, a word and a threshold; the firing is out of line again. Out of line itself
 /// (and small, so that its call costs little), so that the unarmed path stays one bit test.
 #[inline(never)]
-pub(crate) fn on_slice(log: &TraceLog, cs: &'static Callsite, ticks: u64) {
+fn on_slice(log: &TraceLog, cs: &'static Callsite, ticks: u64) {
     check_slice(log, cs, ticks);
 }
 
@@ -305,7 +322,7 @@ fn fire_slice(log: &TraceLog, number: u32, ticks: u64) {
 /// line, so that the unarmed path stays one bit test.
 #[cold]
 #[inline(never)]
-pub(crate) fn on_armed(log: &TraceLog, cs: &'static Callsite, seen: Seen) {
+fn on_armed(log: &TraceLog, cs: &'static Callsite, seen: Seen) {
     let (kind, value) = match seen {
         Seen::Ticks(t) => return check_slice(log, cs, t),
         Seen::Value(ty, w) => match as_f64(ty, w) {
@@ -492,7 +509,7 @@ impl Armed {
             c.store(0, Ordering::Relaxed);
         }
         st.gate.reset(settings.per_minute);
-        st.dumps.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        lock_dumps(st).clear();
         Armed {
             settings,
             armed: Vec::new(),
@@ -601,7 +618,7 @@ pub(crate) fn status_of(log: &TraceLog) -> TriggerStatus {
         rate_limited: l(&st.rate_limited),
         failed: l(&st.failed),
         pending: st.gate.is_pending(),
-        dumps: st.dumps.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        dumps: lock_dumps(st).clone(),
         dir: None,
     }
 }
@@ -642,7 +659,7 @@ fn dump_thread(log: &TraceLog, dir: &Path, window: PostWindow, stop: &AtomicBool
                 // records meanwhile is dropped rather than attach, which would take a control lock
                 // under the list, the reverse of a fork's `prepare` (see `ForkLocks`).
                 let _busy = BusyGuard::enter();
-                let mut dumps = st.dumps.lock().unwrap_or_else(|p| p.into_inner());
+                let mut dumps = lock_dumps(st);
                 #[cfg(all(feature = "test-hooks", target_os = "linux"))]
                 crate::trace_log::test_hooks::reached(crate::trace_log::test_hooks::Point::TriggerDumpList);
                 dumps.push(TriggerDump { path, trigger: pending as u32, events });

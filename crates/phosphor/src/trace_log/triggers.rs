@@ -11,17 +11,84 @@ use super::trigger::{self, Armed, DumpThread};
 use super::TraceLog;
 use crate::error::{Error, ErrorKind};
 
+/// The triggers' part of a [`TraceConfig`] (`config::Parts`), set by its builder methods below.
+#[derive(Clone, Debug)]
+pub(super) struct TriggerConfig {
+    triggers: Vec<trigger::Trigger>,
+    dir: Option<std::path::PathBuf>,
+    window: trigger::PostWindow,
+    per_minute: u32,
+}
+
+impl Default for TriggerConfig {
+    fn default() -> TriggerConfig {
+        TriggerConfig {
+            triggers: Vec::new(),
+            dir: None,
+            window: trigger::PostWindow::default(),
+            per_minute: 6,
+        }
+    }
+}
+
+impl TriggerConfig {
+    /// `config`'s (the defaults if it sets none).
+    fn of(config: &TraceConfig) -> std::borrow::Cow<'_, TriggerConfig> {
+        match config.parts.get::<TriggerConfig>() {
+            Some(t) => std::borrow::Cow::Borrowed(t),
+            None => std::borrow::Cow::Owned(TriggerConfig::default()),
+        }
+    }
+}
+
+/// The triggers' settings of a trace.
+impl TraceConfig {
+    /// Arms `trigger` when the trace starts: when an event meets its condition (a scope slower
+    /// than a duration, a value above a threshold, a log at a level), the trace keeps recording
+    /// for the [`post_window`](Self::post_window), then the events before and after are dumped to
+    /// `DIR/trigger-{n}.phos` ([`trigger_dir`](Self::trigger_dir)), the firing marked by an
+    /// instant `phosphor/trigger`. Repeatable. Needs [`BufferMode::Ring`](crate::BufferMode::Ring) (the flight recorder)
+    /// and a dump directory: `start` says so otherwise. Parse the string form with
+    /// `"db/query>2ms".parse()` (see [`Trigger`](crate::trigger::Trigger) and
+    /// docs/FLIGHT_RECORDER.md).
+    pub fn trigger(mut self, trigger: trigger::Trigger) -> Self {
+        self.parts.get_mut::<TriggerConfig>().triggers.push(trigger);
+        self
+    }
+
+    /// The directory triggered dumps go to (created at `start` if missing).
+    pub fn trigger_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.parts.get_mut::<TriggerConfig>().dir = Some(dir.into());
+        self
+    }
+
+    /// How long a trace keeps recording after a trigger fires before it dumps (default: 1,024
+    /// events). Firings meanwhile join that dump.
+    pub fn post_window(mut self, window: trigger::PostWindow) -> Self {
+        self.parts.get_mut::<TriggerConfig>().window = window;
+        self
+    }
+
+    /// At most `n` triggered dumps in any minute (default 6, at least 1); firings past it are
+    /// counted as rate-limited ([`TraceLog::triggers`]).
+    pub fn dumps_per_minute(mut self, n: u32) -> Self {
+        self.parts.get_mut::<TriggerConfig>().per_minute = n;
+        self
+    }
+}
+
 /// Arms a Ring trace's triggers before its buffer is published.
 pub(super) const ATTACHER: Attacher = Attacher { when: When::BeforePublish, check, start };
 
 fn check(config: &TraceConfig) -> Result<(), Error> {
-    if !config.triggers.is_empty() && config.mode != crate::BufferMode::Ring {
+    let t = TriggerConfig::of(config);
+    if !t.triggers.is_empty() && config.mode != crate::BufferMode::Ring {
         return Err(Error::new(ErrorKind::Trigger(format!(
             "triggers need a Ring buffer (the flight recorder), not {:?}",
             config.mode
         ))));
     }
-    if config.dumps_per_minute == 0 {
+    if t.per_minute == 0 {
         return Err(Error::new(ErrorKind::Trigger("dumps_per_minute must be at least 1".into())));
     }
     Ok(())
@@ -31,13 +98,15 @@ fn check(config: &TraceConfig) -> Result<(), Error> {
 /// leaves nothing to undo but the buffer and the dump thread (idle: no event can fire yet), which
 /// this undoes. Every trace has its `Armed` (the public calls arm triggers on a running trace).
 fn start(log: &TraceLog, s: &Starting<'_>) -> Result<Option<Box<dyn Attachment>>, Error> {
+    trigger::plug_hooks();
+    let config = TriggerConfig::of(s.config);
     let settings = trigger::DumpSettings {
-        dir: s.config.trigger_dir.clone(),
-        window: s.config.post_window,
-        per_minute: s.config.dumps_per_minute,
+        dir: config.dir.clone(),
+        window: config.window,
+        per_minute: config.per_minute,
     };
     let mut triggers = Armed::new(log, settings, s.buffer);
-    for t in &s.config.triggers {
+    for t in &config.triggers {
         if let Err(e) = triggers.arm(log, t.clone(), None) {
             Box::new(triggers).abort(log);
             return Err(e);

@@ -80,10 +80,18 @@ fn owned_by(owner: u64, pid: u32) -> bool {
 /// Whether a fatal-signal handler of this process has started a crash dump, which may be reading
 /// the buffer whose pointer it loaded: `stop` then leaves that buffer unfreed (the process is
 /// dying). An owner inherited from a parent process (a fork during its dump) is not this one's.
-pub(crate) fn crash_dump_started() -> bool {
+fn crash_dump_started() -> bool {
     // SeqCst: see `on_crash`.
     owned_by(CRASH_OWNER.load(Ordering::SeqCst), std::process::id())
 }
+
+/// The crash recorder's half of `stop`'s handshake (`trace_log/attach.rs`).
+static CRASH_HOOKS: crate::trace_log::attach::CrashHooks =
+    crate::trace_log::attach::CrashHooks { dump_started: crash_dump_started };
+
+/// The crash recorder's part in the fork handlers (`trace_log/fork.rs`).
+static FORK_HOOKS: crate::trace_log::fork::ForkHooks =
+    crate::trace_log::fork::ForkHooks { settle: None, take: None, in_child_first: Some(after_fork_in_child) };
 
 /// The pid of the process whose dump is written (or given up), 0 before: a futex word the other
 /// crashing threads of that process wait on until it holds their own pid. A child forked during
@@ -93,7 +101,7 @@ static DUMP_DONE: AtomicU32 = AtomicU32::new(0);
 
 /// In a child process just forked, on its only thread (see `fork.rs`): the parent's crash owner,
 /// which may be writing the parent's dump, is not the child's. Async-signal-safe.
-pub(crate) fn after_fork_in_child() {
+fn after_fork_in_child() {
     // SeqCst: as every access to the word; single-threaded here.
     CRASH_OWNER.store(0, Ordering::SeqCst);
 }
@@ -148,6 +156,11 @@ pub fn dump_on_crash(log: &'static TraceLog, path: impl Into<PathBuf>) -> Result
         path,
         head: phosphor_format::file::raw::preamble_and_header(&header),
     }));
+    // Before any handler can run: `stop` must see that a dump may start (the Dekker pair), and
+    // the child of a fork forgets the parent's dump owner.
+    crate::trace_log::attach::CRASH.fill(&CRASH_HOOKS);
+    #[cfg(unix)]
+    crate::trace_log::fork::participate(&FORK_HOOKS);
     // AcqRel: publishes the setup to the handlers (which load it with Acquire).
     if CRASH_SETUP.compare_exchange(std::ptr::null_mut(), setup, Ordering::AcqRel, Ordering::Acquire).is_err()
     {

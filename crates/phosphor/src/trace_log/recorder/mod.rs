@@ -38,8 +38,6 @@ use crate::TraceLog;
 #[cfg(target_os = "linux")]
 mod crash;
 #[cfg(target_os = "linux")]
-pub(crate) use crash::{after_fork_in_child, crash_dump_started};
-#[cfg(target_os = "linux")]
 pub use crash::{dump_on_crash, CRASH_SIGNALS};
 
 /// A log the recorder can keep for the life of the process.

@@ -73,8 +73,11 @@ fn a_projection_is_the_whole_tables_columns() {
         },
         {
             let open = dir.join("open.phos");
-            std::fs::write(&open, phosphor_craft::Shape::UnclosedBegins { depth: 40 }.write(Vec::new()).unwrap())
-                .unwrap();
+            std::fs::write(
+                &open,
+                phosphor_craft::Shape::UnclosedBegins { depth: 40 }.write(Vec::new()).unwrap(),
+            )
+            .unwrap();
             TraceSource::new(open)
         },
         {

@@ -13,6 +13,12 @@
 //! nesting engine's thread (`phosphor_model::background`) nests the rest and makes the batches
 //! of what it resolves ([`crate::batches`]). Only the columns asked for are made, and
 //! arguments are written as JSON only when a table's `arguments` column is asked for.
+//!
+//! A query of slices or marks that reads none of the columns the nesting gives (ids, parents,
+//! depths, paths, self times), such as `SELECT name, count(*), sum(dur) FROM slices GROUP BY
+//! name`, is read without the nesting (`Flat`): each slice is a row as it ends, with the
+//! nesting's start and duration, and the batches are made on this thread. The rows are the same,
+//! in another order.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -24,10 +30,10 @@ use arrow::record_batch::RecordBatch;
 use phosphor_format::file::{Block, Event, Reader, Value};
 use phosphor_format::logfmt::format_log;
 use phosphor_format::system::{PHOSPHOR_CATEGORY, SCOPE_ALLOC_NAME};
-use phosphor_format::Phase;
+use phosphor_format::{IdMap, Phase};
 use phosphor_model::background::Feed;
 use phosphor_model::flows::{self, Member};
-use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
+use phosphor_model::nesting::{Nesting, Sink, Slice, SliceKind, DEFAULT_PENDING_LIMIT, ROOT};
 use phosphor_model::timeline::Timeline;
 
 use crate::allocations::AllocMatch;
@@ -152,6 +158,15 @@ impl Wanted {
         Wanted { table, columns: (0..table.schema().fields().len()).collect() }
     }
 
+    /// Whether its rows need nothing of the nesting but each slice's start and duration: a
+    /// table of slices or marks asked for none of the columns that say where a row sits in its
+    /// thread's tree (ids, parents, depths, paths, self times).
+    fn is_flat(&self) -> bool {
+        let nested = ["id", "parent_id", "slice_id", "depth", "path", "self_dur"];
+        matches!(self.table, Table::Slices | Table::Instants | Table::Counters | Table::Logs)
+            && !nested.iter().any(|&name| self.has(name))
+    }
+
     /// Whether column `name` is made.
     fn has(&self, name: &str) -> bool {
         let schema = self.table.schema();
@@ -258,7 +273,11 @@ fn read_wanted<R: Read>(
         state.flush(&place, batch_rows, false, &mut out)?;
         system.flush(&place, batch_rows, false, &mut |table, batch| out.full(table, batch))?;
     }
+    let flat = state.flat.take();
     let (nesting, builder) = state.feed.finish();
+    if let Some(flat) = flat {
+        flat.finish(&mut *builder);
+    }
     nesting.finish(builder);
     builder.flush(nesting.paths(), true);
     pass(&batches, &mut out)?;
@@ -325,6 +344,10 @@ struct State {
     /// it. Slices and marks are always nested together, so that ids and paths are the same
     /// whatever tables a query reads.
     nest: bool,
+    /// The slices and marks made rows as they end, not nested, when no table asked for needs
+    /// their place in their thread's tree ([`Flat`]): the engine is then kept on this thread
+    /// and only makes the batches.
+    flat: Option<Flat>,
     /// Typed arguments kept (`args`), flows followed (`flows`), async halves paired,
     /// allocation counts matched.
     args: bool,
@@ -343,9 +366,11 @@ struct State {
 impl State {
     fn new(timeline: Timeline, asked: &[Wanted], builder: Builder) -> State {
         let wanted: Vec<Table> = asked.iter().map(|w| w.table).collect();
+        let flat = asked.iter().all(Wanted::is_flat).then(Flat::default);
         State {
             timeline,
-            feed: Feed::new(Nesting::new(DEFAULT_PENDING_LIMIT), builder),
+            feed: Feed::new(Nesting::new(DEFAULT_PENDING_LIMIT), builder).background(flat.is_none()),
+            flat,
             sites: Sites::default(),
             sites_sent: (0, 0),
             marks: wanted.iter().any(|t| matches!(t, Table::Instants | Table::Counters | Table::Logs)),
@@ -566,6 +591,12 @@ impl State {
         let args = args.filter(|_| keep_args);
         payload.extra = Extra::pack(&mut self.scratch, flow, text, args);
         let feed = &mut self.feed;
+        if let Some(flat) = &mut self.flat {
+            let end = event.duration.map_or(ts, |d| self.timeline.end(event.ts, d));
+            let (_, builder) = feed.parts().expect("a flat reading keeps its engine here");
+            flat.add(builder, cs.phase, is_mark, tid, ts, end, payload);
+            return;
+        }
         match cs.phase {
             Phase::Begin => feed.begin_with(tid, label, ts, payload),
             Phase::End => feed.end(tid, label, ts),
@@ -586,4 +617,77 @@ fn number(v: Value<'_>) -> Option<f64> {
         Value::U64(x) => Some(x as f64),
         Value::Bool(_) | Value::Str(_) | Value::Pointer(_) => None,
     }
+}
+
+/// Slices and marks made rows without their nesting, for a query that reads none of the
+/// columns the nesting gives ([`Wanted::is_flat`]): a complete event or a mark is a row as it
+/// comes, a begin waits on its thread's stack for the end that closes it (the innermost open
+/// begin, whatever its name, as the nesting closes it), and a begin never ended is a row at the
+/// end, of no duration. So the rows, their times and durations, are the nested reading's, in
+/// another order (the order the slices end, not their walk), at the cost of a stack per thread.
+#[derive(Debug, Default)]
+struct Flat {
+    /// By thread id, its place in `open`.
+    threads: IdMap,
+    /// Each thread's open begins, outermost first: their start and payload.
+    open: Vec<(u32, Vec<(u64, Payload)>)>,
+}
+
+impl Flat {
+    /// The open begins of thread `tid`.
+    fn stack(&mut self, tid: u32) -> &mut Vec<(u64, Payload)> {
+        let at = match self.threads.get(tid) {
+            Some(at) => at,
+            None => {
+                let at = self.open.len() as u32;
+                self.open.push((tid, Vec::new()));
+                self.threads.insert(tid, at);
+                at
+            }
+        };
+        &mut self.open[at as usize].1
+    }
+
+    /// An event of `phase` (a mark if `is_mark`) of thread `tid` from `ts` to `end`.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        sink: &mut impl Sink<Payload>,
+        phase: Phase,
+        is_mark: bool,
+        tid: u32,
+        ts: u64,
+        end: u64,
+        payload: Payload,
+    ) {
+        match phase {
+            Phase::Begin => self.stack(tid).push((ts, payload)),
+            Phase::End => {
+                // An end with no begin open is a problem only (no row).
+                if let Some((start, payload)) = self.stack(tid).pop() {
+                    row(sink, tid, SliceKind::Scope, start, ts.max(start) - start, payload);
+                }
+            }
+            _ if is_mark => row(sink, tid, SliceKind::Mark, ts, 0, payload),
+            _ => row(sink, tid, SliceKind::Scope, ts, end - ts, payload),
+        }
+    }
+
+    /// The end of the stream: the begins still open are rows of no duration.
+    fn finish(self, sink: &mut impl Sink<Payload>) {
+        let mut open = self.open;
+        open.sort_unstable_by_key(|&(tid, _)| tid);
+        for (tid, stack) in open {
+            for (start, payload) in stack {
+                row(sink, tid, SliceKind::Unclosed, start, 0, payload);
+            }
+        }
+    }
+}
+
+/// Hands `sink` a slice of thread `tid`, of no place in a tree (no parent, no path).
+fn row(sink: &mut impl Sink<Payload>, tid: u32, kind: SliceKind, start: u64, dur: u64, payload: Payload) {
+    let slice = Slice { tid, path: ROOT, depth: 1, kind, start, dur, self_ticks: dur };
+    sink.enter(&slice, payload);
+    sink.leave(&slice);
 }

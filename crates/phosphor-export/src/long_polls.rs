@@ -6,16 +6,23 @@
 //! off-CPU time instead.
 //!
 //! `phosphor stats` lists them under its table of tasks ([`TraceStats::long_polls`]), the
-//! longest first; the kinds table's `long poll` rows give the same samples summed over all.
+//! longest first; the kinds table's `long poll` rows give the same samples summed over all. The
+//! viewer's `GET /api/tasks` reads them with the tasks ([`read_tasks_and_long_polls`]), by the
+//! same code.
 
 use std::fmt::{Display, Formatter};
+use std::io::Read;
 use std::sync::Arc;
 
-use phosphor_format::file::ClockInfo;
+use phosphor_format::file::{self, ClockInfo, Reader, Value};
+use phosphor_format::Phase;
+use phosphor_model::timeline::Timeline;
 
+use crate::error::{read_chunks, Item};
 use crate::scope_system::{ScopeHook, ScopeSystem, SystemAcc};
 use crate::stats::TraceStats;
 use crate::system::SystemContext;
+use crate::tasks::{TaskStats, Tasks, LONG_POLL_NAME, TASK_CATEGORY};
 use crate::text::{format_count, format_ns, Align, Render, Table};
 
 /// The long polls [`TraceStats::long_polls`] keeps: the longest.
@@ -109,6 +116,54 @@ impl LongPolls {
         out.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         out.into_iter().map(|(_, _, p)| p).collect()
     }
+}
+
+/// What [`read_tasks_and_long_polls`] read of a file.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct TasksRead {
+    /// The tasks by name, as [`TraceStats::tasks`] gives them.
+    pub tasks: Vec<TaskStats>,
+    /// The longest long polls, longest first, as [`TraceStats::long_polls`] gives them: with
+    /// what the system context saw in each when one was given.
+    pub long_polls: Vec<LongPoll>,
+    /// Where reading stopped, if the file is damaged: the figures are those of the events before.
+    pub failure: Option<file::Error>,
+}
+
+/// The tasks of the rest of the file `reader` reads, by name, and their longest long polls, each
+/// tied to `context`'s samples and switches when it is given (read first, its leaves named:
+/// [`SystemContext::name_leaves`]): what `phosphor stats` gives of them, by the same code, in one
+/// pass that decodes the task events only.
+pub fn read_tasks_and_long_polls<R: Read>(
+    mut reader: Reader<R>,
+    context: Option<Arc<SystemContext>>,
+) -> TasksRead {
+    let timeline = Timeline::new(&reader.header().clock);
+    let mut tasks = Tasks::default();
+    let mut long_polls = LongPolls::default();
+    if let Some(context) = context {
+        long_polls.system(context, timeline.clock().clone());
+    }
+    let failure = read_chunks(&mut reader, |item| -> Result<(), std::convert::Infallible> {
+        if let Item::Event(e) = item {
+            if e.callsite.category == TASK_CATEGORY {
+                let ts = timeline.time(e.ts);
+                let end = e.duration.map_or(ts, |d| timeline.end(e.ts, d));
+                tasks.event(0, e, ts, end - ts);
+                if let (Phase::Complete, LONG_POLL_NAME, Some(Value::U64(id))) =
+                    (e.callsite.phase, e.callsite.name.as_ref(), e.arg("task"))
+                {
+                    long_polls.add(tasks.task_name(0, id), id, e.tid, ts, end - ts);
+                }
+            }
+        }
+        Ok(())
+    });
+    // The callback cannot fail.
+    let Ok(failure) = failure;
+    let clock = timeline.clock();
+    TasksRead { long_polls: long_polls.finish(clock), tasks: tasks.finish(clock), failure }
 }
 
 impl TraceStats {

@@ -17,11 +17,9 @@ use std::io::Read;
 
 use phosphor_format::file::{self, Event, Reader, Value};
 use phosphor_format::{ClockInfo, Phase};
-use phosphor_model::timeline::Timeline;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::durations::{DurationStats, Durations};
-use crate::error::{read_chunks, Item};
 
 /// The category of the task events.
 pub const TASK_CATEGORY: &str = "tokio";
@@ -226,21 +224,9 @@ impl Tasks {
 
 /// The tasks of the rest of the file `reader` reads, by name: the figures `phosphor stats` gives,
 /// made by the same code. A read error stops it: the figures of the events before it are kept,
-/// and the error is given beside them.
-pub fn read_tasks<R: Read>(mut reader: Reader<R>) -> (Vec<TaskStats>, Option<file::Error>) {
-    let timeline = Timeline::new(&reader.header().clock);
-    let mut tasks = Tasks::default();
-    let failure = read_chunks(&mut reader, |item| -> Result<(), std::convert::Infallible> {
-        if let Item::Event(e) = item {
-            if e.callsite.category == TASK_CATEGORY {
-                let ts = timeline.time(e.ts);
-                let end = e.duration.map_or(ts, |d| timeline.end(e.ts, d));
-                tasks.event(0, e, ts, end - ts);
-            }
-        }
-        Ok(())
-    });
-    // The callback cannot fail.
-    let Ok(failure) = failure;
-    (tasks.finish(timeline.clock()), failure)
+/// and the error is given beside them. (The viewer reads them with their long polls:
+/// [`read_tasks_and_long_polls`](crate::long_polls::read_tasks_and_long_polls).)
+pub fn read_tasks<R: Read>(reader: Reader<R>) -> (Vec<TaskStats>, Option<file::Error>) {
+    let read = crate::long_polls::read_tasks_and_long_polls(reader, None);
+    (read.tasks, read.failure)
 }

@@ -4,7 +4,7 @@
 // in CSS pixels (crisp on HiDPI screens); `xOf` gives CSS pixels.
 
 import { state, $ } from './view.js'
-import { color, fitText, formatBytes, ink, rulerTicks } from './format.js'
+import { fitText, formatBytes, ink, rulerTicks, sliceColor } from './format.js'
 import { SYS_ROW, drawBand, hiddenPoint } from './system.js'
 import { inSight, isSlices, layoutChanged, shown } from './bands.js'
 
@@ -127,7 +127,7 @@ export const drawLog = new URLSearchParams(location.search).has('drawlog')
 // from a slice of that name (one pattern a colour, made once).
 const runFills = new Map()
 function runFill(g, name) {
-  const base = color(name)
+  const base = sliceColor(name)
   let p = runFills.get(base)
   if (p) return p
   const tile = document.createElement('canvas')
@@ -295,7 +295,7 @@ export function drawThread(track, g, { clip = null, data = track.data, from = 0,
       const x0 = x0Of(it), x1 = x1Of(it, x0)
       const name = slices.names[it[2]] ?? ''
       const flags = it[4]
-      setFill(color(name))
+      setFill(sliceColor(name))
       g.fillRect(x0, y + 1, x1 - x0, LEVEL_HEIGHT - 2)
       if (flags & (FLAG_WRONG_END | FLAG_INTERLACED | FLAG_UNCLOSED)) {
         g.strokeStyle = '#c00'

@@ -96,6 +96,13 @@ export function color(name) {
   return c
 }
 
+// The slices `phosphor::tokio` writes over a poll longer than its threshold (`long poll`, inside
+// the poll's own slice) are flagged in one red, whatever colour their name would get; no name is
+// given that red.
+export const LONG_POLL = 'long poll'
+export const LONG_POLL_FILL = '#d62728'
+export const sliceColor = name => (name === LONG_POLL ? LONG_POLL_FILL : color(name))
+
 // `text` cut to fit `width` pixels in `g`'s font, an ellipsis where it was cut ('' when not even a
 // letter and the ellipsis fit). `widths` keeps each text's full width in that font (a redraw then
 // measures only the names it cuts; at most 10,000 kept). The cut starts from the share of the

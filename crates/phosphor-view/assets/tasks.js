@@ -2,9 +2,15 @@
 // indexed trace by task name, the figures `phosphor stats` gives: tasks spawned, polls, time in
 // polls (busy), woken but waiting for a worker (scheduled), parked (idle), long polls. A row
 // clicked searches for its name, which marks the task's polls and async slices.
+//
+// Under it, the longest long polls (those `phosphor stats` lists, by the same code): task, worker,
+// start, duration and, with a system context, their on- and off-CPU time, CPU samples and the
+// samples' leaf functions. A long poll clicked is selected and shown on the timeline (where long
+// polls are drawn in red), and the stacks of its samples listed under the table (stacks.js).
 
 import { $, api, formatNs, state } from './view.js'
-import { run } from './panels.js'
+import { run, threadName } from './panels.js'
+import { stacksOf, stacksTable } from './stacks.js'
 
 export function showTasks() {
   const traces = state.traces.filter(t => t.state === 'ready')
@@ -55,4 +61,76 @@ function render(answers, root) {
     t.appendChild(row)
   }
   root.appendChild(t)
+  longPolls(answers, rows, root)
+}
+
+// The longest long polls of every trace, longest first, and what the system saw in each.
+function longPolls(answers, rows, root) {
+  const several = answers.length > 1
+  const polls = answers.flatMap(({ trace, r }) => r.long_polls.map(p => ({ trace, ...p })))
+  if (!polls.length) return
+  polls.sort((a, b) => b.dur_ns - a.dur_ns || a.start_ns - b.start_ns)
+  const total = rows.reduce((n, r) => n + r.long_polls, 0)
+  const system = polls.some(p => p.system)
+  const head = document.createElement('p')
+  head.id = 'long-polls-head'
+  head.textContent = `longest long polls (${polls.length} of ${total.toLocaleString('en')}; ` +
+    (system ? 'CPU samples inside each; click one to show it and its samples’ stacks)' : 'no system context: record with --system for their CPU samples; click one to show it)')
+  const cols = [...(several ? ['trace'] : []), 'task', 'at', 'poll', ...(system ? ['on / off CPU', 'samples', 'leaf functions'] : ['thread'])]
+  const left = new Set(['trace', 'task', 'thread', 'leaf functions'])
+  const t = document.createElement('table')
+  t.id = 'long-polls'
+  const tr = document.createElement('tr')
+  for (const c of cols) {
+    const th = document.createElement('th')
+    if (left.has(c)) th.className = 'left'
+    th.textContent = c
+    tr.appendChild(th)
+  }
+  t.appendChild(tr)
+  const stacks = document.createElement('div')
+  stacks.id = 'long-poll-stacks'
+  for (const p of polls) {
+    const row = document.createElement('tr')
+    Object.assign(row.dataset, { task: p.task, taskId: p.task_id, tid: p.tid, startNs: p.start_ns, durNs: p.dur_ns })
+    const s = p.system
+    const fns = s ? s.functions.map(([f, n]) => `${f} (${n.toLocaleString('en')})`).join(', ') : ''
+    const cells = [...(several ? [String(p.trace)] : []), `${p.task} #${p.task_id}`, formatNs(p.start_ns - state.span.start), formatNs(p.dur_ns),
+      ...(system ? (s ? [`${formatNs(s.on_cpu_ns)} / ${formatNs(s.off_cpu_ns)}`, s.samples.toLocaleString('en'), fns] : ['', '', '']) : [threadName(p.trace, p.tid)])]
+    cells.forEach((c, i) => {
+      const td = document.createElement('td')
+      td.textContent = c
+      if (left.has(cols[i])) td.className = 'left'
+      if (cols[i] === 'leaf functions') {
+        td.className = 'fns'
+        td.title = fns
+      }
+      row.appendChild(td)
+    })
+    row.title = `${p.task} (task ${p.task_id}) polled for ${formatNs(p.dur_ns)} on ${threadName(p.trace, p.tid)}` +
+      (s ? `: ${formatNs(s.on_cpu_ns)} on the CPU, ${formatNs(s.off_cpu_ns)} off it (preempted ${formatNs(s.preempted_ns)}), ${s.switches} switches` : '')
+    row.onclick = () => {
+      for (const r of t.querySelectorAll('tr.at')) r.classList.remove('at')
+      row.classList.add('at')
+      showPoll(p, stacks).catch(err => { stacks.textContent = String(err.message || err) })
+    }
+    t.appendChild(row)
+  }
+  root.append(head, t, stacks)
+}
+
+// Long poll `p` selected and shown on the timeline; with a system context, its samples' stacks
+// listed in `box`.
+async function showPoll(p, box) {
+  const [a, b] = [p.start_ns, p.start_ns + p.dur_ns]
+  state.selection = [a, b]
+  const pad = Math.max(1, (b - a) / 4)
+  state.show(a - pad, b + pad)
+  if (state.onSelection) state.onSelection()
+  box.textContent = ''
+  if (!p.system) return
+  const r = await stacksOf(p.trace, p.tid, a, b)
+  box.textContent = ''
+  box.dataset.start = String(a)
+  box.appendChild(stacksTable(r, `in the long poll of ${p.task} #${p.task_id} (${formatNs(p.dur_ns)})`))
 }

@@ -13,6 +13,7 @@ import { LEVEL_HEIGHT, FLAG_UNCLOSED, FLAG_WRONG_END, FLAG_INTERLACED, context, 
 import { answeredInSight, drawSoon, drawnInSight, listenFrames, moveTracks, note, seeTracks } from './frames.js'
 import { inSight, layoutChanged, sight, upToDate } from './bands.js'
 import { runText } from './draw.js'
+import { stacksOf, stacksTable } from './stacks.js'
 import { listen } from './input.js'
 import { readUrl, writeUrl } from './url.js'
 import { tracesChanged } from './live.js'
@@ -498,6 +499,12 @@ export async function select(track, hit) {
   ]))
   d.dataset.durationNs = String(s.duration_ns)
   d.dataset.live = s.live ? '1' : '0'
+  // A thread slice with CPU samples inside (a long poll, a slow scope): their call stacks.
+  if (s.async === null && s.system && s.system.samples > 0) {
+    const index = hit.slice[3]
+    const r = await stacksOf(track.trace, s.tid, s.start_ns, s.end_ns)
+    if (state.selected && state.selected.trace === track.trace && state.selected.index === index) d.appendChild(stacksTable(r, 'inside it, by call stack'))
+  }
   return s
 }
 

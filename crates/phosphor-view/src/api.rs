@@ -447,6 +447,7 @@ pub(crate) fn answers() -> Vec<(&'static str, &'static str)> {
         ("/api/context", typed::<crate::system::ContextAnswer>()),
         ("/api/heap", typed::<Samples<crate::system::HeapPixel>>()),
         ("/api/stack", typed::<crate::system::StackAnswer>()),
+        ("/api/stacks", typed::<crate::system::StacksAnswer>()),
         ("/api/frames", typed::<crate::frame_track::FramesAnswer>()),
         ("/api/tasks", typed::<crate::task_table::TasksAnswer>()),
     ]

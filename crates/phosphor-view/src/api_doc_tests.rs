@@ -270,6 +270,7 @@ fn answers() -> Vec<Answer> {
     out.extend(indexing_answers(dir.path()));
     out.extend(more_answers(&served));
     out.push(tasks_answer(dir.path()));
+    out.extend(long_poll_answers(dir.path()));
     out.extend(system_answers(dir.path()));
     out
 }
@@ -424,6 +425,24 @@ fn tasks_answer(dir: &std::path::Path) -> Answer {
     ("`GET /api/tasks?trace=T`: tokio tasks by name", 0, answer)
 }
 
+/// The answers of long polls: the tasks of a crafted trace with a long poll holding CPU samples
+/// (`long_poll_tests.rs`), and the stacks of its samples.
+fn long_poll_answers(dir: &std::path::Path) -> Vec<Answer> {
+    let path = dir.join("long-poll.phos");
+    std::fs::write(&path, crate::long_poll_tests::long_poll_trace(true)).unwrap();
+    let addr = start(&[path]);
+    let tasks = ok(addr, "/api/tasks?trace=0");
+    let p = &tasks["long_polls"][0];
+    let (s, d) = (p["start_ns"].as_i64().unwrap(), p["dur_ns"].as_i64().unwrap());
+    let tid = p["tid"].clone();
+    let stacks = ok(addr, &format!("/api/stacks?trace=0&tid={tid}&start={s}&end={}", s + d));
+    assert_eq!(stacks["samples"], p["system"]["samples"], "{stacks}");
+    vec![
+        ("`GET /api/tasks?trace=T`: tokio tasks by name", 0, tasks),
+        ("`GET /api/stacks?trace=T&tid=N&start=S&end=E`", 0, stacks),
+    ]
+}
+
 /// The answers of the system context, on the crafted trace whose figures are known.
 fn system_answers(dir: &std::path::Path) -> Vec<Answer> {
     let sys = dir.join("system.phos");
@@ -460,12 +479,13 @@ fn system_answers(dir: &std::path::Path) -> Vec<Answer> {
 const LIVE: &str = "Live traces (`phosphor record --view`)";
 
 /// The endpoints that need an index: a live trace answers them 503 (`## Errors`).
-const NEED_AN_INDEX: [&str; 8] = [
+const NEED_AN_INDEX: [&str; 9] = [
     "/api/overview",
     "/api/flow",
     "/api/system",
     "/api/context",
     "/api/stack",
+    "/api/stacks",
     "/api/heap",
     "/api/frames",
     "/api/tasks",

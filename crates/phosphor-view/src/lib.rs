@@ -57,6 +57,8 @@ mod frame_track;
 #[cfg(test)]
 mod frame_track_tests;
 pub mod live;
+#[cfg(test)]
+mod long_poll_tests;
 mod overview;
 pub mod placement;
 mod query;

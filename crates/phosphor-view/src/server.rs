@@ -83,10 +83,12 @@ pub fn router(traces: Arc<Traces>) -> Router {
         .route("/api/context", get(crate::system_api::context))
         .route("/api/heap", get(crate::system_api::heap))
         .route("/api/stack", get(crate::system_api::stack))
+        .route("/api/stacks", get(crate::system_api::stacks))
         .route("/api/frames", get(crate::frame_track::frames))
         .route("/frametrack.js", get(|| module(FRAMETRACK_JS)))
         .route("/api/tasks", get(crate::task_table::tasks))
         .route("/tasks.js", get(|| module(TASKS_JS)))
+        .route("/stacks.js", get(|| module(STACKS_JS)))
         .with_state(traces)
 }
 
@@ -318,6 +320,7 @@ const BANDS_JS: &str = include_str!("../assets/bands.js");
 const FRAMES_JS: &str = include_str!("../assets/frames.js");
 const FRAMETRACK_JS: &str = include_str!("../assets/frametrack.js");
 const TASKS_JS: &str = include_str!("../assets/tasks.js");
+const STACKS_JS: &str = include_str!("../assets/stacks.js");
 const VIEW_CSS: &str = include_str!("../assets/view.css");
 
 async fn page() -> Html<&'static str> {

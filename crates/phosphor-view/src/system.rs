@@ -44,6 +44,8 @@ pub(crate) const MAX_HEAP: usize = 1 << 20;
 pub(crate) const MAX_MAPPINGS: usize = 1 << 16;
 /// The most frames of a stack symbolized and given.
 pub(crate) const MAX_FRAMES: usize = 64;
+/// The most distinct stacks `/api/stacks` symbolizes and gives.
+pub(crate) const MAX_STACKS: usize = 200;
 
 /// The most addresses of distinct stacks kept (8 bytes each, and as much again while reading).
 pub(crate) const MAX_STACK_FRAMES: u64 = 1 << 22;
@@ -384,27 +386,99 @@ impl SystemView {
     /// first, inlined frames included), or `None` if there is no such sample.
     pub(crate) fn stack(&self, place: &Place, tid: u32, at: usize) -> Option<StackAnswer> {
         let &(time, stack) = self.threads.get(&tid)?.samples.get(at)?;
+        let (frames, warnings) = self.symbolized([stack], |_, frames| frames);
+        let frames = frames.into_iter().next().unwrap_or_default();
+        Some(StackAnswer { time_ns: view_ns(place, time), frames, warnings })
+    }
+
+    /// `/api/stacks`' answer: thread `tid`'s CPU samples from `start` to `end` (the shared
+    /// timeline; those at `end` left out, as a scope's figures count them) by call stack, the
+    /// stacks symbolized to their functions and merged where those are the same, most samples
+    /// first; past [`MAX_STACKS`] distinct stacks, the rest are counted in `more`.
+    pub(crate) fn stacks(&self, place: &Place, tid: u32, start: i64, end: i64) -> StacksAnswer {
+        let Some(t) = self.threads.get(&tid) else { return StacksAnswer::default() };
+        let (s, e) = (mono_ns(place, start), mono_ns(place, end.max(start)));
+        let (lo, hi) = (t.samples.partition_point(|x| x.0 < s), t.samples.partition_point(|x| x.0 < e));
+        let mut counts: HashMap<u32, u64> = HashMap::new();
+        for &(_, stack) in &t.samples[lo..hi.max(lo)] {
+            *counts.entry(stack).or_default() += 1;
+        }
+        let mut by_count: Vec<(u32, u64)> = counts.into_iter().collect();
+        by_count.sort_unstable_by_key(|&(stack, n)| (std::cmp::Reverse(n), stack));
+        let more = by_count.iter().skip(MAX_STACKS).map(|&(_, n)| n).sum();
+        by_count.truncate(MAX_STACKS);
+        let count_of: HashMap<u32, u64> = by_count.iter().copied().collect();
+        let (named, warnings) = self.symbolized(by_count.iter().map(|&(stack, _)| stack), |stack, frames| {
+            (count_of[&stack], frames.into_iter().map(|f| f.function).collect::<Vec<_>>())
+        });
+        // Stacks of other addresses in the same functions are one stack here.
+        let mut merged: Vec<SampleStack> = Vec::new();
+        let mut at: HashMap<Vec<String>, usize> = HashMap::new();
+        for (count, frames) in named {
+            match at.get(&frames) {
+                Some(&k) => merged[k].count += count,
+                None => {
+                    at.insert(frames.clone(), merged.len());
+                    merged.push(SampleStack { count, frames });
+                }
+            }
+        }
+        merged.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frames.cmp(&b.frames)));
+        StacksAnswer { samples: (hi.max(lo) - lo) as u64, stacks: merged, more, warnings }
+    }
+
+    /// `stacks` symbolized (innermost first, inlined frames included), each given to `each` with
+    /// its number; and the symbolizer's warnings.
+    fn symbolized<T>(
+        &self,
+        stacks: impl IntoIterator<Item = u32>,
+        mut each: impl FnMut(u32, Vec<Frame>) -> T,
+    ) -> (Vec<T>, Vec<String>) {
         let mut guard = self.symbolizer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let symbolizer = guard.get_or_insert_with(|| {
             let mut s = Symbolizer::new();
             s.add_mappings(&self.mappings);
             s
         });
-        let mut frames = Vec::new();
-        let addresses = self.stacks.get(stack as usize).map_or(&[][..], |s| &s[..]);
-        for (k, &address) in addresses.iter().enumerate() {
-            for f in symbolizer.frames(address, k > 0).iter() {
-                frames.push(Frame {
-                    function: f.function.clone(),
-                    file: f.file.clone(),
-                    line: f.line,
-                    inlined: f.inlined,
-                });
+        let mut out = Vec::new();
+        for stack in stacks {
+            let mut frames = Vec::new();
+            let addresses = self.stacks.get(stack as usize).map_or(&[][..], |s| &s[..]);
+            for (k, &address) in addresses.iter().enumerate() {
+                for f in symbolizer.frames(address, k > 0).iter() {
+                    frames.push(Frame {
+                        function: f.function.clone(),
+                        file: f.file.clone(),
+                        line: f.line,
+                        inlined: f.inlined,
+                    });
+                }
             }
+            out.push(each(stack, frames));
         }
-        let warnings = symbolizer.warnings().to_vec();
-        Some(StackAnswer { time_ns: view_ns(place, time), frames, warnings })
+        (out, symbolizer.warnings().to_vec())
     }
+}
+
+/// `/api/stacks`' answer: a thread's CPU samples in a window, by call stack.
+#[derive(Clone, Debug, Default, Serialize)]
+pub(crate) struct StacksAnswer {
+    /// The samples in the window.
+    samples: u64,
+    /// Their call stacks, most samples first.
+    stacks: Vec<SampleStack>,
+    /// The samples of the stacks past [`MAX_STACKS`], not given.
+    more: u64,
+    /// The symbolizer's warnings (a missing file, a build id that differs).
+    warnings: Vec<String>,
+}
+
+/// A call stack and how many samples had it.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct SampleStack {
+    count: u64,
+    /// Its functions, innermost first.
+    frames: Vec<String>,
 }
 
 /// `/api/system`'s answer.

@@ -1,6 +1,7 @@
 //! The system context's API (`system.rs`): `/api/system` (what a trace's system blocks held),
 //! `/api/context` (a thread's off-CPU intervals and CPU samples in a window), `/api/stack` (one
-//! sample's stack, symbolized), `/api/heap` (the live heap bytes in a window), and a slice's
+//! sample's stack, symbolized), `/api/stacks` (a thread's samples in a window by call stack: a
+//! slice's or a long poll's), `/api/heap` (the live heap bytes in a window), and a slice's
 //! figures for `/api/slice`. Each on a blocking thread: the first reads the system blocks.
 
 use axum::extract::{Query, State};
@@ -108,6 +109,25 @@ pub(crate) async fn stack(
         })
     })
     .await
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct StacksQuery {
+    trace: usize,
+    tid: u32,
+    start: i64,
+    end: i64,
+}
+
+/// `GET /api/stacks`: thread `tid`'s CPU samples from `start` to `end` by call stack, symbolized.
+pub(crate) async fn stacks(
+    State(traces): State<Shared>,
+    Query(q): Query<StacksQuery>,
+) -> Result<Json<crate::system::StacksAnswer>, Failure> {
+    if q.end < q.start {
+        return Err(Failure(StatusCode::BAD_REQUEST, "end must be at least start".into()));
+    }
+    blocking(traces, q.trace, move |t| Ok(t.system().stacks(t.place(), q.tid, q.start, q.end))).await
 }
 
 /// A slice's system figures for `/api/slice`: on- and off-CPU time, preempted time, switches,

@@ -13,7 +13,7 @@ use crate::server::tests::start;
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// `$PHOSPHOR_BROWSER_ENV`, else the directory `scripts/browser-env.sh` sets up.
-fn browser_env() -> PathBuf {
+pub(crate) fn browser_env() -> PathBuf {
     if let Ok(p) = std::env::var("PHOSPHOR_BROWSER_ENV") {
         return p.into();
     }

@@ -1,38 +1,62 @@
-//! `GET /api/tasks`: the tokio tasks of a trace (`phosphor::tokio`) by task name, as
-//! `phosphor_export::tasks::read_tasks` measures them (the figures `phosphor stats` gives, by the
-//! same code), read once per trace on the first request.
+//! `GET /api/tasks`: the tokio tasks of a trace (`phosphor::tokio`) by task name, and their
+//! longest long polls each with the CPU samples and off-CPU time inside it, as
+//! `phosphor_export::long_polls::read_tasks_and_long_polls` measures them (the figures and the
+//! long polls `phosphor stats` gives, by the same code), read once per trace on the first request.
+//! The stacks of a long poll's samples come from `/api/stacks` (`system.rs`).
 
 use std::fs::File;
 use std::io::BufReader;
+use std::path::Path;
+use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::Json;
-use phosphor_export::tasks::{read_tasks, TaskStats};
+use phosphor_export::long_polls::{read_tasks_and_long_polls, LongPoll};
+use phosphor_export::symbolize::Symbolizer;
+use phosphor_export::system::SystemContext;
+use phosphor_export::tasks::TaskStats;
 use phosphor_format::file::Reader;
 use serde::{Deserialize, Serialize};
 
 use crate::server::{trace, Failure, Shared};
 use crate::stats::blocking;
 
-/// A trace's tasks by name, once read, or the error that stopped the reading.
+/// A trace's tasks by name and longest long polls, once read, or the error that stopped the
+/// reading.
 #[derive(Debug)]
 pub(crate) struct TaskTable {
     tasks: Vec<TaskStats>,
+    long_polls: Vec<LongPoll>,
     read_error: Option<String>,
 }
 
+/// The trace file at `path`, opened for a pass.
+fn open(path: &Path) -> Result<Reader<BufReader<File>>, String> {
+    File::open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
+        .and_then(|f| Reader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| e.to_string()))
+}
+
 impl TaskTable {
-    /// The tasks of the trace file at `path`.
-    pub(crate) fn read(path: &std::path::Path) -> TaskTable {
-        let reader = File::open(path)
-            .map_err(|e| format!("{}: {e}", path.display()))
-            .and_then(|f| Reader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| e.to_string()));
-        match reader {
+    /// The tasks of the trace file at `path`; with `system` (the trace has system blocks), its
+    /// long polls tied to the system context, read first as `phosphor stats` reads it (its
+    /// samples' leaves symbolized).
+    pub(crate) fn read(path: &Path, system: bool) -> TaskTable {
+        let context = system.then(|| open(path).ok()).flatten().and_then(|r| SystemContext::read(r).ok());
+        let context = context.map(|mut c| {
+            c.name_leaves(&mut Symbolizer::new());
+            Arc::new(c)
+        });
+        match open(path) {
             Ok(reader) => {
-                let (tasks, failure) = read_tasks(reader);
-                TaskTable { tasks, read_error: failure.map(|e| format!("{}: {e}", path.display())) }
+                let read = read_tasks_and_long_polls(reader, context);
+                TaskTable {
+                    tasks: read.tasks,
+                    long_polls: read.long_polls,
+                    read_error: read.failure.map(|e| format!("{}: {e}", path.display())),
+                }
             }
-            Err(e) => TaskTable { tasks: Vec::new(), read_error: Some(e) },
+            Err(e) => TaskTable { tasks: Vec::new(), long_polls: Vec::new(), read_error: Some(e) },
         }
     }
 }
@@ -60,10 +84,40 @@ pub(crate) struct TaskRow {
     long_polls: u64,
 }
 
-/// The answer: the trace's tasks, by name.
+/// A long poll (`phosphor_export::long_polls::LongPoll`), placed on the shared timeline.
+#[derive(Debug, Serialize)]
+pub(crate) struct LongPollRow {
+    /// Its task's name, or `(unknown task)`.
+    task: String,
+    task_id: u64,
+    /// The worker thread that polled it.
+    tid: u32,
+    /// Its start on the shared timeline, and its duration.
+    start_ns: i64,
+    dur_ns: u64,
+    /// What the system context saw inside it; null without one.
+    system: Option<LongPollSystem>,
+}
+
+/// What the system context saw inside a long poll (`phosphor_export::ScopeSystem`).
+#[derive(Debug, Serialize)]
+pub(crate) struct LongPollSystem {
+    on_cpu_ns: u64,
+    off_cpu_ns: u64,
+    preempted_ns: u64,
+    switches: u64,
+    samples: u64,
+    /// The samples' leaf functions, most samples first: `[function, samples]`.
+    functions: Vec<(String, u64)>,
+}
+
+/// The answer: the trace's tasks, by name, and their longest long polls.
 #[derive(Debug, Serialize)]
 pub(crate) struct TasksAnswer {
     tasks: Vec<TaskRow>,
+    /// The longest long polls (at most `phosphor_export::long_polls::SLOWEST_LONG_POLLS`),
+    /// longest first.
+    long_polls: Vec<LongPollRow>,
     /// Where reading the trace for its tasks stopped, if it is damaged.
     read_error: Option<String>,
 }
@@ -98,7 +152,27 @@ pub(crate) async fn tasks(
                 }
             })
             .collect();
-        Ok(Json(TasksAnswer { tasks, read_error: read.read_error.clone() }))
+        let offset = t.place().offset_ns();
+        let long_polls = read
+            .long_polls
+            .iter()
+            .map(|p| LongPollRow {
+                task: p.task.clone(),
+                task_id: p.task_id,
+                tid: p.tid,
+                start_ns: p.start_ns.saturating_add(offset),
+                dur_ns: p.dur_ns,
+                system: p.system.as_ref().map(|s| LongPollSystem {
+                    on_cpu_ns: s.on_cpu_ns,
+                    off_cpu_ns: s.off_cpu_ns,
+                    preempted_ns: s.preempted_ns,
+                    switches: s.switches,
+                    samples: s.samples,
+                    functions: s.functions.clone(),
+                }),
+            })
+            .collect();
+        Ok(Json(TasksAnswer { tasks, long_polls, read_error: read.read_error.clone() }))
     })
     .await
 }

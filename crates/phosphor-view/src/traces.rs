@@ -136,10 +136,11 @@ impl Trace {
         self.frames.get_or_init(|| crate::frame_track::FrameSets::read(&self.path))
     }
 
-    /// Its tokio tasks by name: read on the first call (a pass over the file), so call it on a
+    /// Its tokio tasks by name and their longest long polls: read on the first call (a pass over
+    /// the file; with a system context, one more over its system blocks), so call it on a
     /// blocking thread.
     pub(crate) fn task_table(&self) -> &crate::task_table::TaskTable {
-        self.tasks.get_or_init(|| crate::task_table::TaskTable::read(&self.path))
+        self.tasks.get_or_init(|| crate::task_table::TaskTable::read(&self.path, !self.system().is_empty()))
     }
 
     /// The trace's clock.

@@ -2,10 +2,11 @@
 // (crates/phosphor-view/src/long_poll_tests.rs: thread 101, a long poll from 60 to 100 ms holding
 // CPU samples at 70, 75 and 92 ms): opens the Tasks panel, reads the long polls' rows, clicks the
 // first, and reads the selection and the stacks listed; reads the colour drawn at the long poll's
-// slice on the timeline; clicks that slice and reads the stacks in its details. Prints one JSON
-// object:
+// slice on the timeline; clicks that slice and reads the stacks in its details; then searches for
+// every long poll from the panel. Prints one JSON object:
 //   {"rows": ["cell | cell | ..."], "selection": [start, end], "head": "...",
-//    "stacks": [[count, "leaf ← caller"]], "flag": true or the pixel drawn, "details": [[count, "..."]], "errors": [...]}
+//    "stacks": [[count, "leaf ← caller"]], "flag": true or the pixel drawn, "level": n,
+//    "details": [[count, "..."]], "searched": n, "errors": [...]}
 //
 // Usage: node view-long-polls.mjs URL SCREENSHOT [TIMEOUT_SECONDS]
 import { check, clickSlice, waitIdle } from './page.mjs'
@@ -71,4 +72,14 @@ await check(result, timeout, async page => {
   await clickSlice(page, { tid: TID, level: result.level, start: origin + 60 * MS, end: origin + 100 * MS })
   await page.waitForFunction(() => document.querySelector('#details .stacks h3'), { timeout, polling: 50 })
   result.details = await page.evaluate(`(${stacksIn})('#details')`)
+
+  // "search all": a search for the long poll slices, counted.
+  await page.click('#tasks-button')
+  await page.waitForFunction(() => document.querySelector('#long-polls-search'), { timeout, polling: 50 })
+  await page.click('#long-polls-search')
+  await page.waitForFunction(() => {
+    const s = window.phosphorView.search
+    return s && s.q === 'long poll' && /found|of/.test(document.getElementById('search-at').textContent)
+  }, { timeout, polling: 50 })
+  result.searched = await page.evaluate(() => window.phosphorView.search.total)
 })

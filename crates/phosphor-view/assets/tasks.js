@@ -76,6 +76,17 @@ function longPolls(answers, rows, root) {
   head.id = 'long-polls-head'
   head.textContent = `longest long polls (${polls.length} of ${total.toLocaleString('en')}; ` +
     (system ? 'CPU samples inside each; click one to show it and its samples’ stacks)' : 'no system context: record with --system for their CPU samples; click one to show it)')
+  // Every long poll, not only the longest: a search for their slices lists them in time order.
+  const all = document.createElement('button')
+  all.type = 'button'
+  all.id = 'long-polls-search'
+  all.textContent = `search all ${total.toLocaleString('en')}`
+  all.title = 'list every long poll (a search for the `long poll` slices)'
+  all.onclick = () => {
+    $('search').value = 'long poll'
+    $('search-form').requestSubmit()
+  }
+  head.append(' ', all)
   const cols = [...(several ? ['trace'] : []), 'task', 'at', 'poll', ...(system ? ['on / off CPU', 'samples', 'leaf functions'] : ['thread'])]
   const left = new Set(['trace', 'task', 'thread', 'leaf functions'])
   const t = document.createElement('table')

@@ -203,4 +203,6 @@ fn the_tasks_panel_lists_the_long_poll_and_shows_the_stacks_of_its_samples() {
     // the same stacks.
     assert_eq!(r["flag"], json!(true), "{r}");
     assert_eq!(r["details"], r["stacks"], "{r}");
+    // The panel's "search all" finds every long poll slice: the one.
+    assert_eq!(r["searched"], 1, "{r}");
 }

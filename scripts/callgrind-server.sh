@@ -116,14 +116,14 @@ done
 
 echo
 echo "Instructions per request ((Ir(2N) - Ir(N)) / N), and the ratio to untraced of the same repeat:"
-printf '  %-12s %-9s %-7s %12s %12s %12s %8s %8s %8s\n' connections mode repeat process server workers \
+printf '  %-12s %-16s %-7s %12s %12s %12s %8s %8s %8s\n' connections mode repeat process server workers \
     "process" "server" "workers"
 for c in "${LOADS[@]}"; do
     for mode in "${MODES[@]}"; do
         for r in $(seq 1 "$REPEATS"); do
             read -r p s w <<<"${PER[$mode.$c.$r]}"
             read -r up us uw <<<"${PER[untraced.$c.$r]}"
-            printf '  %-12s %-9s %-7s %12s %12s %12s %8.3f %8.3f %8.3f\n' "$c" "$mode" "$r" "$p" "$s" "$w" \
+            printf '  %-12s %-16s %-7s %12s %12s %12s %8.3f %8.3f %8.3f\n' "$c" "$mode" "$r" "$p" "$s" "$w" \
                 "$(bc -l <<<"$p / $up")" "$(bc -l <<<"$s / $us")" "$(bc -l <<<"$w / $uw")"
         done
     done

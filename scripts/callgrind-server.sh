@@ -53,6 +53,7 @@ if [[ -z ${MODES:-} ]]; then
     [[ $FEATURES == *console* ]] && MODES+=" console"
 fi
 read -r -a MODES <<<"$MODES"
+[[ " ${MODES[*]} " == *" untraced "* ]] || { echo "MODES needs untraced (the ratios' base)" >&2; exit 2; }
 TARGET=${CARGO_TARGET_DIR:-target}
 OUT=$TARGET/callgrind-server/${FEATURES//,/+}
 

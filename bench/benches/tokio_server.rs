@@ -26,6 +26,9 @@
 //! Options after `--`: `--rounds N` (default 5), `--seconds S` per measurement (default 3),
 //! `--connections C` (default 32), `--rates R1,R2,...` requests per second of the loads
 //! (default `0,3000`; 0 is saturating).
+//!
+//! `--count MODE --requests N` instead runs one mode's fixed number of requests in this process
+//! and ends, for an instruction count under callgrind (`scripts/callgrind-server.sh`).
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,6 +43,9 @@ const BODY: &str = "hello from phosphor's tokio benchmark\n";
 enum Mode {
     Untraced,
     Phosphor,
+    /// Phosphor without `wait_ns` (`TaskHooks::wait_ns(false)`): not in the timed rounds, for
+    /// `--count` (the instruction counts of `scripts/callgrind-server.sh`).
+    PhosphorNoWait,
     Console,
 }
 
@@ -48,6 +54,7 @@ impl Mode {
         match self {
             Mode::Untraced => "untraced",
             Mode::Phosphor => "phosphor",
+            Mode::PhosphorNoWait => "phosphor-nowait",
             Mode::Console => "console",
         }
     }
@@ -55,6 +62,7 @@ impl Mode {
         match s {
             "untraced" => Mode::Untraced,
             "phosphor" => Mode::Phosphor,
+            "phosphor-nowait" => Mode::PhosphorNoWait,
             "console" => Mode::Console,
             _ => panic!("unknown mode {s}"),
         }
@@ -107,26 +115,40 @@ async fn client(
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         t
     });
-    let request = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n";
     let mut buf = Vec::with_capacity(4096);
     while !stop.load(Ordering::Relaxed) {
         if let Some(t) = &mut timer {
             t.tick().await;
         }
-        s.write_all(request).await.unwrap();
-        buf.clear();
-        loop {
-            let mut chunk = [0u8; 1024];
-            let n = s.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "the server closed the connection");
-            buf.extend_from_slice(&chunk[..n]);
-            if let Some(head) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                if buf.len() >= head + 4 + BODY.len() {
-                    break;
-                }
+        exchange(&mut s, &mut buf).await;
+        done.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One request on `s`, then its whole response (read into `buf`).
+async fn exchange(s: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) {
+    s.write_all(b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n").await.unwrap();
+    buf.clear();
+    loop {
+        let mut chunk = [0u8; 1024];
+        let n = s.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the server closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(head) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            if buf.len() >= head + 4 + BODY.len() {
+                return;
             }
         }
-        done.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One connection's `n` requests, each sent when the last response is in.
+async fn client_count(addr: std::net::SocketAddr, n: u64) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut buf = Vec::with_capacity(4096);
+    for _ in 0..n {
+        exchange(&mut s, &mut buf).await;
     }
 }
 
@@ -180,38 +202,67 @@ struct Sample {
     fired: f64,
 }
 
-/// One measurement in this process, after a warm-up, at `rate` requests/s (0: saturating).
-fn measure(mode: Mode, o: &Options, rate: f64) -> Sample {
+/// A server of one mode, serving on its runtime.
+struct Server {
+    mode: Mode,
+    runtime: tokio::runtime::Runtime,
+    addr: std::net::SocketAddr,
+    trigger_dir: std::path::PathBuf,
+}
+
+/// Starts the axum server of `mode` on a two-worker runtime; in Phosphor's mode, a flight
+/// recorder's ring dumped on a `long poll` over `long_poll`.
+fn start_server(mode: Mode, long_poll: Duration) -> Server {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.worker_threads(2).enable_all();
     builder.on_thread_start(|| SERVER_CLOCKS.lock().unwrap().push(this_thread_clock()));
     let trigger_dir = std::env::temp_dir().join(format!("phosphor-tokio-bench-{}", std::process::id()));
     match mode {
         Mode::Untraced => {}
-        Mode::Phosphor => {
+        Mode::Phosphor | Mode::PhosphorNoWait => {
             if !phosphor::tokio::HOOKS_AVAILABLE {
                 panic!("tokio has no task hooks: build with RUSTFLAGS=\"--cfg tokio_unstable\"");
             }
-            // The flight recorder: a ring of the last events, dumped on a poll over 10 ms.
+            // The flight recorder: a ring of the last events, dumped on a long poll.
             let config = phosphor::TraceConfig::new(phosphor::BufferMode::Ring, 64 << 20)
                 .trigger_dir(&trigger_dir)
-                .trigger(phosphor::trigger::Trigger::slower_than(
-                    "tokio",
-                    "long poll",
-                    Duration::from_millis(10),
-                ));
+                .trigger(phosphor::trigger::Trigger::slower_than("tokio", "long poll", long_poll));
             phosphor::TraceLog::global().start(config).unwrap();
-            phosphor::tokio::instrument(&mut builder);
+            let hooks = phosphor::tokio::TaskHooks::new().long_poll(long_poll);
+            hooks.wait_ns(mode == Mode::Phosphor).install(&mut builder);
         }
         Mode::Console => console(),
     }
-    let server = builder.build().unwrap();
-    let listener = server.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let runtime = builder.build().unwrap();
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let addr = listener.local_addr().unwrap();
-    server.spawn(async move {
+    runtime.spawn(async move {
         let app = axum::Router::new().route("/", axum::routing::get(hello));
         axum::serve(listener, app).await.unwrap();
     });
+    Server { mode, runtime, addr, trigger_dir }
+}
+
+/// Stops `server` (and Phosphor's trace): the flight recorder's triggers fired, and the events
+/// its ring held at the end.
+fn stop_server(server: Server) -> (u64, u64) {
+    drop(server.runtime);
+    if !matches!(server.mode, Mode::Phosphor | Mode::PhosphorNoWait) {
+        return (0, 0);
+    }
+    let log = phosphor::TraceLog::global();
+    let fired = log.triggers().fired;
+    log.stop();
+    let recorded = log.take_trace().map_or(0, |t| t.stats().recorded);
+    eprintln!("phosphor: {recorded} events in the ring at the end, triggers {:?}", log.triggers());
+    let _ = std::fs::remove_dir_all(&server.trigger_dir);
+    (fired, recorded)
+}
+
+/// One measurement in this process, after a warm-up, at `rate` requests/s (0: saturating).
+fn measure(mode: Mode, o: &Options, rate: f64) -> Sample {
+    let server = start_server(mode, phosphor::tokio::DEFAULT_LONG_POLL);
+    let addr = server.addr;
     // The load generator: its own runtime, on this thread, untraced.
     let load = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let done = Arc::new(AtomicU64::new(0));
@@ -246,17 +297,36 @@ fn measure(mode: Mode, o: &Options, rate: f64) -> Sample {
         }
     });
     drop(load);
-    drop(server);
-    let mut fired = 0;
-    if mode == Mode::Phosphor {
-        let log = phosphor::TraceLog::global();
-        fired = log.triggers().fired;
-        log.stop();
-        let recorded = log.take_trace().map_or(0, |t| t.stats().recorded);
-        eprintln!("phosphor: {recorded} events in the ring at the end, triggers {:?}", log.triggers());
-        let _ = std::fs::remove_dir_all(&trigger_dir);
-    }
+    let (fired, _) = stop_server(server);
     Sample { fired: fired as f64, ..sample }
+}
+
+/// `--count MODE`: a fixed number of requests, for an instruction count
+/// (`scripts/callgrind-server.sh` runs it under callgrind): `--connections` connections each
+/// send `--requests / --connections` requests, each when the last response is in, and the
+/// process ends. No clock decides how much work is done, so two runs of one mode do the same
+/// requests, and the difference of two runs' counts (N and 2N requests) is N requests' cost
+/// with the setup's cancelled. `--long-poll-ms` sets Phosphor's long-poll threshold (and
+/// trigger), default 10.
+fn count(mode: Mode, o: &Options, requests: u64, long_poll: Duration) {
+    let server = start_server(mode, long_poll);
+    let addr = server.addr;
+    let load = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let connections = o.connections as u64;
+    assert!(requests % connections == 0, "--requests must be a multiple of --connections");
+    load.block_on(async {
+        let clients: Vec<_> =
+            (0..connections).map(|_| tokio::spawn(client_count(addr, requests / connections))).collect();
+        for c in clients {
+            c.await.unwrap();
+        }
+    });
+    drop(load);
+    let (fired, recorded) = stop_server(server);
+    println!(
+        "mode {} requests {requests} connections {connections} fired {fired} recorded {recorded}",
+        mode.name()
+    );
 }
 
 #[cfg(feature = "console")]
@@ -328,6 +398,14 @@ fn table(modes: &[Mode], samples: &[Vec<Sample>]) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let o = options(&args);
+    if let Some(at) = args.iter().position(|a| a == "--count") {
+        let value = |flag: &str, default: u64| -> u64 {
+            args.iter().position(|a| a == flag).map_or(default, |i| args[i + 1].parse().unwrap())
+        };
+        let long_poll = Duration::from_millis(value("--long-poll-ms", 10));
+        count(Mode::parse(&args[at + 1]), &o, value("--requests", 3200), long_poll);
+        return;
+    }
     if let Some(at) = args.iter().position(|a| a == "--child") {
         let rate: f64 = args[at + 2].parse().unwrap();
         let s = measure(Mode::parse(&args[at + 1]), &o, rate);

@@ -170,10 +170,21 @@ fn wait_ns(meta: &TaskMeta<'_>) -> u64 {
     wait
 }
 
-pub(super) fn install(log: &'static TraceLog, long_poll: Duration, builder: &mut ::tokio::runtime::Builder) {
-    // Costs tokio a clock read when it schedules a task; gives each poll its wait.
+pub(super) fn install(
+    log: &'static TraceLog,
+    long_poll: Duration,
+    with_wait: bool,
+    builder: &mut ::tokio::runtime::Builder,
+) {
+    // Compared with each poll's length in nanoseconds: a multiplication per poll, where
+    // converting the `Duration` to ticks would take a 128-bit integer to a float every time.
+    let long_poll_ns = long_poll.as_nanos() as f64;
+    // Costs tokio a clock read when it schedules a task and one when it polls it; gives each
+    // poll its wait.
     #[cfg(target_pointer_width = "64")]
-    builder.track_task_schedule_latency();
+    if with_wait {
+        builder.track_task_schedule_latency();
+    }
     builder
         .on_task_spawn(move |meta| {
             // The spawn hook runs on the spawning thread, inside `spawn`: `named` is around it.
@@ -218,13 +229,17 @@ pub(super) fn install(log: &'static TraceLog, long_poll: Duration, builder: &mut
             let ticks = log.now().wrapping_sub(start);
             let id = task_id(meta);
             if let Some(state) = check(log, sites.poll) {
-                emit(log, sites.poll, state, At(start), [ticks], id, wait_ns(meta));
+                if with_wait {
+                    emit(log, sites.poll, state, At(start), [ticks], id, wait_ns(meta));
+                } else {
+                    // Two words: one record, written in line.
+                    emit(log, sites.poll, state, At(start), [ticks], id, NoArg);
+                }
             }
-            if ticks > log.duration_to_ticks(long_poll) {
+            let ns = log.ticks_to_ns(ticks);
+            if ns > long_poll_ns {
                 if let Some(state) = check(log, &LONG_POLL) {
-                    let per_second = log.duration_to_ticks(Duration::from_secs(1)).max(1);
-                    let ns = (ticks as f64 * 1e9 / per_second as f64) as u64;
-                    emit_watched(log, &LONG_POLL, state, At(start), [ticks], id, ns);
+                    emit_watched(log, &LONG_POLL, state, At(start), [ticks], id, ns as u64);
                 }
             }
         });

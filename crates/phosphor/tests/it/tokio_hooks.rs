@@ -199,28 +199,28 @@ fn a_long_poll_fires_a_flight_recorders_trigger() {
     log.stop();
 }
 
+/// The `wait_ns` of each poll of one task that waited at least `block` for its first poll, on a
+/// one-thread runtime with `hooks` (`None`: a poll without `wait_ns`), read back from the file.
 #[cfg(tokio_unstable)]
-#[test]
-fn a_poll_records_how_long_its_task_waited_after_being_woken() {
-    // One thread: a task spawned while the main future blocks it for BLOCK cannot be polled
-    // before the main future yields, so its first poll waited at least BLOCK.
-    const BLOCK: Duration = Duration::from_millis(30);
+fn poll_waits(hooks: TaskHooks, block: Duration, name: &str) -> Vec<Option<u64>> {
+    // One thread: a task spawned while the main future blocks it for `block` cannot be polled
+    // before the main future yields, so its first poll waited at least `block`.
     let log = started(TraceConfig::new(BufferMode::Fixed, 1 << 20).categories("tokio").unwrap());
     let leaked: &'static Arc<TraceLog> = Box::leak(Box::new(log.clone()));
     let log_ref: &'static TraceLog = leaked;
     let mut builder = tokio::runtime::Builder::new_current_thread();
-    TaskHooks::new().log(log_ref).install(&mut builder);
+    hooks.log(log_ref).install(&mut builder);
     let rt = builder.build().unwrap();
     let task = rt.block_on(async {
         let h = tokio::spawn(async {});
         let task = h.id().to_string().parse::<u64>().unwrap();
-        std::thread::sleep(BLOCK);
+        std::thread::sleep(block);
         h.await.unwrap();
         task
     });
     drop(rt);
     let trace = stop_and_take(&log);
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tokio-hooks-wait.phos");
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tokio-hooks-{name}.phos"));
     trace.save(&path).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let mut waits = Vec::new();
@@ -235,12 +235,28 @@ fn a_poll_records_how_long_its_task_waited_after_being_woken() {
                 && e.callsite.name != "long poll"
                 && arg("task") == Some(task)
             {
-                waits.push(arg("wait_ns").expect("a poll has wait_ns"));
+                waits.push(arg("wait_ns"));
             }
         })
         .unwrap();
+    waits
+}
+
+#[cfg(tokio_unstable)]
+#[test]
+fn a_poll_records_how_long_its_task_waited_after_being_woken() {
+    const BLOCK: Duration = Duration::from_millis(30);
+    let waits = poll_waits(TaskHooks::new(), BLOCK, "wait");
     assert_eq!(waits.len(), 1, "one poll: {waits:?}");
-    assert!(waits[0] >= BLOCK.as_nanos() as u64, "waited {} ns, blocked {BLOCK:?}", waits[0]);
+    let wait = waits[0].expect("a poll has wait_ns");
+    assert!(wait >= BLOCK.as_nanos() as u64, "waited {wait} ns, blocked {BLOCK:?}");
+}
+
+#[cfg(tokio_unstable)]
+#[test]
+fn with_wait_ns_off_a_poll_has_its_task_and_no_wait() {
+    let waits = poll_waits(TaskHooks::new().wait_ns(false), Duration::from_millis(5), "no-wait");
+    assert_eq!(waits, vec![None], "one poll, naming its task, without wait_ns");
 }
 
 /// `examples/tokio_flight_recorder.rs`, run here (its `main` aside).

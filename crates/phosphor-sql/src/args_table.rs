@@ -7,12 +7,13 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt64Array, UInt64Builder,
+    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Array, UInt64Array,
+    UInt64Builder,
 };
 use arrow::record_batch::RecordBatch;
 use phosphor_format::file::Value;
 
-use crate::columns::{file_columns, thread_columns};
+use crate::columns::{file_columns, thread_names};
 use crate::tables::{batch, Table};
 
 /// A row's arguments (and, for a row of the nesting, what else it carries: [`crate::rows`])
@@ -170,6 +171,8 @@ struct Owned {
     owner: Owner,
     bytes: Box<[u8]>,
     from: usize,
+    /// Arguments in `bytes[from..]`.
+    n: usize,
 }
 
 /// Rows of `args` gathered for a batch: the packed arguments of each row they belong to, kept
@@ -195,7 +198,7 @@ impl ArgRows {
         let n = unpack(bytes.get(from..).unwrap_or_default()).count();
         if n > 0 {
             self.rows += n;
-            self.owners.push(Owned { tid, id, owner, bytes, from });
+            self.owners.push(Owned { tid, id, owner, bytes, from, n });
         }
     }
 
@@ -212,11 +215,19 @@ impl ArgRows {
         name: &dyn Fn(u32) -> Option<String>,
     ) -> RecordBatch {
         let n = self.rows;
-        let args = || self.owners.iter().flat_map(|o| unpack(&o.bytes[o.from..]).map(move |a| (o, a)));
         let mut cols = file_columns(trace, process, pid, n);
-        let tids: Vec<Option<u32>> = args().map(|(o, _)| Some(o.tid)).collect();
-        cols.extend(thread_columns(&tids, name));
-        cols.push(Arc::new(UInt64Array::from_iter_values(args().map(|(o, _)| o.id))));
+        // The thread and owner of each row, per owner (not per argument unpacked again).
+        fn per_row(o: &Owned) -> std::iter::RepeatN<&Owned> {
+            std::iter::repeat_n(o, o.n)
+        }
+        let thread = thread_names(self.owners.iter().flat_map(per_row).map(|o| Some(o.tid)), n, name);
+        cols.push(Arc::new(thread));
+        cols.push(Arc::new(UInt32Array::from_iter_values(
+            self.owners.iter().flat_map(per_row).map(|o| o.tid),
+        )));
+        cols.push(Arc::new(UInt64Array::from_iter_values(
+            self.owners.iter().flat_map(per_row).map(|o| o.id),
+        )));
         let mut kind = StringBuilder::with_capacity(n, n * 8);
         let mut key = StringBuilder::with_capacity(n, n * 8);
         let mut ty = StringBuilder::with_capacity(n, n * 6);
@@ -225,25 +236,28 @@ impl ArgRows {
         let mut real = Float64Builder::with_capacity(n);
         let mut string = StringBuilder::new();
         let mut boolean = BooleanBuilder::with_capacity(n);
-        for (o, (k, v)) in args() {
-            kind.append_value(o.owner.as_str());
-            key.append_value(k);
-            ty.append_value(match v {
-                Value::I64(_) => "int",
-                Value::U64(_) => "uint",
-                Value::F64(_) => "real",
-                Value::Bool(_) => "bool",
-                Value::Str(_) => "string",
-                Value::Pointer(_) => "pointer",
-            });
-            int.append_option(if let Value::I64(x) = v { Some(x) } else { None });
-            uint.append_option(match v {
-                Value::U64(x) | Value::Pointer(x) => Some(x),
-                _ => None,
-            });
-            real.append_option(if let Value::F64(x) = v { Some(x) } else { None });
-            string.append_option(if let Value::Str(s) = v { Some(s) } else { None });
-            boolean.append_option(if let Value::Bool(b) = v { Some(b) } else { None });
+        for o in &self.owners {
+            let owner = o.owner.as_str();
+            for (k, v) in unpack(&o.bytes[o.from..]) {
+                kind.append_value(owner);
+                key.append_value(k);
+                ty.append_value(match v {
+                    Value::I64(_) => "int",
+                    Value::U64(_) => "uint",
+                    Value::F64(_) => "real",
+                    Value::Bool(_) => "bool",
+                    Value::Str(_) => "string",
+                    Value::Pointer(_) => "pointer",
+                });
+                int.append_option(if let Value::I64(x) = v { Some(x) } else { None });
+                uint.append_option(match v {
+                    Value::U64(x) | Value::Pointer(x) => Some(x),
+                    _ => None,
+                });
+                real.append_option(if let Value::F64(x) = v { Some(x) } else { None });
+                string.append_option(if let Value::Str(s) = v { Some(s) } else { None });
+                boolean.append_option(if let Value::Bool(b) = v { Some(b) } else { None });
+            }
         }
         cols.push(Arc::new(kind.finish()));
         cols.push(Arc::new(key.finish()));

@@ -44,8 +44,9 @@ pub(crate) fn write_object<'a>(
         string(out, name);
         let _ = out.write_char(':');
         let _ = match value {
-            Value::I64(v) => write!(out, "{v}"),
-            Value::U64(v) => write!(out, "{v}"),
+            Value::I64(v) if v < 0 => out.write_char('-').and_then(|()| decimal(out, v.unsigned_abs())),
+            Value::I64(v) => decimal(out, v.unsigned_abs()),
+            Value::U64(v) => decimal(out, v),
             Value::F64(v) if v.is_finite() => write!(out, "{v}"),
             Value::F64(_) => out.write_str("null"),
             Value::Bool(v) => out.write_str(if v { "true" } else { "false" }),
@@ -60,6 +61,23 @@ pub(crate) fn write_object<'a>(
         let _ = out.write_char('}');
     }
     any
+}
+
+/// `v` in decimal, as `{v}` formats it, without the formatting machinery (most arguments are
+/// integers, written a row at a time).
+fn decimal(out: &mut impl Write, mut v: u64) -> std::fmt::Result {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written: UTF-8.
+    out.write_str(std::str::from_utf8(&digits[at..]).unwrap_or_default())
 }
 
 /// `s` as a JSON string: quoted, with `"`, `\` and control characters escaped; the runs of
@@ -105,6 +123,16 @@ mod tests {
             Some(r#"{"n":-3,"q\"uote":"a\\b\n\u0001","x":null,"p":"0xff","b":true,"f":0.5}"#)
         );
         assert_eq!(object([]), None);
+    }
+
+    #[test]
+    fn integers_are_written_as_rust_formats_them() {
+        for v in [0i64, 7, -1, 10, -10, 99, 100, 1234567890, i64::MIN, i64::MAX] {
+            assert_eq!(object([("v", Value::I64(v))]).as_deref(), Some(format!("{{\"v\":{v}}}").as_str()));
+        }
+        for v in [0u64, 9, 10, 18446744073709551615, 1 << 63] {
+            assert_eq!(object([("v", Value::U64(v))]).as_deref(), Some(format!("{{\"v\":{v}}}").as_str()));
+        }
     }
 
     #[test]

@@ -38,7 +38,7 @@ use loom::sync::atomic::AtomicPtr;
 use std::sync::atomic::AtomicPtr;
 
 use crate::record::log_core::STREAM;
-pub(crate) use crate::record::log_core::{DropCounters, DropReason, LogCore};
+pub(crate) use crate::record::log_core::{DropReason, LogCore};
 
 /// Releases a slave lock if dropped while unwinding, so a panic inside the critical section (a
 /// debug assertion, an index out of bounds) does not leave the lock held for ever, and counts the

@@ -19,34 +19,11 @@ OUT=$TARGET/callgrind-tracing
 BIN=$TARGET/release/examples/callgrind_tracing
 read -r -a MODES <<<"${MODES:-event span span_life event_layer noop macro log2 limit}"
 
-if [[ ! -f Cargo.toml || ! -d crates/phosphor-tracing ]]; then
-    echo "run this from the repository root" >&2
-    exit 2
-fi
-for tool in valgrind callgrind_annotate; do
-    command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install valgrind)" >&2; exit 2; }
-done
+source "$(dirname "$0")/callgrind-lib.sh"
+callgrind_require crates/phosphor-tracing
 
 cargo build --quiet --profile bench -p phosphor-tracing --example callgrind_tracing
 mkdir -p "$OUT"
-
-total_of() {
-    awk '/^(summary|totals):/ { print $2; exit }' "$1"
-}
-
-declare -A PER_OP
-run_mode() {
-    local mode=$1 n
-    for n in "$N" "$((2 * N))"; do
-        valgrind --tool=callgrind --callgrind-out-file="$OUT/$mode.$n.out" "$BIN" "$mode" "$n" \
-            2>"$OUT/$mode.$n.log" || { cat "$OUT/$mode.$n.log" >&2; exit 1; }
-        grep -q '^mode ' "$OUT/$mode.$n.log" || { cat "$OUT/$mode.$n.log" >&2; exit 1; }
-    done
-    local t1 t2
-    t1=$(total_of "$OUT/$mode.$N.out")
-    t2=$(total_of "$OUT/$mode.$((2 * N)).out")
-    PER_OP[$mode]=$(awk -v a="$t1" -v b="$t2" -v n="$N" 'BEGIN { printf "%.1f", (b - a) / n }')
-}
 
 for mode in "${MODES[@]}"; do
     run_mode "$mode"
@@ -57,19 +34,6 @@ for mode in "${MODES[@]}"; do
     printf '  %-12s %10s\n' "$mode" "${PER_OP[$mode]}"
 done
 
-listing() {
-    callgrind_annotate --threshold=100 --auto=no "$1" 2>/dev/null |
-        awk '/^ *[0-9,]+ +\([ 0-9.]+%\) +[^ ]/ && !/PROGRAM TOTALS/ {
-            ir = $1; gsub(",", "", ir)
-            sub(/^ *[0-9,]+ +\([ 0-9.]+%\) +/, ""); sub(/ \[[^]]*\]$/, ""); sub(/^\/rustc\/[0-9a-f]+\/library\//, "rust:")
-            print ir "\t" $0 }'
-}
 if [[ -f "$OUT/$BREAKDOWN.$N.out" ]]; then
-    echo
-    echo "Breakdown of '$BREAKDOWN' (instructions per event by source file:function, >= 0.5 shown):"
-    join -t $'\t' -j 2 -a 1 -a 2 -e 0 -o 0,1.1,2.1 \
-        <(listing "$OUT/$BREAKDOWN.$N.out" | sort -t $'\t' -k 2) \
-        <(listing "$OUT/$BREAKDOWN.$((2 * N)).out" | sort -t $'\t' -k 2) |
-        awk -F '\t' -v n="$N" '{ d = ($3 - $2) / n; if (d >= 0.5 || d <= -0.5) printf "%8.1f  %s\n", d, $1 }' |
-        sort -rn
+    callgrind_breakdown "$BREAKDOWN"
 fi

@@ -22,7 +22,8 @@
 # It prints one line per scenario, then a per-function breakdown (instructions per event, from the
 # difference of the two runs' `callgrind_annotate` listings) of the `BREAKDOWN` scenario
 # (default: instant). The raw profiles stay in target/callgrind/ for `callgrind_annotate`.
-# Not part of CI: it needs valgrind, and takes a minute or two.
+# Not part of CI: it needs valgrind, and takes a minute or two. The harness (the runs, the
+# quotient, the breakdown) is scripts/callgrind-lib.sh, shared with scripts/callgrind-tracing.sh.
 set -euo pipefail
 
 N=${N:-1000000}
@@ -32,35 +33,11 @@ TARGET=${CARGO_TARGET_DIR:-target}
 OUT=$TARGET/callgrind${FEATURES:+-$FEATURES}
 BIN=$TARGET/release/examples/callgrind_instant
 
-if [[ ! -f Cargo.toml || ! -d crates/phosphor ]]; then
-    echo "run this from the repository root" >&2
-    exit 2
-fi
-for tool in valgrind callgrind_annotate; do
-    command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install valgrind)" >&2; exit 2; }
-done
+source "$(dirname "$0")/callgrind-lib.sh"
+callgrind_require crates/phosphor
 
 cargo build --quiet --profile bench -p phosphor --example callgrind_instant ${FEATURES:+--features "$FEATURES"}
 mkdir -p "$OUT"
-
-# total_of <profile>: the Ir total callgrind wrote.
-total_of() {
-    awk '/^(summary|totals):/ { print $2; exit }' "$1"
-}
-
-declare -A PER_OP
-run_mode() {
-    local mode=$1 n
-    for n in "$N" "$((2 * N))"; do
-        valgrind --tool=callgrind --callgrind-out-file="$OUT/$mode.$n.out" "$BIN" "$mode" "$n" \
-            2>"$OUT/$mode.$n.log" || { cat "$OUT/$mode.$n.log" >&2; exit 1; }
-        grep -q '^mode ' "$OUT/$mode.$n.log" || { cat "$OUT/$mode.$n.log" >&2; exit 1; }
-    done
-    local t1 t2
-    t1=$(total_of "$OUT/$mode.$N.out")
-    t2=$(total_of "$OUT/$mode.$((2 * N)).out")
-    PER_OP[$mode]=$(awk -v a="$t1" -v b="$t2" -v n="$N" 'BEGIN { printf "%.1f", (b - a) / n }')
-}
 
 MODES=(instant scope counter dynstr log3 interned disabled limit empty)
 for mode in "${MODES[@]}"; do
@@ -98,20 +75,4 @@ if [[ ${UPDATE_BENCHMARKS:-0} == 1 ]]; then
         --command "UPDATE_BENCHMARKS=1 N=$N scripts/callgrind.sh"
 fi
 
-# Per-function breakdown of one scenario: the difference of the two runs' listings, per event.
-# callgrind_annotate attributes inlined code to the source file it came from, so a line reads
-# "instructions/event  source-file:function-it-was-inlined-into".
-listing() {
-    callgrind_annotate --threshold=100 --auto=no "$1" 2>/dev/null |
-        awk '/^ *[0-9,]+ +\([ 0-9.]+%\) +[^ ]/ && !/PROGRAM TOTALS/ {
-            ir = $1; gsub(",", "", ir)
-            sub(/^ *[0-9,]+ +\([ 0-9.]+%\) +/, ""); sub(/ \[[^]]*\]$/, ""); sub(/^\/rustc\/[0-9a-f]+\/library\//, "rust:")
-            print ir "\t" $0 }'
-}
-echo
-echo "Breakdown of '$BREAKDOWN' (instructions per event by source file:function, >= 0.5 shown):"
-join -t $'\t' -j 2 -a 1 -a 2 -e 0 -o 0,1.1,2.1 \
-    <(listing "$OUT/$BREAKDOWN.$N.out" | sort -t $'\t' -k 2) \
-    <(listing "$OUT/$BREAKDOWN.$((2 * N)).out" | sort -t $'\t' -k 2) |
-    awk -F '\t' -v n="$N" '{ d = ($3 - $2) / n; if (d >= 0.5 || d <= -0.5) printf "%8.1f  %s\n", d, $1 }' |
-    sort -rn
+callgrind_breakdown "$BREAKDOWN"

@@ -1,9 +1,10 @@
 //! The part of a `TraceLog` that the write path touches ([`LogCore`]): the running trace's buffer
 //! pointer, the drop counters (each lost event under its reason, [`DropReason`]), and the cold
-//! re-check of a callsite an event may have raced a restart with.
+//! re-check of a callsite an event may have raced a restart with. Nothing of a subsystem: what
+//! the write path asks of the streaming collector goes through [`STREAM`]'s hooks.
 
 use crate::record::buffer::TraceBuffer;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, HookSlot, Ordering};
 
 #[cfg(loom)]
 use loom::sync::atomic::AtomicPtr;
@@ -58,18 +59,31 @@ impl DropCounters {
     }
 }
 
+/// What a writer in a Stream-mode trace asks of the streaming collector, off the fast path: when
+/// it finds no free chunk (`Tenant::wait_for_chunk`) and when its fresh chunk starts with a
+/// saturation marker (`Tenant::mark_saturation`). `trace_log/streams.rs` fills [`STREAM`] when a
+/// streaming trace starts, before its buffer is published; empty, a writer neither waits nor
+/// marks.
+pub(crate) struct StreamHooks {
+    /// The callsite id of the saturation marker (0: none).
+    pub(crate) saturation_id: fn() -> u32,
+    /// How long a writer of the log in slot `slot` waits for a free chunk before it drops its
+    /// event (ns; 0: it does not wait): set while a `Block` datastream is open.
+    pub(crate) block_ns: fn(u32) -> u64,
+}
+
+/// The streaming collector's write-path hooks.
+pub(crate) static STREAM: HookSlot<StreamHooks> = HookSlot::empty();
+
 /// The part of a `TraceLog` the write path touches.
 #[derive(Debug)]
 pub(crate) struct LogCore {
     /// The running trace's buffer, or null. Tenants load it only inside a slave critical section;
     /// `stop` clears it before `evict_all`, and so owns the buffer once eviction is done.
     pub(crate) buffer: AtomicPtr<TraceBuffer>,
+    /// Core, not a subsystem's: every lost event is counted here under its reason, whichever
+    /// subsystem (if any) reads the figures.
     pub(crate) drops: DropCounters,
-    /// Stream mode: how long a writer waits for a free chunk before it drops its event (ns; 0:
-    /// it does not wait). Set while a `Block` datastream is open.
-    pub(crate) block_ns: AtomicU64,
-    /// Stream mode: the callsite id of the saturation marker (0: none).
-    pub(crate) saturation_id: crate::sync::AtomicU32,
     /// The log's slot: which enabled bit of a callsite's state is this log's.
     pub(crate) slot: u32,
 }
@@ -89,21 +103,13 @@ impl LogCore {
                 thread_exited: A::new(0),
                 unwound: A::new(0),
             },
-            block_ns: A::new(0),
-            saturation_id: std::sync::atomic::AtomicU32::new(0),
             slot,
         }
     }
 
     #[cfg(loom)]
     pub(crate) fn new(slot: u32) -> LogCore {
-        LogCore {
-            buffer: AtomicPtr::new(std::ptr::null_mut()),
-            drops: DropCounters::default(),
-            block_ns: AtomicU64::new(0),
-            saturation_id: crate::sync::AtomicU32::new(0),
-            slot,
-        }
+        LogCore { buffer: AtomicPtr::new(std::ptr::null_mut()), drops: DropCounters::default(), slot }
     }
 
     /// Whether this log still traces the callsite `id` (an event written into a chunk of a new

@@ -37,7 +37,8 @@ use loom::sync::atomic::AtomicPtr;
 #[cfg(not(loom))]
 use std::sync::atomic::AtomicPtr;
 
-pub(crate) use crate::record::log_core::{DropCounters, DropReason, LogCore};
+use crate::record::log_core::STREAM;
+pub(crate) use crate::record::log_core::{DropReason, LogCore};
 
 /// Releases a slave lock if dropped while unwinding, so a panic inside the critical section (a
 /// debug assertion, an index out of bounds) does not leave the lock held for ever, and counts the
@@ -49,8 +50,9 @@ pub(crate) use crate::record::log_core::{DropCounters, DropReason, LogCore};
 /// indexes); a one-record fill is straight-line stores and a clock read, which cannot unwind, and
 /// arming a guard around it would cost every event (the unwinding edge kept the compiler from
 /// folding the write's outcome: 3 instructions per event under callgrind). `make_room`, the
-/// out-of-line slow path inside the critical section, arms its own.
-struct UnlockOnUnwind<'a>(&'a ChunkLock, &'a DropCounters);
+/// out-of-line slow path inside the critical section, arms its own. It holds the tenant and reads
+/// the core's drop counters only when it fires, so that `make_room` keeps no core pointer live.
+struct UnlockOnUnwind<'a>(&'a Tenant);
 
 impl UnlockOnUnwind<'_> {
     #[inline(always)]
@@ -62,8 +64,8 @@ impl UnlockOnUnwind<'_> {
 impl Drop for UnlockOnUnwind<'_> {
     #[cold]
     fn drop(&mut self) {
-        self.1.count(DropReason::Unwound);
-        self.0.slave_unlock();
+        self.0.core().drops.count(DropReason::Unwound);
+        self.0.lock.slave_unlock();
     }
 }
 
@@ -131,8 +133,10 @@ struct TenantState {
     tid: u32,
     /// Sequence number of the next chunk this tenant loans.
     seq: u64,
-    /// Stream mode: events dropped for want of a free chunk since this tenant's last chunk; its
-    /// next chunk starts with a saturation marker that says how many.
+    /// Events dropped for want of a free chunk since this tenant's last chunk; in Stream mode its
+    /// next chunk starts with a saturation marker that says how many. Core, not the streaming
+    /// collector's: it is the loss accounting's per-tenant half (`DropCounters::no_chunk` is the
+    /// total), kept where the loss happens, under the slave lock, and read on every chunk swap.
     lost: u64,
     /// The generation of the buffer the tenant last loaned a chunk from.
     generation: u64,
@@ -173,13 +177,18 @@ pub(crate) struct Tenant {
     /// a dying log master-locks every tenant for ever before it frees the core.
     core: *const LogCore,
     st: UnsafeCell<TenantState>,
-    /// The chunk the tenant holds (`st.chunk`), published for the streaming collector's periodic
-    /// flush, which looks for quiet tenants without taking their locks. Written only where
-    /// `st.chunk` changes, all of them slow paths.
+    /// The chunk the tenant holds (`st.chunk`), published for readers of the running trace that
+    /// take no tenant lock (the streaming collector's periodic flush of quiet tenants pins it).
+    /// Written only where `st.chunk` changes, all of them slow paths. Core, not the collector's:
+    /// only the write path knows when the chunk changes, and it must publish that in the same
+    /// critical section (`loom_tests.rs` models 10 and 12 check the hint against the loans).
     current: AtomicPtr<TraceChunk>,
-    /// The kernel's id of the thread a thread's own tenant belongs to (0 for pool tenants), for
-    /// the system collector, which opens a perf event per traced thread. Changes only in a fork
-    /// child (its thread's new id).
+    /// The kernel's id of the thread a thread's own tenant belongs to (0 for pool tenants), read
+    /// by the system collector, which opens a perf event per traced thread. Changes only in a fork
+    /// child (its thread's new id). Core, not the system context's: which thread a tenant belongs
+    /// to is the tenant table's own record (as `pooled` and `retired` are), set when the thread
+    /// attaches and by the core's fork reset; a copy kept by the system context would have to
+    /// follow every attach, retirement and fork of the core's table.
     owner: AtomicU32,
 }
 
@@ -280,9 +289,10 @@ impl Tenant {
         // `n <= CHUNK_RECORDS` always holds: `Arg` is sealed and emit.rs asserts the largest event
         // fits in a chunk.
         debug_assert!(n as usize <= CHUNK_RECORDS);
+        debug_assert!(std::ptr::eq(core, self.core), "a tenant is written with its own log's core");
         if st.pos > CHUNK_RECORDS as u32 - n {
             // `make_room` releases the lock itself if it unwinds.
-            if let Err(outcome) = self.make_room(core, st, tid(), n, fill.callsite()) {
+            if let Err(outcome) = self.make_room(st, tid(), n, fill.callsite()) {
                 self.lock.slave_unlock();
                 return outcome;
             }
@@ -294,7 +304,7 @@ impl Tenant {
         // See `UnlockOnUnwind` for why only a multi-record fill is guarded. `n` is a constant at
         // every callsite, so one of these two branches is all a callsite compiles to.
         if n > 1 {
-            let unwind = UnlockOnUnwind(&self.lock, &core.drops);
+            let unwind = UnlockOnUnwind(self);
             fill.fill(chunk.slot(pos as usize), self.clock);
             unwind.disarm();
         } else {
@@ -322,7 +332,7 @@ impl Tenant {
         // SAFETY: the slave lock is held.
         let st = unsafe { &mut *self.st.get() };
         if st.tid != tid {
-            if let Err(outcome) = self.make_room(core, st, tid, n, callsite) {
+            if let Err(outcome) = self.make_room(st, tid, n, callsite) {
                 self.lock.slave_unlock();
                 return Err(outcome);
             }
@@ -365,36 +375,40 @@ impl Tenant {
         Outcome::Dropped
     }
 
+    /// The tenant's log's core, the same as its writers' `core`.
+    ///
+    /// Only inside a slave critical section (or a master one): the lock keeps the log, and so its
+    /// core, alive, since a dying log master-locks every tenant for ever before it frees the core.
+    #[inline(always)]
+    fn core(&self) -> &LogCore {
+        // SAFETY: `core` points to the log's core, alive while the caller holds the tenant's lock
+        // (see above and the field's comment).
+        unsafe { &*self.core }
+    }
+
     /// Ensures `n` free records in a chunk stamped for `tid`: a thread-switch record for a pool
     /// tenant changing writers, or a new chunk. The tenant's state is consistent at every point
     /// where this can fail or unwind.
+    ///
+    /// It reads its log's core from the tenant ([`core`](Self::core)) where it needs it, rather
+    /// than taking the writer's `core` as an argument: fat LTO folds such an argument into a
+    /// constant (the global log's core) only while every caller passes that constant, and since a
+    /// subsystem's hook writes into the log it is handed (the triggers' markers, through
+    /// `trace_log/attach.rs`'s `ARMED`) not every caller does; the argument then cost 3
+    /// instructions per chunk swap (itself, and a register spilled for it), the load costs 1.
     #[cold]
     #[inline(never)]
-    fn make_room(
-        &self,
-        core: &LogCore,
-        st: &mut TenantState,
-        tid: u32,
-        n: u32,
-        callsite: u32,
-    ) -> Result<(), Outcome> {
-        let unwind = UnlockOnUnwind(&self.lock, &core.drops);
-        let room = self.make_room_locked(core, st, tid, n, callsite);
+    fn make_room(&self, st: &mut TenantState, tid: u32, n: u32, callsite: u32) -> Result<(), Outcome> {
+        let unwind = UnlockOnUnwind(self);
+        let room = self.make_room_locked(st, tid, n, callsite);
         unwind.disarm();
         room
     }
 
     #[inline(always)]
-    fn make_room_locked(
-        &self,
-        core: &LogCore,
-        st: &mut TenantState,
-        tid: u32,
-        n: u32,
-        callsite: u32,
-    ) -> Result<(), Outcome> {
+    fn make_room_locked(&self, st: &mut TenantState, tid: u32, n: u32, callsite: u32) -> Result<(), Outcome> {
         // A pool tenant switching to this thread: its event may have raced a restart.
-        if self.pooled && st.tid != tid && !Self::still_traced(core, callsite) {
+        if self.pooled && st.tid != tid && !Self::still_traced(self.core(), callsite) {
             return Err(Outcome::Dropped);
         }
         if self.shared && st.tid != tid && st.pos + 1 + n <= CHUNK_RECORDS as u32 {
@@ -417,9 +431,9 @@ impl Tenant {
         }
         // Acquire: pairs with the Release store in `TraceLog::start`, so the buffer's memory is
         // initialised. The slave lock keeps `stop` from freeing it while we use it.
-        let buf = core.buffer.load(Ordering::Acquire);
+        let buf = self.core().buffer.load(Ordering::Acquire);
         if buf.is_null() {
-            core.drops.count(DropReason::Stopping);
+            self.core().drops.count(DropReason::Stopping);
             return Err(Outcome::Dropped);
         }
         // SAFETY: non-null, and alive for as long as we hold the slave lock (see LogCore::buffer).
@@ -428,7 +442,7 @@ impl Tenant {
         // tenant's too, when its last writer is this same thread, which the switch check above
         // passes over). Checked before anything changes, so a refused event leaves the tenant as
         // it was.
-        if st.generation != buf.generation && !Self::still_traced(core, callsite) {
+        if st.generation != buf.generation && !Self::still_traced(self.core(), callsite) {
             return Err(Outcome::Dropped);
         }
         st.generation = buf.generation;
@@ -446,7 +460,7 @@ impl Tenant {
         }
         let mut loan = buf.loan(tid, self.stream | st.seq);
         if matches!(loan, Loan::AllLoaned) {
-            loan = self.wait_for_chunk(core, buf, tid, st.seq);
+            loan = self.wait_for_chunk(buf, tid, st.seq);
         }
         match loan {
             Loan::Chunk(c) => {
@@ -458,16 +472,16 @@ impl Tenant {
                 st.seq += 1;
                 st.tid = tid;
                 if st.lost > 0 {
-                    self.mark_saturation(core, buf, st, n);
+                    self.mark_saturation(buf, st, n);
                 }
                 Ok(())
             }
             Loan::Exhausted { first } => {
-                core.drops.count(DropReason::BufferFull);
+                self.core().drops.count(DropReason::BufferFull);
                 Err(if first { Outcome::Exhausted(buf.generation) } else { Outcome::Dropped })
             }
             Loan::AllLoaned => {
-                core.drops.count(DropReason::NoChunk);
+                self.core().drops.count(DropReason::NoChunk);
                 st.lost += 1;
                 Err(Outcome::Dropped)
             }
@@ -478,10 +492,12 @@ impl Tenant {
     /// configured time has passed (LTTng's blocking mode). Otherwise, or in other modes, one more
     /// failed loan.
     #[cold]
-    fn wait_for_chunk<'b>(&self, core: &LogCore, buf: &'b TraceBuffer, tid: u32, seq: u64) -> Loan<'b> {
-        // Relaxed: a setting; a change takes effect at some later wait.
-        let ns = core.block_ns.load(Ordering::Relaxed);
-        if ns == 0 || buf.mode() != crate::BufferMode::Stream {
+    fn wait_for_chunk<'b>(&self, buf: &'b TraceBuffer, tid: u32, seq: u64) -> Loan<'b> {
+        if buf.mode() != crate::BufferMode::Stream {
+            return Loan::AllLoaned;
+        }
+        let ns = STREAM.get().map_or(0, |hooks| (hooks.block_ns)(self.core().slot));
+        if ns == 0 {
             return Loan::AllLoaned;
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_nanos(ns);
@@ -497,10 +513,12 @@ impl Tenant {
     /// Writes the saturation marker at the start of a fresh chunk: an instant of the marker
     /// callsite whose argument is the number of events dropped since this tenant's last chunk.
     #[cold]
-    fn mark_saturation(&self, core: &LogCore, buf: &TraceBuffer, st: &mut TenantState, n: u32) {
-        // Relaxed: set once when the trace starts, before any tenant can reach its buffer.
-        let id = core.saturation_id.load(Ordering::Relaxed);
-        if id == 0 || 1 + n > CHUNK_RECORDS as u32 {
+    fn mark_saturation(&self, buf: &TraceBuffer, st: &mut TenantState, n: u32) {
+        if buf.mode() != crate::BufferMode::Stream || 1 + n > CHUNK_RECORDS as u32 {
+            return;
+        }
+        let id = STREAM.get().map_or(0, |hooks| (hooks.saturation_id)());
+        if id == 0 {
             return;
         }
         let meta = Meta::new(0, phosphor_format::ArgType::U64, phosphor_format::ArgType::None);

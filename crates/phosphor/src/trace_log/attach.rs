@@ -13,7 +13,8 @@
 //! through a `static` [`HookSlot`] of the core that the subsystem fills with its hooks: the
 //! out-of-line branch of an armed callsite ([`ARMED`]: the triggers' checks, [`SCOPES`]: the
 //! allocation marks of a counting scope), the busy marker (`record::thread::BUSY`: the
-//! allocation counter), the crash dump's half of `stop`'s handshake ([`CRASH`]) and the fork
+//! allocation counter), a Stream-mode writer's settings (`record::log_core::STREAM`: the
+//! streaming collector's), the crash dump's half of `stop`'s handshake ([`CRASH`]) and the fork
 //! handlers (`fork::participate`). An empty slot means the subsystem never started, and the core
 //! then does what it would do without it.
 

@@ -10,7 +10,7 @@ use crate::record::thread;
 use crate::registry::callsite;
 use crate::stats::{Drops, Stats};
 
-impl crate::record::tenant::DropCounters {
+impl crate::record::log_core::DropCounters {
     /// The counters now (no allocation, no lock: the crash dump reads them too).
     pub(crate) fn load(&self) -> Drops {
         // Relaxed: statistics.

@@ -1,15 +1,40 @@
-//! A log's datastreams (Stream mode): opening, closing and their figures, and the chunks its
-//! tenants hold, for the collector's flush of quiet threads.
+//! A log's datastreams (Stream mode): opening, closing and their figures, the chunks its
+//! tenants hold, for the collector's flush of quiet threads, and the Stream mode's words of the
+//! write path (the saturation marker's id and each log's `Block` wait), which the core reads
+//! through `record::log_core::STREAM`.
 
 use std::any::Any;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::attach::{Attacher, Attachment, Starting, When};
 use super::config::TraceConfig;
 use super::{Control, TraceLog};
 use crate::error::{Error, ErrorKind};
+use crate::record::log_core::{StreamHooks, STREAM};
+use crate::registry::MAX_LOGS;
 use crate::stats::Stats;
+
+/// Per log slot: how long the log's writers wait for a free chunk before they drop their event
+/// (ns; 0: they do not wait). Set while a `Block` datastream is open, cleared when a trace starts.
+static BLOCK_NS: [AtomicU64; MAX_LOGS] = [const { AtomicU64::new(0) }; MAX_LOGS];
+
+/// The saturation marker's callsite id (0 until a streaming trace first registers it).
+static SATURATION_ID: AtomicU32 = AtomicU32::new(0);
+
+/// What the write path reads of the above ([`STREAM`]).
+static HOOKS: StreamHooks = StreamHooks { saturation_id, block_ns };
+
+fn saturation_id() -> u32 {
+    // Relaxed: stored before the first streaming trace's buffer is published, and tenants read
+    // it only after they acquire that buffer (the id never changes once registered).
+    SATURATION_ID.load(Ordering::Relaxed)
+}
+
+fn block_ns(slot: u32) -> u64 {
+    // Relaxed: a setting; a change takes effect at some later wait.
+    BLOCK_NS[slot as usize].load(Ordering::Relaxed)
+}
 
 impl TraceLog {
     /// Opens a datastream on the running streaming trace ([`BufferMode::Stream`](crate::BufferMode::Stream)):
@@ -62,7 +87,7 @@ impl TraceLog {
     fn set_block_timeout(&self, col: &crate::stream::Collector) {
         let ns = u64::try_from(col.block_timeout().as_nanos()).unwrap_or(u64::MAX);
         // Relaxed: a setting that writers read when they find no free chunk.
-        self.core.block_ns.store(ns, Ordering::Relaxed);
+        BLOCK_NS[self.slot() as usize].store(ns, Ordering::Relaxed);
     }
 
     /// The chunks the running trace's tenants hold now (hints: each may be given back at any
@@ -97,19 +122,21 @@ fn no_check(_: &TraceConfig) -> Result<(), Error> {
 }
 
 /// A streaming trace's collector (`None` in the other modes), started on the unpublished buffer;
-/// sets the write path's Stream-mode words (the saturation marker's id, no blocking).
+/// sets the write path's Stream-mode words (the saturation marker's id, no blocking) and plugs
+/// them into [`STREAM`].
 fn start_collector(log: &TraceLog, s: &Starting<'_>) -> Result<Option<Box<dyn Attachment>>, Error> {
-    // Markers and blocking are the streaming mode's; another mode clears what a streaming trace
-    // of this log left. Relaxed: read by tenants only after they acquire the buffer `start`
-    // publishes.
-    log.core.saturation_id.store(0, Ordering::Relaxed);
-    log.core.block_ns.store(0, Ordering::Relaxed);
+    // No blocking until a `Block` datastream opens; a trace of another mode clears what a
+    // streaming trace of this log (or of a dropped log that had its slot) left, though only
+    // Stream-mode writers read it. Relaxed: read by tenants only after they acquire the buffer
+    // `start` publishes.
+    BLOCK_NS[log.slot() as usize].store(0, Ordering::Relaxed);
     if s.config.mode != crate::BufferMode::Stream {
         return Ok(None);
     }
     let state = crate::registry::callsite::register(&crate::stream::SATURATION);
     // Relaxed: as above.
-    log.core.saturation_id.store(crate::registry::callsite::id_of(state), Ordering::Relaxed);
+    SATURATION_ID.store(crate::registry::callsite::id_of(state), Ordering::Relaxed);
+    STREAM.fill(&HOOKS);
     let header = crate::output::trace_file::process_header(s.clock.clone());
     match crate::stream::Collector::start(log, s.buffer, header) {
         Ok(c) => Ok(Some(Box::new(c))),

@@ -6,7 +6,8 @@
 //! (`tracing::info!(a, b)`), and a span created, entered, exited and closed
 //! (`info_span!("scope").entered()`, dropped at once). Each bench installs its layer as this
 //! thread's default subscriber (`tracing::subscriber::set_default`), so every layer pays the same
-//! scoped-dispatch lookup. Arguments are recorded by all three (`include_args(true)` for
+//! scoped-dispatch lookup (`event_phosphor_subscriber_global` alone measures the global default,
+//! as programs install a subscriber: `phosphor_tracing::init()`, `.init()`). Arguments are recorded by all three (`include_args(true)` for
 //! tracing-chrome, `with_debug_annotations(true)` for tracing-perfetto). Both peers write into a
 //! sink that counts what it is given and throws the bytes away.
 //!
@@ -157,6 +158,23 @@ fn event_phosphor_layer(bencher: Bencher) {
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn event_phosphor_subscriber(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(PhosphorSubscriber::new(TraceLog::global()));
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+/// The subscriber as `phosphor_tracing::init()` (and `.init()` of a `tracing_subscriber`
+/// registry) installs it: the global default, which `tracing` finds without the thread-local
+/// lookup a scoped default costs. A process has one global default: it stays set (to an equal
+/// subscriber of the global log) for the benches after this one, whose scoped defaults override it.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_phosphor_subscriber_global(bencher: Bencher) {
+    // An error: set by an earlier run of this bench in the process, to the same subscriber.
+    let _ = tracing::dispatcher::set_global_default(tracing::Dispatch::new(PhosphorSubscriber::new(
+        TraceLog::global(),
+    )));
     let mut i = 0u64;
     bencher.bench_local(|| {
         i = i.wrapping_add(1);

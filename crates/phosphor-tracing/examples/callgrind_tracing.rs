@@ -3,10 +3,12 @@
 //! that instruction counts of runs with N and 2N iterations can be subtracted to cancel the setup.
 //!
 //! ```text
-//! callgrind_tracing <event|span|span_life|event_layer|noop|macro|log2|limit> <N>
+//! callgrind_tracing <event|event_msg|event_global|span|span_life|event_layer|noop|macro|log2|limit> <N>
 //! ```
 //!
-//! `event` is `tracing::info!(a = i, b = 7)`, `span` is `info_span!("scope").entered()` dropped at
+//! `event` is `tracing::info!(a = i, b = 7)`, `event_msg` the same with a message
+//! (`info!(a = i, b = 7, "ev")`), `event_global` the event with the subscriber as the global
+//! default (as `phosphor_tracing::init()` installs it; the others are this thread's default), `span` is `info_span!("scope").entered()` dropped at
 //! once (new, enter, exit, close), `span_life` the same with lifetimes recorded, `event_layer` the
 //! event through `Registry` + `PhosphorLayer`, `noop` the event with a `Registry` and a layer that
 //! does nothing (what `tracing` costs before any layer works), `macro` Phosphor's
@@ -27,6 +29,22 @@ const RING_BYTES: usize = 64 << 20;
 fn run_event(n: u64) {
     for i in 0..n {
         tracing::info!(a = i as i64, b = 7u64);
+    }
+}
+
+/// `run_event`'s loop for `event_global`, a function of its own so that `run_event` is inlined
+/// as before (one caller).
+#[inline(never)]
+fn run_event_global(n: u64) {
+    for i in 0..n {
+        tracing::info!(a = i as i64, b = 7u64);
+    }
+}
+
+#[inline(never)]
+fn run_event_msg(n: u64) {
+    for i in 0..n {
+        tracing::info!(a = i as i64, b = 7u64, "ev");
     }
 }
 
@@ -66,7 +84,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
 fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(mode), Some(n)) = (args.next(), args.next().and_then(|s| s.parse::<u64>().ok())) else {
-        eprintln!("usage: callgrind_tracing <event|span|span_life|event_layer|noop|macro|log2|limit> <N>");
+        eprintln!("usage: callgrind_tracing <event|event_msg|event_global|span|span_life|event_layer|noop|macro|log2|limit> <N>");
         std::process::exit(2);
     };
     let log = TraceLog::global();
@@ -77,8 +95,16 @@ fn main() {
         f(warm);
         f(n);
     };
+    // `event_global`: the subscriber as `phosphor_tracing::init()` installs it, the global default
+    // (no scoped dispatcher is set then: `tracing` finds it without its thread-local lookup).
+    if mode == "event_global" {
+        let global = tracing::Dispatch::new(PhosphorSubscriber::new(log));
+        tracing::dispatcher::set_global_default(global).expect("no global subscriber yet");
+        twice(run_event_global);
+        return finish(&mode, n, log, warm + n);
+    }
     let dispatch = match mode.as_str() {
-        "event" | "span" => tracing::Dispatch::new(PhosphorSubscriber::new(log)),
+        "event" | "event_msg" | "span" => tracing::Dispatch::new(PhosphorSubscriber::new(log)),
         "span_life" => tracing::Dispatch::new(PhosphorSubscriber::new(log).with_span_lifetimes(true)),
         "event_layer" => tracing::Dispatch::new(tracing_subscriber::registry().with(PhosphorLayer::new(log))),
         "noop" => tracing::Dispatch::new(tracing_subscriber::registry().with(NoopLayer)),
@@ -87,6 +113,7 @@ fn main() {
     // Per event: records written (a log of two parameters is one event), and ours to check.
     let events = tracing::dispatcher::with_default(&dispatch, || match mode.as_str() {
         "event" | "event_layer" => (twice(run_event), 1).1,
+        "event_msg" => (twice(run_event_msg), 1).1,
         "noop" => (twice(run_event), 0).1,
         "span" => (twice(run_span), 2).1,
         "span_life" => (twice(run_span), 4).1,
@@ -99,9 +126,14 @@ fn main() {
         }
     });
     drop(dispatch);
+    finish(&mode, n, log, events * (warm + n));
+}
+
+/// Stops the trace and checks that every one of the `emitted` events (of `n` measured) was recorded or counted
+/// dropped.
+fn finish(mode: &str, n: u64, log: &TraceLog, emitted: u64) {
     log.stop();
     let stats = log.stats();
-    let emitted = events * (warm + n);
     eprintln!(
         "mode {mode} n {n}: emitted {emitted}, recorded {}, dropped {} (overwritten {})",
         stats.recorded,

@@ -28,9 +28,12 @@
 //!   stay typed; `&str` values are copied; anything else (the message included, which `tracing`
 //!   hands over as `fmt::Arguments`) is formatted with `Debug` into a per-thread buffer and copied.
 //!   At most 16 parameters are kept; the event is flagged truncated if it had more. An event
-//!   with no message and at most five fields, all scalars, is the cheap case: its values are
-//!   written straight into the record's parameters as the visitor hands them over
-//!   ([`phosphor::bridge::ScalarParams`]), with no buffer and no array of values.
+//!   of at most five fields (its message one of them), all scalars but the message, is the cheap
+//!   case: its values are written straight into the record's parameters as the visitor hands
+//!   them over ([`phosphor::bridge::ScalarParams`]), with no array of values; its message, still
+//!   formatted, is recorded by reference when it is the text the callsite's first event had
+//!   (kept once per callsite, up to 256 bytes). A callsite whose event needs more (a string, a
+//!   `Debug` value, another message) has its later events go to the general path directly.
 //! * A **span** is an async slice from its creation to its close (its whole life, named by the
 //!   span, on a track of its own, with its id) carrying its first two fields as typed arguments
 //!   (flagged truncated if it has more), and a slice on the thread from each enter to the matching
@@ -55,7 +58,7 @@ pub use subscriber::PhosphorSubscriber;
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use phosphor::bridge::{PointSpec, ScalarParams, SiteCache, Value};
 use phosphor::points::{CheckedLog, LogPoint, Point};
@@ -86,11 +89,20 @@ enum Site {
         /// Each field's parameter position (by field index), `u8::MAX` when it is not kept.
         slot: [u8; MAX_FIELDS],
         params: usize,
-        /// Whether its values may all be scalars (no message, at most five parameters): they
-        /// are then written straight into the record's parameters, with no slots.
+        /// Whether it may take the scalar path: at most five parameters, each field's index its
+        /// parameter's (a message is field 0, as `tracing`'s macros make it). Its values, when
+        /// they are all integers, floats or booleans and its message is the one seen before,
+        /// are written straight into the record's parameters, with no slots.
         scalars: bool,
+        /// Whether field 0 is the message.
+        message: bool,
         /// Its parameters before any is set (each an empty static string), copied per event.
         unset: ScalarParams,
+        /// The scalar path's state: null until the first event, then the message seen first
+        /// (kept for the program's life, recorded as a static string whenever an event's message
+        /// is the same text), or [`SLOW`] once an event of the callsite needed the general path
+        /// (a string or `Debug` field, another message): its events then go there directly.
+        fast: AtomicPtr<Message>,
     },
     Span {
         /// The span's metadata (for `Subscriber::current_span`).
@@ -103,6 +115,25 @@ enum Site {
     /// Points could not be made (too many dynamic points).
     None,
 }
+
+/// A callsite's message kept for the scalar path (see `Site::Event::fast`).
+#[derive(Debug)]
+struct Message {
+    /// Leaked from a `Box<str>` when the message is published, never freed after.
+    text: &'static str,
+}
+
+/// `Site::Event::fast` of a callsite whose events take the general path.
+static SLOW: Message = Message { text: "" };
+
+/// The pointer that says [`SLOW`].
+fn slow() -> *mut Message {
+    &SLOW as *const Message as *mut Message
+}
+
+/// The longest message the scalar path keeps (a callsite's first message, once): what the general
+/// path records whole.
+const MAX_KEPT_MESSAGE: usize = phosphor::format::MAX_DYN_STR_BYTES;
 
 /// The variable [`init`] reads `tracing` directives from (`EnvFilter`'s static syntax, e.g.
 /// `warn,my_crate=debug`); unset, every callsite is recorded.
@@ -245,10 +276,21 @@ fn make_site(meta: &'static Metadata<'static>) -> Site {
                 let _ = write!(format, "{}={{}}", f.name());
             }
         }
-        let scalars = params <= ScalarParams::MAX_SCALARS && fields.field("message").is_none();
+        // The scalar path's parameter of a field is its index: no message, or the message first.
+        let message = fields.field("message").map(|f| f.index());
+        let scalars = fields.len() <= ScalarParams::MAX_SCALARS && message.is_none_or(|i| i == 0);
+        let message = message.is_some();
         let unset = ScalarParams::new(params);
         Point::custom(&spec(meta, &format, Phase::Log)).map(|point| match point.as_log() {
-            Some(log) => Site::Event { log, slot, params, scalars, unset },
+            Some(log) => Site::Event {
+                log,
+                slot,
+                params,
+                scalars,
+                message,
+                unset,
+                fast: AtomicPtr::new(std::ptr::null_mut()),
+            },
             None => Site::None,
         })
     };
@@ -337,24 +379,67 @@ impl<const N: usize> Visit for Collect<'_, N> {
     }
 }
 
-/// Writes an event's scalar fields into its parameters, by the callsite's field map; notes a
-/// field that is not a scalar (`spill`), for the general path to record it.
+/// Writes an event's scalar fields into its parameters, parameter `i` from field `i` (a scalar
+/// callsite's fields are in parameter order), and its message as a static string when it is the
+/// callsite's kept message; notes anything else (`spill`), for the general path to record it.
 struct Scalars<'a> {
     params: ScalarParams,
-    map: &'a [u8; MAX_FIELDS],
+    /// Whether field 0 is the message.
+    message: bool,
+    /// The callsite's scalar-path state, as loaded before the visit (`Site::Event::fast`).
+    kept: *mut Message,
+    /// Where it is published (the first event of a callsite with a message keeps its message).
+    fast: &'a AtomicPtr<Message>,
     spill: bool,
-    /// Fields that had a value but no parameter.
-    extra: bool,
+    /// A value stored cut (a static string out of a word's range): the truncated flag.
+    cut: bool,
 }
 
 impl Scalars<'_> {
+    /// The parameter of `field`, or `None` (and the event spills) when it has none.
     #[inline(always)]
-    fn at(&mut self, field: &Field) -> usize {
-        match self.map.get(field.index()).copied() {
-            Some(i) if i != u8::MAX => i as usize,
-            _ => {
-                self.extra = true;
-                usize::MAX
+    fn at(&mut self, field: &Field) -> Option<usize> {
+        let i = field.index();
+        if i < self.params.len() {
+            Some(i)
+        } else {
+            self.spill = true;
+            None
+        }
+    }
+
+    /// The kept message if `text` is it; on a callsite's first event, keeps `text` (once, for
+    /// the program's life: at most [`MAX_KEPT_MESSAGE`] bytes).
+    fn kept_message(&self, text: &str) -> Option<&'static str> {
+        if self.kept.is_null() {
+            return self.keep(text);
+        }
+        // SAFETY: `kept` is non-null and not `SLOW` (the caller checked): a `Message` that
+        // `keep` published and never frees, read after an Acquire load (`record_event`).
+        let kept = unsafe { &*self.kept }.text;
+        (kept == text).then_some(kept)
+    }
+
+    /// Publishes `text` as the callsite's kept message, if no other thread did first.
+    #[cold]
+    #[inline(never)]
+    fn keep(&self, text: &str) -> Option<&'static str> {
+        if text.len() > MAX_KEPT_MESSAGE {
+            return None;
+        }
+        let leaked: &'static str = Box::leak(Box::<str>::from(text));
+        let message = Box::into_raw(Box::new(Message { text: leaked }));
+        // Release on success: the message's text is written before another thread's Acquire
+        // load (`record_event`) can see its pointer. Relaxed on failure: nothing is read.
+        match self.fast.compare_exchange(std::ptr::null_mut(), message, Ordering::Release, Ordering::Relaxed)
+        {
+            Ok(_) => Some(leaked),
+            Err(_) => {
+                // SAFETY: leaked just above and, unpublished, seen by no one else.
+                drop(unsafe { Box::from_raw(message) });
+                // SAFETY: as above: the text's box, whose only reference was in `message`.
+                drop(unsafe { Box::from_raw(leaked as *const str as *mut str) });
+                None
             }
         }
     }
@@ -362,26 +447,49 @@ impl Scalars<'_> {
 
 impl Visit for Scalars<'_> {
     fn record_i64(&mut self, field: &Field, v: i64) {
-        let i = self.at(field);
-        self.params.set_i64(i, v);
+        if let Some(i) = self.at(field) {
+            self.params.set_i64(i, v);
+        }
     }
     fn record_u64(&mut self, field: &Field, v: u64) {
-        let i = self.at(field);
-        self.params.set_u64(i, v);
+        if let Some(i) = self.at(field) {
+            self.params.set_u64(i, v);
+        }
     }
     fn record_f64(&mut self, field: &Field, v: f64) {
-        let i = self.at(field);
-        self.params.set_f64(i, v);
+        if let Some(i) = self.at(field) {
+            self.params.set_f64(i, v);
+        }
     }
     fn record_bool(&mut self, field: &Field, v: bool) {
-        let i = self.at(field);
-        self.params.set_bool(i, v);
+        if let Some(i) = self.at(field) {
+            self.params.set_bool(i, v);
+        }
     }
     fn record_str(&mut self, _field: &Field, _v: &str) {
         self.spill = true;
     }
-    fn record_debug(&mut self, _field: &Field, _v: &dyn std::fmt::Debug) {
-        self.spill = true;
+    fn record_debug(&mut self, field: &Field, v: &dyn std::fmt::Debug) {
+        if !self.message || field.index() != 0 {
+            self.spill = true;
+            return;
+        }
+        // The message (`format_args!`, only `Debug` to a visitor) is formatted into this thread's
+        // buffer and compared with the kept one. The buffer in use (a `Debug` of the message's
+        // arguments that records an event) or gone (thread exit): the general path records it.
+        let kept = TEXT
+            .try_with(|t| {
+                let mut t = t.try_borrow_mut().ok()?;
+                t.clear();
+                let _ = write!(t, "{v:?}");
+                self.kept_message(&t)
+            })
+            .ok()
+            .flatten();
+        match kept {
+            Some(text) => self.cut |= self.params.set_static(0, text),
+            None => self.spill = true,
+        }
     }
 }
 
@@ -449,20 +557,30 @@ impl PhosphorLayer {
     /// Records an event as a Phosphor log.
     #[inline]
     fn record_event(&self, event: &Event<'_>) {
-        let Site::Event { log, slot, params, scalars, unset } = self.site(event.metadata()) else {
+        let Site::Event { log, slot, params, scalars, message, unset, fast } = self.site(event.metadata())
+        else {
             return self.count_lost();
         };
         // The one check: the event is recorded with what the visit finds, unchecked.
         let Some(checked) = log.check_in(self.log) else { return };
         if *scalars {
-            // The clock first: its latency overlaps the visit.
-            let ts = self.log.now();
-            // Integers, floats and booleans straight into the record's parameters; a string or a
-            // `Debug` value sends the event down the general path (visited again).
-            let mut v = Scalars { params: *unset, map: slot, spill: false, extra: false };
-            event.record(&mut v);
-            if !v.spill {
-                return checked.scalars_at(ts, &v.params, v.extra);
+            // Acquire: pairs with the Release that published a kept message (`Scalars::keep`),
+            // whose text the visit may read.
+            let kept = fast.load(Ordering::Acquire);
+            if kept != slow() {
+                // The clock first: its latency overlaps the visit.
+                let ts = self.log.now();
+                // Integers, floats and booleans straight into the record's parameters, the kept
+                // message as a static string; anything else sends the event down the general
+                // path (visited again), and the callsite's later events straight there.
+                let mut v =
+                    Scalars { params: *unset, message: *message, kept, fast, spill: false, cut: false };
+                event.record(&mut v);
+                if !v.spill {
+                    return checked.scalars_at(ts, &v.params, v.cut);
+                }
+                // Relaxed: `SLOW` is a static, nothing is published with it.
+                fast.store(slow(), Ordering::Relaxed);
             }
         }
         record_general(event, checked, slot, *params);

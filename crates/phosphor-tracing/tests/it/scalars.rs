@@ -1,6 +1,7 @@
 //! Events whose fields are all scalars are written straight into the record's parameters (no
 //! slots, no values array): the same parameters, types and order as the general path, which a
-//! string, a `Debug` value or a message still takes.
+//! string or a `Debug` value still takes. A message is formatted, and recorded by reference when
+//! it is the text its callsite had first.
 
 use phosphor::{ArgValue, Level, Phase};
 use phosphor_tracing::{PhosphorLayer, PhosphorSubscriber};
@@ -84,4 +85,48 @@ fn a_field_without_a_value_is_an_empty_parameter() {
     assert_eq!(message(&evs[0]), "a=1 b= c=3");
     assert_eq!(params(&evs[0])[0], ArgValue::U64(1));
     assert_eq!(params(&evs[0])[2], ArgValue::U64(3));
+}
+
+#[test]
+fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
+    for layer in [true, false] {
+        let log = started("*", Level::Trace);
+        let run = || {
+            for i in 0..4u64 {
+                // The same message every time: kept once, then recorded by reference.
+                tracing::info!(target: "msg", a = i, b = 7u64, "ev");
+                // A message that changes from the second event on: each event keeps its own.
+                tracing::info!(target: "msg", a = i, "pass {}", i.min(1) + i / 3);
+                // A message too long to keep (the general path cuts it), the same every time.
+                tracing::info!(target: "msg", n = i, "{}", "x".repeat(300));
+            }
+        };
+        if layer {
+            tracing::subscriber::with_default(
+                tracing_subscriber::registry().with(PhosphorLayer::new(log)),
+                run,
+            );
+        } else {
+            tracing::subscriber::with_default(PhosphorSubscriber::new(log), run);
+        }
+        let trace = stop(log);
+        let evs = events(&trace);
+        assert_eq!(evs.len(), 12, "layer: {layer}");
+        let long = "x".repeat(300);
+        for i in 0..4u64 {
+            let [same, changing, long_one] =
+                [&evs[3 * i as usize], &evs[3 * i as usize + 1], &evs[3 * i as usize + 2]];
+            assert_eq!(
+                params(same),
+                [ArgValue::Str("ev"), ArgValue::U64(i), ArgValue::U64(7)],
+                "layer: {layer}"
+            );
+            assert_eq!(message(same), format!("ev a={i} b=7"));
+            let pass = i.min(1) + i / 3;
+            assert_eq!(params(changing), [ArgValue::Str(&format!("pass {pass}")), ArgValue::U64(i)]);
+            let cut = &long[..phosphor::format::MAX_DYN_STR_BYTES];
+            assert_eq!(params(long_one), [ArgValue::Str(cut), ArgValue::U64(i)]);
+            assert!(!same.truncated && !changing.truncated && long_one.truncated);
+        }
+    }
 }

@@ -150,6 +150,17 @@ impl ScalarParams {
         self.set(i, ArgType::Bool, v as u64);
     }
 
+    /// Sets parameter `i` to a string that lives as long as the program (ignored past
+    /// [`len`](Self::len)), stored as a reference as [`Value::Static`] is. True when it could not
+    /// be stored whole (its address or length out of the word's range): the event is then to be
+    /// flagged truncated.
+    #[inline]
+    pub fn set_static(&mut self, i: usize, s: &'static str) -> bool {
+        let (word, cut) = pack_static_str(s.as_ptr() as usize, s.len());
+        self.set(i, ArgType::StaticStr, word);
+        cut
+    }
+
     /// The descriptor, the words and how many are used, for the recorder.
     #[inline]
     pub(crate) fn parts(&self) -> (u64, &[u64; ScalarParams::MAX_SCALARS], usize) {

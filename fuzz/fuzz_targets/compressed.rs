@@ -11,21 +11,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use phosphor_format::file::{
-    kind, Block, ClockInfo, ClockKind, Header, Reader, Trailer, Writer, MAX_GROUP_BYTES,
-};
+use phosphor_format::file::{kind, Block, ClockInfo, Header, Reader, Trailer, Writer, MAX_GROUP_BYTES};
 
 /// The preamble and header of a file, and its trailer block.
 fn ends() -> (Vec<u8>, Vec<u8>) {
     let header = Header {
-        clock: ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 0,
-            fallback_reason: None,
-        },
+        clock: ClockInfo::monotonic(0, 0),
         pid: 1,
         process_name: "fuzz".into(),
         boot_id: None,

@@ -544,14 +544,7 @@ mod tests {
     #[test]
     fn pool_chunks_count_losses_per_pool_tenant_not_per_thread() {
         use phosphor::format::file::{ClockInfo, Header, Trailer, Writer, SEQ_STREAM_SHIFT};
-        let clock = ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 0,
-            fallback_reason: None,
-        };
+        let clock = ClockInfo::monotonic(0, 0);
         let header = Header { clock, pid: 1, process_name: "t".into(), boot_id: None, host_name: None };
         let mut w = Writer::new(Vec::new(), &header).unwrap();
         let pool = |k: u64, n: u64| (k << SEQ_STREAM_SHIFT) | n;

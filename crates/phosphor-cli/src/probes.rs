@@ -496,94 +496,106 @@ fn plural(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
-/// The `phosphor-probes/1` JSON document.
+/// The `phosphor-probes/1` JSON document: one entry an object, an error in place of an object that
+/// could not be read.
 fn write_json(
     pid: Option<u32>,
     objects: &[anyhow::Result<ObjectProbes>],
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let mut s = String::new();
-    let pid = pid.map_or("null".to_string(), |p| p.to_string());
-    write!(s, "{{\"format\":\"phosphor-probes/1\",\"pid\":{pid},\"objects\":[")?;
+    write!(s, "{{\"format\":\"phosphor-probes/1\",\"pid\":{},\"objects\":[", json_opt(pid.map(u64::from)))?;
     for (i, object) in objects.iter().enumerate() {
         if i > 0 {
             s.push(',');
         }
-        let o = match object {
-            Ok(o) => o,
-            Err(e) => {
-                write!(s, "{{\"error\":{}}}", json_str(&format!("{e:#}")))?;
-                continue;
-            }
-        };
-        let opt = |v: Option<u64>| v.map_or("null".to_string(), |v| v.to_string());
-        write!(
-            s,
-            "{{\"path\":{},\"kind\":{},\"stapsdt_base\":{},\"load_bias\":{},\"malformed_notes\":{},\
-             \"probes\":[",
-            json_str(&o.path),
-            json_str(&o.kind),
-            opt(o.stapsdt_base),
-            opt(o.load_bias),
-            o.malformed
-        )?;
-        for (j, ((provider, name), sites)) in o.probes.iter().enumerate() {
-            if j > 0 {
-                s.push(',');
-            }
-            write!(s, "{{\"provider\":{},\"name\":{},\"sites\":[", json_str(provider), json_str(name))?;
-            for (k, site) in sites.iter().enumerate() {
-                if k > 0 {
-                    s.push(',');
-                }
-                let runtime = |a: u64| opt(o.load_bias.map(|b| a.wrapping_add(b)));
-                write!(
-                    s,
-                    "{{\"address\":{},\"semaphore\":{},\"runtime_address\":{},\"runtime_semaphore\":{},\
-                     \"semaphore_value\":{},\"args\":{},\"arguments\":[",
-                    site.address,
-                    opt(site.semaphore),
-                    runtime(site.address),
-                    site.semaphore.map_or("null".to_string(), runtime),
-                    site.semaphore
-                        .and_then(|a| o.semaphore_values.get(&a))
-                        .map_or("null".to_string(), u16::to_string),
-                    json_str(&site.args_text)
-                )?;
-                for (l, a) in site.args.iter().enumerate() {
-                    if l > 0 {
-                        s.push(',');
-                    }
-                    write!(
-                        s,
-                        "{{\"size\":{},\"signed\":{},\"float\":{},\"location\":{}}}",
-                        a.size,
-                        a.signed,
-                        a.float,
-                        json_str(&a.location)
-                    )?;
-                }
-                s.push_str("]}");
-            }
-            s.push_str("]}");
+        match object {
+            Ok(o) => json_object(&mut s, o)?,
+            Err(e) => write!(s, "{{\"error\":{}}}", json_str(&format!("{e:#}")))?,
         }
-        s.push_str("],\"dead_sites\":[");
-        for (j, (provider, name, address)) in o.dead.iter().enumerate() {
-            if j > 0 {
-                s.push(',');
-            }
-            write!(
-                s,
-                "{{\"provider\":{},\"name\":{},\"address\":{address}}}",
-                json_str(provider),
-                json_str(name)
-            )?;
-        }
-        s.push_str("]}");
     }
     s.push_str("]}\n");
     out.write_all(s.as_bytes())?;
     Ok(())
+}
+
+/// One object: its addresses, its probes with their sites, and the sites of dead code.
+fn json_object(s: &mut String, o: &ObjectProbes) -> std::fmt::Result {
+    write!(s, "{{\"path\":{},\"kind\":{},", json_str(&o.path), json_str(&o.kind))?;
+    write!(
+        s,
+        "\"stapsdt_base\":{},\"load_bias\":{},\"malformed_notes\":{},\"probes\":[",
+        json_opt(o.stapsdt_base),
+        json_opt(o.load_bias),
+        o.malformed
+    )?;
+    for (j, ((provider, name), sites)) in o.probes.iter().enumerate() {
+        if j > 0 {
+            s.push(',');
+        }
+        write!(s, "{{\"provider\":{},\"name\":{},\"sites\":[", json_str(provider), json_str(name))?;
+        for (k, site) in sites.iter().enumerate() {
+            if k > 0 {
+                s.push(',');
+            }
+            json_site(s, o, site)?;
+        }
+        s.push_str("]}");
+    }
+    s.push_str("],\"dead_sites\":[");
+    for (j, (provider, name, address)) in o.dead.iter().enumerate() {
+        if j > 0 {
+            s.push(',');
+        }
+        write!(
+            s,
+            "{{\"provider\":{},\"name\":{},\"address\":{address}}}",
+            json_str(provider),
+            json_str(name)
+        )?;
+    }
+    s.push_str("]}");
+    Ok(())
+}
+
+/// One probe site of object `o`: its file addresses, their runtime addresses when the load bias is
+/// known, the semaphore's value when it was read, and the argument specs.
+fn json_site(s: &mut String, o: &ObjectProbes, site: &Site) -> std::fmt::Result {
+    let runtime = |a: u64| o.load_bias.map(|b| a.wrapping_add(b));
+    write!(
+        s,
+        "{{\"address\":{},\"semaphore\":{},\"runtime_address\":{},\"runtime_semaphore\":{},",
+        site.address,
+        json_opt(site.semaphore),
+        json_opt(runtime(site.address)),
+        json_opt(site.semaphore.and_then(runtime)),
+    )?;
+    write!(
+        s,
+        "\"semaphore_value\":{},\"args\":{},\"arguments\":[",
+        json_opt(site.semaphore.and_then(|a| o.semaphore_values.get(&a)).map(|&v| u64::from(v))),
+        json_str(&site.args_text)
+    )?;
+    for (l, a) in site.args.iter().enumerate() {
+        if l > 0 {
+            s.push(',');
+        }
+        write!(
+            s,
+            "{{\"size\":{},\"signed\":{},\"float\":{},\"location\":{}}}",
+            a.size,
+            a.signed,
+            a.float,
+            json_str(&a.location)
+        )?;
+    }
+    s.push_str("]}");
+    Ok(())
+}
+
+/// A number, or `null`.
+fn json_opt(v: Option<u64>) -> String {
+    v.map_or("null".to_string(), |v| v.to_string())
 }
 
 /// A JSON string literal.

@@ -19,6 +19,7 @@
 //!   commands to run on each.
 //! * [`system::system_trace`] is a small valid trace with system context (format 1.6) whose
 //!   figures are known, for the tools' tests.
+//! * [`Rng`] is the tests' deterministic random numbers (xorshift64*), one copy for every crate.
 //! * [`measure::run`] runs a command under a watchdog and an address-space cap and reports its
 //!   peak RSS (`wait4`) and wall time.
 //!
@@ -30,12 +31,14 @@ mod catalog;
 pub mod measure;
 pub mod records;
 mod ring;
+mod rng;
 mod shapes;
 pub mod system;
 mod trace;
 
 pub use catalog::{catalog, lists_text_format, Case, Input, Scale};
 pub use ring::write_ring;
+pub use rng::Rng;
 pub use shapes::{callsite, monotonic, tsc, Backwards, Shape};
 pub use trace::{ChunkStream, TraceWriter};
 

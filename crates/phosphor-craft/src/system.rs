@@ -16,7 +16,7 @@
 //!
 //! The status says all three sources were on, sampling at 999 Hz.
 
-use phosphor_format::file::{CallsiteInfo, ClockInfo, ClockKind, Error, Header, Trailer, Writer};
+use phosphor_format::file::{CallsiteInfo, ClockInfo, Error, Header, Trailer, Writer};
 use phosphor_format::system::{
     Availability, HeapCounter, Mapping, Sample, SampleKind, Switch, SwitchKind, SystemBatch, SystemStatus,
     PHOSPHOR_CATEGORY, SCOPE_ALLOC_ARGS, SCOPE_ALLOC_NAME,
@@ -37,6 +37,36 @@ pub const LEAF_B: u64 = MAPPING_START + 0x3000;
 pub const CALLER: u64 = MAPPING_START + 0x2000;
 
 const MS: u64 = 1_000_000;
+
+/// The status line of `phosphor stats`' text report on this trace.
+pub const STATS_STATUS: &str = "system       context switches on; CPU samples on (999 Hz); allocations on";
+
+/// `work`'s row of the system table of `phosphor stats`' text report, cell by cell: 1 call of
+/// 100 ms, 50 ms on and 50 ms off the CPU, none preempted, 1 switch, 1,000 allocations of 64,000
+/// bytes, 4 samples, and its functions by samples.
+pub const STATS_WORK_ROW: [&str; 11] = [
+    "work",
+    "1",
+    "100 ms",
+    "50.0 ms",
+    "50.0 ms",
+    "0 ns",
+    "1",
+    "1,000",
+    "64,000",
+    "4",
+    "app+0x1000 (2), app+0x3000 (2)",
+];
+
+/// The cells of the last row of a text report that starts with scope `name` (the system table
+/// comes last), split at runs of two or more spaces.
+pub fn report_row<'a>(text: &'a str, name: &str) -> Option<Vec<&'a str>> {
+    let row = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().strip_prefix(name).is_some_and(|r| r.starts_with("  ")))?;
+    Some(row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect())
+}
 
 /// A callsite of this file's kind: no level, no dynamic name, no flow; line = id.
 pub fn callsite(id: u32, category: &str, name: &str, phase: Phase, args: [&str; 2]) -> CallsiteInfo {
@@ -101,14 +131,7 @@ pub fn system_batch() -> SystemBatch {
 /// The whole file.
 pub fn system_trace() -> Result<Vec<u8>, Error> {
     let header = Header {
-        clock: ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 1_700_000_000_000_000_000,
-            fallback_reason: None,
-        },
+        clock: ClockInfo::monotonic(0, 1_700_000_000_000_000_000),
         pid: 4242,
         process_name: "app".into(),
         boot_id: None,

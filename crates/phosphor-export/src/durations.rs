@@ -61,8 +61,7 @@ pub struct DurationStats {
 ///
 /// ```
 /// use phosphor_export::Durations;
-/// # let clock = phosphor::format::ClockInfo { kind: phosphor::format::ClockKind::Monotonic, ns_per_tick: 1.0,
-/// #     origin_ticks: 0, origin_monotonic_ns: 0, origin_wall_ns: 0, fallback_reason: None };
+/// # let clock = phosphor::format::ClockInfo::monotonic(0, 0);
 /// let mut d = Durations::default();
 /// for ticks in [30, 10, 20] {
 ///     d.add(ticks);

@@ -156,14 +156,7 @@ mod tests {
     use super::*;
 
     fn ns_clock() -> ClockInfo {
-        ClockInfo {
-            kind: phosphor_format::ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 0,
-            fallback_reason: None,
-        }
+        ClockInfo::monotonic(0, 0)
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub use crate::logs_window::DEFAULT_WINDOW_BYTES;
 use crate::logs_window::{Pending, Window};
 /// The message formatter lives with the file format, where every tool (the OTLP span events too)
 /// shares it.
-pub use phosphor_format::logfmt::{format_log, CUT_MARK, MAX_MESSAGE_BYTES};
+pub use phosphor_format::logfmt::{event_message, format_event, format_log, CUT_MARK, MAX_MESSAGE_BYTES};
 use phosphor_model::names::shown;
 
 /// The name a viewer should show for `e`: a log's formatted message (written into `scratch`), the
@@ -58,17 +58,6 @@ pub fn write_event_name(out: &mut String, e: &Event<'_>) {
 /// name instead).
 pub fn shows_arg(e: &Event<'_>, i: usize) -> bool {
     !(i == 0 && e.callsite.dynamic_name)
-}
-
-/// Formats log event `e`'s message (its callsite's format string and its parameters) into `out`.
-pub fn format_event(out: &mut String, e: &Event<'_>) {
-    let mut params = [Value::U64(0); MAX_PARAMS];
-    let mut n = 0;
-    for (slot, v) in params.iter_mut().zip(e.params.iter()) {
-        *slot = v;
-        n += 1;
-    }
-    format_log(out, &e.callsite.name, &params[..n]);
 }
 
 /// What `phosphor logs` prints.

@@ -14,7 +14,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::Read;
 
-use phosphor_format::file::{self, ClockInfo, ClockKind, Reader, Trailer};
+use phosphor_format::file::{self, ClockInfo, Reader, Trailer};
 
 use crate::error::{read_chunks, Item};
 use crate::stats::{StatsBuilder, TraceStats};
@@ -43,14 +43,7 @@ impl Default for FilesStats {
 impl FilesStats {
     /// No file yet.
     pub fn new() -> FilesStats {
-        let ns = ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 0,
-            fallback_reason: None,
-        };
+        let ns = ClockInfo::monotonic(0, 0);
         FilesStats {
             builder: StatsBuilder::new(&ns),
             used: HashSet::default(),

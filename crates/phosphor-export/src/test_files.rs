@@ -57,19 +57,5 @@ pub(crate) fn lock_trace_file() -> Vec<u8> {
     log.take_trace().unwrap().write_to(Vec::new()).unwrap()
 }
 
-/// A small deterministic generator (xorshift64*): the tests' random inputs, the same on every run,
-/// so that a failure reproduces.
-pub(crate) struct Rng(pub(crate) u64);
-
-impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The tests' deterministic random numbers, shared with every crate's tests.
+pub(crate) use phosphor_craft::Rng;

@@ -82,6 +82,19 @@ fn round(x: f64) -> i64 {
 }
 
 impl ClockInfo {
+    /// `CLOCK_MONOTONIC` read directly, a nanosecond a tick: the raw values are monotonic
+    /// nanoseconds, and the origin `origin_monotonic_ns` was `origin_wall_ns` on the wall clock.
+    pub const fn monotonic(origin_monotonic_ns: u64, origin_wall_ns: u64) -> ClockInfo {
+        ClockInfo {
+            kind: ClockKind::Monotonic,
+            ns_per_tick: 1.0,
+            origin_ticks: origin_monotonic_ns,
+            origin_monotonic_ns,
+            origin_wall_ns,
+            fallback_reason: None,
+        }
+    }
+
     /// Signed nanoseconds from the origin to raw clock value `ticks`. Exact for the nanosecond
     /// clocks (no float on the way); rounded to the nearest nanosecond for the TSC.
     pub fn since_origin_ns(&self, ticks: u64) -> i64 {

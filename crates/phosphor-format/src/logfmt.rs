@@ -6,7 +6,8 @@
 
 use std::fmt::Write;
 
-use crate::file::Value;
+use crate::file::{Event, Value};
+use crate::MAX_PARAMS;
 
 /// The longest formatted message, in bytes: a format string's widths can ask for far more than the
 /// file holds (`{0:65536}` 4,096 times in a 37 KB file asked for 256 MiB per event); the message is
@@ -30,6 +31,25 @@ pub fn format_log(out: &mut String, fmt: &str, params: &[Value<'_>]) {
         out.truncate(at);
         out.push_str(CUT_MARK);
     }
+}
+
+/// Formats log event `e`'s message (its callsite's format string and its parameters) into `out`,
+/// as [`format_log`] does. Allocates nothing once `out` has grown to the message's size.
+pub fn format_event(out: &mut String, e: &Event<'_>) {
+    let mut params = [Value::U64(0); MAX_PARAMS];
+    let mut n = 0;
+    for (slot, v) in params.iter_mut().zip(e.params.iter()) {
+        *slot = v;
+        n += 1;
+    }
+    format_log(out, &e.callsite.name, &params[..n]);
+}
+
+/// Log event `e`'s message in a new string: [`format_event`]'s.
+pub fn event_message(e: &Event<'_>) -> String {
+    let mut out = String::new();
+    format_event(&mut out, e);
+    out
 }
 
 /// `format_log`'s work; stops adding placeholders once past [`MAX_MESSAGE_BYTES`].

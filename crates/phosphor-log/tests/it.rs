@@ -33,13 +33,6 @@ fn run(log: &TraceLog, categories: &str, level: Level, f: impl FnOnce()) -> Trac
     trace
 }
 
-fn message(e: &Event<'_>) -> String {
-    let params: Vec<ArgValue<'_>> = e.params.iter().collect();
-    let mut out = String::new();
-    phosphor_export::logs::format_log(&mut out, e.callsite.name, &params);
-    out
-}
-
 #[test]
 fn a_record_is_a_log_of_its_level_and_target_deferred_when_it_can_be() {
     let (log, _turn) = shared();
@@ -56,11 +49,11 @@ fn a_record_is_a_log_of_its_level_and_target_deferred_when_it_can_be() {
         (Phase::Log, Some(Level::Info), "app")
     );
     assert_eq!(started.params.len(), 0, "a message without arguments is the format string itself");
-    assert_eq!(message(started), "server started on {port}");
+    assert_eq!(started.message(), "server started on {port}");
     let retries = &evs[1];
     assert_eq!((retries.callsite.name, retries.callsite.level), ("{}", Some(Level::Warn)));
     assert_eq!(retries.params.iter().collect::<Vec<_>>(), [ArgValue::Str("3 retries left")]);
-    assert_eq!(message(retries), "3 retries left");
+    assert_eq!(retries.message(), "3 retries left");
     assert_eq!(evs[2].callsite.category, module_path!());
     assert!(evs[1].callsite.file.ends_with("it.rs") && evs[1].callsite.line > 0);
 }
@@ -74,7 +67,7 @@ fn phosphor_and_log_levels_and_categories_filter() {
         log::trace!(target: "keep", "below log's max level");
         log::error!(target: "drop", "not a phosphor category");
     });
-    let got: Vec<String> = trace.events().map(|e| message(&e.unwrap())).collect();
+    let got: Vec<String> = trace.events().map(|e| e.unwrap().message()).collect();
     assert_eq!(got, ["kept"]);
 }
 
@@ -96,7 +89,7 @@ fn a_record_made_at_run_time_takes_the_slow_path_and_is_kept() {
     let evs: Vec<Event<'_>> = trace.events().map(Result::unwrap).collect();
     assert_eq!(evs.len(), 1);
     assert_eq!(
-        (message(&evs[0]), evs[0].callsite.file, evs[0].callsite.line),
+        (evs[0].message(), evs[0].callsite.file, evs[0].callsite.line),
         ("built 1".into(), "generated.rs", 9)
     );
 }

@@ -6,11 +6,12 @@
 
 use std::collections::HashMap;
 
-use phosphor_craft::{callsite, monotonic, records, ChunkStream, TraceWriter};
+use phosphor_craft::{callsite, monotonic, records, ChunkStream, Rng, TraceWriter};
 use phosphor_export::TraceStats;
 use phosphor_format::file::{Reader, Trailer};
 use phosphor_format::{Phase, Record};
 use phosphor_otlp::convert::{convert, ConvertOptions};
+use phosphor_otlp::request::span_paths;
 use phosphor_otlp::{ExportTraceServiceRequest, Span};
 use prost::Message as _;
 
@@ -28,18 +29,6 @@ const PHASES: [Phase; 8] = [
     Phase::LockHeld,
     Phase::Instant,
 ];
-
-/// xorshift64*: a fixed sequence per seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-    }
-}
 
 /// The events of a random slice in `[start, end]` and what is nested in it, in the order a
 /// thread records them: a complete or lock event after its children, a begin before and its end
@@ -110,17 +99,9 @@ fn spans_of(file: &[u8]) -> Vec<Span> {
 
 /// Per path through the parents: the spans' count and total duration.
 fn by_path(spans: &[Span]) -> HashMap<String, (u64, u64)> {
-    let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), s)).collect();
     let mut out: HashMap<String, (u64, u64)> = HashMap::new();
-    for s in spans {
-        let mut names = vec![s.name.clone()];
-        let mut at = s;
-        while let Some(p) = by_id.get(at.parent_span_id.as_slice()) {
-            names.push(p.name.clone());
-            at = p;
-        }
-        names.reverse();
-        let e = out.entry(names.join("/")).or_default();
+    for (s, path) in spans.iter().zip(span_paths(spans)) {
+        let e = out.entry(path).or_default();
         e.0 += 1;
         e.1 += s.end_time_unix_nano - s.start_time_unix_nano;
     }

@@ -7,6 +7,7 @@ use phosphor::{trace_log, trace_scope, BufferMode, ClockKind, TraceConfig, Trace
 use phosphor_export::{EventType, TraceStats};
 use phosphor_format::file::Reader;
 use phosphor_otlp::convert::{convert, ConvertOptions, Converted, Encoding};
+use phosphor_otlp::request::span_paths;
 use phosphor_otlp::select::Selection;
 use phosphor_otlp::{ExportTraceServiceRequest, Span};
 use prost::Message as _;
@@ -53,24 +54,6 @@ fn spans(pb: &[u8]) -> Vec<Span> {
     req.resource_spans.into_iter().flat_map(|r| r.scope_spans).flat_map(|s| s.spans).collect()
 }
 
-/// Each span's path (`frame/update/physics`) through its parents.
-fn paths(spans: &[Span]) -> Vec<String> {
-    let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), s)).collect();
-    spans
-        .iter()
-        .map(|s| {
-            let mut names = vec![s.name.clone()];
-            let mut at = s;
-            while let Some(p) = by_id.get(at.parent_span_id.as_slice()) {
-                names.push(p.name.clone());
-                at = p;
-            }
-            names.reverse();
-            names.join("/")
-        })
-        .collect()
-}
-
 #[test]
 fn spans_have_unique_ids_and_parents_that_contain_them_and_match_the_statistics() {
     let file = trace_file();
@@ -111,7 +94,7 @@ fn spans_have_unique_ids_and_parents_that_contain_them_and_match_the_statistics(
     }
     // Per path: the count and the total duration of `phosphor stats`, to the ns.
     let mut ours: HashMap<String, (u64, u64)> = HashMap::new();
-    for (s, path) in spans.iter().zip(paths(&spans)) {
+    for (s, path) in spans.iter().zip(span_paths(&spans)) {
         let e = ours.entry(path).or_default();
         e.0 += 1;
         e.1 += s.end_time_unix_nano - s.start_time_unix_nano;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io;
 
-use phosphor_craft::{callsite, records, tsc, ChunkStream, TraceWriter};
+use phosphor_craft::{callsite, records, tsc, ChunkStream, Rng, TraceWriter};
 use phosphor_format::file::{Reader, Trailer};
 use phosphor_format::Phase;
 use phosphor_otlp::convert::{convert, convert_to, ConvertOptions, Encoding, Requests};
@@ -13,18 +13,6 @@ use phosphor_otlp::{ExportTraceServiceRequest, Span};
 use prost::Message as _;
 
 const ID: u32 = phosphor_format::FIRST_CALLSITE_ID;
-
-/// xorshift64*: a fixed sequence per seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-    }
-}
 
 /// Complete events nested in `[start, end]` (ticks), children first, as a thread records them;
 /// children often share a tick with their parent's ends.

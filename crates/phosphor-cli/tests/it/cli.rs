@@ -133,12 +133,5 @@ fn every_writing_command_takes_the_same_output_flags() {
 /// A monotonic clock of one nanosecond per tick from origin 0: the clock of the small trace files
 /// the tests write.
 pub fn nanosecond_clock() -> phosphor::format::file::ClockInfo {
-    phosphor::format::file::ClockInfo {
-        kind: phosphor::format::file::ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    }
+    phosphor::format::file::ClockInfo::monotonic(0, 0)
 }

@@ -6,7 +6,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
+use phosphor::format::file::{CallsiteInfo, ClockInfo, Header, Reader, Trailer, Writer};
 use phosphor::format::{Meta, Phase, Record};
 use serde_json::Value;
 
@@ -198,14 +198,7 @@ fn two_processes_recorded_one_after_the_other_share_one_time_axis() {
 
 fn header(pid: u32, mono: u64, wall: u64, boot: Option<[u8; 16]>, host: Option<&str>) -> Header {
     Header {
-        clock: ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: mono,
-            origin_monotonic_ns: mono,
-            origin_wall_ns: wall,
-            fallback_reason: None,
-        },
+        clock: ClockInfo::monotonic(mono, wall),
         pid,
         process_name: format!("p{pid}"),
         boot_id: boot,

@@ -170,17 +170,10 @@ fn a_directory_is_an_error_that_names_it_and_says_why_once() {
 /// block's offset (it was only counted), so a user can look at the bytes.
 #[test]
 fn a_chunk_whose_event_count_disagrees_is_reported_with_its_offset() {
-    use phosphor::format::file::{CallsiteInfo, ClockInfo, ClockKind, Header, Trailer, Writer};
+    use phosphor::format::file::{CallsiteInfo, ClockInfo, Header, Trailer, Writer};
     use phosphor::format::{Meta, Phase, Record};
     let header = Header {
-        clock: ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 0,
-            fallback_reason: None,
-        },
+        clock: ClockInfo::monotonic(0, 0),
         pid: 1,
         process_name: "miscount".into(),
         boot_id: None,

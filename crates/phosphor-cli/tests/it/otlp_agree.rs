@@ -9,6 +9,7 @@ use std::path::Path;
 use phosphor::format::file::Trailer;
 use phosphor::format::Phase;
 use phosphor_craft::{callsite, monotonic, records, ChunkStream, TraceWriter};
+use phosphor_otlp::request::span_paths;
 use phosphor_otlp::Span;
 
 use crate::cli::{phosphor, scratch, stderr, stdout};
@@ -22,17 +23,12 @@ fn otlp_paths(test: &str, input: &Path) -> HashMap<String, (u64, u64)> {
     let req = phosphor_otlp::request::from_protobuf(&std::fs::read(&pb).unwrap()).unwrap();
     let spans: Vec<Span> =
         req.resource_spans.into_iter().flat_map(|r| r.scope_spans).flat_map(|s| s.spans).collect();
-    let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), s)).collect();
     let mut out: HashMap<String, (u64, u64)> = HashMap::new();
-    for s in spans.iter().filter(|s| !s.attributes.iter().any(|a| a.key == "phosphor.async_id")) {
-        let mut names = vec![s.name.clone()];
-        let mut at = s;
-        while let Some(p) = by_id.get(at.parent_span_id.as_slice()) {
-            names.push(p.name.clone());
-            at = p;
+    for (s, path) in spans.iter().zip(span_paths(&spans)) {
+        if s.attributes.iter().any(|a| a.key == "phosphor.async_id") {
+            continue;
         }
-        names.reverse();
-        let e = out.entry(names.join("/")).or_default();
+        let e = out.entry(path).or_default();
         e.0 += 1;
         e.1 += s.end_time_unix_nano - s.start_time_unix_nano;
     }

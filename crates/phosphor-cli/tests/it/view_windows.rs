@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use phosphor_craft::Rng;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -23,23 +24,6 @@ const WINDOWS: usize = 200;
 const IN_BROWSER: usize = 5;
 /// The narrowest window, in ns.
 const NARROWEST: f64 = 2_000.0;
-
-/// A small deterministic generator (xorshift64*), so that every run checks the same windows.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// One event of the Chrome JSON, as far as the check needs it.
 #[derive(Deserialize)]

@@ -110,20 +110,13 @@ pub fn trailer_block(out: &mut [u8], t: &Trailer) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::file::{CallsiteInfo, ClockInfo, ClockKind, DropCounts, Header, Reader, Value, Writer};
+    use crate::file::{CallsiteInfo, ClockInfo, DropCounts, Header, Reader, Value, Writer};
     use crate::{pack_static_str, ArgType, Meta, Phase};
 
     #[test]
     fn raw_blocks_make_the_file_the_writer_makes() {
         let header = Header {
-            clock: ClockInfo {
-                kind: ClockKind::Monotonic,
-                ns_per_tick: 1.0,
-                origin_ticks: 0,
-                origin_monotonic_ns: 0,
-                origin_wall_ns: 0,
-                fallback_reason: None,
-            },
+            clock: ClockInfo::monotonic(0, 0),
             pid: 7,
             process_name: "raw".into(),
             boot_id: Some([7; 16]),

@@ -174,14 +174,7 @@ impl<R: Read> Reader<R> {
             offset: PREAMBLE_BYTES as u64,
             version: (major, minor),
             header: Header {
-                clock: crate::clock::ClockInfo {
-                    kind: crate::clock::ClockKind::Monotonic,
-                    ns_per_tick: 1.0,
-                    origin_ticks: 0,
-                    origin_monotonic_ns: 0,
-                    origin_wall_ns: 0,
-                    fallback_reason: None,
-                },
+                clock: crate::clock::ClockInfo::monotonic(0, 0),
                 pid: 0,
                 process_name: String::new(),
                 boot_id: None,

@@ -28,17 +28,10 @@ const STRING_BLOCK_BYTES: usize = 1 << 20;
 /// Writes a trace file to any [`Write`]. Wrap files in a `BufWriter`.
 ///
 /// ```
-/// use phosphor_format::file::{ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
+/// use phosphor_format::file::{ClockInfo, Header, Reader, Trailer, Writer};
 ///
 /// let header = Header {
-///     clock: ClockInfo {
-///         kind: ClockKind::Monotonic,
-///         ns_per_tick: 1.0,
-///         origin_ticks: 0,
-///         origin_monotonic_ns: 0,
-///         origin_wall_ns: 0,
-///         fallback_reason: None,
-///     },
+///     clock: ClockInfo::monotonic(0, 0),
 ///     pid: 1,
 ///     process_name: "example".into(),
 ///     boot_id: None,

@@ -6,8 +6,8 @@ use std::io::{Cursor, Write};
 use std::rc::Rc;
 
 use phosphor_format::file::{
-    kind, split_virtual, ClockInfo, ClockKind, Compression, ErrorKind, Header, Reader, Trailer, Writer,
-    MAX_GROUP_BYTES, PREAMBLE_BYTES, VIRTUAL_OFFSET,
+    kind, split_virtual, ClockInfo, Compression, ErrorKind, Header, Reader, Trailer, Writer, MAX_GROUP_BYTES,
+    PREAMBLE_BYTES, VIRTUAL_OFFSET,
 };
 use phosphor_format::{Meta, Record};
 
@@ -22,14 +22,7 @@ const CODECS: [Compression; 4] = [
 ];
 
 fn header() -> Header {
-    let clock = ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    };
+    let clock = ClockInfo::monotonic(0, 0);
     Header { clock, pid: 7, process_name: "compressed".into(), boot_id: None, host_name: None }
 }
 

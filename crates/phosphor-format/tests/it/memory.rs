@@ -5,7 +5,7 @@
 //! The binary's allocator counts the bytes live on each thread and their peak, so a test measures
 //! its own reading while the others run.
 
-use phosphor_format::file::{Block, CallsiteInfo, ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
+use phosphor_format::file::{Block, CallsiteInfo, ClockInfo, Header, Reader, Trailer, Writer};
 use phosphor_format::{Meta, Phase, Record};
 
 /// The system allocator, counting live bytes per thread.
@@ -16,14 +16,7 @@ static GLOBAL: phosphor_testalloc::Counting = phosphor_testalloc::Counting;
 pub(crate) use phosphor_testalloc::peak_bytes_during;
 
 fn header() -> Header {
-    let clock = ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    };
+    let clock = ClockInfo::monotonic(0, 0);
     Header { clock, pid: 1, process_name: "memory".into(), boot_id: None, host_name: None }
 }
 

@@ -2,8 +2,7 @@
 //! caps, and a hostile block is an error at its byte offset, never a panic or a large allocation.
 
 use phosphor_format::file::{
-    kind, Block, ClockInfo, ClockKind, ErrorKind, Header, Reader, Trailer, Writer, MAX_SYSTEM_ENTRIES,
-    MAX_SYSTEM_FRAMES,
+    kind, Block, ClockInfo, ErrorKind, Header, Reader, Trailer, Writer, MAX_SYSTEM_ENTRIES, MAX_SYSTEM_FRAMES,
 };
 use phosphor_format::system::{
     Mapping, Sample, SampleKind, Switch, SwitchKind, SystemBatch, MAX_FRAMES, UNKNOWN_CPU,
@@ -11,14 +10,7 @@ use phosphor_format::system::{
 
 fn header() -> Header {
     Header {
-        clock: ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 0,
-            fallback_reason: None,
-        },
+        clock: ClockInfo::monotonic(0, 0),
         pid: 7,
         process_name: "system".into(),
         boot_id: None,

@@ -45,6 +45,7 @@ use std::collections::HashMap;
 use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;
 use phosphor_format::clock::ClockInfo;
 use phosphor_format::file::{Event, Header};
+use phosphor_format::logfmt::event_message;
 use phosphor_format::Phase;
 use phosphor_model::asyncs::{async_name, AsyncKey, Matched, Pairing};
 use phosphor_model::names::NameSet;
@@ -52,7 +53,7 @@ use phosphor_model::nesting::{Nesting, DEFAULT_PENDING_LIMIT};
 use phosphor_model::timeline::Timeline;
 
 use self::emit::{event_size, Emitter};
-use self::tree::{log_message, name_and_attrs, Attr, Text, Val};
+use self::tree::{name_and_attrs, Attr, Text, Val};
 use self::walk::{Builder, Flushing, Item, Slot};
 
 pub use self::walk::{Flush, FLUSH_BYTES, FLUSH_SPANS};
@@ -303,7 +304,7 @@ impl Assembler {
                 let key = out.strings.id("log.severity");
                 attrs.push(Attr { key, value: Val::Str(format!("{level:?}").into()) });
             }
-            (log_message(event), attrs)
+            (event_message(event), attrs)
         } else {
             let (name, attrs) = name_and_attrs(&mut out.strings, event);
             (out.strings.text(&name).to_owned(), attrs)

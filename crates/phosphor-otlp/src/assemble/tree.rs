@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use opentelemetry_proto::tonic::trace::v1::span::Event as SpanEvent;
 use phosphor_format::file::{Event, TableStr, Value};
-use phosphor_format::logfmt::format_log;
-use phosphor_format::{Phase, MAX_PARAMS};
+use phosphor_format::Phase;
 use phosphor_model::names::lock_base;
 
 use crate::context::TraceContext;
@@ -177,17 +176,4 @@ pub(super) fn name_and_attrs(strings: &mut Strings, event: &Event<'_>) -> (Text,
         _ => Text::Interned(strings.table_id(event.callsite.name)),
     });
     (name, attrs)
-}
-
-/// A log's message: its format string filled with its parameters, as `phosphor logs` prints it.
-pub(super) fn log_message(event: &Event<'_>) -> String {
-    let mut params = [Value::Bool(false); MAX_PARAMS];
-    let mut n = 0;
-    for (slot, v) in params.iter_mut().zip(event.params.iter()) {
-        *slot = v;
-        n += 1;
-    }
-    let mut message = String::new();
-    format_log(&mut message, event.callsite.name.as_str(), &params[..n]);
-    message
 }

@@ -39,14 +39,6 @@ fn events(trace: &Trace) -> Vec<Event<'_>> {
     trace.events().map(Result::unwrap).collect()
 }
 
-/// A log event's message as the tools format it.
-fn message(e: &Event<'_>) -> String {
-    let params: Vec<ArgValue<'_>> = e.params.iter().collect();
-    let mut out = String::new();
-    phosphor_export::logs::format_log(&mut out, e.callsite.name, &params);
-    out
-}
-
 #[test]
 fn an_event_is_a_log_of_its_level_and_target_with_typed_parameters() {
     let log = started("*", Level::Trace);
@@ -78,10 +70,10 @@ fn an_event_is_a_log_of_its_level_and_target_with_typed_parameters() {
         ]
     );
     assert!(!e.truncated);
-    assert_eq!(message(e), "logged in after 7 tries user=ada n=3 delta=-2 ok=true ratio=0.5");
-    assert_eq!(message(&evs[1]), "plain");
+    assert_eq!(e.message(), "logged in after 7 tries user=ada n=3 delta=-2 ok=true ratio=0.5");
+    assert_eq!(evs[1].message(), "plain");
     assert_eq!((evs[1].callsite.level, evs[1].callsite.category), (Some(Level::Info), "app"));
-    assert_eq!(message(&evs[2]), "debug value list=[1, 2]");
+    assert_eq!(evs[2].message(), "debug value list=[1, 2]");
     assert!(evs[0].callsite.file.ends_with("main.rs") && evs[0].callsite.line > 0);
 }
 
@@ -162,7 +154,7 @@ fn phosphor_and_tracing_filters_both_apply() {
     });
     let trace = stop(log);
     let evs = events(&trace);
-    let got: Vec<String> = evs.iter().map(message).collect();
+    let got: Vec<String> = evs.iter().map(Event::message).collect();
     assert_eq!(got, ["kept"]);
 }
 

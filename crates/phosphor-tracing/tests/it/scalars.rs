@@ -7,7 +7,7 @@ use phosphor::{ArgValue, Level, Phase};
 use phosphor_tracing::{PhosphorLayer, PhosphorSubscriber};
 use tracing_subscriber::prelude::*;
 
-use super::{events, message, started, stop};
+use super::{events, started, stop};
 
 fn params<'a>(e: &phosphor::Event<'a>) -> Vec<ArgValue<'a>> {
     e.params.iter().collect()
@@ -51,7 +51,7 @@ fn scalar_fields_keep_their_types_and_their_order_in_either_subscriber() {
             params(&evs[3]),
             [ArgValue::U64(1), ArgValue::I64(2), ArgValue::U64(3), ArgValue::I64(4), ArgValue::Bool(false)]
         );
-        assert_eq!(message(&evs[1]), "b=1 a=-1 ok=false r=0.5");
+        assert_eq!(evs[1].message(), "b=1 a=-1 ok=false r=0.5");
     }
 }
 
@@ -82,7 +82,7 @@ fn a_field_without_a_value_is_an_empty_parameter() {
     });
     let trace = stop(log);
     let evs = events(&trace);
-    assert_eq!(message(&evs[0]), "a=1 b= c=3");
+    assert_eq!(evs[0].message(), "a=1 b= c=3");
     assert_eq!(params(&evs[0])[0], ArgValue::U64(1));
     assert_eq!(params(&evs[0])[2], ArgValue::U64(3));
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use phosphor::{Level, Phase};
 use phosphor_tracing::{Directives, PhosphorSubscriber};
 
-use super::{allocations, events, message, started, stop};
+use super::{allocations, events, started, stop};
 
 #[test]
 fn events_and_spans_are_recorded_as_by_the_layer() {
@@ -34,7 +34,7 @@ fn events_and_spans_are_recorded_as_by_the_layer() {
             (Phase::End, "query"),
         ]
     );
-    assert_eq!(message(&evs[4]), "inside i=1");
+    assert_eq!(evs[4].message(), "inside i=1");
 }
 
 #[test]
@@ -50,7 +50,7 @@ fn directives_decide_per_callsite() {
         let _s = tracing::debug_span!(target: "lib", "a span below the level").entered();
     });
     let trace = stop(log);
-    let got: Vec<String> = events(&trace).iter().map(message).collect();
+    let got: Vec<String> = events(&trace).iter().map(phosphor::Event::message).collect();
     assert_eq!(got, ["kept: debug of app", "kept: warn of the rest"]);
 }
 

@@ -16,9 +16,9 @@
 //!
 //! # Fallback
 //!
-//! `linkme` works on Linux, Android, macOS, iOS, Windows, FreeBSD, OpenBSD and illumos. On other
-//! targets there is no section: a callsite is registered when it first runs, and [`list`] shows only
-//! those.
+//! The section is on the platforms whose linkers gather `linkme` sections: the one list of them is
+//! `build.rs`'s (`cfg(linker_sections)`). On other targets there is no section: a callsite is
+//! registered when it first runs, and [`list`] shows only those.
 
 use phosphor_format::Phase;
 

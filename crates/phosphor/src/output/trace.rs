@@ -113,6 +113,20 @@ impl Event<'_> {
             _ => self.callsite.name,
         }
     }
+
+    /// A log event's message (`trace_log!`): its format string filled with its parameters, as
+    /// `phosphor logs` and every other tool print it (`phosphor_format::logfmt`).
+    pub fn message(&self) -> String {
+        let mut params = [ArgValue::U64(0); phosphor_format::MAX_PARAMS];
+        let mut n = 0;
+        for (slot, v) in params.iter_mut().zip(self.params.iter()) {
+            *slot = v;
+            n += 1;
+        }
+        let mut out = String::new();
+        phosphor_format::logfmt::format_log(&mut out, self.callsite.name, &params[..n]);
+        out
+    }
 }
 
 /// A trace that does not decode. Traces recorded by this crate always decode; this guards the

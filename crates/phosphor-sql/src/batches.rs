@@ -26,7 +26,7 @@ use phosphor_model::timeline::Timeline;
 use crate::args_table::{ArgRows, Owner};
 use crate::flows_table::Flows;
 use crate::problems_table::ProblemRows;
-use crate::read::Wanted;
+use crate::read::{Flat, FlatOp, Wanted};
 use crate::rows::{Payload, Row, Rows};
 use crate::sites::{SiteAdditions, SiteTable};
 use crate::tables::{project, Context, PathNames, Place, Table};
@@ -54,12 +54,16 @@ pub(crate) enum Message {
     Alloc { tid: u32, at: u64, allocs: u64, bytes: u64 },
     /// A chunk was read: make batches of the tables with enough rows.
     Flush,
+    /// An event of a flat reading ([`crate::read`]'s `Flat`), made a row here.
+    Flat(FlatOp),
 }
 
 /// The rows of one file and the batches made of them; see the [module docs](self).
 #[derive(Debug)]
 pub(crate) struct Builder {
     pub(crate) rows: Rows,
+    /// The open begins of a flat reading, which reads without the nesting (`None`: a nested one).
+    pub(crate) flat: Option<Flat>,
     sites: SiteTable,
     path_names: PathNames,
     /// The threads' names as the file gave them so far.
@@ -92,6 +96,7 @@ impl Builder {
         rows.allocs.on = has(Table::Allocations);
         Builder {
             rows,
+            flat: None,
             sites: SiteTable::default(),
             path_names: PathNames::default(),
             names: HashMap::new(),
@@ -245,6 +250,11 @@ impl Consumer<Payload> for Builder {
                 self.rows.allocs.count(nesting, tid, at, allocs, bytes)
             }
             Message::Flush => self.flush(nesting.paths(), false),
+            Message::Flat(op) => {
+                if let Some(flat) = &mut self.flat {
+                    flat.add(&mut self.rows, op);
+                }
+            }
         }
     }
 }

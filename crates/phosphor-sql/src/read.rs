@@ -17,8 +17,9 @@
 //! A query of slices or marks that reads none of the columns the nesting gives (ids, parents,
 //! depths, paths, self times), such as `SELECT name, count(*), sum(dur) FROM slices GROUP BY
 //! name`, is read without the nesting (`Flat`): each slice is a row as it ends, with the
-//! nesting's start and duration, and the batches are made on this thread. The rows are the same,
-//! in another order.
+//! nesting's start and duration. The pipeline is the same: this thread sends the events as
+//! [`FlatOp`]s, and the engine's thread pairs begins with ends and makes the batches. The rows
+//! are the same, in another order.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -273,10 +274,9 @@ fn read_wanted<R: Read>(
         state.flush(&place, batch_rows, false, &mut out)?;
         system.flush(&place, batch_rows, false, &mut |table, batch| out.full(table, batch))?;
     }
-    let flat = state.flat.take();
     let (nesting, builder) = state.feed.finish();
-    if let Some(flat) = flat {
-        flat.finish(&mut *builder);
+    if let Some(flat) = builder.flat.take() {
+        flat.finish(&mut builder.rows);
     }
     nesting.finish(builder);
     builder.flush(nesting.paths(), true);
@@ -345,9 +345,9 @@ struct State {
     /// whatever tables a query reads.
     nest: bool,
     /// The slices and marks made rows as they end, not nested, when no table asked for needs
-    /// their place in their thread's tree ([`Flat`]): the engine is then kept on this thread
-    /// and only makes the batches.
-    flat: Option<Flat>,
+    /// their place in their thread's tree ([`Flat`]): the engine's thread then only pairs
+    /// begins with ends and makes the batches.
+    flat: bool,
     /// Typed arguments kept (`args`), flows followed (`flows`), async halves paired,
     /// allocation counts matched.
     args: bool,
@@ -364,12 +364,15 @@ struct State {
 }
 
 impl State {
-    fn new(timeline: Timeline, asked: &[Wanted], builder: Builder) -> State {
+    fn new(timeline: Timeline, asked: &[Wanted], mut builder: Builder) -> State {
         let wanted: Vec<Table> = asked.iter().map(|w| w.table).collect();
-        let flat = asked.iter().all(Wanted::is_flat).then(Flat::default);
+        let flat = asked.iter().all(Wanted::is_flat);
+        if flat {
+            builder.flat = Some(Flat::default());
+        }
         State {
             timeline,
-            feed: Feed::new(Nesting::new(DEFAULT_PENDING_LIMIT), builder).background(flat.is_none()),
+            feed: Feed::new(Nesting::new(DEFAULT_PENDING_LIMIT), builder),
             flat,
             sites: Sites::default(),
             sites_sent: (0, 0),
@@ -591,10 +594,11 @@ impl State {
         let args = args.filter(|_| keep_args);
         payload.extra = Extra::pack(&mut self.scratch, flow, text, args);
         let feed = &mut self.feed;
-        if let Some(flat) = &mut self.flat {
+        if self.flat {
+            // Made a row on the engine's thread, in order with the other operations.
             let end = event.duration.map_or(ts, |d| self.timeline.end(event.ts, d));
-            let (_, builder) = feed.parts().expect("a flat reading keeps its engine here");
-            flat.add(builder, cs.phase, is_mark, tid, ts, end, payload);
+            let op = FlatOp { phase: cs.phase, is_mark, tid, ts, end, payload };
+            feed.message(Message::Flat(op));
             return;
         }
         match cs.phase {
@@ -626,7 +630,7 @@ fn number(v: Value<'_>) -> Option<f64> {
 /// end, of no duration. So the rows, their times and durations, are the nested reading's, in
 /// another order (the order the slices end, not their walk), at the cost of a stack per thread.
 #[derive(Debug, Default)]
-struct Flat {
+pub(crate) struct Flat {
     /// By thread id, its place in `open`.
     threads: IdMap,
     /// Each thread's open begins, outermost first: their start and payload.
@@ -648,18 +652,9 @@ impl Flat {
         &mut self.open[at as usize].1
     }
 
-    /// An event of `phase` (a mark if `is_mark`) of thread `tid` from `ts` to `end`.
-    #[allow(clippy::too_many_arguments)]
-    fn add(
-        &mut self,
-        sink: &mut impl Sink<Payload>,
-        phase: Phase,
-        is_mark: bool,
-        tid: u32,
-        ts: u64,
-        end: u64,
-        payload: Payload,
-    ) {
+    /// An event, made a row if it is a slice or mark complete.
+    pub(crate) fn add(&mut self, sink: &mut impl Sink<Payload>, op: FlatOp) {
+        let FlatOp { phase, is_mark, tid, ts, end, payload } = op;
         match phase {
             Phase::Begin => self.stack(tid).push((ts, payload)),
             Phase::End => {
@@ -674,7 +669,7 @@ impl Flat {
     }
 
     /// The end of the stream: the begins still open are rows of no duration.
-    fn finish(self, sink: &mut impl Sink<Payload>) {
+    pub(crate) fn finish(self, sink: &mut impl Sink<Payload>) {
         let mut open = self.open;
         open.sort_unstable_by_key(|&(tid, _)| tid);
         for (tid, stack) in open {
@@ -683,6 +678,18 @@ impl Flat {
             }
         }
     }
+}
+
+/// An event of `phase` (a mark if `is_mark`) of thread `tid` from `ts` to `end` (timeline),
+/// for [`Flat`]: what the reader's thread sends the engine's of an event in a flat reading.
+#[derive(Debug)]
+pub(crate) struct FlatOp {
+    phase: Phase,
+    is_mark: bool,
+    tid: u32,
+    ts: u64,
+    end: u64,
+    payload: Payload,
 }
 
 /// Hands `sink` a slice of thread `tid`, of no place in a tree (no parent, no path).

@@ -84,6 +84,19 @@ pub(crate) struct Sites {
     /// By callsite id, the string index of the name it had: a file may define an id again.
     name_of: IdMap,
     labels: HashMap<(String, Kind), Label>,
+    /// By callsite id, the sites of the names its events chose at run time ([`Dynamic`]).
+    dynamic: IdMap,
+    dynamic_sites: Vec<Dynamic>,
+}
+
+/// The sites of one callsite whose events name themselves (argument 0), by name: each is found
+/// again without making its key (three strings) as [`Sites::intern`] makes it.
+#[derive(Debug)]
+struct Dynamic {
+    /// The string index of the callsite's name when these were found: a file may define an id
+    /// again.
+    name: u32,
+    by_name: HashMap<Box<str>, u32>,
 }
 
 impl Sites {
@@ -91,8 +104,13 @@ impl Sites {
     pub(crate) fn site(&mut self, cs: &Callsite<'_>, kind: Kind, args: &[Option<(&str, Value<'_>)>]) -> u32 {
         if cs.dynamic_name {
             if let Some((_, Value::Str(name))) = args.first().copied().flatten() {
+                if let Some(site) = self.dynamic_site(cs, kind, name) {
+                    return site;
+                }
                 let label = self.label(&names::lock_name(name, cs.phase), kind);
-                return self.intern(cs, label, kind);
+                let site = self.intern(cs, label, kind);
+                self.remember_dynamic(cs, name, site);
+                return site;
             }
         }
         if let (Some(site), Some(n)) = (self.by_callsite.get(cs.id), self.name_of.get(cs.id)) {
@@ -105,6 +123,38 @@ impl Sites {
         self.by_callsite.insert(cs.id, site);
         self.name_of.insert(cs.id, cs.name.index());
         site
+    }
+
+    /// The site found before for an event of callsite `cs` named `name`, of kind `kind`, if
+    /// the callsite is as it was then (its name, category, file and line): the site
+    /// [`Sites::intern`] would find, as its key is the site's.
+    fn dynamic_site(&self, cs: &Callsite<'_>, kind: Kind, name: &str) -> Option<u32> {
+        let d = &self.dynamic_sites[self.dynamic.get(cs.id)? as usize];
+        let site = *d.by_name.get(name).filter(|_| d.name == cs.name.index())?;
+        let s = &self.table.sites[site as usize];
+        let same = s.kind == kind
+            && s.line == cs.line
+            && s.category == cs.category.as_str()
+            && s.file == cs.file.as_str();
+        same.then_some(site)
+    }
+
+    /// Remembers `site` for events of callsite `cs` named `name` ([`Sites::dynamic_site`]).
+    fn remember_dynamic(&mut self, cs: &Callsite<'_>, name: &str, site: u32) {
+        let at = match self.dynamic.get(cs.id) {
+            Some(at) => at as usize,
+            None => {
+                self.dynamic.insert(cs.id, self.dynamic_sites.len() as u32);
+                self.dynamic_sites.push(Dynamic { name: cs.name.index(), by_name: HashMap::new() });
+                self.dynamic_sites.len() - 1
+            }
+        };
+        let d = &mut self.dynamic_sites[at];
+        if d.name != cs.name.index() {
+            // The id was defined again: what was found for it before is not its any more.
+            *d = Dynamic { name: cs.name.index(), by_name: HashMap::new() };
+        }
+        d.by_name.insert(name.into(), site);
     }
 
     fn intern(&mut self, cs: &Callsite<'_>, label: Label, kind: Kind) -> u32 {

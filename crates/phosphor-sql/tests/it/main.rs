@@ -4,6 +4,7 @@
 #[cfg(feature = "engine")]
 mod align;
 mod columns;
+mod dynamic;
 mod files;
 mod losses;
 mod parquet;

@@ -121,7 +121,7 @@ fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
                 [ArgValue::Str("ev"), ArgValue::U64(i), ArgValue::U64(7)],
                 "layer: {layer}"
             );
-            assert_eq!(message(same), format!("ev a={i} b=7"));
+            assert_eq!(same.message(), format!("ev a={i} b=7"));
             let pass = i.min(1) + i / 3;
             assert_eq!(params(changing), [ArgValue::Str(&format!("pass {pass}")), ArgValue::U64(i)]);
             let cut = &long[..phosphor::format::MAX_DYN_STR_BYTES];

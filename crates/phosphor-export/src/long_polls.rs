@@ -1,5 +1,5 @@
 //! The slowest long polls of tokio tasks (`phosphor::tokio`'s
-//! [`LONG_POLL_NAME`](crate::tasks::LONG_POLL_NAME) slices), each
+//! [`LONG_POLL_NAME`] slices), each
 //! tied to what the system saw inside it: its worker's on- and off-CPU time, and the CPU samples
 //! that fell in it with their leaf functions (from the trace's system context, `--system`). A long
 //! poll that computed shows samples in the task's own code; one whose worker was preempted shows

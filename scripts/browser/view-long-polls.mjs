@@ -56,8 +56,15 @@ await check(result, timeout, async page => {
   result.rows = await page.$$eval('#long-polls tr[data-task]', rs => rs.map(r => [...r.cells].map(c => c.textContent).join(' | ')))
 
   // The long poll clicked: selected, shown, and its samples' stacks listed.
-  await page.click('#long-polls tr[data-task]')
-  await page.waitForFunction(() => document.querySelector('#long-poll-stacks .stacks h3'), { timeout, polling: 50 })
+  // The panel may draw its tables again while the tasks' answer lands, so the row is found and
+  // clicked in one step in the page (a handle taken before could be detached by the click), and
+  // clicked again until its stacks are listed.
+  await page.waitForFunction(() => {
+    if (document.querySelector('#long-poll-stacks .stacks h3')) return true
+    const row = document.querySelector('#long-polls tr[data-task]')
+    if (row) row.click()
+    return false
+  }, { timeout, polling: 50 })
   result.head = await page.$eval('#long-poll-stacks .stacks h3', h => h.textContent)
   result.stacks = await page.evaluate(`(${stacksIn})('#long-poll-stacks')`)
   result.selection = await page.evaluate(() => {
@@ -75,8 +82,14 @@ await check(result, timeout, async page => {
 
   // "search all": a search for the long poll slices, counted.
   await page.click('#tasks-button')
-  await page.waitForFunction(() => document.querySelector('#long-polls-search'), { timeout, polling: 50 })
-  await page.click('#long-polls-search')
+  // Found and clicked in one step in the page, as the row above.
+  await page.waitForFunction(() => {
+    const s = window.phosphorView.search
+    if (s && s.q === 'long poll') return true
+    const button = document.querySelector('#long-polls-search')
+    if (button) button.click()
+    return false
+  }, { timeout, polling: 50 })
   await page.waitForFunction(() => {
     const s = window.phosphorView.search
     return s && s.q === 'long poll' && /found|of/.test(document.getElementById('search-at').textContent)

@@ -5,8 +5,6 @@
 //! (thread 101 blocked from 10 to 60 ms; CPU samples at 5, 70, 75 and 92 ms) under the task
 //! events `phosphor::tokio` writes, one poll of which (60 to 100 ms) is a long poll.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 
 use phosphor_craft::system::{callsite, system_batch, TID};
@@ -165,29 +163,9 @@ fn the_stacks_of_a_long_polls_samples_are_merged_by_call_stack_most_samples_firs
     assert_eq!(get(addr, &format!("/api/stacks?trace=0&tid={TID}&start=10&end=5")).0, 400);
 }
 
-/// `$PHOSPHOR_BROWSER_ENV`, else the directory `scripts/browser-env.sh` sets up.
-fn browser_env() -> PathBuf {
-    crate::system_browser_tests::browser_env()
-}
-
 #[test]
 fn the_tasks_panel_lists_the_long_poll_and_shows_the_stacks_of_its_samples() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("long-poll.phos");
-    std::fs::write(&path, long_poll_trace(true)).unwrap();
-    let addr = start(&[path]);
-    let shot = dir.path().join("long-polls.png");
-    let out = Command::new("node")
-        .arg(browser_env().join("view-long-polls.mjs"))
-        .arg(format!("http://{addr}/"))
-        .arg(&shot)
-        .arg("120")
-        .output()
-        .expect("node runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
-    assert_eq!(r["errors"], json!([]), "{r}");
+    let r = crate::system_browser_tests::check_page(&long_poll_trace(true), "view-long-polls.mjs");
     // The long polls' table: one row, the task, its duration, its samples and leaf functions.
     let rows = r["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{r}");

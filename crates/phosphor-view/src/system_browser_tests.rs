@@ -13,7 +13,7 @@ use crate::server::tests::start;
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// `$PHOSPHOR_BROWSER_ENV`, else the directory `scripts/browser-env.sh` sets up.
-pub(crate) fn browser_env() -> PathBuf {
+fn browser_env() -> PathBuf {
     if let Ok(p) = std::env::var("PHOSPHOR_BROWSER_ENV") {
         return p.into();
     }
@@ -22,24 +22,31 @@ pub(crate) fn browser_env() -> PathBuf {
     String::from_utf8(out.stdout).unwrap().lines().last().expect("a directory").trim().into()
 }
 
-#[test]
-fn the_page_draws_the_off_cpu_band_names_a_samples_function_and_details_a_slices_cpu_time() {
+/// Serves `trace` and runs the browser check `script` (in `scripts/browser/`) on its page: the
+/// script's JSON answer, after checking that the script succeeded and saw no page error.
+pub(crate) fn check_page(trace: &[u8], script: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("system.phos");
-    std::fs::write(&path, system_trace().unwrap()).unwrap();
+    let path = dir.path().join("trace.phos");
+    std::fs::write(&path, trace).unwrap();
     let addr = start(&[path]);
-    let shot = dir.path().join("system.png");
+    let shot = dir.path().join("page.png");
     let out = Command::new("node")
-        .arg(browser_env().join("view-system-check.mjs"))
+        .arg(browser_env().join(script))
         .arg(format!("http://{addr}/"))
         .arg(&shot)
         .arg("120")
         .output()
         .expect("node runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
-    assert_eq!(r["errors"], json!([]), "{r}");
+    assert!(out.status.success(), "{script}: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{script}: {e}: {text}"));
+    assert_eq!(r["errors"], json!([]), "{script}: {r}");
+    r
+}
+
+#[test]
+fn the_page_draws_the_off_cpu_band_names_a_samples_function_and_details_a_slices_cpu_time() {
+    let r = check_page(&system_trace().unwrap(), "view-system-check.mjs");
     // One blocked interval, four samples; the blocked colour (#e07b24) at 35 ms, none at 85 ms.
     let band = &r["band"];
     assert_eq!((band["blocked"].as_u64(), band["samples"].as_u64()), (Some(1), Some(4)), "{r}");

@@ -49,7 +49,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use phosphor_format::{ClockInfo, ClockKind};
+use phosphor_format::ClockInfo;
 use phosphor_model::asyncs::{AsyncKey, Matched, Pairing};
 use phosphor_model::timeline::Timeline;
 use rustc_hash::FxHashMap as HashMap;
@@ -636,14 +636,7 @@ fn thread_of(threads: &mut Vec<Thread>, tid: u32) -> Option<&mut Thread> {
 
 /// A clock of a nanosecond a tick: the timeline of a model before its file's header is read.
 fn nanoseconds() -> ClockInfo {
-    ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    }
+    ClockInfo::monotonic(0, 0)
 }
 
 /// Inserts a slice known at its end into `t`, below the begins open: the slices already there

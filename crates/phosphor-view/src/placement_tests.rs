@@ -1,5 +1,5 @@
 use phosphor_format::file::Header;
-use phosphor_format::{ClockInfo, ClockKind};
+use phosphor_format::ClockInfo;
 
 use super::*;
 
@@ -8,14 +8,7 @@ const S: i64 = 1_000_000_000;
 /// A header whose clock's origin is at `mono` ns on CLOCK_MONOTONIC and `wall` on the wall clock.
 fn header(mono: u64, wall: u64, boot: Option<u8>) -> Header {
     Header {
-        clock: ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: mono,
-            origin_monotonic_ns: mono,
-            origin_wall_ns: wall,
-            fallback_reason: None,
-        },
+        clock: ClockInfo::monotonic(mono, wall),
         pid: 1,
         process_name: "t".into(),
         boot_id: boot.map(|b| [b; 16]),

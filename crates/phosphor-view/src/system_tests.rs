@@ -111,14 +111,7 @@ fn the_heap_track_gives_the_live_bytes() {
 
 #[test]
 fn a_window_over_many_narrow_intervals_is_bounded_by_its_pixels() {
-    let clock = ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    };
+    let clock = ClockInfo::monotonic(0, 0);
     let place = Place::new(clock, 0);
     // 100,000 intervals of 3 ns every 10 ns, every other one preempted.
     let mut v = SystemView::default();
@@ -146,14 +139,7 @@ fn a_window_over_many_narrow_intervals_is_bounded_by_its_pixels() {
 
 #[test]
 fn past_the_cap_switches_and_samples_are_counted_not_kept() {
-    let clock = ClockInfo {
-        kind: ClockKind::Monotonic,
-        ns_per_tick: 1.0,
-        origin_ticks: 0,
-        origin_monotonic_ns: 0,
-        origin_wall_ns: 0,
-        fallback_reason: None,
-    };
+    let clock = ClockInfo::monotonic(0, 0);
     let place = Place::new(clock, 0);
     let mut v = SystemView::with_cap(10);
     let kinds = [SwitchKind::Out, SwitchKind::In];

@@ -12,7 +12,7 @@ use phosphor_export::long_polls::LongPoll;
 use phosphor_export::symbolize::Symbolizer;
 use phosphor_export::system::SystemContext;
 use phosphor_export::StatsBuilder;
-use phosphor_format::file::{ClockInfo, ClockKind, Header, Reader, Trailer, Writer};
+use phosphor_format::file::{ClockInfo, Header, Reader, Trailer, Writer};
 use phosphor_format::{ArgType, Meta, Phase, Record};
 use serde_json::{json, Value};
 
@@ -28,14 +28,7 @@ const TASK_NAME: &str = "srv.rs:10";
 /// `system`, the same events and no system block.
 pub(crate) fn long_poll_trace(system: bool) -> Vec<u8> {
     let header = Header {
-        clock: ClockInfo {
-            kind: ClockKind::Monotonic,
-            ns_per_tick: 1.0,
-            origin_ticks: 0,
-            origin_monotonic_ns: 0,
-            origin_wall_ns: 1_700_000_000_000_000_000,
-            fallback_reason: None,
-        },
+        clock: ClockInfo::monotonic(0, 1_700_000_000_000_000_000),
         pid: 4242,
         process_name: "app".into(),
         boot_id: None,

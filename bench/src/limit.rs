@@ -76,7 +76,8 @@ impl Reference {
             Kind::Empty => (
                 "empty",
                 "compiled out: the empty loop",
-                "Phosphor has no compile-out feature yet; this is the loop alone",
+                "what a callsite leaves when Phosphor's `off` feature (or `phosphor-facade` without `enable`) compiles it out: \
+                 the loop alone (`crates/phosphor-compile-out` proves the off build)",
             ),
         };
         Reference {

@@ -12,8 +12,8 @@
 //! divan's tree of timings (medians as ratios to a baseline benchmark of the same run), and
 //! [`hostile_table`] folds `phosphor-craft bench`'s row per command into a row per file (the
 //! slowest command, the highest peak RSS as a multiple of the file). The binary `bench-record`
-//! is the scripts' entry point (`scripts/callgrind.sh`, `scripts/bench-hot-path.sh`,
-//! `scripts/bench-hostile.sh` with `UPDATE_BENCHMARKS=1`).
+//! is the scripts' entry point (`scripts/bench-peers.sh`, `scripts/callgrind.sh`,
+//! `scripts/bench-hot-path.sh`, `scripts/bench-hostile.sh` with `UPDATE_BENCHMARKS=1`).
 
 use std::fmt::Write as _;
 

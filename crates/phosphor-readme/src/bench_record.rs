@@ -13,7 +13,8 @@
 //! [`hostile_table`] folds `phosphor-craft bench`'s row per command into a row per file (the
 //! slowest command, the highest peak RSS as a multiple of the file). The binary `bench-record`
 //! is the scripts' entry point (`scripts/bench-peers.sh`, `scripts/callgrind.sh`,
-//! `scripts/bench-hot-path.sh`, `scripts/bench-hostile.sh` with `UPDATE_BENCHMARKS=1`).
+//! `scripts/bench-hot-path.sh`, `scripts/bench-hostile.sh`, `scripts/bench-sql.sh` with
+//! `UPDATE_BENCHMARKS=1`).
 
 use std::fmt::Write as _;
 

@@ -249,7 +249,7 @@ fn benchmarks_md_generated_sections_are_rewritable() {
     let doc = fs::read_to_string(root.join("BENCHMARKS.md")).unwrap();
     let names: Vec<&str> =
         doc.lines().filter_map(|l| l.trim_end().strip_prefix("<!-- bench:")?.strip_suffix(" -->")).collect();
-    for wanted in ["peers", "callgrind", "hot-path-divan", "hostile"] {
+    for wanted in ["peers", "callgrind", "hot-path-divan", "hostile", "sql"] {
         assert!(names.contains(&wanted), "BENCHMARKS.md has no `bench:{wanted}` section (has {names:?})");
     }
     for name in names {

@@ -17,7 +17,7 @@ BREAKDOWN=${BREAKDOWN:-event}
 TARGET=${CARGO_TARGET_DIR:-target}
 OUT=$TARGET/callgrind-tracing
 BIN=$TARGET/release/examples/callgrind_tracing
-read -r -a MODES <<<"${MODES:-event event_msg event_global span span_life event_layer noop macro log2 limit}"
+read -r -a MODES <<<"${MODES:-event event_msg event_global span span_life event_layer noop empty empty_global visit visit_global record record_global macro log2 limit}"
 
 source "$(dirname "$0")/callgrind-lib.sh"
 callgrind_require crates/phosphor-tracing

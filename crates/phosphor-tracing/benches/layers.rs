@@ -12,7 +12,12 @@
 //! sink that counts what it is given and throws the bytes away.
 //!
 //! `event_noop_layer` and `span_noop_layer` run a layer that does nothing: the cost of `tracing`'s
-//! macros, dispatch and span registry, which every layer pays before it records anything.
+//! macros, dispatch and span registry, which every layer pays before it records anything. The
+//! `floor_*` benches are the floor of a subscriber of its own (`support/floor.rs`): one that does
+//! nothing with an event, one that only visits its fields, one that visits them and records two
+//! with `trace_log!` at a fixed callsite; `_global` as the global default (one
+//! subscriber per process: a `_global` bench is skipped, with a note, when another's subscriber
+//! was installed first; run it alone then, e.g. `layers limit_loop floor_visit_event_global`).
 //!
 //! What is measured is the calling thread's time. tracing-chrome also spends its writer thread's
 //! time formatting JSON, which is not in its figure here (`phosphor-bench` measures process CPU);
@@ -34,13 +39,16 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use divan::Bencher;
 use phosphor::{BufferMode, TraceConfig, TraceLog, TraceLogConfig};
 use phosphor_limit::limit_step;
 use phosphor_tracing::{PhosphorLayer, PhosphorSubscriber};
 use tracing_subscriber::layer::SubscriberExt;
+
+#[path = "support/floor.rs"]
+mod floor;
 
 /// Events per divan sample.
 const SAMPLE_SIZE: u32 = 10_000;
@@ -167,14 +175,105 @@ fn event_phosphor_subscriber(bencher: Bencher) {
 
 /// The subscriber as `phosphor_tracing::init()` (and `.init()` of a `tracing_subscriber`
 /// registry) installs it: the global default, which `tracing` finds without the thread-local
-/// lookup a scoped default costs. A process has one global default: it stays set (to an equal
-/// subscriber of the global log) for the benches after this one, whose scoped defaults override it.
+/// lookup a scoped default costs. A process has one global default: it stays set for the benches
+/// after this one, whose scoped defaults override it (see [`install_global`]).
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn event_phosphor_subscriber_global(bencher: Bencher) {
-    // An error: set by an earlier run of this bench in the process, to the same subscriber.
-    let _ = tracing::dispatcher::set_global_default(tracing::Dispatch::new(PhosphorSubscriber::new(
-        TraceLog::global(),
-    )));
+    if !install_global("event_phosphor_subscriber_global", || {
+        tracing::Dispatch::new(PhosphorSubscriber::new(TraceLog::global()))
+    }) {
+        return;
+    }
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+/// The bench whose subscriber is the process's global default (set once, by the first `*_global`
+/// bench that runs).
+static GLOBAL: OnceLock<&'static str> = OnceLock::new();
+
+/// Makes `make()` the global default for bench `name`: false (and the bench is skipped, with a
+/// note) when another bench's subscriber already is. Run such a bench in a process of its own
+/// then: `layers limit_loop floor_visit_event_global`.
+fn install_global(name: &'static str, make: impl FnOnce() -> tracing::Dispatch) -> bool {
+    let installed = *GLOBAL.get_or_init(|| {
+        tracing::dispatcher::set_global_default(make()).expect("only install_global sets the global default");
+        name
+    });
+    if installed != name {
+        eprintln!("{name}: skipped, the global default is {installed}'s (one per process): run it alone");
+    }
+    installed == name
+}
+
+/// The floor (`support/floor.rs`): a subscriber that does nothing with the event.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn floor_empty_event(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(floor::Empty);
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+/// The floor: a subscriber that only visits the event's fields.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn floor_visit_event(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(floor::Visiting);
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+/// The floor: a subscriber that visits the event's fields and records two with `trace_log!`.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn floor_record_event(bencher: Bencher) {
+    let _d = tracing::subscriber::set_default(floor::Recording);
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+/// [`floor_record_event`] with the subscriber as the global default.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn floor_record_event_global(bencher: Bencher) {
+    if !install_global("floor_record_event_global", || tracing::Dispatch::new(floor::Recording)) {
+        return;
+    }
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+/// [`floor_empty_event`] with the subscriber as the global default.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn floor_empty_event_global(bencher: Bencher) {
+    if !install_global("floor_empty_event_global", || tracing::Dispatch::new(floor::Empty)) {
+        return;
+    }
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+/// [`floor_visit_event`] with the subscriber as the global default.
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn floor_visit_event_global(bencher: Bencher) {
+    if !install_global("floor_visit_event_global", || tracing::Dispatch::new(floor::Visiting)) {
+        return;
+    }
     let mut i = 0u64;
     bencher.bench_local(|| {
         i = i.wrapping_add(1);

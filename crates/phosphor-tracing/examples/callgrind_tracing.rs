@@ -3,7 +3,7 @@
 //! that instruction counts of runs with N and 2N iterations can be subtracted to cancel the setup.
 //!
 //! ```text
-//! callgrind_tracing <event|event_msg|event_global|span|span_life|event_layer|noop|macro|log2|limit> <N>
+//! callgrind_tracing <event|event_msg|event_global|span|span_life|event_layer|noop|empty|empty_global|visit|visit_global|record|record_global|macro|log2|limit> <N>
 //! ```
 //!
 //! `event` is `tracing::info!(a = i, b = 7)`, `event_msg` the same with a message
@@ -11,7 +11,10 @@
 //! default (as `phosphor_tracing::init()` installs it; the others are this thread's default), `span` is `info_span!("scope").entered()` dropped at
 //! once (new, enter, exit, close), `span_life` the same with lifetimes recorded, `event_layer` the
 //! event through `Registry` + `PhosphorLayer`, `noop` the event with a `Registry` and a layer that
-//! does nothing (what `tracing` costs before any layer works), `macro` Phosphor's
+//! does nothing (what `tracing` costs before any layer works), `empty` and `visit` the event with
+//! the floor's subscribers (`benches/support/floor.rs`: one that does nothing, one that only visits
+//! the fields, `record` one that visits them and records two with `trace_log!`; `_global` as the
+//! global default), `macro` Phosphor's
 //! `trace_instant!` with two integers, `log2` its `trace_log!` with two, `limit` the limit loop.
 //! Each runs in its own `#[inline(never)]` function, so `callgrind_annotate` shows it by name.
 //! Before the measured loop the Ring is filled once over, so the measured events reuse warm
@@ -21,6 +24,9 @@ use phosphor::{BufferMode, TraceConfig, TraceLog};
 use phosphor_limit::limit_step;
 use phosphor_tracing::{PhosphorLayer, PhosphorSubscriber};
 use tracing_subscriber::layer::SubscriberExt;
+
+#[path = "../benches/support/floor.rs"]
+mod floor;
 
 /// Ring size: the same as the bench's.
 const RING_BYTES: usize = 64 << 20;
@@ -84,7 +90,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
 fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(mode), Some(n)) = (args.next(), args.next().and_then(|s| s.parse::<u64>().ok())) else {
-        eprintln!("usage: callgrind_tracing <event|event_msg|event_global|span|span_life|event_layer|noop|macro|log2|limit> <N>");
+        eprintln!("usage: callgrind_tracing <event|event_msg|event_global|span|span_life|event_layer|noop|empty|empty_global|visit|visit_global|record|record_global|macro|log2|limit> <N>");
         std::process::exit(2);
     };
     let log = TraceLog::global();
@@ -95,26 +101,35 @@ fn main() {
         f(warm);
         f(n);
     };
-    // `event_global`: the subscriber as `phosphor_tracing::init()` installs it, the global default
+    // `*_global`: the subscriber as `phosphor_tracing::init()` installs it, the global default
     // (no scoped dispatcher is set then: `tracing` finds it without its thread-local lookup).
-    if mode == "event_global" {
-        let global = tracing::Dispatch::new(PhosphorSubscriber::new(log));
+    let global = match mode.as_str() {
+        "event_global" => Some((tracing::Dispatch::new(PhosphorSubscriber::new(log)), 1)),
+        "empty_global" => Some((tracing::Dispatch::new(floor::Empty), 0)),
+        "visit_global" => Some((tracing::Dispatch::new(floor::Visiting), 0)),
+        "record_global" => Some((tracing::Dispatch::new(floor::Recording), 1)),
+        _ => None,
+    };
+    if let Some((global, events)) = global {
         tracing::dispatcher::set_global_default(global).expect("no global subscriber yet");
         twice(run_event_global);
-        return finish(&mode, n, log, warm + n);
+        return finish(&mode, n, log, events * (warm + n));
     }
     let dispatch = match mode.as_str() {
         "event" | "event_msg" | "span" => tracing::Dispatch::new(PhosphorSubscriber::new(log)),
         "span_life" => tracing::Dispatch::new(PhosphorSubscriber::new(log).with_span_lifetimes(true)),
         "event_layer" => tracing::Dispatch::new(tracing_subscriber::registry().with(PhosphorLayer::new(log))),
         "noop" => tracing::Dispatch::new(tracing_subscriber::registry().with(NoopLayer)),
+        "empty" => tracing::Dispatch::new(floor::Empty),
+        "visit" => tracing::Dispatch::new(floor::Visiting),
+        "record" => tracing::Dispatch::new(floor::Recording),
         _ => tracing::Dispatch::none(),
     };
     // Per event: records written (a log of two parameters is one event), and ours to check.
     let events = tracing::dispatcher::with_default(&dispatch, || match mode.as_str() {
-        "event" | "event_layer" => (twice(run_event), 1).1,
+        "event" | "event_layer" | "record" => (twice(run_event), 1).1,
         "event_msg" => (twice(run_event_msg), 1).1,
-        "noop" => (twice(run_event), 0).1,
+        "noop" | "empty" | "visit" => (twice(run_event), 0).1,
         "span" => (twice(run_span), 2).1,
         "span_life" => (twice(run_span), 4).1,
         "macro" => (twice(run_macro), 1).1,

@@ -561,15 +561,19 @@ impl PhosphorLayer {
         else {
             return self.count_lost();
         };
+        // The global log's address is a link-time constant: named as such, the check and the clock
+        // fold its slot to a constant (`TraceLog::slot`) instead of testing for it each.
+        let global = std::ptr::eq(self.log, TraceLog::global());
         // The one check: the event is recorded with what the visit finds, unchecked.
-        let Some(checked) = log.check_in(self.log) else { return };
+        let checked = if global { log.check_in(TraceLog::global()) } else { log.check_in(self.log) };
+        let Some(checked) = checked else { return };
         if *scalars {
             // Acquire: pairs with the Release that published a kept message (`Scalars::keep`),
             // whose text the visit may read.
             let kept = fast.load(Ordering::Acquire);
             if kept != slow() {
                 // The clock first: its latency overlaps the visit.
-                let ts = self.log.now();
+                let ts = if global { TraceLog::global().now() } else { self.log.now() };
                 // Integers, floats and booleans straight into the record's parameters, the kept
                 // message as a static string; anything else sends the event down the general
                 // path (visited again), and the callsite's later events straight there.

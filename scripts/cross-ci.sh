@@ -131,9 +131,13 @@ run_target() {
         step windows-prng-stand-in x86_64-w64-mingw32-gcc -shared -O2 -o "$out/deps/bcryptprimitives.dll" \
             scripts/cross/bcryptprimitives.c -ladvapi32 && cp "$out/deps/bcryptprimitives.dll" "$out/examples/"
     fi
-    step "$short-unit-tests" "${XC[@]}" test "${BUILD_STD[@]}" --locked --target "$triple" -p phosphor --lib
-    step "$short-build-example" "${XC[@]}" build "${BUILD_STD[@]}" --locked --target "$triple" -p phosphor \
-        --example platform_trace
+    # One build for both: the unit tests and the example (an example without `test = true` is
+    # built by `cargo test` as a plain program, not a test). Built by `cargo build`, the example
+    # compiled every dependency again: `cargo test`'s standard library (-Zbuild-std, with the
+    # `test` crate) is another unit than `cargo build`'s, so everything above it is too.
+    local tests=("${XC[@]}" test "${BUILD_STD[@]}" --locked --target "$triple" -p phosphor --lib)
+    step "$short-build-tests-and-example" "${tests[@]}" --example platform_trace --no-run
+    step "$short-unit-tests" "${tests[@]}"
     local exe=$out/examples/platform_trace trace=$DIR/platform-$short.phos
     [ "$short" = windows ] && exe=$exe.exe
     rm -f "$trace"

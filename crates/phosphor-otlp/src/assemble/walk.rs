@@ -62,8 +62,9 @@ pub(super) enum Item {
 pub(super) struct Builder {
     pub clock: ClockInfo,
     pub out: Emitter,
-    /// The scopes entered and not left, with their index in [`Emitter::tree`].
-    stack: Vec<(Slice, u32)>,
+    /// The scopes entered and not left, with their index in [`Emitter::tree`] and the latest end
+    /// (ns) of the spans under them left so far (an unclosed one ends with it, in O(1)).
+    stack: Vec<(Slice, u32, u64)>,
     /// The number of the next span.
     pub next: u64,
     /// By thread, the starts (raw ticks) of its open begins, outermost first: a subtree the
@@ -143,8 +144,8 @@ impl Sink<Slot> for Builder {
                 let start = self.clock.to_wall_ns(slice.start);
                 let end = start.saturating_add(self.clock.ticks_to_ns(slice.dur));
                 let mut rec = self.rec(start, end, name, attrs, Some(slice.tid));
-                rec.parent = self.stack.last().map_or(NO_PARENT, |&(_, at)| at);
-                self.stack.push((*slice, self.out.tree.len() as u32));
+                rec.parent = self.stack.last().map_or(NO_PARENT, |&(_, at, _)| at);
+                self.stack.push((*slice, self.out.tree.len() as u32, 0));
                 self.out.tree.push(rec);
             }
             (SliceKind::Unclosed, Some(Item::Span(name, mut attrs))) => {
@@ -155,13 +156,13 @@ impl Sink<Slot> for Builder {
                 attrs.push(Attr { key: self.out.strings.id("phosphor.unclosed"), value: Val::Bool(true) });
                 let start = self.clock.to_wall_ns(slice.start);
                 let mut rec = self.rec(start, start, name, attrs, Some(slice.tid));
-                rec.parent = self.stack.last().map_or(NO_PARENT, |&(_, at)| at);
-                self.stack.push((*slice, self.out.tree.len() as u32));
+                rec.parent = self.stack.last().map_or(NO_PARENT, |&(_, at, _)| at);
+                self.stack.push((*slice, self.out.tree.len() as u32, 0));
                 self.out.tree.push(rec);
             }
             (SliceKind::Unclosed, _) => self.out.stats.unclosed += 1,
             (SliceKind::Mark, Some(Item::Event(e, error))) => match self.stack.last() {
-                Some(&(_, at)) => {
+                Some(&(_, at, _)) => {
                     let rec = &mut self.out.tree[at as usize];
                     rec.error |= error;
                     rec.events.push(e);
@@ -171,7 +172,7 @@ impl Sink<Slot> for Builder {
             },
             (SliceKind::Mark, Some(Item::Context(c))) => match self.stack.last() {
                 // The latest context recorded in a scope wins; an earlier one is not applied.
-                Some(&(_, at)) => {
+                Some(&(_, at, _)) => {
                     let rec = &mut self.out.tree[at as usize];
                     if rec.context.replace(Box::new(c)).is_some() {
                         self.out.stats.contexts_unapplied += 1;
@@ -183,7 +184,7 @@ impl Sink<Slot> for Builder {
             },
             (SliceKind::Mark, Some(Item::State(state))) => {
                 // The scope's, as its context is; the latest recorded wins.
-                if let Some(&(_, at)) = self.stack.last() {
+                if let Some(&(_, at, _)) = self.stack.last() {
                     self.out.tree[at as usize].trace_state = Some(state);
                 }
             }
@@ -198,15 +199,19 @@ impl Sink<Slot> for Builder {
     }
 
     fn leave(&mut self, slice: &Slice) {
-        if self.stack.last().is_none_or(|(s, _)| s != slice) {
+        if self.stack.last().is_none_or(|(s, _, _)| s != slice) {
             return;
         }
-        let (_, at) = self.stack.pop().expect("just looked at");
+        let (_, at, below) = self.stack.pop().expect("just looked at");
+        let rec = &mut self.out.tree[at as usize];
         if slice.kind == SliceKind::Unclosed {
-            // Its subtree follows it in the tree: it ends with the last of them.
-            let end = self.out.tree[at as usize..].iter().map(|r| r.end).max().unwrap_or(0);
-            let rec = &mut self.out.tree[at as usize];
-            rec.end = rec.end.max(end);
+            // It ends with the last of the spans under it (all left before it).
+            rec.end = rec.end.max(below);
+        }
+        // What its parent holds ends at least as late as this subtree.
+        let reach = rec.end.max(below);
+        if let Some(parent) = self.stack.last_mut() {
+            parent.2 = parent.2.max(reach);
         }
         if self.stack.is_empty() {
             self.out.finalize();

@@ -1,5 +1,5 @@
 //! The `usdt` feature: every callsite is also a USDT probe. Builds `examples/usdt_bridge.rs` with
-//! the feature (in a target directory of its own, so the workspace's build keeps the feature off)
+//! the feature (in a target directory of the tests' own, so the workspace's build keeps it off)
 //! and runs it under `gdb -batch`, which lists the probes, stops at them, reads their arguments,
 //! and (through the probe's semaphore) makes the callsite evaluate its arguments for the probe
 //! although no trace is running.
@@ -8,17 +8,38 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-/// The example, built once per test process.
+/// The example, built once per test process, as the only program of a package of its own (made in
+/// the tests' scratch folder, with the workspace's Cargo.lock, so the same versions) whose one
+/// dependency is phosphor with `usdt`: built as phosphor's example, it would build all of
+/// phosphor's dev-dependencies too (tokio, divan, the exporter, ...), 120 crates on a clean
+/// machine. Its target folder is tests/it/groups.rs's, which builds phosphor's dependencies with
+/// the same features: they are built once for both.
 fn program() -> &'static Path {
     static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
     PROGRAM.get_or_init(|| {
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("usdt-bridge");
+        let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let pkg = scratch.join("usdt-bridge-package");
+        std::fs::create_dir_all(&pkg).expect("the package's folder");
+        let manifest = format!(
+            "[package]\nname = \"usdt-bridge\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+             [workspace]\n\n[[bin]]\nname = \"usdt_bridge\"\npath = '{}'\n\n\
+             [dependencies]\nphosphor = {{ path = '{}', features = [\"usdt\"] }}\n",
+            root.join("examples/usdt_bridge.rs").display(),
+            root.display()
+        );
+        std::fs::write(pkg.join("Cargo.toml"), manifest).expect("the package's manifest");
+        std::fs::copy(root.join("../../Cargo.lock"), pkg.join("Cargo.lock"))
+            .expect("the workspace's Cargo.lock");
+        let target = scratch.join("compile-out");
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        // Not --locked: cargo drops the lock's entries this package does not use, and keeps the
+        // versions of the rest.
         let out = Command::new(cargo)
-            .args(["build", "-q", "-p", "phosphor", "--features", "usdt", "--example", "usdt_bridge"])
+            .args(["build", "-q", "--manifest-path"])
+            .arg(pkg.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(&target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .expect("cargo runs");
         assert!(
@@ -26,7 +47,7 @@ fn program() -> &'static Path {
             "building the example failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        target.join("debug/examples/usdt_bridge")
+        target.join("debug/usdt_bridge")
     })
 }
 

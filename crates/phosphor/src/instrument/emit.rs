@@ -611,7 +611,7 @@ mod tests {
     };
 
     /// A log of its own, waiting while other tests hold every log slot.
-    fn new_log() -> TraceLog {
+    fn new_log() -> std::sync::Arc<TraceLog> {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
             match TraceLog::new(TraceLogConfig::default()) {

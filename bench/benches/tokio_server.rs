@@ -29,6 +29,8 @@
 //!
 //! `--count MODE --requests N` instead runs one mode's fixed number of requests in this process
 //! and ends, for an instruction count under callgrind (`scripts/callgrind-server.sh`).
+//! `scripts/bench-server-ab.sh` runs the `--child` measurements of two builds of this benchmark
+//! interleaved (a change's before and after), by wall clock.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -2,8 +2,10 @@
 //!
 //! Everything here is `#[inline(always)]` and generic over the argument types, so each callsite
 //! compiles to straight-line code: its meta word, record count and word layout are constants. An
-//! event of at most two words and no dynamic string (the common case) writes one record; anything
-//! else goes through [`emit_multi`], which is out of line.
+//! event of at most two words and no dynamic string (the common case) writes one record; of three
+//! or four words (a complete slice with two arguments, such as a tokio poll with its task and
+//! wait), its record and one continuation record, also in line; an event with a dynamic string
+//! goes through [`emit_multi`], which is out of line.
 //!
 //! A scope whose trace counts allocations has its callsite armed (`callsite.rs`), so it opens and
 //! closes out of line: [`check_scope`] pushes its thread's allocation counts onto the thread's mark
@@ -188,6 +190,13 @@ pub fn emit<const L: usize, S: Stamp, A: Arg, B: Arg>(
     let meta = Meta::new(L, ta, tb).with_truncated(a.word_truncated() || b.word_truncated());
     if k <= 2 && !dynamic {
         log.write_event(1, OneRecord { stamp, id, meta, words: [words[0], words[1]] });
+    } else if !dynamic {
+        // Three or four words: the event's record and one continuation record, in line (`k` is a
+        // constant unless an argument's type varies, so a two-word callsite never sees this).
+        let meta = meta.with_continuation(1);
+        let head = [words[0], words[1]];
+        let rest = [words[2], words[3]];
+        log.write_event(2, TwoRecords { stamp, id, meta, head, rest });
     } else {
         let (sa, ta) = a.bytes();
         let (sb, tb) = b.bytes();
@@ -340,6 +349,38 @@ impl<S: Stamp> Fill for OneRecord<S> {
     }
 }
 
+/// The fill of an event of three or four words and no dynamic string: its record, then one
+/// continuation record holding words 2 and 3 (zero when absent), as [`encode_continuation`] lays
+/// out extra words (`Record::continuation_of_words`). A tokio poll slice with its wait
+/// (duration, task, `wait_ns`) is one.
+#[derive(Clone, Copy)]
+struct TwoRecords<S> {
+    stamp: S,
+    id: u32,
+    /// Already counts the continuation record.
+    meta: Meta,
+    head: [u64; 2],
+    rest: [u64; 2],
+}
+
+impl<S: Stamp> Fill for TwoRecords<S> {
+    #[inline(always)]
+    fn fill(self, dst: *mut MaybeUninit<Record>, clock: ClockKind) {
+        let (ts, w0) = self.stamp.resolve(clock, self.head[0]);
+        let rest = Record::continuation_of_words([self.rest[0], self.rest[1], 0, 0]);
+        // SAFETY: `write_event(2, ..)` hands us two contiguous writable, unpublished record slots.
+        unsafe {
+            (*dst).write(Record::new(ts, self.id, self.meta, [w0, self.head[1]]));
+            (*dst.add(1)).write(rest);
+        }
+    }
+
+    #[inline(always)]
+    fn callsite(&self) -> u32 {
+        self.id
+    }
+}
+
 // The largest event (a lead word, two arguments, two dynamic strings at their bound) must fit in
 // one chunk, or `Tenant::write` could never make room for it. `Arg` is sealed, so no other type can
 // exceed these bounds.
@@ -347,7 +388,8 @@ const _: () = assert!(
     continuation_records(2, 2 * phosphor_format::MAX_DYN_STR_BYTES) < phosphor_format::chunk::CHUNK_RECORDS
 );
 
-/// Records an event that needs continuation records.
+/// Records an event with dynamic strings (or, from `logs.rs`, more than four words), which needs
+/// continuation records of a length known only at run time.
 #[inline(never)]
 pub(crate) fn emit_multi<S: Stamp>(
     log: &TraceLog,
@@ -552,5 +594,84 @@ impl<G, A: Arg, B: Arg> Drop for LockGuard<'_, G, A, B> {
         // and never used afterwards.
         unsafe { ManuallyDrop::drop(&mut self.guard) };
         self.record_held();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::MaybeUninit;
+    use std::time::Duration;
+
+    use phosphor_format::{encode_continuation, Record};
+
+    use crate::instrument::arg::Interned;
+    use crate::{
+        trace_async_begin, trace_complete, trace_instant, ArgValue, BufferMode, Phase, Static, TraceConfig,
+        TraceLog, TraceLogConfig,
+    };
+
+    /// A log of its own, waiting while other tests hold every log slot.
+    fn new_log() -> std::sync::Arc<TraceLog> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            match TraceLog::new(TraceLogConfig::default()) {
+                Ok(log) => return log,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                Err(e) => panic!("TraceLog::new failed: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn three_word_events_write_a_record_and_the_continuation_encode_continuation_would() {
+        let log = new_log();
+        log.start(TraceConfig::new(BufferMode::Fixed, 1 << 16)).unwrap();
+        let start = log.now();
+        let (d500, d9) = (Duration::from_nanos(500), Duration::from_nanos(9));
+        // Three words each: a duration and two arguments (a tokio poll's shape); an async id and
+        // two arguments; a duration and an interned string that is static, whose type (so the
+        // word count) is decided at run time.
+        trace_complete!(log: &log, "emit", "complete", start, d500, "task" => 7u64, "wait_ns" => u64::MAX - 3);
+        trace_async_begin!(log: &log, "emit", "async", 42u64, "a" => -5i64, "b" => 2.5f64);
+        trace_complete!(log: &log, "emit", "interned", start, d9, "s" => Interned::Static("a static"), "k" => 11u32);
+        // Two words: one record.
+        trace_instant!(log: &log, "emit", "instant", "a" => 1u64, "b" => Static("b"));
+        log.stop();
+        let trace = log.take_trace().unwrap();
+
+        let ev: Vec<_> = trace.events().map(|e| e.unwrap()).collect();
+        let names: Vec<&str> = ev.iter().map(|e| e.callsite.name).collect();
+        assert_eq!(names, ["complete", "async", "interned", "instant"]);
+        assert_eq!(ev[0].phase(), Phase::Complete);
+        assert_eq!((ev[0].ts, ev[0].duration), (start, Some(log.duration_to_ticks(d500))));
+        assert_eq!(ev[0].arg("task"), Some(ArgValue::U64(7)));
+        assert_eq!(ev[0].arg("wait_ns"), Some(ArgValue::U64(u64::MAX - 3)));
+        assert_eq!(ev[1].async_id, Some(42));
+        assert_eq!(ev[1].arg("a"), Some(ArgValue::I64(-5)));
+        assert_eq!(ev[1].arg("b"), Some(ArgValue::F64(2.5)));
+        assert_eq!(ev[2].duration, Some(log.duration_to_ticks(d9)));
+        assert_eq!(ev[2].arg("s"), Some(ArgValue::Str("a static")));
+        assert_eq!(ev[2].arg("k"), Some(ArgValue::U64(11)));
+        assert!(ev.iter().all(|e| !e.truncated));
+        assert_eq!(trace.stats().recorded, 4);
+
+        // The records from the first event's on (any marker record comes before it): each
+        // three-word event is its record and one continuation record, laid out as the general
+        // path lays out extra words.
+        let records: Vec<Record> = trace.chunks().flat_map(|c| c.records.iter().copied()).collect();
+        let first = records.iter().position(|r| r.id == ev[0].id).expect("the first event's record");
+        let ours = &records[first..];
+        assert_eq!(ours.len(), 7, "{ours:?}");
+        for (k, extra) in [[u64::MAX - 3], [2.5f64.to_bits()], [11]].iter().enumerate() {
+            let (head, cont) = (ours[2 * k], ours[2 * k + 1]);
+            assert_eq!((head.id, head.meta.continuation()), (ev[k].id, 1), "event {k}");
+            let mut want = [MaybeUninit::<Record>::uninit()];
+            assert_eq!(encode_continuation(extra, &[], &mut want), 1);
+            // SAFETY: `encode_continuation` returned 1: it initialised the one slot.
+            assert_eq!(cont, unsafe { want[0].assume_init() }, "event {k}'s continuation");
+        }
+        assert_eq!((ours[6].id, ours[6].meta.continuation()), (ev[3].id, 0));
     }
 }

@@ -55,6 +55,13 @@
 //! copy of the name, the registry's lock) once for the life of the process, as a bridge's first
 //! event does; past `MAX_DYNAMIC_POINTS` locations, tasks share the static callsites named `task`.
 //! A task spawned while no trace records it and ending while one does leaves an unmatched end.
+//!
+//! A poll's `wait_ns` costs more than the rest of the poll's hooks, and most of it is tokio's:
+//! with its schedule-latency tracking on, tokio reads `Instant::now` when it schedules a task and
+//! again when it polls it, and subtracts `Instant`s twice (on an axum server, about 185
+//! instructions a request, as much as every hook together). The hooks cannot measure the wait
+//! more cheaply with their own clock: tokio calls no hook when it schedules (wakes) a task, and
+//! its wakers are its own. [`TaskHooks::wait_ns`] turns the wait, and tokio's tracking, off.
 
 use std::time::Duration;
 
@@ -110,8 +117,9 @@ impl TaskHooks {
     /// Whether polls record `wait_ns` (default: yes). Off, the hooks leave tokio's schedule
     /// latency off (a clock read at each wake and each poll) and a poll slice has only its `task`
     /// argument (one record instead of two), and `phosphor stats` gives no scheduled time. On an
-    /// axum server (`scripts/callgrind-server.sh`, BENCHMARKS.md) this takes the hooks from about
-    /// 4.5% of a request's instructions to about 1.5%.
+    /// axum server (`scripts/callgrind-server.sh`, bench/results/2026-12-06c-server.md) this
+    /// takes the hooks from about 3.3% of a request's instructions to about 1.4%: of the
+    /// difference, about 185 instructions a request are tokio's tracking and 19 the third word.
     pub fn wait_ns(mut self, on: bool) -> TaskHooks {
         self.wait_ns = on;
         self

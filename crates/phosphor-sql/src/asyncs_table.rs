@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array, UInt64Array};
 use arrow::record_batch::RecordBatch;
 use phosphor_format::file::Event;
-use phosphor_format::Phase;
+use phosphor_format::{IdMap, Phase};
 use phosphor_model::asyncs::{async_name, AsyncKey, Half, Matched, Pairing};
 use phosphor_model::flows::{self, Member};
 use phosphor_model::names::{self, NameSet};
@@ -25,10 +25,10 @@ use crate::tables::{batch, Table};
 #[derive(Debug)]
 pub(crate) struct HalfInfo {
     tid: u32,
-    category: Box<str>,
+    category: Arc<str>,
     /// The callsite's own name (the flow's id is made of it).
-    callsite_name: Box<str>,
-    file: Box<str>,
+    callsite_name: Arc<str>,
+    file: Arc<str>,
     line: u32,
     /// Flagged as an instrumented future's.
     future: bool,
@@ -54,11 +54,46 @@ pub(crate) struct Asyncs {
     pairing: Pairing<HalfInfo>,
     rows: Vec<AsyncRow>,
     next_id: u64,
+    strings: Strings,
+}
+
+/// The callsites' strings the halves keep, shared: one allocation per string of the file, not
+/// three per half.
+#[derive(Debug, Default)]
+struct Strings {
+    /// By the string's index in the file's string table, its place in `shared`.
+    by_index: IdMap,
+    shared: Vec<Arc<str>>,
+}
+
+impl Strings {
+    /// String `s`, of index `index` in the file's string table, shared.
+    fn get(&mut self, index: u32, s: &str) -> Arc<str> {
+        match self.by_index.get(index).map(|at| &mut self.shared[at as usize]) {
+            Some(kept) if **kept == *s => kept.clone(),
+            // A file may define an index again: the string kept for it is not its any more.
+            Some(kept) => {
+                *kept = s.into();
+                kept.clone()
+            }
+            None => {
+                self.by_index.insert(index, self.shared.len() as u32);
+                self.shared.push(s.into());
+                self.shared[self.shared.len() - 1].clone()
+            }
+        }
+    }
 }
 
 impl Asyncs {
     pub(crate) fn new() -> Asyncs {
-        Asyncs { names: NameSet::default(), pairing: Pairing::default(), rows: Vec::new(), next_id: 1 }
+        Asyncs {
+            names: NameSet::default(),
+            pairing: Pairing::default(),
+            rows: Vec::new(),
+            next_id: 1,
+            strings: Strings::default(),
+        }
     }
 
     /// An async begin or end, `e`, at `ts` on the timeline.
@@ -70,9 +105,9 @@ impl Asyncs {
         let args = || e.args.iter().skip(skip).flatten().copied();
         let info = HalfInfo {
             tid: e.tid,
-            category: cs.category.as_str().into(),
-            callsite_name: cs.name.as_str().into(),
-            file: cs.file.as_str().into(),
+            category: self.strings.get(cs.category.index(), cs.category.as_str()),
+            callsite_name: self.strings.get(cs.name.index(), cs.name.as_str()),
+            file: self.strings.get(cs.file.index(), cs.file.as_str()),
             line: cs.line,
             future: cs.flow,
             args: Packed::of(args()),
@@ -107,20 +142,17 @@ impl Asyncs {
         name_of: &dyn Fn(u32) -> Option<String>,
         ns: &dyn Fn(u64) -> i64,
         table: bool,
-        mut args: Option<&mut ArgRows>,
+        args: Option<&mut ArgRows>,
         mut flows: Option<&mut Flows>,
         mut problems: Option<&mut ProblemRows>,
     ) -> Option<RecordBatch> {
         let rows = std::mem::take(&mut self.rows);
-        let shown = |k: &AsyncKey| names::shown(self.names.get(k.name)).into_owned();
+        let shown = |k: &AsyncKey| names::shown(self.names.get(k.name));
         for r in &rows {
             let halves =
                 [(&r.begin, Owner::AsyncBegin, Member::Begin), (&r.end, Owner::AsyncEnd, Member::End)];
-            for (half, owner, member) in halves {
+            for (half, _, member) in halves {
                 let Some(h) = half else { continue };
-                if let Some(args) = args.as_deref_mut() {
-                    args.add(h.payload.tid, r.id, owner, h.payload.args.as_ref());
-                }
                 if let Some(flows) = flows.as_deref_mut().filter(|_| h.payload.future) {
                     let p = &h.payload;
                     let flow = flows::flow_id(&p.category, &p.callsite_name, r.key.id);
@@ -129,31 +161,40 @@ impl Asyncs {
                 }
             }
             if let Some(problems) = problems.as_deref_mut() {
+                let (half, what, never) = match (&r.begin, &r.end) {
+                    (Some(b), None) => (b, "async_unended", "begins and never ends"),
+                    (None, Some(e)) => (e, "async_unbegun", "ends but never begins"),
+                    _ => continue,
+                };
                 let name = shown(&r.key);
-                match (&r.begin, &r.end) {
-                    (Some(b), None) => problems.add(
-                        Some(b.payload.tid),
-                        Some(ns(b.ts)),
-                        "async_unended",
-                        Some(&name),
-                        format!("async slice {name:?} (id {}) begins and never ends", r.key.id),
-                        1,
-                    ),
-                    (None, Some(e)) => problems.add(
-                        Some(e.payload.tid),
-                        Some(ns(e.ts)),
-                        "async_unbegun",
-                        Some(&name),
-                        format!("async slice {name:?} (id {}) ends but never begins", r.key.id),
-                        1,
-                    ),
-                    _ => {}
+                let detail = format!("async slice {name:?} (id {}) {never}", r.key.id);
+                problems.add(Some(half.payload.tid), Some(ns(half.ts)), what, Some(&name), detail, 1);
+            }
+        }
+        let batch = table.then(|| self.batch(&rows, file, name_of, ns));
+        // Their arguments, moved (not copied) to `args` once the batch's JSON is written.
+        if let Some(args) = args {
+            for r in rows {
+                let id = r.id;
+                for (half, owner) in [(r.begin, Owner::AsyncBegin), (r.end, Owner::AsyncEnd)] {
+                    if let Some(Half { payload: HalfInfo { tid, args: Some(packed), .. }, .. }) = half {
+                        args.add_bytes(tid, id, owner, packed.into_bytes(), 0);
+                    }
                 }
             }
         }
-        if !table {
-            return None;
-        }
+        batch
+    }
+
+    /// The batch of `async_slices` of `rows`.
+    fn batch(
+        &self,
+        rows: &[AsyncRow],
+        file: (&str, &str, u32),
+        name_of: &dyn Fn(u32) -> Option<String>,
+        ns: &dyn Fn(u64) -> i64,
+    ) -> RecordBatch {
+        let shown = |k: &AsyncKey| names::shown(self.names.get(k.name));
         let (trace, process, pid) = file;
         let mut cols = file_columns(trace, process, pid, rows.len());
         cols.push(Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.id))));
@@ -188,7 +229,7 @@ impl Asyncs {
             Arc::new(crate::json::column(rows.iter().map(|r| packed(&r.end)), rows.len())),
         ];
         cols.extend(arguments);
-        Some(batch(Table::AsyncSlices, cols))
+        batch(Table::AsyncSlices, cols)
     }
 }
 

@@ -35,7 +35,7 @@ fn init_records_tracing_spans_and_events_when_phosphor_is_set() {
     r.for_each_event(|e| match (e.callsite.name.as_ref(), e.phase()) {
         ("handle", phosphor::Phase::Begin) => enters += 1,
         (_, phosphor::Phase::Log) if e.callsite.category == "shop" => {
-            messages.push(phosphor::format::logfmt::event_message(&e))
+            messages.push(phosphor::format::logfmt::event_message(e))
         }
         _ => {}
     })

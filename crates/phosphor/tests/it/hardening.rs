@@ -538,7 +538,10 @@ fn events_racing_a_restart_count_once_and_never_land_in_a_trace_whose_filter_exc
     for k in 0..TRACES {
         let cat = if k % 2 == 0 { "race-a" } else { "race-b" };
         let mode = if k % 4 < 2 { BufferMode::Fixed } else { BufferMode::Ring };
-        log.start(TraceConfig::new(mode, 256 << 10).categories(cat).unwrap()).unwrap();
+        // 32 KiB: eight chunks, one for each writer and as many again. The race is at a trace's
+        // first events (kept by a Fixed buffer however small); a larger buffer only adds events
+        // to decode, while the writers spin.
+        log.start(TraceConfig::new(mode, 32 << 10).categories(cat).unwrap()).unwrap();
         if let Some((k, cat, trace)) = previous.take() {
             check(k, cat, trace);
         }

@@ -131,25 +131,29 @@ run_target() {
         step windows-prng-stand-in x86_64-w64-mingw32-gcc -shared -O2 -o "$out/deps/bcryptprimitives.dll" \
             scripts/cross/bcryptprimitives.c -ladvapi32 && cp "$out/deps/bcryptprimitives.dll" "$out/examples/"
     fi
-    # One build for both: the unit tests and the example (an example without `test = true` is
-    # built by `cargo test` as a plain program, not a test). Built by `cargo build`, the example
-    # compiled every dependency again: `cargo test`'s standard library (-Zbuild-std, with the
-    # `test` crate) is another unit than `cargo build`'s, so everything above it is too.
+    # The unit tests, built (and linted) then run. The example is not built by this `cargo test`
+    # (it would be compiled with the test harness: a program that runs no test and records
+    # nothing) but as the package of its own below, which has phosphor's dependencies only.
     local tests=("${XC[@]}" test "${BUILD_STD[@]}" --locked --target "$triple" -p phosphor --lib)
-    step "$short-build-tests-and-example" "${tests[@]}" --example platform_trace --no-run
+    step "$short-build-tests" "${tests[@]}" --no-run
     step "$short-unit-tests" "${tests[@]}"
-    local exe=$out/examples/platform_trace trace=$DIR/platform-$short.phos
-    [ "$short" = windows ] && exe=$exe.exe
+    step "$short-build-trace-program" trace_program "$triple"
+    local exe=$DIR/$triple/debug/platform_trace trace=$DIR/platform-$short.phos
+    if [ "$short" = windows ]; then
+        exe=$exe.exe
+        cp "$out/deps/bcryptprimitives.dll" "$DIR/$triple/debug/"
+    fi
     rm -f "$trace"
     step "$short-record-trace" "$@" "$exe" "$trace"
     step "$short-trace-reads-on-host" read_back "$trace"
 }
 
 [[ $TARGETS == *" windows "* || $TARGETS == *" aarch64"* ]] && step host-reader host_reader
-# aarch64_trace_program: the example as the only program of a package of its own (in the target
+# trace_program TRIPLE: the example as the only program of a package of its own (in the target
 # folder, with the workspace's Cargo.lock, so the same versions), which has phosphor's
-# dependencies and none of its dev-dependencies (an example of phosphor's would build them all).
-aarch64_trace_program() {
+# dependencies and none of its dev-dependencies (an example of phosphor's would build them all),
+# built for TRIPLE into $DIR/TRIPLE/debug/platform_trace.
+trace_program() {
     local pkg=$DIR/platform-trace
     mkdir -p "$pkg"
     printf '%s\n' '[package]' 'name = "platform-trace"' 'version = "0.0.0"' 'edition = "2021"' \
@@ -159,11 +163,10 @@ aarch64_trace_program() {
     cp Cargo.lock "$pkg/Cargo.lock"
     # Not --locked: cargo drops the lock's entries this package does not use, and keeps the versions
     # of the rest (checked with `cargo tree`: 41 packages, no version changed).
-    "${XC[@]}" build "${BUILD_STD[@]}" --manifest-path "$pkg/Cargo.toml" \
-        --target aarch64-unknown-linux-gnu
+    "${XC[@]}" build "${BUILD_STD[@]}" --manifest-path "$pkg/Cargo.toml" --target "$1"
 }
 if [[ $TARGETS == *" aarch64-trace "* && $TARGETS != *" aarch64 "* ]]; then
-    step aarch64-build-trace-program aarch64_trace_program
+    step aarch64-build-trace-program trace_program aarch64-unknown-linux-gnu
     trace=$DIR/platform-aarch64.phos
     rm -f "$trace"
     step aarch64-record-trace qemu-aarch64-static -L /usr/aarch64-linux-gnu \

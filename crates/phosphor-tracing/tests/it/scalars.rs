@@ -130,3 +130,83 @@ fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
         }
     }
 }
+
+/// An event of a callsite of its own, `10 t + u` of 300: of target `many<t><u>`, with `i = 10 t + u`.
+macro_rules! callsite {
+    ($t:literal $u:literal) => {
+        (|| tracing::info!(target: concat!("many", stringify!($t), stringify!($u)), i = ($t * 10 + $u) as u64))
+            as fn()
+    };
+}
+
+macro_rules! row {
+    ($t:literal) => {
+        [
+            callsite!($t 0), callsite!($t 1), callsite!($t 2), callsite!($t 3), callsite!($t 4),
+            callsite!($t 5), callsite!($t 6), callsite!($t 7), callsite!($t 8), callsite!($t 9),
+        ]
+    };
+}
+
+#[test]
+fn callsites_that_share_a_slot_of_the_front_table_each_record_as_themselves() {
+    // 300 callsites in turn, three rounds: more than the event table's 256 slots, so some share
+    // a slot and each round finds slots taken by another callsite.
+    let callsites: Vec<fn()> = [
+        row!(0),
+        row!(1),
+        row!(2),
+        row!(3),
+        row!(4),
+        row!(5),
+        row!(6),
+        row!(7),
+        row!(8),
+        row!(9),
+        row!(10),
+        row!(11),
+        row!(12),
+        row!(13),
+        row!(14),
+        row!(15),
+        row!(16),
+        row!(17),
+        row!(18),
+        row!(19),
+        row!(20),
+        row!(21),
+        row!(22),
+        row!(23),
+        row!(24),
+        row!(25),
+        row!(26),
+        row!(27),
+        row!(28),
+        row!(29),
+    ]
+    .concat();
+    for layer in [true, false] {
+        let log = started("*", Level::Trace);
+        let run = || {
+            for _round in 0..3 {
+                callsites.iter().for_each(|emit| emit());
+            }
+        };
+        if layer {
+            tracing::subscriber::with_default(
+                tracing_subscriber::registry().with(PhosphorLayer::new(log)),
+                run,
+            );
+        } else {
+            tracing::subscriber::with_default(PhosphorSubscriber::new(log), run);
+        }
+        let trace = stop(log);
+        let evs = events(&trace);
+        assert_eq!(evs.len(), 3 * callsites.len(), "layer: {layer}");
+        for (k, e) in evs.iter().enumerate() {
+            let j = (k % callsites.len()) as u64;
+            assert_eq!(e.callsite.category, format!("many{}{}", j / 10, j % 10), "layer: {layer}");
+            assert_eq!(params(e), [ArgValue::U64(j)], "layer: {layer}");
+        }
+    }
+}

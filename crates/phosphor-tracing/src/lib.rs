@@ -468,16 +468,36 @@ impl Scalars<'_> {
         }
     }
 
-    /// The kept message if `text` is it; on a callsite's first event, keeps `text` (once, for
-    /// the program's life: at most [`MAX_KEPT_MESSAGE`] bytes).
-    fn kept_message(&self, text: &str) -> Option<&'static str> {
+    /// The message `v` as a static string: the kept one if `v` formats to its text (compared as
+    /// it is written, copying nothing); on a callsite's first event, `v` formatted and kept (once,
+    /// for the program's life: at most [`MAX_KEPT_MESSAGE`] bytes). `None` when it is another
+    /// text, or could not be kept.
+    fn kept_message(&self, v: &dyn std::fmt::Debug) -> Option<&'static str> {
         if self.kept.is_null() {
-            return self.keep(text);
+            return self.first_message(v);
         }
         // SAFETY: `kept` is non-null and not `SLOW` (the caller checked): a `Message` that
         // `keep` published and never frees, read after an Acquire load (`record_event`).
         let kept = unsafe { &*self.kept }.text;
-        (kept == text).then_some(kept)
+        let mut same = SameText { rest: Some(kept) };
+        // An error (the text differs, or a `Debug` failed): not the kept message.
+        (write!(same, "{v:?}").is_ok() && same.rest == Some("")).then_some(kept)
+    }
+
+    /// The message of a callsite's first event, formatted into this thread's buffer and kept.
+    /// The buffer in use (a `Debug` of the message's arguments that records an event) or gone
+    /// (thread exit): `None`, and the general path records it.
+    #[cold]
+    #[inline(never)]
+    fn first_message(&self, v: &dyn std::fmt::Debug) -> Option<&'static str> {
+        TEXT.try_with(|t| {
+            let mut t = t.try_borrow_mut().ok()?;
+            t.clear();
+            let _ = write!(t, "{v:?}");
+            self.keep(&t)
+        })
+        .ok()
+        .flatten()
     }
 
     /// Publishes `text` as the callsite's kept message, if no other thread did first.
@@ -534,22 +554,27 @@ impl Visit for Scalars<'_> {
             self.spill = true;
             return;
         }
-        // The message (`format_args!`, only `Debug` to a visitor) is formatted into this thread's
-        // buffer and compared with the kept one. The buffer in use (a `Debug` of the message's
-        // arguments that records an event) or gone (thread exit): the general path records it.
-        let kept = TEXT
-            .try_with(|t| {
-                let mut t = t.try_borrow_mut().ok()?;
-                t.clear();
-                let _ = write!(t, "{v:?}");
-                self.kept_message(&t)
-            })
-            .ok()
-            .flatten();
+        // The message (`format_args!`, only `Debug` to a visitor) is formatted and compared with
+        // the kept one.
+        let kept = self.kept_message(v);
         match kept {
             Some(text) => self.cut |= self.params.set_static(0, text),
             None => self.spill = true,
         }
+    }
+}
+
+/// A `fmt::Write` that compares what is written with a text instead of keeping it: `rest` is
+/// the text not matched yet, `None` once something written differed (every later write fails
+/// too, in case a `Debug` goes on after an error).
+struct SameText<'k> {
+    rest: Option<&'k str>,
+}
+
+impl std::fmt::Write for SameText<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.rest = self.rest.and_then(|rest| rest.strip_prefix(s));
+        self.rest.map(|_| ()).ok_or(std::fmt::Error)
     }
 }
 

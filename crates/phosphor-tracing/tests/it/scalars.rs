@@ -99,6 +99,12 @@ fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
                 tracing::info!(target: "msg", a = i, "pass {}", i.min(1) + i / 3);
                 // A message too long to keep (the general path cuts it), the same every time.
                 tracing::info!(target: "msg", n = i, "{}", "x".repeat(300));
+                // The kept text, then (a callsite's first other message sends it to the general
+                // path) a text it starts with, or one that starts with it.
+                let [x, y] = if i == 0 { ["a", "b"] } else { ["a", ""] };
+                tracing::info!(target: "msg", n = i, "{x}{y}");
+                let [x, y] = if i == 0 { ["a", "b"] } else { ["ab", "c"] };
+                tracing::info!(target: "msg", n = i, "{x}{y}");
             }
         };
         if layer {
@@ -111,11 +117,11 @@ fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
         }
         let trace = stop(log);
         let evs = events(&trace);
-        assert_eq!(evs.len(), 12, "layer: {layer}");
+        assert_eq!(evs.len(), 20, "layer: {layer}");
         let long = "x".repeat(300);
         for i in 0..4u64 {
-            let [same, changing, long_one] =
-                [&evs[3 * i as usize], &evs[3 * i as usize + 1], &evs[3 * i as usize + 2]];
+            let at = 5 * i as usize;
+            let [same, changing, long_one, shorter, longer] = std::array::from_fn(|k| &evs[at + k]);
             assert_eq!(
                 params(same),
                 [ArgValue::Str("ev"), ArgValue::U64(i), ArgValue::U64(7)],
@@ -127,6 +133,9 @@ fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
             let cut = &long[..phosphor::format::MAX_DYN_STR_BYTES];
             assert_eq!(params(long_one), [ArgValue::Str(cut), ArgValue::U64(i)]);
             assert!(!same.truncated && !changing.truncated && long_one.truncated);
+            let [short_text, long_text] = if i == 0 { ["ab", "ab"] } else { ["a", "abc"] };
+            assert_eq!(params(shorter), [ArgValue::Str(short_text), ArgValue::U64(i)], "layer: {layer}");
+            assert_eq!(params(longer), [ArgValue::Str(long_text), ArgValue::U64(i)], "layer: {layer}");
         }
     }
 }

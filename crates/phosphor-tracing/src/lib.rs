@@ -41,8 +41,9 @@
 //!   thread may skip the async slice ([`PhosphorLayer::with_span_lifetimes`]).
 //!
 //! The points of a `tracing` callsite are made the first time it is seen and cached by the
-//! callsite's address in a lock-free table, so an event costs a lookup and the recording, with no
-//! lock and no allocation (the per-thread buffer keeps its capacity).
+//! callsite's address in a lock-free table, with a direct-mapped table of event callsites in
+//! front of it, so an event costs a lookup (a hash and a compare) and the recording, with no lock
+//! and no allocation (the per-thread buffer keeps its capacity).
 //!
 //! # Filters
 //!
@@ -84,26 +85,7 @@ const CACHE_SLOTS: usize = 16384;
 /// The Phosphor points of one `tracing` callsite.
 #[derive(Debug)]
 enum Site {
-    Event {
-        log: LogPoint,
-        /// Each field's parameter position (by field index), `u8::MAX` when it is not kept.
-        slot: [u8; MAX_FIELDS],
-        params: usize,
-        /// Whether it may take the scalar path: at most five parameters, each field's index its
-        /// parameter's (a message is field 0, as `tracing`'s macros make it). Its values, when
-        /// they are all integers, floats or booleans and its message is the one seen before,
-        /// are written straight into the record's parameters, with no slots.
-        scalars: bool,
-        /// Whether field 0 is the message.
-        message: bool,
-        /// Its parameters before any is set (each an empty static string), copied per event.
-        unset: ScalarParams,
-        /// The scalar path's state: null until the first event, then the message seen first
-        /// (kept for the program's life, recorded as a static string whenever an event's message
-        /// is the same text), or [`SLOW`] once an event of the callsite needed the general path
-        /// (a string or `Debug` field, another message): its events then go there directly.
-        fast: AtomicPtr<Message>,
-    },
+    Event(EventSite),
     Span {
         /// The span's metadata (for `Subscriber::current_span`).
         meta: &'static Metadata<'static>,
@@ -114,6 +96,30 @@ enum Site {
     },
     /// Points could not be made (too many dynamic points).
     None,
+}
+
+/// The points and recording state of an event callsite.
+#[derive(Debug)]
+struct EventSite {
+    /// The callsite's metadata address (its key in the caches).
+    key: usize,
+    log: LogPoint,
+    /// Each field's parameter position (by field index), `u8::MAX` when it is not kept.
+    slot: [u8; MAX_FIELDS],
+    params: usize,
+    /// Whether field 0 is the message.
+    message: bool,
+    /// Its parameters before any is set (each an empty static string), copied per event.
+    unset: ScalarParams,
+    /// The scalar path's state. A callsite may take it when it has at most five parameters,
+    /// each field's index its parameter's (a message is field 0, as `tracing`'s macros make it):
+    /// its values, when they are all integers, floats or booleans and its message is the one seen
+    /// before, are written straight into the record's parameters, with no slots. Null until the
+    /// first event of such a callsite, then the message seen first (kept for the program's life,
+    /// recorded as a static string whenever an event's message is the same text); [`SLOW`] for
+    /// a callsite that may not take it, or once an event of the callsite needed the general path
+    /// (a string or `Debug` field, another message): its events then go there directly.
+    fast: AtomicPtr<Message>,
 }
 
 /// A callsite's message kept for the scalar path (see `Site::Event::fast`).
@@ -129,6 +135,59 @@ static SLOW: Message = Message { text: "" };
 /// The pointer that says [`SLOW`].
 fn slow() -> *mut Message {
     &SLOW as *const Message as *mut Message
+}
+
+/// Slots of the front table: a power of two.
+const FRONT_BITS: u32 = 8;
+
+/// A direct-mapped table of event callsites in front of the callsite cache: an event's own
+/// slot, found by hashing its metadata's address, holds its [`EventSite`] unless another
+/// callsite's took the slot since (then the cache is asked, and the slot is the event's again).
+/// Its entries are the cache's, which live for the program's life and never change, so it needs
+/// no invalidation: a slot is right or says it is not (its site's key is not the event's).
+struct Front {
+    slots: [AtomicPtr<EventSite>; 1 << FRONT_BITS],
+}
+
+impl Front {
+    fn new() -> Front {
+        Front { slots: [const { AtomicPtr::new(std::ptr::null_mut()) }; 1 << FRONT_BITS] }
+    }
+
+    /// The slot of `key`: Fibonacci hashing, the product's top bits (addresses are aligned, so
+    /// their low bits are poor on their own).
+    #[inline(always)]
+    fn slot(key: usize) -> usize {
+        key.wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) >> (usize::BITS - FRONT_BITS)
+    }
+
+    /// The site of callsite `key` if its slot holds it.
+    #[inline(always)]
+    fn get(&self, key: usize) -> Option<&'static EventSite> {
+        // Acquire: pairs with the Release in `put`, after which the site is fully built (it was
+        // published in the callsite cache before `put` read it, by a Release that `put`'s Acquire
+        // lookup synchronized with).
+        let site = self.slots[Front::slot(key)].load(Ordering::Acquire);
+        // SAFETY: a non-null slot holds a site of the callsite cache (`put`), leaked there and
+        // never freed, never changed but through its atomics.
+        let site = unsafe { site.as_ref() }?;
+        (site.key == key).then_some(site)
+    }
+
+    /// Puts `site` (of the callsite cache, for the program's life) in its callsite's slot.
+    fn put(&self, site: &'static EventSite) {
+        // Release: see `get`.
+        self.slots[Front::slot(site.key)]
+            .store(site as *const EventSite as *mut EventSite, Ordering::Release);
+    }
+}
+
+impl std::fmt::Debug for Front {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Relaxed: a count for display.
+        let used = self.slots.iter().filter(|s| !s.load(Ordering::Relaxed).is_null()).count();
+        f.debug_struct("Front").field("used", &used).finish()
+    }
 }
 
 /// The longest message the scalar path keeps (a callsite's first message, once): what the general
@@ -169,6 +228,8 @@ pub fn init() -> phosphor::Guard {
 pub struct PhosphorLayer {
     log: &'static TraceLog,
     sites: SiteCache<Site>,
+    /// The event callsites last seen, in front of `sites`.
+    front: Front,
     lost: AtomicU64,
     lifetimes: bool,
 }
@@ -176,7 +237,13 @@ pub struct PhosphorLayer {
 impl PhosphorLayer {
     /// A layer recording into `log` (usually [`TraceLog::global`]).
     pub fn new(log: &'static TraceLog) -> PhosphorLayer {
-        PhosphorLayer { log, sites: SiteCache::new(CACHE_SLOTS), lost: AtomicU64::new(0), lifetimes: true }
+        PhosphorLayer {
+            log,
+            sites: SiteCache::new(CACHE_SLOTS),
+            front: Front::new(),
+            lost: AtomicU64::new(0),
+            lifetimes: true,
+        }
     }
 
     /// Whether a span's whole life is recorded as an async slice (the default) besides its
@@ -281,16 +348,10 @@ fn make_site(meta: &'static Metadata<'static>) -> Site {
         let scalars = fields.len() <= ScalarParams::MAX_SCALARS && message.is_none_or(|i| i == 0);
         let message = message.is_some();
         let unset = ScalarParams::new(params);
+        let fast = AtomicPtr::new(if scalars { std::ptr::null_mut() } else { slow() });
+        let key = meta as *const Metadata<'static> as usize;
         Point::custom(&spec(meta, &format, Phase::Log)).map(|point| match point.as_log() {
-            Some(log) => Site::Event {
-                log,
-                slot,
-                params,
-                scalars,
-                message,
-                unset,
-                fast: AtomicPtr::new(std::ptr::null_mut()),
-            },
+            Some(log) => Site::Event(EventSite { key, log, slot, params, message, unset, fast }),
             None => Site::None,
         })
     };
@@ -384,12 +445,11 @@ impl<const N: usize> Visit for Collect<'_, N> {
 /// callsite's kept message; notes anything else (`spill`), for the general path to record it.
 struct Scalars<'a> {
     params: ScalarParams,
-    /// Whether field 0 is the message.
-    message: bool,
-    /// The callsite's scalar-path state, as loaded before the visit (`Site::Event::fast`).
+    /// The callsite (whose `fast` is where the first event of a callsite with a message keeps its
+    /// message).
+    site: &'a EventSite,
+    /// The callsite's scalar-path state, as loaded before the visit (`EventSite::fast`).
     kept: *mut Message,
-    /// Where it is published (the first event of a callsite with a message keeps its message).
-    fast: &'a AtomicPtr<Message>,
     spill: bool,
     /// A value stored cut (a static string out of a word's range): the truncated flag.
     cut: bool,
@@ -408,16 +468,36 @@ impl Scalars<'_> {
         }
     }
 
-    /// The kept message if `text` is it; on a callsite's first event, keeps `text` (once, for
-    /// the program's life: at most [`MAX_KEPT_MESSAGE`] bytes).
-    fn kept_message(&self, text: &str) -> Option<&'static str> {
+    /// The message `v` as a static string: the kept one if `v` formats to its text (compared as
+    /// it is written, copying nothing); on a callsite's first event, `v` formatted and kept (once,
+    /// for the program's life: at most [`MAX_KEPT_MESSAGE`] bytes). `None` when it is another
+    /// text, or could not be kept.
+    fn kept_message(&self, v: &dyn std::fmt::Debug) -> Option<&'static str> {
         if self.kept.is_null() {
-            return self.keep(text);
+            return self.first_message(v);
         }
         // SAFETY: `kept` is non-null and not `SLOW` (the caller checked): a `Message` that
         // `keep` published and never frees, read after an Acquire load (`record_event`).
         let kept = unsafe { &*self.kept }.text;
-        (kept == text).then_some(kept)
+        let mut same = SameText { rest: Some(kept) };
+        // An error (the text differs, or a `Debug` failed): not the kept message.
+        (write!(same, "{v:?}").is_ok() && same.rest == Some("")).then_some(kept)
+    }
+
+    /// The message of a callsite's first event, formatted into this thread's buffer and kept.
+    /// The buffer in use (a `Debug` of the message's arguments that records an event) or gone
+    /// (thread exit): `None`, and the general path records it.
+    #[cold]
+    #[inline(never)]
+    fn first_message(&self, v: &dyn std::fmt::Debug) -> Option<&'static str> {
+        TEXT.try_with(|t| {
+            let mut t = t.try_borrow_mut().ok()?;
+            t.clear();
+            let _ = write!(t, "{v:?}");
+            self.keep(&t)
+        })
+        .ok()
+        .flatten()
     }
 
     /// Publishes `text` as the callsite's kept message, if no other thread did first.
@@ -431,8 +511,8 @@ impl Scalars<'_> {
         let message = Box::into_raw(Box::new(Message { text: leaked }));
         // Release on success: the message's text is written before another thread's Acquire
         // load (`record_event`) can see its pointer. Relaxed on failure: nothing is read.
-        match self.fast.compare_exchange(std::ptr::null_mut(), message, Ordering::Release, Ordering::Relaxed)
-        {
+        let fast = &self.site.fast;
+        match fast.compare_exchange(std::ptr::null_mut(), message, Ordering::Release, Ordering::Relaxed) {
             Ok(_) => Some(leaked),
             Err(_) => {
                 // SAFETY: leaked just above and, unpublished, seen by no one else.
@@ -470,26 +550,31 @@ impl Visit for Scalars<'_> {
         self.spill = true;
     }
     fn record_debug(&mut self, field: &Field, v: &dyn std::fmt::Debug) {
-        if !self.message || field.index() != 0 {
+        if !self.site.message || field.index() != 0 {
             self.spill = true;
             return;
         }
-        // The message (`format_args!`, only `Debug` to a visitor) is formatted into this thread's
-        // buffer and compared with the kept one. The buffer in use (a `Debug` of the message's
-        // arguments that records an event) or gone (thread exit): the general path records it.
-        let kept = TEXT
-            .try_with(|t| {
-                let mut t = t.try_borrow_mut().ok()?;
-                t.clear();
-                let _ = write!(t, "{v:?}");
-                self.kept_message(&t)
-            })
-            .ok()
-            .flatten();
+        // The message (`format_args!`, only `Debug` to a visitor) is formatted and compared with
+        // the kept one.
+        let kept = self.kept_message(v);
         match kept {
             Some(text) => self.cut |= self.params.set_static(0, text),
             None => self.spill = true,
         }
+    }
+}
+
+/// A `fmt::Write` that compares what is written with a text instead of keeping it: `rest` is
+/// the text not matched yet, `None` once something written differed (every later write fails
+/// too, in case a `Debug` goes on after an error).
+struct SameText<'k> {
+    rest: Option<&'k str>,
+}
+
+impl std::fmt::Write for SameText<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.rest = self.rest.and_then(|rest| rest.strip_prefix(s));
+        self.rest.map(|_| ()).ok_or(std::fmt::Error)
     }
 }
 
@@ -557,37 +642,53 @@ impl PhosphorLayer {
     /// Records an event as a Phosphor log.
     #[inline]
     fn record_event(&self, event: &Event<'_>) {
-        let Site::Event { log, slot, params, scalars, message, unset, fast } = self.site(event.metadata())
-        else {
-            return self.count_lost();
+        let meta = event.metadata();
+        let site = match self.front.get(meta as *const Metadata<'static> as usize) {
+            Some(site) => site,
+            None => match self.event_site(meta) {
+                Some(site) => site,
+                None => return self.count_lost(),
+            },
         };
         // The global log's address is a link-time constant: named as such, the check and the clock
         // fold its slot to a constant (`TraceLog::slot`) instead of testing for it each.
         let global = std::ptr::eq(self.log, TraceLog::global());
         // The one check: the event is recorded with what the visit finds, unchecked.
-        let checked = if global { log.check_in(TraceLog::global()) } else { log.check_in(self.log) };
+        let checked =
+            if global { site.log.check_in(TraceLog::global()) } else { site.log.check_in(self.log) };
         let Some(checked) = checked else { return };
-        if *scalars {
-            // Acquire: pairs with the Release that published a kept message (`Scalars::keep`),
-            // whose text the visit may read.
-            let kept = fast.load(Ordering::Acquire);
-            if kept != slow() {
-                // The clock first: its latency overlaps the visit.
-                let ts = if global { TraceLog::global().now() } else { self.log.now() };
-                // Integers, floats and booleans straight into the record's parameters, the kept
-                // message as a static string; anything else sends the event down the general
-                // path (visited again), and the callsite's later events straight there.
-                let mut v =
-                    Scalars { params: *unset, message: *message, kept, fast, spill: false, cut: false };
-                event.record(&mut v);
-                if !v.spill {
-                    return checked.scalars_at(ts, &v.params, v.cut);
-                }
-                // Relaxed: `SLOW` is a static, nothing is published with it.
-                fast.store(slow(), Ordering::Relaxed);
+        // Acquire: pairs with the Release that published a kept message (`Scalars::keep`), whose
+        // text the visit may read.
+        let kept = site.fast.load(Ordering::Acquire);
+        if kept != slow() {
+            // The clock first: its latency overlaps the visit.
+            let ts = if global { TraceLog::global().now() } else { self.log.now() };
+            // Integers, floats and booleans straight into the record's parameters, the kept
+            // message as a static string; anything else sends the event down the general path
+            // (visited again), and the callsite's later events straight there.
+            let mut v = Scalars { params: site.unset, site, kept, spill: false, cut: false };
+            event.record(&mut v);
+            if !v.spill {
+                return checked.scalars_at(ts, &v.params, v.cut);
             }
+            // Relaxed: `SLOW` is a static, nothing is published with it.
+            site.fast.store(slow(), Ordering::Relaxed);
         }
-        record_general(event, checked, slot, *params);
+        record_general(event, checked, &site.slot, site.params);
+    }
+
+    /// The event points of a callsite missing from the front table (seen for the first time, or
+    /// its slot taken by another callsite's), put there; `None` when it got none.
+    #[cold]
+    #[inline(never)]
+    fn event_site(&self, meta: &'static Metadata<'static>) -> Option<&'static EventSite> {
+        match self.site(meta) {
+            Site::Event(site) => {
+                self.front.put(site);
+                Some(site)
+            }
+            _ => None,
+        }
     }
 
     /// Records a new span's life beginning (when lifetimes are recorded), as async slice `id`,

@@ -99,6 +99,12 @@ fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
                 tracing::info!(target: "msg", a = i, "pass {}", i.min(1) + i / 3);
                 // A message too long to keep (the general path cuts it), the same every time.
                 tracing::info!(target: "msg", n = i, "{}", "x".repeat(300));
+                // The kept text, then (a callsite's first other message sends it to the general
+                // path) a text it starts with, or one that starts with it.
+                let [x, y] = if i == 0 { ["a", "b"] } else { ["a", ""] };
+                tracing::info!(target: "msg", n = i, "{x}{y}");
+                let [x, y] = if i == 0 { ["a", "b"] } else { ["ab", "c"] };
+                tracing::info!(target: "msg", n = i, "{x}{y}");
             }
         };
         if layer {
@@ -111,11 +117,11 @@ fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
         }
         let trace = stop(log);
         let evs = events(&trace);
-        assert_eq!(evs.len(), 12, "layer: {layer}");
+        assert_eq!(evs.len(), 20, "layer: {layer}");
         let long = "x".repeat(300);
         for i in 0..4u64 {
-            let [same, changing, long_one] =
-                [&evs[3 * i as usize], &evs[3 * i as usize + 1], &evs[3 * i as usize + 2]];
+            let at = 5 * i as usize;
+            let [same, changing, long_one, shorter, longer] = std::array::from_fn(|k| &evs[at + k]);
             assert_eq!(
                 params(same),
                 [ArgValue::Str("ev"), ArgValue::U64(i), ArgValue::U64(7)],
@@ -127,6 +133,89 @@ fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
             let cut = &long[..phosphor::format::MAX_DYN_STR_BYTES];
             assert_eq!(params(long_one), [ArgValue::Str(cut), ArgValue::U64(i)]);
             assert!(!same.truncated && !changing.truncated && long_one.truncated);
+            let [short_text, long_text] = if i == 0 { ["ab", "ab"] } else { ["a", "abc"] };
+            assert_eq!(params(shorter), [ArgValue::Str(short_text), ArgValue::U64(i)], "layer: {layer}");
+            assert_eq!(params(longer), [ArgValue::Str(long_text), ArgValue::U64(i)], "layer: {layer}");
+        }
+    }
+}
+
+/// An event of a callsite of its own, `10 t + u` of 300: of target `many<t><u>`, with `i = 10 t + u`.
+macro_rules! callsite {
+    ($t:literal $u:literal) => {
+        (|| tracing::info!(target: concat!("many", stringify!($t), stringify!($u)), i = ($t * 10 + $u) as u64))
+            as fn()
+    };
+}
+
+macro_rules! row {
+    ($t:literal) => {
+        [
+            callsite!($t 0), callsite!($t 1), callsite!($t 2), callsite!($t 3), callsite!($t 4),
+            callsite!($t 5), callsite!($t 6), callsite!($t 7), callsite!($t 8), callsite!($t 9),
+        ]
+    };
+}
+
+#[test]
+fn callsites_that_share_a_slot_of_the_front_table_each_record_as_themselves() {
+    // 300 callsites in turn, three rounds: more than the event table's 256 slots, so some share
+    // a slot and each round finds slots taken by another callsite.
+    let callsites: Vec<fn()> = [
+        row!(0),
+        row!(1),
+        row!(2),
+        row!(3),
+        row!(4),
+        row!(5),
+        row!(6),
+        row!(7),
+        row!(8),
+        row!(9),
+        row!(10),
+        row!(11),
+        row!(12),
+        row!(13),
+        row!(14),
+        row!(15),
+        row!(16),
+        row!(17),
+        row!(18),
+        row!(19),
+        row!(20),
+        row!(21),
+        row!(22),
+        row!(23),
+        row!(24),
+        row!(25),
+        row!(26),
+        row!(27),
+        row!(28),
+        row!(29),
+    ]
+    .concat();
+    for layer in [true, false] {
+        let log = started("*", Level::Trace);
+        let run = || {
+            for _round in 0..3 {
+                callsites.iter().for_each(|emit| emit());
+            }
+        };
+        if layer {
+            tracing::subscriber::with_default(
+                tracing_subscriber::registry().with(PhosphorLayer::new(log)),
+                run,
+            );
+        } else {
+            tracing::subscriber::with_default(PhosphorSubscriber::new(log), run);
+        }
+        let trace = stop(log);
+        let evs = events(&trace);
+        assert_eq!(evs.len(), 3 * callsites.len(), "layer: {layer}");
+        for (k, e) in evs.iter().enumerate() {
+            let j = (k % callsites.len()) as u64;
+            assert_eq!(e.callsite.category, format!("many{}{}", j / 10, j % 10), "layer: {layer}");
+            assert_eq!(params(e), [ArgValue::U64(j)], "layer: {layer}");
         }
     }
 }

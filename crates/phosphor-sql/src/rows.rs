@@ -205,3 +205,40 @@ impl Sink<Payload> for Rows {
         self.problems.push(problem);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use phosphor_format::file::Value;
+
+    use super::*;
+
+    #[test]
+    fn an_extra_gives_back_its_flow_text_and_arguments_with_their_count() {
+        let args = [("n", Value::I64(-3)), ("s", Value::Str("é")), ("b", Value::Bool(true))];
+        let mut scratch = vec![9; 40];
+        for (flow, text, given) in [
+            (Some(u64::MAX - 1), Some("a message"), 3),
+            (None, Some(""), 2),
+            (Some(7), None, 1),
+            (None, None, 3),
+            (Some(1), None, 0),
+        ] {
+            let extra = Extra::pack(&mut scratch, flow, text, args.iter().copied().take(given));
+            let mut payload = Payload { extra, ..Payload::default() };
+            assert_eq!(payload.flow(), flow);
+            assert_eq!(payload.text(), text);
+            let back: Vec<_> = crate::args_table::unpack(payload.args()).map(|(k, _)| k).collect();
+            let keys: Vec<_> = args.iter().take(given).map(|&(k, _)| k).collect();
+            assert_eq!(back, keys);
+            match payload.take_args() {
+                Some(((bytes, from), n)) => {
+                    assert_eq!(n, given);
+                    assert_eq!(crate::args_table::unpack(&bytes[from..]).count(), given);
+                    assert!(payload.extra.is_none(), "given up with its arguments");
+                }
+                None => assert_eq!(given, 0),
+            }
+        }
+        assert!(Extra::pack(&mut scratch, None, None, args.iter().copied().take(0)).is_none());
+    }
+}

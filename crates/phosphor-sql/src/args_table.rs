@@ -19,9 +19,13 @@ use crate::tables::{batch, Table};
 /// A row's arguments (and, for a row of the nesting, what else it carries: [`crate::rows`])
 /// packed into one allocation: per argument its key's length (`u32`, little-endian) and bytes, a
 /// tag byte, and its value (8 bytes; a bool 1; a string its length as `u32` and its bytes).
-/// One allocation per event, where owned keys and values and a JSON string cost one each.
+/// One allocation per event, where owned keys and values and a JSON string cost one each. Its
+/// count of arguments is kept beside, so that the `args` rows are counted without unpacking.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Packed(Box<[u8]>);
+pub(crate) struct Packed {
+    bytes: Box<[u8]>,
+    n: usize,
+}
 
 const INT: u8 = 0;
 const UINT: u8 = 1;
@@ -70,19 +74,31 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
 
 impl Packed {
     /// `args` packed; `None` if there are none.
+    #[cfg(test)]
     pub(crate) fn of<'a>(args: impl IntoIterator<Item = (&'a str, Value<'a>)>) -> Option<Packed> {
-        let mut out = Vec::new();
-        (pack_into(&mut out, args) > 0).then(|| Packed(out.into_boxed_slice()))
+        Packed::of_in(&mut Vec::new(), args)
+    }
+
+    /// `args` packed, through `scratch` (a buffer kept between calls, so that packing costs the
+    /// one allocation of its bytes, of their size, not the growth of a vector); `None` if there
+    /// are none.
+    pub(crate) fn of_in<'a>(
+        scratch: &mut Vec<u8>,
+        args: impl IntoIterator<Item = (&'a str, Value<'a>)>,
+    ) -> Option<Packed> {
+        scratch.clear();
+        let n = pack_into(scratch, args);
+        (n > 0).then(|| Packed { bytes: scratch.as_slice().into(), n })
     }
 
     /// The bytes.
     pub(crate) fn bytes(&self) -> &[u8] {
-        &self.0
+        &self.bytes
     }
 
-    /// Its bytes, given up.
-    pub(crate) fn into_bytes(self) -> Box<[u8]> {
-        self.0
+    /// Its bytes and count of arguments, given up.
+    pub(crate) fn into_parts(self) -> (Box<[u8]>, usize) {
+        (self.bytes, self.n)
     }
 }
 
@@ -196,10 +212,18 @@ pub(crate) struct ArgRows {
 }
 
 impl ArgRows {
-    /// The arguments of row `id` (of kind `owner`) on thread `tid`: those packed in `bytes` from
-    /// byte `from` on, given up by their row.
-    pub(crate) fn add_bytes(&mut self, tid: u32, id: u64, owner: Owner, bytes: Box<[u8]>, from: usize) {
-        let n = unpack(bytes.get(from..).unwrap_or_default()).count();
+    /// The arguments of row `id` (of kind `owner`) on thread `tid`: the `n` packed in `bytes`
+    /// from byte `from` on, given up by their row.
+    pub(crate) fn add_bytes(
+        &mut self,
+        tid: u32,
+        id: u64,
+        owner: Owner,
+        packed: (Box<[u8]>, usize),
+        n: usize,
+    ) {
+        let (bytes, from) = packed;
+        debug_assert_eq!(unpack(bytes.get(from..).unwrap_or_default()).count(), n);
         if n > 0 {
             self.rows += n;
             self.owners.push(Owned { tid, id, owner, bytes, from, n });

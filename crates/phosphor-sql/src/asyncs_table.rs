@@ -55,6 +55,8 @@ pub(crate) struct Asyncs {
     rows: Vec<AsyncRow>,
     next_id: u64,
     strings: Strings,
+    /// The buffer each half's arguments are packed in before they are copied out.
+    scratch: Vec<u8>,
 }
 
 /// The callsites' strings the halves keep, shared: one allocation per string of the file, not
@@ -93,6 +95,7 @@ impl Asyncs {
             rows: Vec::new(),
             next_id: 1,
             strings: Strings::default(),
+            scratch: Vec::new(),
         }
     }
 
@@ -110,7 +113,7 @@ impl Asyncs {
             file: self.strings.get(cs.file.index(), cs.file.as_str()),
             line: cs.line,
             future: cs.flow,
-            args: Packed::of(args()),
+            args: Packed::of_in(&mut self.scratch, args()),
         };
         let (rows, next_id) = (&mut self.rows, &mut self.next_id);
         self.pairing.add(key, begin, ts, info, &mut |k, m| take(rows, next_id, k, m));
@@ -178,7 +181,8 @@ impl Asyncs {
                 let id = r.id;
                 for (half, owner) in [(r.begin, Owner::AsyncBegin), (r.end, Owner::AsyncEnd)] {
                     if let Some(Half { payload: HalfInfo { tid, args: Some(packed), .. }, .. }) = half {
-                        args.add_bytes(tid, id, owner, packed.into_bytes(), 0);
+                        let (bytes, n) = packed.into_parts();
+                        args.add_bytes(tid, id, owner, (bytes, 0), n);
                     }
                 }
             }

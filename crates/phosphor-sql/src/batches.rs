@@ -159,8 +159,8 @@ impl Builder {
             }
             if let Some(args) = &mut self.args {
                 for r in &mut rows.slices {
-                    if let Some((bytes, from)) = r.payload.take_args() {
-                        args.add_bytes(r.tid, r.id, Owner::Slice, bytes, from);
+                    if let Some((packed, n)) = r.payload.take_args() {
+                        args.add_bytes(r.tid, r.id, Owner::Slice, packed, n);
                     }
                 }
             }
@@ -177,8 +177,8 @@ impl Builder {
             }
             if let (Table::Instants, Some(args)) = (table, &mut self.args) {
                 for r in marks.iter_mut() {
-                    if let Some((bytes, from)) = r.payload.take_args() {
-                        args.add_bytes(r.tid, r.id, Owner::Instant, bytes, from);
+                    if let Some((packed, n)) = r.payload.take_args() {
+                        args.add_bytes(r.tid, r.id, Owner::Instant, packed, n);
                     }
                 }
             }

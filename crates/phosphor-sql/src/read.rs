@@ -531,15 +531,18 @@ impl State {
     /// Feeds one event to the engine, as the statistics do (`phosphor_export::StatsBuilder::add`).
     fn add(&mut self, event: &Event<'_>) {
         let cs = &event.callsite;
+        // The event's times on the timeline, converted once (each a float multiply and rounding
+        // on a TSC clock): `Timeline::end` is the time of the end tick, never before the start.
         let start = self.timeline.time(event.ts);
-        self.counts.event(start, event.duration.map_or(start, |d| self.timeline.end(event.ts, d)));
+        let end = event.duration.map_or(start, |d| self.timeline.time(event.ts.saturating_add(d)).max(start));
+        self.counts.event(start, end);
         if matches!(cs.phase, Phase::AsyncBegin | Phase::AsyncEnd) && self.pair_asyncs {
             self.asyncs.add(event, start);
         }
         if cs.phase == Phase::Instant && cs.category == PHOSPHOR_CATEGORY && cs.name == SCOPE_ALLOC_NAME {
             // Bookkeeping of allocation counts, not an instant of the program.
             if let (true, Some((allocs, bytes))) = (self.allocs, AllocMatch::counts(event)) {
-                let (tid, at) = (event.tid, self.timeline.time(event.ts));
+                let (tid, at) = (event.tid, start);
                 self.feed.message(Message::Alloc { tid, at, allocs, bytes });
             }
             return;
@@ -553,8 +556,7 @@ impl State {
         }
         // The text of the row (arguments, a log's message) only for a table that shows it.
         let shown = if is_mark { self.marks } else { self.slices };
-        let tid = event.tid;
-        let ts = self.timeline.time(event.ts);
+        let (tid, ts) = (event.tid, start);
         let site = self.sites.site(cs, kind, &event.args);
         let table = self.sites.table();
         let label = table.get(site).label;
@@ -591,12 +593,14 @@ impl State {
             }
             _ => {}
         }
-        let args = args.filter(|_| keep_args);
-        payload.extra = Extra::pack(&mut self.scratch, flow, text, args);
+        // `take(0)`: the arguments not kept are not walked at all.
+        let args = args.take(if keep_args { usize::MAX } else { 0 });
+        if keep_args || flow.is_some() || text.is_some() {
+            payload.extra = Extra::pack(&mut self.scratch, flow, text, args);
+        }
         let feed = &mut self.feed;
         if self.flat {
             // Made a row on the engine's thread, in order with the other operations.
-            let end = event.duration.map_or(ts, |d| self.timeline.end(event.ts, d));
             let op = FlatOp { phase: cs.phase, is_mark, tid, ts, end, payload };
             feed.message(Message::Flat(op));
             return;
@@ -606,7 +610,6 @@ impl State {
             Phase::End => feed.end(tid, label, ts),
             _ if is_mark => feed.mark_with(tid, label, ts, payload),
             _ => {
-                let end = event.duration.map_or(ts, |d| self.timeline.end(event.ts, d));
                 feed.complete_with(tid, label, ts, end - ts, payload);
             }
         }

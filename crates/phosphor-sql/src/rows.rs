@@ -25,7 +25,8 @@ pub(crate) struct Payload {
 }
 
 /// The parts of a [`Payload`] that only some rows have, and only some tables show, packed in
-/// one allocation: a flags byte; the flow it continues (8 bytes, little-endian) if [`FLOW`];
+/// one allocation: a flags byte; its count of arguments (`u32`, little-endian, so that the
+/// `args` rows are counted without unpacking); the flow it continues (8 bytes) if [`FLOW`];
 /// a log's message (its length as `u32` and its bytes) if [`TEXT`]; then its arguments to the
 /// end, laid out as [`crate::args_table::Packed`] lays them out (the `arguments` JSON and the
 /// `args` rows are both written from them when the batches are made).
@@ -47,6 +48,7 @@ impl Extra {
     ) -> Option<Extra> {
         scratch.clear();
         scratch.push((u8::from(flow.is_some()) * FLOW) | (u8::from(text.is_some()) * TEXT));
+        scratch.extend_from_slice(&[0; 4]);
         if let Some(flow) = flow {
             scratch.extend_from_slice(&flow.to_le_bytes());
         }
@@ -56,6 +58,9 @@ impl Extra {
             scratch.extend_from_slice(&text.as_bytes()[..len as usize]);
         }
         let args = crate::args_table::pack_into(scratch, args);
+        // Saturating: no event carries 4 billion arguments.
+        let n = u32::try_from(args).unwrap_or(u32::MAX);
+        scratch[1..5].copy_from_slice(&n.to_le_bytes());
         (flow.is_some() || text.is_some() || args > 0).then(|| Extra(scratch.as_slice().into()))
     }
 
@@ -63,14 +68,19 @@ impl Extra {
         self.0.first().copied().unwrap_or(0)
     }
 
+    /// Its count of arguments.
+    fn count(&self) -> usize {
+        self.0.get(1..5).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes) as usize
+    }
+
     fn flow(&self) -> Option<u64> {
-        let bytes = self.0.get(1..9).filter(|_| self.flags() & FLOW != 0)?;
+        let bytes = self.0.get(5..13).filter(|_| self.flags() & FLOW != 0)?;
         Some(u64::from_le_bytes(bytes.try_into().ok()?))
     }
 
     /// Where the text's length is, and where the arguments start.
     fn layout(&self) -> (usize, usize) {
-        let at = if self.flags() & FLOW != 0 { 9 } else { 1 };
+        let at = if self.flags() & FLOW != 0 { 13 } else { 5 };
         if self.flags() & TEXT == 0 {
             return (at, at);
         }
@@ -103,11 +113,12 @@ impl Payload {
         self.extra.as_ref().map_or(&[], Extra::args)
     }
 
-    /// Its packed extra, given up with where its arguments start (for the `args` table, once
-    /// the batches of its row are made), if it has arguments.
-    pub(crate) fn take_args(&mut self) -> Option<(Box<[u8]>, usize)> {
-        let from = self.extra.as_ref().filter(|e| !e.args().is_empty())?.layout().1;
-        self.extra.take().map(|e| (e.0, from))
+    /// Its packed extra, given up with where its arguments start and their count (for the
+    /// `args` table, once the batches of its row are made), if it has arguments.
+    pub(crate) fn take_args(&mut self) -> Option<((Box<[u8]>, usize), usize)> {
+        let e = self.extra.as_ref().filter(|e| e.count() > 0)?;
+        let (from, n) = (e.layout().1, e.count());
+        self.extra.take().map(|e| ((e.0, from), n))
     }
 
     /// The flow it continues.
@@ -192,5 +203,42 @@ impl Sink<Payload> for Rows {
 
     fn problem(&mut self, problem: Problem) {
         self.problems.push(problem);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use phosphor_format::file::Value;
+
+    use super::*;
+
+    #[test]
+    fn an_extra_gives_back_its_flow_text_and_arguments_with_their_count() {
+        let args = [("n", Value::I64(-3)), ("s", Value::Str("é")), ("b", Value::Bool(true))];
+        let mut scratch = vec![9; 40];
+        for (flow, text, given) in [
+            (Some(u64::MAX - 1), Some("a message"), 3),
+            (None, Some(""), 2),
+            (Some(7), None, 1),
+            (None, None, 3),
+            (Some(1), None, 0),
+        ] {
+            let extra = Extra::pack(&mut scratch, flow, text, args.iter().copied().take(given));
+            let mut payload = Payload { extra, ..Payload::default() };
+            assert_eq!(payload.flow(), flow);
+            assert_eq!(payload.text(), text);
+            let back: Vec<_> = crate::args_table::unpack(payload.args()).map(|(k, _)| k).collect();
+            let keys: Vec<_> = args.iter().take(given).map(|&(k, _)| k).collect();
+            assert_eq!(back, keys);
+            match payload.take_args() {
+                Some(((bytes, from), n)) => {
+                    assert_eq!(n, given);
+                    assert_eq!(crate::args_table::unpack(&bytes[from..]).count(), given);
+                    assert!(payload.extra.is_none(), "given up with its arguments");
+                }
+                None => assert_eq!(given, 0),
+            }
+        }
+        assert!(Extra::pack(&mut scratch, None, None, args.iter().copied().take(0)).is_none());
     }
 }

@@ -142,7 +142,8 @@ impl Builder {
             thread_name: &name,
             shift_ns: file.shift_ns,
         };
-        let mut ctx = Context { place, sites, paths, path_names, timeline };
+        let dictionary = wanted.iter().any(|w| w.dictionary);
+        let mut ctx = Context { place, sites, paths, path_names, timeline, dictionary };
         let columns = |table: Table| wanted.iter().find(|w| w.table == table).map(|w| w.columns.as_slice());
         // A send fails only when the reader stopped: the batch is not wanted any more.
         let send = |table: Table, batch: RecordBatch| {

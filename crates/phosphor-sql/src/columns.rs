@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, StringArray, StringBuilder, UInt32Array};
+use arrow::array::{ArrayRef, DictionaryArray, StringArray, StringBuilder, UInt32Array};
 use arrow::buffer::{Buffer, OffsetBuffer};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt32Type};
 
 use crate::tables::Table;
 
@@ -109,6 +109,53 @@ pub(crate) fn file_columns(trace: &str, process: &str, pid: u32, n: usize) -> Ve
 pub(crate) fn repeated(value: &str, n: usize) -> StringArray {
     let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(value.len(), n));
     StringArray::new(offsets, Buffer::from(value.repeat(n).into_bytes()), None)
+}
+
+/// A dictionary column of `n` rows, each `value`.
+pub(crate) fn repeated_dictionary(value: &str, n: usize) -> DictionaryArray<UInt32Type> {
+    let keys = UInt32Array::from(vec![0; n]);
+    DictionaryArray::new(keys, Arc::new(StringArray::from(vec![value])))
+}
+
+/// [`thread_names`] as a dictionary: a key per thread named (in the order first seen), null
+/// for a row of no thread or of a thread with no name.
+pub(crate) fn thread_dictionary(
+    tids: impl Iterator<Item = Option<u32>>,
+    name: &dyn Fn(u32) -> Option<String>,
+) -> DictionaryArray<UInt32Type> {
+    // The threads seen, each with its key (`None`: no name); the last one first looked at.
+    let mut threads: Vec<(u32, Option<u32>)> = Vec::new();
+    let mut last: Option<(u32, Option<u32>)> = None;
+    let mut values = StringBuilder::new();
+    let mut keys = Vec::new();
+    let mut named = 0u32;
+    for tid in tids {
+        let Some(tid) = tid else {
+            keys.push(None);
+            continue;
+        };
+        let key = match last {
+            Some((t, key)) if t == tid => key,
+            _ => {
+                let key = match threads.iter().find(|t| t.0 == tid) {
+                    Some(&(_, key)) => key,
+                    None => {
+                        let key = name(tid).map(|n| {
+                            values.append_value(n);
+                            named += 1;
+                            named - 1
+                        });
+                        threads.push((tid, key));
+                        key
+                    }
+                };
+                last = Some((tid, key));
+                key
+            }
+        };
+        keys.push(key);
+    }
+    DictionaryArray::new(UInt32Array::from(keys), Arc::new(values.finish()))
 }
 
 /// `thread` and `tid` for rows of threads `tids` (`None`: of no thread), named by `name`.

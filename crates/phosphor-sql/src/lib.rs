@@ -36,6 +36,8 @@ mod error;
 mod file_tables;
 mod flows_table;
 mod json;
+mod parquet_dict;
+mod parquet_file;
 mod parquet_out;
 mod problems_table;
 mod read;

@@ -112,6 +112,21 @@ pub fn read_tables(
     read_wanted(reader, &source.path, &source.trace, source.shift_ns, &wanted, batch_rows, emit)
 }
 
+/// [`read_tables`], for [`crate::parquet_out`]: the string columns of few distinct values made
+/// as `Dictionary(UInt32, Utf8)` where the rows' ids make it cheap (`tables.rs`), which the
+/// Parquet writer encodes without hashing each value; the batches' schemas say so.
+pub(crate) fn read_tables_for_parquet(
+    source: &TraceSource,
+    wanted: &[Table],
+    batch_rows: usize,
+    emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let reader = source.open()?.read_ahead();
+    let wanted: Vec<Wanted> =
+        wanted.iter().map(|&table| Wanted { dictionary: true, ..Wanted::all(table) }).collect();
+    read_wanted(reader, &source.path, &source.trace, source.shift_ns, &wanted, batch_rows, emit)
+}
+
 /// [`read_tables`] of one table, making only its columns at `columns` (indices into
 /// [`Table::schema`], in the order given; none at all for a `count(*)`, whose batches then
 /// carry only their row counts): what a query that reads a few columns needs, and what it
@@ -128,7 +143,7 @@ pub fn read_columns(
         return Err(Error::NoColumn { table: table.name(), index });
     }
     let reader = source.open()?.read_ahead();
-    let wanted = [Wanted { table, columns: columns.to_vec() }];
+    let wanted = [Wanted { table, columns: columns.to_vec(), dictionary: false }];
     read_wanted(reader, &source.path, &source.trace, source.shift_ns, &wanted, batch_rows, emit)
 }
 
@@ -152,11 +167,13 @@ pub(crate) struct Wanted {
     pub(crate) table: Table,
     /// Indices into the table's schema.
     pub(crate) columns: Vec<usize>,
+    /// Whether string columns may be made as dictionaries ([`read_tables_for_parquet`]).
+    pub(crate) dictionary: bool,
 }
 
 impl Wanted {
     fn all(table: Table) -> Wanted {
-        Wanted { table, columns: (0..table.schema().fields().len()).collect() }
+        Wanted { table, columns: (0..table.schema().fields().len()).collect(), dictionary: false }
     }
 
     /// Whether its rows need nothing of the nesting but each slice's start and duration: a

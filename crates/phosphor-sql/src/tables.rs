@@ -10,9 +10,9 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, Float64Array, Int64Array, StringArray, StringBuilder, UInt32Array, UInt64Array,
+    ArrayRef, DictionaryArray, Float64Array, Int64Array, StringArray, StringBuilder, UInt32Array, UInt64Array,
 };
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt32Type};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use phosphor_model::nesting::{PathId, Paths, DEEPER};
 use phosphor_model::timeline::Timeline;
@@ -187,6 +187,9 @@ pub(crate) struct Context<'a> {
     pub(crate) paths: &'a Paths,
     pub(crate) path_names: &'a mut PathNames,
     pub(crate) timeline: &'a Timeline,
+    /// Whether the string columns of few distinct values are made as `Dictionary(UInt32, Utf8)`
+    /// (for the Parquet writer: [`crate::read::read_tables_for_parquet`]) rather than `Utf8`.
+    pub(crate) dictionary: bool,
 }
 
 impl Place<'_> {
@@ -238,6 +241,11 @@ impl Context<'_> {
         let sites = self.sites;
         let site = |r: &Row| sites.get(r.payload.site);
         let dur = |d: u64| i64::try_from(d).unwrap_or(i64::MAX);
+        if self.dictionary {
+            if let Some(column) = self.dictionary_column(name, rows) {
+                return column;
+            }
+        }
         match name {
             "trace" => Arc::new(crate::columns::repeated(self.place.trace, n)),
             "process" => Arc::new(crate::columns::repeated(self.place.process, n)),
@@ -275,12 +283,62 @@ impl Context<'_> {
         }
     }
 
+    /// Column `name` made as a dictionary, keyed by the ids the rows already carry (no value
+    /// hashed): `trace` and `process` (one value), `thread` (by thread), `kind`, `category`
+    /// and `file` (by site), `name` (by label) and `path` (by path id). `None` for the others.
+    fn dictionary_column(&mut self, name: &str, rows: &[Row]) -> Option<ArrayRef> {
+        let sites = self.sites;
+        let site = |r: &Row| sites.get(r.payload.site);
+        let PathNames { names, remap } = &mut *self.path_names;
+        let column: DictionaryArray<UInt32Type> = match name {
+            "trace" => crate::columns::repeated_dictionary(self.place.trace, rows.len()),
+            "process" => crate::columns::repeated_dictionary(self.place.process, rows.len()),
+            "thread" => {
+                crate::columns::thread_dictionary(rows.iter().map(|r| Some(r.tid)), self.place.thread_name)
+            }
+            "kind" => remap.dictionary(
+                rows,
+                |r| r.payload.kind as u32,
+                |r, b| b.append_value(r.payload.kind.as_str()),
+            ),
+            "category" => {
+                remap.dictionary(rows, |r| r.payload.site, |r, b| b.append_value(&site(r).category))
+            }
+            "file" => remap.dictionary(rows, |r| r.payload.site, |r, b| b.append_value(&site(r).file)),
+            "name" => {
+                remap.dictionary(rows, |r| site(r).label, |r, b| b.append_value(sites.name(site(r).label)))
+            }
+            "path" => {
+                let paths = self.paths;
+                remap.dictionary(
+                    rows,
+                    |r| r.path,
+                    |r, b| b.append_value(path_name(names, paths, sites, r.path)),
+                )
+            }
+            _ => return None,
+        };
+        Some(Arc::new(column))
+    }
+
     /// A batch of `slices`, `instants`, `counters` or `logs` (the rows all of the table's kind):
-    /// its columns at `columns` (indices into the table's schema) only.
+    /// its columns at `columns` (indices into the table's schema) only; with `dictionary`, some
+    /// of its string columns as dictionaries, which the batch's schema says.
     pub(crate) fn rows(&mut self, table: Table, rows: &[Row], columns: &[usize]) -> RecordBatch {
         let schema = table.schema();
-        let arrays = columns.iter().map(|&i| self.column(table, schema.field(i).name(), rows)).collect();
-        projected_batch(&schema, columns, arrays, rows.len())
+        let arrays: Vec<ArrayRef> =
+            columns.iter().map(|&i| self.column(table, schema.field(i).name(), rows)).collect();
+        if !self.dictionary {
+            return projected_batch(&schema, columns, arrays, rows.len());
+        }
+        let fields: Vec<Field> = columns
+            .iter()
+            .zip(&arrays)
+            .map(|(&i, a)| schema.field(i).clone().with_data_type(a.data_type().clone()))
+            .collect();
+        let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
+        RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
+            .expect("the columns follow the table's schema, some as dictionaries")
     }
 }
 
@@ -342,20 +400,34 @@ pub(crate) fn table_of(kind: Kind) -> Table {
     }
 }
 
-/// Paths spelled out (`frame/update/physics`), once each, by path id.
+/// Paths spelled out (`frame/update/physics`), once each, by path id; and the [`Remap`] the
+/// dictionary columns are made with, kept from batch to batch.
 #[derive(Debug, Default)]
 pub(crate) struct PathNames {
     names: Vec<Option<Box<str>>>,
+    remap: Remap,
 }
 
 impl PathNames {
     /// Path `path`'s names joined by `/` (the depth cap's marker as `[deeper than N]`).
     pub(crate) fn get(&mut self, paths: &Paths, sites: &SiteTable, path: PathId) -> &str {
+        path_name(&mut self.names, paths, sites, path)
+    }
+}
+
+/// [`PathNames::get`].
+fn path_name<'n>(
+    names: &'n mut Vec<Option<Box<str>>>,
+    paths: &Paths,
+    sites: &SiteTable,
+    path: PathId,
+) -> &'n str {
+    {
         let at = path as usize;
-        if at >= self.names.len() {
-            self.names.resize(at + 1, None);
+        if at >= names.len() {
+            names.resize(at + 1, None);
         }
-        if self.names[at].is_none() {
+        if names[at].is_none() {
             let mut s = String::new();
             for label in paths.labels(path) {
                 if !s.is_empty() {
@@ -367,8 +439,54 @@ impl PathNames {
                     s.push_str(sites.name(label));
                 }
             }
-            self.names[at] = Some(s.into_boxed_str());
+            names[at] = Some(s.into_boxed_str());
         }
-        self.names[at].as_deref().unwrap_or("")
+        names[at].as_deref().unwrap_or("")
+    }
+}
+
+/// Dense dictionary keys from ids (site, label, path numbers: small, dense), without hashing: a
+/// slot per id, stamped with the column being made.
+#[derive(Debug, Default)]
+pub(crate) struct Remap {
+    /// Per id, the column it was last seen in, and its key there.
+    seen: Vec<(u32, u32)>,
+    column: u32,
+}
+
+impl Remap {
+    /// A dictionary column of `rows`: each row's key by its `id`, each id's value (appended by
+    /// `value` of the first row with it) once, in the order first seen.
+    pub(crate) fn dictionary(
+        &mut self,
+        rows: &[Row],
+        id: impl Fn(&Row) -> u32,
+        mut value: impl FnMut(&Row, &mut StringBuilder),
+    ) -> DictionaryArray<UInt32Type> {
+        self.column = self.column.wrapping_add(1);
+        if self.column == 0 {
+            // Stamps start again: none may look current.
+            self.seen.iter_mut().for_each(|s| *s = (0, 0));
+            self.column = 1;
+        }
+        let mut values = StringBuilder::new();
+        let mut keys = Vec::with_capacity(rows.len());
+        let mut distinct = 0u32;
+        for r in rows {
+            let at = id(r) as usize;
+            if at >= self.seen.len() {
+                self.seen.resize(at + 1, (0, 0));
+            }
+            let (column, key) = self.seen[at];
+            if column == self.column {
+                keys.push(key);
+            } else {
+                self.seen[at] = (self.column, distinct);
+                keys.push(distinct);
+                value(r, &mut values);
+                distinct += 1;
+            }
+        }
+        DictionaryArray::new(UInt32Array::from(keys), Arc::new(values.finish()))
     }
 }

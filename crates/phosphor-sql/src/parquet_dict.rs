@@ -1,0 +1,657 @@
+//! String columns of few distinct values written as Parquet dictionary column chunks by hand,
+//! for [`crate::parquet_out`]: parquet's Arrow writer hashes every value into its dictionary
+//! (and compares every value for the page statistics), even for an Arrow dictionary column,
+//! which on a big trace cost more than anything else in `phosphor convert --to parquet`.
+//!
+//! A [`DictColumn`] takes the batches' `Dictionary(UInt32, Utf8)` columns (whose values are
+//! those the batch uses, made from ids without hashing: `tables.rs`), maps each batch's values
+//! to the chunk's dictionary (a hash per value of a batch's dictionary, not per row) and keeps
+//! the chunk's indices; [`DictColumn::finish`] encodes the chunk as parquet's own writer would:
+//! a PLAIN dictionary page, `RLE_DICTIONARY` data pages (version 1) of at most
+//! [`PAGE_ROWS`] rows (the RLE/bit-packed hybrid, definition levels first for a nullable
+//! column), each zstd-compressed, their headers in Thrift's compact protocol (`thrift_page_header`),
+//! the chunk's statistics (min and max over the dictionary, truncated as parquet truncates
+//! them, and the null count) and an offset index (no column index: DataFusion, DuckDB and
+//! pyarrow read the chunk without one). [`SerializedRowGroupWriter::append_column`] puts it in
+//! its row group.
+//!
+//! [`SerializedRowGroupWriter::append_column`]: parquet::file::writer::SerializedRowGroupWriter::append_column
+
+use std::collections::HashMap;
+
+use arrow::array::{Array, AsArray, DictionaryArray, StringArray};
+use arrow::datatypes::UInt32Type;
+use bytes::Bytes;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::column::writer::ColumnCloseResult;
+use parquet::data_type::ByteArray;
+use parquet::errors::{ParquetError, Result};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::page_index::offset_index::{OffsetIndexMetaData, PageLocation};
+use parquet::file::statistics::{Statistics, ValueStatistics};
+use parquet::schema::types::ColumnDescPtr;
+
+/// Rows per data page at most: parquet's default (`DEFAULT_DATA_PAGE_ROW_COUNT_LIMIT`).
+pub(crate) const PAGE_ROWS: usize = 20_000;
+
+/// The bytes of a min or max kept in the statistics at most: parquet's default
+/// (`DEFAULT_STATISTICS_TRUNCATE_LENGTH`).
+const STATISTICS_BYTES: usize = 64;
+
+/// A batch's dictionary value not yet mapped to the chunk's dictionary.
+const UNMAPPED: u32 = u32::MAX;
+
+/// One string column's chunk of a row group, as it is gathered.
+pub(crate) struct DictColumn {
+    descr: ColumnDescPtr,
+    /// The chunk's dictionary: each value's index.
+    index: HashMap<Box<[u8]>, u32>,
+    /// The dictionary page's values, PLAIN (each its length, 4 bytes little-endian, then its bytes).
+    plain: Vec<u8>,
+    /// The dictionary's values in `plain`, as ranges.
+    ranges: Vec<(usize, usize)>,
+    /// The smallest and largest values, as indices into `ranges`.
+    min_max: Option<(u32, u32)>,
+    /// The index of every value that is not null, in row order.
+    keys: Vec<u32>,
+    /// Per row, its definition level (1: a value, 0: null), for a nullable column only.
+    defs: Vec<u8>,
+    rows: usize,
+    nulls: u64,
+    /// Per value of the batch being written, its index in the chunk's dictionary.
+    remap: Vec<u32>,
+    page_rows: usize,
+}
+
+impl DictColumn {
+    /// The empty chunk of column `descr` (a `BYTE_ARRAY` column, required or optional).
+    pub(crate) fn new(descr: ColumnDescPtr) -> DictColumn {
+        DictColumn {
+            descr,
+            index: HashMap::new(),
+            plain: Vec::new(),
+            ranges: Vec::new(),
+            min_max: None,
+            keys: Vec::new(),
+            defs: Vec::new(),
+            rows: 0,
+            nulls: 0,
+            remap: Vec::new(),
+            page_rows: PAGE_ROWS,
+        }
+    }
+
+    /// The chunk with data pages of `rows` rows at most (the tests' several pages).
+    #[cfg(test)]
+    fn with_page_rows(mut self, rows: usize) -> DictColumn {
+        self.page_rows = rows.max(1);
+        self
+    }
+
+    fn nullable(&self) -> bool {
+        self.descr.max_def_level() > 0
+    }
+
+    /// The rows of the chunk so far.
+    #[cfg(test)]
+    fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The index of `value` in the chunk's dictionary, added if new.
+    fn intern(&mut self, value: &[u8]) -> Result<u32> {
+        if let Some(&at) = self.index.get(value) {
+            return Ok(at);
+        }
+        let at = u32::try_from(self.ranges.len())
+            .map_err(|_| ParquetError::General("over 2^32 distinct values in a column chunk".into()))?;
+        let len =
+            u32::try_from(value.len()).map_err(|_| ParquetError::General("a string of over 4 GiB".into()))?;
+        self.plain.extend_from_slice(&len.to_le_bytes());
+        let start = self.plain.len();
+        self.plain.extend_from_slice(value);
+        self.ranges.push((start, start + value.len()));
+        self.index.insert(value.into(), at);
+        self.min_max = Some(match self.min_max {
+            None => (at, at),
+            Some((min, max)) => (
+                if value < self.value(min) { at } else { min },
+                if value > self.value(max) { at } else { max },
+            ),
+        });
+        Ok(at)
+    }
+
+    fn value(&self, at: u32) -> &[u8] {
+        let (start, end) = self.ranges[at as usize];
+        &self.plain[start..end]
+    }
+
+    /// Adds a row: `key`, an index into the chunk's dictionary, or `None` for null.
+    fn push(&mut self, key: Option<u32>) -> Result<()> {
+        self.rows += 1;
+        match key {
+            Some(key) => {
+                self.keys.push(key);
+                if self.nullable() {
+                    self.defs.push(1);
+                }
+            }
+            None if self.nullable() => {
+                self.nulls += 1;
+                self.defs.push(0);
+            }
+            None => return Err(ParquetError::General(format!("a null in column {}", self.descr.name()))),
+        }
+        Ok(())
+    }
+
+    /// Adds the rows of `array`: each batch value is looked up in the chunk's dictionary once,
+    /// the first time a row uses it.
+    pub(crate) fn write_dictionary(&mut self, array: &DictionaryArray<UInt32Type>) -> Result<()> {
+        let values: &StringArray = array
+            .values()
+            .as_string_opt()
+            .ok_or_else(|| ParquetError::General("a dictionary of other values than strings".into()))?;
+        self.remap.clear();
+        self.remap.resize(values.len(), UNMAPPED);
+        let keys = array.keys();
+        if keys.null_count() == 0 && values.null_count() == 0 {
+            // No null: each row's index straight into `keys` (and its level, 1).
+            self.keys.reserve(keys.len());
+            for &k in keys.values() {
+                let at = match self.remap.get(k as usize) {
+                    Some(&UNMAPPED) => {
+                        let at = self.intern(values.value(k as usize).as_bytes())?;
+                        self.remap[k as usize] = at;
+                        at
+                    }
+                    Some(&at) => at,
+                    None => return Err(ParquetError::General("a dictionary key out of range".into())),
+                };
+                self.keys.push(at);
+            }
+            if self.nullable() {
+                self.defs.resize(self.defs.len() + keys.len(), 1);
+            }
+            self.rows += keys.len();
+            return Ok(());
+        }
+        for i in 0..keys.len() {
+            let key = if keys.is_null(i) { None } else { Some(keys.value(i) as usize) };
+            let mapped = match key {
+                Some(k) if k >= values.len() => {
+                    return Err(ParquetError::General("a dictionary key out of range".into()))
+                }
+                Some(k) if values.is_null(k) => None,
+                Some(k) => match self.remap[k] {
+                    UNMAPPED => {
+                        let at = self.intern(values.value(k).as_bytes())?;
+                        self.remap[k] = at;
+                        Some(at)
+                    }
+                    at => Some(at),
+                },
+                None => None,
+            };
+            self.push(mapped)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the rows of `array` (a column not made as a dictionary): each value looked up in a
+    /// small cache of recent values (by length and end bytes) first, hashed only when not there.
+    pub(crate) fn write_strings(&mut self, array: &StringArray) -> Result<()> {
+        let mut recent = [UNMAPPED; 16];
+        for i in 0..array.len() {
+            if array.is_null(i) {
+                self.push(None)?;
+                continue;
+            }
+            let value = array.value(i).as_bytes();
+            let slot = match value {
+                [] => 0,
+                [first, .., last] => (value.len() ^ usize::from(*first) ^ usize::from(*last) << 2) & 15,
+                [only] => (1 ^ usize::from(*only)) & 15,
+            };
+            let key = match recent[slot] {
+                at if at != UNMAPPED && self.value(at) == value => at,
+                _ => {
+                    let at = self.intern(value)?;
+                    recent[slot] = at;
+                    at
+                }
+            };
+            self.push(Some(key))?;
+        }
+        Ok(())
+    }
+
+    /// The chunk encoded (its bytes: the dictionary page at 0, then the data pages), and what
+    /// the row group needs of it; `zstd` compresses every page.
+    pub(crate) fn finish(
+        self,
+        zstd: &mut zstd::bulk::Compressor<'_>,
+        level: i32,
+    ) -> Result<(Bytes, ColumnCloseResult)> {
+        let mut out = Vec::new();
+        let mut uncompressed = 0usize;
+        let count = self.ranges.len();
+        // Page: the dictionary.
+        let compressed = zstd.compress(&self.plain)?;
+        let header = thrift_page_header(Page::Dictionary, self.plain.len(), compressed.len(), count)?;
+        uncompressed += header.len() + self.plain.len();
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&compressed);
+        let data_offset = out.len();
+        // Pages: the data, `page_rows` rows each (one, empty, for a chunk of no rows).
+        let width = bit_width(count);
+        let mut locations = Vec::new();
+        let (mut row, mut key) = (0usize, 0usize);
+        let mut raw = Vec::new();
+        let mut levels = Vec::new();
+        let mut scratch = Vec::new();
+        loop {
+            let rows = self.page_rows.min(self.rows - row);
+            raw.clear();
+            let values = if self.nullable() {
+                let defs = &self.defs[row..row + rows];
+                levels.clear();
+                scratch.clear();
+                scratch.extend(defs.iter().map(|&d| u32::from(d)));
+                rle_hybrid(&mut levels, &scratch, 1);
+                raw.extend_from_slice(&len32(levels.len())?.to_le_bytes());
+                raw.extend_from_slice(&levels);
+                defs.iter().filter(|&&d| d == 1).count()
+            } else {
+                rows
+            };
+            raw.push(width);
+            rle_hybrid(&mut raw, &self.keys[key..key + values], width);
+            let compressed = zstd.compress(&raw)?;
+            let header = thrift_page_header(Page::Data, raw.len(), compressed.len(), rows)?;
+            locations.push(PageLocation {
+                offset: out.len() as i64,
+                compressed_page_size: len32(header.len() + compressed.len())?,
+                first_row_index: row as i64,
+            });
+            uncompressed += header.len() + raw.len();
+            out.extend_from_slice(&header);
+            out.extend_from_slice(&compressed);
+            row += rows;
+            key += values;
+            if row >= self.rows {
+                break;
+            }
+        }
+        let metadata = ColumnChunkMetaData::builder(self.descr.clone())
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(level).unwrap_or_default()))
+            .set_encodings(vec![Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY])
+            .set_num_values(self.rows as i64)
+            .set_total_compressed_size(out.len() as i64)
+            .set_total_uncompressed_size(uncompressed as i64)
+            .set_dictionary_page_offset(Some(0))
+            .set_data_page_offset(data_offset as i64)
+            .set_statistics(self.statistics())
+            .build()?;
+        let close = ColumnCloseResult {
+            bytes_written: out.len() as u64,
+            rows_written: self.rows as u64,
+            metadata,
+            bloom_filter: None,
+            column_index: None,
+            offset_index: Some(OffsetIndexMetaData {
+                page_locations: locations,
+                unencoded_byte_array_data_bytes: None,
+            }),
+        };
+        Ok((Bytes::from(out), close))
+    }
+
+    /// The chunk's statistics: the null count, and the smallest and largest value (bytewise,
+    /// as Parquet orders strings) cut to [`STATISTICS_BYTES`] as parquet's writer cuts them.
+    fn statistics(&self) -> Statistics {
+        let (min, max) = match self.min_max {
+            Some((min, max)) => (truncated_min(self.value(min)), truncated_max(self.value(max))),
+            None => (None, None),
+        };
+        let (min_exact, max_exact) = (min.as_ref().map(|m| m.1), max.as_ref().map(|m| m.1));
+        let stats = ValueStatistics::new(
+            min.map(|m| ByteArray::from(m.0)),
+            max.map(|m| ByteArray::from(m.0)),
+            None,
+            Some(self.nulls),
+            false,
+        )
+        .with_min_is_exact(min_exact.unwrap_or(false))
+        .with_max_is_exact(max_exact.unwrap_or(false));
+        Statistics::ByteArray(stats)
+    }
+}
+
+fn len32(n: usize) -> Result<i32> {
+    i32::try_from(n).map_err(|_| ParquetError::General("a page of over 2 GiB".into()))
+}
+
+/// The bits an index into a dictionary of `count` values takes (1 at least).
+fn bit_width(count: usize) -> u8 {
+    let largest = count.saturating_sub(1) as u64;
+    (64 - largest.leading_zeros()).max(1) as u8
+}
+
+/// The longest prefix of `s` of [`STATISTICS_BYTES`] at most that ends on a character, and
+/// whether it is all of `s`.
+fn prefix(s: &[u8]) -> (&[u8], bool) {
+    if s.len() <= STATISTICS_BYTES {
+        return (s, true);
+    }
+    let mut end = STATISTICS_BYTES;
+    // A UTF-8 continuation byte is 0b10xx_xxxx: a character starts at the first other byte.
+    while end > 0 && s[end] & 0xc0 == 0x80 {
+        end -= 1;
+    }
+    (&s[..end], false)
+}
+
+/// A lower bound of `s` to store as the minimum: `s`, or its prefix (not exact).
+fn truncated_min(s: &[u8]) -> Option<(Vec<u8>, bool)> {
+    let (p, exact) = prefix(s);
+    Some((p.to_vec(), exact))
+}
+
+/// An upper bound of `s` to store as the maximum: `s`, or its prefix with its last character
+/// that can be made one larger made so (and what followed it dropped): larger than every string
+/// that starts with the prefix. `None` when no character of the prefix can grow.
+fn truncated_max(s: &[u8]) -> Option<(Vec<u8>, bool)> {
+    let (p, exact) = prefix(s);
+    if exact {
+        return Some((p.to_vec(), true));
+    }
+    let text = std::str::from_utf8(p).ok()?;
+    for (at, c) in text.char_indices().rev() {
+        let next = (u32::from(c) + 1..=0x10_ffff).find_map(char::from_u32);
+        if let Some(next) = next {
+            let mut out = text[..at].to_owned();
+            out.push(next);
+            if out.len() <= STATISTICS_BYTES {
+                return Some((out.into_bytes(), false));
+            }
+        }
+    }
+    None
+}
+
+/// Appends `values` in the RLE/bit-packed hybrid encoding of `width` bits (no length prefix):
+/// a run of 8 or more equal values as an RLE run, the others bit-packed 8 at a time (the last
+/// group padded with zeros, which the page's value count leaves unread).
+fn rle_hybrid(out: &mut Vec<u8>, values: &[u32], width: u8) {
+    let mut literal_from = 0;
+    let mut i = 0;
+    while i < values.len() {
+        let v = values[i];
+        let run = values[i..].iter().take_while(|&&x| x == v).count();
+        if run >= 8 {
+            bit_packed(out, &values[literal_from..i], width);
+            uleb128(out, (run as u64) << 1);
+            let bytes = usize::from(width).div_ceil(8);
+            out.extend_from_slice(&v.to_le_bytes()[..bytes]);
+            i += run;
+            literal_from = i;
+        } else {
+            i = (i + 8).min(values.len());
+        }
+    }
+    bit_packed(out, &values[literal_from..], width);
+}
+
+/// `values` as one bit-packed run (none if empty): its header, then groups of 8 values of
+/// `width` bits each, least significant bits first.
+fn bit_packed(out: &mut Vec<u8>, values: &[u32], width: u8) {
+    if values.is_empty() {
+        return;
+    }
+    let groups = values.len().div_ceil(8);
+    uleb128(out, ((groups as u64) << 1) | 1);
+    let (mut acc, mut bits) = (0u64, 0u32);
+    let padding = std::iter::repeat_n(0, groups * 8 - values.len());
+    for v in values.iter().copied().chain(padding) {
+        acc |= u64::from(v) << bits;
+        bits += u32::from(width);
+        while bits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+}
+
+fn uleb128(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// The kinds of page written.
+#[derive(Clone, Copy)]
+enum Page {
+    Dictionary,
+    Data,
+}
+
+/// A `PageHeader` (parquet.thrift) in Thrift's compact protocol: `type` (1), the page's
+/// uncompressed (2) and compressed (3) sizes, and the dictionary's (7: `num_values`, encoding
+/// PLAIN) or the data page's (5: `num_values`, encoding `RLE_DICTIONARY`, levels RLE) header.
+fn thrift_page_header(page: Page, uncompressed: usize, compressed: usize, values: usize) -> Result<Vec<u8>> {
+    // Compact protocol: a field is a byte, (id - previous id) << 4 | type, then its value; an
+    // i32 is a zigzag varint; a struct's fields end with a 0 byte.
+    const I32: u8 = 5;
+    const STRUCT: u8 = 12;
+    let mut out = Vec::with_capacity(24);
+    let i32_field = |out: &mut Vec<u8>, delta: u8, v: i32| {
+        out.push(delta << 4 | I32);
+        uleb128(out, u64::from(((v << 1) ^ (v >> 31)) as u32));
+    };
+    let (kind, header_field, encoding) = match page {
+        Page::Data => (0, 5u8, Encoding::RLE_DICTIONARY),
+        Page::Dictionary => (2, 7u8, Encoding::PLAIN),
+    };
+    i32_field(&mut out, 1, kind);
+    i32_field(&mut out, 1, len32(uncompressed)?);
+    i32_field(&mut out, 1, len32(compressed)?);
+    out.push((header_field - 3) << 4 | STRUCT);
+    i32_field(&mut out, 1, len32(values)?);
+    i32_field(&mut out, 1, thrift_encoding(encoding));
+    if let Page::Data = page {
+        i32_field(&mut out, 1, thrift_encoding(Encoding::RLE));
+        i32_field(&mut out, 1, thrift_encoding(Encoding::RLE));
+    }
+    out.push(0);
+    out.push(0);
+    Ok(out)
+}
+
+/// An encoding's number in parquet.thrift.
+fn thrift_encoding(e: Encoding) -> i32 {
+    match e {
+        Encoding::PLAIN => 0,
+        Encoding::RLE => 3,
+        _ => 8, // RLE_DICTIONARY
+    }
+}
+
+/// Whether `array` is a column [`DictColumn::write_dictionary`] takes.
+pub(crate) fn as_dictionary(array: &dyn Array) -> Option<&DictionaryArray<UInt32Type>> {
+    array.as_dictionary_opt::<UInt32Type>()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Array, AsArray, DictionaryArray, StringArray, UInt32Array};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use bytes::Bytes;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::statistics::Statistics;
+    use parquet::file::writer::SerializedFileWriter;
+
+    use super::*;
+
+    /// A file of one string column, `batches` written through a [`DictColumn`] (pages of
+    /// `page_rows` rows) as one row group, read back with parquet's reader: its rows, and the
+    /// chunk's statistics.
+    fn round_trip(
+        nullable: bool,
+        batches: &[DictionaryArray<UInt32Type>],
+        page_rows: usize,
+    ) -> (Vec<Option<String>>, Statistics, usize) {
+        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, nullable)]));
+        let parquet = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let mut props = WriterProperties::builder().build();
+        add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+        let mut file =
+            SerializedFileWriter::new(Vec::new(), parquet.root_schema_ptr(), Arc::new(props)).unwrap();
+        let mut column = DictColumn::new(file.schema_descr().column(0)).with_page_rows(page_rows);
+        for b in batches {
+            column.write_dictionary(b).unwrap();
+        }
+        let mut zstd = zstd::bulk::Compressor::new(1).unwrap();
+        let (bytes, close) = column.finish(&mut zstd, 1).unwrap();
+        let pages = close.offset_index.as_ref().map_or(0, |o| o.page_locations.len());
+        let mut group = file.next_row_group().unwrap();
+        group.append_column(&bytes, close).unwrap();
+        group.close().unwrap();
+        let written = Bytes::from(file.into_inner().unwrap());
+        let builder = ParquetRecordBatchReaderBuilder::try_new(written).unwrap();
+        assert_eq!(builder.schema().field(0).data_type(), &DataType::Utf8);
+        let stats = builder.metadata().row_group(0).column(0).statistics().unwrap().clone();
+        let mut rows = Vec::new();
+        for batch in builder.with_batch_size(1000).build().unwrap() {
+            let batch = batch.unwrap();
+            let s = batch.column(0).as_string::<i32>();
+            rows.extend((0..s.len()).map(|i| s.is_valid(i).then(|| s.value(i).to_owned())));
+        }
+        (rows, stats, pages)
+    }
+
+    /// The dictionary column of `rows` (values in first-seen order, as `tables.rs` makes them).
+    fn dictionary(rows: &[Option<&str>]) -> DictionaryArray<UInt32Type> {
+        let mut values: Vec<&str> = Vec::new();
+        let keys: UInt32Array = rows
+            .iter()
+            .map(|r| {
+                r.map(|v| match values.iter().position(|x| *x == v) {
+                    Some(at) => at as u32,
+                    None => {
+                        values.push(v);
+                        values.len() as u32 - 1
+                    }
+                })
+            })
+            .collect();
+        DictionaryArray::new(keys, Arc::new(StringArray::from(values)))
+    }
+
+    fn owned(rows: &[Option<&str>]) -> Vec<Option<String>> {
+        rows.iter().map(|r| r.map(str::to_owned)).collect()
+    }
+
+    fn min_max(stats: &Statistics) -> (Option<&[u8]>, Option<&[u8]>, Option<u64>) {
+        match stats {
+            Statistics::ByteArray(s) => {
+                (s.min_opt().map(|m| m.data()), s.max_opt().map(|m| m.data()), s.null_count_opt())
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn nullable_column_over_several_pages_and_batches_reads_back() {
+        let first: Vec<Option<&str>> =
+            (0..50).map(|i| [Some("b"), None, Some("a"), Some("é"), Some("b")][i % 5]).collect();
+        let second: Vec<Option<&str>> =
+            (0..33).map(|i| [Some("zz"), Some("a"), Some("a"), None][i % 4]).collect();
+        let (rows, stats, pages) = round_trip(true, &[dictionary(&first), dictionary(&second)], 7);
+        assert_eq!(rows, owned(&[first.clone(), second.clone()].concat()));
+        assert_eq!(pages, (50 + 33usize).div_ceil(7));
+        let nulls = first.iter().chain(&second).filter(|r| r.is_none()).count() as u64;
+        assert_eq!(min_max(&stats), (Some(&b"a"[..]), Some("é".as_bytes()), Some(nulls)));
+    }
+
+    #[test]
+    fn runs_and_literals_read_back_in_one_page() {
+        // Runs of 8 and more between literals, and runs cut by a literal group's edge.
+        let mut rows = Vec::new();
+        for (v, n) in [("x", 3), ("y", 20), ("x", 1), ("z", 9), ("y", 7), ("x", 64), ("w", 2)] {
+            rows.extend(std::iter::repeat_n(Some(v), n));
+        }
+        let (back, ..) = round_trip(false, &[dictionary(&rows)], PAGE_ROWS);
+        assert_eq!(back, owned(&rows));
+    }
+
+    #[test]
+    fn empty_one_value_and_all_null_columns_read_back() {
+        let (rows, stats, _) = round_trip(true, &[], PAGE_ROWS);
+        assert!(rows.is_empty());
+        assert_eq!(min_max(&stats), (None, None, Some(0)));
+        let one = vec![Some("only"); 1000];
+        let (rows, stats, _) = round_trip(false, &[dictionary(&one)], PAGE_ROWS);
+        assert_eq!(rows, owned(&one));
+        assert_eq!(min_max(&stats), (Some(&b"only"[..]), Some(&b"only"[..]), Some(0)));
+        let none = vec![None; 300];
+        let (rows, stats, _) = round_trip(true, &[dictionary(&none)], 128);
+        assert_eq!(rows, owned(&none));
+        assert_eq!(min_max(&stats), (None, None, Some(300)));
+    }
+
+    #[test]
+    fn over_65536_distinct_values_and_long_ones_read_back_with_bounds() {
+        let values: Vec<String> =
+            (0..70_000u32).map(|i| format!("{:08}{}", i * 7919 % 70_000, "ü".repeat(40))).collect();
+        let rows: Vec<Option<&str>> = values.iter().map(|v| Some(v.as_str())).collect();
+        let (back, stats, pages) = round_trip(false, &[dictionary(&rows)], PAGE_ROWS);
+        assert_eq!(back, owned(&rows));
+        assert_eq!(pages, 4);
+        let (min, max, _) = min_max(&stats);
+        let (smallest, largest) = (values.iter().min().unwrap(), values.iter().max().unwrap());
+        let (min, max) = (min.unwrap(), max.unwrap());
+        assert!(min.len() <= STATISTICS_BYTES && max.len() <= STATISTICS_BYTES);
+        assert!(smallest.as_bytes().starts_with(min), "a prefix of the smallest value");
+        assert!(max > largest.as_bytes(), "above the largest value");
+        assert!(std::str::from_utf8(max).is_ok());
+        assert!(matches!(&stats, Statistics::ByteArray(s) if !s.min_is_exact() && !s.max_is_exact()));
+    }
+
+    #[test]
+    fn plain_strings_and_a_null_in_a_required_column() {
+        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
+        let parquet = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let mut column = DictColumn::new(parquet.column(0));
+        column.write_strings(&StringArray::from(vec!["a", "b", "a"])).unwrap();
+        assert_eq!(column.rows(), 3);
+        let err = column.write_dictionary(&dictionary(&[Some("a"), None])).unwrap_err();
+        assert!(err.to_string().contains("a null in column s"), "{err}");
+    }
+
+    #[test]
+    fn hybrid_encoding_of_a_run_and_literals() {
+        let mut out = Vec::new();
+        rle_hybrid(&mut out, &[5; 10], 3);
+        assert_eq!(out, [10 << 1, 5], "one RLE run: its length, its value in a byte");
+        out.clear();
+        rle_hybrid(&mut out, &[1, 0, 1, 0, 1, 0, 1, 0, 1], 1);
+        assert_eq!(out, [(2 << 1) | 1, 0b0101_0101, 0b0000_0001], "two bit-packed groups");
+        assert_eq!(
+            (bit_width(0), bit_width(1), bit_width(2), bit_width(3), bit_width(65_537)),
+            (1, 1, 1, 2, 17)
+        );
+    }
+}

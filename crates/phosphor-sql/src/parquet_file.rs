@@ -39,8 +39,9 @@ pub(crate) struct ParquetFile {
 
 /// A column of the row group being gathered.
 enum Chunk {
-    Arrow(ArrowColumnWriter),
-    Dict(DictColumn),
+    // Both boxed: the two differ in size several times over, and a row group holds one per column.
+    Arrow(Box<ArrowColumnWriter>),
+    Dict(Box<DictColumn>),
 }
 
 impl ParquetFile {
@@ -103,9 +104,9 @@ impl ParquetFile {
                 .map(|(i, (w, c))| {
                     let strings = c.data_type() == &DataType::Utf8 && self.by_hand.get(i) == Some(&true);
                     match as_dictionary(c.as_ref()) {
-                        Some(_) => Chunk::Dict(DictColumn::new(descr.column(i))),
-                        None if strings => Chunk::Dict(DictColumn::new(descr.column(i))),
-                        None => Chunk::Arrow(w),
+                        Some(_) => Chunk::Dict(Box::new(DictColumn::new(descr.column(i)))),
+                        None if strings => Chunk::Dict(Box::new(DictColumn::new(descr.column(i)))),
+                        None => Chunk::Arrow(Box::new(w)),
                     }
                 })
                 .collect();

@@ -102,6 +102,9 @@ impl Extra {
     }
 }
 
+/// A row's packed extra and where its arguments start in it.
+pub(crate) type PackedArgs = (Box<[u8]>, usize);
+
 impl Payload {
     /// A log's message.
     pub(crate) fn text(&self) -> Option<&str> {
@@ -115,7 +118,7 @@ impl Payload {
 
     /// Its packed extra, given up with where its arguments start and their count (for the
     /// `args` table, once the batches of its row are made), if it has arguments.
-    pub(crate) fn take_args(&mut self) -> Option<((Box<[u8]>, usize), usize)> {
+    pub(crate) fn take_args(&mut self) -> Option<(PackedArgs, usize)> {
         let e = self.extra.as_ref().filter(|e| e.count() > 0)?;
         let (from, n) = (e.layout().1, e.count());
         self.extra.take().map(|e| ((e.0, from), n))

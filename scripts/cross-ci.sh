@@ -2,12 +2,13 @@
 # CI's cross step (issue 41, part 5), run by .ci/run: the workspace's portable crates on the three
 # platforms other than x86-64 Linux:
 #
-#   on all three (aarch64-apple-darwin, aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu), clippy
-#       -D warnings of the runtime (`phosphor`), the tool (`phosphor-cli`, the `phosphor` binary)
-#       and the viewer (`phosphor-view`), with every workspace crate they use (phosphor-format,
-#       -export, -model, -otlp, -record, -usdt, -macros), and phosphor-limit and
-#       phosphor-testalloc (the runtime's test helpers): type-checked, one cargo per target (no
-#       SDK here for macOS, so nothing is linked there);
+#   clippy -D warnings, type-checked (no SDK here for macOS, so nothing is linked there), one
+#       cargo per target: on x86_64-pc-windows-gnu the runtime (`phosphor`), the tool
+#       (`phosphor-cli`, the `phosphor` binary) and the viewer (`phosphor-view`), with every
+#       workspace crate they use (phosphor-format, -export, -model, -otlp, -record, -usdt,
+#       -macros), and phosphor-limit and phosphor-testalloc (the runtime's test helpers); on
+#       aarch64-apple-darwin and aarch64-unknown-linux-gnu the runtime (CROSS_CHECK_ALL=1: the
+#       Windows list there too);
 #   x86_64-pc-windows-gnu and aarch64-unknown-linux-gnu: the runtime's unit tests built (linted)
 #       and run under wine and qemu-aarch64, and examples/platform_trace.rs built and run under
 #       them, its trace read back here by the host's `phosphor stats` (every event) and `info`
@@ -49,9 +50,9 @@ mkdir -p "$LOGS"
 . "$ROOT/scripts/cross/lib.sh"
 
 # What runs: CROSS_TARGETS, words among
-#   macos          clippy of the portable crates (CHECKED below) for aarch64-apple-darwin
+#   macos          clippy of the runtime (CHECKED_UNIX below) for aarch64-apple-darwin
 #   aarch64-check  the same for aarch64-unknown-linux-gnu
-#   windows-check  the same for x86_64-pc-windows-gnu
+#   windows-check  clippy of the runtime, the tool and the viewer (CHECKED_FULL) for Windows
 #   windows        Windows: the runtime's unit tests built (linted) and run under wine, and
 #                  examples/platform_trace.rs built without the dev-dependencies (a package of its
 #                  own, made in the target folder) and run under wine, its trace read back here
@@ -59,8 +60,15 @@ mkdir -p "$LOGS"
 #   aarch64-trace  aarch64 Linux: the trace program alone (without `aarch64`)
 # CI's default is all but the last.
 TARGETS=" ${CROSS_TARGETS:-macos aarch64-check windows-check windows aarch64} "
-# The crates checked for each target (with every workspace crate they depend on).
-CHECKED=(-p phosphor -p phosphor-cli -p phosphor-view -p phosphor-limit -p phosphor-testalloc)
+# The crates checked for each target (with every workspace crate they depend on): on Windows, the
+# platform unlike the host, the runtime, the tool, the viewer and the runtime's test helpers; on
+# macOS and aarch64 Linux the runtime (its clock, barrier and crash handling are what differ; the
+# tool and the viewer take the host's unix code paths there). CROSS_CHECK_ALL=1 checks the full
+# list on all three (about 380 CPU-s more than CI's 30 minutes have room for:
+# bench/results/2026-12-06d-ci.md).
+CHECKED_FULL=(-p phosphor -p phosphor-cli -p phosphor-view -p phosphor-limit -p phosphor-testalloc)
+CHECKED_UNIX=(-p phosphor)
+[ "${CROSS_CHECK_ALL:-0}" = 1 ] && CHECKED_UNIX=("${CHECKED_FULL[@]}")
 
 PACKAGES=(rustc-web cargo-web rust-web-src rust-web-clippy gcc-mingw-w64-x86-64 wine64 wine)
 [[ $TARGETS == *" aarch64 "* || $TARGETS == *" aarch64-trace "* ]] &&
@@ -106,11 +114,11 @@ fi
 # Type-checked and linted (`cargo check` with clippy as the compiler is `cargo clippy`): one cargo
 # per target, so the dependencies shared by the crates are checked once.
 [[ $TARGETS == *" macos "* ]] && step clippy-aarch64-apple-darwin "${XC[@]}" check "${BUILD_STD[@]}" --locked \
-    --target aarch64-apple-darwin "${CHECKED[@]}"
+    --target aarch64-apple-darwin "${CHECKED_UNIX[@]}"
 [[ $TARGETS == *" aarch64-check "* ]] && step clippy-aarch64-unknown-linux-gnu \
-    "${XC[@]}" check "${BUILD_STD[@]}" --locked --target aarch64-unknown-linux-gnu "${CHECKED[@]}"
+    "${XC[@]}" check "${BUILD_STD[@]}" --locked --target aarch64-unknown-linux-gnu "${CHECKED_UNIX[@]}"
 [[ $TARGETS == *" windows-check "* ]] && step clippy-x86_64-pc-windows-gnu \
-    "${XC[@]}" check "${BUILD_STD[@]}" --locked --target x86_64-pc-windows-gnu "${CHECKED[@]}"
+    "${XC[@]}" check "${BUILD_STD[@]}" --locked --target x86_64-pc-windows-gnu "${CHECKED_FULL[@]}"
 
 # The host's reader of the traces recorded on the other targets.
 PHOSPHOR=${PHOSPHOR_BIN:-$HOST_TARGET/debug/phosphor}
@@ -149,7 +157,12 @@ run_target() {
     local tests=("${XC[@]}" test "${BUILD_STD[@]}" --manifest-path "$DIR/phosphor-lean/Cargo.toml"
         --target "$triple" --features test-hooks,tokio --lib)
     step "$short-build-tests" "${tests[@]}" --no-run
-    step "$short-unit-tests" "${tests[@]}"
+    # Under qemu one test is left out: it reads a saved trace cut at every byte offset (pure byte
+    # parsing, no clock, atomic or platform call), which emulated takes ten minutes of CI's CPU;
+    # it runs on the host and under wine.
+    local skip=()
+    [ "$short" = aarch64 ] && skip=(-- --skip output::trace_file::tests::a_saved_trace_cut_at_every_offset)
+    step "$short-unit-tests" "${tests[@]}" "${skip[@]}"
     step "$short-build-trace-program" trace_program "$triple"
     local exe=$DIR/$triple/debug/platform_trace trace=$DIR/platform-$short.phos
     if [ "$short" = windows ]; then

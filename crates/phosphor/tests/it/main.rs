@@ -43,10 +43,6 @@ mod stream_close;
 mod support;
 #[cfg(target_os = "linux")]
 mod system;
-#[cfg(feature = "tokio")]
-mod tokio_hooks;
-#[cfg(all(feature = "tokio", tokio_unstable, target_os = "linux"))]
-mod tokio_hooks_samples;
 mod trace_context;
 mod triggers;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

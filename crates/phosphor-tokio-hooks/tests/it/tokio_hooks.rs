@@ -259,9 +259,9 @@ fn with_wait_ns_off_a_poll_has_its_task_and_no_wait() {
     assert_eq!(waits, vec![None], "one poll, naming its task, without wait_ns");
 }
 
-/// `examples/tokio_flight_recorder.rs`, run here (its `main` aside).
+/// `crates/phosphor/examples/tokio_flight_recorder.rs`, run here (its `main` aside).
 #[allow(dead_code)]
-#[path = "../../examples/tokio_flight_recorder.rs"]
+#[path = "../../../phosphor/examples/tokio_flight_recorder.rs"]
 mod flight_recorder;
 
 #[cfg(tokio_unstable)]

@@ -107,9 +107,7 @@ pub fn read_tables(
     batch_rows: usize,
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let reader = source.open()?.read_ahead();
-    let wanted: Vec<Wanted> = wanted.iter().map(|&table| Wanted::all(table)).collect();
-    read_wanted(reader, &source.path, &source.trace, source.shift_ns, &wanted, batch_rows, emit)
+    read_all_columns(source, wanted, false, batch_rows, emit)
 }
 
 /// [`read_tables`], for [`crate::parquet_out`]: the string columns of few distinct values made
@@ -121,9 +119,20 @@ pub(crate) fn read_tables_for_parquet(
     batch_rows: usize,
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
+    read_all_columns(source, wanted, true, batch_rows, emit)
+}
+
+/// Every column of the tables in `wanted`, the repeated strings as dictionaries when `dictionary`.
+fn read_all_columns(
+    source: &TraceSource,
+    wanted: &[Table],
+    dictionary: bool,
+    batch_rows: usize,
+    emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
+) -> Result<(), Error> {
     let reader = source.open()?.read_ahead();
     let wanted: Vec<Wanted> =
-        wanted.iter().map(|&table| Wanted { dictionary: true, ..Wanted::all(table) }).collect();
+        wanted.iter().map(|&table| Wanted { dictionary, ..Wanted::all(table) }).collect();
     read_wanted(reader, &source.path, &source.trace, source.shift_ns, &wanted, batch_rows, emit)
 }
 

@@ -9,6 +9,15 @@ use tracing_subscriber::prelude::*;
 
 use super::{events, started, stop};
 
+/// Runs `run` with Phosphor's `Layer` over a `Registry` (`layer`) or its own `Subscriber`, on `log`.
+fn run_under(layer: bool, log: &'static phosphor::TraceLog, run: impl FnOnce()) {
+    if layer {
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(PhosphorLayer::new(log)), run);
+    } else {
+        tracing::subscriber::with_default(PhosphorSubscriber::new(log), run);
+    }
+}
+
 fn params<'a>(e: &phosphor::Event<'a>) -> Vec<ArgValue<'a>> {
     e.params.iter().collect()
 }
@@ -23,14 +32,7 @@ fn scalar_fields_keep_their_types_and_their_order_in_either_subscriber() {
             }
             tracing::info!(target: "num", one = 1u64, two = 2i64, three = 3u64, four = 4i64, five = false);
         };
-        if layer {
-            tracing::subscriber::with_default(
-                tracing_subscriber::registry().with(PhosphorLayer::new(log)),
-                run,
-            );
-        } else {
-            tracing::subscriber::with_default(PhosphorSubscriber::new(log), run);
-        }
+        run_under(layer, log, run);
         let trace = stop(log);
         let evs = events(&trace);
         assert_eq!(evs.len(), 4, "layer: {layer}");
@@ -107,14 +109,7 @@ fn a_message_is_each_events_own_whether_it_repeats_or_changes() {
                 tracing::info!(target: "msg", n = i, "{x}{y}");
             }
         };
-        if layer {
-            tracing::subscriber::with_default(
-                tracing_subscriber::registry().with(PhosphorLayer::new(log)),
-                run,
-            );
-        } else {
-            tracing::subscriber::with_default(PhosphorSubscriber::new(log), run);
-        }
+        run_under(layer, log, run);
         let trace = stop(log);
         let evs = events(&trace);
         assert_eq!(evs.len(), 20, "layer: {layer}");
@@ -201,14 +196,7 @@ fn callsites_that_share_a_slot_of_the_front_table_each_record_as_themselves() {
                 callsites.iter().for_each(|emit| emit());
             }
         };
-        if layer {
-            tracing::subscriber::with_default(
-                tracing_subscriber::registry().with(PhosphorLayer::new(log)),
-                run,
-            );
-        } else {
-            tracing::subscriber::with_default(PhosphorSubscriber::new(log), run);
-        }
+        run_under(layer, log, run);
         let trace = stop(log);
         let evs = events(&trace);
         assert_eq!(evs.len(), 3 * callsites.len(), "layer: {layer}");

@@ -2,13 +2,13 @@
 # CI's cross step (issue 41, part 5), run by .ci/run: the workspace's portable crates on the three
 # platforms other than x86-64 Linux:
 #
-#   clippy -D warnings, type-checked (no SDK here for macOS, so nothing is linked there), one
-#       cargo per target: on x86_64-pc-windows-gnu the runtime (`phosphor`), the tool
+#   clippy -D warnings of the runtime (`phosphor`) for aarch64-apple-darwin, type-checked (no SDK
+#       here for macOS, so nothing is linked there); on Windows and aarch64 Linux the runtime is
+#       linted as its unit tests build. With CROSS_CHECK_ALL=1, on all three, the runtime, the tool
 #       (`phosphor-cli`, the `phosphor` binary) and the viewer (`phosphor-view`), with every
-#       workspace crate they use (phosphor-format, -export, -model, -otlp, -record, -usdt,
-#       -macros), and phosphor-limit and phosphor-testalloc (the runtime's test helpers); on
-#       aarch64-apple-darwin and aarch64-unknown-linux-gnu the runtime (CROSS_CHECK_ALL=1: the
-#       Windows list there too);
+#       workspace crate they use and the runtime's test helpers (phosphor-limit,
+#       phosphor-testalloc): about 520 CPU-s more than CI's 30 minutes have room for
+#       (bench/results/2026-12-06d-ci.md);
 #   x86_64-pc-windows-gnu and aarch64-unknown-linux-gnu: the runtime's unit tests built (linted)
 #       and run under wine and qemu-aarch64, and examples/platform_trace.rs built and run under
 #       them, its trace read back here by the host's `phosphor stats` (every event) and `info`
@@ -50,25 +50,23 @@ mkdir -p "$LOGS"
 . "$ROOT/scripts/cross/lib.sh"
 
 # What runs: CROSS_TARGETS, words among
-#   macos          clippy of the runtime (CHECKED_UNIX below) for aarch64-apple-darwin
-#   aarch64-check  the same for aarch64-unknown-linux-gnu
-#   windows-check  clippy of the runtime, the tool and the viewer (CHECKED_FULL) for Windows
+#   macos          clippy of CHECKED (below) for aarch64-apple-darwin
+#   aarch64-check  the same for aarch64-unknown-linux-gnu (without `aarch64`, or CROSS_CHECK_ALL=1)
+#   windows-check  the same for x86_64-pc-windows-gnu
 #   windows        Windows: the runtime's unit tests built (linted) and run under wine, and
 #                  examples/platform_trace.rs built without the dev-dependencies (a package of its
 #                  own, made in the target folder) and run under wine, its trace read back here
 #   aarch64        aarch64 Linux: the same under qemu
 #   aarch64-trace  aarch64 Linux: the trace program alone (without `aarch64`)
-# CI's default is all but the last.
-TARGETS=" ${CROSS_TARGETS:-macos aarch64-check windows-check windows aarch64} "
-# The crates checked for each target (with every workspace crate they depend on): on Windows, the
-# platform unlike the host, the runtime, the tool, the viewer and the runtime's test helpers; on
-# macOS and aarch64 Linux the runtime (its clock, barrier and crash handling are what differ; the
-# tool and the viewer take the host's unix code paths there). CROSS_CHECK_ALL=1 checks the full
-# list on all three (about 380 CPU-s more than CI's 30 minutes have room for:
-# bench/results/2026-12-06d-ci.md).
-CHECKED_FULL=(-p phosphor -p phosphor-cli -p phosphor-view -p phosphor-limit -p phosphor-testalloc)
-CHECKED_UNIX=(-p phosphor)
-[ "${CROSS_CHECK_ALL:-0}" = 1 ] && CHECKED_UNIX=("${CHECKED_FULL[@]}")
+# CI's default: macos windows aarch64; CROSS_CHECK_ALL=1 adds aarch64-check and windows-check.
+TARGETS=" ${CROSS_TARGETS:-macos windows aarch64} "
+# The crates checked: the runtime; with CROSS_CHECK_ALL=1 the tool, the viewer and the runtime's
+# test helpers too (with every workspace crate they depend on).
+CHECKED=(-p phosphor)
+if [ "${CROSS_CHECK_ALL:-0}" = 1 ]; then
+    CHECKED=(-p phosphor -p phosphor-cli -p phosphor-view -p phosphor-limit -p phosphor-testalloc)
+    TARGETS="$TARGETS aarch64-check windows-check "
+fi
 
 PACKAGES=(rustc-web cargo-web rust-web-src rust-web-clippy gcc-mingw-w64-x86-64 wine64 wine)
 [[ $TARGETS == *" aarch64 "* || $TARGETS == *" aarch64-trace "* ]] &&
@@ -114,11 +112,12 @@ fi
 # Type-checked and linted (`cargo check` with clippy as the compiler is `cargo clippy`): one cargo
 # per target, so the dependencies shared by the crates are checked once.
 [[ $TARGETS == *" macos "* ]] && step clippy-aarch64-apple-darwin "${XC[@]}" check "${BUILD_STD[@]}" --locked \
-    --target aarch64-apple-darwin "${CHECKED_UNIX[@]}"
-[[ $TARGETS == *" aarch64-check "* ]] && step clippy-aarch64-unknown-linux-gnu \
-    "${XC[@]}" check "${BUILD_STD[@]}" --locked --target aarch64-unknown-linux-gnu "${CHECKED_UNIX[@]}"
+    --target aarch64-apple-darwin "${CHECKED[@]}"
+[[ $TARGETS == *" aarch64-check "* && ($TARGETS != *" aarch64 "* || ${CROSS_CHECK_ALL:-0} = 1) ]] &&
+    step clippy-aarch64-unknown-linux-gnu \
+    "${XC[@]}" check "${BUILD_STD[@]}" --locked --target aarch64-unknown-linux-gnu "${CHECKED[@]}"
 [[ $TARGETS == *" windows-check "* ]] && step clippy-x86_64-pc-windows-gnu \
-    "${XC[@]}" check "${BUILD_STD[@]}" --locked --target x86_64-pc-windows-gnu "${CHECKED_FULL[@]}"
+    "${XC[@]}" check "${BUILD_STD[@]}" --locked --target x86_64-pc-windows-gnu "${CHECKED[@]}"
 
 # The host's reader of the traces recorded on the other targets.
 PHOSPHOR=${PHOSPHOR_BIN:-$HOST_TARGET/debug/phosphor}

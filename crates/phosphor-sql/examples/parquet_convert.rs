@@ -1,7 +1,8 @@
 //! What `phosphor convert FILE --to parquet -o DIR` runs, without the CLI (and without
-//! DataFusion: `cargo build --release -p phosphor-sql --no-default-features --example
-//! parquet_convert`), for profiling the conversion: `parquet_convert TRACE.phos DIR`. Prints the
-//! rows per table, the bytes written against the trace's, and the time taken.
+//! DataFusion: `cargo build --release -p phosphor-sql --no-default-features --features
+//! bench-tools --example parquet_convert`), for profiling the conversion: `parquet_convert
+//! TRACE.phos DIR`. Prints the rows per table, the bytes written against the trace's, and the time
+//! taken.
 
 use std::time::Instant;
 

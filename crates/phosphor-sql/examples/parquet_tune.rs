@@ -1,6 +1,6 @@
 //! Measures Parquet writer settings on one trace: `cargo run --release -p phosphor-sql
-//! --no-default-features --example parquet_tune -- TRACE.phos [columns]`. Reads the trace's
-//! tables once into memory, then:
+//! --no-default-features --features bench-tools --example parquet_tune -- TRACE.phos
+//! [columns]`. Reads the trace's tables once into memory, then:
 //!
 //! - with `columns` (and optionally table names after it: only those), writes every column of
 //!   every table with rows alone, once per encoding and zstd level, printing its bytes and

@@ -1,6 +1,6 @@
 //! The SQL scan of `SELECT name, count(*), sum(dur) FROM slices GROUP BY name` without the
 //! engine, for timing and profiling the reading side alone (`cargo build --release -p
-//! phosphor-sql --no-default-features --example scan_groupby`):
+//! phosphor-sql --no-default-features --features bench-tools --example scan_groupby`):
 //!
 //! - `scan_groupby TRACE.phos [nested]` reads `slices`' `name` and `dur` columns (with
 //!   `nested`, `depth` too, which the nesting gives) as a query's scan reads them, adds them up

@@ -4,11 +4,11 @@
 #
 #   clippy -D warnings of the runtime (`phosphor`) for aarch64-apple-darwin, type-checked (no SDK
 #       here for macOS, so nothing is linked there); on Windows and aarch64 Linux the runtime is
-#       linted as its unit tests build. With CROSS_CHECK_ALL=1, on all three, the runtime, the tool
-#       (`phosphor-cli`, the `phosphor` binary) and the viewer (`phosphor-view`), with every
-#       workspace crate they use and the runtime's test helpers (phosphor-limit,
-#       phosphor-testalloc): about 520 CPU-s more than CI's 30 minutes have room for
-#       (bench/results/2026-12-06d-ci.md);
+#       linted as its unit tests build. With CROSS_CHECK_ALL=1 (what .ci/run sets), on all three,
+#       the runtime, the tool (`phosphor-cli`, the `phosphor` binary) and the viewer
+#       (`phosphor-view`), with every workspace crate they use and the runtime's test helpers
+#       (phosphor-limit, phosphor-testalloc): about 520 CPU-s more (bench/results/2026-12-06d-ci.md,
+#       2026-12-07a-ci.md);
 #   x86_64-pc-windows-gnu and aarch64-unknown-linux-gnu: the runtime's unit tests built (linted)
 #       and run under wine and qemu-aarch64, and examples/platform_trace.rs built and run under
 #       them, its trace read back here by the host's `phosphor stats` (every event) and `info`

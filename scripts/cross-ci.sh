@@ -60,11 +60,13 @@ mkdir -p "$LOGS"
 #   aarch64-trace  aarch64 Linux: the trace program alone (without `aarch64`)
 # CI's default: macos windows aarch64; CROSS_CHECK_ALL=1 adds aarch64-check and windows-check.
 TARGETS=" ${CROSS_TARGETS:-macos windows aarch64} "
-# The crates checked: the runtime; with CROSS_CHECK_ALL=1 the tool, the viewer and the runtime's
-# test helpers too (with every workspace crate they depend on).
+# The crates checked: the runtime; with CROSS_CHECK_ALL=1 the tool, the viewer, the bridges
+# programs take Phosphor up with (`tracing`, `log`, the facade with its `enable` feature) and the
+# runtime's test helpers too (with every workspace crate they depend on).
 CHECKED=(-p phosphor)
 if [ "${CROSS_CHECK_ALL:-0}" = 1 ]; then
-    CHECKED=(-p phosphor -p phosphor-cli -p phosphor-view -p phosphor-limit -p phosphor-testalloc)
+    CHECKED=(-p phosphor -p phosphor-cli -p phosphor-view -p phosphor-limit -p phosphor-testalloc
+        -p phosphor-tracing -p phosphor-log -p phosphor-facade --features phosphor-facade/enable)
     TARGETS="$TARGETS aarch64-check windows-check "
 fi
 

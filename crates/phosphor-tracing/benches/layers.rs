@@ -34,7 +34,13 @@
 //! memory grows with every event (2 M events and 2 M spans in this run). It offers no count of what
 //! it queued, so its recorded count is not checked.
 //!
-//! Run with `cargo bench -p phosphor-tracing --bench layers` (add `--features peers` for Tracy);
+//! With the `peers` feature, `tracing-perfetto-sdk-layer`'s `NativeLayer` runs too (the Rust
+//! writer of Perfetto packets, without the C++ SDK that its `sdk` feature adds; an empty trace
+//! config): it encodes on the calling thread, one track event per event and two per span, whose
+//! count is checked by reading the packets back.
+//!
+//! Run with `cargo bench -p phosphor-tracing --bench layers` (add `--features peers` for Tracy and
+//! tracing-perfetto-sdk; its build needs `protoc`);
 //! BENCHMARKS.md has the figures.
 
 use std::io::Write;
@@ -346,6 +352,105 @@ fn span_tracing_tracy(bencher: Bencher) {
     bencher.bench_local(span);
 }
 
+/// tracing-perfetto-sdk's `NativeLayer` writing into `sink`, and the layer (to flush it).
+#[cfg(feature = "peers")]
+fn perfetto_sdk_subscriber<W>(
+    sink: W,
+) -> (impl tracing::Subscriber + Send + Sync, tracing_perfetto_sdk_layer::NativeLayer<W>)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Clone + Send + Sync + 'static,
+{
+    let layer = tracing_perfetto_sdk_layer::NativeLayer::from_config_bytes(&[], sink)
+        .build()
+        .expect("tracing-perfetto-sdk's layer");
+    (tracing_subscriber::registry().with(layer.clone()), layer)
+}
+
+#[cfg(feature = "peers")]
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn event_tracing_perfetto_sdk(bencher: Bencher) {
+    let (sub, _layer) = perfetto_sdk_subscriber(Sink::default());
+    let _d = tracing::subscriber::set_default(sub);
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
+#[cfg(feature = "peers")]
+#[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
+fn span_tracing_perfetto_sdk(bencher: Bencher) {
+    let (sub, _layer) = perfetto_sdk_subscriber(Sink::default());
+    let _d = tracing::subscriber::set_default(sub);
+    bencher.bench_local(span);
+}
+
+/// A writer that keeps every byte (the recorded-count check of tracing-perfetto-sdk).
+#[cfg(feature = "peers")]
+#[derive(Clone, Default)]
+struct Keep(Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(feature = "peers")]
+impl Write for Keep {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(feature = "peers")]
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Keep {
+    type Writer = Keep;
+    fn make_writer(&'a self) -> Keep {
+        self.clone()
+    }
+}
+
+/// The `TracePacket`s of a Perfetto trace (field 1 of `Trace`, repeated) and, among them, those
+/// holding a `TrackEvent` (field 11 of `TracePacket`). Panics on bytes that are not such a trace.
+#[cfg(feature = "peers")]
+fn count_packets(trace: &[u8]) -> (u64, u64) {
+    fn varint(b: &[u8], at: &mut usize) -> u64 {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = b[*at];
+            *at += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        v
+    }
+    let (mut at, mut packets, mut track_events) = (0, 0, 0);
+    while at < trace.len() {
+        assert_eq!(varint(trace, &mut at), (1 << 3) | 2, "a packet at byte {at}");
+        let len = varint(trace, &mut at) as usize;
+        let packet = &trace[at..at + len];
+        at += len;
+        packets += 1;
+        let mut i = 0;
+        while i < packet.len() {
+            let key = varint(packet, &mut i);
+            match key & 7 {
+                0 => {
+                    varint(packet, &mut i);
+                }
+                1 => i += 8,
+                2 => i += varint(packet, &mut i) as usize,
+                5 => i += 4,
+                other => panic!("wire type {other} in a packet"),
+            }
+            track_events += u64::from(key >> 3 == 11);
+        }
+    }
+    (packets, track_events)
+}
+
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn span_phosphor_layer(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(phosphor_subscriber(TraceLog::global()));
@@ -441,6 +546,25 @@ fn check_recorded_counts() {
     let writes = sink.writes.load(Ordering::Relaxed);
     assert_eq!(writes, 2 * N, "tracing-perfetto");
     println!("check: tracing-perfetto wrote {writes} messages for {N} events and {N} spans (1 each)");
+
+    #[cfg(feature = "peers")]
+    {
+        let keep = Keep::default();
+        let (sub, layer) = perfetto_sdk_subscriber(keep.clone());
+        tracing::subscriber::with_default(sub, || {
+            run(&|| event(1));
+            run(&span);
+        });
+        let wait = std::time::Duration::from_secs(10);
+        layer.flush(wait, wait).expect("tracing-perfetto-sdk's flush");
+        let bytes = keep.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (packets, track_events) = count_packets(&bytes);
+        assert_eq!(track_events, N + 2 * N, "tracing-perfetto-sdk ({packets} packets)");
+        println!(
+            "check: tracing-perfetto-sdk wrote {track_events} track events for {N} events and {N} spans \
+             (1, 2 each) in {packets} packets"
+        );
+    }
 }
 
 /// CPU time of `clock` (`CLOCK_THREAD_CPUTIME_ID`, `CLOCK_PROCESS_CPUTIME_ID`), in ns.
@@ -494,6 +618,14 @@ fn measure_cpu() {
         );
         #[cfg(feature = "peers")]
         cpu_per_op("tracing-tracy", what, Dispatch::new(tracy_subscriber()), work, || {});
+        #[cfg(feature = "peers")]
+        {
+            let (sub, layer) = perfetto_sdk_subscriber(Sink::default());
+            let wait = std::time::Duration::from_secs(10);
+            cpu_per_op("tracing-perfetto-sdk", what, Dispatch::new(sub), work, || {
+                let _ = layer.flush(wait, wait);
+            });
+        }
     }
 }
 

@@ -1,5 +1,6 @@
-//! `tracing` instrumentation recorded by three layers, side by side in one run: Phosphor's
-//! (`PhosphorLayer`), `tracing-chrome` and `tracing-perfetto`, next to the limit loop and to
+//! `tracing` instrumentation recorded by several layers, side by side in one run: Phosphor's
+//! (`PhosphorLayer`, `PhosphorSubscriber`), `tracing-chrome` and `tracing-perfetto` (and with the `peers`
+//! feature Tracy's and tracing-perfetto-sdk's, below), next to the limit loop and to
 //! Phosphor's own macro.
 //!
 //! The workloads are the ones of `phosphor-bench`: an event with two integer fields

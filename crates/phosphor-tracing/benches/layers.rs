@@ -126,6 +126,15 @@ fn perfetto_subscriber(sink: Sink) -> impl tracing::Subscriber + Send + Sync {
     tracing_subscriber::registry().with(layer)
 }
 
+/// One `event(i)` per iteration, `i` counting up, under the subscriber already set.
+fn bench_events(bencher: Bencher) {
+    let mut i = 0u64;
+    bencher.bench_local(|| {
+        i = i.wrapping_add(1);
+        event(i);
+    });
+}
+
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn limit_loop(bencher: Bencher) {
     let mut i = 0u64;
@@ -147,11 +156,7 @@ fn phosphor_macro_instant(bencher: Bencher) {
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn event_noop_layer(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(noop_subscriber());
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
@@ -163,21 +168,13 @@ fn span_noop_layer(bencher: Bencher) {
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn event_phosphor_layer(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(phosphor_subscriber(TraceLog::global()));
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn event_phosphor_subscriber(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(PhosphorSubscriber::new(TraceLog::global()));
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 /// The subscriber as `phosphor_tracing::init()` (and `.init()` of a `tracing_subscriber`
@@ -191,11 +188,7 @@ fn event_phosphor_subscriber_global(bencher: Bencher) {
     }) {
         return;
     }
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 /// The bench whose subscriber is the process's global default (set once, by the first `*_global`
@@ -220,33 +213,21 @@ fn install_global(name: &'static str, make: impl FnOnce() -> tracing::Dispatch) 
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn floor_empty_event(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(floor::Empty);
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 /// The floor: a subscriber that only visits the event's fields.
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn floor_visit_event(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(floor::Visiting);
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 /// The floor: a subscriber that visits the event's fields and records two with `trace_log!`.
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn floor_record_event(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(floor::Recording);
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 /// [`floor_record_event`] with the subscriber as the global default.
@@ -255,11 +236,7 @@ fn floor_record_event_global(bencher: Bencher) {
     if !install_global("floor_record_event_global", || tracing::Dispatch::new(floor::Recording)) {
         return;
     }
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 /// [`floor_empty_event`] with the subscriber as the global default.
@@ -268,11 +245,7 @@ fn floor_empty_event_global(bencher: Bencher) {
     if !install_global("floor_empty_event_global", || tracing::Dispatch::new(floor::Empty)) {
         return;
     }
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 /// [`floor_visit_event`] with the subscriber as the global default.
@@ -281,11 +254,7 @@ fn floor_visit_event_global(bencher: Bencher) {
     if !install_global("floor_visit_event_global", || tracing::Dispatch::new(floor::Visiting)) {
         return;
     }
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
@@ -312,22 +281,14 @@ fn event_msg_phosphor_subscriber(bencher: Bencher) {
 fn event_tracing_chrome(bencher: Bencher) {
     let (sub, guard) = chrome_subscriber(Sink::default());
     let _d = tracing::subscriber::set_default(sub);
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
     drop(guard);
 }
 
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn event_tracing_perfetto(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(perfetto_subscriber(Sink::default()));
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 #[cfg(feature = "peers")]
@@ -339,11 +300,7 @@ fn tracy_subscriber() -> impl tracing::Subscriber + Send + Sync {
 #[divan::bench(sample_size = SAMPLE_SIZE, sample_count = SAMPLE_COUNT)]
 fn event_tracing_tracy(bencher: Bencher) {
     let _d = tracing::subscriber::set_default(tracy_subscriber());
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 #[cfg(feature = "peers")]
@@ -372,11 +329,7 @@ where
 fn event_tracing_perfetto_sdk(bencher: Bencher) {
     let (sub, _layer) = perfetto_sdk_subscriber(Sink::default());
     let _d = tracing::subscriber::set_default(sub);
-    let mut i = 0u64;
-    bencher.bench_local(|| {
-        i = i.wrapping_add(1);
-        event(i);
-    });
+    bench_events(bencher);
 }
 
 #[cfg(feature = "peers")]

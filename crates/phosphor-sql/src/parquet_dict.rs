@@ -9,7 +9,7 @@
 //! the chunk's indices; [`DictColumn::finish`] encodes the chunk as parquet's own writer would:
 //! a PLAIN dictionary page, `RLE_DICTIONARY` data pages (version 1) of at most
 //! [`PAGE_ROWS`] rows (the RLE/bit-packed hybrid, definition levels first for a nullable
-//! column), each zstd-compressed, their headers in Thrift's compact protocol (`thrift_page_header`),
+//! column), each zstd-compressed and laid out by [`Pages`] as parquet lays them out, with
 //! the chunk's statistics (min and max over the dictionary, truncated as parquet truncates
 //! them, and the null count) and an offset index (no column index: DataFusion, DuckDB and
 //! pyarrow read the chunk without one). [`SerializedRowGroupWriter::append_column`] puts it in
@@ -22,17 +22,14 @@ use std::collections::HashMap;
 use arrow::array::{Array, AsArray, DictionaryArray, StringArray};
 use arrow::datatypes::UInt32Type;
 use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::basic::Encoding;
 use parquet::column::writer::ColumnCloseResult;
 use parquet::data_type::ByteArray;
 use parquet::errors::{ParquetError, Result};
-use parquet::file::metadata::ColumnChunkMetaData;
-use parquet::file::page_index::offset_index::{OffsetIndexMetaData, PageLocation};
 use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
-/// Rows per data page at most: parquet's default (`DEFAULT_DATA_PAGE_ROW_COUNT_LIMIT`).
-pub(crate) const PAGE_ROWS: usize = 20_000;
+use crate::parquet_pages::{bit_width, rle_hybrid, Pages, PAGE_ROWS};
 
 /// The bytes of a min or max kept in the statistics at most: parquet's default
 /// (`DEFAULT_STATISTICS_TRUNCATE_LENGTH`).
@@ -234,78 +231,35 @@ impl DictColumn {
         zstd: &mut zstd::bulk::Compressor<'_>,
         level: i32,
     ) -> Result<(Bytes, ColumnCloseResult)> {
-        let mut out = Vec::new();
-        let mut uncompressed = 0usize;
+        let mut pages = Pages::new();
         let count = self.ranges.len();
-        // Page: the dictionary.
-        let compressed = zstd.compress(&self.plain)?;
-        let header = thrift_page_header(Page::Dictionary, self.plain.len(), compressed.len(), count)?;
-        uncompressed += header.len() + self.plain.len();
-        out.extend_from_slice(&header);
-        out.extend_from_slice(&compressed);
-        let data_offset = out.len();
+        pages.dictionary(zstd, &self.plain, count)?;
         // Pages: the data, `page_rows` rows each (one, empty, for a chunk of no rows).
         let width = bit_width(count);
-        let mut locations = Vec::new();
         let (mut row, mut key) = (0usize, 0usize);
         let mut raw = Vec::new();
-        let mut levels = Vec::new();
-        let mut scratch = Vec::new();
         loop {
             let rows = self.page_rows.min(self.rows - row);
             raw.clear();
             let values = if self.nullable() {
                 let defs = &self.defs[row..row + rows];
-                levels.clear();
-                scratch.clear();
-                scratch.extend(defs.iter().map(|&d| u32::from(d)));
-                rle_hybrid(&mut levels, &scratch, 1);
-                raw.extend_from_slice(&len32(levels.len())?.to_le_bytes());
-                raw.extend_from_slice(&levels);
+                pages.levels(&mut raw, defs)?;
                 defs.iter().filter(|&&d| d == 1).count()
             } else {
                 rows
             };
             raw.push(width);
             rle_hybrid(&mut raw, &self.keys[key..key + values], width);
-            let compressed = zstd.compress(&raw)?;
-            let header = thrift_page_header(Page::Data, raw.len(), compressed.len(), rows)?;
-            locations.push(PageLocation {
-                offset: out.len() as i64,
-                compressed_page_size: len32(header.len() + compressed.len())?,
-                first_row_index: row as i64,
-            });
-            uncompressed += header.len() + raw.len();
-            out.extend_from_slice(&header);
-            out.extend_from_slice(&compressed);
+            pages.data(zstd, &raw, Encoding::RLE_DICTIONARY, rows, row)?;
             row += rows;
             key += values;
             if row >= self.rows {
                 break;
             }
         }
-        let metadata = ColumnChunkMetaData::builder(self.descr.clone())
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(level).unwrap_or_default()))
-            .set_encodings(vec![Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY])
-            .set_num_values(self.rows as i64)
-            .set_total_compressed_size(out.len() as i64)
-            .set_total_uncompressed_size(uncompressed as i64)
-            .set_dictionary_page_offset(Some(0))
-            .set_data_page_offset(data_offset as i64)
-            .set_statistics(self.statistics())
-            .build()?;
-        let close = ColumnCloseResult {
-            bytes_written: out.len() as u64,
-            rows_written: self.rows as u64,
-            metadata,
-            bloom_filter: None,
-            column_index: None,
-            offset_index: Some(OffsetIndexMetaData {
-                page_locations: locations,
-                unencoded_byte_array_data_bytes: None,
-            }),
-        };
-        Ok((Bytes::from(out), close))
+        let encodings = vec![Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY];
+        let statistics = self.statistics();
+        pages.finish(&self.descr, level, self.rows, encodings, statistics, None)
     }
 
     /// The chunk's statistics: the null count, and the smallest and largest value (bytewise,
@@ -327,16 +281,6 @@ impl DictColumn {
         .with_max_is_exact(max_exact.unwrap_or(false));
         Statistics::ByteArray(stats)
     }
-}
-
-fn len32(n: usize) -> Result<i32> {
-    i32::try_from(n).map_err(|_| ParquetError::General("a page of over 2 GiB".into()))
-}
-
-/// The bits an index into a dictionary of `count` values takes (1 at least).
-fn bit_width(count: usize) -> u8 {
-    let largest = count.saturating_sub(1) as u64;
-    (64 - largest.leading_zeros()).max(1) as u8
 }
 
 /// The longest prefix of `s` of [`STATISTICS_BYTES`] at most that ends on a character, and
@@ -379,110 +323,6 @@ fn truncated_max(s: &[u8]) -> Option<(Vec<u8>, bool)> {
         }
     }
     None
-}
-
-/// Appends `values` in the RLE/bit-packed hybrid encoding of `width` bits (no length prefix):
-/// a run of 8 or more equal values as an RLE run, the others bit-packed 8 at a time (the last
-/// group padded with zeros, which the page's value count leaves unread).
-fn rle_hybrid(out: &mut Vec<u8>, values: &[u32], width: u8) {
-    let mut literal_from = 0;
-    let mut i = 0;
-    while i < values.len() {
-        let v = values[i];
-        let run = values[i..].iter().take_while(|&&x| x == v).count();
-        if run >= 8 {
-            bit_packed(out, &values[literal_from..i], width);
-            uleb128(out, (run as u64) << 1);
-            let bytes = usize::from(width).div_ceil(8);
-            out.extend_from_slice(&v.to_le_bytes()[..bytes]);
-            i += run;
-            literal_from = i;
-        } else {
-            i = (i + 8).min(values.len());
-        }
-    }
-    bit_packed(out, &values[literal_from..], width);
-}
-
-/// `values` as one bit-packed run (none if empty): its header, then groups of 8 values of
-/// `width` bits each, least significant bits first.
-fn bit_packed(out: &mut Vec<u8>, values: &[u32], width: u8) {
-    if values.is_empty() {
-        return;
-    }
-    let groups = values.len().div_ceil(8);
-    uleb128(out, ((groups as u64) << 1) | 1);
-    let (mut acc, mut bits) = (0u64, 0u32);
-    let padding = std::iter::repeat_n(0, groups * 8 - values.len());
-    for v in values.iter().copied().chain(padding) {
-        acc |= u64::from(v) << bits;
-        bits += u32::from(width);
-        while bits >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            bits -= 8;
-        }
-    }
-}
-
-fn uleb128(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
-/// The kinds of page written.
-#[derive(Clone, Copy)]
-enum Page {
-    Dictionary,
-    Data,
-}
-
-/// A `PageHeader` (parquet.thrift) in Thrift's compact protocol: `type` (1), the page's
-/// uncompressed (2) and compressed (3) sizes, and the dictionary's (7: `num_values`, encoding
-/// PLAIN) or the data page's (5: `num_values`, encoding `RLE_DICTIONARY`, levels RLE) header.
-fn thrift_page_header(page: Page, uncompressed: usize, compressed: usize, values: usize) -> Result<Vec<u8>> {
-    // Compact protocol: a field is a byte, (id - previous id) << 4 | type, then its value; an
-    // i32 is a zigzag varint; a struct's fields end with a 0 byte.
-    const I32: u8 = 5;
-    const STRUCT: u8 = 12;
-    let mut out = Vec::with_capacity(24);
-    let i32_field = |out: &mut Vec<u8>, delta: u8, v: i32| {
-        out.push(delta << 4 | I32);
-        uleb128(out, u64::from(((v << 1) ^ (v >> 31)) as u32));
-    };
-    let (kind, header_field, encoding) = match page {
-        Page::Data => (0, 5u8, Encoding::RLE_DICTIONARY),
-        Page::Dictionary => (2, 7u8, Encoding::PLAIN),
-    };
-    i32_field(&mut out, 1, kind);
-    i32_field(&mut out, 1, len32(uncompressed)?);
-    i32_field(&mut out, 1, len32(compressed)?);
-    out.push((header_field - 3) << 4 | STRUCT);
-    i32_field(&mut out, 1, len32(values)?);
-    i32_field(&mut out, 1, thrift_encoding(encoding));
-    if let Page::Data = page {
-        i32_field(&mut out, 1, thrift_encoding(Encoding::RLE));
-        i32_field(&mut out, 1, thrift_encoding(Encoding::RLE));
-    }
-    out.push(0);
-    out.push(0);
-    Ok(out)
-}
-
-/// An encoding's number in parquet.thrift.
-fn thrift_encoding(e: Encoding) -> i32 {
-    match e {
-        Encoding::PLAIN => 0,
-        Encoding::RLE => 3,
-        _ => 8, // RLE_DICTIONARY
-    }
 }
 
 /// Whether `array` is a column [`DictColumn::write_dictionary`] takes.
@@ -639,19 +479,5 @@ mod tests {
         assert_eq!(column.rows(), 3);
         let err = column.write_dictionary(&dictionary(&[Some("a"), None])).unwrap_err();
         assert!(err.to_string().contains("a null in column s"), "{err}");
-    }
-
-    #[test]
-    fn hybrid_encoding_of_a_run_and_literals() {
-        let mut out = Vec::new();
-        rle_hybrid(&mut out, &[5; 10], 3);
-        assert_eq!(out, [10 << 1, 5], "one RLE run: its length, its value in a byte");
-        out.clear();
-        rle_hybrid(&mut out, &[1, 0, 1, 0, 1, 0, 1, 0, 1], 1);
-        assert_eq!(out, [(2 << 1) | 1, 0b0101_0101, 0b0000_0001], "two bit-packed groups");
-        assert_eq!(
-            (bit_width(0), bit_width(1), bit_width(2), bit_width(3), bit_width(65_537)),
-            (1, 1, 1, 2, 17)
-        );
     }
 }

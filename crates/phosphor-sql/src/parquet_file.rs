@@ -1,10 +1,12 @@
 //! [`ParquetFile`]: one table's Parquet file, written batch by batch as parquet's `ArrowWriter`
 //! writes it (same schema, Arrow schema in its metadata, row groups of
 //! [`WriterProperties::max_row_group_row_count`] rows, the column settings of
-//! [`crate::parquet_out::writer_properties_for`]), but for the string columns the batches carry
-//! as `Dictionary(UInt32, Utf8)`: those are encoded by [`DictColumn`] (no hash per value) and
-//! spliced into the row group beside the columns of parquet's own Arrow column writers. The file's
-//! column stays a `Utf8` column: readers see the table's schema.
+//! [`crate::parquet_out::writer_properties_for`]), but for two kinds of column encoded by hand
+//! and spliced into the row group beside the columns of parquet's own Arrow column writers: the
+//! string columns of few values (those the batches carry as `Dictionary(UInt32, Utf8)`, and
+//! those the caller names), by [`DictColumn`] (no hash per value; the file's column stays a
+//! `Utf8` column: readers see the table's schema), and the integer columns, by [`IntColumn`].
+//! Floats, booleans and the strings whose values rarely repeat go through parquet's writers.
 
 use std::fs::File;
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
 use parquet::file::writer::SerializedFileWriter;
 
 use crate::parquet_dict::{as_dictionary, DictColumn};
+use crate::parquet_ints::{is_int, IntColumn};
 
 /// A Parquet file of one table being written.
 pub(crate) struct ParquetFile {
@@ -42,6 +45,7 @@ enum Chunk {
     // Both boxed: the two differ in size several times over, and a row group holds one per column.
     Arrow(Box<ArrowColumnWriter>),
     Dict(Box<DictColumn>),
+    Int(Box<IntColumn>),
 }
 
 impl ParquetFile {
@@ -103,13 +107,16 @@ impl ParquetFile {
                 .enumerate()
                 .map(|(i, (w, c))| {
                     let strings = c.data_type() == &DataType::Utf8 && self.by_hand.get(i) == Some(&true);
-                    match as_dictionary(c.as_ref()) {
+                    Ok(match as_dictionary(c.as_ref()) {
                         Some(_) => Chunk::Dict(Box::new(DictColumn::new(descr.column(i)))),
                         None if strings => Chunk::Dict(Box::new(DictColumn::new(descr.column(i)))),
+                        None if is_int(c.data_type()) => {
+                            Chunk::Int(Box::new(IntColumn::new(descr.column(i), &self.props)?))
+                        }
                         None => Chunk::Arrow(Box::new(w)),
-                    }
+                    })
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             self.group = Some((chunks, 0));
         }
         let Some((chunks, gathered)) = &mut self.group else { return Ok(()) };
@@ -122,6 +129,7 @@ impl ParquetFile {
                         return Err(ParquetError::General(format!("{} is no string column", field.name())))
                     }
                 },
+                Chunk::Int(n) => n.write(column.as_ref(), &mut self.zstd)?,
                 Chunk::Arrow(w) => {
                     let column = match column.data_type() {
                         DataType::Dictionary(..) => arrow::compute::cast(column, field.data_type())?,
@@ -146,6 +154,10 @@ impl ParquetFile {
                 Chunk::Arrow(w) => w.close()?.append_to_row_group(&mut group)?,
                 Chunk::Dict(d) => {
                     let (bytes, close) = d.finish(&mut self.zstd, self.level)?;
+                    group.append_column(&bytes, close)?;
+                }
+                Chunk::Int(n) => {
+                    let (bytes, close) = n.finish(&mut self.zstd, self.level)?;
                     group.append_column(&bytes, close)?;
                 }
             }

@@ -113,11 +113,15 @@ fn nullable_parent_ids_and_durations_read_back_with_nulls_and_null_pages() {
     let parents: Vec<Option<u64>> =
         (0..1_000u64).map(|i| (!(100..200).contains(&i) && i % 5 != 0).then_some(i / 3)).collect();
     let durations: Vec<Option<i64>> = parents.iter().map(|p| p.map(|p| (p as i64 - 150) * 1_000)).collect();
-    for (name, column) in [
-        ("parent_id", Arc::new(UInt64Array::from(parents)) as ArrayRef),
-        ("dur", Arc::new(Int64Array::from(durations)) as ArrayRef),
+    // Delta-encoded, with a dictionary, and PLAIN (the settings of `parent_id`, `dur` and `int_value`).
+    for (name, column, encoding) in [
+        ("parent_id", Arc::new(UInt64Array::from(parents)) as ArrayRef, Encoding::DELTA_BINARY_PACKED),
+        ("dur", Arc::new(Int64Array::from(durations.clone())) as ArrayRef, Encoding::RLE_DICTIONARY),
+        ("int_value", Arc::new(Int64Array::from(durations)) as ArrayRef, Encoding::PLAIN),
     ] {
         let back = round_trip(name, column.clone(), 333, 100, None);
+        assert!(back.encodings.contains(&encoding), "{name}: {:?}", back.encodings);
+        assert!(!back.encodings.contains(&Encoding::RLE_DICTIONARY) || encoding == Encoding::RLE_DICTIONARY);
         assert_eq!(concat(&back.rows).as_ref(), column.as_ref(), "{name}");
         assert_eq!(back.statistics, parquets_statistics(name, column.clone()), "{name}");
         let ColumnIndexMetaData::INT64(index) = &back.index else { panic!("{name}: {:?}", back.index) };
@@ -127,7 +131,7 @@ fn nullable_parent_ids_and_durations_read_back_with_nulls_and_null_pages() {
         assert_eq!(index.null_count(0), Some(20), "{name}: every fifth row");
         // The pages' bounds: the third page (rows 200..300) holds ids 200/3..=299/3.
         let (min, max) = (index.min_value(2).copied(), index.max_value(2).copied());
-        let expect = |p: i64| if name == "dur" { (p - 150) * 1_000 } else { p };
+        let expect = |p: i64| if name == "parent_id" { p } else { (p - 150) * 1_000 };
         assert_eq!((min, max), (Some(expect(201 / 3)), Some(expect(299 / 3))), "{name}");
         assert_eq!(back.index.get_boundary_order(), Some(BoundaryOrder::ASCENDING), "{name}");
     }

@@ -86,14 +86,6 @@ fn delta_encoded(name: &str) -> bool {
     (name == "id" || name.ends_with("_id") || name == "ts" || name.ends_with("_ts")) && name != "stack_id"
 }
 
-/// Whether 64-bit integer column `name` holds durations (`dur`, `self_dur`): plain, no
-/// dictionary. On the 11.6 M-event trace a dictionary saves little or nothing (`slices.dur` 6.8 MB
-/// against 7.8 MB plain, `self_dur` 6.1 MB against 5.9 MB: `history-sql.md`, "Parquet settings")
-/// and costs a hash of every value into a dictionary that, as the values mostly differ, fills up.
-fn duration(name: &str) -> bool {
-    name == "dur" || name.ends_with("_dur")
-}
-
 /// Columns whose values rarely repeat (JSON arguments, messages, details, argument values):
 /// plain (`BYTE_STREAM_SPLIT` for floats), no dictionary, as one would fill up and be dropped
 /// after costing the time to build it, or worse, be kept and cost more bytes than plain values
@@ -114,7 +106,12 @@ const DISTINCT_VALUES: &[&str] = &[
 /// - ids and timestamps (`id`, `parent_id`, `slice_id`, `async_id`, `ts`, `end_ts`, ... but
 ///   `stack_id`): `DELTA_BINARY_PACKED`, no dictionary (on the 11.6 M-event trace, `slices.id`
 ///   takes 0.3 MB so, 21 MB with a dictionary);
-/// - durations (`dur`, `self_dur`): plain, no dictionary (see `duration`);
+/// - durations (`dur`, `self_dur`): a dictionary, as the other columns below. With the integer
+///   columns encoded by hand (`parquet_ints.rs`: a cache of recent values before the hash) it
+///   costs less than zstd spends on PLAIN durations, and on the 11.6 M-event trace it is also
+///   smaller (`slices.dur` 9.5 MB against 10.3 MB, `self_dur` 8.4 against 8.7:
+///   `bench/results/2026-12-07b-convert.md`); parquet's own writer, hashing every value, made
+///   the opposite choice the better one;
 /// - columns whose values rarely repeat (`DISTINCT_VALUES`: the JSON `arguments`, log
 ///   messages, details, argument values): plain (floats `BYTE_STREAM_SPLIT`), no dictionary;
 /// - floats (counter values): a dictionary, falling back to `BYTE_STREAM_SPLIT`;
@@ -134,9 +131,6 @@ pub fn writer_properties_for(schema: &Schema) -> WriterProperties {
             DataType::Int64 | DataType::UInt64 if delta_encoded(name) => b
                 .set_column_dictionary_enabled(column.clone(), false)
                 .set_column_encoding(column, Encoding::DELTA_BINARY_PACKED),
-            DataType::Int64 if duration(name) => b
-                .set_column_dictionary_enabled(column.clone(), false)
-                .set_column_encoding(column, Encoding::PLAIN),
             DataType::Float64 if DISTINCT_VALUES.contains(&name) => b
                 .set_column_dictionary_enabled(column.clone(), false)
                 .set_column_encoding(column, Encoding::BYTE_STREAM_SPLIT),
@@ -351,7 +345,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_and_times_delta_encoded_durations_plain_repeated_strings_dictionary_encoded() {
+    fn ids_and_times_delta_encoded_repeated_values_and_durations_dictionary_encoded() {
         let setting = |table: Table, column: &str| {
             assert!(table.schema().field_with_name(column).is_ok(), "{} has {column}", table.name());
             let props = writer_properties_for(&table.schema());
@@ -369,12 +363,14 @@ mod tests {
         ] {
             assert_eq!(setting(table, column), delta, "{}.{column}", table.name());
         }
-        for (table, column) in
-            [(Table::Slices, "dur"), (Table::Slices, "self_dur"), (Table::AsyncSlices, "dur")]
-        {
-            assert_eq!(setting(table, column), (false, Some(Encoding::PLAIN)), "{}.{column}", table.name());
-        }
-        for (table, column) in [(Table::Slices, "name"), (Table::Slices, "depth"), (Table::Args, "key")] {
+        for (table, column) in [
+            (Table::Slices, "name"),
+            (Table::Slices, "depth"),
+            (Table::Args, "key"),
+            (Table::Slices, "dur"),
+            (Table::Slices, "self_dur"),
+            (Table::AsyncSlices, "dur"),
+        ] {
             assert_eq!(setting(table, column), (true, None), "{}.{column}", table.name());
         }
         assert_eq!(setting(Table::Samples, "stack_id"), (true, None));

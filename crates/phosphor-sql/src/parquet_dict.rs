@@ -5,11 +5,12 @@
 //!
 //! A [`DictColumn`] takes the batches' `Dictionary(UInt32, Utf8)` columns (whose values are
 //! those the batch uses, made from ids without hashing: `tables.rs`), maps each batch's values
-//! to the chunk's dictionary (a hash per value of a batch's dictionary, not per row) and keeps
-//! the chunk's indices; [`DictColumn::finish`] encodes the chunk as parquet's own writer would:
-//! a PLAIN dictionary page, `RLE_DICTIONARY` data pages (version 1) of at most
-//! [`PAGE_ROWS`] rows (the RLE/bit-packed hybrid, definition levels first for a nullable
-//! column), each zstd-compressed and laid out by [`Pages`] as parquet lays them out, with
+//! to the chunk's dictionary (a hash per value of a batch's dictionary, not per row) and
+//! encodes the chunk as parquet's own writer would: `RLE_DICTIONARY` data pages (version 1) of
+//! at most [`PAGE_ROWS`] rows, each encoded once full (the RLE/bit-packed hybrid, as wide as the
+//! dictionary so far needs, definition levels first for a nullable column), and at
+//! [`DictColumn::finish`] a PLAIN dictionary page put before them, each page zstd-compressed and
+//! laid out by [`Pages`] as parquet lays them out, with
 //! the chunk's statistics (min and max over the dictionary, truncated as parquet truncates
 //! them, and the null count) and an offset index (no column index: DataFusion, DuckDB and
 //! pyarrow read the chunk without one). [`SerializedRowGroupWriter::append_column`] puts it in
@@ -18,8 +19,9 @@
 //! [`SerializedRowGroupWriter::append_column`]: parquet::file::writer::SerializedRowGroupWriter::append_column
 
 use std::collections::HashMap;
+use std::ops::Range;
 
-use arrow::array::{Array, AsArray, DictionaryArray, StringArray};
+use arrow::array::{Array, AsArray, DictionaryArray, StringArray, UInt32Array};
 use arrow::datatypes::UInt32Type;
 use bytes::Bytes;
 use parquet::basic::Encoding;
@@ -49,12 +51,17 @@ pub(crate) struct DictColumn {
     ranges: Vec<(usize, usize)>,
     /// The smallest and largest values, as indices into `ranges`.
     min_max: Option<(u32, u32)>,
-    /// The index of every value that is not null, in row order.
+    /// The page being gathered: the index of each of its values that is not null, in row
+    /// order, each row's definition level (1: a value, 0: null; a nullable column's only), and
+    /// its rows. Pages are encoded as they fill (memory: the compressed pages of a row group).
     keys: Vec<u32>,
-    /// Per row, its definition level (1: a value, 0: null), for a nullable column only.
     defs: Vec<u8>,
+    page_now: usize,
+    /// Rows in the pages written, and nulls in all.
     rows: usize,
     nulls: u64,
+    pages: Pages,
+    raw: Vec<u8>,
     /// Per value of the batch being written, its index in the chunk's dictionary.
     remap: Vec<u32>,
     page_rows: usize,
@@ -71,8 +78,11 @@ impl DictColumn {
             min_max: None,
             keys: Vec::new(),
             defs: Vec::new(),
+            page_now: 0,
             rows: 0,
             nulls: 0,
+            pages: Pages::new(),
+            raw: Vec::new(),
             remap: Vec::new(),
             page_rows: PAGE_ROWS,
         }
@@ -92,7 +102,7 @@ impl DictColumn {
     /// The rows of the chunk so far.
     #[cfg(test)]
     fn rows(&self) -> usize {
-        self.rows
+        self.rows + self.page_now
     }
 
     /// The index of `value` in the chunk's dictionary, added if new.
@@ -126,7 +136,7 @@ impl DictColumn {
 
     /// Adds a row: `key`, an index into the chunk's dictionary, or `None` for null.
     fn push(&mut self, key: Option<u32>) -> Result<()> {
-        self.rows += 1;
+        self.page_now += 1;
         match key {
             Some(key) => {
                 self.keys.push(key);
@@ -144,8 +154,12 @@ impl DictColumn {
     }
 
     /// Adds the rows of `array`: each batch value is looked up in the chunk's dictionary once,
-    /// the first time a row uses it.
-    pub(crate) fn write_dictionary(&mut self, array: &DictionaryArray<UInt32Type>) -> Result<()> {
+    /// the first time a row uses it. Each page is encoded once full (`zstd` compresses it).
+    pub(crate) fn write_dictionary(
+        &mut self,
+        array: &DictionaryArray<UInt32Type>,
+        zstd: &mut zstd::bulk::Compressor<'_>,
+    ) -> Result<()> {
         let values: &StringArray = array
             .values()
             .as_string_opt()
@@ -153,10 +167,24 @@ impl DictColumn {
         self.remap.clear();
         self.remap.resize(values.len(), UNMAPPED);
         let keys = array.keys();
+        let mut at = 0;
+        while at < keys.len() {
+            let n = (self.page_rows - self.page_now).min(keys.len() - at);
+            self.write_keys(keys, values, at..at + n)?;
+            at += n;
+            if self.page_now == self.page_rows {
+                self.page(zstd)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::write_dictionary`] of the rows `range` of `keys`, into the page being gathered.
+    fn write_keys(&mut self, keys: &UInt32Array, values: &StringArray, range: Range<usize>) -> Result<()> {
         if keys.null_count() == 0 && values.null_count() == 0 {
             // No null: each row's index straight into `keys` (and its level, 1).
-            self.keys.reserve(keys.len());
-            for &k in keys.values() {
+            let n = range.len();
+            for &k in &keys.values()[range] {
                 let at = match self.remap.get(k as usize) {
                     Some(&UNMAPPED) => {
                         let at = self.intern(values.value(k as usize).as_bytes())?;
@@ -169,12 +197,12 @@ impl DictColumn {
                 self.keys.push(at);
             }
             if self.nullable() {
-                self.defs.resize(self.defs.len() + keys.len(), 1);
+                self.defs.resize(self.defs.len() + n, 1);
             }
-            self.rows += keys.len();
+            self.page_now += n;
             return Ok(());
         }
-        for i in 0..keys.len() {
+        for i in range {
             let key = if keys.is_null(i) { None } else { Some(keys.value(i) as usize) };
             let mapped = match key {
                 Some(k) if k >= values.len() => {
@@ -198,65 +226,72 @@ impl DictColumn {
 
     /// Adds the rows of `array` (a column not made as a dictionary): each value looked up in a
     /// small cache of recent values (by length and end bytes) first, hashed only when not there.
-    pub(crate) fn write_strings(&mut self, array: &StringArray) -> Result<()> {
+    /// Each page is encoded once full (`zstd` compresses it).
+    pub(crate) fn write_strings(
+        &mut self,
+        array: &StringArray,
+        zstd: &mut zstd::bulk::Compressor<'_>,
+    ) -> Result<()> {
         let mut recent = [UNMAPPED; 16];
         for i in 0..array.len() {
             if array.is_null(i) {
                 self.push(None)?;
-                continue;
+            } else {
+                let value = array.value(i).as_bytes();
+                let slot = match value {
+                    [] => 0,
+                    [first, .., last] => (value.len() ^ usize::from(*first) ^ usize::from(*last) << 2) & 15,
+                    [only] => (1 ^ usize::from(*only)) & 15,
+                };
+                let key = match recent[slot] {
+                    at if at != UNMAPPED && self.value(at) == value => at,
+                    _ => {
+                        let at = self.intern(value)?;
+                        recent[slot] = at;
+                        at
+                    }
+                };
+                self.push(Some(key))?;
             }
-            let value = array.value(i).as_bytes();
-            let slot = match value {
-                [] => 0,
-                [first, .., last] => (value.len() ^ usize::from(*first) ^ usize::from(*last) << 2) & 15,
-                [only] => (1 ^ usize::from(*only)) & 15,
-            };
-            let key = match recent[slot] {
-                at if at != UNMAPPED && self.value(at) == value => at,
-                _ => {
-                    let at = self.intern(value)?;
-                    recent[slot] = at;
-                    at
-                }
-            };
-            self.push(Some(key))?;
+            if self.page_now == self.page_rows {
+                self.page(zstd)?;
+            }
         }
         Ok(())
     }
 
-    /// The chunk encoded (its bytes: the dictionary page at 0, then the data pages), and what
-    /// the row group needs of it; `zstd` compresses every page.
+    /// Encodes the page gathered (an empty one if the chunk has none), its indices as wide as
+    /// the dictionary so far needs, and begins the next.
+    fn page(&mut self, zstd: &mut zstd::bulk::Compressor<'_>) -> Result<()> {
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.clear();
+        if self.nullable() {
+            self.pages.levels(&mut raw, &self.defs)?;
+        }
+        let width = bit_width(self.ranges.len());
+        raw.push(width);
+        rle_hybrid(&mut raw, &self.keys, width);
+        self.pages.data(zstd, &raw, Encoding::RLE_DICTIONARY, self.page_now, self.rows)?;
+        self.raw = raw;
+        self.rows += self.page_now;
+        self.page_now = 0;
+        self.keys.clear();
+        self.defs.clear();
+        Ok(())
+    }
+
+    /// The chunk encoded (its last page, the dictionary page put first), and what the row
+    /// group needs of it; `zstd` compresses every page.
     pub(crate) fn finish(
-        self,
+        mut self,
         zstd: &mut zstd::bulk::Compressor<'_>,
         level: i32,
     ) -> Result<(Bytes, ColumnCloseResult)> {
-        let mut pages = Pages::new();
-        let count = self.ranges.len();
-        pages.dictionary(zstd, &self.plain, count)?;
-        // Pages: the data, `page_rows` rows each (one, empty, for a chunk of no rows).
-        let width = bit_width(count);
-        let (mut row, mut key) = (0usize, 0usize);
-        let mut raw = Vec::new();
-        loop {
-            let rows = self.page_rows.min(self.rows - row);
-            raw.clear();
-            let values = if self.nullable() {
-                let defs = &self.defs[row..row + rows];
-                pages.levels(&mut raw, defs)?;
-                defs.iter().filter(|&&d| d == 1).count()
-            } else {
-                rows
-            };
-            raw.push(width);
-            rle_hybrid(&mut raw, &self.keys[key..key + values], width);
-            pages.data(zstd, &raw, Encoding::RLE_DICTIONARY, rows, row)?;
-            row += rows;
-            key += values;
-            if row >= self.rows {
-                break;
-            }
+        if self.page_now > 0 || self.rows == 0 {
+            self.page(zstd)?;
         }
+        let mut pages = std::mem::replace(&mut self.pages, Pages::new());
+        pages.dictionary(zstd, &self.plain, self.ranges.len())?;
         let encodings = vec![Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY];
         let statistics = self.statistics();
         pages.finish(&self.descr, level, self.rows, encodings, statistics, None)
@@ -360,10 +395,10 @@ mod tests {
         let mut file =
             SerializedFileWriter::new(Vec::new(), parquet.root_schema_ptr(), Arc::new(props)).unwrap();
         let mut column = DictColumn::new(file.schema_descr().column(0)).with_page_rows(page_rows);
-        for b in batches {
-            column.write_dictionary(b).unwrap();
-        }
         let mut zstd = zstd::bulk::Compressor::new(1).unwrap();
+        for b in batches {
+            column.write_dictionary(b, &mut zstd).unwrap();
+        }
         let (bytes, close) = column.finish(&mut zstd, 1).unwrap();
         let pages = close.offset_index.as_ref().map_or(0, |o| o.page_locations.len());
         let mut group = file.next_row_group().unwrap();
@@ -475,9 +510,10 @@ mod tests {
         let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
         let parquet = ArrowSchemaConverter::new().convert(&schema).unwrap();
         let mut column = DictColumn::new(parquet.column(0));
-        column.write_strings(&StringArray::from(vec!["a", "b", "a"])).unwrap();
+        let mut zstd = zstd::bulk::Compressor::new(1).unwrap();
+        column.write_strings(&StringArray::from(vec!["a", "b", "a"]), &mut zstd).unwrap();
         assert_eq!(column.rows(), 3);
-        let err = column.write_dictionary(&dictionary(&[Some("a"), None])).unwrap_err();
+        let err = column.write_dictionary(&dictionary(&[Some("a"), None]), &mut zstd).unwrap_err();
         assert!(err.to_string().contains("a null in column s"), "{err}");
     }
 }

@@ -123,8 +123,8 @@ impl ParquetFile {
         for ((chunk, column), field) in chunks.iter_mut().zip(columns).zip(self.schema.fields()) {
             match chunk {
                 Chunk::Dict(d) => match (as_dictionary(column.as_ref()), column.as_string_opt::<i32>()) {
-                    (Some(dictionary), _) => d.write_dictionary(dictionary)?,
-                    (None, Some(strings)) => d.write_strings(strings)?,
+                    (Some(dictionary), _) => d.write_dictionary(dictionary, &mut self.zstd)?,
+                    (None, Some(strings)) => d.write_strings(strings, &mut self.zstd)?,
                     (None, None) => {
                         return Err(ParquetError::General(format!("{} is no string column", field.name())))
                     }

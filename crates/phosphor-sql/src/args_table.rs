@@ -10,10 +10,11 @@ use arrow::array::{
     ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Array, UInt64Array,
     UInt64Builder,
 };
+use arrow::datatypes::{Field, Schema};
 use arrow::record_batch::RecordBatch;
 use phosphor_format::file::Value;
 
-use crate::columns::{file_columns, thread_names};
+use crate::columns::{file_columns, repeated_dictionary, thread_dictionary, thread_names, StrDict};
 use crate::tables::{batch, Table};
 
 /// A row's arguments (and, for a row of the nesting, what else it carries: [`crate::rows`])
@@ -234,31 +235,45 @@ impl ArgRows {
         self.rows
     }
 
-    /// The batch of the rows gathered, which are then forgotten (their buffers kept).
+    /// The batch of the rows gathered, which are then forgotten (their buffers kept). With
+    /// `dictionary` (for Parquet: [`crate::read::read_tables_for_parquet`]), its string columns
+    /// of few distinct values (`trace`, `process`, `thread`, `kind`, `key`, `value_type`) are
+    /// made as `Dictionary(UInt32, Utf8)`, which the batch's schema says.
     pub(crate) fn take(
         &mut self,
         trace: &str,
         process: &str,
         pid: u32,
         name: &dyn Fn(u32) -> Option<String>,
+        dictionary: bool,
     ) -> RecordBatch {
         let n = self.rows;
-        let mut cols = file_columns(trace, process, pid, n);
         // The thread and owner of each row, per owner (not per argument unpacked again).
         fn per_row(o: &Owned) -> std::iter::RepeatN<&Owned> {
             std::iter::repeat_n(o, o.n)
         }
-        let thread = thread_names(self.owners.iter().flat_map(per_row).map(|o| Some(o.tid)), n, name);
-        cols.push(Arc::new(thread));
+        let tids = || self.owners.iter().flat_map(per_row).map(|o| Some(o.tid));
+        let mut cols: Vec<ArrayRef> = if dictionary {
+            vec![
+                Arc::new(repeated_dictionary(trace, n)),
+                Arc::new(repeated_dictionary(process, n)),
+                Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(pid, n))),
+                Arc::new(thread_dictionary(tids(), name)),
+            ]
+        } else {
+            let mut cols = file_columns(trace, process, pid, n);
+            cols.push(Arc::new(thread_names(tids(), n, name)));
+            cols
+        };
         cols.push(Arc::new(UInt32Array::from_iter_values(
             self.owners.iter().flat_map(per_row).map(|o| o.tid),
         )));
         cols.push(Arc::new(UInt64Array::from_iter_values(
             self.owners.iter().flat_map(per_row).map(|o| o.id),
         )));
-        let mut kind = StringBuilder::with_capacity(n, n * 8);
-        let mut key = StringBuilder::with_capacity(n, n * 8);
-        let mut ty = StringBuilder::with_capacity(n, n * 6);
+        let mut kind = Strings::new(dictionary, n, 8);
+        let mut key = Strings::new(dictionary, n, 8);
+        let mut ty = Strings::new(dictionary, n, 6);
         let mut int = Int64Builder::with_capacity(n);
         let mut uint = UInt64Builder::with_capacity(n);
         let mut real = Float64Builder::with_capacity(n);
@@ -287,9 +302,7 @@ impl ArgRows {
                 boolean.append_option(if let Value::Bool(b) = v { Some(b) } else { None });
             }
         }
-        cols.push(Arc::new(kind.finish()));
-        cols.push(Arc::new(key.finish()));
-        cols.push(Arc::new(ty.finish()));
+        cols.extend([kind.finish(), key.finish(), ty.finish()]);
         let typed: [ArrayRef; 5] = [
             Arc::new(int.finish()),
             Arc::new(uint.finish()),
@@ -300,7 +313,49 @@ impl ArgRows {
         cols.extend(typed);
         self.owners.clear();
         self.rows = 0;
-        batch(Table::Args, cols)
+        if !dictionary {
+            return batch(Table::Args, cols);
+        }
+        let schema = Table::Args.schema();
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .zip(&cols)
+            .map(|(f, a)| f.as_ref().clone().with_data_type(a.data_type().clone()))
+            .collect();
+        // The columns are the schema's, some as dictionaries: a mismatch is a bug here, which
+        // the tests (the Parquet files against the tables) catch.
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+            .expect("the args columns, some as dictionaries")
+    }
+}
+
+/// A string column of `args` made row by row: plain, or a dictionary ([`StrDict`]).
+enum Strings<'a> {
+    Plain(StringBuilder),
+    Dictionary(StrDict<'a>),
+}
+
+impl<'a> Strings<'a> {
+    fn new(dictionary: bool, rows: usize, bytes_per_row: usize) -> Strings<'a> {
+        match dictionary {
+            true => Strings::Dictionary(StrDict::with_capacity(rows)),
+            false => Strings::Plain(StringBuilder::with_capacity(rows, rows * bytes_per_row)),
+        }
+    }
+
+    fn append_value(&mut self, value: &'a str) {
+        match self {
+            Strings::Plain(b) => b.append_value(value),
+            Strings::Dictionary(d) => d.push(value),
+        }
+    }
+
+    fn finish(self) -> ArrayRef {
+        match self {
+            Strings::Plain(mut b) => Arc::new(b.finish()),
+            Strings::Dictionary(d) => Arc::new(d.finish()),
+        }
     }
 }
 

@@ -192,7 +192,8 @@ impl Builder {
         }
         if let (Some(args), Some(columns)) = (&mut self.args, columns(Table::Args)) {
             if ready(args.len()) {
-                send(Table::Args, project(args.take(&file.trace, &file.process, file.pid, &name), columns));
+                let batch = args.take(&file.trace, &file.process, file.pid, &name, dictionary);
+                send(Table::Args, project(batch, columns));
             }
         }
         if let (Some(problems), Some(columns)) = (&mut self.problems, columns(Table::Problems)) {

@@ -3,6 +3,7 @@
 //! made in a module of its own (`args_table.rs`, `asyncs_table.rs`, `flows_table.rs`,
 //! `file_tables.rs`, `problems_table.rs`); `docs/SQL.md` documents every column.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, DictionaryArray, StringArray, StringBuilder, UInt32Array};
@@ -117,6 +118,54 @@ pub(crate) fn repeated_dictionary(value: &str, n: usize) -> DictionaryArray<UInt
     DictionaryArray::new(keys, Arc::new(StringArray::from(vec![value])))
 }
 
+/// A dictionary column of strings of few distinct values, made row by row: each value looked
+/// up in a few slots of recent values (by length and end bytes) first, hashed only when not
+/// there; values in the order first seen.
+pub(crate) struct StrDict<'a> {
+    index: HashMap<&'a str, u32>,
+    seen: Vec<&'a str>,
+    keys: Vec<u32>,
+    recent: [u32; 16],
+}
+
+impl<'a> StrDict<'a> {
+    pub(crate) fn with_capacity(rows: usize) -> StrDict<'a> {
+        StrDict {
+            index: HashMap::new(),
+            seen: Vec::new(),
+            keys: Vec::with_capacity(rows),
+            recent: [u32::MAX; 16],
+        }
+    }
+
+    pub(crate) fn push(&mut self, value: &'a str) {
+        let b = value.as_bytes();
+        let slot = match b {
+            [] => 0,
+            [first, .., last] => (b.len() ^ usize::from(*first) ^ usize::from(*last) << 2) & 15,
+            [only] => (1 ^ usize::from(*only)) & 15,
+        };
+        let key = match self.recent[slot] {
+            at if at != u32::MAX && self.seen[at as usize] == value => at,
+            _ => {
+                let next = self.seen.len() as u32;
+                let at = *self.index.entry(value).or_insert(next);
+                if at == next {
+                    self.seen.push(value);
+                }
+                self.recent[slot] = at;
+                at
+            }
+        };
+        self.keys.push(key);
+    }
+
+    pub(crate) fn finish(self) -> DictionaryArray<UInt32Type> {
+        let values: StringArray = self.seen.into_iter().map(Some).collect();
+        DictionaryArray::new(UInt32Array::from(self.keys), Arc::new(values))
+    }
+}
+
 /// [`thread_names`] as a dictionary: a key per thread named (in the order first seen), null
 /// for a row of no thread or of a thread with no name.
 pub(crate) fn thread_dictionary(
@@ -188,4 +237,29 @@ pub(crate) fn thread_names(
         b.append_option(names[at].1.as_deref());
     }
     b.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::{Array, AsArray};
+
+    use super::*;
+
+    #[test]
+    fn a_string_dictionary_keeps_every_row_whatever_collides_in_its_slots() {
+        // Values of one length and the same end bytes share a slot; empty and one-byte ones too.
+        let values: Vec<String> = (0..300).map(|i| format!("a{:03}z", i % 150)).collect();
+        let mut rows: Vec<&str> = values.iter().map(String::as_str).collect();
+        rows.extend(["", "x", "", "a000z", "x"]);
+        let mut d = StrDict::with_capacity(rows.len());
+        for &r in &rows {
+            d.push(r);
+        }
+        let column = d.finish();
+        assert_eq!(column.values().len(), 150 + 2, "each distinct value once");
+        let strings = column.values().as_string::<i32>();
+        let back: Vec<&str> = column.keys().values().iter().map(|&k| strings.value(k as usize)).collect();
+        assert_eq!(back, rows);
+        assert_eq!(column.keys().null_count(), 0);
+    }
 }

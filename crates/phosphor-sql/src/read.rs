@@ -459,7 +459,9 @@ impl State {
             }
         }
         if self.arg_rows.len() >= batch_rows || (all && self.arg_rows.len() > 0) {
-            let batch = self.arg_rows.take(place.trace, place.process, place.pid, place.thread_name);
+            let dictionary = out.wanted.iter().any(|w| w.dictionary);
+            let batch =
+                self.arg_rows.take(place.trace, place.process, place.pid, place.thread_name, dictionary);
             out.full(Table::Args, batch)?;
         }
         if self.problem_rows.len() >= batch_rows {

@@ -220,13 +220,17 @@ impl IntColumn {
         Ok(())
     }
 
-    /// `v` as a key whose unsigned order is the column's order.
+    /// `v` as a key whose unsigned order is the column's order (and back: the same flip).
     fn order(&self, v: i64) -> u64 {
+        // Flipping the sign bit maps i64's order onto u64's.
+        (v as u64) ^ self.flip()
+    }
+
+    fn flip(&self) -> u64 {
         if self.unsigned {
-            v as u64
+            0
         } else {
-            // Flipping the sign bit maps i64's order onto u64's.
-            (v as u64) ^ (1 << 63)
+            1 << 63
         }
     }
 
@@ -242,17 +246,15 @@ impl IntColumn {
 
     /// The smallest and largest of `values` in the column's order.
     fn min_max(&self, values: &[i64]) -> Option<(i64, i64)> {
-        let first = *values.first()?;
-        let (mut min, mut max) = (first, first);
-        for &v in values {
-            if self.order(v) < self.order(min) {
-                min = v;
-            }
-            if self.order(v) > self.order(max) {
-                max = v;
-            }
+        if values.is_empty() {
+            return None;
         }
-        Some((min, max))
+        let flip = self.flip();
+        let (lo, hi) = values
+            .iter()
+            .map(|&v| (v as u64) ^ flip)
+            .fold((u64::MAX, 0), |(lo, hi), k| (lo.min(k), hi.max(k)));
+        Some(((lo ^ flip) as i64, (hi ^ flip) as i64))
     }
 
     /// The page's values as indices into the chunk's dictionary, in `self.keys`; `false` (and
@@ -268,7 +270,13 @@ impl IntColumn {
         self.keys.clear();
         // The values this page adds, in the order of their indices.
         let mut fresh = Vec::new();
+        let mut last: Option<(i64, u32)> = None;
         for &v in &self.values {
+            // A run (a thread's pid and tid) repeats the value before.
+            if let Some((_, key)) = last.filter(|l| l.0 == v) {
+                self.keys.push(key);
+                continue;
+            }
             let slot = ((v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize;
             let key = match dictionary.recent[slot] {
                 (seen, key) if key != EMPTY && seen == v => key,
@@ -282,6 +290,7 @@ impl IntColumn {
                     key
                 }
             };
+            last = Some((v, key));
             self.keys.push(key);
         }
         if dictionary.index.len() > self.dictionary_most {

@@ -124,11 +124,20 @@ fn main() -> ExitCode {
     // first such block is freed, and then keeps the blocks below it in its heap once freed: a
     // phase's freed tables stayed resident through the next (15 MiB more at the peak of `stats` on
     // a file of a million callsites). A fixed threshold also turns that raising off.
-    // SAFETY: `mallopt` only sets a parameter of glibc's allocator; it is called before any other
-    // thread exists, and the value is one glibc documents for M_MMAP_THRESHOLD (at most 32 MiB).
+    // And no fastbins (M_MXFAST 0): the reading pipelines free on one thread what another
+    // allocated (an event's packed arguments, made by the reader, freed where the tables are made),
+    // and every later request of a large block (a batch's column) first walked all the small blocks
+    // freed into fastbins (`malloc_consolidate`; malloc and free were 15% of the nesting thread's
+    // time in `convert --to parquet`). Without them `convert --to parquet` took 0.8 to 0.93 times
+    // the wall and CPU, `stats` and `sql` the same (bench/results/2026-12-07b-convert.md);
+    // per-thread caches still serve the small blocks a thread frees and allocates again.
+    // SAFETY: `mallopt` only sets parameters of glibc's allocator; it is called before any other
+    // thread exists, and the values are ones glibc documents: M_MMAP_THRESHOLD at most 32 MiB,
+    // M_MXFAST from 0 (no fastbins) to 160 bytes.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+        libc::mallopt(libc::M_MXFAST, 0);
     }
     let cli = Cli::parse();
     let result = match cli.command {

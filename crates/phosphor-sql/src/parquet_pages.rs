@@ -91,7 +91,7 @@ impl Pages {
     /// version 1 page holds them: their length in 4 bytes, then the RLE/bit-packed hybrid.
     pub(crate) fn levels(&mut self, raw: &mut Vec<u8>, defs: &[u8]) -> Result<()> {
         self.levels.clear();
-        rle_hybrid_bytes(&mut self.levels, defs);
+        rle_hybrid(&mut self.levels, defs, 1);
         raw.extend_from_slice(&len32(self.levels.len())?.to_le_bytes());
         raw.extend_from_slice(&self.levels);
         Ok(())
@@ -160,45 +160,26 @@ pub(crate) fn bit_width(count: usize) -> u8 {
 
 /// Appends `values` in the RLE/bit-packed hybrid encoding of `width` bits (no length prefix):
 /// a run of 8 or more equal values as an RLE run, the others bit-packed 8 at a time (the last
-/// group padded with zeros, which the page's value count leaves unread).
-pub(crate) fn rle_hybrid(out: &mut Vec<u8>, values: &[u32], width: u8) {
+/// group padded with zeros, which the page's value count leaves unread). `values` are
+/// dictionary indices (`u32`) or definition levels (`u8`, 1 bit).
+pub(crate) fn rle_hybrid<T: Copy + Eq + Into<u32>>(out: &mut Vec<u8>, values: &[T], width: u8) {
     let mut literal_from = 0;
     let mut i = 0;
     while i < values.len() {
         let v = values[i];
         let run = values[i..].iter().take_while(|&&x| x == v).count();
         if run >= 8 {
-            bit_packed(out, values[literal_from..i].iter().copied(), width);
+            bit_packed(out, values[literal_from..i].iter().map(|&x| x.into()), width);
             uleb128(out, (run as u64) << 1);
             let bytes = usize::from(width).div_ceil(8);
-            out.extend_from_slice(&v.to_le_bytes()[..bytes]);
+            out.extend_from_slice(&v.into().to_le_bytes()[..bytes]);
             i += run;
             literal_from = i;
         } else {
             i = (i + 8).min(values.len());
         }
     }
-    bit_packed(out, values[literal_from..].iter().copied(), width);
-}
-
-/// [`rle_hybrid`] of levels 0 and 1, 1 bit each.
-fn rle_hybrid_bytes(out: &mut Vec<u8>, values: &[u8]) {
-    let mut literal_from = 0;
-    let mut i = 0;
-    while i < values.len() {
-        let v = values[i];
-        let run = values[i..].iter().take_while(|&&x| x == v).count();
-        if run >= 8 {
-            bit_packed(out, values[literal_from..i].iter().map(|&d| u32::from(d)), 1);
-            uleb128(out, (run as u64) << 1);
-            out.push(v);
-            i += run;
-            literal_from = i;
-        } else {
-            i = (i + 8).min(values.len());
-        }
-    }
-    bit_packed(out, values[literal_from..].iter().map(|&d| u32::from(d)), 1);
+    bit_packed(out, values[literal_from..].iter().map(|&x| x.into()), width);
 }
 
 /// `values` as one bit-packed run (none if empty): its header, then groups of 8 values of
@@ -292,13 +273,13 @@ mod tests {
     #[test]
     fn hybrid_encoding_of_a_run_and_literals() {
         let mut out = Vec::new();
-        rle_hybrid(&mut out, &[5; 10], 3);
+        rle_hybrid(&mut out, &[5u32; 10], 3);
         assert_eq!(out, [10 << 1, 5], "one RLE run: its length, its value in a byte");
         out.clear();
-        rle_hybrid(&mut out, &[1, 0, 1, 0, 1, 0, 1, 0, 1], 1);
+        rle_hybrid(&mut out, &[1u32, 0, 1, 0, 1, 0, 1, 0, 1], 1);
         assert_eq!(out, [(2 << 1) | 1, 0b0101_0101, 0b0000_0001], "two bit-packed groups");
         let mut levels = Vec::new();
-        rle_hybrid_bytes(&mut levels, &[1, 0, 1, 0, 1, 0, 1, 0, 1]);
+        rle_hybrid(&mut levels, &[1u8, 0, 1, 0, 1, 0, 1, 0, 1], 1);
         assert_eq!(levels, out, "levels encode as 1-bit values do");
         assert_eq!(
             (bit_width(0), bit_width(1), bit_width(2), bit_width(3), bit_width(65_537)),

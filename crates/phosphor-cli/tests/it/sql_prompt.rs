@@ -99,11 +99,14 @@ fn sql_prompt_ctrl_c_stops_a_running_query_and_the_prompt_goes_on() {
     let options = Options::new().timeout_ms(Some(60_000)).strip_ansi_escape_codes(true);
     let mut p = spawn_with_options(c, options).expect("phosphor sql starts on a pseudo-terminal");
     p.exp_string("sql> ").unwrap();
+    assert!(line_editor_holds_the_terminal(&p), "the prompt reads keys in raw mode");
     // Thousands of slices cubed: hours of counting, so it runs until stopped.
     p.send_line("SELECT count(*) AS huge FROM slices a, slices b, slices c;").unwrap();
     p.exp_string("slices c;").unwrap();
     // Ctrl-C as the terminal sends it while a query runs (not in raw mode): SIGINT. One sent
-    // before the query starts stops it as it starts, so no wait is needed here.
+    // before the query starts stops it as it starts; but one sent while the line editor still
+    // holds the terminal is the editor's (it forgets the line), so wait until it lets go.
+    wait_until_the_line_editor_lets_go(&p);
     p.process_mut().signal(rexpect::process::Signal::SIGINT).expect("SIGINT sent");
     p.exp_string("interrupted after").unwrap();
     p.exp_string("sql> ").unwrap();
@@ -113,6 +116,36 @@ fn sql_prompt_ctrl_c_stops_a_running_query_and_the_prompt_goes_on() {
     p.exp_string("sql> ").unwrap();
     p.send_line(".quit").unwrap();
     p.exp_eof().unwrap();
+}
+
+/// Whether the line editor holds the terminal in raw mode (`ICANON` off). Rustyline puts the
+/// process's SIGINT handler back before it lets the terminal go: while it holds it, a SIGINT is
+/// the editor's, read as Ctrl-C on the line, and never reaches a query.
+#[cfg(all(feature = "sql", unix))]
+fn line_editor_holds_the_terminal(p: &rexpect::session::PtySession) -> bool {
+    use std::os::fd::AsRawFd;
+
+    let master = p.process().get_file_handle().expect("the pseudo-terminal's master");
+    // SAFETY: `termios` is plain old data, for which all zeroes is a valid value.
+    let mut modes: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: `tcgetattr` writes the whole struct through the pointer, which lives for the call;
+    // the descriptor is open, owned by `master`. A pseudo-terminal's master reports its slave's
+    // modes.
+    let read = unsafe { libc::tcgetattr(master.as_raw_fd(), &mut modes) };
+    assert_eq!(read, 0, "tcgetattr: {}", std::io::Error::last_os_error());
+    modes.c_lflag & libc::ICANON == 0
+}
+
+/// Waits (at most a minute) until the line editor lets the terminal go.
+#[cfg(all(feature = "sql", unix))]
+fn wait_until_the_line_editor_lets_go(p: &rexpect::session::PtySession) {
+    use std::time::{Duration, Instant};
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while line_editor_holds_the_terminal(p) {
+        assert!(Instant::now() < deadline, "the line editor kept the terminal in raw mode for 60 s");
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 #[cfg(feature = "sql")]

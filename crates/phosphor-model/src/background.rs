@@ -8,7 +8,11 @@
 //! paths afterwards; the stages do split. The tool's thread keeps everything that needs the
 //! event's borrowed text (callsites, arguments, its own name tables) and sends the engine plain
 //! operations (a thread id, a [`Label`], times, a payload) in batches of [`BATCH`]; the engine's
-//! thread applies them in order, and hands each batch's buffer back for reuse. At most
+//! thread applies them in order, and hands each batch's buffer back for reuse. A payload's
+//! variable part (a writer's packed arguments) travels as bytes in its batch ([`Feed::bytes`]),
+//! which [`Consumer::adopt`] copies on the engine's thread: so it is allocated and freed on that
+//! one thread, never freed on another (glibc's malloc then takes the allocating thread's arena
+//! lock, which the two threads contend for, each wait a sleep). At most
 //! [`IN_FLIGHT`] batches wait between the two: memory stays bounded, and the faster stage waits
 //! for the slower one.
 //!
@@ -46,6 +50,12 @@ pub trait Consumer<P>: Sink<P> {
     /// What an end given a payload ([`Feed::end_with`]) does to its begin's payload (by
     /// default, nothing): a writer adds the end's time or arguments to it.
     fn close(_begin: &mut P, _end: P) {}
+
+    /// A payload on the engine's thread before its operation is applied, with what is left of
+    /// its batch's bytes ([`Feed::bytes`]): the consumer takes the payload's bytes, if it has
+    /// any, from the front (the payloads of a batch take theirs in the order of their
+    /// operations), into memory of this thread. By default, nothing.
+    fn adopt(&mut self, _payload: &mut P, _bytes: &mut &[u8]) {}
 }
 
 /// One operation on the engine.
@@ -58,24 +68,60 @@ enum Op<P, M> {
     Message(M),
 }
 
-fn apply<P: Default, S: Consumer<P>>(nesting: &mut Nesting<P>, sink: &mut S, op: Op<P, S::Message>) {
+/// Applies `op`, its payload first adopted with the front of `bytes` ([`Consumer::adopt`]).
+fn apply<P: Default, S: Consumer<P>>(
+    nesting: &mut Nesting<P>,
+    sink: &mut S,
+    op: Op<P, S::Message>,
+    bytes: &mut &[u8],
+) {
     match op {
-        Op::Begin { tid, label, ts, payload } => nesting.begin_with(tid, label, ts, payload),
+        Op::Begin { tid, label, ts, mut payload } => {
+            sink.adopt(&mut payload, bytes);
+            nesting.begin_with(tid, label, ts, payload)
+        }
         Op::End { tid, label, ts, payload: None } => {
             nesting.end(tid, label, ts, sink);
         }
-        Op::End { tid, label, ts, payload: Some(end) } => {
+        Op::End { tid, label, ts, payload: Some(mut end) } => {
+            sink.adopt(&mut end, bytes);
             nesting.end_with(tid, label, ts, sink, |begin| S::close(begin, end));
         }
-        Op::Complete { tid, label, ts, dur, payload } => {
+        Op::Complete { tid, label, ts, dur, mut payload } => {
+            sink.adopt(&mut payload, bytes);
             nesting.complete_with(tid, label, ts, dur, payload, sink)
         }
-        Op::Mark { tid, label, ts, payload } => nesting.mark_with(tid, label, ts, payload, sink),
+        Op::Mark { tid, label, ts, mut payload } => {
+            sink.adopt(&mut payload, bytes);
+            nesting.mark_with(tid, label, ts, payload, sink)
+        }
         Op::Message(m) => sink.message(nesting, m),
     }
 }
 
-type Batch<P, M> = Vec<Op<P, M>>;
+/// Operations, and the bytes their payloads carry ([`Feed::bytes`]).
+struct Batch<P, M> {
+    ops: Vec<Op<P, M>>,
+    bytes: Vec<u8>,
+}
+
+impl<P, M> Batch<P, M> {
+    fn new() -> Batch<P, M> {
+        Batch { ops: Vec::new(), bytes: Vec::new() }
+    }
+
+    /// Applies every operation in order, and empties the batch for reuse.
+    fn apply_all<S: Consumer<P, Message = M>>(&mut self, nesting: &mut Nesting<P>, sink: &mut S)
+    where
+        P: Default,
+    {
+        let mut rest = &self.bytes[..];
+        for op in self.ops.drain(..) {
+            apply(nesting, sink, op, &mut rest);
+        }
+        self.bytes.clear();
+    }
+}
 
 /// The engine's thread, as the caller sees it.
 struct Remote<P, S: Consumer<P>> {
@@ -104,6 +150,8 @@ enum State<P, S: Consumer<P>> {
 pub struct Feed<P, S: Consumer<P>> {
     state: State<P, S>,
     batch: Batch<P, S::Message>,
+    /// The batch's bytes as the last operation given left them: any after are the next one's.
+    named: usize,
     /// Whether the engine may move to a thread of its own.
     background: bool,
 }
@@ -120,7 +168,8 @@ where
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Feed {
             state: State::Here { nesting: Box::new(nesting), sink: Box::new(sink) },
-            batch: Vec::new(),
+            batch: Batch::new(),
+            named: 0,
             background: cores > 1,
         }
     }
@@ -154,11 +203,20 @@ where
     /// engine's.
     pub fn pending(&self) -> usize {
         match &self.state {
-            State::Here { nesting, .. } => nesting.pending() + self.batch.len(),
+            State::Here { nesting, .. } => nesting.pending() + self.batch.ops.len(),
             // A statistic: the value of some recent batch is all it claims.
-            State::There(r) => r.pending.load(Ordering::Relaxed) + self.batch.len(),
+            State::There(r) => r.pending.load(Ordering::Relaxed) + self.batch.ops.len(),
             State::Moving => 0,
         }
+    }
+
+    /// Bytes for the payload of the operation given next: appended here just before it (messages
+    /// may come in between), they travel with it to the engine's thread, where
+    /// [`Consumer::adopt`] takes them from the front, the payloads in the order of their
+    /// operations. So what a payload carries besides its fixed part is allocated, and later
+    /// freed, on the engine's thread alone (see the [module docs](self)).
+    pub fn bytes(&mut self) -> &mut Vec<u8> {
+        &mut self.batch.bytes
     }
 
     /// [`Nesting::begin_with`].
@@ -192,15 +250,26 @@ where
     }
 
     fn push(&mut self, op: Op<P, S::Message>) {
+        let message = matches!(op, Op::Message(_));
+        if !message {
+            self.named = self.batch.bytes.len();
+        }
         if let (State::Here { nesting, sink }, false) = (&mut self.state, self.background) {
             // Kept here for good: nothing to batch.
-            return apply(nesting, &mut **sink, op);
+            let mut rest = &self.batch.bytes[..];
+            apply(nesting, &mut **sink, op, &mut rest);
+            if !message {
+                self.batch.bytes.clear();
+                self.named = 0;
+            }
+            return;
         }
-        if self.batch.capacity() == 0 {
-            self.batch.reserve_exact(BATCH);
+        if self.batch.ops.capacity() == 0 {
+            self.batch.ops.reserve_exact(BATCH);
         }
-        self.batch.push(op);
-        if self.batch.len() >= BATCH {
+        self.batch.ops.push(op);
+        // A message does not end a batch while bytes wait for the operation after it.
+        if self.batch.ops.len() >= BATCH && self.batch.bytes.len() == self.named {
             self.send();
         }
     }
@@ -214,22 +283,20 @@ where
             }
         }
         match &mut self.state {
-            State::Here { nesting, sink } => {
-                for op in self.batch.drain(..) {
-                    apply(nesting, &mut **sink, op);
-                }
-            }
+            State::Here { nesting, sink } => self.batch.apply_all(nesting, &mut **sink),
             State::There(remote) => {
                 // A buffer the engine has emptied, or a new one while all are in flight.
-                let next = remote.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                let next = remote.spare.try_recv().unwrap_or_else(|_| Batch::new());
                 let full = std::mem::replace(&mut self.batch, next);
                 if remote.to_engine.send(full).is_err() {
                     // The engine's thread is gone: it panicked. `finish` reports it.
-                    self.batch.clear();
+                    self.batch.ops.clear();
+                    self.batch.bytes.clear();
                 }
             }
             State::Moving => unreachable!("a feed is never left moving"),
         }
+        self.named = 0;
     }
 
     /// Moves the engine to a thread of its own; it stays here if none can be started.
@@ -250,9 +317,7 @@ where
             let (mut nesting, mut sink) = taken.expect("the engine is handed over once");
             drop(theirs);
             for mut batch in batches {
-                for op in batch.drain(..) {
-                    apply(&mut nesting, &mut sink, op);
-                }
+                batch.apply_all(&mut nesting, &mut sink);
                 published.store(nesting.pending(), Ordering::Relaxed);
                 // The caller may have stopped taking spares: the buffer is then freed here.
                 let _ = give_back.try_send(batch);
@@ -280,7 +345,7 @@ where
         // Whatever comes after the end (nothing should) is applied here.
         self.background = false;
         if let State::There(_) = self.state {
-            if !self.batch.is_empty() {
+            if !self.batch.ops.is_empty() {
                 self.send();
             }
             let State::There(remote) = std::mem::replace(&mut self.state, State::Moving) else {
@@ -295,10 +360,9 @@ where
         let State::Here { nesting, sink } = &mut self.state else {
             unreachable!("the engine is here once joined");
         };
-        for op in self.batch.drain(..) {
-            apply(nesting, &mut **sink, op);
-        }
-        self.batch = Vec::new();
+        self.batch.apply_all(nesting, &mut **sink);
+        self.batch = Batch::new();
+        self.named = 0;
         (&mut **nesting, &mut **sink)
     }
 }
@@ -310,7 +374,7 @@ impl<P, S: Consumer<P>> std::fmt::Debug for Feed<P, S> {
             State::There(_) => "on its thread",
             State::Moving => "moving",
         };
-        f.debug_struct("Feed").field("state", &state).field("queued", &self.batch.len()).finish()
+        f.debug_struct("Feed").field("state", &state).field("queued", &self.batch.ops.len()).finish()
     }
 }
 

@@ -30,6 +30,22 @@ impl Consumer<u32> for Log {
         // Seen in the log as the begin's payload when it is entered.
         *begin = begin.wrapping_mul(100_003).wrapping_add(end);
     }
+    fn adopt(&mut self, payload: &mut u32, bytes: &mut &[u8]) {
+        let Some(expected) = carried(*payload) else {
+            return;
+        };
+        let took = bytes.get(..expected.len()).unwrap_or(bytes);
+        let verdict = if took == expected { "its own" } else { "WRONG" };
+        self.0.push(format!("adopt {payload}: {verdict} bytes {took:?}"));
+        *bytes = &bytes[took.len()..];
+    }
+}
+
+/// The bytes payload `p` carries ([`Feed::bytes`]), if any: a length byte, then as many bytes
+/// made from `p` (some lengths 0).
+fn carried(p: u32) -> Option<Vec<u8>> {
+    let len = (p % 4 == 1).then_some(p % 13)?;
+    Some(std::iter::once(len as u8).chain((0..len).map(|i| (p as u8).wrapping_add(i as u8))).collect())
 }
 
 /// A random stream on a few threads: begins and ends (some mismatched, some never ended),
@@ -57,8 +73,23 @@ fn ops(seed: u64, n: usize) -> Vec<Op<u32, u64>> {
     out
 }
 
-fn feed_all(feed: &mut Feed<u32, Log>, ops: Vec<Op<u32, u64>>) {
+/// Gives `ops` to `feed`, with their payloads' bytes if `bytes` ([`carried`]).
+fn feed_all(feed: &mut Feed<u32, Log>, ops: Vec<Op<u32, u64>>, bytes: bool) {
     for op in ops {
+        let payload = match &op {
+            Op::Begin { payload, .. } | Op::Complete { payload, .. } | Op::Mark { payload, .. } => {
+                Some(*payload)
+            }
+            Op::End { payload, .. } => *payload,
+            Op::Message(_) => None,
+        };
+        if let Some(bytes) = payload.filter(|_| bytes).and_then(carried) {
+            feed.bytes().extend_from_slice(&bytes);
+            if payload.is_some_and(|p| p % 8 == 5) {
+                // A message between the bytes and their operation, which it must not separate.
+                feed.message(u64::MAX - u64::from(payload.unwrap_or_default()));
+            }
+        }
         match op {
             Op::Begin { tid, label, ts, payload } => feed.begin_with(tid, label, ts, payload),
             Op::End { tid, label, ts, payload: None } => feed.end(tid, label, ts),
@@ -73,7 +104,7 @@ fn feed_all(feed: &mut Feed<u32, Log>, ops: Vec<Op<u32, u64>>) {
 /// The sink's log and the paths, with the engine on its own thread (`background`) or not.
 fn run(seed: u64, n: usize, limit: usize, background: bool) -> (Vec<String>, Vec<String>, bool) {
     let mut feed = Feed::new(Nesting::new(limit), Log::default()).background(background);
-    feed_all(&mut feed, ops(seed, n));
+    feed_all(&mut feed, ops(seed, n), true);
     let moved = feed.parts().is_none();
     let (nesting, log) = feed.finish();
     nesting.finish(log);
@@ -97,13 +128,28 @@ fn a_feed_on_its_own_thread_tells_the_sink_what_one_on_the_callers_does() {
         );
         assert_eq!(here, there, "seed {seed}");
         assert_eq!(here_paths, there_paths, "seed {seed}");
+        // Every payload given bytes took its own, across the batches' ends and the messages.
+        let adopted = here.iter().filter(|l| l.starts_with("adopt")).count();
+        let given = ops(seed, n)
+            .iter()
+            .filter(|op| match op {
+                Op::Begin { payload, .. } | Op::Complete { payload, .. } | Op::Mark { payload, .. } => {
+                    carried(*payload).is_some()
+                }
+                Op::End { payload, .. } => payload.and_then(carried).is_some(),
+                Op::Message(_) => false,
+            })
+            .count();
+        assert!(given > n / 10, "{given}");
+        assert_eq!(adopted, given, "seed {seed}");
+        assert!(!here.iter().any(|l| l.contains("WRONG")), "seed {seed}");
     }
 }
 
 #[test]
 fn a_short_stream_never_leaves_the_callers_thread() {
     let mut feed = Feed::new(Nesting::new(100), Log::default()).background(true);
-    feed_all(&mut feed, ops(7, BATCH - 1));
+    feed_all(&mut feed, ops(7, BATCH - 1), false);
     assert!(feed.parts().is_some(), "fewer operations than a batch stay here");
     assert_eq!(feed.pending(), BATCH - 1, "queued operations count as pending");
     let (nesting, log) = feed.finish();
@@ -116,7 +162,7 @@ fn pending_is_the_engines_count() {
     let mut nesting = Nesting::<u32>::new(1 << 20);
     let mut log = Log::default();
     for op in ops(9, 20_000) {
-        apply(&mut nesting, &mut log, op);
+        apply(&mut nesting, &mut log, op, &mut &[][..]);
     }
     // The count kept as slices come and go equals each thread's counts summed.
     let before = nesting.pending();

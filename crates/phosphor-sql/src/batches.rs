@@ -14,7 +14,7 @@
 //! operations are applied in the same order: the rows are the same.
 
 use std::collections::HashMap;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{Receiver, Sender};
 
 use arrow::record_batch::RecordBatch;
 use phosphor_model::background::Consumer;
@@ -81,6 +81,9 @@ pub(crate) struct Builder {
     problems: Option<ProblemRows>,
     /// Where batches go; a reader that stopped early no longer takes them (they are dropped).
     outbox: Sender<(Table, RecordBatch)>,
+    /// Batches given back once used, to be freed here, where they were made (see
+    /// `read_tables_for_parquet`).
+    spent: Option<Receiver<RecordBatch>>,
 }
 
 impl Builder {
@@ -90,6 +93,7 @@ impl Builder {
         wanted: &[Wanted],
         batch_rows: usize,
         outbox: Sender<(Table, RecordBatch)>,
+        spent: Option<Receiver<RecordBatch>>,
     ) -> Builder {
         let has = |table: Table| wanted.iter().any(|w| w.table == table);
         let mut rows = Rows::new();
@@ -108,12 +112,17 @@ impl Builder {
             flows: has(Table::Flows).then(Flows::default),
             problems: has(Table::Problems).then(ProblemRows::default),
             outbox,
+            spent,
         }
     }
 
     /// Makes batches of the rows gathered: of each table with at least `batch_rows` of them, or
     /// of all that are left when `all`.
     pub(crate) fn flush(&mut self, paths: &Paths, all: bool) {
+        if let Some(spent) = &self.spent {
+            // Each dropped here.
+            while spent.try_recv().is_ok() {}
+        }
         let batch_rows = self.batch_rows;
         let ready = |n: usize| n >= batch_rows || (all && n > 0);
         let slices_due = ready(self.rows.slices.len());
@@ -257,6 +266,12 @@ impl Consumer<Payload> for Builder {
                     flat.add(&mut self.rows, op);
                 }
             }
+        }
+    }
+
+    fn adopt(&mut self, payload: &mut Payload, bytes: &mut &[u8]) {
+        if let Some(extra) = &mut payload.extra {
+            extra.adopt(bytes);
         }
     }
 }

@@ -249,17 +249,22 @@ impl Writers {
     /// encoding overlap); on an error, removes the partial files.
     fn read(&mut self, source: &TraceSource) -> Result<(), Error> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(Table, RecordBatch)>(8);
+        // The batches written go back to be freed where they were made.
+        let (give_back, spent) = std::sync::mpsc::channel::<RecordBatch>();
         let result = std::thread::scope(|scope| {
             let writer = scope.spawn(|| {
                 for (table, batch) in rx {
-                    self.write(table, batch)?;
+                    self.write(table, &batch)?;
+                    // Once the reader is done, nobody takes them: freed here then.
+                    let _ = give_back.send(batch);
                 }
                 Ok::<(), Error>(())
             });
-            let read = read_tables_for_parquet(source, &Table::ALL, DEFAULT_BATCH_ROWS, |table, batch| {
-                // A send fails only once the writer has stopped, on an error it returns.
-                tx.send((table, batch)).map_err(|_| Error::Stopped)
-            });
+            let read =
+                read_tables_for_parquet(source, &Table::ALL, DEFAULT_BATCH_ROWS, spent, |table, batch| {
+                    // A send fails only once the writer has stopped, on an error it returns.
+                    tx.send((table, batch)).map_err(|_| Error::Stopped)
+                });
             drop(tx);
             let written = writer.join().unwrap_or(Err(Error::Stopped));
             match (read, written) {
@@ -277,11 +282,11 @@ impl Writers {
     }
 
     /// Writes a batch of `table`.
-    fn write(&mut self, table: Table, batch: RecordBatch) -> Result<(), Error> {
+    fn write(&mut self, table: Table, batch: &RecordBatch) -> Result<(), Error> {
         let drop_trace = self.drop_trace;
         let w = self.writers.get_mut(&table).ok_or(Error::Stopped)?;
         w.rows += batch.num_rows() as u64;
-        let columns = columns_but(&batch, drop_trace.then_some(PARTITION_COLUMN));
+        let columns = columns_but(batch, drop_trace.then_some(PARTITION_COLUMN));
         let parquet = |source| Error::Parquet { path: w.path.clone(), source };
         w.writer.write(&columns, batch.num_rows()).map_err(parquet)
     }

@@ -107,19 +107,25 @@ pub fn read_tables(
     batch_rows: usize,
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    read_all_columns(source, wanted, false, batch_rows, emit)
+    read_all_columns(source, wanted, false, batch_rows, None, emit)
 }
 
 /// [`read_tables`], for [`crate::parquet_out`]: the string columns of few distinct values made
 /// as `Dictionary(UInt32, Utf8)` where the rows' ids make it cheap (`tables.rs`), which the
 /// Parquet writer encodes without hashing each value; the batches' schemas say so.
+///
+/// The batches sent back on `spent` once written are freed on the thread that made them (the
+/// nesting engine's, at its next batches): glibc's malloc, freeing a block on another thread
+/// than the one that allocated it, takes that thread's arena lock, which the two then contend
+/// for.
 pub(crate) fn read_tables_for_parquet(
     source: &TraceSource,
     wanted: &[Table],
     batch_rows: usize,
+    spent: mpsc::Receiver<RecordBatch>,
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    read_all_columns(source, wanted, true, batch_rows, emit)
+    read_all_columns(source, wanted, true, batch_rows, Some(spent), emit)
 }
 
 /// Every column of the tables in `wanted`, the repeated strings as dictionaries when `dictionary`.
@@ -128,12 +134,13 @@ fn read_all_columns(
     wanted: &[Table],
     dictionary: bool,
     batch_rows: usize,
+    spent: Option<mpsc::Receiver<RecordBatch>>,
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let reader = source.open()?.read_ahead();
     let wanted: Vec<Wanted> =
         wanted.iter().map(|&table| Wanted { dictionary, ..Wanted::all(table) }).collect();
-    read_wanted(reader, &source.path, &source.trace, source.shift_ns, &wanted, batch_rows, emit)
+    read_wanted(reader, Origin::of(source), &wanted, batch_rows, spent, emit)
 }
 
 /// [`read_tables`] of one table, making only its columns at `columns` (indices into
@@ -153,7 +160,7 @@ pub fn read_columns(
     }
     let reader = source.open()?.read_ahead();
     let wanted = [Wanted { table, columns: columns.to_vec(), dictionary: false }];
-    read_wanted(reader, &source.path, &source.trace, source.shift_ns, &wanted, batch_rows, emit)
+    read_wanted(reader, Origin::of(source), &wanted, batch_rows, None, emit)
 }
 
 /// [`read_tables`] on a reader already open (on a file, or bytes in memory), `path` naming it in
@@ -167,7 +174,7 @@ pub fn read_from<R: Read>(
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let wanted: Vec<Wanted> = wanted.iter().map(|&table| Wanted::all(table)).collect();
-    read_wanted(reader, path, trace, 0, &wanted, batch_rows, emit)
+    read_wanted(reader, Origin { path, trace, shift_ns: 0 }, &wanted, batch_rows, None, emit)
 }
 
 /// A table asked for, and which of its columns.
@@ -225,15 +232,29 @@ impl<F: FnMut(Table, RecordBatch) -> Result<(), Error>> Out<'_, F> {
     }
 }
 
+/// What a reading is of: the file (named in errors), its `trace` value, its shift on the
+/// timeline ([`TraceSource`]).
+struct Origin<'a> {
+    path: &'a Path,
+    trace: &'a str,
+    shift_ns: i64,
+}
+
+impl Origin<'_> {
+    fn of(source: &TraceSource) -> Origin<'_> {
+        Origin { path: &source.path, trace: &source.trace, shift_ns: source.shift_ns }
+    }
+}
+
 fn read_wanted<R: Read>(
     mut reader: Reader<R>,
-    path: &Path,
-    trace: &str,
-    shift_ns: i64,
+    origin: Origin<'_>,
     wanted: &[Wanted],
     batch_rows: usize,
+    spent: Option<mpsc::Receiver<RecordBatch>>,
     emit: impl FnMut(Table, RecordBatch) -> Result<(), Error>,
 ) -> Result<(), Error> {
+    let Origin { path, trace, shift_ns } = origin;
     let mut out = Out { emit, wanted };
     let batch_rows = batch_rows.max(1);
     let header = reader.header().clone();
@@ -241,7 +262,7 @@ fn read_wanted<R: Read>(
         FileInfo { trace: trace.to_owned(), process: header.process_name.clone(), pid: header.pid, shift_ns };
     let (outbox, batches) = mpsc::channel();
     let timeline = Timeline::new(&header.clock);
-    let builder = Builder::new(file, timeline.clone(), wanted, batch_rows, outbox);
+    let builder = Builder::new(file, timeline.clone(), wanted, batch_rows, outbox, spent);
     let mut state = State::new(timeline, wanted, builder);
     let tables = state.tables.clone();
     let mut system = SystemTables::new(&tables);
@@ -624,7 +645,13 @@ impl State {
         // `take(0)`: the arguments not kept are not walked at all.
         let args = args.take(if keep_args { usize::MAX } else { 0 });
         if keep_args || flow.is_some() || text.is_some() {
-            payload.extra = Extra::pack(&mut self.scratch, flow, text, args);
+            payload.extra = if self.flat {
+                Extra::pack(&mut self.scratch, flow, text, args)
+            } else {
+                // Carried in the feed's batch and allocated on the engine's thread, where the
+                // extra is freed (see `Feed::bytes`).
+                Extra::carry(self.feed.bytes(), flow, text, args)
+            };
         }
         let feed = &mut self.feed;
         if self.flat {

@@ -36,6 +36,32 @@ pub(crate) struct Extra(Box<[u8]>);
 const FLOW: u8 = 1;
 const TEXT: u8 = 2;
 
+/// Appends an extra's bytes ([`Extra`]) to `out`; returns whether it has anything (else the
+/// bytes appended are to be dropped).
+fn pack_to<'a>(
+    out: &mut Vec<u8>,
+    flow: Option<u64>,
+    text: Option<&str>,
+    args: impl IntoIterator<Item = (&'a str, phosphor_format::file::Value<'a>)>,
+) -> bool {
+    let at = out.len();
+    out.push((u8::from(flow.is_some()) * FLOW) | (u8::from(text.is_some()) * TEXT));
+    out.extend_from_slice(&[0; 4]);
+    if let Some(flow) = flow {
+        out.extend_from_slice(&flow.to_le_bytes());
+    }
+    if let Some(text) = text {
+        let len = u32::try_from(text.len()).unwrap_or(u32::MAX);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&text.as_bytes()[..len as usize]);
+    }
+    let args = crate::args_table::pack_into(out, args);
+    // Saturating: no event carries 4 billion arguments.
+    let n = u32::try_from(args).unwrap_or(u32::MAX);
+    out[at + 1..at + 5].copy_from_slice(&n.to_le_bytes());
+    flow.is_some() || text.is_some() || args > 0
+}
+
 impl Extra {
     /// The extra of a row continuing `flow`, of message `text`, with arguments `args`; `None`
     /// if it has none of them. `scratch` is a buffer kept between calls, so that making one
@@ -47,21 +73,46 @@ impl Extra {
         args: impl IntoIterator<Item = (&'a str, phosphor_format::file::Value<'a>)>,
     ) -> Option<Extra> {
         scratch.clear();
-        scratch.push((u8::from(flow.is_some()) * FLOW) | (u8::from(text.is_some()) * TEXT));
-        scratch.extend_from_slice(&[0; 4]);
-        if let Some(flow) = flow {
-            scratch.extend_from_slice(&flow.to_le_bytes());
+        pack_to(scratch, flow, text, args).then(|| Extra(scratch.as_slice().into()))
+    }
+
+    /// [`Extra::pack`], the bytes appended to `bytes` (a feed's, [`Feed::bytes`]) after their
+    /// length (`u32`, little-endian) instead of allocated: the extra returned is a mark, empty,
+    /// that [`Extra::adopt`] fills from them on the engine's thread.
+    ///
+    /// [`Feed::bytes`]: phosphor_model::background::Feed::bytes
+    pub(crate) fn carry<'a>(
+        bytes: &mut Vec<u8>,
+        flow: Option<u64>,
+        text: Option<&str>,
+        args: impl IntoIterator<Item = (&'a str, phosphor_format::file::Value<'a>)>,
+    ) -> Option<Extra> {
+        let at = bytes.len();
+        bytes.extend_from_slice(&[0; 4]);
+        if !pack_to(bytes, flow, text, args) {
+            bytes.truncate(at);
+            return None;
         }
-        if let Some(text) = text {
-            let len = u32::try_from(text.len()).unwrap_or(u32::MAX);
-            scratch.extend_from_slice(&len.to_le_bytes());
-            scratch.extend_from_slice(&text.as_bytes()[..len as usize]);
+        // Saturating: no event's packed arguments reach 4 GiB (its file's blocks are bounded).
+        let len = u32::try_from(bytes.len() - at - 4).unwrap_or(u32::MAX);
+        bytes[at..at + 4].copy_from_slice(&len.to_le_bytes());
+        // An empty box allocates nothing; a packed extra is never empty (its flags and count).
+        Some(Extra(Box::default()))
+    }
+
+    /// Fills a mark made by [`Extra::carry`] with its bytes, taken from the front of `bytes`,
+    /// into an allocation of this thread. An extra already filled takes nothing.
+    pub(crate) fn adopt(&mut self, bytes: &mut &[u8]) {
+        if !self.0.is_empty() {
+            return;
         }
-        let args = crate::args_table::pack_into(scratch, args);
-        // Saturating: no event carries 4 billion arguments.
-        let n = u32::try_from(args).unwrap_or(u32::MAX);
-        scratch[1..5].copy_from_slice(&n.to_le_bytes());
-        (flow.is_some() || text.is_some() || args > 0).then(|| Extra(scratch.as_slice().into()))
+        let Some((len, rest)) = bytes.split_first_chunk::<4>() else {
+            return;
+        };
+        let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
+        let (packed, rest) = rest.split_at(len);
+        self.0 = packed.into();
+        *bytes = rest;
     }
 
     fn flags(&self) -> u8 {

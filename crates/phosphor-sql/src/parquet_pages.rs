@@ -183,23 +183,36 @@ pub(crate) fn rle_hybrid<T: Copy + Eq + Into<u32>>(out: &mut Vec<u8>, values: &[
 }
 
 /// `values` as one bit-packed run (none if empty): its header, then groups of 8 values of
-/// `width` bits each, least significant bits first.
-fn bit_packed(out: &mut Vec<u8>, values: impl ExactSizeIterator<Item = u32>, width: u8) {
+/// `width` bits each, least significant bits first: a group is `width` bytes, made in one
+/// integer (dictionary indices and levels are at most 16 bits wide but for dictionaries of
+/// more than 65,536 values).
+fn bit_packed(out: &mut Vec<u8>, mut values: impl ExactSizeIterator<Item = u32>, width: u8) {
     let n = values.len();
     if n == 0 {
         return;
     }
     let groups = n.div_ceil(8);
     uleb128(out, ((groups as u64) << 1) | 1);
-    let (mut acc, mut bits) = (0u64, 0u32);
-    let padding = std::iter::repeat_n(0, groups * 8 - n);
-    for v in values.chain(padding) {
-        acc |= u64::from(v) << bits;
-        bits += u32::from(width);
-        while bits >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            bits -= 8;
+    let w = u32::from(width);
+    out.reserve(groups * usize::from(width));
+    for _ in 0..groups {
+        // The last group padded with zeros.
+        let group: [u32; 8] = std::array::from_fn(|_| values.next().unwrap_or(0));
+        if w <= 16 {
+            let acc =
+                group.iter().enumerate().fold(0u128, |acc, (k, &v)| acc | u128::from(v) << (k as u32 * w));
+            out.extend_from_slice(&acc.to_le_bytes()[..usize::from(width)]);
+        } else {
+            let (mut acc, mut bits) = (0u64, 0u32);
+            for v in group {
+                acc |= u64::from(v) << bits;
+                bits += w;
+                while bits >= 8 {
+                    out.push(acc as u8);
+                    acc >>= 8;
+                    bits -= 8;
+                }
+            }
         }
     }
 }

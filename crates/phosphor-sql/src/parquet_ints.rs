@@ -473,17 +473,8 @@ fn pack(out: &mut Vec<u8>, values: &[u64], width: u32) {
     if width == 0 {
         return;
     }
-    let (mut acc, mut bits) = (0u128, 0u32);
-    for i in 0..MINIBLOCK {
-        let v = values.get(i).copied().unwrap_or(0);
-        acc |= u128::from(v) << bits;
-        bits += width;
-        while bits >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            bits -= 8;
-        }
-    }
+    let padded = (0..MINIBLOCK).map(|i| values.get(i).copied().unwrap_or(0));
+    crate::parquet_pages::pack_bits(out, padded, width);
 }
 
 #[cfg(test)]

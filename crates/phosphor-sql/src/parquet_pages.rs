@@ -203,16 +203,22 @@ fn bit_packed(out: &mut Vec<u8>, mut values: impl ExactSizeIterator<Item = u32>,
                 group.iter().enumerate().fold(0u128, |acc, (k, &v)| acc | u128::from(v) << (k as u32 * w));
             out.extend_from_slice(&acc.to_le_bytes()[..usize::from(width)]);
         } else {
-            let (mut acc, mut bits) = (0u64, 0u32);
-            for v in group {
-                acc |= u64::from(v) << bits;
-                bits += w;
-                while bits >= 8 {
-                    out.push(acc as u8);
-                    acc >>= 8;
-                    bits -= 8;
-                }
-            }
+            pack_bits(out, group.map(u64::from), w);
+        }
+    }
+}
+
+/// `values` of `width` bits each (at most 64) packed one after the other, least significant
+/// bits first, the whole bytes appended (a caller packs a multiple of 8 values).
+pub(crate) fn pack_bits(out: &mut Vec<u8>, values: impl IntoIterator<Item = u64>, width: u32) {
+    let (mut acc, mut bits) = (0u128, 0u32);
+    for v in values {
+        acc |= u128::from(v) << bits;
+        bits += width;
+        while bits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
         }
     }
 }
